@@ -1,0 +1,93 @@
+package bus_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+)
+
+func TestProvisionIsIdempotent(t *testing.T) {
+	srv := bustest.StartServer(t)
+	b := srv.Connect(t, "fleet-a")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := bus.Provision(ctx, b, bustest.TestLayout()); err != nil {
+		t.Fatalf("second provision: %v", err)
+	}
+	info, err := b.JS.Stream(ctx, "FLEET_A_IN")
+	if err != nil {
+		t.Fatalf("inbound stream: %v", err)
+	}
+	if got := info.CachedInfo().Config.Retention; got != jetstream.WorkQueuePolicy {
+		t.Errorf("inbound retention = %v, want work queue", got)
+	}
+
+	// A changed mutable setting is applied in place.
+	l := bustest.TestLayout()
+	l.DuplicateWindow = time.Minute
+	if err := bus.Provision(ctx, b, l); err != nil {
+		t.Fatalf("provision with changed duplicate window: %v", err)
+	}
+	info, _ = b.JS.Stream(ctx, "FLEET_A_IN")
+	if got := info.CachedInfo().Config.Duplicates; got != time.Minute {
+		t.Errorf("duplicate window = %s, want 1m", got)
+	}
+
+	// A change JetStream cannot apply fails naming the stream.
+	if _, err := b.JS.UpdateStream(ctx, jetstream.StreamConfig{Name: "FLEET_A_OUT", Subjects: []string{"fleet-a.out.>"}, Storage: jetstream.MemoryStorage}); err == nil {
+		t.Fatal("changing storage type succeeded; want an error")
+	}
+}
+
+func TestProvisionRejectsBadLayout(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	l := bustest.TestLayout()
+	l.Replicas = 0
+	err := bus.Provision(context.Background(), b, l)
+	if err == nil || !strings.Contains(err.Error(), "nats.replicas") {
+		t.Fatalf("Provision with 0 replicas: %v, want error naming nats.replicas", err)
+	}
+}
+
+func TestTwoPrefixesShareAServer(t *testing.T) {
+	srv := bustest.StartServer(t)
+	a := srv.Connect(t, "alpha")
+	bb := srv.Connect(t, "beta")
+	ctx := context.Background()
+	if _, err := a.JS.Publish(ctx, a.Space.Inbound("cli", "x"), []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	info, err := bb.JS.Stream(ctx, bb.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.CachedInfo().State.Msgs; n != 0 {
+		t.Errorf("beta inbound has %d messages from alpha", n)
+	}
+}
+
+func TestDeadLetterKeepsReason(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ctx := context.Background()
+	err := b.DeadLetter(ctx, "inbound", bus.Letter{Subject: "nanofleet.in.cli.x", Data: []byte{0xff}, StreamSeq: 7, Reason: "decode: bad wire type"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.JS.Stream(ctx, b.Space.DeadLetterStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := st.GetLastMsgForSubject(ctx, b.Space.DeadLetter("inbound"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := msg.Header.Get("Nanofleet-Reason"); got != "decode: bad wire type" {
+		t.Errorf("reason header = %q", got)
+	}
+}

@@ -1,0 +1,103 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/subject"
+)
+
+// Config says how to reach NATS and which fleet to join.
+type Config struct {
+	// URL of the NATS server(s), comma separated. Empty with an embedded
+	// server.
+	URL string
+	// CredsFile is a NATS credentials file (JWT + nkey), optional.
+	CredsFile string
+	// TLS client settings, optional.
+	TLS TLSConfig
+	// Prefix of every subject and stream; see [subject.NewSpace].
+	Prefix string
+	// Name identifies the connection in server monitoring.
+	Name string
+}
+
+// TLSConfig holds client TLS files.
+type TLSConfig struct {
+	CertFile string
+	KeyFile  string
+	CAFile   string
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	if _, err := subject.NewSpace(c.Prefix); err != nil {
+		return fmt.Errorf("nats.prefix: %w", err)
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		return errors.New("nats.tls: certFile and keyFile go together")
+	}
+	return nil
+}
+
+// Bus is a connection to the fleet's NATS with JetStream.
+type Bus struct {
+	NC    *nats.Conn
+	JS    jetstream.JetStream
+	Space subject.Space
+}
+
+// Connect dials NATS. Extra options (e.g. [Embedded.ConnectOption]) are
+// applied after the configured ones.
+func Connect(ctx context.Context, cfg Config, extra ...nats.Option) (*Bus, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	space, _ := subject.NewSpace(cfg.Prefix)
+	opts := []nats.Option{
+		nats.Name(cfg.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.RetryOnFailedConnect(false),
+	}
+	if cfg.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
+	}
+	if cfg.TLS.CertFile != "" {
+		opts = append(opts, nats.ClientCert(cfg.TLS.CertFile, cfg.TLS.KeyFile))
+	}
+	if cfg.TLS.CAFile != "" {
+		opts = append(opts, nats.RootCAs(cfg.TLS.CAFile))
+	}
+	opts = append(opts, extra...)
+	url := cfg.URL
+	if url == "" {
+		url = nats.DefaultURL
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		opts = append(opts, nats.Timeout(time.Until(deadline)))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &Bus{NC: nc, JS: js, Space: space}, nil
+}
+
+// Close drains the connection so that in-flight publishes and acks reach
+// the server.
+func (b *Bus) Close() {
+	if err := b.NC.Drain(); err != nil {
+		b.NC.Close()
+	}
+}

@@ -1,0 +1,118 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// EmbeddedConfig configures a nats-server started inside the process.
+type EmbeddedConfig struct {
+	// StoreDir is where JetStream keeps its files. Required.
+	StoreDir string
+	// Host and Port to listen on for other processes (nanofleet status,
+	// services started with --nats). Port -1 picks a free port; NoListen
+	// accepts in-process connections only.
+	Host     string
+	Port     int
+	NoListen bool
+	// ServerName names the server in logs and cluster views.
+	ServerName string
+	// MaxMemory and MaxStore bound JetStream's memory and disk use; 0
+	// leaves the server's defaults.
+	MaxMemory int64
+	MaxStore  int64
+}
+
+// Validate reports the first invalid field.
+func (c EmbeddedConfig) Validate() error {
+	if c.StoreDir == "" {
+		return errors.New("embedded nats: storeDir is required")
+	}
+	if c.Port < -1 || c.Port > 65535 {
+		return fmt.Errorf("embedded nats: port %d out of range", c.Port)
+	}
+	return nil
+}
+
+// Embedded is a running in-process nats-server with JetStream.
+type Embedded struct {
+	srv      *server.Server
+	noListen bool
+}
+
+// StartEmbedded starts a nats-server with JetStream and waits until it
+// accepts connections.
+func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	host := cfg.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	name := cfg.ServerName
+	if name == "" {
+		name = "nanofleet-embedded"
+	}
+	opts := &server.Options{
+		ServerName:         name,
+		Host:               host,
+		Port:               cfg.Port,
+		DontListen:         cfg.NoListen,
+		JetStream:          true,
+		StoreDir:           cfg.StoreDir,
+		JetStreamMaxMemory: cfg.MaxMemory,
+		JetStreamMaxStore:  cfg.MaxStore,
+		NoSigs:             true,
+		MaxPayload:         8 << 20,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	if log != nil {
+		srv.SetLoggerV2(&serverLogger{log: log.With("component", "nats-server")}, false, false, false)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		srv.Shutdown()
+		return nil, errors.New("embedded nats: not ready for connections after 30s")
+	}
+	return &Embedded{srv: srv, noListen: cfg.NoListen}, nil
+}
+
+// ClientURL is the URL other processes connect to; empty with NoListen.
+func (e *Embedded) ClientURL() string {
+	if e.noListen {
+		return ""
+	}
+	return e.srv.ClientURL()
+}
+
+// ConnectOption makes a nats connection go straight into the embedded
+// server without a socket.
+func (e *Embedded) ConnectOption() nats.Option { return nats.InProcessServer(e.srv) }
+
+// Server exposes the server for tests and status pages.
+func (e *Embedded) Server() *server.Server { return e.srv }
+
+// Shutdown stops the server and waits until it is down.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}
+
+// serverLogger adapts slog to the nats-server logger interface.
+type serverLogger struct{ log *slog.Logger }
+
+func (l *serverLogger) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *serverLogger) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (l *serverLogger) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l *serverLogger) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l *serverLogger) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *serverLogger) Tracef(format string, v ...any)  {}
