@@ -204,7 +204,7 @@ type TurnRecord struct {
 	Replies     []*OutboundMessage     `protobuf:"bytes,6,rep,name=replies,proto3" json:"replies,omitempty"`
 	CompletedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
 	// Marks a session reset (/new): history before it is not loaded.
-	Reset_        bool `protobuf:"varint,8,opt,name=reset,proto3" json:"reset,omitempty"`
+	ClearsHistory bool `protobuf:"varint,8,opt,name=clears_history,json=clearsHistory,proto3" json:"clears_history,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -288,9 +288,9 @@ func (x *TurnRecord) GetCompletedAt() *timestamppb.Timestamp {
 	return nil
 }
 
-func (x *TurnRecord) GetReset_() bool {
+func (x *TurnRecord) GetClearsHistory() bool {
 	if x != nil {
-		return x.Reset_
+		return x.ClearsHistory
 	}
 	return false
 }
@@ -625,7 +625,7 @@ const file_nanofleet_v1_session_proto_rawDesc = "" +
 	"\x11reasoning_content\x18\x06 \x01(\tR\x10reasoningContent\x12,\n" +
 	"\x05media\x18\a \x03(\v2\x16.nanofleet.v1.MediaRefR\x05media\x129\n" +
 	"\n" +
-	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xcb\x02\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xdc\x02\n" +
 	"\n" +
 	"TurnRecord\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1d\n" +
@@ -637,8 +637,8 @@ const file_nanofleet_v1_session_proto_rawDesc = "" +
 	"sessionKey\x125\n" +
 	"\bmessages\x18\x05 \x03(\v2\x19.nanofleet.v1.ChatMessageR\bmessages\x127\n" +
 	"\areplies\x18\x06 \x03(\v2\x1d.nanofleet.v1.OutboundMessageR\areplies\x12=\n" +
-	"\fcompleted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x12\x14\n" +
-	"\x05reset\x18\b \x01(\bR\x05reset\"\xd8\x01\n" +
+	"\fcompleted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x12%\n" +
+	"\x0eclears_history\x18\b \x01(\bR\rclearsHistory\"\xd8\x01\n" +
 	"\x0eTurnCheckpoint\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1f\n" +
 	"\vinbound_seq\x18\x02 \x01(\x04R\n" +

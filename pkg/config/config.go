@@ -1,0 +1,289 @@
+// Package config loads nanofleet's configuration file: one JSON document in
+// nanobot's shape (camelCase keys, `${VAR}` placeholders), read by every
+// service.
+//
+// The sections every service shares (nats, agents, providers) are typed
+// here. A section that belongs to one service (tools, channels, memory,
+// gateway, worker) stays raw until that service decodes it with
+// [File.Section] into its own Config type, so no package imports the whole
+// tree. Decoding is strict: an unknown or mistyped key fails start-up with
+// the key's full path.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// ErrInvalid wraps every error that names a bad key.
+var ErrInvalid = errors.New("invalid config")
+
+// File is a loaded configuration file.
+type File struct {
+	// Path the file was read from; empty when built from defaults.
+	Path      string
+	NATS      NATS                `json:"nats"`
+	Agents    Agents              `json:"agents"`
+	Providers map[string]Provider `json:"providers"`
+
+	// Sections owned by one service each, decoded by [File.Section].
+	Worker   json.RawMessage `json:"worker,omitempty"`
+	Tools    json.RawMessage `json:"tools,omitempty"`
+	Channels json.RawMessage `json:"channels,omitempty"`
+	Memory   json.RawMessage `json:"memory,omitempty"`
+	Gateway  json.RawMessage `json:"gateway,omitempty"`
+	Schedule json.RawMessage `json:"schedule,omitempty"`
+}
+
+// NATS says where the fleet's NATS is.
+type NATS struct {
+	// URL of an external NATS; empty runs an embedded server (all-in-one).
+	URL       string `json:"url,omitempty"`
+	CredsFile string `json:"credsFile,omitempty"`
+	TLS       struct {
+		CertFile string `json:"certFile,omitempty"`
+		KeyFile  string `json:"keyFile,omitempty"`
+		CAFile   string `json:"caFile,omitempty"`
+	} `json:"tls"`
+	Prefix   string `json:"prefix,omitempty"`
+	Replicas int    `json:"replicas,omitempty"`
+	// Embedded server listen address, for other processes to join.
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
+}
+
+// Agents holds the agent defaults, as nanobot's agents.defaults.
+type Agents struct {
+	Defaults AgentDefaults `json:"defaults"`
+}
+
+// AgentDefaults are the model and loop settings of the agent.
+type AgentDefaults struct {
+	Workspace           string   `json:"workspace,omitempty"`
+	Model               string   `json:"model,omitempty"`
+	Provider            string   `json:"provider,omitempty"`
+	MaxTokens           int      `json:"maxTokens,omitempty"`
+	Temperature         float32  `json:"temperature,omitempty"`
+	MaxToolIterations   int      `json:"maxToolIterations,omitempty"`
+	ContextWindowTokens int      `json:"contextWindowTokens,omitempty"`
+	Timezone            string   `json:"timezone,omitempty"`
+	FallbackModels      []string `json:"fallbackModels,omitempty"`
+}
+
+// Provider is one model host's credentials.
+type Provider struct {
+	APIKey       string            `json:"apiKey,omitempty"`
+	APIBase      string            `json:"apiBase,omitempty"`
+	ExtraHeaders map[string]string `json:"extraHeaders,omitempty"`
+}
+
+// Defaults returns the configuration used when no file exists.
+func Defaults() *File {
+	return &File{
+		NATS: NATS{Prefix: "nanofleet", Replicas: 1, Host: "127.0.0.1", Port: 4222},
+		Agents: Agents{Defaults: AgentDefaults{
+			Workspace:           "~/.nanofleet/workspace",
+			Model:               "gpt-4o-mini",
+			MaxTokens:           8192,
+			Temperature:         0.1,
+			MaxToolIterations:   40,
+			ContextWindowTokens: 200_000,
+			Timezone:            "UTC",
+		}},
+		Providers: map[string]Provider{},
+	}
+}
+
+// Load reads path over the defaults. A missing file is not an error when
+// optional is true (first start before `nanofleet onboard`).
+func Load(path string, getenv func(string) string, optional bool) (*File, error) {
+	f := Defaults()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && optional {
+		return f, f.Validate()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	if err := Parse(f, data, getenv); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	f.Path = path
+	return f, nil
+}
+
+// Parse decodes data over f after expanding `${VAR}` placeholders, then
+// validates it.
+func Parse(f *File, data []byte, getenv func(string) string) error {
+	var tree any
+	if err := json.Unmarshal(data, &tree); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	tree, err := expand(tree, "", getenv)
+	if err != nil {
+		return err
+	}
+	expanded, err := json.Marshal(tree)
+	if err != nil {
+		return fmt.Errorf("re-encode config: %w", err)
+	}
+	if err := decodeStrict(expanded, f, ""); err != nil {
+		return err
+	}
+	return f.Validate()
+}
+
+// Validate reports the first invalid key of the shared sections.
+func (f *File) Validate() error {
+	d := f.Agents.Defaults
+	switch {
+	case f.NATS.Replicas < 1 || f.NATS.Replicas > 5:
+		return invalid("nats.replicas", "must be 1..5, got %d", f.NATS.Replicas)
+	case f.NATS.Port < -1 || f.NATS.Port > 65535:
+		return invalid("nats.port", "must be a port number, got %d", f.NATS.Port)
+	case d.Model == "":
+		return invalid("agents.defaults.model", "must be set")
+	case d.MaxTokens <= 0:
+		return invalid("agents.defaults.maxTokens", "must be positive, got %d", d.MaxTokens)
+	case d.Temperature < 0 || d.Temperature > 2:
+		return invalid("agents.defaults.temperature", "must be 0..2, got %g", d.Temperature)
+	case d.MaxToolIterations <= 0 || d.MaxToolIterations > 1000:
+		return invalid("agents.defaults.maxToolIterations", "must be 1..1000, got %d", d.MaxToolIterations)
+	case d.ContextWindowTokens < 1024:
+		return invalid("agents.defaults.contextWindowTokens", "must be at least 1024, got %d", d.ContextWindowTokens)
+	}
+	if !prefixSyntax.MatchString(f.NATS.Prefix) {
+		return invalid("nats.prefix", "must be 1-32 letters, digits, '-' or '_', got %q", f.NATS.Prefix)
+	}
+	return nil
+}
+
+var prefixSyntax = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// Section decodes the raw section name (e.g. "tools") strictly into v,
+// which should hold the owner's defaults. A missing section leaves v as is.
+func (f *File) Section(name string, v any) error {
+	var raw json.RawMessage
+	switch name {
+	case "worker":
+		raw = f.Worker
+	case "tools":
+		raw = f.Tools
+	case "channels":
+		raw = f.Channels
+	case "memory":
+		raw = f.Memory
+	case "gateway":
+		raw = f.Gateway
+	case "schedule":
+		raw = f.Schedule
+	default:
+		return fmt.Errorf("config: no section %q", name)
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return decodeStrict(raw, v, name)
+}
+
+// Invalid returns an error naming key, for owners of sections to report
+// their own validation failures the same way.
+func Invalid(key, format string, args ...any) error { return invalid(key, format, args...) }
+
+func invalid(key, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, key, fmt.Sprintf(format, args...))
+}
+
+// decodeStrict decodes data into v refusing unknown keys, and names the
+// offending key with its full path.
+func decodeStrict(data []byte, v any, section string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		return nil
+	}
+	join := func(k string) string {
+		if section == "" {
+			return k
+		}
+		return section + "." + k
+	}
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return invalid(join(typeErr.Field), "cannot use a JSON %s as %s", typeErr.Value, typeErr.Type)
+	}
+	// encoding/json reports unknown keys only as text: `json: unknown field "x"`.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return invalid(join(strings.Trim(name, `"`)), "unknown key (check spelling; keys are camelCase)")
+	}
+	if section == "" {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrInvalid, section, err)
+}
+
+var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expand replaces `${VAR}` and `${VAR:-default}` in every string of tree.
+// An unset variable without a default is an error naming the key.
+func expand(tree any, path string, getenv func(string) string) (any, error) {
+	switch v := tree.(type) {
+	case map[string]any:
+		for k, child := range v {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			out, err := expand(child, p, getenv)
+			if err != nil {
+				return nil, err
+			}
+			v[k] = out
+		}
+	case []any:
+		for i, child := range v {
+			out, err := expand(child, fmt.Sprintf("%s[%d]", path, i), getenv)
+			if err != nil {
+				return nil, err
+			}
+			v[i] = out
+		}
+	case string:
+		var missing string
+		s := placeholder.ReplaceAllStringFunc(v, func(m string) string {
+			sub := placeholder.FindStringSubmatch(m)
+			if val := getenv(sub[1]); val != "" {
+				return val
+			}
+			if sub[2] != "" {
+				return sub[3]
+			}
+			missing = sub[1]
+			return ""
+		})
+		if missing != "" {
+			return nil, invalid(path, "environment variable %s is not set", missing)
+		}
+		return s, nil
+	}
+	return tree, nil
+}
+
+// ExpandHome replaces a leading "~" with the user's home directory.
+func ExpandHome(p string) (string, error) {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("expand %s: %w", p, err)
+	}
+	return filepath.Join(home, strings.TrimPrefix(p, "~")), nil
+}

@@ -1,0 +1,100 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestParseNamesTheBadKey(t *testing.T) {
+	tests := []struct {
+		name, json, wantKey string
+	}{
+		{"unknown top key", `{"agentz": {}}`, "agentz"},
+		{"unknown nested key", `{"agents": {"defaults": {"modle": "x"}}}`, "modle"},
+		{"wrong type", `{"agents": {"defaults": {"maxTokens": "lots"}}}`, "agents.defaults.maxTokens"},
+		{"out of range", `{"agents": {"defaults": {"maxToolIterations": 0}}}`, "agents.defaults.maxToolIterations"},
+		{"bad prefix", `{"nats": {"prefix": "a.b"}}`, "nats.prefix"},
+		{"unset variable", `{"providers": {"openai": {"apiKey": "${NO_SUCH_VAR}"}}}`, "providers.openai.apiKey"},
+		{"not json", `{"agents": `, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Parse(Defaults(), []byte(tt.json), env(nil))
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Parse error = %v, want ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), tt.wantKey) {
+				t.Errorf("error %q does not name %q", err, tt.wantKey)
+			}
+		})
+	}
+}
+
+func TestParseExpandsPlaceholders(t *testing.T) {
+	f := Defaults()
+	data := `{"providers": {"openai": {"apiKey": "${KEY}", "apiBase": "${BASE:-http://localhost:1234/v1}"}},
+	          "agents": {"defaults": {"model": "deepseek-chat", "temperature": 0.3}}}`
+	if err := Parse(f, []byte(data), env(map[string]string{"KEY": "sk-test"})); err != nil {
+		t.Fatal(err)
+	}
+	p := f.Providers["openai"]
+	if p.APIKey != "sk-test" || p.APIBase != "http://localhost:1234/v1" {
+		t.Errorf("provider = %+v", p)
+	}
+	if f.Agents.Defaults.Model != "deepseek-chat" || f.Agents.Defaults.MaxTokens != 8192 {
+		t.Errorf("defaults not merged: %+v", f.Agents.Defaults)
+	}
+}
+
+func TestSectionIsStrictAndPathed(t *testing.T) {
+	f := Defaults()
+	if err := Parse(f, []byte(`{"tools": {"exec": {"timeout": "soon"}}}`), env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	var tools struct {
+		Exec struct {
+			Timeout int `json:"timeout"`
+		} `json:"exec"`
+	}
+	err := f.Section("tools", &tools)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "tools.exec.timeout") {
+		t.Fatalf("Section error = %v, want one naming tools.exec.timeout", err)
+	}
+	var none struct{}
+	if err := f.Section("gateway", &none); err != nil {
+		t.Errorf("missing section: %v", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	if _, err := Load(path, env(nil), false); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("required missing file: %v", err)
+	}
+	f, err := Load(path, env(nil), true)
+	if err != nil || f.Agents.Defaults.MaxToolIterations != 40 {
+		t.Errorf("optional missing file: %v, %+v", err, f)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{`{}`, `{"nats":{"port":-1}}`, `{"agents":{"defaults":{"model":"${M:-x}"}}}`, `[]`, `{"tools":{"a":[1,"${X}"]}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		cfg := Defaults()
+		if err := Parse(cfg, []byte(data), env(map[string]string{"X": "1"})); err != nil {
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("Parse accepted a config Validate rejects: %v", err)
+		}
+	})
+}

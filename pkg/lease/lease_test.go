@@ -1,0 +1,77 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/lease"
+)
+
+func newTable(t *testing.T, ttl time.Duration) *lease.Table {
+	t.Helper()
+	b := bustest.StartJetStream(t)
+	kv, err := b.JS.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "test_leases", TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lease.NewTable(kv)
+}
+
+func TestOneHolderAtATime(t *testing.T) {
+	ctx := context.Background()
+	tbl := newTable(t, time.Minute)
+	a, err := tbl.Acquire(ctx, "s1", "worker-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Acquire(ctx, "s1", "worker-b"); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("second acquire: %v, want ErrHeld", err)
+	}
+	if h, _ := tbl.Holder(ctx, "s1"); h != "worker-a" {
+		t.Errorf("holder = %q", h)
+	}
+	if err := a.Renew(ctx); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	b, err := tbl.Acquire(ctx, "s1", "worker-b")
+	if err != nil {
+		t.Fatalf("acquire after release: %v", err)
+	}
+	// a no longer holds it: renewing must fail and releasing must not
+	// remove b's lease.
+	if err := a.Renew(ctx); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("stale renew: %v, want ErrLost", err)
+	}
+	_ = a.Release(ctx)
+	if h, _ := tbl.Holder(ctx, "s1"); h != "worker-b" {
+		t.Errorf("stale release removed b's lease; holder = %q", h)
+	}
+	_ = b
+}
+
+func TestExpiredLeaseCanBeTaken(t *testing.T) {
+	ctx := context.Background()
+	tbl := newTable(t, time.Second)
+	if _, err := tbl.Acquire(ctx, "s1", "dead-worker"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := tbl.Acquire(ctx, "s1", "worker-b")
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, lease.ErrHeld) || time.Now().After(deadline) {
+			t.Fatalf("lease never expired: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,233 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// Store reads and writes sessions.
+type Store struct {
+	nc          *nats.Conn
+	js          jetstream.JetStream
+	space       subject.Space
+	info        jetstream.KeyValue
+	checkpoints jetstream.KeyValue
+}
+
+// Open returns the store of the fleet b belongs to; the layout must be
+// provisioned.
+func Open(ctx context.Context, b *bus.Bus) (*Store, error) {
+	info, err := b.KV(ctx, bus.BucketSessions)
+	if err != nil {
+		return nil, err
+	}
+	cps, err := b.KV(ctx, bus.BucketCheckpoints)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{nc: b.NC, js: b.JS, space: b.Space, info: info, checkpoints: cps}, nil
+}
+
+// Turn is a stored turn record with its stream sequence.
+type Turn struct {
+	Seq    uint64
+	Record *nanofleetv1.TurnRecord
+}
+
+// History is a session's turns after a cursor.
+type History struct {
+	// Turns since the history was last cleared, oldest first.
+	Turns []Turn
+	// LastSeq is the sequence of the session's last record (also before a
+	// reset), the expected sequence of the next append; 0 when none.
+	LastSeq uint64
+}
+
+// Find returns the turn that answered the inbound message at inboundSeq.
+func (h *History) Find(inboundSeq uint64) *nanofleetv1.TurnRecord {
+	for i := len(h.Turns) - 1; i >= 0; i-- {
+		if h.Turns[i].Record.GetInboundSeq() == inboundSeq {
+			return h.Turns[i].Record
+		}
+	}
+	return nil
+}
+
+// LoadHistory reads the session's turns with a sequence above after.
+// Turns before the newest record that clears the history (/new) are left out.
+func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*History, error) {
+	msgs, err := getBatch(ctx, s.nc, s.space.HistoryStream(), s.space.History(key), after+1, 0)
+	if err != nil {
+		return nil, fmt.Errorf("load history of %s: %w", key, err)
+	}
+	h := &History{Turns: make([]Turn, 0, len(msgs))}
+	for _, m := range msgs {
+		rec := &nanofleetv1.TurnRecord{}
+		if err := proto.Unmarshal(m.Data, rec); err != nil {
+			return nil, fmt.Errorf("load history of %s: record %d: %w", key, m.Seq, err)
+		}
+		h.LastSeq = m.Seq
+		if rec.GetClearsHistory() {
+			h.Turns = h.Turns[:0]
+		}
+		h.Turns = append(h.Turns, Turn{Seq: m.Seq, Record: rec})
+	}
+	if len(msgs) == 0 && after > 0 {
+		// Everything up to the cursor may be all there is; the next append
+		// must still expect the true last sequence.
+		last, err := s.lastSeq(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		h.LastSeq = last
+	}
+	return h, nil
+}
+
+func (s *Store) lastSeq(ctx context.Context, key string) (uint64, error) {
+	st, err := s.js.Stream(ctx, s.space.HistoryStream())
+	if err != nil {
+		return 0, fmt.Errorf("history stream: %w", err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, s.space.History(key))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last record of %s: %w", key, err)
+	}
+	return m.Sequence, nil
+}
+
+// Append commits rec as the session's next turn, provided the session's
+// last record is still expectLast (0: no record yet). It returns the new
+// record's sequence, or ErrConflict.
+func (s *Store) Append(ctx context.Context, key string, rec *nanofleetv1.TurnRecord, expectLast uint64) (uint64, error) {
+	data, err := proto.Marshal(rec)
+	if err != nil {
+		return 0, fmt.Errorf("encode turn: %w", err)
+	}
+	msg := nats.NewMsg(s.space.History(key))
+	msg.Data = data
+	// The turn id makes a retried append after a lost ack a no-op.
+	msg.Header.Set(nats.MsgIdHdr, "turn:"+rec.GetTurnId())
+	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expectLast))
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			return 0, fmt.Errorf("%w: history of %s moved past %d", ErrConflict, key, expectLast)
+		}
+		return 0, fmt.Errorf("append turn to %s: %w", key, err)
+	}
+	return ack.Sequence, nil
+}
+
+// Info reads the session's metadata and its revision; a session never
+// written returns an empty record and revision 0.
+func (s *Store) Info(ctx context.Context, key string) (*nanofleetv1.SessionInfo, uint64, error) {
+	e, err := s.info.Get(ctx, subject.Token(key))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return &nanofleetv1.SessionInfo{SessionKey: key}, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read session %s: %w", key, err)
+	}
+	info := &nanofleetv1.SessionInfo{}
+	if err := proto.Unmarshal(e.Value(), info); err != nil {
+		return nil, 0, fmt.Errorf("decode session %s: %w", key, err)
+	}
+	return info, e.Revision(), nil
+}
+
+// PutInfo writes the session's metadata if its revision is still rev
+// (0: not yet written). It returns the new revision, or ErrConflict.
+func (s *Store) PutInfo(ctx context.Context, info *nanofleetv1.SessionInfo, rev uint64) (uint64, error) {
+	data, err := proto.Marshal(info)
+	if err != nil {
+		return 0, fmt.Errorf("encode session: %w", err)
+	}
+	k := subject.Token(info.GetSessionKey())
+	if rev == 0 {
+		rev, err = s.info.Create(ctx, k, data)
+	} else {
+		rev, err = s.info.Update(ctx, k, data, rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, fmt.Errorf("%w: session %s", ErrConflict, info.GetSessionKey())
+	}
+	if err != nil {
+		return 0, fmt.Errorf("write session %s: %w", info.GetSessionKey(), err)
+	}
+	return rev, nil
+}
+
+// UpdateInfo applies change to the session's metadata with compare-and-set,
+// retrying on conflict.
+func (s *Store) UpdateInfo(ctx context.Context, key string, change func(*nanofleetv1.SessionInfo)) (*nanofleetv1.SessionInfo, error) {
+	for {
+		info, rev, err := s.Info(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		change(info)
+		if _, err = s.PutInfo(ctx, info, rev); err == nil {
+			return info, nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Checkpoint returns the session's turn in progress, or ErrNotFound.
+func (s *Store) Checkpoint(ctx context.Context, key string) (*nanofleetv1.TurnCheckpoint, uint64, error) {
+	e, err := s.checkpoints.Get(ctx, subject.Token(key))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, ErrNotFound
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read checkpoint of %s: %w", key, err)
+	}
+	cp := &nanofleetv1.TurnCheckpoint{}
+	if err := proto.Unmarshal(e.Value(), cp); err != nil {
+		return nil, 0, fmt.Errorf("decode checkpoint of %s: %w", key, err)
+	}
+	return cp, e.Revision(), nil
+}
+
+// SaveCheckpoint stores cp. The lease already makes the caller the only
+// writer, so a plain put is enough.
+func (s *Store) SaveCheckpoint(ctx context.Context, key string, cp *nanofleetv1.TurnCheckpoint) error {
+	data, err := proto.Marshal(cp)
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	if _, err := s.checkpoints.Put(ctx, subject.Token(key), data); err != nil {
+		return fmt.Errorf("save checkpoint of %s: %w", key, err)
+	}
+	return nil
+}
+
+// ClearCheckpoint removes the session's checkpoint.
+func (s *Store) ClearCheckpoint(ctx context.Context, key string) error {
+	if err := s.checkpoints.Purge(ctx, subject.Token(key)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("clear checkpoint of %s: %w", key, err)
+	}
+	return nil
+}
+
+// Sequence formats a stream sequence for message ids.
+func Sequence(seq uint64) string { return strconv.FormatUint(seq, 10) }
