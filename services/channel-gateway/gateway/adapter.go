@@ -1,0 +1,81 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// Adapter connects one chat platform to the fleet.
+type Adapter interface {
+	// Channel is the channel name used in subjects and session keys,
+	// e.g. "telegram".
+	Channel() string
+	// Run receives platform events until ctx ends, publishing each as an
+	// inbound message through in. Access control happens before Publish.
+	Run(ctx context.Context, in Inbox) error
+	// Deliver sends one durable reply (final, error or message-tool kind).
+	// It returns a *DeliveryError to ask for a retry or to give up.
+	Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error
+}
+
+// LiveAdapter is an adapter that shows progress, tool hints or streaming
+// deltas while a turn runs.
+type LiveAdapter interface {
+	Adapter
+	DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error
+}
+
+// Inbox publishes inbound messages into the fleet.
+type Inbox interface {
+	Publish(ctx context.Context, msg *nanofleetv1.InboundMessage) error
+}
+
+// InboxFunc adapts a function to [Inbox].
+type InboxFunc func(ctx context.Context, msg *nanofleetv1.InboundMessage) error
+
+// Publish calls f.
+func (f InboxFunc) Publish(ctx context.Context, msg *nanofleetv1.InboundMessage) error {
+	return f(ctx, msg)
+}
+
+// DeliveryError tells the gateway what to do about a failed delivery.
+type DeliveryError struct {
+	// Retryable failures (rate limits, 5xx, network) are tried again.
+	Retryable bool
+	// RetryAfter is the platform's requested wait, when it gave one.
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *DeliveryError) Error() string {
+	kind := "permanent"
+	if e.Retryable {
+		kind = "retryable"
+	}
+	return fmt.Sprintf("delivery failed (%s): %v", kind, e.Err)
+}
+
+func (e *DeliveryError) Unwrap() error { return e.Err }
+
+// Retry wraps err as a retryable delivery error.
+func Retry(err error, after time.Duration) error {
+	return &DeliveryError{Retryable: true, RetryAfter: after, Err: err}
+}
+
+// Permanent wraps err as a delivery error not worth retrying.
+func Permanent(err error) error { return &DeliveryError{Err: err} }
+
+// retryable reports whether err asks for a retry, and after how long.
+// Errors that are not DeliveryErrors are treated as retryable: an unknown
+// failure is more likely transient than fatal.
+func retryable(err error) (bool, time.Duration) {
+	var de *DeliveryError
+	if errors.As(err, &de) {
+		return de.Retryable, de.RetryAfter
+	}
+	return true, 0
+}

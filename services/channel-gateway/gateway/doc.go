@@ -1,0 +1,15 @@
+// Package gateway is the core of the channel-gateway: it runs the platform
+// adapters, publishes what they receive as inbound messages, and delivers
+// the fleet's replies to them.
+//
+// Delivery guarantees: each channel has a durable pull consumer on the
+// outbound stream, so a gateway restart loses no reply. A reply is acked
+// only after its adapter delivered it; a retryable failure (429, 5xx) is
+// retried with backoff, honouring the platform's retry-after; a reply whose
+// retries are spent, or whose failure is permanent, goes to the dead-letter
+// subject with the platform's error. Each delivered reply id is remembered
+// for a day, so a reply redelivered after a lost ack is not sent twice.
+//
+// Progress, tool hints and streaming deltas arrive on core NATS and are
+// handed to adapters that implement [LiveAdapter]; they are best effort.
+package gateway

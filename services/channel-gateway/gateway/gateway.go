@@ -1,0 +1,303 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// Config tunes delivery.
+type Config struct {
+	// MaxDeliver is how often a reply is tried before it is dead-lettered.
+	MaxDeliver int
+	// AckWait is how long one delivery attempt may take.
+	AckWait time.Duration
+	// MinBackoff and MaxBackoff bound the wait between retries when the
+	// platform gave no retry-after.
+	MinBackoff, MaxBackoff time.Duration
+	// Parallel is how many replies per channel are delivered at once.
+	Parallel int
+	// DeliveredTTL is how long delivered reply ids are remembered.
+	DeliveredTTL time.Duration
+}
+
+// DefaultConfig returns the production delivery settings.
+func DefaultConfig() Config {
+	return Config{
+		MaxDeliver:   8,
+		AckWait:      60 * time.Second,
+		MinBackoff:   500 * time.Millisecond,
+		MaxBackoff:   2 * time.Minute,
+		Parallel:     8,
+		DeliveredTTL: 24 * time.Hour,
+	}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxDeliver < 1:
+		return fmt.Errorf("gateway.maxDeliver: must be at least 1, got %d", c.MaxDeliver)
+	case c.AckWait < time.Second:
+		return fmt.Errorf("gateway.ackWait: must be at least 1s, got %s", c.AckWait)
+	case c.MinBackoff <= 0 || c.MaxBackoff < c.MinBackoff:
+		return fmt.Errorf("gateway backoff: want 0 < min <= max, got %s, %s", c.MinBackoff, c.MaxBackoff)
+	case c.Parallel < 1:
+		return fmt.Errorf("gateway.parallel: must be at least 1, got %d", c.Parallel)
+	}
+	return nil
+}
+
+// Gateway runs adapters and moves messages between them and the fleet.
+type Gateway struct {
+	bus      *bus.Bus
+	cfg      Config
+	log      *slog.Logger
+	adapters []Adapter
+	// Hooks for metrics; nil means none.
+	OnRetry      func(channel string)
+	OnDeadLetter func(channel string)
+}
+
+// New returns a gateway for the given adapters; channel names must be
+// unique.
+func New(b *bus.Bus, cfg Config, log *slog.Logger, adapters ...Adapter) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, a := range adapters {
+		if seen[a.Channel()] {
+			return nil, fmt.Errorf("gateway: two adapters for channel %q", a.Channel())
+		}
+		seen[a.Channel()] = true
+	}
+	return &Gateway{bus: b, cfg: cfg, log: log, adapters: adapters}, nil
+}
+
+// Publish stores an inbound message. The platform's event id is the
+// message id, so an event the platform sends twice is stored once.
+func (g *Gateway) Publish(ctx context.Context, in *nanofleetv1.InboundMessage) error {
+	if in.GetId() == "" || in.GetChannel() == "" || in.GetChatId() == "" {
+		return errors.New("gateway: inbound message needs id, channel and chat_id")
+	}
+	if in.ReceivedAt == nil {
+		in.ReceivedAt = timestamppb.Now()
+	}
+	if in.Kind == nanofleetv1.InboundKind_INBOUND_KIND_UNSPECIFIED {
+		in.Kind = nanofleetv1.InboundKind_INBOUND_KIND_USER
+	}
+	data, err := proto.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("encode inbound: %w", err)
+	}
+	msg := nats.NewMsg(g.bus.Space.Inbound(in.GetChannel(), in.GetChatId()))
+	msg.Data = data
+	msg.Header.Set(nats.MsgIdHdr, in.GetChannel()+":"+in.GetId())
+	if _, err := g.bus.JS.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("publish inbound %s: %w", in.GetId(), err)
+	}
+	return nil
+}
+
+// Run starts every adapter and its delivery loops, and returns when ctx
+// ends or one of them fails.
+func (g *Gateway) Run(ctx context.Context) error {
+	delivered, err := g.bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      g.bus.Space.Bucket("delivered"),
+		Description: "reply ids already delivered to a platform",
+		TTL:         g.cfg.DeliveredTTL,
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: delivered bucket: %w", err)
+	}
+	eg, ctx := errgroup.WithContext(ctx)
+	for _, a := range g.adapters {
+		cons, err := g.consumer(ctx, a.Channel())
+		if err != nil {
+			return err
+		}
+		d := &deliverer{g: g, a: a, cons: cons, delivered: delivered, log: g.log.With("channel", a.Channel())}
+		eg.Go(func() error { return d.run(ctx) })
+		eg.Go(func() error {
+			if err := a.Run(ctx, InboxFunc(g.Publish)); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("adapter %s: %w", a.Channel(), err)
+			}
+			return nil
+		})
+		if la, ok := a.(LiveAdapter); ok {
+			sub, err := g.bus.NC.Subscribe(g.bus.Space.LiveChannel(a.Channel()), func(m *nats.Msg) {
+				out := &nanofleetv1.OutboundMessage{}
+				if err := proto.Unmarshal(m.Data, out); err != nil {
+					g.log.Warn("drop malformed live message", "subject", m.Subject, "err", err)
+					return
+				}
+				if err := la.DeliverLive(ctx, out); err != nil {
+					g.log.Debug("live delivery failed", "channel", a.Channel(), "err", err)
+				}
+			})
+			if err != nil {
+				return fmt.Errorf("subscribe live %s: %w", a.Channel(), err)
+			}
+			defer func() { _ = sub.Unsubscribe() }()
+		}
+	}
+	return eg.Wait()
+}
+
+func (g *Gateway) consumer(ctx context.Context, channel string) (jetstream.Consumer, error) {
+	cfg := jetstream.ConsumerConfig{
+		Durable:       g.bus.Space.GatewayConsumer(channel),
+		Description:   "replies for channel " + channel,
+		FilterSubject: g.bus.Space.OutboundChannel(channel),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       g.cfg.AckWait,
+		MaxDeliver:    g.cfg.MaxDeliver,
+		MaxAckPending: g.cfg.Parallel * 4,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	cons, err := g.bus.JS.CreateOrUpdateConsumer(ctx, g.bus.Space.OutboundStream(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("gateway consumer for %s: %w", channel, err)
+	}
+	return cons, nil
+}
+
+// deliverer moves one channel's replies to its adapter.
+type deliverer struct {
+	g         *Gateway
+	a         Adapter
+	cons      jetstream.Consumer
+	delivered jetstream.KeyValue
+	log       *slog.Logger
+}
+
+func (d *deliverer) run(ctx context.Context) error {
+	sem := make(chan struct{}, d.g.cfg.Parallel)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		free := d.g.cfg.Parallel - len(sem)
+		if free == 0 {
+			free = 1
+		}
+		batch, err := d.cons.Fetch(free, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			d.log.Warn("fetch replies", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for m := range batch.Messages() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return nil
+			}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				d.handle(ctx, m)
+			}()
+		}
+	}
+	return nil
+}
+
+// handle delivers one reply: decode, skip if already delivered, deliver,
+// remember, ack; or retry later, or dead-letter.
+func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		d.log.Error("reply without metadata", "err", err)
+		_ = m.Term()
+		return
+	}
+	out := &nanofleetv1.OutboundMessage{}
+	if err := proto.Unmarshal(m.Data(), out); err != nil {
+		d.deadLetter(ctx, m, meta, fmt.Sprintf("decode outbound: %v", err))
+		return
+	}
+	key := deliveredKey(out.GetId(), meta.Sequence.Stream)
+	if _, err := d.delivered.Get(ctx, key); err == nil {
+		_ = m.Ack()
+		return
+	}
+	callCtx, cancel := context.WithTimeout(ctx, d.g.cfg.AckWait)
+	err = d.a.Deliver(callCtx, out)
+	cancel()
+	if err == nil {
+		if _, err := d.delivered.Put(ctx, key, nil); err != nil {
+			d.log.Warn("remember delivered reply", "id", out.GetId(), "err", err)
+		}
+		_ = m.Ack()
+		return
+	}
+	retry, after := retryable(err)
+	if !retry || int(meta.NumDelivered) >= d.g.cfg.MaxDeliver {
+		d.deadLetter(ctx, m, meta, err.Error())
+		return
+	}
+	if after <= 0 {
+		after = backoff(d.g.cfg.MinBackoff, d.g.cfg.MaxBackoff, meta.NumDelivered)
+	}
+	if d.g.OnRetry != nil {
+		d.g.OnRetry(d.a.Channel())
+	}
+	d.log.Info("delivery failed, will retry", "id", out.GetId(), "attempt", meta.NumDelivered, "after", after, "err", err)
+	_ = m.NakWithDelay(after)
+}
+
+func (d *deliverer) deadLetter(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata, reason string) {
+	err := d.g.bus.DeadLetter(ctx, "outbound", bus.Letter{
+		Subject: m.Subject(), Data: m.Data(), Header: m.Headers(),
+		StreamSeq: meta.Sequence.Stream, Deliveries: meta.NumDelivered, Reason: reason,
+	})
+	if err != nil {
+		d.log.Error("dead-letter reply", "err", err)
+		_ = m.Nak()
+		return
+	}
+	if d.g.OnDeadLetter != nil {
+		d.g.OnDeadLetter(d.a.Channel())
+	}
+	d.log.Warn("reply dead-lettered", "subject", m.Subject(), "reason", reason)
+	_ = m.Term()
+}
+
+func deliveredKey(id string, seq uint64) string {
+	if id == "" {
+		return fmt.Sprintf("seq-%d", seq)
+	}
+	return "id-" + subject.Token(id)
+}
+
+// backoff doubles from min per attempt, capped at max.
+func backoff(min, max time.Duration, attempt uint64) time.Duration {
+	d := min
+	for i := uint64(1); i < attempt && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	return d
+}

@@ -1,0 +1,180 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+)
+
+// recorder is an adapter whose platform is a slice: it fails as scripted
+// and reports each delivery on a channel.
+type recorder struct {
+	mu        sync.Mutex
+	failures  map[string][]error
+	delivered chan *nanofleetv1.OutboundMessage
+	attempts  chan string
+}
+
+func newRecorder() *recorder {
+	return &recorder{failures: map[string][]error{}, delivered: make(chan *nanofleetv1.OutboundMessage, 100), attempts: make(chan string, 100)}
+}
+
+func (r *recorder) Channel() string { return "test" }
+
+func (r *recorder) Run(ctx context.Context, in gateway.Inbox) error {
+	<-ctx.Done()
+	return nil
+}
+
+func (r *recorder) Deliver(ctx context.Context, m *nanofleetv1.OutboundMessage) error {
+	r.attempts <- m.GetId()
+	r.mu.Lock()
+	var err error
+	if fs := r.failures[m.GetId()]; len(fs) > 0 {
+		err, r.failures[m.GetId()] = fs[0], fs[1:]
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	r.delivered <- m
+	return nil
+}
+
+func startGateway(t *testing.T, a gateway.Adapter) *bus.Bus {
+	t.Helper()
+	b := bustest.StartJetStream(t)
+	cfg := gateway.DefaultConfig()
+	cfg.MaxDeliver = 3
+	cfg.MinBackoff = 10 * time.Millisecond
+	g, err := gateway.New(b, cfg, slog.New(slog.DiscardHandler), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway run: %v", err)
+		}
+	})
+	return b
+}
+
+func publishReply(t *testing.T, b *bus.Bus, id, text string) {
+	t.Helper()
+	out := &nanofleetv1.OutboundMessage{Id: id, Channel: "test", ChatId: "c1", Content: text, Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL}
+	data, _ := proto.Marshal(out)
+	if _, err := b.JS.Publish(context.Background(), b.Space.Outbound("test", "c1"), data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func expect(t *testing.T, ch <-chan *nanofleetv1.OutboundMessage, id string) {
+	t.Helper()
+	select {
+	case m := <-ch:
+		if m.GetId() != id {
+			t.Fatalf("delivered %q, want %q", m.GetId(), id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("reply %s never delivered", id)
+	}
+}
+
+func TestDeliveryRetriesHonouringRetryAfter(t *testing.T) {
+	r := newRecorder()
+	r.failures["r1"] = []error{gateway.Retry(errors.New("429 too many requests"), 300*time.Millisecond)}
+	b := startGateway(t, r)
+	start := time.Now()
+	publishReply(t, b, "r1", "hello")
+	expect(t, r.delivered, "r1")
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Errorf("retried after %s, before the platform's retry-after of 300ms", waited)
+	}
+}
+
+func TestPermanentFailureIsDeadLettered(t *testing.T) {
+	r := newRecorder()
+	r.failures["bad"] = []error{gateway.Permanent(errors.New("400 chat not found"))}
+	b := startGateway(t, r)
+	dlq := make(chan *nats.Msg, 1)
+	sub, err := b.NC.ChanSubscribe(b.Space.DeadLetter("outbound"), dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	publishReply(t, b, "bad", "x")
+	publishReply(t, b, "good", "y")
+	expect(t, r.delivered, "good")
+	select {
+	case m := <-dlq:
+		dl := &nanofleetv1.DeadLetter{}
+		if err := proto.Unmarshal(m.Data, dl); err != nil {
+			t.Fatal(err)
+		}
+		if dl.Reason == "" || dl.Deliveries != 1 {
+			t.Errorf("dead letter = %+v", dl)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no dead letter")
+	}
+}
+
+func TestRetriesSpentGoToDeadLetter(t *testing.T) {
+	r := newRecorder()
+	boom := gateway.Retry(errors.New("502 bad gateway"), 0)
+	r.failures["flaky"] = []error{boom, boom, boom, boom}
+	b := startGateway(t, r)
+	dlq := make(chan *nats.Msg, 1)
+	sub, _ := b.NC.ChanSubscribe(b.Space.DeadLetter("outbound"), dlq)
+	defer sub.Unsubscribe()
+	publishReply(t, b, "flaky", "x")
+	select {
+	case m := <-dlq:
+		if got := m.Header.Get("Nanofleet-Reason"); got == "" {
+			t.Error("dead letter without reason")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no dead letter after spent retries")
+	}
+	if n := len(r.attempts); n != 3 {
+		t.Errorf("%d attempts, want MaxDeliver = 3", n)
+	}
+}
+
+func TestPublishDeduplicatesPlatformEvents(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	g, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	in := &nanofleetv1.InboundMessage{Id: "update-7", Channel: "telegram", ChatId: "42", Content: "hi"}
+	for range 3 {
+		if err := g.Publish(ctx, proto.Clone(in).(*nanofleetv1.InboundMessage)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := b.JS.Stream(ctx, b.Space.InboundStream())
+	info, _ := st.Info(ctx)
+	if info.State.Msgs != 1 {
+		t.Errorf("stored %d inbound messages for one event, want 1", info.State.Msgs)
+	}
+	if err := g.Publish(ctx, &nanofleetv1.InboundMessage{Channel: "telegram"}); err == nil {
+		t.Error("message without id accepted")
+	}
+}
