@@ -1,0 +1,135 @@
+package llm
+
+import (
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultTimeout    = 120 * time.Second
+	DefaultMaxRetries = 3
+)
+
+// Config is what a Provider needs. Zero values take the defaults described
+// on each field; ResolveFromEnv fills it from the environment.
+type Config struct {
+	// Name selects a preset (see Presets). Empty means "custom" when APIBase
+	// is set and "openai" otherwise.
+	Name string
+	// APIKey is sent as a bearer token (api-key header for Azure).
+	APIKey string
+	// APIBase overrides the preset's base URL, e.g. "http://host:8000/v1".
+	APIBase string
+	// Model is the default model, used when Request.Model is empty.
+	Model string
+	// ExtraHeaders are set on every HTTP request (e.g. OpenRouter's
+	// HTTP-Referer and X-Title).
+	ExtraHeaders map[string]string
+	// Timeout bounds each attempt, streaming included. Zero means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// MaxRetries is how many times a failed attempt is retried for each
+	// model. Zero means DefaultMaxRetries; a negative value disables retries.
+	MaxRetries int
+	// FallbackModels are tried in order after the model of the request has
+	// failed.
+	FallbackModels []string
+}
+
+// Validate reports the first problem found, as a *ConfigError naming the
+// field (it matches ErrInvalidConfig).
+func (c Config) Validate() error {
+	name := c.presetName()
+	p, ok := PresetFor(name)
+	if !ok {
+		return &ConfigError{Field: "Name", Reason: "unknown provider " + strconv.Quote(c.Name)}
+	}
+	switch {
+	case c.APIBase == "" && p.APIBase == "":
+		return &ConfigError{Field: "APIBase", Reason: "required for provider " + p.Name}
+	case c.APIBase != "":
+		u, err := url.Parse(c.APIBase)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return &ConfigError{Field: "APIBase", Reason: "not an absolute http(s) URL: " + strconv.Quote(c.APIBase)}
+		}
+	}
+	if p.KeyRequired && c.APIKey == "" && (c.APIBase == "" || sameBase(c.APIBase, p.APIBase) || p.Azure) {
+		reason := "required for provider " + p.Name
+		if p.KeyEnv != "" {
+			reason += " (set " + p.KeyEnv + ")"
+		}
+		return &ConfigError{Field: "APIKey", Reason: reason}
+	}
+	if strings.TrimSpace(c.Model) == "" {
+		return &ConfigError{Field: "Model", Reason: "required"}
+	}
+	if c.Timeout < 0 {
+		return &ConfigError{Field: "Timeout", Reason: "must not be negative"}
+	}
+	for i, m := range c.FallbackModels {
+		if strings.TrimSpace(m) == "" {
+			return &ConfigError{Field: "FallbackModels", Reason: "entry " + strconv.Itoa(i) + " is empty"}
+		}
+	}
+	for k := range c.ExtraHeaders {
+		if k == "" || strings.ContainsAny(k, " \t\r\n:") {
+			return &ConfigError{Field: "ExtraHeaders", Reason: "invalid header name " + strconv.Quote(k)}
+		}
+	}
+	return nil
+}
+
+// LogValue implements slog.LogValuer and keeps the key out of logs.
+func (c Config) LogValue() slog.Value {
+	key := ""
+	if c.APIKey != "" {
+		key = "[redacted]"
+	}
+	return slog.GroupValue(
+		slog.String("name", c.presetName()),
+		slog.String("api_base", c.APIBase),
+		slog.String("api_key", key),
+		slog.String("model", c.Model),
+		slog.Duration("timeout", c.Timeout),
+		slog.Int("max_retries", c.MaxRetries),
+		slog.Any("fallback_models", c.FallbackModels),
+	)
+}
+
+// presetName is the preset the config selects.
+func (c Config) presetName() string {
+	switch {
+	case c.Name != "":
+		return strings.ToLower(strings.TrimSpace(c.Name))
+	case c.APIBase != "":
+		return ProviderCustom
+	default:
+		return ProviderOpenAI
+	}
+}
+
+// withDefaults returns c with the zero fields filled.
+func (c Config) withDefaults() Config {
+	c.Name = c.presetName()
+	if p, ok := PresetFor(c.Name); ok && c.APIBase == "" {
+		c.APIBase = p.APIBase
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = DefaultMaxRetries
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+	return c
+}
+
+func sameBase(a, b string) bool {
+	return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
+}

@@ -1,0 +1,44 @@
+// Package llm is the fleet's model provider client: OpenAI-compatible chat
+// completions through go-openai, with presets for the common hosts (see
+// Presets), streaming, tool calls, reasoning_content, retries and fallback
+// models.
+//
+// # Requests
+//
+// Tools are sent sorted by name so the prompt prefix stays stable and
+// provider-side prompt caching works. Images attached to user messages
+// (MediaRef with an http(s) or data: URL) become image_url content parts.
+// With Request.OnDelta set the call streams: OnDelta receives each piece of
+// content and reasoning on the calling goroutine, and Chat still returns the
+// whole assembled Response, tool calls included.
+//
+// # Retries
+//
+// Each attempt is bounded by Config.Timeout. An attempt that fails with 408,
+// 409, 429 or a 5xx status, a network error, or its own timeout is retried up
+// to Config.MaxRetries times for the same model. Before each retry Chat waits
+// the Retry-After (or retry-after-ms) the provider sent, seconds or HTTP
+// date; without one it backs off exponentially with jitter (a random wait in
+// [d/2, d], d = base·2ⁿ capped, see WithBackoff). A Retry-After longer than
+// WithMaxRetryAfter ends the retries at once. Other 4xx answers, invalid
+// requests and the caller's cancellation are not retried. The wait goes
+// through the SleepFunc given with WithSleep, so tests need not sleep.
+//
+// # Fallback
+//
+// When the request's model has failed (retries exhausted or a non-retryable
+// answer), Config.FallbackModels are tried in order, each with its own
+// retries. Fallback is skipped when the caller's context is done, the
+// request is invalid (ErrInvalidRequest), the credentials are refused (401,
+// 403) — every model would fail alike — or a stream failed after OnDelta
+// had been called (ErrStreamInterrupted): the caller has already shown part
+// of an answer, so nothing is replayed.
+//
+// # Errors
+//
+// Failures are wrapped with the provider, model and attempt. HTTP errors
+// are *APIError (errors.As) carrying the status and unwrapping to the
+// go-openai error; errors.Is(err, ErrRateLimited) matches a 429. When
+// several models failed, the error joins each model's error, the primary's
+// first. A timed-out attempt matches context.DeadlineExceeded.
+package llm

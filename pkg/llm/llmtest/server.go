@@ -1,0 +1,254 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Option configures a Server.
+type Option func(*settings)
+
+type settings struct {
+	latency     time.Duration
+	failures    int64
+	failStatus  int
+	maxRecorded int // negative: unbounded
+	models      []string
+	apiKey      string
+}
+
+// WithLatency delays every reply by d, unless the Reply sets its own
+// Latency. Waits end early when the client goes away or the server closes.
+func WithLatency(d time.Duration) Option {
+	return func(s *settings) { s.latency = d }
+}
+
+// WithFailures makes the first n chat requests fail with status: 429 comes
+// with "Retry-After: 0", other statuses without the header. Injected
+// failures do not consume queued replies.
+func WithFailures(n, status int) Option {
+	return func(s *settings) { s.failures, s.failStatus = int64(n), status }
+}
+
+// WithMaxRecorded keeps only the n most recent requests for Requests (zero
+// keeps none); RequestCount still counts them all. The default keeps all.
+func WithMaxRecorded(n int) Option {
+	return func(s *settings) { s.maxRecorded = max(n, 0) }
+}
+
+// WithModels sets the ids listed by GET /v1/models (default "llmtest").
+func WithModels(ids ...string) Option {
+	return func(s *settings) { s.models = slices.Clone(ids) }
+}
+
+// WithAPIKey makes the server answer 401 unless the request carries
+// "Authorization: Bearer <key>".
+func WithAPIKey(key string) Option {
+	return func(s *settings) { s.apiKey = key }
+}
+
+// Server is a fake OpenAI-compatible endpoint. Its methods are safe for
+// concurrent use.
+type Server struct {
+	ts   *httptest.Server
+	set  settings
+	done chan struct{}
+	seq  atomic.Int64
+
+	mu       sync.Mutex
+	queue    []Reply
+	script   Script
+	recorded []RecordedRequest
+}
+
+// NewServer starts a server on 127.0.0.1, closed when the test ends.
+func NewServer(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	set := settings{maxRecorded: -1, models: []string{"llmtest"}}
+	for _, o := range opts {
+		o(&set)
+	}
+	s := &Server{set: set, done: make(chan struct{}), script: Echo}
+	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// URL returns the base URL, ending in /v1 (what Config.APIBase wants).
+func (s *Server) URL() string { return s.ts.URL + "/v1" }
+
+// Close stops the server; pending latency waits end at once. NewServer
+// arranges for it to be called when the test ends.
+func (s *Server) Close() {
+	select {
+	case <-s.done:
+		return
+	default:
+		close(s.done)
+	}
+	s.ts.Close()
+}
+
+// Enqueue appends replies to the queue; each chat request takes the next
+// one. Once the queue is empty the Script answers.
+func (s *Server) Enqueue(replies ...Reply) {
+	s.mu.Lock()
+	s.queue = append(s.queue, replies...)
+	s.mu.Unlock()
+}
+
+// Pending returns how many queued replies are left.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
+// Handle sets the Script answering requests when the queue is empty; nil
+// restores Echo.
+func (s *Server) Handle(script Script) {
+	if script == nil {
+		script = Echo
+	}
+	s.mu.Lock()
+	s.script = script
+	s.mu.Unlock()
+}
+
+// RequestCount returns how many chat requests arrived (failed ones too).
+func (s *Server) RequestCount() int { return int(s.seq.Load()) }
+
+// Requests returns the recorded chat requests in arrival order (only the
+// most recent ones under WithMaxRecorded).
+func (s *Server) Requests() []RecordedRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.recorded
+	if n := s.set.maxRecorded; n >= 0 && len(rec) > n {
+		rec = rec[len(rec)-n:]
+	}
+	return slices.Clone(rec)
+}
+
+// LastRequest returns the most recent recorded request.
+func (s *Server) LastRequest() (RecordedRequest, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.recorded) == 0 {
+		return RecordedRequest{}, false
+	}
+	return s.recorded[len(s.recorded)-1], true
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case path == "/v1/chat/completions" && r.Method == http.MethodPost:
+		s.chat(w, r)
+	case path == "/v1/models" && r.Method == http.MethodGet:
+		writeModels(w, s.set.models)
+	case path == "/v1/chat/completions" || path == "/v1/models":
+		writeError(w, &Reply{Status: http.StatusMethodNotAllowed, Message: "llmtest: method not allowed"})
+	default:
+		writeError(w, &Reply{Status: http.StatusNotFound, Message: "llmtest: unknown path " + r.URL.Path})
+	}
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	seq := s.seq.Add(1)
+	rec := RecordedRequest{Seq: seq, Header: r.Header.Clone()}
+	if err := json.NewDecoder(r.Body).Decode(&rec.ChatCompletionRequest); err != nil {
+		writeError(w, &Reply{Status: http.StatusBadRequest, Message: "llmtest: bad request body: " + err.Error()})
+		return
+	}
+	var reply Reply
+	switch {
+	case s.set.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.set.apiKey:
+		s.record(rec)
+		reply = Reply{Status: http.StatusUnauthorized, Message: "llmtest: invalid api key"}
+	case seq <= s.set.failures:
+		s.record(rec)
+		reply = Fail(s.set.failStatus, "")
+		if s.set.failStatus == http.StatusTooManyRequests {
+			reply.RetryAfter = "0"
+		}
+	default:
+		var script Script
+		if reply, script = s.next(rec); script != nil {
+			reply = script(&rec)
+		}
+	}
+	latency := reply.Latency
+	if latency == 0 {
+		latency = s.set.latency
+	}
+	if !s.wait(r, latency) {
+		return
+	}
+	if reply.failed() {
+		writeError(w, &reply)
+		return
+	}
+	if rec.Stream {
+		s.writeStream(w, r, &rec, &reply)
+		return
+	}
+	writeCompletion(w, &rec, &reply)
+}
+
+// record keeps rec for Requests.
+func (s *Server) record(rec RecordedRequest) {
+	s.mu.Lock()
+	s.recordLocked(rec)
+	s.mu.Unlock()
+}
+
+func (s *Server) recordLocked(rec RecordedRequest) {
+	n := s.set.maxRecorded
+	if n == 0 {
+		return
+	}
+	s.recorded = append(s.recorded, rec)
+	if n > 0 && len(s.recorded) >= 2*n {
+		s.recorded = append(s.recorded[:0], s.recorded[len(s.recorded)-n:]...)
+	}
+}
+
+// next records rec and pops the next queued reply, or returns the Script
+// to call when the queue is empty.
+func (s *Server) next(rec RecordedRequest) (Reply, Script) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recordLocked(rec)
+	if len(s.queue) > 0 {
+		reply := s.queue[0]
+		s.queue[0] = Reply{}
+		s.queue = s.queue[1:]
+		return reply, nil
+	}
+	return Reply{}, s.script
+}
+
+// wait sleeps d; false means the client or the server went away.
+func (s *Server) wait(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-s.done:
+		return false
+	}
+}

@@ -1,0 +1,125 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Option configures optional Provider behaviour. Options are validated by
+// New.
+type Option func(*settings) error
+
+// SleepFunc waits d or until ctx is done, returning ctx.Err() in that case.
+type SleepFunc func(ctx context.Context, d time.Duration) error
+
+type settings struct {
+	httpClient    *http.Client
+	logger        *slog.Logger
+	sleep         SleepFunc
+	now           func() time.Time
+	backoffBase   time.Duration
+	backoffMax    time.Duration
+	maxRetryAfter time.Duration
+}
+
+func defaultSettings() settings {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return settings{
+		httpClient:    &http.Client{Transport: tr},
+		logger:        slog.New(slog.DiscardHandler),
+		sleep:         sleepContext,
+		now:           time.Now,
+		backoffBase:   500 * time.Millisecond,
+		backoffMax:    20 * time.Second,
+		maxRetryAfter: 60 * time.Second,
+	}
+}
+
+// WithHTTPClient sets the HTTP client (proxies, custom TLS). Its Timeout
+// should be zero: Config.Timeout bounds each attempt through its context.
+func WithHTTPClient(c *http.Client) Option {
+	return func(s *settings) error {
+		if c == nil {
+			return errors.New("WithHTTPClient: nil client")
+		}
+		s.httpClient = c
+		return nil
+	}
+}
+
+// WithLogger sets the logger for retries and fallbacks (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(s *settings) error {
+		if l == nil {
+			return errors.New("WithLogger: nil logger")
+		}
+		s.logger = l
+		return nil
+	}
+}
+
+// WithSleep replaces the wait between retries, so tests need not sleep.
+func WithSleep(f SleepFunc) Option {
+	return func(s *settings) error {
+		if f == nil {
+			return errors.New("WithSleep: nil func")
+		}
+		s.sleep = f
+		return nil
+	}
+}
+
+// WithClock sets the clock used to read Retry-After HTTP dates.
+func WithClock(now func() time.Time) Option {
+	return func(s *settings) error {
+		if now == nil {
+			return errors.New("WithClock: nil func")
+		}
+		s.now = now
+		return nil
+	}
+}
+
+// WithBackoff sets the exponential backoff: the n-th retry (from 0) waits a
+// random duration in [d/2, d] where d = min(base<<n, max). Defaults: 500ms,
+// 20s.
+func WithBackoff(base, maxWait time.Duration) Option {
+	return func(s *settings) error {
+		if base <= 0 || maxWait < base {
+			return errors.New("WithBackoff: need 0 < base <= max")
+		}
+		s.backoffBase, s.backoffMax = base, maxWait
+		return nil
+	}
+}
+
+// WithMaxRetryAfter sets the longest Retry-After honoured (default 60s). A
+// provider asking for more is not retried: the next fallback model is tried
+// instead.
+func WithMaxRetryAfter(d time.Duration) Option {
+	return func(s *settings) error {
+		if d < 0 {
+			return errors.New("WithMaxRetryAfter: negative duration")
+		}
+		s.maxRetryAfter = d
+		return nil
+	}
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,167 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// callInfo records, for one attempt, what go-openai's errors do not carry:
+// the response headers and whether the transport itself failed. The doer
+// finds it in the request's context.
+type callInfo struct {
+	retryAfter   string
+	retryAfterMs string
+	transportErr error
+}
+
+type callInfoKey struct{}
+
+func withCallInfo(ctx context.Context) (context.Context, *callInfo) {
+	info := &callInfo{}
+	return context.WithValue(ctx, callInfoKey{}, info), info
+}
+
+// doer wraps the HTTP client handed to go-openai: it adds the extra headers
+// and records Retry-After and transport failures in the attempt's callInfo.
+type doer struct {
+	next    openai.HTTPDoer
+	headers map[string]string
+}
+
+func (d *doer) Do(req *http.Request) (*http.Response, error) {
+	for k, v := range d.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := d.next.Do(req)
+	if info, ok := req.Context().Value(callInfoKey{}).(*callInfo); ok {
+		if err != nil {
+			info.transportErr = err
+		} else {
+			info.retryAfter = resp.Header.Get("Retry-After")
+			info.retryAfterMs = resp.Header.Get("Retry-After-Ms")
+		}
+	}
+	return resp, err
+}
+
+// apiErrorFrom turns a go-openai status error into an *APIError, or returns
+// nil when err carries no HTTP status.
+func apiErrorFrom(err error, info *callInfo, now time.Time) *APIError {
+	var (
+		status int
+		msg    string
+	)
+	var oe *openai.APIError
+	var re *openai.RequestError
+	switch {
+	case errors.As(err, &oe) && oe.HTTPStatusCode != 0:
+		status, msg = oe.HTTPStatusCode, oe.Message
+	case errors.As(err, &re) && re.HTTPStatusCode != 0:
+		status, msg = re.HTTPStatusCode, strings.TrimSpace(string(re.Body))
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+	default:
+		return nil
+	}
+	ae := &APIError{Status: status, Message: msg, Err: err}
+	if info != nil {
+		if d, ok := parseRetryAfterMs(info.retryAfterMs); ok {
+			ae.RetryAfter, ae.retryAfterSet = d, true
+		} else if d, ok := parseRetryAfter(info.retryAfter, now); ok {
+			ae.RetryAfter, ae.retryAfterSet = d, true
+		}
+	}
+	return ae
+}
+
+// parseRetryAfter reads a Retry-After value: delay-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs < 0 {
+			return 0, true
+		}
+		return time.Duration(secs * float64(time.Second)), true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
+}
+
+func parseRetryAfterMs(v string) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	ms, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(max(ms, 0) * float64(time.Millisecond)), true
+}
+
+// retryable reports whether an attempt's error is worth another attempt.
+// parent is the caller's context: once it is done nothing is retried, but a
+// per-attempt timeout is.
+func retryable(parent context.Context, err error, info *callInfo) bool {
+	if parent.Err() != nil {
+		return false
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Temporary()
+	}
+	switch {
+	case errors.Is(err, ErrInvalidRequest), errors.Is(err, ErrStreamInterrupted):
+		return false
+	case info != nil && info.transportErr != nil:
+		return true
+	case errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNREFUSED):
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+// fallbackable reports whether, after a model has failed, another model is
+// worth trying: not when the caller gave up, the credentials are wrong, the
+// request itself is malformed, or part of a stream was already delivered.
+func fallbackable(parent context.Context, err error) bool {
+	if parent.Err() != nil || errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrStreamInterrupted) {
+		return false
+	}
+	var ae *APIError
+	if errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
+		return false
+	}
+	return true
+}
+
+// backoff is the wait before retry n (from 0) when the provider did not say.
+func (s *settings) backoff(n int) time.Duration {
+	d := s.backoffMax
+	if n < 30 {
+		d = min(s.backoffBase<<n, s.backoffMax)
+	}
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
