@@ -117,6 +117,9 @@ func (s Space) ToolGroup() string { return s.prefix + ".tools" }
 // Stop is the core NATS subject that cancels a session's running turn.
 func (s Space) Stop(sessionKey string) string { return s.prefix + ".ctl.stop." + Token(sessionKey) }
 
+// StopAll matches every session's stop subject.
+func (s Space) StopAll() string { return s.prefix + ".ctl.stop.>" }
+
 // Consolidate is the subject of one session's consolidation requests.
 func (s Space) Consolidate(sessionKey string) string {
 	return s.prefix + ".memory.consolidate." + Token(sessionKey)

@@ -305,7 +305,10 @@ type TurnCheckpoint struct {
 	Messages  []*ChatMessage `protobuf:"bytes,3,rep,name=messages,proto3" json:"messages,omitempty"`
 	Iteration int32          `protobuf:"varint,4,opt,name=iteration,proto3" json:"iteration,omitempty"`
 	// Replies already decided (e.g. by the message tool).
-	Replies       []*OutboundMessage `protobuf:"bytes,5,rep,name=replies,proto3" json:"replies,omitempty"`
+	Replies []*OutboundMessage `protobuf:"bytes,5,rep,name=replies,proto3" json:"replies,omitempty"`
+	// How many workers started this turn; a turn that keeps killing its
+	// worker is dead-lettered.
+	Attempts      int32 `protobuf:"varint,6,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -373,6 +376,13 @@ func (x *TurnCheckpoint) GetReplies() []*OutboundMessage {
 		return x.Replies
 	}
 	return nil
+}
+
+func (x *TurnCheckpoint) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
 }
 
 // SessionInfo is the per-session metadata kept in KV.
@@ -638,14 +648,15 @@ const file_nanofleet_v1_session_proto_rawDesc = "" +
 	"\bmessages\x18\x05 \x03(\v2\x19.nanofleet.v1.ChatMessageR\bmessages\x127\n" +
 	"\areplies\x18\x06 \x03(\v2\x1d.nanofleet.v1.OutboundMessageR\areplies\x12=\n" +
 	"\fcompleted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x12%\n" +
-	"\x0eclears_history\x18\b \x01(\bR\rclearsHistory\"\xd8\x01\n" +
+	"\x0eclears_history\x18\b \x01(\bR\rclearsHistory\"\xf4\x01\n" +
 	"\x0eTurnCheckpoint\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1f\n" +
 	"\vinbound_seq\x18\x02 \x01(\x04R\n" +
 	"inboundSeq\x125\n" +
 	"\bmessages\x18\x03 \x03(\v2\x19.nanofleet.v1.ChatMessageR\bmessages\x12\x1c\n" +
 	"\titeration\x18\x04 \x01(\x05R\titeration\x127\n" +
-	"\areplies\x18\x05 \x03(\v2\x1d.nanofleet.v1.OutboundMessageR\areplies\"\xfb\x01\n" +
+	"\areplies\x18\x05 \x03(\v2\x1d.nanofleet.v1.OutboundMessageR\areplies\x12\x1a\n" +
+	"\battempts\x18\x06 \x01(\x05R\battempts\"\xfb\x01\n" +
 	"\vSessionInfo\x12\x1f\n" +
 	"\vsession_key\x18\x01 \x01(\tR\n" +
 	"sessionKey\x12\x14\n" +

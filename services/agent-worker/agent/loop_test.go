@@ -1,0 +1,214 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
+)
+
+// funcTools is a toolset whose tools are Go functions.
+type funcTools struct {
+	defs []*nanofleetv1.ToolDefinition
+	fn   func(ctx context.Context, c *nanofleetv1.ToolCall) string
+}
+
+func (f *funcTools) Definitions() []*nanofleetv1.ToolDefinition { return f.defs }
+func (f *funcTools) Call(ctx context.Context, c *nanofleetv1.ToolCall) *nanofleetv1.ToolResult {
+	return &nanofleetv1.ToolResult{CallId: c.GetId(), Content: f.fn(ctx, c)}
+}
+
+func newLoop(t *testing.T, srv *llmtest.Server, maxIter int) *agent.Loop {
+	t.Helper()
+	p, err := llm.New(llm.Config{Name: "openai", APIBase: srv.URL(), APIKey: "k", Model: "m", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := agent.New(p, agent.Config{MaxIterations: maxIter, MaxTokens: 100}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func userTurn(text string) agent.Turn {
+	return agent.Turn{
+		Model:    "m",
+		Prompt:   []*nanofleetv1.ChatMessage{{Role: "system", Content: "sys"}},
+		Messages: []*nanofleetv1.ChatMessage{{Role: "user", Content: text}},
+	}
+}
+
+var tools = &funcTools{
+	defs: []*nanofleetv1.ToolDefinition{
+		{Name: "read_file", ReadOnly: true, ParametersJson: `{"type":"object"}`},
+		{Name: "write_file", ParametersJson: `{"type":"object"}`},
+	},
+	fn: func(_ context.Context, c *nanofleetv1.ToolCall) string { return "ok " + c.GetName() },
+}
+
+func TestTextAnswer(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.Enqueue(llmtest.Text("hello"))
+	res, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("hi"), tools, agent.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Final != "hello" || len(res.Messages) != 2 || res.Iterations != 0 {
+		t.Fatalf("result = %+v", res)
+	}
+	req, _ := srv.LastRequest()
+	if got := req.ToolNames(); strings.Join(got, ",") != "read_file,write_file" {
+		t.Errorf("tools sent = %v", got)
+	}
+}
+
+func TestToolStepsAndCheckpoints(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.Enqueue(
+		llmtest.ToolCalls(llmtest.Call("write_file", `{"path":"a"}`)).WithContent("writing"),
+		llmtest.ToolCalls(llmtest.Call("nope", `{}`)),
+		llmtest.Text("done"),
+	)
+	var hints, progress []string
+	checkpoints := 0
+	res, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("go"), tools, agent.Hooks{
+		ToolHint:   func(h string) { hints = append(hints, h) },
+		Progress:   func(p string) { progress = append(progress, p) },
+		Checkpoint: func(context.Context, []*nanofleetv1.ChatMessage, int) error { checkpoints++; return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Final != "done" || res.Iterations != 2 || checkpoints != 2 {
+		t.Fatalf("final %q, iterations %d, checkpoints %d", res.Final, res.Iterations, checkpoints)
+	}
+	// user, assistant(write), tool, assistant(nope), tool, assistant(done)
+	if len(res.Messages) != 6 {
+		t.Fatalf("%d messages", len(res.Messages))
+	}
+	if got := res.Messages[2].GetContent(); got != "ok write_file" {
+		t.Errorf("tool result = %q", got)
+	}
+	if got := res.Messages[4].GetContent(); !strings.Contains(got, `no tool "nope"`) || !strings.Contains(got, "read_file, write_file") {
+		t.Errorf("unknown tool answer = %q", got)
+	}
+	if len(hints) != 1 || hints[0] != "write a" || len(progress) != 1 || progress[0] != "writing" {
+		t.Errorf("hints %v, progress %v", hints, progress)
+	}
+}
+
+func TestBudgetForcesFinalAnswer(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		if len(r.Tools) == 0 {
+			return llmtest.Text("best effort")
+		}
+		return llmtest.ToolCalls(llmtest.Call("read_file", `{"path":"x"}`))
+	})
+	res, err := newLoop(t, srv, 3).Run(context.Background(), userTurn("loop"), tools, agent.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Forced || res.Final != "best effort" || res.Iterations != 3 {
+		t.Fatalf("forced %v, final %q, iterations %d", res.Forced, res.Final, res.Iterations)
+	}
+	if n := srv.RequestCount(); n != 4 {
+		t.Errorf("%d model calls, want 3 with tools + 1 forced", n)
+	}
+}
+
+func TestReadOnlyCallsRunTogether(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.Enqueue(
+		llmtest.ToolCalls(llmtest.Call("read_file", `{"path":"1"}`), llmtest.Call("read_file", `{"path":"2"}`)),
+		llmtest.Text("ok"),
+	)
+	var mu sync.Mutex
+	started := 0
+	both := make(chan struct{})
+	ts := &funcTools{defs: tools.defs, fn: func(ctx context.Context, c *nanofleetv1.ToolCall) string {
+		mu.Lock()
+		started++
+		if started == 2 {
+			close(both)
+		}
+		mu.Unlock()
+		select {
+		case <-both:
+			return "together"
+		case <-time.After(5 * time.Second):
+			return "alone"
+		}
+	}}
+	res, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("read"), ts, agent.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range res.Messages[2:4] {
+		if m.GetContent() != "together" {
+			t.Errorf("read-only calls ran one after another: %q", m.GetContent())
+		}
+	}
+}
+
+func TestEmptyReplyIsRetried(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.Enqueue(llmtest.Text(""), llmtest.Text("second try"))
+	res, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("hi"), tools, agent.Hooks{})
+	if err != nil || res.Final != "second try" {
+		t.Fatalf("final %q, %v", res.Final, err)
+	}
+}
+
+func TestLengthCutOffContinues(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.Enqueue(llmtest.Text("first half, ").WithFinishReason("length"), llmtest.Text("second half"))
+	res, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("long"), tools, agent.Hooks{})
+	if err != nil || res.Final != "first half, second half" {
+		t.Fatalf("final %q, %v", res.Final, err)
+	}
+}
+
+func TestModelFailureIsErrModel(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.Enqueue(llmtest.Fail(500, ""))
+	_, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("hi"), tools, agent.Hooks{})
+	if !errors.Is(err, agent.ErrModel) {
+		t.Fatalf("err = %v, want ErrModel", err)
+	}
+}
+
+func TestStreamingDeltas(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.Enqueue(llmtest.Text("streamed answer"))
+	var got strings.Builder
+	res, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("hi"), tools, agent.Hooks{Delta: func(s string) { got.WriteString(s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != "streamed answer" || res.Final != "streamed answer" {
+		t.Errorf("deltas %q, final %q", got.String(), res.Final)
+	}
+}
+
+func TestHint(t *testing.T) {
+	tests := []struct{ name, args, want string }{
+		{"exec", `{"command":"ls -la"}`, "$ ls -la"},
+		{"read_file", `{"path":"src/main.go"}`, "read src/main.go"},
+		{"cron", `{"action":"list"}`, `cron({"action":"list"})`},
+	}
+	for _, tt := range tests {
+		if got := agent.Hint(&nanofleetv1.ToolCall{Name: tt.name, ArgumentsJson: tt.args}); got != tt.want {
+			t.Errorf("Hint(%s) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nanofleet/nanofleet/pkg/session"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// command is a parsed slash command.
+type command struct {
+	name string
+	args []string
+}
+
+// parseCommand recognises the slash commands the worker handles itself.
+func parseCommand(text string) (command, bool) {
+	fields := strings.Fields(strings.TrimSpace(text))
+	if len(fields) == 0 || !strings.HasPrefix(fields[0], "/") {
+		return command{}, false
+	}
+	name := strings.ToLower(fields[0])
+	// "/new@MyBot" in Telegram groups.
+	if i := strings.IndexByte(name, '@'); i > 0 {
+		name = name[:i]
+	}
+	switch name {
+	case "/new", "/stop", "/help", "/status", "/model", "/history":
+		return command{name: name, args: fields[1:]}, true
+	}
+	return command{}, false
+}
+
+func isCommand(text, name string) bool {
+	c, ok := parseCommand(text)
+	return ok && c.name == name
+}
+
+const helpText = `Commands:
+/new — archive this conversation into memory and start fresh
+/stop — stop the running turn
+/status — model, session and fleet state
+/model [name] — show or set this session's model
+/history [n] — show the last n messages
+/help — this help`
+
+// command answers a slash command without the model, committing it as a
+// turn so that it is ordered and acknowledged like any other message.
+func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.SessionInfo, hist *session.History) (string, error) {
+	w := t.w
+	rec := &nanofleetv1.TurnRecord{}
+	var text string
+	switch c.name {
+	case "/help":
+		text = helpText
+	case "/stop":
+		text = "⏹ Stopped. No turn is running now."
+	case "/new":
+		if w.d.Memory != nil && hist.LastSeq > 0 {
+			if err := w.d.Memory.Archive(ctx, t.in, t.key, info, hist.LastSeq); err != nil {
+				return "", fmt.Errorf("/new: archive: %w", err)
+			}
+		}
+		rec.ClearsHistory = true
+		text = "New session started."
+	case "/status":
+		model := w.cfg.Model
+		if info.GetModel() != "" {
+			model = info.GetModel()
+		}
+		msgs := 0
+		for _, tr := range hist.Turns {
+			msgs += len(tr.Record.GetMessages())
+		}
+		text = fmt.Sprintf("Model: %s\nSession: %s\nMessages in context: %d (%d turns)\nWorker: %s", model, t.key, msgs, len(hist.Turns), w.cfg.ID)
+	case "/model":
+		if len(c.args) == 0 {
+			model := w.cfg.Model
+			if info.GetModel() != "" {
+				model = info.GetModel()
+			}
+			text = "Current model: " + model
+			break
+		}
+		if _, err := w.sessions.UpdateInfo(ctx, t.key, func(i *nanofleetv1.SessionInfo) { i.Model = c.args[0] }); err != nil {
+			return "", fmt.Errorf("/model: %w", err)
+		}
+		text = "Model for this session set to " + c.args[0] + "."
+	case "/history":
+		n := 10
+		if len(c.args) > 0 {
+			if v, err := strconv.Atoi(c.args[0]); err == nil && v > 0 {
+				n = v
+			}
+		}
+		text = formatHistory(hist, n)
+	}
+	t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, text)
+	if err := t.commit(context.WithoutCancel(ctx), hist, rec); err != nil {
+		return "", err
+	}
+	return "command", nil
+}
+
+func formatHistory(hist *session.History, n int) string {
+	var lines []string
+	for _, tr := range hist.Turns {
+		for _, m := range tr.Record.GetMessages() {
+			if (m.GetRole() == "user" || m.GetRole() == "assistant") && strings.TrimSpace(m.GetContent()) != "" {
+				lines = append(lines, m.GetRole()+": "+clip(m.GetContent(), 200))
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return "No messages yet."
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,192 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/toolschema"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// LocalTool is a tool that acts on the fleet and so runs inside the worker
+// (message, spawn, cron, memory_search).
+type LocalTool interface {
+	Tool() toolschema.Tool
+	// Call runs the tool with validated arguments; an error is shown to the
+	// model as the result.
+	Call(ctx context.Context, tc *TurnContext, args map[string]any) (string, error)
+}
+
+// TurnContext is what a local tool may know and do about its turn.
+type TurnContext struct {
+	SessionKey string
+	TurnID     string
+	Inbound    *nanofleetv1.InboundMessage
+	// Send adds a durable message to the turn's replies, committed with
+	// the turn. Sending to the origin chat suppresses the final answer.
+	Send func(channel, chatID, text string)
+}
+
+// catalog merges the tool runners' catalog with the worker's local tools.
+// The runners' catalog is cached for a short time: tool sets change when
+// runners with other MCP servers come and go, not from turn to turn.
+type catalog struct {
+	remote RemoteTools
+	local  []LocalTool
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	fetched time.Time
+	defs    []*nanofleetv1.ToolDefinition
+	byName  map[string]*nanofleetv1.ToolDefinition
+	schemas map[string]*toolschema.Schema
+}
+
+const catalogTTL = 10 * time.Second
+
+func (c *catalog) definitions(ctx context.Context) ([]*nanofleetv1.ToolDefinition, map[string]*nanofleetv1.ToolDefinition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.defs != nil && time.Since(c.fetched) < catalogTTL {
+		return c.defs, c.byName
+	}
+	remote, err := c.remote.Catalog(ctx)
+	if err != nil {
+		c.log.Warn("tool catalog unavailable; local tools only", "err", err)
+		remote = nil
+	}
+	if c.schemas == nil {
+		c.schemas = map[string]*toolschema.Schema{}
+		for _, lt := range c.local {
+			t := lt.Tool()
+			c.schemas[t.Name] = toolschema.MustCompile(t.Parameters)
+		}
+	}
+	defs := slices.Clone(remote)
+	for _, lt := range c.local {
+		defs = append(defs, lt.Tool().Definition())
+	}
+	toolschema.SortDefinitions(defs)
+	c.defs = defs
+	c.byName = make(map[string]*nanofleetv1.ToolDefinition, len(defs))
+	for _, d := range defs {
+		c.byName[d.GetName()] = d
+	}
+	if err == nil {
+		c.fetched = time.Now()
+	}
+	return c.defs, c.byName
+}
+
+// turnTools is the toolset of one turn.
+type turnTools struct {
+	c    *catalog
+	t    *turn
+	defs []*nanofleetv1.ToolDefinition
+	tc   *TurnContext
+}
+
+func (c *catalog) forTurn(ctx context.Context, t *turn) *turnTools {
+	defs, _ := c.definitions(ctx)
+	tc := &TurnContext{
+		SessionKey: t.key,
+		TurnID:     t.id,
+		Inbound:    t.in,
+		Send: func(channel, chatID, text string) {
+			if channel == "" {
+				channel = t.in.GetChannel()
+			}
+			if chatID == "" {
+				chatID = t.in.GetChatId()
+			}
+			if channel == t.in.GetChannel() && chatID == t.in.GetChatId() {
+				t.messaged = true
+			}
+			t.replies = append(t.replies, t.outbound(nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE, channel, chatID, text))
+		},
+	}
+	return &turnTools{c: c, t: t, defs: defs, tc: tc}
+}
+
+func (tt *turnTools) Definitions() []*nanofleetv1.ToolDefinition { return tt.defs }
+
+func (tt *turnTools) Call(ctx context.Context, call *nanofleetv1.ToolCall) *nanofleetv1.ToolResult {
+	for _, lt := range tt.c.local {
+		if lt.Tool().Name == call.GetName() {
+			return tt.callLocal(ctx, lt, call)
+		}
+	}
+	res, err := tt.c.remote.Call(ctx, &nanofleetv1.ToolRequest{
+		CallId:        call.GetId(),
+		Name:          call.GetName(),
+		ArgumentsJson: call.GetArgumentsJson(),
+		SessionKey:    tt.t.key,
+		AgentId:       tt.t.w.cfg.Agent,
+		TurnId:        tt.t.id,
+	})
+	if err != nil {
+		return &nanofleetv1.ToolResult{CallId: call.GetId(), IsError: true, ErrorKind: nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_FAILED,
+			Content: fmt.Sprintf("Error: tool %s could not be run: %v", call.GetName(), err)}
+	}
+	return res
+}
+
+func (tt *turnTools) callLocal(ctx context.Context, lt LocalTool, call *nanofleetv1.ToolCall) *nanofleetv1.ToolResult {
+	tt.c.mu.Lock()
+	schema := tt.c.schemas[call.GetName()]
+	tt.c.mu.Unlock()
+	args, err := schema.Parse(call.GetArgumentsJson())
+	if err != nil {
+		return &nanofleetv1.ToolResult{CallId: call.GetId(), IsError: true, ErrorKind: nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_INVALID_ARGUMENTS,
+			Content: "Error: invalid arguments for " + call.GetName() + ": " + err.Error()}
+	}
+	out, err := lt.Call(ctx, tt.tc, args)
+	if err != nil {
+		kind := nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_FAILED
+		if errors.Is(err, toolschema.ErrInvalidArguments) {
+			kind = nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_INVALID_ARGUMENTS
+		}
+		return &nanofleetv1.ToolResult{CallId: call.GetId(), IsError: true, ErrorKind: kind, Content: "Error: " + err.Error()}
+	}
+	return &nanofleetv1.ToolResult{CallId: call.GetId(), Content: out}
+}
+
+// MessageTool is nanobot's message tool: send a message to any channel and
+// chat. Sent messages are committed with the turn.
+type MessageTool struct{}
+
+// Tool describes the message tool.
+func (MessageTool) Tool() toolschema.Tool {
+	return toolschema.Tool{
+		Name:        "message",
+		Description: "Send a message to the user now (or to another channel/chat). If you message the current chat, your final answer is not sent again.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{
+			"content":{"type":"string","minLength":1,"description":"The message text"},
+			"channel":{"type":"string","description":"Target channel; default the current one"},
+			"chat_id":{"type":"string","description":"Target chat id; default the current one"}},
+			"required":["content"],"additionalProperties":false}`),
+	}
+}
+
+// Call sends the message.
+func (MessageTool) Call(_ context.Context, tc *TurnContext, args map[string]any) (string, error) {
+	content, _ := args["content"].(string)
+	channel, _ := args["channel"].(string)
+	chat, _ := args["chat_id"].(string)
+	if channel != "" && chat == "" {
+		return "", errors.New("chat_id is required when channel is given")
+	}
+	tc.Send(channel, chat, content)
+	target := "the current chat"
+	if channel != "" {
+		target = strings.TrimSpace(channel + ":" + chat)
+	}
+	return "Message sent to " + target + ".", nil
+}

@@ -1,0 +1,426 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/lease"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
+)
+
+// turn is one inbound message being turned into a committed turn.
+type turn struct {
+	w    *Worker
+	msg  jetstream.Msg
+	meta *jetstream.MsgMetadata
+	in   *nanofleetv1.InboundMessage
+	key  string
+	id   string
+	log  *slog.Logger
+	// replies are the turn's durable replies, in order.
+	replies []*nanofleetv1.OutboundMessage
+	// messaged is set when the message tool already answered the origin
+	// chat, so the final answer is not sent twice.
+	messaged bool
+}
+
+// SessionKey returns the session an inbound message belongs to.
+func SessionKey(in *nanofleetv1.InboundMessage) string {
+	if k := in.GetSessionKey(); k != "" {
+		return k
+	}
+	return session.Key(in.GetChannel(), in.GetChatId())
+}
+
+// handle runs the protocol of the package doc for one message.
+func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
+	start := time.Now()
+	meta, err := m.Metadata()
+	if err != nil {
+		w.d.Log.Error("inbound message without metadata", "err", err)
+		_ = m.Term()
+		return
+	}
+	in := &nanofleetv1.InboundMessage{}
+	if err := proto.Unmarshal(m.Data(), in); err != nil {
+		w.deadLetter(ctx, m, meta, fmt.Sprintf("malformed InboundMessage: %v", err), true)
+		return
+	}
+	if in.GetChannel() == "" || in.GetChatId() == "" {
+		w.deadLetter(ctx, m, meta, "InboundMessage without channel or chat_id", true)
+		return
+	}
+	t := &turn{w: w, msg: m, meta: meta, in: in, key: SessionKey(in), id: "in" + strconv.FormatUint(meta.Sequence.Stream, 10)}
+	t.log = w.d.Log.With("session", t.key, "turn", t.id)
+	if meta.NumDelivered > 1 && w.d.Observer.Redelivered != nil {
+		w.d.Observer.Redelivered()
+	}
+	if isCommand(in.GetContent(), "/stop") {
+		// Reach the running turn now, not when this message's turn comes.
+		if err := RequestStop(w.d.Bus.NC, w.d.Bus.Space, t.key, in.GetSenderId()); err != nil {
+			t.log.Warn("request stop", "err", err)
+		}
+	}
+	outcome := t.run(ctx)
+	if w.d.Observer.TurnDone != nil && outcome != "" {
+		w.d.Observer.TurnDone(outcome, time.Since(start))
+	}
+}
+
+// busy puts the message back to wait for its session.
+func (t *turn) busy() {
+	d := t.w.cfg.BusyDelay
+	for i := uint64(1); i < t.meta.NumDelivered && d < t.w.cfg.MaxBusyDelay; i++ {
+		d *= 2
+	}
+	_ = t.msg.NakWithDelay(min(d, t.w.cfg.MaxBusyDelay))
+}
+
+// run returns the turn's outcome for metrics, or "" when it only waited.
+func (t *turn) run(ctx context.Context) string {
+	w := t.w
+	// FIFO guard: only the oldest message of the subject may run.
+	first, err := w.inbound.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(t.msg.Subject()))
+	if err != nil {
+		t.log.Warn("fifo check", "err", err)
+		t.busy()
+		return ""
+	}
+	if first.Sequence != t.meta.Sequence.Stream {
+		t.busy()
+		return ""
+	}
+	l, err := w.leases.Acquire(ctx, subject.Token(t.key), w.cfg.ID)
+	if errors.Is(err, lease.ErrHeld) {
+		if w.d.Observer.LeaseContention != nil {
+			w.d.Observer.LeaseContention()
+		}
+		t.busy()
+		return ""
+	}
+	if err != nil {
+		t.log.Warn("acquire lease", "err", err)
+		t.busy()
+		return ""
+	}
+	turnCtx, cancel := context.WithTimeoutCause(ctx, w.cfg.TurnTimeout, errors.New("turn timed out"))
+	turnCtx, stop := context.WithCancelCause(turnCtx)
+	defer cancel()
+	w.mu.Lock()
+	w.running[t.key] = stop
+	w.mu.Unlock()
+	renewDone := make(chan struct{})
+	go t.keepAlive(turnCtx, l, stop, renewDone)
+	defer func() {
+		stop(nil)
+		<-renewDone
+		w.mu.Lock()
+		delete(w.running, t.key)
+		w.mu.Unlock()
+		// Released with a fresh context: a stopped turn still frees its session.
+		relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer relCancel()
+		if err := l.Release(relCtx); err != nil {
+			t.log.Warn("release lease", "err", err)
+		}
+	}()
+	outcome, err := t.execute(turnCtx)
+	if err != nil {
+		if errors.Is(context.Cause(turnCtx), errLeaseLost) || ctx.Err() != nil {
+			// Someone else may run it now, or we are shutting down hard:
+			// leave it to a redelivery, which resumes from the checkpoint.
+			t.log.Warn("turn abandoned", "err", err)
+			_ = t.msg.Nak()
+			return "abandoned"
+		}
+		t.log.Error("turn failed", "err", err)
+		_ = t.msg.NakWithDelay(time.Second)
+		return "failed"
+	}
+	return outcome
+}
+
+// keepAlive renews the lease and the message's ack deadline until ctx
+// ends; if the lease is lost it stops the turn.
+func (t *turn) keepAlive(ctx context.Context, l *lease.Lease, stop context.CancelCauseFunc, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(t.w.cfg.renewEvery())
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := l.Renew(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			t.log.Warn("lease renewal failed; aborting turn", "err", err)
+			stop(errLeaseLost)
+			return
+		}
+		_ = t.msg.InProgress()
+	}
+}
+
+// execute runs the turn under the lease and commits it.
+func (t *turn) execute(ctx context.Context) (string, error) {
+	w := t.w
+	info, _, err := w.sessions.Info(ctx, t.key)
+	if err != nil {
+		return "", err
+	}
+	hist, err := w.sessions.LoadHistory(ctx, t.key, info.GetConsolidatedSeq())
+	if err != nil {
+		return "", err
+	}
+	if rec := hist.Find(t.meta.Sequence.Stream); rec != nil {
+		// Committed before a crash or a lost ack: deliver the same replies.
+		t.replies = rec.GetReplies()
+		if err := t.publishReplies(ctx); err != nil {
+			return "", err
+		}
+		_ = t.msg.Ack()
+		return "replayed", nil
+	}
+
+	cp := &nanofleetv1.TurnCheckpoint{TurnId: t.id, InboundSeq: t.meta.Sequence.Stream}
+	if t.meta.NumDelivered > 1 {
+		if old, _, err := w.sessions.Checkpoint(ctx, t.key); err == nil && old.GetInboundSeq() == cp.InboundSeq {
+			cp = old
+		} else if err != nil && !errors.Is(err, session.ErrNotFound) {
+			return "", err
+		}
+	}
+	cp.Attempts++
+	if int(cp.Attempts) > w.cfg.MaxAttempts {
+		return t.giveUp(ctx, hist, fmt.Sprintf("turn started %d times without finishing", cp.Attempts-1))
+	}
+	if len(cp.Messages) == 0 {
+		cp.Messages = []*nanofleetv1.ChatMessage{userMessage(t.in)}
+	}
+	if err := w.sessions.SaveCheckpoint(ctx, t.key, cp); err != nil {
+		return "", err
+	}
+	t.replies = cp.GetReplies()
+
+	if cmd, ok := parseCommand(t.in.GetContent()); ok {
+		return t.command(ctx, cmd, info, hist)
+	}
+
+	res, runErr := t.think(ctx, cp, info, hist)
+	outcome := "ok"
+	switch {
+	case runErr == nil:
+		if !t.messaged {
+			t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, res.Final)
+		}
+	case errors.Is(context.Cause(ctx), errStopped):
+		outcome = "stopped"
+		t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, "⏹ Stopped.")
+	case errors.Is(runErr, agent.ErrModel):
+		outcome = "model_error"
+		t.log.Warn("model failed", "err", runErr)
+		t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR,
+			"Sorry, I could not get an answer from the model ("+shortError(runErr)+"). Please try again in a moment.")
+	default:
+		return "", runErr
+	}
+	msgs := cp.Messages
+	if res != nil {
+		msgs = res.Messages
+	}
+	if err := t.commit(context.WithoutCancel(ctx), hist, &nanofleetv1.TurnRecord{Messages: msgs}); err != nil {
+		return "", err
+	}
+	if w.d.Memory != nil {
+		if err := w.d.Memory.AfterTurn(ctx, t.in, t.key, info, hist, t.historyBudget()); err != nil {
+			t.log.Warn("memory after turn", "err", err)
+		}
+	}
+	return outcome, nil
+}
+
+// think builds the prompt and runs the model/tool loop.
+func (t *turn) think(ctx context.Context, cp *nanofleetv1.TurnCheckpoint, info *nanofleetv1.SessionInfo, hist *session.History) (*agent.Result, error) {
+	w := t.w
+	var memText string
+	if w.d.Memory != nil {
+		var err error
+		if memText, err = w.d.Memory.Context(ctx, t.in, t.key); err != nil {
+			t.log.Warn("load memory", "err", err)
+		}
+	}
+	model := w.cfg.Model
+	if info.GetModel() != "" {
+		model = info.GetModel()
+	}
+	promptMsgs := t.buildPrompt(hist, memText)
+	tools := w.catalog.forTurn(ctx, t)
+	hooks := agent.Hooks{
+		Progress: func(s string) { t.live(nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, s) },
+		ToolHint: func(s string) { t.live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, s) },
+		Checkpoint: func(ctx context.Context, msgs []*nanofleetv1.ChatMessage, iter int) error {
+			cp.Messages, cp.Iteration, cp.Replies = msgs, int32(iter), t.replies
+			return w.sessions.SaveCheckpoint(ctx, t.key, cp)
+		},
+	}
+	if t.in.GetMetadata()["stream"] == "true" {
+		hooks.Delta = func(s string) { t.live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, s) }
+	}
+	return w.loop.Run(ctx, agent.Turn{Model: model, Prompt: promptMsgs, Messages: cp.Messages, Iteration: int(cp.Iteration)}, tools, hooks)
+}
+
+// historyBudget is the token budget of system prompt plus history.
+func (t *turn) historyBudget() int {
+	return t.w.cfg.ContextWindowTokens - t.w.cfg.Loop.MaxTokens
+}
+
+// reply adds a durable reply to the origin chat.
+func (t *turn) reply(kind nanofleetv1.OutboundKind, text string) {
+	t.replies = append(t.replies, t.outbound(kind, t.in.GetChannel(), t.in.GetChatId(), text))
+}
+
+func (t *turn) outbound(kind nanofleetv1.OutboundKind, channel, chatID, text string) *nanofleetv1.OutboundMessage {
+	out := &nanofleetv1.OutboundMessage{
+		Channel: channel, ChatId: chatID, Content: text, Kind: kind,
+		ReplyTo: t.in.GetId(), SessionKey: t.key, TurnId: t.id, CreatedAt: timestamppb.Now(),
+	}
+	if channel == t.in.GetChannel() && chatID == t.in.GetChatId() && len(t.in.GetMetadata()) > 0 {
+		out.Metadata = t.in.GetMetadata()
+	}
+	return out
+}
+
+// live publishes progress, a tool hint or a delta on core NATS: shown if
+// someone listens, never stored.
+func (t *turn) live(kind nanofleetv1.OutboundKind, text string) {
+	out := t.outbound(kind, t.in.GetChannel(), t.in.GetChatId(), text)
+	data, err := proto.Marshal(out)
+	if err != nil {
+		return
+	}
+	_ = t.w.d.Bus.NC.Publish(t.w.d.Bus.Space.Live(out.GetChannel(), out.GetChatId()), data)
+}
+
+// commit appends the turn record, publishes the replies, clears the
+// checkpoint and acks.
+func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleetv1.TurnRecord) error {
+	w := t.w
+	for i, r := range t.replies {
+		r.Id = t.id + ":" + strconv.Itoa(i)
+	}
+	rec.TurnId = t.id
+	rec.InboundId = t.in.GetId()
+	rec.InboundSeq = t.meta.Sequence.Stream
+	rec.SessionKey = t.key
+	rec.Replies = t.replies
+	rec.CompletedAt = timestamppb.Now()
+	seq, err := w.sessions.Append(ctx, t.key, rec, hist.LastSeq)
+	if errors.Is(err, session.ErrConflict) {
+		// Only this turn's own earlier append can have moved the history
+		// while we hold the lease; a re-read tells.
+		again, lerr := w.sessions.LoadHistory(ctx, t.key, hist.LastSeq)
+		if lerr != nil {
+			return lerr
+		}
+		if again.Find(rec.InboundSeq) == nil {
+			return fmt.Errorf("commit turn: %w", err)
+		}
+		seq = again.LastSeq
+	} else if err != nil {
+		return fmt.Errorf("commit turn: %w", err)
+	}
+	hist.Turns = append(hist.Turns, session.Turn{Seq: seq, Record: rec})
+	hist.LastSeq = seq
+	if err := t.publishReplies(ctx); err != nil {
+		return err
+	}
+	if err := w.sessions.ClearCheckpoint(ctx, t.key); err != nil {
+		t.log.Warn("clear checkpoint", "err", err)
+	}
+	if err := t.msg.Ack(); err != nil {
+		t.log.Warn("ack", "err", err)
+	}
+	return nil
+}
+
+func (t *turn) publishReplies(ctx context.Context) error {
+	for _, r := range t.replies {
+		data, err := proto.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode reply: %w", err)
+		}
+		m := nats.NewMsg(t.w.d.Bus.Space.Outbound(r.GetChannel(), r.GetChatId()))
+		m.Data = data
+		m.Header.Set(nats.MsgIdHdr, r.GetId())
+		if _, err := t.w.d.Bus.JS.PublishMsg(ctx, m); err != nil {
+			return fmt.Errorf("publish reply %s: %w", r.GetId(), err)
+		}
+	}
+	return nil
+}
+
+// giveUp dead-letters a message whose turn keeps dying, and tells the user.
+func (t *turn) giveUp(ctx context.Context, hist *session.History, reason string) (string, error) {
+	t.w.deadLetter(ctx, t.msg, t.meta, reason, false)
+	t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR, "Sorry, I could not process your message: it failed repeatedly and was set aside for an operator.")
+	rec := &nanofleetv1.TurnRecord{Messages: []*nanofleetv1.ChatMessage{userMessage(t.in)}}
+	if err := t.commit(ctx, hist, rec); err != nil {
+		return "", err
+	}
+	return "dead_letter", nil
+}
+
+// deadLetter stores the message with its reason. With terminate it also
+// ends the message's deliveries; otherwise the caller commits and acks it.
+func (w *Worker) deadLetter(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata, reason string, terminate bool) {
+	err := w.d.Bus.DeadLetter(ctx, "inbound", bus.Letter{
+		Subject: m.Subject(), Data: m.Data(), Header: m.Headers(),
+		StreamSeq: meta.Sequence.Stream, Deliveries: meta.NumDelivered, Reason: reason,
+	})
+	if err != nil {
+		w.d.Log.Error("dead-letter inbound", "err", err)
+		if terminate {
+			_ = m.NakWithDelay(time.Second)
+		}
+		return
+	}
+	w.d.Log.Warn("inbound message dead-lettered", "subject", m.Subject(), "seq", meta.Sequence.Stream, "reason", reason)
+	if w.d.Observer.DeadLettered != nil {
+		w.d.Observer.DeadLettered("inbound")
+	}
+	if terminate {
+		_ = m.Term()
+	}
+}
+
+func userMessage(in *nanofleetv1.InboundMessage) *nanofleetv1.ChatMessage {
+	return &nanofleetv1.ChatMessage{Role: "user", Content: in.GetContent(), Media: in.GetMedia(), CreatedAt: in.GetReceivedAt()}
+}
+
+func shortError(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i > 0 && len(s) > 160 {
+		s = s[i+2:]
+	}
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}

@@ -1,0 +1,217 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/lease"
+	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
+)
+
+// RemoteTools reaches the tool runners.
+type RemoteTools interface {
+	Catalog(ctx context.Context) ([]*nanofleetv1.ToolDefinition, error)
+	Call(ctx context.Context, req *nanofleetv1.ToolRequest) (*nanofleetv1.ToolResult, error)
+}
+
+// Memory gives turns their long-term memory and asks for consolidation.
+// A nil Memory means turns run without long-term memory.
+type Memory interface {
+	// Context returns the memory text for the prompt of a turn.
+	Context(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey string) (string, error)
+	// AfterTurn runs after a commit; it may request consolidation of old
+	// turns that no longer fit the budget.
+	AfterTurn(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey string, info *nanofleetv1.SessionInfo, hist *session.History, budgetTokens int) error
+	// Archive requests consolidation of everything up to seq (for /new).
+	Archive(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey string, info *nanofleetv1.SessionInfo, upTo uint64) error
+}
+
+// Observer is told what turns do, for metrics. Any field may be nil.
+type Observer struct {
+	TurnDone        func(outcome string, d time.Duration)
+	LeaseContention func()
+	Redelivered     func()
+	DeadLettered    func(source string)
+}
+
+// Deps are a worker's collaborators.
+type Deps struct {
+	Bus      *bus.Bus
+	Model    llm.Client
+	Tools    RemoteTools
+	Profiles *profile.Cache
+	Memory   Memory
+	// Local tools run inside the worker (message, spawn, cron, memory).
+	Local    []LocalTool
+	Log      *slog.Logger
+	Observer Observer
+}
+
+// Worker runs turns.
+type Worker struct {
+	cfg      Config
+	d        Deps
+	loop     *agent.Loop
+	sessions *session.Store
+	leases   *lease.Table
+	inbound  jetstream.Stream
+	cons     jetstream.Consumer
+	catalog  *catalog
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc // by session key
+}
+
+// New prepares a worker: it opens the stores and creates or updates the
+// shared consumer. The fleet's layout must be provisioned.
+func New(ctx context.Context, cfg Config, d Deps) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Bus == nil || d.Model == nil || d.Tools == nil || d.Profiles == nil || d.Log == nil {
+		return nil, errors.New("worker: Bus, Model, Tools, Profiles and Log are required")
+	}
+	loop, err := agent.New(d.Model, cfg.Loop, d.Log)
+	if err != nil {
+		return nil, err
+	}
+	sessions, err := session.Open(ctx, d.Bus)
+	if err != nil {
+		return nil, err
+	}
+	leaseKV, err := d.Bus.KV(ctx, bus.BucketLeases)
+	if err != nil {
+		return nil, err
+	}
+	sp := d.Bus.Space
+	st, err := d.Bus.JS.Stream(ctx, sp.InboundStream())
+	if err != nil {
+		return nil, fmt.Errorf("worker: inbound stream: %w", err)
+	}
+	cons, err := d.Bus.JS.CreateOrUpdateConsumer(ctx, sp.InboundStream(), jetstream.ConsumerConfig{
+		Durable:       sp.WorkerConsumer(),
+		Description:   "agent workers: one turn per inbound message",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxAckPending: cfg.FleetTurnLimit,
+		MaxDeliver:    -1, // waiting for a busy session is not a failure; attempts are counted in checkpoints
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("worker: consumer: %w", err)
+	}
+	w := &Worker{
+		cfg: cfg, d: d, loop: loop, sessions: sessions, leases: lease.NewTable(leaseKV),
+		inbound: st, cons: cons, running: map[string]context.CancelCauseFunc{},
+	}
+	w.catalog = &catalog{remote: d.Tools, local: d.Local, log: d.Log}
+	return w, nil
+}
+
+// Run fetches and runs turns until ctx ends, then stops fetching and lets
+// running turns finish within the shutdown grace.
+func (w *Worker) Run(ctx context.Context) error {
+	stopSub, err := w.d.Bus.NC.Subscribe(w.d.Bus.Space.StopAll(), w.onStop)
+	if err != nil {
+		return fmt.Errorf("worker: subscribe stop: %w", err)
+	}
+	defer func() { _ = stopSub.Unsubscribe() }()
+
+	// Turns outlive ctx by the grace period: a SIGTERM stops fetching, not
+	// the turns already running.
+	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelTurns()
+	slots := make(chan struct{}, w.cfg.Slots)
+	var wg sync.WaitGroup
+	for ctx.Err() == nil {
+		// Wait for at least one free slot.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		free := 1 + w.cfg.Slots - len(slots)
+		<-slots
+		fetchCtx, cancelFetch := context.WithTimeout(ctx, time.Second)
+		batch, err := w.cons.Fetch(free, jetstream.FetchContext(fetchCtx))
+		if err != nil {
+			cancelFetch()
+			if ctx.Err() == nil {
+				w.d.Log.Warn("fetch inbound", "err", err)
+				sleep(ctx, 250*time.Millisecond)
+			}
+			continue
+		}
+		for m := range batch.Messages() {
+			slots <- struct{}{} // never blocks: at most free messages arrive
+			wg.Add(1)
+			go func() {
+				defer func() { <-slots; wg.Done() }()
+				w.handle(turnCtx, m)
+			}()
+		}
+		cancelFetch()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(w.cfg.ShutdownGrace):
+		w.d.Log.Warn("shutdown grace over; cancelling running turns")
+		cancelTurns()
+		<-done
+	}
+	return nil
+}
+
+// onStop cancels the session's running turn if it runs here.
+func (w *Worker) onStop(m *nats.Msg) {
+	req := &nanofleetv1.StopRequest{}
+	if err := proto.Unmarshal(m.Data, req); err != nil {
+		return
+	}
+	w.mu.Lock()
+	cancel := w.running[req.GetSessionKey()]
+	w.mu.Unlock()
+	if cancel != nil {
+		w.d.Log.Info("stopping turn", "session", req.GetSessionKey())
+		cancel(errStopped)
+	}
+}
+
+// RequestStop asks whichever worker runs the session's turn to stop it.
+func RequestStop(nc *nats.Conn, sp subject.Space, sessionKey, by string) error {
+	data, _ := proto.Marshal(&nanofleetv1.StopRequest{SessionKey: sessionKey, RequestedBy: by})
+	if err := nc.Publish(sp.Stop(sessionKey), data); err != nil {
+		return fmt.Errorf("publish stop for %s: %w", sessionKey, err)
+	}
+	return nil
+}
+
+var (
+	errStopped   = errors.New("stopped by /stop")
+	errLeaseLost = errors.New("session lease lost")
+)
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

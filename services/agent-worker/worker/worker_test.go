@@ -1,0 +1,324 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
+)
+
+// noRunners is a fleet without tool runners: an empty catalog. The fleet
+// tests in services/nanofleet run turns through real tool runners.
+type noRunners struct{}
+
+func (noRunners) Catalog(context.Context) ([]*nanofleetv1.ToolDefinition, error) { return nil, nil }
+func (noRunners) Call(_ context.Context, r *nanofleetv1.ToolRequest) (*nanofleetv1.ToolResult, error) {
+	return nil, fmt.Errorf("no runner for %s", r.GetName())
+}
+
+type harness struct {
+	b   *bus.Bus
+	llm *llmtest.Server
+	out chan *nanofleetv1.OutboundMessage
+}
+
+func start(t *testing.T, opts ...llmtest.Option) *harness {
+	t.Helper()
+	b := bustest.StartJetStream(t)
+	return startOn(t, b, "w1", opts...)
+}
+
+func startOn(t *testing.T, b *bus.Bus, id string, opts ...llmtest.Option) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := llmtest.NewServer(t, opts...)
+	model, err := llm.New(llm.Config{Name: "openai", APIBase: srv.URL(), APIKey: "k", Model: "test-model", MaxRetries: 2},
+		llm.WithSleep(func(context.Context, time.Duration) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := b.KV(ctx, bus.BucketProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles, err := profile.Watch(ctx, kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := worker.DefaultConfig()
+	cfg.ID = id
+	cfg.Model = "test-model"
+	cfg.LeaseTTL = bustest.TestLayout().LeaseTTL
+	cfg.AckWait = 3 * time.Second
+	cfg.ShutdownGrace = 5 * time.Second
+	w, err := worker.New(ctx, cfg, worker.Deps{
+		Bus: b, Model: model, Tools: noRunners{}, Profiles: profiles,
+		Local: []worker.LocalTool{worker.MessageTool{}},
+		Log:   slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	h := &harness{b: b, llm: srv, out: make(chan *nanofleetv1.OutboundMessage, 1000)}
+	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.Space.OutboundAll()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		o := &nanofleetv1.OutboundMessage{}
+		if proto.Unmarshal(m.Data(), o) == nil {
+			h.out <- o
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Stop(); cancel(); <-done; profiles.Stop() })
+	return h
+}
+
+func (h *harness) send(t *testing.T, chat, id, text string) {
+	t.Helper()
+	in := &nanofleetv1.InboundMessage{Id: id, Channel: "cli", ChatId: chat, SenderId: "u", Content: text}
+	data, _ := proto.Marshal(in)
+	m := nats.NewMsg(h.b.Space.Inbound("cli", chat))
+	m.Data = data
+	m.Header.Set(nats.MsgIdHdr, "cli:"+id)
+	if _, err := h.b.JS.PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *harness) next(t *testing.T) *nanofleetv1.OutboundMessage {
+	t.Helper()
+	select {
+	case o := <-h.out:
+		return o
+	case <-time.After(15 * time.Second):
+		t.Fatal("no reply within 15s")
+		return nil
+	}
+}
+
+func TestTurnPersistsHistory(t *testing.T) {
+	h := start(t)
+	h.llm.Enqueue(llmtest.Text("Nice to meet you, Ada."), llmtest.Text("Your name is Ada."))
+	h.send(t, "c1", "1", "My name is Ada.")
+	if o := h.next(t); o.GetContent() != "Nice to meet you, Ada." || o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || o.GetReplyTo() != "1" {
+		t.Fatalf("first reply = %v", o)
+	}
+	h.send(t, "c1", "2", "What is my name?")
+	if o := h.next(t); o.GetContent() != "Your name is Ada." {
+		t.Fatalf("second reply = %v", o)
+	}
+	req, _ := h.llm.LastRequest()
+	var seen []string
+	for _, m := range req.Messages {
+		seen = append(seen, m.Role+":"+m.Content)
+	}
+	joined := strings.Join(seen, "|")
+	if !strings.Contains(joined, "user:My name is Ada.|assistant:Nice to meet you, Ada.|user:What is my name?") {
+		t.Errorf("second turn did not see the first: %s", joined)
+	}
+	s, _ := session.Open(context.Background(), h.b)
+	hist, err := s.LoadHistory(context.Background(), "cli:c1", 0)
+	if err != nil || len(hist.Turns) != 2 {
+		t.Fatalf("history = %d turns, %v", len(hist.Turns), err)
+	}
+}
+
+func TestDuplicatePublishYieldsOneReply(t *testing.T) {
+	h := start(t)
+	h.send(t, "c1", "same", "hello")
+	h.send(t, "c1", "same", "hello")
+	h.send(t, "c1", "other", "second")
+	a, b := h.next(t), h.next(t)
+	if a.GetReplyTo() != "same" || b.GetReplyTo() != "other" {
+		t.Fatalf("replies to %q then %q", a.GetReplyTo(), b.GetReplyTo())
+	}
+	select {
+	case extra := <-h.out:
+		t.Fatalf("extra reply %v", extra)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+func TestMalformedEnvelopeIsDeadLettered(t *testing.T) {
+	h := start(t)
+	dlq := make(chan *nats.Msg, 1)
+	sub, err := h.b.NC.ChanSubscribe(h.b.Space.DeadLetter("inbound"), dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if _, err := h.b.JS.Publish(context.Background(), h.b.Space.Inbound("cli", "bad"), []byte{0xff, 0xff, 0x01}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-dlq:
+		if r := m.Header.Get("Nanofleet-Reason"); !strings.Contains(r, "malformed InboundMessage") {
+			t.Errorf("reason = %q", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no dead letter")
+	}
+	h.send(t, "c2", "1", "still there?")
+	if o := h.next(t); o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
+		t.Fatalf("worker stopped serving: %v", o)
+	}
+}
+
+func TestModelFailingGivesErrorReply(t *testing.T) {
+	h := start(t, llmtest.WithFailures(3, 500))
+	h.send(t, "c1", "1", "hello")
+	o := h.next(t)
+	if o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR || !strings.Contains(o.GetContent(), "could not get an answer from the model") {
+		t.Fatalf("reply = %v", o)
+	}
+	if n := h.llm.RequestCount(); n != 3 {
+		t.Errorf("model called %d times, want 3", n)
+	}
+	// The session stays usable.
+	h.send(t, "c1", "2", "again")
+	if o := h.next(t); o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
+		t.Fatalf("after failure: %v", o)
+	}
+}
+
+func TestOrderPerSession(t *testing.T) {
+	h := start(t, llmtest.WithLatency(5*time.Millisecond))
+	const sessions, perSession = 8, 6
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	h.llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		text := r.LastUserText()
+		chat, _, _ := strings.Cut(text, "/")
+		mu.Lock()
+		seen[chat] = append(seen[chat], text)
+		mu.Unlock()
+		return llmtest.Text("ok " + text)
+	})
+	for i := range perSession {
+		for s := range sessions {
+			h.send(t, fmt.Sprint("s", s), fmt.Sprintf("s%d-%d", s, i), fmt.Sprintf("s%d/%d", s, i))
+		}
+	}
+	replies := map[string]int{}
+	for range sessions * perSession {
+		replies[h.next(t).GetReplyTo()]++
+	}
+	for id, n := range replies {
+		if n != 1 {
+			t.Errorf("message %s got %d replies", id, n)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for s := range sessions {
+		chat := fmt.Sprint("s", s)
+		for i, text := range seen[chat] {
+			if want := fmt.Sprintf("s%d/%d", s, i); text != want {
+				t.Fatalf("session %s: model saw %q at position %d, want %q (order %v)", chat, text, i, want, seen[chat])
+			}
+		}
+	}
+}
+
+func TestSlashCommands(t *testing.T) {
+	h := start(t)
+	h.llm.Enqueue(llmtest.Text("remembered"))
+	h.send(t, "c1", "1", "remember x")
+	h.next(t)
+	h.send(t, "c1", "2", "/help")
+	if o := h.next(t); !strings.Contains(o.GetContent(), "/new") {
+		t.Errorf("/help = %q", o.GetContent())
+	}
+	h.send(t, "c1", "3", "/model other-model")
+	h.next(t)
+	h.send(t, "c1", "4", "/status")
+	if o := h.next(t); !strings.Contains(o.GetContent(), "other-model") {
+		t.Errorf("/status = %q", o.GetContent())
+	}
+	h.send(t, "c1", "5", "/new")
+	if o := h.next(t); o.GetContent() != "New session started." {
+		t.Errorf("/new = %q", o.GetContent())
+	}
+	h.send(t, "c1", "6", "hello again")
+	h.next(t)
+	req, _ := h.llm.LastRequest()
+	if req.Model != "other-model" {
+		t.Errorf("model after /model = %q", req.Model)
+	}
+	for _, m := range req.Messages {
+		if strings.Contains(m.Content, "remember x") {
+			t.Error("history before /new reached the model")
+		}
+	}
+}
+
+func TestStopEndsLongTurn(t *testing.T) {
+	h := start(t)
+	h.llm.Enqueue(llmtest.Text("too late").WithLatency(30 * time.Second))
+	h.send(t, "c1", "1", "think hard")
+	// Wait until the model has the request, then stop.
+	deadline := time.Now().Add(10 * time.Second)
+	for h.llm.RequestCount() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	h.send(t, "c1", "2", "/stop")
+	a := h.next(t)
+	if a.GetReplyTo() != "1" || !strings.Contains(a.GetContent(), "Stopped") {
+		t.Fatalf("stopped turn reply = %v", a)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("stop took %s", d)
+	}
+	if b := h.next(t); b.GetReplyTo() != "2" {
+		t.Fatalf("/stop reply = %v", b)
+	}
+	h.send(t, "c1", "3", "next")
+	if o := h.next(t); o.GetReplyTo() != "3" || o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
+		t.Fatalf("next message after stop: %v", o)
+	}
+}
+
+func TestMessageToolSuppressesFinal(t *testing.T) {
+	h := start(t)
+	h.llm.Enqueue(
+		llmtest.ToolCalls(llmtest.Call("message", `{"content":"sent early"}`)),
+		llmtest.Text("final that must not be sent"),
+	)
+	h.send(t, "c1", "1", "tell me")
+	o := h.next(t)
+	if o.GetContent() != "sent early" || o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE {
+		t.Fatalf("reply = %v", o)
+	}
+	select {
+	case extra := <-h.out:
+		t.Fatalf("final sent too: %v", extra)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
