@@ -14,10 +14,12 @@ import (
 type command struct {
 	name string
 	args []string
+	// ext is set for a command from [Deps.Commands].
+	ext Command
 }
 
-// parseCommand recognises the slash commands the worker handles itself.
-func parseCommand(text string) (command, bool) {
+// parseCommand recognises the built-in slash commands and those in extra.
+func parseCommand(text string, extra []Command) (command, bool) {
 	fields := strings.Fields(strings.TrimSpace(text))
 	if len(fields) == 0 || !strings.HasPrefix(fields[0], "/") {
 		return command{}, false
@@ -31,11 +33,16 @@ func parseCommand(text string) (command, bool) {
 	case "/new", "/stop", "/help", "/status", "/model", "/history":
 		return command{name: name, args: fields[1:]}, true
 	}
+	for _, c := range extra {
+		if c.Name() == name {
+			return command{name: name, args: fields[1:], ext: c}, true
+		}
+	}
 	return command{}, false
 }
 
 func isCommand(text, name string) bool {
-	c, ok := parseCommand(text)
+	c, ok := parseCommand(text, nil)
 	return ok && c.name == name
 }
 
@@ -53,12 +60,21 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 	w := t.w
 	rec := &nanofleetv1.TurnRecord{}
 	var text string
-	switch c.name {
-	case "/help":
+	switch {
+	case c.ext != nil:
+		out, err := c.ext.Run(ctx, t.tc(), c.args)
+		if err != nil {
+			out = "Error: " + err.Error()
+		}
+		text = out
+	case c.name == "/help":
 		text = helpText
-	case "/stop":
+		for _, e := range w.d.Commands {
+			text += "\n" + e.Name() + " — " + e.Help()
+		}
+	case c.name == "/stop":
 		text = "⏹ Stopped. No turn is running now."
-	case "/new":
+	case c.name == "/new":
 		if w.d.Memory != nil && hist.LastSeq > 0 {
 			if err := w.d.Memory.Archive(ctx, t.in, t.key, info, hist.LastSeq); err != nil {
 				return "", fmt.Errorf("/new: archive: %w", err)
@@ -66,7 +82,7 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 		}
 		rec.ClearsHistory = true
 		text = "New session started."
-	case "/status":
+	case c.name == "/status":
 		model := w.cfg.Model
 		if info.GetModel() != "" {
 			model = info.GetModel()
@@ -76,7 +92,7 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 			msgs += len(tr.Record.GetMessages())
 		}
 		text = fmt.Sprintf("Model: %s\nSession: %s\nMessages in context: %d (%d turns)\nWorker: %s", model, t.key, msgs, len(hist.Turns), w.cfg.ID)
-	case "/model":
+	case c.name == "/model":
 		if len(c.args) == 0 {
 			model := w.cfg.Model
 			if info.GetModel() != "" {
@@ -89,7 +105,7 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 			return "", fmt.Errorf("/model: %w", err)
 		}
 		text = "Model for this session set to " + c.args[0] + "."
-	case "/history":
+	case c.name == "/history":
 		n := 10
 		if len(c.args) > 0 {
 			if v, err := strconv.Atoi(c.args[0]); err == nil && v > 0 {

@@ -11,28 +11,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
-// LocalTool is a tool that acts on the fleet and so runs inside the worker
-// (message, spawn, cron, memory_search).
-type LocalTool interface {
-	Tool() toolschema.Tool
-	// Call runs the tool with validated arguments; an error is shown to the
-	// model as the result.
-	Call(ctx context.Context, tc *TurnContext, args map[string]any) (string, error)
-}
+// LocalTool is a tool that acts on the fleet and so runs inside the worker.
+type LocalTool = agenttool.Tool
 
-// TurnContext is what a local tool may know and do about its turn.
-type TurnContext struct {
-	SessionKey string
-	TurnID     string
-	Inbound    *nanofleetv1.InboundMessage
-	// Send adds a durable message to the turn's replies, committed with
-	// the turn. Sending to the origin chat suppresses the final answer.
-	Send func(channel, chatID, text string)
-}
+// Command is a slash command provided by another part of the fleet.
+type Command = agenttool.Command
+
+// TurnContext is what a local tool or command may know and do of its turn.
+type TurnContext = agenttool.TurnContext
 
 // catalog merges the tool runners' catalog with the worker's local tools.
 // The runners' catalog is cached for a short time: tool sets change when
@@ -95,7 +86,12 @@ type turnTools struct {
 
 func (c *catalog) forTurn(ctx context.Context, t *turn) *turnTools {
 	defs, _ := c.definitions(ctx)
-	tc := &TurnContext{
+	return &turnTools{c: c, t: t, defs: defs, tc: t.tc()}
+}
+
+// tc returns what local tools and commands may know and do of the turn.
+func (t *turn) tc() *TurnContext {
+	return &TurnContext{
 		SessionKey: t.key,
 		TurnID:     t.id,
 		Inbound:    t.in,
@@ -112,7 +108,6 @@ func (c *catalog) forTurn(ctx context.Context, t *turn) *turnTools {
 			t.replies = append(t.replies, t.outbound(nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE, channel, chatID, text))
 		},
 	}
-	return &turnTools{c: c, t: t, defs: defs, tc: tc}
 }
 
 func (tt *turnTools) Definitions() []*nanofleetv1.ToolDefinition { return tt.defs }

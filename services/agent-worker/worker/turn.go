@@ -219,7 +219,7 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	}
 	t.replies = cp.GetReplies()
 
-	if cmd, ok := parseCommand(t.in.GetContent()); ok {
+	if cmd, ok := parseCommand(t.in.GetContent(), w.d.Commands); ok {
 		return t.command(ctx, cmd, info, hist)
 	}
 

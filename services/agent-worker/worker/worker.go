@@ -56,7 +56,9 @@ type Deps struct {
 	Profiles *profile.Cache
 	Memory   Memory
 	// Local tools run inside the worker (message, spawn, cron, memory).
-	Local    []LocalTool
+	Local []LocalTool
+	// Commands extend the built-in slash commands.
+	Commands []Command
 	Log      *slog.Logger
 	Observer Observer
 }

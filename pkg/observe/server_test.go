@@ -1,0 +1,170 @@
+package observe_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nanofleet/nanofleet/pkg/observe"
+)
+
+var errNoBus = errors.New("nats: no servers available")
+
+func TestServerRoutes(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := observe.NewMetrics(reg)
+	m.Turns.WithLabelValues(observe.OutcomeOK).Inc()
+
+	tests := []struct {
+		name     string
+		method   string
+		path     string
+		ready    error
+		wantCode int
+		wantBody string
+	}{
+		{"healthz", http.MethodGet, "/healthz", nil, http.StatusOK, "ok"},
+		{"healthz ignores readiness", http.MethodGet, "/healthz", errNoBus, http.StatusOK, "ok"},
+		{"readyz ready", http.MethodGet, "/readyz", nil, http.StatusOK, "ready"},
+		{"readyz not ready", http.MethodGet, "/readyz", errNoBus, http.StatusServiceUnavailable, "not ready: nats: no servers available"},
+		{"metrics", http.MethodGet, "/metrics", nil, http.StatusOK, `nanofleet_turns_total{outcome="ok"} 1`},
+		{"head healthz", http.MethodHead, "/healthz", nil, http.StatusOK, ""},
+		{"post refused", http.MethodPost, "/healthz", nil, http.StatusMethodNotAllowed, ""},
+		{"unknown path", http.MethodGet, "/debug/pprof/", nil, http.StatusNotFound, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ready := func(context.Context) error { return tt.ready }
+			h := observe.NewServer("127.0.0.1:0", reg, ready).Handler()
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+			if rec.Code != tt.wantCode {
+				t.Fatalf("%s %s: code %d, want %d (body %q)", tt.method, tt.path, rec.Code, tt.wantCode, rec.Body)
+			}
+			if !strings.Contains(rec.Body.String(), tt.wantBody) {
+				t.Fatalf("%s %s: body %q does not contain %q", tt.method, tt.path, rec.Body, tt.wantBody)
+			}
+		})
+	}
+}
+
+func TestReadyGetsDeadline(t *testing.T) {
+	var deadline time.Time
+	var ok bool
+	h := observe.NewServer(":0", nil, func(ctx context.Context) error {
+		deadline, ok = ctx.Deadline()
+		return nil
+	}).Handler()
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if !ok {
+		t.Fatal("readiness function called without a deadline")
+	}
+	if d := time.Until(deadline); d <= 0 || d > observe.ReadyTimeout {
+		t.Fatalf("deadline in %v, want within (0, %v]", d, observe.ReadyTimeout)
+	}
+}
+
+func TestNilArgumentsServe(t *testing.T) {
+	h := observe.NewServer(":0", nil, nil).Handler()
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("GET %s with nil registry and readiness: code %d, want 200", path, rec.Code)
+		}
+	}
+}
+
+// TestLifecycle runs the server on loopback: it serves after Start, reports
+// not ready once the start context is cancelled, and stops on Shutdown.
+func TestLifecycle(t *testing.T) {
+	ctx, drain := context.WithCancel(t.Context())
+	defer drain()
+	s := observe.NewServer("127.0.0.1:0", observe.NewRegistry(), nil)
+	if s.Addr() != nil {
+		t.Fatalf("Addr before Start = %v, want nil", s.Addr())
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); !errors.Is(err, observe.ErrStarted) {
+		t.Fatalf("second Start: %v, want ErrStarted", err)
+	}
+	base := "http://" + s.Addr().String()
+
+	steps := []struct {
+		name     string
+		before   func()
+		path     string
+		wantCode int
+		wantBody string
+	}{
+		{"alive", nil, "/healthz", 200, "ok"},
+		{"ready", nil, "/readyz", 200, "ready"},
+		{"runtime metrics", nil, "/metrics", 200, "go_goroutines"},
+		{"draining is not ready", drain, "/readyz", 503, "context canceled"},
+		{"draining is alive", nil, "/healthz", 200, "ok"},
+	}
+	for _, st := range steps {
+		if st.before != nil {
+			st.before()
+		}
+		code, body := get(t, base+st.path)
+		if code != st.wantCode || !strings.Contains(body, st.wantBody) {
+			t.Fatalf("%s: GET %s = %d %q, want %d containing %q", st.name, st.path, code, body, st.wantCode, st.wantBody)
+		}
+	}
+
+	sctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(sctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := s.Shutdown(sctx); err != nil {
+		t.Fatalf("second Shutdown: %v", err)
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Fatal("server still answers after Shutdown")
+	}
+	if err := s.Start(t.Context()); !errors.Is(err, observe.ErrStarted) {
+		t.Fatalf("Start after Shutdown: %v, want ErrStarted", err)
+	}
+}
+
+func TestStartPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s := observe.NewServer(ln.Addr().String(), nil, nil)
+	if err := s.Start(t.Context()); err == nil {
+		_ = s.Shutdown(t.Context())
+		t.Fatal("Start on a taken port succeeded")
+	}
+	if err := s.Shutdown(t.Context()); err != nil {
+		t.Fatalf("Shutdown of a server that never started: %v", err)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
