@@ -50,6 +50,8 @@ type Bus struct {
 	NC    *nats.Conn
 	JS    jetstream.JetStream
 	Space subject.Space
+
+	closed chan struct{}
 }
 
 // Connect dials NATS. Extra options (e.g. [Embedded.ConnectOption]) are
@@ -74,6 +76,8 @@ func Connect(ctx context.Context, cfg Config, extra ...nats.Option) (*Bus, error
 	if cfg.TLS.CAFile != "" {
 		opts = append(opts, nats.RootCAs(cfg.TLS.CAFile))
 	}
+	closed := make(chan struct{})
+	opts = append(opts, nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
 	opts = append(opts, extra...)
 	url := cfg.URL
 	if url == "" {
@@ -91,13 +95,18 @@ func Connect(ctx context.Context, cfg Config, extra ...nats.Option) (*Bus, error
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Bus{NC: nc, JS: js, Space: space}, nil
+	return &Bus{NC: nc, JS: js, Space: space, closed: closed}, nil
 }
 
-// Close drains the connection so that in-flight publishes and acks reach
-// the server.
+// Close drains the connection, so that in-flight publishes and acks reach
+// the server, and waits (at most 10s) until it is closed.
 func (b *Bus) Close() {
 	if err := b.NC.Drain(); err != nil {
+		b.NC.Close()
+	}
+	select {
+	case <-b.closed:
+	case <-time.After(10 * time.Second):
 		b.NC.Close()
 	}
 }

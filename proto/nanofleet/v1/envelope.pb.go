@@ -394,8 +394,12 @@ type OutboundMessage struct {
 	// Session the reply belongs to.
 	SessionKey string `protobuf:"bytes,9,opt,name=session_key,json=sessionKey,proto3" json:"session_key,omitempty"`
 	// Turn that produced it.
-	TurnId        string                 `protobuf:"bytes,10,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	TurnId    string                 `protobuf:"bytes,10,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Marks the last durable reply of its turn, so a client waiting for the
+	// turn to end knows when it did (also when the message tool answered
+	// and no final reply follows).
+	LastOfTurn    bool `protobuf:"varint,12,opt,name=last_of_turn,json=lastOfTurn,proto3" json:"last_of_turn,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -505,6 +509,13 @@ func (x *OutboundMessage) GetCreatedAt() *timestamppb.Timestamp {
 		return x.CreatedAt
 	}
 	return nil
+}
+
+func (x *OutboundMessage) GetLastOfTurn() bool {
+	if x != nil {
+		return x.LastOfTurn
+	}
+	return false
 }
 
 // DeadLetter wraps a message the fleet gave up on, published on
@@ -636,7 +647,7 @@ const file_nanofleet_v1_envelope_proto_rawDesc = "" +
 	"senderName\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe2\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x84\x04\n" +
 	"\x0fOutboundMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\tR\achannel\x12\x17\n" +
@@ -651,7 +662,9 @@ const file_nanofleet_v1_envelope_proto_rawDesc = "" +
 	"\aturn_id\x18\n" +
 	" \x01(\tR\x06turnId\x129\n" +
 	"\n" +
-	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x1a;\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12 \n" +
+	"\flast_of_turn\x18\f \x01(\bR\n" +
+	"lastOfTurn\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc7\x02\n" +

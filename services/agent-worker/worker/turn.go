@@ -324,6 +324,7 @@ func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleet
 	w := t.w
 	for i, r := range t.replies {
 		r.Id = t.id + ":" + strconv.Itoa(i)
+		r.LastOfTurn = i == len(t.replies)-1
 	}
 	rec.TurnId = t.id
 	rec.InboundId = t.in.GetId()

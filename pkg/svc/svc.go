@@ -1,0 +1,145 @@
+// Package svc is the start-up every nanofleet service binary shares: the
+// common flags, loading and validating the config file, connecting to the
+// fleet's NATS and provisioning its layout, and the observability server.
+// It keeps each main.go to flags, construct and run.
+package svc
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/observe"
+)
+
+// Flags are the flags every service takes.
+type Flags struct {
+	NATS     string
+	Creds    string
+	Prefix   string
+	Config   string
+	HTTP     string
+	LogLevel string
+}
+
+// Register adds the common flags to fs.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.NATS, "nats", os.Getenv("NANOFLEET_NATS_URL"), "NATS server URL(s), comma separated (env NANOFLEET_NATS_URL)")
+	fs.StringVar(&f.Creds, "creds", "", "NATS credentials file")
+	fs.StringVar(&f.Prefix, "prefix", "", "subject prefix of the fleet (default from config, else nanofleet)")
+	fs.StringVar(&f.Config, "config", os.Getenv("NANOFLEET_CONFIG"), "config file (nanobot-style JSON; env NANOFLEET_CONFIG)")
+	fs.StringVar(&f.HTTP, "http", ":9090", "observability address (/metrics, /healthz, /readyz); empty disables")
+	fs.StringVar(&f.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+}
+
+// Logger returns a JSON logger at the flags' level.
+func (f *Flags) Logger(service string) *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.LogLevel)); err != nil {
+		lvl = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})).With("service", service)
+}
+
+// LoadConfig reads the config file (optional when no path was given) with
+// the process environment, and applies the flags over it.
+func (f *Flags) LoadConfig() (*config.File, error) {
+	file, err := config.Load(f.Config, os.Getenv, f.Config == "")
+	if err != nil {
+		return nil, err
+	}
+	if f.Prefix != "" {
+		file.NATS.Prefix = f.Prefix
+	}
+	if f.NATS != "" {
+		file.NATS.URL = f.NATS
+	}
+	if f.Creds != "" {
+		file.NATS.CredsFile = f.Creds
+	}
+	return file, file.Validate()
+}
+
+// BusConfig turns the config's nats section into a connection config.
+func BusConfig(file *config.File, name string) bus.Config {
+	n := file.NATS
+	return bus.Config{
+		URL: n.URL, CredsFile: n.CredsFile, Prefix: n.Prefix, Name: name,
+		TLS: bus.TLSConfig{CertFile: n.TLS.CertFile, KeyFile: n.TLS.KeyFile, CAFile: n.TLS.CAFile},
+	}
+}
+
+// Layout is the JetStream layout the config asks for.
+func Layout(file *config.File) bus.Layout {
+	l := bus.DefaultLayout()
+	l.Replicas = file.NATS.Replicas
+	return l
+}
+
+// Connect connects to the fleet's NATS, retrying for up to a minute (in
+// compose and Kubernetes, NATS may start after us), and provisions the
+// layout.
+func Connect(ctx context.Context, file *config.File, name string, log *slog.Logger) (*bus.Bus, error) {
+	var (
+		b   *bus.Bus
+		err error
+	)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		b, err = bus.Connect(cctx, BusConfig(file, name))
+		cancel()
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		log.Warn("nats not reachable yet; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := bus.Provision(pctx, b, Layout(file)); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Observability starts the /metrics, /healthz and /readyz server on addr
+// (nothing when addr is empty); ready reports readiness.
+func Observability(ctx context.Context, addr string, reg *prometheus.Registry, ready func(context.Context) error) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	srv := observe.NewServer(addr, reg, ready)
+	if err := srv.Start(ctx); err != nil {
+		return nil, fmt.Errorf("observability server: %w", err)
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}
+
+// BusReady is a readiness check: the NATS connection is up.
+func BusReady(b *bus.Bus) func(context.Context) error {
+	return func(context.Context) error {
+		if !b.NC.IsConnected() {
+			return fmt.Errorf("nats: %s", b.NC.Status())
+		}
+		return nil
+	}
+}

@@ -1,0 +1,203 @@
+// Package service assembles an agent worker from the fleet's config: the
+// model provider, the profile cache, the tool client and the worker-side
+// tools, with metrics. The agent-worker binary and the all-in-one use it.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/agenttool"
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
+	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
+)
+
+// Section is the config file's "worker" section.
+type Section struct {
+	TurnsPerWorker       int `json:"turnsPerWorker"`
+	FleetTurnLimit       int `json:"fleetTurnLimit"`
+	AckWaitSeconds       int `json:"ackWaitSeconds"`
+	TurnTimeoutSeconds   int `json:"turnTimeoutSeconds"`
+	MaxAttempts          int `json:"maxAttempts"`
+	ShutdownGraceSeconds int `json:"shutdownGraceSeconds"`
+	// ModelRetries is how often a failed model call is retried before the
+	// user gets an error reply.
+	ModelRetries int `json:"modelRetries"`
+}
+
+// DefaultSection mirrors worker.DefaultConfig.
+func DefaultSection() Section {
+	d := worker.DefaultConfig()
+	return Section{
+		TurnsPerWorker:       d.Slots,
+		FleetTurnLimit:       d.FleetTurnLimit,
+		AckWaitSeconds:       int(d.AckWait / time.Second),
+		TurnTimeoutSeconds:   int(d.TurnTimeout / time.Second),
+		MaxAttempts:          d.MaxAttempts,
+		ShutdownGraceSeconds: int(d.ShutdownGrace / time.Second),
+		ModelRetries:         2,
+	}
+}
+
+// Options are what the config file does not say.
+type Options struct {
+	File   *config.File
+	Getenv func(string) string
+	// ID names the worker; default hostname-pid.
+	ID string
+	// Workspace path shown to the model (tools run on the runners).
+	Workspace string
+	Tools     worker.RemoteTools
+	Memory    worker.Memory
+	Local     []agenttool.Tool
+	Commands  []agenttool.Command
+	Metrics   *observe.Metrics
+	Log       *slog.Logger
+}
+
+// Worker is an assembled worker with the parts it owns.
+type Worker struct {
+	*worker.Worker
+	profiles *profile.Cache
+}
+
+// Close stops the profile watch.
+func (w *Worker) Close() { w.profiles.Stop() }
+
+// Config turns the config file into the worker's config.
+func Config(file *config.File, id, workspace string) (worker.Config, Section, error) {
+	sec := DefaultSection()
+	if err := file.Section("worker", &sec); err != nil {
+		return worker.Config{}, sec, err
+	}
+	d := file.Agents.Defaults
+	loc, err := time.LoadLocation(d.Timezone)
+	if err != nil {
+		return worker.Config{}, sec, config.Invalid("agents.defaults.timezone", "%v", err)
+	}
+	cfg := worker.DefaultConfig()
+	cfg.ID = id
+	cfg.Slots = sec.TurnsPerWorker
+	cfg.FleetTurnLimit = sec.FleetTurnLimit
+	cfg.AckWait = time.Duration(sec.AckWaitSeconds) * time.Second
+	cfg.TurnTimeout = time.Duration(sec.TurnTimeoutSeconds) * time.Second
+	cfg.MaxAttempts = sec.MaxAttempts
+	cfg.ShutdownGrace = time.Duration(sec.ShutdownGraceSeconds) * time.Second
+	cfg.Model = d.Model
+	cfg.Loop = agent.Config{MaxIterations: d.MaxToolIterations, Temperature: d.Temperature, MaxTokens: d.MaxTokens}
+	cfg.ContextWindowTokens = d.ContextWindowTokens
+	cfg.Location = loc
+	cfg.Workspace = workspace
+	cfg.LeaseTTL = bus.DefaultLayout().LeaseTTL
+	if err := cfg.Validate(); err != nil {
+		return cfg, sec, fmt.Errorf("%w: %v", config.ErrInvalid, err)
+	}
+	return cfg, sec, nil
+}
+
+// Model builds the model provider from the config and environment.
+func Model(file *config.File, getenv func(string) string, retries int, log *slog.Logger) (llm.Client, string, error) {
+	pc := file.ModelProvider(getenv)
+	if retries == 0 {
+		retries = -1
+	}
+	pc.MaxRetries = retries
+	p, err := llm.New(pc, llm.WithLogger(log))
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: model provider: %v", config.ErrInvalid, err)
+	}
+	return p, p.Name(), nil
+}
+
+// New assembles a worker.
+func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Tools == nil {
+		return nil, errors.New("agent-worker: no tool client")
+	}
+	if o.ID == "" {
+		host, _ := os.Hostname()
+		o.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	cfg, sec, err := Config(o.File, o.ID, o.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	model, provider, err := Model(o.File, o.Getenv, sec.ModelRetries, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	if o.Metrics != nil {
+		model = instrumented{Client: model, m: o.Metrics, provider: provider}
+	}
+	kv, err := b.KV(ctx, bus.BucketProfile)
+	if err != nil {
+		return nil, err
+	}
+	profiles, err := profile.Watch(ctx, kv)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-profiles.Ready():
+	case <-ctx.Done():
+		profiles.Stop()
+		return nil, ctx.Err()
+	}
+	local := append([]agenttool.Tool{worker.MessageTool{}}, o.Local...)
+	w, err := worker.New(ctx, cfg, worker.Deps{
+		Bus: b, Model: model, Tools: o.Tools, Profiles: profiles, Memory: o.Memory,
+		Local: local, Commands: o.Commands, Log: o.Log.With("worker", o.ID),
+		Observer: observer(o.Metrics),
+	})
+	if err != nil {
+		profiles.Stop()
+		return nil, err
+	}
+	return &Worker{Worker: w, profiles: profiles}, nil
+}
+
+func observer(m *observe.Metrics) worker.Observer {
+	if m == nil {
+		return worker.Observer{}
+	}
+	return worker.Observer{
+		TurnDone: func(outcome string, d time.Duration) {
+			m.Turns.WithLabelValues(outcome).Inc()
+			m.TurnDuration.Observe(d.Seconds())
+		},
+		LeaseContention: m.LeaseContention.Inc,
+		Redelivered:     m.Redeliveries.Inc,
+		DeadLettered:    func(src string) { m.DeadLetters.WithLabelValues(src).Inc() },
+	}
+}
+
+// instrumented records model latency and tokens.
+type instrumented struct {
+	llm.Client
+	m        *observe.Metrics
+	provider string
+}
+
+func (i instrumented) Chat(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	start := time.Now()
+	resp, err := i.Client.Chat(ctx, req)
+	model := req.Model
+	i.m.ModelRequestDuration.WithLabelValues(i.provider, model).Observe(time.Since(start).Seconds())
+	if resp != nil {
+		i.m.ModelTokens.WithLabelValues(i.provider, model, observe.TokensPrompt).Add(float64(resp.Usage.PromptTokens))
+		i.m.ModelTokens.WithLabelValues(i.provider, model, observe.TokensCompletion).Add(float64(resp.Usage.CompletionTokens))
+	}
+	return resp, err
+}

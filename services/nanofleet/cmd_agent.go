@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/session"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+)
+
+// conversation is the fleet and client behind agent and chat.
+type conversation struct {
+	fleet   *fleet.Fleet
+	client  *fleet.Client
+	session string
+	chat    string
+}
+
+func openConversation(ctx context.Context, env *environment, c *common, sessionKey string) (*conversation, error) {
+	file, err := env.load(c)
+	if err != nil {
+		return nil, err
+	}
+	// Without --nats the fleet runs here, in-process, for this conversation.
+	f, err := fleet.Start(ctx, fleet.Options{
+		File: file, Getenv: env.getenv, Log: env.logger(c.logLevel), DataDir: c.dataDir, Workspace: c.workspace,
+		Workers: 1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	client, err := fleet.NewClient(ctx, f.Bus, "cli")
+	if err != nil {
+		f.Stop()
+		return nil, err
+	}
+	chat := strings.TrimPrefix(sessionKey, "cli:")
+	return &conversation{fleet: f, client: client, session: sessionKey, chat: chat}, nil
+}
+
+func (cv *conversation) close() {
+	cv.client.Close()
+	cv.fleet.Stop()
+}
+
+// ask sends text and prints progress to progress (may be nil).
+func (cv *conversation) ask(ctx context.Context, text string, progress io.Writer) (*nanofleetv1.OutboundMessage, error) {
+	req := fleet.Request{ChatID: cv.chat, Text: text}
+	if cv.session != session.Key("cli", cv.chat) {
+		req.SessionKey = cv.session
+	}
+	if progress != nil {
+		req.OnLive = func(o *nanofleetv1.OutboundMessage) {
+			switch o.GetKind() {
+			case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
+				fmt.Fprintf(progress, "  ↳ %s\n", o.GetContent())
+			case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
+				fmt.Fprintf(progress, "  … %s\n", o.GetContent())
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	replies, err := cv.client.Ask(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return fleet.Final(replies)
+}
+
+func agentCmd(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	var c common
+	env.register(fs, &c)
+	msg := fs.String("m", "", "the message to send (required)")
+	sess := fs.String("session", "cli:direct", "session key")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *msg == "" {
+		return errors.New("agent: -m TEXT is required")
+	}
+	cv, err := openConversation(ctx, env, &c, *sess)
+	if err != nil {
+		return err
+	}
+	defer cv.close()
+	out, err := cv.ask(ctx, *msg, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.stdout, out.GetContent())
+	if out.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
+		return errors.New("the turn failed")
+	}
+	return nil
+}
+
+func chatCmd(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	var c common
+	env.register(fs, &c)
+	sess := fs.String("session", "cli:direct", "session key")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cv, err := openConversation(ctx, env, &c, *sess)
+	if err != nil {
+		return err
+	}
+	defer cv.close()
+	fmt.Fprintf(env.stdout, "nanofleet chat — session %s. /help for commands, Ctrl-D to leave.\n", *sess)
+	in := bufio.NewScanner(env.stdin)
+	in.Buffer(make([]byte, 64<<10), 1<<20)
+	for {
+		fmt.Fprint(env.stdout, "› ")
+		if !in.Scan() {
+			fmt.Fprintln(env.stdout)
+			return in.Err()
+		}
+		text := strings.TrimSpace(in.Text())
+		if text == "" {
+			continue
+		}
+		if text == "/exit" || text == "/quit" {
+			return nil
+		}
+		out, err := cv.ask(ctx, text, env.stderr)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			fmt.Fprintln(env.stderr, "error:", err)
+			continue
+		}
+		fmt.Fprintf(env.stdout, "%s\n\n", out.GetContent())
+	}
+}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+
+	"github.com/nanofleet/nanofleet/services/nanofleet/onboard"
+)
+
+func onboardCmd(_ context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("onboard", flag.ContinueOnError)
+	cfgPath := fs.String("config", filepath.Join(env.home(), "config.json"), "config file to write")
+	ws := fs.String("workspace", filepath.Join(env.home(), "workspace"), "workspace to create")
+	force := fs.Bool("force", false, "overwrite existing files")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	res, err := onboard.Write(*cfgPath, *ws, *force)
+	if err != nil {
+		return err
+	}
+	for _, p := range res.Wrote {
+		fmt.Fprintln(env.stdout, "wrote", p)
+	}
+	for _, p := range res.Kept {
+		fmt.Fprintln(env.stdout, "kept ", p)
+	}
+	fmt.Fprintf(env.stdout, "\nNext: set OPENAI_API_KEY (or edit %s), then run `nanofleet agent -m \"Hello\"` or `nanofleet run`.\n", *cfgPath)
+	return nil
+}

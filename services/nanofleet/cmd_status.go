@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/svc"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+)
+
+func statusCmd(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	var c common
+	env.register(fs, &c)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	file, err := env.load(&c)
+	if err != nil {
+		return err
+	}
+	if file.NATS.URL == "" {
+		// The all-in-one's embedded server listens on the config's address.
+		file.NATS.URL = fmt.Sprintf("nats://%s:%d", file.NATS.Host, file.NATS.Port)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	b, err := bus.Connect(cctx, svc.BusConfig(file, "nanofleet-status"))
+	if err != nil {
+		return fmt.Errorf("is the fleet running? %w", err)
+	}
+	defer b.Close()
+	st, err := fleet.GetStatus(ctx, b, 500*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "STREAM\tMESSAGES\tBYTES")
+	for _, s := range st.Streams {
+		fmt.Fprintf(w, "%s\t%d\t%d\n", s.Name, s.Msgs, s.Bytes)
+	}
+	fmt.Fprintln(w, "\nCONSUMER\tPENDING\tIN FLIGHT\tREDELIVERED\tWAITING PULLS")
+	for _, c := range st.Consumers {
+		fmt.Fprintf(w, "%s/%s\t%d\t%d\t%d\t%d\n", c.Stream, c.Name, c.Pending, c.InFlight, c.Redelivered, c.Waiting)
+	}
+	counts := map[string]int{}
+	for _, s := range st.Services {
+		counts[s.Name]++
+	}
+	fmt.Fprintln(w, "\nSERVICE\tONLINE")
+	for _, name := range []string{"agent-worker", "tool-runner", "memory-consolidator", "channel-gateway"} {
+		fmt.Fprintf(w, "%s\t%d\n", name, counts[name])
+	}
+	return w.Flush()
+}

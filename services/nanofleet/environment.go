@@ -1,0 +1,82 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
+)
+
+// environment is what a command may touch: streams, the environment and
+// the home directory. Tests build their own.
+type environment struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+func newEnvironment(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *environment {
+	return &environment{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+}
+
+// home is ~/.nanofleet, or NANOFLEET_HOME.
+func (e *environment) home() string {
+	if h := e.getenv("NANOFLEET_HOME"); h != "" {
+		return h
+	}
+	dir, err := os.UserHomeDir()
+	if err != nil {
+		dir = "."
+	}
+	return filepath.Join(dir, ".nanofleet")
+}
+
+// common are the flags of every command that touches the fleet.
+type common struct {
+	configPath string
+	dataDir    string
+	workspace  string
+	nats       string
+	logLevel   string
+}
+
+func (e *environment) register(fs *flag.FlagSet, c *common) {
+	fs.StringVar(&c.configPath, "config", filepath.Join(e.home(), "config.json"), "config file")
+	fs.StringVar(&c.dataDir, "data", filepath.Join(e.home(), "data"), "data directory of the embedded NATS server")
+	fs.StringVar(&c.workspace, "workspace", "", "workspace directory (default from config: ~/.nanofleet/workspace)")
+	fs.StringVar(&c.nats, "nats", "", "join an external NATS at this URL instead of embedding one")
+	fs.StringVar(&c.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+}
+
+// load reads the config (optional: a fresh machine has none) and applies
+// the flags.
+func (e *environment) load(c *common) (*config.File, error) {
+	file, err := config.Load(c.configPath, e.getenv, true)
+	if err != nil {
+		return nil, err
+	}
+	if c.nats != "" {
+		file.NATS.URL = c.nats
+	}
+	if c.workspace == "" {
+		c.workspace = file.Agents.Defaults.Workspace
+	}
+	if c.workspace, err = config.ExpandHome(c.workspace); err != nil {
+		return nil, err
+	}
+	if c.dataDir, err = config.ExpandHome(c.dataDir); err != nil {
+		return nil, err
+	}
+	return file, nil
+}
+
+func (e *environment) logger(level string) *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		lvl = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: lvl}))
+}

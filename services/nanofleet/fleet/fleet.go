@@ -1,0 +1,189 @@
+// Package fleet runs the whole nanofleet in one process: an embedded
+// nats-server (or a connection to an external one), the tool runner, the
+// agent workers, the memory-consolidator and the channel-gateway. It is
+// the all-in-one binary's engine, and the fleet that end-to-end tests and
+// benchmarks drive. The services' code is the same as in their own
+// binaries; only the wiring differs.
+//
+// Start brings the parts up in dependency order (NATS, runner, workers,
+// consolidator, gateway); Stop takes them down in reverse, letting running
+// turns finish first.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/svc"
+)
+
+// Options are what the config file does not say.
+type Options struct {
+	File   *config.File
+	Getenv func(string) string
+	Log    *slog.Logger
+	// DataDir holds the embedded server's JetStream store.
+	DataDir string
+	// Workspace is the agent's workspace directory.
+	Workspace string
+	// Listen makes the embedded server accept other processes on the
+	// config's nats host and port; otherwise it is in-process only.
+	Listen bool
+	// Workers is how many agent workers run in the process (default 1).
+	Workers int
+	// Gateway runs the channel-gateway with the configured channels.
+	Gateway bool
+	// Registry receives the fleet's metrics; nil makes a new one.
+	Registry *prometheus.Registry
+}
+
+// Fleet is a running in-process fleet.
+type Fleet struct {
+	Bus      *bus.Bus
+	Embedded *bus.Embedded
+	Metrics  *observe.Metrics
+	Registry *prometheus.Registry
+
+	log    *slog.Logger
+	done   chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error
+	closer []func()
+}
+
+// Start brings the fleet up. It returns once every part is serving.
+func Start(ctx context.Context, o Options) (*Fleet, error) {
+	if o.File == nil {
+		return nil, errors.New("fleet: no config")
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Workers <= 0 {
+		o.Workers = 1
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = observe.NewRegistry()
+	}
+	f := &Fleet{log: o.Log, Registry: reg, Metrics: observe.NewMetrics(reg), done: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			f.close()
+		}
+	}()
+	if err := f.connect(ctx, o); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Workspace, 0o755); err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	kv, err := f.Bus.KV(ctx, bus.BucketProfile)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := profile.Seed(ctx, kv, profile.DefaultAgent, o.Workspace); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f.cancel = cancel
+	if err := f.startServices(ctx, runCtx, o); err != nil {
+		return nil, err
+	}
+	ok = true
+	return f, nil
+}
+
+// connect starts the embedded server or dials the external one, and
+// provisions the layout.
+func (f *Fleet) connect(ctx context.Context, o Options) error {
+	cfg := svc.BusConfig(o.File, "nanofleet")
+	if o.File.NATS.URL != "" {
+		b, err := svc.Connect(ctx, o.File, "nanofleet", o.Log)
+		if err != nil {
+			return err
+		}
+		f.Bus = b
+		f.closer = append(f.closer, b.Close)
+		return nil
+	}
+	ec := bus.EmbeddedConfig{StoreDir: filepath.Join(o.DataDir, "jetstream"), NoListen: !o.Listen,
+		Host: o.File.NATS.Host, Port: o.File.NATS.Port}
+	e, err := bus.StartEmbedded(ec, o.Log)
+	if err != nil {
+		return err
+	}
+	f.Embedded = e
+	f.closer = append(f.closer, e.Shutdown)
+	b, err := bus.Connect(ctx, cfg, e.ConnectOption())
+	if err != nil {
+		return err
+	}
+	f.Bus = b
+	f.closer = append(f.closer, b.Close)
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return bus.Provision(pctx, b, svc.Layout(o.File))
+}
+
+// goRun runs part until the fleet stops, recording its first failure.
+func (f *Fleet) goRun(name string, part func() error) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		if err := part(); err != nil {
+			f.log.Error("fleet part failed", "part", name, "err", err)
+			f.mu.Lock()
+			if f.err == nil {
+				f.err = fmt.Errorf("%s: %w", name, err)
+				close(f.done)
+			}
+			f.mu.Unlock()
+		}
+	}()
+}
+
+// Done is closed when a part of the fleet failed; see [Fleet.Err].
+func (f *Fleet) Done() <-chan struct{} { return f.done }
+
+// Err returns the first failure of a part, if any.
+func (f *Fleet) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// Stop stops fetching new work, lets running turns finish, and takes the
+// parts down in reverse order.
+func (f *Fleet) Stop() {
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.wg.Wait()
+	f.close()
+}
+
+func (f *Fleet) close() {
+	for i := len(f.closer) - 1; i >= 0; i-- {
+		f.closer[i]()
+	}
+	f.closer = nil
+}

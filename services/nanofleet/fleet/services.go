@@ -1,0 +1,29 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+)
+
+// startServices starts the parts in dependency order: tool runner, workers,
+// consolidator, gateway. setupCtx bounds start-up; runCtx lives until Stop.
+func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options) error {
+	tools, err := f.startToolRunner(setupCtx, runCtx, o)
+	if err != nil {
+		return err
+	}
+	for i := range o.Workers {
+		w, err := service.New(setupCtx, f.Bus, service.Options{
+			File: o.File, Getenv: o.Getenv, ID: fmt.Sprintf("aio-%d", i), Workspace: o.Workspace,
+			Tools: tools, Metrics: f.Metrics, Log: o.Log.With("worker", i),
+		})
+		if err != nil {
+			return fmt.Errorf("agent worker: %w", err)
+		}
+		f.closer = append(f.closer, w.Close)
+		f.goRun("agent-worker", func() error { return w.Run(runCtx) })
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+// Command nanofleet is the all-in-one nanofleet: the whole fleet in one
+// process around an embedded NATS server, and the operator's CLI.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *environment, args []string) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"run":     {"run the whole fleet in this process (embedded NATS unless --nats)", runCmd},
+		"agent":   {"send one message (-m TEXT) and print the reply", agentCmd},
+		"chat":    {"chat interactively in the terminal", chatCmd},
+		"onboard": {"write the config file and workspace templates", onboardCmd},
+		"status":  {"show streams, consumers, workers and tool runners", statusCmd},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env := newEnvironment(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	if err := dispatch(ctx, env, os.Args[1:]); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "nanofleet:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func dispatch(ctx context.Context, env *environment, args []string) error {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(env.stderr, cmds)
+		if len(args) == 0 {
+			return flag.ErrHelp
+		}
+		return nil
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		usage(env.stderr, cmds)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	return c.run(ctx, env, args[1:])
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "usage: nanofleet <command> [flags]\n\ncommands:")
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'nanofleet <command> -h' for a command's flags.")
+}

@@ -1,0 +1,83 @@
+// Package onboard writes a new user's config file and workspace from
+// templates, the way `nanobot onboard` does, never overwriting a file the
+// user already has unless asked to.
+package onboard
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+//go:embed templates
+var templates embed.FS
+
+// ConfigTemplate is the config file written by onboard.
+const ConfigTemplate = `{
+  "agents": {
+    "defaults": {
+      "workspace": "~/.nanofleet/workspace",
+      "model": "gpt-4o-mini",
+      "maxTokens": 8192,
+      "temperature": 0.1,
+      "maxToolIterations": 40,
+      "contextWindowTokens": 200000,
+      "timezone": "UTC"
+    }
+  },
+  "providers": {
+    "openai": { "apiKey": "${OPENAI_API_KEY:-}", "apiBase": "${OPENAI_BASE_URL:-}" }
+  },
+  "nats": { "prefix": "nanofleet", "host": "127.0.0.1", "port": 4222 },
+  "worker": { "turnsPerWorker": 16 },
+  "tools": { "exec": { "timeout": 60, "sandbox": "bwrap" } }
+}
+`
+
+// Result lists what onboard wrote and what it kept.
+type Result struct {
+	Wrote, Kept []string
+}
+
+// Write creates configPath and the workspace. Existing files are kept
+// unless force is set.
+func Write(configPath, workspace string, force bool) (Result, error) {
+	var res Result
+	put := func(path string, data []byte) error {
+		if _, err := os.Stat(path); err == nil && !force {
+			res.Kept = append(res.Kept, path)
+			return nil
+		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
+		res.Wrote = append(res.Wrote, path)
+		return nil
+	}
+	if err := put(configPath, []byte(ConfigTemplate)); err != nil {
+		return res, fmt.Errorf("onboard: config: %w", err)
+	}
+	err := fs.WalkDir(templates, "templates", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := templates.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("templates", p)
+		return put(filepath.Join(workspace, rel), data)
+	})
+	if err != nil {
+		return res, fmt.Errorf("onboard: workspace: %w", err)
+	}
+	return res, nil
+}
