@@ -53,6 +53,9 @@ type NATS struct {
 	} `json:"tls"`
 	Prefix   string `json:"prefix,omitempty"`
 	Replicas int    `json:"replicas,omitempty"`
+	// LeaseTTLSeconds is how long a crashed worker's session lease keeps
+	// the session blocked before another worker may take it over.
+	LeaseTTLSeconds int `json:"leaseTtlSeconds,omitempty"`
 	// Embedded server listen address, for other processes to join.
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port,omitempty"`
@@ -86,7 +89,7 @@ type Provider struct {
 // Defaults returns the configuration used when no file exists.
 func Defaults() *File {
 	return &File{
-		NATS: NATS{Prefix: "nanofleet", Replicas: 1, Host: "127.0.0.1", Port: 4222},
+		NATS: NATS{Prefix: "nanofleet", Replicas: 1, Host: "127.0.0.1", Port: 4222, LeaseTTLSeconds: 30},
 		Agents: Agents{Defaults: AgentDefaults{
 			Workspace:           "~/.nanofleet/workspace",
 			Model:               "gpt-4o-mini",
@@ -145,6 +148,8 @@ func (f *File) Validate() error {
 	switch {
 	case f.NATS.Replicas < 1 || f.NATS.Replicas > 5:
 		return invalid("nats.replicas", "must be 1..5, got %d", f.NATS.Replicas)
+	case f.NATS.LeaseTTLSeconds < 1 || f.NATS.LeaseTTLSeconds > 3600:
+		return invalid("nats.leaseTtlSeconds", "must be 1..3600, got %d", f.NATS.LeaseTTLSeconds)
 	case f.NATS.Port < -1 || f.NATS.Port > 65535:
 		return invalid("nats.port", "must be a port number, got %d", f.NATS.Port)
 	case d.Model == "":

@@ -37,10 +37,19 @@ type Lease struct {
 	rev   uint64
 }
 
-// Acquire takes the lease key for owner, or returns ErrHeld.
+// Acquire takes the lease key for owner, or returns ErrHeld. A lease
+// still held under owner's name is taken over: owner restarted after a
+// crash, and nobody else can be working under its name. Owner names must
+// therefore be unique among live holders.
 func (t *Table) Acquire(ctx context.Context, key, owner string) (*Lease, error) {
 	rev, err := t.kv.Create(ctx, key, []byte(owner))
 	if errors.Is(err, jetstream.ErrKeyExists) {
+		e, gerr := t.kv.Get(ctx, key)
+		if gerr == nil && string(e.Value()) == owner {
+			if rev, err = t.kv.Update(ctx, key, []byte(owner), e.Revision()); err == nil {
+				return &Lease{t: t, key: key, owner: []byte(owner), rev: rev}, nil
+			}
+		}
 		return nil, fmt.Errorf("%w: %s", ErrHeld, key)
 	}
 	if err != nil {

@@ -75,3 +75,22 @@ func TestExpiredLeaseCanBeTaken(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+func TestOwnerTakesOverItsOwnLease(t *testing.T) {
+	ctx := context.Background()
+	tbl := newTable(t, time.Minute)
+	if _, err := tbl.Acquire(ctx, "s1", "worker-a"); err != nil {
+		t.Fatal(err)
+	}
+	// worker-a crashed and came back under the same name.
+	again, err := tbl.Acquire(ctx, "s1", "worker-a")
+	if err != nil {
+		t.Fatalf("restarted owner could not take over: %v", err)
+	}
+	if err := again.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Acquire(ctx, "s1", "worker-b"); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("other owner: %v, want ErrHeld", err)
+	}
+}

@@ -80,6 +80,7 @@ func BusConfig(file *config.File, name string) bus.Config {
 func Layout(file *config.File) bus.Layout {
 	l := bus.DefaultLayout()
 	l.Replicas = file.NATS.Replicas
+	l.LeaseTTL = time.Duration(file.NATS.LeaseTTLSeconds) * time.Second
 	return l
 }
 

@@ -31,7 +31,7 @@ func openConversation(ctx context.Context, env *environment, c *common, sessionK
 	// Without --nats the fleet runs here, in-process, for this conversation.
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: file, Getenv: env.getenv, Log: env.logger(c.logLevel), DataDir: c.dataDir, Workspace: c.workspace,
-		Workers: 1,
+		Workers: 1, ClientOnly: file.NATS.URL != "",
 	})
 	if err != nil {
 		return nil, err

@@ -97,7 +97,7 @@ func Config(file *config.File, id, workspace string) (worker.Config, Section, er
 	cfg.ContextWindowTokens = d.ContextWindowTokens
 	cfg.Location = loc
 	cfg.Workspace = workspace
-	cfg.LeaseTTL = bus.DefaultLayout().LeaseTTL
+	cfg.LeaseTTL = time.Duration(file.NATS.LeaseTTLSeconds) * time.Second
 	if err := cfg.Validate(); err != nil {
 		return cfg, sec, fmt.Errorf("%w: %v", config.ErrInvalid, err)
 	}
@@ -112,10 +112,24 @@ func Model(file *config.File, getenv func(string) string, retries int, log *slog
 	}
 	pc.MaxRetries = retries
 	p, err := llm.New(pc, llm.WithLogger(log))
+	var ce *llm.ConfigError
+	if errors.As(err, &ce) && ce.Field == "APIKey" {
+		// A fleet without a key still starts, so that a new user sees it
+		// run; every turn then says which key to set.
+		log.Warn("no model API key configured; turns will answer with an error until one is set", "provider", pc.Name)
+		return noKey{provider: pc.Name}, pc.Name, nil
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: model provider: %v", config.ErrInvalid, err)
 	}
 	return p, p.Name(), nil
+}
+
+// noKey is the model of a fleet without an API key.
+type noKey struct{ provider string }
+
+func (n noKey) Chat(context.Context, llm.Request) (*llm.Response, error) {
+	return nil, fmt.Errorf("no API key for provider %q: set OPENAI_API_KEY (or providers.%s.apiKey in the config)", n.provider, n.provider)
 }
 
 // New assembles a worker.

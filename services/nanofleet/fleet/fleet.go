@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -47,6 +48,9 @@ type Options struct {
 	Gateway bool
 	// Registry receives the fleet's metrics; nil makes a new one.
 	Registry *prometheus.Registry
+	// ClientOnly connects to the external NATS of the config and runs no
+	// part of the fleet there: the fleet at that NATS does the work.
+	ClientOnly bool
 }
 
 // Fleet is a running in-process fleet.
@@ -93,6 +97,10 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if err := f.connect(ctx, o); err != nil {
 		return nil, err
 	}
+	if o.ClientOnly {
+		ok = true
+		return f, nil
+	}
 	if err := os.MkdirAll(o.Workspace, 0o755); err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
@@ -105,7 +113,11 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
-	if err := f.startServices(ctx, runCtx, o); err != nil {
+	node, err := nodeID(o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.startServices(ctx, runCtx, o, node); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -186,4 +198,22 @@ func (f *Fleet) close() {
 		f.closer[i]()
 	}
 	f.closer = nil
+}
+
+// nodeID is this installation's name, kept in the data directory so that a
+// restarted all-in-one takes over the session leases of its previous life
+// at once instead of waiting for them to expire.
+func nodeID(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "node-id")
+	if data, err := os.ReadFile(path); err == nil && len(data) > 0 {
+		return string(data), nil
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return "", fmt.Errorf("data dir: %w", err)
+	}
+	id := "aio-" + nuid.Next()
+	if err := os.WriteFile(path, []byte(id), 0o644); err != nil {
+		return "", fmt.Errorf("write node id: %w", err)
+	}
+	return id, nil
 }

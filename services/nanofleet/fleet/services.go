@@ -9,14 +9,14 @@ import (
 
 // startServices starts the parts in dependency order: tool runner, workers,
 // consolidator, gateway. setupCtx bounds start-up; runCtx lives until Stop.
-func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options) error {
+func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node string) error {
 	tools, err := f.startToolRunner(setupCtx, runCtx, o)
 	if err != nil {
 		return err
 	}
 	for i := range o.Workers {
 		w, err := service.New(setupCtx, f.Bus, service.Options{
-			File: o.File, Getenv: o.Getenv, ID: fmt.Sprintf("aio-%d", i), Workspace: o.Workspace,
+			File: o.File, Getenv: o.Getenv, ID: fmt.Sprintf("%s-%d", node, i), Workspace: o.Workspace,
 			Tools: tools, Metrics: f.Metrics, Log: o.Log.With("worker", i),
 		})
 		if err != nil {

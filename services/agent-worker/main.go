@@ -1,0 +1,64 @@
+// Command agent-worker runs agent workers: it takes inbound messages from
+// JetStream and turns each into one committed turn. Run as many as the load
+// needs; they share the work and survive each other's crashes.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/svc"
+	"github.com/nanofleet/nanofleet/pkg/toolclient"
+	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+)
+
+func main() {
+	var flags svc.Flags
+	flags.Register(flag.CommandLine)
+	id := flag.String("id", "", "worker id, unique among running workers (default host-pid)")
+	workspace := flag.String("workspace", "/workspace", "workspace path as the tool runners see it")
+	flag.Parse()
+	log := flags.Logger("agent-worker")
+	if err := run(flags, *id, *workspace); err != nil {
+		log.Error("agent-worker failed", "err", err)
+		fmt.Fprintln(os.Stderr, "agent-worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(flags svc.Flags, id, workspace string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := flags.Logger("agent-worker")
+	file, err := flags.LoadConfig()
+	if err != nil {
+		return err
+	}
+	b, err := svc.Connect(ctx, file, "agent-worker", log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	reg := observe.NewRegistry()
+	metrics := observe.NewMetrics(reg)
+	w, err := service.New(ctx, b, service.Options{
+		File: file, ID: id, Workspace: workspace, Tools: toolclient.New(b),
+		Metrics: metrics, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, svc.BusReady(b))
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	log.Info("agent-worker running")
+	return w.Run(ctx)
+}

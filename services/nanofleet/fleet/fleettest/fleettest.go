@@ -1,0 +1,198 @@
+// Package fleettest runs nanofleet's real binaries as processes for tests:
+// a nats-server built from the module, agent workers and tool runners, each
+// killed by pid when the test ends.
+package fleettest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+)
+
+// Binaries builds the service binaries once into dir.
+type Binaries struct {
+	Dir string
+}
+
+// Build compiles each named service (e.g. "agent-worker") from the
+// workspace into a temp dir.
+func Build(t testing.TB, services ...string) *Binaries {
+	t.Helper()
+	dir := t.TempDir()
+	for _, s := range services {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, s), "github.com/nanofleet/nanofleet/services/"+s)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", s, err, out)
+		}
+	}
+	return &Binaries{Dir: dir}
+}
+
+// Path returns a built binary's path.
+func (b *Binaries) Path(service string) string { return filepath.Join(b.Dir, service) }
+
+// Proc is a started process.
+type Proc struct {
+	Name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *lockedBuffer
+}
+
+// Start runs bin with args and env added to a minimal environment; the
+// process is killed by pid at the end of the test.
+func Start(t testing.TB, name, bin string, env []string, args ...string) *Proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	lb := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = lb, lb
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &Proc{Name: name, cmd: cmd, done: make(chan struct{}), log: lb}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("--- output of %s:\n%s", name, lb.String())
+		}
+	})
+	return p
+}
+
+// Kill sends SIGKILL to the process group and waits for the process.
+func (p *Proc) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// Signal sends sig to the process.
+func (p *Proc) Signal(sig syscall.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Wait waits for the process to exit, at most d.
+func (p *Proc) Wait(d time.Duration) (exited bool, code int) {
+	select {
+	case <-p.done:
+		return true, p.cmd.ProcessState.ExitCode()
+	case <-time.After(d):
+		return false, 0
+	}
+}
+
+// Output is what the process printed so far.
+func (p *Proc) Output() string { return p.log.String() }
+
+// WaitOutput waits until the process printed a line containing s.
+func (p *Proc) WaitOutput(t testing.TB, s string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !strings.Contains(p.log.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not print %q within %s; output:\n%s", p.Name, s, d, p.log.String())
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited before printing %q; output:\n%s", p.Name, s, p.log.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// NATS is a nats-server process with JetStream.
+type NATS struct {
+	*Proc
+	URL      string
+	StoreDir string
+}
+
+// StartNATS runs a nats-server process built from the module on a free
+// loopback port with its store in dir.
+func StartNATS(t testing.TB, dir string) *NATS {
+	t.Helper()
+	port := FreePort(t)
+	p := Start(t, "nats-server", bustest.ServerBinary(t), nil, "-js", "-sd", dir, "-a", "127.0.0.1", "-p", fmt.Sprint(port))
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	p.WaitOutput(t, "Server is ready", 30*time.Second)
+	return &NATS{Proc: p, URL: url, StoreDir: dir}
+}
+
+// Connect connects to the server and provisions the fleet's layout.
+func (n *NATS) Connect(t testing.TB, layout bus.Layout) *bus.Bus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: n.URL, Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.NC.Close() })
+	if err := bus.Provision(ctx, b, layout); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// WriteConfig writes v as a JSON config file and returns its path.
+func WriteConfig(t testing.TB, v any) string {
+	t.Helper()
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() > 4<<20 {
+		return len(p), nil // keep the first 4 MiB: enough to debug
+	}
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
