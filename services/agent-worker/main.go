@@ -44,10 +44,14 @@ func run(flags svc.Flags, id, workspace string) error {
 		return err
 	}
 	defer b.Close()
+	tools, err := toolclient.New(b, toolclient.WithLogger(log))
+	if err != nil {
+		return err
+	}
 	reg := observe.NewRegistry()
 	metrics := observe.NewMetrics(reg)
 	w, err := service.New(ctx, b, service.Options{
-		File: file, ID: id, Workspace: workspace, Tools: toolclient.New(b),
+		File: file, ID: id, Workspace: workspace, Tools: tools,
 		Metrics: metrics, Log: log,
 	})
 	if err != nil {

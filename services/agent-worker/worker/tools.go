@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
+	"github.com/nanofleet/nanofleet/pkg/subagent"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -86,6 +87,8 @@ type turnTools struct {
 
 func (c *catalog) forTurn(ctx context.Context, t *turn) *turnTools {
 	defs, _ := c.definitions(ctx)
+	// A subagent's turn gets only the tools its task names.
+	defs = subagent.FilterDefinitions(t.in, defs)
 	return &turnTools{c: c, t: t, defs: defs, tc: t.tc()}
 }
 

@@ -83,6 +83,8 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if o.Workers <= 0 {
 		o.Workers = 1
 	}
+	ctx, cancelSetup := context.WithTimeout(ctx, time.Minute)
+	defer cancelSetup()
 	reg := o.Registry
 	if reg == nil {
 		reg = observe.NewRegistry()

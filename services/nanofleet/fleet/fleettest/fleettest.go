@@ -85,6 +85,9 @@ func (p *Proc) Kill() {
 	<-p.done
 }
 
+// Pid is the process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
 // Signal sends sig to the process.
 func (p *Proc) Signal(sig syscall.Signal) error { return p.cmd.Process.Signal(sig) }
 

@@ -1,0 +1,364 @@
+// Package jobstest runs the fleet's time and delegation features — cron
+// jobs, the heartbeat, subagents and /stop — end to end: real embedded
+// NATS, real workers, the fake OpenAI server.
+package jobstest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/heartbeat"
+	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/schedule"
+	"github.com/nanofleet/nanofleet/pkg/subagent"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
+)
+
+// fleet is a NATS server and the test's view of it.
+type fleet struct {
+	t   *testing.T
+	srv *bustest.Server
+	b   *bus.Bus
+
+	mu   sync.Mutex
+	outs []received
+	news chan struct{}
+}
+
+type received struct {
+	msg *nanofleetv1.OutboundMessage
+	at  time.Time
+}
+
+func newFleet(t *testing.T) *fleet {
+	return newFleetIn(t, t.TempDir())
+}
+
+// newFleetIn starts a server on dir and watches every durable reply
+// published from now on.
+func newFleetIn(t *testing.T, dir string) *fleet {
+	t.Helper()
+	f := &fleet{t: t, srv: bustest.StartServerIn(t, dir), news: make(chan struct{}, 1)}
+	f.b = connect(t, f.srv)
+	cons, err := f.b.JS.OrderedConsumer(context.Background(), f.b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{f.b.Space.OutboundAll()},
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		o := &nanofleetv1.OutboundMessage{}
+		if proto.Unmarshal(m.Data(), o) != nil {
+			return
+		}
+		f.mu.Lock()
+		f.outs = append(f.outs, received{msg: o, at: time.Now()})
+		f.mu.Unlock()
+		select {
+		case f.news <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cc.Stop)
+	return f
+}
+
+// connect opens a provisioned connection of the default fleet.
+func connect(t *testing.T, srv *bustest.Server) *bus.Bus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: srv.ClientURL(), Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.NC.Close() })
+	l := bustest.TestLayout()
+	for _, p := range []func(context.Context, *bus.Bus, bus.Layout) error{bus.Provision, schedule.Provision, subagent.Provision} {
+		if err := p(ctx, b, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+// await returns the first reply (seen so far or arriving within d) that
+// matches.
+func (f *fleet) await(d time.Duration, what string, match func(*nanofleetv1.OutboundMessage) bool) received {
+	f.t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		f.mu.Lock()
+		for _, r := range f.outs {
+			if match(r.msg) {
+				f.mu.Unlock()
+				return r
+			}
+		}
+		f.mu.Unlock()
+		select {
+		case <-f.news:
+		case <-deadline.C:
+			f.t.Fatalf("no %s within %s; replies: %s", what, d, f.dump())
+		}
+	}
+}
+
+// all returns the replies seen so far that match.
+func (f *fleet) all(match func(*nanofleetv1.OutboundMessage) bool) []received {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []received
+	for _, r := range f.outs {
+		if match(r.msg) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (f *fleet) dump() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var b strings.Builder
+	for _, r := range f.outs {
+		fmt.Fprintf(&b, "\n  %s:%s reply_to=%s kind=%s %q", r.msg.GetChannel(), r.msg.GetChatId(), r.msg.GetReplyTo(), r.msg.GetKind(), clip(r.msg.GetContent()))
+	}
+	return b.String()
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+// send publishes a user message to cli:<chat>.
+func (f *fleet) send(chat, id, text string) {
+	f.t.Helper()
+	in := &nanofleetv1.InboundMessage{Id: id, Channel: "cli", ChatId: chat, SenderId: "u", Content: text, Kind: nanofleetv1.InboundKind_INBOUND_KIND_USER}
+	data, _ := proto.Marshal(in)
+	m := nats.NewMsg(f.b.Space.Inbound("cli", chat))
+	m.Data = data
+	m.Header.Set(nats.MsgIdHdr, "cli:"+id)
+	if _, err := f.b.JS.PublishMsg(context.Background(), m); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func replyTo(id string) func(*nanofleetv1.OutboundMessage) bool {
+	return func(o *nanofleetv1.OutboundMessage) bool { return o.GetReplyTo() == id }
+}
+
+// runners is a fake tool-runner fleet: read_file answers, exec blocks
+// until its context ends (a long tool call), browser is a tool a subagent
+// must not get.
+type runners struct {
+	execStarted chan struct{}
+}
+
+func (r *runners) Catalog(context.Context) ([]*nanofleetv1.ToolDefinition, error) {
+	obj := `{"type":"object","properties":{"path":{"type":"string"},"command":{"type":"string"},"url":{"type":"string"}}}`
+	return []*nanofleetv1.ToolDefinition{
+		{Name: "read_file", Description: "read a file", ParametersJson: obj, ReadOnly: true},
+		{Name: "exec", Description: "run a command", ParametersJson: obj},
+		{Name: "browser", Description: "drive a browser", ParametersJson: obj},
+	}, nil
+}
+
+func (r *runners) Call(ctx context.Context, req *nanofleetv1.ToolRequest) (*nanofleetv1.ToolResult, error) {
+	if req.GetName() == "exec" {
+		if r.execStarted != nil {
+			select {
+			case r.execStarted <- struct{}{}:
+			default:
+			}
+		}
+		<-ctx.Done()
+		return &nanofleetv1.ToolResult{CallId: req.GetCallId(), Content: "killed", IsError: true}, nil
+	}
+	return &nanofleetv1.ToolResult{CallId: req.GetCallId(), Content: "contents of " + req.GetArgumentsJson()}, nil
+}
+
+// nodeConfig says what one agent-worker process runs.
+type nodeConfig struct {
+	slots     int
+	heartbeat *heartbeat.Config
+	runners   *runners
+	subagents *subagent.Config
+	location  *time.Location
+}
+
+// node is one agent-worker process: a worker with the cron and spawn
+// tools, a schedule relay, the subagent manager and (optionally) the
+// heartbeat, on its own connection.
+type node struct {
+	id     string
+	b      *bus.Bus
+	sched  *schedule.Scheduler
+	subs   *subagent.Manager
+	hb     *heartbeat.Service
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node {
+	t := f.t
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b := connect(t, f.srv)
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", id)
+	client, err := llm.New(llm.Config{Name: "openai", APIBase: model.URL(), APIKey: "k", Model: "test-model", MaxRetries: 1},
+		llm.WithSleep(func(context.Context, time.Duration) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := b.KV(ctx, bus.BucketProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles, err := profile.Watch(ctx, kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-profiles.Ready()
+	sched, err := schedule.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var toolOpts []schedule.ToolOption
+	if nc.location != nil {
+		toolOpts = append(toolOpts, schedule.WithLocation(nc.location))
+	}
+	cronTool, err := schedule.NewTool(sched, toolOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scfg := subagent.DefaultConfig()
+	if nc.subagents != nil {
+		scfg = *nc.subagents
+	}
+	subs, err := subagent.New(ctx, b, scfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{id: id, b: b, sched: sched, subs: subs, cancel: cancel, done: make(chan struct{})}
+	var relayOpts []schedule.RelayOption
+	if nc.heartbeat != nil {
+		if n.hb, err = heartbeat.New(ctx, b, sched, profiles, *nc.heartbeat, log); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.hb.Ensure(ctx); err != nil {
+			t.Fatal(err)
+		}
+		relayOpts = append(relayOpts, schedule.WithPrepare(n.hb.Prepare))
+	}
+	relay, err := schedule.NewRelay(ctx, b, log, relayOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := worker.DefaultConfig()
+	cfg.ID = id
+	cfg.Model = "test-model"
+	cfg.Slots = max(nc.slots, 1)
+	cfg.LeaseTTL = bustest.TestLayout().LeaseTTL
+	cfg.AckWait = 3 * time.Second
+	cfg.ShutdownGrace = 200 * time.Millisecond
+	rt := nc.runners
+	if rt == nil {
+		rt = &runners{}
+	}
+	w, err := worker.New(ctx, cfg, worker.Deps{
+		Bus: b, Model: client, Tools: rt, Profiles: profiles,
+		Local: []worker.LocalTool{worker.MessageTool{}, cronTool, subs.Tool()},
+		Log:   log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	run := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil {
+				t.Errorf("%s %s: %v", id, name, err)
+			}
+		}()
+	}
+	run("worker", w.Run)
+	run("relay", relay.Run)
+	run("subagents", subs.Run)
+	if n.hb != nil {
+		run("heartbeat", n.hb.Run)
+	}
+	go func() {
+		wg.Wait()
+		profiles.Stop()
+		b.NC.Close()
+		close(n.done)
+	}()
+	t.Cleanup(n.stop)
+	return n
+}
+
+// stop ends the process: running turns get the shutdown grace, then are
+// cut off, as with SIGTERM.
+func (n *node) stop() {
+	n.cancel()
+	<-n.done
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// waitUntil polls cond (for state only observable by reading, such as a
+// model's request log) until it holds or d passes.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// lastIs reports whether the request's last message is a tool result.
+func lastIsTool(r *llmtest.RecordedRequest) bool { return r.LastMessage().Role == "tool" }
+
+// toolResults returns the contents of the request's tool messages.
+func toolResults(r llmtest.RecordedRequest) []string {
+	var out []string
+	for _, m := range r.Messages {
+		if m.Role == "tool" {
+			out = append(out, llmtest.MessageText(m))
+		}
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package fleet_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+)
+
+func ask(t *testing.T, tf *testFleet, chat, text string) *nanofleetv1.OutboundMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	replies, err := tf.client.Ask(ctx, fleet.Request{ChatID: chat, Text: text})
+	if err != nil {
+		t.Fatalf("ask %q: %v", text, err)
+	}
+	if len(replies) != 1 {
+		t.Fatalf("ask %q: %d replies, want 1: %v", text, len(replies), replies)
+	}
+	return replies[0]
+}
+
+// TestToolTurnThroughTheRunner: the model writes a file then reads it back
+// through the tool runner; one final reply; the next turn sees the history.
+func TestToolTurnThroughTheRunner(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	tf := startFleet(t, llm, t.TempDir(), 1)
+	llm.Enqueue(
+		llmtest.ToolCalls(llmtest.Call("write_file", `{"path":"notes/hello.txt","content":"hello from the model"}`)),
+		llmtest.ToolCalls(llmtest.Call("read_file", `{"path":"notes/hello.txt"}`)),
+		llmtest.Text("The file says hello."),
+		llmtest.Text("You asked me to write a file."),
+	)
+	out := ask(t, tf, "c1", "write and read a file")
+	if out.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || out.GetContent() != "The file says hello." {
+		t.Fatalf("reply = %v", out)
+	}
+	data, err := os.ReadFile(filepath.Join(tf.ws, "notes", "hello.txt"))
+	if err != nil || string(data) != "hello from the model" {
+		t.Fatalf("file in workspace = %q, %v", data, err)
+	}
+	reqs := llm.Requests()
+	if got := reqs[2].LastMessage(); got.Role != "tool" || !strings.Contains(got.Content, "hello from the model") {
+		t.Errorf("read_file result given to the model = %+v", got)
+	}
+
+	ask(t, tf, "c1", "what did I ask?")
+	last, _ := llm.LastRequest()
+	var sawFirstTurn bool
+	for _, m := range last.Messages {
+		if m.Role == "user" && m.Content == "write and read a file" {
+			sawFirstTurn = true
+		}
+	}
+	if !sawFirstTurn {
+		t.Error("second turn did not see the first turn's history")
+	}
+	s, err := session.Open(context.Background(), tf.Bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := s.LoadHistory(context.Background(), "test:c1", 0)
+	if err != nil || len(hist.Turns) != 2 {
+		t.Fatalf("history: %d turns, %v", len(hist.Turns), err)
+	}
+	if n := len(hist.Turns[0].Record.GetMessages()); n != 6 {
+		t.Errorf("first turn recorded %d messages, want 6 (user, 2×(call, result), answer)", n)
+	}
+}
+
+// TestInvalidToolArgumentsReachTheModel: a tool call with bad arguments
+// is answered with the validation error, and the turn goes on.
+func TestInvalidToolArgumentsReachTheModel(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	tf := startFleet(t, llm, t.TempDir(), 1)
+	llm.Enqueue(
+		llmtest.ToolCalls(llmtest.Call("read_file", `{"offset":"not a number"}`)),
+		llmtest.Text("I will fix my arguments."),
+	)
+	out := ask(t, tf, "c1", "read something")
+	if out.GetContent() != "I will fix my arguments." {
+		t.Fatalf("reply = %v", out)
+	}
+	toolMsg := llm.Requests()[1].LastMessage()
+	if toolMsg.Role != "tool" || !strings.Contains(toolMsg.Content, "path") {
+		t.Fatalf("model was not told about the missing path: %+v", toolMsg)
+	}
+}

@@ -1,0 +1,232 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet/fleettest"
+)
+
+// TestMultiProcessFleetSurvivesWorkerKill: a nats-server process, three
+// agent-worker processes and a tool-runner process; 50 sessions × 10
+// messages published at once against a model with latency; one worker is
+// SIGKILLed mid-turn and a new one started. Every message gets exactly one
+// final reply, and each session's messages reach the model in order.
+func TestMultiProcessFleetSurvivesWorkerKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	const sessions, perSession = 50, 10
+	bins := fleettest.Build(t, "agent-worker", "tool-runner")
+	nats := fleettest.StartNATS(t, t.TempDir())
+	b := nats.Connect(t, bustest.TestLayout())
+
+	llm := llmtest.NewServer(t, llmtest.WithLatency(20*time.Millisecond))
+	var mu sync.Mutex
+	seen := map[string][]int{} // session → message numbers in the order the model saw them
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		var s string
+		var n int
+		if _, err := fmt.Sscanf(r.LastUserText(), "%s %d", &s, &n); err == nil {
+			mu.Lock()
+			seen[s] = append(seen[s], n)
+			mu.Unlock()
+		}
+		return llmtest.Text("ack " + r.LastUserText())
+	})
+	cfgPath := fleettest.WriteConfig(t, testConfig(t, llm.URL(), nil))
+	ws := t.TempDir()
+	common := []string{"--nats", nats.URL, "--config", cfgPath, "--http", "", "--log-level", "warn"}
+	fleettest.Start(t, "tool-runner", bins.Path("tool-runner"), nil, append(common, "--workspace", ws)...)
+	var workers []*fleettest.Proc
+	for i := range 3 {
+		workers = append(workers, fleettest.Start(t, fmt.Sprint("worker-", i), bins.Path("agent-worker"), nil,
+			append(common, "--id", fmt.Sprint("w", i), "--workspace", ws)...))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	client, err := fleet.NewClient(ctx, b, "mp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var pending []*fleet.Pending
+	for i := range perSession {
+		for s := range sessions {
+			p, err := client.Send(ctx, fleet.Request{ChatID: fmt.Sprint("s", s), Text: fmt.Sprintf("s%d %d", s, i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pending = append(pending, p)
+		}
+	}
+	// Kill a worker once turns are flowing, then start a replacement.
+	deadline := time.Now().Add(time.Minute)
+	for llm.RequestCount() < 60 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	atKill := llm.RequestCount()
+	workers[0].Kill()
+	fleettest.Start(t, "worker-3", bins.Path("agent-worker"), nil, append(common, "--id", "w3", "--workspace", ws)...)
+
+	for _, p := range pending {
+		replies, err := p.Wait(ctx)
+		if err != nil {
+			t.Fatalf("message %s: %v (model saw %d requests)", p.ID(), err, llm.RequestCount())
+		}
+		if len(replies) != 1 || replies[0].GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
+			t.Fatalf("message %s: replies %v", p.ID(), replies)
+		}
+	}
+	// Exactly one final reply per message in the outbound stream itself.
+	finals := countFinals(t, b.JS, b.Space.OutboundStream())
+	for _, p := range pending {
+		if n := finals[p.ID()]; n != 1 {
+			t.Errorf("message %s has %d final replies in the stream", p.ID(), n)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for s := range sessions {
+		key := fmt.Sprint("s", s)
+		order := slices.Compact(slices.Clone(seen[key])) // a resumed turn asks the model again
+		if len(order) != perSession || !slices.IsSorted(order) {
+			t.Errorf("session %s: model saw messages in order %v", key, seen[key])
+		}
+	}
+	t.Logf("model requests: %d for %d messages; worker-0 killed after %d requests", llm.RequestCount(), sessions*perSession, atKill)
+	if llm.RequestCount() == sessions*perSession {
+		t.Logf("worker-0 output:\n%s", workers[0].Output())
+	}
+}
+
+// countFinals reads a whole stream and counts final replies per inbound id.
+func countFinals(t *testing.T, js jetstream.JetStream, stream string) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := js.Stream(ctx, stream)
+	info, _ := st.Info(ctx)
+	out := map[string]int{}
+	for read := uint64(0); read < info.State.Msgs; {
+		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			o := &nanofleetv1.OutboundMessage{}
+			if proto.Unmarshal(m.Data(), o) == nil && o.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
+				out[o.GetReplyTo()]++
+			}
+		}
+		if n == 0 {
+			break
+		}
+		read += uint64(n)
+	}
+	return out
+}
+
+// TestAllInOneRestartCompletesTheTurn: the all-in-one killed mid-turn and
+// started again on the same data directory completes the turn, and the
+// history is intact.
+func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	bins := fleettest.Build(t, "nanofleet")
+	llm := llmtest.NewServer(t)
+	release := make(chan struct{})
+	var calls sync.WaitGroup
+	calls.Add(1)
+	var once sync.Once
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		if r.LastUserText() == "slow question" {
+			first := false
+			once.Do(func() { first = true; calls.Done() })
+			if first {
+				<-release // hold the first attempt until the process is dead
+			}
+			return llmtest.Text("answer to the slow question")
+		}
+		return llmtest.Text("ok")
+	})
+	defer close(release)
+	home := t.TempDir()
+	port := fleettest.FreePort(t)
+	cfg := testConfig(t, llm.URL(), nil)
+	cfg["nats"] = map[string]any{"leaseTtlSeconds": 3, "port": port}
+	cfgPath := fleettest.WriteConfig(t, cfg)
+	args := []string{"run", "--config", cfgPath, "--data", home + "/data", "--workspace", home + "/ws", "--http", "", "--no-gateway", "--log-level", "warn"}
+	env := []string{"NANOFLEET_HOME=" + home, "HOME=" + home}
+
+	aio := fleettest.Start(t, "nanofleet", bins.Path("nanofleet"), env, args...)
+	aio.WaitOutput(t, "nanofleet is running", 30*time.Second)
+	nats := &fleettest.NATS{URL: fmt.Sprintf("nats://127.0.0.1:%d", port)}
+	b := nats.Connect(t, bustest.TestLayout())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client, err := fleet.NewClient(ctx, b, "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Ask(ctx, fleet.Request{ChatID: "r", Text: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := client.Send(ctx, fleet.Request{ChatID: "r", Text: "slow question"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls.Wait() // the turn is at the model
+	client.Close()
+	aio.Kill()
+
+	aio2 := fleettest.Start(t, "nanofleet-2", bins.Path("nanofleet"), env, args...)
+	aio2.WaitOutput(t, "nanofleet is running", 30*time.Second)
+	b2 := nats.Connect(t, bustest.TestLayout())
+	_ = p
+	// Wait for the reply of the interrupted turn in the outbound stream.
+	var final *nanofleetv1.OutboundMessage
+	for final == nil && ctx.Err() == nil {
+		finals := lastReplies(t, b2.JS, b2.Space.OutboundStream())
+		final = finals[p.ID()]
+		if final == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if final == nil || final.GetContent() != "answer to the slow question" {
+		t.Fatalf("interrupted turn's reply = %v", final)
+	}
+	out, err := runCLI(ctx, bins.Path("nanofleet"), env, "agent", "--nats", nats.URL, "--config", cfgPath, "--session", "cli:r", "-m", "/history 10")
+	if err != nil {
+		t.Fatalf("nanofleet agent: %v\n%s", err, out)
+	}
+	for _, want := range []string{"user: first", "user: slow question", "assistant: answer to the slow question"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("history after restart lacks %q:\n%s", want, out)
+		}
+	}
+	_ = aio2.Signal(syscall.SIGTERM)
+	if exited, code := aio2.Wait(30 * time.Second); !exited || code != 0 {
+		t.Errorf("all-in-one did not stop cleanly on SIGTERM: exited %v code %d", exited, code)
+	}
+}

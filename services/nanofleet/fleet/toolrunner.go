@@ -1,0 +1,37 @@
+package fleet
+
+import (
+	"context"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/toolclient"
+	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
+	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
+)
+
+// startToolRunner starts the tool runner on the workspace and returns the
+// client workers call it with.
+func (f *Fleet) startToolRunner(setupCtx, runCtx context.Context, o Options) (worker.RemoteTools, error) {
+	cfg := runner.DefaultConfig()
+	if err := o.File.Section("tools", &cfg); err != nil {
+		return nil, err
+	}
+	cfg.Workspace.Root = o.Workspace
+	if err := cfg.Validate(); err != nil {
+		return nil, config.Invalid("tools", "%v", err)
+	}
+	r, err := runner.New(cfg, f.Bus, runner.WithLogger(o.Log.With("service", "tool-runner")))
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Start(setupCtx); err != nil {
+		return nil, err
+	}
+	f.closer = append(f.closer, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = r.Stop(ctx)
+	})
+	return toolclient.New(f.Bus, toolclient.WithLogger(o.Log))
+}
