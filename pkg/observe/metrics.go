@@ -26,6 +26,17 @@ const (
 	// TokensCached is the kind label of prompt tokens served from the
 	// provider's prompt cache.
 	TokensCached = "cached"
+
+	// RefusalPathEscape: a path resolved outside the session's workspace.
+	RefusalPathEscape = "path_escape"
+	// RefusalNoSandbox: exec refused because bubblewrap cannot start and
+	// the weaker guard is not allowed.
+	RefusalNoSandbox = "no_sandbox"
+	// RefusalPrivateAddress: a web request to a private, link-local or
+	// metadata address, before or after redirects and DNS resolution.
+	RefusalPrivateAddress = "private_address"
+	// RefusalDeniedCommand: a command the exec guard does not allow.
+	RefusalDeniedCommand = "denied_command"
 )
 
 // Metrics is the fleet's one set of Prometheus metrics. Every service
@@ -61,7 +72,8 @@ type Metrics struct {
 	ToolCalls *prometheus.CounterVec
 
 	// SandboxRefusals counts operations the sandbox refused, by reason
-	// (e.g. "path_escape", "no_bwrap", "private_address").
+	// (RefusalPathEscape, RefusalNoSandbox, RefusalPrivateAddress,
+	// RefusalDeniedCommand).
 	// nanofleet_sandbox_refusals_total{reason}; tool-runner.
 	SandboxRefusals *prometheus.CounterVec
 
