@@ -1,0 +1,323 @@
+package toolclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/pkg/toolschema"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+const (
+	defaultLiveness    = 5 * time.Second
+	defaultCallTimeout = 15 * time.Minute
+	defaultRetries     = 2
+	catalogTimeout     = 5 * time.Second
+	catalogTTL         = 30 * time.Second
+	// noResponderTries is how often a call meeting "no responders" is
+	// sent before giving up (a runner may be restarting).
+	noResponderTries = 3
+)
+
+// Client calls tools on the fleet's runners. It is safe for concurrent
+// use; one per process is enough.
+type Client struct {
+	nc          *nats.Conn
+	space       subject.Space
+	log         *slog.Logger
+	liveness    time.Duration
+	callTimeout time.Duration
+	maxRetries  int
+
+	muxOnce  sync.Once
+	muxErr   error
+	inbox    string // prefix of reply subjects, ends with "."
+	mu       sync.Mutex
+	pending  map[string]*pending
+	catalog  map[string]*nanofleetv1.ToolDefinition
+	catalogT time.Time
+}
+
+// pending is one attempt waiting for its runner.
+type pending struct {
+	beat  chan struct{}  // a heartbeat arrived
+	final chan *nats.Msg // the result, a rejection or "no responders"
+}
+
+// New returns a client on b's connection and fleet prefix.
+func New(b *bus.Bus, opts ...Option) (*Client, error) {
+	c := &Client{
+		nc:          b.NC,
+		space:       b.Space,
+		log:         slog.New(slog.DiscardHandler),
+		liveness:    defaultLiveness,
+		callTimeout: defaultCallTimeout,
+		maxRetries:  defaultRetries,
+		pending:     map[string]*pending{},
+	}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Catalog returns the definitions of every tool the runners serve, sorted
+// by name. Without a deadline on ctx it waits 5 s.
+func (c *Client) Catalog(ctx context.Context) ([]*nanofleetv1.ToolDefinition, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, catalogTimeout)
+		defer cancel()
+	}
+	msg, err := c.nc.RequestWithContext(ctx, CatalogSubject(c.space), nil)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return nil, fmt.Errorf("%w: no responders on %s", ErrNoRunners, CatalogSubject(c.space))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tool catalog: %w", err)
+	}
+	var cat nanofleetv1.ToolCatalog
+	if err := proto.Unmarshal(msg.Data, &cat); err != nil {
+		return nil, fmt.Errorf("%w: catalog: %w", ErrBadResponse, err)
+	}
+	defs := cat.GetTools()
+	toolschema.SortDefinitions(defs)
+	byName := make(map[string]*nanofleetv1.ToolDefinition, len(defs))
+	for _, d := range defs {
+		byName[d.GetName()] = d
+	}
+	c.mu.Lock()
+	c.catalog, c.catalogT = byName, time.Now()
+	c.mu.Unlock()
+	return defs, nil
+}
+
+// definition returns a tool's definition from the cached catalog,
+// refreshing it when it is old or lacks the tool.
+func (c *Client) definition(ctx context.Context, name string) (*nanofleetv1.ToolDefinition, bool) {
+	c.mu.Lock()
+	d, ok := c.catalog[name]
+	fresh := time.Since(c.catalogT) < catalogTTL
+	c.mu.Unlock()
+	if ok && fresh {
+		return d, true
+	}
+	if _, err := c.Catalog(ctx); err != nil {
+		return d, ok
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok = c.catalog[name]
+	return d, ok
+}
+
+// outcome of one attempt.
+type outcome int
+
+const (
+	outcomeDone         outcome = iota
+	outcomeRejected             // the runner did not start the call
+	outcomeNoResponders         // nobody serves the tool's subject
+	outcomeLost                 // the runner went silent
+)
+
+// Call runs a tool call on some runner and returns its result. Tool
+// failures, bad arguments, refusals, timeouts and interruptions are
+// results with is_error set and an error kind, for the model to read; the
+// error return is only for a cancelled ctx or a call that cannot be sent.
+// Without a deadline on ctx the call may take 15 minutes.
+func (c *Client) Call(ctx context.Context, req *nanofleetv1.ToolRequest) (*nanofleetv1.ToolResult, error) {
+	callCtx := ctx
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, c.callTimeout)
+		defer cancel()
+	}
+	req = proto.CloneOf(req)
+	if dl, ok := callCtx.Deadline(); ok {
+		left := time.Until(dl).Milliseconds()
+		if req.GetTimeoutMs() <= 0 || req.GetTimeoutMs() > left {
+			req.TimeoutMs = max(left, 1)
+		}
+	}
+	data, err := proto.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode tool request: %w", err)
+	}
+	name := req.GetName()
+	retries, noResp := 0, 0
+	for {
+		res, out, runner, err := c.attempt(callCtx, name, data)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if callCtx.Err() != nil {
+				return errorResult(req, nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_TIMEOUT,
+					fmt.Sprintf("Error: %s did not finish within the call's deadline.", name)), nil
+			}
+			return nil, err
+		}
+		switch out {
+		case outcomeDone:
+			res.CallId = req.GetCallId()
+			return res, nil
+		case outcomeRejected:
+			if retries < c.maxRetries {
+				retries++
+				c.log.Info("tool call rejected by a stopping runner; sending it again", "tool", name, "runner", runner)
+				continue
+			}
+			return errorResult(req, nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_INTERRUPTED,
+				fmt.Sprintf("Error: %s was not run: the tool runners are shutting down. Try again shortly.", name)), nil
+		case outcomeNoResponders:
+			noResp++
+			if noResp < noResponderTries {
+				// A runner may be restarting; a cancelled wait is
+				// reported by the next attempt.
+				_ = sleep(callCtx, time.Duration(noResp)*100*time.Millisecond)
+				continue
+			}
+			return c.noRunner(callCtx, req), nil
+		case outcomeLost:
+			def, _ := c.definition(callCtx, name)
+			if def.GetReadOnly() && retries < c.maxRetries {
+				retries++
+				c.log.Warn("tool runner went silent during a read-only call; retrying on another runner", "tool", name, "runner", runner)
+				continue
+			}
+			c.log.Warn("tool runner went silent during a call; not retrying", "tool", name, "runner", runner)
+			return errorResult(req, nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_INTERRUPTED,
+				fmt.Sprintf("Error: %s was interrupted: the tool runner handling it stopped responding (it may have crashed) and the call was not retried, because %s may have changed things before it stopped. Check the workspace's state before running it again.", name, name)), nil
+		}
+	}
+}
+
+// attempt publishes the request once and follows it to its end.
+func (c *Client) attempt(ctx context.Context, name string, data []byte) (*nanofleetv1.ToolResult, outcome, string, error) {
+	if err := c.startMux(); err != nil {
+		return nil, 0, "", err
+	}
+	token := nats.NewInbox()[len(nats.InboxPrefix):]
+	p := &pending{beat: make(chan struct{}, 1), final: make(chan *nats.Msg, 1)}
+	c.mu.Lock()
+	c.pending[token] = p
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, token)
+		c.mu.Unlock()
+	}()
+	msg := &nats.Msg{Subject: c.space.ToolCall(name), Reply: c.inbox + token, Data: data}
+	if err := c.nc.PublishMsg(msg); err != nil {
+		return nil, 0, "", fmt.Errorf("send %s call: %w", name, err)
+	}
+	timer := time.NewTimer(c.liveness)
+	defer timer.Stop()
+	runner := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, 0, runner, ctx.Err()
+		case <-timer.C:
+			return nil, outcomeLost, runner, nil
+		case <-p.beat:
+			timer.Reset(c.liveness)
+		case m := <-p.final:
+			if r := m.Header.Get(HeaderRunner); r != "" {
+				runner = r
+			}
+			switch {
+			case len(m.Data) == 0 && m.Header.Get(natsStatusHeader) == noResponders:
+				return nil, outcomeNoResponders, runner, nil
+			case m.Header.Get(HeaderStatus) == StatusRejected:
+				return nil, outcomeRejected, runner, nil
+			}
+			var res nanofleetv1.ToolResult
+			if err := proto.Unmarshal(m.Data, &res); err != nil {
+				return nil, 0, runner, fmt.Errorf("%w: %s result: %w", ErrBadResponse, name, err)
+			}
+			return &res, outcomeDone, runner, nil
+		}
+	}
+}
+
+// startMux subscribes once to the client's reply subjects and routes each
+// message to its waiting attempt.
+func (c *Client) startMux() error {
+	c.muxOnce.Do(func() {
+		c.inbox = c.nc.NewInbox() + "."
+		_, c.muxErr = c.nc.Subscribe(c.inbox+"*", func(m *nats.Msg) {
+			token := m.Subject[len(c.inbox):]
+			c.mu.Lock()
+			p := c.pending[token]
+			c.mu.Unlock()
+			if p == nil {
+				return // a late heartbeat of a finished attempt
+			}
+			if m.Header.Get(HeaderStatus) == StatusRunning {
+				select {
+				case p.beat <- struct{}{}:
+				default:
+				}
+				return
+			}
+			select {
+			case p.final <- m:
+			default:
+			}
+		})
+		if c.muxErr != nil {
+			c.muxErr = fmt.Errorf("subscribe to tool replies: %w", c.muxErr)
+		}
+	})
+	return c.muxErr
+}
+
+// noRunner explains why nobody answered a call.
+func (c *Client) noRunner(ctx context.Context, req *nanofleetv1.ToolRequest) *nanofleetv1.ToolResult {
+	defs, err := c.Catalog(ctx)
+	if err != nil {
+		return errorResult(req, nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_FAILED,
+			fmt.Sprintf("Error: no tool runner is available to run %s (nothing answers on %s); the fleet's tool-runner service is down or not started.", req.GetName(), c.space.ToolCall(req.GetName())))
+	}
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.GetName()
+	}
+	for _, n := range names {
+		if n == req.GetName() {
+			return errorResult(req, nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_FAILED,
+				fmt.Sprintf("Error: no tool runner took the %s call; try again shortly.", req.GetName()))
+		}
+	}
+	return errorResult(req, nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_UNKNOWN_TOOL,
+		fmt.Sprintf("Error: unknown tool %q. Available tools: %s.", req.GetName(), strings.Join(names, ", ")))
+}
+
+func errorResult(req *nanofleetv1.ToolRequest, kind nanofleetv1.ToolErrorKind, content string) *nanofleetv1.ToolResult {
+	return &nanofleetv1.ToolResult{CallId: req.GetCallId(), Content: content, IsError: true, ErrorKind: kind}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,232 @@
+package toolclient_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/toolclient"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// fakeFleet is a client and a hand-written runner speaking the protocol.
+type fakeFleet struct {
+	t      *testing.T
+	runner *bus.Bus
+	client *toolclient.Client
+}
+
+func newFleet(t *testing.T, opts ...toolclient.Option) *fakeFleet {
+	t.Helper()
+	srv := bustest.StartServer(t)
+	f := &fakeFleet{t: t, runner: srv.Connect(t, "")}
+	c, err := toolclient.New(srv.Connect(t, ""), append([]toolclient.Option{toolclient.WithLivenessTimeout(300 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.client = c
+	return f
+}
+
+// catalog serves definitions (given unsorted).
+func (f *fakeFleet) catalog(defs ...*nanofleetv1.ToolDefinition) {
+	data, _ := proto.Marshal(&nanofleetv1.ToolCatalog{Tools: defs})
+	f.serve(toolclient.CatalogSubject(f.runner.Space), func(m *nats.Msg, _ int) { m.Respond(data) })
+}
+
+// tool serves a tool; handle gets the request and the delivery count.
+func (f *fakeFleet) tool(name string, handle func(m *nats.Msg, n int)) {
+	f.serve(f.runner.Space.ToolCall(name), handle)
+}
+
+func (f *fakeFleet) serve(subj string, handle func(m *nats.Msg, n int)) {
+	var n atomic.Int32
+	sub, err := f.runner.NC.QueueSubscribe(subj, toolclient.QueueGroup, func(m *nats.Msg) {
+		k := int(n.Add(1))
+		go handle(m, k)
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.runner.NC.Flush()
+	f.t.Cleanup(func() { sub.Unsubscribe() })
+}
+
+func (f *fakeFleet) call(ctx context.Context, name string) (*nanofleetv1.ToolResult, error) {
+	return f.client.Call(ctx, &nanofleetv1.ToolRequest{CallId: "c1", Name: name, ArgumentsJson: "{}"})
+}
+
+// send answers on m's inbox; false once the connection is gone (the
+// test is over).
+func send(_ *testing.T, m *nats.Msg, status string, res *nanofleetv1.ToolResult) bool {
+	out := nats.NewMsg(m.Reply)
+	out.Header.Set(toolclient.HeaderStatus, status)
+	out.Header.Set(toolclient.HeaderRunner, "fake")
+	if res != nil {
+		out.Data, _ = proto.Marshal(res)
+	}
+	return m.RespondMsg(out) == nil
+}
+
+func TestHeartbeatsKeepACallAlive(t *testing.T) {
+	f := newFleet(t)
+	var timeoutMs atomic.Int64
+	f.tool("exec", func(m *nats.Msg, _ int) {
+		var req nanofleetv1.ToolRequest
+		proto.Unmarshal(m.Data, &req)
+		timeoutMs.Store(req.GetTimeoutMs())
+		// Three times the liveness timeout, with heartbeats.
+		for range 18 {
+			if !send(t, m, toolclient.StatusRunning, nil) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		send(t, m, toolclient.StatusDone, &nanofleetv1.ToolResult{Content: "done"})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := f.call(ctx, "exec")
+	if err != nil || res.GetContent() != "done" || res.GetCallId() != "c1" {
+		t.Fatalf("%v %v", res, err)
+	}
+	if ms := timeoutMs.Load(); ms <= 0 || ms > 20_000 {
+		t.Errorf("timeout_ms sent = %d, want the context's remaining time", ms)
+	}
+}
+
+func TestLostRunner(t *testing.T) {
+	f := newFleet(t)
+	f.catalog(&nanofleetv1.ToolDefinition{Name: "write_file", Exclusive: true}, &nanofleetv1.ToolDefinition{Name: "read_file", ReadOnly: true})
+	var reads, writes atomic.Int32
+	// The first delivery "dies" after one heartbeat; later ones answer.
+	f.tool("read_file", func(m *nats.Msg, n int) {
+		reads.Add(1)
+		send(t, m, toolclient.StatusRunning, nil)
+		if n == 1 {
+			return
+		}
+		send(t, m, toolclient.StatusDone, &nanofleetv1.ToolResult{Content: "file content"})
+	})
+	f.tool("write_file", func(m *nats.Msg, n int) {
+		writes.Add(1)
+		send(t, m, toolclient.StatusRunning, nil)
+	})
+	ctx := context.Background()
+	res, err := f.call(ctx, "read_file")
+	if err != nil || res.GetIsError() || res.GetContent() != "file content" || reads.Load() != 2 {
+		t.Errorf("read_file: %v %v after %d deliveries", res, err, reads.Load())
+	}
+	res, err = f.call(ctx, "write_file")
+	if err != nil || res.GetErrorKind() != nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_INTERRUPTED ||
+		!strings.Contains(res.GetContent(), "write_file was interrupted") || !strings.Contains(res.GetContent(), "not retried") {
+		t.Errorf("write_file: %v %v", res, err)
+	}
+	if n := writes.Load(); n != 1 {
+		t.Errorf("write_file delivered %d times", n)
+	}
+}
+
+func TestRejectedCallGoesElsewhere(t *testing.T) {
+	f := newFleet(t)
+	f.tool("exec", func(m *nats.Msg, n int) {
+		if n == 1 {
+			send(t, m, toolclient.StatusRejected, nil)
+			return
+		}
+		send(t, m, toolclient.StatusRunning, nil)
+		send(t, m, toolclient.StatusDone, &nanofleetv1.ToolResult{Content: "ran once"})
+	})
+	res, err := f.call(context.Background(), "exec")
+	if err != nil || res.GetContent() != "ran once" {
+		t.Fatalf("%v %v", res, err)
+	}
+}
+
+func TestNoResponders(t *testing.T) {
+	f := newFleet(t)
+	res, err := f.call(context.Background(), "read_file")
+	if err != nil || res.GetErrorKind() != nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_FAILED || !strings.Contains(res.GetContent(), "no tool runner is available") {
+		t.Fatalf("no runner at all: %v %v", res, err)
+	}
+	if _, err := f.client.Catalog(context.Background()); !errors.Is(err, toolclient.ErrNoRunners) {
+		t.Errorf("catalog: %v", err)
+	}
+	f.catalog(&nanofleetv1.ToolDefinition{Name: "write_file"}, &nanofleetv1.ToolDefinition{Name: "exec"})
+	res, err = f.call(context.Background(), "rm_rf")
+	if err != nil || res.GetErrorKind() != nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_UNKNOWN_TOOL || !strings.Contains(res.GetContent(), `unknown tool "rm_rf". Available tools: exec, write_file.`) {
+		t.Fatalf("unknown tool: %v %v", res, err)
+	}
+}
+
+func TestDeadlinesAndCancellation(t *testing.T) {
+	f := newFleet(t, toolclient.WithCallTimeout(400*time.Millisecond))
+	f.tool("exec", func(m *nats.Msg, _ int) {
+		for range 100 {
+			if !send(t, m, toolclient.StatusRunning, nil) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	res, err := f.call(context.Background(), "exec")
+	if err != nil || res.GetErrorKind() != nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_TIMEOUT {
+		t.Errorf("own deadline: %v %v", res, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	if res, err := f.call(ctx, "exec"); !errors.Is(err, context.Canceled) || res != nil {
+		t.Errorf("cancelled: %v %v", res, err)
+	}
+}
+
+func TestBadResponse(t *testing.T) {
+	f := newFleet(t)
+	f.tool("exec", func(m *nats.Msg, _ int) {
+		out := nats.NewMsg(m.Reply)
+		out.Header.Set(toolclient.HeaderStatus, toolclient.StatusDone)
+		out.Data = []byte{0xff, 0xff, 0xff}
+		m.RespondMsg(out)
+	})
+	if _, err := f.call(context.Background(), "exec"); !errors.Is(err, toolclient.ErrBadResponse) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestCatalogSorted(t *testing.T) {
+	f := newFleet(t)
+	f.catalog(&nanofleetv1.ToolDefinition{Name: "web_fetch"}, &nanofleetv1.ToolDefinition{Name: "exec"}, &nanofleetv1.ToolDefinition{Name: "grep"})
+	defs, err := f.client.Catalog(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range defs {
+		names = append(names, d.GetName())
+	}
+	if strings.Join(names, ",") != "exec,grep,web_fetch" {
+		t.Errorf("catalog order %v", names)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	for _, opt := range []toolclient.Option{
+		toolclient.WithLivenessTimeout(time.Millisecond),
+		toolclient.WithCallTimeout(0),
+		toolclient.WithMaxRetries(-1),
+		toolclient.WithLogger(nil),
+	} {
+		if _, err := toolclient.New(b, opt); !errors.Is(err, toolclient.ErrInvalidOption) {
+			t.Errorf("option accepted: %v", err)
+		}
+	}
+}

@@ -1,0 +1,31 @@
+package toolclient
+
+import "github.com/nanofleet/nanofleet/pkg/subject"
+
+// Names of the tool protocol.
+const (
+	// ServiceName is the micro service name of the tool runners.
+	ServiceName = "tool-runner"
+	// QueueGroup is the queue group all runners' endpoints share.
+	QueueGroup = "tool-runner"
+	// HeaderStatus says what a message on the reply inbox is.
+	HeaderStatus = "Nanofleet-Tool-Status"
+	// HeaderRunner carries the id of the runner handling the call.
+	HeaderRunner = "Nanofleet-Tool-Runner"
+	// StatusRunning marks a heartbeat.
+	StatusRunning = "running"
+	// StatusDone marks the final ToolResult.
+	StatusDone = "done"
+	// StatusRejected marks a call the runner did not start.
+	StatusRejected = "rejected"
+)
+
+// CatalogSubject is the subject of the runners' catalog endpoint.
+func CatalogSubject(s subject.Space) string { return s.ToolGroup() + ".catalog" }
+
+// natsStatusHeader and noResponders are how the NATS server says that no
+// one subscribes to a request's subject.
+const (
+	natsStatusHeader = "Status"
+	noResponders     = "503"
+)

@@ -1,0 +1,131 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools/shell"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools/web"
+)
+
+// WorkspaceConfig is tools.workspace.
+type WorkspaceConfig struct {
+	// Root is the default agent's workspace; other agents' and sessions'
+	// workspaces are created beside it, in <root>-agents and
+	// <root>-sessions.
+	Root string `json:"root"`
+	// PerSession gives each session its own workspace instead of one per
+	// agent.
+	PerSession bool `json:"perSession"`
+}
+
+// ServiceConfig is tools.runner.
+type ServiceConfig struct {
+	// HeartbeatMs is the interval of heartbeats during a call.
+	HeartbeatMs int `json:"heartbeatMs"`
+	// MaxConcurrent bounds the calls one runner runs at once.
+	MaxConcurrent int `json:"maxConcurrent"`
+	// CallTimeout bounds a call whose request sets no timeout, in seconds.
+	CallTimeout int `json:"callTimeout"`
+	// OversizeChars: longer results are stored and previewed.
+	OversizeChars int `json:"oversizeChars"`
+	// PreviewChars is the length of that preview.
+	PreviewChars int `json:"previewChars"`
+}
+
+// Config is the tool-runner's slice of the fleet config, the "tools"
+// section: {"tools": {"workspace": ..., "exec": ..., "web": ..., "runner": ...}}.
+type Config struct {
+	Workspace WorkspaceConfig `json:"workspace"`
+	Exec      shell.Config    `json:"exec"`
+	Web       web.Config      `json:"web"`
+	Runner    ServiceConfig   `json:"runner"`
+}
+
+// DefaultConfig is a per-agent workspace under ~/.nanofleet/workspace, the
+// bubblewrap sandbox without network, DuckDuckGo search.
+func DefaultConfig() Config {
+	root := "workspace"
+	if home, err := os.UserHomeDir(); err == nil {
+		root = filepath.Join(home, ".nanofleet", "workspace")
+	}
+	return Config{
+		Workspace: WorkspaceConfig{Root: root},
+		Exec:      shell.DefaultConfig(),
+		Web:       web.DefaultConfig(),
+		Runner: ServiceConfig{
+			HeartbeatMs:   1000,
+			MaxConcurrent: 32,
+			CallTimeout:   900,
+			OversizeChars: 16_000,
+			PreviewChars:  4_000,
+		},
+	}
+}
+
+// Validate reports the first invalid setting by its config key.
+func (c Config) Validate() error {
+	if c.Workspace.Root == "" {
+		return errors.New("tools.workspace.root: required")
+	}
+	if err := c.Exec.Validate(); err != nil {
+		return err
+	}
+	if err := c.Web.Validate(); err != nil {
+		return err
+	}
+	r := c.Runner
+	switch {
+	case r.HeartbeatMs < 10 || r.HeartbeatMs > 60_000:
+		return fmt.Errorf("tools.runner.heartbeatMs: %d not between 10 and 60000", r.HeartbeatMs)
+	case r.MaxConcurrent < 1:
+		return fmt.Errorf("tools.runner.maxConcurrent: %d must be at least 1", r.MaxConcurrent)
+	case r.CallTimeout < c.Exec.MaxTimeout:
+		return fmt.Errorf("tools.runner.callTimeout: %d s is below tools.exec.maxTimeout (%d s)", r.CallTimeout, c.Exec.MaxTimeout)
+	case r.OversizeChars < 1000:
+		return fmt.Errorf("tools.runner.oversizeChars: %d is below 1000", r.OversizeChars)
+	case r.PreviewChars < 100 || r.PreviewChars >= r.OversizeChars:
+		return fmt.Errorf("tools.runner.previewChars: %d must be at least 100 and below tools.runner.oversizeChars (%d)", r.PreviewChars, r.OversizeChars)
+	}
+	return nil
+}
+
+var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// LoadConfig reads the "tools" section of a nanobot-style JSON config
+// file over [DefaultConfig]. ${VAR} placeholders in string values are
+// replaced from the environment (an unset variable is an error). It does
+// not validate.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("read config: %w", err)
+	}
+	var missing []string
+	data = placeholder.ReplaceAllFunc(data, func(m []byte) []byte {
+		name := string(placeholder.FindSubmatch(m)[1])
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			missing = append(missing, name)
+			return m
+		}
+		quoted, _ := json.Marshal(v)
+		return quoted[1 : len(quoted)-1]
+	})
+	if len(missing) > 0 {
+		return cfg, fmt.Errorf("config %s: environment variable(s) %v not set", path, missing)
+	}
+	var file struct {
+		Tools *Config `json:"tools"`
+	}
+	file.Tools = &cfg
+	if err := json.Unmarshal(data, &file); err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}

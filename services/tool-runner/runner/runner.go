@@ -1,0 +1,460 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/pkg/toolclient"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools/files"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools/output"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools/patch"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools/shell"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools/web"
+)
+
+// Version of the micro service.
+const Version = "0.1.0"
+
+// DefaultAgent is the agent whose workspace is tools.workspace.root
+// itself; a request without an agent id is for it.
+const DefaultAgent = "default"
+
+// catalogEndpoint names the catalog endpoint; tool names use '_', not
+// '-', so it cannot clash with one.
+const catalogEndpoint = "tool-catalog"
+
+// ErrNotStarted: Stop before Start.
+var ErrNotStarted = errors.New("runner: not started")
+
+// Runner serves tools over NATS. Create it with [New], then Start and Stop.
+type Runner struct {
+	cfg     Config
+	bus     *bus.Bus
+	log     *slog.Logger
+	id      string
+	exec    *sandbox.Executor
+	set     *tools.Set
+	sem     chan struct{}
+	extra   []tools.Tool
+	webOpts []web.Option
+	exOpts  []sandbox.ExecutorOption
+
+	mu       sync.Mutex
+	started  bool
+	stopping bool
+	svc      micro.Service
+	blobs    jetstream.ObjectStore
+	wg       sync.WaitGroup
+	baseCtx  context.Context
+	cancel   context.CancelFunc
+}
+
+// Option changes a Runner.
+type Option func(*Runner)
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(r *Runner) { r.log = l } }
+
+// WithTools serves extra tools besides the built-in ones.
+func WithTools(ts ...tools.Tool) Option { return func(r *Runner) { r.extra = append(r.extra, ts...) } }
+
+// WithWebOptions passes options to the web tools.
+func WithWebOptions(opts ...web.Option) Option {
+	return func(r *Runner) { r.webOpts = append(r.webOpts, opts...) }
+}
+
+// WithExecutorOptions passes options to the sandbox executor.
+func WithExecutorOptions(opts ...sandbox.ExecutorOption) Option {
+	return func(r *Runner) { r.exOpts = append(r.exOpts, opts...) }
+}
+
+// New validates cfg and builds the tool set. It does not touch the bus.
+func New(cfg Config, b *bus.Bus, opts ...Option) (*Runner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Runner{cfg: cfg, bus: b, id: nuid.Next(), sem: make(chan struct{}, cfg.Runner.MaxConcurrent)}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.log = r.log.With("component", "tool-runner", "runner", r.id)
+	ex, err := sandbox.NewExecutor(cfg.Exec.Config, r.log, r.exOpts...)
+	if err != nil {
+		return nil, err
+	}
+	r.exec = ex
+	execTool, err := shell.New(cfg.Exec, ex)
+	if err != nil {
+		return nil, err
+	}
+	webTools, err := web.New(cfg.Web, r.webOpts...)
+	if err != nil {
+		return nil, err
+	}
+	all := append(files.All(), execTool, patch.Tool(), output.Tool())
+	all = append(all, webTools...)
+	all = append(all, r.extra...)
+	if r.set, err = tools.NewSet(all...); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// ID identifies this runner in heartbeats and logs.
+func (r *Runner) ID() string { return r.id }
+
+// Tools is the set of tools the runner serves.
+func (r *Runner) Tools() *tools.Set { return r.set }
+
+// Start opens the object store, probes the sandbox and registers the
+// service's endpoints. A sandbox that cannot start is logged, not fatal:
+// exec calls are then refused with the reason.
+func (r *Runner) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return errors.New("runner: already started")
+	}
+	blobs, err := r.bus.Blobs(ctx)
+	if err != nil {
+		return err
+	}
+	r.blobs = blobs
+	if err := os.MkdirAll(r.cfg.Workspace.Root, 0o755); err != nil {
+		return fmt.Errorf("tools.workspace.root: %w", err)
+	}
+	if err := r.exec.Probe(ctx); err != nil {
+		r.log.Warn("exec will be refused until the sandbox works", "err", err)
+	} else if err := r.checkRootReachable(); err != nil {
+		r.log.Warn("exec will fail in workspaces under this root", "err", err)
+	}
+	r.baseCtx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	svc, err := micro.AddService(r.bus.NC, micro.Config{
+		Name:        toolclient.ServiceName,
+		Version:     Version,
+		Description: "nanofleet tools: files, exec, web",
+		QueueGroup:  toolclient.QueueGroup,
+		Metadata:    map[string]string{"runner": r.id},
+	})
+	if err != nil {
+		r.cancel()
+		return fmt.Errorf("register tool-runner service: %w", err)
+	}
+	for _, def := range r.set.Definitions() {
+		err := svc.AddEndpoint(def.Name, micro.HandlerFunc(r.serve(def.Name)),
+			micro.WithEndpointSubject(r.bus.Space.ToolCall(def.Name)),
+			micro.WithEndpointMetadata(map[string]string{
+				"read_only": fmt.Sprint(def.ReadOnly),
+				"exclusive": fmt.Sprint(def.Exclusive),
+			}))
+		if err != nil {
+			svc.Stop()
+			r.cancel()
+			return fmt.Errorf("endpoint %s: %w", def.Name, err)
+		}
+	}
+	if err := svc.AddEndpoint(catalogEndpoint, micro.HandlerFunc(r.serveCatalog),
+		micro.WithEndpointSubject(toolclient.CatalogSubject(r.bus.Space))); err != nil {
+		svc.Stop()
+		r.cancel()
+		return fmt.Errorf("catalog endpoint: %w", err)
+	}
+	// The subscriptions are in place once the server has them.
+	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer fcancel()
+	if err := r.bus.NC.FlushWithContext(fctx); err != nil {
+		svc.Stop()
+		r.cancel()
+		return fmt.Errorf("register tool-runner service: %w", err)
+	}
+	r.svc = svc
+	r.started = true
+	r.log.Info("tool-runner serving", "tools", r.set.Names(), "sandbox", r.exec.Mode(), "workspaces", r.cfg.Workspace.Root, "perSession", r.cfg.Workspace.PerSession)
+	return nil
+}
+
+// Stop stops taking calls and waits for running ones until ctx ends; then
+// it cancels them (killing their commands) and returns ctx's error.
+func (r *Runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	if !r.started {
+		r.mu.Unlock()
+		return ErrNotStarted
+	}
+	if r.stopping {
+		r.mu.Unlock()
+		return nil
+	}
+	r.stopping = true
+	svc := r.svc
+	r.mu.Unlock()
+
+	err := svc.Stop()
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		r.log.Warn("stopping: cancelling calls still running")
+		r.cancel()
+		<-done
+		err = errors.Join(err, ctx.Err())
+	}
+	r.cancel()
+	r.log.Info("tool-runner stopped")
+	return err
+}
+
+// serveCatalog answers the sorted definitions.
+func (r *Runner) serveCatalog(req micro.Request) {
+	cat := &nanofleetv1.ToolCatalog{}
+	for _, d := range r.set.Definitions() {
+		cat.Tools = append(cat.Tools, d.Definition())
+	}
+	data, err := proto.Marshal(cat)
+	if err != nil {
+		req.Error("500", err.Error(), nil)
+		return
+	}
+	req.Respond(data)
+}
+
+// serve returns the handler of one tool's endpoint. micro delivers an
+// endpoint's messages one by one, so each call gets its own goroutine.
+func (r *Runner) serve(name string) micro.HandlerFunc {
+	return func(req micro.Request) {
+		r.mu.Lock()
+		if r.stopping {
+			r.mu.Unlock()
+			req.Respond(nil, micro.WithHeaders(r.headers(toolclient.StatusRejected)))
+			return
+		}
+		r.wg.Add(1)
+		r.mu.Unlock()
+		r.heartbeat(req.Reply())
+		go func() {
+			defer r.wg.Done()
+			r.handle(name, req)
+		}()
+	}
+}
+
+func (r *Runner) headers(status string) micro.Headers {
+	return micro.Headers{toolclient.HeaderStatus: {status}, toolclient.HeaderRunner: {r.id}}
+}
+
+func (r *Runner) heartbeat(reply string) {
+	if reply == "" {
+		return
+	}
+	msg := nats.NewMsg(reply)
+	msg.Header.Set(toolclient.HeaderStatus, toolclient.StatusRunning)
+	msg.Header.Set(toolclient.HeaderRunner, r.id)
+	if err := r.bus.NC.PublishMsg(msg); err != nil {
+		r.log.Debug("heartbeat", "err", err)
+	}
+}
+
+func (r *Runner) handle(name string, req micro.Request) {
+	ctx, cancel := context.WithCancel(r.baseCtx)
+	beats := make(chan struct{})
+	go func() {
+		defer close(beats)
+		t := time.NewTicker(time.Duration(r.cfg.Runner.HeartbeatMs) * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				r.heartbeat(req.Reply())
+			}
+		}
+	}()
+	res := r.call(ctx, name, req.Data())
+	cancel()
+	<-beats // the result is the last message on the inbox
+	data, err := proto.Marshal(res)
+	if err != nil {
+		r.log.Error("encode result", "tool", name, "err", err)
+		return
+	}
+	if err := req.Respond(data, micro.WithHeaders(r.headers(toolclient.StatusDone))); err != nil {
+		r.log.Warn("send result", "tool", name, "err", err)
+	}
+}
+
+// call runs one tool call and always returns a result.
+func (r *Runner) call(ctx context.Context, name string, data []byte) *nanofleetv1.ToolResult {
+	start := time.Now()
+	var tr nanofleetv1.ToolRequest
+	if err := proto.Unmarshal(data, &tr); err != nil {
+		return &nanofleetv1.ToolResult{IsError: true, ErrorKind: nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_INVALID_ARGUMENTS,
+			Content: "Error: malformed tool request: " + err.Error()}
+	}
+	log := r.log.With("tool", name, "call", tr.GetCallId(), "session", tr.GetSessionKey())
+	res := r.run(ctx, log, name, &tr)
+	res.CallId = tr.GetCallId()
+	if res.IsError {
+		log.Info("tool call failed", "kind", res.ErrorKind.String(), "took", time.Since(start), "error", firstLine(res.Content))
+	} else {
+		log.Debug("tool call", "took", time.Since(start), "chars", len(res.Content))
+	}
+	return res
+}
+
+func (r *Runner) run(ctx context.Context, log *slog.Logger, name string, tr *nanofleetv1.ToolRequest) *nanofleetv1.ToolResult {
+	fail := func(err error, partial string) *nanofleetv1.ToolResult {
+		content := "Error: " + err.Error()
+		if partial != "" {
+			content += "\n\n" + partial
+		}
+		return r.shrink(ctx, name, tr, &nanofleetv1.ToolResult{Content: content, IsError: true, ErrorKind: tools.ErrorKind(err)})
+	}
+	tool, schema, ok := r.set.Get(name)
+	if !ok {
+		return &nanofleetv1.ToolResult{IsError: true, ErrorKind: nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_UNKNOWN_TOOL,
+			Content: fmt.Sprintf("Error: unknown tool %q. Available tools: %v", name, r.set.Names())}
+	}
+	args, err := schema.Parse(tr.GetArgumentsJson())
+	if err != nil {
+		return fail(fmt.Errorf("invalid arguments for %s: %w", name, err), "")
+	}
+	timeout := time.Duration(r.cfg.Runner.CallTimeout) * time.Second
+	if ms := tr.GetTimeoutMs(); ms > 0 {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	select {
+	case r.sem <- struct{}{}:
+		defer func() { <-r.sem }()
+	case <-ctx.Done():
+		return fail(fmt.Errorf("%s waited for a free slot until its deadline: %w", name, ctx.Err()), "")
+	}
+	ws, err := r.openWorkspace(tr)
+	if err != nil {
+		log.Error("open workspace", "err", err)
+		return fail(err, "")
+	}
+	defer ws.Close()
+	out, err := tool.Run(ctx, &tools.Call{
+		ID:         tr.GetCallId(),
+		SessionKey: tr.GetSessionKey(),
+		AgentID:    tr.GetAgentId(),
+		Args:       args,
+		Workspace:  ws,
+		Blobs:      r.blobs,
+		Log:        log,
+	})
+	if err != nil {
+		return fail(err, out.Text)
+	}
+	return r.shrink(ctx, name, tr, &nanofleetv1.ToolResult{Content: out.Text, Media: out.Media})
+}
+
+// shrink stores an oversize result and replaces it by a preview.
+func (r *Runner) shrink(ctx context.Context, name string, tr *nanofleetv1.ToolRequest, res *nanofleetv1.ToolResult) *nanofleetv1.ToolResult {
+	if name == "read_tool_output" || utf8.RuneCountInString(res.Content) <= r.cfg.Runner.OversizeChars {
+		return res
+	}
+	// The call's own deadline may have passed (a timed-out exec);
+	// storing gets a moment of its own.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	ref, err := output.Store(sctx, r.blobs, tr.GetSessionKey(), res.Content)
+	if err != nil {
+		r.log.Warn("oversize result not stored; cutting it", "tool", name, "err", err)
+		res.Content = string([]rune(res.Content)[:r.cfg.Runner.OversizeChars]) + "\n\n[output cut: it was too long and could not be stored]"
+		return res
+	}
+	res.Content = output.Preview(res.Content, ref, r.cfg.Runner.PreviewChars)
+	res.FullObject = ref
+	return res
+}
+
+// WorkspaceDir is where a request's workspace lives; see the package doc.
+func (r *Runner) WorkspaceDir(tr *nanofleetv1.ToolRequest) string {
+	root := filepath.Clean(r.cfg.Workspace.Root)
+	if r.cfg.Workspace.PerSession {
+		return filepath.Join(root+"-sessions", subject.Token(tr.GetSessionKey()))
+	}
+	if agent := tr.GetAgentId(); agent != "" && agent != DefaultAgent {
+		return filepath.Join(root+"-agents", subject.Token(agent))
+	}
+	return root
+}
+
+func (r *Runner) openWorkspace(tr *nanofleetv1.ToolRequest) (*sandbox.Workspace, error) {
+	var opts []sandbox.WorkspaceOption
+	if uid, gid, ok := r.exec.Owner(); ok {
+		opts = append(opts, sandbox.WithOwner(uid, gid))
+	}
+	ws, err := sandbox.OpenWorkspace(r.WorkspaceDir(tr), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	return ws, nil
+}
+
+// checkRootReachable reports a workspace root the sandbox user cannot
+// reach (bubblewrap binds the workspace as that user).
+func (r *Runner) checkRootReachable() error {
+	uid, _, ok := r.exec.Owner()
+	if !ok {
+		return nil
+	}
+	dir, err := filepath.Abs(r.cfg.Workspace.Root)
+	if err != nil {
+		return err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode().Perm()&0o001 == 0 && (st == nil || int(st.Uid) != uid) {
+			return &fs.PathError{Op: "search", Path: d, Err: fmt.Errorf("not searchable by uid %d (tools.exec.hostUid); chmod o+x it or move tools.workspace.root", uid)}
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

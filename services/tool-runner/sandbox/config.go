@@ -1,0 +1,138 @@
+package sandbox
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Mode selects how commands are confined.
+type Mode string
+
+const (
+	// ModeBwrap runs every command in bubblewrap. The default.
+	ModeBwrap Mode = "bwrap"
+	// ModeNone runs commands without namespaces: an explicit operator
+	// opt-out for hosts where bubblewrap cannot run.
+	ModeNone Mode = "none"
+)
+
+// Limits are the rlimits of a command. Zero means unlimited.
+type Limits struct {
+	// AddressSpaceMB bounds virtual memory (RLIMIT_AS).
+	AddressSpaceMB int64 `json:"addressSpaceMb"`
+	// CPUSeconds bounds CPU time (RLIMIT_CPU).
+	CPUSeconds int64 `json:"cpuSeconds"`
+	// FileSizeMB bounds the size of any file written (RLIMIT_FSIZE).
+	FileSizeMB int64 `json:"fileSizeMb"`
+	// OpenFiles bounds open file descriptors (RLIMIT_NOFILE).
+	OpenFiles int64 `json:"openFiles"`
+	// Processes bounds the processes of one sandbox (RLIMIT_NPROC).
+	Processes int64 `json:"processes"`
+}
+
+// Config configures the sandbox. Its JSON keys live under tools.exec.
+type Config struct {
+	// Sandbox is "bwrap" (default) or "none".
+	Sandbox Mode `json:"sandbox"`
+	// Network lets commands reach the network. bwrap mode then shares
+	// the runner's network namespace, loopback services (such as a local
+	// NATS server) included, and the web tools' address guard does not
+	// apply to commands: grant it only where that is acceptable.
+	Network bool `json:"network"`
+	// Env lists environment variables passed from the runner's
+	// environment to commands, besides PATH, HOME, TMPDIR and LANG which
+	// are always set. Never list secrets here.
+	Env []string `json:"env"`
+	// Limits are the rlimits of every command.
+	Limits Limits `json:"limits"`
+	// BwrapPath is the bubblewrap binary; default "bwrap" from PATH.
+	BwrapPath string `json:"bwrapPath"`
+	// PrlimitPath is util-linux's prlimit, run inside the sandbox to set
+	// the rlimits; default "prlimit" from PATH (it must live under /usr or
+	// /bin, which the sandbox sees).
+	PrlimitPath string `json:"prlimitPath"`
+	// TmpSizeMB bounds the private /tmp of a sandbox.
+	TmpSizeMB int64 `json:"tmpSizeMb"`
+	// HostUID and HostGID are the host ids commands run as when the
+	// runner itself runs as root (default 65534, "nobody"). Running the
+	// sandbox as host root would make files owned by root writable inside
+	// it and would exempt it from the process limit, so the runner drops
+	// to these ids first, and gives them what it creates in workspaces.
+	// Ignored when the runner is not root: commands then run as the
+	// runner's own user.
+	HostUID int `json:"hostUid"`
+	HostGID int `json:"hostGid"`
+}
+
+// DefaultConfig is bubblewrap without network and with moderate limits.
+func DefaultConfig() Config {
+	return Config{
+		Sandbox: ModeBwrap,
+		Env:     []string{"LANG", "LC_ALL", "TZ", "TERM"},
+		Limits: Limits{
+			AddressSpaceMB: 4096,
+			CPUSeconds:     600,
+			FileSizeMB:     1024,
+			OpenFiles:      1024,
+			Processes:      256,
+		},
+		BwrapPath:   "bwrap",
+		PrlimitPath: "prlimit",
+		TmpSizeMB:   512,
+		HostUID:     65534,
+		HostGID:     65534,
+	}
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// fixedEnv are set by the sandbox itself and cannot be passed through.
+var fixedEnv = map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "PWD": true}
+
+// Validate reports the first invalid setting by its config key.
+func (c Config) Validate() error {
+	switch c.Sandbox {
+	case ModeBwrap, ModeNone:
+	default:
+		return fmt.Errorf("tools.exec.sandbox: %q is not \"bwrap\" or \"none\"", c.Sandbox)
+	}
+	for _, name := range c.Env {
+		if !envName.MatchString(name) {
+			return fmt.Errorf("tools.exec.env: %q is not an environment variable name", name)
+		}
+		if fixedEnv[name] {
+			return fmt.Errorf("tools.exec.env: %s is set by the sandbox and cannot be passed through", name)
+		}
+	}
+	lim := []struct {
+		key string
+		v   int64
+	}{
+		{"addressSpaceMb", c.Limits.AddressSpaceMB},
+		{"cpuSeconds", c.Limits.CPUSeconds},
+		{"fileSizeMb", c.Limits.FileSizeMB},
+		{"openFiles", c.Limits.OpenFiles},
+		{"processes", c.Limits.Processes},
+	}
+	for _, l := range lim {
+		if l.v < 0 {
+			return fmt.Errorf("tools.exec.limits.%s: %d is negative (0 means unlimited)", l.key, l.v)
+		}
+	}
+	if c.Limits.OpenFiles != 0 && c.Limits.OpenFiles < 16 {
+		return fmt.Errorf("tools.exec.limits.openFiles: %d is too low for a shell (at least 16)", c.Limits.OpenFiles)
+	}
+	if c.Limits.Processes != 0 && c.Limits.Processes < 4 {
+		return fmt.Errorf("tools.exec.limits.processes: %d is too low for a shell pipeline (at least 4)", c.Limits.Processes)
+	}
+	if c.HostUID <= 0 {
+		return fmt.Errorf("tools.exec.hostUid: %d; commands must not run as host root (use an unprivileged uid such as 65534)", c.HostUID)
+	}
+	if c.HostGID <= 0 {
+		return fmt.Errorf("tools.exec.hostGid: %d; commands must not run with host group root (use an unprivileged gid such as 65534)", c.HostGID)
+	}
+	if c.TmpSizeMB < 0 {
+		return fmt.Errorf("tools.exec.tmpSizeMb: %d is negative", c.TmpSizeMB)
+	}
+	return nil
+}

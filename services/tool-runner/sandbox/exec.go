@@ -1,0 +1,496 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const (
+	// sandboxUID and sandboxGID are the ids a command runs as inside the
+	// user namespace ("nobody").
+	sandboxUID = 65534
+	sandboxGID = 65534
+	// systemPath is the PATH of every command.
+	systemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	// DefaultMaxOutput is how many bytes of output a command keeps.
+	DefaultMaxOutput = 10_000
+	// reprobeAfter is how long a failed probe is trusted before the next
+	// command probes again.
+	reprobeAfter = 30 * time.Second
+	// waitDelay bounds the wait for output pipes after the command ended
+	// or was killed.
+	waitDelay = 2 * time.Second
+)
+
+// etcFiles are the parts of /etc a sandbox sees; passwd and group are
+// generated.
+var etcFiles = []string{
+	"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/localtime", "/etc/nsswitch.conf", "/etc/mime.types", "/etc/hosts",
+	"/etc/os-release", "/etc/timezone",
+}
+
+// etcNetworkFiles are added when the sandbox has network.
+var etcNetworkFiles = []string{
+	"/etc/resolv.conf", "/etc/gai.conf", "/etc/host.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/pki",
+}
+
+// systemDirs are bound read-only, or recreated as symlinks where the
+// host has merged /usr.
+var systemDirs = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// Spec is one command to run.
+type Spec struct {
+	// Command is run by /bin/sh -c.
+	Command string
+	// Workspace is the host directory bound read-write. Required.
+	Workspace string
+	// Dir is the working directory, a host path inside Workspace;
+	// default Workspace.
+	Dir string
+	// Timeout bounds the run; the process group is killed when it
+	// passes. Required.
+	Timeout time.Duration
+	// MaxOutput is how many bytes of output are kept (head and tail);
+	// default [DefaultMaxOutput].
+	MaxOutput int
+}
+
+// Outcome is how a command ended.
+type Outcome struct {
+	// Output is stdout and stderr interleaved, head and tail kept.
+	Output string
+	// OutputBytes is how much the command printed in all.
+	OutputBytes int64
+	// Truncated reports that the middle of the output was dropped.
+	Truncated bool
+	// ExitCode is the command's exit status; 128+n for a signal n; -1
+	// when the runner killed it.
+	ExitCode int
+	// TimedOut reports that the timeout killed the command.
+	TimedOut bool
+	// Duration is the wall time of the run.
+	Duration time.Duration
+}
+
+// Executor runs commands confined as its config says. It is safe for
+// concurrent use.
+type Executor struct {
+	cfg       Config
+	log       *slog.Logger
+	lookupEnv func(string) (string, bool)
+
+	mu             sync.Mutex
+	probedAt       time.Time
+	probeErr       error
+	bwrapPath      string
+	prlimitPath    string
+	disableUserns  bool
+	unshareCgroupT bool
+}
+
+// ExecutorOption changes an Executor.
+type ExecutorOption func(*Executor)
+
+// WithLookupEnv replaces os.LookupEnv as the source of passed-through
+// environment variables (for tests).
+func WithLookupEnv(f func(string) (string, bool)) ExecutorOption {
+	return func(e *Executor) { e.lookupEnv = f }
+}
+
+// NewExecutor validates cfg and returns an Executor. It does not probe;
+// the first [Executor.Run] or an explicit [Executor.Probe] does.
+func NewExecutor(cfg Config, log *slog.Logger, opts ...ExecutorOption) (*Executor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e := &Executor{cfg: cfg, log: log, lookupEnv: os.LookupEnv}
+	for _, o := range opts {
+		o(e)
+	}
+	return e, nil
+}
+
+// Mode is the executor's sandbox mode.
+func (e *Executor) Mode() Mode { return e.cfg.Sandbox }
+
+// Owner returns the host ids commands run as when they differ from the
+// runner's (the runner is root): workspaces must be owned by them, see
+// [WithOwner]. ok is false when commands run as the runner's own user.
+func (e *Executor) Owner() (uid, gid int, ok bool) {
+	if os.Geteuid() != 0 {
+		return 0, 0, false
+	}
+	return e.cfg.HostUID, e.cfg.HostGID, true
+}
+
+// credential drops a root runner's commands to the configured host ids.
+func (e *Executor) credential() *syscall.Credential {
+	uid, gid, ok := e.Owner()
+	if !ok {
+		return nil
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+}
+
+// Probe checks that commands can run as configured: prlimit is there and,
+// in bwrap mode, bubblewrap starts a sandbox with every option used for
+// real commands. A success is remembered; a failure for 30 s, then the
+// next call probes again. The error says why, wrapping
+// [ErrSandboxUnavailable].
+func (e *Executor) Probe(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.probedAt.IsZero() && (e.probeErr == nil || time.Since(e.probedAt) < reprobeAfter) {
+		return e.probeErr
+	}
+	e.probeErr = e.probe(ctx)
+	e.probedAt = time.Now()
+	if e.probeErr != nil {
+		e.log.Error("exec refused: sandbox unavailable", "mode", e.cfg.Sandbox, "err", e.probeErr)
+	} else {
+		e.log.Info("sandbox ready", "mode", e.cfg.Sandbox, "bwrap", e.bwrapPath, "network", e.cfg.Network)
+	}
+	return e.probeErr
+}
+
+func (e *Executor) probe(ctx context.Context) error {
+	prl, err := exec.LookPath(e.cfg.PrlimitPath)
+	if err != nil {
+		return fmt.Errorf("%w: prlimit (util-linux) not found as %q, so rlimits cannot be applied: %v", ErrSandboxUnavailable, e.cfg.PrlimitPath, err)
+	}
+	if prl, err = filepath.Abs(prl); err != nil {
+		return fmt.Errorf("%w: %v", ErrSandboxUnavailable, err)
+	}
+	e.prlimitPath = prl
+	if e.cfg.Sandbox == ModeNone {
+		return nil
+	}
+	bw, err := exec.LookPath(e.cfg.BwrapPath)
+	if err != nil {
+		return fmt.Errorf("%w: bubblewrap not found as %q (%v); install bubblewrap, or set tools.exec.sandbox to \"none\" to run commands unconfined", ErrSandboxUnavailable, e.cfg.BwrapPath, err)
+	}
+	e.bwrapPath = bw
+	help, _ := exec.CommandContext(ctx, bw, "--help").CombinedOutput()
+	e.disableUserns = strings.Contains(string(help), "--disable-userns")
+	e.unshareCgroupT = strings.Contains(string(help), "--unshare-cgroup-try")
+	dir, err := os.MkdirTemp("", "nanofleet-sandbox-probe-")
+	if err != nil {
+		return fmt.Errorf("%w: probe workspace: %v", ErrSandboxUnavailable, err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("%w: probe workspace: %v", ErrSandboxUnavailable, err)
+	}
+	if uid, gid, ok := e.Owner(); ok {
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return fmt.Errorf("%w: probe workspace: %v", ErrSandboxUnavailable, err)
+		}
+	}
+	out, err := e.run(ctx, Spec{Command: "exit 0", Workspace: dir, Timeout: 10 * time.Second, MaxOutput: 2000})
+	if err != nil {
+		return fmt.Errorf("%w: bubblewrap probe failed: %v", ErrSandboxUnavailable, err)
+	}
+	if out.ExitCode != 0 {
+		return fmt.Errorf("%w: bubblewrap probe exited %d: %s", ErrSandboxUnavailable, out.ExitCode, strings.TrimSpace(out.Output))
+	}
+	return nil
+}
+
+// Run runs spec.Command confined. It returns an error, and no outcome,
+// when the command is refused ([ErrSandboxUnavailable]) or could not
+// start; when the timeout killed it, the outcome with the output so far
+// and an error matching [ErrTimeout]; when ctx was cancelled, the outcome
+// and ctx's error.
+func (e *Executor) Run(ctx context.Context, spec Spec) (*Outcome, error) {
+	if spec.Workspace == "" || spec.Timeout <= 0 {
+		return nil, errors.New("sandbox: Spec needs Workspace and a positive Timeout")
+	}
+	if err := e.Probe(ctx); err != nil {
+		return nil, err
+	}
+	out, err := e.run(ctx, spec)
+	if err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+func (e *Executor) run(ctx context.Context, spec Spec) (*Outcome, error) {
+	if spec.Dir == "" {
+		spec.Dir = spec.Workspace
+	}
+	if spec.MaxOutput <= 0 {
+		spec.MaxOutput = DefaultMaxOutput
+	}
+	capture := NewHeadTail(spec.MaxOutput)
+	runCtx, cancel := context.WithTimeout(ctx, spec.Timeout)
+	defer cancel()
+
+	env := e.env(spec.Workspace)
+	inner := append(e.prlimitArgs(), "/bin/sh", "-c", spec.Command)
+	var (
+		cmd       *exec.Cmd
+		statusR   *os.File
+		parentEnd []*os.File // our copies of the child's ends, closed after start
+	)
+	if e.cfg.Sandbox == ModeBwrap {
+		var files []*os.File
+		var err error
+		statusR, files, err = pipes(spec.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		defer statusR.Close()
+		parentEnd = files
+		args := append(e.bwrapArgs(spec, env), "--")
+		cmd = exec.CommandContext(runCtx, e.bwrapPath, append(args, inner...)...)
+		cmd.ExtraFiles = files
+	} else {
+		cmd = exec.CommandContext(runCtx, inner[0], inner[1:]...)
+		cmd.Dir = spec.Dir
+	}
+	cmd.Env = env
+	cmd.Stdout = capture
+	cmd.Stderr = capture
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: e.credential()}
+	cmd.Cancel = func() error {
+		// The whole process group; in bwrap mode bwrap's death takes the
+		// sandbox's PID namespace with it (--die-with-parent).
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = waitDelay
+
+	start := time.Now()
+	err := cmd.Start()
+	for _, f := range parentEnd {
+		f.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start command: %w", err)
+	}
+	statusDone := make(chan bool, 1)
+	if statusR != nil {
+		go func() { statusDone <- readExitStatus(statusR) }()
+	} else {
+		statusDone <- true
+	}
+	waitErr := cmd.Wait()
+	out := &Outcome{
+		Output:      capture.String(),
+		OutputBytes: capture.Total(),
+		Truncated:   capture.Truncated(),
+		ExitCode:    exitCode(cmd.ProcessState),
+		Duration:    time.Since(start),
+	}
+	var ran bool
+	select {
+	case ran = <-statusDone:
+	case <-time.After(waitDelay):
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		out.ExitCode = -1
+		return out, fmt.Errorf("command cancelled: %w", ctx.Err())
+	case runCtx.Err() != nil: // our timeout, or the caller's deadline
+		out.TimedOut = true
+		out.ExitCode = -1
+		return out, fmt.Errorf("%w after %s; the command and everything it started were killed", ErrTimeout, spec.Timeout)
+	case !ran:
+		return nil, fmt.Errorf("%w: bubblewrap could not start the command: %s", ErrSandboxUnavailable, strings.TrimSpace(out.Output))
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		return out, fmt.Errorf("wait for command: %w", waitErr)
+	}
+	return out, nil
+}
+
+// pipes makes the status pipe (fd 3 in bwrap) and the generated passwd
+// and group files (fds 4 and 5). It returns the read end of the status
+// pipe and the files to hand to the child.
+func pipes(workspace string) (*os.File, []*os.File, error) {
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("status pipe: %w", err)
+	}
+	passwd := fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nnobody:x:%d:%d:sandbox:%s:/bin/sh\n", sandboxUID, sandboxGID, workspace)
+	group := fmt.Sprintf("root:x:0:\nnogroup:x:%d:\n", sandboxGID)
+	files := []*os.File{statusW}
+	for _, content := range []string{passwd, group} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			statusR.Close()
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, nil, fmt.Errorf("data pipe: %w", err)
+		}
+		// A few hundred bytes fit the pipe buffer: no writer goroutine.
+		_, werr := io.WriteString(w, content)
+		w.Close()
+		if werr != nil {
+			r.Close()
+			statusR.Close()
+			return nil, nil, fmt.Errorf("data pipe: %w", werr)
+		}
+		files = append(files, r)
+	}
+	return statusR, files, nil
+}
+
+// readExitStatus reads bwrap's JSON status stream and reports whether the
+// command ran to an exit status (bwrap writes "exit-code" only then).
+func readExitStatus(r io.Reader) bool {
+	dec := json.NewDecoder(r)
+	ran := false
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			return ran
+		}
+		if _, ok := doc["exit-code"]; ok {
+			ran = true
+		}
+	}
+}
+
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// env builds the command's environment from the allow-list.
+func (e *Executor) env(workspace string) []string {
+	env := []string{"PATH=" + systemPath, "HOME=" + workspace}
+	if e.cfg.Sandbox == ModeBwrap {
+		env = append(env, "TMPDIR=/tmp")
+	}
+	seen := map[string]bool{"LANG": false}
+	for _, name := range e.cfg.Env {
+		if v, ok := e.lookupEnv(name); ok {
+			env = append(env, name+"="+v)
+			seen[name] = true
+		}
+	}
+	if !seen["LANG"] {
+		env = append(env, "LANG=C.UTF-8")
+	}
+	return env
+}
+
+func (e *Executor) prlimitArgs() []string {
+	args := []string{e.prlimitPath}
+	l := e.cfg.Limits
+	add := func(flag string, v int64) {
+		if v > 0 {
+			args = append(args, "--"+flag+"="+strconv.FormatInt(v, 10))
+		}
+	}
+	add("as", l.AddressSpaceMB<<20)
+	add("cpu", l.CPUSeconds)
+	add("fsize", l.FileSizeMB<<20)
+	add("nofile", l.OpenFiles)
+	add("nproc", l.Processes)
+	return append(args, "--core=0", "--")
+}
+
+func (e *Executor) bwrapArgs(spec Spec, env []string) []string {
+	a := []string{
+		"--unshare-user", "--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxGID),
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox",
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+	}
+	if e.disableUserns {
+		a = append(a, "--disable-userns")
+	}
+	if e.unshareCgroupT {
+		a = append(a, "--unshare-cgroup-try")
+	}
+	if !e.cfg.Network {
+		a = append(a, "--unshare-net")
+	}
+	a = append(a, "--ro-bind", "/usr", "/usr")
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				a = append(a, "--symlink", target, d)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	etc := etcFiles
+	if e.cfg.Network {
+		etc = append(append([]string(nil), etcFiles...), etcNetworkFiles...)
+	}
+	for _, f := range etc {
+		a = append(a, "--ro-bind-try", f, f)
+	}
+	a = append(a, "--ro-bind-data", "4", "/etc/passwd", "--ro-bind-data", "5", "/etc/group")
+	a = append(a, "--proc", "/proc", "--dev", "/dev")
+	if e.cfg.TmpSizeMB > 0 {
+		a = append(a, "--size", strconv.FormatInt(e.cfg.TmpSizeMB<<20, 10))
+	}
+	a = append(a, "--tmpfs", "/tmp")
+	// The workspace's parent is an empty read-only tmpfs, so that "../x"
+	// fails loudly instead of landing in a scratch directory.
+	parent := filepath.Dir(spec.Workspace)
+	roParent := parent != "/" && parent != "/tmp"
+	if roParent {
+		a = append(a, "--tmpfs", parent)
+	}
+	a = append(a, "--bind", spec.Workspace, spec.Workspace)
+	if roParent {
+		a = append(a, "--remount-ro", parent)
+	}
+	a = append(a, "--remount-ro", "/")
+	a = append(a, "--chdir", spec.Dir)
+	a = append(a, "--clearenv")
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		a = append(a, "--setenv", k, v)
+	}
+	return append(a, "--json-status-fd", "3")
+}
+
+// SignalNote explains an exit status of 128+n caused by a signal that
+// usually means a limit was hit; "" otherwise.
+func SignalNote(code int) string {
+	switch code - 128 {
+	case int(syscall.SIGXFSZ):
+		return "killed by SIGXFSZ: the file size limit (tools.exec.limits.fileSizeMb) was exceeded"
+	case int(syscall.SIGXCPU):
+		return "killed by SIGXCPU: the CPU time limit (tools.exec.limits.cpuSeconds) was exceeded"
+	case int(syscall.SIGKILL):
+		return "killed by SIGKILL (possibly out of memory)"
+	case int(syscall.SIGSEGV):
+		return "killed by SIGSEGV (segmentation fault; the address-space limit tools.exec.limits.addressSpaceMb may be too low)"
+	case int(syscall.SIGABRT):
+		return "killed by SIGABRT (aborted; possibly out of memory under tools.exec.limits.addressSpaceMb)"
+	}
+	return ""
+}

@@ -1,0 +1,449 @@
+// Package patch provides apply_patch, which edits several files in one
+// call from a patch in the "*** Begin Patch" format (the format OpenAI's
+// Codex models are trained to write):
+//
+//	*** Begin Patch
+//	*** Add File: docs/new.md
+//	+first line
+//	+second line
+//	*** Delete File: old.txt
+//	*** Update File: src/app.py
+//	*** Move to: src/main.py
+//	@@ def greet():
+//	-    print("hi")
+//	+    print("hello")
+//	*** End Patch
+//
+// An Update File section holds chunks. Each chunk may start with "@@",
+// optionally followed by a line to find first (an anchor, e.g. the
+// enclosing function's signature); its lines start with " " (context),
+// "-" (removed) or "+" (added). The context and removed lines must appear
+// in the file in that order after the previous chunk; they are matched
+// exactly, then ignoring trailing whitespace, then ignoring leading and
+// trailing whitespace. "*** End of File" after a chunk pins it to the end
+// of the file. "*** Move to:" renames the file.
+//
+// The patch is applied all or nothing: every section is checked against
+// the workspace before anything is written, and files already written are
+// restored if a later write fails. Line endings (LF or CRLF) are kept.
+package patch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nanofleet/nanofleet/pkg/toolschema"
+
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
+)
+
+// ErrBadPatch: the patch text is malformed or does not match the files.
+var ErrBadPatch = errors.New("patch rejected")
+
+// maxFileBytes caps a file apply_patch rewrites.
+const maxFileBytes = 16 << 20
+
+// Tool is apply_patch.
+func Tool() tools.Tool {
+	return tools.Func{
+		Def: toolschema.Tool{
+			Name: "apply_patch",
+			Description: "Edit, add, delete or rename several workspace files in one call. The patch uses this format:\n" +
+				"*** Begin Patch\n*** Add File: path\n+line\n*** Delete File: path\n*** Update File: path\n*** Move to: new/path (optional)\n@@ optional line to find first\n context line\n-removed line\n+added line\n*** End Patch\n" +
+				"Context and removed lines must match the file. Applied all or nothing.",
+			Parameters: toolschema.Object(map[string]any{
+				"patch":   map[string]any{"type": "string", "minLength": 1, "description": "The patch, from \"*** Begin Patch\" to \"*** End Patch\""},
+				"dry_run": map[string]any{"type": "boolean", "default": false, "description": "Check the patch and report what it would do without writing"},
+			}, "patch"),
+			Exclusive: true,
+		},
+		Fn: apply,
+	}
+}
+
+type opKind int
+
+const (
+	opAdd opKind = iota
+	opDelete
+	opUpdate
+)
+
+type chunk struct {
+	anchor    string
+	ops       []op     // the chunk's lines in order
+	oldLines  []string // context and removed lines: what must match
+	endOfFile bool
+	adds      int
+	dels      int
+}
+
+// op is one line of a chunk: ' ' context, '-' removed, '+' added.
+type op struct {
+	kind byte
+	text string
+}
+
+type section struct {
+	kind    opKind
+	path    string
+	moveTo  string
+	content []string // opAdd
+	chunks  []chunk  // opUpdate
+}
+
+// Parse reads a patch into its sections.
+func Parse(text string) ([]section, error) {
+	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	// Models sometimes wrap the patch in a code fence.
+	for len(lines) > 0 && (strings.TrimSpace(lines[0]) == "" || strings.HasPrefix(strings.TrimSpace(lines[0]), "```")) {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && (strings.TrimSpace(lines[len(lines)-1]) == "" || strings.HasPrefix(strings.TrimSpace(lines[len(lines)-1]), "```")) {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) < 2 || strings.TrimSpace(lines[0]) != "*** Begin Patch" {
+		return nil, fmt.Errorf("%w: the patch must start with \"*** Begin Patch\"", ErrBadPatch)
+	}
+	if strings.TrimSpace(lines[len(lines)-1]) != "*** End Patch" {
+		return nil, fmt.Errorf("%w: the patch must end with \"*** End Patch\"", ErrBadPatch)
+	}
+	lines = lines[1 : len(lines)-1]
+	var out []section
+	for i := 0; i < len(lines); {
+		line := lines[i]
+		switch {
+		case strings.HasPrefix(line, "*** Add File: "):
+			s := section{kind: opAdd, path: strings.TrimSpace(strings.TrimPrefix(line, "*** Add File: "))}
+			i++
+			for ; i < len(lines) && !strings.HasPrefix(lines[i], "*** "); i++ {
+				if !strings.HasPrefix(lines[i], "+") {
+					return nil, fmt.Errorf("%w: line %d: every line of an added file starts with \"+\": %q", ErrBadPatch, i+2, lines[i])
+				}
+				s.content = append(s.content, lines[i][1:])
+			}
+			out = append(out, s)
+		case strings.HasPrefix(line, "*** Delete File: "):
+			out = append(out, section{kind: opDelete, path: strings.TrimSpace(strings.TrimPrefix(line, "*** Delete File: "))})
+			i++
+		case strings.HasPrefix(line, "*** Update File: "):
+			s := section{kind: opUpdate, path: strings.TrimSpace(strings.TrimPrefix(line, "*** Update File: "))}
+			i++
+			if i < len(lines) && strings.HasPrefix(lines[i], "*** Move to: ") {
+				s.moveTo = strings.TrimSpace(strings.TrimPrefix(lines[i], "*** Move to: "))
+				i++
+			}
+			var cur *chunk
+			for ; i < len(lines); i++ {
+				l := lines[i]
+				if strings.HasPrefix(l, "*** End of File") {
+					if cur == nil {
+						return nil, fmt.Errorf("%w: line %d: \"*** End of File\" without a chunk before it", ErrBadPatch, i+2)
+					}
+					cur.endOfFile = true
+					continue
+				}
+				if strings.HasPrefix(l, "*** ") {
+					break
+				}
+				if strings.HasPrefix(l, "@@") {
+					s.chunks = append(s.chunks, chunk{anchor: strings.TrimSpace(strings.TrimPrefix(l, "@@"))})
+					cur = &s.chunks[len(s.chunks)-1]
+					continue
+				}
+				if cur == nil {
+					s.chunks = append(s.chunks, chunk{})
+					cur = &s.chunks[len(s.chunks)-1]
+				}
+				if l == "" {
+					l = " " // an empty context line whose space was lost
+				}
+				switch l[0] {
+				case ' ':
+					cur.ops = append(cur.ops, op{' ', l[1:]})
+					cur.oldLines = append(cur.oldLines, l[1:])
+				case '-':
+					cur.ops = append(cur.ops, op{'-', l[1:]})
+					cur.oldLines = append(cur.oldLines, l[1:])
+					cur.dels++
+				case '+':
+					cur.ops = append(cur.ops, op{'+', l[1:]})
+					cur.adds++
+				default:
+					return nil, fmt.Errorf("%w: line %d: a line of an update starts with \" \", \"-\" or \"+\": %q", ErrBadPatch, i+2, l)
+				}
+			}
+			if len(s.chunks) == 0 && s.moveTo == "" {
+				return nil, fmt.Errorf("%w: \"*** Update File: %s\" has no changes", ErrBadPatch, s.path)
+			}
+			out = append(out, s)
+		case strings.TrimSpace(line) == "":
+			i++
+		default:
+			return nil, fmt.Errorf("%w: line %d: expected \"*** Add File:\", \"*** Delete File:\" or \"*** Update File:\", got %q", ErrBadPatch, i+2, line)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: the patch changes nothing", ErrBadPatch)
+	}
+	for _, s := range out {
+		if s.path == "" {
+			return nil, fmt.Errorf("%w: a section has an empty path", ErrBadPatch)
+		}
+	}
+	return out, nil
+}
+
+// write is one planned change of the workspace.
+type write struct {
+	path    string
+	data    []byte // nil: delete
+	summary string
+}
+
+func apply(ctx context.Context, c *tools.Call) (tools.Result, error) {
+	var a struct {
+		Patch  string `json:"patch"`
+		DryRun bool   `json:"dry_run"`
+	}
+	if err := toolschema.Decode(c.Args, &a); err != nil {
+		return tools.Result{}, err
+	}
+	sections, err := Parse(a.Patch)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	ws := c.Workspace
+	pending := map[string][]byte{} // rel path -> planned content (nil: deleted)
+	var plan []write
+	read := func(p string) (string, bool, error) {
+		rel, err := ws.Rel(p)
+		if err != nil {
+			return "", false, err
+		}
+		if data, ok := pending[rel]; ok {
+			if data == nil {
+				return "", false, &sandbox.PathError{Path: p, Reason: "was deleted earlier in this patch", Err: fs.ErrNotExist}
+			}
+			return string(data), true, nil
+		}
+		data, err := ws.ReadFile(p, maxFileBytes)
+		if err != nil {
+			return "", false, err
+		}
+		if !utf8.Valid(data) {
+			return "", false, fmt.Errorf("%w: %s is not UTF-8 text", ErrBadPatch, p)
+		}
+		return string(data), true, nil
+	}
+	plan1 := func(p string, data []byte, summary string) error {
+		rel, err := ws.Rel(p)
+		if err != nil {
+			return err
+		}
+		pending[rel] = data
+		plan = append(plan, write{path: p, data: data, summary: summary})
+		return nil
+	}
+	for _, s := range sections {
+		switch s.kind {
+		case opAdd:
+			if _, _, err := ws.Stat(s.path); err == nil {
+				if data, ok := pending[mustRel(ws, s.path)]; !ok || data != nil {
+					return tools.Result{}, fmt.Errorf("%w: cannot add %s: it already exists (use *** Update File)", ErrBadPatch, s.path)
+				}
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return tools.Result{}, err
+			}
+			content := strings.Join(s.content, "\n")
+			if len(s.content) > 0 {
+				content += "\n"
+			}
+			if err := plan1(s.path, []byte(content), fmt.Sprintf("- add %s (+%d)", s.path, len(s.content))); err != nil {
+				return tools.Result{}, err
+			}
+		case opDelete:
+			if _, _, err := read(s.path); err != nil {
+				return tools.Result{}, err
+			}
+			if err := plan1(s.path, nil, "- delete "+s.path); err != nil {
+				return tools.Result{}, err
+			}
+		case opUpdate:
+			old, _, err := read(s.path)
+			if err != nil {
+				return tools.Result{}, err
+			}
+			updated, added, removed, err := applyChunks(s.path, old, s.chunks)
+			if err != nil {
+				return tools.Result{}, err
+			}
+			target, summary := s.path, fmt.Sprintf("- update %s (+%d/-%d)", s.path, added, removed)
+			if s.moveTo != "" {
+				target = s.moveTo
+				summary = fmt.Sprintf("- move %s -> %s (+%d/-%d)", s.path, s.moveTo, added, removed)
+				if err := plan1(s.path, nil, ""); err != nil {
+					return tools.Result{}, err
+				}
+			}
+			if err := plan1(target, []byte(updated), summary); err != nil {
+				return tools.Result{}, err
+			}
+		}
+	}
+	var summary []string
+	for _, w := range plan {
+		if w.summary != "" {
+			summary = append(summary, w.summary)
+		}
+	}
+	if a.DryRun {
+		return tools.Result{Text: "Patch checks out (dry run, nothing written):\n" + strings.Join(summary, "\n")}, nil
+	}
+	if err := commit(ctx, ws, plan); err != nil {
+		return tools.Result{}, err
+	}
+	return tools.Result{Text: "Patch applied:\n" + strings.Join(summary, "\n")}, nil
+}
+
+func mustRel(ws *sandbox.Workspace, p string) string {
+	rel, _ := ws.Rel(p)
+	return rel
+}
+
+// commit performs the planned writes; if one fails, the files already
+// changed are put back as they were.
+func commit(ctx context.Context, ws *sandbox.Workspace, plan []write) error {
+	type backup struct {
+		path string
+		data []byte // nil: did not exist
+	}
+	var done []backup
+	rollback := func() {
+		for i := len(done) - 1; i >= 0; i-- {
+			b := done[i]
+			if b.data == nil {
+				ws.Remove(b.path)
+			} else {
+				ws.WriteFile(b.path, b.data)
+			}
+		}
+	}
+	for _, w := range plan {
+		if err := ctx.Err(); err != nil {
+			rollback()
+			return err
+		}
+		prev, err := ws.ReadFile(w.path, maxFileBytes)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			rollback()
+			return err
+		}
+		if w.data == nil {
+			err = ws.Remove(w.path)
+		} else {
+			err = ws.WriteFile(w.path, w.data)
+		}
+		if err != nil {
+			rollback()
+			return fmt.Errorf("apply_patch: %w (no file was changed)", err)
+		}
+		done = append(done, backup{w.path, prev})
+	}
+	return nil
+}
+
+// applyChunks applies an update's chunks to content.
+func applyChunks(p, content string, chunks []chunk) (string, int, int, error) {
+	crlf := strings.Contains(content, "\r\n")
+	content = strings.ReplaceAll(content, "\r\n", "\n")
+	trailingNL := strings.HasSuffix(content, "\n")
+	lines := strings.Split(strings.TrimSuffix(content, "\n"), "\n")
+	if content == "" {
+		lines = nil
+	}
+	cursor, added, removed := 0, 0, 0
+	for n, ch := range chunks {
+		if ch.anchor != "" {
+			i := find(lines, []string{ch.anchor}, cursor, false)
+			if i < 0 {
+				return "", 0, 0, fmt.Errorf("%w: chunk %d of %s: the line after @@ (%q) is not in the file after the previous chunk", ErrBadPatch, n+1, p, ch.anchor)
+			}
+			cursor = i + 1
+		}
+		var at int
+		if len(ch.oldLines) == 0 {
+			at = len(lines)
+			if ch.anchor != "" {
+				at = cursor
+			}
+		} else if at = find(lines, ch.oldLines, cursor, ch.endOfFile); at < 0 {
+			return "", 0, 0, fmt.Errorf("%w: chunk %d of %s does not match the file; these lines were not found in order:\n%s\nRead the file again and copy context and removed lines exactly", ErrBadPatch, n+1, p, strings.Join(ch.oldLines, "\n"))
+		}
+		next := make([]string, 0, len(lines)+ch.adds)
+		next = append(next, lines[:at]...)
+		i := at
+		for _, o := range ch.ops {
+			switch o.kind {
+			case ' ': // keep the file's own line (it may differ in whitespace)
+				next = append(next, lines[i])
+				i++
+			case '-':
+				i++
+			case '+':
+				next = append(next, o.text)
+			}
+		}
+		cursor = len(next)
+		next = append(next, lines[i:]...)
+		lines = next
+		added += ch.adds
+		removed += ch.dels
+	}
+	out := strings.Join(lines, "\n")
+	if trailingNL || content == "" {
+		out += "\n"
+	}
+	if crlf {
+		out = strings.ReplaceAll(out, "\n", "\r\n")
+	}
+	return out, added, removed, nil
+}
+
+// find returns the first index >= from where want matches lines, trying
+// exact, then trailing-whitespace-insensitive, then whitespace-insensitive
+// comparison; with eof, a match at the very end is preferred.
+func find(lines, want []string, from int, eof bool) int {
+	norms := []func(string) string{
+		func(s string) string { return s },
+		func(s string) string { return strings.TrimRight(s, " \t") },
+		strings.TrimSpace,
+	}
+	for _, norm := range norms {
+		if eof {
+			if at := len(lines) - len(want); at >= from && equalLines(lines[at:], want, norm) {
+				return at
+			}
+		}
+		for at := from; at+len(want) <= len(lines); at++ {
+			if equalLines(lines[at:at+len(want)], want, norm) {
+				return at
+			}
+		}
+	}
+	return -1
+}
+
+func equalLines(a, b []string, norm func(string) string) bool {
+	for i := range b {
+		if norm(a[i]) != norm(b[i]) {
+			return false
+		}
+	}
+	return true
+}

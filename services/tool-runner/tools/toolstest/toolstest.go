@@ -1,0 +1,82 @@
+// Package toolstest runs tools in tests without a runner: it opens a
+// workspace in a temp dir and calls a tool with raw JSON arguments, parsed
+// and validated as the runner would.
+package toolstest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/toolschema"
+
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
+)
+
+// Workspace opens a workspace in a fresh temp dir that a sandbox user can
+// reach, owned by the sandbox's host user when the test runs as root.
+func Workspace(t testing.TB) *sandbox.Workspace {
+	t.Helper()
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var opts []sandbox.WorkspaceOption
+	if os.Geteuid() == 0 {
+		c := sandbox.DefaultConfig()
+		opts = append(opts, sandbox.WithOwner(c.HostUID, c.HostGID))
+	}
+	ws, err := sandbox.OpenWorkspace(filepath.Join(base, "ws"), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return ws
+}
+
+// Run parses args against tool's schema and runs it in ws.
+func Run(t testing.TB, tool tools.Tool, ws *sandbox.Workspace, args string, mods ...func(*tools.Call)) (tools.Result, error) {
+	t.Helper()
+	schema, err := toolschema.Compile(tool.Definition().Parameters)
+	if err != nil {
+		t.Fatalf("%s schema: %v", tool.Definition().Name, err)
+	}
+	parsed, err := schema.Parse(args)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	c := &tools.Call{ID: "call-1", SessionKey: "test:1", Args: parsed, Workspace: ws}
+	for _, m := range mods {
+		m(c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return tool.Run(ctx, c)
+}
+
+// WriteFile writes a file into the workspace directory directly.
+func WriteFile(t testing.TB, ws *sandbox.Workspace, rel, content string) {
+	t.Helper()
+	p := filepath.Join(ws.Dir(), rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ReadFile reads a file of the workspace directory directly.
+func ReadFile(t testing.TB, ws *sandbox.Workspace, rel string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(ws.Dir(), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
