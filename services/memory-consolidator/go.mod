@@ -4,6 +4,9 @@ go 1.26.0
 
 require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/nanofleet/nanofleet/pkg v0.0.0-00010101000000-000000000000
+	github.com/nanofleet/nanofleet/proto v0.0.0-00010101000000-000000000000
+	github.com/nanofleet/nanofleet/services/agent-worker v0.0.0-00010101000000-000000000000
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
@@ -36,9 +39,11 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
 replace (
 	github.com/nanofleet/nanofleet/pkg => ../../pkg
 	github.com/nanofleet/nanofleet/proto => ../../proto
+	github.com/nanofleet/nanofleet/services/agent-worker => ../agent-worker
 )

@@ -1,0 +1,147 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// Docs reads and writes the scopes' MemoryDocs in the memory bucket.
+type Docs struct {
+	kv jetstream.KeyValue
+}
+
+// OpenDocs returns the documents of the fleet b belongs to.
+func OpenDocs(ctx context.Context, b *bus.Bus) (*Docs, error) {
+	kv, err := b.KV(ctx, bus.BucketMemory)
+	if err != nil {
+		return nil, err
+	}
+	return &Docs{kv: kv}, nil
+}
+
+// Get returns the scope's document and its revision; a scope never written
+// (or deleted) returns an empty document and revision 0.
+func (d *Docs) Get(ctx context.Context, s Scope) (*nanofleetv1.MemoryDoc, uint64, error) {
+	e, err := d.kv.Get(ctx, DocKey(s))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return &nanofleetv1.MemoryDoc{}, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read memory of %s: %w", s, err)
+	}
+	doc := &nanofleetv1.MemoryDoc{}
+	if err := proto.Unmarshal(e.Value(), doc); err != nil {
+		return nil, 0, fmt.Errorf("decode memory of %s: %w", s, err)
+	}
+	return doc, e.Revision(), nil
+}
+
+// Put writes the scope's document if its revision is still rev (0: not yet
+// written). It returns the new revision, or ErrConflict.
+func (d *Docs) Put(ctx context.Context, s Scope, doc *nanofleetv1.MemoryDoc, rev uint64) (uint64, error) {
+	data, err := proto.Marshal(doc)
+	if err != nil {
+		return 0, fmt.Errorf("encode memory: %w", err)
+	}
+	if rev == 0 {
+		rev, err = d.kv.Create(ctx, DocKey(s), data)
+	} else {
+		rev, err = d.kv.Update(ctx, DocKey(s), data, rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, fmt.Errorf("%w: memory of %s", ErrConflict, s)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("write memory of %s: %w", s, err)
+	}
+	return rev, nil
+}
+
+// SetContent replaces the scope's MEMORY.md with compare-and-set, retrying
+// on conflict; the recent entries and markers stay. It returns the content
+// before and the new revision.
+func (d *Docs) SetContent(ctx context.Context, s Scope, content, by string) (before string, rev uint64, err error) {
+	for {
+		doc, cur, err := d.Get(ctx, s)
+		if err != nil {
+			return "", 0, err
+		}
+		before = doc.GetContent()
+		doc.Content = content
+		doc.UpdatedBy = by
+		doc.UpdatedAt = timestamppb.Now()
+		rev, err = d.Put(ctx, s, doc, cur)
+		if err == nil {
+			return before, rev, nil
+		}
+		if !errors.Is(err, ErrConflict) || ctx.Err() != nil {
+			return "", 0, err
+		}
+	}
+}
+
+// Watch watches one scope's document.
+func (d *Docs) Watch(ctx context.Context, s Scope) (jetstream.KeyWatcher, error) {
+	w, err := d.kv.Watch(ctx, DocKey(s))
+	if err != nil {
+		return nil, fmt.Errorf("watch memory of %s: %w", s, err)
+	}
+	return w, nil
+}
+
+// Entry returns the raw KV entry of a scope's document, for its revision
+// and time; ErrNotFound when there is none.
+func (d *Docs) Entry(ctx context.Context, s Scope) (jetstream.KeyValueEntry, error) {
+	e, err := d.kv.Get(ctx, DocKey(s))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w: memory of %s", ErrNotFound, s)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read memory of %s: %w", s, err)
+	}
+	return e, nil
+}
+
+// AppliedUpTo returns how far the session's turns were applied to doc.
+func AppliedUpTo(doc *nanofleetv1.MemoryDoc, sessionKey string) uint64 {
+	var to uint64
+	for _, a := range doc.GetApplied() {
+		if a.GetSessionKey() == sessionKey && a.GetToSeq() > to {
+			to = a.GetToSeq()
+		}
+	}
+	return to
+}
+
+// MarkApplied records in doc that the session's turns up to toSeq are
+// applied, and drops markers older than keep.
+func MarkApplied(doc *nanofleetv1.MemoryDoc, sessionKey string, toSeq uint64, now time.Time, keep time.Duration) {
+	kept := doc.Applied[:0]
+	for _, a := range doc.GetApplied() {
+		if a.GetSessionKey() == sessionKey || now.Sub(a.GetAt().AsTime()) > keep {
+			continue
+		}
+		kept = append(kept, a)
+	}
+	doc.Applied = append(kept, &nanofleetv1.AppliedRange{SessionKey: sessionKey, ToSeq: toSeq, At: timestamppb.New(now)})
+}
+
+// PushRecent appends e to doc's recent entries, clipping its text to
+// maxChars and keeping at most keep entries.
+func PushRecent(doc *nanofleetv1.MemoryDoc, e *nanofleetv1.HistoryEntry, keep, maxChars int) {
+	c := proto.Clone(e).(*nanofleetv1.HistoryEntry)
+	c.Text = Clip(c.GetText(), maxChars)
+	doc.Recent = append(doc.Recent, c)
+	if over := len(doc.Recent) - keep; over > 0 {
+		doc.Recent = doc.Recent[over:]
+	}
+}

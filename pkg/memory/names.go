@@ -1,0 +1,71 @@
+package memory
+
+import (
+	"github.com/nanofleet/nanofleet/pkg/subject"
+)
+
+// Names are the streams, subjects and keys of a fleet's memory.
+type Names struct{ sp subject.Space }
+
+// NamesOf returns the memory naming of a fleet.
+func NamesOf(sp subject.Space) Names { return Names{sp: sp} }
+
+// LogStream holds every scope's history entries.
+func (n Names) LogStream() string { return n.sp.Bucket("MEMLOG") }
+
+// RevisionStream holds the revisions of Dream, restores and the sync.
+func (n Names) RevisionStream() string { return n.sp.Bucket("MEMREV") }
+
+// JobStream holds the system job schedules and their fires.
+func (n Names) JobStream() string { return n.sp.Bucket("MEMJOBS") }
+
+// Log is the subject of a session's entries in a scope.
+func (n Names) Log(s Scope, sessionKey string) string {
+	return n.sp.Prefix() + ".memory.log." + s.Key() + "." + subject.Token(sessionKey)
+}
+
+// LogScope matches every entry of a scope.
+func (n Names) LogScope(s Scope) string { return n.sp.Prefix() + ".memory.log." + s.Key() + ".*" }
+
+// LogSession matches every entry of a session, in any scope.
+func (n Names) LogSession(sessionKey string) string {
+	return n.sp.Prefix() + ".memory.log.*.*.*." + subject.Token(sessionKey)
+}
+
+// LogAgent matches every entry of an agent's scopes.
+func (n Names) LogAgent(agent string) string {
+	return n.sp.Prefix() + ".memory.log.*." + subject.Token(agent) + ".>"
+}
+
+// LogAll matches every entry.
+func (n Names) LogAll() string { return n.sp.Prefix() + ".memory.log.>" }
+
+// Revision is the subject of a scope's revisions.
+func (n Names) Revision(s Scope) string { return n.sp.Prefix() + ".memory.rev." + s.Key() }
+
+// RevisionAll matches every revision.
+func (n Names) RevisionAll() string { return n.sp.Prefix() + ".memory.rev.>" }
+
+// JobSchedule is the subject holding a system job's schedule message.
+func (n Names) JobSchedule(job, agent string) string {
+	return n.sp.Prefix() + ".memory.job.sched." + subject.Token(job) + "." + subject.Token(agent)
+}
+
+// JobFire is the subject a system job's schedule fires on.
+func (n Names) JobFire(job, agent string) string {
+	return n.sp.Prefix() + ".memory.job.fire." + subject.Token(job) + "." + subject.Token(agent)
+}
+
+// JobAll matches every job subject.
+func (n Names) JobAll() string { return n.sp.Prefix() + ".memory.job.>" }
+
+// DocKey is the memory bucket key of a scope's MemoryDoc.
+func DocKey(s Scope) string { return "doc." + s.Key() }
+
+// LinkKey is the memory bucket key of an identity link.
+func LinkKey(channel, senderID string) string {
+	return "link." + subject.Token(channel) + "." + subject.Token(senderID)
+}
+
+// DreamCursorKey is the memory bucket key of Dream's cursor for an agent.
+func DreamCursorKey(agent string) string { return "dream.cursor." + subject.Token(agent) }

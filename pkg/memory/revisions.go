@@ -1,0 +1,290 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// Revision kinds.
+const (
+	RevisionDream   = "dream"
+	RevisionRestore = "restore"
+	RevisionSync    = "sync"
+)
+
+// Short bucket names a FileChange names.
+const (
+	ChangeMemory  = "memory"
+	ChangeProfile = "profile"
+)
+
+// Revision is a stored revision with its number (its stream sequence).
+type Revision struct {
+	Seq uint64
+	*nanofleetv1.MemoryRevision
+}
+
+// Revisions keeps every change Dream, a restore or the workspace sync made
+// to memory and profile files, each with the content before and after, so
+// any of them can be looked at and undone.
+type Revisions struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	names   Names
+	docs    *Docs
+	profile jetstream.KeyValue
+}
+
+// OpenRevisions returns the revisions of the fleet b belongs to.
+func OpenRevisions(ctx context.Context, b *bus.Bus) (*Revisions, error) {
+	docs, err := OpenDocs(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	prof, err := b.KV(ctx, bus.BucketProfile)
+	if err != nil {
+		return nil, err
+	}
+	return &Revisions{nc: b.NC, js: b.JS, names: NamesOf(b.Space), docs: docs, profile: prof}, nil
+}
+
+// Append stores r on its scope's subject. msgID, when set, makes a
+// retried append a no-op.
+func (r *Revisions) Append(ctx context.Context, rev *nanofleetv1.MemoryRevision, msgID string) (uint64, error) {
+	s, err := ParseScope(rev.GetScope())
+	if err != nil {
+		return 0, err
+	}
+	if rev.CreatedAt == nil {
+		rev.CreatedAt = timestamppb.Now()
+	}
+	data, err := proto.Marshal(rev)
+	if err != nil {
+		return 0, fmt.Errorf("encode revision: %w", err)
+	}
+	msg := nats.NewMsg(r.names.Revision(s))
+	msg.Data = data
+	if msgID != "" {
+		msg.Header.Set(nats.MsgIdHdr, msgID)
+	}
+	ack, err := r.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return 0, fmt.Errorf("store revision: %w", err)
+	}
+	return ack.Sequence, nil
+}
+
+// Get returns revision seq.
+func (r *Revisions) Get(ctx context.Context, seq uint64) (*Revision, error) {
+	st, err := r.js.Stream(ctx, r.names.RevisionStream())
+	if err != nil {
+		return nil, fmt.Errorf("revisions: %w", err)
+	}
+	raw, err := st.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, fmt.Errorf("%w: revision %d", ErrNotFound, seq)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read revision %d: %w", seq, err)
+	}
+	rev := &nanofleetv1.MemoryRevision{}
+	if err := proto.Unmarshal(raw.Data, rev); err != nil {
+		return nil, fmt.Errorf("decode revision %d: %w", seq, err)
+	}
+	return &Revision{Seq: raw.Sequence, MemoryRevision: rev}, nil
+}
+
+// List returns the newest n revisions of the scopes, newest first.
+func (r *Revisions) List(ctx context.Context, scopes []Scope, n int) ([]Revision, error) {
+	var out []Revision
+	for _, s := range scopes {
+		var upTo uint64
+		for range n {
+			m, ok, err := lastUpTo(ctx, r.nc, r.names.RevisionStream(), r.names.Revision(s), upTo)
+			if err != nil {
+				return nil, fmt.Errorf("revisions of %s: %w", s, err)
+			}
+			if !ok {
+				break
+			}
+			rev := &nanofleetv1.MemoryRevision{}
+			if err := proto.Unmarshal(m.Data, rev); err != nil {
+				return nil, fmt.Errorf("decode revision %d: %w", m.Seq, err)
+			}
+			out = append(out, Revision{Seq: m.Seq, MemoryRevision: rev})
+			if m.Seq <= 1 {
+				break
+			}
+			upTo = m.Seq - 1
+		}
+	}
+	slices.SortFunc(out, func(a, b Revision) int {
+		switch {
+		case a.Seq > b.Seq:
+			return -1
+		case a.Seq < b.Seq:
+			return 1
+		}
+		return 0
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
+}
+
+// Restore undoes revision seq: every file it changed gets its content
+// from before the revision back. allowed, when not nil, decides whether the
+// caller may touch the revision's scope. The restore is itself a revision
+// (returned), so it can be undone the same way.
+func (r *Revisions) Restore(ctx context.Context, seq uint64, allowed func(Scope) bool) (*Revision, error) {
+	old, err := r.Get(ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	s, err := ParseScope(old.GetScope())
+	if err != nil {
+		return nil, err
+	}
+	if allowed != nil && !allowed(s) {
+		return nil, fmt.Errorf("%w: revision %d", ErrForbidden, seq)
+	}
+	rev := &nanofleetv1.MemoryRevision{
+		Agent: old.GetAgent(), Scope: old.GetScope(), Kind: RevisionRestore, Restores: seq,
+		Summary: fmt.Sprintf("restored the files revision %d changed", seq),
+	}
+	for _, c := range old.GetChanges() {
+		before, err := r.setFile(ctx, s, c, c.GetBefore())
+		if err != nil {
+			return nil, err
+		}
+		if before == c.GetBefore() {
+			continue
+		}
+		rev.Changes = append(rev.Changes, &nanofleetv1.FileChange{
+			Bucket: c.GetBucket(), Key: c.GetKey(), Name: c.GetName(), Before: before, After: c.GetBefore(),
+		})
+	}
+	if len(rev.Changes) == 0 {
+		rev.Summary = fmt.Sprintf("revision %d: files already as they were before it", seq)
+	}
+	n, err := r.Append(ctx, rev, "")
+	if err != nil {
+		return nil, err
+	}
+	return &Revision{Seq: n, MemoryRevision: rev}, nil
+}
+
+// setFile writes content to the file a change names and returns what was
+// there.
+func (r *Revisions) setFile(ctx context.Context, s Scope, c *nanofleetv1.FileChange, content string) (string, error) {
+	switch c.GetBucket() {
+	case ChangeMemory:
+		target, err := ParseScope(strings.TrimPrefix(c.GetKey(), "doc."))
+		if err != nil || target != s {
+			return "", fmt.Errorf("%w: change of %q outside the revision's scope", ErrForbidden, c.GetKey())
+		}
+		before, _, err := r.docs.SetContent(ctx, s, content, RevisionRestore)
+		return before, err
+	case ChangeProfile:
+		return SetProfileFile(ctx, r.profile, c.GetKey(), content)
+	}
+	return "", fmt.Errorf("%w: change in unknown bucket %q", ErrInvalid, c.GetBucket())
+}
+
+// SetProfileFile writes content under key of the profile bucket with
+// compare-and-set, retrying on conflict, and returns the content before.
+// Empty content deletes the key.
+func SetProfileFile(ctx context.Context, kv jetstream.KeyValue, key, content string) (string, error) {
+	for {
+		var before string
+		var rev uint64
+		e, err := kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return "", fmt.Errorf("read %s: %w", key, err)
+		default:
+			before, rev = string(e.Value()), e.Revision()
+		}
+		if before == content {
+			return before, nil
+		}
+		switch {
+		case content == "" && rev != 0:
+			err = kv.Delete(ctx, key, jetstream.LastRevision(rev))
+		case content == "":
+			return before, nil
+		case rev == 0:
+			_, err = kv.Create(ctx, key, []byte(content))
+		default:
+			_, err = kv.Update(ctx, key, []byte(content), rev)
+		}
+		if err == nil {
+			return before, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) || ctx.Err() != nil {
+			return "", fmt.Errorf("write %s: %w", key, err)
+		}
+	}
+}
+
+// LineDelta counts the lines added and removed between two texts, for
+// "+3 −1" summaries (a multiset difference, not a minimal diff).
+func LineDelta(before, after string) (added, removed int) {
+	count := map[string]int{}
+	for _, l := range splitLines(before) {
+		count[l]++
+	}
+	for _, l := range splitLines(after) {
+		if count[l] > 0 {
+			count[l]--
+			continue
+		}
+		added++
+	}
+	for _, n := range count {
+		removed += n
+	}
+	return added, removed
+}
+
+func splitLines(s string) []string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// FormatRevision renders a revision for /dream-log and the CLI.
+func FormatRevision(r Revision) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#%d · %s · %s", r.Seq, formatTime(r.GetCreatedAt().AsTime()), r.GetKind())
+	if r.GetRestores() > 0 {
+		fmt.Fprintf(&b, " of #%d", r.GetRestores())
+	}
+	if s := strings.TrimSpace(r.GetSummary()); s != "" {
+		b.WriteString("\n  " + s)
+	}
+	var files []string
+	for _, c := range r.GetChanges() {
+		a, d := LineDelta(c.GetBefore(), c.GetAfter())
+		files = append(files, fmt.Sprintf("%s +%d −%d", c.GetName(), a, d))
+	}
+	if len(files) > 0 {
+		b.WriteString("\n  " + strings.Join(files, " · "))
+	}
+	return b.String()
+}

@@ -1,0 +1,85 @@
+package consolidator
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config tunes a consolidator.
+type Config struct {
+	// ID names the consolidator in leases and logs.
+	ID string
+	// Model overrides the provider's default model when set.
+	Model string
+	// MaxTokens bounds the model's answer.
+	MaxTokens int
+	// Slots is how many requests this consolidator works on at once.
+	Slots int
+	// AckWait is how long a request may go without InProgress before it
+	// is redelivered.
+	AckWait time.Duration
+	// LeaseWait is how long a request waits for a session another
+	// consolidator holds before it is put back.
+	LeaseWait time.Duration
+	// MaxDeliveries is how often a request may be delivered before it is
+	// dead-lettered.
+	MaxDeliveries int
+	// MaxRequestBytes is the largest request accepted.
+	MaxRequestBytes int
+	// ChunkTokens bounds the turns sent to the model at once; a larger
+	// range is consolidated in several entries.
+	ChunkTokens int
+	// RecentEntries and RecentChars bound the entries kept in a MemoryDoc
+	// for the prompt.
+	RecentEntries, RecentChars int
+	// ToolChars clips tool results in transcripts.
+	ToolChars int
+	// AppliedTTL is how long applied markers are kept.
+	AppliedTTL time.Duration
+	// ShutdownGrace is how long requests in progress may take to finish
+	// once Run is told to stop.
+	ShutdownGrace time.Duration
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		MaxTokens:       4096,
+		Slots:           4,
+		AckWait:         time.Minute,
+		LeaseWait:       time.Minute,
+		MaxDeliveries:   10,
+		MaxRequestBytes: 16 << 10,
+		ChunkTokens:     24000,
+		RecentEntries:   20,
+		RecentChars:     2000,
+		ToolChars:       500,
+		AppliedTTL:      24 * time.Hour,
+		ShutdownGrace:   30 * time.Second,
+	}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.ID == "":
+		return fmt.Errorf("consolidator: id must be set")
+	case c.Slots < 1:
+		return fmt.Errorf("memory.consolidator.slots: must be at least 1, got %d", c.Slots)
+	case c.AckWait < time.Second:
+		return fmt.Errorf("memory.consolidator.ackWaitSeconds: must be at least 1s, got %s", c.AckWait)
+	case c.MaxDeliveries < 1:
+		return fmt.Errorf("memory.consolidator.maxDeliveries: must be at least 1, got %d", c.MaxDeliveries)
+	case c.MaxRequestBytes < 64:
+		return fmt.Errorf("memory.consolidator.maxRequestBytes: must be at least 64, got %d", c.MaxRequestBytes)
+	case c.ChunkTokens < 100:
+		return fmt.Errorf("memory.consolidator.chunkTokens: must be at least 100, got %d", c.ChunkTokens)
+	case c.RecentEntries < 0 || c.RecentChars < 0 || c.ToolChars < 0:
+		return fmt.Errorf("consolidator: recent entries and chars must not be negative")
+	case c.ShutdownGrace < 0:
+		return fmt.Errorf("consolidator: shutdown grace must not be negative")
+	case c.AppliedTTL < time.Minute:
+		return fmt.Errorf("consolidator: applied markers must be kept at least a minute")
+	}
+	return nil
+}

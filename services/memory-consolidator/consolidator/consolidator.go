@@ -1,0 +1,253 @@
+package consolidator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/lease"
+	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/held"
+)
+
+// DeadLetterSource is the dead-letter source of bad requests.
+const DeadLetterSource = "memory"
+
+// ConsumerName is the durable consumer all consolidators share.
+const ConsumerName = "consolidators"
+
+// Observer is told what requests do, for metrics. Any field may be nil.
+type Observer struct {
+	// Done is called once per request with "ok", "raw" (the model failed
+	// and raw turns were archived), "skipped" (already consolidated),
+	// "dead_letter" or "retry".
+	Done func(outcome string, d time.Duration)
+}
+
+// Deps are a consolidator's collaborators.
+type Deps struct {
+	Bus      *bus.Bus
+	Model    llm.Client
+	Log      *slog.Logger
+	Observer Observer
+}
+
+// Consolidator consumes consolidation requests.
+type Consolidator struct {
+	cfg      Config
+	d        Deps
+	cons     jetstream.Consumer
+	sessions *session.Store
+	docs     *memory.Docs
+	hist     *memory.Log
+	leases   *held.Leases
+}
+
+// New prepares a consolidator: it opens the stores and creates or updates
+// the shared consumer. The bus layout and memory.Provision must have run.
+func New(ctx context.Context, cfg Config, d Deps) (*Consolidator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Bus == nil || d.Model == nil || d.Log == nil {
+		return nil, errors.New("consolidator: Bus, Model and Log are required")
+	}
+	sessions, err := session.Open(ctx, d.Bus)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := memory.OpenDocs(ctx, d.Bus)
+	if err != nil {
+		return nil, err
+	}
+	leases, err := held.Open(ctx, d.Bus)
+	if err != nil {
+		return nil, err
+	}
+	sp := d.Bus.Space
+	cons, err := d.Bus.JS.CreateOrUpdateConsumer(ctx, sp.MemoryStream(), jetstream.ConsumerConfig{
+		Durable:       ConsumerName,
+		Description:   "memory consolidators: condense old turns into memory",
+		FilterSubject: sp.ConsolidateAll(),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxAckPending: 1024,
+		MaxDeliver:    -1, // counted here, then dead-lettered with a reason
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consolidator: consumer: %w", err)
+	}
+	return &Consolidator{
+		cfg: cfg, d: d, cons: cons, sessions: sessions, docs: docs,
+		hist: memory.OpenLog(d.Bus), leases: leases,
+	}, nil
+}
+
+// Run fetches and handles requests until ctx ends, then lets running ones
+// finish.
+func (c *Consolidator) Run(ctx context.Context) error {
+	slots := make(chan struct{}, c.cfg.Slots)
+	var wg sync.WaitGroup
+	// Requests in progress may finish within the shutdown grace when ctx
+	// ends; then they are cancelled and redelivered elsewhere (every write
+	// is conditional, so a cut-off request leaves nothing half done).
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		t := time.NewTimer(c.cfg.ShutdownGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			c.d.Log.Warn("shutdown grace over; cancelling consolidations in progress")
+		}
+		cancelWork()
+		<-done
+	}()
+	for ctx.Err() == nil {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		free := 1 + c.cfg.Slots - len(slots)
+		<-slots
+		fetchCtx, cancel := context.WithTimeout(ctx, time.Second)
+		batch, err := c.cons.Fetch(free, jetstream.FetchContext(fetchCtx))
+		if err != nil {
+			cancel()
+			if ctx.Err() == nil {
+				c.d.Log.Warn("fetch consolidation requests", "err", err)
+				sleep(ctx, 250*time.Millisecond)
+			}
+			continue
+		}
+		for m := range batch.Messages() {
+			slots <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-slots; wg.Done() }()
+				c.Handle(work, m)
+			}()
+		}
+		cancel()
+	}
+	return nil
+}
+
+// Handle processes one request message and acks, naks or dead-letters it.
+func (c *Consolidator) Handle(ctx context.Context, m jetstream.Msg) {
+	start := time.Now()
+	outcome := c.handle(ctx, m)
+	if c.d.Observer.Done != nil {
+		c.d.Observer.Done(outcome, time.Since(start))
+	}
+}
+
+func (c *Consolidator) handle(ctx context.Context, m jetstream.Msg) string {
+	meta, err := m.Metadata()
+	if err != nil {
+		c.d.Log.Error("consolidation request without metadata", "err", err)
+		_ = m.Term()
+		return "dead_letter"
+	}
+	req, reason := c.decode(m)
+	if reason == "" && meta.NumDelivered > uint64(c.cfg.MaxDeliveries) {
+		reason = fmt.Sprintf("consolidation did not succeed in %d deliveries", c.cfg.MaxDeliveries)
+	}
+	if reason != "" {
+		return c.deadLetter(ctx, m, meta, reason)
+	}
+	log := c.d.Log.With("session", req.GetSessionKey(), "from", req.GetFromSeq(), "to", req.GetToSeq())
+	outcome, err := c.consolidate(ctx, m, req, log)
+	switch {
+	case err == nil:
+		if err := m.Ack(); err != nil {
+			log.Warn("ack consolidation request", "err", err)
+		}
+		return outcome
+	case errors.Is(err, lease.ErrHeld):
+		log.Debug("session busy with another consolidator; later")
+		_ = m.NakWithDelay(time.Second)
+		return "retry"
+	default:
+		log.Warn("consolidation failed; will retry", "err", err, "delivery", meta.NumDelivered)
+		_ = m.NakWithDelay(backoff(meta.NumDelivered))
+		return "retry"
+	}
+}
+
+// decode returns the request, or why it is unacceptable.
+func (c *Consolidator) decode(m jetstream.Msg) (*nanofleetv1.ConsolidationRequest, string) {
+	if n := len(m.Data()); n > c.cfg.MaxRequestBytes {
+		return nil, fmt.Sprintf("consolidation request of %d bytes exceeds the maximum of %d", n, c.cfg.MaxRequestBytes)
+	}
+	req := &nanofleetv1.ConsolidationRequest{}
+	if err := proto.Unmarshal(m.Data(), req); err != nil {
+		return nil, fmt.Sprintf("malformed ConsolidationRequest: %v", err)
+	}
+	switch {
+	case req.GetSessionKey() == "":
+		return nil, "malformed ConsolidationRequest: no session_key"
+	case req.GetToSeq() == 0 || req.GetFromSeq() > req.GetToSeq():
+		return nil, fmt.Sprintf("malformed ConsolidationRequest: range %d-%d is empty", req.GetFromSeq(), req.GetToSeq())
+	case m.Subject() != c.d.Bus.Space.Consolidate(req.GetSessionKey()):
+		return nil, fmt.Sprintf("malformed ConsolidationRequest: session %q does not belong on subject %s", req.GetSessionKey(), m.Subject())
+	}
+	if _, err := memory.ParseScope(req.GetScope()); err != nil {
+		return nil, fmt.Sprintf("malformed ConsolidationRequest: scope: %v", err)
+	}
+	return req, ""
+}
+
+func (c *Consolidator) deadLetter(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata, reason string) string {
+	err := c.d.Bus.DeadLetter(ctx, DeadLetterSource, bus.Letter{
+		Subject: m.Subject(), Data: m.Data(), Header: m.Headers(),
+		StreamSeq: meta.Sequence.Stream, Deliveries: meta.NumDelivered, Reason: reason,
+	})
+	if err != nil {
+		c.d.Log.Error("dead-letter consolidation request", "err", err)
+		_ = m.NakWithDelay(time.Second)
+		return "retry"
+	}
+	c.d.Log.Warn("consolidation request dead-lettered", "subject", m.Subject(), "seq", meta.Sequence.Stream, "reason", reason)
+	_ = m.Term()
+	return "dead_letter"
+}
+
+// leaseKey is the per-session consolidation lease.
+func leaseKey(sessionKey string) string { return "memory.consolidate." + subject.Token(sessionKey) }
+
+func backoff(delivered uint64) time.Duration {
+	d := time.Second
+	for i := uint64(1); i < delivered && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// oneLine shortens an error for logs.
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }

@@ -1,0 +1,34 @@
+// Package consolidator is the memory-consolidator's main job: it takes
+// consolidation requests from the MEMORY work-queue stream and condenses a
+// session's old turns into its scope's long-term memory (MEMORY.md) and a
+// history-log entry, through the model.
+//
+// # Protocol, per request
+//
+//  1. All consolidators share one durable pull consumer (explicit ack,
+//     InProgress while the model works). A request larger than
+//     Config.MaxRequestBytes, one that does not decode or names an
+//     impossible range, and one delivered more than Config.MaxDeliveries
+//     times go to the dead-letter subject "memory" with the reason.
+//  2. Per-session lease "memory.consolidate.<session>" in the lease
+//     bucket, renewed while the request runs: one consolidator per session
+//     at a time. A consolidator that finds the lease held waits for it.
+//  3. Under the lease, in rounds until the session's cursor
+//     (SessionInfo.consolidated_seq) reaches the request's to_seq: if the
+//     session's newest history entry ends beyond the cursor, an attempt
+//     stopped after logging it, so its memory update is applied (unless
+//     the document's applied marker says it was) and the cursor moved to
+//     its end. Otherwise the turns after the cursor, up to
+//     Config.ChunkTokens, go to the model, which answers
+//     {"history_entry", "memory_update"} (repaired if malformed); the
+//     entry is appended with the session's newest entry as expected last
+//     sequence, MEMORY.md is updated by compare-and-set with an applied
+//     marker, and the cursor moves forward by compare-and-set.
+//  4. If the model fails or its answer cannot be repaired, the raw messages
+//     are the entry and MEMORY.md stays as it was: a turn is never lost, and
+//     the cursor still moves, so the session stays usable.
+//
+// Every write being conditional, a retry, a redelivery after a crash or a
+// second consolidator holding an expired lease commits each entry exactly
+// once (see package memory for the guarantees).
+package consolidator

@@ -1,0 +1,285 @@
+package consolidator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// maxRounds bounds the chunks of one request.
+const maxRounds = 1000
+
+// maxMemoryAttempts bounds the compare-and-set attempts on one MEMORY.md.
+const maxMemoryAttempts = 10
+
+// ErrContention means a MEMORY.md kept changing under a consolidator.
+var ErrContention = errors.New("consolidator: memory changed too often under us")
+
+// update is a memory update the model computed from base.
+type update struct {
+	base   string
+	memory string
+}
+
+// consolidate runs the protocol of the package doc for one request.
+func (c *Consolidator) consolidate(ctx context.Context, m jetstream.Msg, req *nanofleetv1.ConsolidationRequest, log *slog.Logger) (string, error) {
+	key := req.GetSessionKey()
+	scope, err := memory.ParseScope(req.GetScope())
+	if err != nil {
+		return "", err
+	}
+	info, _, err := c.sessions.Info(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	if info.GetConsolidatedSeq() >= req.GetToSeq() {
+		return "skipped", nil
+	}
+	l, job, err := c.leases.Take(ctx, leaseKey(key), c.cfg.ID, c.cfg.LeaseWait, func() { _ = m.InProgress() })
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := l.Release(rctx); err != nil {
+			log.Warn("release consolidation lease", "err", err)
+		}
+	}()
+	stop := inProgress(job, m, c.cfg.AckWait/3)
+	defer stop()
+	return c.rounds(job, req, scope, log)
+}
+
+// rounds consolidates the request's range chunk by chunk; it relies on the
+// conditional writes alone, the lease only keeps others from wasting work.
+func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.ConsolidationRequest, scope memory.Scope, log *slog.Logger) (string, error) {
+	key := req.GetSessionKey()
+	outcome := "skipped"
+	for range maxRounds {
+		if job.Err() != nil {
+			return "", context.Cause(job)
+		}
+		info, _, err := c.sessions.Info(job, key)
+		if err != nil {
+			return "", err
+		}
+		cursor := info.GetConsolidatedSeq()
+		if cursor >= req.GetToSeq() {
+			return outcome, nil
+		}
+		last, err := c.hist.Last(job, key)
+		if err != nil {
+			return "", err
+		}
+		if last != nil && last.GetToSeq() > cursor {
+			// An earlier attempt logged this entry and stopped: finish it.
+			log.Info("finishing a logged entry", "entry", last.Seq, "to", last.GetToSeq())
+			if err := c.finish(job, last, nil, log); err != nil {
+				return "", err
+			}
+			if err := c.advance(job, key, last.GetToSeq()); err != nil {
+				return "", err
+			}
+			if outcome == "skipped" {
+				outcome = "ok"
+			}
+			continue
+		}
+		turns, err := memory.ReadTurns(job, c.d.Bus, key, cursor+1, req.GetToSeq())
+		if err != nil {
+			return "", err
+		}
+		chunk := c.chunk(turns)
+		if len(chunk) == 0 {
+			return outcome, c.advance(job, key, req.GetToSeq())
+		}
+		chunkTo := chunk[len(chunk)-1].Seq
+		if !hasMessages(chunk) {
+			if err := c.advance(job, key, chunkTo); err != nil {
+				return "", err
+			}
+			continue
+		}
+		doc, _, err := c.docs.Get(job, scope)
+		if err != nil {
+			return "", err
+		}
+		transcript := memory.Transcript(chunk, c.cfg.ToolChars)
+		entry := &nanofleetv1.HistoryEntry{
+			SessionKey: key, Scope: scope.Key(), FromSeq: cursor + 1, ToSeq: chunkTo,
+			Reason: req.GetReason(), CreatedAt: timestamppb.Now(),
+		}
+		var upd *update
+		res, merr := summarise(job, c.d.Model, c.cfg, doc.GetContent(), transcript)
+		if merr != nil {
+			if job.Err() != nil {
+				return "", context.Cause(job)
+			}
+			log.Warn("model failed; archiving the raw turns", "err", oneLine(merr))
+			entry.Text, entry.Raw = transcript, true
+			outcome = "raw"
+		} else {
+			entry.Text = res.Entry
+			upd = &update{base: doc.GetContent(), memory: res.Memory}
+			if outcome != "raw" {
+				outcome = "ok"
+			}
+		}
+		var expect uint64
+		if last != nil {
+			expect = last.Seq
+		}
+		seq, err := c.hist.Append(job, entry, expect)
+		if errors.Is(err, memory.ErrConflict) {
+			log.Info("another consolidator logged this range first")
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if err := c.finish(job, &memory.Entry{Seq: seq, HistoryEntry: entry}, upd, log); err != nil {
+			return "", err
+		}
+		if err := c.advance(job, key, chunkTo); err != nil {
+			return "", err
+		}
+		log.Info("consolidated", "entry", seq, "from", entry.GetFromSeq(), "to", chunkTo, "raw", entry.GetRaw())
+	}
+	return "", fmt.Errorf("consolidation of %s did not finish in %d rounds", key, maxRounds)
+}
+
+// finish applies a logged entry to its scope's MEMORY.md, once: the
+// document's applied marker says whether it was. upd is the model's update
+// and the memory it saw; when the memory changed since (or upd is nil) the
+// model merges the entry's turns into the current memory again.
+func (c *Consolidator) finish(ctx context.Context, e *memory.Entry, upd *update, log *slog.Logger) error {
+	scope, err := memory.ParseScope(e.GetScope())
+	if err != nil {
+		return err
+	}
+	for range maxMemoryAttempts {
+		doc, rev, err := c.docs.Get(ctx, scope)
+		if err != nil {
+			return err
+		}
+		if memory.AppliedUpTo(doc, e.GetSessionKey()) >= e.GetToSeq() {
+			return nil
+		}
+		content := doc.GetContent()
+		switch {
+		case e.GetRaw():
+			// Nothing learned: the turns are in the log as they were.
+		case upd != nil && upd.base == content:
+			if upd.memory != "" {
+				content = upd.memory
+			}
+		default:
+			merged, err := c.merge(ctx, e, content, log)
+			if err != nil {
+				return err
+			}
+			upd = &update{base: content, memory: merged}
+			if merged != "" {
+				content = merged
+			}
+		}
+		next := proto.Clone(doc).(*nanofleetv1.MemoryDoc)
+		next.Content = content
+		next.UpdatedAt = timestamppb.Now()
+		next.UpdatedBy = "consolidation"
+		memory.PushRecent(next, e.HistoryEntry, c.cfg.RecentEntries, c.cfg.RecentChars)
+		memory.MarkApplied(next, e.GetSessionKey(), e.GetToSeq(), time.Now(), c.cfg.AppliedTTL)
+		_, err = c.docs.Put(ctx, scope, next, rev)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, memory.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrContention, scope)
+}
+
+// merge asks the model to fold an entry's turns into memory; "" means
+// leave memory as it is.
+func (c *Consolidator) merge(ctx context.Context, e *memory.Entry, current string, log *slog.Logger) (string, error) {
+	turns, err := memory.ReadTurns(ctx, c.d.Bus, e.GetSessionKey(), e.GetFromSeq(), e.GetToSeq())
+	if err != nil {
+		return "", err
+	}
+	res, err := summarise(ctx, c.d.Model, c.cfg, current, memory.Transcript(turns, c.cfg.ToolChars))
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", context.Cause(ctx)
+		}
+		log.Warn("model failed merging into memory; memory kept, the turns are in the history log", "err", oneLine(err))
+		return "", nil
+	}
+	return res.Memory, nil
+}
+
+// advance moves the session's cursor forward to seq, never backward.
+func (c *Consolidator) advance(ctx context.Context, key string, seq uint64) error {
+	_, err := c.sessions.UpdateInfo(ctx, key, func(i *nanofleetv1.SessionInfo) {
+		if i.GetConsolidatedSeq() < seq {
+			i.ConsolidatedSeq = seq
+		}
+	})
+	return err
+}
+
+// chunk returns the oldest turns that fit Config.ChunkTokens (at least
+// one).
+func (c *Consolidator) chunk(turns []session.Turn) []session.Turn {
+	total := 0
+	for i, t := range turns {
+		total += memory.EstimateTurn(t)
+		if total > c.cfg.ChunkTokens && i > 0 {
+			return turns[:i]
+		}
+	}
+	return turns
+}
+
+func hasMessages(turns []session.Turn) bool {
+	for _, t := range turns {
+		for _, m := range t.Record.GetMessages() {
+			if m.GetContent() != "" || len(m.GetToolCalls()) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inProgress tells JetStream every period that m is being worked on,
+// until stopped.
+func inProgress(ctx context.Context, m jetstream.Msg, every time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}

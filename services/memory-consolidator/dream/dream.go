@@ -1,0 +1,395 @@
+// Package dream is Dream, the memory-consolidator's scheduled system job:
+// it reads the history entries logged since its last run and asks the
+// model to refine each scope's MEMORY.md and, for the agent's shared
+// scope, USER.md, SOUL.md and the skills.
+//
+// # Schedule
+//
+// The schedule is a message with a Nats-Schedule header ("@every 2h" by
+// default, or a cron expression with a time zone) in the memory jobs
+// stream; NATS itself fires it onto a subject all consolidators consume
+// through one durable consumer, so a fire runs once however many
+// consolidators there are, and no leader election is needed. Every
+// consolidator re-creates the schedule when it is missing or differs from
+// its config, so users can see the job (memory.ListJobs) but not delete it.
+//
+// # Guarantees
+//
+// A run holds the lease "memory.dream.<agent>". Each file is changed by
+// compare-and-set on the revision the model saw; a file edited meanwhile
+// keeps the edit and Dream's change to it is dropped (the next run sees the
+// edit). Every run that changes something stores one revision per scope
+// with the content before and after, so /dream-log shows it and
+// /dream-restore undoes it. Dream's cursor (the last history-log sequence
+// it read) moves after the scopes are done; a run cut short is redone from
+// the same entries, and its revision is stored once (deterministic message
+// id). Profile files are refined only from the agent scope's entries, so in
+// user or session scope no user's facts reach the shared prompt.
+package dream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/lease"
+	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/held"
+)
+
+// JobName is the system job's name.
+const JobName = "dream"
+
+// Config tunes Dream.
+type Config struct {
+	// ID names this consolidator in leases.
+	ID string
+	// Agent whose memory Dream refines.
+	Agent string
+	// Every is the interval (at least 1s); ignored when Cron is set.
+	Every time.Duration
+	// Cron is a 6-field cron expression (seconds first) or @hourly,
+	// @daily, …; TimeZone is its IANA zone.
+	Cron, TimeZone string
+	// MaxEntries and MaxInputChars bound the entries one run reads.
+	MaxEntries, MaxInputChars int
+	// MaxSkillChars bounds the skills shown to the model.
+	MaxSkillChars int
+	// Model overrides the provider's default model; MaxTokens bounds the
+	// answer.
+	Model     string
+	MaxTokens int
+	// AckWait is how long a fire may go without InProgress.
+	AckWait time.Duration
+}
+
+// DefaultConfig runs Dream every two hours, as nanobot does.
+func DefaultConfig() Config {
+	return Config{
+		Agent: "default", Every: 2 * time.Hour, MaxEntries: 200, MaxInputChars: 60000,
+		MaxSkillChars: 20000, MaxTokens: 8192, AckWait: 5 * time.Minute,
+	}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.ID == "" || c.Agent == "":
+		return errors.New("dream: id and agent must be set")
+	case c.Cron == "" && c.Every < time.Second:
+		return fmt.Errorf("memory.dream.every: must be at least 1s, got %s", c.Every)
+	case c.Cron == "" && c.TimeZone != "":
+		return errors.New("memory.dream.timeZone: only with a cron schedule")
+	case c.MaxEntries < 1 || c.MaxInputChars < 1000:
+		return errors.New("memory.dream: maxEntries must be at least 1 and maxInputChars at least 1000")
+	case c.AckWait < time.Second:
+		return fmt.Errorf("dream: ackWait must be at least 1s, got %s", c.AckWait)
+	}
+	if c.TimeZone != "" {
+		if _, err := time.LoadLocation(c.TimeZone); err != nil {
+			return fmt.Errorf("memory.dream.timeZone: %w", err)
+		}
+	}
+	return nil
+}
+
+// Pattern is the schedule's Nats-Schedule value.
+func (c Config) Pattern() string {
+	if c.Cron != "" {
+		return c.Cron
+	}
+	return "@every " + c.Every.String()
+}
+
+// Deps are Dream's collaborators.
+type Deps struct {
+	Bus   *bus.Bus
+	Model llm.Client
+	Log   *slog.Logger
+	// Ran, when set, is told of every run with the revisions it stored.
+	Ran func(revisions []uint64, err error)
+}
+
+// Job is Dream for one agent.
+type Job struct {
+	cfg     Config
+	d       Deps
+	names   memory.Names
+	docs    *memory.Docs
+	hist    *memory.Log
+	revs    *memory.Revisions
+	profile jetstream.KeyValue
+	mem     jetstream.KeyValue
+	leases  *held.Leases
+	cons    jetstream.Consumer
+	stream  jetstream.Stream
+}
+
+// New prepares Dream: it opens the stores and creates or updates the
+// durable consumer of the fires. memory.Provision must have run.
+func New(ctx context.Context, cfg Config, d Deps) (*Job, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Bus == nil || d.Model == nil || d.Log == nil {
+		return nil, errors.New("dream: Bus, Model and Log are required")
+	}
+	j := &Job{cfg: cfg, d: d, names: memory.NamesOf(d.Bus.Space), hist: memory.OpenLog(d.Bus)}
+	var err error
+	if j.docs, err = memory.OpenDocs(ctx, d.Bus); err != nil {
+		return nil, err
+	}
+	if j.revs, err = memory.OpenRevisions(ctx, d.Bus); err != nil {
+		return nil, err
+	}
+	if j.profile, err = d.Bus.KV(ctx, bus.BucketProfile); err != nil {
+		return nil, err
+	}
+	if j.mem, err = d.Bus.KV(ctx, bus.BucketMemory); err != nil {
+		return nil, err
+	}
+	if j.leases, err = held.Open(ctx, d.Bus); err != nil {
+		return nil, err
+	}
+	if j.stream, err = d.Bus.JS.Stream(ctx, j.names.JobStream()); err != nil {
+		return nil, fmt.Errorf("dream: %w (call memory.Provision)", err)
+	}
+	j.cons, err = d.Bus.JS.CreateOrUpdateConsumer(ctx, j.names.JobStream(), jetstream.ConsumerConfig{
+		Durable:       "dream_" + subject.Token(cfg.Agent),
+		Description:   "Dream runs of agent " + cfg.Agent,
+		FilterSubject: j.names.JobFire(JobName, cfg.Agent),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    3,
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dream: consumer: %w", err)
+	}
+	return j, nil
+}
+
+// Schedule makes sure the job's schedule message is there and says what
+// the config says.
+func (j *Job) Schedule(ctx context.Context) error {
+	subj := j.names.JobSchedule(JobName, j.cfg.Agent)
+	target := j.names.JobFire(JobName, j.cfg.Agent)
+	cur, err := j.stream.GetLastMsgForSubject(ctx, subj)
+	if err == nil && cur.Header.Get("Nats-Schedule") == j.cfg.Pattern() &&
+		cur.Header.Get("Nats-Schedule-Target") == target &&
+		cur.Header.Get("Nats-Schedule-Time-Zone") == j.cfg.TimeZone {
+		return nil
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("dream: read schedule: %w", err)
+	}
+	body, _ := proto.Marshal(&nanofleetv1.SystemJobFire{Job: JobName, Agent: j.cfg.Agent})
+	m := nats.NewMsg(subj)
+	m.Data = body
+	m.Header.Set("Nats-Schedule", j.cfg.Pattern())
+	m.Header.Set("Nats-Schedule-Target", target)
+	if j.cfg.TimeZone != "" {
+		m.Header.Set("Nats-Schedule-Time-Zone", j.cfg.TimeZone)
+	}
+	m.Header.Set(memory.HeaderSystemJob, JobName)
+	if _, err := j.d.Bus.JS.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("dream: publish schedule %q: %w", j.cfg.Pattern(), err)
+	}
+	j.d.Log.Info("dream scheduled", "agent", j.cfg.Agent, "schedule", j.cfg.Pattern(), "timezone", j.cfg.TimeZone)
+	return nil
+}
+
+// Run keeps the schedule in place and runs Dream on each fire until ctx
+// ends.
+func (j *Job) Run(ctx context.Context) error {
+	if err := j.Schedule(ctx); err != nil {
+		return err
+	}
+	lastCheck := time.Now()
+	for ctx.Err() == nil {
+		if time.Since(lastCheck) > time.Minute {
+			if err := j.Schedule(ctx); err != nil && ctx.Err() == nil {
+				j.d.Log.Warn("dream schedule check", "err", err)
+			}
+			lastCheck = time.Now()
+		}
+		fetchCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		batch, err := j.cons.Fetch(1, jetstream.FetchContext(fetchCtx))
+		if err != nil {
+			cancel()
+			if ctx.Err() == nil {
+				j.d.Log.Warn("fetch dream fire", "err", err)
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
+		for m := range batch.Messages() {
+			// A run cut short by shutdown is safe: the cursor has not moved.
+			j.fire(ctx, m)
+		}
+		cancel()
+	}
+	return nil
+}
+
+func (j *Job) fire(ctx context.Context, m jetstream.Msg) {
+	stop := inProgress(ctx, m, j.cfg.AckWait/3)
+	revs, err := j.RunOnce(ctx)
+	stop()
+	if j.d.Ran != nil {
+		j.d.Ran(revs, err)
+	}
+	if err != nil && !errors.Is(err, lease.ErrHeld) {
+		j.d.Log.Warn("dream run failed; the next fire retries", "err", err)
+	}
+	_ = m.Ack()
+}
+
+// RunOnce runs Dream now and returns the revisions it stored.
+// lease.ErrHeld means another run is in progress.
+func (j *Job) RunOnce(ctx context.Context) ([]uint64, error) {
+	l, job, err := j.leases.Take(ctx, "memory.dream."+subject.Token(j.cfg.Agent), j.cfg.ID, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = l.Release(rctx)
+	}()
+	cursor, crev, err := j.cursor(job)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := j.hist.Agent(job, j.cfg.Agent, cursor, j.cfg.MaxEntries)
+	if err != nil {
+		return nil, err
+	}
+	entries = fit(entries, j.cfg.MaxInputChars)
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	from, to := entries[0].Seq, entries[len(entries)-1].Seq
+	byScope := map[string][]memory.Entry{}
+	for _, e := range entries {
+		byScope[e.GetScope()] = append(byScope[e.GetScope()], e)
+	}
+	scopes := make([]string, 0, len(byScope))
+	for s := range byScope {
+		scopes = append(scopes, s)
+	}
+	slices.Sort(scopes)
+	var stored []uint64
+	for _, key := range scopes {
+		sc, err := memory.ParseScope(key)
+		if err != nil {
+			j.d.Log.Warn("dream: entries with a bad scope skipped", "scope", key, "err", err)
+			continue
+		}
+		rev, err := j.refine(job, sc, byScope[key], from, to)
+		if err != nil {
+			return stored, err
+		}
+		if rev > 0 {
+			stored = append(stored, rev)
+		}
+	}
+	if err := j.setCursor(job, to, crev); err != nil {
+		return stored, err
+	}
+	j.d.Log.Info("dream ran", "agent", j.cfg.Agent, "entries", len(entries), "scopes", len(scopes), "revisions", stored)
+	return stored, nil
+}
+
+// fit keeps the oldest entries within maxChars (at least one).
+func fit(entries []memory.Entry, maxChars int) []memory.Entry {
+	total := 0
+	for i, e := range entries {
+		total += len(e.GetText())
+		if total > maxChars && i > 0 {
+			return entries[:i]
+		}
+	}
+	return entries
+}
+
+func (j *Job) cursor(ctx context.Context) (uint64, uint64, error) {
+	e, err := j.mem.Get(ctx, memory.DreamCursorKey(j.cfg.Agent))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("dream cursor: %w", err)
+	}
+	seq, err := strconv.ParseUint(string(e.Value()), 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("dream cursor %q: %w", e.Value(), err)
+	}
+	return seq, e.Revision(), nil
+}
+
+func (j *Job) setCursor(ctx context.Context, seq, rev uint64) error {
+	val := []byte(strconv.FormatUint(seq, 10))
+	var err error
+	if rev == 0 {
+		_, err = j.mem.Create(ctx, memory.DreamCursorKey(j.cfg.Agent), val)
+	} else {
+		_, err = j.mem.Update(ctx, memory.DreamCursorKey(j.cfg.Agent), val, rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		// Another run moved it; its revisions cover what it read.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("dream cursor: %w", err)
+	}
+	return nil
+}
+
+func inProgress(ctx context.Context, m jetstream.Msg, every time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// now is the time for revisions.
+func now() *timestamppb.Timestamp { return timestamppb.Now() }
+
+// trimEq compares file contents ignoring surrounding space.
+func trimEq(a, b string) bool { return strings.TrimSpace(a) == strings.TrimSpace(b) }

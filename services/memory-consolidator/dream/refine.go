@@ -1,0 +1,251 @@
+package dream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/jsonrepair"
+)
+
+// file is one file Dream may refine.
+type file struct {
+	field   string // JSON field of the answer
+	name    string // for people
+	bucket  string // memory.ChangeMemory or memory.ChangeProfile
+	key     string
+	content string
+	rev     uint64
+}
+
+var skillName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// refine asks the model to refine one scope's files from its new entries,
+// applies the changes by compare-and-set and stores the revision. It
+// returns the revision number, or 0 when nothing changed.
+func (j *Job) refine(ctx context.Context, sc memory.Scope, entries []memory.Entry, from, to uint64) (uint64, error) {
+	doc, docRev, err := j.docs.Get(ctx, sc)
+	if err != nil {
+		return 0, err
+	}
+	files := []file{{field: "memory", name: "MEMORY.md", bucket: memory.ChangeMemory, key: memory.DocKey(sc), content: doc.GetContent(), rev: docRev}}
+	var skills []file
+	if sc.Kind == memory.KindAgent {
+		for _, f := range []struct{ field, name string }{{"user", "USER.md"}, {"soul", "SOUL.md"}} {
+			pf, err := j.profileFile(ctx, profile.FileKey(sc.Agent, f.name))
+			if err != nil {
+				return 0, err
+			}
+			pf.field, pf.name = f.field, f.name
+			files = append(files, pf)
+		}
+		if skills, err = j.skills(ctx, sc.Agent); err != nil {
+			return 0, err
+		}
+	}
+	resp, err := j.d.Model.Chat(ctx, llm.Request{
+		Model: j.cfg.Model,
+		Messages: []*nanofleetv1.ChatMessage{
+			{Role: "system", Content: "You are Dream, the memory keeper of an AI assistant. Respond only with valid JSON."},
+			{Role: "user", Content: prompt(sc, files, skills, entries)},
+		},
+		Temperature: 0.2,
+		MaxTokens:   j.cfg.MaxTokens,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("dream model: %w", err)
+	}
+	obj, err := jsonrepair.Object(resp.Content)
+	if err != nil {
+		// An answer that cannot be read changes nothing; the entries stay
+		// in the log and memory as it is.
+		j.d.Log.Warn("dream: unusable answer; scope left as it is", "scope", sc.Key(), "err", err)
+		return 0, nil
+	}
+	rev := &nanofleetv1.MemoryRevision{
+		Agent: sc.Agent, Scope: sc.Key(), Kind: memory.RevisionDream,
+		Summary: strings.TrimSpace(str(obj["summary"])), EntriesFrom: from, EntriesTo: to, CreatedAt: now(),
+	}
+	for _, f := range files {
+		after, ok := obj[f.field].(string)
+		if !ok || strings.TrimSpace(after) == "" || trimEq(after, f.content) {
+			continue
+		}
+		after = strings.TrimSpace(after) + "\n"
+		if err := j.apply(ctx, sc, f, doc, after); err != nil {
+			if errors.Is(err, memory.ErrConflict) {
+				j.d.Log.Info("dream: file edited meanwhile; its change is dropped", "file", f.name, "scope", sc.Key())
+				continue
+			}
+			return 0, err
+		}
+		rev.Changes = append(rev.Changes, &nanofleetv1.FileChange{Bucket: f.bucket, Key: f.key, Name: f.name, Before: f.content, After: after})
+	}
+	if sc.Kind == memory.KindAgent {
+		changed, err := j.applySkills(ctx, sc, skills, obj["skills"])
+		if err != nil {
+			return 0, err
+		}
+		rev.Changes = append(rev.Changes, changed...)
+	}
+	if len(rev.Changes) == 0 {
+		return 0, nil
+	}
+	if rev.Summary == "" {
+		rev.Summary = fmt.Sprintf("refined memory from %d history entries", len(entries))
+	}
+	return j.revs.Append(ctx, rev, fmt.Sprintf("dream:%s:%d-%d", sc.Key(), from, to))
+}
+
+// apply writes one file by compare-and-set on the revision the model saw.
+func (j *Job) apply(ctx context.Context, sc memory.Scope, f file, doc *nanofleetv1.MemoryDoc, after string) error {
+	if f.bucket == memory.ChangeMemory {
+		next := proto.Clone(doc).(*nanofleetv1.MemoryDoc)
+		next.Content = after
+		next.UpdatedAt = now()
+		next.UpdatedBy = memory.RevisionDream
+		_, err := j.docs.Put(ctx, sc, next, f.rev)
+		return err
+	}
+	var err error
+	if f.rev == 0 {
+		_, err = j.profile.Create(ctx, f.key, []byte(after))
+	} else {
+		_, err = j.profile.Update(ctx, f.key, []byte(after), f.rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("%w: %s", memory.ErrConflict, f.name)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", f.name, err)
+	}
+	return nil
+}
+
+func (j *Job) applySkills(ctx context.Context, sc memory.Scope, current []file, v any) ([]*nanofleetv1.FileChange, error) {
+	m, _ := v.(map[string]any)
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []*nanofleetv1.FileChange
+	for _, name := range names {
+		after, ok := m[name].(string)
+		if !ok || strings.TrimSpace(after) == "" || !skillName.MatchString(name) {
+			continue
+		}
+		f := file{name: "skill " + name, bucket: memory.ChangeProfile, key: profile.SkillKey(sc.Agent, name)}
+		for _, c := range current {
+			if c.key == f.key {
+				f = c
+			}
+		}
+		if trimEq(after, f.content) {
+			continue
+		}
+		after = strings.TrimSpace(after) + "\n"
+		if err := j.apply(ctx, sc, f, nil, after); err != nil {
+			if errors.Is(err, memory.ErrConflict) {
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, &nanofleetv1.FileChange{Bucket: f.bucket, Key: f.key, Name: f.name, Before: f.content, After: after})
+	}
+	return out, nil
+}
+
+func (j *Job) profileFile(ctx context.Context, key string) (file, error) {
+	e, err := j.profile.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return file{bucket: memory.ChangeProfile, key: key}, nil
+	}
+	if err != nil {
+		return file{}, fmt.Errorf("read %s: %w", key, err)
+	}
+	return file{bucket: memory.ChangeProfile, key: key, content: string(e.Value()), rev: e.Revision()}, nil
+}
+
+// skills returns the agent's skills within MaxSkillChars.
+func (j *Job) skills(ctx context.Context, agent string) ([]file, error) {
+	lister, err := j.profile.ListKeysFiltered(ctx, subject.Token(agent)+".skill.*")
+	if err != nil {
+		return nil, fmt.Errorf("list skills: %w", err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []file
+	total := 0
+	for _, k := range keys {
+		f, err := j.profileFile(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		name, err := subject.ParseToken(k[strings.LastIndexByte(k, '.')+1:])
+		if err != nil || f.content == "" {
+			continue
+		}
+		total += len(f.content)
+		if total > j.cfg.MaxSkillChars {
+			break
+		}
+		f.field, f.name = name, "skill "+name
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// prompt is Dream's instruction.
+func prompt(sc memory.Scope, files []file, skills []file, entries []memory.Entry) string {
+	var b strings.Builder
+	b.WriteString("Below are an AI assistant's long-term memory files and the conversation history entries written since you last looked. ")
+	b.WriteString("Refine the files so they stay accurate, short and useful:\n")
+	b.WriteString("- MEMORY.md (field \"memory\"): merge durable new facts from the entries; remove duplicates and facts the entries contradict or make outdated; keep what is still true; organise under headings.\n")
+	if sc.Kind == memory.KindAgent {
+		b.WriteString("- USER.md (field \"user\"): who the user is: name, preferences, ways of working.\n")
+		b.WriteString("- SOUL.md (field \"soul\"): the assistant's personality and tone; change it only when the user asked for different behaviour.\n")
+		b.WriteString("- skills (field \"skills\", an object of skill name to full SKILL.md): update a skill only when the entries show a better way to do its task; you may add a skill for a task the user keeps asking for.\n")
+	}
+	b.WriteString("\nReturn ONLY a JSON object: {\"summary\": \"<one sentence: what you changed and why>\", ")
+	if sc.Kind == memory.KindAgent {
+		b.WriteString("\"memory\": …, \"user\": …, \"soul\": …, \"skills\": {…}")
+	} else {
+		b.WriteString("\"memory\": …")
+	}
+	b.WriteString("}. Give a file's full new content, or null to leave it unchanged.\n")
+	for _, f := range files {
+		content := f.content
+		if strings.TrimSpace(content) == "" {
+			content = "(empty)"
+		}
+		fmt.Fprintf(&b, "\n## %s\n%s\n", f.name, content)
+	}
+	for _, s := range skills {
+		fmt.Fprintf(&b, "\n## Skill %s\n%s\n", s.field, s.content)
+	}
+	b.WriteString("\n## New history entries\n")
+	for _, e := range entries {
+		b.WriteString("- " + strings.ReplaceAll(memory.FormatEntry(e.HistoryEntry), "\n", "\n  ") + "\n")
+	}
+	return b.String()
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}

@@ -1,0 +1,180 @@
+package filesync_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/filesync"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
+)
+
+type env struct {
+	t    *testing.T
+	b    *bus.Bus
+	ws   string
+	docs *memory.Docs
+}
+
+func (e env) syncer() *filesync.Syncer {
+	s, err := filesync.New(context.Background(), e.b, filesync.Config{Workspace: e.ws, Agent: "default"}, memtest.Logger(e.t))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+func (e env) sync(s *filesync.Syncer) {
+	if err := s.SyncOnce(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e env) file(name string) string {
+	data, err := os.ReadFile(filepath.Join(e.ws, name))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(data)
+}
+
+// write writes a file with a modification time at.
+func (e env) write(name, content string, at time.Time) {
+	p := filepath.Join(e.ws, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.Chtimes(p, at, at); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e env) memory() string {
+	doc, _, err := e.docs.Get(context.Background(), memory.AgentScope("default"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return doc.GetContent()
+}
+
+func TestSyncBothWays(t *testing.T) {
+	_, b := memtest.Start(t)
+	ctx := context.Background()
+	docs, _ := memory.OpenDocs(ctx, b)
+	e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
+	prof, _ := b.KV(ctx, bus.BucketProfile)
+	past := time.Now().Add(-time.Hour)
+
+	// Files seed JetStream.
+	e.write("memory/MEMORY.md", "- Ada likes tea\n", past)
+	e.write("SOUL.md", "I am kind.\n", past)
+	s := e.syncer()
+	e.sync(s)
+	if e.memory() != "- Ada likes tea\n" {
+		t.Fatalf("memory = %q", e.memory())
+	}
+	if v, err := prof.Get(ctx, profile.FileKey("default", "SOUL.md")); err != nil || string(v.Value()) != "I am kind.\n" {
+		t.Fatalf("SOUL.md in KV = %v, %v", v, err)
+	}
+
+	// JetStream (a consolidation) changes memory: the file follows, and
+	// USER.md that only JetStream has is written.
+	if _, _, err := docs.SetContent(ctx, memory.AgentScope("default"), "- Ada likes tea\n- Ada lives in Lisbon\n", "consolidation"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prof.Put(ctx, profile.FileKey("default", "USER.md"), []byte("Name: Ada\n")); err != nil {
+		t.Fatal(err)
+	}
+	e.sync(s)
+	if got := e.file("memory/MEMORY.md"); got != "- Ada likes tea\n- Ada lives in Lisbon\n" {
+		t.Fatalf("MEMORY.md = %q", got)
+	}
+	if got := e.file("USER.md"); got != "Name: Ada\n" {
+		t.Fatalf("USER.md = %q", got)
+	}
+
+	// The operator edits the file: JetStream follows.
+	e.write("SOUL.md", "I am kind and brief.\n", time.Now())
+	e.sync(s)
+	if v, _ := prof.Get(ctx, profile.FileKey("default", "SOUL.md")); string(v.Value()) != "I am kind and brief.\n" {
+		t.Fatalf("SOUL.md in KV = %q", v.Value())
+	}
+
+	// Both change: the newer wins, the other is a revision to restore.
+	if _, _, err := docs.SetContent(ctx, memory.AgentScope("default"), "- from JetStream\n", "dream"); err != nil {
+		t.Fatal(err)
+	}
+	e.write("memory/MEMORY.md", "- from the editor\n", time.Now().Add(time.Minute))
+	e.sync(s)
+	if e.memory() != "- from the editor\n" || e.file("memory/MEMORY.md") != "- from the editor\n" {
+		t.Fatalf("after conflict: KV %q, file %q", e.memory(), e.file("memory/MEMORY.md"))
+	}
+	revs, _ := memory.OpenRevisions(ctx, b)
+	list, err := revs.List(ctx, []memory.Scope{memory.AgentScope("default")}, 5)
+	if err != nil || len(list) != 1 || list[0].Kind != memory.RevisionSync || list[0].Changes[0].Before != "- from JetStream\n" {
+		t.Fatalf("revisions = %v, %v", list, err)
+	}
+	if _, err := revs.Restore(ctx, list[0].Seq, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.sync(s)
+	if e.file("memory/MEMORY.md") != "- from JetStream\n" {
+		t.Fatalf("restored edit did not reach the file: %q", e.file("memory/MEMORY.md"))
+	}
+
+	// A restart knows what was synced: an edit made while down is not a
+	// conflict, and a deleted file comes back.
+	e.write("SOUL.md", "I am terse.\n", time.Now().Add(-time.Hour))
+	if err := os.Remove(filepath.Join(e.ws, "USER.md")); err != nil {
+		t.Fatal(err)
+	}
+	s2 := e.syncer()
+	e.sync(s2)
+	if v, _ := prof.Get(ctx, profile.FileKey("default", "SOUL.md")); string(v.Value()) != "I am terse.\n" {
+		t.Fatalf("edit while down: SOUL.md in KV = %q", v.Value())
+	}
+	if e.file("USER.md") != "Name: Ada\n" {
+		t.Fatalf("USER.md not restored: %q", e.file("USER.md"))
+	}
+	if list, _ := revs.List(ctx, []memory.Scope{memory.AgentScope("default")}, 5); len(list) != 2 {
+		t.Errorf("%d revisions, want the conflict and the restore only", len(list))
+	}
+}
+
+func TestRunFollowsJetStream(t *testing.T) {
+	_, b := memtest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	docs, _ := memory.OpenDocs(ctx, b)
+	e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
+	s, err := filesync.New(ctx, b, filesync.Config{Workspace: e.ws, Agent: "default", Poll: time.Hour}, memtest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	// A KV change reaches the file without waiting for the (hour-long)
+	// poll: the syncer watches the key.
+	if _, _, err := docs.SetContent(ctx, memory.AgentScope("default"), "- pushed\n", "dream"); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(e.ws, "memory", "MEMORY.md")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if data, err := os.ReadFile(p); err == nil && string(data) == "- pushed\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("MEMORY.md not written within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,124 @@
+// Package held keeps a lease from pkg/lease for the length of a job: it
+// waits for a lease someone else holds, renews it in the background, and
+// cancels the job's context when the lease is lost.
+package held
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/lease"
+)
+
+// ErrLost is the cause of a job context cancelled because the lease was
+// lost.
+var ErrLost = errors.New("held: lease lost")
+
+// Leases hands out held leases from the fleet's lease bucket.
+type Leases struct {
+	t     *lease.Table
+	renew time.Duration
+	// n makes each Take's owner name unique: pkg/lease hands a lease held
+	// under the same name to its asker (a restarted holder), and the jobs
+	// of one process must not share a lease.
+	n atomic.Uint64
+}
+
+// Open returns the fleet's leases; they are renewed at a third of the
+// bucket's TTL.
+func Open(ctx context.Context, b *bus.Bus) (*Leases, error) {
+	kv, err := b.KV(ctx, bus.BucketLeases)
+	if err != nil {
+		return nil, err
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lease bucket status: %w", err)
+	}
+	ttl := st.TTL()
+	if ttl <= 0 {
+		ttl = 30 * time.Second
+	}
+	return New(kv, ttl/3), nil
+}
+
+// New returns leases from kv renewed every renew.
+func New(kv jetstream.KeyValue, renew time.Duration) *Leases {
+	return &Leases{t: lease.NewTable(kv), renew: renew}
+}
+
+// Lease is a held lease and the context of the job under it.
+type Lease struct {
+	l      *lease.Lease
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// Take acquires key for owner, waiting up to wait while another holds it
+// and calling tick about every second meanwhile (e.g. to tell JetStream the
+// message is in progress). The returned context ends when the lease is
+// lost or released. lease.ErrHeld means the wait was not enough. The
+// lease is held as "<owner>/<n>", unique within the process.
+func (ls *Leases) Take(ctx context.Context, key, owner string, wait time.Duration, tick func()) (*Lease, context.Context, error) {
+	owner = owner + "/" + strconv.FormatUint(ls.n.Add(1), 10)
+	deadline := time.Now().Add(wait)
+	lastTick := time.Now()
+	delay := 50 * time.Millisecond
+	for {
+		l, err := ls.t.Acquire(ctx, key, owner)
+		if err == nil {
+			jobCtx, cancel := context.WithCancelCause(ctx)
+			h := &Lease{l: l, cancel: cancel, done: make(chan struct{})}
+			go h.keep(jobCtx, ls.renew)
+			return h, jobCtx, nil
+		}
+		if !errors.Is(err, lease.ErrHeld) || time.Now().After(deadline) {
+			return nil, nil, err
+		}
+		if tick != nil && time.Since(lastTick) >= time.Second {
+			tick()
+			lastTick = time.Now()
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, 500*time.Millisecond)
+	}
+}
+
+func (h *Lease) keep(ctx context.Context, every time.Duration) {
+	defer close(h.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := h.l.Renew(ctx); err != nil {
+			if ctx.Err() == nil {
+				h.cancel(fmt.Errorf("%w: %v", ErrLost, err))
+			}
+			return
+		}
+	}
+}
+
+// Release stops renewing and gives the lease up.
+func (h *Lease) Release(ctx context.Context) error {
+	h.cancel(nil)
+	<-h.done
+	return h.l.Release(ctx)
+}

@@ -1,0 +1,222 @@
+// Package memtest is the memory-consolidator's test kit: a provisioned
+// JetStream, a model client on the fake OpenAI server with a scripted
+// consolidation model, and waits on JetStream events.
+package memtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// Start starts JetStream with the fleet's and memory's layout.
+func Start(t testing.TB) (*bustest.Server, *bus.Bus) {
+	t.Helper()
+	srv := bustest.StartServer(t)
+	b := srv.Connect(t, "")
+	Provision(t, b)
+	return srv, b
+}
+
+// Provision provisions the memory streams on b.
+func Provision(t testing.TB, b *bus.Bus) {
+	t.Helper()
+	if err := memory.Provision(context.Background(), b, bustest.TestLayout()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Model returns a client of srv that retries at most once, without
+// waiting.
+func Model(t testing.TB, srv *llmtest.Server) llm.Client {
+	t.Helper()
+	m, err := llm.New(llm.Config{Name: "openai", APIBase: srv.URL(), APIKey: "k", Model: "test-model", MaxRetries: 1},
+		llm.WithSleep(func(context.Context, time.Duration) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Logger logs to the test.
+func Logger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(writer{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type writer struct{ t testing.TB }
+
+func (w writer) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// IsConsolidation reports whether req is a consolidation request.
+func IsConsolidation(req *llmtest.RecordedRequest) bool {
+	return len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, "memory consolidation agent")
+}
+
+// IsDream reports whether req is a Dream request.
+func IsDream(req *llmtest.RecordedRequest) bool {
+	return len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, "You are Dream")
+}
+
+// Consolidate is a consolidation model: the history entry quotes every
+// user line of the conversation, and every "FACT: x." of a user line
+// becomes a "- x" line of the memory.
+func Consolidate(req *llmtest.RecordedRequest) llmtest.Reply {
+	u := req.LastUserText()
+	mem := Between(u, "## Current Long-term Memory\n", "\n\n## Conversation to Process")
+	if mem == "(empty)" {
+		mem = ""
+	}
+	conv := Between(u, "## Conversation to Process\n", "\n\nRespond with ONLY")
+	var users []string
+	lines := strings.Split(strings.TrimSpace(mem), "\n")
+	if mem == "" {
+		lines = nil
+	}
+	for l := range strings.SplitSeq(conv, "\n") {
+		_, text, ok := strings.Cut(l, "USER: ")
+		if !ok {
+			continue
+		}
+		users = append(users, text)
+		for _, part := range strings.Split(text, "FACT: ")[1:] {
+			fact := "- " + strings.TrimSpace(strings.SplitN(part, ".", 2)[0])
+			if !slices.Contains(lines, fact) {
+				lines = append(lines, fact)
+			}
+		}
+	}
+	out, _ := json.Marshal(map[string]string{
+		"history_entry": "[2026-01-01 00:00] The user said: " + strings.Join(users, " | "),
+		"memory_update": strings.Join(lines, "\n"),
+	})
+	return llmtest.Text(string(out))
+}
+
+// Between returns the text of s between the markers.
+func Between(s, from, to string) string {
+	_, rest, ok := strings.Cut(s, from)
+	if !ok {
+		return ""
+	}
+	rest, _, _ = strings.Cut(rest, to)
+	return rest
+}
+
+// WaitCursor waits until the session's consolidation cursor reaches seq,
+// watching the sessions bucket.
+func WaitCursor(t testing.TB, b *bus.Bus, sessionKey string, seq uint64, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	kv, err := b.KV(ctx, bus.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.Watch(ctx, subject.Token(sessionKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+	var last uint64
+	for {
+		select {
+		case e := <-w.Updates():
+			if e == nil {
+				continue
+			}
+			info := &nanofleetv1.SessionInfo{}
+			if proto.Unmarshal(e.Value(), info) == nil {
+				last = info.GetConsolidatedSeq()
+				if last >= seq {
+					return
+				}
+			}
+		case <-ctx.Done():
+			t.Fatalf("cursor of %s at %d, not %d, after %s", sessionKey, last, seq, within)
+		}
+	}
+}
+
+// Messages follows a stream's messages on filter from now on.
+func Messages(t testing.TB, b *bus.Bus, stream, filter string) <-chan jetstream.Msg {
+	t.Helper()
+	ctx := context.Background()
+	ch := make(chan jetstream.Msg, 1000)
+	c, err := b.JS.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := c.Consume(func(m jetstream.Msg) { ch <- m })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cc.Stop)
+	return ch
+}
+
+// Next returns the next message of ch or fails after within.
+func Next(t testing.TB, ch <-chan jetstream.Msg, within time.Duration, what string) jetstream.Msg {
+	t.Helper()
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(within):
+		t.Fatalf("no %s within %s", what, within)
+		return nil
+	}
+}
+
+// Coverage checks that the session's history entries cover disjoint
+// ranges, and returns them.
+func Coverage(t testing.TB, b *bus.Bus, sessionKey string) []memory.Entry {
+	t.Helper()
+	entries, err := memory.OpenLog(b).Session(context.Background(), sessionKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prevTo uint64
+	for _, e := range entries {
+		if e.GetFromSeq() <= prevTo || e.GetToSeq() < e.GetFromSeq() {
+			t.Errorf("entry %d covers %d-%d, overlapping the one before (to %d)", e.Seq, e.GetFromSeq(), e.GetToSeq(), prevTo)
+		}
+		prevTo = e.GetToSeq()
+	}
+	return entries
+}
+
+// Count returns how often sub occurs in the entries' texts.
+func Count(entries []memory.Entry, sub string) int {
+	n := 0
+	for _, e := range entries {
+		n += strings.Count(e.GetText(), sub)
+	}
+	return n
+}
+
+// Describe lists entries for failure messages.
+func Describe(entries []memory.Entry) string {
+	var b strings.Builder
+	for _, e := range entries {
+		fmt.Fprintf(&b, "#%d %s %d-%d raw=%v: %s\n", e.Seq, e.GetScope(), e.GetFromSeq(), e.GetToSeq(), e.GetRaw(), memory.Clip(e.GetText(), 300))
+	}
+	return b.String()
+}

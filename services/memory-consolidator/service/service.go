@@ -1,0 +1,247 @@
+// Package service assembles the memory-consolidator from the fleet's
+// config: the consolidator of requests, Dream, and the workspace file
+// sync. The memory-consolidator binary and the all-in-one use it.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/consolidator"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/dream"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/filesync"
+)
+
+// Section is the config file's "memory" section: the worker's settings
+// (memory.Config) and the consolidator's.
+type Section struct {
+	memory.Config
+	Consolidator ConsolidatorSection `json:"consolidator"`
+	Dream        DreamSection        `json:"dream"`
+	Sync         SyncSection         `json:"sync"`
+}
+
+// ConsolidatorSection is memory.consolidator.
+type ConsolidatorSection struct {
+	// Model overrides agents.defaults.model for consolidation.
+	Model           string `json:"model,omitempty"`
+	Slots           int    `json:"slots,omitempty"`
+	AckWaitSeconds  int    `json:"ackWaitSeconds,omitempty"`
+	MaxDeliveries   int    `json:"maxDeliveries,omitempty"`
+	MaxRequestBytes int    `json:"maxRequestBytes,omitempty"`
+	ChunkTokens     int    `json:"chunkTokens,omitempty"`
+}
+
+// DreamSection is memory.dream.
+type DreamSection struct {
+	// Enabled defaults to true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Every is a Go duration ("2h", "90m"); Cron (6 fields, seconds
+	// first, or @daily…) with TimeZone replaces it.
+	Every      string `json:"every,omitempty"`
+	Cron       string `json:"cron,omitempty"`
+	TimeZone   string `json:"timeZone,omitempty"`
+	MaxEntries int    `json:"maxEntries,omitempty"`
+	Model      string `json:"model,omitempty"`
+}
+
+// SyncSection is memory.sync.
+type SyncSection struct {
+	// Enabled defaults to true when the service has a workspace.
+	Enabled     *bool `json:"enabled,omitempty"`
+	PollSeconds int   `json:"pollSeconds,omitempty"`
+}
+
+// Options are what the config file does not say.
+type Options struct {
+	File   *config.File
+	Getenv func(string) string
+	// ID names this consolidator; default hostname-pid.
+	ID string
+	// Workspace is the directory synced with JetStream; empty disables
+	// the sync.
+	Workspace string
+	// Model overrides the provider built from the config (tests).
+	Model   llm.Client
+	Metrics *observe.Metrics
+	Log     *slog.Logger
+}
+
+// Service is an assembled memory-consolidator.
+type Service struct {
+	Consolidator *consolidator.Consolidator
+	Dream        *dream.Job
+	Sync         *filesync.Syncer
+	log          *slog.Logger
+}
+
+// Configs turns the config file into the parts' configs; dream is
+// returned with ok false when disabled.
+func Configs(file *config.File, id string) (consolidator.Config, dream.Config, bool, Section, error) {
+	sec := Section{Config: memory.DefaultConfig()}
+	if err := file.Section("memory", &sec); err != nil {
+		return consolidator.Config{}, dream.Config{}, false, sec, err
+	}
+	if err := sec.Config.Validate(); err != nil {
+		return consolidator.Config{}, dream.Config{}, false, sec, err
+	}
+	cc := consolidator.DefaultConfig()
+	cc.ID = id
+	cs := sec.Consolidator
+	cc.Model = cs.Model
+	setInt(&cc.Slots, cs.Slots)
+	setInt(&cc.MaxDeliveries, cs.MaxDeliveries)
+	setInt(&cc.MaxRequestBytes, cs.MaxRequestBytes)
+	setInt(&cc.ChunkTokens, cs.ChunkTokens)
+	if cs.AckWaitSeconds > 0 {
+		cc.AckWait = time.Duration(cs.AckWaitSeconds) * time.Second
+	}
+	if err := cc.Validate(); err != nil {
+		return cc, dream.Config{}, false, sec, fmt.Errorf("%w: %v", config.ErrInvalid, err)
+	}
+	dc := dream.DefaultConfig()
+	dc.ID, dc.Agent = id, sec.Agent
+	if dc.Agent == "" {
+		dc.Agent = memory.DefaultConfig().Agent
+	}
+	ds := sec.Dream
+	if ds.Every != "" {
+		d, err := time.ParseDuration(ds.Every)
+		if err != nil {
+			return cc, dc, false, sec, config.Invalid("memory.dream.every", "%v", err)
+		}
+		dc.Every = d
+	}
+	dc.Cron, dc.TimeZone, dc.Model = ds.Cron, ds.TimeZone, ds.Model
+	setInt(&dc.MaxEntries, ds.MaxEntries)
+	if err := dc.Validate(); err != nil {
+		return cc, dc, false, sec, fmt.Errorf("%w: %v", config.ErrInvalid, err)
+	}
+	return cc, dc, ds.Enabled == nil || *ds.Enabled, sec, nil
+}
+
+func setInt(dst *int, v int) {
+	if v != 0 {
+		*dst = v
+	}
+}
+
+// New assembles the service. The bus layout and memory.Provision must
+// have run.
+func New(ctx context.Context, b *bus.Bus, o Options) (*Service, error) {
+	if o.Log == nil || o.File == nil {
+		return nil, errors.New("memory-consolidator: File and Log are required")
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.ID == "" {
+		host, _ := os.Hostname()
+		o.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	cc, dc, dreamOn, sec, err := Configs(o.File, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	model := o.Model
+	if model == nil {
+		if model, err = Model(o.File, o.Getenv, o.Log); err != nil {
+			return nil, err
+		}
+	}
+	s := &Service{log: o.Log}
+	s.Consolidator, err = consolidator.New(ctx, cc, consolidator.Deps{
+		Bus: b, Model: model, Log: o.Log.With("part", "consolidator"), Observer: observer(o.Metrics),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if dreamOn {
+		if s.Dream, err = dream.New(ctx, dc, dream.Deps{Bus: b, Model: model, Log: o.Log.With("part", "dream")}); err != nil {
+			return nil, err
+		}
+	}
+	syncOn := o.Workspace != "" && (sec.Sync.Enabled == nil || *sec.Sync.Enabled)
+	if syncOn {
+		s.Sync, err = filesync.New(ctx, b, filesync.Config{
+			Workspace: o.Workspace, Agent: dc.Agent, Poll: time.Duration(sec.Sync.PollSeconds) * time.Second,
+		}, o.Log.With("part", "filesync"))
+		if err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Model builds the model provider from the config and environment. Without
+// an API key the service still runs: every consolidation then archives the
+// raw turns, so nothing is lost until a key is set.
+func Model(file *config.File, getenv func(string) string, log *slog.Logger) (llm.Client, error) {
+	pc := file.ModelProvider(getenv)
+	p, err := llm.New(pc, llm.WithLogger(log))
+	var ce *llm.ConfigError
+	if errors.As(err, &ce) && ce.Field == "APIKey" {
+		log.Warn("no model API key configured; consolidations archive raw turns until one is set", "provider", pc.Name)
+		return noKey{provider: pc.Name}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: model provider: %v", config.ErrInvalid, err)
+	}
+	return p, nil
+}
+
+type noKey struct{ provider string }
+
+func (n noKey) Chat(context.Context, llm.Request) (*llm.Response, error) {
+	return nil, fmt.Errorf("no API key for provider %q", n.provider)
+}
+
+// Run runs the parts until ctx ends; the first part to fail stops the
+// others.
+func (s *Service) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	var first error
+	var once sync.Once
+	run := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				once.Do(func() { first = fmt.Errorf("%s: %w", name, err) })
+				cancel(err)
+			}
+		}()
+	}
+	run("consolidator", s.Consolidator.Run)
+	if s.Dream != nil {
+		run("dream", s.Dream.Run)
+	}
+	if s.Sync != nil {
+		run("filesync", s.Sync.Run)
+	}
+	wg.Wait()
+	return first
+}
+
+func observer(m *observe.Metrics) consolidator.Observer {
+	if m == nil {
+		return consolidator.Observer{}
+	}
+	return consolidator.Observer{Done: func(outcome string, _ time.Duration) {
+		if outcome == "dead_letter" {
+			m.DeadLetters.WithLabelValues(consolidator.DeadLetterSource).Inc()
+		}
+	}}
+}
