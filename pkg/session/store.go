@@ -109,6 +109,27 @@ func (s *Store) lastSeq(ctx context.Context, key string) (uint64, error) {
 	return m.Sequence, nil
 }
 
+// LastTurn returns the session's newest turn record, or nil when it has
+// none.
+func (s *Store) LastTurn(ctx context.Context, key string) (*nanofleetv1.TurnRecord, error) {
+	st, err := s.js.Stream(ctx, s.space.HistoryStream())
+	if err != nil {
+		return nil, fmt.Errorf("history stream: %w", err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, s.space.History(key))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("last record of %s: %w", key, err)
+	}
+	rec := &nanofleetv1.TurnRecord{}
+	if err := proto.Unmarshal(m.Data, rec); err != nil {
+		return nil, fmt.Errorf("last record of %s: %w", key, err)
+	}
+	return rec, nil
+}
+
 // Append commits rec as the session's next turn, provided the session's
 // last record is still expectLast (0: no record yet). It returns the new
 // record's sequence, or ErrConflict.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -36,6 +37,8 @@ type turn struct {
 	// messaged is set when the message tool already answered the origin
 	// chat, so the final answer is not sent twice.
 	messaged bool
+	// release frees the session's lease and local claim.
+	release func()
 }
 
 // SessionKey returns the session an inbound message belongs to.
@@ -81,6 +84,52 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 }
 
+// localTurn is a turn running in this worker.
+type localTurn struct {
+	cancel context.CancelCauseFunc // set once the turn has its lease
+	done   chan struct{}
+}
+
+// localWait is how long a message waits in this worker for the same
+// session's turn, running here, to finish: a reply is often answered at
+// once, and waiting here is cheaper than a redelivery.
+const localWait = 200 * time.Millisecond
+
+// claim marks the session as running in this worker. If it already runs
+// here, claim waits up to localWait for it to end; false means busy. The
+// same message redelivered to this worker must not run twice, whatever
+// the lease says.
+func (w *Worker) claim(ctx context.Context, key string) bool {
+	deadline := time.NewTimer(localWait)
+	defer deadline.Stop()
+	for {
+		w.mu.Lock()
+		lt, ok := w.running[key]
+		if !ok {
+			w.running[key] = &localTurn{done: make(chan struct{})}
+			w.mu.Unlock()
+			return true
+		}
+		w.mu.Unlock()
+		select {
+		case <-lt.done:
+		case <-deadline.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (w *Worker) unclaim(key string) {
+	w.mu.Lock()
+	if lt, ok := w.running[key]; ok {
+		delete(w.running, key)
+		close(lt.done)
+	}
+	w.mu.Unlock()
+}
+
 // busy puts the message back to wait for its session.
 func (t *turn) busy() {
 	d := t.w.cfg.BusyDelay
@@ -93,27 +142,29 @@ func (t *turn) busy() {
 // run returns the turn's outcome for metrics, or "" when it only waited.
 func (t *turn) run(ctx context.Context) string {
 	w := t.w
-	// FIFO guard: only the oldest message of the subject may run.
-	first, err := w.inbound.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(t.msg.Subject()))
-	if err != nil {
-		t.log.Warn("fifo check", "err", err)
-		t.busy()
-		return ""
-	}
-	if first.Sequence != t.meta.Sequence.Stream {
-		t.busy()
-		return ""
-	}
-	l, err := w.leases.Acquire(ctx, subject.Token(t.key), w.cfg.ID)
-	if errors.Is(err, lease.ErrHeld) {
-		if w.d.Observer.LeaseContention != nil {
-			w.d.Observer.LeaseContention()
+	if oldest, err := t.oldest(ctx); err != nil || !oldest {
+		if err != nil {
+			t.log.Warn("fifo check", "err", err)
 		}
 		t.busy()
 		return ""
 	}
+	if !w.claim(ctx, t.key) {
+		t.busy()
+		return ""
+	}
+	// The owner names the worker and the message, so a worker restarted
+	// under its old id takes over the lease of the very turn it was running.
+	l, err := w.leases.Acquire(ctx, subject.Token(t.key), w.cfg.ID+"/"+strconv.FormatUint(t.meta.Sequence.Stream, 10))
 	if err != nil {
-		t.log.Warn("acquire lease", "err", err)
+		w.unclaim(t.key)
+		if errors.Is(err, lease.ErrHeld) {
+			if w.d.Observer.LeaseContention != nil {
+				w.d.Observer.LeaseContention()
+			}
+		} else {
+			t.log.Warn("acquire lease", "err", err)
+		}
 		t.busy()
 		return ""
 	}
@@ -121,23 +172,24 @@ func (t *turn) run(ctx context.Context) string {
 	turnCtx, stop := context.WithCancelCause(turnCtx)
 	defer cancel()
 	w.mu.Lock()
-	w.running[t.key] = stop
+	w.running[t.key].cancel = stop
 	w.mu.Unlock()
 	renewDone := make(chan struct{})
 	go t.keepAlive(turnCtx, l, stop, renewDone)
-	defer func() {
+	// release frees the session for its next message: called by commit as
+	// soon as the replies are out, and in any case when the turn ends.
+	t.release = sync.OnceFunc(func() {
 		stop(nil)
 		<-renewDone
-		w.mu.Lock()
-		delete(w.running, t.key)
-		w.mu.Unlock()
 		// Released with a fresh context: a stopped turn still frees its session.
 		relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer relCancel()
 		if err := l.Release(relCtx); err != nil {
 			t.log.Warn("release lease", "err", err)
 		}
-	}()
+		w.unclaim(t.key)
+	})
+	defer t.release()
 	outcome, err := t.execute(turnCtx)
 	if err != nil {
 		if errors.Is(context.Cause(turnCtx), errLeaseLost) || ctx.Err() != nil {
@@ -152,6 +204,31 @@ func (t *turn) run(ctx context.Context) string {
 		return "failed"
 	}
 	return outcome
+}
+
+// oldest is the FIFO guard: only the oldest message still in the inbound
+// stream on the subject may run. A message older than ours whose turn is
+// already committed (its ack still on its way to the server) does not
+// count: without that, a client answering the reply at once would find its
+// next message nak'ed behind an ack in flight.
+func (t *turn) oldest(ctx context.Context) (bool, error) {
+	st, subj, ours := t.w.inbound, t.msg.Subject(), t.meta.Sequence.Stream
+	first, err := st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subj))
+	if err != nil {
+		return false, err
+	}
+	if first.Sequence == ours {
+		return true, nil
+	}
+	last, err := t.w.sessions.LastTurn(ctx, t.key)
+	if err != nil || last.GetInboundSeq() != first.Sequence {
+		return false, err
+	}
+	next, err := st.GetMsg(ctx, first.Sequence+1, jetstream.WithGetMsgSubject(subj))
+	if err != nil {
+		return false, err
+	}
+	return next.Sequence == ours, nil
 }
 
 // keepAlive renews the lease and the message's ack deadline until ctx
@@ -249,7 +326,7 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if w.d.Memory != nil {
-		if err := w.d.Memory.AfterTurn(ctx, t.in, t.key, info, hist, t.historyBudget()); err != nil {
+		if err := w.d.Memory.AfterTurn(context.WithoutCancel(ctx), t.in, t.key, info, hist, t.historyBudget()); err != nil {
 			t.log.Warn("memory after turn", "err", err)
 		}
 	}
@@ -351,6 +428,12 @@ func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleet
 	hist.LastSeq = seq
 	if err := t.publishReplies(ctx); err != nil {
 		return err
+	}
+	// The turn is durable and answered: let the session's next message in
+	// while the bookkeeping below finishes. The FIFO guard knows a
+	// committed message whose ack is still on its way.
+	if t.release != nil {
+		t.release()
 	}
 	if err := w.sessions.ClearCheckpoint(ctx, t.key); err != nil {
 		t.log.Warn("clear checkpoint", "err", err)

@@ -75,7 +75,7 @@ type Worker struct {
 	catalog  *catalog
 
 	mu      sync.Mutex
-	running map[string]context.CancelCauseFunc // by session key
+	running map[string]*localTurn // by session key
 }
 
 // New prepares a worker: it opens the stores and creates or updates the
@@ -118,7 +118,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Worker, error) {
 	}
 	w := &Worker{
 		cfg: cfg, d: d, loop: loop, sessions: sessions, leases: lease.NewTable(leaseKV),
-		inbound: st, cons: cons, running: map[string]context.CancelCauseFunc{},
+		inbound: st, cons: cons, running: map[string]*localTurn{},
 	}
 	w.catalog = &catalog{remote: d.Tools, local: d.Local, log: d.Log}
 	return w, nil
@@ -187,7 +187,10 @@ func (w *Worker) onStop(m *nats.Msg) {
 		return
 	}
 	w.mu.Lock()
-	cancel := w.running[req.GetSessionKey()]
+	var cancel context.CancelCauseFunc
+	if lt := w.running[req.GetSessionKey()]; lt != nil {
+		cancel = lt.cancel
+	}
 	w.mu.Unlock()
 	if cancel != nil {
 		w.d.Log.Info("stopping turn", "session", req.GetSessionKey())

@@ -21,6 +21,8 @@ import (
 // reports turns/s and the latency from inbound publish to final reply.
 // model_ms is the mean model call as the worker measured it, so that
 // latency minus model time is what the bus and the turn protocol cost.
+// Each client moves to a new session every 20 turns, as conversations
+// are consolidated long before they reach thousands of turns.
 func BenchmarkTurns(b *testing.B) {
 	for _, sessions := range []int{1, 100} {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
@@ -46,7 +48,7 @@ func BenchmarkTurns(b *testing.B) {
 					local := make([]time.Duration, 0, per)
 					for i := range per {
 						t0 := time.Now()
-						if _, err := tf.client.Ask(ctx, fleet.Request{ChatID: fmt.Sprint("b", s), Text: strconv.Itoa(i)}); err != nil {
+						if _, err := tf.client.Ask(ctx, fleet.Request{ChatID: fmt.Sprintf("b%d-%d", s, i/20), Text: strconv.Itoa(i)}); err != nil {
 							b.Error(err)
 							return
 						}
