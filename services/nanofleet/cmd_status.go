@@ -7,8 +7,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
@@ -19,19 +17,9 @@ func statusCmd(ctx context.Context, env *environment, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	file, err := env.load(&c)
+	b, err := env.connect(ctx, &c)
 	if err != nil {
 		return err
-	}
-	if file.NATS.URL == "" {
-		// The all-in-one's embedded server listens on the config's address.
-		file.NATS.URL = fmt.Sprintf("nats://%s:%d", file.NATS.Host, file.NATS.Port)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	b, err := bus.Connect(cctx, svc.BusConfig(file, "nanofleet-status"))
-	if err != nil {
-		return fmt.Errorf("is the fleet running? %w", err)
 	}
 	defer b.Close()
 	st, err := fleet.GetStatus(ctx, b, 500*time.Millisecond)

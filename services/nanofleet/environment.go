@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/svc"
 )
 
 // environment is what a command may touch: streams, the environment and
@@ -79,4 +84,23 @@ func (e *environment) logger(level string) *slog.Logger {
 		lvl = slog.LevelWarn
 	}
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: lvl}))
+}
+
+// connect joins the running fleet: the NATS of the config or --nats, else
+// the address the all-in-one's embedded server listens on.
+func (e *environment) connect(ctx context.Context, c *common) (*bus.Bus, error) {
+	file, err := e.load(c)
+	if err != nil {
+		return nil, err
+	}
+	if file.NATS.URL == "" {
+		file.NATS.URL = fmt.Sprintf("nats://%s:%d", file.NATS.Host, file.NATS.Port)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	b, err := bus.Connect(cctx, svc.BusConfig(file, "nanofleet-cli"))
+	if err != nil {
+		return nil, fmt.Errorf("is the fleet running (nanofleet run)? %w", err)
+	}
+	return b, nil
 }

@@ -12,6 +12,7 @@ require (
 	github.com/nanofleet/nanofleet/pkg v0.0.0-00010101000000-000000000000
 	github.com/nanofleet/nanofleet/proto v0.0.0-00010101000000-000000000000
 	github.com/nanofleet/nanofleet/services/agent-worker v0.0.0-00010101000000-000000000000
+	github.com/nanofleet/nanofleet/services/memory-consolidator v0.0.0-00010101000000-000000000000
 	github.com/nanofleet/nanofleet/services/tool-runner v0.0.0-00010101000000-000000000000
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0

@@ -27,6 +27,7 @@ func commands() map[string]command {
 		"chat":    {"chat interactively in the terminal", chatCmd},
 		"onboard": {"write the config file and workspace templates", onboardCmd},
 		"status":  {"show streams, consumers, workers and tool runners", statusCmd},
+		"memory":  {"read the fleet's memory: show, history, search, revisions, restore, links", memoryCmd},
 	}
 }
 

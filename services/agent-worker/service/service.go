@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
@@ -57,11 +58,13 @@ type Options struct {
 	// Workspace path shown to the model (tools run on the runners).
 	Workspace string
 	Tools     worker.RemoteTools
-	Memory    worker.Memory
-	Local     []agenttool.Tool
-	Commands  []agenttool.Command
-	Metrics   *observe.Metrics
-	Log       *slog.Logger
+	// Memory overrides the fleet's long-term memory (tests); nil opens it
+	// from the config's "memory" section.
+	Memory   worker.Memory
+	Local    []agenttool.Tool
+	Commands []agenttool.Command
+	Metrics  *observe.Metrics
+	Log      *slog.Logger
 }
 
 // Worker is an assembled worker with the parts it owns.
@@ -170,9 +173,21 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 		return nil, ctx.Err()
 	}
 	local := append([]agenttool.Tool{worker.MessageTool{}}, o.Local...)
+	commands := o.Commands
+	mem := o.Memory
+	if mem == nil {
+		store, err := openMemory(ctx, b, o.File, o.Log)
+		if err != nil {
+			profiles.Stop()
+			return nil, err
+		}
+		mem = store
+		local = append(local, store.Tools()...)
+		commands = append(commands, store.Commands()...)
+	}
 	w, err := worker.New(ctx, cfg, worker.Deps{
-		Bus: b, Model: model, Tools: o.Tools, Profiles: profiles, Memory: o.Memory,
-		Local: local, Commands: o.Commands, Log: o.Log.With("worker", o.ID),
+		Bus: b, Model: model, Tools: o.Tools, Profiles: profiles, Memory: mem,
+		Local: local, Commands: commands, Log: o.Log.With("worker", o.ID),
 		Observer: observer(o.Metrics),
 	})
 	if err != nil {
@@ -180,6 +195,21 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 		return nil, err
 	}
 	return &Worker{Worker: w, profiles: profiles}, nil
+}
+
+// openMemory provisions and opens the fleet's long-term memory with the
+// config's "memory" section.
+func openMemory(ctx context.Context, b *bus.Bus, file *config.File, log *slog.Logger) (*memory.Store, error) {
+	layout := bus.DefaultLayout()
+	layout.Replicas = file.NATS.Replicas
+	if err := memory.Provision(ctx, b, layout); err != nil {
+		return nil, err
+	}
+	mcfg, err := memory.ConfigFrom(file)
+	if err != nil {
+		return nil, err
+	}
+	return memory.New(ctx, b, mcfg, log)
 }
 
 func observer(m *observe.Metrics) worker.Observer {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+	consolidator "github.com/nanofleet/nanofleet/services/memory-consolidator/service"
 )
 
 // startServices starts the parts in dependency order: tool runner, workers,
@@ -25,5 +28,16 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 		f.closer = append(f.closer, w.Close)
 		f.goRun("agent-worker", func() error { return w.Run(runCtx) })
 	}
+	if err := memory.Provision(setupCtx, f.Bus, svc.Layout(o.File)); err != nil {
+		return err
+	}
+	mem, err := consolidator.New(setupCtx, f.Bus, consolidator.Options{
+		File: o.File, Getenv: o.Getenv, ID: node + "-memory", Workspace: o.Workspace,
+		Metrics: f.Metrics, Log: o.Log.With("service", "memory-consolidator"),
+	})
+	if err != nil {
+		return fmt.Errorf("memory-consolidator: %w", err)
+	}
+	f.goRun("memory-consolidator", func() error { return mem.Run(runCtx) })
 	return nil
 }

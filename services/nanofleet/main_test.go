@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+)
+
+func testEnv(t *testing.T, vars map[string]string) (*environment, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	home := t.TempDir()
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	vars["NANOFLEET_HOME"] = home
+	vars["HOME"] = home
+	var out, errOut bytes.Buffer
+	return newEnvironment(strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] }), &out, &errOut
+}
+
+func TestAgentOneShot(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	llm.Enqueue(llmtest.Text("Hello from the fleet."))
+	env, out, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := dispatch(ctx, env, []string{"agent", "-m", "Hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out.String()); got != "Hello from the fleet." {
+		t.Fatalf("stdout = %q", got)
+	}
+	// The next one-shot in the same session sees the first turn's history.
+	llm.Enqueue(llmtest.Text("second"))
+	out.Reset()
+	if err := dispatch(ctx, env, []string{"agent", "-m", "again"}); err != nil {
+		t.Fatal(err)
+	}
+	last, _ := llm.LastRequest()
+	var sawHello bool
+	for _, m := range last.Messages {
+		sawHello = sawHello || (m.Role == "user" && m.Content == "Hello")
+	}
+	if !sawHello {
+		t.Error("second run did not see the first run's history")
+	}
+}
+
+func TestChatReadsLines(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	llm.Enqueue(llmtest.Text("one"), llmtest.Text("two"))
+	env, out, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
+	env.stdin = strings.NewReader("first\n\nsecond\n/exit\n")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := dispatch(ctx, env, []string{"chat"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "one\n") || !strings.Contains(s, "two\n") {
+		t.Fatalf("chat output = %q", s)
+	}
+}
+
+func TestBadConfigFailsNamingTheKey(t *testing.T) {
+	env, _, _ := testEnv(t, nil)
+	path := filepath.Join(env.home(), "config.json")
+	if err := os.WriteFile(path, []byte(`{"agents":{"defaults":{"maxToolIterations":-1}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := dispatch(context.Background(), env, []string{"agent", "-m", "hi"})
+	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "agents.defaults.maxToolIterations") {
+		t.Fatalf("err = %v, want one naming agents.defaults.maxToolIterations", err)
+	}
+	if err := os.WriteFile(path, []byte(`{"tools":{"exec":{"timeout":"soon"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = dispatch(context.Background(), env, []string{"agent", "-m", "hi"})
+	if err == nil || !strings.Contains(err.Error(), "tools.exec.timeout") {
+		t.Fatalf("err = %v, want one naming tools.exec.timeout", err)
+	}
+}
+
+func TestOnboardAndUnknownCommand(t *testing.T) {
+	env, out, _ := testEnv(t, nil)
+	if err := dispatch(context.Background(), env, []string{"onboard"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "config.json") {
+		t.Errorf("onboard output = %q", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(env.home(), "workspace", "SOUL.md")); err != nil {
+		t.Error(err)
+	}
+	if err := dispatch(context.Background(), env, []string{"frobnicate"}); err == nil {
+		t.Error("unknown command accepted")
+	}
+}
