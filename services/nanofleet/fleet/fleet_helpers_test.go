@@ -63,7 +63,7 @@ func startFleetIn(t testing.TB, llm *llmtest.Server, dataDir, ws string, workers
 	defer cancel()
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
-		Log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		DataDir: dataDir, Workspace: ws, Workers: workers,
 	})
 	if err != nil {
