@@ -1,78 +1,77 @@
-// Command tool-runner serves the fleet's file, exec and web tools over
-// NATS, confined to workspaces; see package runner.
+// Command tool-runner serves the fleet's file, exec, web and MCP tools over
+// NATS, confined to workspaces; see package runner. Run as many as the load
+// needs: calls are load-balanced over a queue group.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 )
 
 func main() {
-	if err := run(); err != nil {
+	var flags svc.Flags
+	flags.Register(flag.CommandLine)
+	workspace := flag.String("workspace", "", "workspace root (overrides tools.workspace.root)")
+	flag.Parse()
+	if err := run(flags, *workspace); err != nil {
+		flags.Logger("tool-runner").Error("tool-runner failed", "err", err)
 		fmt.Fprintln(os.Stderr, "tool-runner:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	natsURL := flag.String("nats", nats.DefaultURL, "NATS server URL(s), comma separated")
-	prefix := flag.String("prefix", subject.DefaultPrefix, "subject prefix of the fleet")
-	workspace := flag.String("workspace", "", "workspace root (overrides tools.workspace.root)")
-	configPath := flag.String("config", "", "JSON config file; its \"tools\" section is read")
-	debug := flag.Bool("debug", false, "log every call")
-	flag.Parse()
-
-	level := slog.LevelInfo
-	if *debug {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	cfg := runner.DefaultConfig()
-	if *configPath != "" {
-		var err error
-		if cfg, err = runner.LoadConfig(*configPath); err != nil {
-			return err
-		}
-	}
-	if *workspace != "" {
-		cfg.Workspace.Root = *workspace
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-
+func run(flags svc.Flags, workspace string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	b, err := bus.Connect(ctx, bus.Config{URL: *natsURL, Prefix: *prefix, Name: "tool-runner"})
+	log := flags.Logger("tool-runner")
+	file, err := flags.LoadConfig()
+	if err != nil {
+		return err
+	}
+	cfg := runner.DefaultConfig()
+	if err := file.Section("tools", &cfg); err != nil {
+		return err
+	}
+	if workspace != "" {
+		cfg.Workspace.Root = workspace
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", config.ErrInvalid, err)
+	}
+	b, err := svc.Connect(ctx, file, "tool-runner", log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := bus.Provision(ctx, b, bus.DefaultLayout()); err != nil {
-		return err
-	}
+	reg := observe.NewRegistry()
 	r, err := runner.New(cfg, b, runner.WithLogger(log))
 	if err != nil {
 		return err
 	}
-	if err := r.Start(ctx); err != nil {
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := r.Start(startCtx); err != nil {
 		return err
 	}
+	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, svc.BusReady(b))
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	log.Info("tool-runner running", "workspace", cfg.Workspace.Root)
 	<-ctx.Done()
 	log.Info("signal received; draining")
-	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelStop()
 	return r.Stop(stopCtx)
 }

@@ -37,7 +37,7 @@ type runnerProc struct {
 // startRunner starts the binary and waits until it serves.
 func startRunner(t *testing.T, bin, natsURL, config string) *runnerProc {
 	t.Helper()
-	cmd := exec.Command(bin, "--nats", natsURL, "--config", config)
+	cmd := exec.Command(bin, "--nats", natsURL, "--config", config, "--http", "", "--log-level", "info")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
