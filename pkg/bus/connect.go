@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,6 +26,9 @@ type Config struct {
 	Prefix string
 	// Name identifies the connection in server monitoring.
 	Name string
+	// Log receives asynchronous connection errors (e.g. a watcher whose
+	// consumer went away); nil discards them instead of printing to stderr.
+	Log *slog.Logger
 }
 
 // TLSConfig holds client TLS files.
@@ -76,6 +80,16 @@ func Connect(ctx context.Context, cfg Config, extra ...nats.Option) (*Bus, error
 	if cfg.TLS.CAFile != "" {
 		opts = append(opts, nats.RootCAs(cfg.TLS.CAFile))
 	}
+	opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		if cfg.Log == nil {
+			return
+		}
+		subj := ""
+		if sub != nil {
+			subj = sub.Subject
+		}
+		cfg.Log.Debug("nats async error", "subject", subj, "err", err)
+	}))
 	closed := make(chan struct{})
 	opts = append(opts, nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
 	opts = append(opts, extra...)

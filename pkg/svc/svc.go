@@ -95,7 +95,9 @@ func Connect(ctx context.Context, file *config.File, name string, log *slog.Logg
 	deadline := time.Now().Add(time.Minute)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		b, err = bus.Connect(cctx, BusConfig(file, name))
+		cfg := BusConfig(file, name)
+		cfg.Log = log
+		b, err = bus.Connect(cctx, cfg)
 		cancel()
 		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
 			break

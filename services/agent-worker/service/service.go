@@ -70,7 +70,9 @@ type Options struct {
 // Worker is an assembled worker with the parts it owns.
 type Worker struct {
 	*worker.Worker
-	profiles *profile.Cache
+	profiles         *profile.Cache
+	metrics          *observe.Metrics
+	stream, consumer string
 }
 
 // Close stops the profile watch.
@@ -194,7 +196,8 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 		profiles.Stop()
 		return nil, err
 	}
-	return &Worker{Worker: w, profiles: profiles}, nil
+	return &Worker{Worker: w, profiles: profiles, metrics: o.Metrics,
+		stream: b.Space.InboundStream(), consumer: b.Space.WorkerConsumer()}, nil
 }
 
 // openMemory provisions and opens the fleet's long-term memory with the
@@ -224,6 +227,36 @@ func observer(m *observe.Metrics) worker.Observer {
 		LeaseContention: m.LeaseContention.Inc,
 		Redelivered:     m.Redeliveries.Inc,
 		DeadLettered:    func(src string) { m.DeadLetters.WithLabelValues(src).Inc() },
+		ToolCalled: func(tool, outcome string) {
+			m.ToolCalls.WithLabelValues(tool, outcome).Inc()
+			if outcome == "denied" {
+				m.SandboxRefusals.WithLabelValues(refusalReason(tool)).Inc()
+			}
+		},
+	}
+}
+
+// Run runs the worker and, with metrics, samples the inbound consumer's
+// backlog every few seconds.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.metrics != nil {
+		go w.sampleLag(ctx)
+	}
+	return w.Worker.Run(ctx)
+}
+
+func (w *Worker) sampleLag(ctx context.Context) {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		if pending, _, err := w.Pending(ctx); err == nil {
+			w.metrics.ConsumerPending.WithLabelValues(w.stream, w.consumer).Set(float64(pending))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
 }
 
@@ -244,4 +277,17 @@ func (i instrumented) Chat(ctx context.Context, req llm.Request) (*llm.Response,
 		i.m.ModelTokens.WithLabelValues(i.provider, model, observe.TokensCompletion).Add(float64(resp.Usage.CompletionTokens))
 	}
 	return resp, err
+}
+
+// refusalReason names why the sandbox refused a call of tool: the runners
+// answer DENIED for path escapes in file tools, for exec without a working
+// sandbox or a denied command, and for private addresses in web tools.
+func refusalReason(tool string) string {
+	switch tool {
+	case "exec":
+		return observe.RefusalNoSandbox
+	case "web_fetch", "web_search":
+		return observe.RefusalPrivateAddress
+	}
+	return observe.RefusalPathEscape
 }

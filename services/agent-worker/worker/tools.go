@@ -116,6 +116,18 @@ func (t *turn) tc() *TurnContext {
 func (tt *turnTools) Definitions() []*nanofleetv1.ToolDefinition { return tt.defs }
 
 func (tt *turnTools) Call(ctx context.Context, call *nanofleetv1.ToolCall) *nanofleetv1.ToolResult {
+	res := tt.call(ctx, call)
+	if f := tt.t.w.d.Observer.ToolCalled; f != nil {
+		outcome := "ok"
+		if res.GetIsError() {
+			outcome = strings.ToLower(strings.TrimPrefix(res.GetErrorKind().String(), "TOOL_ERROR_KIND_"))
+		}
+		f(call.GetName(), outcome)
+	}
+	return res
+}
+
+func (tt *turnTools) call(ctx context.Context, call *nanofleetv1.ToolCall) *nanofleetv1.ToolResult {
 	for _, lt := range tt.c.local {
 		if lt.Tool().Name == call.GetName() {
 			return tt.callLocal(ctx, lt, call)

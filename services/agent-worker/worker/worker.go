@@ -46,6 +46,8 @@ type Observer struct {
 	LeaseContention func()
 	Redelivered     func()
 	DeadLettered    func(source string)
+	// ToolCalled is told each tool call's outcome ("ok" or the error kind).
+	ToolCalled func(tool, outcome string)
 }
 
 // Deps are a worker's collaborators.
@@ -196,6 +198,16 @@ func (w *Worker) onStop(m *nats.Msg) {
 		w.d.Log.Info("stopping turn", "session", req.GetSessionKey())
 		cancel(errStopped)
 	}
+}
+
+// Pending reports the shared consumer's backlog: messages not yet
+// delivered and messages delivered but not acked.
+func (w *Worker) Pending(ctx context.Context) (pending uint64, inFlight int, err error) {
+	info, err := w.cons.Info(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("consumer info: %w", err)
+	}
+	return info.NumPending, info.NumAckPending, nil
 }
 
 // RequestStop asks whichever worker runs the session's turn to stop it.

@@ -130,6 +130,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 // provisions the layout.
 func (f *Fleet) connect(ctx context.Context, o Options) error {
 	cfg := svc.BusConfig(o.File, "nanofleet")
+	cfg.Log = o.Log
 	if o.File.NATS.URL != "" {
 		b, err := svc.Connect(ctx, o.File, "nanofleet", o.Log)
 		if err != nil {
