@@ -16,6 +16,7 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	workers := fs.Int("workers", 1, "agent workers in this process")
 	httpAddr := fs.String("http", "127.0.0.1:9090", "observability address (/metrics, /healthz, /readyz); empty disables")
 	noGateway := fs.Bool("no-gateway", false, "do not run the channel-gateway")
+	listen := fs.String("listen", "127.0.0.1:8080", "web chat and OpenAI-compatible API address (\"\" for channels.web.listen)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -26,7 +27,8 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	log := env.logger(c.logLevel)
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: file, Getenv: env.getenv, Log: log, DataDir: c.dataDir, Workspace: c.workspace,
-		Listen: true, Workers: *workers, Gateway: !*noGateway,
+		Listen: true, Workers: *workers, Gateway: !*noGateway, GatewayListen: *listen,
+		Announce: func(line string) { fmt.Fprintln(env.stderr, line) },
 	})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ require (
 	github.com/nanofleet/nanofleet/pkg v0.0.0-00010101000000-000000000000
 	github.com/nanofleet/nanofleet/proto v0.0.0-00010101000000-000000000000
 	github.com/nanofleet/nanofleet/services/agent-worker v0.0.0-00010101000000-000000000000
+	github.com/nanofleet/nanofleet/services/channel-gateway v0.0.0-00010101000000-000000000000
 	github.com/nanofleet/nanofleet/services/memory-consolidator v0.0.0-00010101000000-000000000000
 	github.com/nanofleet/nanofleet/services/tool-runner v0.0.0-00010101000000-000000000000
 	github.com/nats-io/nats-server/v2 v2.15.2
@@ -30,11 +31,15 @@ require (
 	github.com/araddon/dateparse v0.0.0-20210429162001-6b43995a97de // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/coder/websocket v1.8.15 // indirect
 	github.com/go-shiori/dom v0.0.0-20230515143342-73569d674e1c // indirect
+	github.com/go-telegram/bot v1.19.0 // indirect
 	github.com/gogs/chardet v0.0.0-20211120154057-b7413eaefb8f // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/nats-io/jwt/v2 v2.8.2 // indirect
@@ -44,7 +49,9 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/slack-go/slack v0.35.0 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	github.com/yuin/goldmark v1.8.7 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect

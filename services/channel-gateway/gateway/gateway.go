@@ -139,7 +139,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 			return nil
 		})
 		if la, ok := a.(LiveAdapter); ok {
-			sub, err := g.bus.NC.Subscribe(g.bus.Space.LiveChannel(a.Channel()), func(m *nats.Msg) {
+			// A queue group: with several gateways, each live message is
+			// shown once, not once per gateway.
+			sub, err := g.bus.NC.QueueSubscribe(g.bus.Space.LiveChannel(a.Channel()), g.bus.Space.GatewayConsumer(a.Channel()), func(m *nats.Msg) {
 				out := &nanofleetv1.OutboundMessage{}
 				if err := proto.Unmarshal(m.Data, out); err != nil {
 					g.log.Warn("drop malformed live message", "subject", m.Subject, "err", err)

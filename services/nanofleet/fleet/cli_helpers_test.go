@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"net"
 	"os/exec"
 	"testing"
 	"time"
@@ -46,4 +47,15 @@ func lastReplies(t *testing.T, js jetstream.JetStream, stream string) map[string
 		}
 	}
 	return out
+}
+
+// listenAddr returns a loopback address that was free a moment ago.
+func listenAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -46,6 +46,10 @@ type Options struct {
 	Workers int
 	// Gateway runs the channel-gateway with the configured channels.
 	Gateway bool
+	// Listen is the gateway's HTTP address (web chat, API, webhooks).
+	GatewayListen string
+	// Announce receives lines a person needs to see (login links).
+	Announce func(line string)
 	// Registry receives the fleet's metrics; nil makes a new one.
 	Registry *prometheus.Registry
 	// ClientOnly connects to the external NATS of the config and runs no

@@ -7,6 +7,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+	gatewaysvc "github.com/nanofleet/nanofleet/services/channel-gateway/service"
 	consolidator "github.com/nanofleet/nanofleet/services/memory-consolidator/service"
 )
 
@@ -39,5 +40,14 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 		return fmt.Errorf("memory-consolidator: %w", err)
 	}
 	f.goRun("memory-consolidator", func() error { return mem.Run(runCtx) })
+	if o.Gateway {
+		gw, err := gatewaysvc.New(setupCtx, f.Bus, o.File, gatewaysvc.Options{
+			Listen: o.GatewayListen, Metrics: f.Metrics, Log: o.Log.With("service", "channel-gateway"), Announce: o.Announce,
+		})
+		if err != nil {
+			return fmt.Errorf("channel-gateway: %w", err)
+		}
+		f.goRun("channel-gateway", func() error { return gw.Run(runCtx) })
+	}
 	return nil
 }

@@ -1,0 +1,153 @@
+package channels
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/webchat"
+)
+
+// Deps are what [Build] needs from the process.
+type Deps struct {
+	// Bus is the fleet's connection; the layout must be provisioned.
+	Bus *bus.Bus
+	Log *slog.Logger
+	// Listen is the address the returned handler will be served on, for
+	// the login link the web chat prints (e.g. ":8080").
+	Listen string
+	// Announce, when set, receives the lines a person starting the
+	// gateway needs to see (login link, API base URL) besides the log.
+	Announce func(line string)
+}
+
+// Build constructs the enabled channels: the adapters to pass to
+// [gateway.New], and the handler to serve on the gateway's HTTP listener
+// (nil when no enabled channel needs HTTP). It logs the web chat's login
+// link and the API's base URL.
+func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.Handler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	log := deps.Log
+	progress, hints := on(cfg.SendProgress, true), on(cfg.SendToolHints, false)
+	gate, err := access.Open(ctx, deps.Bus, log.With("component", "access"))
+	if err != nil {
+		return nil, nil, err
+	}
+	var adapters []gateway.Adapter
+	mux := http.NewServeMux()
+	serving := false
+
+	if c := cfg.Telegram; c.Enabled {
+		a, err := telegram.New(ctx, c, telegram.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+		if path, ok := a.Webhook(); ok {
+			mux.Handle("POST "+path, a.WebhookHandler())
+			serving = true
+		}
+	}
+	if c := cfg.Slack; c.Enabled {
+		a, err := slack.New(ctx, c, slack.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+	}
+	if !cfg.Web.Enabled && !cfg.API.Enabled {
+		if !serving {
+			return adapters, nil, nil
+		}
+		return adapters, mux, nil
+	}
+
+	// The web chat and the API answer on connections they hold, so they
+	// publish directly rather than through a gateway adapter.
+	inbox, err := gateway.New(deps.Bus, gateway.DefaultConfig(), log)
+	if err != nil {
+		return nil, nil, err
+	}
+	secrets, err := deps.Bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: deps.Bus.Space.Bucket("gateway"), Description: "gateway secrets generated at first start",
+		History: 1, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("channels: secrets bucket: %w", err)
+	}
+	if c := cfg.Web; c.Enabled {
+		if c.Token == "" {
+			if c.Token, err = sharedToken(ctx, secrets, "web-token"); err != nil {
+				return nil, nil, err
+			}
+		}
+		store, err := session.Open(ctx, deps.Bus)
+		if err != nil {
+			return nil, nil, fmt.Errorf("channels: %w", err)
+		}
+		// The page folds hints away, so it shows them unless told otherwise.
+		webHints := on(cfg.SendToolHints, true)
+		w, err := webchat.New(ctx, c, webchat.Deps{Bus: deps.Bus, Inbox: inbox, Sessions: store, Log: log, SendProgress: progress, SendToolHints: webHints})
+		if err != nil {
+			return nil, nil, err
+		}
+		mux.Handle("/", w)
+		log.Info("web chat ready: open this link to log in", "url", w.LoginURL(deps.Listen))
+		if deps.Announce != nil {
+			deps.Announce("web chat: " + w.LoginURL(deps.Listen))
+		}
+	}
+	if c := cfg.API; c.Enabled {
+		if c.Token == "" {
+			if c.Token, err = sharedToken(ctx, secrets, "api-token"); err != nil {
+				return nil, nil, err
+			}
+		}
+		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Log: log})
+		if err != nil {
+			return nil, nil, err
+		}
+		mux.Handle("/v1/", api)
+		base := webchat.BaseURL(cfg.Web.PublicURL, deps.Listen) + "/v1"
+		log.Info("OpenAI-compatible API ready", "base_url", base, "api_key", api.Token())
+		if deps.Announce != nil {
+			deps.Announce("OpenAI-compatible API: " + base + " (api key " + api.Token() + ")")
+		}
+	}
+	return adapters, mux, nil
+}
+
+// sharedToken returns the token called name from the secrets bucket,
+// creating it on first use; every gateway gets the same one.
+func sharedToken(ctx context.Context, kv jetstream.KeyValue, name string) (string, error) {
+	for range 3 {
+		e, err := kv.Get(ctx, name)
+		if err == nil {
+			return string(e.Value()), nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return "", fmt.Errorf("channels: read %s: %w", name, err)
+		}
+		tok := "nf-" + rand.Text()
+		if _, err := kv.Create(ctx, name, []byte(tok)); err == nil {
+			return tok, nil
+		} else if !errors.Is(err, jetstream.ErrKeyExists) {
+			return "", fmt.Errorf("channels: store %s: %w", name, err)
+		}
+	}
+	return "", fmt.Errorf("channels: could not settle %s", name)
+}

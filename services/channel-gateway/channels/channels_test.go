@@ -1,0 +1,145 @@
+package channels_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
+)
+
+func parse(t *testing.T, doc string) (channels.Config, error) {
+	t.Helper()
+	f := config.Defaults()
+	if err := config.Parse(f, []byte(doc), func(string) string { return "" }); err != nil {
+		return channels.Config{}, err
+	}
+	return channels.FromFile(f)
+}
+
+func TestNanobotKeys(t *testing.T) {
+	c, err := parse(t, `{"channels": {
+		"sendProgress": false, "sendToolHints": true,
+		"telegram": {"enabled": true, "token": "1:abc", "allowFrom": ["@me", "42"], "groupPolicy": "open",
+		             "streaming": true, "sendProgress": true, "replyToMessage": false, "proxy": "socks5://127.0.0.1:1080"},
+		"slack": {"enabled": true, "mode": "socket", "botToken": "xoxb-1", "appToken": "xapp-1", "replyInThread": true,
+		          "reactEmoji": "eyes", "groupPolicy": "mention", "dm": {"enabled": true, "policy": "open", "allowFrom": ["U1"]}},
+		"web": {"enabled": true, "listen": ":8081", "token": "long-enough"},
+		"api": {"enabled": false},
+		"discord": {"enabled": false, "token": "x", "gatewayUrl": "wss://gateway.discord.gg"}
+	}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Telegram.Enabled || c.Telegram.GroupPolicy != "open" || len(c.Telegram.AllowFrom) != 2 || *c.SendProgress {
+		t.Errorf("telegram section = %+v", c.Telegram)
+	}
+	if c.Slack.DM.Policy != "open" || c.Web.Listen != ":8081" || c.API.Enabled {
+		t.Errorf("config = %+v", c)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := parse(t, `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Web.Enabled || !c.API.Enabled || c.Telegram.Enabled || c.Slack.Enabled {
+		t.Errorf("defaults = %+v", c)
+	}
+}
+
+func TestInvalidKeysAreNamed(t *testing.T) {
+	tests := []struct{ doc, key string }{
+		{`{"channels": {"telegram": {"enabled": true}}}`, "channels.telegram.token"},
+		{`{"channels": {"telegram": {"enabled": true, "token": "1:a", "groupPolicy": "some"}}}`, "channels.telegram.groupPolicy"},
+		{`{"channels": {"telegram": {"enabled": true, "token": "1:a", "webhook": {"url": "https://x/y"}}}}`, "channels.telegram.webhook.secret"},
+		{`{"channels": {"telegram": {"tokn": "1:a"}}}`, "channels.telegram.tokn"},
+		{`{"channels": {"slack": {"enabled": true, "botToken": "xoxb-1"}}}`, "channels.slack.appToken"},
+		{`{"channels": {"web": {"listen": "8080"}}}`, "channels.web.listen"},
+		{`{"channels": {"api": {"token": "short"}}}`, "channels.api.token"},
+		{`{"channels": {"discord": {"enabled": true}}}`, "channels.discord.enabled"},
+		{`{"channels": {"sendProgress": "yes"}}`, "channels.sendProgress"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			_, err := parse(t, tt.doc)
+			if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tt.key) {
+				t.Errorf("error = %v, want one naming %s", err, tt.key)
+			}
+		})
+	}
+}
+
+func TestBuild(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	fake := telegramtest.New(t, "1:abc")
+	ctx := context.Background()
+	cfg := channels.Defaults()
+	cfg.Telegram.Enabled, cfg.Telegram.Token, cfg.Telegram.APIBase = true, "1:abc", fake.URL
+	cfg.Telegram.AllowFrom = []string{"*"}
+	cfg.Telegram.Webhook.URL, cfg.Telegram.Webhook.Secret = "https://example.com/hooks/telegram", "0123456789abcdef"
+	deps := channels.Deps{Bus: b, Log: slog.New(slog.DiscardHandler), Listen: ":8080"}
+	adapters, handler, err := channels.Build(ctx, cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(adapters) != 1 || adapters[0].Channel() != "telegram" || handler == nil {
+		t.Fatalf("Build = %d adapters, handler %v", len(adapters), handler)
+	}
+	srv := httptest.NewServer(handler)
+	defer srv.Close()
+
+	// The generated API key is kept in the fleet: a second gateway gets
+	// the same one.
+	kv, err := b.JS.KeyValue(ctx, b.Space.Bucket("gateway"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := kv.Get(ctx, "api-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := channels.Build(ctx, cfg, deps); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := kv.Get(ctx, "api-token"); string(again.Value()) != string(key.Value()) {
+		t.Error("the second gateway generated another API key")
+	}
+
+	get := func(path, auth string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get("/v1/models", string(key.Value())); code != 200 || !strings.Contains(body, "nanofleet") {
+		t.Errorf("/v1/models: %d %s", code, body)
+	}
+	if code, body := get("/", ""); code != 200 || !strings.Contains(body, `name="token"`) {
+		t.Errorf("/: %d", code)
+	}
+	resp, err := http.Post(srv.URL+"/hooks/telegram", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("webhook without the secret: %d, want 401", resp.StatusCode)
+	}
+}

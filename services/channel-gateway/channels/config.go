@@ -1,0 +1,145 @@
+package channels
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/webchat"
+)
+
+// Config is the channels section of the configuration file.
+type Config struct {
+	// SendProgress shows progress text while a turn runs (default true).
+	SendProgress *bool `json:"sendProgress,omitempty"`
+	// SendToolHints shows tool hints such as "$ ls -la" (default false).
+	SendToolHints *bool `json:"sendToolHints,omitempty"`
+	// Transcription settings of nanobot, accepted and unused here (voice
+	// notes are passed to the worker as media).
+	TranscriptionProvider string `json:"transcriptionProvider,omitempty"`
+	TranscriptionLanguage string `json:"transcriptionLanguage,omitempty"`
+
+	Telegram telegram.Config  `json:"telegram"`
+	Slack    slack.Config     `json:"slack"`
+	Web      webchat.Config   `json:"web"`
+	API      openaiapi.Config `json:"api"`
+
+	// Channels nanobot has and nanofleet does not: accepted so that a
+	// nanobot configuration loads, refused when enabled.
+	Discord  json.RawMessage `json:"discord,omitempty"`
+	WhatsApp json.RawMessage `json:"whatsapp,omitempty"`
+	Feishu   json.RawMessage `json:"feishu,omitempty"`
+	DingTalk json.RawMessage `json:"dingtalk,omitempty"`
+	Email    json.RawMessage `json:"email,omitempty"`
+	QQ       json.RawMessage `json:"qq,omitempty"`
+	Matrix   json.RawMessage `json:"matrix,omitempty"`
+	Mochat   json.RawMessage `json:"mochat,omitempty"`
+}
+
+// Defaults is the section when the file has none: the web chat and the
+// API on, the platforms off.
+func Defaults() Config {
+	return Config{
+		Web: webchat.Config{Enabled: true},
+		API: openaiapi.Config{Enabled: true},
+	}
+}
+
+// FromFile decodes the channels section of f over [Defaults] and validates
+// it. Decoding is strict: an unknown or mistyped key fails, named with its
+// path (e.g. channels.telegram.tokn).
+func FromFile(f *config.File) (Config, error) {
+	var sections map[string]json.RawMessage
+	if err := f.Section("channels", &sections); err != nil {
+		return Config{}, err
+	}
+	c := Defaults()
+	targets := map[string]any{
+		"sendProgress": &c.SendProgress, "sendToolHints": &c.SendToolHints,
+		"transcriptionProvider": &c.TranscriptionProvider, "transcriptionLanguage": &c.TranscriptionLanguage,
+		"telegram": &c.Telegram, "slack": &c.Slack, "web": &c.Web, "api": &c.API,
+		"discord": &c.Discord, "whatsapp": &c.WhatsApp, "feishu": &c.Feishu, "dingtalk": &c.DingTalk,
+		"email": &c.Email, "qq": &c.QQ, "matrix": &c.Matrix, "mochat": &c.Mochat,
+	}
+	keys := make([]string, 0, len(sections))
+	for k := range sections {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		target, ok := targets[k]
+		if !ok {
+			return Config{}, config.Invalid("channels."+k, "unknown key (check spelling; keys are camelCase)")
+		}
+		if err := decodeStrict("channels."+k, sections[k], target); err != nil {
+			return Config{}, err
+		}
+	}
+	return c, c.Validate()
+}
+
+// decodeStrict decodes one subsection refusing unknown keys. pkg/config
+// names only the last key of an unknown nested field, so each channel is
+// decoded on its own to name it in full.
+func decodeStrict(path string, raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			path += "." + te.Field
+		}
+		return config.Invalid(path, "cannot use a JSON %s as %s", te.Value, te.Type)
+	}
+	// encoding/json reports unknown keys only as text: `json: unknown field "x"`.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return config.Invalid(path+"."+strings.Trim(name, `"`), "unknown key (check spelling; keys are camelCase)")
+	}
+	return config.Invalid(path, "%v", err)
+}
+
+// Validate reports the first invalid key, naming it.
+func (c Config) Validate() error {
+	for _, v := range []interface{ Validate() error }{c.Telegram, c.Slack, c.Web, c.API} {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+	}
+	unsupported := map[string]json.RawMessage{
+		"discord": c.Discord, "whatsapp": c.WhatsApp, "feishu": c.Feishu, "dingtalk": c.DingTalk,
+		"email": c.Email, "qq": c.QQ, "matrix": c.Matrix, "mochat": c.Mochat,
+	}
+	for name, raw := range unsupported {
+		if len(raw) == 0 {
+			continue
+		}
+		var probe struct {
+			Enabled bool `json:"enabled"`
+		}
+		if err := json.Unmarshal(raw, &probe); err != nil {
+			return config.Invalid("channels."+name, "not an object: %v", err)
+		}
+		if probe.Enabled {
+			return config.Invalid(fmt.Sprintf("channels.%s.enabled", name), "nanofleet has no %s channel (yet); set it to false", name)
+		}
+	}
+	return nil
+}
+
+func on(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -1,0 +1,106 @@
+// Package media copies attachments from chat platforms into the fleet's
+// object store, so that envelopes carry a small [nanofleetv1.MediaRef]
+// instead of bytes.
+package media
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// ErrTooLarge means an attachment is over the size limit.
+var ErrTooLarge = errors.New("media: attachment too large")
+
+// Store keeps attachments in an object store bucket.
+type Store struct {
+	obj   jetstream.ObjectStore
+	limit int64
+}
+
+// NewStore returns a store writing to obj and refusing attachments over
+// limit bytes.
+func NewStore(obj jetstream.ObjectStore, limit int64) *Store {
+	return &Store{obj: obj, limit: limit}
+}
+
+// Limit is the size limit in bytes.
+func (s *Store) Limit() int64 { return s.limit }
+
+// Put reads r (at most the limit) into the object called object and
+// returns its reference. A missing MIME type is guessed from the file name
+// and then from the content.
+func (s *Store) Put(ctx context.Context, object, name, mimeType string, r io.Reader) (*nanofleetv1.MediaRef, error) {
+	data, err := io.ReadAll(io.LimitReader(r, s.limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("media: read %s: %w", name, err)
+	}
+	if int64(len(data)) > s.limit {
+		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrTooLarge, name, s.limit)
+	}
+	if mimeType == "" {
+		mimeType = mime.TypeByExtension(strings.ToLower(path.Ext(name)))
+	}
+	if mimeType == "" {
+		mimeType = http.DetectContentType(data)
+	}
+	meta := jetstream.ObjectMeta{Name: object, Description: name, Headers: map[string][]string{"Content-Type": {mimeType}}}
+	if _, err := s.obj.Put(ctx, meta, bytes.NewReader(data)); err != nil {
+		return nil, fmt.Errorf("media: store %s: %w", name, err)
+	}
+	return &nanofleetv1.MediaRef{Object: object, MimeType: mimeType, Name: name, Size: int64(len(data))}, nil
+}
+
+// Info returns the reference of a stored attachment.
+func (s *Store) Info(ctx context.Context, object string) (*nanofleetv1.MediaRef, error) {
+	info, err := s.obj.GetInfo(ctx, object)
+	if err != nil {
+		return nil, fmt.Errorf("media: %s: %w", object, err)
+	}
+	return &nanofleetv1.MediaRef{
+		Object: object, Name: info.Description, Size: int64(info.Size),
+		MimeType: info.Headers.Get("Content-Type"),
+	}, nil
+}
+
+// Get returns an attachment's bytes.
+func (s *Store) Get(ctx context.Context, object string) ([]byte, error) {
+	data, err := s.obj.GetBytes(ctx, object)
+	if err != nil {
+		return nil, fmt.Errorf("media: read %s: %w", object, err)
+	}
+	return data, nil
+}
+
+// Fetch downloads url with client (at most the limit) and stores it.
+func (s *Store) Fetch(ctx context.Context, client *http.Client, url string, header http.Header, object, name, mimeType string) (*nanofleetv1.MediaRef, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("media: %w", err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("media: download %s: %w", name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("media: download %s: %s", name, resp.Status)
+	}
+	if resp.ContentLength > s.limit {
+		return nil, fmt.Errorf("%w: %s is %d bytes, over %d", ErrTooLarge, name, resp.ContentLength, s.limit)
+	}
+	return s.Put(ctx, object, name, mimeType, resp.Body)
+}

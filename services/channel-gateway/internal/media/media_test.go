@@ -1,0 +1,50 @@
+package media_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
+)
+
+func TestPut(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ctx := context.Background()
+	obj, err := b.Blobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := media.NewStore(obj, 64)
+	tests := []struct {
+		name, file, mime, body string
+		wantMime               string
+		wantErr                error
+	}{
+		{"given type", "a.bin", "application/pdf", "x", "application/pdf", nil},
+		{"from extension", "notes.txt", "", "hello", "text/plain; charset=utf-8", nil},
+		{"sniffed", "noext", "", "\x89PNG\r\n\x1a\n....", "image/png", nil},
+		{"at the limit", "full", "text/plain", strings.Repeat("a", 64), "text/plain", nil},
+		{"over the limit", "big", "text/plain", strings.Repeat("a", 65), "", media.ErrTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ref, err := s.Put(ctx, "test/"+tt.file, tt.file, tt.mime, strings.NewReader(tt.body))
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Put error = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if ref.GetMimeType() != tt.wantMime || ref.GetSize() != int64(len(tt.body)) || ref.GetName() != tt.file {
+				t.Errorf("ref = %v", ref)
+			}
+			info, err := s.Info(ctx, ref.GetObject())
+			if err != nil || info.GetMimeType() != tt.wantMime || info.GetName() != tt.file {
+				t.Errorf("Info = %v, %v", info, err)
+			}
+		})
+	}
+}

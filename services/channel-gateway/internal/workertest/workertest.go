@@ -1,0 +1,203 @@
+// Package workertest plays the agent worker's part in the channel tests: it
+// takes inbound messages from the fleet's inbound stream with a JetStream
+// consumer and answers each as a script says, publishing live messages on
+// core NATS and durable replies on the outbound stream, the way the real
+// worker does (replies carry the inbound message's metadata, reply_to and
+// session key, and deterministic ids).
+package workertest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// Script answers one inbound message. Replies with kind PROGRESS,
+// TOOL_HINT or DELTA go to the live subject, the others to the outbound
+// stream; empty fields are filled in from the inbound message.
+type Script func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage
+
+// Echo answers every message with a final "echo: <content>".
+func Echo(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	return []*nanofleetv1.OutboundMessage{Final("echo: " + in.GetContent())}
+}
+
+// Final is a final answer.
+func Final(text string) *nanofleetv1.OutboundMessage {
+	return &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, Content: text}
+}
+
+// Live is a live message of kind k.
+func Live(k nanofleetv1.OutboundKind, text string) *nanofleetv1.OutboundMessage {
+	return &nanofleetv1.OutboundMessage{Kind: k, Content: text}
+}
+
+// Worker is a running fake worker.
+type Worker struct {
+	// Inbound receives every inbound message the worker took.
+	Inbound chan *nanofleetv1.InboundMessage
+
+	b       *bus.Bus
+	script  Script
+	history *session.Store
+	before  func(*nanofleetv1.OutboundMessage)
+	mu      sync.Mutex
+}
+
+// Option configures a worker.
+type Option func(*Worker)
+
+// WithHistory makes the worker record each turn in the session store, as
+// the real worker commits turns, so that history readers see them.
+func WithHistory(s *session.Store) Option { return func(w *Worker) { w.history = s } }
+
+// BeforeDurable calls f before each durable reply is published (after the
+// live messages before it), so a test can hold the answer back until it
+// has seen the stream.
+func BeforeDurable(f func(*nanofleetv1.OutboundMessage)) Option {
+	return func(w *Worker) { w.before = f }
+}
+
+// Start runs a worker until the end of the test.
+func Start(t testing.TB, b *bus.Bus, script Script, opts ...Option) *Worker {
+	t.Helper()
+	w := &Worker{Inbound: make(chan *nanofleetv1.InboundMessage, 100), b: b, script: script}
+	for _, o := range opts {
+		o(w)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cons, err := b.JS.CreateOrUpdateConsumer(ctx, b.Space.InboundStream(), jetstream.ConsumerConfig{
+		Durable:   b.Space.WorkerConsumer(),
+		AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait:   10 * time.Second,
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("workertest: consumer: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			batch, err := cons.Fetch(1, jetstream.FetchMaxWait(200*time.Millisecond))
+			if err != nil {
+				continue
+			}
+			for m := range batch.Messages() {
+				if err := w.handle(ctx, m); err != nil && ctx.Err() == nil {
+					t.Errorf("workertest: %v", err)
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return w
+}
+
+func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
+	meta, err := m.Metadata()
+	if err != nil {
+		return err
+	}
+	in := &nanofleetv1.InboundMessage{}
+	if err := proto.Unmarshal(m.Data(), in); err != nil {
+		return fmt.Errorf("decode inbound: %w", err)
+	}
+	select {
+	case w.Inbound <- in:
+	default:
+	}
+	key := in.GetSessionKey()
+	if key == "" {
+		key = in.GetChannel() + ":" + in.GetChatId()
+	}
+	replies := w.script(in)
+	var final string
+	for i, out := range replies {
+		fill(out, in, key, meta.Sequence.Stream, i)
+		if out.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
+			final = out.GetContent()
+		}
+		data, err := proto.Marshal(out)
+		if err != nil {
+			return err
+		}
+		switch out.GetKind() {
+		case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA:
+			if err := w.b.NC.Publish(w.b.Space.Live(out.GetChannel(), out.GetChatId()), data); err != nil {
+				return err
+			}
+			continue
+		}
+		if w.before != nil {
+			w.before(out)
+		}
+		if w.history != nil && out.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
+			if err := w.commit(ctx, key, in, meta.Sequence.Stream, final); err != nil {
+				return err
+			}
+		}
+		msg := nats.NewMsg(w.b.Space.Outbound(out.GetChannel(), out.GetChatId()))
+		msg.Data = data
+		msg.Header.Set(nats.MsgIdHdr, out.GetId())
+		if _, err := w.b.JS.PublishMsg(ctx, msg); err != nil {
+			return fmt.Errorf("publish reply: %w", err)
+		}
+	}
+	return m.Ack()
+}
+
+func fill(out *nanofleetv1.OutboundMessage, in *nanofleetv1.InboundMessage, key string, seq uint64, n int) {
+	if out.Id == "" {
+		out.Id = fmt.Sprintf("%d:%d", seq, n)
+	}
+	if out.Channel == "" {
+		out.Channel = in.GetChannel()
+	}
+	if out.ChatId == "" {
+		out.ChatId = in.GetChatId()
+	}
+	if out.ReplyTo == "" {
+		out.ReplyTo = in.GetId()
+	}
+	if out.SessionKey == "" {
+		out.SessionKey = key
+	}
+	if out.Metadata == nil && len(in.GetMetadata()) > 0 {
+		out.Metadata = map[string]string{}
+		for k, v := range in.GetMetadata() {
+			out.Metadata[k] = v
+		}
+	}
+	out.CreatedAt = timestamppb.Now()
+}
+
+func (w *Worker) commit(ctx context.Context, key string, in *nanofleetv1.InboundMessage, seq uint64, final string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h, err := w.history.LoadHistory(ctx, key, 0)
+	if err != nil {
+		return err
+	}
+	rec := &nanofleetv1.TurnRecord{
+		TurnId: fmt.Sprintf("turn-%d", seq), InboundId: in.GetId(), InboundSeq: seq, SessionKey: key,
+		Messages: []*nanofleetv1.ChatMessage{
+			{Role: "user", Content: in.GetContent(), Media: in.GetMedia()},
+			{Role: "assistant", Content: final},
+		},
+		CompletedAt: timestamppb.Now(),
+	}
+	_, err = w.history.Append(ctx, key, rec, h.LastSeq)
+	return err
+}

@@ -1,0 +1,151 @@
+package markup_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
+)
+
+func TestTelegramHTML(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"plain", "hello", "hello"},
+		{"escapes", "a < b & c > d", "a &lt; b &amp; c &gt; d"},
+		{"bold italic", "**bold** and *it*", "<b>bold</b> and <i>it</i>"},
+		{"strike", "~~gone~~", "<s>gone</s>"},
+		{"inline code", "run `ls <dir>`", "run <code>ls &lt;dir&gt;</code>"},
+		{"fenced", "```go\nfmt.Println(\"<x>\")\n```", "<pre><code class=\"language-go\">fmt.Println(&quot;&lt;x&gt;&quot;)</code></pre>"},
+		{"link", "[site](https://x.org/?a=1&b=2)", `<a href="https://x.org/?a=1&amp;b=2">site</a>`},
+		{"heading", "# Title\n\ntext", "<b>Title</b>\n\ntext"},
+		{"list", "- one\n- two", "• one\n• two"},
+		{"ordered", "3. a\n4. b", "3. a\n4. b"},
+		{"nested list", "- a\n  - b", "• a\n  • b"},
+		{"quote", "> wise", "<blockquote>wise</blockquote>"},
+		{"raw html shown", "<script>x</script>", "&lt;script&gt;x&lt;/script&gt;"},
+		{"escaped markdown", `\*not bold\*`, "*not bold*"},
+		{"paragraphs", "one\n\ntwo", "one\n\ntwo"},
+		{"table", "| a | b |\n|---|---|\n| 1 | 22 |", "<pre>a | b \n--+---\n1 | 22</pre>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := markup.TelegramHTML(tt.in); got != tt.want {
+				t.Errorf("TelegramHTML(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSlackMrkdwn(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"bold italic", "**bold** and *it*", "*bold* and _it_"},
+		{"strike", "~~gone~~", "~gone~"},
+		{"escapes", "a < b & c", "a &lt; b &amp; c"},
+		{"link", "[site](https://x.org)", "<https://x.org|site>"},
+		{"autolink", "<https://x.org>", "<https://x.org>"},
+		{"heading", "## Head", "*Head*"},
+		{"code block", "```\nx := 1\n```", "```\nx := 1\n```"},
+		{"quote", "> a\n> b", "> a\n> b"},
+		{"list", "* a\n* b", "• a\n• b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := markup.SlackMrkdwn(tt.in); got != tt.want {
+				t.Errorf("SlackMrkdwn(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHTMLIsSafe(t *testing.T) {
+	got := markup.HTML("**hi** <img src=x onerror=alert(1)>\n\n```js\nalert(1)\n```")
+	if strings.Contains(got, "<img") {
+		t.Errorf("raw HTML passed through: %s", got)
+	}
+	for _, want := range []string{"<strong>hi</strong>", `<code class="language-js">`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("HTML() = %s, missing %s", got, want)
+		}
+	}
+}
+
+func TestPlain(t *testing.T) {
+	if got := markup.Plain("**a** [b](https://c)"); got != "a b (https://c)" {
+		t.Errorf("Plain = %q", got)
+	}
+}
+
+func TestSplit(t *testing.T) {
+	para := strings.Repeat("word ", 19) + "end." // 99 chars
+	var paras []string
+	for range 90 {
+		paras = append(paras, para)
+	}
+	nineK := strings.Join(paras, "\n\n") // 90*99 + 89*2 = 9088
+	tests := []struct {
+		name  string
+		in    string
+		limit int
+		want  int
+	}{
+		{"empty", "  ", 4000, 0},
+		{"short", "hello", 4000, 1},
+		{"9000 chars in paragraphs", nineK, 4000, 3},
+		{"9000 chars without breaks", strings.Repeat("x", 9000), 4000, 3},
+		{"long words", strings.Repeat("abcdefghi ", 900), 4000, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			parts := markup.Split(tt.in, tt.limit)
+			if len(parts) != tt.want {
+				t.Fatalf("got %d parts, want %d", len(parts), tt.want)
+			}
+			total := 0
+			for _, p := range parts {
+				if markup.Len(p) > tt.limit {
+					t.Errorf("part of %d > limit %d", markup.Len(p), tt.limit)
+				}
+				total += len(strings.Join(strings.Fields(p), ""))
+			}
+			if want := len(strings.Join(strings.Fields(tt.in), "")); total != want {
+				t.Errorf("non-space chars: got %d, want %d", total, want)
+			}
+		})
+	}
+}
+
+func TestSplitKeepsParagraphsWhole(t *testing.T) {
+	a, b := strings.Repeat("a", 60), strings.Repeat("b", 60)
+	parts := markup.Split(a+"\n\n"+b, 100)
+	if len(parts) != 2 || parts[0] != a || parts[1] != b {
+		t.Errorf("parts = %q", parts)
+	}
+}
+
+func TestSplitReopensCodeFence(t *testing.T) {
+	var lines []string
+	for range 40 {
+		lines = append(lines, "fmt.Println(\"some line of code\")")
+	}
+	md := "Intro\n\n```go\n" + strings.Join(lines, "\n") + "\n\n" + strings.Join(lines, "\n") + "\n```\n\nOutro"
+	parts := markup.Split(md, 1000)
+	if len(parts) < 3 {
+		t.Fatalf("got %d parts", len(parts))
+	}
+	for i, p := range parts {
+		if strings.Count(p, "```")%2 != 0 {
+			t.Errorf("part %d has an unbalanced fence:\n%s", i, p)
+		}
+		if markup.Len(p) > 1000 {
+			t.Errorf("part %d too long: %d", i, markup.Len(p))
+		}
+	}
+	if !strings.HasPrefix(parts[1], "```go\n") {
+		t.Errorf("second part does not reopen the fence: %q", parts[1][:20])
+	}
+}
+
+func TestLenCountsUTF16(t *testing.T) {
+	if n := markup.Len("a😀"); n != 3 {
+		t.Errorf("Len = %d, want 3", n)
+	}
+}

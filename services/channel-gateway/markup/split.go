@@ -1,0 +1,184 @@
+package markup
+
+import (
+	"strings"
+	"unicode/utf16"
+)
+
+// Limits of one message, in UTF-16 code units (how Telegram counts), with
+// room to spare for the markup a renderer adds.
+const (
+	TelegramLimit = 4000
+	SlackLimit    = 4000
+)
+
+// Len is the length of s in UTF-16 code units, the unit Telegram's and
+// Slack's limits are counted in.
+func Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += u16(r)
+	}
+	return n
+}
+
+// u16 is the UTF-16 length of r; invalid runes count as one.
+func u16(r rune) int { return max(1, utf16.RuneLen(r)) }
+
+// Split cuts Markdown into pieces of at most limit UTF-16 code units,
+// preferring paragraph boundaries, then line breaks, then spaces. A fenced
+// code block that must be cut is closed and reopened around the cut, so
+// each piece renders on its own. Text within the limit comes back as one
+// piece; empty text as none.
+func Split(md string, limit int) []string {
+	md = strings.TrimSpace(md)
+	if md == "" {
+		return nil
+	}
+	if limit < 16 {
+		limit = 16
+	}
+	if Len(md) <= limit {
+		return []string{md}
+	}
+	var out []string
+	var cur strings.Builder
+	flush := func() {
+		if s := strings.TrimSpace(cur.String()); s != "" {
+			out = append(out, s)
+		}
+		cur.Reset()
+	}
+	for _, b := range blocks(md) {
+		for _, piece := range fit(b, limit) {
+			switch {
+			case cur.Len() == 0:
+				cur.WriteString(piece)
+			case Len(cur.String())+2+Len(piece) <= limit:
+				cur.WriteString("\n\n" + piece)
+			default:
+				flush()
+				cur.WriteString(piece)
+			}
+		}
+	}
+	flush()
+	return out
+}
+
+// block is a paragraph-level unit of Markdown: text between blank lines,
+// or a whole fenced code block.
+type block struct {
+	text  string
+	fence string // opening fence line, when the block is a code block
+}
+
+// blocks splits md on blank lines outside fenced code blocks.
+func blocks(md string) []block {
+	var out []block
+	var cur []string
+	fence := ""
+	flush := func(f string) {
+		if len(cur) > 0 {
+			out = append(out, block{text: strings.Join(cur, "\n"), fence: f})
+		}
+		cur = nil
+	}
+	for _, line := range strings.Split(md, "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		isFence := len(line)-len(trimmed) <= 3 && (strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"))
+		switch {
+		case fence == "" && isFence:
+			flush("")
+			fence = strings.TrimSpace(line)
+			cur = append(cur, line)
+		case fence != "" && isFence && strings.TrimSpace(trimmed)[:3] == fence[:3]:
+			cur = append(cur, line)
+			flush(fence)
+			fence = ""
+		case fence != "":
+			cur = append(cur, line)
+		case strings.TrimSpace(line) == "":
+			flush("")
+		default:
+			cur = append(cur, line)
+		}
+	}
+	flush(fence)
+	return out
+}
+
+// fit cuts one block into pieces within limit.
+func fit(b block, limit int) []string {
+	if Len(b.text) <= limit {
+		return []string{b.text}
+	}
+	if b.fence == "" {
+		return packLines(strings.Split(b.text, "\n"), limit)
+	}
+	lines := strings.Split(b.text, "\n")
+	body := lines[1:]
+	closing := b.fence[:3]
+	if n := len(body); n > 0 && strings.HasPrefix(strings.TrimSpace(body[n-1]), closing) {
+		body = body[:n-1]
+	}
+	room := limit - Len(b.fence) - Len(closing) - 2
+	var out []string
+	for _, p := range packLines(body, room) {
+		out = append(out, b.fence+"\n"+p+"\n"+closing)
+	}
+	return out
+}
+
+// packLines joins lines into pieces within limit, cutting lines that are
+// too long on their own.
+func packLines(lines []string, limit int) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range lines {
+		for _, part := range cutLine(line, limit) {
+			switch {
+			case cur.Len() == 0:
+				cur.WriteString(part)
+			case Len(cur.String())+1+Len(part) <= limit:
+				cur.WriteString("\n" + part)
+			default:
+				out = append(out, cur.String())
+				cur.Reset()
+				cur.WriteString(part)
+			}
+		}
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// cutLine cuts a line longer than limit at spaces, or anywhere when a
+// word is longer than limit.
+func cutLine(line string, limit int) []string {
+	var out []string
+	for Len(line) > limit {
+		runes := []rune(line)
+		// Find the longest prefix within limit.
+		n, size := 0, 0
+		for n < len(runes) && size+u16(runes[n]) <= limit {
+			size += u16(runes[n])
+			n++
+		}
+		cut := n
+		for i := n; i > n/2; i-- {
+			if runes[i-1] == ' ' {
+				cut = i
+				break
+			}
+		}
+		out = append(out, strings.TrimRight(string(runes[:cut]), " "))
+		line = strings.TrimLeft(string(runes[cut:]), " ")
+	}
+	if line != "" || len(out) == 0 {
+		out = append(out, line)
+	}
+	return out
+}

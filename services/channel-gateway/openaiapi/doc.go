@@ -1,0 +1,21 @@
+// Package openaiapi lets any OpenAI client talk to the fleet:
+// POST /v1/chat/completions (streamed as server-sent events or not) and
+// GET /v1/models, with bearer-token auth.
+//
+// The fleet keeps the conversation, so a request is one turn: the last
+// user message of the request becomes the inbound message (earlier
+// messages are the client's copy of a history the session already has).
+// The session is chosen by the X-Session-Id header, else the request's
+// "user" field, else "default"; it is the chat id on the "api" channel
+// (session "api:<id>"). An Idempotency-Key header makes a retried request
+// the same inbound message.
+//
+// The answer is the turn's final reply, read from the chat's outbound
+// subject by an ordered consumer started before the message is published;
+// a streaming request asks the worker for deltas (metadata stream=true)
+// and relays them from the chat's live subject. Replies of
+// other requests in the same session (matched by reply_to) are ignored.
+// Message-tool sends during the turn are part of the answer. A turn that
+// fails answers 502 with the worker's error; one that takes longer than
+// the timeout answers 504.
+package openaiapi

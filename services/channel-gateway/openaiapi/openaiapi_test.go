@@ -1,0 +1,190 @@
+package openaiapi_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
+)
+
+const key = "sk-test-12345"
+
+// script answers "fail" with an error and everything else with deltas
+// and a final answer that goes on past them.
+func script(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	if in.GetContent() == "fail" {
+		return []*nanofleetv1.OutboundMessage{{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR, Content: "model unavailable"}}
+	}
+	return []*nanofleetv1.OutboundMessage{
+		workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, "thinking"),
+		workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, "You said"),
+		workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ": "),
+		workertest.Final("You said: " + in.GetContent()),
+	}
+}
+
+func start(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest.Worker, string) {
+	t.Helper()
+	b := bustest.StartJetStream(t)
+	pub, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	w := workertest.Start(t, b, script, opts...)
+	cfg := openai.DefaultConfig(key)
+	cfg.BaseURL = srv.URL + "/v1"
+	return openai.NewClientWithConfig(cfg), w, srv.URL
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func TestChatCompletion(t *testing.T) {
+	client, w, _ := start(t)
+	resp, err := client.CreateChatCompletion(ctx(t), openai.ChatCompletionRequest{
+		Model: "nanofleet",
+		User:  "alice",
+		Messages: []openai.ChatCompletionMessage{
+			{Role: openai.ChatMessageRoleSystem, Content: "be brief"},
+			{Role: openai.ChatMessageRoleUser, Content: "an earlier question"},
+			{Role: openai.ChatMessageRoleAssistant, Content: "an earlier answer"},
+			{Role: openai.ChatMessageRoleUser, Content: "hello there"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Choices) != 1 || resp.Choices[0].Message.Content != "You said: hello there" || resp.Choices[0].FinishReason != openai.FinishReasonStop {
+		t.Errorf("response = %+v", resp)
+	}
+	in := <-w.Inbound
+	if in.GetChannel() != "api" || in.GetChatId() != "alice" || in.GetContent() != "hello there" || in.GetMetadata()["stream"] != "" {
+		t.Errorf("inbound = %v", in)
+	}
+}
+
+func TestChatCompletionStream(t *testing.T) {
+	// The worker holds the final answer back until the client has seen the
+	// deltas, as a model would while it writes.
+	release := make(chan struct{})
+	client, w, _ := start(t, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
+		select {
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	stream, err := client.CreateChatCompletionStream(ctx(t), openai.ChatCompletionRequest{
+		Model:    "nanofleet",
+		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "stream me"}},
+		Stream:   true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	var chunks []string
+	var finish openai.FinishReason
+	for {
+		r, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunks = append(chunks, r.Choices[0].Delta.Content)
+		if strings.Join(chunks, "") == "You said: " {
+			close(release)
+		}
+		if r.Choices[0].FinishReason != "" {
+			finish = r.Choices[0].FinishReason
+		}
+	}
+	if in := <-w.Inbound; in.GetMetadata()["stream"] != "true" {
+		t.Errorf("a streaming request did not ask for deltas: %v", in.GetMetadata())
+	}
+	if got := strings.Join(chunks, ""); got != "You said: stream me" {
+		t.Errorf("streamed %q", got)
+	}
+	// role chunk, two deltas, the rest of the final answer, the stop chunk
+	if len(chunks) != 5 || chunks[1] != "You said" || finish != openai.FinishReasonStop {
+		t.Errorf("chunks = %q, finish %q", chunks, finish)
+	}
+}
+
+func TestModels(t *testing.T) {
+	client, _, _ := start(t)
+	list, err := client.ListModels(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Models) != 1 || list.Models[0].ID != "nanofleet" {
+		t.Errorf("models = %+v", list.Models)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	client, _, url := start(t)
+	bad := openai.DefaultConfig("wrong-key")
+	bad.BaseURL = url + "/v1"
+	tests := []struct {
+		name   string
+		client *openai.Client
+		msgs   []openai.ChatCompletionMessage
+		status int
+	}{
+		{"wrong key", openai.NewClientWithConfig(bad), []openai.ChatCompletionMessage{{Role: "user", Content: "hi"}}, http.StatusUnauthorized},
+		{"no user message", client, []openai.ChatCompletionMessage{{Role: "system", Content: "hi"}}, http.StatusBadRequest},
+		{"turn fails", client, []openai.ChatCompletionMessage{{Role: "user", Content: "fail"}}, http.StatusBadGateway},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.client.CreateChatCompletion(ctx(t), openai.ChatCompletionRequest{Model: "nanofleet", Messages: tt.msgs})
+			var apiErr *openai.APIError
+			if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != tt.status {
+				t.Errorf("err = %v, want an API error with status %d", err, tt.status)
+			}
+		})
+	}
+}
+
+func TestSessionHeader(t *testing.T) {
+	_, w, url := start(t)
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions",
+		strings.NewReader(`{"model":"nanofleet","user":"ignored","messages":[{"role":"user","content":[{"type":"text","text":"parts"},{"type":"text","text":"work"}]}]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("X-Session-Id", "project.x")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if in := <-w.Inbound; in.GetChatId() != "project.x" || in.GetContent() != "parts\nwork" {
+		t.Errorf("inbound = %v", in)
+	}
+}

@@ -1,0 +1,161 @@
+package openaiapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
+)
+
+// keepAlive is how often an idle stream gets an SSE comment, so proxies do
+// not close it during a long turn.
+const keepAlive = 15 * time.Second
+
+// turn answers one request from the replies of its turn.
+type turn struct {
+	s       *Server
+	w       http.ResponseWriter
+	id      string
+	created int64
+	stream  bool
+
+	started  bool // stream headers and the role chunk are out
+	streamed strings.Builder
+	answer   []string // message-tool sends, then the final answer
+}
+
+func (t *turn) run(ctx context.Context, wch *watch.Watcher, inboundID string) {
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if t.stream && t.started {
+				t.event(map[string]any{"error": map[string]any{"message": "The turn did not finish in time.", "type": "timeout"}})
+				t.done()
+				return
+			}
+			if errorsIsDeadline(ctx) {
+				apiError(t.w, http.StatusGatewayTimeout, "timeout", "", "The turn did not finish in time.")
+			}
+			return
+		case <-tick.C:
+			if t.stream {
+				t.begin()
+				_, _ = fmt.Fprint(t.w, ": keep-alive\n\n")
+				t.flush()
+			}
+		case out := <-wch.C:
+			if r := out.GetReplyTo(); r != "" && r != inboundID {
+				continue // another request of the same session
+			}
+			switch out.GetKind() {
+			case nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA:
+				if t.stream {
+					t.begin()
+					t.streamed.WriteString(out.GetContent())
+					t.chunk(map[string]any{"content": out.GetContent()}, nil)
+				}
+			case nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE:
+				t.answer = append(t.answer, out.GetContent())
+			case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL:
+				if c := out.GetContent(); c != "" {
+					t.answer = append(t.answer, c)
+				}
+				t.finish()
+				return
+			case nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
+				t.fail(out.GetContent())
+				return
+			}
+		}
+	}
+}
+
+func errorsIsDeadline(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded)
+}
+
+// finish sends the answer: whole, or what the deltas did not yet stream.
+func (t *turn) finish() {
+	content := strings.Join(t.answer, "\n\n")
+	if !t.stream {
+		writeJSON(t.w, http.StatusOK, map[string]any{
+			"id": t.id, "object": "chat.completion", "created": t.created, "model": t.s.model,
+			"choices": []any{map[string]any{
+				"index": 0, "message": map[string]any{"role": "assistant", "content": content},
+				"finish_reason": "stop",
+			}},
+			"usage": map[string]any{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+		})
+		return
+	}
+	t.begin()
+	if rest, ok := strings.CutPrefix(content, t.streamed.String()); ok && rest != "" {
+		t.chunk(map[string]any{"content": rest}, nil)
+	}
+	stop := "stop"
+	t.chunk(map[string]any{}, &stop)
+	t.done()
+}
+
+func (t *turn) fail(msg string) {
+	if msg == "" {
+		msg = "The turn failed."
+	}
+	if !t.stream || !t.started {
+		apiError(t.w, http.StatusBadGateway, "server_error", "", msg)
+		return
+	}
+	t.event(map[string]any{"error": map[string]any{"message": msg, "type": "server_error"}})
+	t.done()
+}
+
+// begin sends the stream's headers and the first chunk, once.
+func (t *turn) begin() {
+	if t.started {
+		return
+	}
+	t.started = true
+	h := t.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	t.w.WriteHeader(http.StatusOK)
+	t.chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+}
+
+func (t *turn) chunk(delta map[string]any, finish *string) {
+	var fr any
+	if finish != nil {
+		fr = *finish
+	}
+	t.event(map[string]any{
+		"id": t.id, "object": "chat.completion.chunk", "created": t.created, "model": t.s.model,
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": fr}},
+	})
+}
+
+func (t *turn) event(v any) {
+	data, _ := json.Marshal(v)
+	_, _ = fmt.Fprintf(t.w, "data: %s\n\n", data)
+	t.flush()
+}
+
+func (t *turn) done() {
+	_, _ = fmt.Fprint(t.w, "data: [DONE]\n\n")
+	t.flush()
+}
+
+func (t *turn) flush() {
+	if f, ok := t.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}

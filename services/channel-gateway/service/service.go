@@ -1,0 +1,106 @@
+// Package service assembles a channel-gateway from the fleet's config: the
+// enabled channels, the delivery core and the HTTP listener of the web
+// chat, the OpenAI-compatible API and webhooks. The channel-gateway binary
+// and the all-in-one use it.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+)
+
+// Options are what the config file does not say.
+type Options struct {
+	// Listen overrides channels.web.listen (default :8080).
+	Listen   string
+	Metrics  *observe.Metrics
+	Log      *slog.Logger
+	Announce func(line string)
+}
+
+// Gateway is an assembled gateway; its HTTP listener is bound.
+type Gateway struct {
+	g    *gateway.Gateway
+	srv  *http.Server
+	ln   net.Listener
+	log  *slog.Logger
+	addr string
+}
+
+// New builds the gateway and binds its HTTP listener, so that a taken port
+// fails at start-up.
+func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gateway, error) {
+	chans, err := channels.FromFile(file)
+	if err != nil {
+		return nil, err
+	}
+	addr := o.Listen
+	if addr == "" {
+		addr = chans.Web.Listen
+	}
+	if addr == "" {
+		addr = ":8080"
+	}
+	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: addr, Announce: o.Announce})
+	if err != nil {
+		return nil, err
+	}
+	g, err := gateway.New(b, gateway.DefaultConfig(), o.Log, adapters...)
+	if err != nil {
+		return nil, err
+	}
+	if m := o.Metrics; m != nil {
+		g.OnRetry = func(ch string) { m.DeliveryRetries.WithLabelValues(ch).Inc() }
+		g.OnDeadLetter = func(string) { m.DeadLetters.WithLabelValues("outbound").Inc() }
+	}
+	gw := &Gateway{g: g, log: o.Log, addr: addr}
+	if handler != nil {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("channel-gateway: listen %s: %w", addr, err)
+		}
+		gw.ln = ln
+		gw.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	}
+	return gw, nil
+}
+
+// Addr is the HTTP listener's address, or nil without one.
+func (gw *Gateway) Addr() net.Addr {
+	if gw.ln == nil {
+		return nil
+	}
+	return gw.ln.Addr()
+}
+
+// Run serves until ctx ends, then shuts the HTTP server down.
+func (gw *Gateway) Run(ctx context.Context) error {
+	if gw.srv != nil {
+		go func() {
+			if err := gw.srv.Serve(gw.ln); !errors.Is(err, http.ErrServerClosed) {
+				gw.log.Error("http server stopped", "listen", gw.addr, "err", err)
+			}
+		}()
+	}
+	err := gw.g.Run(ctx)
+	if err == nil {
+		<-ctx.Done() // without platform adapters Run returns at once; keep serving HTTP
+	}
+	if gw.srv != nil {
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = gw.srv.Shutdown(shutdown)
+	}
+	return err
+}

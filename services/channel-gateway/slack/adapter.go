@@ -1,0 +1,431 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
+)
+
+// Channel is the channel name in subjects and session keys.
+const Channel = "slack"
+
+// Deps are what the adapter needs from its surroundings.
+type Deps struct {
+	Bus  *bus.Bus
+	Gate *access.Gate
+	Log  *slog.Logger
+	// SendProgress and SendToolHints are the channels-wide defaults.
+	SendProgress, SendToolHints bool
+}
+
+// Adapter is the Slack channel. It implements [gateway.LiveAdapter].
+type Adapter struct {
+	cfg       Config
+	deps      Deps
+	log       *slog.Logger
+	api       *slack.Client
+	http      *http.Client
+	media     *media.Store
+	groups    access.Policy
+	dms       access.Policy
+	pingEvery time.Duration
+
+	parts parts.Tracker
+
+	mu    sync.Mutex
+	botID string // the bot's user id, from auth.test
+}
+
+// Option tunes an adapter, mostly for tests.
+type Option func(*Adapter) error
+
+// WithPingInterval sets how long Socket Mode may go without a ping from
+// Slack before reconnecting (default 30s).
+func WithPingInterval(d time.Duration) Option {
+	return func(a *Adapter) error {
+		if d < time.Second {
+			return fmt.Errorf("slack: ping interval %s is below 1s", d)
+		}
+		a.pingEvery = d
+		return nil
+	}
+}
+
+// New returns the adapter for cfg, which must be valid and enabled.
+func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := &Adapter{
+		cfg: cfg, deps: deps, log: deps.Log.With("channel", Channel),
+		http:      &http.Client{Timeout: 2 * time.Minute},
+		pingEvery: 30 * time.Second,
+		groups:    access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: access.DMAllowlist},
+		dms: access.Policy{
+			Channel:   Channel,
+			AllowFrom: append(append([]string(nil), cfg.AllowFrom...), cfg.DM.AllowFrom...),
+			DM:        cfg.DM.Policy,
+		},
+	}
+	if !on(cfg.DM.Enabled, true) {
+		a.dms.DM = access.DMDisabled
+	}
+	for _, o := range opts {
+		if err := o(a); err != nil {
+			return nil, err
+		}
+	}
+	apiURL := cfg.APIURL
+	if apiURL == "" {
+		apiURL = DefaultAPIURL
+	}
+	if !strings.HasSuffix(apiURL, "/") {
+		apiURL += "/"
+	}
+	a.api = slack.New(cfg.BotToken,
+		slack.OptionAppLevelToken(cfg.AppToken),
+		slack.OptionAPIURL(apiURL),
+		slack.OptionHTTPClient(a.http),
+		slack.OptionLog(logAdapter{a.log}),
+	)
+	blobs, err := deps.Bus.Blobs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("slack: %w", err)
+	}
+	limit := cfg.MaxMediaBytes
+	if limit == 0 {
+		limit = 20 << 20
+	}
+	a.media = media.NewStore(blobs, limit)
+	return a, nil
+}
+
+// Channel returns "slack".
+func (a *Adapter) Channel() string { return Channel }
+
+// Run holds a Socket Mode connection until ctx ends, reconnecting as Slack
+// asks, and publishes the events that pass the policies.
+func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
+	if err := a.identify(ctx); err != nil {
+		return err
+	}
+	sm := socketmode.New(a.api, socketmode.OptionPingInterval(a.pingEvery), socketmode.OptionLog(logAdapter{a.log}))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- sm.RunContext(ctx) }()
+	for {
+		select {
+		case err := <-ran:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("slack socket mode: %w", err)
+		case evt := <-sm.Events:
+			a.dispatch(ctx, sm, in, evt)
+		}
+	}
+}
+
+// identify asks Slack for the bot's user id (for mentions), retrying
+// until it answers or ctx ends.
+func (a *Adapter) identify(ctx context.Context) error {
+	wait := 500 * time.Millisecond
+	for {
+		res, err := a.api.AuthTestContext(ctx)
+		if err == nil {
+			a.mu.Lock()
+			a.botID = res.UserID
+			a.mu.Unlock()
+			a.log.Info("slack bot ready", "user", res.User, "user_id", res.UserID, "team", res.Team)
+			return nil
+		}
+		var se slack.SlackErrorResponse
+		if errors.As(err, &se) && (se.Err == "invalid_auth" || se.Err == "not_authed" || se.Err == "token_revoked" || se.Err == "account_inactive") {
+			return fmt.Errorf("slack: bot token rejected: %w", err)
+		}
+		a.log.Warn("slack auth.test failed, retrying", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+func (a *Adapter) bot() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.botID
+}
+
+// dispatch acknowledges an envelope first, then handles it.
+func (a *Adapter) dispatch(ctx context.Context, sm *socketmode.Client, in gateway.Inbox, evt socketmode.Event) {
+	switch evt.Type {
+	case socketmode.EventTypeEventsAPI:
+		if evt.Request == nil {
+			return
+		}
+		if err := sm.AckCtx(ctx, evt.Request.EnvelopeID, nil); err != nil {
+			a.log.Warn("slack ack failed", "envelope", evt.Request.EnvelopeID, "err", err)
+		}
+		if err := a.onEvent(ctx, in, evt.Request.Payload); err != nil && ctx.Err() == nil {
+			a.log.Error("slack event not published", "envelope", evt.Request.EnvelopeID, "err", err)
+		}
+	case socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+		if evt.Request != nil {
+			_ = sm.AckCtx(ctx, evt.Request.EnvelopeID, nil)
+		}
+	case socketmode.EventTypeErrorBadMessage:
+		bad, _ := evt.Data.(*socketmode.ErrorBadMessage)
+		if bad == nil {
+			return
+		}
+		a.log.Warn("dropping malformed Slack envelope", "err", bad.Cause, "raw", clip(bad.Message))
+		var env struct {
+			EnvelopeID string `json:"envelope_id"`
+		}
+		if json.Unmarshal(bad.Message, &env) == nil && env.EnvelopeID != "" {
+			_ = sm.AckCtx(ctx, env.EnvelopeID, nil) // so Slack does not resend it
+		}
+	case socketmode.EventTypeConnected:
+		a.log.Info("slack socket mode connected")
+	case socketmode.EventTypeConnectionError:
+		a.log.Warn("slack socket mode connection failed", "data", fmt.Sprint(evt.Data))
+	case socketmode.EventTypeInvalidAuth:
+		a.log.Error("slack app token rejected")
+	}
+}
+
+// event is the part of an Events API callback the adapter reads.
+type event struct {
+	EventID string `json:"event_id"`
+	Event   struct {
+		Type        string `json:"type"`
+		Subtype     string `json:"subtype"`
+		User        string `json:"user"`
+		BotID       string `json:"bot_id"`
+		Text        string `json:"text"`
+		TS          string `json:"ts"`
+		ThreadTS    string `json:"thread_ts"`
+		Channel     string `json:"channel"`
+		ChannelType string `json:"channel_type"`
+		Files       []struct {
+			ID       string `json:"id"`
+			Name     string `json:"name"`
+			Mimetype string `json:"mimetype"`
+			Size     int64  `json:"size"`
+			URL      string `json:"url_private_download"`
+		} `json:"files"`
+	} `json:"event"`
+}
+
+// onEvent applies the policies to one event and publishes it.
+func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.RawMessage) error {
+	var ev event
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		a.log.Warn("dropping malformed Slack event", "err", err, "raw", clip(payload))
+		return nil
+	}
+	e := ev.Event
+	if e.Type != "message" && e.Type != "app_mention" {
+		return nil
+	}
+	if ev.EventID == "" || e.Channel == "" || e.User == "" || e.TS == "" {
+		a.log.Warn("dropping Slack event without id, channel, user or ts", "event_id", ev.EventID, "raw", clip(payload))
+		return nil
+	}
+	if (e.Subtype != "" && e.Subtype != "file_share") || e.BotID != "" || e.User == a.bot() {
+		return nil // edits, joins, bots, ourselves
+	}
+	mention := "<@" + a.bot() + ">"
+	dm := e.ChannelType == "im"
+	if !dm {
+		if e.Type == "message" && strings.Contains(e.Text, mention) {
+			return nil // the app_mention event for the same message is used
+		}
+		switch a.cfg.GroupPolicy {
+		case GroupOpen:
+		case GroupAllowlist:
+			if !contains(a.cfg.GroupAllowFrom, e.Channel) {
+				return nil
+			}
+		default:
+			if e.Type != "app_mention" && !strings.Contains(e.Text, mention) {
+				return nil
+			}
+		}
+	}
+	text := strings.TrimSpace(strings.ReplaceAll(e.Text, mention, ""))
+	policy := a.groups
+	if dm {
+		policy = a.dms
+	}
+	verdict, err := a.deps.Gate.Check(ctx, policy, access.Sender{ID: e.User, ChatID: e.Channel, DM: dm}, text)
+	if err != nil {
+		return fmt.Errorf("access check: %w", err)
+	}
+	if verdict != access.Allow {
+		a.log.Debug("message not admitted", "chat", e.Channel, "sender", e.User, "verdict", verdict)
+		return nil
+	}
+	thread := e.ThreadTS
+	if thread == "" && !dm && on(a.cfg.ReplyInThread, true) {
+		thread = e.TS
+	}
+	meta := map[string]string{"ts": e.TS, "channel_type": e.ChannelType}
+	if thread != "" {
+		meta["thread_ts"] = thread
+	}
+	msg := &nanofleetv1.InboundMessage{
+		Id: ev.EventID, Channel: Channel, ChatId: e.Channel, SenderId: e.User,
+		Content: text, Metadata: meta,
+	}
+	if !dm && thread != "" {
+		msg.SessionKey = Channel + ":" + e.Channel + ":" + thread
+	}
+	for _, f := range e.Files {
+		if f.URL == "" {
+			continue
+		}
+		object := fmt.Sprintf("slack/%s/%s/%s", e.Channel, ev.EventID, f.ID)
+		ref, err := a.media.Fetch(ctx, a.http, f.URL, http.Header{"Authorization": {"Bearer " + a.cfg.BotToken}}, object, f.Name, f.Mimetype)
+		if err != nil {
+			a.log.Warn("slack file download failed", "name", f.Name, "err", err)
+			msg.Content = strings.TrimSpace(msg.Content + "\n\n[attachment " + f.Name + " not downloaded]")
+			continue
+		}
+		msg.Media = append(msg.Media, ref)
+	}
+	if msg.Content == "" && len(msg.Media) == 0 {
+		return nil
+	}
+	if err := in.Publish(ctx, msg); err != nil {
+		return err
+	}
+	if emoji := a.cfg.ReactEmoji; emoji != "none" {
+		if emoji == "" {
+			emoji = "eyes"
+		}
+		if err := a.api.AddReactionContext(ctx, emoji, slack.NewRefToMessage(e.Channel, e.TS)); err != nil {
+			a.log.Debug("slack reaction failed", "err", err)
+		}
+	}
+	return nil
+}
+
+// Deliver posts one durable reply in its thread, split and rendered,
+// continuing after the pieces an earlier attempt already posted.
+func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	pieces := markup.Split(msg.GetContent(), markup.SlackLimit)
+	for i := a.parts.Sent(msg.GetId()); i < len(pieces); i++ {
+		if err := a.post(ctx, msg, markup.SlackMrkdwn(pieces[i])); err != nil {
+			a.parts.Mark(msg.GetId(), i)
+			return classify(err)
+		}
+	}
+	if n := len(msg.GetMedia()); n > 0 {
+		a.log.Warn("slack: outbound attachments are not uploaded", "id", msg.GetId(), "count", n)
+	}
+	a.parts.Done(msg.GetId())
+	return nil
+}
+
+// DeliverLive posts progress and tool hints in the thread when enabled.
+func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	var text string
+	switch msg.GetKind() {
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
+		if !on(a.cfg.SendProgress, a.deps.SendProgress) {
+			return nil
+		}
+		text = "_" + markup.SlackMrkdwn(msg.GetContent()) + "_"
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
+		if !on(a.cfg.SendToolHints, a.deps.SendToolHints) {
+			return nil
+		}
+		text = "`" + strings.ReplaceAll(msg.GetContent(), "`", "'") + "`"
+	default:
+		return nil
+	}
+	return a.post(ctx, msg, text)
+}
+
+func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, text string) error {
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if ts := msg.GetMetadata()["thread_ts"]; ts != "" {
+		opts = append(opts, slack.MsgOptionTS(ts))
+	}
+	_, _, err := a.api.PostMessageContext(ctx, msg.GetChatId(), opts...)
+	return err
+}
+
+// transient are Slack error codes worth retrying.
+var transient = map[string]bool{
+	"ratelimited": true, "internal_error": true, "fatal_error": true,
+	"service_unavailable": true, "request_timeout": true,
+}
+
+// classify turns a Web API error into a delivery error.
+func classify(err error) error {
+	var rl *slack.RateLimitedError
+	var se slack.SlackErrorResponse
+	var sc slack.StatusCodeError
+	switch {
+	case errors.As(err, &rl):
+		return gateway.Retry(err, rl.RetryAfter)
+	case errors.As(err, &se):
+		if transient[se.Err] {
+			return gateway.Retry(err, 0)
+		}
+		return gateway.Permanent(err)
+	case errors.As(err, &sc):
+		if sc.Code >= 500 {
+			return gateway.Retry(err, 0)
+		}
+		return gateway.Permanent(err)
+	}
+	return gateway.Retry(err, 0)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func clip(raw []byte) string {
+	if len(raw) > 200 {
+		return string(raw[:200]) + "…"
+	}
+	return string(raw)
+}
+
+// logAdapter sends slack-go's log lines to slog at debug level.
+type logAdapter struct{ log *slog.Logger }
+
+func (l logAdapter) Output(_ int, s string) error {
+	l.log.Debug(strings.TrimSpace(s), "source", "slack-go")
+	return nil
+}

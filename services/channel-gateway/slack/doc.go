@@ -1,0 +1,28 @@
+// Package slack connects a Slack app to the fleet over Socket Mode
+// (github.com/slack-go/slack and its socketmode client), so the gateway
+// needs no public URL.
+//
+// Receiving: every Socket Mode envelope is acknowledged as soon as it is
+// read, before any work, so Slack does not resend it; the Events API
+// event id is the inbound message id, so an event Slack sends again anyway
+// is stored once. Malformed envelopes and events are logged, acknowledged
+// and dropped. Events are handled one at a time, in the order Slack sent
+// them.
+//
+// Which messages count: direct messages per the DM policy (the nested
+// nanobot-style "dm" object: enabled, policy, allowFrom); in channels,
+// messages that mention the bot (groupPolicy "mention", the default), all
+// messages ("open"), or all messages of the channels in groupAllowFrom
+// ("allowlist"). Slack sends both a message and an app_mention event for a
+// mention; the app_mention is the one used. Then the access gate admits
+// the sender or not (pairing codes in DMs).
+//
+// Replies go to the thread of the message that asked (replyInThread,
+// default true), and a channel thread is its own session
+// ("slack:<channel>:<thread ts>"). Markdown becomes mrkdwn, long answers
+// are split at about 4000 characters, rate limits (429 with Retry-After)
+// are retried after the requested wait.
+//
+// Inbound metadata, which the worker copies onto its replies: ts,
+// thread_ts, channel_type.
+package slack

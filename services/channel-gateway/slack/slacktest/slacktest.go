@@ -1,0 +1,330 @@
+// Package slacktest is a fake Slack for tests: the Web API methods the
+// adapter uses (apps.connections.open, auth.test, chat.postMessage,
+// reactions.add) at /api/<method>, form-encoded as Slack takes them, and a
+// Socket Mode WebSocket at the URL apps.connections.open hands out, which
+// says hello, pings, sends Events API envelopes and records the
+// acknowledgements. Scripted failures include 429 with a Retry-After
+// header.
+package slacktest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// BotUserID is the bot's user id that auth.test reports.
+const BotUserID = "UBOT"
+
+// Call is one Web API request.
+type Call struct {
+	Method string
+	Fields map[string]string
+	// Token is the bearer token the request carried.
+	Token string
+}
+
+// Failure is a scripted error: an HTTP status with Retry-After, or a
+// Slack error code in an ok:false body.
+type Failure struct {
+	Status     int
+	RetryAfter int
+	Error      string
+}
+
+// Server is a fake Slack.
+type Server struct {
+	URL string
+	// APIURL is what slack.OptionAPIURL takes.
+	APIURL string
+
+	srv   *httptest.Server
+	calls chan Call
+	acks  chan string
+
+	mu        sync.Mutex
+	conn      *websocket.Conn
+	connected chan struct{}
+	fail      map[string][]Failure
+	ts        int
+	envelopes int
+	files     map[string][]byte
+}
+
+// New starts a fake, stopped at the end of the test.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{calls: make(chan Call, 1000), acks: make(chan string, 1000), connected: make(chan struct{}), fail: map[string][]Failure{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/{method}", s.serveAPI)
+	mux.HandleFunc("/link", s.serveSocket)
+	mux.HandleFunc("GET /files/{name}", s.serveFile)
+	s.srv = httptest.NewServer(mux)
+	s.URL = s.srv.URL
+	s.APIURL = s.srv.URL + "/api/"
+	t.Cleanup(func() {
+		s.mu.Lock()
+		if s.conn != nil {
+			_ = s.conn.CloseNow()
+		}
+		s.mu.Unlock()
+		s.srv.Close()
+	})
+	return s
+}
+
+// AddFile makes a file downloadable at the URL returned, for the bot token
+// only, as Slack's url_private_download is.
+func (s *Server) AddFile(name string, data []byte) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.files == nil {
+		s.files = map[string][]byte{}
+	}
+	s.files[name] = data
+	return s.URL + "/files/" + name
+}
+
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer xoxb-") {
+		http.Error(w, "not authed", http.StatusForbidden)
+		return
+	}
+	s.mu.Lock()
+	data, ok := s.files[r.PathValue("name")]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	_, _ = w.Write(data)
+}
+
+// Fail makes the next calls of method fail as given, in order.
+func (s *Server) Fail(method string, f ...Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail[method] = append(s.fail[method], f...)
+}
+
+// Next waits for the next call of one of methods, skipping others.
+func (s *Server) Next(t testing.TB, timeout time.Duration, methods ...string) Call {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case c := <-s.calls:
+			for _, m := range methods {
+				if c.Method == m {
+					return c
+				}
+			}
+		case <-deadline:
+			t.Fatalf("slacktest: no %v call within %s", methods, timeout)
+			return Call{}
+		}
+	}
+}
+
+// WaitConnected waits until a Socket Mode client is connected.
+func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	s.mu.Lock()
+	ch := s.connected
+	s.mu.Unlock()
+	select {
+	case <-ch:
+	case <-time.After(timeout):
+		t.Fatal("slacktest: no Socket Mode connection")
+	}
+}
+
+// Send sends an Events API envelope carrying event (the inner event
+// object) with eventID, and returns the envelope id.
+func (s *Server) Send(t testing.TB, eventID string, event map[string]any) string {
+	t.Helper()
+	s.mu.Lock()
+	s.envelopes++
+	env := fmt.Sprintf("env-%d", s.envelopes)
+	s.mu.Unlock()
+	payload := map[string]any{
+		"token": "verif", "team_id": "T1", "api_app_id": "A1", "type": "event_callback",
+		"event_id": eventID, "event_time": time.Now().Unix(), "event": event,
+	}
+	data, _ := json.Marshal(map[string]any{
+		"envelope_id": env, "type": "events_api", "accepts_response_payload": false, "payload": payload,
+	})
+	s.Raw(t, string(data))
+	return env
+}
+
+// Raw sends a raw frame on the Socket Mode connection.
+func (s *Server) Raw(t testing.TB, frame string) {
+	t.Helper()
+	s.WaitConnected(t, 10*time.Second)
+	s.mu.Lock()
+	c := s.conn
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
+		t.Fatalf("slacktest: write: %v", err)
+	}
+}
+
+// WaitAck waits until envelope was acknowledged.
+func (s *Server) WaitAck(t testing.TB, envelope string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case id := <-s.acks:
+			if id == envelope {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("slacktest: envelope %s not acknowledged within %s", envelope, timeout)
+		}
+	}
+}
+
+// Message is an inner message event.
+func Message(user, channel, channelType, ts, text string) map[string]any {
+	return map[string]any{
+		"type": "message", "user": user, "channel": channel, "channel_type": channelType,
+		"ts": ts, "event_ts": ts, "text": text,
+	}
+}
+
+// AppMention is an inner app_mention event.
+func AppMention(user, channel, ts, text string) map[string]any {
+	return map[string]any{"type": "app_mention", "user": user, "channel": channel, "ts": ts, "event_ts": ts, "text": text}
+}
+
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	method := r.PathValue("method")
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c := Call{Method: method, Fields: map[string]string{}, Token: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")}
+	for k, v := range r.Form {
+		c.Fields[k] = v[0]
+	}
+	if c.Token == "" {
+		c.Token = c.Fields["token"]
+	}
+	s.calls <- c
+	s.mu.Lock()
+	var f *Failure
+	if fs := s.fail[method]; len(fs) > 0 {
+		f, s.fail[method] = &fs[0], fs[1:]
+	}
+	s.mu.Unlock()
+	if f != nil {
+		if f.Status != 0 {
+			if f.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+			}
+			w.WriteHeader(f.Status)
+			_, _ = w.Write([]byte(`{"ok":false,"error":"ratelimited"}`))
+			return
+		}
+		writeJSON(w, map[string]any{"ok": false, "error": f.Error})
+		return
+	}
+	switch method {
+	case "apps.connections.open":
+		if !strings.HasPrefix(c.Token, "xapp-") {
+			writeJSON(w, map[string]any{"ok": false, "error": "not_allowed_token_type"})
+			return
+		}
+		writeJSON(w, map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.URL, "http") + "/link?ticket=t1"})
+	case "auth.test":
+		if !strings.HasPrefix(c.Token, "xoxb-") {
+			writeJSON(w, map[string]any{"ok": false, "error": "invalid_auth"})
+			return
+		}
+		writeJSON(w, map[string]any{"ok": true, "url": "https://fake.slack.com/", "team": "Fake", "user": "nano", "team_id": "T1", "user_id": BotUserID, "bot_id": "B1"})
+	case "chat.postMessage":
+		s.mu.Lock()
+		s.ts++
+		ts := fmt.Sprintf("1700000000.%06d", s.ts)
+		s.mu.Unlock()
+		writeJSON(w, map[string]any{"ok": true, "channel": c.Fields["channel"], "ts": ts, "message": map[string]any{"text": c.Fields["text"], "ts": ts}})
+	case "reactions.add":
+		writeJSON(w, map[string]any{"ok": true})
+	default:
+		writeJSON(w, map[string]any{"ok": false, "error": "unknown_method"})
+	}
+}
+
+func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return
+	}
+	ctx := r.Context()
+	hello, _ := json.Marshal(map[string]any{
+		"type": "hello", "num_connections": 1,
+		"debug_info":      map[string]any{"host": "fake", "approximate_connection_time": 3600},
+		"connection_info": map[string]any{"app_id": "A1"},
+	})
+	if err := c.Write(ctx, websocket.MessageText, hello); err != nil {
+		return
+	}
+	s.mu.Lock()
+	s.conn = c
+	close(s.connected)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.conn == c {
+			s.conn = nil
+			s.connected = make(chan struct{})
+		}
+		s.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // Slack pings; the client reconnects without them
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+				_ = c.Ping(pctx)
+				pcancel()
+			}
+		}
+	}()
+	for {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			return
+		}
+		var ack struct {
+			EnvelopeID string `json:"envelope_id"`
+		}
+		if json.Unmarshal(data, &ack) == nil && ack.EnvelopeID != "" {
+			s.acks <- ack.EnvelopeID
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}

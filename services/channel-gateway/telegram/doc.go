@@ -1,0 +1,31 @@
+// Package telegram connects a Telegram bot to the fleet through the Bot API
+// (github.com/go-telegram/bot).
+//
+// Receiving: long polling, or a webhook whose requests must carry the
+// configured secret token. Only one poller per bot token may run in the
+// whole fleet (Telegram answers a second one with 409 Conflict and both
+// lose updates), so polling is guarded by a lease in the fleet's lease
+// bucket, renewed while polling; a second gateway logs that it is waiting
+// and takes over when the first stops. Each update's id is the inbound
+// message id, so an update fetched twice (after a takeover, or a webhook
+// retried) is stored once. Malformed updates are logged and skipped.
+//
+// Before publishing, the access gate decides: groups answer only when the
+// bot is mentioned (groupPolicy "mention", the default) or always
+// ("open"); unknown senders get nothing, or a pairing code in a private
+// chat. Photos, voice notes, audio, video and documents are copied into the
+// object store and passed as media references.
+//
+// Delivering: Markdown is rendered as Telegram HTML and, when Telegram
+// rejects the entities, sent again as plain text; answers longer than
+// about 4000 characters are split on paragraph boundaries, and a retried
+// delivery continues with the first piece not yet sent. The first piece
+// replies to the message that asked (metadata "message_id"). Rate limits
+// (429) are retried after Telegram's retry_after. A typing indicator runs
+// from the moment a message is published until its answer appears on the
+// outbound subject. Progress and tool hints are sent as separate messages
+// when enabled.
+//
+// Inbound metadata, which the worker copies onto its replies: message_id,
+// chat_type, thread_id (forum topics), username.
+package telegram

@@ -1,0 +1,311 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	tgbot "github.com/go-telegram/bot"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/lease"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+)
+
+// pollerKey is the lease key of a bot's poller; the token is hashed so
+// that it never appears in the bucket.
+func pollerKey(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "telegram-poller-" + hex.EncodeToString(sum[:8])
+}
+
+// runPolling takes the bot's poller lease (waiting while another gateway
+// holds it), polls while it holds it, and starts over if it loses it.
+func (a *Adapter) runPolling(ctx context.Context, in gateway.Inbox) error {
+	kv, err := a.deps.Bus.KV(ctx, bus.BucketLeases)
+	if err != nil {
+		return fmt.Errorf("telegram: %w", err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("telegram: lease bucket status: %w", err)
+	}
+	ttl := st.TTL()
+	if ttl <= 0 {
+		return errors.New("telegram: the lease bucket has no TTL")
+	}
+	table := lease.NewTable(kv)
+	key, owner := pollerKey(a.cfg.Token), ownerName()
+	waiting := false
+	for ctx.Err() == nil {
+		l, err := table.Acquire(ctx, key, owner)
+		if errors.Is(err, lease.ErrHeld) {
+			if !waiting {
+				holder, _ := table.Holder(ctx, key)
+				a.log.Warn("another gateway is already polling this Telegram bot; this one waits and takes over if it stops",
+					"bot", a.username(), "holder", holder, "lease", key)
+				waiting = true
+			}
+			if !sleep(ctx, ttl/2) {
+				break
+			}
+			continue
+		}
+		if err != nil {
+			a.log.Warn("telegram poller lease", "err", err)
+			if !sleep(ctx, time.Second) {
+				break
+			}
+			continue
+		}
+		waiting = false
+		a.log.Info("polling Telegram (this gateway holds the bot's poller lease)", "bot", a.username(), "owner", owner)
+		a.pollHolding(ctx, in, l, ttl)
+	}
+	return nil
+}
+
+// pollHolding polls while renewing l; it returns when ctx ends or the lease
+// is lost, releasing the lease.
+func (a *Adapter) pollHolding(ctx context.Context, in gateway.Inbox, l *lease.Lease, ttl time.Duration) {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-pctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := l.Renew(pctx); err != nil {
+				if pctx.Err() != nil {
+					return
+				}
+				a.log.Error("lost the Telegram poller lease; stopping polling", "err", err)
+				cancel()
+				return
+			}
+		}
+	}()
+	a.poll(pctx, in)
+	cancel()
+	<-renewed
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer rcancel()
+	if err := l.Release(rctx); err != nil {
+		a.log.Warn("release Telegram poller lease", "err", err)
+	}
+}
+
+// poll long-polls getUpdates until ctx ends. An update is confirmed to
+// Telegram (by the next offset) only after it was handled, so an update
+// that could not be published is fetched again.
+func (a *Adapter) poll(ctx context.Context, in gateway.Inbox) {
+	if _, err := a.bot.DeleteWebhook(ctx, &tgbot.DeleteWebhookParams{}); err != nil && ctx.Err() == nil {
+		a.log.Warn("deleteWebhook before polling", "err", err)
+	}
+	var offset int64
+	wait := time.Duration(0)
+	for ctx.Err() == nil {
+		if wait > 0 && !sleep(ctx, wait) {
+			return
+		}
+		raws, err := a.getUpdates(ctx, offset)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			var api *apiError
+			switch {
+			case errors.As(err, &api) && api.RetryAfter > 0:
+				wait = time.Duration(api.RetryAfter) * time.Second
+			default:
+				wait = min(max(2*wait, 200*time.Millisecond), 5*time.Second)
+			}
+			a.log.Warn("getUpdates failed", "err", err, "retry_in", wait)
+			continue
+		}
+		wait = 0
+	batch:
+		for _, raw := range raws {
+			id, upd, err := decodeUpdate(raw)
+			if err != nil {
+				a.log.Warn("dropping malformed Telegram update", "update_id", id, "err", err, "raw", clip(raw))
+				if id >= offset {
+					offset = id + 1
+				}
+				continue
+			}
+			if err := a.handle(ctx, in, upd); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				a.log.Warn("could not handle update; fetching it again", "update_id", id, "err", err)
+				wait = time.Second
+				break batch
+			}
+			offset = id + 1
+		}
+	}
+}
+
+// apiError is a Bot API error response.
+type apiError struct {
+	Code        int
+	Description string
+	RetryAfter  int
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("telegram api %d: %s", e.Code, e.Description)
+}
+
+// getUpdates calls the Bot API directly rather than through the library:
+// the updates come back as raw JSON, so one malformed update is skipped
+// instead of failing the whole batch forever.
+func (a *Adapter) getUpdates(ctx context.Context, offset int64) ([]json.RawMessage, error) {
+	body, _ := json.Marshal(map[string]any{
+		"offset":          offset,
+		"timeout":         int(a.pollTimeout.Seconds()),
+		"allowed_updates": []string{"message"},
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.apiBase+"/bot"+a.cfg.Token+"/getUpdates", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return nil, errors.New("getUpdates: " + redact(err.Error(), a.cfg.Token))
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return nil, fmt.Errorf("getUpdates: read: %w", err)
+	}
+	var r struct {
+		OK          bool              `json:"ok"`
+		Result      []json.RawMessage `json:"result"`
+		ErrorCode   int               `json:"error_code"`
+		Description string            `json:"description"`
+		Parameters  struct {
+			RetryAfter int `json:"retry_after"`
+		} `json:"parameters"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("getUpdates: %s: malformed response: %w", resp.Status, err)
+	}
+	if !r.OK {
+		return nil, &apiError{Code: r.ErrorCode, Description: r.Description, RetryAfter: r.Parameters.RetryAfter}
+	}
+	return r.Result, nil
+}
+
+// runWebhook registers the webhook and waits; updates arrive through
+// [Adapter.WebhookHandler].
+func (a *Adapter) runWebhook(ctx context.Context) error {
+	wait := 500 * time.Millisecond
+	for {
+		_, err := a.bot.SetWebhook(ctx, &tgbot.SetWebhookParams{
+			URL: a.cfg.Webhook.URL, SecretToken: a.cfg.Webhook.Secret, AllowedUpdates: []string{"message"},
+		})
+		if err == nil {
+			a.log.Info("telegram webhook set", "url", a.cfg.Webhook.URL)
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.log.Warn("setWebhook failed, retrying", "err", err, "in", wait)
+		if !sleep(ctx, wait) {
+			return nil
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// WebhookHandler receives updates Telegram posts. Requests without the
+// configured secret token are refused; malformed updates are logged and
+// acknowledged so that Telegram does not send them again.
+func (a *Adapter) WebhookHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
+		if subtle.ConstantTimeCompare([]byte(got), []byte(a.cfg.Webhook.Secret)) != 1 || a.cfg.Webhook.Secret == "" {
+			a.log.Warn("telegram webhook request with a wrong secret token", "remote", r.RemoteAddr)
+			http.Error(w, "forbidden", http.StatusUnauthorized)
+			return
+		}
+		a.mu.Lock()
+		in, ctx := a.inbox, a.run
+		a.mu.Unlock()
+		if in == nil || ctx.Err() != nil {
+			http.Error(w, "not running", http.StatusServiceUnavailable)
+			return
+		}
+		raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "read error", http.StatusBadRequest)
+			return
+		}
+		id, upd, err := decodeUpdate(raw)
+		if err != nil {
+			a.log.Warn("dropping malformed Telegram update", "update_id", id, "err", err, "raw", clip(raw))
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		if err := a.handle(ctx, in, upd); err != nil {
+			a.log.Warn("could not handle webhook update", "update_id", id, "err", err)
+			http.Error(w, "try again", http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+func ownerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:6])
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func clip(raw []byte) string {
+	if len(raw) > 200 {
+		return string(raw[:200]) + "…"
+	}
+	return string(raw)
+}
+
+func redact(s, token string) string {
+	return string(bytes.ReplaceAll([]byte(s), []byte(token), []byte("***")))
+}

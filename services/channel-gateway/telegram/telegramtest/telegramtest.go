@@ -1,0 +1,378 @@
+// Package telegramtest is a fake Telegram Bot API server for tests. It
+// speaks the real wire protocol (https://core.telegram.org/bots/api):
+// methods at /bot<token>/<method> taking JSON, URL-encoded or multipart
+// form parameters and answering {"ok":...,"result":...}; getUpdates long
+// polling with offsets that confirm updates; files at
+// /file/bot<token>/<path>; scripted failures such as 429 with
+// parameters.retry_after, or 400 "can't parse entities".
+//
+// Like Telegram, it answers a second concurrent getUpdates with 409
+// Conflict and counts it, so tests can prove there is one poller.
+package telegramtest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Call is one API request the server received.
+type Call struct {
+	Method string
+	// Fields are the request parameters as strings (JSON values for
+	// objects, as Telegram receives them in forms).
+	Fields map[string]string
+	// Files are uploaded files by field name.
+	Files map[string][]byte
+}
+
+// Failure is a scripted error answer.
+type Failure struct {
+	Code        int
+	Description string
+	RetryAfter  int
+}
+
+// TooManyRequests is a 429 asking to wait seconds.
+func TooManyRequests(seconds int) Failure {
+	return Failure{Code: 429, Description: "Too Many Requests: retry after " + strconv.Itoa(seconds), RetryAfter: seconds}
+}
+
+// CantParseEntities is Telegram's answer to bad HTML.
+func CantParseEntities() Failure {
+	return Failure{Code: 400, Description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"}
+}
+
+// Server is a fake Bot API.
+type Server struct {
+	URL   string
+	Token string
+	// Bot is who getMe says the bot is.
+	BotID       int64
+	BotUsername string
+
+	srv   *httptest.Server
+	calls chan Call
+
+	mu        sync.Mutex
+	updates   []json.RawMessage
+	ids       []int64
+	newUpdate chan struct{}
+	polling   bool
+	conflicts int
+	fail      map[string][]Failure
+	files     map[string]file
+	nextMsgID int
+	webhook   string
+	secret    string
+}
+
+type file struct {
+	path string
+	data []byte
+}
+
+// New starts a fake for token, stopped at the end of the test.
+func New(t testing.TB, token string) *Server {
+	t.Helper()
+	s := &Server{
+		Token: token, BotID: 777, BotUsername: "nano_bot",
+		calls: make(chan Call, 1000), newUpdate: make(chan struct{}),
+		fail: map[string][]Failure{}, files: map[string]file{}, nextMsgID: 1000,
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// Calls receives every API call except getUpdates, in order.
+func (s *Server) Calls() <-chan Call { return s.calls }
+
+// Next waits for the next call of one of methods, skipping others.
+func (s *Server) Next(t testing.TB, timeout time.Duration, methods ...string) Call {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case c := <-s.calls:
+			for _, m := range methods {
+				if c.Method == m {
+					return c
+				}
+			}
+		case <-deadline:
+			t.Fatalf("telegramtest: no %v call within %s", methods, timeout)
+			return Call{}
+		}
+	}
+}
+
+// Fail makes the next calls of method fail as given, in order.
+func (s *Server) Fail(method string, f ...Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail[method] = append(s.fail[method], f...)
+}
+
+// AddFile makes a file downloadable by id.
+func (s *Server) AddFile(id, path string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[id] = file{path: path, data: data}
+}
+
+// Conflicts is how often a second concurrent getUpdates was refused.
+func (s *Server) Conflicts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conflicts
+}
+
+// Webhook returns the URL and secret set by setWebhook.
+func (s *Server) Webhook() (url, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.webhook, s.secret
+}
+
+// Push queues a raw update (any JSON, also malformed) for getUpdates; id
+// orders it and decides when an offset confirms it.
+func (s *Server) Push(id int64, raw string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.updates = append(s.updates, json.RawMessage(raw))
+	s.ids = append(s.ids, id)
+	close(s.newUpdate)
+	s.newUpdate = make(chan struct{})
+}
+
+// Message is a text message update in a chat.
+type Message struct {
+	UpdateID  int64
+	MessageID int
+	ChatID    int64
+	ChatType  string // "private" (default), "group", "supergroup"
+	FromID    int64
+	Username  string
+	Text      string
+	// Extra is merged into the message object, e.g. a "photo" array.
+	Extra map[string]any
+}
+
+// JSON renders the update as Telegram sends it.
+func (m Message) JSON() string {
+	if m.ChatType == "" {
+		m.ChatType = "private"
+	}
+	msg := map[string]any{
+		"message_id": m.MessageID,
+		"date":       time.Now().Unix(),
+		"chat":       map[string]any{"id": m.ChatID, "type": m.ChatType},
+		"from":       map[string]any{"id": m.FromID, "is_bot": false, "first_name": "User" + strconv.FormatInt(m.FromID, 10), "username": m.Username},
+	}
+	if m.Text != "" {
+		msg["text"] = m.Text
+	}
+	for k, v := range m.Extra {
+		msg[k] = v
+	}
+	data, _ := json.Marshal(map[string]any{"update_id": m.UpdateID, "message": msg})
+	return string(data)
+}
+
+// Send queues a message update.
+func (s *Server) Send(m Message) { s.Push(m.UpdateID, m.JSON()) }
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if p, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+s.Token+"/"); ok {
+		s.serveFile(w, p)
+		return
+	}
+	method, ok := strings.CutPrefix(r.URL.Path, "/bot"+s.Token+"/")
+	if !ok {
+		reply(w, 404, nil, Failure{Code: 404, Description: "Not Found"})
+		return
+	}
+	call, err := parse(r)
+	if err != nil {
+		reply(w, 400, nil, Failure{Code: 400, Description: "Bad Request: " + err.Error()})
+		return
+	}
+	call.Method = method
+	if method == "getUpdates" {
+		s.getUpdates(w, r, call)
+		return
+	}
+	s.calls <- call
+	s.mu.Lock()
+	var f *Failure
+	if fs := s.fail[method]; len(fs) > 0 {
+		f, s.fail[method] = &fs[0], fs[1:]
+	}
+	s.mu.Unlock()
+	if f != nil {
+		reply(w, f.Code, nil, *f)
+		return
+	}
+	switch method {
+	case "getMe":
+		reply(w, 200, map[string]any{"id": s.BotID, "is_bot": true, "first_name": "Nano", "username": s.BotUsername}, Failure{})
+	case "sendMessage", "sendPhoto", "sendDocument", "editMessageText":
+		s.mu.Lock()
+		s.nextMsgID++
+		id := s.nextMsgID
+		s.mu.Unlock()
+		chat, _ := strconv.ParseInt(call.Fields["chat_id"], 10, 64)
+		reply(w, 200, map[string]any{
+			"message_id": id, "date": time.Now().Unix(),
+			"chat": map[string]any{"id": chat, "type": "private"}, "text": call.Fields["text"],
+		}, Failure{})
+	case "sendChatAction", "deleteWebhook":
+		reply(w, 200, true, Failure{})
+	case "setWebhook":
+		s.mu.Lock()
+		s.webhook, s.secret = call.Fields["url"], call.Fields["secret_token"]
+		s.mu.Unlock()
+		reply(w, 200, true, Failure{})
+	case "getFile":
+		s.mu.Lock()
+		f, ok := s.files[call.Fields["file_id"]]
+		s.mu.Unlock()
+		if !ok {
+			reply(w, 400, nil, Failure{Code: 400, Description: "Bad Request: invalid file_id"})
+			return
+		}
+		reply(w, 200, map[string]any{"file_id": call.Fields["file_id"], "file_unique_id": "u" + call.Fields["file_id"], "file_size": len(f.data), "file_path": f.path}, Failure{})
+	default:
+		reply(w, 404, nil, Failure{Code: 404, Description: "Not Found: method " + method})
+	}
+}
+
+func (s *Server) serveFile(w http.ResponseWriter, p string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.files {
+		if f.path == p {
+			_, _ = w.Write(f.data)
+			return
+		}
+	}
+	http.NotFound(w, nil)
+}
+
+func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, c Call) {
+	offset, _ := strconv.ParseInt(c.Fields["offset"], 10, 64)
+	timeout, _ := strconv.Atoi(c.Fields["timeout"])
+	s.mu.Lock()
+	if s.polling {
+		s.conflicts++
+		s.mu.Unlock()
+		reply(w, 409, nil, Failure{Code: 409, Description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"})
+		return
+	}
+	s.polling = true
+	s.mu.Unlock()
+	defer func() { s.mu.Lock(); s.polling = false; s.mu.Unlock() }()
+
+	deadline := time.After(time.Duration(timeout) * time.Second)
+	for {
+		s.mu.Lock()
+		// An offset confirms every update before it.
+		keepU, keepI := s.updates[:0:0], s.ids[:0:0]
+		for i, id := range s.ids {
+			if offset == 0 || id >= offset {
+				keepU, keepI = append(keepU, s.updates[i]), append(keepI, id)
+			}
+		}
+		s.updates, s.ids = keepU, keepI
+		pending := append([]json.RawMessage(nil), s.updates...)
+		wake := s.newUpdate
+		s.mu.Unlock()
+		if len(pending) > 0 {
+			reply(w, 200, pending, Failure{})
+			return
+		}
+		select {
+		case <-wake:
+		case <-deadline:
+			reply(w, 200, []json.RawMessage{}, Failure{})
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func reply(w http.ResponseWriter, code int, result any, f Failure) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	body := map[string]any{"ok": code == 200}
+	if code == 200 {
+		body["result"] = result
+	} else {
+		body["error_code"] = f.Code
+		body["description"] = f.Description
+		if f.RetryAfter > 0 {
+			body["parameters"] = map[string]any{"retry_after": f.RetryAfter}
+		}
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// parse reads the parameters of a request in any of the encodings the Bot
+// API accepts.
+func parse(r *http.Request) (Call, error) {
+	c := Call{Fields: map[string]string{}, Files: map[string][]byte{}}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		var m map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil && err != io.EOF {
+			return c, err
+		}
+		for k, v := range m {
+			if s, ok := v.(string); ok {
+				c.Fields[k] = s
+				continue
+			}
+			data, _ := json.Marshal(v)
+			c.Fields[k] = string(data)
+		}
+	case "multipart/form-data":
+		if err := r.ParseMultipartForm(32 << 20); errors.Is(err, io.EOF) {
+			return c, nil // a method without parameters: an empty form
+		} else if err != nil {
+			return c, err
+		}
+		for k, v := range r.MultipartForm.Value {
+			c.Fields[k] = v[0]
+		}
+		for k, fhs := range r.MultipartForm.File {
+			f, err := fhs[0].Open()
+			if err != nil {
+				return c, err
+			}
+			data, _ := io.ReadAll(f)
+			f.Close()
+			c.Files[k] = data
+		}
+	default:
+		if err := r.ParseForm(); err != nil {
+			return c, fmt.Errorf("form: %w", err)
+		}
+		for k, v := range r.Form {
+			c.Fields[k] = v[0]
+		}
+	}
+	return c, nil
+}

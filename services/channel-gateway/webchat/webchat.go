@@ -1,0 +1,307 @@
+package webchat
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
+)
+
+// Channel is the channel name of web conversations.
+const Channel = "web"
+
+//go:embed static
+var static embed.FS
+
+// Deps are what the web chat needs from its surroundings.
+type Deps struct {
+	Bus *bus.Bus
+	// Inbox publishes what users type.
+	Inbox gateway.Inbox
+	// Sessions reads conversation history.
+	Sessions *session.Store
+	Log      *slog.Logger
+	// SendProgress and SendToolHints are the channels-wide defaults.
+	SendProgress, SendToolHints bool
+}
+
+// Server is the web chat's HTTP handler.
+type Server struct {
+	cfg    Config
+	deps   Deps
+	log    *slog.Logger
+	token  string
+	cookie string // the cookie value a login sets
+	convs  jetstream.KeyValue
+	media  *media.Store
+	mux    *http.ServeMux
+	show   struct{ progress, hints bool }
+}
+
+// cookieName holds the login.
+const cookieName = "nanofleet_web"
+
+// New returns the web chat for cfg.
+func New(ctx context.Context, cfg Config, deps Deps) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, deps: deps, log: deps.Log.With("channel", Channel), token: cfg.Token}
+	if s.token == "" {
+		s.token = rand.Text()
+	}
+	mac := hmac.New(sha256.New, []byte(s.token))
+	mac.Write([]byte("nanofleet web session"))
+	s.cookie = hex.EncodeToString(mac.Sum(nil))
+	s.show.progress = on(cfg.SendProgress, deps.SendProgress)
+	s.show.hints = on(cfg.SendToolHints, deps.SendToolHints)
+	var err error
+	s.convs, err = deps.Bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: deps.Bus.Space.Bucket("webchat"), Description: "web chat conversations", History: 1,
+		Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("webchat: conversations bucket: %w", err)
+	}
+	blobs, err := deps.Bus.Blobs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("webchat: %w", err)
+	}
+	limit := cfg.MaxUploadBytes
+	if limit == 0 {
+		limit = DefaultMaxUploadBytes
+	}
+	s.media = media.NewStore(blobs, limit)
+
+	files, _ := fs.Sub(static, "static")
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.serveIndex)
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(files)))
+	mux.Handle("GET /api/web/conversations", s.auth(s.listConversations))
+	mux.Handle("POST /api/web/conversations", s.auth(s.createConversation))
+	mux.Handle("GET /api/web/conversations/{id}/messages", s.auth(s.messages))
+	mux.Handle("POST /api/web/conversations/{id}/files", s.auth(s.upload))
+	mux.Handle("GET /api/web/conversations/{id}/ws", s.auth(s.socket))
+	s.mux = mux
+	return s, nil
+}
+
+// Token is the access token (the configured one, or the generated one).
+func (s *Server) Token() string { return s.token }
+
+// LoginURL is the link that logs a browser in, for the gateway to print.
+// listen is the address the gateway serves on, used when no public URL is
+// configured.
+func (s *Server) LoginURL(listen string) string {
+	return BaseURL(s.cfg.PublicURL, listen) + "/?token=" + url.QueryEscape(s.token)
+}
+
+// BaseURL is publicURL without a trailing slash or, when it is empty,
+// http://<host>:<port> of the listen address (localhost for a wildcard
+// host).
+func BaseURL(publicURL, listen string) string {
+	if base := strings.TrimRight(publicURL, "/"); base != "" {
+		return base
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		host, port = "localhost", "8080"
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// ServeHTTP serves the page and its API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// authorized reports whether r carries the login cookie or the token.
+func (s *Server) authorized(r *http.Request) bool {
+	if c, err := r.Cookie(cookieName); err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.cookie)) == 1 {
+		return true
+	}
+	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return subtle.ConstantTimeCompare([]byte(bearer), []byte(s.token)) == 1
+	}
+	return false
+}
+
+func (s *Server) auth(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "not logged in: open the login link the gateway printed"})
+			return
+		}
+		h(w, r)
+	})
+}
+
+func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
+	if tok := r.URL.Query().Get("token"); tok != "" {
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) != 1 {
+			s.log.Warn("web chat login with a wrong token", "remote", r.RemoteAddr)
+			s.page(w, "login.html", http.StatusUnauthorized)
+			return
+		}
+		http.SetCookie(w, &http.Cookie{
+			Name: cookieName, Value: s.cookie, Path: "/", HttpOnly: true,
+			SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: 30 * 24 * 3600,
+		})
+		http.Redirect(w, r, "/", http.StatusSeeOther) // drop the token from the address bar
+		return
+	}
+	if !s.authorized(r) {
+		s.page(w, "login.html", http.StatusOK)
+		return
+	}
+	s.page(w, "index.html", http.StatusOK)
+}
+
+func (s *Server) page(w http.ResponseWriter, name string, code int) {
+	data, err := static.ReadFile("static/" + name)
+	if err != nil {
+		http.Error(w, "missing page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+}
+
+// conversation is one entry of the conversation list.
+type conversation struct {
+	ID      string    `json:"id"`
+	Title   string    `json:"title"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	keys, err := s.convs.ListKeys(ctx)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	list := []conversation{}
+	for k := range keys.Keys() {
+		if c, err := s.conversation(ctx, k); err == nil {
+			list = append(list, c)
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Updated.After(list[j].Updated) })
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) conversation(ctx context.Context, id string) (conversation, error) {
+	e, err := s.convs.Get(ctx, id)
+	if err != nil {
+		return conversation{}, err
+	}
+	var c conversation
+	err = json.Unmarshal(e.Value(), &c)
+	return c, err
+}
+
+func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
+	now := time.Now().UTC()
+	c := conversation{ID: strings.ToLower(rand.Text()[:12]), Title: "New chat", Created: now, Updated: now}
+	data, _ := json.Marshal(c)
+	if _, err := s.convs.Create(r.Context(), c.ID, data); err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, c)
+}
+
+// touch updates a conversation's time, and its title from the first
+// message.
+func (s *Server) touch(ctx context.Context, id, text string) {
+	for range 3 {
+		e, err := s.convs.Get(ctx, id)
+		var c conversation
+		if err == nil {
+			_ = json.Unmarshal(e.Value(), &c)
+		} else {
+			c = conversation{ID: id, Title: "New chat", Created: time.Now().UTC()}
+		}
+		if c.Title == "New chat" && strings.TrimSpace(text) != "" {
+			c.Title = title(text)
+		}
+		c.Updated = time.Now().UTC()
+		data, _ := json.Marshal(c)
+		if err == nil {
+			_, err = s.convs.Update(ctx, id, data, e.Revision())
+		} else {
+			_, err = s.convs.Create(ctx, id, data)
+		}
+		if err == nil || !errors.Is(err, jetstream.ErrKeyExists) {
+			return
+		}
+	}
+}
+
+func title(text string) string {
+	t := strings.Join(strings.Fields(text), " ")
+	if r := []rune(t); len(r) > 60 {
+		return string(r[:59]) + "…"
+	}
+	return t
+}
+
+// validID accepts the conversation ids the server hands out.
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > 40 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	s.log.Error("web chat request failed", "err", err)
+	writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func on(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}

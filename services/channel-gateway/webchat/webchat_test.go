@@ -1,0 +1,237 @@
+package webchat_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/webchat"
+)
+
+const token = "test-token-123"
+
+// streamed answers with three deltas on the live subject, then the final
+// answer.
+func streamed(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	return []*nanofleetv1.OutboundMessage{
+		workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, "read notes.md"),
+		workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, "Hello"),
+		workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ", "),
+		workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, "world!"),
+		workertest.Final("**Hello, world!** You said: `" + in.GetContent() + "`"),
+	}
+}
+
+type harness struct {
+	srv    *httptest.Server
+	bus    *bus.Bus
+	worker *workertest.Worker
+	// release lets the worker publish its final answer, which it holds
+	// back until the test has seen the deltas (as a model takes its time).
+	release chan struct{}
+}
+
+func start(t *testing.T, cfg webchat.Config) *harness {
+	t.Helper()
+	b := bustest.StartJetStream(t)
+	ctx := context.Background()
+	store, err := session.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	cfg.Enabled, cfg.Token, cfg.SendToolHints = true, token, &yes
+	s, err := webchat.New(ctx, cfg, webchat.Deps{Bus: b, Inbox: pub, Sessions: store, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{srv: httptest.NewServer(s), bus: b, release: make(chan struct{})}
+	t.Cleanup(h.srv.Close)
+	hold := func(*nanofleetv1.OutboundMessage) {
+		select {
+		case <-h.release:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	h.worker = workertest.Start(t, b, streamed, workertest.WithHistory(store), workertest.BeforeDurable(hold))
+	return h
+}
+
+// client is logged in with a cookie, as a browser would be.
+func (h *harness) client(t *testing.T) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(h.srv.URL + "/?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Request.URL.RawQuery != "" || resp.StatusCode != http.StatusOK {
+		t.Fatalf("login ended at %s with %d", resp.Request.URL, resp.StatusCode)
+	}
+	return c
+}
+
+func decode[T any](t *testing.T, resp *http.Response) T {
+	t.Helper()
+	defer resp.Body.Close()
+	var v T
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestAccessNeedsTheToken(t *testing.T) {
+	h := start(t, webchat.Config{})
+	tests := []struct {
+		name   string
+		do     func() (*http.Response, error)
+		status int
+	}{
+		{"api without login", func() (*http.Response, error) { return http.Get(h.srv.URL + "/api/web/conversations") }, http.StatusUnauthorized},
+		{"wrong token", func() (*http.Response, error) { return http.Get(h.srv.URL + "/?token=nope") }, http.StatusUnauthorized},
+		{"bearer token", func() (*http.Response, error) {
+			req, _ := http.NewRequest(http.MethodGet, h.srv.URL+"/api/web/conversations", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			return http.DefaultClient.Do(req)
+		}, http.StatusOK},
+		{"after login", func() (*http.Response, error) { return h.client(t).Get(h.srv.URL + "/api/web/conversations") }, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := tt.do()
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Errorf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+		})
+	}
+	resp, _ := http.Get(h.srv.URL + "/")
+	body := new(bytes.Buffer)
+	body.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(body.String(), `name="token"`) {
+		t.Error("the page without login is not the login form")
+	}
+}
+
+func TestConversationOverWebSocket(t *testing.T) {
+	h := start(t, webchat.Config{})
+	c := h.client(t)
+	resp, err := c.Post(h.srv.URL+"/api/web/conversations", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := decode[struct{ ID string }](t, resp)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(h.srv.URL, "http") + "/api/web/conversations/" + conv.ID + "/ws"
+	// Another site's page cannot use the user's cookie.
+	if _, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c, HTTPHeader: http.Header{"Origin": {"https://evil.example"}}}); err == nil {
+		t.Error("cross-origin WebSocket accepted")
+	}
+	ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if err := wsjson.Write(ctx, ws, map[string]any{"type": "send", "text": "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for {
+		var f struct{ Type, Text, HTML, Reply string }
+		if err := wsjson.Read(ctx, ws, &f); err != nil {
+			t.Fatalf("read: %v (got %v)", err, kinds)
+		}
+		if f.Type != "accepted" { // its place among the live frames varies
+			kinds = append(kinds, f.Type)
+		}
+		if strings.Count(strings.Join(kinds, ","), "delta") == 3 && f.Type == "delta" {
+			close(h.release)
+		}
+		if f.Type == "final" {
+			if !strings.Contains(f.HTML, "<strong>Hello, world!</strong>") || f.Reply == "" {
+				t.Errorf("final = %+v", f)
+			}
+			break
+		}
+	}
+	if got := strings.Join(kinds, ","); got != "tool_hint,delta,delta,delta,final" {
+		t.Errorf("frames = %s", got)
+	}
+	in := <-h.worker.Inbound
+	if in.GetChannel() != "web" || in.GetChatId() != conv.ID || in.GetContent() != "hi" || in.GetMetadata()["stream"] != "true" {
+		t.Errorf("inbound = %v", in)
+	}
+	// The history is what a reload shows.
+	resp, err = c.Get(h.srv.URL + "/api/web/conversations/" + conv.ID + "/messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := decode[[]struct{ Role, Text, HTML string }](t, resp)
+	if len(hist) != 2 || hist[0].Text != "hi" || !strings.Contains(hist[1].HTML, "<strong>") {
+		t.Errorf("history = %+v", hist)
+	}
+	resp, _ = c.Get(h.srv.URL + "/api/web/conversations")
+	list := decode[[]struct{ ID, Title string }](t, resp)
+	if len(list) != 1 || list[0].Title != "hi" {
+		t.Errorf("conversations = %+v", list)
+	}
+}
+
+func TestUploads(t *testing.T) {
+	h := start(t, webchat.Config{MaxUploadBytes: 1024})
+	c := h.client(t)
+	resp, _ := c.Post(h.srv.URL+"/api/web/conversations", "", nil)
+	conv := decode[struct{ ID string }](t, resp)
+	upload := func(size int) *http.Response {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		fw, _ := mw.CreateFormFile("file", "notes.txt")
+		fw.Write(bytes.Repeat([]byte("a"), size))
+		mw.Close()
+		resp, err := c.Post(h.srv.URL+"/api/web/conversations/"+conv.ID+"/files", mw.FormDataContentType(), &body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	big := upload(4096)
+	msg := decode[struct{ Error string }](t, big)
+	if big.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(msg.Error, "too large") {
+		t.Errorf("oversize upload: %d %q", big.StatusCode, msg.Error)
+	}
+	ok := upload(100)
+	ref := decode[struct{ Object, Name string }](t, ok)
+	if ok.StatusCode != http.StatusCreated || ref.Name != "notes.txt" || !strings.HasPrefix(ref.Object, "web/"+conv.ID+"/") {
+		t.Errorf("upload: %d %+v", ok.StatusCode, ref)
+	}
+}

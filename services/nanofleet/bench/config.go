@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Suites a run may choose from, in the order they run.
+const (
+	SuiteZero    = "zero"    // all-in-one, model at 0 ms: sessions sweep, tool calls
+	SuiteSlots   = "slots"   // all-in-one, slow model, up to 1,000 sessions
+	SuiteWorkers = "workers" // multi-process, 1→2→4 worker processes
+	SuiteIdle    = "idle"    // idle RSS of every binary
+	SuiteGrowth  = "growth"  // RSS after many turns over many sessions
+)
+
+// AllSuites is every suite in running order.
+var AllSuites = []string{SuiteZero, SuiteSlots, SuiteWorkers, SuiteIdle, SuiteGrowth}
+
+// Config is one bench run. Every size is a flag of `nanofleet bench`, so
+// a run on a bigger machine (or a quick smoke run) needs no code change.
+type Config struct {
+	// Root is the go.work workspace, where binaries are built from.
+	Root string
+	// Suites to run (see AllSuites).
+	Suites []string
+
+	// ZeroSessions are the concurrent sessions of the 0 ms sweep.
+	ZeroSessions []int
+	// ZeroTurns is how many turns the 0 ms scenarios run in total.
+	ZeroTurns int
+	// TurnsPerSession bounds a session's length: a client moves to a new
+	// session after that many turns, as conversations are consolidated
+	// long before they reach thousands of turns.
+	TurnsPerSession int
+
+	// SlowLatency is the model latency of the slots and workers suites.
+	SlowLatency time.Duration
+	// SlotSessions are the concurrent sessions of the slow-model sweep.
+	SlotSessions []int
+	// SlotTurns is each session's turns in the slow-model sweep.
+	SlotTurns int
+	// Slots is turnsPerWorker of the slow-model all-in-one (one worker).
+	Slots int
+
+	// WorkerCounts are the agent-worker process counts to compare.
+	WorkerCounts []int
+	// SlotsPerWorker is turnsPerWorker of every worker process.
+	SlotsPerWorker int
+	// WorkerSessions and WorkerTurns size the workers suite's load.
+	WorkerSessions, WorkerTurns int
+
+	// GrowthFirst, GrowthTurns and GrowthSessions: RSS is read after the
+	// first GrowthFirst turns and after GrowthTurns turns spread over
+	// GrowthSessions sessions.
+	GrowthFirst, GrowthTurns, GrowthSessions int
+	// GrowthConcurrency is how many sessions talk at once in the growth
+	// suite.
+	GrowthConcurrency int
+
+	// Settle is how long a process idles before its RSS is read.
+	Settle time.Duration
+	// Baseline runs each all-in-one scenario's turns again through the
+	// agent loop alone, without the bus.
+	Baseline bool
+}
+
+// DefaultConfig is the run `make bench` does; it takes about ten minutes
+// on a 2-core machine.
+func DefaultConfig() Config {
+	return Config{
+		Suites:            slices.Clone(AllSuites),
+		ZeroSessions:      []int{1, 10, 100},
+		ZeroTurns:         6000,
+		TurnsPerSession:   20,
+		SlowLatency:       500 * time.Millisecond,
+		SlotSessions:      []int{10, 100, 1000},
+		SlotTurns:         5,
+		Slots:             256,
+		WorkerCounts:      []int{1, 2, 4},
+		SlotsPerWorker:    16,
+		WorkerSessions:    128,
+		WorkerTurns:       8,
+		GrowthFirst:       1000,
+		GrowthTurns:       100_000,
+		GrowthSessions:    10_000,
+		GrowthConcurrency: 100,
+		Settle:            5 * time.Second,
+		Baseline:          true,
+	}
+}
+
+// Validate reports the first invalid setting by its flag name.
+func (c Config) Validate() error {
+	for _, s := range c.Suites {
+		if !slices.Contains(AllSuites, s) {
+			return fmt.Errorf("--suites: unknown suite %q (have %v)", s, AllSuites)
+		}
+	}
+	positive := func(name string, vs ...int) error {
+		for _, v := range vs {
+			if v < 1 {
+				return fmt.Errorf("%s: must be at least 1, got %d", name, v)
+			}
+		}
+		return nil
+	}
+	return errors.Join(
+		positive("--zero-sessions", c.ZeroSessions...),
+		positive("--zero-turns", c.ZeroTurns),
+		positive("--turns-per-session", c.TurnsPerSession),
+		positive("--slot-sessions", c.SlotSessions...),
+		positive("--slot-turns", c.SlotTurns),
+		positive("--slots", c.Slots),
+		positive("--workers", c.WorkerCounts...),
+		positive("--slots-per-worker", c.SlotsPerWorker),
+		positive("--worker-sessions", c.WorkerSessions),
+		positive("--worker-turns", c.WorkerTurns),
+		positive("--growth-first", c.GrowthFirst),
+		positive("--growth-sessions", c.GrowthSessions),
+		positive("--growth-concurrency", c.GrowthConcurrency),
+		func() error {
+			if c.GrowthTurns <= c.GrowthFirst {
+				return fmt.Errorf("--growth-turns: %d must exceed --growth-first %d", c.GrowthTurns, c.GrowthFirst)
+			}
+			if c.SlowLatency <= 0 {
+				return errors.New("--latency: must be positive")
+			}
+			return nil
+		}(),
+	)
+}
+
+func (c Config) has(suite string) bool { return slices.Contains(c.Suites, suite) }

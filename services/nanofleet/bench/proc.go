@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
+// 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// cpuTime is the CPU time (user + system) pid has used so far.
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; fields are counted
+	// after its closing parenthesis. utime and stime are fields 14 and 15.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// memKB reads a "Vm…" line (VmRSS, VmHWM) of /proc/<pid>/status, in KiB.
+func memKB(pid int, field string) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				break
+			}
+			return strconv.ParseInt(f[0], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, field)
+}
+
+// resetPeak resets VmHWM of pid to its current RSS (Linux clear_refs 5).
+func resetPeak(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+}
+
+// mb converts KiB to MiB.
+func mb(kb int64) float64 { return float64(kb) / 1024 }
+
+// proc is a child process: one service of a multi-process fleet.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	out  *capped
+}
+
+// startProc runs bin with args in its own process group, with env added
+// to a minimal environment.
+func startProc(name, bin string, env []string, args ...string) (*proc, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := &capped{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), out: out}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// kill sends SIGKILL to the process group and waits for the process.
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// waitOutput waits until the process printed s.
+func (p *proc) waitOutput(ctx context.Context, s string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for !strings.Contains(p.out.String(), s) {
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited before printing %q:\n%s", p.name, s, p.out.tail())
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not print %q within %s:\n%s", p.name, s, d, p.out.tail())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// capped keeps the first 1 MiB a process prints.
+type capped struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (c *capped) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.buf.Len() < 1<<20 {
+		c.buf.Write(b)
+	}
+	return len(b), nil
+}
+
+func (c *capped) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
+func (c *capped) tail() string {
+	s := c.String()
+	if len(s) > 4000 {
+		s = "…" + s[len(s)-4000:]
+	}
+	return s
+}
+
+// binaries are the service binaries a bench run starts.
+type binaries struct{ dir string }
+
+func (b binaries) path(name string) string { return filepath.Join(b.dir, name) }
+
+// buildBinaries compiles the named services of the go.work workspace at
+// root (and nats-server from the module cache) into dir, as `make build`
+// does (static, trimmed).
+func buildBinaries(ctx context.Context, root, dir string, services ...string) (binaries, error) {
+	for _, s := range services {
+		pkg := "github.com/nanofleet/nanofleet/services/" + s
+		if s == "nats-server" {
+			pkg = "github.com/nats-io/nats-server/v2"
+		}
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(dir, s), pkg)
+		cmd.Dir = filepath.Join(root, "services", "nanofleet")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return binaries{}, fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
+		}
+	}
+	return binaries{dir: dir}, nil
+}
