@@ -57,4 +57,3 @@ func TestOpenAIAPIThroughTheFleet(t *testing.T) {
 		t.Fatalf("answer = %q", got)
 	}
 }
-
