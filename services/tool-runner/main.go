@@ -12,8 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 )
@@ -53,6 +55,17 @@ func run(flags svc.Flags, workspace string) error {
 		return err
 	}
 	defer b.Close()
+	// The runners hold the workspace, so they seed the agent profile
+	// (bootstrap files, skills) that workers read from JetStream.
+	kv, err := b.KV(ctx, bus.BucketProfile)
+	if err != nil {
+		return err
+	}
+	if n, err := profile.Seed(ctx, kv, profile.DefaultAgent, cfg.Workspace.Root); err != nil {
+		log.Warn("seed agent profile from workspace", "err", err)
+	} else if n > 0 {
+		log.Info("agent profile seeded from workspace", "entries", n)
+	}
 	reg := observe.NewRegistry()
 	r, err := runner.New(cfg, b, runner.WithLogger(log))
 	if err != nil {
