@@ -3,9 +3,10 @@ package jobstest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,9 +14,31 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
+// firedTurns counts the model's turns per fire (each fire's message is
+// unique: it names the fire time).
+type firedTurns struct {
+	mu     sync.Mutex
+	byFire map[string]int
+}
+
+func (f *firedTurns) add(text string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byFire == nil {
+		f.byFire = map[string]int{}
+	}
+	f.byFire[text]++
+}
+
+func (f *firedTurns) snapshot() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.byFire)
+}
+
 // cronModel schedules on "schedule <args json>", removes on "unschedule
 // <id>", and answers every fired job with "tick".
-func cronModel(fires *atomic.Int32) llmtest.Script {
+func cronModel(fires *firedTurns) llmtest.Script {
 	return func(r *llmtest.RecordedRequest) llmtest.Reply {
 		if lastIsTool(r) {
 			return llmtest.Text("done: " + llmtest.MessageText(r.LastMessage()))
@@ -23,7 +46,7 @@ func cronModel(fires *atomic.Int32) llmtest.Script {
 		text := r.LastUserText()
 		switch {
 		case strings.HasPrefix(text, "[Scheduled task"):
-			fires.Add(1)
+			fires.add(text)
 			return llmtest.Text("tick")
 		case strings.HasPrefix(text, "schedule "):
 			return llmtest.ToolCalls(llmtest.Call("cron", `{"action":"add","message":"say tick",`+strings.TrimPrefix(text, "schedule ")+`}`))
@@ -56,7 +79,7 @@ func isFire(o *nanofleetv1.OutboundMessage) bool {
 func TestCronEveryTwoSeconds(t *testing.T) {
 	dir := t.TempDir()
 	f := newFleetIn(t, dir)
-	var fires atomic.Int32
+	var fires firedTurns
 	model := llmtest.NewServer(t)
 	model.Handle(cronModel(&fires))
 	var nodes []*node
@@ -97,12 +120,13 @@ func TestCronEveryTwoSeconds(t *testing.T) {
 		}
 		return got
 	}
-	before := checkFires("3 workers", 3, func(int) bool { return true })
+	checkFires("3 workers", 3, func(int) bool { return true })
 
 	// Everything stops: workers, relays, the NATS server.
 	for _, n := range nodes {
 		n.stop()
 	}
+	before := distinct(f.all(isFire))
 	f.srv.Shutdown()
 	f = newFleetIn(t, dir)
 	nodes = nodes[:0]
@@ -146,8 +170,14 @@ func TestCronEveryTwoSeconds(t *testing.T) {
 			t.Errorf("fire %s answered %d times", r.msg.GetReplyTo(), n)
 		}
 	}
-	if got := int(fires.Load()); got != len(all) {
-		t.Errorf("model ran %d fired turns for %d fires", got, len(all))
+	turns := fires.snapshot()
+	if len(turns) != len(all) {
+		t.Errorf("model ran turns for %d fires, %d fires were answered", len(turns), len(all))
+	}
+	for text, n := range turns {
+		if n != 1 {
+			t.Errorf("model ran %d turns for one fire: %q", n, text)
+		}
 	}
 }
 
@@ -168,7 +198,7 @@ func distinct(rs []received) []received {
 // (UTC+05:45) fires at that instant.
 func TestOneTimeJobInAnotherZone(t *testing.T) {
 	f := newFleet(t)
-	var fires atomic.Int32
+	var fires firedTurns
 	model := llmtest.NewServer(t)
 	model.Handle(cronModel(&fires))
 	// The worker's own zone is another one: the job's tz wins.

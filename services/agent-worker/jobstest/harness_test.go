@@ -108,13 +108,13 @@ func (f *fleet) await(d time.Duration, what string, match func(*nanofleetv1.Outb
 	defer deadline.Stop()
 	for {
 		f.mu.Lock()
-		for _, r := range f.outs {
+		seen := f.outs[:len(f.outs):len(f.outs)]
+		f.mu.Unlock()
+		for _, r := range seen {
 			if match(r.msg) {
-				f.mu.Unlock()
 				return r
 			}
 		}
-		f.mu.Unlock()
 		select {
 		case <-f.news:
 		case <-deadline.C:
@@ -329,6 +329,10 @@ func (n *node) stop() {
 	<-n.done
 }
 
+// kill cuts the process off NATS as a crash would: nothing it does from
+// now on reaches the fleet; its lease and unacked messages expire.
+func (n *node) kill() { n.b.NC.Close() }
+
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
@@ -362,3 +366,20 @@ func toolResults(r llmtest.RecordedRequest) []string {
 	}
 	return out
 }
+
+func profileCache(t *testing.T, f *fleet) *profile.Cache {
+	t.Helper()
+	kv, err := f.b.KV(context.Background(), bus.BucketProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := profile.Watch(context.Background(), kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	<-c.Ready()
+	return c
+}
+
+func nopLog() *slog.Logger { return slog.New(slog.DiscardHandler) }

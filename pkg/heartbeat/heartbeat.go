@@ -1,0 +1,409 @@
+package heartbeat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/schedule"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+const (
+	// Channel is the channel of heartbeat turns; no gateway serves it.
+	Channel = "heartbeat"
+	// OKToken is the model's answer when nothing needs attention.
+	OKToken = "HEARTBEAT_OK"
+	// JobID is the id of an agent's heartbeat job.
+	JobID = "heartbeat"
+	// File is the profile file the tasks are read from.
+	File = "HEARTBEAT.md"
+	// NotifyConsumer is the durable consumer the notifiers share.
+	NotifyConsumer = "heartbeat_notify"
+)
+
+// ErrInvalidConfig wraps a bad configuration value.
+var ErrInvalidConfig = errors.New("heartbeat: invalid config")
+
+// Config tunes the heartbeat.
+type Config struct {
+	// Enabled runs the job; when false [Service.Ensure] removes it.
+	Enabled bool
+	// Agent whose HEARTBEAT.md is read.
+	Agent string
+	// Every is the interval, whole seconds.
+	Every time.Duration
+	// KeepTurns is how many past heartbeat turns the session keeps.
+	KeepTurns int
+	// NotifyChannel and NotifyChat fix where notices go; empty means the
+	// chat the fleet last replied to.
+	NotifyChannel, NotifyChat string
+	// SkipChannels are never chosen as the last active chat (besides the
+	// fleet's internal channels).
+	SkipChannels []string
+}
+
+// DefaultConfig returns nanobot's defaults.
+func DefaultConfig() Config {
+	return Config{Enabled: true, Agent: profile.DefaultAgent, Every: 30 * time.Minute, KeepTurns: 6}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Agent == "":
+		return fmt.Errorf("%w: heartbeat.agent: must be set", ErrInvalidConfig)
+	case c.Enabled && (c.Every < time.Second || c.Every%time.Second != 0):
+		return fmt.Errorf("%w: heartbeat.interval: %s, want whole seconds, at least 1s", ErrInvalidConfig, c.Every)
+	case c.KeepTurns < 1:
+		return fmt.Errorf("%w: heartbeat.keepTurns: %d, want at least 1", ErrInvalidConfig, c.KeepTurns)
+	case (c.NotifyChannel == "") != (c.NotifyChat == ""):
+		return fmt.Errorf("%w: heartbeat.notify: channel and chat go together", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// SessionKey is the heartbeat session of agent.
+func SessionKey(agent string) string { return session.Key(Channel, agent) }
+
+// Service runs an agent's heartbeat.
+type Service struct {
+	b        *bus.Bus
+	cfg      Config
+	log      *slog.Logger
+	sched    *schedule.Scheduler
+	profiles *profile.Cache
+	hist     jetstream.Stream
+	now      func() time.Time
+}
+
+// New returns the heartbeat of cfg.Agent.
+func New(ctx context.Context, b *bus.Bus, sched *schedule.Scheduler, profiles *profile.Cache, cfg Config, log *slog.Logger) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if b == nil || sched == nil || profiles == nil || log == nil {
+		return nil, fmt.Errorf("%w: bus, scheduler, profiles and logger are required", ErrInvalidConfig)
+	}
+	hist, err := b.JS.Stream(ctx, b.Space.HistoryStream())
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: history stream: %w", err)
+	}
+	return &Service{b: b, cfg: cfg, log: log.With("component", "heartbeat", "agent", cfg.Agent), sched: sched, profiles: profiles, hist: hist, now: time.Now}, nil
+}
+
+// Ensure makes the stored job match the config: created, changed,
+// removed, or left alone when it already matches.
+func (s *Service) Ensure(ctx context.Context) error {
+	key := SessionKey(s.cfg.Agent)
+	cur, err := s.sched.Get(ctx, key, JobID)
+	found := err == nil
+	if err != nil && !errors.Is(err, schedule.ErrNotFound) {
+		return fmt.Errorf("heartbeat: %w", err)
+	}
+	if !s.cfg.Enabled {
+		if found {
+			if _, err := s.sched.Remove(ctx, key, JobID); err != nil && !errors.Is(err, schedule.ErrNotFound) {
+				return fmt.Errorf("heartbeat: remove job: %w", err)
+			}
+			s.log.Info("heartbeat disabled")
+		}
+		return nil
+	}
+	if found && cur.Spec.Every == s.cfg.Every {
+		return nil
+	}
+	j, err := s.sched.Add(ctx, schedule.Job{
+		ID: JobID, SessionKey: key, Channel: Channel, ChatID: s.cfg.Agent,
+		Message: prompt("(see HEARTBEAT.md)", time.Time{}),
+		Spec:    schedule.Spec{Every: s.cfg.Every},
+		Kind:    nanofleetv1.InboundKind_INBOUND_KIND_HEARTBEAT,
+	})
+	if err != nil {
+		return fmt.Errorf("heartbeat: store job: %w", err)
+	}
+	s.log.Info("heartbeat scheduled", "every", s.cfg.Every, "next", j.Next)
+	return nil
+}
+
+// Prepare is the relay hook of heartbeat fires (other fires pass): it
+// skips a fire when the agent's HEARTBEAT.md has no active tasks, trims
+// the heartbeat session, and puts the tasks into the message.
+func (s *Service) Prepare(ctx context.Context, in *nanofleetv1.InboundMessage) (bool, error) {
+	if in.GetKind() != nanofleetv1.InboundKind_INBOUND_KIND_HEARTBEAT {
+		return true, nil
+	}
+	agent := in.GetChatId()
+	tasks := ActiveTasks(s.profiles.Get(agent).Files[File])
+	if tasks == "" {
+		s.log.Debug("heartbeat skipped: no active tasks", "agent", agent)
+		return false, nil
+	}
+	key := in.GetSessionKey()
+	if key == "" {
+		key = session.Key(in.GetChannel(), in.GetChatId())
+	}
+	err := s.hist.Purge(ctx, jetstream.WithPurgeSubject(s.b.Space.History(key)), jetstream.WithPurgeKeep(uint64(s.cfg.KeepTurns)))
+	if err != nil {
+		return false, fmt.Errorf("heartbeat: trim session %s: %w", key, err)
+	}
+	fired := s.now()
+	if in.GetReceivedAt() != nil {
+		fired = in.GetReceivedAt().AsTime()
+	}
+	in.Content = prompt(tasks, fired)
+	return true, nil
+}
+
+func prompt(tasks string, at time.Time) string {
+	when := ""
+	if !at.IsZero() {
+		when = " " + at.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf(`[Heartbeat%s]
+This is your periodic check. The active tasks in HEARTBEAT.md are:
+
+%s
+
+Work on what needs doing now. If something needs the user's attention, answer with the message for the user. If nothing needs attention, answer with exactly %s.`, when, tasks, OKToken)
+}
+
+// ActiveTasks returns the tasks of a HEARTBEAT.md: the lines of its
+// "Active Tasks" section (the whole file if it has none) without headings,
+// HTML comments, blank lines, empty or completed checkboxes. "" means
+// nothing to do.
+func ActiveTasks(md string) string {
+	lines := strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n")
+	start, end := 0, len(lines)
+	level := 0
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if lv := headingLevel(t); lv > 0 {
+			if level > 0 && lv <= level {
+				end = i
+				break
+			}
+			if level == 0 && strings.Contains(strings.ToLower(t), "active tasks") {
+				start, level = i+1, lv
+			}
+		}
+	}
+	var out []string
+	inComment := false
+	for _, l := range lines[start:end] {
+		t := strings.TrimSpace(l)
+		if inComment {
+			if _, after, ok := strings.Cut(t, "-->"); ok {
+				inComment = false
+				t = strings.TrimSpace(after)
+			} else {
+				continue
+			}
+		}
+		for {
+			before, after, ok := strings.Cut(t, "<!--")
+			if !ok {
+				break
+			}
+			if _, rest, closed := strings.Cut(after, "-->"); closed {
+				t = strings.TrimSpace(before + rest)
+				continue
+			}
+			t, inComment = strings.TrimSpace(before), true
+			break
+		}
+		switch {
+		case t == "", headingLevel(t) > 0:
+		case isCheckbox(t, " ") && strings.TrimSpace(t[5:]) == "":
+		case isCheckbox(t, "x"), isCheckbox(t, "X"):
+		default:
+			indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+			out = append(out, indent+t)
+		}
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+func headingLevel(t string) int {
+	n := 0
+	for n < len(t) && t[n] == '#' {
+		n++
+	}
+	if n == 0 || n > 6 || (len(t) > n && t[n] != ' ') {
+		return 0
+	}
+	return n
+}
+
+// isCheckbox reports "- [m]" or "* [m]" at the start of t.
+func isCheckbox(t, mark string) bool {
+	return len(t) >= 5 && (t[0] == '-' || t[0] == '*') && t[1:5] == " ["+mark+"]"
+}
+
+// IsOK reports whether a reply says nothing needs attention.
+func IsOK(reply string) bool {
+	norm := strings.Map(func(r rune) rune {
+		switch r {
+		case '_', '*', '`', ' ', '\n', '\t', '.', '!':
+			return -1
+		}
+		return r
+	}, strings.ToUpper(reply))
+	return strings.Contains(norm, "HEARTBEATOK")
+}
+
+// Run forwards heartbeat replies that need attention to the user until
+// ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	cons, err := s.b.JS.CreateOrUpdateConsumer(ctx, s.b.Space.OutboundStream(), jetstream.ConsumerConfig{
+		Durable:       NotifyConsumer,
+		Description:   "forwards heartbeat results that need attention",
+		FilterSubject: s.b.Space.OutboundChannel(Channel),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    -1,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return fmt.Errorf("heartbeat: consumer: %w", err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { s.notify(ctx, m) },
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
+				s.log.Debug("consume heartbeat replies", "err", err)
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("heartbeat: consume: %w", err)
+	}
+	<-ctx.Done()
+	cc.Drain()
+	<-cc.Closed()
+	return nil
+}
+
+func (s *Service) notify(ctx context.Context, m jetstream.Msg) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	out := &nanofleetv1.OutboundMessage{}
+	if err := proto.Unmarshal(m.Data(), out); err != nil {
+		_ = m.Term()
+		return
+	}
+	switch out.GetKind() {
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE:
+	default:
+		if out.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
+			s.log.Warn("heartbeat turn failed", "reply", out.GetContent())
+		}
+		_ = m.Ack()
+		return
+	}
+	text := strings.TrimSpace(out.GetContent())
+	if text == "" || IsOK(text) || text == "⏹ Stopped." {
+		s.log.Debug("heartbeat: nothing to report", "turn", out.GetTurnId())
+		_ = m.Ack()
+		return
+	}
+	channel, chat, err := s.target(ctx)
+	if err != nil {
+		s.log.Warn("heartbeat: no chat to notify", "err", err)
+		_ = m.NakWithDelay(5 * time.Second)
+		return
+	}
+	if channel == "" {
+		s.log.Warn("heartbeat: nobody to notify yet; notice dropped", "notice", text)
+		_ = m.Ack()
+		return
+	}
+	note := &nanofleetv1.OutboundMessage{
+		Id: "heartbeat:" + out.GetId(), Channel: channel, ChatId: chat, Content: text,
+		Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE, SessionKey: session.Key(channel, chat),
+		TurnId: out.GetTurnId(), CreatedAt: timestamppb.New(s.now()),
+	}
+	data, err := proto.Marshal(note)
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	msg := nats.NewMsg(s.b.Space.Outbound(channel, chat))
+	msg.Data = data
+	msg.Header.Set(nats.MsgIdHdr, note.GetId())
+	if _, err := s.b.JS.PublishMsg(ctx, msg); err != nil {
+		s.log.Warn("heartbeat: notify", "err", err)
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	s.log.Info("heartbeat notice sent", "to", channel+":"+chat)
+	_ = m.Ack()
+}
+
+// target is the configured chat, or the one the fleet last replied to
+// outside its internal channels ("" if none).
+func (s *Service) target(ctx context.Context) (string, string, error) {
+	if s.cfg.NotifyChannel != "" {
+		return s.cfg.NotifyChannel, s.cfg.NotifyChat, nil
+	}
+	return LastActiveChat(ctx, s.b, append([]string{Channel, "subagent"}, s.cfg.SkipChannels...))
+}
+
+// LastActiveChat returns the chat the fleet last sent a durable reply to,
+// skipping the given channels; "" when there is none.
+func LastActiveChat(ctx context.Context, b *bus.Bus, skip []string) (channel, chat string, err error) {
+	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{b.Space.OutboundAll()},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		HeadersOnly:    true,
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("scan outbound: %w", err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return "", "", fmt.Errorf("scan outbound: %w", err)
+	}
+	pending := info.NumPending
+	var best uint64
+	for pending > 0 {
+		batch, err := cons.Fetch(int(min(pending, 256)), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return "", "", fmt.Errorf("scan outbound: %w", err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			meta, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			pending = meta.NumPending
+			ch, ct, err := b.Space.ParseChat(m.Subject())
+			if err != nil || slices.Contains(skip, ch) || meta.Sequence.Stream < best {
+				continue
+			}
+			best, channel, chat = meta.Sequence.Stream, ch, ct
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return "", "", fmt.Errorf("scan outbound: %w", err)
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return channel, chat, nil
+}

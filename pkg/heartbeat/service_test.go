@@ -1,0 +1,189 @@
+package heartbeat_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/heartbeat"
+	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/schedule"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+type env struct {
+	b     *bus.Bus
+	sched *schedule.Scheduler
+	cache *profile.Cache
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	b := bustest.StartJetStream(t)
+	ctx := context.Background()
+	if err := schedule.Provision(ctx, b, bustest.TestLayout()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := b.KV(ctx, bus.BucketProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := profile.Watch(ctx, kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	<-c.Ready()
+	return &env{b: b, sched: s, cache: c}
+}
+
+func (e *env) service(t *testing.T, cfg heartbeat.Config) *heartbeat.Service {
+	t.Helper()
+	s, err := heartbeat.New(context.Background(), e.b, e.sched, e.cache, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (e *env) setFile(t *testing.T, text string) {
+	t.Helper()
+	kv, _ := e.b.KV(context.Background(), bus.BucketProfile)
+	if _, err := kv.Put(context.Background(), profile.FileKey("default", heartbeat.File), []byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	for range 500 {
+		if e.cache.Get("default").Files[heartbeat.File] == text {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("profile cache did not see the file")
+}
+
+func TestEnsure(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	cfg := heartbeat.DefaultConfig()
+	if err := e.service(t, cfg).Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	j, err := e.sched.Get(ctx, heartbeat.SessionKey("default"), heartbeat.JobID)
+	if err != nil || j.Spec.Every != 30*time.Minute || j.Kind != nanofleetv1.InboundKind_INBOUND_KIND_HEARTBEAT || j.Channel != heartbeat.Channel {
+		t.Fatalf("job = %+v, %v", j, err)
+	}
+	// Unchanged config: the job (and its phase) stays.
+	if err := e.service(t, cfg).Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := e.sched.Get(ctx, heartbeat.SessionKey("default"), heartbeat.JobID); !again.Created.Equal(j.Created) {
+		t.Error("unchanged heartbeat rescheduled")
+	}
+	cfg.Every = time.Hour
+	if err := e.service(t, cfg).Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if changed, _ := e.sched.Get(ctx, heartbeat.SessionKey("default"), heartbeat.JobID); changed.Spec.Every != time.Hour {
+		t.Errorf("interval = %s, want 1h", changed.Spec.Every)
+	}
+	cfg.Enabled = false
+	if err := e.service(t, cfg).Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, _ := e.sched.List(ctx, ""); len(jobs) != 0 {
+		t.Errorf("jobs after disabling: %v", jobs)
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	cfg := heartbeat.DefaultConfig()
+	cfg.KeepTurns = 2
+	s := e.service(t, cfg)
+	fire := func() *nanofleetv1.InboundMessage {
+		return &nanofleetv1.InboundMessage{Channel: heartbeat.Channel, ChatId: "default", Kind: nanofleetv1.InboundKind_INBOUND_KIND_HEARTBEAT}
+	}
+	// No HEARTBEAT.md, or one without tasks: no turn.
+	if ok, err := s.Prepare(ctx, fire()); ok || err != nil {
+		t.Errorf("without a file: %v, %v", ok, err)
+	}
+	e.setFile(t, "## Active Tasks\n<!-- none -->\n")
+	if ok, err := s.Prepare(ctx, fire()); ok || err != nil {
+		t.Errorf("without tasks: %v, %v", ok, err)
+	}
+	// Other fires pass untouched.
+	cron := &nanofleetv1.InboundMessage{Kind: nanofleetv1.InboundKind_INBOUND_KIND_CRON, Content: "x"}
+	if ok, _ := s.Prepare(ctx, cron); !ok || cron.GetContent() != "x" {
+		t.Errorf("cron fire: %v %q", ok, cron.GetContent())
+	}
+
+	store, err := session.Open(ctx, e.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := heartbeat.SessionKey("default")
+	var last uint64
+	for i := range 5 {
+		if last, err = store.Append(ctx, key, &nanofleetv1.TurnRecord{TurnId: "t" + string(rune('0'+i))}, last); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.setFile(t, "## Active Tasks\n- check the inbox\n")
+	in := fire()
+	if ok, err := s.Prepare(ctx, in); !ok || err != nil {
+		t.Fatalf("with tasks: %v, %v", ok, err)
+	}
+	if !strings.Contains(in.GetContent(), "- check the inbox") || !strings.Contains(in.GetContent(), heartbeat.OKToken) {
+		t.Errorf("content = %q", in.GetContent())
+	}
+	hist, err := store.LoadHistory(ctx, key, 0)
+	if err != nil || len(hist.Turns) != 2 || hist.LastSeq != last {
+		t.Errorf("history after trim: %d turns, last %d (want 2, %d), %v", len(hist.Turns), hist.LastSeq, last, err)
+	}
+}
+
+func TestLastActiveChat(t *testing.T) {
+	e := setup(t)
+	publish := func(channel, chat string) {
+		data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Channel: channel, ChatId: chat, Content: "x"})
+		m := nats.NewMsg(e.b.Space.Outbound(channel, chat))
+		m.Data = data
+		if _, err := e.b.JS.PublishMsg(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ch, chat, err := heartbeat.LastActiveChat(context.Background(), e.b, nil); err != nil || ch != "" || chat != "" {
+		t.Errorf("empty fleet: %q %q %v", ch, chat, err)
+	}
+	publish("telegram", "1")
+	publish("slack", "C.9")
+	publish("telegram", "1")
+	publish("heartbeat", "default")
+	tests := []struct {
+		skip          []string
+		channel, chat string
+	}{
+		{[]string{"heartbeat"}, "telegram", "1"},
+		{[]string{"heartbeat", "telegram"}, "slack", "C.9"},
+		{nil, "heartbeat", "default"},
+	}
+	for _, tt := range tests {
+		ch, chat, err := heartbeat.LastActiveChat(context.Background(), e.b, tt.skip)
+		if err != nil || ch != tt.channel || chat != tt.chat {
+			t.Errorf("skip %v: %q %q %v; want %q %q", tt.skip, ch, chat, err, tt.channel, tt.chat)
+		}
+	}
+}

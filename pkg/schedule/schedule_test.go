@@ -1,0 +1,306 @@
+package schedule_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/agenttool"
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/schedule"
+	"github.com/nanofleet/nanofleet/pkg/toolschema"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+func setup(t *testing.T) (*bus.Bus, *schedule.Scheduler) {
+	t.Helper()
+	b := bustest.StartJetStream(t)
+	ctx := context.Background()
+	if err := schedule.Provision(ctx, b, bustest.TestLayout()); err != nil {
+		t.Fatal(err)
+	}
+	// Idempotent.
+	if err := schedule.Provision(ctx, b, bustest.TestLayout()); err != nil {
+		t.Fatalf("second provision: %v", err)
+	}
+	s, err := schedule.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, s
+}
+
+func turn(channel, chat string) *agenttool.TurnContext {
+	return &agenttool.TurnContext{
+		SessionKey: channel + ":" + chat,
+		TurnID:     "in1",
+		Inbound:    &nanofleetv1.InboundMessage{Id: "1", Channel: channel, ChatId: chat, Kind: nanofleetv1.InboundKind_INBOUND_KIND_USER},
+	}
+}
+
+// call runs the tool the way the worker does: arguments parsed against the
+// tool's schema first.
+func call(t *testing.T, tool *schedule.Tool, tc *agenttool.TurnContext, argsJSON string) (string, error) {
+	t.Helper()
+	args, err := toolschema.MustCompile(tool.Tool().Parameters).Parse(argsJSON)
+	if err != nil {
+		return "", err
+	}
+	return tool.Call(context.Background(), tc, args)
+}
+
+func TestToolAddListRemove(t *testing.T) {
+	b, s := setup(t)
+	tool, err := schedule.NewTool(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := turn("telegram", "42")
+	out, err := call(t, tool, tc, `{"action":"add","message":"stretch","every_seconds":"3600"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "every 1h0m0s") || !strings.Contains(out, "Next run") {
+		t.Errorf("add = %q", out)
+	}
+	if _, err := call(t, tool, tc, `{"action":"add","message":"standup","cron_expr":"0 9 * * 1-5","tz":"Europe/Berlin"}`); err != nil {
+		t.Fatal(err)
+	}
+	// Another chat's jobs are not this chat's.
+	other := turn("slack", "C1")
+	if _, err := call(t, tool, other, `{"action":"add","message":"other","every_seconds":60}`); err != nil {
+		t.Fatal(err)
+	}
+
+	jobs, err := s.List(context.Background(), tc.SessionKey)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("List = %v, %v; want 2 jobs", jobs, err)
+	}
+	for _, j := range jobs {
+		if j.Next.IsZero() || !j.Next.After(time.Now()) {
+			t.Errorf("job %s next = %s", j.ID, j.Next)
+		}
+		if j.Channel != "telegram" || j.ChatID != "42" || j.SessionKey != "telegram:42" {
+			t.Errorf("job %s bound to %s/%s/%s", j.ID, j.SessionKey, j.Channel, j.ChatID)
+		}
+	}
+	out, err = call(t, tool, tc, `{"action":"list"}`)
+	if err != nil || !strings.Contains(out, "stretch") || !strings.Contains(out, "standup") || strings.Contains(out, "other") {
+		t.Fatalf("list = %q, %v", out, err)
+	}
+	if !strings.Contains(out, "cron 0 9 * * 1-5 (Europe/Berlin)") {
+		t.Errorf("list does not show the zone: %q", out)
+	}
+
+	// The operator sees every session's jobs with the next fire time.
+	var buf bytes.Buffer
+	if err := schedule.RunCLI(context.Background(), b, []string{"list"}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); strings.Count(got, "\n") != 4 || !strings.Contains(got, "NEXT") || !strings.Contains(got, "slack:C1") {
+		t.Errorf("cron list:\n%s", got)
+	}
+
+	if _, err := call(t, tool, other, `{"action":"remove","job_id":"`+jobs[0].ID+`"}`); err == nil {
+		t.Error("another session removed this session's job")
+	}
+	if out, err := call(t, tool, tc, `{"action":"remove","job_id":"`+jobs[0].ID+`"}`); err != nil || !strings.Contains(out, "Removed") {
+		t.Fatalf("remove = %q, %v", out, err)
+	}
+	buf.Reset()
+	if err := schedule.RunCLI(context.Background(), b, []string{"remove", jobs[1].ID}, &buf); err != nil {
+		t.Fatalf("cron remove: %v", err)
+	}
+	if jobs, _ := s.List(context.Background(), tc.SessionKey); len(jobs) != 0 {
+		t.Errorf("jobs left after remove: %v", jobs)
+	}
+	if err := schedule.RunCLI(context.Background(), b, []string{"remove", "nope"}, &buf); !errors.Is(err, schedule.ErrNotFound) {
+		t.Errorf("remove unknown = %v", err)
+	}
+	if err := schedule.RunCLI(context.Background(), b, []string{"frobnicate"}, &buf); !errors.Is(err, schedule.ErrUsage) {
+		t.Errorf("bad command = %v", err)
+	}
+}
+
+func TestToolRejectsBadInput(t *testing.T) {
+	_, s := setup(t)
+	tool, err := schedule.NewTool(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := turn("cli", "direct")
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	tests := []struct {
+		name, args, reason string
+	}{
+		{"invalid cron", `{"action":"add","message":"x","cron_expr":"61 * * * *"}`, "minute"},
+		{"cron with 4 fields", `{"action":"add","message":"x","cron_expr":"* * * *"}`, "4 fields"},
+		{"unknown zone", `{"action":"add","message":"x","cron_expr":"0 9 * * *","tz":"Mars/Olympus"}`, "unknown time zone"},
+		{"unknown zone with at", `{"action":"add","message":"x","at":"2099-01-01T10:00:00","tz":"Europe/Atlantis"}`, "unknown time zone"},
+		{"past", `{"action":"add","message":"x","at":"` + past + `"}`, "in the past"},
+		{"not a time", `{"action":"add","message":"x","at":"next tuesday"}`, "not an ISO time"},
+		{"two timings", `{"action":"add","message":"x","every_seconds":5,"cron_expr":"* * * * *"}`, "exactly one"},
+		{"no timing", `{"action":"add","message":"x"}`, "exactly one"},
+		{"tz with every", `{"action":"add","message":"x","every_seconds":5,"tz":"UTC"}`, "tz applies"},
+		{"no message", `{"action":"add","every_seconds":5}`, "message is required"},
+		{"zero interval", `{"action":"add","message":"x","every_seconds":0}`, "every_seconds"},
+		{"bad action", `{"action":"pause"}`, "action"},
+		{"remove without id", `{"action":"remove"}`, "job_id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := call(t, tool, tc, tt.args)
+			if err == nil {
+				t.Fatalf("accepted: %q", out)
+			}
+			if !strings.Contains(err.Error(), tt.reason) {
+				t.Errorf("error %q does not name the reason %q", err, tt.reason)
+			}
+			if !errors.Is(err, toolschema.ErrInvalidArguments) {
+				t.Errorf("error %v is not an invalid-arguments error", err)
+			}
+		})
+	}
+	if jobs, err := s.List(context.Background(), tc.SessionKey); err != nil || len(jobs) != 0 {
+		t.Errorf("jobs after bad input: %v, %v", jobs, err)
+	}
+}
+
+func TestToolRefusesJobFromJob(t *testing.T) {
+	_, s := setup(t)
+	tool, _ := schedule.NewTool(s)
+	tc := turn("cli", "direct")
+	tc.Inbound.Kind = nanofleetv1.InboundKind_INBOUND_KIND_CRON
+	if _, err := call(t, tool, tc, `{"action":"add","message":"x","every_seconds":60}`); !errors.Is(err, schedule.ErrNestedJob) {
+		t.Fatalf("add from a fired job = %v", err)
+	}
+}
+
+// inbound collects what reaches the inbound stream.
+func inbound(t *testing.T, b *bus.Bus) <-chan *nanofleetv1.InboundMessage {
+	t.Helper()
+	ch := make(chan *nanofleetv1.InboundMessage, 100)
+	cons, err := b.JS.CreateOrUpdateConsumer(context.Background(), b.Space.InboundStream(), jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		in := &nanofleetv1.InboundMessage{}
+		if err := proto.Unmarshal(m.Data(), in); err != nil {
+			t.Errorf("inbound: %v", err)
+		}
+		if in.GetId() != m.Headers().Get("Nats-Msg-Id") {
+			t.Errorf("inbound id %q, Nats-Msg-Id %q", in.GetId(), m.Headers().Get("Nats-Msg-Id"))
+		}
+		_ = m.Ack()
+		ch <- in
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cc.Stop)
+	return ch
+}
+
+func runRelay(t *testing.T, b *bus.Bus, opts ...schedule.RelayOption) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := schedule.NewRelay(ctx, b, slog.New(slog.DiscardHandler), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func TestRelayTurnsFireIntoInbound(t *testing.T) {
+	b, s := setup(t)
+	got := inbound(t, b)
+	runRelay(t, b)
+	runRelay(t, b) // a second relay changes nothing: one inbound per fire
+	at := time.Now().Add(1500 * time.Millisecond).Truncate(time.Second)
+	j, err := s.Add(context.Background(), schedule.Job{
+		SessionKey: "team:alpha", Channel: "slack", ChatID: "C1.x", Message: "post the report",
+		Spec: schedule.Spec{At: at},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in *nanofleetv1.InboundMessage
+	select {
+	case in = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no inbound message from the fire")
+	}
+	if d := time.Since(at); d < 0 || d > time.Second {
+		t.Errorf("fired %s after its time", d)
+	}
+	if in.GetKind() != nanofleetv1.InboundKind_INBOUND_KIND_CRON || in.GetSessionKey() != "team:alpha" ||
+		in.GetChannel() != "slack" || in.GetChatId() != "C1.x" || in.GetMetadata()[schedule.MetaJobID] != j.ID {
+		t.Errorf("inbound = %v", in)
+	}
+	if !strings.Contains(in.GetContent(), "post the report") || !strings.HasPrefix(in.GetId(), "sched:") {
+		t.Errorf("inbound id %q content %q", in.GetId(), in.GetContent())
+	}
+	// The one-time job is gone once fired, and fired once.
+	if jobs, _ := s.List(context.Background(), "team:alpha"); len(jobs) != 0 {
+		t.Errorf("one-time job still listed: %v", jobs)
+	}
+	select {
+	case extra := <-got:
+		t.Errorf("second inbound %v", extra)
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+func TestRelayPrepareCanSkipAndRewrite(t *testing.T) {
+	b, s := setup(t)
+	got := inbound(t, b)
+	n := 0
+	runRelay(t, b, schedule.WithPrepare(func(_ context.Context, in *nanofleetv1.InboundMessage) (bool, error) {
+		n++
+		if n == 1 {
+			return false, nil
+		}
+		in.Content = "rewritten"
+		return true, nil
+	}))
+	if _, err := s.Add(context.Background(), schedule.Job{
+		SessionKey: "cli:x", Channel: "cli", ChatID: "x", Spec: schedule.Spec{Every: time.Second},
+		Kind: nanofleetv1.InboundKind_INBOUND_KIND_HEARTBEAT,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case in := <-got:
+		if in.GetContent() != "rewritten" || in.GetKind() != nanofleetv1.InboundKind_INBOUND_KIND_HEARTBEAT || in.GetSessionKey() != "" {
+			t.Errorf("inbound = %v", in)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no inbound message")
+	}
+	if n < 2 {
+		t.Errorf("prepare ran %d times", n)
+	}
+}
+
+func TestAddRejectsWhatTheServerWould(t *testing.T) {
+	_, s := setup(t)
+	_, err := s.Add(context.Background(), schedule.Job{SessionKey: "cli:x", Channel: "cli", ChatID: "x", Spec: schedule.Spec{Cron: "0 0 30 2 *"}})
+	if !errors.Is(err, schedule.ErrInvalidSchedule) {
+		t.Errorf("30 February = %v", err)
+	}
+	_, err = s.Add(context.Background(), schedule.Job{SessionKey: "cli:x", Channel: "cli", Spec: schedule.Spec{Every: time.Second}})
+	if !errors.Is(err, schedule.ErrInvalidSchedule) {
+		t.Errorf("job without chat = %v", err)
+	}
+}

@@ -1,0 +1,405 @@
+package schedule
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// Headers of a schedule message besides the server's Nats-Schedule ones.
+// The server copies them onto every fire.
+const (
+	hdrJobID      = "Nanofleet-Job-Id"
+	hdrJobSpec    = "Nanofleet-Job-Spec"
+	hdrJobCreated = "Nanofleet-Job-Created"
+	hdrJobSession = "Nanofleet-Job-Session"
+)
+
+// Headers the server reads on a schedule message and sets on a fire
+// (ADR-51).
+const (
+	hdrSchedule       = "Nats-Schedule"
+	hdrScheduleTarget = "Nats-Schedule-Target"
+	hdrScheduleTZ     = "Nats-Schedule-Time-Zone"
+	hdrScheduler      = "Nats-Scheduler"
+	hdrScheduleNext   = "Nats-Schedule-Next"
+	scheduleNextPurge = "purge"
+)
+
+// JetStream error codes of rejected schedules.
+const (
+	errCodePatternInvalid  = 10189
+	errCodeTimeZoneInvalid = 10223
+)
+
+var jobIDSyntax = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// StreamName is the name of the fleet's schedule stream.
+func StreamName(sp subject.Space) string { return sp.Bucket("SCHED") }
+
+// subjects of the schedule stream.
+func allSubjects(sp subject.Space) string { return sp.Prefix() + ".sched.>" }
+func jobSubject(sp subject.Space, sessionKey, id string) string {
+	return sp.Prefix() + ".sched.job." + subject.Token(sessionKey) + "." + id
+}
+func fireSubject(sp subject.Space, sessionKey, id string) string {
+	return sp.Prefix() + ".sched.fire." + subject.Token(sessionKey) + "." + id
+}
+func fireAll(sp subject.Space) string { return sp.Prefix() + ".sched.fire.>" }
+
+// Provision creates or updates the schedule stream. It is idempotent and
+// safe to call from every service at start-up, after [bus.Provision].
+func Provision(ctx context.Context, b *bus.Bus, l bus.Layout) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	cfg := jetstream.StreamConfig{
+		Name:        StreamName(b.Space),
+		Description: "scheduled jobs (message schedules) and their fires",
+		Subjects:    []string{allSubjects(b.Space)},
+		Retention:   jetstream.LimitsPolicy,
+		// One schedule per job subject; one pending fire per job: fires
+		// missed while no relay ran are coalesced, not replayed in bulk.
+		MaxMsgsPerSubject: 1,
+		AllowMsgSchedules: true,
+		AllowDirect:       true,
+		MaxMsgSize:        l.MaxMsgSize,
+		Replicas:          l.Replicas,
+		Storage:           jetstream.FileStorage,
+	}
+	if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
+	}
+	return nil
+}
+
+// Job is one scheduled job.
+type Job struct {
+	// ID is unique in the fleet for practical purposes (a hash); set it
+	// only for system jobs with a fixed id such as the heartbeat.
+	ID string
+	// SessionKey is the session a fire runs in; Channel and ChatID the
+	// chat its reply goes to.
+	SessionKey string
+	Channel    string
+	ChatID     string
+	// Message is what the agent should do when the job fires.
+	Message string
+	Spec    Spec
+	// Kind of the inbound message a fire becomes; CRON when unset.
+	Kind nanofleetv1.InboundKind
+	// Created is when the job was stored.
+	Created time.Time
+	// Next is the next fire time as of the last read; zero if unknown.
+	Next time.Time
+}
+
+// JobID derives a short job id from parts (e.g. session, turn, message,
+// spec): the same parts give the same id, so a retried turn does not
+// create a second job.
+func JobID(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// specJSON is the stored form of a Spec.
+type specJSON struct {
+	At    string `json:"at,omitempty"`
+	Every string `json:"every,omitempty"`
+	Cron  string `json:"cron,omitempty"`
+	TZ    string `json:"tz,omitempty"`
+}
+
+func encodeSpec(s Spec) string {
+	j := specJSON{Cron: s.Cron, TZ: s.TZ}
+	if !s.At.IsZero() {
+		j.At = s.At.Format(time.RFC3339Nano)
+	}
+	if s.Every != 0 {
+		j.Every = s.Every.String()
+	}
+	b, _ := json.Marshal(j)
+	return string(b)
+}
+
+func decodeSpec(v string) (Spec, error) {
+	var j specJSON
+	if err := json.Unmarshal([]byte(v), &j); err != nil {
+		return Spec{}, fmt.Errorf("job spec %q: %w", v, err)
+	}
+	s := Spec{Cron: j.Cron, TZ: j.TZ}
+	var err error
+	if j.At != "" {
+		if s.At, err = time.Parse(time.RFC3339Nano, j.At); err != nil {
+			return Spec{}, fmt.Errorf("job spec at: %w", err)
+		}
+	}
+	if j.Every != "" {
+		if s.Every, err = time.ParseDuration(j.Every); err != nil {
+			return Spec{}, fmt.Errorf("job spec every: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Scheduler stores and reads jobs.
+type Scheduler struct {
+	b      *bus.Bus
+	stream jetstream.Stream
+	now    func() time.Time
+}
+
+// Open returns the scheduler of b's fleet; [Provision] must have run.
+func Open(ctx context.Context, b *bus.Bus) (*Scheduler, error) {
+	st, err := b.JS.Stream(ctx, StreamName(b.Space))
+	if err != nil {
+		return nil, fmt.Errorf("schedule stream %s: %w", StreamName(b.Space), err)
+	}
+	return &Scheduler{b: b, stream: st, now: time.Now}, nil
+}
+
+// Add validates j and stores it as a message schedule, replacing a job
+// with the same session and id. It returns the job as stored, with its
+// id, creation time and next fire time.
+func (s *Scheduler) Add(ctx context.Context, j Job) (Job, error) {
+	now := s.now()
+	if j.SessionKey == "" || j.Channel == "" || j.ChatID == "" {
+		return Job{}, fmt.Errorf("%w: a job needs a session, a channel and a chat", ErrInvalidSchedule)
+	}
+	if err := j.Spec.Validate(now); err != nil {
+		return Job{}, err
+	}
+	if j.Kind == nanofleetv1.InboundKind_INBOUND_KIND_UNSPECIFIED {
+		j.Kind = nanofleetv1.InboundKind_INBOUND_KIND_CRON
+	}
+	if j.ID == "" {
+		j.ID = JobID(j.SessionKey, j.Message, encodeSpec(j.Spec), now.String())
+	}
+	if !jobIDSyntax.MatchString(j.ID) {
+		return Job{}, fmt.Errorf("%w: job id %q: want 1-64 letters, digits, '-' or '_'", ErrInvalidSchedule, j.ID)
+	}
+	pattern, tz, err := j.Spec.headers()
+	if err != nil {
+		return Job{}, err
+	}
+	j.Created = now
+	data, err := proto.Marshal(j.template())
+	if err != nil {
+		return Job{}, fmt.Errorf("encode job %s: %w", j.ID, err)
+	}
+	m := nats.NewMsg(jobSubject(s.b.Space, j.SessionKey, j.ID))
+	m.Data = data
+	m.Header.Set(hdrSchedule, pattern)
+	m.Header.Set(hdrScheduleTarget, fireSubject(s.b.Space, j.SessionKey, j.ID))
+	if tz != "" {
+		m.Header.Set(hdrScheduleTZ, tz)
+	}
+	m.Header.Set(hdrJobID, j.ID)
+	m.Header.Set(hdrJobSession, j.SessionKey)
+	m.Header.Set(hdrJobSpec, encodeSpec(j.Spec))
+	m.Header.Set(hdrJobCreated, now.UTC().Format(time.RFC3339Nano))
+	if _, err := s.b.JS.PublishMsg(ctx, m); err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			switch apiErr.ErrorCode {
+			case errCodePatternInvalid:
+				return Job{}, fmt.Errorf("%w: the server rejected %q: %w", ErrInvalidSchedule, pattern, err)
+			case errCodeTimeZoneInvalid:
+				return Job{}, fmt.Errorf("%w: the server rejected %q: %w", ErrUnknownTimeZone, tz, err)
+			}
+		}
+		return Job{}, fmt.Errorf("store job %s: %w", j.ID, err)
+	}
+	// Purge a pending fire of an earlier job with this id.
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(fireSubject(s.b.Space, j.SessionKey, j.ID))); err != nil {
+		return Job{}, fmt.Errorf("store job %s: clear old fire: %w", j.ID, err)
+	}
+	j.Next = j.next(now, time.Time{}, now)
+	return j, nil
+}
+
+// template is the InboundMessage a fire of j carries.
+func (j Job) template() *nanofleetv1.InboundMessage {
+	in := &nanofleetv1.InboundMessage{
+		Channel:  j.Channel,
+		ChatId:   j.ChatID,
+		SenderId: "cron",
+		Content:  j.Message,
+		Kind:     j.Kind,
+		Metadata: map[string]string{MetaJobID: j.ID},
+	}
+	if j.SessionKey != session.Key(j.Channel, j.ChatID) {
+		in.SessionKey = j.SessionKey
+	}
+	if j.Kind == nanofleetv1.InboundKind_INBOUND_KIND_HEARTBEAT {
+		in.SenderId = "heartbeat"
+	}
+	return in
+}
+
+// next computes the next fire after now. lastNext is the
+// Nats-Schedule-Next of the job's latest fire (zero if none); stored is
+// when the schedule was stored.
+func (j Job) next(now, lastNext, stored time.Time) time.Time {
+	if j.Spec.Every == 0 {
+		t, ok := j.Spec.nextAfter(now)
+		if !ok {
+			return time.Time{}
+		}
+		return t
+	}
+	// The server's first fire is at the stored time rounded to the second
+	// plus the interval, then every interval.
+	base := stored.UTC().Round(time.Second).Add(j.Spec.Every)
+	if !lastNext.IsZero() && lastNext.After(stored) {
+		base = lastNext
+	}
+	if !base.After(now) {
+		k := now.Sub(base)/j.Spec.Every + 1
+		base = base.Add(k * j.Spec.Every)
+	}
+	return base
+}
+
+// decodeJob reads a stored schedule message.
+func decodeJob(m *jetstream.RawStreamMsg) (Job, error) {
+	in := &nanofleetv1.InboundMessage{}
+	if err := proto.Unmarshal(m.Data, in); err != nil {
+		return Job{}, fmt.Errorf("decode job %s: %w", m.Subject, err)
+	}
+	spec, err := decodeSpec(m.Header.Get(hdrJobSpec))
+	if err != nil {
+		return Job{}, fmt.Errorf("decode job %s: %w", m.Subject, err)
+	}
+	j := Job{
+		ID:         m.Header.Get(hdrJobID),
+		SessionKey: m.Header.Get(hdrJobSession),
+		Channel:    in.GetChannel(),
+		ChatID:     in.GetChatId(),
+		Message:    in.GetContent(),
+		Spec:       spec,
+		Kind:       in.GetKind(),
+	}
+	j.Created, _ = time.Parse(time.RFC3339Nano, m.Header.Get(hdrJobCreated))
+	return j, nil
+}
+
+// Get returns the session's job with id, or ErrNotFound.
+func (s *Scheduler) Get(ctx context.Context, sessionKey, id string) (Job, error) {
+	if !jobIDSyntax.MatchString(id) {
+		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return s.read(ctx, jobSubject(s.b.Space, sessionKey, id))
+}
+
+func (s *Scheduler) read(ctx context.Context, subj string) (Job, error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, subj)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Job{}, fmt.Errorf("%w: %s", ErrNotFound, subj)
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("read job %s: %w", subj, err)
+	}
+	j, err := decodeJob(m)
+	if err != nil {
+		return Job{}, err
+	}
+	var lastNext time.Time
+	if j.Spec.Every != 0 {
+		if f, err := s.stream.GetLastMsgForSubject(ctx, fireSubject(s.b.Space, j.SessionKey, j.ID)); err == nil && f.Time.After(m.Time) {
+			lastNext, _ = time.Parse(time.RFC3339Nano, f.Header.Get(hdrScheduleNext))
+		}
+	}
+	j.Next = j.next(s.now(), lastNext, m.Time)
+	return j, nil
+}
+
+// List returns the session's jobs by next fire time; with an empty
+// session key, every job of the fleet.
+func (s *Scheduler) List(ctx context.Context, sessionKey string) ([]Job, error) {
+	filter := s.b.Space.Prefix() + ".sched.job.*.*"
+	if sessionKey != "" {
+		filter = s.b.Space.Prefix() + ".sched.job." + subject.Token(sessionKey) + ".*"
+	}
+	return s.list(ctx, filter)
+}
+
+func (s *Scheduler) list(ctx context.Context, filter string) ([]Job, error) {
+	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	jobs := make([]Job, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		j, err := s.read(ctx, subj)
+		if errors.Is(err, ErrNotFound) {
+			continue // fired or removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	slices.SortFunc(jobs, func(a, b Job) int {
+		if c := a.Next.Compare(b.Next); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return jobs, nil
+}
+
+// Remove deletes the session's job id; with an empty session key, the
+// fleet's only job with that id. It returns the removed job. A fire of the
+// job already produced but not yet relayed is dropped by the relay.
+func (s *Scheduler) Remove(ctx context.Context, sessionKey, id string) (Job, error) {
+	if !jobIDSyntax.MatchString(id) {
+		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	var j Job
+	if sessionKey != "" {
+		var err error
+		if j, err = s.Get(ctx, sessionKey, id); err != nil {
+			return Job{}, err
+		}
+	} else {
+		jobs, err := s.list(ctx, s.b.Space.Prefix()+".sched.job.*."+id)
+		if err != nil {
+			return Job{}, err
+		}
+		switch len(jobs) {
+		case 0:
+			return Job{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		case 1:
+			j = jobs[0]
+		default:
+			return Job{}, fmt.Errorf("%w: %s is in %d sessions; give the session", ErrAmbiguous, id, len(jobs))
+		}
+	}
+	for _, subj := range []string{jobSubject(s.b.Space, j.SessionKey, j.ID), fireSubject(s.b.Space, j.SessionKey, j.ID)} {
+		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+			return Job{}, fmt.Errorf("remove job %s: %w", j.ID, err)
+		}
+	}
+	return j, nil
+}

@@ -1,0 +1,205 @@
+package subagent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+)
+
+// BucketName is the short name of the KV bucket of running children.
+const BucketName = "subagents"
+
+// bucketTTL removes records nobody cleaned up (a child whose result never
+// came) long after StaleAfter stopped counting them.
+const bucketTTL = 24 * time.Hour
+
+// Provision creates or updates the bucket of running children. It is
+// idempotent, for every service at start-up after [bus.Provision].
+func Provision(ctx context.Context, b *bus.Bus, l bus.Layout) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	cfg := jetstream.KeyValueConfig{
+		Bucket:      b.Space.Bucket(BucketName),
+		Description: "running subagents by parent session",
+		TTL:         bucketTTL,
+		History:     1,
+		Replicas:    l.Replicas,
+		Storage:     jetstream.FileStorage,
+	}
+	if _, err := b.JS.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+		return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
+	}
+	return nil
+}
+
+// Manager runs the fleet side of subagents: the spawn tool, the announcer
+// and the stop forwarder.
+type Manager struct {
+	b       *bus.Bus
+	cfg     Config
+	log     *slog.Logger
+	kv      jetstream.KeyValue
+	inbound jetstream.Stream
+	now     func() time.Time
+}
+
+// New opens the bucket and streams; [Provision] must have run.
+func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if b == nil || log == nil {
+		return nil, fmt.Errorf("%w: bus and logger are required", ErrInvalidConfig)
+	}
+	kv, err := b.KV(ctx, BucketName)
+	if err != nil {
+		return nil, fmt.Errorf("subagent: %w", err)
+	}
+	in, err := b.JS.Stream(ctx, b.Space.InboundStream())
+	if err != nil {
+		return nil, fmt.Errorf("subagent: inbound stream: %w", err)
+	}
+	return &Manager{b: b, cfg: cfg, log: log.With("component", "subagent"), kv: kv, inbound: in, now: time.Now}, nil
+}
+
+// record is a child's entry in the bucket.
+type record struct {
+	ID            string    `json:"id"`
+	Child         string    `json:"child"`
+	Parent        string    `json:"parent"`
+	Label         string    `json:"label"`
+	Task          string    `json:"task"`
+	OriginChannel string    `json:"origin_channel"`
+	OriginChat    string    `json:"origin_chat"`
+	Wait          bool      `json:"wait,omitempty"`
+	Stopped       bool      `json:"stopped,omitempty"`
+	InboundSeq    uint64    `json:"inbound_seq,omitempty"`
+	Created       time.Time `json:"created"`
+}
+
+// Child describes a running subagent.
+type Child struct {
+	ID, Label, Task string
+	// SessionKey is the child's session.
+	SessionKey string
+	Wait       bool
+	Stopped    bool
+	Created    time.Time
+}
+
+func childID(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// childChat is the chat id of a child on [Channel].
+func childChat(parent, id string) string { return parent + ":" + id }
+
+// childSession is a child's session key.
+func childSession(parent, id string) string { return Channel + ":" + childChat(parent, id) }
+
+func recordKey(parent, id string) string { return subject.Token(parent) + "." + id }
+
+func (m *Manager) get(ctx context.Context, key string) (*record, uint64, error) {
+	e, err := m.kv.Get(ctx, key)
+	if err != nil {
+		return nil, 0, err
+	}
+	r := &record{}
+	if err := json.Unmarshal(e.Value(), r); err != nil {
+		return nil, 0, fmt.Errorf("decode subagent record %s: %w", key, err)
+	}
+	return r, e.Revision(), nil
+}
+
+func (m *Manager) put(ctx context.Context, key string, r *record, rev uint64) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode subagent record: %w", err)
+	}
+	if rev == 0 {
+		_, err = m.kv.Create(ctx, key, data)
+	} else {
+		_, err = m.kv.Update(ctx, key, data, rev)
+	}
+	return err
+}
+
+// update applies change to a record with compare-and-set, retrying on
+// conflict; jetstream.ErrKeyNotFound if there is none.
+func (m *Manager) update(ctx context.Context, key string, change func(*record)) (*record, error) {
+	for range 10 {
+		r, rev, err := m.get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		change(r)
+		err = m.put(ctx, key, r, rev)
+		if err == nil {
+			return r, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, fmt.Errorf("update subagent record %s: %w", key, err)
+		}
+	}
+	return nil, fmt.Errorf("update subagent record %s: too many concurrent updates", key)
+}
+
+// records returns the parent's children's records by key.
+func (m *Manager) records(ctx context.Context, parent string) (map[string]*record, error) {
+	lister, err := m.kv.ListKeysFiltered(ctx, subject.Token(parent)+".*")
+	if err != nil {
+		return nil, fmt.Errorf("list subagents of %s: %w", parent, err)
+	}
+	keys := []string{}
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	out := make(map[string]*record, len(keys))
+	for _, k := range keys {
+		r, _, err := m.get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[k] = r
+	}
+	return out, nil
+}
+
+// Children lists the parent session's subagents that still run (or whose
+// result has not been delivered yet).
+func (m *Manager) Children(ctx context.Context, parent string) ([]Child, error) {
+	recs, err := m.records(ctx, parent)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Child, 0, len(recs))
+	for _, r := range recs {
+		if m.running(r) {
+			out = append(out, Child{ID: r.ID, Label: r.Label, Task: r.Task, SessionKey: r.Child, Wait: r.Wait, Stopped: r.Stopped, Created: r.Created})
+		}
+	}
+	return out, nil
+}
+
+func (m *Manager) running(r *record) bool {
+	return !r.Stopped && m.now().Sub(r.Created) < m.cfg.StaleAfter
+}

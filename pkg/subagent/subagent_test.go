@@ -1,0 +1,304 @@
+package subagent_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/agenttool"
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/subagent"
+	"github.com/nanofleet/nanofleet/pkg/toolschema"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+func TestFilterDefinitions(t *testing.T) {
+	defs := []*nanofleetv1.ToolDefinition{{Name: "cron"}, {Name: "exec"}, {Name: "read_file"}, {Name: "spawn"}}
+	names := func(ds []*nanofleetv1.ToolDefinition) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.GetName())
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		meta map[string]string
+		want []string
+	}{
+		{"a user's turn keeps everything", nil, []string{"cron", "exec", "read_file", "spawn"}},
+		{"a child gets its tools", map[string]string{"toolset": "subagent", "tools": "read_file, exec,web_fetch"}, []string{"exec", "read_file"}},
+		{"a child never gets spawn", map[string]string{"toolset": "subagent", "tools": "spawn,exec"}, []string{"exec"}},
+		{"a child without a list gets none", map[string]string{"toolset": "subagent"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := names(subagent.FilterDefinitions(&nanofleetv1.InboundMessage{Metadata: tt.meta}, defs))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("tools = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*subagent.Config)
+		ok     bool
+	}{
+		{"defaults", func(*subagent.Config) {}, true},
+		{"no limit", func(c *subagent.Config) { c.MaxPerSession = 0 }, false},
+		{"short wait", func(c *subagent.Config) { c.WaitTimeout = time.Millisecond }, false},
+		{"stale before wait", func(c *subagent.Config) { c.StaleAfter = time.Second }, false},
+		{"spawn as child tool", func(c *subagent.Config) { c.Tools = []string{"exec", "spawn"} }, false},
+	}
+	for _, tt := range tests {
+		c := subagent.DefaultConfig()
+		tt.change(&c)
+		if err := c.Validate(); (err == nil) != tt.ok {
+			t.Errorf("%s: Validate = %v", tt.name, err)
+		} else if err != nil && !errors.Is(err, subagent.ErrInvalidConfig) {
+			t.Errorf("%s: %v is not ErrInvalidConfig", tt.name, err)
+		}
+	}
+}
+
+type env struct {
+	b     *bus.Bus
+	m     *subagent.Manager
+	tool  agenttool.Tool
+	inbox chan jetstream.Msg
+}
+
+// setup provisions a fleet with a manager running and no workers: the test
+// plays the workers by reading inbound and publishing replies.
+func setup(t *testing.T, cfg subagent.Config) *env {
+	t.Helper()
+	b := bustest.StartJetStream(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := subagent.Provision(ctx, b, bustest.TestLayout()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := subagent.New(ctx, b, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	cons, err := b.JS.CreateOrUpdateConsumer(ctx, b.Space.InboundStream(), jetstream.ConsumerConfig{Durable: "test", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{b: b, m: m, tool: m.Tool(), inbox: make(chan jetstream.Msg, 100)}
+	cc, err := cons.Consume(func(msg jetstream.Msg) { e.inbox <- msg })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cc.Stop)
+	return e
+}
+
+func (e *env) next(t *testing.T) (*nanofleetv1.InboundMessage, jetstream.Msg) {
+	t.Helper()
+	select {
+	case msg := <-e.inbox:
+		in := &nanofleetv1.InboundMessage{}
+		if err := proto.Unmarshal(msg.Data(), in); err != nil {
+			t.Fatal(err)
+		}
+		return in, msg
+	case <-time.After(10 * time.Second):
+		t.Fatal("no inbound message")
+		return nil, nil
+	}
+}
+
+func (e *env) spawn(ctx context.Context, t *testing.T, argsJSON string) (string, error) {
+	t.Helper()
+	args, err := toolschema.MustCompile(e.tool.Tool().Parameters).Parse(argsJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &agenttool.TurnContext{SessionKey: "telegram:9", TurnID: "in3",
+		Inbound: &nanofleetv1.InboundMessage{Id: "u1", Channel: "telegram", ChatId: "9"}}
+	return e.tool.Call(ctx, tc, args)
+}
+
+// reply plays the worker that ran the child: its final reply, carrying
+// the child's metadata, on the child's outbound subject.
+func (e *env) reply(t *testing.T, child *nanofleetv1.InboundMessage, text string) {
+	t.Helper()
+	out := &nanofleetv1.OutboundMessage{Id: "in9:0", Channel: child.GetChannel(), ChatId: child.GetChatId(), Content: text,
+		Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, SessionKey: child.GetSessionKey(), Metadata: child.GetMetadata()}
+	data, _ := proto.Marshal(out)
+	m := nats.NewMsg(e.b.Space.Outbound(child.GetChannel(), child.GetChatId()))
+	m.Data = data
+	m.Header.Set(nats.MsgIdHdr, out.GetId()+child.GetSessionKey())
+	if _, err := e.b.JS.PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSpawnAndAnnounce(t *testing.T) {
+	e := setup(t, subagent.DefaultConfig())
+	out, err := e.spawn(context.Background(), t, `{"task":"summarise the logs","label":"logs"}`)
+	if err != nil || !strings.Contains(out, "Subagent [logs] started") {
+		t.Fatalf("spawn = %q, %v", out, err)
+	}
+	child, msg := e.next(t)
+	_ = msg.Ack()
+	if child.GetKind() != nanofleetv1.InboundKind_INBOUND_KIND_SUBAGENT || child.GetChannel() != subagent.Channel ||
+		!strings.HasPrefix(child.GetSessionKey(), "subagent:telegram:9:") || !subagent.IsChild(child) ||
+		!strings.Contains(child.GetContent(), "summarise the logs") {
+		t.Fatalf("child = %v", child)
+	}
+	kids, err := e.m.Children(context.Background(), "telegram:9")
+	if err != nil || len(kids) != 1 || kids[0].SessionKey != child.GetSessionKey() {
+		t.Fatalf("children = %v, %v", kids, err)
+	}
+	// The same turn calling spawn again (a resumed turn) starts nothing new.
+	if _, err := e.spawn(context.Background(), t, `{"task":"summarise the logs","label":"logs"}`); err != nil {
+		t.Fatal(err)
+	}
+
+	e.reply(t, child, "3 errors, all timeouts")
+	e.reply(t, child, "3 errors, all timeouts") // a replayed commit
+	ann, msg := e.next(t)
+	_ = msg.Ack()
+	if ann.GetChannel() != "telegram" || ann.GetChatId() != "9" || ann.GetKind() != nanofleetv1.InboundKind_INBOUND_KIND_SUBAGENT ||
+		!strings.Contains(ann.GetContent(), "3 errors, all timeouts") || !strings.Contains(ann.GetContent(), "[Subagent 'logs' completed successfully]") {
+		t.Fatalf("announcement = %v", ann)
+	}
+	select {
+	case extra := <-e.inbox:
+		t.Fatalf("second inbound %s", extra.Subject())
+	case <-time.After(500 * time.Millisecond):
+	}
+	if kids, _ := e.m.Children(context.Background(), "telegram:9"); len(kids) != 0 {
+		t.Errorf("children after announcement: %v", kids)
+	}
+}
+
+func TestSpawnWait(t *testing.T) {
+	e := setup(t, subagent.DefaultConfig())
+	type result struct {
+		out string
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		out, err := e.spawn(context.Background(), t, `{"task":"count files","wait":true}`)
+		res <- result{out, err}
+	}()
+	child, msg := e.next(t)
+	_ = msg.Ack()
+	e.reply(t, child, "17 files")
+	select {
+	case r := <-res:
+		if r.err != nil || !strings.Contains(r.out, "17 files") {
+			t.Fatalf("spawn(wait) = %q, %v", r.out, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("spawn(wait) did not return")
+	}
+	select {
+	case extra := <-e.inbox:
+		t.Fatalf("announced although awaited: %s", extra.Subject())
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+func TestSpawnWaitTimeoutAnnouncesLater(t *testing.T) {
+	cfg := subagent.DefaultConfig()
+	cfg.WaitTimeout = time.Second
+	e := setup(t, cfg)
+	out, err := e.spawn(context.Background(), t, `{"task":"slow","wait":true}`)
+	if err != nil || !strings.Contains(out, "still running") {
+		t.Fatalf("spawn = %q, %v", out, err)
+	}
+	child, msg := e.next(t)
+	_ = msg.Ack()
+	e.reply(t, child, "finally")
+	if ann, _ := e.next(t); !strings.Contains(ann.GetContent(), "finally") {
+		t.Errorf("announcement = %q", ann.GetContent())
+	}
+}
+
+func TestStopChildren(t *testing.T) {
+	e := setup(t, subagent.DefaultConfig())
+	stops := make(chan *nats.Msg, 10)
+	sub, err := e.b.NC.ChanSubscribe(e.b.Space.StopAll(), stops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if _, err := e.spawn(context.Background(), t, `{"task":"a"}`); err != nil {
+		t.Fatal(err)
+	}
+	child, _ := e.next(t) // taken by a worker, not acked yet: "running"
+
+	// The parent's /stop, as the worker publishes it.
+	data, _ := proto.Marshal(&nanofleetv1.StopRequest{SessionKey: "telegram:9"})
+	if err := e.b.NC.Publish(e.b.Space.Stop("telegram:9"), data); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case m := <-stops:
+			req := &nanofleetv1.StopRequest{}
+			_ = proto.Unmarshal(m.Data, req)
+			if req.GetSessionKey() != child.GetSessionKey() {
+				continue
+			}
+		case <-deadline:
+			t.Fatal("child not stopped")
+		}
+		break
+	}
+	// Its task left the inbound stream, and its result is never announced.
+	waitFor(t, func() bool {
+		st, _ := e.b.JS.Stream(context.Background(), e.b.Space.InboundStream())
+		info, err := st.Info(context.Background())
+		return err == nil && info.State.Msgs == 0
+	})
+	e.reply(t, child, "⏹ Stopped.")
+	select {
+	case extra := <-e.inbox:
+		t.Fatalf("stopped child announced: %s", extra.Subject())
+	case <-time.After(500 * time.Millisecond):
+	}
+	if kids, _ := e.m.Children(context.Background(), "telegram:9"); len(kids) != 0 {
+		t.Errorf("stopped children still counted: %v", kids)
+	}
+}
+
+func TestSpawnRefusedInChild(t *testing.T) {
+	e := setup(t, subagent.DefaultConfig())
+	tc := &agenttool.TurnContext{SessionKey: "subagent:x:1", Inbound: &nanofleetv1.InboundMessage{Metadata: map[string]string{subagent.MetaToolset: subagent.ToolsetSubagent}}}
+	if _, err := e.tool.Call(context.Background(), tc, map[string]any{"task": "x"}); !errors.Is(err, subagent.ErrNested) {
+		t.Fatalf("spawn in a child = %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for range 500 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("condition not met within 5s")
+}

@@ -1,0 +1,106 @@
+package jobstest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/subagent"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// TestStopDuringLongToolCall: /stop ends a turn blocked in a tool call
+// within 2 s, and the session takes its next message.
+func TestStopDuringLongToolCall(t *testing.T) {
+	f := newFleet(t)
+	model := llmtest.NewServer(t)
+	model.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		if r.LastUserText() == "build it" && !lastIsTool(r) {
+			return llmtest.ToolCalls(llmtest.Call("exec", `{"command":"make -j1 world"}`))
+		}
+		return llmtest.Text("echo: " + r.LastUserText())
+	})
+	rt := &runners{execStarted: make(chan struct{}, 1)}
+	f.startNode("w1", model, nodeConfig{slots: 2, runners: rt})
+	f.send("c1", "1", "build it")
+	select {
+	case <-rt.execStarted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("exec never started")
+	}
+	sent := time.Now()
+	f.send("c1", "2", "/stop")
+	stopped := f.await(5*time.Second, "stopped turn", replyTo("1"))
+	if d := stopped.at.Sub(sent); d > 2*time.Second {
+		t.Errorf("stop took %s", d)
+	}
+	if !strings.Contains(stopped.msg.GetContent(), "Stopped") {
+		t.Errorf("stopped reply = %q", stopped.msg.GetContent())
+	}
+	f.await(5*time.Second, "/stop reply", replyTo("2"))
+	f.send("c1", "3", "hello again")
+	if r := f.await(10*time.Second, "next reply", replyTo("3")); r.msg.GetContent() != "echo: hello again" {
+		t.Errorf("next reply = %q", r.msg.GetContent())
+	}
+}
+
+// TestStopReachesSubagents: /stop ends the parent's turn (blocked waiting
+// for a child) and its children wherever they run; none is announced.
+func TestStopReachesSubagents(t *testing.T) {
+	f := newFleet(t)
+	model := llmtest.NewServer(t)
+	model.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		text := r.LastUserText()
+		switch {
+		case isChildRequest(r):
+			return llmtest.Text("child done").WithLatency(time.Minute)
+		case isAnnouncement(r):
+			return llmtest.Text("announced (must not happen)")
+		case lastIsTool(r):
+			return llmtest.Text("parent: " + llmtest.MessageText(r.LastMessage()))
+		case text == "background":
+			return llmtest.ToolCalls(llmtest.Call("spawn", `{"task":"long background job","label":"bg"}`))
+		case text == "foreground":
+			return llmtest.ToolCalls(llmtest.Call("spawn", `{"task":"long job to wait for","label":"fg","wait":true}`))
+		}
+		return llmtest.Text("echo: " + text)
+	})
+	n := f.startNode("w1", model, nodeConfig{slots: 4})
+	f.startNode("w2", model, nodeConfig{slots: 4})
+	f.send("c1", "1", "background")
+	f.await(10*time.Second, "background spawn reply", replyTo("1"))
+	f.send("c1", "2", "foreground")
+	waitUntil(t, 10*time.Second, "both children running", func() bool { return count(model, isChildRequest) == 2 })
+
+	sent := time.Now()
+	f.send("c1", "3", "/stop")
+	stopped := f.await(5*time.Second, "stopped parent turn", replyTo("2"))
+	if d := stopped.at.Sub(sent); d > 2*time.Second || !strings.Contains(stopped.msg.GetContent(), "Stopped") {
+		t.Errorf("parent turn: %q after %s", stopped.msg.GetContent(), d)
+	}
+	// Both children's turns end (their "stopped" replies go to their own
+	// subagent chats, never to the user).
+	isChildStop := func(o *nanofleetv1.OutboundMessage) bool {
+		return o.GetChannel() == subagent.Channel && strings.Contains(o.GetContent(), "Stopped")
+	}
+	f.await(5*time.Second, "first child stopped", isChildStop)
+	f.await(5*time.Second, "second child stopped", func(*nanofleetv1.OutboundMessage) bool { return len(f.all(isChildStop)) == 2 })
+	for _, r := range f.all(isChildStop) {
+		if d := r.at.Sub(sent); d > 2*time.Second {
+			t.Errorf("child %s stopped after %s", r.msg.GetChatId(), d)
+		}
+	}
+	f.await(5*time.Second, "/stop reply", replyTo("3"))
+	f.send("c1", "4", "still there?")
+	if r := f.await(10*time.Second, "next reply", replyTo("4")); r.msg.GetContent() != "echo: still there?" {
+		t.Errorf("next reply = %q", r.msg.GetContent())
+	}
+	if n := count(model, isAnnouncement); n != 0 {
+		t.Errorf("%d stopped children announced", n)
+	}
+	if kids, err := n.subs.Children(context.Background(), "cli:c1"); err != nil || len(kids) != 0 {
+		t.Errorf("children still counted as running: %v, %v", kids, err)
+	}
+}
