@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/directget"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -67,7 +68,7 @@ func (l *Log) Append(ctx context.Context, e *nanofleetv1.HistoryEntry, expectLas
 
 // Last returns the session's newest entry in any scope, or nil.
 func (l *Log) Last(ctx context.Context, sessionKey string) (*Entry, error) {
-	m, ok, err := lastOf(ctx, l.nc, l.names.LogStream(), l.names.LogSession(sessionKey))
+	m, ok, err := directget.Last(ctx, l.nc, l.names.LogStream(), l.names.LogSession(sessionKey))
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func (l *Log) Get(ctx context.Context, seq uint64) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read history entry %d: %w", seq, err)
 	}
-	return decodeEntry(storedMsg{Seq: raw.Sequence, Data: raw.Data})
+	return decodeEntry(directget.Msg{Seq: raw.Sequence, Data: raw.Data})
 }
 
 // Scope returns a scope's entries after seq, oldest first, at most max
@@ -108,7 +109,7 @@ func (l *Log) Session(ctx context.Context, sessionKey string) ([]Entry, error) {
 }
 
 func (l *Log) read(ctx context.Context, filter string, after uint64, max int) ([]Entry, error) {
-	msgs, err := getRange(ctx, l.nc, l.names.LogStream(), filter, after+1, 0, max)
+	msgs, err := directget.Range(ctx, l.nc, l.names.LogStream(), filter, after+1, 0, max)
 	if err != nil {
 		return nil, fmt.Errorf("history log: %w", err)
 	}
@@ -175,7 +176,7 @@ func (l *Log) Search(ctx context.Context, s Scope, query string, limit, scan int
 	return out, nil
 }
 
-func decodeEntry(m storedMsg) (*Entry, error) {
+func decodeEntry(m directget.Msg) (*Entry, error) {
 	e := &nanofleetv1.HistoryEntry{}
 	if err := proto.Unmarshal(m.Data, e); err != nil {
 		return nil, fmt.Errorf("decode history entry %d: %w", m.Seq, err)

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/directget"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -111,7 +112,7 @@ func (r *Revisions) List(ctx context.Context, scopes []Scope, n int) ([]Revision
 	for _, s := range scopes {
 		var upTo uint64
 		for range n {
-			m, ok, err := lastUpTo(ctx, r.nc, r.names.RevisionStream(), r.names.Revision(s), upTo)
+			m, ok, err := directget.LastUpTo(ctx, r.nc, r.names.RevisionStream(), r.names.Revision(s), upTo)
 			if err != nil {
 				return nil, fmt.Errorf("revisions of %s: %w", s, err)
 			}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/directget"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -66,7 +67,7 @@ func (h *History) Find(inboundSeq uint64) *nanofleetv1.TurnRecord {
 // LoadHistory reads the session's turns with a sequence above after.
 // Turns before the newest record that clears the history (/new) are left out.
 func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*History, error) {
-	msgs, err := getBatch(ctx, s.nc, s.space.HistoryStream(), s.space.History(key), after+1, 0)
+	msgs, err := directget.Range(ctx, s.nc, s.space.HistoryStream(), s.space.History(key), after+1, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("load history of %s: %w", key, err)
 	}
