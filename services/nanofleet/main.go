@@ -28,6 +28,7 @@ func commands() map[string]command {
 		"onboard": {"write the config file and workspace templates", onboardCmd},
 		"status":  {"show streams, consumers, workers and tool runners", statusCmd},
 		"memory":  {"read the fleet's memory: show, history, search, revisions, restore, links", memoryCmd},
+		"bench":   {"drive the fleet with a fake model and write throughput, latency and memory figures", benchCmd},
 		"pairing": {"approve a DM pairing code: pairing approve CODE", pairingCmd},
 	}
 }

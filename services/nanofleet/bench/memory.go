@@ -1,0 +1,292 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+)
+
+// idle starts each service binary against a nats-server process, and then
+// the all-in-one on its own, lets each settle and reads its RSS.
+func (r *driver) idle(ctx context.Context) ([]IdleRSS, error) {
+	bins, err := r.binaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(r.tmp, "idle-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	ws, err := prepareWorkspace(dir)
+	if err != nil {
+		return nil, err
+	}
+	// No model is called; the provider just has to be configured.
+	cfgPath, _, err := fleetSettings{modelURL: "http://127.0.0.1:9/v1"}.write(dir)
+	if err != nil {
+		return nil, err
+	}
+	nats, url, err := startNATS(ctx, bins, filepath.Join(dir, "nats"))
+	if err != nil {
+		return nil, err
+	}
+	defer nats.kill()
+	gwPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	common := []string{"--nats", url, "--config", cfgPath, "--http", ""}
+	services := []struct {
+		name, ready string
+		args        []string
+	}{
+		{"agent-worker", "agent-worker running", append(common, "--log-level", "info", "--workspace", ws, "--id", "idle")},
+		{"tool-runner", "tool-runner running", append(common, "--log-level", "info", "--workspace", ws)},
+		{"memory-consolidator", "memory-consolidator running", append(common, "--log-level", "info", "--id", "idle")},
+		{"channel-gateway", "channel-gateway running", append(common, "--listen", fmt.Sprintf("127.0.0.1:%d", gwPort))},
+	}
+	var out []IdleRSS
+	var started []*proc
+	defer func() {
+		for _, p := range started {
+			p.kill()
+		}
+	}()
+	for _, s := range services {
+		p, err := startProc(s.name, bins.path(s.name), []string{"HOME=" + dir}, s.args...)
+		if err != nil {
+			return nil, err
+		}
+		started = append(started, p)
+		if err := p.waitOutput(ctx, s.ready, time.Minute); err != nil {
+			r.fail("idle RSS of %s: %v", s.name, err)
+			continue
+		}
+	}
+	sleep(ctx, r.cfg.Settle)
+	for _, p := range append([]*proc{nats}, started...) {
+		kb, err := memKB(p.pid(), "VmRSS")
+		if err != nil {
+			continue // failed to start: reported above
+		}
+		note := ""
+		if p == nats {
+			note = "JetStream with the fleet's streams and buckets, no messages"
+		}
+		out = append(out, IdleRSS{Name: p.name, RSSMB: mb(kb), Note: note})
+	}
+	for _, p := range started {
+		p.kill()
+	}
+	nats.kill()
+
+	// The all-in-one: embedded NATS, tool runner, worker, consolidator.
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	aioDir := filepath.Join(dir, "aio")
+	if err := os.MkdirAll(aioDir, 0o755); err != nil {
+		return nil, err
+	}
+	aioCfg, _, err := fleetSettings{modelURL: "http://127.0.0.1:9/v1", natsPort: port}.write(aioDir)
+	if err != nil {
+		return nil, err
+	}
+	aio, err := startAllInOne(ctx, bins, aioDir, aioCfg, ws)
+	if err != nil {
+		return nil, err
+	}
+	defer aio.kill()
+	sleep(ctx, r.cfg.Settle)
+	kb, err := memKB(aio.pid(), "VmRSS")
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, IdleRSS{Name: "nanofleet (all-in-one)", RSSMB: mb(kb), Note: "`nanofleet run`: embedded NATS, tool runner, one worker, consolidator"})
+	for _, m := range out {
+		r.logf("  idle %-24s %6.1f MB", m.Name, m.RSSMB)
+	}
+	return out, nil
+}
+
+// startAllInOne runs `nanofleet run` with its data under dir.
+func startAllInOne(ctx context.Context, bins binaries, dir, cfgPath, ws string) (*proc, error) {
+	home := filepath.Join(dir, "home")
+	p, err := startProc("nanofleet", bins.path("nanofleet"), []string{"HOME=" + home, "NANOFLEET_HOME=" + home},
+		"run", "--config", cfgPath, "--data", filepath.Join(dir, "data"), "--workspace", ws, "--http", "", "--log-level", "warn")
+	if err != nil {
+		return nil, err
+	}
+	if err := p.waitOutput(ctx, "nanofleet is running", time.Minute); err != nil {
+		p.kill()
+		return nil, err
+	}
+	return p, nil
+}
+
+// growth runs the all-in-one binary, drives GrowthFirst turns and reads
+// its RSS, then the remaining turns over the remaining sessions and reads
+// it again. The fake model answers at once, so the load is as dense as
+// the machine allows.
+func (r *driver) growth(ctx context.Context) (*Growth, error) {
+	c := r.cfg
+	bins, err := r.binaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(r.tmp, "growth-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	model, err := startModel(0, false)
+	if err != nil {
+		return nil, err
+	}
+	defer model.Close()
+	ws, err := prepareWorkspace(dir)
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfgPath, file, err := fleetSettings{modelURL: model.URL(), natsPort: port}.write(dir)
+	if err != nil {
+		return nil, err
+	}
+	aio, err := startAllInOne(ctx, bins, dir, cfgPath, ws)
+	if err != nil {
+		return nil, err
+	}
+	defer aio.kill()
+	b, err := dial(ctx, fmt.Sprintf("nats://127.0.0.1:%d", port), file)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	cl, err := fleet.NewClient(ctx, b, "bench")
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	turn := fleetTurn(cl)
+
+	perChat := max(1, c.GrowthTurns/c.GrowthSessions)
+	firstChats := max(1, c.GrowthFirst/perChat)
+	g := &Growth{Sessions: c.GrowthSessions, Concurrency: c.GrowthConcurrency}
+	var samples rssSampler
+	stopSampling := samples.start(ctx, aio.pid(), time.Second)
+	defer stopSampling()
+
+	first := load{Concurrency: c.GrowthConcurrency, Chats: firstChats, TurnsPerChat: perChat, Prefix: "g1"}
+	s1 := first.run(ctx, turn)
+	sleep(ctx, c.Settle)
+	kb1, err := memKB(aio.pid(), "VmRSS")
+	if err != nil {
+		return nil, err
+	}
+	r.logf("  growth: %d turns over %d sessions: RSS %.1f MB", len(s1.Latencies), firstChats, mb(kb1))
+	rest := load{Concurrency: c.GrowthConcurrency, Chats: max(1, c.GrowthSessions-firstChats), TurnsPerChat: perChat, Prefix: "g2"}
+	s2 := rest.run(ctx, turn)
+	sleep(ctx, c.Settle)
+	kb2, err := memKB(aio.pid(), "VmRSS")
+	if err != nil {
+		return nil, err
+	}
+	peak, _ := memKB(aio.pid(), "VmHWM")
+	stopSampling()
+	g.FirstTurns = len(s1.Latencies)
+	g.Turns = len(s1.Latencies) + len(s2.Latencies)
+	g.Sessions = firstChats + rest.Chats
+	g.Errors = s1.Errors + s2.Errors
+	if err := firstErr(s1.FirstErr, s2.FirstErr); err != nil {
+		g.FirstError = err.Error()
+	}
+	g.RSSFirstMB, g.RSSAllMB, g.PeakRSSMB = mb(kb1), mb(kb2), mb(peak)
+	g.Ratio = g.RSSAllMB / g.RSSFirstMB
+	g.ElapsedS = (s1.Elapsed + s2.Elapsed).Seconds()
+	g.TurnsPerS = float64(g.Turns) / g.ElapsedS
+	g.StoreMB = float64(dirSize(filepath.Join(dir, "data"))) / (1 << 20)
+	g.RSSSamplesMB = samples.values()
+	r.logf("  growth: %d turns over %d sessions: RSS %.1f MB (%.2f× the first), peak %.1f MB, %.0f turns/s, store %.0f MB",
+		g.Turns, g.Sessions, g.RSSAllMB, g.Ratio, g.PeakRSSMB, g.TurnsPerS, g.StoreMB)
+	return g, nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// rssSampler reads a process's RSS periodically.
+type rssSampler struct {
+	mu  sync.Mutex
+	mbs []float64
+}
+
+func (s *rssSampler) start(ctx context.Context, pid int, every time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if kb, err := memKB(pid, "VmRSS"); err == nil {
+					s.mu.Lock()
+					s.mbs = append(s.mbs, mb(kb))
+					s.mu.Unlock()
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); <-done }) }
+}
+
+func (s *rssSampler) values() []float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]float64(nil), s.mbs...)
+}
+
+// dirSize is the total size of the regular files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,186 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/svc"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+)
+
+// cluster is a multi-process fleet: a nats-server process, a tool-runner
+// process and agent-worker processes, each its own binary.
+type cluster struct {
+	url     string
+	nats    *proc
+	runner  *proc
+	workers []*proc
+}
+
+func (c *cluster) procs() []*proc {
+	var all []*proc
+	for _, p := range append([]*proc{c.nats, c.runner}, c.workers...) {
+		if p != nil {
+			all = append(all, p)
+		}
+	}
+	return all
+}
+
+// stop kills every process, workers first.
+func (c *cluster) stop() {
+	all := c.procs()
+	for i := len(all) - 1; i >= 0; i-- {
+		all[i].kill()
+	}
+}
+
+// startNATS runs a nats-server process with JetStream in dir.
+func startNATS(ctx context.Context, bins binaries, dir string) (*proc, string, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := startProc("nats-server", bins.path("nats-server"), nil, "-js", "-sd", dir, "-a", "127.0.0.1", "-p", fmt.Sprint(port))
+	if err != nil {
+		return nil, "", err
+	}
+	if err := p.waitOutput(ctx, "Server is ready", 30*time.Second); err != nil {
+		p.kill()
+		return nil, "", err
+	}
+	return p, fmt.Sprintf("nats://127.0.0.1:%d", port), nil
+}
+
+// startCluster starts NATS, one tool runner and n workers, and waits
+// until each says it is running.
+func startCluster(ctx context.Context, bins binaries, dir, cfgPath, ws string, n int) (*cluster, error) {
+	c := &cluster{}
+	ok := false
+	defer func() {
+		if !ok {
+			c.stop()
+		}
+	}()
+	var err error
+	if c.nats, c.url, err = startNATS(ctx, bins, filepath.Join(dir, "nats")); err != nil {
+		return nil, err
+	}
+	common := []string{"--nats", c.url, "--config", cfgPath, "--http", "", "--log-level", "info", "--workspace", ws}
+	if c.runner, err = startProc("tool-runner", bins.path("tool-runner"), nil, common...); err != nil {
+		return nil, err
+	}
+	if err := c.runner.waitOutput(ctx, "tool-runner running", time.Minute); err != nil {
+		return nil, err
+	}
+	for i := range n {
+		w, err := startProc(fmt.Sprint("agent-worker-", i), bins.path("agent-worker"), nil, append(common, "--id", fmt.Sprint("w", i))...)
+		if err != nil {
+			return nil, err
+		}
+		c.workers = append(c.workers, w)
+	}
+	for _, w := range c.workers {
+		if err := w.waitOutput(ctx, "agent-worker running", time.Minute); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return c, nil
+}
+
+// multiProcess runs sc against a multi-process fleet with sc.workers
+// agent-worker processes.
+func (r *driver) multiProcess(ctx context.Context, sc scenario) (Result, error) {
+	bins, err := r.binaries(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	dir, err := os.MkdirTemp(r.tmp, "mp-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	model, err := startModel(sc.latency, sc.tool)
+	if err != nil {
+		return Result{}, err
+	}
+	defer model.Close()
+	ws, err := prepareWorkspace(dir)
+	if err != nil {
+		return Result{}, err
+	}
+	cfgPath, file, err := fleetSettings{modelURL: model.URL(), slots: sc.slots, limit: sc.limit}.write(dir)
+	if err != nil {
+		return Result{}, err
+	}
+	cl, err := startCluster(ctx, bins, dir, cfgPath, ws, sc.workers)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.stop()
+	b, err := dial(ctx, cl.url, file)
+	if err != nil {
+		return Result{}, err
+	}
+	defer b.Close()
+	c, err := fleet.NewClient(ctx, b, "bench")
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.Close()
+	turn := fleetTurn(c)
+	if err := warmUp(ctx, turn, sc); err != nil {
+		return Result{}, errors.Join(err, workerLogs(cl))
+	}
+	self := os.Getpid()
+	procs := cl.procs()
+	cpu0 := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		cpu0[i], _ = cpuTime(p.pid())
+	}
+	selfCPU0, _ := cpuTime(self)
+	s := sc.load.run(ctx, turn)
+	res := r.result(sc, s)
+	for i, p := range procs {
+		cpu, _ := cpuTime(p.pid())
+		peak, _ := memKB(p.pid(), "VmHWM")
+		res.Procs = append(res.Procs, procStat(p.name, peak, cpu-cpu0[i], s.Elapsed))
+	}
+	selfCPU, _ := cpuTime(self)
+	// The bench process's peak RSS is left out: it holds earlier
+	// scenarios' garbage too.
+	res.Procs = append(res.Procs, procStat("bench process (load + fake model)", 0, selfCPU-selfCPU0, s.Elapsed))
+	return res, nil
+}
+
+// dial connects the load generator to an external NATS and provisions
+// the same layout as the fleet (so nothing is changed).
+func dial(ctx context.Context, url string, file *config.File) (*bus.Bus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: url, Name: "bench"})
+	if err != nil {
+		return nil, err
+	}
+	if err := bus.Provision(ctx, b, svc.Layout(file)); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// workerLogs returns the last output of the workers, for a failure.
+func workerLogs(c *cluster) error {
+	var errs []error
+	for _, p := range c.procs() {
+		errs = append(errs, fmt.Errorf("--- %s:\n%s", p.name, p.out.tail()))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,190 @@
+package bench
+
+import (
+	"slices"
+	"time"
+)
+
+// Report is everything a bench run measured; it is written as JSON and
+// rendered as Markdown and SVG.
+type Report struct {
+	// Command that produced the report.
+	Command string `json:"command"`
+	// Machine the figures were measured on.
+	Machine Machine `json:"machine"`
+	// Started is when the run began (UTC, RFC 3339).
+	Started string `json:"started"`
+	// DurationS is the whole run's wall time.
+	DurationS float64 `json:"duration_s"`
+	// Config is the run's settings.
+	Config ConfigJSON `json:"config"`
+
+	Scenarios []Result  `json:"scenarios"`
+	Idle      []IdleRSS `json:"idle_rss,omitempty"`
+	Growth    *Growth   `json:"growth,omitempty"`
+	// Failures are suites or scenarios that could not run, with why.
+	Failures []string `json:"failures,omitempty"`
+}
+
+// Machine describes where the bench ran.
+type Machine struct {
+	CPU       string  `json:"cpu"`
+	Cores     int     `json:"cores"`
+	MemoryGiB float64 `json:"memory_gib"`
+	Kernel    string  `json:"kernel"`
+	GoVersion string  `json:"go_version"`
+}
+
+// ConfigJSON is Config with durations in milliseconds.
+type ConfigJSON struct {
+	Suites            []string `json:"suites"`
+	ZeroSessions      []int    `json:"zero_sessions"`
+	ZeroTurns         int      `json:"zero_turns"`
+	TurnsPerSession   int      `json:"turns_per_session"`
+	SlowLatencyMs     float64  `json:"slow_latency_ms"`
+	SlotSessions      []int    `json:"slot_sessions"`
+	SlotTurns         int      `json:"slot_turns"`
+	Slots             int      `json:"slots"`
+	WorkerCounts      []int    `json:"worker_counts"`
+	SlotsPerWorker    int      `json:"slots_per_worker"`
+	WorkerSessions    int      `json:"worker_sessions"`
+	WorkerTurns       int      `json:"worker_turns"`
+	GrowthFirst       int      `json:"growth_first"`
+	GrowthTurns       int      `json:"growth_turns"`
+	GrowthSessions    int      `json:"growth_sessions"`
+	GrowthConcurrency int      `json:"growth_concurrency"`
+	SettleMs          float64  `json:"settle_ms"`
+	Baseline          bool     `json:"baseline"`
+}
+
+func (c Config) json() ConfigJSON {
+	return ConfigJSON{
+		Suites: c.Suites, ZeroSessions: c.ZeroSessions, ZeroTurns: c.ZeroTurns, TurnsPerSession: c.TurnsPerSession,
+		SlowLatencyMs: ms(c.SlowLatency), SlotSessions: c.SlotSessions, SlotTurns: c.SlotTurns, Slots: c.Slots,
+		WorkerCounts: c.WorkerCounts, SlotsPerWorker: c.SlotsPerWorker, WorkerSessions: c.WorkerSessions,
+		WorkerTurns: c.WorkerTurns, GrowthFirst: c.GrowthFirst, GrowthTurns: c.GrowthTurns,
+		GrowthSessions: c.GrowthSessions, GrowthConcurrency: c.GrowthConcurrency, SettleMs: ms(c.Settle),
+		Baseline: c.Baseline,
+	}
+}
+
+// Shapes of a fleet under test.
+const (
+	ShapeAllInOne     = "all-in-one"
+	ShapeMultiProcess = "multi-process"
+)
+
+// Result is one load scenario.
+type Result struct {
+	Suite string `json:"suite"`
+	Name  string `json:"name"`
+	Shape string `json:"shape"`
+	// Workers is the number of agent workers (processes when
+	// multi-process), each with SlotsPerWorker turn slots.
+	Workers        int `json:"workers"`
+	SlotsPerWorker int `json:"slots_per_worker"`
+	FleetTurnLimit int `json:"fleet_turn_limit"`
+	// Sessions is how many sessions talk at once; Chats how many distinct
+	// sessions the load used.
+	Sessions int `json:"sessions"`
+	Chats    int `json:"chats"`
+	// Turns measured (warm-up excluded) and how many failed.
+	Turns  int `json:"turns"`
+	Errors int `json:"errors"`
+	// FirstError is the first failure, if any.
+	FirstError string `json:"first_error,omitempty"`
+	// ModelLatencyMs is the fake model's configured latency per call.
+	ModelLatencyMs    float64 `json:"model_latency_ms"`
+	ModelCallsPerTurn int     `json:"model_calls_per_turn"`
+	ToolCallsPerTurn  int     `json:"tool_calls_per_turn"`
+	ElapsedS          float64 `json:"elapsed_s"`
+	TurnsPerS         float64 `json:"turns_per_s"`
+	// IdealTurnsPerS is min(sessions, turn slots) / model time per turn,
+	// when the model has latency.
+	IdealTurnsPerS float64 `json:"ideal_turns_per_s,omitempty"`
+	// Latency from publishing the inbound message to receiving the
+	// turn's final reply.
+	LatencyMs Percentiles `json:"latency_ms"`
+	// OverheadMs is latency minus the model's configured time per turn:
+	// what the bus, the turn protocol, the worker, the tool runner and
+	// the HTTP round trips to the fake model cost.
+	OverheadMs Percentiles `json:"overhead_ms"`
+	Baseline   *Baseline   `json:"baseline,omitempty"`
+	// Procs are the processes' peak RSS and CPU during the scenario.
+	Procs []ProcStat `json:"procs"`
+}
+
+// Baseline is the same load run through the agent loop directly, with
+// the same fake model and tool, without NATS.
+type Baseline struct {
+	TurnsPerS float64     `json:"turns_per_s"`
+	LatencyMs Percentiles `json:"latency_ms"`
+	// ThroughputRatio is fleet turns/s over baseline turns/s; P50Ratio
+	// is fleet p50 latency over baseline p50 latency.
+	ThroughputRatio float64 `json:"throughput_ratio"`
+	P50Ratio        float64 `json:"p50_ratio"`
+	Errors          int     `json:"errors"`
+}
+
+// ProcStat is one process's resources over a scenario.
+type ProcStat struct {
+	Name string `json:"name"`
+	// PeakRSSMB is VmHWM: the process's peak resident memory.
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	// CPUS is user+system CPU seconds during the measured load.
+	CPUS float64 `json:"cpu_s"`
+	// CPUPercent is CPUS over the load's wall time (100 = one core).
+	CPUPercent float64 `json:"cpu_pct"`
+}
+
+// IdleRSS is a process's resident memory after start-up, idle.
+type IdleRSS struct {
+	Name  string  `json:"name"`
+	RSSMB float64 `json:"rss_mb"`
+	// Note says what else the process holds.
+	Note string `json:"note,omitempty"`
+}
+
+// Growth is the all-in-one's RSS after a small and a large number of
+// turns over many sessions.
+type Growth struct {
+	Sessions     int       `json:"sessions"`
+	Turns        int       `json:"turns"`
+	FirstTurns   int       `json:"first_turns"`
+	Concurrency  int       `json:"concurrency"`
+	RSSFirstMB   float64   `json:"rss_after_first_mb"`
+	RSSAllMB     float64   `json:"rss_after_all_mb"`
+	PeakRSSMB    float64   `json:"peak_rss_mb"`
+	Ratio        float64   `json:"ratio"`
+	TurnsPerS    float64   `json:"turns_per_s"`
+	Errors       int       `json:"errors"`
+	StoreMB      float64   `json:"store_mb"`
+	ElapsedS     float64   `json:"elapsed_s"`
+	FirstError   string    `json:"first_error,omitempty"`
+	RSSSamplesMB []float64 `json:"rss_samples_mb,omitempty"`
+}
+
+// Percentiles of a latency distribution, in milliseconds.
+type Percentiles struct {
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+func percentiles(ds []time.Duration) Percentiles {
+	if len(ds) == 0 {
+		return Percentiles{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(p float64) float64 { return ms(s[min(len(s)-1, int(float64(len(s))*p))]) }
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	return Percentiles{P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: ms(s[len(s)-1]), Mean: ms(sum / time.Duration(len(s)))}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
