@@ -11,9 +11,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/observe"
@@ -73,6 +76,8 @@ type Worker struct {
 	profiles         *profile.Cache
 	metrics          *observe.Metrics
 	stream, consumer string
+	nc               *nats.Conn
+	id               string
 }
 
 // Close stops the profile watch.
@@ -197,7 +202,7 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 		return nil, err
 	}
 	return &Worker{Worker: w, profiles: profiles, metrics: o.Metrics,
-		stream: b.Space.InboundStream(), consumer: b.Space.WorkerConsumer()}, nil
+		stream: b.Space.InboundStream(), consumer: b.Space.WorkerConsumer(), nc: b.NC, id: o.ID}, nil
 }
 
 // openMemory provisions and opens the fleet's long-term memory with the
@@ -239,6 +244,11 @@ func observer(m *observe.Metrics) worker.Observer {
 // Run runs the worker and, with metrics, samples the inbound consumer's
 // backlog every few seconds.
 func (w *Worker) Run(ctx context.Context) error {
+	stop, err := fleetstatus.Register(w.nc, fleetstatus.WorkerService, w.id)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	if w.metrics != nil {
 		go w.sampleLag(ctx)
 	}

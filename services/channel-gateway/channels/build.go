@@ -13,6 +13,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
@@ -107,6 +108,14 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 		mux.Handle("/", w)
 		log.Info("web chat ready: open this link to log in", "url", w.LoginURL(deps.Listen))
+		// The fleet dashboard shares the web chat's login.
+		dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{Bus: deps.Bus, Gate: w, Log: log.With("component", "dashboard")})
+		if err != nil {
+			return nil, nil, err
+		}
+		mux.Handle("/dashboard", dash)
+		mux.Handle("/dashboard/", dash)
+		log.Info("fleet dashboard ready (same login as the web chat)", "url", webchat.BaseURL(c.PublicURL, deps.Listen)+"/dashboard")
 		if deps.Announce != nil {
 			deps.Announce("web chat: " + w.LoginURL(deps.Listen))
 		}

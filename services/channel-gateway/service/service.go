@@ -13,8 +13,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -31,6 +35,8 @@ type Options struct {
 
 // Gateway is an assembled gateway; its HTTP listener is bound.
 type Gateway struct {
+	nc   *nats.Conn
+	id   string
 	g    *gateway.Gateway
 	srv  *http.Server
 	ln   net.Listener
@@ -64,7 +70,7 @@ func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gatewa
 		g.OnRetry = func(ch string) { m.DeliveryRetries.WithLabelValues(ch).Inc() }
 		g.OnDeadLetter = func(string) { m.DeadLetters.WithLabelValues("outbound").Inc() }
 	}
-	gw := &Gateway{g: g, log: o.Log, addr: addr}
+	gw := &Gateway{nc: b.NC, id: nuid.Next(), g: g, log: o.Log, addr: addr}
 	if handler != nil {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -86,6 +92,11 @@ func (gw *Gateway) Addr() net.Addr {
 
 // Run serves until ctx ends, then shuts the HTTP server down.
 func (gw *Gateway) Run(ctx context.Context) error {
+	stop, err := fleetstatus.Register(gw.nc, fleetstatus.GatewayService, gw.id)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	if gw.srv != nil {
 		go func() {
 			if err := gw.srv.Serve(gw.ln); !errors.Is(err, http.ErrServerClosed) {
@@ -93,7 +104,7 @@ func (gw *Gateway) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	err := gw.g.Run(ctx)
+	err = gw.g.Run(ctx)
 	if err == nil {
 		<-ctx.Done() // without platform adapters Run returns at once; keep serving HTTP
 	}

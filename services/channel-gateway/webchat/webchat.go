@@ -137,6 +137,26 @@ func BaseURL(publicURL, listen string) string {
 // ServeHTTP serves the page and its API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
+// Authorized reports whether r carries the web chat's login: its cookie
+// or the token as a bearer. Other pages on the gateway's listener (the
+// fleet dashboard) share the login through it.
+func (s *Server) Authorized(r *http.Request) bool { return s.authorized(r) }
+
+// LogIn checks token (from a login link) and, when it is the right one,
+// sets the login cookie on w. It reports whether the token was right; the
+// caller then redirects to drop the token from the address bar.
+func (s *Server) LogIn(w http.ResponseWriter, r *http.Request, token string) bool {
+	if subtle.ConstantTimeCompare([]byte(token), []byte(s.token)) != 1 {
+		s.log.Warn("web login with a wrong token", "remote", r.RemoteAddr, "path", r.URL.Path)
+		return false
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: s.cookie, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: 30 * 24 * 3600,
+	})
+	return true
+}
+
 // authorized reports whether r carries the login cookie or the token.
 func (s *Server) authorized(r *http.Request) bool {
 	if c, err := r.Cookie(cookieName); err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.cookie)) == 1 {
@@ -160,15 +180,10 @@ func (s *Server) auth(h http.HandlerFunc) http.Handler {
 
 func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 	if tok := r.URL.Query().Get("token"); tok != "" {
-		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) != 1 {
-			s.log.Warn("web chat login with a wrong token", "remote", r.RemoteAddr)
+		if !s.LogIn(w, r, tok) {
 			s.page(w, "login.html", http.StatusUnauthorized)
 			return
 		}
-		http.SetCookie(w, &http.Cookie{
-			Name: cookieName, Value: s.cookie, Path: "/", HttpOnly: true,
-			SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: 30 * 24 * 3600,
-		})
 		http.Redirect(w, r, "/", http.StatusSeeOther) // drop the token from the address bar
 		return
 	}

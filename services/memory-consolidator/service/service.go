@@ -12,8 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/observe"
@@ -79,6 +82,8 @@ type Options struct {
 
 // Service is an assembled memory-consolidator.
 type Service struct {
+	nc           *nats.Conn
+	id           string
 	Consolidator *consolidator.Consolidator
 	Dream        *dream.Job
 	Sync         *filesync.Syncer
@@ -159,7 +164,7 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Service, error) {
 			return nil, err
 		}
 	}
-	s := &Service{log: o.Log}
+	s := &Service{nc: b.NC, id: o.ID, log: o.Log}
 	s.Consolidator, err = consolidator.New(ctx, cc, consolidator.Deps{
 		Bus: b, Model: model, Log: o.Log.With("part", "consolidator"), Observer: observer(o.Metrics),
 	})
@@ -209,6 +214,11 @@ func (n noKey) Chat(context.Context, llm.Request) (*llm.Response, error) {
 // Run runs the parts until ctx ends; the first part to fail stops the
 // others.
 func (s *Service) Run(ctx context.Context) error {
+	stopAnnounce, err := fleetstatus.Register(s.nc, fleetstatus.ConsolidatorService, s.id)
+	if err != nil {
+		return err
+	}
+	defer stopAnnounce()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup

@@ -94,3 +94,33 @@ func TestInvalidToolArgumentsReachTheModel(t *testing.T) {
 		t.Fatalf("model was not told about the missing path: %+v", toolMsg)
 	}
 }
+
+// TestStatusSeesEveryService: the all-in-one's services announce
+// themselves to discovery, as `nanofleet status` and the dashboard count
+// them.
+func TestStatusSeesEveryService(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	tf := startFleet(t, llm, t.TempDir(), 2)
+	ask(t, tf, "s1", "hello") // workers register when they run
+	st, err := fleet.GetStatus(context.Background(), tf.Bus, 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, s := range st.Services {
+		counts[s.Name]++
+	}
+	want := map[string]int{"agent-worker": 2, "tool-runner": 1, "memory-consolidator": 1}
+	for name, n := range want {
+		if counts[name] != n {
+			t.Errorf("%s online = %d, want %d (all: %v)", name, counts[name], n, counts)
+		}
+	}
+	var inbound bool
+	for _, s := range st.Streams {
+		inbound = inbound || s.Name == "NANOFLEET_IN"
+	}
+	if !inbound {
+		t.Errorf("streams = %+v", st.Streams)
+	}
+}

@@ -1,0 +1,168 @@
+package fleetstatus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+)
+
+// Names under which the fleet's services answer micro discovery.
+const (
+	WorkerService       = "agent-worker"
+	ToolRunnerService   = "tool-runner"
+	ConsolidatorService = "memory-consolidator"
+	GatewayService      = "channel-gateway"
+)
+
+// Status is a snapshot of the fleet.
+type Status struct {
+	Streams   []Stream   `json:"streams"`
+	Consumers []Consumer `json:"consumers"`
+	Services  []Service  `json:"services"`
+}
+
+// Stream is one stream's size and sequence range.
+type Stream struct {
+	Name     string `json:"name"`
+	Msgs     uint64 `json:"msgs"`
+	Bytes    uint64 `json:"bytes"`
+	FirstSeq uint64 `json:"first_seq"`
+	LastSeq  uint64 `json:"last_seq"`
+}
+
+// Consumer is one consumer's backlog.
+type Consumer struct {
+	Stream string `json:"stream"`
+	Name   string `json:"name"`
+	// Pending messages not yet delivered: the consumer's lag.
+	Pending uint64 `json:"pending"`
+	// InFlight messages delivered and not yet acked.
+	InFlight    int `json:"in_flight"`
+	Redelivered int `json:"redelivered"`
+	// Waiting pull requests, one per idle fetch of a worker.
+	Waiting int `json:"waiting"`
+}
+
+// Service is one running service instance found by micro discovery.
+type Service struct {
+	Name     string            `json:"name"`
+	ID       string            `json:"id"`
+	Version  string            `json:"version"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// Stream returns the stream called name, and whether the fleet has it.
+func (s *Status) Stream(name string) (Stream, bool) {
+	for _, st := range s.Streams {
+		if st.Name == name {
+			return st, true
+		}
+	}
+	return Stream{}, false
+}
+
+// Consumer returns the consumer called name on stream, and whether the
+// fleet has it.
+func (s *Status) Consumer(stream, name string) (Consumer, bool) {
+	for _, c := range s.Consumers {
+		if c.Stream == stream && c.Name == name {
+			return c, true
+		}
+	}
+	return Consumer{}, false
+}
+
+// Online counts the instances of the service called name.
+func (s *Status) Online(name string) int {
+	n := 0
+	for _, svc := range s.Services {
+		if svc.Name == name {
+			n++
+		}
+	}
+	return n
+}
+
+// Get reads the fleet's streams (inbound, outbound, history, memory, dead
+// letters; missing ones are left out) and their consumers, and discovers
+// its running services, waiting up to wait for their answers.
+func Get(ctx context.Context, b *bus.Bus, wait time.Duration) (*Status, error) {
+	st := &Status{}
+	names := []string{b.Space.InboundStream(), b.Space.OutboundStream(), b.Space.HistoryStream(), b.Space.MemoryStream(), b.Space.DeadLetterStream()}
+	for _, name := range names {
+		s, err := b.JS.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fleetstatus: stream %s: %w", name, err)
+		}
+		state := s.CachedInfo().State
+		st.Streams = append(st.Streams, Stream{
+			Name: name, Msgs: state.Msgs, Bytes: state.Bytes, FirstSeq: state.FirstSeq, LastSeq: state.LastSeq,
+		})
+		var consumers []Consumer
+		lister := s.ListConsumers(ctx)
+		for ci := range lister.Info() {
+			consumers = append(consumers, Consumer{
+				Stream: name, Name: ci.Name, Pending: ci.NumPending, InFlight: ci.NumAckPending,
+				Redelivered: ci.NumRedelivered, Waiting: ci.NumWaiting,
+			})
+		}
+		if err := lister.Err(); err != nil {
+			return nil, fmt.Errorf("fleetstatus: consumers of %s: %w", name, err)
+		}
+		sort.Slice(consumers, func(i, j int) bool { return consumers[i].Name < consumers[j].Name })
+		st.Consumers = append(st.Consumers, consumers...)
+	}
+	svcs, err := Discover(ctx, b.NC, wait)
+	if err != nil {
+		return nil, err
+	}
+	st.Services = svcs
+	return st, nil
+}
+
+// Discover pings every NATS micro service and collects the answers that
+// arrive within wait (or until ctx ends), sorted by name and id.
+func Discover(ctx context.Context, nc *nats.Conn, wait time.Duration) ([]Service, error) {
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("fleetstatus: discover: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishRequest("$SRV.PING", inbox, nil); err != nil {
+		return nil, fmt.Errorf("fleetstatus: discover: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	out := []Service{}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			break
+		}
+		var ping micro.Ping
+		if json.Unmarshal(m.Data, &ping) != nil || ping.Name == "" {
+			continue
+		}
+		out = append(out, Service{Name: ping.Name, ID: ping.ID, Version: ping.Version, Metadata: ping.Metadata})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}

@@ -1,0 +1,135 @@
+package dashboard_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+)
+
+// browser starts headless Chromium, or skips the test when it is not
+// installed (as the web chat's browser test does).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv("CHROMIUM")
+	if path == "" {
+		for _, p := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
+			if found, err := exec.LookPath(p); err == nil {
+				path = found
+				break
+			}
+		}
+	}
+	if path == "" {
+		t.Skip("chromium is not installed (apt-get install -y chromium); the browser test needs it")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 25*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	return ctx
+}
+
+const webToken = "dashboard-test-token"
+
+// gateway serves the gateway's handler as the binary builds it: the
+// dashboard behind the web chat's login.
+func gateway(t *testing.T, b *bus.Bus) *httptest.Server {
+	t.Helper()
+	cfg := channels.Defaults()
+	cfg.Web.Token = webToken
+	_, handler, err := channels.Build(ctxT(t), cfg, channels.Deps{Bus: b, Log: slog.New(slog.DiscardHandler), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestBrowserDashboard(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	fleet(t, b)
+	srv := gateway(t, b)
+	ctx := browser(t)
+
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(sel))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return strings.TrimSpace(v)
+	}
+	const t3Tool = `#turns li.turn[data-turn-id="t3"] li.tool[data-name="read_file"]`
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/dashboard?token="+webToken),
+		chromedp.WaitVisible(t3Tool),
+	)
+	if err != nil {
+		t.Fatalf("open the dashboard: %v", err)
+	}
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || strings.Contains(loc, "token") || !strings.HasSuffix(loc, "/dashboard") {
+		t.Errorf("address after login = %q (%v)", loc, err)
+	}
+	if w, r := text("#workers"), text("#tool-runners"); w != "2" || r != "1" {
+		t.Errorf("online: %q workers, %q tool runners; want 2 and 1", w, r)
+	}
+	if f, q := text("#in-flight"), text("#queued"); f != "1" || q != "1" {
+		t.Errorf("turns in flight %q, queued %q; want 1 and 1", f, q)
+	}
+	if tool := text(t3Tool); !strings.Contains(tool, "read_file") || !strings.Contains(tool, "notes.md") || !strings.Contains(tool, "250 ms") {
+		t.Errorf("tool call shows %q", tool)
+	}
+	if d := text(`#turns li.turn[data-turn-id="t3"] .duration`); d != "1.50 s" {
+		t.Errorf("turn duration shows %q", d)
+	}
+	if dl := text("#dead-letters li.dead-letter"); !strings.Contains(dl, "worker crashed") || !strings.Contains(dl, "inbound") {
+		t.Errorf("dead letter shows %q", dl)
+	}
+	if n := text("#dead-letter-count"); n != "1" {
+		t.Errorf("dead letter count shows %q", n)
+	}
+	if s := text(`#streams tbody`); !strings.Contains(s, b.Space.InboundStream()) || !strings.Contains(s, "workers") {
+		t.Errorf("streams table shows %q", s)
+	}
+
+	// A new turn appears without a reload: the marker set in this page
+	// survives.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.stillHere = true`)); err != nil {
+		t.Fatal(err)
+	}
+	publishTurn(t, b, "t4")
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(`#turns li.turn:first-child[data-turn-id="t4"]`)); err != nil {
+		t.Fatalf("the new turn did not show: %v", err)
+	}
+	if still, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.stillHere === true`)); err != nil || !still {
+		t.Errorf("the page was reloaded (%v)", err)
+	}
+	if c := text("#conn"); c != "live" {
+		t.Errorf("connection shows %q", c)
+	}
+}

@@ -1,0 +1,135 @@
+package dashboard
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+)
+
+//go:embed static
+var static embed.FS
+
+// Gate decides who may see the dashboard. The web chat's server is one, so
+// the dashboard shares its login.
+type Gate interface {
+	// Authorized reports whether r carries the login.
+	Authorized(r *http.Request) bool
+	// LogIn checks a login link's token and, when it is right, sets the
+	// login cookie on w.
+	LogIn(w http.ResponseWriter, r *http.Request, token string) bool
+}
+
+// Deps are what the dashboard needs from its surroundings.
+type Deps struct {
+	// Bus is the fleet's connection.
+	Bus *bus.Bus
+	// Gate checks the login.
+	Gate Gate
+	Log  *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the dashboard's HTTP handler, to be mounted at /dashboard and
+// /dashboard/.
+type Server struct {
+	cfg   Config
+	deps  Deps
+	log   *slog.Logger
+	snaps *snapshotter
+	mux   *http.ServeMux
+}
+
+// New returns the dashboard.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Bus == nil || deps.Gate == nil || deps.Log == nil {
+		return nil, errors.New("dashboard: Deps.Bus, Deps.Gate and Deps.Log are required")
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, deps: deps, log: deps.Log, snaps: newSnapshotter(cfg, deps.Bus, deps.Now)}
+	files, _ := fs.Sub(static, "static")
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /dashboard", s.serveIndex)
+	mux.HandleFunc("GET /dashboard/{$}", s.serveIndex)
+	mux.Handle("GET /dashboard/static/", http.StripPrefix("/dashboard/static/", http.FileServerFS(files)))
+	mux.Handle("GET /dashboard/api/snapshot", s.auth(s.snapshot))
+	mux.Handle("GET /dashboard/api/live", s.auth(s.live))
+	s.mux = mux
+	return s, nil
+}
+
+// ServeHTTP serves the page and its API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) auth(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.deps.Gate.Authorized(r) {
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "not logged in: open the login link the gateway printed"})
+			return
+		}
+		h(w, r)
+	})
+}
+
+// serveIndex serves the page, the login form, or takes a login link's
+// token and redirects to drop it from the address bar.
+func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
+	if tok := r.URL.Query().Get("token"); tok != "" {
+		if !s.deps.Gate.LogIn(w, r, tok) {
+			s.page(w, "login.html", http.StatusUnauthorized)
+			return
+		}
+		http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
+		return
+	}
+	if !s.deps.Gate.Authorized(r) {
+		s.page(w, "login.html", http.StatusOK)
+		return
+	}
+	s.page(w, "index.html", http.StatusOK)
+}
+
+func (s *Server) page(w http.ResponseWriter, name string, code int) {
+	data, err := static.ReadFile("static/" + name)
+	if err != nil {
+		http.Error(w, "missing page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+}
+
+func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
+	_, data, err := s.snaps.get(r.Context(), s.deps.Now().Add(-s.cfg.Interval/2))
+	if err != nil {
+		s.log.Debug("dashboard snapshot", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "no snapshot: " + err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(data)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

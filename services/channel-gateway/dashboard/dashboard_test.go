@@ -1,0 +1,264 @@
+package dashboard_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
+)
+
+// gate accepts the bearer token "secret" or the cookie a login with it
+// sets.
+type gate struct{}
+
+func (gate) Authorized(r *http.Request) bool {
+	if c, err := r.Cookie("login"); err == nil && c.Value == "ok" {
+		return true
+	}
+	return r.Header.Get("Authorization") == "Bearer secret"
+}
+
+func (gate) LogIn(w http.ResponseWriter, r *http.Request, token string) bool {
+	if token != "secret" {
+		return false
+	}
+	http.SetCookie(w, &http.Cookie{Name: "login", Value: "ok", Path: "/"})
+	return true
+}
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func serve(t *testing.T, b *bus.Bus) *httptest.Server {
+	t.Helper()
+	d, err := dashboard.New(dashboard.Config{}, dashboard.Deps{Bus: b, Gate: gate{}, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestAccess(t *testing.T) {
+	srv := serve(t, bustest.StartJetStream(t))
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	tests := []struct {
+		name, path, auth string
+		code             int
+		body             string
+	}{
+		{"page without login shows the login form", "/dashboard", "", http.StatusOK, `action="/dashboard"`},
+		{"wrong token", "/dashboard?token=nope", "", http.StatusUnauthorized, `name="token"`},
+		{"login link redirects", "/dashboard?token=secret", "", http.StatusSeeOther, ""},
+		{"page with login", "/dashboard", "secret", http.StatusOK, `id="turns"`},
+		{"trailing slash", "/dashboard/", "secret", http.StatusOK, `id="turns"`},
+		{"snapshot needs the login", "/dashboard/api/snapshot", "", http.StatusUnauthorized, "not logged in"},
+		{"live needs the login", "/dashboard/api/live", "", http.StatusUnauthorized, "not logged in"},
+		{"snapshot with login", "/dashboard/api/snapshot", "secret", http.StatusOK, `"streams"`},
+		{"static files are public", "/dashboard/static/app.js", "", http.StatusOK, "WebSocket"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+tt.path, nil)
+			if tt.auth != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.auth)
+			}
+			resp, err := noRedirect.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.code || !strings.Contains(string(body), tt.body) {
+				t.Errorf("GET %s = %d %.120q; want %d with %q", tt.path, resp.StatusCode, body, tt.code, tt.body)
+			}
+			if tt.code == http.StatusSeeOther {
+				if loc := resp.Header.Get("Location"); loc != "/dashboard" || len(resp.Cookies()) != 1 {
+					t.Errorf("login: Location %q, cookies %v", loc, resp.Cookies())
+				}
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		cfg dashboard.Config
+		ok  bool
+	}{
+		{dashboard.Config{}, true},
+		{dashboard.Config{Interval: time.Second, DiscoverWait: 200 * time.Millisecond, RecentTurns: 50, DeadLetters: 5}, true},
+		{dashboard.Config{Interval: 100 * time.Millisecond}, false},
+		{dashboard.Config{Interval: time.Second, DiscoverWait: 2 * time.Second}, false},
+		{dashboard.Config{RecentTurns: 501}, false},
+		{dashboard.Config{DeadLetters: -1}, false},
+	}
+	for _, tt := range tests {
+		err := tt.cfg.Validate()
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, config.ErrInvalid)) {
+			t.Errorf("Validate(%+v) = %v", tt.cfg, err)
+		}
+	}
+}
+
+// fleet is a fleet with something to show: two workers and a tool runner
+// online, one turn in flight and one queued, three committed turns and a
+// dead letter.
+func fleet(t *testing.T, b *bus.Bus) {
+	t.Helper()
+	ctx := ctxT(t)
+	for _, s := range []struct{ name, id string }{{fleetstatus.WorkerService, "w1"}, {fleetstatus.WorkerService, "w2"}, {fleetstatus.ToolRunnerService, "r1"}} {
+		svc, err := micro.AddService(b.NC, micro.Config{Name: s.name, Version: "0.1.0", Metadata: map[string]string{"instance": s.id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = svc.Stop() })
+	}
+	cons, err := b.JS.CreateOrUpdateConsumer(ctx, b.Space.InboundStream(), jetstream.ConsumerConfig{
+		Durable: b.Space.WorkerConsumer(), AckPolicy: jetstream.AckExplicitPolicy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := b.JS.Publish(ctx, b.Space.Inbound("web", "c1"), []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range batch.Messages() { // a worker holds it: in flight
+	}
+	for _, id := range []string{"t1", "t2", "t3"} {
+		publishTurn(t, b, id)
+	}
+	err = b.DeadLetter(ctx, "inbound", bus.Letter{Subject: b.Space.Inbound("web", "c9"), Data: []byte{1}, StreamSeq: 42, Deliveries: 4, Reason: "turn failed 3 times: worker crashed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// publishTurn commits a turn that read a file for 250 ms and took 1.5 s.
+func publishTurn(t *testing.T, b *bus.Bus, id string) {
+	t.Helper()
+	at := time.Now().Add(-2 * time.Second)
+	ts := func(ms int) *timestamppb.Timestamp {
+		return timestamppb.New(at.Add(time.Duration(ms) * time.Millisecond))
+	}
+	rec := &nanofleetv1.TurnRecord{
+		TurnId: id, SessionKey: "web:c1",
+		Messages: []*nanofleetv1.ChatMessage{
+			{Role: "user", Content: "what is in notes.md? (" + id + ")", CreatedAt: ts(0)},
+			{Role: "assistant", ToolCalls: []*nanofleetv1.ToolCall{{Id: id + "-c1", Name: "read_file", ArgumentsJson: `{"path":"notes.md"}`}}, CreatedAt: ts(500)},
+			{Role: "tool", ToolCallId: id + "-c1", Name: "read_file", Content: "buy milk", CreatedAt: ts(750)},
+			{Role: "assistant", Content: "It says: buy milk.", CreatedAt: ts(1400)},
+		},
+		Replies:     []*nanofleetv1.OutboundMessage{{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, Content: "It says: buy milk."}},
+		CompletedAt: ts(1500),
+	}
+	data, err := proto.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.Publish(ctxT(t), b.Space.History(rec.GetSessionKey()), data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSnapshot(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	fleet(t, b)
+	srv := serve(t, b)
+	req, _ := http.NewRequestWithContext(ctxT(t), http.MethodGet, srv.URL+"/dashboard/api/snapshot", nil)
+	req.Header.Set("Authorization", "Bearer secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("snapshot: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var snap dashboard.Snapshot
+	if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Problems) != 0 {
+		t.Errorf("problems: %v", snap.Problems)
+	}
+	if snap.Workers != 2 || snap.ToolRunners != 1 || len(snap.Services) != 3 {
+		t.Errorf("online: %d workers, %d tool runners, services %+v", snap.Workers, snap.ToolRunners, snap.Services)
+	}
+	if snap.TurnsInFlight != 1 || snap.Queued != 1 {
+		t.Errorf("turns in flight %d, queued %d; want 1 and 1", snap.TurnsInFlight, snap.Queued)
+	}
+	var sawLag bool
+	for _, s := range snap.Streams {
+		for _, c := range s.Consumers {
+			sawLag = sawLag || (s.Name == b.Space.InboundStream() && c.Name == "workers" && c.Pending == 1 && c.InFlight == 1)
+		}
+	}
+	if len(snap.Streams) != 5 || !sawLag {
+		t.Errorf("streams = %+v", snap.Streams)
+	}
+	if len(snap.Turns) != 3 || snap.Turns[0].TurnID != "t3" || snap.Turns[2].TurnID != "t1" {
+		t.Fatalf("turns = %+v, want t3, t2, t1", snap.Turns)
+	}
+	tr := snap.Turns[0]
+	if tr.DurationMS != 1500 || tr.Session != "web:c1" || tr.Reply != "It says: buy milk." || len(tr.Tools) != 1 {
+		t.Errorf("turn = %+v", tr)
+	}
+	if c := tr.Tools[0]; c.Name != "read_file" || c.DurationMS != 250 || !c.Answered || c.Result != "buy milk" {
+		t.Errorf("tool call = %+v", c)
+	}
+	if snap.DeadLetterCount != 1 || len(snap.DeadLetters) != 1 {
+		t.Fatalf("dead letters = %d, %+v", snap.DeadLetterCount, snap.DeadLetters)
+	}
+	if d := snap.DeadLetters[0]; d.Source != "inbound" || d.Reason != "turn failed 3 times: worker crashed" || d.Deliveries != 4 {
+		t.Errorf("dead letter = %+v", d)
+	}
+
+	// A later snapshot reads only what is new and still lists the rest.
+	publishTurn(t, b, "t4")
+	d, err := dashboard.New(dashboard.Config{RecentTurns: 2}, dashboard.Deps{Bus: b, Gate: gate{}, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := d.Snapshot(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishTurn(t, b, "t5")
+	s2, err := d.Snapshot(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s1.Turns) != 2 || s1.Turns[0].TurnID != "t4" || len(s2.Turns) != 2 || s2.Turns[0].TurnID != "t5" || s2.Turns[1].TurnID != "t4" {
+		t.Errorf("window of two: %+v then %+v", s1.Turns, s2.Turns)
+	}
+}
