@@ -24,10 +24,13 @@ import (
 // Each client moves to a new session every 20 turns, as conversations
 // are consolidated long before they reach thousands of turns.
 func BenchmarkTurns(b *testing.B) {
-	for _, sessions := range []int{1, 100} {
-		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
+	for _, c := range []struct{ sessions, slots int }{{1, 16}, {100, 16}, {100, 64}} {
+		sessions := c.sessions
+		b.Run(fmt.Sprintf("sessions=%d/slots=%d", c.sessions, c.slots), func(b *testing.B) {
 			llm := llmtest.NewServer(b, llmtest.WithMaxRecorded(1))
-			tf := startFleet(b, llm, b.TempDir(), 1)
+			tf := startFleetWith(b, llm, b.TempDir(), b.TempDir(), 1, map[string]any{
+				"worker": map[string]any{"ackWaitSeconds": 3, "turnsPerWorker": c.slots},
+			})
 			ctx := context.Background()
 			// Warm up: connections, consumers, caches.
 			for i := range 20 {

@@ -59,10 +59,16 @@ func startFleet(t testing.TB, llm *llmtest.Server, dataDir string, workers int) 
 
 func startFleetIn(t testing.TB, llm *llmtest.Server, dataDir, ws string, workers int) *testFleet {
 	t.Helper()
+	return startFleetWith(t, llm, dataDir, ws, workers, nil)
+}
+
+// startFleetWith starts a fleet whose config has extra sections merged in.
+func startFleetWith(t testing.TB, llm *llmtest.Server, dataDir, ws string, workers int, extra map[string]any) *testFleet {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	f, err := fleet.Start(ctx, fleet.Options{
-		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
+		File: loadConfig(t, testConfig(t, llm.URL(), extra)), Getenv: func(string) string { return "" },
 		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		DataDir: dataDir, Workspace: ws, Workers: workers,
 	})
