@@ -9,8 +9,8 @@
 // metadata names the reduced tool set (files, exec, web); the worker
 // applies it with [FilterDefinitions]. Children cannot spawn. The child
 // id is derived from the parent turn and the arguments, so a parent turn
-// resumed after a crash finds the child it already started instead of
-// starting a second one (the inbound Nats-Msg-Id dedupes the publish).
+// resumed after a crash finds the child it already started, or its
+// result, instead of starting a second one.
 //
 // Every child has a record in the KV bucket <PREFIX>_subagents under
 // "<parent token>.<id>" while it runs; [Config.MaxPerSession] bounds the

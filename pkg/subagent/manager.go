@@ -46,12 +46,13 @@ func Provision(ctx context.Context, b *bus.Bus, l bus.Layout) error {
 // Manager runs the fleet side of subagents: the spawn tool, the announcer
 // and the stop forwarder.
 type Manager struct {
-	b       *bus.Bus
-	cfg     Config
-	log     *slog.Logger
-	kv      jetstream.KeyValue
-	inbound jetstream.Stream
-	now     func() time.Time
+	b        *bus.Bus
+	cfg      Config
+	log      *slog.Logger
+	kv       jetstream.KeyValue
+	inbound  jetstream.Stream
+	outbound jetstream.Stream
+	now      func() time.Time
 }
 
 // New opens the bucket and streams; [Provision] must have run.
@@ -70,7 +71,11 @@ func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Manage
 	if err != nil {
 		return nil, fmt.Errorf("subagent: inbound stream: %w", err)
 	}
-	return &Manager{b: b, cfg: cfg, log: log.With("component", "subagent"), kv: kv, inbound: in, now: time.Now}, nil
+	out, err := b.JS.Stream(ctx, b.Space.OutboundStream())
+	if err != nil {
+		return nil, fmt.Errorf("subagent: outbound stream: %w", err)
+	}
+	return &Manager{b: b, cfg: cfg, log: log.With("component", "subagent"), kv: kv, inbound: in, outbound: out, now: time.Now}, nil
 }
 
 // record is a child's entry in the bucket.

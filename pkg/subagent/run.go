@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -70,8 +72,8 @@ func (m *Manager) announce(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.Ack()
 		return
 	}
-	parent, id := out.GetMetadata()[MetaParent], out.GetMetadata()[MetaID]
-	if parent == "" || id == "" {
+	parent, id, ok := parseChildChat(m.b.Space, msg.Subject())
+	if !ok {
 		_ = msg.Ack()
 		return
 	}
@@ -147,6 +149,16 @@ Summarize this naturally for the user. Keep it brief (1-2 sentences). Do not men
 		return fmt.Errorf("publish announcement: %w", err)
 	}
 	return nil
+}
+
+// parseChildChat reads parent and id from a child's outbound subject.
+func parseChildChat(sp subject.Space, subj string) (parent, id string, ok bool) {
+	ch, chat, err := sp.ParseChat(subj)
+	i := strings.LastIndexByte(chat, ':')
+	if err != nil || ch != Channel || i <= 0 {
+		return "", "", false
+	}
+	return chat[:i], chat[i+1:], true
 }
 
 // onStop stops the children of the session a StopRequest names.

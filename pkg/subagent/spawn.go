@@ -60,7 +60,13 @@ func (t spawnTool) Call(ctx context.Context, tc *agenttool.TurnContext, args map
 	rec, _, err := m.get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		// A new child (a resumed turn finds its record and only waits).
+		// A turn resumed after a crash may call spawn again: its child
+		// may be running (the record is found) or done already.
+		if done, err := m.finished(ctx, parent, id); err != nil {
+			return "", err
+		} else if done != nil {
+			return fmt.Sprintf("Subagent [%s] already finished.\n\nResult:\n%s", label, done.GetContent()), nil
+		}
 		if rec, err = m.start(ctx, tc, key, id, task, label, wait); err != nil {
 			return "", err
 		}
@@ -134,6 +140,22 @@ func (m *Manager) start(ctx context.Context, tc *agenttool.TurnContext, key, id,
 	}
 	m.log.Info("subagent started", "child", rec.Child, "label", label, "wait", wait)
 	return rec, nil
+}
+
+// finished returns the child's final reply if it has one.
+func (m *Manager) finished(ctx context.Context, parent, id string) (*nanofleetv1.OutboundMessage, error) {
+	msg, err := m.outbound.GetLastMsgForSubject(ctx, m.b.Space.Outbound(Channel, childChat(parent, id)))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("subagent %s: %w", id, err)
+	}
+	out := &nanofleetv1.OutboundMessage{}
+	if proto.Unmarshal(msg.Data, out) != nil || !final(out) {
+		return nil, nil // not a result: the child has not finished
+	}
+	return out, nil
 }
 
 // await reads the child's replies until its final one.

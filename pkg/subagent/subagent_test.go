@@ -188,6 +188,17 @@ func TestSpawnAndAnnounce(t *testing.T) {
 	if kids, _ := e.m.Children(context.Background(), "telegram:9"); len(kids) != 0 {
 		t.Errorf("children after announcement: %v", kids)
 	}
+	// The parent turn resumed after a crash calls spawn once more: the
+	// child is done, nothing starts again.
+	out, err = e.spawn(context.Background(), t, `{"task":"summarise the logs","label":"logs"}`)
+	if err != nil || !strings.Contains(out, "already finished") || !strings.Contains(out, "3 errors") {
+		t.Errorf("spawn after the child finished = %q, %v", out, err)
+	}
+	select {
+	case extra := <-e.inbox:
+		t.Fatalf("child started again: %s", extra.Subject())
+	case <-time.After(300 * time.Millisecond):
+	}
 }
 
 func TestSpawnWait(t *testing.T) {

@@ -168,7 +168,7 @@ func (t *turn) run(ctx context.Context) string {
 		t.busy()
 		return ""
 	}
-	turnCtx, cancel := context.WithTimeoutCause(ctx, w.cfg.TurnTimeout, errors.New("turn timed out"))
+	turnCtx, cancel := context.WithTimeoutCause(ctx, w.cfg.TurnTimeout, errTurnTimeout)
 	turnCtx, stop := context.WithCancelCause(turnCtx)
 	defer cancel()
 	w.mu.Lock()
@@ -310,6 +310,10 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	case errors.Is(context.Cause(ctx), errStopped):
 		outcome = "stopped"
 		t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, "⏹ Stopped.")
+	case ctx.Err() != nil && !errors.Is(context.Cause(ctx), errTurnTimeout):
+		// Cut off by shutdown or a lost lease, not by the model: leave the
+		// message to a redelivery, which resumes from the checkpoint.
+		return "", runErr
 	case errors.Is(runErr, agent.ErrModel):
 		outcome = "model_error"
 		t.log.Warn("model failed", "err", runErr)

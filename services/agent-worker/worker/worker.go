@@ -220,8 +220,9 @@ func RequestStop(nc *nats.Conn, sp subject.Space, sessionKey, by string) error {
 }
 
 var (
-	errStopped   = errors.New("stopped by /stop")
-	errLeaseLost = errors.New("session lease lost")
+	errStopped     = errors.New("stopped by /stop")
+	errLeaseLost   = errors.New("session lease lost")
+	errTurnTimeout = errors.New("turn timed out")
 )
 
 func sleep(ctx context.Context, d time.Duration) {

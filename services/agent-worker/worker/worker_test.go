@@ -46,6 +46,14 @@ func start(t *testing.T, opts ...llmtest.Option) *harness {
 
 func startOn(t *testing.T, b *bus.Bus, id string, opts ...llmtest.Option) *harness {
 	t.Helper()
+	h, _ := startWith(t, b, id, 5*time.Second, opts...)
+	return h
+}
+
+// startWith starts a worker with the given shutdown grace and returns a
+// func that stops it and waits until it has.
+func startWith(t *testing.T, b *bus.Bus, id string, grace time.Duration, opts ...llmtest.Option) (*harness, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := llmtest.NewServer(t, opts...)
 	model, err := llm.New(llm.Config{Name: "openai", APIBase: srv.URL(), APIKey: "k", Model: "test-model", MaxRetries: 2},
@@ -66,7 +74,7 @@ func startOn(t *testing.T, b *bus.Bus, id string, opts ...llmtest.Option) *harne
 	cfg.Model = "test-model"
 	cfg.LeaseTTL = bustest.TestLayout().LeaseTTL
 	cfg.AckWait = 3 * time.Second
-	cfg.ShutdownGrace = 5 * time.Second
+	cfg.ShutdownGrace = grace
 	w, err := worker.New(ctx, cfg, worker.Deps{
 		Bus: b, Model: model, Tools: noRunners{}, Profiles: profiles,
 		Local: []worker.LocalTool{worker.MessageTool{}},
@@ -91,8 +99,9 @@ func startOn(t *testing.T, b *bus.Bus, id string, opts ...llmtest.Option) *harne
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cc.Stop(); cancel(); <-done; profiles.Stop() })
-	return h
+	stop := sync.OnceFunc(func() { cc.Stop(); cancel(); <-done; profiles.Stop() })
+	t.Cleanup(stop)
+	return h, stop
 }
 
 func (h *harness) send(t *testing.T, chat, id, text string) {
@@ -324,4 +333,29 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// TestShutdownCutOffLeavesTheTurnToAnotherWorker: a turn cut off when the
+// shutdown grace runs out is not committed as a model failure; another
+// worker runs it and answers properly.
+func TestShutdownCutOffLeavesTheTurnToAnotherWorker(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	h, stop := startWith(t, b, "w-old", 100*time.Millisecond)
+	h.llm.Enqueue(llmtest.Text("too slow").WithLatency(time.Minute))
+	h.send(t, "c1", "1", "question")
+	deadline := time.Now().Add(10 * time.Second)
+	for h.llm.RequestCount() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop() // grace of 100ms runs out mid-model-call
+	select {
+	case o := <-h.out:
+		t.Fatalf("cut-off turn was answered: %v", o)
+	default:
+	}
+	h2 := startOn(t, b, "w-new")
+	h2.llm.Enqueue(llmtest.Text("proper answer"))
+	if o := h2.next(t); o.GetContent() != "proper answer" || o.GetReplyTo() != "1" {
+		t.Fatalf("reply after takeover = %v", o)
+	}
 }
