@@ -30,6 +30,7 @@ func commands() map[string]command {
 		"memory":  {"read the fleet's memory: show, history, search, revisions, restore, links", memoryCmd},
 		"bench":   {"drive the fleet with a fake model and write throughput, latency and memory figures", benchCmd},
 		"pairing": {"approve a DM pairing code: pairing approve CODE", pairingCmd},
+		"cron":    {"list or remove scheduled jobs with their next fire time", cronCmd},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -78,6 +79,8 @@ type Worker struct {
 	stream, consumer string
 	nc               *nats.Conn
 	id               string
+	jobs             *jobs
+	log              *slog.Logger
 }
 
 // Close stops the profile watch.
@@ -192,6 +195,12 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 		local = append(local, store.Tools()...)
 		commands = append(commands, store.Commands()...)
 	}
+	jb, err := openJobs(ctx, b, o.File, cfg.Location, profiles, o.Log)
+	if err != nil {
+		profiles.Stop()
+		return nil, err
+	}
+	local = append(local, jb.tools...)
 	w, err := worker.New(ctx, cfg, worker.Deps{
 		Bus: b, Model: model, Tools: o.Tools, Profiles: profiles, Memory: mem,
 		Local: local, Commands: commands, Log: o.Log.With("worker", o.ID),
@@ -202,7 +211,7 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 		return nil, err
 	}
 	return &Worker{Worker: w, profiles: profiles, metrics: o.Metrics,
-		stream: b.Space.InboundStream(), consumer: b.Space.WorkerConsumer(), nc: b.NC, id: o.ID}, nil
+		stream: b.Space.InboundStream(), consumer: b.Space.WorkerConsumer(), nc: b.NC, id: o.ID, jobs: jb, log: o.Log}, nil
 }
 
 // openMemory provisions and opens the fleet's long-term memory with the
@@ -252,7 +261,23 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.metrics != nil {
 		go w.sampleLag(ctx)
 	}
-	return w.Worker.Run(ctx)
+	// The job parts stop with the worker; a failing one is logged, not
+	// fatal: turns go on without schedules rather than not at all.
+	jobCtx, stopJobs := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, run := range w.jobs.run {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(jobCtx); err != nil && jobCtx.Err() == nil {
+				w.log.Error("schedule job part stopped", "err", err)
+			}
+		}()
+	}
+	err = w.Worker.Run(ctx)
+	stopJobs()
+	wg.Wait()
+	return err
 }
 
 func (w *Worker) sampleLag(ctx context.Context) {
