@@ -21,7 +21,7 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 	for i := range o.Workers {
 		w, err := service.New(setupCtx, f.Bus, service.Options{
 			File: o.File, Getenv: o.Getenv, ID: fmt.Sprintf("%s-%d", node, i), Workspace: o.Workspace,
-			Tools: tools, Metrics: f.Metrics, Log: o.Log.With("worker", i),
+			Tools: tools, Metrics: f.Metrics, Log: o.Log,
 		})
 		if err != nil {
 			return fmt.Errorf("agent worker: %w", err)
