@@ -1,0 +1,101 @@
+package fleet_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+)
+
+// startWithChannels runs the all-in-one with the gateway and the given
+// channels section.
+func startWithChannels(t *testing.T, llm *llmtest.Server, channels map[string]any) *fleet.Fleet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, err := fleet.Start(ctx, fleet.Options{
+		File:    loadConfig(t, testConfig(t, llm.URL(), map[string]any{"channels": channels})),
+		Getenv:  func(string) string { return "" },
+		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	return f
+}
+
+// TestTelegramThroughTheFleet: a Telegram update goes through the real
+// gateway, worker and fake model, and the answer reaches the Bot API as
+// a reply to the asking message; a long answer is split.
+func TestTelegramThroughTheFleet(t *testing.T) {
+	const token = "123456:FLEET-test"
+	bot := telegramtest.New(t, token)
+	llm := llmtest.NewServer(t)
+	long := strings.Repeat("A paragraph of the long answer.\n\n", 280) // ~9000 chars
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		if strings.Contains(r.LastUserText(), "long") {
+			return llmtest.Text(long)
+		}
+		return llmtest.Text("Hi Ada, **nice** to meet you.")
+	})
+	startWithChannels(t, llm, map[string]any{
+		"telegram": map[string]any{"enabled": true, "token": token, "apiBase": bot.URL, "allowFrom": []string{"42"}},
+		"web":      map[string]any{"enabled": false},
+		"api":      map[string]any{"enabled": false},
+	})
+	bot.Send(telegramtest.Message{UpdateID: 1, MessageID: 10, ChatID: 42, FromID: 42, Text: "Hello, I am Ada"})
+	c := bot.Next(t, 30*time.Second, "sendMessage")
+	if !strings.Contains(c.Fields["text"], "nice") || c.Fields["chat_id"] != "42" {
+		t.Fatalf("sendMessage = %v", c.Fields)
+	}
+	if !strings.Contains(c.Fields["text"], "<b>nice</b>") {
+		t.Errorf("markdown not rendered as Telegram HTML: %q", c.Fields["text"])
+	}
+	if !strings.Contains(c.Fields["reply_parameters"]+c.Fields["reply_to_message_id"], "10") {
+		t.Errorf("reply does not point at the asking message: %v", c.Fields)
+	}
+	if !strings.Contains(llm.Requests()[0].LastUserText(), "Hello, I am Ada") {
+		t.Errorf("model got %q", llm.Requests()[0].LastUserText())
+	}
+	bot.Send(telegramtest.Message{UpdateID: 2, MessageID: 11, ChatID: 42, FromID: 42, Text: "a long answer please"})
+	var parts int
+	for parts < 3 {
+		c := bot.Next(t, 30*time.Second, "sendMessage")
+		if !strings.Contains(c.Fields["text"], "paragraph") {
+			t.Fatalf("unexpected message %v", c.Fields)
+		}
+		if len(c.Fields["text"]) > 4096 {
+			t.Fatalf("part of %d chars", len(c.Fields["text"]))
+		}
+		parts++
+	}
+}
+
+// TestSlackThroughTheFleet: a Slack DM over Socket Mode goes through the
+// real fleet and the answer is posted with chat.postMessage.
+func TestSlackThroughTheFleet(t *testing.T) {
+	sl := slacktest.New(t)
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		return llmtest.Text("slack answer to " + r.LastUserText())
+	})
+	startWithChannels(t, llm, map[string]any{
+		"slack": map[string]any{"enabled": true, "botToken": "xoxb-test", "appToken": "xapp-test", "apiUrl": sl.APIURL, "allowFrom": []string{"U1"}},
+		"web":   map[string]any{"enabled": false},
+		"api":   map[string]any{"enabled": false},
+	})
+	sl.WaitConnected(t, 30*time.Second)
+	sl.Send(t, "Ev1", slacktest.Message("U1", "D1", "im", "1700000000.000100", "hello from slack"))
+	c := sl.Next(t, 30*time.Second, "chat.postMessage")
+	if !strings.Contains(c.Fields["text"], "slack answer to hello from slack") || c.Fields["channel"] != "D1" {
+		t.Fatalf("chat.postMessage = %v", c.Fields)
+	}
+}
