@@ -10,6 +10,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -100,16 +101,15 @@ func isImage(mime, u string) bool {
 	return false
 }
 
-// convertTools maps tool definitions, sorted by name so the prompt prefix is
-// stable and provider-side prompt caching works.
+// convertTools maps tool definitions in toolschema's order (built-ins by
+// name, then MCP tools by name), so the prompt prefix is stable and
+// provider-side prompt caching works.
 func convertTools(defs []*nanofleetv1.ToolDefinition) ([]openai.Tool, error) {
 	if len(defs) == 0 {
 		return nil, nil
 	}
 	sorted := slices.Clone(defs)
-	slices.SortStableFunc(sorted, func(a, b *nanofleetv1.ToolDefinition) int {
-		return strings.Compare(a.GetName(), b.GetName())
-	})
+	toolschema.SortDefinitions(sorted)
 	out := make([]openai.Tool, 0, len(sorted))
 	for _, d := range sorted {
 		if d.GetName() == "" {

@@ -1,6 +1,7 @@
 package toolclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,10 @@ const (
 	defaultRetries     = 2
 	catalogTimeout     = 5 * time.Second
 	catalogTTL         = 30 * time.Second
+	// catalogGatherMin and catalogGatherMax bound how long Catalog waits
+	// for more runners' answers after the first.
+	catalogGatherMin = 50 * time.Millisecond
+	catalogGatherMax = 500 * time.Millisecond
 	// noResponderTries is how often a call meeting "no responders" is
 	// sent before giving up (a runner may be restarting).
 	noResponderTries = 3
@@ -74,34 +79,85 @@ func New(b *bus.Bus, opts ...Option) (*Client, error) {
 }
 
 // Catalog returns the definitions of every tool the runners serve, sorted
-// by name. Without a deadline on ctx it waits 5 s.
+// by name: the union of the runners' catalogs, since runners may serve
+// different tools (their own MCP servers). Every runner answers the
+// catalog request; Catalog gathers the answers that arrive until a short
+// window after the first one (three times the first one's delay, between
+// 50 and 500 ms). A tool several runners define differently gets one
+// definition, the same whichever runner answered first. Without a
+// deadline on ctx it waits 5 s for the first answer.
 func (c *Client) Catalog(ctx context.Context) ([]*nanofleetv1.ToolDefinition, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, catalogTimeout)
 		defer cancel()
 	}
-	msg, err := c.nc.RequestWithContext(ctx, CatalogSubject(c.space), nil)
-	if errors.Is(err, nats.ErrNoResponders) {
-		return nil, fmt.Errorf("%w: no responders on %s", ErrNoRunners, CatalogSubject(c.space))
+	subj := CatalogSubject(c.space)
+	inbox := c.nc.NewInbox()
+	sub, err := c.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("tool catalog: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	start := time.Now()
+	if err := c.nc.PublishRequest(subj, inbox, nil); err != nil {
+		return nil, fmt.Errorf("tool catalog: %w", err)
+	}
+	first, err := sub.NextMsgWithContext(ctx)
+	if errors.Is(err, nats.ErrNoResponders) || (err == nil && len(first.Data) == 0 && first.Header.Get(natsStatusHeader) == noResponders) {
+		return nil, fmt.Errorf("%w: no responders on %s", ErrNoRunners, subj)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tool catalog: %w", err)
 	}
-	var cat nanofleetv1.ToolCatalog
-	if err := proto.Unmarshal(msg.Data, &cat); err != nil {
-		return nil, fmt.Errorf("%w: catalog: %w", ErrBadResponse, err)
+	answers := []*nats.Msg{first}
+	window := min(max(3*time.Since(start), catalogGatherMin), catalogGatherMax)
+	wctx, cancel := context.WithTimeout(ctx, window)
+	for {
+		m, err := sub.NextMsgWithContext(wctx)
+		if err != nil {
+			break
+		}
+		answers = append(answers, m)
 	}
-	defs := cat.GetTools()
+	cancel()
+	byName := map[string]*nanofleetv1.ToolDefinition{}
+	var bad error
+	for _, m := range answers {
+		var cat nanofleetv1.ToolCatalog
+		if err := proto.Unmarshal(m.Data, &cat); err != nil {
+			bad = fmt.Errorf("%w: catalog: %w", ErrBadResponse, err)
+			c.log.Warn("tool catalog answer not readable; ignored", "err", err)
+			continue
+		}
+		bad = nil
+		for _, d := range cat.GetTools() {
+			if prev, ok := byName[d.GetName()]; !ok || preferred(d, prev) {
+				byName[d.GetName()] = d
+			}
+		}
+	}
+	if len(byName) == 0 && bad != nil {
+		return nil, bad
+	}
+	defs := make([]*nanofleetv1.ToolDefinition, 0, len(byName))
+	for _, d := range byName {
+		defs = append(defs, d)
+	}
 	toolschema.SortDefinitions(defs)
-	byName := make(map[string]*nanofleetv1.ToolDefinition, len(defs))
-	for _, d := range defs {
-		byName[d.GetName()] = d
-	}
 	c.mu.Lock()
 	c.catalog, c.catalogT = byName, time.Now()
 	c.mu.Unlock()
 	return defs, nil
+}
+
+// preferred orders differing definitions of one tool so that the merged
+// catalog does not depend on which runner answered first.
+func preferred(a, b *nanofleetv1.ToolDefinition) bool {
+	opts := proto.MarshalOptions{Deterministic: true}
+	da, _ := opts.Marshal(a)
+	db, _ := opts.Marshal(b)
+	return bytes.Compare(da, db) < 0
 }
 
 // definition returns a tool's definition from the cached catalog,

@@ -30,6 +30,9 @@
 // list of tools the runners do have, or says that no runner is reachable.
 //
 // The catalog endpoint, on CatalogSubject (<prefix>.tools.catalog),
-// answers an empty request with a ToolCatalog: every tool's definition,
-// sorted by name.
+// answers an empty request with a ToolCatalog: every tool's definition.
+// It is not in the queue group: every runner answers, and the client
+// merges the answers (runners serving different MCP servers serve
+// different tools; a call still reaches only runners that serve its tool,
+// since only they subscribe to its subject).
 package toolclient

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -45,16 +46,32 @@ func FromDefinition(d *nanofleetv1.ToolDefinition) Tool {
 	}
 }
 
-// SortTools sorts tools by name in place, so that the definitions sent to
-// a provider are the same bytes from call to call.
-func SortTools(tools []Tool) {
-	slices.SortStableFunc(tools, func(a, b Tool) int { return cmp.Compare(a.Name, b.Name) })
+// MCPPrefix begins the names of tools that MCP servers provide.
+const MCPPrefix = "mcp_"
+
+// Compare orders tool names as they are sent to a provider: built-in tools
+// by name, then MCP tools by name. A fixed order keeps the prompt prefix
+// the same bytes from call to call, so provider prompt caches hit.
+func Compare(a, b string) int {
+	am, bm := strings.HasPrefix(a, MCPPrefix), strings.HasPrefix(b, MCPPrefix)
+	if am != bm {
+		if am {
+			return 1
+		}
+		return -1
+	}
+	return cmp.Compare(a, b)
 }
 
-// SortDefinitions sorts definitions by name in place.
+// SortTools sorts tools in place by [Compare].
+func SortTools(tools []Tool) {
+	slices.SortStableFunc(tools, func(a, b Tool) int { return Compare(a.Name, b.Name) })
+}
+
+// SortDefinitions sorts definitions in place by [Compare].
 func SortDefinitions(defs []*nanofleetv1.ToolDefinition) {
 	slices.SortStableFunc(defs, func(a, b *nanofleetv1.ToolDefinition) int {
-		return cmp.Compare(a.GetName(), b.GetName())
+		return Compare(a.GetName(), b.GetName())
 	})
 }
 

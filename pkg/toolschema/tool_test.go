@@ -3,6 +3,7 @@ package toolschema_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -63,4 +64,16 @@ func ExampleSchema_Parse() {
 	// Output:
 	// notes.md 30
 	// missing required argument "path"; argument "timeout": must be <= 600
+}
+
+func TestSortDefinitionsPutsMCPToolsLast(t *testing.T) {
+	defs := []*nanofleetv1.ToolDefinition{{Name: "mcp_a_x"}, {Name: "write_file"}, {Name: "exec"}, {Name: "mcp_0_y"}}
+	toolschema.SortDefinitions(defs)
+	var got []string
+	for _, d := range defs {
+		got = append(got, d.GetName())
+	}
+	if want := "exec,write_file,mcp_0_y,mcp_a_x"; strings.Join(got, ",") != want {
+		t.Errorf("order = %v, want %s", got, want)
+	}
 }

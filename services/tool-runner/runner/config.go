@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 
+	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/shell"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/web"
 )
@@ -38,12 +39,16 @@ type ServiceConfig struct {
 }
 
 // Config is the tool-runner's slice of the fleet config, the "tools"
-// section: {"tools": {"workspace": ..., "exec": ..., "web": ..., "runner": ...}}.
+// section: {"tools": {"workspace": ..., "exec": ..., "web": ..., "runner": ...,
+// "mcpServers": ...}}.
 type Config struct {
 	Workspace WorkspaceConfig `json:"workspace"`
 	Exec      shell.Config    `json:"exec"`
 	Web       web.Config      `json:"web"`
 	Runner    ServiceConfig   `json:"runner"`
+	// MCPServers are the MCP servers whose tools, resources and prompts
+	// this runner serves, by name; see package mcp.
+	MCPServers map[string]mcp.ServerConfig `json:"mcpServers,omitempty"`
 }
 
 // DefaultConfig is a per-agent workspace under ~/.nanofleet/workspace, the
@@ -76,6 +81,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.Web.Validate(); err != nil {
+		return err
+	}
+	if err := mcp.ValidateServers(c.MCPServers); err != nil {
 		return err
 	}
 	r := c.Runner

@@ -1,14 +1,20 @@
 // Package runner is the tool-runner service: a NATS micro service
-// ("tool-runner") that executes the file, exec and web tools for the
+// ("tool-runner") that executes the file, exec and web tools, and the
+// tools of the MCP servers in tools.mcpServers (package mcp), for the
 // fleet's agent workers, confined to workspaces.
 //
 // # Endpoints
 //
 // One endpoint per tool on subject.Space.ToolCall(name), plus a catalog
-// endpoint on toolclient.CatalogSubject answering a ToolCatalog (every
-// definition, sorted by name). All endpoints are in the queue group
-// "tool-runner": any number of runners serve one fleet, and each call goes
-// to one of them.
+// endpoint on toolclient.CatalogSubject answering a ToolCatalog (the
+// built-in definitions sorted by name, then the MCP ones sorted by name).
+// The tool endpoints are in the queue group "tool-runner": any number of
+// runners serve one fleet, and each call goes to one of the runners that
+// serve the tool. Each MCP server's tools are a micro service instance of
+// their own, withdrawn while the server is down. The catalog endpoint is
+// not in the queue group: every runner answers, and package toolclient
+// merges the answers, since runners with different MCP servers serve
+// different tools.
 //
 // # A call
 //

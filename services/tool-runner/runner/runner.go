@@ -24,6 +24,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 
+	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/files"
@@ -59,6 +60,8 @@ type Runner struct {
 	extra   []tools.Tool
 	webOpts []web.Option
 	exOpts  []sandbox.ExecutorOption
+	mcp     *mcp.Manager // nil without MCP servers
+	mcpOpts []mcp.Option
 
 	mu       sync.Mutex
 	started  bool
@@ -89,6 +92,11 @@ func WithExecutorOptions(opts ...sandbox.ExecutorOption) Option {
 	return func(r *Runner) { r.exOpts = append(r.exOpts, opts...) }
 }
 
+// WithMCPOptions passes options to the MCP manager.
+func WithMCPOptions(opts ...mcp.Option) Option {
+	return func(r *Runner) { r.mcpOpts = append(r.mcpOpts, opts...) }
+}
+
 // New validates cfg and builds the tool set. It does not touch the bus.
 func New(cfg Config, b *bus.Bus, opts ...Option) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
@@ -107,6 +115,15 @@ func New(cfg Config, b *bus.Bus, opts ...Option) (*Runner, error) {
 		return nil, err
 	}
 	r.exec = ex
+	if len(cfg.MCPServers) > 0 {
+		r.mcp, err = mcp.New(mcp.Options{
+			Servers: cfg.MCPServers, Sandbox: cfg.Exec.Config, Probe: ex.Probe,
+			DataDir: filepath.Clean(cfg.Workspace.Root) + "-mcp", Log: r.log,
+		}, r.mcpOpts...)
+		if err != nil {
+			return nil, err
+		}
+	}
 	execTool, err := shell.New(cfg.Exec, ex)
 	if err != nil {
 		return nil, err
@@ -127,8 +144,11 @@ func New(cfg Config, b *bus.Bus, opts ...Option) (*Runner, error) {
 // ID identifies this runner in heartbeats and logs.
 func (r *Runner) ID() string { return r.id }
 
-// Tools is the set of tools the runner serves.
+// Tools is the set of built-in tools the runner serves.
 func (r *Runner) Tools() *tools.Set { return r.set }
+
+// MCP is the manager of the runner's MCP servers; nil without any.
+func (r *Runner) MCP() *mcp.Manager { return r.mcp }
 
 // Start opens the object store, probes the sandbox and registers the
 // service's endpoints. A sandbox that cannot start is logged, not fatal:
@@ -152,14 +172,23 @@ func (r *Runner) Start(ctx context.Context) error {
 	} else if err := r.checkRootReachable(); err != nil {
 		r.log.Warn("exec will fail in workspaces under this root", "err", err)
 	}
+	if r.mcp != nil {
+		r.mcp.Connect(ctx)
+		defer func() {
+			if !r.started { // Start failed
+				_ = r.mcp.Stop(context.WithoutCancel(ctx))
+			}
+		}()
+	}
 	r.baseCtx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	svc, err := micro.AddService(r.bus.NC, micro.Config{
+	svcCfg := micro.Config{
 		Name:        toolclient.ServiceName,
 		Version:     Version,
 		Description: "nanofleet tools: files, exec, web",
 		QueueGroup:  toolclient.QueueGroup,
 		Metadata:    map[string]string{"runner": r.id},
-	})
+	}
+	svc, err := micro.AddService(r.bus.NC, svcCfg)
 	if err != nil {
 		r.cancel()
 		return fmt.Errorf("register tool-runner service: %w", err)
@@ -177,8 +206,11 @@ func (r *Runner) Start(ctx context.Context) error {
 			return fmt.Errorf("endpoint %s: %w", def.Name, err)
 		}
 	}
+	// Every runner answers the catalog (no queue group): runners with
+	// different MCP servers serve different tools; the client merges.
 	if err := svc.AddEndpoint(catalogEndpoint, micro.HandlerFunc(r.serveCatalog),
-		micro.WithEndpointSubject(toolclient.CatalogSubject(r.bus.Space))); err != nil {
+		micro.WithEndpointSubject(toolclient.CatalogSubject(r.bus.Space)),
+		micro.WithEndpointQueueGroupDisabled()); err != nil {
 		svc.Stop()
 		r.cancel()
 		return fmt.Errorf("catalog endpoint: %w", err)
@@ -193,7 +225,13 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	r.svc = svc
 	r.started = true
-	r.log.Info("tool-runner serving", "tools", r.set.Names(), "sandbox", r.exec.Mode(), "workspaces", r.cfg.Workspace.Root, "perSession", r.cfg.Workspace.PerSession)
+	var mcpTools []string
+	if r.mcp != nil {
+		r.mcp.Serve(&mcp.MicroPublisher{NC: r.bus.NC, Service: svcCfg, Subject: r.bus.Space.ToolCall,
+			Handler: func(name string) micro.Handler { return micro.HandlerFunc(r.serve(name)) }})
+		mcpTools = r.mcp.Names()
+	}
+	r.log.Info("tool-runner serving", "tools", r.set.Names(), "mcpTools", mcpTools, "sandbox", r.exec.Mode(), "workspaces", r.cfg.Workspace.Root, "perSession", r.cfg.Workspace.PerSession)
 	return nil
 }
 
@@ -228,14 +266,24 @@ func (r *Runner) Stop(ctx context.Context) error {
 		err = errors.Join(err, ctx.Err())
 	}
 	r.cancel()
+	if r.mcp != nil {
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err = errors.Join(err, r.mcp.Stop(mctx))
+		cancel()
+	}
 	r.log.Info("tool-runner stopped")
 	return err
 }
 
-// serveCatalog answers the sorted definitions.
+// serveCatalog answers the built-in definitions, then the MCP ones, each
+// sorted by name.
 func (r *Runner) serveCatalog(req micro.Request) {
 	cat := &nanofleetv1.ToolCatalog{}
-	for _, d := range r.set.Definitions() {
+	defs := r.set.Definitions()
+	if r.mcp != nil {
+		defs = append(defs, r.mcp.Definitions()...)
+	}
+	for _, d := range defs {
 		cat.Tools = append(cat.Tools, d.Definition())
 	}
 	data, err := proto.Marshal(cat)
@@ -339,9 +387,16 @@ func (r *Runner) run(ctx context.Context, log *slog.Logger, name string, tr *nan
 		return r.shrink(ctx, name, tr, &nanofleetv1.ToolResult{Content: content, IsError: true, ErrorKind: tools.ErrorKind(err)})
 	}
 	tool, schema, ok := r.set.Get(name)
+	if !ok && r.mcp != nil {
+		tool, schema, ok = r.mcp.Get(name)
+	}
 	if !ok {
+		names := r.set.Names()
+		if r.mcp != nil {
+			names = append(names, r.mcp.Names()...)
+		}
 		return &nanofleetv1.ToolResult{IsError: true, ErrorKind: nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_UNKNOWN_TOOL,
-			Content: fmt.Sprintf("Error: unknown tool %q. Available tools: %v", name, r.set.Names())}
+			Content: fmt.Sprintf("Error: unknown tool %q. Available tools: %v", name, names)}
 	}
 	args, err := schema.Parse(tr.GetArgumentsJson())
 	if err != nil {

@@ -1,0 +1,191 @@
+package fleet_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+)
+
+// everythingPackage is the MCP test server CI installs (.ci/npm-packages).
+const everythingPackage = "@modelcontextprotocol/server-everything@2026.8.31"
+
+// mcpEverything finds server-everything and the sandbox to run it in:
+// bubblewrap when it runs here and node and the server live under /usr;
+// "none" otherwise. It skips only when node or the package is missing.
+func mcpEverything(t *testing.T) (bin, sandboxMode string) {
+	t.Helper()
+	bin, err := exec.LookPath("mcp-server-everything")
+	if err != nil {
+		t.Skipf("skipping: the MCP test server is not installed (%v); install it with `npm install -g %s` (CI installs .ci/npm-packages)", err, everythingPackage)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skipf("skipping: node is not installed (%v); %s needs it", err, everythingPackage)
+	}
+	sandboxMode = "bwrap"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "bwrap", "--ro-bind", "/", "/", "true").CombinedOutput(); err != nil {
+		t.Logf("bubblewrap cannot run here (%v: %s): sandbox \"none\"", err, out)
+		sandboxMode = "none"
+	}
+	for _, p := range []string{bin, node} {
+		if real, err := filepath.EvalSymlinks(p); err != nil || !strings.HasPrefix(real, "/usr/") {
+			t.Logf("%s is not under /usr, which the sandbox binds: sandbox \"none\"", p)
+			sandboxMode = "none"
+		}
+	}
+	return bin, sandboxMode
+}
+
+// mcpHTTPServer runs server-everything over streamable HTTP on a free
+// loopback port; it is killed by pid at cleanup.
+func mcpHTTPServer(t *testing.T, bin string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(bin, "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	var once sync.Once
+	kill := func() {
+		once.Do(func() {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(kill)
+	listening := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "listening on port") {
+				close(listening)
+				break
+			}
+		}
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case <-listening:
+	case <-time.After(30 * time.Second):
+		kill()
+		t.Fatal("server-everything (streamable HTTP) did not listen within 30 s")
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+}
+
+// TestMCPToolsInAFleetTurn: server-everything over stdio (in the sandbox)
+// and over streamable HTTP; the model sees their tools, calls them, and
+// gets their results, a resource, a prompt and a time-out.
+func TestMCPToolsInAFleetTurn(t *testing.T) {
+	bin, mode := mcpEverything(t)
+	url := mcpHTTPServer(t, bin)
+	llm := llmtest.NewServer(t)
+
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o755); err != nil { // the sandbox user reaches the MCP dirs
+			t.Fatal(err)
+		}
+	}
+	cfg := testConfig(t, llm.URL(), map[string]any{"tools": map[string]any{
+		"exec": map[string]any{"sandbox": mode},
+		"mcpServers": map[string]any{
+			"everything": map[string]any{"command": "mcp-server-everything", "toolTimeout": 2},
+			"remote":     map[string]any{"url": url, "allowCIDRs": []string{"127.0.0.1/32"}, "enabledTools": []string{"get-sum"}},
+		},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f, err := fleet.Start(ctx, fleet.Options{
+		File: loadConfig(t, cfg), Getenv: func(string) string { return "" },
+		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		DataDir: filepath.Join(base, "data"), Workspace: filepath.Join(base, "ws"), Workers: 1,
+	})
+	if err != nil {
+		t.Fatalf("start fleet: %v", err)
+	}
+	c, err := fleet.NewClient(ctx, f.Bus, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := &testFleet{Fleet: f, client: c, llm: llm, ws: filepath.Join(base, "ws")}
+	t.Cleanup(tf.stop)
+
+	llm.Enqueue(
+		llmtest.ToolCalls(llmtest.Call("mcp_everything_echo", `{"message":"hello over stdio"}`)),
+		llmtest.ToolCalls(llmtest.Call("mcp_remote_get-sum", `{"a":20,"b":22}`)),
+		llmtest.ToolCalls(
+			llmtest.Call("mcp_everything_resource_architecture_md", `{}`),
+			llmtest.Call("mcp_everything_prompt_args-prompt", `{"city":"Lisbon"}`)),
+		llmtest.ToolCalls(llmtest.Call("mcp_everything_trigger-long-running-operation", `{"duration":30,"steps":3}`)),
+		llmtest.Text("All MCP tools answered."),
+	)
+	out := ask(t, tf, "mcp", "use the MCP tools")
+	if out.GetContent() != "All MCP tools answered." {
+		t.Fatalf("reply = %v", out)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 5 {
+		t.Fatalf("%d model requests, want 5", len(reqs))
+	}
+	names := reqs[0].ToolNames()
+	for _, want := range []string{"mcp_everything_echo", "mcp_everything_resource_architecture_md", "mcp_everything_prompt_args-prompt", "mcp_remote_get-sum", "read_file"} {
+		if !slices.Contains(names, want) {
+			t.Fatalf("the model was not offered %s: %v", want, names)
+		}
+	}
+	if slices.Contains(names, "mcp_remote_echo") {
+		t.Errorf("enabledTools of remote ignored: %v", names)
+	}
+	toolText := func(i int) string { return llmtest.MessageText(reqs[i].LastMessage()) }
+	if got := toolText(1); !strings.Contains(got, "Echo: hello over stdio") {
+		t.Errorf("echo result given to the model: %q", got)
+	}
+	if got := toolText(2); !strings.Contains(got, "The sum of 20 and 22 is 42.") {
+		t.Errorf("get-sum (streamable HTTP) result given to the model: %q", got)
+	}
+	var sawResource, sawPrompt bool
+	for _, m := range reqs[3].Messages {
+		if m.Role != "tool" {
+			continue
+		}
+		text := llmtest.MessageText(m)
+		sawResource = sawResource || strings.Contains(text, "Architecture")
+		sawPrompt = sawPrompt || strings.Contains(text, "Lisbon")
+	}
+	if !sawResource || !sawPrompt {
+		t.Errorf("resource read %v, prompt got %v: %v", sawResource, sawPrompt, reqs[3].Messages)
+	}
+	if got := toolText(4); !strings.Contains(got, "did not finish within 2s") {
+		t.Errorf("time-out given to the model: %q", got)
+	}
+}

@@ -1,0 +1,239 @@
+package mcp
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// Transport is how the runner talks to an MCP server.
+type Transport string
+
+// Transports. The config's "type" also accepts "http", "streamable-http"
+// and "streamable_http" for streamable HTTP (the spellings of Cursor,
+// VS Code and Claude Code), in any letter case.
+const (
+	// TransportStdio runs the server as a child process, inside the
+	// sandbox, and speaks over its stdin and stdout.
+	TransportStdio Transport = "stdio"
+	// TransportSSE is the 2024-11-05 HTTP+SSE transport.
+	TransportSSE Transport = "sse"
+	// TransportStreamableHTTP is the streamable HTTP transport.
+	TransportStreamableHTTP Transport = "streamableHttp"
+)
+
+// DefaultToolTimeout bounds a call to a server's tool, resource or prompt
+// when its config sets no toolTimeout.
+const DefaultToolTimeout = 30 * time.Second
+
+// maxToolTimeout is the largest toolTimeout accepted, in seconds.
+const maxToolTimeout = 24 * 3600
+
+// maxServerName keeps "mcp_<server>_" short enough that tool names keep
+// room for the tool's own name within the 64 characters providers allow.
+const maxServerName = 40
+
+// ServerConfig is one entry of tools.mcpServers, in the format Claude
+// Desktop, Cursor and nanobot use:
+//
+//	"mcpServers": {
+//	  "everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"], "network": true},
+//	  "remote":     {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+//	}
+//
+// The transport is "type" when set; otherwise stdio when command is set,
+// SSE when url's path ends in /sse, streamable HTTP for any other url.
+type ServerConfig struct {
+	// Type is "stdio", "sse" or "streamableHttp" (also "http"); default
+	// inferred from command and url.
+	Type string `json:"type,omitempty"`
+
+	// Command starts a stdio server; it is looked up in the sandbox's
+	// PATH (/usr/local/bin, /usr/bin, /bin, ...).
+	Command string `json:"command,omitempty"`
+	// Args are the command's arguments, passed as they are (no shell).
+	Args []string `json:"args,omitempty"`
+	// Env sets environment variables of a stdio server. Nothing else of
+	// the runner's environment reaches it except PATH, HOME (the server's
+	// private directory), TMPDIR, LANG and tools.exec.env.
+	Env map[string]string `json:"env,omitempty"`
+	// Cwd is the working directory of a stdio server, a host directory
+	// bound read-write into its sandbox; default the server's private
+	// directory (<workspace root>-mcp/<name>), which is also its HOME.
+	Cwd string `json:"cwd,omitempty"`
+	// Network lets a stdio server reach the network (npx -y needs it to
+	// download the package; so does any server calling an API). Without
+	// it, the server's bubblewrap sandbox has only its own loopback. With
+	// tools.exec.sandbox "none" a server always has the host's network.
+	Network bool `json:"network,omitempty"`
+	// ReadOnlyPaths are host paths bound read-only into a stdio server's
+	// sandbox besides the system directories, e.g. where node or the
+	// server is installed when that is not under /usr.
+	ReadOnlyPaths []string `json:"readOnlyPaths,omitempty"`
+
+	// URL of an SSE or streamable HTTP server.
+	URL string `json:"url,omitempty"`
+	// Headers are sent with every HTTP request (e.g. Authorization).
+	Headers map[string]string `json:"headers,omitempty"`
+	// AllowCIDRs are the private ranges a remote server may resolve to
+	// (a server on the LAN or on 127.0.0.1); like web_fetch, remote
+	// servers may not reach loopback, private, link-local or metadata
+	// addresses otherwise.
+	AllowCIDRs []string `json:"allowCIDRs,omitempty"`
+
+	// ToolTimeout bounds each call, in seconds; default 30.
+	ToolTimeout int `json:"toolTimeout,omitempty"`
+	// EnabledTools lists the tools served, by the server's name ("echo")
+	// or the wrapped one ("mcp_everything_echo"). Absent or containing
+	// "*": every tool, resource and prompt. A list without "*" serves only
+	// the tools (and the mcp_<server>_resource_… or mcp_<server>_prompt_…
+	// wrappers) it names; an empty list serves nothing.
+	EnabledTools []string `json:"enabledTools,omitempty"`
+	// Disabled keeps the server configured but not started.
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// serverName: letters, digits, '-' and '_', not starting or ending with
+// '_' and without "__" (tool names collapse runs of '_').
+var serverName = regexp.MustCompile(`^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$`)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Transport returns the server's transport: Type when set, otherwise
+// inferred as nanobot does. It is "" when neither command nor url says.
+func (c ServerConfig) Transport() Transport {
+	switch strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(c.Type)) {
+	case "stdio":
+		return TransportStdio
+	case "sse":
+		return TransportSSE
+	case "streamablehttp", "http":
+		return TransportStreamableHTTP
+	case "":
+	default:
+		return Transport(c.Type) // reported by Validate
+	}
+	switch {
+	case c.Command != "":
+		return TransportStdio
+	case c.URL != "":
+		if u, err := url.Parse(c.URL); err == nil && strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/sse") {
+			return TransportSSE
+		}
+		return TransportStreamableHTTP
+	}
+	return ""
+}
+
+// Timeout is the bound of one call to the server.
+func (c ServerConfig) Timeout() time.Duration {
+	if c.ToolTimeout <= 0 {
+		return DefaultToolTimeout
+	}
+	return time.Duration(c.ToolTimeout) * time.Second
+}
+
+// allEnabled reports whether every tool, resource and prompt is served.
+func (c ServerConfig) allEnabled() bool {
+	return c.EnabledTools == nil || slices.Contains(c.EnabledTools, "*")
+}
+
+// Validate reports the first invalid setting of the server called name,
+// by its config key (tools.mcpServers.<name>.<key>).
+func (c ServerConfig) Validate(name string) error {
+	key := func(k string) string { return "tools.mcpServers." + name + "." + k }
+	if !serverName.MatchString(name) || len(name) > maxServerName {
+		return fmt.Errorf("tools.mcpServers.%s: %w: a server name is at most %d letters, digits, '-' or single '_' between them (it becomes part of tool names mcp_<server>_<tool>)", name, ErrInvalidConfig, maxServerName)
+	}
+	tr := c.Transport()
+	switch tr {
+	case TransportStdio:
+		if c.Command == "" {
+			return fmt.Errorf("%s: %w: required for a stdio server", key("command"), ErrInvalidConfig)
+		}
+		if c.URL != "" {
+			return fmt.Errorf("%s: %w: a stdio server has no url (remove it, or set type to \"sse\" or \"streamableHttp\" and remove command)", key("url"), ErrInvalidConfig)
+		}
+		if len(c.Headers) > 0 || len(c.AllowCIDRs) > 0 {
+			return fmt.Errorf("%s: %w: headers and allowCIDRs apply to HTTP servers only", key("headers"), ErrInvalidConfig)
+		}
+	case TransportSSE, TransportStreamableHTTP:
+		if c.URL == "" {
+			return fmt.Errorf("%s: %w: required for an %s server", key("url"), ErrInvalidConfig, tr)
+		}
+		if c.Command != "" || len(c.Args) > 0 || len(c.Env) > 0 || c.Cwd != "" || c.Network || len(c.ReadOnlyPaths) > 0 {
+			return fmt.Errorf("%s: %w: command, args, env, cwd, network and readOnlyPaths apply to stdio servers only; a server has either a command or a url", key("command"), ErrInvalidConfig)
+		}
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s: %w: %q is not an http:// or https:// URL", key("url"), ErrInvalidConfig, c.URL)
+		}
+	case "":
+		return fmt.Errorf("tools.mcpServers.%s: %w: set command (a stdio server) or url (an SSE or streamable HTTP server)", name, ErrInvalidConfig)
+	default:
+		return fmt.Errorf("%s: %w: %q is not \"stdio\", \"sse\" or \"streamableHttp\"", key("type"), ErrInvalidConfig, c.Type)
+	}
+	for k := range c.Env {
+		if !envName.MatchString(k) {
+			return fmt.Errorf("%s: %w: %q is not an environment variable name", key("env"), ErrInvalidConfig, k)
+		}
+	}
+	if c.Cwd != "" && !filepath.IsAbs(c.Cwd) {
+		return fmt.Errorf("%s: %w: %q must be an absolute path", key("cwd"), ErrInvalidConfig, c.Cwd)
+	}
+	for _, p := range c.ReadOnlyPaths {
+		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+			return fmt.Errorf("%s: %w: %q must be an absolute path other than /", key("readOnlyPaths"), ErrInvalidConfig, p)
+		}
+	}
+	for k, v := range c.Headers {
+		if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(v) {
+			return fmt.Errorf("%s: %w: %q is not a valid HTTP header", key("headers"), ErrInvalidConfig, k)
+		}
+	}
+	for _, s := range c.AllowCIDRs {
+		if _, err := netip.ParsePrefix(s); err != nil {
+			return fmt.Errorf("%s: %w: %q is not a CIDR prefix such as 10.0.0.0/8", key("allowCIDRs"), ErrInvalidConfig, s)
+		}
+	}
+	if c.ToolTimeout < 0 || c.ToolTimeout > maxToolTimeout {
+		return fmt.Errorf("%s: %w: %d s is not between 1 and %d (0 means the default, 30)", key("toolTimeout"), ErrInvalidConfig, c.ToolTimeout, maxToolTimeout)
+	}
+	for _, t := range c.EnabledTools {
+		if strings.TrimSpace(t) == "" {
+			return fmt.Errorf("%s: %w: empty name", key("enabledTools"), ErrInvalidConfig)
+		}
+	}
+	return nil
+}
+
+// ValidateServers validates every server of tools.mcpServers and checks
+// that no server name followed by '_' begins another one ("a" and "a_b"
+// would both claim the tool name mcp_a_b_c).
+func ValidateServers(servers map[string]ServerConfig) error {
+	names := make([]string, 0, len(servers))
+	for name := range servers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := servers[name].Validate(name); err != nil {
+			return err
+		}
+	}
+	for _, a := range names {
+		for _, b := range names {
+			if a != b && strings.HasPrefix(strings.ToLower(b), strings.ToLower(a)+"_") {
+				return fmt.Errorf("tools.mcpServers.%s: %w: the name begins with that of server %q and '_', so their tool names could clash; rename one", b, ErrInvalidConfig, a)
+			}
+		}
+	}
+	return nil
+}

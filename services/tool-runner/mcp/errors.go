@@ -1,0 +1,39 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrInvalidConfig is matched by every error of [ServerConfig.Validate]
+	// and [ValidateServers].
+	ErrInvalidConfig = errors.New("invalid MCP server config")
+	// ErrUnavailable: the server is not connected (it failed to start, or
+	// died and is being restarted); the error says why.
+	ErrUnavailable = errors.New("MCP server unavailable")
+	// ErrTimeout: the server did not answer within its toolTimeout. It
+	// matches context.DeadlineExceeded, so the model sees a time-out.
+	ErrTimeout = fmt.Errorf("MCP call timed out: %w", context.DeadlineExceeded)
+	// ErrMalformed: the server answered with something that is not a
+	// valid MCP result.
+	ErrMalformed = errors.New("malformed MCP result")
+	// ErrConnectionLost: the server's connection ended during the call.
+	ErrConnectionLost = errors.New("MCP server connection lost")
+	// ErrStopped: the manager is stopped.
+	ErrStopped = errors.New("MCP manager stopped")
+)
+
+// ToolError is a call the server itself reported as failed (isError in
+// the result); its text is the server's message.
+type ToolError struct {
+	Server, Tool, Text string
+}
+
+func (e *ToolError) Error() string {
+	if e.Text == "" {
+		return fmt.Sprintf("MCP tool %s of server %s reported an error without a message", e.Tool, e.Server)
+	}
+	return e.Text
+}

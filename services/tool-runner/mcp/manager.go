@@ -1,0 +1,345 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/pkg/toolschema"
+
+	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
+)
+
+// Defaults of the timings a [Manager] uses; tests shorten them with
+// options.
+const (
+	// DefaultConnectTimeout bounds starting a server, the MCP handshake
+	// and listing what it offers.
+	DefaultConnectTimeout = 60 * time.Second
+	// DefaultStartWait is how long [Manager.Connect] waits for servers
+	// before it returns; slower ones join when they are ready.
+	DefaultStartWait = 20 * time.Second
+	// minBackoff and maxBackoff bound the wait between attempts to
+	// start a server that failed.
+	minBackoff = time.Second
+	maxBackoff = time.Minute
+	// stableAfter: a server that ran this long before dying is restarted
+	// at once, with the backoff reset; one dying sooner waits the backoff.
+	stableAfter = 30 * time.Second
+	// keepAlive pings each server; two missed pings restart it.
+	keepAlive = 30 * time.Second
+	// terminateWait is how long a stdio server gets to exit after its
+	// stdin is closed, and again after SIGTERM, before SIGKILL.
+	terminateWait = time.Second
+	// waitDelay bounds the wait for a stdio server's stderr after it
+	// exited.
+	waitDelay = 2 * time.Second
+	// maxResources bounds the resources and templates served as tools
+	// per server, so that a server listing every file it can reach does
+	// not flood the model's tool list.
+	maxResources = 100
+)
+
+// Publisher makes a server's tools callable by the fleet. The runner
+// passes a [MicroPublisher]; tests may record the calls.
+type Publisher interface {
+	// Publish replaces the tools published for server; none withdraws
+	// them.
+	Publish(server string, defs []toolschema.Tool) error
+}
+
+// Options are what a [Manager] needs.
+type Options struct {
+	// Servers is tools.mcpServers. Disabled servers are not started.
+	Servers map[string]ServerConfig
+	// Sandbox is tools.exec's sandbox config; stdio servers are confined
+	// like exec commands (mode, rlimits but the CPU time limit, host uid,
+	// pass-through environment).
+	Sandbox sandbox.Config
+	// Probe reports whether the sandbox can run (the runner's
+	// [sandbox.Executor.Probe]); a stdio server is not started while it
+	// fails. Nil skips the check.
+	Probe func(context.Context) error
+	// DataDir holds each stdio server's private directory (its HOME and
+	// default working directory), <DataDir>/<token(name)>.
+	DataDir string
+	// Log receives warnings about servers and their stderr (debug).
+	Log *slog.Logger
+}
+
+// Option tunes a Manager (tests).
+type Option func(*Manager)
+
+// WithConnectTimeout sets how long a server gets to start and answer the
+// handshake and listings (default [DefaultConnectTimeout]).
+func WithConnectTimeout(d time.Duration) Option { return func(m *Manager) { m.connectTimeout = d } }
+
+// WithStartWait sets how long [Manager.Connect] waits for the servers'
+// first attempts (default [DefaultStartWait]).
+func WithStartWait(d time.Duration) Option { return func(m *Manager) { m.startWait = d } }
+
+// WithLookupEnv replaces os.LookupEnv as the source of the pass-through
+// environment (tools.exec.env).
+func WithLookupEnv(f func(string) (string, bool)) Option {
+	return func(m *Manager) { m.launcher.lookupEnv = f }
+}
+
+// WithGuardOptions passes options to the network guard of remote servers.
+func WithGuardOptions(opts ...netguard.Option) Option {
+	return func(m *Manager) { m.guardOpts = append(m.guardOpts, opts...) }
+}
+
+// Manager runs the configured MCP servers, keeps them connected and
+// serves what they offer as runner tools. It is safe for concurrent use.
+type Manager struct {
+	log            *slog.Logger
+	launcher       *launcher
+	dataDir        string
+	servers        []*server
+	connectTimeout time.Duration
+	startWait      time.Duration
+	guardOpts      []netguard.Option
+
+	pubMu sync.Mutex // serialises Publish calls
+	pub   Publisher
+
+	mu      sync.Mutex
+	tools   map[string]entry // by tool name, of servers whose tools are published
+	started bool
+	stopped bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+type entry struct {
+	tool   tools.Tool
+	schema *toolschema.Schema
+}
+
+// New validates the servers' configs and returns a Manager. It starts
+// nothing; [Manager.Connect] does.
+func New(o Options, opts ...Option) (*Manager, error) {
+	if err := ValidateServers(o.Servers); err != nil {
+		return nil, err
+	}
+	if err := o.Sandbox.Validate(); err != nil {
+		return nil, err
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "mcp")
+	m := &Manager{
+		log:            log,
+		launcher:       &launcher{cfg: o.Sandbox, probe: o.Probe, lookupEnv: os.LookupEnv, log: log},
+		dataDir:        o.DataDir,
+		connectTimeout: DefaultConnectTimeout,
+		startWait:      DefaultStartWait,
+		tools:          map[string]entry{},
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Servers)) {
+		c := o.Servers[name]
+		if c.Disabled {
+			log.Info("MCP server disabled in the config", "server", name)
+			continue
+		}
+		if c.Transport() == TransportStdio && m.dataDir == "" {
+			return nil, fmt.Errorf("mcp: Options.DataDir is required for stdio servers")
+		}
+		s, err := newServer(m, name, c)
+		if err != nil {
+			return nil, err
+		}
+		m.servers = append(m.servers, s)
+	}
+	return m, nil
+}
+
+// Connect starts every server in the background and waits until each has
+// connected or failed a first time, at most the start wait (20 s) or
+// until ctx ends. Servers that failed are logged and retried with backoff;
+// their tools appear when they connect. Connect returns at once without
+// servers.
+func (m *Manager) Connect(ctx context.Context) {
+	m.mu.Lock()
+	if m.started || m.stopped {
+		m.mu.Unlock()
+		return
+	}
+	m.started = true
+	// The servers outlive the caller's ctx: they run until Stop.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.cancel = cancel
+	for _, s := range m.servers {
+		m.wg.Add(1)
+		go s.supervise(runCtx)
+	}
+	m.mu.Unlock()
+
+	wait := time.NewTimer(m.startWait)
+	defer wait.Stop()
+	for _, s := range m.servers {
+		select {
+		case <-s.firstDone:
+		case <-wait.C:
+			m.log.Warn("MCP servers still starting; their tools will be served when they are ready", "waited", m.startWait)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Serve publishes the tools of the connected servers with p, and from then
+// on every change: a server's tools are withdrawn while it cannot be
+// reached and published again when it is back.
+func (m *Manager) Serve(p Publisher) {
+	m.pubMu.Lock()
+	defer m.pubMu.Unlock()
+	m.mu.Lock()
+	stopped := m.stopped
+	m.mu.Unlock()
+	if stopped {
+		return
+	}
+	m.pub = p
+	for _, s := range m.servers {
+		if defs := s.definitions(); len(defs) > 0 {
+			if err := p.Publish(s.name, defs); err != nil {
+				m.log.Error("publish MCP tools", "server", s.name, "err", err)
+			}
+		}
+	}
+}
+
+// publish records the tools of server s (none: withdrawn) and publishes
+// them when serving.
+func (m *Manager) publish(s *server, ts []tools.Tool, set *tools.Set) {
+	m.pubMu.Lock()
+	defer m.pubMu.Unlock()
+	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		return
+	}
+	for name, e := range m.tools {
+		if it, ok := e.tool.(itemTool); ok && it.s == s {
+			delete(m.tools, name)
+		}
+	}
+	defs := make([]toolschema.Tool, 0, len(ts))
+	for _, t := range ts {
+		def := t.Definition()
+		_, schema, _ := set.Get(def.Name)
+		m.tools[def.Name] = entry{tool: t, schema: schema}
+		defs = append(defs, def)
+	}
+	p := m.pub
+	m.mu.Unlock()
+	toolschema.SortTools(defs)
+	if p != nil {
+		if err := p.Publish(s.name, defs); err != nil {
+			m.log.Error("publish MCP tools", "server", s.name, "err", err)
+		}
+	}
+}
+
+// Get returns a published tool and its compiled schema.
+func (m *Manager) Get(name string) (tools.Tool, *toolschema.Schema, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.tools[name]
+	return e.tool, e.schema, ok
+}
+
+// Definitions returns the definitions of the published tools, sorted by
+// name.
+func (m *Manager) Definitions() []toolschema.Tool {
+	m.mu.Lock()
+	defs := make([]toolschema.Tool, 0, len(m.tools))
+	for _, e := range m.tools {
+		defs = append(defs, e.tool.Definition())
+	}
+	m.mu.Unlock()
+	toolschema.SortTools(defs)
+	return defs
+}
+
+// Names lists the published tools, sorted.
+func (m *Manager) Names() []string {
+	defs := m.Definitions()
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.Name
+	}
+	return names
+}
+
+// Status describes every server, sorted by name.
+func (m *Manager) Status() []ServerStatus {
+	out := make([]ServerStatus, 0, len(m.servers))
+	for _, s := range m.servers {
+		out = append(out, s.status())
+	}
+	return out
+}
+
+// Stop withdraws every tool, stops the servers (stdio servers get their
+// stdin closed, then SIGTERM, then SIGKILL for their whole sandbox) and
+// waits for that until ctx ends.
+func (m *Manager) Stop(ctx context.Context) error {
+	m.pubMu.Lock()
+	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		m.pubMu.Unlock()
+		return nil
+	}
+	m.stopped = true
+	clear(m.tools)
+	cancel := m.cancel
+	p := m.pub
+	m.pub = nil
+	m.mu.Unlock()
+	if p != nil {
+		for _, s := range m.servers {
+			if err := p.Publish(s.name, nil); err != nil {
+				m.log.Warn("withdraw MCP tools", "server", s.name, "err", err)
+			}
+		}
+	}
+	m.pubMu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	done := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("mcp: servers still stopping: %w", ctx.Err())
+	}
+}
+
+// home is a stdio server's private directory.
+func (m *Manager) home(name string) string {
+	return filepath.Join(m.dataDir, subject.Token(name))
+}
