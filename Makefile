@@ -45,11 +45,13 @@ proto:
 run: build
 	./bin/nanofleet run
 
+# Load bench: figures, JSON and plot into docs/bench (about 5 minutes).
 bench:
 	cd services/nanofleet && go run . bench
 
+# The long chaos test (a few minutes); `make test` runs a short one.
 chaos:
-	cd services/nanofleet && go test -count=1 -run TestChaos -timeout 20m ./...
+	cd services/nanofleet && NANOFLEET_CHAOS=long go test -count=1 -run TestChaos -timeout 20m -v ./chaos/
 
 clean:
 	rm -rf bin

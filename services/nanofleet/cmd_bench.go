@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +39,13 @@ func benchCmd(ctx context.Context, env *environment, args []string) error {
 	if *out == "" {
 		*out = filepath.Join(root, "docs", "bench")
 	}
+	if f.render {
+		rep, err := bench.Read(*out)
+		if err != nil {
+			return err
+		}
+		return bench.Write(*out, rep)
+	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -44,6 +53,17 @@ func benchCmd(ctx context.Context, env *environment, args []string) error {
 	command := "cd services/nanofleet && go run . bench"
 	if len(args) > 0 {
 		command += " " + strings.Join(args, " ")
+	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintf(env.stderr, "nanofleet bench: suites %s; results in %s\n", strings.Join(c.Suites, ","), *out)
 	rep, runErr := bench.Run(ctx, c, bench.Options{
@@ -66,7 +86,8 @@ func benchCmd(ctx context.Context, env *environment, args []string) error {
 type benchFlags struct {
 	cfg                           bench.Config
 	out, suites, binDir, logLevel string
-	quick                         bool
+	cpuProfile                    string
+	quick, render                 bool
 }
 
 func parseBenchFlags(env *environment, args []string, c bench.Config) (*benchFlags, error) {
@@ -78,6 +99,8 @@ func parseBenchFlags(env *environment, args []string, c bench.Config) (*benchFla
 	fs.StringVar(&f.suites, "suites", strings.Join(bench.AllSuites, ","), "suites to run, comma separated")
 	fs.StringVar(&f.binDir, "bin-dir", "", "prebuilt binaries (default: build them from the workspace)")
 	fs.StringVar(&f.logLevel, "log-level", "error", "log level of the in-process fleet")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (the all-in-one scenarios' fleet) to this file")
+	fs.BoolVar(&f.render, "render", false, "measure nothing: render README.md and the plot again from --out's results.json")
 	fs.BoolVar(&f.quick, "quick", false, "small sizes: a smoke run of every suite in a few minutes")
 	p := &f.cfg
 	intList(fs, &p.ZeroSessions, "zero-sessions", "concurrent sessions of the 0 ms all-in-one sweep")

@@ -124,12 +124,12 @@ func (r *driver) allInOne(ctx context.Context, sc scenario) (Result, error) {
 	}
 	self := os.Getpid()
 	_ = resetPeak(self)
-	cpu0, _ := cpuTime(self)
+	meter := startCPU(self)
 	s := sc.load.run(ctx, turn)
-	cpu1, _ := cpuTime(self)
+	cpu, other := meter.stop()
 	peak, _ := memKB(self, "VmHWM")
-	res := r.result(sc, s)
-	res.Procs = []ProcStat{procStat("bench process (fleet + load + fake model)", peak, cpu1-cpu0, s.Elapsed)}
+	res := r.result(sc, s, other)
+	res.Procs = []ProcStat{procStat("bench process (fleet + load + fake model)", peak, cpu[0], s.Elapsed)}
 	return res, nil
 }
 
@@ -149,7 +149,7 @@ func procStat(name string, peakKB int64, cpu, elapsed time.Duration) ProcStat {
 }
 
 // result turns a sample into the scenario's figures (without processes).
-func (r *driver) result(sc scenario, s sample) Result {
+func (r *driver) result(sc scenario, s sample, otherCPU float64) Result {
 	calls := callsPerTurn(sc.tool)
 	model := time.Duration(calls) * sc.latency
 	over := make([]time.Duration, len(s.Latencies))
@@ -161,7 +161,7 @@ func (r *driver) result(sc scenario, s sample) Result {
 		FleetTurnLimit: max(sc.limit, sc.slots), Sessions: sc.load.Concurrency, Chats: sc.load.Chats,
 		Turns: len(s.Latencies), Errors: s.Errors, ModelLatencyMs: ms(sc.latency), ModelCallsPerTurn: calls,
 		ElapsedS: s.Elapsed.Seconds(), TurnsPerS: float64(len(s.Latencies)) / s.Elapsed.Seconds(),
-		LatencyMs: percentiles(s.Latencies), OverheadMs: percentiles(over),
+		LatencyMs: percentiles(s.Latencies), OverheadMs: percentiles(over), OtherCPUPercent: otherCPU,
 	}
 	if sc.tool {
 		res.ToolCallsPerTurn = 1
@@ -173,8 +173,8 @@ func (r *driver) result(sc scenario, s sample) Result {
 		slots := min(sc.load.Concurrency, sc.workers*sc.slots, max(sc.limit, sc.slots))
 		res.IdealTurnsPerS = float64(slots) / model.Seconds()
 	}
-	r.logf("  %-28s %8.1f turns/s  p50 %7.1f ms  p99 %7.1f ms  overhead p50 %6.1f ms p99 %6.1f ms  errors %d",
-		sc.name, res.TurnsPerS, res.LatencyMs.P50, res.LatencyMs.P99, res.OverheadMs.P50, res.OverheadMs.P99, res.Errors)
+	r.logf("  %-28s %8.1f turns/s  p50 %7.1f ms  p99 %7.1f ms  overhead p50 %6.1f ms p99 %6.1f ms  errors %d  others' CPU %.0f%%",
+		sc.name, res.TurnsPerS, res.LatencyMs.P50, res.LatencyMs.P99, res.OverheadMs.P50, res.OverheadMs.P99, res.Errors, otherCPU)
 	return res
 }
 

@@ -84,11 +84,14 @@ func (r *driver) baseline(ctx context.Context, sc scenario, fleetRes Result) (*B
 	if err := warmUp(ctx, turn, sc); err != nil {
 		return nil, err
 	}
+	meter := startCPU(os.Getpid())
 	s := sc.load.run(ctx, turn)
+	_, other := meter.stop()
 	b := &Baseline{
-		TurnsPerS: float64(len(s.Latencies)) / s.Elapsed.Seconds(),
-		LatencyMs: percentiles(s.Latencies),
-		Errors:    s.Errors,
+		OtherCPUPercent: other,
+		TurnsPerS:       float64(len(s.Latencies)) / s.Elapsed.Seconds(),
+		LatencyMs:       percentiles(s.Latencies),
+		Errors:          s.Errors,
 	}
 	if b.TurnsPerS > 0 {
 		b.ThroughputRatio = fleetRes.TurnsPerS / b.TurnsPerS
@@ -96,6 +99,8 @@ func (r *driver) baseline(ctx context.Context, sc scenario, fleetRes Result) (*B
 	if b.LatencyMs.P50 > 0 {
 		b.P50Ratio = fleetRes.LatencyMs.P50 / b.LatencyMs.P50
 	}
+	b.BusP50Ms = fleetRes.LatencyMs.P50 - b.LatencyMs.P50
+	b.BusP99Ms = fleetRes.LatencyMs.P99 - b.LatencyMs.P99
 	r.logf("  %-28s %8.1f turns/s  p50 %7.1f ms  p99 %7.1f ms  (baseline: agent loop without the bus)",
 		sc.name, b.TurnsPerS, b.LatencyMs.P50, b.LatencyMs.P99)
 	return b, nil

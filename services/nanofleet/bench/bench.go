@@ -113,6 +113,13 @@ func (r *driver) scenarios(suite string) []scenario {
 				load: load{Concurrency: s, Chats: chats, TurnsPerChat: c.TurnsPerSession, Prefix: fmt.Sprint("z", s)},
 			})
 		}
+		for _, s := range c.ZeroSessions {
+			out = append(out, scenario{
+				suite: suite, name: fmt.Sprintf("aio-bin 0ms s=%d", s), shape: ShapeAllInOneBinary, workers: 1,
+				slots: defaultSlots, limit: defaultLimit,
+				load: load{Concurrency: s, Chats: chats, TurnsPerChat: c.TurnsPerSession, Prefix: fmt.Sprint("zb", s)},
+			})
+		}
 		top := c.ZeroSessions[len(c.ZeroSessions)-1]
 		out = append(out,
 			scenario{
@@ -151,9 +158,12 @@ func (r *driver) scenarios(suite string) []scenario {
 func (r *driver) runScenario(ctx context.Context, sc scenario) {
 	var res Result
 	var err error
-	if sc.shape == ShapeMultiProcess {
+	switch sc.shape {
+	case ShapeMultiProcess:
 		res, err = r.multiProcess(ctx, sc)
-	} else {
+	case ShapeAllInOneBinary:
+		res, err = r.allInOneBinary(ctx, sc)
+	default:
 		res, err = r.allInOne(ctx, sc)
 	}
 	if err != nil {

@@ -188,6 +188,7 @@ func (r *driver) growth(ctx context.Context) (*Growth, error) {
 	stopSampling := samples.start(ctx, aio.pid(), time.Second)
 	defer stopSampling()
 
+	meter := startCPU(os.Getpid(), aio.pid())
 	first := load{Concurrency: c.GrowthConcurrency, Chats: firstChats, TurnsPerChat: perChat, Prefix: "g1"}
 	s1 := first.run(ctx, turn)
 	sleep(ctx, c.Settle)
@@ -204,6 +205,7 @@ func (r *driver) growth(ctx context.Context) (*Growth, error) {
 		return nil, err
 	}
 	peak, _ := memKB(aio.pid(), "VmHWM")
+	_, g.OtherCPUPercent = meter.stop()
 	stopSampling()
 	g.FirstTurns = len(s1.Latencies)
 	g.Turns = len(s1.Latencies) + len(s2.Latencies)

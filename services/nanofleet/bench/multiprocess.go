@@ -139,24 +139,82 @@ func (r *driver) multiProcess(ctx context.Context, sc scenario) (Result, error) 
 	if err := warmUp(ctx, turn, sc); err != nil {
 		return Result{}, errors.Join(err, workerLogs(cl))
 	}
-	self := os.Getpid()
 	procs := cl.procs()
-	cpu0 := make([]time.Duration, len(procs))
-	for i, p := range procs {
-		cpu0[i], _ = cpuTime(p.pid())
+	pids := []int{os.Getpid()}
+	for _, p := range procs {
+		pids = append(pids, p.pid())
 	}
-	selfCPU0, _ := cpuTime(self)
+	meter := startCPU(pids...)
 	s := sc.load.run(ctx, turn)
-	res := r.result(sc, s)
+	cpu, other := meter.stop()
+	res := r.result(sc, s, other)
 	for i, p := range procs {
-		cpu, _ := cpuTime(p.pid())
 		peak, _ := memKB(p.pid(), "VmHWM")
-		res.Procs = append(res.Procs, procStat(p.name, peak, cpu-cpu0[i], s.Elapsed))
+		res.Procs = append(res.Procs, procStat(p.name, peak, cpu[i+1], s.Elapsed))
 	}
-	selfCPU, _ := cpuTime(self)
 	// The bench process's peak RSS is left out: it holds earlier
 	// scenarios' garbage too.
-	res.Procs = append(res.Procs, procStat("bench process (load + fake model)", 0, selfCPU-selfCPU0, s.Elapsed))
+	res.Procs = append(res.Procs, procStat("bench process (load + fake model)", 0, cpu[0], s.Elapsed))
+	return res, nil
+}
+
+// allInOneBinary runs sc against the `nanofleet run` binary: the
+// all-in-one as users run it, in its own process, driven over NATS.
+func (r *driver) allInOneBinary(ctx context.Context, sc scenario) (Result, error) {
+	bins, err := r.binaries(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	dir, err := os.MkdirTemp(r.tmp, "aiobin-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	model, err := startModel(sc.latency, sc.tool)
+	if err != nil {
+		return Result{}, err
+	}
+	defer model.Close()
+	ws, err := prepareWorkspace(dir)
+	if err != nil {
+		return Result{}, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return Result{}, err
+	}
+	cfgPath, file, err := fleetSettings{modelURL: model.URL(), slots: sc.slots, limit: sc.limit, natsPort: port}.write(dir)
+	if err != nil {
+		return Result{}, err
+	}
+	aio, err := startAllInOne(ctx, bins, dir, cfgPath, ws)
+	if err != nil {
+		return Result{}, err
+	}
+	defer aio.kill()
+	b, err := dial(ctx, fmt.Sprintf("nats://127.0.0.1:%d", port), file)
+	if err != nil {
+		return Result{}, err
+	}
+	defer b.Close()
+	c, err := fleet.NewClient(ctx, b, "bench")
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.Close()
+	turn := fleetTurn(c)
+	if err := warmUp(ctx, turn, sc); err != nil {
+		return Result{}, fmt.Errorf("%w\n%s", err, aio.out.tail())
+	}
+	meter := startCPU(os.Getpid(), aio.pid())
+	s := sc.load.run(ctx, turn)
+	cpu, other := meter.stop()
+	res := r.result(sc, s, other)
+	peak, _ := memKB(aio.pid(), "VmHWM")
+	res.Procs = []ProcStat{
+		procStat("nanofleet (all-in-one)", peak, cpu[1], s.Elapsed),
+		procStat("bench process (load + fake model)", 0, cpu[0], s.Elapsed),
+	}
 	return res, nil
 }
 

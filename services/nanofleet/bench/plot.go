@@ -13,7 +13,7 @@ import (
 // sweeps) as a 2×2 grid of line charts in SVG.
 func Plot(rep *Report) string {
 	var workers, workersIdeal, workersP99 []pt
-	var zeroTP, zeroP99, slowTP, slowP99, slowIdeal []pt
+	var zeroTP, zeroP99, binTP, binP99, slowTP, slowP99, slowIdeal []pt
 	slowLabel := "slow model"
 	for _, s := range rep.Scenarios {
 		switch {
@@ -24,6 +24,9 @@ func Plot(rep *Report) string {
 		case s.Suite == SuiteZero && s.Shape == ShapeAllInOne && s.ToolCallsPerTurn == 0:
 			zeroTP = append(zeroTP, pt{float64(s.Sessions), s.TurnsPerS})
 			zeroP99 = append(zeroP99, pt{float64(s.Sessions), s.LatencyMs.P99})
+		case s.Suite == SuiteZero && s.Shape == ShapeAllInOneBinary && s.ToolCallsPerTurn == 0:
+			binTP = append(binTP, pt{float64(s.Sessions), s.TurnsPerS})
+			binP99 = append(binP99, pt{float64(s.Sessions), s.LatencyMs.P99})
 		case s.Suite == SuiteSlots:
 			slowLabel = fmt.Sprintf("%g ms model, %d slots", s.ModelLatencyMs, s.Workers*s.SlotsPerWorker)
 			slowTP = append(slowTP, pt{float64(s.Sessions), s.TurnsPerS})
@@ -51,9 +54,11 @@ func Plot(rep *Report) string {
 		{title: "p99 latency vs worker processes", xlabel: "agent-worker processes", ylabel: "p99 ms",
 			series: []series{{workersLabel, "#d62728", false, workersP99}}},
 		{title: "Throughput vs concurrent sessions (all-in-one)", xlabel: "concurrent sessions (log)", ylabel: "turns/s", logX: true,
-			series: []series{{"0 ms model", "#1f77b4", false, zeroTP}, {slowLabel, "#2ca02c", false, slowTP}, {"ideal (" + slowLabel + ")", "#999999", true, slowIdeal}}},
+			series: []series{{"0 ms model, in-process", "#1f77b4", false, zeroTP}, {"0 ms model, binary", "#9467bd", false, binTP},
+				{slowLabel, "#2ca02c", false, slowTP}, {"ideal (" + slowLabel + ")", "#999999", true, slowIdeal}}},
 		{title: "p99 latency vs concurrent sessions (all-in-one)", xlabel: "concurrent sessions (log)", ylabel: "p99 ms", logX: true, logY: true,
-			series: []series{{"0 ms model", "#d62728", false, zeroP99}, {slowLabel, "#ff7f0e", false, slowP99}}},
+			series: []series{{"0 ms model, in-process", "#d62728", false, zeroP99}, {"0 ms model, binary", "#8c564b", false, binP99},
+				{slowLabel, "#ff7f0e", false, slowP99}}},
 	}
 	for i, p := range panels {
 		p.x, p.y, p.w, p.h = float64(i%2*pw), float64(30+i/2*ph), pw, ph

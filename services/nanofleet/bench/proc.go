@@ -45,20 +45,7 @@ func cpuTime(pid int) (time.Duration, error) {
 
 // memKB reads a "Vm…" line (VmRSS, VmHWM) of /proc/<pid>/status, in KiB.
 func memKB(pid int, field string) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 0 {
-				break
-			}
-			return strconv.ParseInt(f[0], 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, field)
+	return memKB0(fmt.Sprintf("/proc/%d/status", pid), field)
 }
 
 // resetPeak resets VmHWM of pid to its current RSS (Linux clear_refs 5).
@@ -173,4 +160,65 @@ func buildBinaries(ctx context.Context, root, dir string, services ...string) (b
 		}
 	}
 	return binaries{dir: dir}, nil
+}
+
+// machineBusy is the CPU time all processes of the machine have used so
+// far (the busy columns of /proc/stat's cpu line), for telling how much of
+// the machine others used while a scenario ran.
+func machineBusy() (time.Duration, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var busy int64
+	for i, v := range f[1:9] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		busy += n
+	}
+	return time.Duration(busy) * time.Second / clockTicks, nil
+}
+
+// cpuMeter measures the CPU time of a set of processes and of everything
+// else on the machine over an interval.
+type cpuMeter struct {
+	pids    []int
+	own0    []time.Duration
+	busy0   time.Duration
+	started time.Time
+}
+
+func startCPU(pids ...int) *cpuMeter {
+	m := &cpuMeter{pids: pids, own0: make([]time.Duration, len(pids)), started: time.Now()}
+	for i, p := range pids {
+		m.own0[i], _ = cpuTime(p)
+	}
+	m.busy0, _ = machineBusy()
+	return m
+}
+
+// stop returns each process's CPU time since start and the CPU time the
+// rest of the machine used, as a percentage of one core.
+func (m *cpuMeter) stop() (own []time.Duration, otherPct float64) {
+	busy, _ := machineBusy()
+	elapsed := time.Since(m.started)
+	var total time.Duration
+	own = make([]time.Duration, len(m.pids))
+	for i, p := range m.pids {
+		c, _ := cpuTime(p)
+		own[i] = c - m.own0[i]
+		total += own[i]
+	}
+	other := busy - m.busy0 - total
+	return own, max(0, 100*other.Seconds()/elapsed.Seconds())
 }

@@ -70,7 +70,13 @@ func (c Config) json() ConfigJSON {
 
 // Shapes of a fleet under test.
 const (
-	ShapeAllInOne     = "all-in-one"
+	// ShapeAllInOne runs the all-in-one in the bench process.
+	ShapeAllInOne = "all-in-one"
+	// ShapeAllInOneBinary runs the `nanofleet run` binary as its own
+	// process, driven over NATS on loopback.
+	ShapeAllInOneBinary = "all-in-one binary"
+	// ShapeMultiProcess runs nats-server, tool-runner and agent-worker
+	// processes.
 	ShapeMultiProcess = "multi-process"
 )
 
@@ -110,6 +116,10 @@ type Result struct {
 	// the HTTP round trips to the fake model cost.
 	OverheadMs Percentiles `json:"overhead_ms"`
 	Baseline   *Baseline   `json:"baseline,omitempty"`
+	// OtherCPUPercent is the CPU the rest of the machine used during the
+	// load (100 = one core): anything above a few percent means the
+	// figures were measured on a busy machine.
+	OtherCPUPercent float64 `json:"other_cpu_pct"`
 	// Procs are the processes' peak RSS and CPU during the scenario.
 	Procs []ProcStat `json:"procs"`
 }
@@ -123,7 +133,12 @@ type Baseline struct {
 	// is fleet p50 latency over baseline p50 latency.
 	ThroughputRatio float64 `json:"throughput_ratio"`
 	P50Ratio        float64 `json:"p50_ratio"`
+	// BusP50Ms and BusP99Ms are the fleet's p50 and p99 latency minus the
+	// baseline's: what the bus and the turn protocol add to the same turn.
+	BusP50Ms        float64 `json:"bus_p50_ms"`
+	BusP99Ms        float64 `json:"bus_p99_ms"`
 	Errors          int     `json:"errors"`
+	OtherCPUPercent float64 `json:"other_cpu_pct"`
 }
 
 // ProcStat is one process's resources over a scenario.
@@ -148,20 +163,22 @@ type IdleRSS struct {
 // Growth is the all-in-one's RSS after a small and a large number of
 // turns over many sessions.
 type Growth struct {
-	Sessions     int       `json:"sessions"`
-	Turns        int       `json:"turns"`
-	FirstTurns   int       `json:"first_turns"`
-	Concurrency  int       `json:"concurrency"`
-	RSSFirstMB   float64   `json:"rss_after_first_mb"`
-	RSSAllMB     float64   `json:"rss_after_all_mb"`
-	PeakRSSMB    float64   `json:"peak_rss_mb"`
-	Ratio        float64   `json:"ratio"`
-	TurnsPerS    float64   `json:"turns_per_s"`
-	Errors       int       `json:"errors"`
-	StoreMB      float64   `json:"store_mb"`
-	ElapsedS     float64   `json:"elapsed_s"`
-	FirstError   string    `json:"first_error,omitempty"`
-	RSSSamplesMB []float64 `json:"rss_samples_mb,omitempty"`
+	Sessions    int     `json:"sessions"`
+	Turns       int     `json:"turns"`
+	FirstTurns  int     `json:"first_turns"`
+	Concurrency int     `json:"concurrency"`
+	RSSFirstMB  float64 `json:"rss_after_first_mb"`
+	RSSAllMB    float64 `json:"rss_after_all_mb"`
+	PeakRSSMB   float64 `json:"peak_rss_mb"`
+	Ratio       float64 `json:"ratio"`
+	TurnsPerS   float64 `json:"turns_per_s"`
+	Errors      int     `json:"errors"`
+	StoreMB     float64 `json:"store_mb"`
+	ElapsedS    float64 `json:"elapsed_s"`
+	FirstError  string  `json:"first_error,omitempty"`
+	// OtherCPUPercent is the CPU the rest of the machine used meanwhile.
+	OtherCPUPercent float64   `json:"other_cpu_pct"`
+	RSSSamplesMB    []float64 `json:"rss_samples_mb,omitempty"`
 }
 
 // Percentiles of a latency distribution, in milliseconds.

@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPercentiles(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	p := percentiles(ds)
+	if p.P50 != 51 || p.P95 != 96 || p.P99 != 100 || p.Max != 100 || p.Mean != 50.5 {
+		t.Errorf("percentiles = %+v", p)
+	}
+	if (percentiles(nil) != Percentiles{}) {
+		t.Error("percentiles of nothing are not zero")
+	}
+}
+
+func TestProcReaders(t *testing.T) {
+	self := os.Getpid()
+	if _, err := cpuTime(self); err != nil {
+		t.Fatal(err)
+	}
+	rss, err := memKB(self, "VmRSS")
+	if err != nil || rss <= 0 {
+		t.Fatalf("VmRSS = %d, %v", rss, err)
+	}
+	if _, err := machineBusy(); err != nil {
+		t.Fatal(err)
+	}
+	m := startCPU(self)
+	for deadline := time.Now().Add(50 * time.Millisecond); time.Now().Before(deadline); {
+	}
+	own, other := m.stop()
+	if len(own) != 1 || own[0] < 0 || other < 0 {
+		t.Errorf("cpu meter: own %v, other %.1f%%", own, other)
+	}
+}
+
+func TestLoadCountsTurnsAndErrors(t *testing.T) {
+	boom := errors.New("boom")
+	s := load{Concurrency: 3, Chats: 5, TurnsPerChat: 4, Prefix: "t"}.run(context.Background(), func(_ context.Context, chat string, n int) error {
+		if chat == "t-2" && n == 1 {
+			return boom
+		}
+		return nil
+	})
+	if len(s.Latencies) != 19 || s.Errors != 1 || !errors.Is(s.FirstErr, boom) {
+		t.Errorf("load: %d latencies, %d errors, first %v", len(s.Latencies), s.Errors, s.FirstErr)
+	}
+}
+
+// TestModelCallsATool: the fake model asks for read_file first and
+// answers after the tool result, over real HTTP.
+func TestModelCallsATool(t *testing.T) {
+	m, err := startModel(0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	post := func(body string) string {
+		resp, err := http.Post(m.URL()+"/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return string(data)
+	}
+	if out := post(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`); !strings.Contains(out, `"read_file"`) {
+		t.Errorf("first call: %s", out)
+	}
+	if out := post(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"c","content":"x"}]}`); !strings.Contains(out, `"ok"`) {
+		t.Errorf("second call: %s", out)
+	}
+}
+
+func sampleReport() *Report {
+	res := func(suite, name, shape string, workers, sessions int, latency, tps, p99 float64) Result {
+		r := Result{Suite: suite, Name: name, Shape: shape, Workers: workers, SlotsPerWorker: 16, Sessions: sessions,
+			ModelLatencyMs: latency, ModelCallsPerTurn: 1, TurnsPerS: tps, LatencyMs: Percentiles{P50: p99 / 2, P99: p99},
+			Procs: []ProcStat{{Name: "p", PeakRSSMB: 30, CPUS: 1, CPUPercent: 50}}}
+		if latency > 0 {
+			r.IdealTurnsPerS = float64(min(sessions, workers*16)) / (latency / 1000)
+		}
+		return r
+	}
+	return &Report{
+		Command: "go run . bench", Started: "2026-01-01T00:00:00Z", Machine: Machine{Cores: 2},
+		Scenarios: []Result{
+			res(SuiteZero, "aio 0ms s=1", ShapeAllInOne, 1, 1, 0, 400, 8),
+			res(SuiteZero, "aio 0ms s=100", ShapeAllInOne, 1, 100, 0, 900, 300),
+			res(SuiteSlots, "aio 500ms s=1000", ShapeAllInOne, 1, 1000, 500, 480, 2500),
+			res(SuiteWorkers, "mp w=1", ShapeMultiProcess, 1, 128, 500, 31, 4000),
+			res(SuiteWorkers, "mp w=4", ShapeMultiProcess, 4, 128, 500, 124, 1100),
+		},
+		Idle:   []IdleRSS{{Name: "agent-worker", RSSMB: 15}, {Name: "nanofleet (all-in-one)", RSSMB: 33}},
+		Growth: &Growth{FirstTurns: 1000, Turns: 100000, Sessions: 10000, RSSFirstMB: 40, RSSAllMB: 42, Ratio: 1.05},
+	}
+}
+
+func TestMarkdownShowsTargets(t *testing.T) {
+	md := Markdown(sampleReport())
+	for _, want := range []string{
+		"go run . bench", "≥ 1,000 turns/s | 900 turns/s (aio 0ms s=100) | **no**",
+		"= 4.00× | yes", "agent-worker 15.0 MB | yes", "= +5% | yes", "| aio 500ms s=1000 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestPlotIsWellFormedSVG(t *testing.T) {
+	for _, rep := range []*Report{sampleReport(), {}} {
+		svg := Plot(rep)
+		d := xml.NewDecoder(strings.NewReader(svg))
+		for {
+			_, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("SVG does not parse: %v\n%s", err, svg)
+			}
+		}
+		if !strings.Contains(svg, "<polyline") && len(rep.Scenarios) > 0 {
+			t.Error("no lines drawn")
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	c.Suites = []string{"nope"}
+	c.WorkerCounts = []int{0}
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "--suites") || !strings.Contains(err.Error(), "--workers") {
+		t.Errorf("Validate = %v", err)
+	}
+}

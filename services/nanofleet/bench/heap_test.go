@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"testing"
+
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+)
+
+// TestHeapGrowth explains the growth suite's figure: it drives the
+// all-in-one in this process with 1,000 turns over 100 sessions, then
+// NANOFLEET_BENCH_HEAP_SESSIONS more sessions of 10 turns, and writes a
+// heap profile after each phase into NANOFLEET_BENCH_HEAP (a directory),
+// so that
+//
+//	go tool pprof -top -base DIR/heap-first.prof DIR/heap-last.prof
+//
+// shows which code holds the memory the extra sessions added. It runs
+// only when NANOFLEET_BENCH_HEAP is set.
+func TestHeapGrowth(t *testing.T) {
+	dir := os.Getenv("NANOFLEET_BENCH_HEAP")
+	if dir == "" {
+		t.Skip("set NANOFLEET_BENCH_HEAP=DIR to write heap profiles")
+	}
+	sessions := 3000
+	if s := os.Getenv("NANOFLEET_BENCH_HEAP_SESSIONS"); s != "" {
+		var err error
+		if sessions, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	tmp := t.TempDir()
+	model, err := startModel(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	ws, err := prepareWorkspace(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, file, err := fleetSettings{modelURL: model.URL(), slots: 16, limit: 4096}.write(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fleet.Start(ctx, fleet.Options{
+		File: file, Getenv: noEnv, Log: slog.New(slog.DiscardHandler), DataDir: filepath.Join(tmp, "data"), Workspace: ws, Workers: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	c, err := fleet.NewClient(ctx, f.Bus, "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	profile := func(name string) {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		path := filepath.Join(dir, "heap-"+name+".prof")
+		pf, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pf.Close()
+		if err := pprof.WriteHeapProfile(pf); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: live heap %.1f MB (%d objects), process RSS %s; profile %s", name,
+			float64(ms.HeapAlloc)/(1<<20), ms.HeapObjects, rss(), path)
+	}
+	for i, l := range []load{
+		{Concurrency: 100, Chats: 100, TurnsPerChat: 10, Prefix: "first"},
+		{Concurrency: 100, Chats: sessions, TurnsPerChat: 10, Prefix: "last"},
+	} {
+		if s := l.run(ctx, fleetTurn(c)); s.Errors > 0 {
+			t.Fatalf("%d turns failed: %v", s.Errors, s.FirstErr)
+		}
+		profile([]string{"first", "last"}[i])
+	}
+}
+
+func rss() string {
+	kb, err := memKB(os.Getpid(), "VmRSS")
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%.1f MB", mb(kb))
+}

@@ -1,0 +1,905 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet/fleettest"
+)
+
+// plan sizes a chaos run.
+type plan struct {
+	sessions, perSession int
+	// round is the pause between two messages of a session: every round
+	// each session gets its next message.
+	round time.Duration
+	// killEvery bounds the pause between two process kills; downFor how
+	// long a killed process stays dead.
+	killEvery, downFor [2]time.Duration
+	// nodeRestarts NATS nodes are killed (SIGKILL) and restarted after
+	// nodeDown, spread over the publishing time.
+	nodeRestarts int
+	nodeDown     time.Duration
+	workers      int
+	runners      int
+	modelLatency time.Duration
+	timeout      time.Duration
+}
+
+var (
+	// shortPlan runs in `make test` (about 40 s): worker and tool-runner
+	// kills only. NATS node restarts are in the long plan (`make chaos`).
+	shortPlan = plan{
+		sessions:     12,
+		perSession:   12,
+		round:        600 * time.Millisecond,
+		killEvery:    [2]time.Duration{1000 * time.Millisecond, 1500 * time.Millisecond},
+		downFor:      [2]time.Duration{300 * time.Millisecond, time.Second},
+		nodeRestarts: 0,
+		workers:      3,
+		runners:      2,
+		modelLatency: 30 * time.Millisecond,
+		timeout:      3 * time.Minute,
+	}
+	longPlan = plan{
+		sessions:     40,
+		perSession:   50,
+		round:        time.Second,
+		killEvery:    [2]time.Duration{2 * time.Second, 4 * time.Second},
+		downFor:      [2]time.Duration{500 * time.Millisecond, 2 * time.Second},
+		nodeRestarts: 3,
+		nodeDown:     5 * time.Second,
+		workers:      3,
+		runners:      2,
+		modelLatency: 30 * time.Millisecond,
+		timeout:      10 * time.Minute,
+	}
+)
+
+// TestChaos runs a multi-process fleet on a 3-node JetStream cluster
+// under load while a monkey SIGKILLs and restarts workers, tool runners
+// and NATS nodes, then checks exactly-once replies, per-session order and
+// the history from the streams. NANOFLEET_CHAOS=long runs the long plan
+// (make chaos); NANOFLEET_CHAOS_SEED replays a run's random choices.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos test")
+	}
+	p, name := shortPlan, "short"
+	if os.Getenv("NANOFLEET_CHAOS") == "long" {
+		p, name = longPlan, "long"
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("NANOFLEET_CHAOS_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("NANOFLEET_CHAOS_SEED: %v", err)
+		}
+	}
+	t.Logf("chaos plan %s, seed %d (NANOFLEET_CHAOS_SEED=%d replays it)", name, seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
+	started := time.Now()
+
+	bins := fleettest.Build(t, "agent-worker", "tool-runner")
+	cluster := startCluster(t, bustest.ServerBinary(t), t.TempDir(), 3)
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	b := cluster.connect(ctx, t)
+
+	model := newModel(t, p.modelLatency)
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "chaos.txt"), []byte("chaos\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fleettest.WriteConfig(t, map[string]any{
+		"agents":    map[string]any{"defaults": map[string]any{"model": "fake-model"}},
+		"providers": map[string]any{"custom": map[string]any{"apiKey": "chaos", "apiBase": model.URL()}},
+		"nats":      map[string]any{"replicas": 3, "leaseTtlSeconds": 3},
+		"worker":    map[string]any{"ackWaitSeconds": 3, "modelRetries": 2},
+		"tools":     map[string]any{"exec": map[string]any{"sandbox": "none"}},
+	})
+	// Info level: the services say when they run, and log nothing per turn.
+	f := &fleetProcs{t: t, bins: bins, common: []string{"--nats", cluster.urls(), "--config", cfg, "--http", "", "--log-level", "info", "--workspace", ws}}
+	for i := range p.runners {
+		f.runners = append(f.runners, f.start(kindRunner, i, 0))
+		f.runners[i].WaitOutput(t, "tool-runner running", time.Minute)
+	}
+	for i := range p.workers {
+		f.workers = append(f.workers, f.start(kindWorker, i, 0))
+		f.workers[i].WaitOutput(t, "agent-worker running", time.Minute)
+	}
+	t.Logf("%6.1fs fleet running: %d workers, %d tool runners on 3 NATS nodes", time.Since(started).Seconds(), p.workers, p.runners)
+
+	// Publish: every round, each session's next message.
+	total := p.sessions * p.perSession
+	pubDone := make(chan struct{})
+	var published sync.WaitGroup
+	published.Add(1)
+	go func() {
+		defer published.Done()
+		defer close(pubDone)
+		tick := time.NewTicker(p.round)
+		defer tick.Stop()
+		for n := range p.perSession {
+			for s := range p.sessions {
+				if err := publish(ctx, b, s, n); err != nil {
+					t.Errorf("publish s%d %d: %v", s, n, err)
+					return
+				}
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	// The monkey: kill and restart workers and runners at random; kill
+	// and restart NATS nodes at fixed points of the publishing time.
+	st := &stats{kills: map[string]int{}}
+	f.onCrash = func(name, out string) {
+		st.crashes = append(st.crashes, name)
+		t.Logf("%6.1fs %s exited on its own; restarted. Its last output:\n%s", time.Since(started).Seconds(), name, tail(out, 1500))
+	}
+	publishing := time.Duration(p.perSession) * p.round
+	nextNode := 1
+	for monkeyStart := time.Now(); ; {
+		f.supervise()
+		select {
+		case <-pubDone:
+		default:
+			if nextNode <= p.nodeRestarts && time.Since(monkeyStart) >= publishing*time.Duration(nextNode)/time.Duration(p.nodeRestarts+1) {
+				n := rng.IntN(len(cluster.nodes))
+				t.Logf("%6.1fs kill NATS node %s", time.Since(started).Seconds(), cluster.nodes[n].name)
+				cluster.restart(t, n, p.nodeDown)
+				t.Logf("%6.1fs NATS node %s is back", time.Since(started).Seconds(), cluster.nodes[n].name)
+				st.nodeRestarts++
+				nextNode++
+				continue
+			}
+			sleepCtx(ctx, between(rng, p.killEvery))
+			if victim := f.kill(rng, between(rng, p.downFor)); victim != "" {
+				t.Logf("%6.1fs killed and restarted %s", time.Since(started).Seconds(), victim)
+				st.kills[kindOf(victim)]++
+			}
+			continue
+		}
+		break
+	}
+	published.Wait()
+	if t.Failed() {
+		return
+	}
+
+	// Wait until every message has its last reply, restarting processes
+	// that exit on their own as an orchestrator would.
+	pubs := allMessages(p)
+	var out *outbound
+	lastN, lastChange := -1, time.Now()
+	for {
+		f.supervise()
+		out = readOutbound(ctx, t, b)
+		n := out.answered(pubs)
+		if n == total {
+			break
+		}
+		if n != lastN {
+			t.Logf("%6.1fs %d of %d messages answered", time.Since(started).Seconds(), n, total)
+			lastN, lastChange = n, time.Now()
+		}
+		if time.Since(lastChange) > 60*time.Second || ctx.Err() != nil {
+			cluster.dump(t, b)
+			var missing []string
+			for id := range pubs {
+				if out.last[id] == 0 {
+					missing = append(missing, id)
+				}
+			}
+			slices.Sort(missing)
+			t.Logf("unanswered: %v", missing)
+			f.dumpTurns()
+			t.Errorf("no progress for %s: %d of %d messages answered", time.Since(lastChange).Round(time.Second), n, total)
+			break
+		}
+		sleepCtx(ctx, 2*time.Second)
+	}
+	// Let late duplicates, if any, reach the stream before counting; the
+	// count gets its own time, even when the run ran out of it.
+	vctx, vcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer vcancel()
+	ctx = vctx
+	sleepCtx(ctx, 3*time.Second)
+	out = readOutbound(ctx, t, b)
+	hist := readHistory(ctx, t, b)
+
+	st.messages = total
+	st.check(pubs, out, hist, model.order())
+	st.dlq = streamMsgs(ctx, t, b, b.Space.DeadLetterStream())
+	st.inboundLeft = streamMsgs(ctx, t, b, b.Space.InboundStream())
+	st.modelRequests = model.srv.RequestCount()
+	st.elapsed = time.Since(started)
+	t.Log("\n" + st.String())
+	if bad := cluster.replicaProblems(ctx, t, b, 3); len(bad) > 0 {
+		t.Errorf("streams not at 3 current replicas at the end: %s", strings.Join(bad, "; "))
+	}
+	if !st.ok() {
+		t.Errorf("chaos broke an invariant (seed %d):\n%s", seed, st.problems())
+	}
+}
+
+// --- load and model ---------------------------------------------------
+
+const channel = "chaos"
+
+func msgID(s, n int) string { return fmt.Sprintf("s%d-%d", s, n) }
+
+// publish puts message n of session s on the inbound subject, as the
+// channel-gateway does, retrying while the cluster elects a leader.
+func publish(ctx context.Context, b *bus.Bus, s, n int) error {
+	in := &nanofleetv1.InboundMessage{
+		Id: msgID(s, n), Channel: channel, ChatId: fmt.Sprint("s", s), SenderId: "chaos",
+		Content: fmt.Sprintf("s%d %d", s, n), Kind: nanofleetv1.InboundKind_INBOUND_KIND_USER, ReceivedAt: timestamppb.Now(),
+	}
+	data, err := proto.Marshal(in)
+	if err != nil {
+		return err
+	}
+	for {
+		m := nats.NewMsg(b.Space.Inbound(channel, in.GetChatId()))
+		m.Data = data
+		m.Header.Set(nats.MsgIdHdr, channel+":"+in.GetId())
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := b.JS.PublishMsg(pctx, m)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+}
+
+// sent is one published message.
+type sent struct{ s, n int }
+
+func allMessages(p plan) map[string]sent {
+	m := make(map[string]sent, p.sessions*p.perSession)
+	for s := range p.sessions {
+		for n := range p.perSession {
+			m[msgID(s, n)] = sent{s, n}
+		}
+	}
+	return m
+}
+
+// model is the fake model: it records the order in which each session's
+// messages reach it, and gives every fourth message a read_file call.
+type model struct {
+	srv  *llmtest.Server
+	mu   sync.Mutex
+	seen map[int][]int
+}
+
+func newModel(t *testing.T, latency time.Duration) *model {
+	m := &model{srv: llmtest.NewServer(t, llmtest.WithLatency(latency), llmtest.WithMaxRecorded(0)), seen: map[int][]int{}}
+	m.srv.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		var s, n int
+		text := r.LastUserText()
+		if _, err := fmt.Sscanf(text, "s%d %d", &s, &n); err != nil {
+			return llmtest.Text("?")
+		}
+		m.mu.Lock()
+		m.seen[s] = append(m.seen[s], n)
+		m.mu.Unlock()
+		if n%4 == 0 && r.LastMessage().Role == "user" {
+			return llmtest.ToolCalls(llmtest.Call("read_file", `{"path":"chaos.txt"}`))
+		}
+		return llmtest.Text("ack " + text)
+	})
+	return m
+}
+
+func (m *model) URL() string { return m.srv.URL() }
+
+func (m *model) order() map[int][]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[int][]int, len(m.seen))
+	for s, ns := range m.seen {
+		out[s] = slices.Clone(ns)
+	}
+	return out
+}
+
+// --- processes --------------------------------------------------------
+
+const (
+	kindWorker = "agent-worker"
+	kindRunner = "tool-runner"
+)
+
+func kindOf(victim string) string {
+	if strings.HasPrefix(victim, kindRunner) {
+		return kindRunner
+	}
+	return kindWorker
+}
+
+// fleetProcs are the worker and tool-runner processes, by slot.
+type fleetProcs struct {
+	t       *testing.T
+	bins    *fleettest.Binaries
+	common  []string
+	workers []*fleettest.Proc
+	runners []*fleettest.Proc
+	gen     int
+	// onCrash is told about a process that exited without being killed.
+	onCrash func(name, output string)
+}
+
+// dumpTurns makes every worker print its goroutines (SIGQUIT) and logs
+// those running a turn: where a stuck turn waits.
+func (f *fleetProcs) dumpTurns() {
+	for _, w := range f.workers {
+		before := len(w.Output())
+		_ = w.Signal(syscall.SIGQUIT)
+		w.Wait(5 * time.Second)
+		dump := w.Output()[before:]
+		for g := range strings.SplitSeq(dump, "\n\n") {
+			if strings.Contains(g, "(*turn)") {
+				f.t.Logf("%s: %s", w.Name, g)
+			}
+		}
+	}
+}
+
+// supervise restarts the processes that exited on their own.
+func (f *fleetProcs) supervise() {
+	for _, group := range []struct {
+		kind  string
+		procs []*fleettest.Proc
+	}{{kindWorker, f.workers}, {kindRunner, f.runners}} {
+		for i, p := range group.procs {
+			if exited, _ := p.Wait(0); exited {
+				if f.onCrash != nil {
+					f.onCrash(p.Name, p.Output())
+				}
+				f.gen++
+				group.procs[i] = f.start(group.kind, i, f.gen)
+			}
+		}
+	}
+}
+
+// start runs the process of a slot. A restarted worker keeps its id every
+// other time (as a StatefulSet pod would: it takes its leases over at
+// once) and gets a new one otherwise (as a Deployment pod: its leases
+// expire).
+func (f *fleetProcs) start(kind string, slot, gen int) *fleettest.Proc {
+	name := fmt.Sprintf("%s-%d.%d", kind, slot, gen)
+	args := slices.Clone(f.common)
+	if kind == kindWorker {
+		id := fmt.Sprint("w", slot)
+		if gen%2 == 1 {
+			id = fmt.Sprintf("w%d-g%d", slot, gen)
+		}
+		args = append(args, "--id", id)
+	}
+	return fleettest.Start(f.t, name, f.bins.Path(kind), nil, args...)
+}
+
+// kill SIGKILLs a random worker or runner, waits down and starts it again.
+func (f *fleetProcs) kill(rng *rand.Rand, down time.Duration) string {
+	f.gen++
+	i := rng.IntN(len(f.workers) + len(f.runners))
+	kind, procs := kindWorker, f.workers
+	if i >= len(f.workers) {
+		kind, procs, i = kindRunner, f.runners, i-len(f.workers)
+	}
+	victim := procs[i].Name
+	procs[i].Kill()
+	time.Sleep(down)
+	procs[i] = f.start(kind, i, f.gen)
+	return victim
+}
+
+// --- the NATS cluster ---------------------------------------------------
+
+type node struct {
+	name, conf string
+	port       int
+	proc       *fleettest.Proc
+}
+
+type natsCluster struct {
+	bin   string
+	nodes []*node
+}
+
+// startCluster runs n nats-server processes with JetStream, clustered
+// over loopback routes.
+func startCluster(t *testing.T, bin, dir string, n int) *natsCluster {
+	t.Helper()
+	c := &natsCluster{bin: bin}
+	routes := make([]string, n)
+	cports := make([]int, n)
+	for i := range n {
+		cports[i] = fleettest.FreePort(t)
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", cports[i])
+	}
+	for i := range n {
+		nd := &node{name: fmt.Sprint("n", i+1), port: fleettest.FreePort(t)}
+		nd.conf = filepath.Join(dir, nd.name+".conf")
+		conf := fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+jetstream { store_dir: %q }
+cluster {
+  name: chaos
+  listen: 127.0.0.1:%d
+  routes: [%s]
+}
+`, nd.name, nd.port, filepath.Join(dir, nd.name), cports[i], strings.Join(routes, ", "))
+		if err := os.WriteFile(nd.conf, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, nd)
+	}
+	for _, nd := range c.nodes {
+		nd.proc = fleettest.Start(t, "nats-"+nd.name, bin, nil, "-c", nd.conf)
+	}
+	for _, nd := range c.nodes {
+		nd.proc.WaitOutput(t, "Server is ready", 30*time.Second)
+	}
+	return c
+}
+
+func (c *natsCluster) urls() string {
+	u := make([]string, len(c.nodes))
+	for i, nd := range c.nodes {
+		u[i] = fmt.Sprintf("nats://127.0.0.1:%d", nd.port)
+	}
+	return strings.Join(u, ",")
+}
+
+// connect connects to the cluster and provisions the layout with 3
+// replicas, retrying until JetStream has its meta leader.
+func (c *natsCluster) connect(ctx context.Context, t *testing.T) *bus.Bus {
+	t.Helper()
+	b, err := bus.Connect(ctx, bus.Config{URL: c.urls(), Name: "chaos"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.NC.Close() })
+	layout := bustest.TestLayout()
+	layout.Replicas = 3
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = bus.Provision(pctx, b, layout)
+		cancel()
+		if err == nil {
+			return b
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("provision on the cluster: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// restart SIGKILLs node i, keeps it down for down and starts it again on
+// the same store.
+func (c *natsCluster) restart(t *testing.T, i int, down time.Duration) {
+	nd := c.nodes[i]
+	nd.proc.Kill()
+	time.Sleep(down)
+	nd.proc = fleettest.Start(t, "nats-"+nd.name, c.bin, nil, "-c", nd.conf)
+	nd.proc.WaitOutput(t, "Server is ready", 30*time.Second)
+}
+
+// dump logs every stream's replication state, for a stuck run.
+func (c *natsCluster) dump(t *testing.T, b *bus.Bus) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for name := range b.JS.StreamNames(ctx).Name() {
+		s, err := b.JS.Stream(ctx, name)
+		if err != nil {
+			t.Logf("stream %s: %v", name, err)
+			continue
+		}
+		info := s.CachedInfo()
+		line := fmt.Sprintf("stream %s: R%d msgs %d", name, info.Config.Replicas, info.State.Msgs)
+		if cl := info.Cluster; cl != nil {
+			line += " leader " + cl.Leader
+			for _, r := range cl.Replicas {
+				line += fmt.Sprintf(" %s(current %v, lag %d)", r.Name, r.Current, r.Lag)
+			}
+		}
+		t.Log(line)
+	}
+	if cons, err := b.JS.Consumer(ctx, b.Space.InboundStream(), b.Space.WorkerConsumer()); err == nil {
+		ci := cons.CachedInfo()
+		t.Logf("consumer workers: pending %d, ack pending %d, redelivered %d, waiting %d, delivered %d, ack floor %d",
+			ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting, ci.Delivered.Stream, ci.AckFloor.Stream)
+	} else {
+		t.Logf("consumer workers: %v", err)
+	}
+	if kv, err := b.KV(ctx, bus.BucketLeases); err == nil {
+		if keys, err := kv.ListKeys(ctx); err == nil {
+			for k := range keys.Keys() {
+				if e, err := kv.Get(ctx, k); err == nil {
+					t.Logf("lease %s = %q (revision %d, created %s)", k, e.Value(), e.Revision(), e.Created().Format(time.TimeOnly))
+				}
+			}
+		}
+	}
+}
+
+// replicaProblems lists streams whose replication is not n current peers.
+func (c *natsCluster) replicaProblems(ctx context.Context, t *testing.T, b *bus.Bus, n int) []string {
+	var bad []string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		bad = bad[:0]
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		for name := range b.JS.StreamNames(lctx).Name() {
+			s, err := b.JS.Stream(lctx, name)
+			if err != nil {
+				bad = append(bad, fmt.Sprintf("%s: %v", name, err))
+				continue
+			}
+			info := s.CachedInfo()
+			current := 0
+			if info.Cluster != nil && info.Cluster.Leader != "" {
+				current = 1
+				for _, r := range info.Cluster.Replicas {
+					if r.Current {
+						current++
+					}
+				}
+			}
+			if info.Config.Replicas != n || current != n {
+				bad = append(bad, fmt.Sprintf("%s: %d replicas configured, %d current", name, info.Config.Replicas, current))
+			}
+		}
+		cancel()
+		if len(bad) == 0 || time.Now().After(deadline) {
+			return bad
+		}
+		time.Sleep(time.Second) // a restarted node may still be catching up
+	}
+}
+
+// --- reading the streams ------------------------------------------------
+
+// outbound is what the outbound stream holds for the chaos channel.
+type outbound struct {
+	// last counts the replies ending a turn (last_of_turn) per inbound id;
+	// finals the FINAL ones, errors the ERROR ones.
+	last, finals, errors map[string]int
+	// order is each session's last-of-turn replies in stream order.
+	order map[string][]string
+}
+
+func (o *outbound) answered(pubs map[string]sent) int {
+	n := 0
+	for id := range pubs {
+		if o.last[id] > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func readOutbound(ctx context.Context, t *testing.T, b *bus.Bus) *outbound {
+	o := &outbound{last: map[string]int{}, finals: map[string]int{}, errors: map[string]int{}, order: map[string][]string{}}
+	readStream(ctx, t, b.JS, b.Space.OutboundStream(), func(data []byte) {
+		m := &nanofleetv1.OutboundMessage{}
+		if proto.Unmarshal(data, m) != nil || m.GetChannel() != channel || !m.GetLastOfTurn() {
+			return
+		}
+		id := m.GetReplyTo()
+		o.last[id]++
+		switch m.GetKind() {
+		case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL:
+			o.finals[id]++
+		case nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
+			o.errors[id]++
+		}
+		o.order[m.GetSessionKey()] = append(o.order[m.GetSessionKey()], id)
+	})
+	return o
+}
+
+// readHistory returns each session's TurnRecords' inbound ids in stream
+// order.
+func readHistory(ctx context.Context, t *testing.T, b *bus.Bus) map[string][]string {
+	h := map[string][]string{}
+	readStream(ctx, t, b.JS, b.Space.HistoryStream(), func(data []byte) {
+		rec := &nanofleetv1.TurnRecord{}
+		if proto.Unmarshal(data, rec) != nil {
+			t.Errorf("undecodable TurnRecord in the history stream")
+			return
+		}
+		h[rec.GetSessionKey()] = append(h[rec.GetSessionKey()], rec.GetInboundId())
+	})
+	return h
+}
+
+// readStream calls each with every message of a stream, in order.
+func readStream(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string, each func([]byte)) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		// A request sent just as the client reconnects to another node is
+		// lost: each attempt gets its own deadline.
+		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err := tryReadStream(actx, js, stream, each)
+		cancel()
+		if err == nil {
+			return
+		}
+		if attempt >= 5 || ctx.Err() != nil {
+			t.Fatalf("read stream %s: %v", stream, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func tryReadStream(ctx context.Context, js jetstream.JetStream, stream string, each func([]byte)) error {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return err
+	}
+	last := info.State.LastSeq
+	if info.State.Msgs == 0 {
+		return nil
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return err
+	}
+	var buf [][]byte
+	for {
+		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(3*time.Second))
+		if err != nil {
+			return err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			buf = append(buf, m.Data())
+			meta, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			if meta.Sequence.Stream >= last {
+				for _, d := range buf {
+					each(d)
+				}
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return err
+		}
+		if got == 0 {
+			return fmt.Errorf("stopped before sequence %d", last)
+		}
+	}
+}
+
+func streamMsgs(ctx context.Context, t *testing.T, b *bus.Bus, stream string) uint64 {
+	var msgs uint64
+	err := retry(ctx, func(ctx context.Context) error {
+		s, err := b.JS.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		msgs = info.State.Msgs
+		return nil
+	})
+	if err != nil {
+		t.Errorf("stream %s: %v", stream, err)
+	}
+	return msgs
+}
+
+// retry runs f with a deadline of its own per attempt, a few times: a
+// request sent as the client moves to another node can be lost.
+func retry(ctx context.Context, f func(context.Context) error) error {
+	var err error
+	for range 5 {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = f(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		sleepCtx(ctx, 500*time.Millisecond)
+	}
+	return err
+}
+
+// --- the verdict --------------------------------------------------------
+
+type stats struct {
+	messages     int
+	kills        map[string]int
+	nodeRestarts int
+	elapsed      time.Duration
+
+	lost, duplicated, reordered, errored  int
+	histLost, histDup, histReordered      int
+	modelReordered, modelMissing          int
+	dlq, inboundLeft                      uint64
+	modelRequests                         int
+	lostIDs, dupIDs, reorderedS, histBadS []string
+	crashes                               []string
+}
+
+func (s *stats) check(pubs map[string]sent, out *outbound, hist map[string][]string, seen map[int][]int) {
+	for id := range pubs {
+		switch n := out.last[id]; {
+		case n == 0:
+			s.lost++
+			s.lostIDs = append(s.lostIDs, id)
+		case n > 1:
+			s.duplicated += n - 1
+			s.dupIDs = append(s.dupIDs, id)
+		}
+		s.errored += out.errors[id]
+	}
+	// Per session: replies, history and model calls in message order.
+	sessions := map[int]bool{}
+	for _, p := range pubs {
+		sessions[p.s] = true
+	}
+	for sess := range sessions {
+		key := fmt.Sprintf("%s:s%d", channel, sess)
+		if inv := inversions(numbers(pubs, out.order[key])); inv > 0 {
+			s.reordered += inv
+			s.reorderedS = append(s.reorderedS, fmt.Sprintf("%s replies %v", key, numbers(pubs, out.order[key])))
+		}
+		h := numbers(pubs, hist[key])
+		distinct := slices.Compact(slices.Sorted(slices.Values(h)))
+		want := 0
+		for _, p := range pubs {
+			if p.s == sess {
+				want++
+			}
+		}
+		lost, dup, inv := want-len(distinct), len(h)-len(distinct), inversions(h)
+		s.histLost += lost
+		s.histDup += dup
+		s.histReordered += inv
+		if lost+dup+inv > 0 {
+			s.histBadS = append(s.histBadS, fmt.Sprintf("%s history %v", key, h))
+		}
+		m := slices.Compact(seen[sess]) // a resumed turn or a tool step asks again
+		s.modelReordered += inversions(m)
+		s.modelMissing += want - len(slices.Compact(slices.Sorted(slices.Values(m))))
+	}
+	slices.Sort(s.lostIDs)
+	slices.Sort(s.dupIDs)
+}
+
+// numbers maps inbound ids to message numbers.
+func numbers(pubs map[string]sent, ids []string) []int {
+	out := make([]int, 0, len(ids))
+	for _, id := range ids {
+		if p, ok := pubs[id]; ok {
+			out = append(out, p.n)
+		}
+	}
+	return out
+}
+
+// inversions counts places where a number is not above the one before.
+func inversions(ns []int) int {
+	n := 0
+	for i := 1; i < len(ns); i++ {
+		if ns[i] < ns[i-1] {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *stats) ok() bool {
+	return s.lost+s.duplicated+s.reordered+s.errored+s.histLost+s.histDup+s.histReordered+s.modelReordered+s.modelMissing == 0 &&
+		s.dlq == 0 && s.inboundLeft == 0
+}
+
+func (s *stats) String() string {
+	var b strings.Builder
+	w := func(k string, v any) { fmt.Fprintf(&b, "  %-34s %v\n", k, v) }
+	b.WriteString("chaos figures\n")
+	w("messages", s.messages)
+	w("worker kills (SIGKILL) + restarts", s.kills[kindWorker])
+	w("tool-runner kills (SIGKILL) + restarts", s.kills[kindRunner])
+	w("NATS node kills (SIGKILL) + restarts", s.nodeRestarts)
+	w("processes that exited on their own", len(s.crashes))
+	w("model requests", s.modelRequests)
+	w("lost (no final reply)", s.lost)
+	w("duplicated final replies", s.duplicated)
+	w("reordered final replies", s.reordered)
+	w("error replies", s.errored)
+	w("history entries lost", s.histLost)
+	w("history entries duplicated", s.histDup)
+	w("history entries reordered", s.histReordered)
+	w("model calls out of order", s.modelReordered)
+	w("messages never seen by the model", s.modelMissing)
+	w("dead letters", s.dlq)
+	w("inbound messages left", s.inboundLeft)
+	w("elapsed", s.elapsed.Round(time.Second))
+	return b.String()
+}
+
+func (s *stats) problems() string {
+	var b strings.Builder
+	list := func(k string, v []string) {
+		if len(v) > 0 {
+			if len(v) > 20 {
+				v = append(v[:20:20], fmt.Sprintf("… %d more", len(v)-20))
+			}
+			fmt.Fprintf(&b, "%s: %s\n", k, strings.Join(v, ", "))
+		}
+	}
+	list("lost", s.lostIDs)
+	list("duplicated", s.dupIDs)
+	list("reordered", s.reorderedS)
+	list("history", s.histBadS)
+	b.WriteString(s.String())
+	return b.String()
+}
+
+// --- helpers ------------------------------------------------------------
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+func between(rng *rand.Rand, r [2]time.Duration) time.Duration {
+	return r[0] + time.Duration(rng.Int64N(int64(r[1]-r[0])+1))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
