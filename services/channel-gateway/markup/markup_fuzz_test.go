@@ -236,3 +236,32 @@ func FuzzSplit(f *testing.F) {
 		}
 	})
 }
+
+func TestSplitLongFenceTerminates(t *testing.T) {
+	text := "```" + strings.Repeat("l", 20) + "\n" + strings.Repeat("x ", 30) + "\n```"
+	parts := markup.Split(text, 16)
+	if len(parts) == 0 {
+		t.Fatal("no parts")
+	}
+	for _, p := range parts {
+		if markup.Len(p) > 16 {
+			t.Errorf("part of %d units: %q", markup.Len(p), p)
+		}
+	}
+	if got := markup.Split("😀😀", 1); len(got) == 0 {
+		t.Error("a rune wider than the limit produced nothing")
+	}
+}
+
+func TestSlackLinksWithUnsafeURLs(t *testing.T) {
+	tests := []struct{ md, want string }{
+		{`[a](<b\>c>)`, `a (b\&gt;c)`},
+		{"[x](<a b>)", "x (a b)"},
+		{"[site](https://e.com/?a=1&b=2)", "<https://e.com/?a=1&amp;b=2|site>"},
+	}
+	for _, tt := range tests {
+		if got := markup.SlackMrkdwn(tt.md); !strings.Contains(got, tt.want) {
+			t.Errorf("SlackMrkdwn(%q) = %q, want it to contain %q", tt.md, got, tt.want)
+		}
+	}
+}

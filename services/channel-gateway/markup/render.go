@@ -54,6 +54,15 @@ var slack = dialect{
 	code:   [2]string{"`", "`"},
 	pre:    func(string) [2]string { return [2]string{"```\n", "```"} },
 	link: func(url, label string) string {
+		// Slack's <url|label> has no escape for '|' or '>' in the URL, and
+		// a URL with spaces is not a link: such a link is shown as text.
+		if url == "" || strings.ContainsAny(url, "<>| \t\n") {
+			if label == "" {
+				return escapeSlack(url)
+			}
+			return label + " (" + escapeSlack(url) + ")"
+		}
+		url = strings.ReplaceAll(url, "&", "&amp;")
 		if label == "" || label == escapeSlack(url) {
 			return "<" + url + ">"
 		}

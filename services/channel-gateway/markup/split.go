@@ -123,6 +123,11 @@ func fit(b block, limit int) []string {
 		body = body[:n-1]
 	}
 	room := limit - Len(b.fence) - Len(closing) - 2
+	if room < 8 {
+		// The fence itself nearly fills a piece: reopening it in every
+		// piece would leave no room for the code, so cut it as plain text.
+		return packLines(lines, limit)
+	}
 	var out []string
 	for _, p := range packLines(body, room) {
 		out = append(out, b.fence+"\n"+p+"\n"+closing)
@@ -166,6 +171,9 @@ func cutLine(line string, limit int) []string {
 		for n < len(runes) && size+u16(runes[n]) <= limit {
 			size += u16(runes[n])
 			n++
+		}
+		if n == 0 {
+			n = 1 // a rune wider than the limit still goes somewhere: always progress
 		}
 		cut := n
 		for i := n; i > n/2; i-- {
