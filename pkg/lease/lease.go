@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -20,6 +21,10 @@ var (
 	// ErrLost means the lease expired or was taken over before renewal.
 	ErrLost = errors.New("lease: lost")
 )
+
+// callTimeout bounds one lease operation, so that a request lost while
+// the client reconnects fails instead of hanging the holder.
+const callTimeout = 10 * time.Second
 
 // Table hands out leases from one KV bucket.
 type Table struct {
@@ -42,6 +47,8 @@ type Lease struct {
 // crash, and nobody else can be working under its name. Owner names must
 // therefore be unique among live holders.
 func (t *Table) Acquire(ctx context.Context, key, owner string) (*Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	rev, err := t.kv.Create(ctx, key, []byte(owner))
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		e, gerr := t.kv.Get(ctx, key)
@@ -60,6 +67,8 @@ func (t *Table) Acquire(ctx context.Context, key, owner string) (*Lease, error) 
 
 // Holder returns who holds key, or "" when nobody does.
 func (t *Table) Holder(ctx context.Context, key string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	e, err := t.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", nil
@@ -76,6 +85,8 @@ func (l *Lease) Key() string { return l.key }
 // Renew extends the lease by the bucket TTL. ErrLost means someone else
 // may now hold it: the caller must stop its work.
 func (l *Lease) Renew(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	rev, err := l.t.kv.Update(ctx, l.key, l.owner, l.rev)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -89,6 +100,8 @@ func (l *Lease) Renew(ctx context.Context) error {
 
 // Release gives the lease up if it is still ours.
 func (l *Lease) Release(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	err := l.t.kv.Delete(ctx, l.key, jetstream.LastRevision(l.rev))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("release lease %s: %w", l.key, err)

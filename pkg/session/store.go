@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -15,6 +16,15 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
+
+// callTimeout bounds one store operation. A turn's context lives for
+// minutes; a request lost while the client reconnects to another server
+// must fail and be retried, not hold the turn until then.
+const callTimeout = 10 * time.Second
+
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, callTimeout)
+}
 
 // Store reads and writes sessions.
 type Store struct {
@@ -67,6 +77,8 @@ func (h *History) Find(inboundSeq uint64) *nanofleetv1.TurnRecord {
 // LoadHistory reads the session's turns with a sequence above after.
 // Turns before the newest record that clears the history (/new) are left out.
 func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*History, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	msgs, err := directget.Range(ctx, s.nc, s.space.HistoryStream(), s.space.History(key), after+1, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("load history of %s: %w", key, err)
@@ -113,6 +125,8 @@ func (s *Store) lastSeq(ctx context.Context, key string) (uint64, error) {
 // LastTurn returns the session's newest turn record, or nil when it has
 // none.
 func (s *Store) LastTurn(ctx context.Context, key string) (*nanofleetv1.TurnRecord, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	st, err := s.js.Stream(ctx, s.space.HistoryStream())
 	if err != nil {
 		return nil, fmt.Errorf("history stream: %w", err)
@@ -135,6 +149,8 @@ func (s *Store) LastTurn(ctx context.Context, key string) (*nanofleetv1.TurnReco
 // last record is still expectLast (0: no record yet). It returns the new
 // record's sequence, or ErrConflict.
 func (s *Store) Append(ctx context.Context, key string, rec *nanofleetv1.TurnRecord, expectLast uint64) (uint64, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	data, err := proto.Marshal(rec)
 	if err != nil {
 		return 0, fmt.Errorf("encode turn: %w", err)
@@ -157,6 +173,8 @@ func (s *Store) Append(ctx context.Context, key string, rec *nanofleetv1.TurnRec
 // Info reads the session's metadata and its revision; a session never
 // written returns an empty record and revision 0.
 func (s *Store) Info(ctx context.Context, key string) (*nanofleetv1.SessionInfo, uint64, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	e, err := s.info.Get(ctx, subject.Token(key))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return &nanofleetv1.SessionInfo{SessionKey: key}, 0, nil
@@ -174,6 +192,8 @@ func (s *Store) Info(ctx context.Context, key string) (*nanofleetv1.SessionInfo,
 // PutInfo writes the session's metadata if its revision is still rev
 // (0: not yet written). It returns the new revision, or ErrConflict.
 func (s *Store) PutInfo(ctx context.Context, info *nanofleetv1.SessionInfo, rev uint64) (uint64, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	data, err := proto.Marshal(info)
 	if err != nil {
 		return 0, fmt.Errorf("encode session: %w", err)
@@ -216,6 +236,8 @@ func (s *Store) UpdateInfo(ctx context.Context, key string, change func(*nanofle
 
 // Checkpoint returns the session's turn in progress, or ErrNotFound.
 func (s *Store) Checkpoint(ctx context.Context, key string) (*nanofleetv1.TurnCheckpoint, uint64, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	e, err := s.checkpoints.Get(ctx, subject.Token(key))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, ErrNotFound
@@ -233,6 +255,8 @@ func (s *Store) Checkpoint(ctx context.Context, key string) (*nanofleetv1.TurnCh
 // SaveCheckpoint stores cp. The lease already makes the caller the only
 // writer, so a plain put is enough.
 func (s *Store) SaveCheckpoint(ctx context.Context, key string, cp *nanofleetv1.TurnCheckpoint) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	data, err := proto.Marshal(cp)
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
@@ -245,6 +269,8 @@ func (s *Store) SaveCheckpoint(ctx context.Context, key string, cp *nanofleetv1.
 
 // ClearCheckpoint removes the session's checkpoint.
 func (s *Store) ClearCheckpoint(ctx context.Context, key string) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	if err := s.checkpoints.Purge(ctx, subject.Token(key)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("clear checkpoint of %s: %w", key, err)
 	}

@@ -6,12 +6,14 @@ package svc
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -111,13 +113,26 @@ func Connect(ctx context.Context, file *config.File, name string, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := bus.Provision(pctx, b, Layout(file)); err != nil {
-		b.Close()
-		return nil, err
+	// A cluster electing stream leaders (a node just restarted) can time
+	// provisioning out; retry for a while before giving up.
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err = bus.Provision(pctx, b, Layout(file))
+		cancel()
+		if err == nil {
+			return b, nil
+		}
+		transient := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
+		if !transient || time.Now().After(deadline.Add(time.Minute)) || ctx.Err() != nil {
+			b.Close()
+			return nil, err
+		}
+		log.Warn("provisioning failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
 	}
-	return b, nil
 }
 
 // Observability starts the /metrics, /healthz and /readyz server on addr

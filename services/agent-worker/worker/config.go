@@ -52,7 +52,7 @@ func DefaultConfig() Config {
 		AckWait:             30 * time.Second,
 		LeaseTTL:            30 * time.Second,
 		TurnTimeout:         10 * time.Minute,
-		MaxAttempts:         3,
+		MaxAttempts:         5,
 		BusyDelay:           20 * time.Millisecond,
 		MaxBusyDelay:        2 * time.Second,
 		Model:               "gpt-4o-mini",

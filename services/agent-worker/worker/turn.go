@@ -39,6 +39,8 @@ type turn struct {
 	messaged bool
 	// release frees the session's lease and local claim.
 	release func()
+	// holdLease keeps the lease past the turn: its replies are not out.
+	holdLease bool
 }
 
 // SessionKey returns the session an inbound message belongs to.
@@ -182,10 +184,12 @@ func (t *turn) run(ctx context.Context) string {
 		stop(nil)
 		<-renewDone
 		// Released with a fresh context: a stopped turn still frees its session.
-		relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer relCancel()
-		if err := l.Release(relCtx); err != nil {
-			t.log.Warn("release lease", "err", err)
+		if !t.holdLease {
+			relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer relCancel()
+			if err := l.Release(relCtx); err != nil {
+				t.log.Warn("release lease", "err", err)
+			}
 		}
 		w.unclaim(t.key)
 	})
@@ -199,8 +203,12 @@ func (t *turn) run(ctx context.Context) string {
 			_ = t.msg.Nak()
 			return "abandoned"
 		}
-		t.log.Error("turn failed", "err", err)
-		_ = t.msg.NakWithDelay(time.Second)
+		// Mostly the bus itself (a stream leader election after a server
+		// restart takes seconds): back off so that the attempts a message
+		// has are not all spent during one outage.
+		delay := min(time.Second<<min(t.meta.NumDelivered, 5), 30*time.Second)
+		t.log.Error("turn failed; will retry", "err", err, "after", delay)
+		_ = t.msg.NakWithDelay(delay)
 		return "failed"
 	}
 	return outcome
@@ -431,6 +439,11 @@ func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleet
 	hist.Turns = append(hist.Turns, session.Turn{Seq: seq, Record: rec})
 	hist.LastSeq = seq
 	if err := t.publishReplies(ctx); err != nil {
+		// The turn is in the history, so the FIFO guard would let the
+		// session's next message run; its reply must not overtake ours.
+		// Keep the lease until it expires or this message's redelivery
+		// takes it over and republishes the replies.
+		t.holdLease = true
 		return err
 	}
 	// The turn is durable and answered: let the session's next message in
