@@ -4,53 +4,22 @@ import (
 	"context"
 	"log/slog"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/browsertest"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 )
 
-// browser starts headless Chromium, or skips the test when it is not
-// installed (as the web chat's browser test does).
+// browser starts headless Chromium, or skips the test without it.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	path := os.Getenv("CHROMIUM")
-	if path == "" {
-		for _, p := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
-			if found, err := exec.LookPath(p); err == nil {
-				path = found
-				break
-			}
-		}
-	}
-	if path == "" {
-		t.Skip("chromium is not installed (apt-get install -y chromium); the browser test needs it")
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 25*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-	return ctx
+	return browsertest.Start(t, 25*time.Second)
 }
 
 const webToken = "dashboard-test-token"

@@ -3,7 +3,6 @@ package webchat_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,43 +11,14 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/browsertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/webchat"
 )
 
-// browser starts headless Chromium, or skips the test when it is not
-// installed.
+// browser starts headless Chromium, or skips the test without it.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	path := os.Getenv("CHROMIUM")
-	if path == "" {
-		for _, p := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
-			if found, err := exec.LookPath(p); err == nil {
-				path = found
-				break
-			}
-		}
-	}
-	if path == "" {
-		t.Skip("chromium is not installed (apt-get install -y chromium); the browser test needs it")
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 45*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-	return ctx
+	return browsertest.Start(t, 45*time.Second)
 }
 
 func TestBrowserChat(t *testing.T) {
