@@ -10,10 +10,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/browsertest"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/browsertest"
 )
 
 // browser starts headless Chromium, or skips the test without it.
