@@ -267,33 +267,11 @@ func IsOK(reply string) bool {
 // Run forwards heartbeat replies that need attention to the user until
 // ctx ends.
 func (s *Service) Run(ctx context.Context) error {
-	cons, err := s.b.JS.CreateOrUpdateConsumer(ctx, s.b.Space.OutboundStream(), jetstream.ConsumerConfig{
-		Durable:       NotifyConsumer,
-		Description:   "forwards heartbeat results that need attention",
-		FilterSubject: s.b.Space.OutboundChannel(Channel),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    -1,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	err := s.b.ConsumeOutbound(ctx, NotifyConsumer, "forwards heartbeat results that need attention", Channel,
+		func(m jetstream.Msg) { s.notify(ctx, m) }, s.log)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting
-		}
-		return fmt.Errorf("heartbeat: consumer: %w", err)
+		return fmt.Errorf("heartbeat: %w", err)
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) { s.notify(ctx, m) },
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
-				s.log.Debug("consume heartbeat replies", "err", err)
-			}
-		}))
-	if err != nil {
-		return fmt.Errorf("heartbeat: consume: %w", err)
-	}
-	<-ctx.Done()
-	cc.Drain()
-	<-cc.Closed()
 	return nil
 }
 

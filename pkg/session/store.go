@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -276,6 +275,3 @@ func (s *Store) ClearCheckpoint(ctx context.Context, key string) error {
 	}
 	return nil
 }
-
-// Sequence formats a stream sequence for message ids.
-func Sequence(seq uint64) string { return strconv.FormatUint(seq, 10) }

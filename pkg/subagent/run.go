@@ -32,33 +32,11 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("subagent: subscribe stop: %w", err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	cons, err := m.b.JS.CreateOrUpdateConsumer(ctx, m.b.Space.OutboundStream(), jetstream.ConsumerConfig{
-		Durable:       AnnounceConsumer,
-		Description:   "announces finished subagents to their origin chat",
-		FilterSubject: m.b.Space.OutboundChannel(Channel),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    -1,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	err = m.b.ConsumeOutbound(ctx, AnnounceConsumer, "announces finished subagents to their origin chat", Channel,
+		func(msg jetstream.Msg) { m.announce(ctx, msg) }, m.log)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting
-		}
-		return fmt.Errorf("subagent: announce consumer: %w", err)
+		return fmt.Errorf("subagent: %w", err)
 	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) { m.announce(ctx, msg) },
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
-				m.log.Debug("consume subagent results", "err", err)
-			}
-		}))
-	if err != nil {
-		return fmt.Errorf("subagent: consume results: %w", err)
-	}
-	<-ctx.Done()
-	cc.Drain()
-	<-cc.Closed()
 	return nil
 }
 

@@ -8,33 +8,31 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
+// hints are the tools with a hint of their own: a prefix and the argument
+// to show after it.
+var hints = map[string]struct{ prefix, arg string }{
+	"exec":       {"$ ", "command"},
+	"read_file":  {"read ", "path"},
+	"write_file": {"write ", "path"},
+	"edit_file":  {"edit ", "path"},
+	"list_dir":   {"ls ", "path"},
+	"glob":       {"glob ", "pattern"},
+	"grep":       {"grep ", "pattern"},
+	"web_fetch":  {"fetch ", "url"},
+	"web_search": {"search ", "query"},
+}
+
 // Hint describes a tool call in a few words for the user, the way nanobot
 // shows them: "$ ls -la", "read src/main.go".
 func Hint(c *nanofleetv1.ToolCall) string {
+	h, ok := hints[c.GetName()]
+	if !ok {
+		return fmt.Sprintf("%s(%s)", c.GetName(), clip(c.GetArgumentsJson(), 60))
+	}
 	var args map[string]any
 	_ = json.Unmarshal([]byte(c.GetArgumentsJson()), &args)
-	str := func(k string) string { s, _ := args[k].(string); return clip(s, 80) }
-	switch c.GetName() {
-	case "exec":
-		return "$ " + str("command")
-	case "read_file":
-		return "read " + str("path")
-	case "write_file":
-		return "write " + str("path")
-	case "edit_file":
-		return "edit " + str("path")
-	case "list_dir":
-		return "ls " + str("path")
-	case "glob":
-		return "glob " + str("pattern")
-	case "grep":
-		return "grep " + str("pattern")
-	case "web_fetch":
-		return "fetch " + str("url")
-	case "web_search":
-		return "search " + str("query")
-	}
-	return fmt.Sprintf("%s(%s)", c.GetName(), clip(c.GetArgumentsJson(), 60))
+	s, _ := args[h.arg].(string)
+	return h.prefix + clip(s, 80)
 }
 
 func clip(s string, n int) string {

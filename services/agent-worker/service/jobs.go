@@ -13,6 +13,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/subagent"
+	"github.com/nanofleet/nanofleet/pkg/svc"
 )
 
 // ScheduleSection is the config file's "schedule" section: the heartbeat
@@ -43,8 +44,7 @@ func openJobs(ctx context.Context, b *bus.Bus, file *config.File, loc *time.Loca
 	if err := file.Section("schedule", &sec); err != nil {
 		return nil, err
 	}
-	layout := bus.DefaultLayout()
-	layout.Replicas = file.NATS.Replicas
+	layout := svc.Layout(file)
 	if err := schedule.Provision(ctx, b, layout); err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 )
@@ -217,9 +218,7 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 // openMemory provisions and opens the fleet's long-term memory with the
 // config's "memory" section.
 func openMemory(ctx context.Context, b *bus.Bus, file *config.File, log *slog.Logger) (*memory.Store, error) {
-	layout := bus.DefaultLayout()
-	layout.Replicas = file.NATS.Replicas
-	if err := memory.Provision(ctx, b, layout); err != nil {
+	if err := memory.Provision(ctx, b, svc.Layout(file)); err != nil {
 		return nil, err
 	}
 	mcfg, err := memory.ConfigFrom(file)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/nanofleet/nanofleet/pkg/memory"
-	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/agent-worker/service"
 	gatewaysvc "github.com/nanofleet/nanofleet/services/channel-gateway/service"
 	consolidator "github.com/nanofleet/nanofleet/services/memory-consolidator/service"
@@ -29,9 +27,7 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 		f.closer = append(f.closer, w.Close)
 		f.goRun("agent-worker", func() error { return w.Run(runCtx) })
 	}
-	if err := memory.Provision(setupCtx, f.Bus, svc.Layout(o.File)); err != nil {
-		return err
-	}
+	// The workers provisioned the memory streams when they opened memory.
 	mem, err := consolidator.New(setupCtx, f.Bus, consolidator.Options{
 		File: o.File, Getenv: o.Getenv, ID: node + "-memory", Workspace: o.Workspace,
 		Metrics: f.Metrics, Log: o.Log.With("service", "memory-consolidator"),
