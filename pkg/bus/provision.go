@@ -14,9 +14,18 @@ type Layout struct {
 	// Replicas of every stream and bucket (1 for a single server, 3 for a
 	// cluster).
 	Replicas int
-	// DuplicateWindow of the inbound and outbound streams: a platform
-	// event or a reply published twice within it is stored once.
+	// DuplicateWindow of the inbound and memory streams: a platform event
+	// delivered twice within it (a webhook retried, a poller restarted) is
+	// stored once. The server keeps every message id published within the
+	// window in memory (about 90 bytes each), so it costs memory in
+	// proportion to the message rate.
 	DuplicateWindow time.Duration
+	// ReplayWindow is the duplicate window of the outbound and history
+	// streams. Their ids are the fleet's own (reply and turn ids), and a
+	// duplicate comes only from a worker replaying a turn it or a crashed
+	// worker already committed, which happens within a lease TTL or an ack
+	// wait, so it is shorter than DuplicateWindow.
+	ReplayWindow time.Duration
 	// OutboundMaxAge bounds how long undelivered replies are kept.
 	OutboundMaxAge time.Duration
 	// DeadLetterMaxAge bounds how long dead letters are kept.
@@ -32,6 +41,7 @@ func DefaultLayout() Layout {
 	return Layout{
 		Replicas:         1,
 		DuplicateWindow:  10 * time.Minute,
+		ReplayWindow:     2 * time.Minute,
 		OutboundMaxAge:   7 * 24 * time.Hour,
 		DeadLetterMaxAge: 30 * 24 * time.Hour,
 		LeaseTTL:         30 * time.Second,
@@ -45,9 +55,11 @@ func (l Layout) Validate() error {
 	case l.Replicas < 1 || l.Replicas > 5:
 		return fmt.Errorf("nats.replicas: %d not in 1..5", l.Replicas)
 	case l.DuplicateWindow <= 0:
-		return errors.New("nats.duplicateWindow: must be positive")
+		return errors.New("nats.duplicateWindowSeconds: must be positive")
 	case l.LeaseTTL < time.Second:
-		return fmt.Errorf("nats.leaseTTL: %s is below 1s", l.LeaseTTL)
+		return fmt.Errorf("nats.leaseTtlSeconds: %s is below 1s", l.LeaseTTL)
+	case l.ReplayWindow < 2*l.LeaseTTL:
+		return fmt.Errorf("nats.replayWindowSeconds: %s is below twice the lease TTL %s", l.ReplayWindow, l.LeaseTTL)
 	}
 	return nil
 }
@@ -86,7 +98,7 @@ func Provision(ctx context.Context, b *Bus, l Layout) error {
 			Description: "replies waiting for their channel",
 			Subjects:    []string{s.OutboundAll()},
 			Retention:   jetstream.LimitsPolicy,
-			Duplicates:  l.DuplicateWindow,
+			Duplicates:  l.ReplayWindow,
 			MaxAge:      l.OutboundMaxAge,
 			MaxMsgSize:  l.MaxMsgSize,
 			AllowDirect: true,
@@ -98,7 +110,7 @@ func Provision(ctx context.Context, b *Bus, l Layout) error {
 			Description: "session turn records",
 			Subjects:    []string{s.HistoryAll()},
 			Retention:   jetstream.LimitsPolicy,
-			Duplicates:  l.DuplicateWindow,
+			Duplicates:  l.ReplayWindow,
 			MaxMsgSize:  l.MaxMsgSize,
 			AllowDirect: true,
 			Replicas:    l.Replicas,

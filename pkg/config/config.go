@@ -56,6 +56,13 @@ type NATS struct {
 	// LeaseTTLSeconds is how long a crashed worker's session lease keeps
 	// the session blocked before another worker may take it over.
 	LeaseTTLSeconds int `json:"leaseTtlSeconds,omitempty"`
+	// DuplicateWindowSeconds: a platform event received twice within it
+	// is handled once. The server holds each id of the window in memory.
+	DuplicateWindowSeconds int `json:"duplicateWindowSeconds,omitempty"`
+	// ReplayWindowSeconds: a reply or turn record a worker publishes again
+	// when it replays a committed turn is stored once within it; at least
+	// twice leaseTtlSeconds.
+	ReplayWindowSeconds int `json:"replayWindowSeconds,omitempty"`
 	// Embedded server listen address, for other processes to join.
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port,omitempty"`
@@ -89,7 +96,8 @@ type Provider struct {
 // Defaults returns the configuration used when no file exists.
 func Defaults() *File {
 	return &File{
-		NATS: NATS{Prefix: "nanofleet", Replicas: 1, Host: "127.0.0.1", Port: 4222, LeaseTTLSeconds: 30},
+		NATS: NATS{Prefix: "nanofleet", Replicas: 1, Host: "127.0.0.1", Port: 4222, LeaseTTLSeconds: 30,
+			DuplicateWindowSeconds: 600, ReplayWindowSeconds: 120},
 		Agents: Agents{Defaults: AgentDefaults{
 			Workspace:           "~/.nanofleet/workspace",
 			Model:               "gpt-4o-mini",
@@ -150,6 +158,10 @@ func (f *File) Validate() error {
 		return invalid("nats.replicas", "must be 1..5, got %d", f.NATS.Replicas)
 	case f.NATS.LeaseTTLSeconds < 1 || f.NATS.LeaseTTLSeconds > 3600:
 		return invalid("nats.leaseTtlSeconds", "must be 1..3600, got %d", f.NATS.LeaseTTLSeconds)
+	case f.NATS.DuplicateWindowSeconds < 1 || f.NATS.DuplicateWindowSeconds > 86400:
+		return invalid("nats.duplicateWindowSeconds", "must be 1..86400, got %d", f.NATS.DuplicateWindowSeconds)
+	case f.NATS.ReplayWindowSeconds < 2*f.NATS.LeaseTTLSeconds || f.NATS.ReplayWindowSeconds > 86400:
+		return invalid("nats.replayWindowSeconds", "must be at least twice nats.leaseTtlSeconds (%d) and at most 86400, got %d", 2*f.NATS.LeaseTTLSeconds, f.NATS.ReplayWindowSeconds)
 	case f.NATS.Port < -1 || f.NATS.Port > 65535:
 		return invalid("nats.port", "must be a port number, got %d", f.NATS.Port)
 	case d.Model == "":

@@ -83,6 +83,8 @@ func Layout(file *config.File) bus.Layout {
 	l := bus.DefaultLayout()
 	l.Replicas = file.NATS.Replicas
 	l.LeaseTTL = time.Duration(file.NATS.LeaseTTLSeconds) * time.Second
+	l.DuplicateWindow = time.Duration(file.NATS.DuplicateWindowSeconds) * time.Second
+	l.ReplayWindow = time.Duration(file.NATS.ReplayWindowSeconds) * time.Second
 	return l
 }
 

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
@@ -58,6 +59,8 @@ func run(flags svc.Flags, id, workspace string) error {
 		return err
 	}
 	defer w.Close()
+	// Give the memory of a burst back once the process goes quiet.
+	go memtrim.Run(ctx, memtrim.DefaultConfig())
 	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, svc.BusReady(b))
 	if err != nil {
 		return err

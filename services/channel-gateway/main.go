@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/service"
@@ -45,6 +46,8 @@ func run(flags svc.Flags, listen string) error {
 	if err != nil {
 		return err
 	}
+	// Give the memory of a burst back once the process goes quiet.
+	go memtrim.Run(ctx, memtrim.DefaultConfig())
 	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, svc.BusReady(b))
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/service"
@@ -53,6 +54,8 @@ func run(flags svc.Flags, id, workspace string) error {
 	if err != nil {
 		return err
 	}
+	// Give the memory of a burst back once the process goes quiet.
+	go memtrim.Run(ctx, memtrim.DefaultConfig())
 	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, svc.BusReady(b))
 	if err != nil {
 		return err

@@ -118,6 +118,7 @@ func parseBenchFlags(env *environment, args []string, c bench.Config) (*benchFla
 	fs.IntVar(&p.GrowthTurns, "growth-turns", c.GrowthTurns, "turns after which the second RSS is read")
 	fs.IntVar(&p.GrowthSessions, "growth-sessions", c.GrowthSessions, "sessions the growth turns are spread over")
 	fs.IntVar(&p.GrowthConcurrency, "growth-concurrency", c.GrowthConcurrency, "sessions talking at once in the growth suite")
+	fs.DurationVar(&p.GrowthWindow, "growth-window", c.GrowthWindow, "duplicate windows of the growth suite's fleet; RSS is read once they have passed")
 	fs.DurationVar(&p.Settle, "settle", c.Settle, "idle time before an RSS is read")
 	fs.BoolVar(&p.Baseline, "baseline", c.Baseline, "also run the all-in-one scenarios through the agent loop alone")
 	if err := fs.Parse(args); err != nil {

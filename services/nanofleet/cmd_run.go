@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
@@ -33,6 +34,8 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Give the memory of a burst back once the process goes quiet.
+	go memtrim.Run(ctx, memtrim.DefaultConfig())
 	stopHTTP, err := svc.Observability(ctx, *httpAddr, f.Registry, svc.BusReady(f.Bus))
 	if err != nil {
 		f.Stop()

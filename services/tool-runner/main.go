@@ -14,6 +14,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/svc"
@@ -76,6 +77,8 @@ func run(flags svc.Flags, workspace string) error {
 	if err := r.Start(startCtx); err != nil {
 		return err
 	}
+	// Give the memory of a burst back once the process goes quiet.
+	go memtrim.Run(ctx, memtrim.DefaultConfig())
 	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, svc.BusReady(b))
 	if err != nil {
 		return err

@@ -19,6 +19,10 @@ type fleetSettings struct {
 	slots    int
 	limit    int
 	natsPort int
+	// windows, if set, is the inbound and replay duplicate window (and
+	// twice the lease TTL): the growth suite shortens it so that it can
+	// read RSS after the window's message ids are gone.
+	windows time.Duration
 }
 
 // configJSON is the fleet's config file: the fake model as the custom
@@ -33,6 +37,11 @@ func (s fleetSettings) configJSON() ([]byte, error) {
 	nats := map[string]any{}
 	if s.natsPort != 0 {
 		nats["port"] = s.natsPort
+	}
+	if w := int(s.windows.Seconds()); w > 0 {
+		nats["duplicateWindowSeconds"] = w
+		nats["replayWindowSeconds"] = w
+		nats["leaseTtlSeconds"] = max(1, w/2)
 	}
 	return json.MarshalIndent(map[string]any{
 		"agents":    map[string]any{"defaults": map[string]any{"model": "fake-model"}},

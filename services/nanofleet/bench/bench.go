@@ -74,11 +74,17 @@ func Run(ctx context.Context, cfg Config, o Options) (*Report, error) {
 			}
 			r.report.Idle = idle
 		case SuiteGrowth:
-			g, err := r.growth(ctx)
-			if err != nil {
-				r.fail("growth: %v", err)
+			for _, shape := range []string{shapeAllInOne, shapeMultiProcess} {
+				if ctx.Err() != nil {
+					break
+				}
+				g, err := r.growth(ctx, shape)
+				if err != nil {
+					r.fail("growth (%s): %v", shape, err)
+					continue
+				}
+				r.report.Growth = append(r.report.Growth, g)
 			}
-			r.report.Growth = g
 		default:
 			for _, sc := range r.scenarios(suite) {
 				if ctx.Err() != nil {
@@ -92,7 +98,7 @@ func Run(ctx context.Context, cfg Config, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return r.report, err
 	}
-	if len(r.report.Scenarios) == 0 && len(r.report.Idle) == 0 && r.report.Growth == nil {
+	if len(r.report.Scenarios) == 0 && len(r.report.Idle) == 0 && len(r.report.Growth) == 0 {
 		return r.report, fmt.Errorf("nothing was measured: %s", strings.Join(r.report.Failures, "; "))
 	}
 	return r.report, nil

@@ -105,7 +105,13 @@ func sampleReport() *Report {
 			res(SuiteWorkers, "mp w=4", ShapeMultiProcess, 4, 128, 500, 124, 1100),
 		},
 		Idle:   []IdleRSS{{Name: "agent-worker", RSSMB: 15}, {Name: "nanofleet (all-in-one)", RSSMB: 33}},
-		Growth: &Growth{FirstTurns: 1000, Turns: 100000, Sessions: 10000, RSSFirstMB: 40, RSSAllMB: 42, Ratio: 1.05},
+		Growth: []*Growth{
+			{Shape: shapeAllInOne, FirstTurns: 1000, Turns: 100000, Sessions: 10000, Procs: []GrowthProc{
+				{Name: "nanofleet", Service: true, RSSFirstMB: 40, RSSAllMB: 42, Ratio: 1.05}}},
+			{Shape: shapeMultiProcess, FirstTurns: 1000, Turns: 100000, Sessions: 10000, Procs: []GrowthProc{
+				{Name: "nats-server", RSSFirstMB: 20, RSSAllMB: 40, Ratio: 2},
+				{Name: "agent-worker", Service: true, RSSFirstMB: 15, RSSAllMB: 18, Ratio: 1.2}}},
+		},
 	}
 }
 
@@ -113,7 +119,8 @@ func TestMarkdownShowsTargets(t *testing.T) {
 	md := Markdown(sampleReport())
 	for _, want := range []string{
 		"go run . bench", "≥ 1,000 turns/s | 900 turns/s (aio 0ms s=100) | **no**",
-		"= 4.00× | yes", "agent-worker 15.0 MB | yes", "= +5% | yes", "| aio 500ms s=1000 |",
+		"= 4.00× | yes", "agent-worker 15.0 MB | yes", "nanofleet 42.0 vs 40.0 MB = +5% | yes",
+		"agent-worker 18.0 vs 15.0 MB = +20% | **no**", "| multi-process | nats-server | 20.0 | 40.0 | 2.00 |", "| aio 500ms s=1000 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)

@@ -59,6 +59,12 @@ type Config struct {
 	// GrowthConcurrency is how many sessions talk at once in the growth
 	// suite.
 	GrowthConcurrency int
+	// GrowthWindow is the growth suite fleet's duplicate windows. The
+	// server holds every message id of the window in memory, memory that
+	// follows the message rate, not the number of sessions; RSS is read
+	// after the window has passed, so that a default ten-minute window does
+	// not make the suite wait ten minutes per reading.
+	GrowthWindow time.Duration
 
 	// Settle is how long a process idles before its RSS is read.
 	Settle time.Duration
@@ -87,6 +93,7 @@ func DefaultConfig() Config {
 		GrowthTurns:       100_000,
 		GrowthSessions:    10_000,
 		GrowthConcurrency: 100,
+		GrowthWindow:      20 * time.Second,
 		Settle:            5 * time.Second,
 		Baseline:          true,
 	}
@@ -125,6 +132,9 @@ func (c Config) Validate() error {
 		func() error {
 			if c.GrowthTurns <= c.GrowthFirst {
 				return fmt.Errorf("--growth-turns: %d must exceed --growth-first %d", c.GrowthTurns, c.GrowthFirst)
+			}
+			if c.GrowthWindow < 2*time.Second {
+				return fmt.Errorf("--growth-window: %s is below 2s", c.GrowthWindow)
 			}
 			if c.SlowLatency <= 0 {
 				return errors.New("--latency: must be positive")

@@ -7,10 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
@@ -22,8 +25,10 @@ import (
 //
 //	go tool pprof -top -base DIR/heap-first.prof DIR/heap-last.prof
 //
-// shows which code holds the memory the extra sessions added. It runs
-// only when NANOFLEET_BENCH_HEAP is set.
+// shows which code holds the memory the extra sessions added. Like the
+// growth suite it shortens the duplicate windows and waits for them, the
+// server's caches and the idle trim before each profile. It runs only when
+// NANOFLEET_BENCH_HEAP is set.
 func TestHeapGrowth(t *testing.T) {
 	dir := os.Getenv("NANOFLEET_BENCH_HEAP")
 	if dir == "" {
@@ -47,7 +52,8 @@ func TestHeapGrowth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, file, err := fleetSettings{modelURL: model.URL(), slots: 16, limit: 4096}.write(tmp)
+	window := DefaultConfig().GrowthWindow
+	_, file, err := fleetSettings{modelURL: model.URL(), slots: 16, limit: 4096, windows: window}.write(tmp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +69,10 @@ func TestHeapGrowth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// As `nanofleet run` does, and as long as the growth suite waits.
+	go memtrim.Run(ctx, memtrim.DefaultConfig())
 	profile := func(name string) {
-		runtime.GC()
+		sleep(ctx, settleAfterLoad(window))
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		path := filepath.Join(dir, "heap-"+name+".prof")
@@ -75,6 +83,13 @@ func TestHeapGrowth(t *testing.T) {
 		defer pf.Close()
 		if err := pprof.WriteHeapProfile(pf); err != nil {
 			t.Fatal(err)
+		}
+		for _, d := range metrics.All() {
+			if strings.HasPrefix(d.Name, "/memory/classes/") {
+				smp := []metrics.Sample{{Name: d.Name}}
+				metrics.Read(smp)
+				t.Logf("  %-50s %8.1f MB", d.Name, float64(smp[0].Value.Uint64())/(1<<20))
+			}
 		}
 		t.Logf("%s: live heap %.1f MB (%d objects), process RSS %s; profile %s", name,
 			float64(ms.HeapAlloc)/(1<<20), ms.HeapObjects, rss(), path)

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
 // idle starts each service binary against a nats-server process, and then
@@ -130,99 +129,6 @@ func startAllInOne(ctx context.Context, bins binaries, dir, cfgPath, ws string) 
 		return nil, err
 	}
 	return p, nil
-}
-
-// growth runs the all-in-one binary, drives GrowthFirst turns and reads
-// its RSS, then the remaining turns over the remaining sessions and reads
-// it again. The fake model answers at once, so the load is as dense as
-// the machine allows.
-func (r *driver) growth(ctx context.Context) (*Growth, error) {
-	c := r.cfg
-	bins, err := r.binaries(ctx)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(r.tmp, "growth-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	model, err := startModel(0, false)
-	if err != nil {
-		return nil, err
-	}
-	defer model.Close()
-	ws, err := prepareWorkspace(dir)
-	if err != nil {
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	cfgPath, file, err := fleetSettings{modelURL: model.URL(), natsPort: port}.write(dir)
-	if err != nil {
-		return nil, err
-	}
-	aio, err := startAllInOne(ctx, bins, dir, cfgPath, ws)
-	if err != nil {
-		return nil, err
-	}
-	defer aio.kill()
-	b, err := dial(ctx, fmt.Sprintf("nats://127.0.0.1:%d", port), file)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	cl, err := fleet.NewClient(ctx, b, "bench")
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	turn := fleetTurn(cl)
-
-	perChat := max(1, c.GrowthTurns/c.GrowthSessions)
-	firstChats := max(1, c.GrowthFirst/perChat)
-	g := &Growth{Sessions: c.GrowthSessions, Concurrency: c.GrowthConcurrency}
-	var samples rssSampler
-	stopSampling := samples.start(ctx, aio.pid(), time.Second)
-	defer stopSampling()
-
-	meter := startCPU(os.Getpid(), aio.pid())
-	first := load{Concurrency: c.GrowthConcurrency, Chats: firstChats, TurnsPerChat: perChat, Prefix: "g1"}
-	s1 := first.run(ctx, turn)
-	sleep(ctx, c.Settle)
-	kb1, err := memKB(aio.pid(), "VmRSS")
-	if err != nil {
-		return nil, err
-	}
-	r.logf("  growth: %d turns over %d sessions: RSS %.1f MB", len(s1.Latencies), firstChats, mb(kb1))
-	rest := load{Concurrency: c.GrowthConcurrency, Chats: max(1, c.GrowthSessions-firstChats), TurnsPerChat: perChat, Prefix: "g2"}
-	s2 := rest.run(ctx, turn)
-	sleep(ctx, c.Settle)
-	kb2, err := memKB(aio.pid(), "VmRSS")
-	if err != nil {
-		return nil, err
-	}
-	peak, _ := memKB(aio.pid(), "VmHWM")
-	_, g.OtherCPUPercent = meter.stop()
-	stopSampling()
-	g.FirstTurns = len(s1.Latencies)
-	g.Turns = len(s1.Latencies) + len(s2.Latencies)
-	g.Sessions = firstChats + rest.Chats
-	g.Errors = s1.Errors + s2.Errors
-	if err := firstErr(s1.FirstErr, s2.FirstErr); err != nil {
-		g.FirstError = err.Error()
-	}
-	g.RSSFirstMB, g.RSSAllMB, g.PeakRSSMB = mb(kb1), mb(kb2), mb(peak)
-	g.Ratio = g.RSSAllMB / g.RSSFirstMB
-	g.ElapsedS = (s1.Elapsed + s2.Elapsed).Seconds()
-	g.TurnsPerS = float64(g.Turns) / g.ElapsedS
-	g.StoreMB = float64(dirSize(filepath.Join(dir, "data"))) / (1 << 20)
-	g.RSSSamplesMB = samples.values()
-	r.logf("  growth: %d turns over %d sessions: RSS %.1f MB (%.2f× the first), peak %.1f MB, %.0f turns/s, store %.0f MB",
-		g.Turns, g.Sessions, g.RSSAllMB, g.Ratio, g.PeakRSSMB, g.TurnsPerS, g.StoreMB)
-	return g, nil
 }
 
 func firstErr(errs ...error) error {

@@ -21,7 +21,7 @@ type Report struct {
 
 	Scenarios []Result  `json:"scenarios"`
 	Idle      []IdleRSS `json:"idle_rss,omitempty"`
-	Growth    *Growth   `json:"growth,omitempty"`
+	Growth    []*Growth `json:"growth,omitempty"`
 	// Failures are suites or scenarios that could not run, with why.
 	Failures []string `json:"failures,omitempty"`
 }
@@ -53,6 +53,7 @@ type ConfigJSON struct {
 	GrowthTurns       int      `json:"growth_turns"`
 	GrowthSessions    int      `json:"growth_sessions"`
 	GrowthConcurrency int      `json:"growth_concurrency"`
+	GrowthWindowMs    float64  `json:"growth_window_ms"`
 	SettleMs          float64  `json:"settle_ms"`
 	Baseline          bool     `json:"baseline"`
 }
@@ -63,7 +64,7 @@ func (c Config) json() ConfigJSON {
 		SlowLatencyMs: ms(c.SlowLatency), SlotSessions: c.SlotSessions, SlotTurns: c.SlotTurns, Slots: c.Slots,
 		WorkerCounts: c.WorkerCounts, SlotsPerWorker: c.SlotsPerWorker, WorkerSessions: c.WorkerSessions,
 		WorkerTurns: c.WorkerTurns, GrowthFirst: c.GrowthFirst, GrowthTurns: c.GrowthTurns,
-		GrowthSessions: c.GrowthSessions, GrowthConcurrency: c.GrowthConcurrency, SettleMs: ms(c.Settle),
+		GrowthSessions: c.GrowthSessions, GrowthConcurrency: c.GrowthConcurrency, GrowthWindowMs: ms(c.GrowthWindow), SettleMs: ms(c.Settle),
 		Baseline: c.Baseline,
 	}
 }
@@ -160,25 +161,35 @@ type IdleRSS struct {
 	Note string `json:"note,omitempty"`
 }
 
-// Growth is the all-in-one's RSS after a small and a large number of
-// turns over many sessions.
+// Growth is a fleet's RSS after a small and a large number of turns and
+// sessions.
 type Growth struct {
+	Shape       string  `json:"shape"`
 	Sessions    int     `json:"sessions"`
 	Turns       int     `json:"turns"`
 	FirstTurns  int     `json:"first_turns"`
 	Concurrency int     `json:"concurrency"`
-	RSSFirstMB  float64 `json:"rss_after_first_mb"`
-	RSSAllMB    float64 `json:"rss_after_all_mb"`
-	PeakRSSMB   float64 `json:"peak_rss_mb"`
-	Ratio       float64 `json:"ratio"`
+	SettleS     float64 `json:"settle_s"`
 	TurnsPerS   float64 `json:"turns_per_s"`
 	Errors      int     `json:"errors"`
 	StoreMB     float64 `json:"store_mb"`
 	ElapsedS    float64 `json:"elapsed_s"`
 	FirstError  string  `json:"first_error,omitempty"`
 	// OtherCPUPercent is the CPU the rest of the machine used meanwhile.
-	OtherCPUPercent float64   `json:"other_cpu_pct"`
-	RSSSamplesMB    []float64 `json:"rss_samples_mb,omitempty"`
+	OtherCPUPercent float64      `json:"other_cpu_pct"`
+	Procs           []GrowthProc `json:"processes"`
+}
+
+// GrowthProc is one process's RSS in a growth run.
+type GrowthProc struct {
+	Name string `json:"name"`
+	// Service: a nanofleet binary (not nats-server).
+	Service      bool      `json:"service"`
+	RSSFirstMB   float64   `json:"rss_after_first_mb"`
+	RSSAllMB     float64   `json:"rss_after_all_mb"`
+	PeakRSSMB    float64   `json:"peak_rss_mb"`
+	Ratio        float64   `json:"ratio"`
+	RSSSamplesMB []float64 `json:"rss_samples_mb,omitempty"`
 }
 
 // Percentiles of a latency distribution, in milliseconds.
