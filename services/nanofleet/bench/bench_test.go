@@ -104,7 +104,7 @@ func sampleReport() *Report {
 			res(SuiteWorkers, "mp w=1", ShapeMultiProcess, 1, 128, 500, 31, 4000),
 			res(SuiteWorkers, "mp w=4", ShapeMultiProcess, 4, 128, 500, 124, 1100),
 		},
-		Idle:   []IdleRSS{{Name: "agent-worker", RSSMB: 15}, {Name: "nanofleet (all-in-one)", RSSMB: 33}},
+		Idle: []IdleRSS{{Name: "agent-worker", RSSMB: 15}, {Name: "nanofleet (all-in-one)", RSSMB: 33}},
 		Growth: []*Growth{
 			{Shape: shapeAllInOne, FirstTurns: 1000, Turns: 100000, Sessions: 10000, Procs: []GrowthProc{
 				{Name: "nanofleet", Service: true, RSSFirstMB: 40, RSSAllMB: 42, Ratio: 1.05}}},

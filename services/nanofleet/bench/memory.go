@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-
 )
 
 // idle starts each service binary against a nats-server process, and then
