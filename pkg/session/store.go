@@ -107,18 +107,18 @@ func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*His
 }
 
 func (s *Store) lastSeq(ctx context.Context, key string) (uint64, error) {
-	st, err := s.js.Stream(ctx, s.space.HistoryStream())
-	if err != nil {
-		return 0, fmt.Errorf("history stream: %w", err)
+	m, ok, err := directget.Last(ctx, s.nc, s.space.HistoryStream(), s.space.History(key))
+	if err != nil || !ok {
+		return 0, wrapLast(key, err)
 	}
-	m, err := st.GetLastMsgForSubject(ctx, s.space.History(key))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
+	return m.Seq, nil
+}
+
+func wrapLast(key string, err error) error {
+	if err == nil {
+		return nil
 	}
-	if err != nil {
-		return 0, fmt.Errorf("last record of %s: %w", key, err)
-	}
-	return m.Sequence, nil
+	return fmt.Errorf("last record of %s: %w", key, err)
 }
 
 // LastTurn returns the session's newest turn record, or nil when it has
@@ -126,16 +126,11 @@ func (s *Store) lastSeq(ctx context.Context, key string) (uint64, error) {
 func (s *Store) LastTurn(ctx context.Context, key string) (*nanofleetv1.TurnRecord, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	st, err := s.js.Stream(ctx, s.space.HistoryStream())
-	if err != nil {
-		return nil, fmt.Errorf("history stream: %w", err)
-	}
-	m, err := st.GetLastMsgForSubject(ctx, s.space.History(key))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("last record of %s: %w", key, err)
+	// A direct get, not js.Stream(...).GetLastMsgForSubject: that asks for
+	// the stream's info first, a second request on the FIFO guard's path.
+	m, ok, err := directget.Last(ctx, s.nc, s.space.HistoryStream(), s.space.History(key))
+	if err != nil || !ok {
+		return nil, wrapLast(key, err)
 	}
 	rec := &nanofleetv1.TurnRecord{}
 	if err := proto.Unmarshal(m.Data, rec); err != nil {

@@ -246,7 +246,11 @@ func TestEverythingStdio(t *testing.T) {
 	if pid == 0 {
 		t.Fatalf("no pid: %+v", f.runner.MCP().Status())
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	// The whole process group: bwrap, its PID namespace's init and node.
+	// Killing bwrap alone leaves node to die by the parent-death signal a
+	// moment later, time enough to answer the next call on the old
+	// connection; a SIGKILLed process runs no more of its own code.
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	// echo is read-only (annotated): it waits for the restart, or runs
