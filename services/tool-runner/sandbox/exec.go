@@ -269,10 +269,15 @@ func (e *Executor) run(ctx context.Context, spec Spec) (*Outcome, error) {
 	cmd.Stdout = capture
 	cmd.Stderr = capture
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: e.credential()}
+	var sandboxInit sandboxInit
+	defer sandboxInit.release()
 	cmd.Cancel = func() error {
 		// The whole process group; in bwrap mode bwrap's death takes the
-		// sandbox's PID namespace with it (--die-with-parent).
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// sandbox's PID namespace with it (--die-with-parent), and the
+		// namespace's init is killed as well for when it does not.
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		sandboxInit.kill()
+		return err
 	}
 	cmd.WaitDelay = waitDelay
 
@@ -286,7 +291,7 @@ func (e *Executor) run(ctx context.Context, spec Spec) (*Outcome, error) {
 	}
 	statusDone := make(chan bool, 1)
 	if statusR != nil {
-		go func() { statusDone <- readExitStatus(statusR) }()
+		go func() { statusDone <- readExitStatus(statusR, sandboxInit.set) }()
 	} else {
 		statusDone <- true
 	}
@@ -302,6 +307,10 @@ func (e *Executor) run(ctx context.Context, spec Spec) (*Outcome, error) {
 	select {
 	case ran = <-statusDone:
 	case <-time.After(waitDelay):
+	}
+	if runCtx.Err() != nil {
+		// Cancel may have run before the status pipe named the init.
+		sandboxInit.kill()
 	}
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled):
@@ -354,15 +363,63 @@ func pipes(workspace string) (*os.File, []*os.File, error) {
 	return statusR, files, nil
 }
 
-// readExitStatus reads bwrap's JSON status stream and reports whether the
-// command ran to an exit status (bwrap writes "exit-code" only then).
-func readExitStatus(r io.Reader) bool {
+// sandboxInit is bwrap's child, the init of the sandbox's PID namespace:
+// killing it kills everything in the sandbox. bwrap's --die-with-parent
+// normally does that when bwrap is killed, but a bwrap killed while its
+// child is still setting up can leave the child running the command
+// unparented (seen under load: a timed-out command's processes lived on).
+// The process is held by pidfd (os.FindProcess), so a kill never reaches
+// a reused pid.
+type sandboxInit struct {
+	mu   sync.Mutex
+	proc *os.Process
+	dead bool
+}
+
+func (s *sandboxInit) set(pid int) {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil || s.dead {
+		_ = p.Release()
+		return
+	}
+	s.proc = p
+}
+
+func (s *sandboxInit) kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil {
+		_ = s.proc.Kill()
+	}
+}
+
+func (s *sandboxInit) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil {
+		_ = s.proc.Release()
+	}
+	s.proc, s.dead = nil, true
+}
+
+// readExitStatus reads bwrap's JSON status stream, passes on the
+// sandbox init's pid, and reports whether the command ran to an exit
+// status (bwrap writes "exit-code" only then).
+func readExitStatus(r io.Reader, childPID func(int)) bool {
 	dec := json.NewDecoder(r)
 	ran := false
 	for {
 		var doc map[string]any
 		if err := dec.Decode(&doc); err != nil {
 			return ran
+		}
+		if pid, ok := doc["child-pid"].(float64); ok && pid > 0 {
+			childPID(int(pid))
 		}
 		if _, ok := doc["exit-code"]; ok {
 			ran = true
