@@ -41,6 +41,7 @@ func TestSlackMrkdwn(t *testing.T) {
 		{"strike", "~~gone~~", "~gone~"},
 		{"escapes", "a < b & c", "a &lt; b &amp; c"},
 		{"link", "[site](https://x.org)", "<https://x.org|site>"},
+		{"link label over two lines", "[the\nsite](https://x.org)", "<https://x.org|the site>"},
 		{"autolink", "<https://x.org>", "<https://x.org>"},
 		{"heading", "## Head", "*Head*"},
 		{"code block", "```\nx := 1\n```", "```\nx := 1\n```"},

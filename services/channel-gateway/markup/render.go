@@ -63,6 +63,9 @@ var slack = dialect{
 			return label + " (" + escapeSlack(url) + ")"
 		}
 		url = strings.ReplaceAll(url, "&", "&amp;")
+		// A line break ends the link in Slack: a label spanning lines
+		// (a soft break in the Markdown) is joined with spaces.
+		label = strings.ReplaceAll(label, "\n", " ")
 		if label == "" || label == escapeSlack(url) {
 			return "<" + url + ">"
 		}
