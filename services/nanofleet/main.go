@@ -38,11 +38,23 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env := newEnvironment(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
-	if err := dispatch(ctx, env, os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "nanofleet:", err)
-		}
-		os.Exit(1)
+	os.Exit(exitCode(dispatch(ctx, env, os.Args[1:]), os.Stderr))
+}
+
+// errNoCommand: nanofleet was run without a command; the usage is printed.
+var errNoCommand = errors.New("no command given")
+
+// exitCode follows the flag package's convention: 0 when help was asked
+// for, 2 for a command line that could not be used, 1 for a failure.
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errNoCommand):
+		return 2
+	default:
+		fmt.Fprintln(stderr, "nanofleet:", err)
+		return 1
 	}
 }
 
@@ -51,7 +63,7 @@ func dispatch(ctx context.Context, env *environment, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(env.stderr, cmds)
 		if len(args) == 0 {
-			return flag.ErrHelp
+			return errNoCommand
 		}
 		return nil
 	}

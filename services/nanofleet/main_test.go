@@ -103,3 +103,31 @@ func TestOnboardAndUnknownCommand(t *testing.T) {
 		t.Error("unknown command accepted")
 	}
 }
+
+// TestExitCodes: help asked for is a success, no command a usage error,
+// anything else a failure printed on stderr.
+func TestExitCodes(t *testing.T) {
+	cases := []struct {
+		name       string
+		args       []string
+		want       int
+		wantStderr string
+	}{
+		{"help", []string{"--help"}, 0, ""},
+		{"command help", []string{"bench", "-h"}, 0, ""},
+		{"no command", nil, 2, ""},
+		{"unknown command", []string{"fly"}, 1, `nanofleet: unknown command "fly"`},
+		{"bad flag", []string{"bench", "--no-such-flag"}, 1, "nanofleet: flag provided but not defined: -no-such-flag"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			env := newEnvironment(strings.NewReader(""), &out, &errOut, func(string) string { return "" })
+			var stderr bytes.Buffer
+			got := exitCode(dispatch(context.Background(), env, c.args), &stderr)
+			if got != c.want || strings.TrimSpace(stderr.String()) != c.wantStderr {
+				t.Errorf("exit %d, stderr %q; want %d, %q", got, stderr.String(), c.want, c.wantStderr)
+			}
+		})
+	}
+}
