@@ -246,27 +246,37 @@ func (s *Store) Checkpoint(ctx context.Context, key string) (*nanofleetv1.TurnCh
 	return cp, e.Revision(), nil
 }
 
-// SaveCheckpoint stores cp. The lease already makes the caller the only
-// writer, so a plain put is enough.
-func (s *Store) SaveCheckpoint(ctx context.Context, key string, cp *nanofleetv1.TurnCheckpoint) error {
+// SaveCheckpoint stores cp and returns its revision. The lease already
+// makes the caller the only writer, so a plain put is enough.
+func (s *Store) SaveCheckpoint(ctx context.Context, key string, cp *nanofleetv1.TurnCheckpoint) (uint64, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	data, err := proto.Marshal(cp)
 	if err != nil {
-		return fmt.Errorf("encode checkpoint: %w", err)
+		return 0, fmt.Errorf("encode checkpoint: %w", err)
 	}
-	if _, err := s.checkpoints.Put(ctx, subject.Token(key), data); err != nil {
-		return fmt.Errorf("save checkpoint of %s: %w", key, err)
+	rev, err := s.checkpoints.Put(ctx, subject.Token(key), data)
+	if err != nil {
+		return 0, fmt.Errorf("save checkpoint of %s: %w", key, err)
 	}
-	return nil
+	return rev, nil
 }
 
-// ClearCheckpoint removes the session's checkpoint.
-func (s *Store) ClearCheckpoint(ctx context.Context, key string) error {
+// ClearCheckpoint removes the session's checkpoint if it is still the
+// revision rev the caller saved. A turn clears its checkpoint after it has
+// released the session, so the next turn may already have saved its own,
+// which must stay.
+func (s *Store) ClearCheckpoint(ctx context.Context, key string, rev uint64) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	if err := s.checkpoints.Purge(ctx, subject.Token(key)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	err := s.checkpoints.Purge(ctx, subject.Token(key), jetstream.LastRevision(rev))
+	var apiErr *jetstream.APIError
+	switch {
+	case err == nil, errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil
+	case errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
+		return nil // a newer turn's checkpoint
+	default:
 		return fmt.Errorf("clear checkpoint of %s: %w", key, err)
 	}
-	return nil
 }

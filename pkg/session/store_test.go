@@ -149,17 +149,37 @@ func TestCheckpoint(t *testing.T) {
 		t.Fatalf("missing checkpoint: %v", err)
 	}
 	cp := &nanofleetv1.TurnCheckpoint{TurnId: "t", InboundSeq: 5, Iteration: 2}
-	if err := s.SaveCheckpoint(ctx, "cli:c", cp); err != nil {
+	rev, err := s.SaveCheckpoint(ctx, "cli:c", cp)
+	if err != nil {
 		t.Fatal(err)
 	}
 	got, _, err := s.Checkpoint(ctx, "cli:c")
 	if err != nil || got.InboundSeq != 5 || got.Iteration != 2 {
 		t.Fatalf("checkpoint = %v, %v", got, err)
 	}
-	if err := s.ClearCheckpoint(ctx, "cli:c"); err != nil {
+	if err := s.ClearCheckpoint(ctx, "cli:c", rev); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Checkpoint(ctx, "cli:c"); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("cleared checkpoint: %v", err)
+	}
+	if err := s.ClearCheckpoint(ctx, "cli:c", rev); err != nil {
+		t.Fatalf("clearing a cleared checkpoint: %v", err)
+	}
+
+	// The next turn saved its checkpoint before the previous turn's late
+	// clear arrived: the clear leaves it alone.
+	old, err := s.SaveCheckpoint(ctx, "cli:c", &nanofleetv1.TurnCheckpoint{TurnId: "t1", InboundSeq: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveCheckpoint(ctx, "cli:c", &nanofleetv1.TurnCheckpoint{TurnId: "t2", InboundSeq: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ClearCheckpoint(ctx, "cli:c", old); err != nil {
+		t.Fatalf("late clear: %v", err)
+	}
+	if got, _, err := s.Checkpoint(ctx, "cli:c"); err != nil || got.GetTurnId() != "t2" {
+		t.Fatalf("after a late clear: %v, %v; want the next turn's checkpoint", got, err)
 	}
 }

@@ -41,6 +41,9 @@ type turn struct {
 	release func()
 	// holdLease keeps the lease past the turn: its replies are not out.
 	holdLease bool
+	// checkpointRev is the revision of the turn's newest checkpoint, which
+	// commit clears unless a newer turn has replaced it.
+	checkpointRev uint64
 }
 
 // SessionKey returns the session an inbound message belongs to.
@@ -299,7 +302,7 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	if len(cp.Messages) == 0 {
 		cp.Messages = []*nanofleetv1.ChatMessage{userMessage(t.in)}
 	}
-	if err := w.sessions.SaveCheckpoint(ctx, t.key, cp); err != nil {
+	if t.checkpointRev, err = w.sessions.SaveCheckpoint(ctx, t.key, cp); err != nil {
 		return "", err
 	}
 	t.replies = cp.GetReplies()
@@ -366,7 +369,11 @@ func (t *turn) think(ctx context.Context, cp *nanofleetv1.TurnCheckpoint, info *
 		ToolHint: func(s string) { t.live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, s) },
 		Checkpoint: func(ctx context.Context, msgs []*nanofleetv1.ChatMessage, iter int) error {
 			cp.Messages, cp.Iteration, cp.Replies = msgs, int32(iter), t.replies
-			return w.sessions.SaveCheckpoint(ctx, t.key, cp)
+			rev, err := w.sessions.SaveCheckpoint(ctx, t.key, cp)
+			if err == nil {
+				t.checkpointRev = rev
+			}
+			return err
 		},
 	}
 	if t.in.GetMetadata()["stream"] == "true" {
@@ -452,7 +459,7 @@ func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleet
 	if t.release != nil {
 		t.release()
 	}
-	if err := w.sessions.ClearCheckpoint(ctx, t.key); err != nil {
+	if err := w.sessions.ClearCheckpoint(ctx, t.key, t.checkpointRev); err != nil {
 		t.log.Warn("clear checkpoint", "err", err)
 	}
 	if err := t.msg.Ack(); err != nil {
