@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/directget"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
@@ -235,11 +236,38 @@ func (t *turn) oldest(ctx context.Context) (bool, error) {
 	if err != nil || last.GetInboundSeq() != first.Sequence {
 		return false, err
 	}
+	// Committed is not answered: an append that timed out may have been
+	// stored while its turn failed, before its replies went out.
+	if out, err := t.repliesOut(ctx, last); err != nil || !out {
+		return false, err
+	}
 	next, err := st.GetMsg(ctx, first.Sequence+1, jetstream.WithGetMsgSubject(subj))
 	if err != nil {
 		return false, err
 	}
 	return next.Sequence == ours, nil
+}
+
+// repliesOut reports whether a committed turn's last reply is the newest
+// message of its chat in the outbound stream. Anything else there (a
+// follower behind its leader, another session writing to the chat) reads
+// as not out: the caller waits, and the turn's ack or redelivery settles it.
+func (t *turn) repliesOut(ctx context.Context, rec *nanofleetv1.TurnRecord) (bool, error) {
+	replies := rec.GetReplies()
+	if len(replies) == 0 {
+		return true, nil
+	}
+	want := replies[len(replies)-1]
+	sp := t.w.d.Bus.Space
+	m, ok, err := directget.Last(ctx, t.w.d.Bus.NC, sp.OutboundStream(), sp.Outbound(want.GetChannel(), want.GetChatId()))
+	if err != nil || !ok {
+		return false, err
+	}
+	got := &nanofleetv1.OutboundMessage{}
+	if err := proto.Unmarshal(m.Data, got); err != nil {
+		return false, nil
+	}
+	return got.GetId() == want.GetId(), nil
 }
 
 // keepAlive renews the lease and the message's ack deadline until ctx

@@ -358,3 +358,96 @@ func TestShutdownCutOffLeavesTheTurnToAnotherWorker(t *testing.T) {
 		t.Fatalf("reply after takeover = %v", o)
 	}
 }
+
+// TestCommittedButUnansweredTurnIsNotOvertaken: a turn whose history
+// append was stored although the worker saw it fail (a time-out during a
+// leader election) has no replies out yet. The session's next message must
+// wait for that turn's redelivery to publish them, even though the FIFO
+// guard finds the turn committed.
+func TestCommittedButUnansweredTurnIsNotOvertaken(t *testing.T) {
+	ctx := context.Background()
+	b := bustest.StartJetStream(t)
+	sp := b.Space
+	cons, err := b.JS.CreateOrUpdateConsumer(ctx, sp.InboundStream(), jetstream.ConsumerConfig{
+		Durable: sp.WorkerConsumer(), AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxDeliver: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(id string) {
+		in := &nanofleetv1.InboundMessage{Id: id, Channel: "cli", ChatId: "c", SenderId: "u", Content: id}
+		data, _ := proto.Marshal(in)
+		m := nats.NewMsg(sp.Inbound("cli", "c"))
+		m.Data = data
+		if _, err := b.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Message a: taken by a worker that appended its turn and then failed.
+	publish("a")
+	batch, err := cons.Fetch(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first jetstream.Msg
+	for m := range batch.Messages() {
+		first = m
+	}
+	if first == nil {
+		t.Fatal("message a not fetched")
+	}
+	meta, _ := first.Metadata()
+	turnID := fmt.Sprintf("in%d", meta.Sequence.Stream)
+	sessions, err := session.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &nanofleetv1.TurnRecord{
+		TurnId: turnID, InboundId: "a", InboundSeq: meta.Sequence.Stream, SessionKey: "cli:c",
+		Replies: []*nanofleetv1.OutboundMessage{{
+			Id: turnID + ":0", Channel: "cli", ChatId: "c", Content: "answer to a", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL,
+			ReplyTo: "a", SessionKey: "cli:c", TurnId: turnID, LastOfTurn: true,
+		}},
+	}
+	if _, err := sessions.Append(ctx, "cli:c", rec, 0); err != nil {
+		t.Fatal(err)
+	}
+	publish("b")
+
+	h := startOn(t, b, "w1")
+	h.llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("answer to " + r.LastUserText()) })
+	// The worker looks at b and puts it back, and sends nothing.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case o := <-h.out:
+			t.Fatalf("reply %q went out before message a's turn was answered", o.GetContent())
+		default:
+		}
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumRedelivered > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("message b was never put back: %+v", info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case o := <-h.out:
+		t.Fatalf("reply %q went out before message a's turn was answered", o.GetContent())
+	default:
+	}
+	// a's redelivery republishes its committed replies; then b runs.
+	if err := first.Nak(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"answer to a", "answer to b"} {
+		if o := h.next(t); o.GetContent() != want {
+			t.Fatalf("reply %q, want %q", o.GetContent(), want)
+		}
+	}
+}
