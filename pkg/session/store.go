@@ -107,18 +107,19 @@ func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*His
 }
 
 func (s *Store) lastSeq(ctx context.Context, key string) (uint64, error) {
-	m, ok, err := directget.Last(ctx, s.nc, s.space.HistoryStream(), s.space.History(key))
-	if err != nil || !ok {
-		return 0, wrapLast(key, err)
-	}
-	return m.Seq, nil
+	m, _, err := s.last(ctx, key)
+	return m.Seq, err
 }
 
-func wrapLast(key string, err error) error {
-	if err == nil {
-		return nil
+// last reads the session's newest history message by direct get, not
+// js.Stream(...).GetLastMsgForSubject: that asks for the stream's info
+// first, a second request on the FIFO guard's path.
+func (s *Store) last(ctx context.Context, key string) (directget.Msg, bool, error) {
+	m, ok, err := directget.Last(ctx, s.nc, s.space.HistoryStream(), s.space.History(key))
+	if err != nil {
+		return directget.Msg{}, false, fmt.Errorf("last record of %s: %w", key, err)
 	}
-	return fmt.Errorf("last record of %s: %w", key, err)
+	return m, ok, nil
 }
 
 // LastTurn returns the session's newest turn record, or nil when it has
@@ -126,11 +127,9 @@ func wrapLast(key string, err error) error {
 func (s *Store) LastTurn(ctx context.Context, key string) (*nanofleetv1.TurnRecord, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	// A direct get, not js.Stream(...).GetLastMsgForSubject: that asks for
-	// the stream's info first, a second request on the FIFO guard's path.
-	m, ok, err := directget.Last(ctx, s.nc, s.space.HistoryStream(), s.space.History(key))
+	m, ok, err := s.last(ctx, key)
 	if err != nil || !ok {
-		return nil, wrapLast(key, err)
+		return nil, err
 	}
 	rec := &nanofleetv1.TurnRecord{}
 	if err := proto.Unmarshal(m.Data, rec); err != nil {
@@ -155,8 +154,7 @@ func (s *Store) Append(ctx context.Context, key string, rec *nanofleetv1.TurnRec
 	msg.Header.Set(nats.MsgIdHdr, "turn:"+rec.GetTurnId())
 	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expectLast))
 	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		if wrongLastSequence(err) {
 			return 0, fmt.Errorf("%w: history of %s moved past %d", ErrConflict, key, expectLast)
 		}
 		return 0, fmt.Errorf("append turn to %s: %w", key, err)
@@ -270,13 +268,15 @@ func (s *Store) ClearCheckpoint(ctx context.Context, key string, rev uint64) err
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	err := s.checkpoints.Purge(ctx, subject.Token(key), jetstream.LastRevision(rev))
-	var apiErr *jetstream.APIError
-	switch {
-	case err == nil, errors.Is(err, jetstream.ErrKeyNotFound):
-		return nil
-	case errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
-		return nil // a newer turn's checkpoint
-	default:
-		return fmt.Errorf("clear checkpoint of %s: %w", key, err)
+	if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) || wrongLastSequence(err) {
+		return nil // gone, or a newer turn's checkpoint
 	}
+	return fmt.Errorf("clear checkpoint of %s: %w", key, err)
+}
+
+// wrongLastSequence reports the server's refusal of a write that expected
+// another last sequence on its subject (an optimistic-concurrency loss).
+func wrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }

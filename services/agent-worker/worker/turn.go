@@ -263,11 +263,8 @@ func (t *turn) repliesOut(ctx context.Context, rec *nanofleetv1.TurnRecord) (boo
 	if err != nil || !ok {
 		return false, err
 	}
-	got := &nanofleetv1.OutboundMessage{}
-	if err := proto.Unmarshal(m.Data, got); err != nil {
-		return false, nil
-	}
-	return got.GetId() == want.GetId(), nil
+	// Replies are published with their id as Nats-Msg-Id (publishReplies).
+	return m.Header.Get(nats.MsgIdHdr) == want.GetId(), nil
 }
 
 // keepAlive renews the lease and the message's ack deadline until ctx

@@ -235,7 +235,7 @@ func targets(rep *Report) []target {
 	if slow != nil && slow.IdealTurnsPerS > 0 {
 		frac := slow.TurnsPerS / slow.IdealTurnsPerS
 		out = append(out, target{fmt.Sprintf("%g ms model, %d sessions: ≥ 90%% of ideal", slow.ModelLatencyMs, slow.Sessions),
-			fmt.Sprintf("%.0f of %.0f turns/s = %.0f%% (%d slots)", slow.TurnsPerS, slow.IdealTurnsPerS, 100*frac, slow.Workers*slow.SlotsPerWorker),
+			fmt.Sprintf("%.0f of %.0f turns/s = %.1f%% (%d slots)", slow.TurnsPerS, slow.IdealTurnsPerS, 100*frac, slow.Workers*slow.SlotsPerWorker),
 			frac >= 0.9, true})
 	}
 	byWorkers := map[int]*Result{}
