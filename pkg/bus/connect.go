@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/directget"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
@@ -54,6 +55,8 @@ type Bus struct {
 	NC    *nats.Conn
 	JS    jetstream.JetStream
 	Space subject.Space
+	// Direct reads stream messages by direct get on NC.
+	Direct *directget.Reader
 
 	closed chan struct{}
 }
@@ -109,7 +112,7 @@ func Connect(ctx context.Context, cfg Config, extra ...nats.Option) (*Bus, error
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Bus{NC: nc, JS: js, Space: space, closed: closed}, nil
+	return &Bus{NC: nc, JS: js, Space: space, Direct: directget.NewReader(nc), closed: closed}, nil
 }
 
 // Close drains the connection, so that in-flight publishes and acks reach

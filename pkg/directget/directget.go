@@ -3,6 +3,11 @@
 // request, many replies ended by a "204 EOB" status) that nats.go has no
 // call for. Reading a range this way costs one round trip per page instead
 // of creating and deleting a consumer. Streams must allow direct access.
+//
+// A Reader receives the replies of all its requests on one wildcard
+// subscription, as nats.go's request multiplexer does: a subscription per
+// request would cost the server a SUB and an UNSUB, and nats.go a 64K-slot
+// channel, on every read of a turn.
 package directget
 
 import (
@@ -10,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 )
@@ -21,11 +27,28 @@ type Msg struct {
 	Data   []byte
 }
 
+// Reader sends direct get requests on one connection. It is safe for
+// concurrent use; the zero value is not usable, use NewReader.
+type Reader struct {
+	nc *nats.Conn
+
+	mu      sync.Mutex
+	sub     *nats.Subscription // nil until the first request
+	prefix  string             // inbox prefix, ending in "."
+	next    uint64
+	waiters map[string]chan *nats.Msg
+}
+
+// NewReader returns a Reader on nc. It subscribes on its first request.
+func NewReader(nc *nats.Conn) *Reader {
+	return &Reader{nc: nc, waiters: map[string]chan *nats.Msg{}}
+}
+
 // Range reads the messages matching filter (wildcards allowed) with a
 // sequence in [from, to] (to 0: no bound), at most max (0: no bound),
 // oldest first, using the server's batched direct get (one request per
 // page; the stream needs AllowDirect).
-func Range(ctx context.Context, nc *nats.Conn, stream, filter string, from, to uint64, max int) ([]Msg, error) {
+func (r *Reader) Range(ctx context.Context, stream, filter string, from, to uint64, max int) ([]Msg, error) {
 	const page = 256
 	var out []Msg
 	for {
@@ -38,7 +61,7 @@ func Range(ctx context.Context, nc *nats.Conn, stream, filter string, from, to u
 			NextFor string `json:"next_by_subj"`
 			Batch   int    `json:"batch"`
 		}{from, filter, n})
-		got, pending, err := request(ctx, nc, stream, req)
+		got, pending, err := r.request(ctx, stream, req, n)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", filter, err)
 		}
@@ -57,13 +80,13 @@ func Range(ctx context.Context, nc *nats.Conn, stream, filter string, from, to u
 
 // LastUpTo returns the newest message on subj (a literal subject) with a
 // sequence at most upTo (0: the newest), or found false.
-func LastUpTo(ctx context.Context, nc *nats.Conn, stream, subj string, upTo uint64) (Msg, bool, error) {
+func (r *Reader) LastUpTo(ctx context.Context, stream, subj string, upTo uint64) (Msg, bool, error) {
 	req, _ := json.Marshal(struct {
 		Multi []string `json:"multi_last"`
 		UpTo  uint64   `json:"up_to_seq,omitempty"`
 		Batch int      `json:"batch"`
 	}{[]string{subj}, upTo, 1})
-	got, _, err := request(ctx, nc, stream, req)
+	got, _, err := r.request(ctx, stream, req, 1)
 	if err != nil {
 		return Msg{}, false, fmt.Errorf("read last of %s: %w", subj, err)
 	}
@@ -74,11 +97,11 @@ func LastUpTo(ctx context.Context, nc *nats.Conn, stream, subj string, upTo uint
 }
 
 // Last returns the newest message matching filter (wildcards allowed).
-func Last(ctx context.Context, nc *nats.Conn, stream, filter string) (Msg, bool, error) {
+func (r *Reader) Last(ctx context.Context, stream, filter string) (Msg, bool, error) {
 	req, _ := json.Marshal(struct {
 		LastFor string `json:"last_by_subj"`
 	}{filter})
-	got, _, err := request(ctx, nc, stream, req)
+	got, _, err := r.request(ctx, stream, req, 1)
 	if err != nil {
 		return Msg{}, false, fmt.Errorf("read last of %s: %w", filter, err)
 	}
@@ -88,23 +111,28 @@ func Last(ctx context.Context, nc *nats.Conn, stream, filter string) (Msg, bool,
 	return got[0], true, nil
 }
 
-// request sends one direct get request and reads its replies: one
-// message, or a batch ended by a "204 EOB" status, or "404" for none.
-func request(ctx context.Context, nc *nats.Conn, stream string, req []byte) ([]Msg, uint64, error) {
-	inbox := nc.NewRespInbox()
-	sub, err := nc.SubscribeSync(inbox)
+// request sends one direct get request for at most batch messages and
+// reads its replies: one message, or a batch ended by a "204 EOB" status,
+// or "404" for none.
+func (r *Reader) request(ctx context.Context, stream string, req []byte, batch int) ([]Msg, uint64, error) {
+	// Room for every message of the batch and its end marker: the
+	// subscription's dispatcher never blocks on a slow reader.
+	ch := make(chan *nats.Msg, batch+1)
+	inbox, err := r.wait(ch)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+	defer r.forget(inbox)
+	if err := r.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
 		return nil, 0, err
 	}
 	var out []Msg
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return nil, 0, err
+		var m *nats.Msg
+		select {
+		case m = <-ch:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
 		}
 		switch status := m.Header.Get("Status"); status {
 		case "":
@@ -113,6 +141,8 @@ func request(ctx context.Context, nc *nats.Conn, stream string, req []byte) ([]M
 			return out, pending, nil
 		case "404":
 			return out, 0, nil
+		case "503":
+			return nil, 0, nats.ErrNoResponders
 		default:
 			return nil, 0, fmt.Errorf("status %s %s", status, m.Header.Get("Description"))
 		}
@@ -125,5 +155,44 @@ func request(ctx context.Context, nc *nats.Conn, stream string, req []byte) ([]M
 			// A single-message reply: no end-of-batch marker follows.
 			return out, 0, nil
 		}
+	}
+}
+
+// wait registers ch for the replies to a new inbox and returns the inbox.
+func (r *Reader) wait(ch chan *nats.Msg) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sub == nil {
+		r.prefix = r.nc.NewRespInbox() + "."
+		sub, err := r.nc.Subscribe(r.prefix+"*", r.dispatch)
+		if err != nil {
+			return "", fmt.Errorf("subscribe direct get replies: %w", err)
+		}
+		r.sub = sub
+	}
+	r.next++
+	inbox := r.prefix + strconv.FormatUint(r.next, 36)
+	r.waiters[inbox] = ch
+	return inbox, nil
+}
+
+func (r *Reader) forget(inbox string) {
+	r.mu.Lock()
+	delete(r.waiters, inbox)
+	r.mu.Unlock()
+}
+
+// dispatch hands a reply to its request; replies of a request that gave
+// up are dropped.
+func (r *Reader) dispatch(m *nats.Msg) {
+	r.mu.Lock()
+	ch := r.waiters[m.Subject]
+	r.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- m:
+	default: // more replies than the batch asked for: the request fails by its deadline
 	}
 }

@@ -2,7 +2,10 @@ package directget_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -17,6 +20,7 @@ import (
 func TestLastAndRange(t *testing.T) {
 	ctx := context.Background()
 	b := bustest.StartJetStream(t)
+	r := directget.NewReader(b.NC)
 	stream, subj := b.Space.OutboundStream(), b.Space.Outbound("cli", "c")
 	for _, id := range []string{"t1:0", "t2:0"} {
 		m := nats.NewMsg(subj)
@@ -26,18 +30,90 @@ func TestLastAndRange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, ok, err := directget.Last(ctx, b.NC, stream, subj)
+	m, ok, err := r.Last(ctx, stream, subj)
 	if err != nil || !ok {
 		t.Fatalf("Last: %v, found %v", err, ok)
 	}
 	if got := m.Header.Get(nats.MsgIdHdr); got != "t2:0" || string(m.Data) != "reply t2:0" || m.Seq == 0 {
 		t.Errorf("Last = seq %d, id %q, data %q; want the second reply", m.Seq, got, m.Data)
 	}
-	if _, ok, err := directget.Last(ctx, b.NC, stream, b.Space.Outbound("cli", "other")); err != nil || ok {
+	if _, ok, err := r.Last(ctx, stream, b.Space.Outbound("cli", "other")); err != nil || ok {
 		t.Errorf("Last of an empty subject: found %v, err %v", ok, err)
 	}
-	all, err := directget.Range(ctx, b.NC, stream, subj, 1, 0, 0)
+	all, err := r.Range(ctx, stream, subj, 1, 0, 0)
 	if err != nil || len(all) != 2 || all[0].Header.Get(nats.MsgIdHdr) != "t1:0" || all[1].Seq <= all[0].Seq {
 		t.Errorf("Range = %+v, %v", all, err)
+	}
+	first, ok, err := r.LastUpTo(ctx, stream, subj, all[0].Seq)
+	if err != nil || !ok || first.Seq != all[0].Seq {
+		t.Errorf("LastUpTo(%d) = seq %d, found %v, err %v; want the first reply", all[0].Seq, first.Seq, ok, err)
+	}
+}
+
+// TestConcurrentReadsShareOneSubscription: many readers at once each get
+// their own subject's messages, across pages, bounds and limits, and a
+// request abandoned by its context leaves the Reader usable.
+func TestConcurrentReadsShareOneSubscription(t *testing.T) {
+	ctx := context.Background()
+	b := bustest.StartJetStream(t)
+	r := directget.NewReader(b.NC)
+	stream := b.Space.OutboundStream()
+	const chats, perChat = 8, 300 // more than one page of 256
+	for i := range perChat {
+		for c := range chats {
+			if _, err := b.JS.Publish(ctx, b.Space.Outbound("cli", fmt.Sprint(c)), fmt.Appendf(nil, "%d/%d", c, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := r.Range(gone, stream, b.Space.Outbound("cli", "0"), 1, 0, 0); err == nil {
+		t.Fatal("Range with a cancelled context succeeded")
+	}
+
+	tests := []struct {
+		name     string
+		from, to uint64
+		max      int
+		want     int
+	}{
+		{"all", 1, 0, 0, perChat},
+		{"max", 1, 0, 10, 10},
+		{"up to a sequence", 1, chats * 100, 0, 100},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var wg sync.WaitGroup
+			errs := make(chan error, chats)
+			for c := range chats {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+					defer cancel()
+					msgs, err := r.Range(rctx, stream, b.Space.Outbound("cli", fmt.Sprint(c)), tc.from, tc.to, tc.max)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(msgs) != tc.want {
+						errs <- fmt.Errorf("chat %d: %d messages, want %d", c, len(msgs), tc.want)
+						return
+					}
+					for i, m := range msgs {
+						if want := fmt.Sprintf("%d/%d", c, i); string(m.Data) != want {
+							errs <- fmt.Errorf("chat %d message %d = %q, want %q", c, i, m.Data, want)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/directget"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -49,7 +48,7 @@ func (j Job) String() string {
 // the memory-consolidator whenever they go missing.
 func ListJobs(ctx context.Context, b *bus.Bus) ([]Job, error) {
 	n := NamesOf(b.Space)
-	msgs, err := directget.Range(ctx, b.NC, n.JobStream(), b.Space.Prefix()+".memory.job.sched.>", 1, 0, 0)
+	msgs, err := b.Direct.Range(ctx, n.JobStream(), b.Space.Prefix()+".memory.job.sched.>", 1, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("list system jobs: %w", err)
 	}

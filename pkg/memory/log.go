@@ -24,14 +24,14 @@ type Entry struct {
 
 // Log is the history log: every scope's entries in one stream.
 type Log struct {
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	names Names
+	direct *directget.Reader
+	js     jetstream.JetStream
+	names  Names
 }
 
 // OpenLog returns the history log of the fleet b belongs to.
 func OpenLog(b *bus.Bus) *Log {
-	return &Log{nc: b.NC, js: b.JS, names: NamesOf(b.Space)}
+	return &Log{direct: b.Direct, js: b.JS, names: NamesOf(b.Space)}
 }
 
 // EntryID is the deterministic message id of a session's range.
@@ -68,7 +68,7 @@ func (l *Log) Append(ctx context.Context, e *nanofleetv1.HistoryEntry, expectLas
 
 // Last returns the session's newest entry in any scope, or nil.
 func (l *Log) Last(ctx context.Context, sessionKey string) (*Entry, error) {
-	m, ok, err := directget.Last(ctx, l.nc, l.names.LogStream(), l.names.LogSession(sessionKey))
+	m, ok, err := l.direct.Last(ctx, l.names.LogStream(), l.names.LogSession(sessionKey))
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (l *Log) Session(ctx context.Context, sessionKey string) ([]Entry, error) {
 }
 
 func (l *Log) read(ctx context.Context, filter string, after uint64, max int) ([]Entry, error) {
-	msgs, err := directget.Range(ctx, l.nc, l.names.LogStream(), filter, after+1, 0, max)
+	msgs, err := l.direct.Range(ctx, l.names.LogStream(), filter, after+1, 0, max)
 	if err != nil {
 		return nil, fmt.Errorf("history log: %w", err)
 	}

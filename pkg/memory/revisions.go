@@ -40,7 +40,7 @@ type Revision struct {
 // to memory and profile files, each with the content before and after, so
 // any of them can be looked at and undone.
 type Revisions struct {
-	nc      *nats.Conn
+	direct  *directget.Reader
 	js      jetstream.JetStream
 	names   Names
 	docs    *Docs
@@ -57,7 +57,7 @@ func OpenRevisions(ctx context.Context, b *bus.Bus) (*Revisions, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Revisions{nc: b.NC, js: b.JS, names: NamesOf(b.Space), docs: docs, profile: prof}, nil
+	return &Revisions{direct: b.Direct, js: b.JS, names: NamesOf(b.Space), docs: docs, profile: prof}, nil
 }
 
 // Append stores r on its scope's subject. msgID, when set, makes a
@@ -112,7 +112,7 @@ func (r *Revisions) List(ctx context.Context, scopes []Scope, n int) ([]Revision
 	for _, s := range scopes {
 		var upTo uint64
 		for range n {
-			m, ok, err := directget.LastUpTo(ctx, r.nc, r.names.RevisionStream(), r.names.Revision(s), upTo)
+			m, ok, err := r.direct.LastUpTo(ctx, r.names.RevisionStream(), r.names.Revision(s), upTo)
 			if err != nil {
 				return nil, fmt.Errorf("revisions of %s: %w", s, err)
 			}

@@ -7,7 +7,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/directget"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -19,7 +18,7 @@ func ReadTurns(ctx context.Context, b *bus.Bus, sessionKey string, from, to uint
 	if from == 0 {
 		from = 1
 	}
-	msgs, err := directget.Range(ctx, b.NC, b.Space.HistoryStream(), b.Space.History(sessionKey), from, to, 0)
+	msgs, err := b.Direct.Range(ctx, b.Space.HistoryStream(), b.Space.History(sessionKey), from, to, 0)
 	if err != nil {
 		return nil, fmt.Errorf("turns of %s: %w", sessionKey, err)
 	}

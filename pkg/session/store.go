@@ -27,7 +27,7 @@ func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // Store reads and writes sessions.
 type Store struct {
-	nc          *nats.Conn
+	direct      *directget.Reader
 	js          jetstream.JetStream
 	space       subject.Space
 	info        jetstream.KeyValue
@@ -45,7 +45,7 @@ func Open(ctx context.Context, b *bus.Bus) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{nc: b.NC, js: b.JS, space: b.Space, info: info, checkpoints: cps}, nil
+	return &Store{direct: b.Direct, js: b.JS, space: b.Space, info: info, checkpoints: cps}, nil
 }
 
 // Turn is a stored turn record with its stream sequence.
@@ -78,7 +78,7 @@ func (h *History) Find(inboundSeq uint64) *nanofleetv1.TurnRecord {
 func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*History, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	msgs, err := directget.Range(ctx, s.nc, s.space.HistoryStream(), s.space.History(key), after+1, 0, 0)
+	msgs, err := s.direct.Range(ctx, s.space.HistoryStream(), s.space.History(key), after+1, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("load history of %s: %w", key, err)
 	}
@@ -115,7 +115,7 @@ func (s *Store) lastSeq(ctx context.Context, key string) (uint64, error) {
 // js.Stream(...).GetLastMsgForSubject: that asks for the stream's info
 // first, a second request on the FIFO guard's path.
 func (s *Store) last(ctx context.Context, key string) (directget.Msg, bool, error) {
-	m, ok, err := directget.Last(ctx, s.nc, s.space.HistoryStream(), s.space.History(key))
+	m, ok, err := s.direct.Last(ctx, s.space.HistoryStream(), s.space.History(key))
 	if err != nil {
 		return directget.Msg{}, false, fmt.Errorf("last record of %s: %w", key, err)
 	}

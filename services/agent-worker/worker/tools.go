@@ -34,26 +34,78 @@ type catalog struct {
 	local  []LocalTool
 	log    *slog.Logger
 
-	mu      sync.Mutex
-	fetched time.Time
-	defs    []*nanofleetv1.ToolDefinition
-	byName  map[string]*nanofleetv1.ToolDefinition
-	schemas map[string]*toolschema.Schema
+	first sync.Mutex // held while a turn waits for the catalog
+
+	mu         sync.Mutex
+	fetched    time.Time
+	refreshing bool // a background refresh is running
+	complete   bool // the runners answered once: defs has their tools
+	defs       []*nanofleetv1.ToolDefinition
+	byName     map[string]*nanofleetv1.ToolDefinition
+	schemas    map[string]*toolschema.Schema
 }
 
 const catalogTTL = 10 * time.Second
 
 func (c *catalog) definitions(ctx context.Context) ([]*nanofleetv1.ToolDefinition, map[string]*nanofleetv1.ToolDefinition) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.defs != nil && time.Since(c.fetched) < catalogTTL {
+	if c.complete {
+		// A stale catalog serves while a fresh one is fetched in the
+		// background: gathering the runners' answers takes at least 50 ms,
+		// which no turn should wait for.
+		if time.Since(c.fetched) >= catalogTTL && !c.refreshing {
+			c.refreshing = true
+			go c.refresh(context.WithoutCancel(ctx))
+		}
+		defer c.mu.Unlock()
 		return c.defs, c.byName
 	}
+	c.mu.Unlock()
+	// Until the runners have answered once, turns wait for the catalog,
+	// fetched by one turn at a time.
+	c.first.Lock()
+	defer c.first.Unlock()
+	c.mu.Lock()
+	done := c.complete
+	c.mu.Unlock()
+	if !done {
+		c.refresh(ctx)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.defs, c.byName
+}
+
+// refresh fetches the runners' catalog and merges it with the local tools.
+// Without runners the catalog has the local tools only, and the next turn
+// waits for another try.
+func (c *catalog) refresh(ctx context.Context) {
 	remote, err := c.remote.Catalog(ctx)
 	if err != nil {
+		c.mu.Lock()
+		stale := c.complete
+		c.refreshing = false
+		c.mu.Unlock()
+		if stale {
+			// The tools the runners had stay offered; a call to a runner
+			// that is gone is answered to the model.
+			c.log.Warn("tool catalog refresh failed; keeping the last one", "err", err)
+			return
+		}
 		c.log.Warn("tool catalog unavailable; local tools only", "err", err)
 		remote = nil
 	}
+	defs := slices.Clone(remote)
+	for _, lt := range c.local {
+		defs = append(defs, lt.Tool().Definition())
+	}
+	toolschema.SortDefinitions(defs)
+	byName := make(map[string]*nanofleetv1.ToolDefinition, len(defs))
+	for _, d := range defs {
+		byName[d.GetName()] = d
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.schemas == nil {
 		c.schemas = map[string]*toolschema.Schema{}
 		for _, lt := range c.local {
@@ -61,20 +113,10 @@ func (c *catalog) definitions(ctx context.Context) ([]*nanofleetv1.ToolDefinitio
 			c.schemas[t.Name] = toolschema.MustCompile(t.Parameters)
 		}
 	}
-	defs := slices.Clone(remote)
-	for _, lt := range c.local {
-		defs = append(defs, lt.Tool().Definition())
-	}
-	toolschema.SortDefinitions(defs)
-	c.defs = defs
-	c.byName = make(map[string]*nanofleetv1.ToolDefinition, len(defs))
-	for _, d := range defs {
-		c.byName[d.GetName()] = d
-	}
+	c.defs, c.byName, c.refreshing = defs, byName, false
 	if err == nil {
-		c.fetched = time.Now()
+		c.fetched, c.complete = time.Now(), true
 	}
-	return c.defs, c.byName
 }
 
 // turnTools is the toolset of one turn.

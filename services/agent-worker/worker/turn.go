@@ -16,7 +16,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/directget"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
@@ -259,7 +258,7 @@ func (t *turn) repliesOut(ctx context.Context, rec *nanofleetv1.TurnRecord) (boo
 	}
 	want := replies[len(replies)-1]
 	sp := t.w.d.Bus.Space
-	m, ok, err := directget.Last(ctx, t.w.d.Bus.NC, sp.OutboundStream(), sp.Outbound(want.GetChannel(), want.GetChatId()))
+	m, ok, err := t.w.d.Bus.Direct.Last(ctx, sp.OutboundStream(), sp.Outbound(want.GetChannel(), want.GetChatId()))
 	if err != nil || !ok {
 		return false, err
 	}
