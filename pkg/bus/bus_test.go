@@ -91,3 +91,42 @@ func TestDeadLetterKeepsReason(t *testing.T) {
 		t.Errorf("reason header = %q", got)
 	}
 }
+
+// TestProvisionUpgradesCheckpointBucket: a checkpoint bucket made before
+// checkpoint markers expired gets per-message TTLs when the fleet is
+// provisioned again, keeping its checkpoints.
+func TestProvisionUpgradesCheckpointBucket(t *testing.T) {
+	srv := bustest.StartServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: srv.ClientURL(), Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.NC.Close()
+	name := b.Space.Bucket(bus.BucketCheckpoints)
+	old, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, Description: "turns in progress", History: 1, Storage: jetstream.FileStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Put(ctx, "s", []byte("checkpoint")); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Provision(ctx, b, bustest.TestLayout()); err != nil {
+		t.Fatalf("provision over the old bucket: %v", err)
+	}
+	kv, err := b.KV(ctx, bus.BucketCheckpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := st.LimitMarkerTTL(), bustest.TestLayout().CheckpointMarkerTTL; got != want {
+		t.Errorf("marker TTL after provisioning = %s, want %s", got, want)
+	}
+	if e, err := kv.Get(ctx, "s"); err != nil || string(e.Value()) != "checkpoint" {
+		t.Errorf("checkpoint after provisioning: %v", err)
+	}
+}

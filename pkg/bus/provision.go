@@ -34,6 +34,10 @@ type Layout struct {
 	LeaseTTL time.Duration
 	// MaxMsgSize bounds an envelope; attachments go to the object store.
 	MaxMsgSize int32
+	// CheckpointMarkerTTL is how long the marker of a cleared turn
+	// checkpoint stays: without an end, every session that ever ran a turn
+	// would keep one in the server's subject index.
+	CheckpointMarkerTTL time.Duration
 }
 
 // DefaultLayout is the layout of a single-server fleet.
@@ -46,6 +50,9 @@ func DefaultLayout() Layout {
 		DeadLetterMaxAge: 30 * 24 * time.Hour,
 		LeaseTTL:         30 * time.Second,
 		MaxMsgSize:       4 << 20,
+		// Nothing reads a cleared checkpoint's marker; a minute is the
+		// server's floor (1 s) with room for a clock step.
+		CheckpointMarkerTTL: time.Minute,
 	}
 }
 
@@ -58,6 +65,8 @@ func (l Layout) Validate() error {
 		return errors.New("nats.duplicateWindowSeconds: must be positive")
 	case l.LeaseTTL < time.Second:
 		return fmt.Errorf("nats.leaseTtlSeconds: %s is below 1s", l.LeaseTTL)
+	case l.CheckpointMarkerTTL < time.Second:
+		return fmt.Errorf("checkpoint marker TTL: %s is below 1s", l.CheckpointMarkerTTL)
 	case l.ReplayWindow < 2*l.LeaseTTL:
 		return fmt.Errorf("nats.replayWindowSeconds: %s is below twice the lease TTL %s", l.ReplayWindow, l.LeaseTTL)
 	}
@@ -145,7 +154,7 @@ func Provision(ctx context.Context, b *Bus, l Layout) error {
 	buckets := []jetstream.KeyValueConfig{
 		{Bucket: s.Bucket(BucketLeases), Description: "session leases: one turn at a time per session", TTL: l.LeaseTTL, History: 1},
 		{Bucket: s.Bucket(BucketSessions), Description: "session metadata", History: 1},
-		{Bucket: s.Bucket(BucketCheckpoints), Description: "turns in progress", History: 1},
+		{Bucket: s.Bucket(BucketCheckpoints), Description: "turns in progress", History: 1, LimitMarkerTTL: l.CheckpointMarkerTTL},
 		{Bucket: s.Bucket(BucketProfile), Description: "agent profile: bootstrap files and skills", History: 5},
 		{Bucket: s.Bucket(BucketMemory), Description: "long-term memory per scope", History: 16},
 	}

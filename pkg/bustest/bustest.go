@@ -56,10 +56,12 @@ func (s *Server) Connect(t testing.TB, prefix string) *bus.Bus {
 	return b
 }
 
-// TestLayout is the default layout with a short lease TTL.
+// TestLayout is the default layout with a short lease TTL and short-lived
+// checkpoint markers.
 func TestLayout() bus.Layout {
 	l := bus.DefaultLayout()
 	l.LeaseTTL = 3 * time.Second
+	l.CheckpointMarkerTTL = time.Second
 	return l
 }
 

@@ -32,6 +32,9 @@ type Store struct {
 	space       subject.Space
 	info        jetstream.KeyValue
 	checkpoints jetstream.KeyValue
+	// markerTTL is the life of a cleared checkpoint's marker, as the
+	// bucket was provisioned (0: the bucket has no per-message TTLs).
+	markerTTL time.Duration
 }
 
 // Open returns the store of the fleet b belongs to; the layout must be
@@ -45,7 +48,11 @@ func Open(ctx context.Context, b *bus.Bus) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{direct: b.Direct, js: b.JS, space: b.Space, info: info, checkpoints: cps}, nil
+	st, err := cps.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint bucket: %w", err)
+	}
+	return &Store{direct: b.Direct, js: b.JS, space: b.Space, info: info, checkpoints: cps, markerTTL: st.LimitMarkerTTL()}, nil
 }
 
 // Turn is a stored turn record with its stream sequence.
@@ -267,7 +274,11 @@ func (s *Store) SaveCheckpoint(ctx context.Context, key string, cp *nanofleetv1.
 func (s *Store) ClearCheckpoint(ctx context.Context, key string, rev uint64) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	err := s.checkpoints.Purge(ctx, subject.Token(key), jetstream.LastRevision(rev))
+	opts := []jetstream.KVDeleteOpt{jetstream.LastRevision(rev)}
+	if s.markerTTL > 0 {
+		opts = append(opts, jetstream.PurgeTTL(s.markerTTL))
+	}
+	err := s.checkpoints.Purge(ctx, subject.Token(key), opts...)
 	if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) || wrongLastSequence(err) {
 		return nil // gone, or a newer turn's checkpoint
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -181,5 +183,51 @@ func TestCheckpoint(t *testing.T) {
 	}
 	if got, _, err := s.Checkpoint(ctx, "cli:c"); err != nil || got.GetTurnId() != "t2" {
 		t.Fatalf("after a late clear: %v, %v; want the next turn's checkpoint", got, err)
+	}
+}
+
+// TestClearedCheckpointLeavesNothing: a cleared checkpoint's marker
+// expires, so a session that ran a turn keeps no entry in the checkpoint
+// bucket (10,000 idle sessions must not hold 10,000 markers).
+func TestClearedCheckpointLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	b := bustest.StartJetStream(t)
+	s, err := session.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := s.SaveCheckpoint(ctx, "cli:c", &nanofleetv1.TurnCheckpoint{TurnId: "t", InboundSeq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ClearCheckpoint(ctx, "cli:c", rev); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := b.JS.Stream(ctx, "KV_"+b.Space.Bucket(bus.BucketCheckpoints))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stream.CachedInfo().Config.AllowMsgTTL {
+		t.Fatal("checkpoint bucket does not allow per-message TTLs")
+	}
+	subjects := func() uint64 {
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.NumSubjects
+	}
+	if n := subjects(); n != 1 {
+		t.Fatalf("right after the clear: %d subjects, want the marker's 1", n)
+	}
+	deadline := time.Now().Add(10 * time.Second) // the test layout's TTL is 1 s
+	for subjects() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the cleared checkpoint's marker is still there after 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, _, err := s.Checkpoint(ctx, "cli:c"); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("checkpoint after the marker expired: %v, want ErrNotFound", err)
 	}
 }
