@@ -15,10 +15,14 @@
 //     renews it and calls InProgress on the message while the turn runs, and
 //     aborts the turn if renewal fails. A busy session is not an error: the
 //     message waits its turn.
-//  4. A checkpoint of the turn is saved when it starts and after each model
-//     and tool step; a redelivered message resumes from it. A message whose
-//     turn has started more than MaxAttempts times is dead-lettered with an
-//     error reply, so a poison message never loops forever.
+//  4. A checkpoint of the turn is saved after each model and tool step,
+//     and when a redelivered message starts; a redelivered message resumes
+//     from it. A first delivery has nothing to resume and saves none until
+//     its first step, so a turn answered in one model call writes no
+//     checkpoint. A message whose turn has started more than MaxAttempts
+//     times is dead-lettered with an error reply, so a poison message never
+//     loops forever (its first start, if it saved nothing, is not counted:
+//     at most MaxAttempts+1 starts).
 //  5. Commit: one TurnRecord appended to the session's history with an
 //     expected-last-sequence check (the turn id is its Nats-Msg-Id), then
 //     the durable replies published with ids "<inbound seq>:<n>", then the

@@ -326,8 +326,14 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	if len(cp.Messages) == 0 {
 		cp.Messages = []*nanofleetv1.ChatMessage{userMessage(t.in)}
 	}
-	if t.checkpointRev, err = w.sessions.SaveCheckpoint(ctx, t.key, cp); err != nil {
-		return "", err
+	// A first delivery has nothing to resume, so its checkpoint waits for
+	// the turn's first step (most turns answer without one and never
+	// write it). A redelivery records its start before it runs: that is
+	// what counts the attempts of a message that kills its worker.
+	if t.meta.NumDelivered > 1 {
+		if t.checkpointRev, err = w.sessions.SaveCheckpoint(ctx, t.key, cp); err != nil {
+			return "", err
+		}
 	}
 	t.replies = cp.GetReplies()
 
@@ -483,8 +489,10 @@ func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleet
 	if t.release != nil {
 		t.release()
 	}
-	if err := w.sessions.ClearCheckpoint(ctx, t.key, t.checkpointRev); err != nil {
-		t.log.Warn("clear checkpoint", "err", err)
+	if t.checkpointRev != 0 {
+		if err := w.sessions.ClearCheckpoint(ctx, t.key, t.checkpointRev); err != nil {
+			t.log.Warn("clear checkpoint", "err", err)
+		}
 	}
 	if err := t.msg.Ack(); err != nil {
 		t.log.Warn("ack", "err", err)

@@ -443,3 +443,45 @@ func TestCommittedButUnansweredTurnIsNotOvertaken(t *testing.T) {
 		}
 	}
 }
+
+// TestPoisonMessageIsSetAside: a message whose turn never finishes (here
+// every worker that runs it is stopped mid-model-call, as a crash would)
+// is started at most MaxAttempts+1 times (its first start saves no
+// checkpoint), then dead-lettered, and its sender gets an error reply.
+func TestPoisonMessageIsSetAside(t *testing.T) {
+	ctx := context.Background()
+	b := bustest.StartJetStream(t)
+	maxAttempts := worker.DefaultConfig().MaxAttempts
+	starts := 0
+	for i := range maxAttempts + 1 {
+		h, stop := startWith(t, b, fmt.Sprintf("w%d", i), 50*time.Millisecond)
+		h.llm.Handle(func(*llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("never").WithLatency(time.Minute) })
+		if i == 0 {
+			h.send(t, "c", "poison", "question")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for h.llm.RequestCount() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("start %d: the turn never reached the model", i+1)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		starts++
+		stop()
+	}
+	h := startOn(t, b, "w-last")
+	o := h.next(t)
+	if o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR || o.GetReplyTo() != "poison" || !strings.Contains(o.GetContent(), "set aside") {
+		t.Fatalf("reply after %d starts = %v, want the error reply", starts, o)
+	}
+	if n := h.llm.RequestCount(); n != 0 {
+		t.Errorf("the message was started again (%d model requests) after %d starts", n, starts)
+	}
+	dlq, err := b.JS.Stream(ctx, b.Space.DeadLetterStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := dlq.Info(ctx); err != nil || info.State.Msgs != 1 {
+		t.Fatalf("dead letters: %v, %v; want the poison message", info, err)
+	}
+}
