@@ -293,6 +293,9 @@ func (t *turn) keepAlive(ctx context.Context, l *lease.Lease, stop context.Cance
 // execute runs the turn under the lease and commits it.
 func (t *turn) execute(ctx context.Context) (string, error) {
 	w := t.w
+	// The memory text is read while the session is: the two are
+	// independent, and each costs a round trip.
+	memory := t.readMemory(ctx)
 	info, _, err := w.sessions.Info(ctx, t.key)
 	if err != nil {
 		return "", err
@@ -341,7 +344,7 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		return t.command(ctx, cmd, info, hist)
 	}
 
-	res, runErr := t.think(ctx, cp, info, hist)
+	res, runErr := t.think(ctx, cp, info, hist, memory)
 	outcome := "ok"
 	switch {
 	case runErr == nil:
@@ -379,14 +382,13 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 }
 
 // think builds the prompt and runs the model/tool loop.
-func (t *turn) think(ctx context.Context, cp *nanofleetv1.TurnCheckpoint, info *nanofleetv1.SessionInfo, hist *session.History) (*agent.Result, error) {
+func (t *turn) think(ctx context.Context, cp *nanofleetv1.TurnCheckpoint, info *nanofleetv1.SessionInfo, hist *session.History, memory <-chan string) (*agent.Result, error) {
 	w := t.w
 	var memText string
-	if w.d.Memory != nil {
-		var err error
-		if memText, err = w.d.Memory.Context(ctx, t.in, t.key); err != nil {
-			t.log.Warn("load memory", "err", err)
-		}
+	select {
+	case memText = <-memory:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
 	}
 	model := w.cfg.Model
 	if info.GetModel() != "" {
@@ -410,6 +412,24 @@ func (t *turn) think(ctx context.Context, cp *nanofleetv1.TurnCheckpoint, info *
 		hooks.Delta = func(s string) { t.live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, s) }
 	}
 	return w.loop.Run(ctx, agent.Turn{Model: model, Prompt: promptMsgs, Messages: cp.Messages, Iteration: int(cp.Iteration)}, tools, hooks)
+}
+
+// readMemory starts reading the turn's long-term memory text; the channel
+// yields it ("" without memory or when it cannot be read) once.
+func (t *turn) readMemory(ctx context.Context) <-chan string {
+	out := make(chan string, 1)
+	if _, cmd := parseCommand(t.in.GetContent(), t.w.d.Commands); cmd || t.w.d.Memory == nil {
+		out <- "" // commands do not prompt the model
+		return out
+	}
+	go func() {
+		text, err := t.w.d.Memory.Context(ctx, t.in, t.key)
+		if err != nil {
+			t.log.Warn("load memory", "err", err)
+		}
+		out <- text
+	}()
+	return out
 }
 
 // historyBudget is the token budget of system prompt plus history.
@@ -483,9 +503,14 @@ func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleet
 		t.holdLease = true
 		return err
 	}
-	// The turn is durable and answered: let the session's next message in
-	// while the bookkeeping below finishes. The FIFO guard knows a
-	// committed message whose ack is still on its way.
+	// The turn is durable and answered. The ack goes out first: the
+	// session's next message, often published the moment our reply
+	// arrived, then usually finds itself the oldest in the stream, and the
+	// FIFO guard needs one request instead of three. Then the session is
+	// let go while the bookkeeping below finishes.
+	if err := t.msg.Ack(); err != nil {
+		t.log.Warn("ack", "err", err)
+	}
 	if t.release != nil {
 		t.release()
 	}
@@ -493,9 +518,6 @@ func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleet
 		if err := w.sessions.ClearCheckpoint(ctx, t.key, t.checkpointRev); err != nil {
 			t.log.Warn("clear checkpoint", "err", err)
 		}
-	}
-	if err := t.msg.Ack(); err != nil {
-		t.log.Warn("ack", "err", err)
 	}
 	return nil
 }

@@ -454,8 +454,8 @@ func TestPoisonMessageIsSetAside(t *testing.T) {
 	maxAttempts := worker.DefaultConfig().MaxAttempts
 	starts := 0
 	for i := range maxAttempts + 1 {
-		h, stop := startWith(t, b, fmt.Sprintf("w%d", i), 50*time.Millisecond)
-		h.llm.Handle(func(*llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("never").WithLatency(time.Minute) })
+		// The model never answers in time, from the worker's first fetch on.
+		h, stop := startWith(t, b, fmt.Sprintf("w%d", i), 50*time.Millisecond, llmtest.WithLatency(time.Minute))
 		if i == 0 {
 			h.send(t, "c", "poison", "question")
 		}
