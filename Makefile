@@ -45,7 +45,7 @@ proto:
 run: build
 	./bin/nanofleet run
 
-# Load bench: figures, JSON and plot into docs/bench (about 5 minutes).
+# Load bench: figures, JSON and plot into docs/bench (about 11 minutes on 2 cores).
 bench:
 	cd services/nanofleet && go run . bench
 
