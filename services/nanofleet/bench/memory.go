@@ -115,11 +115,13 @@ func (r *driver) idle(ctx context.Context) ([]IdleRSS, error) {
 	return out, nil
 }
 
-// startAllInOne runs `nanofleet run` with its data under dir.
+// startAllInOne runs `nanofleet run` with its data under dir, its web
+// channels on a port of the system's choosing (two benches may run at once).
 func startAllInOne(ctx context.Context, bins binaries, dir, cfgPath, ws string) (*proc, error) {
 	home := filepath.Join(dir, "home")
 	p, err := startProc("nanofleet", bins.path("nanofleet"), []string{"HOME=" + home, "NANOFLEET_HOME=" + home},
-		"run", "--config", cfgPath, "--data", filepath.Join(dir, "data"), "--workspace", ws, "--http", "", "--log-level", "warn")
+		"run", "--config", cfgPath, "--data", filepath.Join(dir, "data"), "--workspace", ws, "--http", "",
+		"--listen", "127.0.0.1:0", "--log-level", "warn")
 	if err != nil {
 		return nil, err
 	}
