@@ -117,3 +117,42 @@ func TestConcurrentReadsShareOneSubscription(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLast compares a read through the Reader's shared subscription
+// with the subscription per read the package used before (what
+// `SubscribeSync` costs: a SUB and UNSUB, and a 64K-slot channel).
+func BenchmarkLast(b *testing.B) {
+	ctx := context.Background()
+	bb := bustest.StartJetStream(b)
+	stream, subj := bb.Space.OutboundStream(), bb.Space.Outbound("cli", "c")
+	if _, err := bb.JS.Publish(ctx, subj, []byte("reply")); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("reader", func(b *testing.B) {
+		r := directget.NewReader(bb.NC)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok, err := r.Last(ctx, stream, subj); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("subscription per read", func(b *testing.B) {
+		req := []byte(`{"last_by_subj":"` + subj + `"}`)
+		b.ReportAllocs()
+		for b.Loop() {
+			inbox := bb.NC.NewRespInbox()
+			sub, err := bb.NC.SubscribeSync(inbox)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := bb.NC.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := sub.NextMsgWithContext(ctx); err != nil {
+				b.Fatal(err)
+			}
+			_ = sub.Unsubscribe()
+		}
+	})
+}
