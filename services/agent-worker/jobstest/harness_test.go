@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,6 +221,9 @@ type node struct {
 	hb     *heartbeat.Service
 	cancel context.CancelFunc
 	done   chan struct{}
+	// killed is set once the test has cut the node off NATS: its loops
+	// failing on the closed connection after that is the crash, not a bug.
+	killed atomic.Bool
 }
 
 func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node {
@@ -301,7 +305,7 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := f(ctx); err != nil {
+			if err := f(ctx); err != nil && !n.killed.Load() {
 				t.Errorf("%s %s: %v", id, name, err)
 			}
 		}()
@@ -331,7 +335,10 @@ func (n *node) stop() {
 
 // kill cuts the process off NATS as a crash would: nothing it does from
 // now on reaches the fleet; its lease and unacked messages expire.
-func (n *node) kill() { n.b.NC.Close() }
+func (n *node) kill() {
+	n.killed.Store(true)
+	n.b.NC.Close()
+}
 
 type testWriter struct{ t *testing.T }
 
