@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/nanofleet/nanofleet/pkg/bus"
 )
 
@@ -107,3 +109,25 @@ type buildError struct {
 }
 
 func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+// WaitSubjects waits until stream holds messages on exactly want
+// subjects, and fails the test if it does not within the given time.
+func WaitSubjects(t testing.TB, stream jetstream.Stream, want uint64, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	for {
+		info, err := stream.Info(ctx)
+		if err == nil && info.State.NumSubjects == want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				t.Fatalf("stream %s: %v", stream.CachedInfo().Config.Name, err)
+			}
+			t.Fatalf("stream %s holds %d subjects after %s, want %d", info.Config.Name, info.State.NumSubjects, within, want)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

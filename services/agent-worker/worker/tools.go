@@ -34,12 +34,10 @@ type catalog struct {
 	local  []LocalTool
 	log    *slog.Logger
 
-	first sync.Mutex // held while a turn waits for the catalog
-
-	mu         sync.Mutex
+	mu sync.Mutex
+	// fetched is when the runners last answered; zero until they have.
 	fetched    time.Time
 	refreshing bool // a background refresh is running
-	complete   bool // the runners answered once: defs has their tools
 	defs       []*nanofleetv1.ToolDefinition
 	byName     map[string]*nanofleetv1.ToolDefinition
 	schemas    map[string]*toolschema.Schema
@@ -49,63 +47,47 @@ const catalogTTL = 10 * time.Second
 
 func (c *catalog) definitions(ctx context.Context) ([]*nanofleetv1.ToolDefinition, map[string]*nanofleetv1.ToolDefinition) {
 	c.mu.Lock()
-	if c.complete {
-		// A stale catalog serves while a fresh one is fetched in the
-		// background: gathering the runners' answers takes at least 50 ms,
-		// which no turn should wait for.
-		if time.Since(c.fetched) >= catalogTTL && !c.refreshing {
-			c.refreshing = true
-			go c.refresh(context.WithoutCancel(ctx))
+	defer c.mu.Unlock()
+	if c.fetched.IsZero() {
+		// Until the runners have answered once, turns wait for the
+		// catalog, one at a time; without runners they get the local
+		// tools and the next turn asks again.
+		remote, err := c.remote.Catalog(ctx)
+		if err != nil {
+			c.log.Warn("tool catalog unavailable; local tools only", "err", err)
+			remote = nil
 		}
-		defer c.mu.Unlock()
+		c.install(remote, err == nil)
 		return c.defs, c.byName
 	}
-	c.mu.Unlock()
-	// Until the runners have answered once, turns wait for the catalog,
-	// fetched by one turn at a time.
-	c.first.Lock()
-	defer c.first.Unlock()
-	c.mu.Lock()
-	done := c.complete
-	c.mu.Unlock()
-	if !done {
-		c.refresh(ctx)
+	// Then a stale catalog serves while a fresh one is fetched in the
+	// background: gathering the runners' answers takes at least 50 ms,
+	// which no turn should wait for.
+	if time.Since(c.fetched) >= catalogTTL && !c.refreshing {
+		c.refreshing = true
+		go c.refresh(context.WithoutCancel(ctx))
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	return c.defs, c.byName
 }
 
-// refresh fetches the runners' catalog and merges it with the local tools.
-// Without runners the catalog has the local tools only, and the next turn
-// waits for another try.
+// refresh fetches the runners' catalog in the background. A failed
+// refresh keeps the tools the runners had: a call to a runner that is gone
+// is answered to the model.
 func (c *catalog) refresh(ctx context.Context) {
 	remote, err := c.remote.Catalog(ctx)
-	if err != nil {
-		c.mu.Lock()
-		stale := c.complete
-		c.refreshing = false
-		c.mu.Unlock()
-		if stale {
-			// The tools the runners had stay offered; a call to a runner
-			// that is gone is answered to the model.
-			c.log.Warn("tool catalog refresh failed; keeping the last one", "err", err)
-			return
-		}
-		c.log.Warn("tool catalog unavailable; local tools only", "err", err)
-		remote = nil
-	}
-	defs := slices.Clone(remote)
-	for _, lt := range c.local {
-		defs = append(defs, lt.Tool().Definition())
-	}
-	toolschema.SortDefinitions(defs)
-	byName := make(map[string]*nanofleetv1.ToolDefinition, len(defs))
-	for _, d := range defs {
-		byName[d.GetName()] = d
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.refreshing = false
+	if err != nil {
+		c.log.Warn("tool catalog refresh failed; keeping the last one", "err", err)
+		return
+	}
+	c.install(remote, true)
+}
+
+// install merges the runners' tools with the local ones; answered marks
+// the runners' catalog as fetched now. The caller holds mu.
+func (c *catalog) install(remote []*nanofleetv1.ToolDefinition, answered bool) {
 	if c.schemas == nil {
 		c.schemas = map[string]*toolschema.Schema{}
 		for _, lt := range c.local {
@@ -113,9 +95,18 @@ func (c *catalog) refresh(ctx context.Context) {
 			c.schemas[t.Name] = toolschema.MustCompile(t.Parameters)
 		}
 	}
-	c.defs, c.byName, c.refreshing = defs, byName, false
-	if err == nil {
-		c.fetched, c.complete = time.Now(), true
+	defs := slices.Clone(remote)
+	for _, lt := range c.local {
+		defs = append(defs, lt.Tool().Definition())
+	}
+	toolschema.SortDefinitions(defs)
+	c.defs = defs
+	c.byName = make(map[string]*nanofleetv1.ToolDefinition, len(defs))
+	for _, d := range defs {
+		c.byName[d.GetName()] = d
+	}
+	if answered {
+		c.fetched = time.Now()
 	}
 }
 

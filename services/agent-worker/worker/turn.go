@@ -293,9 +293,14 @@ func (t *turn) keepAlive(ctx context.Context, l *lease.Lease, stop context.Cance
 // execute runs the turn under the lease and commits it.
 func (t *turn) execute(ctx context.Context) (string, error) {
 	w := t.w
+	cmd, isCmd := parseCommand(t.in.GetContent(), w.d.Commands)
 	// The memory text is read while the session is: the two are
-	// independent, and each costs a round trip.
-	memory := t.readMemory(ctx)
+	// independent, and each costs a round trip. Commands do not prompt the
+	// model and need none.
+	var memory <-chan string
+	if !isCmd {
+		memory = t.readMemory(ctx)
+	}
 	info, _, err := w.sessions.Info(ctx, t.key)
 	if err != nil {
 		return "", err
@@ -340,7 +345,7 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	}
 	t.replies = cp.GetReplies()
 
-	if cmd, ok := parseCommand(t.in.GetContent(), w.d.Commands); ok {
+	if isCmd {
 		return t.command(ctx, cmd, info, hist)
 	}
 
@@ -418,8 +423,8 @@ func (t *turn) think(ctx context.Context, cp *nanofleetv1.TurnCheckpoint, info *
 // yields it ("" without memory or when it cannot be read) once.
 func (t *turn) readMemory(ctx context.Context) <-chan string {
 	out := make(chan string, 1)
-	if _, cmd := parseCommand(t.in.GetContent(), t.w.d.Commands); cmd || t.w.d.Memory == nil {
-		out <- "" // commands do not prompt the model
+	if t.w.d.Memory == nil {
+		out <- ""
 		return out
 	}
 	go func() {
