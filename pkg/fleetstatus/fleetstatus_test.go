@@ -141,7 +141,7 @@ func TestRecentTurns(t *testing.T) {
 		publishTurn(t, b, turn(id, at))
 	}
 	recent := fleetstatus.NewRecentTurns(b.Space, 3)
-	if err := recent.Update(ctx, b.NC, stream(t, b, b.Space.HistoryStream())); err != nil {
+	if err := recent.Update(ctx, b.Direct, stream(t, b, b.Space.HistoryStream())); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(recent.Items()); got != "t4,t3,t2" {
@@ -163,7 +163,7 @@ func TestRecentTurns(t *testing.T) {
 	if _, err := b.JS.Publish(ctx, b.Space.History("web:abc"), []byte{0xff, 0xff}); err != nil {
 		t.Fatal(err)
 	}
-	if err := recent.Update(ctx, b.NC, stream(t, b, b.Space.HistoryStream())); err != nil {
+	if err := recent.Update(ctx, b.Direct, stream(t, b, b.Space.HistoryStream())); err != nil {
 		t.Fatal(err)
 	}
 	items := recent.Items()
@@ -179,7 +179,7 @@ func TestRecentTurns(t *testing.T) {
 	if err := hist.Purge(ctx, jetstream.WithPurgeKeep(1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := recent.Update(ctx, b.NC, stream(t, b, b.Space.HistoryStream())); err != nil {
+	if err := recent.Update(ctx, b.Direct, stream(t, b, b.Space.HistoryStream())); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(recent.Items()); n != 1 {
@@ -242,7 +242,7 @@ func TestRecentDeadLetters(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	ctx := ctxT(t)
 	recent := fleetstatus.NewRecentDeadLetters(b.Space, 5)
-	if err := recent.Update(ctx, b.NC, stream(t, b, b.Space.DeadLetterStream())); err != nil {
+	if err := recent.Update(ctx, b.Direct, stream(t, b, b.Space.DeadLetterStream())); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(recent.Items()); n != 0 {
@@ -252,7 +252,7 @@ func TestRecentDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := recent.Update(ctx, b.NC, stream(t, b, b.Space.DeadLetterStream())); err != nil {
+	if err := recent.Update(ctx, b.Direct, stream(t, b, b.Space.DeadLetterStream())); err != nil {
 		t.Fatal(err)
 	}
 	items := recent.Items()

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/directget"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -22,7 +23,9 @@ const clipRunes = 200
 // Recent keeps summaries of the last records of one stream. Each
 // [Recent.Update] reads only the records stored since the previous one
 // (at most the window), so keeping it current costs one request for each
-// new page of records. A Recent is not safe for concurrent use.
+// new page of records. It reads by direct get, not through a consumer, so
+// looking leaves no trace on the server. A Recent is not safe for
+// concurrent use.
 type Recent[T any] struct {
 	stream string
 	n      int
@@ -51,7 +54,7 @@ func NewRecentDeadLetters(space subject.Space, n int) *Recent[DeadLetter] {
 // [Status.Stream]): records removed from the stream are dropped, new ones
 // read. On error the records read so far are kept and the next Update goes
 // on from there.
-func (r *Recent[T]) Update(ctx context.Context, nc *nats.Conn, st Stream) error {
+func (r *Recent[T]) Update(ctx context.Context, d *directget.Reader, st Stream) error {
 	if st.Name != "" && st.Name != r.stream {
 		return fmt.Errorf("fleetstatus: state of %s given to the reader of %s", st.Name, r.stream)
 	}
@@ -66,13 +69,16 @@ func (r *Recent[T]) Update(ctx context.Context, nc *nats.Conn, st Stream) error 
 	if st.LastSeq >= uint64(r.n) {
 		from = max(from, st.LastSeq-uint64(r.n)+1)
 	}
-	err := readRange(ctx, nc, r.stream, from, st.LastSeq, func(seq uint64, subj string, data []byte) {
-		r.seqs = append(r.seqs, seq)
-		r.items = append(r.items, r.decode(seq, subj, data))
-		r.last = seq
-	})
+	msgs, err := d.Range(ctx, r.stream, "", from, st.LastSeq, 0)
+	for _, m := range msgs {
+		r.seqs = append(r.seqs, m.Seq)
+		r.items = append(r.items, r.decode(m.Seq, m.Header.Get(nats.JSSubject), m.Data))
+		r.last = m.Seq
+	}
 	if err == nil {
 		r.last = st.LastSeq
+	} else {
+		err = fmt.Errorf("fleetstatus: %w", err)
 	}
 	r.trim(st.FirstSeq)
 	return err

@@ -129,14 +129,14 @@ func (s *snapshotter) build(ctx context.Context) *Snapshot {
 		snap.Streams = append(snap.Streams, lag)
 	}
 	if hist, ok := st.Stream(space.HistoryStream()); ok {
-		if err := s.turns.Update(ctx, s.bus.NC, hist); err != nil {
+		if err := s.turns.Update(ctx, s.bus.Direct, hist); err != nil {
 			snap.Problems = append(snap.Problems, "recent turns: "+err.Error())
 		}
 	}
 	snap.Turns = append(snap.Turns, s.turns.Items()...)
 	if dlq, ok := st.Stream(space.DeadLetterStream()); ok {
 		snap.DeadLetterCount = dlq.Msgs
-		if err := s.dead.Update(ctx, s.bus.NC, dlq); err != nil {
+		if err := s.dead.Update(ctx, s.bus.Direct, dlq); err != nil {
 			snap.Problems = append(snap.Problems, "dead letters: "+err.Error())
 		}
 	}
