@@ -13,9 +13,11 @@ package directget
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -27,10 +29,15 @@ type Msg struct {
 	Data   []byte
 }
 
+// DefaultTimeout bounds one request of a Reader, as nats.go bounds its
+// JetStream requests.
+const DefaultTimeout = 5 * time.Second
+
 // Reader sends direct get requests on one connection. It is safe for
 // concurrent use; the zero value is not usable, use NewReader.
 type Reader struct {
-	nc *nats.Conn
+	nc      *nats.Conn
+	timeout time.Duration
 
 	mu      sync.Mutex
 	sub     *nats.Subscription // nil until the first request
@@ -39,9 +46,20 @@ type Reader struct {
 	waiters map[string]chan *nats.Msg
 }
 
+// Option configures a Reader.
+type Option func(*Reader)
+
+// WithTimeout bounds each request (a page of a Range) to d instead of
+// DefaultTimeout.
+func WithTimeout(d time.Duration) Option { return func(r *Reader) { r.timeout = d } }
+
 // NewReader returns a Reader on nc. It subscribes on its first request.
-func NewReader(nc *nats.Conn) *Reader {
-	return &Reader{nc: nc, waiters: map[string]chan *nats.Msg{}}
+func NewReader(nc *nats.Conn, opts ...Option) *Reader {
+	r := &Reader{nc: nc, timeout: DefaultTimeout, waiters: map[string]chan *nats.Msg{}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
 
 // Range reads the messages matching filter (wildcards allowed) with a
@@ -113,8 +131,13 @@ func (r *Reader) Last(ctx context.Context, stream, filter string) (Msg, bool, er
 
 // request sends one direct get request for at most batch messages and
 // reads its replies: one message, or a batch ended by a "204 EOB" status,
-// or "404" for none.
+// or "404" for none. It waits at most the Reader's timeout, whatever ctx
+// allows: a server answers a direct get at once, and a request lost with a
+// server that died must fail, not hold its caller (a turn lives for
+// minutes) until ctx ends.
 func (r *Reader) request(ctx context.Context, stream string, req []byte, batch int) ([]Msg, uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 	// Room for every message of the batch and its end marker: the
 	// subscription's dispatcher never blocks on a slow reader.
 	ch := make(chan *nats.Msg, batch+1)
@@ -132,6 +155,9 @@ func (r *Reader) request(ctx context.Context, stream string, req []byte, batch i
 		select {
 		case m = <-ch:
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, 0, fmt.Errorf("direct get from %s: %w", stream, nats.ErrTimeout)
+			}
 			return nil, 0, ctx.Err()
 		}
 		switch status := m.Header.Get("Status"); status {

@@ -2,6 +2,7 @@ package directget_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -155,4 +156,40 @@ func BenchmarkLast(b *testing.B) {
 			_ = sub.Unsubscribe()
 		}
 	})
+}
+
+// TestLostReplyFailsWithinTimeout: a request whose reply never comes (the
+// server that took it died) fails after the Reader's timeout, even under
+// a context that would wait an hour, and the Reader goes on serving.
+func TestLostReplyFailsWithinTimeout(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	// Takes the requests for a stream JetStream does not have and never
+	// answers: what a request sent to a server that then died looks like.
+	hole, err := b.NC.Subscribe("$JS.API.DIRECT.GET.LOST", func(*nats.Msg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hole.Unsubscribe()
+	if err := b.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 200 * time.Millisecond
+	r := directget.NewReader(b.NC, directget.WithTimeout(timeout))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	start := time.Now()
+	_, _, err = r.Last(ctx, "LOST", "x")
+	if !errors.Is(err, nats.ErrTimeout) {
+		t.Fatalf("Last on a lost reply: err %v, want a timeout", err)
+	}
+	if took := time.Since(start); took > 10*timeout {
+		t.Errorf("Last gave up after %s, want about %s", took, timeout)
+	}
+	subj := b.Space.Outbound("cli", "c")
+	if _, err := b.JS.Publish(ctx, subj, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok, err := r.Last(ctx, b.Space.OutboundStream(), subj); err != nil || !ok || string(m.Data) != "after" {
+		t.Errorf("Last after a timeout = %q, found %v, err %v", m.Data, ok, err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
@@ -24,6 +25,12 @@ const (
 	ReasonNew    = "new"
 )
 
+// callTimeout bounds one store operation. A turn's context lives for
+// minutes; a request lost with a server that died must fail (the turn goes
+// on without memory, or retries), not hold the turn and its session until
+// then.
+const callTimeout = 10 * time.Second
+
 // Store is the worker side of memory: the memory text of each turn's
 // prompt, and the consolidation requests of sessions that outgrew their
 // budget. It satisfies the agent worker's Memory interface. Safe for
@@ -36,6 +43,8 @@ type Store struct {
 	links *Links
 	hist  *Log
 	revs  *Revisions
+	// callTimeout bounds each operation (callTimeout; tests shorten it).
+	callTimeout time.Duration
 
 	mu sync.Mutex
 	// requested is, per session, the end of the newest range this store
@@ -70,7 +79,7 @@ func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Store,
 	}
 	return &Store{
 		cfg: cfg.withDefaults(), b: b, log: log, docs: docs, links: links,
-		hist: OpenLog(b), revs: revs, requested: map[string]uint64{},
+		hist: OpenLog(b), revs: revs, callTimeout: callTimeout, requested: map[string]uint64{},
 	}, nil
 }
 
@@ -82,6 +91,8 @@ func (s *Store) Config() Config { return s.cfg }
 
 // Scope returns the memory scope of a turn.
 func (s *Store) Scope(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey string) (Scope, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.callTimeout)
+	defer cancel()
 	agent := s.cfg.Agent
 	kind := s.cfg.Scope
 	if kind == KindUser && IsGroup(in) {
@@ -107,6 +118,8 @@ func (s *Store) Scope(ctx context.Context, in *nanofleetv1.InboundMessage, sessi
 // Context returns the memory text of a turn's prompt: the scope's
 // MEMORY.md and its newest history entries within Config.RecentTokens.
 func (s *Store) Context(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.callTimeout)
+	defer cancel()
 	sc, err := s.Scope(ctx, in, sessionKey)
 	if err != nil {
 		return "", err
@@ -194,6 +207,8 @@ func (s *Store) request(ctx context.Context, in *nanofleetv1.InboundMessage, ses
 	if asked >= to {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.callTimeout)
+	defer cancel()
 	sc, err := s.Scope(ctx, in, sessionKey)
 	if err != nil {
 		return err

@@ -78,6 +78,8 @@ func (DreamLogCommand) Help() string {
 
 // Run lists the revisions.
 func (c DreamLogCommand) Run(ctx context.Context, tc *agenttool.TurnContext, args []string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.s.callTimeout)
+	defer cancel()
 	if tc == nil {
 		return "", errNoTurn
 	}
@@ -131,6 +133,8 @@ func (DreamRestoreCommand) Help() string {
 
 // Run restores.
 func (c DreamRestoreCommand) Run(ctx context.Context, tc *agenttool.TurnContext, args []string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.s.callTimeout)
+	defer cancel()
 	if tc == nil {
 		return "", errNoTurn
 	}

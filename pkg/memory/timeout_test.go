@@ -1,0 +1,62 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// TestLostReplyDoesNotHoldTheTurn: when the server that took the memory
+// read dies before answering, Context fails after the store's call
+// timeout, not when the turn's context (minutes) ends. Seen in the chaos
+// test: a session stuck behind a turn waiting on its memory.
+func TestLostReplyDoesNotHoldTheTurn(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ctx := context.Background()
+	if err := Provision(ctx, b, bustest.TestLayout()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(ctx, b, DefaultConfig(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.callTimeout = 200 * time.Millisecond
+	// The bucket's stream goes, and with it the server's answers; the
+	// store still sends its reads there, where a subscriber takes them
+	// and never answers.
+	stream := "KV_" + b.Space.Bucket(bus.BucketMemory)
+	if err := b.JS.DeleteStream(ctx, stream); err != nil {
+		t.Fatal(err)
+	}
+	for _, subj := range []string{"$JS.API.DIRECT.GET." + stream + ".>", "$JS.API.STREAM.MSG.GET." + stream} {
+		hole, err := b.NC.Subscribe(subj, func(*nats.Msg) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hole.Unsubscribe()
+	}
+	if err := b.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	turnCtx, cancel := context.WithTimeout(ctx, time.Hour)
+	defer cancel()
+	start := time.Now()
+	_, err = s.Context(turnCtx, &nanofleetv1.InboundMessage{Channel: "cli", ChatId: "c", Content: "hi"}, "cli:c")
+	if err == nil {
+		t.Fatal("Context with no answer from the server: no error")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Context gave up after %s, want about %s", took, s.callTimeout)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+		t.Errorf("Context: %v, want a timeout", err)
+	}
+}
