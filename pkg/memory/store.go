@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -46,11 +45,7 @@ type Store struct {
 	// callTimeout bounds each operation (callTimeout; tests shorten it).
 	callTimeout time.Duration
 
-	mu sync.Mutex
-	// requested is, per session, the end of the newest range this store
-	// asked to consolidate, so that turns waiting for a consolidator are
-	// not asked for again on every turn.
-	requested map[string]uint64
+	asked *askedTable
 }
 
 // New returns the memory of the fleet b belongs to; the bus layout and
@@ -79,7 +74,7 @@ func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Store,
 	}
 	return &Store{
 		cfg: cfg.withDefaults(), b: b, log: log, docs: docs, links: links,
-		hist: OpenLog(b), revs: revs, callTimeout: callTimeout, requested: map[string]uint64{},
+		hist: OpenLog(b), revs: revs, callTimeout: callTimeout, asked: newAskedTable(askedKeep, time.Now),
 	}, nil
 }
 
@@ -175,7 +170,7 @@ func (s *Store) AfterTurn(ctx context.Context, in *nanofleetv1.InboundMessage, s
 		total += costs[i]
 	}
 	if total <= share {
-		s.forget(sessionKey, info.GetConsolidatedSeq())
+		s.asked.forget(sessionKey, info.GetConsolidatedSeq())
 		return nil
 	}
 	target := share / 2
@@ -201,10 +196,7 @@ func (s *Store) request(ctx context.Context, in *nanofleetv1.InboundMessage, ses
 	if to < from {
 		return nil
 	}
-	s.mu.Lock()
-	asked := s.requested[sessionKey]
-	s.mu.Unlock()
-	if asked >= to {
+	if s.asked.get(sessionKey) >= to {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.callTimeout)
@@ -219,22 +211,9 @@ func (s *Store) request(ctx context.Context, in *nanofleetv1.InboundMessage, ses
 	}); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	if s.requested[sessionKey] < to {
-		s.requested[sessionKey] = to
-	}
-	s.mu.Unlock()
+	s.asked.put(sessionKey, to)
 	s.log.Debug("consolidation requested", "session", sessionKey, "from", from, "to", to, "reason", reason, "scope", sc.Key())
 	return nil
-}
-
-// forget drops the session's request marker once the cursor passed it.
-func (s *Store) forget(sessionKey string, cursor uint64) {
-	s.mu.Lock()
-	if asked, ok := s.requested[sessionKey]; ok && asked <= cursor {
-		delete(s.requested, sessionKey)
-	}
-	s.mu.Unlock()
 }
 
 // PublishRequest publishes a consolidation request with the deterministic
