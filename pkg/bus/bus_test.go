@@ -2,10 +2,12 @@ package bus_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -128,5 +130,38 @@ func TestProvisionUpgradesCheckpointBucket(t *testing.T) {
 	}
 	if e, err := kv.Get(ctx, "s"); err != nil || string(e.Value()) != "checkpoint" {
 		t.Errorf("checkpoint after provisioning: %v", err)
+	}
+}
+
+// TestDeadLetterLostAckFailsWithinCallTimeout: a dead letter whose
+// publish is never acknowledged (the server that took it died) fails
+// after bus.CallTimeout, not when the caller's context (a turn's: ten
+// minutes) ends.
+func TestDeadLetterLostAckFailsWithinCallTimeout(t *testing.T) {
+	t.Parallel()
+	b := bustest.StartJetStream(t)
+	ctx := context.Background()
+	if err := b.JS.DeleteStream(ctx, b.Space.DeadLetterStream()); err != nil {
+		t.Fatal(err)
+	}
+	// Takes the dead letter in the stream's place and never acknowledges.
+	hole, err := b.NC.Subscribe(b.Space.DeadLetterAll(), func(*nats.Msg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hole.Unsubscribe()
+	if err := b.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	turnCtx, cancel := context.WithTimeout(ctx, time.Hour)
+	defer cancel()
+	start := time.Now()
+	err = b.DeadLetter(turnCtx, "inbound", bus.Letter{Subject: "x", Reason: "test", StreamSeq: 1})
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("DeadLetter with no acknowledgement: %v, want a deadline error", err)
+	}
+	if took < bus.CallTimeout || took > bus.CallTimeout+5*time.Second {
+		t.Errorf("DeadLetter gave up after %s, want %s", took, bus.CallTimeout)
 	}
 }

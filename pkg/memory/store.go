@@ -24,12 +24,6 @@ const (
 	ReasonNew    = "new"
 )
 
-// callTimeout bounds one store operation. A turn's context lives for
-// minutes; a request lost with a server that died must fail (the turn goes
-// on without memory, or retries), not hold the turn and its session until
-// then.
-const callTimeout = 10 * time.Second
-
 // Store is the worker side of memory: the memory text of each turn's
 // prompt, and the consolidation requests of sessions that outgrew their
 // budget. It satisfies the agent worker's Memory interface. Safe for
@@ -42,7 +36,10 @@ type Store struct {
 	links *Links
 	hist  *Log
 	revs  *Revisions
-	// callTimeout bounds each operation (callTimeout; tests shorten it).
+	// callTimeout bounds each operation (bus.CallTimeout; tests shorten
+	// it): a turn's context lives for minutes, and a read lost with a
+	// server that died must fail (the turn goes on without its memory),
+	// not hold the turn and its session until then.
 	callTimeout time.Duration
 
 	asked *askedTable
@@ -74,7 +71,7 @@ func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Store,
 	}
 	return &Store{
 		cfg: cfg.withDefaults(), b: b, log: log, docs: docs, links: links,
-		hist: OpenLog(b), revs: revs, callTimeout: callTimeout, asked: newAskedTable(askedKeep, time.Now),
+		hist: OpenLog(b), revs: revs, callTimeout: bus.CallTimeout, asked: newAskedTable(askedKeep, time.Now),
 	}, nil
 }
 

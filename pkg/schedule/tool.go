@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -96,15 +97,12 @@ func (t *Tool) Tool() toolschema.Tool {
 	}
 }
 
-// callTimeout bounds one call of the tool.
-const callTimeout = 10 * time.Second
-
 // Call runs one action. Bad input is an error naming the reason, so the
 // model can correct it; no job is created then.
 func (t *Tool) Call(ctx context.Context, tc *agenttool.TurnContext, args map[string]any) (string, error) {
 	// A few store requests: bounded, so that one lost with a server that
 	// died fails the call instead of holding the turn for minutes.
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
 	defer cancel()
 	action, _ := args["action"].(string)
 	switch action {

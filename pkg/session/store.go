@@ -16,13 +16,11 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
-// callTimeout bounds one store operation. A turn's context lives for
-// minutes; a request lost while the client reconnects to another server
-// must fail and be retried, not hold the turn until then.
-const callTimeout = 10 * time.Second
-
+// bounded bounds one store operation by bus.CallTimeout: a turn's context
+// lives for minutes, and a request lost while the client reconnects to
+// another server must fail and be retried, not hold the turn until then.
 func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, callTimeout)
+	return context.WithTimeout(ctx, bus.CallTimeout)
 }
 
 // Store reads and writes sessions.

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -57,17 +58,23 @@ func (t spawnTool) Call(ctx context.Context, tc *agenttool.TurnContext, args map
 	id := childID(parent, tc.TurnID, task, label)
 	key := recordKey(parent, id)
 
-	rec, _, err := m.get(ctx, key)
+	// Reading the records and starting the child are a few requests,
+	// bounded so that one lost with a server that died fails the call
+	// instead of holding the turn; waiting for the result has its own
+	// bound (WaitTimeout).
+	sctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+	defer cancel()
+	rec, _, err := m.get(sctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		// A turn resumed after a crash may call spawn again: its child
 		// may be running (the record is found) or done already.
-		if done, err := m.finished(ctx, parent, id); err != nil {
+		if done, err := m.finished(sctx, parent, id); err != nil {
 			return "", err
 		} else if done != nil {
 			return fmt.Sprintf("Subagent [%s] already finished.\n\nResult:\n%s", label, done.GetContent()), nil
 		}
-		if rec, err = m.start(ctx, tc, key, id, task, label, wait); err != nil {
+		if rec, err = m.start(sctx, tc, key, id, task, label, wait); err != nil {
 			return "", err
 		}
 	case err != nil:

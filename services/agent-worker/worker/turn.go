@@ -536,7 +536,10 @@ func (t *turn) publishReplies(ctx context.Context) error {
 		m := nats.NewMsg(t.w.d.Bus.Space.Outbound(r.GetChannel(), r.GetChatId()))
 		m.Data = data
 		m.Header.Set(nats.MsgIdHdr, r.GetId())
-		if _, err := t.w.d.Bus.JS.PublishMsg(ctx, m); err != nil {
+		pctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+		_, err = t.w.d.Bus.JS.PublishMsg(pctx, m)
+		cancel()
+		if err != nil {
 			return fmt.Errorf("publish reply %s: %w", r.GetId(), err)
 		}
 	}
