@@ -50,6 +50,11 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// CallTimeout bounds one bus call made under a longer context (a turn's
+// lives for minutes): a request lost with a server that died must fail
+// and be retried, not hold its caller until that context ends.
+const CallTimeout = 10 * time.Second
+
 // Bus is a connection to the fleet's NATS with JetStream.
 type Bus struct {
 	NC    *nats.Conn

@@ -22,11 +22,6 @@ type Letter struct {
 	Reason     string
 }
 
-// CallTimeout bounds one bus call made under a longer context (a turn's
-// lives for minutes): a request lost with a server that died must fail
-// and be retried, not hold its caller until that context ends.
-const CallTimeout = 10 * time.Second
-
 // DeadLetter stores l on the dead-letter subject of source with its reason,
 // keeping the original bytes so an operator can inspect or replay it.
 func (b *Bus) DeadLetter(ctx context.Context, source string, l Letter) error {
