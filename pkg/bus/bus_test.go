@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -145,18 +144,11 @@ func TestDeadLetterLostAckFailsWithinCallTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Takes the dead letter in the stream's place and never acknowledges.
-	hole, err := b.NC.Subscribe(b.Space.DeadLetterAll(), func(*nats.Msg) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hole.Unsubscribe()
-	if err := b.NC.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	bustest.Unanswered(t, b, b.Space.DeadLetterAll())
 	turnCtx, cancel := context.WithTimeout(ctx, time.Hour)
 	defer cancel()
 	start := time.Now()
-	err = b.DeadLetter(turnCtx, "inbound", bus.Letter{Subject: "x", Reason: "test", StreamSeq: 1})
+	err := b.DeadLetter(turnCtx, "inbound", bus.Letter{Subject: "x", Reason: "test", StreamSeq: 1})
 	took := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("DeadLetter with no acknowledgement: %v, want a deadline error", err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -129,5 +130,22 @@ func WaitSubjects(t testing.TB, stream jetstream.Stream, want uint64, within tim
 			t.Fatalf("stream %s holds %d subjects after %s, want %d", info.Config.Name, info.State.NumSubjects, within, want)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// Unanswered takes every message on subjects and never replies, until
+// the test ends: a request sent there looks like one taken by a server
+// that then died.
+func Unanswered(t testing.TB, b *bus.Bus, subjects ...string) {
+	t.Helper()
+	for _, subj := range subjects {
+		sub, err := b.NC.Subscribe(subj, func(*nats.Msg) {})
+		if err != nil {
+			t.Fatalf("subscribe %s: %v", subj, err)
+		}
+		t.Cleanup(func() { _ = sub.Unsubscribe() })
+	}
+	if err := b.NC.Flush(); err != nil {
+		t.Fatalf("flush: %v", err)
 	}
 }

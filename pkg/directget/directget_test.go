@@ -165,20 +165,13 @@ func TestLostReplyFailsWithinTimeout(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	// Takes the requests for a stream JetStream does not have and never
 	// answers: what a request sent to a server that then died looks like.
-	hole, err := b.NC.Subscribe("$JS.API.DIRECT.GET.LOST", func(*nats.Msg) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hole.Unsubscribe()
-	if err := b.NC.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	bustest.Unanswered(t, b, "$JS.API.DIRECT.GET.LOST")
 	const timeout = 200 * time.Millisecond
 	r := directget.NewReader(b.NC, directget.WithTimeout(timeout))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	start := time.Now()
-	_, _, err = r.Last(ctx, "LOST", "x")
+	_, _, err := r.Last(ctx, "LOST", "x")
 	if !errors.Is(err, nats.ErrTimeout) {
 		t.Fatalf("Last on a lost reply: err %v, want a timeout", err)
 	}

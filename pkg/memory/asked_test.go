@@ -40,9 +40,10 @@ func TestAskedTable(t *testing.T) {
 			{op: "put", key: "a", seq: 6, wantN: 1, reason: "an older range does not go back"},
 			{op: "get", key: "a", want: 8, wantN: 1},
 		}},
-		{"forget reaches both generations", []step{
+		{"forget reaches the older generation", []step{
 			{op: "put", key: "a", seq: 5, wantN: 1},
-			{after: keep, op: "forget", key: "a", seq: 5, wantN: 0},
+			{after: keep, op: "get", key: "other", want: 0, wantN: 1, reason: "a rotation moves a to the older generation"},
+			{op: "forget", key: "a", seq: 5, wantN: 0},
 		}},
 	}
 	for _, tt := range tests {

@@ -83,8 +83,6 @@ func (s *Store) Config() Config { return s.cfg }
 
 // Scope returns the memory scope of a turn.
 func (s *Store) Scope(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey string) (Scope, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.callTimeout)
-	defer cancel()
 	agent := s.cfg.Agent
 	kind := s.cfg.Scope
 	if kind == KindUser && IsGroup(in) {
@@ -100,6 +98,9 @@ func (s *Store) Scope(ctx context.Context, in *nanofleetv1.InboundMessage, sessi
 		// Nobody in particular (a system message): the conversation's own.
 		return SessionScope(agent, sessionKey), nil
 	}
+	// The one request here: bounded, as the store's callers are.
+	ctx, cancel := context.WithTimeout(ctx, s.callTimeout)
+	defer cancel()
 	person, err := s.links.Person(ctx, in.GetChannel(), in.GetSenderId())
 	if err != nil {
 		return Scope{}, err

@@ -36,16 +36,7 @@ func TestLostReplyDoesNotHoldTheTurn(t *testing.T) {
 	if err := b.JS.DeleteStream(ctx, stream); err != nil {
 		t.Fatal(err)
 	}
-	for _, subj := range []string{"$JS.API.DIRECT.GET." + stream + ".>", "$JS.API.STREAM.MSG.GET." + stream} {
-		hole, err := b.NC.Subscribe(subj, func(*nats.Msg) {})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer hole.Unsubscribe()
-	}
-	if err := b.NC.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	bustest.Unanswered(t, b, "$JS.API.DIRECT.GET."+stream+".>", "$JS.API.STREAM.MSG.GET."+stream)
 	turnCtx, cancel := context.WithTimeout(ctx, time.Hour)
 	defer cancel()
 	start := time.Now()
