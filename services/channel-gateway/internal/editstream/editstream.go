@@ -142,7 +142,7 @@ func (s *Streams) run(ctx context.Context, st *stream) {
 			return
 		case <-st.wake:
 		}
-		if !s.waitTurn(ctx, st) {
+		if !s.waitTurn(ctx, st, st.stop) {
 			return
 		}
 		st.mu.Lock()
@@ -170,8 +170,9 @@ func (s *Streams) run(ctx context.Context, st *stream) {
 	}
 }
 
-// waitTurn waits until the stream may send again; false when stopped.
-func (s *Streams) waitTurn(ctx context.Context, st *stream) bool {
+// waitTurn waits until the stream may send again; false when stop closes
+// (nil: never) or ctx ends first.
+func (s *Streams) waitTurn(ctx context.Context, st *stream, stop <-chan struct{}) bool {
 	st.mu.Lock()
 	d := st.next.Sub(s.now())
 	st.mu.Unlock()
@@ -183,7 +184,7 @@ func (s *Streams) waitTurn(ctx context.Context, st *stream) bool {
 	select {
 	case <-t.C:
 		return true
-	case <-st.stop:
+	case <-stop:
 		return false
 	case <-ctx.Done():
 		return false
@@ -225,12 +226,15 @@ func (s *Streams) Finish(ctx context.Context, msg *nanofleetv1.OutboundMessage, 
 		return false
 	}
 	st.mu.Lock()
-	id, failed := st.id, st.failed
+	id, failed, shown := st.id, st.failed, st.shown
 	st.mu.Unlock()
 	if id == "" || failed {
 		return false
 	}
-	if !s.waitTurn(ctx, st) {
+	if piece == shown {
+		return true // already on screen; some platforms refuse a no-op edit
+	}
+	if !s.waitTurn(ctx, st, nil) {
 		return false
 	}
 	if err := s.p.Edit(ctx, msg, id, piece, true); err != nil {
