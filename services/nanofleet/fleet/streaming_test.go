@@ -9,6 +9,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
 )
 
@@ -178,6 +179,68 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 			}
 			if edits < 3 {
 				t.Errorf("%d edits over a 4s answer", edits)
+			}
+		})
+	}
+}
+
+// TestSlackStreamsByUpdating: the same through chat.update, and the
+// fallback to one whole message when Slack refuses the updates.
+func TestSlackStreamsByUpdating(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		t.Run("failing="+strconv.FormatBool(failing), func(t *testing.T) {
+			sl := slacktest.New(t)
+			if failing {
+				fs := make([]slacktest.Failure, 100)
+				for i := range fs {
+					fs[i] = slacktest.Failure{Error: "cant_update_message"}
+				}
+				sl.Fail("chat.update", fs...)
+			}
+			llm := newStreamingModel(t)
+			startWithChannels(t, llm.Server, map[string]any{
+				"slack": map[string]any{"enabled": true, "botToken": "xoxb-test", "appToken": "xapp-test", "apiUrl": sl.APIURL,
+					"allowFrom": []string{"U1"}, "streaming": true, "streamEditInterval": editInterval.Seconds()},
+				"web": map[string]any{"enabled": false},
+				"api": map[string]any{"enabled": false},
+			})
+			sl.WaitConnected(t, 30*time.Second)
+			sl.Send(t, "Ev1", slacktest.Message("U1", "D1", "im", "1700000000.000100", "stream please"))
+			c := sl.Next(t, 30*time.Second, "chat.postMessage")
+			if d := c.At.Sub(llm.firstChunk()); d > time.Second {
+				t.Errorf("first message %s after the first chunk, want within 1s", d)
+			}
+			if failing {
+				for c.Fields["text"] != streamedAnswer {
+					c = sl.Next(t, 30*time.Second, "chat.postMessage")
+				}
+				quiet := time.After(time.Second)
+				for {
+					select {
+					case extra := <-sl.Calls():
+						if extra.Method == "chat.postMessage" {
+							t.Errorf("another message after the whole answer: %q", extra.Fields["text"])
+						}
+						continue
+					case <-quiet:
+					}
+					return
+				}
+			}
+			last, edits := c.At, 0
+			for sl.Text(c.TS) != streamedAnswer {
+				e := sl.Next(t, 30*time.Second, "chat.update", "chat.postMessage")
+				if e.Method != "chat.update" || e.Fields["ts"] != c.TS {
+					t.Fatalf("unexpected %s %q", e.Method, e.Fields["text"])
+				}
+				if d := e.At.Sub(last); d < editInterval {
+					t.Errorf("update %d came %s after the one before, under streamEditInterval %s", edits+1, d, editInterval)
+				}
+				last = e.At
+				edits++
+			}
+			if edits < 3 {
+				t.Errorf("%d updates over a 4s answer", edits)
 			}
 		})
 	}
