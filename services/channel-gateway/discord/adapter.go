@@ -123,7 +123,10 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("discord: session bucket: %w", err)
 	}
 	if cfg.Streaming {
-		a.streams = editstream.New(streamer{a}, cfg.editInterval(), Limit, a.log)
+		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.editInterval(), Limit: Limit}, a.log)
+		if err != nil {
+			return nil, fmt.Errorf("discord: %w", err)
+		}
 	}
 	a.typing.a = a
 	return a, nil
@@ -149,14 +152,9 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	pieces := markup.Split(msg.GetContent(), Limit)
 	start := a.parts.Sent(msg.GetId())
 	if a.streams != nil && start == 0 {
-		switch {
-		case kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0:
-			if a.streams.Finish(ctx, msg, pieces[0]) {
-				start = 1
-				a.parts.Mark(msg.GetId(), 1)
-			}
-		case kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
-			a.streams.Abandon(msg)
+		if msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
+			start = 1
+			a.parts.Mark(msg.GetId(), 1)
 		}
 	}
 	for i := start; i < len(pieces); i++ {
@@ -180,15 +178,11 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 }
 
 // DeliverLive shows progress and tool hints as separate messages when
-// enabled, and streams deltas into one edited message when streaming.
+// enabled; deltas are followed by the streams themselves (see
+// internal/editstream).
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	var text string
 	switch msg.GetKind() {
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA:
-		if a.streams != nil {
-			a.streams.Delta(ctx, msg)
-		}
-		return nil
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
 		if !on(a.cfg.SendProgress, a.deps.SendProgress) {
 			return nil

@@ -42,6 +42,13 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 		return err
 	}
 	defer stop()
+	if a.streams != nil {
+		stopStreams, err := a.streams.Watch(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopStreams()
+	}
 	kv, err := a.deps.Bus.KV(ctx, bus.BucketLeases)
 	if err != nil {
 		return fmt.Errorf("discord: %w", err)

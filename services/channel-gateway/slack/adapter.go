@@ -117,7 +117,10 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	}
 	a.media = media.NewStore(blobs, limit)
 	if cfg.Streaming {
-		a.streams = editstream.New(streamer{a}, cfg.editInterval(), markup.SlackLimit, a.log)
+		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.editInterval(), Limit: markup.SlackLimit}, a.log)
+		if err != nil {
+			return nil, fmt.Errorf("slack: %w", err)
+		}
 	}
 	return a, nil
 }
@@ -130,6 +133,13 @@ func (a *Adapter) Channel() string { return Channel }
 func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	if err := a.identify(ctx); err != nil {
 		return err
+	}
+	if a.streams != nil {
+		stopStreams, err := a.streams.Watch(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopStreams()
 	}
 	sm := socketmode.New(a.api, socketmode.OptionPingInterval(a.pingEvery), socketmode.OptionLog(logAdapter{a.log}))
 	ctx, cancel := context.WithCancel(ctx)
@@ -346,14 +356,9 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	pieces := markup.Split(msg.GetContent(), markup.SlackLimit)
 	start := a.parts.Sent(msg.GetId())
 	if a.streams != nil && start == 0 {
-		switch k := msg.GetKind(); {
-		case k == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0:
-			if a.streams.Finish(ctx, msg, pieces[0]) {
-				start = 1
-				a.parts.Mark(msg.GetId(), 1)
-			}
-		case k == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
-			a.streams.Abandon(msg)
+		if msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
+			start = 1
+			a.parts.Mark(msg.GetId(), 1)
 		}
 	}
 	for i := start; i < len(pieces); i++ {
@@ -370,15 +375,10 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 }
 
 // DeliverLive posts progress and tool hints in the thread when enabled,
-// and streams deltas into one updated message when streaming.
+// deltas are followed by the streams themselves (see internal/editstream).
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	var text string
 	switch msg.GetKind() {
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA:
-		if a.streams != nil {
-			a.streams.Delta(ctx, msg)
-		}
-		return nil
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
 		if !on(a.cfg.SendProgress, a.deps.SendProgress) {
 			return nil

@@ -136,7 +136,10 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	a.media = media.NewStore(blobs, limit)
 	a.typing.a = a
 	if cfg.Streaming {
-		a.streams = editstream.New(streamer{a}, cfg.editInterval(), markup.TelegramLimit, a.log)
+		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.editInterval(), Limit: markup.TelegramLimit}, a.log)
+		if err != nil {
+			return nil, fmt.Errorf("telegram: %w", err)
+		}
 	}
 	return a, nil
 }
@@ -171,6 +174,13 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 		return err
 	}
 	defer stop()
+	if a.streams != nil {
+		stopStreams, err := a.streams.Watch(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopStreams()
+	}
 	if _, ok := a.Webhook(); ok {
 		return a.runWebhook(ctx)
 	}
@@ -235,14 +245,9 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	}
 	start := a.parts.Sent(msg.GetId())
 	if a.streams != nil && start == 0 {
-		switch k := msg.GetKind(); {
-		case k == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0:
-			if a.streams.Finish(ctx, msg, pieces[0]) {
-				start = 1
-				a.parts.Mark(msg.GetId(), 1)
-			}
-		case k == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
-			a.streams.Abandon(msg)
+		if msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
+			start = 1
+			a.parts.Mark(msg.GetId(), 1)
 		}
 	}
 	for i := start; i < len(pieces); i++ {
@@ -269,16 +274,12 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 }
 
 // DeliverLive shows progress and tool hints as separate messages when
-// enabled, and streams deltas into one edited message when streaming.
+// enabled; deltas are followed by the streams themselves (see
+// internal/editstream).
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
 	var html string
 	switch msg.GetKind() {
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA:
-		if a.streams != nil {
-			a.streams.Delta(ctx, msg)
-		}
-		return nil
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
 		if !on(a.cfg.SendProgress, a.deps.SendProgress) {
 			return nil

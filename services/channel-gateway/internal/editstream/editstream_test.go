@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 )
@@ -76,22 +80,66 @@ func (p *platform) all() []op {
 	return append([]op(nil), p.ops...)
 }
 
-func delta(text string) *nanofleetv1.OutboundMessage {
-	return &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ChatId: "c", ReplyTo: "in1", Content: text}
+const channel = "test"
+
+// harness is one gateway's streams on a real bus, with a recording
+// platform.
+type harness struct {
+	p *platform
+	s *editstream.Streams
+	b *bus.Bus
 }
 
-func final(text string) *nanofleetv1.OutboundMessage {
-	return &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, ChatId: "c", ReplyTo: "in1", Content: text}
+func startStreams(t *testing.T, b *bus.Bus, interval time.Duration, limit int) *harness {
+	t.Helper()
+	p := newPlatform()
+	s, err := editstream.New(t.Context(), b, p, editstream.Config{Channel: channel, Interval: interval, Limit: limit}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := s.Watch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	if err := b.NC.Flush(); err != nil { // the subscriptions are in place
+		t.Fatal(err)
+	}
+	return &harness{p: p, s: s, b: b}
+}
+
+func publish(t *testing.T, b *bus.Bus, subj string, m *nanofleetv1.OutboundMessage) {
+	t.Helper()
+	data, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.NC.Publish(subj, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *harness) delta(t *testing.T, text string) {
+	t.Helper()
+	publish(t, h.b, h.b.Space.Live(channel, "c"), &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ChatId: "c", ReplyTo: "in1", Content: text})
+}
+
+// final publishes the final answer as the worker does and returns it.
+func (h *harness) final(t *testing.T, text string) *nanofleetv1.OutboundMessage {
+	t.Helper()
+	m := &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, ChatId: "c", ReplyTo: "in1", Content: text}
+	publish(t, h.b, h.b.Space.Outbound(channel, "c"), m)
+	return m
 }
 
 // feed sends n word deltas every gap and returns the whole text.
-func feed(t *testing.T, s *editstream.Streams, n int, gap time.Duration) string {
+func (h *harness) feed(t *testing.T, n int, gap time.Duration) string {
 	t.Helper()
 	var all strings.Builder
 	for i := range n {
 		w := "w" + string(rune('a'+i%26)) + " "
 		all.WriteString(w)
-		s.Delta(t.Context(), delta(w))
+		h.delta(t, w)
 		time.Sleep(gap) // pacing the input, as a model does
 	}
 	return strings.TrimSpace(all.String())
@@ -103,34 +151,34 @@ func TestStreams(t *testing.T) {
 		name      string
 		failAfter int  // edits before they fail; -1 never
 		failPost  bool // the first post fails
+		failFinal bool // the final edit fails
 		deltas    int
 		finished  bool // Finish reports the answer delivered
+		wantOps   int  // posts and edits, when known
 	}{
-		{"edits", -1, false, 20, true},
-		{"edit fails midway", 1, false, 20, false},
-		{"final edit fails", 1000, false, 20, true},
-		{"post fails", -1, true, 20, false},
-		{"no deltas", -1, false, 0, false},
+		{"edits", -1, false, false, 20, true, 0},
+		{"edit fails midway", 1, false, false, 20, false, 3}, // post, edit, failed edit
+		{"final edit fails", -1, false, true, 20, false, 0},
+		{"post fails", -1, true, false, 20, false, 1},
+		{"no deltas", -1, false, false, 0, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPlatform()
-			p.failAfter, p.failPost = tt.failAfter, tt.failPost
-			s := editstream.New(p, interval, 4000, slog.New(slog.DiscardHandler))
+			h := startStreams(t, bustest.StartJetStream(t), interval, 4000)
+			h.p.failAfter, h.p.failPost = tt.failAfter, tt.failPost
 			start := time.Now()
-			text := feed(t, s, tt.deltas, 10*time.Millisecond)
+			text := h.feed(t, tt.deltas, 10*time.Millisecond)
 			answer := text + " and the end."
-			if tt.name == "final edit fails" {
-				p.mu.Lock()
-				p.failAfter = p.edits // the next edit, the final one, fails
-				p.mu.Unlock()
-				tt.finished = false
+			if tt.failFinal {
+				h.p.mu.Lock()
+				h.p.failAfter = h.p.edits // the next edit, the final one, fails
+				h.p.mu.Unlock()
 			}
-			got := s.Finish(t.Context(), final(answer), answer)
-			if got != tt.finished {
+			m := h.final(t, answer)
+			if got := h.s.Finish(t.Context(), m); got != tt.finished {
 				t.Fatalf("Finish = %v, want %v", got, tt.finished)
 			}
-			ops := p.all()
+			ops := h.p.all()
 			if tt.deltas == 0 {
 				if len(ops) != 0 {
 					t.Fatalf("ops without deltas: %v", ops)
@@ -149,62 +197,87 @@ func TestStreams(t *testing.T) {
 			if tt.finished && (last.text != answer || !last.final) {
 				t.Errorf("last op %+v, want the final answer", last)
 			}
-			if tt.failPost && len(ops) != 1 {
-				t.Errorf("after a failed post: %v", ops)
-			}
-			if tt.name == "edit fails midway" && len(ops) != 3 { // post, edit, failed edit
-				t.Errorf("ops after a failed edit: %d, want none after it", len(ops))
+			if tt.wantOps != 0 && len(ops) != tt.wantOps {
+				t.Errorf("%d ops, want %d: %v", len(ops), tt.wantOps, ops)
 			}
 		})
 	}
 }
 
+// TestTwoGateways: both gateways see the deltas, one posts and edits, and
+// the other, delivering the final reply, learns that the final edit
+// delivered it.
+func TestTwoGateways(t *testing.T) {
+	srv := bustest.StartServer(t)
+	g1 := startStreams(t, srv.Connect(t, ""), 50*time.Millisecond, 4000)
+	g2 := startStreams(t, srv.Connect(t, ""), 50*time.Millisecond, 4000)
+	text := g1.feed(t, 10, 10*time.Millisecond)
+	m := g1.final(t, text)
+	for i, g := range []*harness{g1, g2} {
+		if !g.s.Finish(t.Context(), m) {
+			t.Errorf("gateway %d: Finish = false", i+1)
+		}
+	}
+	ops1, ops2 := g1.p.all(), g2.p.all()
+	if (len(ops1) == 0) == (len(ops2) == 0) {
+		t.Fatalf("gateway 1 made %d ops, gateway 2 %d; want one of them to stream", len(ops1), len(ops2))
+	}
+	ops := append(ops1, ops2...)
+	posts := 0
+	for _, o := range ops {
+		if o.kind == "post" {
+			posts++
+		}
+	}
+	if posts != 1 || ops[len(ops)-1].text != text {
+		t.Errorf("ops = %v, want one post and the answer last", ops)
+	}
+}
+
 func TestLateDeltasAreDropped(t *testing.T) {
-	p := newPlatform()
-	s := editstream.New(p, 50*time.Millisecond, 4000, slog.New(slog.DiscardHandler))
-	s.Delta(t.Context(), delta("hello"))
-	p.next(t)
-	if !s.Finish(t.Context(), final("hello world"), "hello world") {
+	h := startStreams(t, bustest.StartJetStream(t), 50*time.Millisecond, 4000)
+	h.delta(t, "hello")
+	h.p.next(t)
+	if !h.s.Finish(t.Context(), h.final(t, "hello world")) {
 		t.Fatal("Finish = false")
 	}
-	s.Delta(t.Context(), delta(" late"))
-	// A final answer without a stream, then its deltas: nothing shown.
-	other := final("x")
-	other.ReplyTo = "in2"
-	if s.Finish(t.Context(), other, "x") {
-		t.Error("Finish without a stream = true")
-	}
-	d := delta("y")
-	d.ReplyTo = "in2"
-	s.Delta(t.Context(), d)
-	if o := p.next(t); o.text != "hello world" {
+	if o := h.p.next(t); o.text != "hello world" {
 		t.Fatalf("op %+v, want the final edit", o)
 	}
+	h.delta(t, " late")
+	// A final answer without a stream, then its deltas: nothing shown.
+	other := &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, ChatId: "c", ReplyTo: "in2", Content: "x"}
+	publish(t, h.b, h.b.Space.Outbound(channel, "c"), other)
+	if h.s.Finish(t.Context(), other) {
+		t.Error("Finish without a stream = true")
+	}
+	publish(t, h.b, h.b.Space.Live(channel, "c"), &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ChatId: "c", ReplyTo: "in2", Content: "y"})
+	if err := h.b.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	select {
-	case o := <-p.seen:
+	case o := <-h.p.seen:
 		t.Errorf("op after the final answer: %+v", o)
 	case <-time.After(200 * time.Millisecond):
 	}
 }
 
 func TestUnchangedFinalNeedsNoEdit(t *testing.T) {
-	p := newPlatform()
-	s := editstream.New(p, 10*time.Millisecond, 4000, slog.New(slog.DiscardHandler))
-	s.Delta(t.Context(), delta("all of it"))
-	p.next(t)
-	if !s.Finish(t.Context(), final("all of it"), "all of it") {
+	h := startStreams(t, bustest.StartJetStream(t), 10*time.Millisecond, 4000)
+	h.delta(t, "all of it")
+	h.p.next(t)
+	if !h.s.Finish(t.Context(), h.final(t, "all of it")) {
 		t.Fatal("Finish = false")
 	}
-	if ops := p.all(); len(ops) != 1 {
+	if ops := h.p.all(); len(ops) != 1 {
 		t.Errorf("ops = %v, want the post only", ops)
 	}
 }
 
 func TestLongPartialTextIsCut(t *testing.T) {
-	p := newPlatform()
-	s := editstream.New(p, 10*time.Millisecond, 50, slog.New(slog.DiscardHandler))
-	s.Delta(t.Context(), delta(strings.Repeat("é", 80)))
-	o := p.next(t)
+	h := startStreams(t, bustest.StartJetStream(t), 10*time.Millisecond, 50)
+	h.delta(t, strings.Repeat("é", 80))
+	o := h.p.next(t)
 	if n := len([]rune(o.text)); n != 50 || !strings.HasSuffix(o.text, "…") {
 		t.Errorf("posted %d runes: %q", n, o.text)
 	}
