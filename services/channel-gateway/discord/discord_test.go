@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -452,6 +453,60 @@ func (s *logSink) waitFor(t *testing.T, substr string) {
 		case <-s.event:
 		case <-deadline:
 			t.Fatalf("log never said %q", substr)
+		}
+	}
+}
+
+// TestStreamingWithTwoGateways: two gateways run the channel; the deltas
+// of a turn reach both, one message is created and edited, and the final
+// text is the answer, whichever gateway delivers the reply.
+func TestStreamingWithTwoGateways(t *testing.T) {
+	fake := discordtest.New(t, token)
+	srv := bustest.StartServer(t)
+	b1, b2 := srv.Connect(t, ""), srv.Connect(t, "")
+	words := strings.Fields(strings.Repeat("streamed words ", 15))
+	answer := strings.Join(words, " ")
+	workertest.Start(t, b1, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		var out []*nanofleetv1.OutboundMessage
+		for i, w := range words {
+			if i > 0 {
+				w = " " + w
+			}
+			out = append(out, workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, w))
+		}
+		return append(out, workertest.Final(answer))
+	})
+	cfg := discord.Config{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}
+	logs := &logSink{event: make(chan struct{}, 1)}
+	runAdapter(t, b1, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	logs.waitFor(t, "holds the bot's connection lease")
+	runAdapter(t, b2, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	logs.waitFor(t, "another gateway holds this Discord bot's connection") // both follow the streams
+	fake.WaitConnected(t, wait)
+	for i, id := range []string{"600000000000000001", "600000000000000002", "600000000000000003"} {
+		fake.Send(discordtest.Message{ID: id, ChannelID: dmChannel, AuthorID: alice, Content: "stream " + strconv.Itoa(i)})
+	}
+	// Three turns, one message each, each ending with the whole answer.
+	deadline := time.Now().Add(wait)
+	for {
+		created, finished := fake.Created(), 0
+		for _, c := range created {
+			if fake.Text(c.MessageID) == answer {
+				finished++
+			}
+		}
+		if len(created) > 3 {
+			t.Fatalf("%d messages created for 3 turns", len(created))
+		}
+		if finished == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %d messages, %d with the whole answer", wait, len(created), finished)
+		}
+		select {
+		case <-fake.Calls():
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
