@@ -510,3 +510,25 @@ func TestStreamingWithTwoGateways(t *testing.T) {
 		}
 	}
 }
+
+func TestOutboundAttachmentIsUploaded(t *testing.T) {
+	img := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 100)
+	h := start(t, discord.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		m := workertest.Final("here it is")
+		m.Media = []*nanofleetv1.MediaRef{{Object: "test/chart.png", Name: "chart.png", MimeType: "image/png"}}
+		return []*nanofleetv1.OutboundMessage{m}
+	})
+	blobs, err := h.bus.Blobs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := blobs.PutBytes(t.Context(), "test/chart.png", img); err != nil {
+		t.Fatal(err)
+	}
+	h.fake.Send(h.dm("600000000000000001", "a chart please"))
+	h.expectCreate(t, "here it is")
+	c := h.fake.Next(t, wait, create)
+	if !bytes.Equal(c.Files["chart.png"], img) || c.Status != 200 {
+		t.Errorf("upload %d: files %v", c.Status, len(c.Files))
+	}
+}
