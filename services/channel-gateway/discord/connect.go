@@ -247,7 +247,7 @@ func (a *Adapter) connect(ctx context.Context, in gw.Inbox, wsURL string) error 
 }
 
 // event handles one gateway event, in the order Discord sent them.
-func (c *conn) event(typ gateway.EventType, seq int, _ int, data gateway.EventData) {
+func (c *conn) event(_ gateway.EventType, seq int, _ int, data gateway.EventData) {
 	a := c.a
 	switch ev := data.(type) {
 	case gateway.EventReady:
