@@ -22,6 +22,18 @@ type WorkspaceConfig struct {
 	// PerSession gives each session its own workspace instead of one per
 	// agent.
 	PerSession bool `json:"perSession"`
+	// EditableProfile lets sessions change the agent's bootstrap files
+	// (AGENTS.md, SOUL.md, USER.md, TOOLS.md, IDENTITY.md, HEARTBEAT.md)
+	// and skills/ in the workspace, and makes the workspace the profile's
+	// source at every start, as in nanobot. Off by default: one session
+	// must not rewrite every session's system prompt.
+	EditableProfile bool `json:"editableProfile"`
+	// QuotaBytes and QuotaFiles bound what one workspace holds: bytes
+	// of disk and files (directories included). A tool call that would go
+	// beyond is refused; an exec that went beyond is reported and further
+	// writes are refused until files are deleted. 0 means no quota.
+	QuotaBytes int64 `json:"quotaBytes"`
+	QuotaFiles int64 `json:"quotaFiles"`
 }
 
 // ServiceConfig is tools.runner.
@@ -59,7 +71,7 @@ func DefaultConfig() Config {
 		root = filepath.Join(home, ".nanofleet", "workspace")
 	}
 	return Config{
-		Workspace: WorkspaceConfig{Root: root},
+		Workspace: WorkspaceConfig{Root: root, QuotaBytes: 1 << 30, QuotaFiles: 100_000},
 		Exec:      shell.DefaultConfig(),
 		Web:       web.DefaultConfig(),
 		Runner: ServiceConfig{
@@ -74,8 +86,17 @@ func DefaultConfig() Config {
 
 // Validate reports the first invalid setting by its config key.
 func (c Config) Validate() error {
-	if c.Workspace.Root == "" {
+	switch w := c.Workspace; {
+	case w.Root == "":
 		return errors.New("tools.workspace.root: required")
+	case w.QuotaBytes < 0:
+		return fmt.Errorf("tools.workspace.quotaBytes: %d is negative (0 means no quota)", w.QuotaBytes)
+	case w.QuotaBytes > 0 && w.QuotaBytes < 1<<20:
+		return fmt.Errorf("tools.workspace.quotaBytes: %d is below 1 MiB (1048576)", w.QuotaBytes)
+	case w.QuotaFiles < 0:
+		return fmt.Errorf("tools.workspace.quotaFiles: %d is negative (0 means no quota)", w.QuotaFiles)
+	case w.QuotaFiles > 0 && w.QuotaFiles < 100:
+		return fmt.Errorf("tools.workspace.quotaFiles: %d is below 100", w.QuotaFiles)
 	}
 	if err := c.Exec.Validate(); err != nil {
 		return err
