@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/shell"
@@ -157,4 +158,45 @@ func LoadConfig(path string) (Config, error) {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// SharedDiskWarning returns a warning when the workspaces and dataDir
+// (the JetStream store) are on one file system and nothing bounds what
+// sessions write there: no quota, or one quota per session with no bound
+// on the number of sessions. A full store stops the fleet. "" otherwise.
+func SharedDiskWarning(w WorkspaceConfig, dataDir string) string {
+	wdev, ok1 := device(w.Root)
+	ddev, ok2 := device(dataDir)
+	if !ok1 || !ok2 || wdev != ddev {
+		return ""
+	}
+	switch {
+	case w.QuotaBytes == 0:
+		return fmt.Sprintf("the workspaces (%s) and the data directory (%s) share a file system and tools.workspace.quotaBytes is 0: a session can fill the disk the JetStream store needs; set a quota or move one of them", w.Root, dataDir)
+	case w.PerSession:
+		return fmt.Sprintf("the workspaces (%s) and the data directory (%s) share a file system and tools.workspace.perSession gives every session its own %d-byte quota, so many sessions together can fill the disk the JetStream store needs; use a file system quota or move one of them", w.Root, dataDir, w.QuotaBytes)
+	}
+	return ""
+}
+
+// device is the device of p or of its nearest existing parent.
+func device(p string) (uint64, bool) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return 0, false
+	}
+	for {
+		fi, err := os.Stat(p)
+		if err == nil {
+			st, ok := fi.Sys().(*syscall.Stat_t)
+			if !ok {
+				return 0, false
+			}
+			return uint64(st.Dev), true
+		}
+		if p == filepath.Dir(p) {
+			return 0, false
+		}
+		p = filepath.Dir(p)
+	}
 }

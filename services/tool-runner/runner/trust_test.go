@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
-
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 )
@@ -192,4 +190,26 @@ func TestQuotaConfigIsValidated(t *testing.T) {
 	}
 }
 
-var _ = nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_DENIED
+func TestSharedDiskWarning(t *testing.T) {
+	base := t.TempDir()
+	ws, data := filepath.Join(base, "ws"), filepath.Join(base, "data")
+	tests := []struct {
+		name string
+		w    runner.WorkspaceConfig
+		data string
+		want string
+	}{
+		{"shared, no quota", runner.WorkspaceConfig{Root: ws}, data, "quotaBytes is 0"},
+		{"shared, per-session quotas", runner.WorkspaceConfig{Root: ws, QuotaBytes: 1 << 30, PerSession: true}, data, "perSession"},
+		{"shared, one quota", runner.WorkspaceConfig{Root: ws, QuotaBytes: 1 << 30}, data, ""},
+		{"apart, no quota", runner.WorkspaceConfig{Root: ws}, "/proc/nanofleet-data", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runner.SharedDiskWarning(tt.w, tt.data)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Fatalf("SharedDiskWarning = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
