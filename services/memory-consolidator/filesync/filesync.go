@@ -305,7 +305,7 @@ func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
 		if !k.exists || (fexists && fh == hash(k.content)) {
 			return false, nil
 		}
-		if fexists {
+		if fexists && fh != st.Hash {
 			s.log.Warn("filesync: workspace copy of a profile file changed; restoring it (tools.workspace.editableProfile is off)", "file", p.Rel)
 		}
 		return s.toFile(p, k, data, fexists)
