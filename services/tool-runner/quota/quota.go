@@ -9,10 +9,12 @@
 // costs what it holds). A [Meter] keeps the last measurement of each
 // workspace for a few seconds, adds what the runner's own writes are
 // about to add, and measures again after every command, which may have
-// written anything.
+// written anything, and while it runs: a command that takes the
+// workspace over its quota is stopped.
 package quota
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -167,6 +169,38 @@ func (m *Meter) Left(dir string, root *os.Root) (int64, error) {
 		return 0, nil
 	}
 	return max(m.limits.Bytes-u.Bytes, 1), nil
+}
+
+// WatchEvery is how often [Meter.Watch] measures a workspace at least;
+// a workspace that takes long to measure is measured less often (at most
+// a fifth of the time goes to measuring).
+const WatchEvery = time.Second
+
+// Watch measures dir while a command runs and calls stop with the refusal
+// as soon as dir is over its quota; it returns then or when ctx ends.
+// RLIMIT_FSIZE bounds each file a command writes; this bounds how far
+// several files together go past the quota (what the command writes
+// between two measurements).
+func (m *Meter) Watch(ctx context.Context, dir string, root *os.Root, stop func(error)) {
+	if !m.limits.On() {
+		return
+	}
+	t := time.NewTimer(WatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		u, err := m.Usage(dir, root, true)
+		if err == nil && u.Over(m.limits) {
+			stop(m.refusal(u, ""))
+			return
+		}
+		t.Reset(max(WatchEvery, 5*time.Since(start)))
+	}
 }
 
 // AfterCommand measures dir again (a command may have written anything)

@@ -447,7 +447,25 @@ func (r *Runner) run(ctx context.Context, log *slog.Logger, name string, tr *nan
 			return fail(err, "")
 		}
 	}
-	out, err := tool.Run(ctx, call)
+	runCtx := ctx
+	if writes && name == execTool && r.quota.Limits().On() {
+		// A command that fills the workspace is stopped while it runs.
+		qctx, stop := context.WithCancelCause(ctx)
+		defer stop(nil)
+		watchCtx, endWatch := context.WithCancel(qctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			r.quota.Watch(watchCtx, ws.Dir(), ws.Root(), stop)
+		}()
+		defer func() { endWatch(); <-watched }() // before ws.Close
+		runCtx = qctx
+	}
+	out, err := tool.Run(runCtx, call)
+	if cause := context.Cause(runCtx); errors.Is(cause, quota.ErrExceeded) {
+		log.Warn("command stopped: workspace over its quota", "workspace", ws.Dir())
+		return fail(fmt.Errorf("the command was stopped: %w", cause), out.Text)
+	}
 	if writes && name == execTool {
 		note, qerr := r.quota.AfterCommand(ws.Dir(), ws.Root())
 		if qerr != nil {

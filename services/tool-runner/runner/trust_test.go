@@ -213,3 +213,30 @@ func TestSharedDiskWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackQuotaStopsARunningCommand: a command writing file after file
+// is stopped while it runs once the workspace is over its quota.
+func TestAttackQuotaStopsARunningCommand(t *testing.T) {
+	sandboxtest.RequireBwrap(t)
+	f := attack(t, func(c *runner.Config) { c.Workspace.QuotaBytes = 1 << 20 })
+	res := f.call("exec", map[string]any{"command": "for i in $(seq 1 40); do head -c 300000 /dev/zero > f$i; sleep 0.2; done; echo finished"})
+	expectErr(t, res, kindDenied, "the command was stopped", "workspace quota exceeded")
+	if strings.Contains(res.GetContent(), "finished") {
+		t.Fatalf("the command ran to its end:\n%s", res.GetContent())
+	}
+	entries, err := os.ReadDir(f.ws())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			total += fi.Size()
+		}
+	}
+	// One measurement period (1 s at 1.5 MB/s) past the quota at most,
+	// with room for a slow machine.
+	if total > 4<<20 {
+		t.Errorf("the workspace grew to %d bytes under a 1 MiB quota", total)
+	}
+}
