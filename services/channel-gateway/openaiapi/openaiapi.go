@@ -66,6 +66,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	mux.Handle("POST /v1/chat/completions", s.auth(s.chatCompletions))
 	mux.Handle("GET /v1/models", s.auth(s.models))
 	mux.Handle("GET /v1/models/{id}", s.auth(s.modelInfo))
+	// Without these the mux answers a wrong method or path in plain text,
+	// which OpenAI clients cannot parse.
+	mux.HandleFunc("/v1/chat/completions", methodNotAllowed("POST"))
+	mux.HandleFunc("/v1/models", methodNotAllowed("GET"))
+	mux.HandleFunc("/v1/models/{id}", methodNotAllowed("GET"))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		apiError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", fmt.Sprintf("Unknown request URL: %s %s.", r.Method, r.URL.Path))
+	})
 	s.mux = mux
 	return s, nil
 }
@@ -85,6 +93,14 @@ func (s *Server) auth(h http.HandlerFunc) http.Handler {
 		}
 		h(w, r)
 	})
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		apiError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+			fmt.Sprintf("%s is not allowed on %s; use %s.", r.Method, r.URL.Path, allow))
+	}
 }
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
@@ -113,6 +129,10 @@ type chatRequest struct {
 	Stream bool   `json:"stream"`
 	User   string `json:"user"`
 }
+
+// maxBodyBytes bounds a request body: a message at the gateway's limit,
+// JSON-escaped, with the client's copy of the conversation around it.
+const maxBodyBytes = 4 << 20
 
 // errBadRequest marks a request the client must fix.
 var errBadRequest = errors.New("bad request")
@@ -149,8 +169,14 @@ func (r *chatRequest) lastUserText() (string, error) {
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<20))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err := dec.Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+				fmt.Sprintf("The request body is larger than %d MiB.", maxBodyBytes>>20))
+			return
+		}
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "The request body is not valid JSON: "+err.Error())
 		return
 	}
@@ -160,6 +186,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
+		return
+	}
+	if len(text) > gateway.MaxContentBytes {
+		apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+			fmt.Sprintf("The last user message has %d bytes of text; the fleet accepts at most %d.", len(text), gateway.MaxContentBytes))
 		return
 	}
 	chat := r.Header.Get("X-Session-Id")
@@ -197,7 +228,15 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.deps.Inbox.Publish(ctx, in); err != nil {
 		s.log.Error("api message not published", "err", err)
-		apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
+		switch {
+		case errors.Is(err, gateway.ErrStorageFull):
+			apiError(w, http.StatusInsufficientStorage, "server_error", "storage_full",
+				"Storage full: the fleet has no room to store the message, so it was not received. Try again once space is freed.")
+		case errors.Is(err, gateway.ErrTooLarge):
+			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "The message is too large for the fleet to store.")
+		default:
+			apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
+		}
 		return
 	}
 	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream}
