@@ -205,14 +205,19 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := "api-" + strings.ToLower(rand.Text()[:20])
+	var since time.Time
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		sum := sha256.Sum256([]byte(chat + "\x00" + key))
 		id = "api-" + hex.EncodeToString(sum[:12])
+		// A retry's publish is dropped as a duplicate within the inbound
+		// stream's window, so its answer may already be out: read the
+		// chat's replies from the start of that window.
+		since = time.Now().Add(-s.duplicateWindow(r.Context()))
 	}
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
 	defer cancel()
-	wch, err := watch.Start(ctx, s.deps.Bus, s.log, Channel, chat)
+	wch, err := watch.StartSince(ctx, s.deps.Bus, s.log, Channel, chat, since)
 	if err != nil {
 		s.log.Error("api watch", "err", err)
 		apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
@@ -239,8 +244,20 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream}
+	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream, replay: !since.IsZero()}
 	t.run(ctx, wch, id)
+}
+
+// duplicateWindow is the inbound stream's duplicate window, within which
+// a request with the same Idempotency-Key is the same message.
+func (s *Server) duplicateWindow(ctx context.Context) time.Duration {
+	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+	defer cancel()
+	st, err := s.deps.Bus.JS.Stream(ctx, s.deps.Bus.Space.InboundStream())
+	if err != nil || st.CachedInfo().Config.Duplicates <= 0 {
+		return 10 * time.Minute // the layout's default
+	}
+	return st.CachedInfo().Config.Duplicates
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

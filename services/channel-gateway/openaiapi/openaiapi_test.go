@@ -13,6 +13,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -38,6 +39,13 @@ func script(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 
 func start(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest.Worker, string) {
 	t.Helper()
+	c, w, url, _ := startBus(t, opts...)
+	return c, w, url
+}
+
+// startBus is start that also returns the fleet's bus.
+func startBus(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest.Worker, string, *bus.Bus) {
+	t.Helper()
 	b := bustest.StartJetStream(t)
 	pub, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -52,7 +60,7 @@ func start(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest
 	w := workertest.Start(t, b, script, opts...)
 	cfg := openai.DefaultConfig(key)
 	cfg.BaseURL = srv.URL + "/v1"
-	return openai.NewClientWithConfig(cfg), w, srv.URL
+	return openai.NewClientWithConfig(cfg), w, srv.URL, b
 }
 
 func ctx(t *testing.T) context.Context {
