@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -134,6 +136,38 @@ type chatRequest struct {
 // JSON-escaped, with the client's copy of the conversation around it.
 const maxBodyBytes = 4 << 20
 
+// bodyError says what is wrong with a request body in the API's terms:
+// decoding errors name Go types ("Go struct field chatRequest.messages of
+// type []struct {…}"), which mean nothing to a client.
+func bodyError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		want := "a " + typeErr.Type.Kind().String()
+		switch typeErr.Type.Kind() {
+		case reflect.Slice, reflect.Array:
+			want = "an array"
+		case reflect.Struct, reflect.Map:
+			want = "an object"
+		case reflect.Int, reflect.Int64, reflect.Float64:
+			want = "a number"
+		case reflect.Interface:
+			want = "a value"
+		}
+		field := typeErr.Field
+		if field == "" {
+			field = "the body"
+		}
+		return fmt.Sprintf("Invalid type for '%s': expected %s, but got %s.", field, want, typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("The request body is not valid JSON (at byte %d): %v.", syntaxErr.Offset, syntaxErr)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "The request body is empty or cut short; send a JSON object."
+	}
+	return "The request body is not valid JSON: " + err.Error()
+}
+
 // errBadRequest marks a request the client must fix.
 var errBadRequest = errors.New("bad request")
 
@@ -177,7 +211,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 				fmt.Sprintf("The request body is larger than %d MiB.", maxBodyBytes>>20))
 			return
 		}
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "The request body is not valid JSON: "+err.Error())
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "", bodyError(err))
 		return
 	}
 	text, err := req.lastUserText()

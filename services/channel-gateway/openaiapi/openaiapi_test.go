@@ -196,3 +196,32 @@ func TestSessionHeader(t *testing.T) {
 		t.Errorf("inbound = %v", in)
 	}
 }
+
+// TestBodyErrors: a body of the wrong shape is told in the API's terms,
+// never in Go's.
+func TestBodyErrors(t *testing.T) {
+	_, _, url := start(t)
+	tests := []struct{ name, body, want string }{
+		{"messages not an array", `{"model":"m","messages":"hi"}`, "Invalid type for 'messages': expected an array, but got string."},
+		{"content not text", `{"model":"m","messages":[{"role":"user","content":{"a":1}}]}`, "messages[0].content must be a string or an array of parts"},
+		{"stream not a bool", `{"model":"m","stream":"yes","messages":[]}`, "Invalid type for 'stream': expected a bool, but got string."},
+		{"body an array", `[1]`, "Invalid type for 'the body': expected an object, but got array."},
+		{"broken JSON", `{"model":`, "The request body is empty or cut short; send a JSON object."},
+		{"syntax", `{"model" "m"}`, "not valid JSON (at byte"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(tt.body))
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(data), tt.want) || strings.Contains(string(data), "Go ") || strings.Contains(string(data), "struct") {
+				t.Errorf("%d %s, want 400 saying %q", resp.StatusCode, data, tt.want)
+			}
+		})
+	}
+}
