@@ -32,6 +32,9 @@ type Deps struct {
 	// Announce, when set, receives the lines a person starting the
 	// gateway needs to see (login link, API base URL) besides the log.
 	Announce func(line string)
+	// Storage, when set, says whether the fleet's store has room; see
+	// gateway.Gateway.Storage.
+	Storage func() error
 }
 
 // Build constructs the enabled channels: the adapters to pass to
@@ -83,6 +86,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 	if err != nil {
 		return nil, nil, err
 	}
+	inbox.Storage = deps.Storage
 	secrets, err := deps.Bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: deps.Bus.Space.Bucket("gateway"), Description: "gateway secrets generated at first start",
 		History: 1, Storage: jetstream.FileStorage,
