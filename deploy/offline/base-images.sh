@@ -16,11 +16,16 @@
 #
 # NATS_VERSION picks the nats-server version (default: the one pkg/go.mod
 # pins, which the services embed and test against). DEBIAN_MIRROR overrides
-# the Debian mirror.
+# the Debian mirror. The host's local CA certificates (EXTRA_CA_DIR, default
+# /usr/local/share/ca-certificates: a TLS-inspecting proxy's, a private
+# module proxy's) go into the Debian base, so that every image installing
+# ca-certificates on it (the Go build, the tool-runner) trusts them as the
+# host does.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+extra_ca=${EXTRA_CA_DIR:-/usr/local/share/ca-certificates}
 go_version=$(go env GOVERSION | sed -E 's/^go([0-9]+\.[0-9]+).*/\1/')
 nats_version=${NATS_VERSION:-$(cd "$root/pkg" && GOWORK=off go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)}
 nats_version=${nats_version#v}
@@ -38,6 +43,10 @@ else
   debootstrap --variant=minbase trixie "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
     { tail -n 20 "$work/debootstrap.log" >&2; exit 1; }
   rm -rf "$work"/rootfs/var/cache/apt/archives/*.deb "$work"/rootfs/var/lib/apt/lists/*
+  if compgen -G "$extra_ca/*.crt" >/dev/null; then
+    mkdir -p "$work/rootfs/usr/local/share/ca-certificates"
+    cp "$extra_ca"/*.crt "$work/rootfs/usr/local/share/ca-certificates/"
+  fi
   tar -C "$work/rootfs" -c . | docker import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'CMD ["bash"]' - debian:trixie-slim
