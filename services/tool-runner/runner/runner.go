@@ -442,7 +442,7 @@ func (r *Runner) run(ctx context.Context, log *slog.Logger, name string, tr *nan
 			if call.FileSizeLimit, err = r.quota.Left(ws.Dir(), ws.Root()); err != nil {
 				return fail(err, "")
 			}
-		} else if err := r.quota.Reserve(ws.Dir(), ws.Root(), quota.Usage{Bytes: int64(len(tr.GetArgumentsJson())), Files: 1}); err != nil {
+		} else if err := r.quota.Reserve(ws.Dir(), ws.Root(), writeEstimate(name, tr)); err != nil {
 			log.Info("tool call refused by the workspace quota", "err", err)
 			return fail(err, "")
 		}
@@ -480,6 +480,16 @@ func (r *Runner) run(ctx context.Context, log *slog.Logger, name string, tr *nan
 		return fail(err, out.Text)
 	}
 	return r.shrink(ctx, name, tr, &nanofleetv1.ToolResult{Content: out.Text, Media: out.Media})
+}
+
+// writeEstimate is what a file tool call may add to its workspace: at
+// most its arguments' size, and a file unless it edits one in place.
+func writeEstimate(name string, tr *nanofleetv1.ToolRequest) quota.Usage {
+	u := quota.Usage{Bytes: int64(len(tr.GetArgumentsJson())), Files: 1}
+	if name == "edit_file" {
+		u.Files = 0
+	}
+	return u
 }
 
 // execTool is the tool whose writes cannot be known before it runs.
