@@ -87,6 +87,16 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 	return &Embedded{srv: srv, noListen: cfg.NoListen, storeDir: cfg.StoreDir}, nil
 }
 
+// StoreUsage reports the bytes JetStream stores and the server's limit
+// (by default most of the disk it found at start).
+func (e *Embedded) StoreUsage() (used, limit int64, err error) {
+	info, err := e.srv.Jsz(nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("embedded nats: jetstream usage: %w", err)
+	}
+	return int64(info.Store), info.Config.MaxStore, nil
+}
+
 // RestartJetStream disables and re-enables JetStream, which reopens every
 // stream from disk. A stream whose write failed (a full disk) keeps
 // refusing writes until then; client connections stay up.
