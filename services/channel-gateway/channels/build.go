@@ -14,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
@@ -68,6 +69,13 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 	}
 	if c := cfg.Slack; c.Enabled {
 		a, err := slack.New(ctx, c, slack.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+	}
+	if c := cfg.Discord; c.Enabled {
+		a, err := discord.New(ctx, c, discord.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -122,7 +122,8 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := profile.Seed(ctx, kv, profile.DefaultAgent, o.Workspace); err != nil {
+	seed := profile.SeedOptions{Editable: o.File.EditableProfile(), Log: o.Log}
+	if _, err := profile.Seed(ctx, kv, profile.DefaultAgent, o.Workspace, seed); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
