@@ -223,8 +223,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(text) > gateway.MaxContentBytes {
-		apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
-			fmt.Sprintf("The last user message has %d bytes of text; the fleet accepts at most %d.", len(text), gateway.MaxContentBytes))
+		// Refused before watching the chat; a smaller limit from the
+		// model's context window comes back from Publish.
+		tooLarge(w, &gateway.TooLargeError{Size: len(text), Limit: gateway.MaxContentBytes})
 		return
 	}
 	chat := r.Header.Get("X-Session-Id")
@@ -272,7 +273,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			apiError(w, http.StatusInsufficientStorage, "server_error", "storage_full",
 				"Storage full: the fleet has no room to store the message, so it was not received. Try again once space is freed.")
 		case errors.Is(err, gateway.ErrTooLarge):
-			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "The message is too large for the fleet to store.")
+			tooLarge(w, err)
 		default:
 			apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
 		}
@@ -280,6 +281,16 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream, replay: !since.IsZero()}
 	t.run(ctx, wch, id)
+}
+
+// tooLarge answers 413 for a message the fleet refused for its size.
+func tooLarge(w http.ResponseWriter, err error) {
+	msg := "The message is too large for the fleet to store."
+	var tl *gateway.TooLargeError
+	if errors.As(err, &tl) {
+		msg = fmt.Sprintf("The last user message has %d bytes of text; the fleet accepts at most %d (the model's context window or its storage).", tl.Size, tl.Limit)
+	}
+	apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", msg)
 }
 
 // duplicateWindow is the inbound stream's duplicate window, within which
