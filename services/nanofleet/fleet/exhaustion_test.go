@@ -272,6 +272,9 @@ func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 	if fmt.Sprint(said) != "[before after]" {
 		t.Errorf("history holds the user messages %q, want [before after]", said)
 	}
+	if err := f.Err(); err != nil {
+		t.Errorf("a part of the fleet stopped: %v", err)
+	}
 }
 
 // TestOversizeRequests: a message too large for the fleet is refused with
