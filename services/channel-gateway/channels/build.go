@@ -145,7 +145,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 				return nil, nil, err
 			}
 		}
-		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Log: log})
+		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Log: log, Storage: deps.Storage})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -31,6 +31,10 @@ type Deps struct {
 	// Inbox publishes the requests' messages.
 	Inbox gateway.Inbox
 	Log   *slog.Logger
+	// Storage, when set, says whether the fleet's store has room. A
+	// request waiting for its answer when the store fills is answered
+	// 507 then: its turn cannot commit until space is freed.
+	Storage func() error
 }
 
 // Server serves the OpenAI-compatible API.
@@ -270,8 +274,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("api message not published", "err", err)
 		switch {
 		case errors.Is(err, gateway.ErrStorageFull):
-			apiError(w, http.StatusInsufficientStorage, "server_error", "storage_full",
-				"Storage full: the fleet has no room to store the message, so it was not received. Try again once space is freed.")
+			storageFull(w)
 		case errors.Is(err, gateway.ErrTooLarge):
 			tooLarge(w, err)
 		default:
@@ -281,6 +284,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream, replay: !since.IsZero()}
 	t.run(ctx, wch, id)
+}
+
+// storageFull answers 507 for a message the fleet has no room for.
+func storageFull(w http.ResponseWriter) {
+	apiError(w, http.StatusInsufficientStorage, "server_error", "storage_full",
+		"Storage full: the fleet has no room to store the message, so it was not received. Try again once space is freed.")
 }
 
 // tooLarge answers 413 for a message the fleet refused for its size.
