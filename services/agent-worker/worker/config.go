@@ -13,10 +13,18 @@ type Config struct {
 	ID string
 	// Agent whose profile and workspace the worker serves.
 	Agent string
-	// Slots is how many turns this worker runs at once.
+	// Slots is how many turns this worker runs at once. A turn spends
+	// nearly all its time waiting on the model, and a waiting turn costs a
+	// goroutine, its prompt and a connection (docs/bench: per-turn cost),
+	// so the default is sized for model latency, not for cores: 200
+	// sessions on a 500 ms model need 200 slots to run at the model's
+	// pace. The provider's own bound (providers.<name>.maxConcurrent,
+	// halved on 429s) is what protects a slow or rate-limited model.
 	Slots int
 	// FleetTurnLimit is the consumer's MaxAckPending: turns in flight
 	// across all workers, including messages waiting for their session.
+	// At least Slots; the default lets 16 workers run at their default
+	// slots.
 	FleetTurnLimit int
 	// AckWait is how long a message may go without InProgress before
 	// JetStream redelivers it; leases and InProgress are renewed at a
@@ -43,12 +51,15 @@ type Config struct {
 	ShutdownGrace time.Duration
 }
 
+// DefaultSlots is the default Config.Slots (worker.turnsPerWorker).
+const DefaultSlots = 1024
+
 // DefaultConfig returns nanobot-like defaults.
 func DefaultConfig() Config {
 	return Config{
 		Agent:               "default",
-		Slots:               16,
-		FleetTurnLimit:      4096,
+		Slots:               DefaultSlots,
+		FleetTurnLimit:      16 * DefaultSlots,
 		AckWait:             30 * time.Second,
 		LeaseTTL:            30 * time.Second,
 		TurnTimeout:         10 * time.Minute,
