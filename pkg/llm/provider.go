@@ -50,6 +50,34 @@ type Response struct {
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
+	// CachedTokens are the prompt tokens served from the provider's
+	// prompt cache (part of PromptTokens).
+	CachedTokens int
+	// ReasoningTokens are the completion tokens spent reasoning (part of
+	// CompletionTokens).
+	ReasoningTokens int
+}
+
+// Add returns u plus o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + o.PromptTokens,
+		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		CachedTokens:     u.CachedTokens + o.CachedTokens,
+		ReasoningTokens:  u.ReasoningTokens + o.ReasoningTokens,
+	}
+}
+
+// usageFrom reads go-openai's usage, details included.
+func usageFrom(u openai.Usage) Usage {
+	out := Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CachedTokens = d.CachedTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		out.ReasoningTokens = d.ReasoningTokens
+	}
+	return out
 }
 
 // Provider is a Client for one OpenAI-compatible host. It is safe for
@@ -286,7 +314,7 @@ func (p *Provider) complete(ctx context.Context, creq openai.ChatCompletionReque
 		ReasoningContent: c.Message.ReasoningContent,
 		ToolCalls:        toolCallsFrom(c.Message.ToolCalls),
 		FinishReason:     string(c.FinishReason),
-		Usage:            Usage{PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens},
+		Usage:            usageFrom(out.Usage),
 		Model:            out.Model,
 	}, nil
 }

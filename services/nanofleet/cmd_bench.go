@@ -110,6 +110,8 @@ func parseBenchFlags(env *environment, args []string, c bench.Config) (*benchFla
 	intList(fs, &p.SlotSessions, "slot-sessions", "concurrent sessions of the slow-model all-in-one sweep")
 	fs.IntVar(&p.SlotTurns, "slot-turns", c.SlotTurns, "turns per session of the slow-model sweep")
 	fs.IntVar(&p.Slots, "slots", c.Slots, "turnsPerWorker of the slow-model all-in-one")
+	intList(fs, &p.ShippedSessions, "shipped-sessions", "concurrent sessions of the all-in-one as shipped (no worker settings) at --latency")
+	fs.IntVar(&p.ShippedTurns, "shipped-turns", c.ShippedTurns, "turns per session of the all-in-one as shipped")
 	intList(fs, &p.WorkerCounts, "workers", "agent-worker process counts to compare")
 	fs.IntVar(&p.SlotsPerWorker, "slots-per-worker", c.SlotsPerWorker, "turnsPerWorker of each worker process")
 	fs.IntVar(&p.WorkerSessions, "worker-sessions", c.WorkerSessions, "concurrent sessions of the workers suite")
@@ -136,6 +138,8 @@ func quickConfig(c bench.Config) bench.Config {
 	c.ZeroTurns = 400
 	c.SlotSessions = []int{10, 100}
 	c.SlotTurns = 2
+	c.ShippedSessions = []int{10, 100}
+	c.ShippedTurns = 2
 	c.SlowLatency = 200 * time.Millisecond
 	c.WorkerCounts = []int{1, 2}
 	c.WorkerSessions = 32

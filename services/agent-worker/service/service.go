@@ -307,8 +307,13 @@ func (i instrumented) Chat(ctx context.Context, req llm.Request) (*llm.Response,
 	model := req.Model
 	i.m.ModelRequestDuration.WithLabelValues(i.provider, model).Observe(time.Since(start).Seconds())
 	if resp != nil {
-		i.m.ModelTokens.WithLabelValues(i.provider, model, observe.TokensPrompt).Add(float64(resp.Usage.PromptTokens))
-		i.m.ModelTokens.WithLabelValues(i.provider, model, observe.TokensCompletion).Add(float64(resp.Usage.CompletionTokens))
+		u := resp.Usage
+		for kind, n := range map[string]int{
+			observe.TokensPrompt: u.PromptTokens, observe.TokensCompletion: u.CompletionTokens,
+			observe.TokensCached: u.CachedTokens, observe.TokensReasoning: u.ReasoningTokens,
+		} {
+			i.m.ModelTokens.WithLabelValues(i.provider, model, kind).Add(float64(n))
+		}
 	}
 	return resp, err
 }

@@ -371,11 +371,11 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	default:
 		return "", runErr
 	}
-	msgs := cp.Messages
+	rec := &nanofleetv1.TurnRecord{Messages: cp.Messages}
 	if res != nil {
-		msgs = res.Messages
+		rec.Messages, rec.Usage = res.Messages, usageOf(res)
 	}
-	if err := t.commit(context.WithoutCancel(ctx), hist, &nanofleetv1.TurnRecord{Messages: msgs}); err != nil {
+	if err := t.commit(context.WithoutCancel(ctx), hist, rec); err != nil {
 		return "", err
 	}
 	if w.d.Memory != nil {
@@ -384,6 +384,20 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		}
 	}
 	return outcome, nil
+}
+
+// usageOf is the run's token usage as recorded, nil when it called no
+// model.
+func usageOf(res *agent.Result) *nanofleetv1.TokenUsage {
+	if res.ModelCalls == 0 {
+		return nil
+	}
+	u := res.Usage
+	return &nanofleetv1.TokenUsage{
+		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens),
+		CachedTokens: int64(u.CachedTokens), ReasoningTokens: int64(u.ReasoningTokens),
+		ModelCalls: int32(res.ModelCalls), Model: res.Model,
+	}
 }
 
 // think builds the prompt and runs the model/tool loop.
@@ -476,8 +490,12 @@ func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleet
 	for i, r := range t.replies {
 		r.Id = t.id + ":" + strconv.Itoa(i)
 		r.LastOfTurn = i == len(t.replies)-1
+		if r.LastOfTurn {
+			r.Usage = rec.Usage
+		}
 	}
 	rec.TurnId = t.id
+	rec.SenderId = t.in.GetSenderId()
 	rec.InboundId = t.in.GetId()
 	rec.InboundSeq = t.meta.Sequence.Stream
 	rec.SessionKey = t.key

@@ -110,8 +110,12 @@ type chatRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
-	Stream bool   `json:"stream"`
-	User   string `json:"user"`
+	Stream        bool `json:"stream"`
+	StreamOptions struct {
+		// IncludeUsage asks for a last chunk with the turn's usage.
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	User string `json:"user"`
 }
 
 // errBadRequest marks a request the client must fix.
@@ -200,7 +204,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
 		return
 	}
-	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream}
+	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream,
+		includeUsage: req.Stream && req.StreamOptions.IncludeUsage}
 	t.run(ctx, wch, id)
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 )
 
 // Options are what the config does not say.
@@ -147,6 +149,15 @@ func (r *driver) scenarios(suite string) []scenario {
 				// slots do not bound the fleet.
 				baseline: c.Baseline && s <= c.Slots,
 				load:     load{Concurrency: s, Chats: s, TurnsPerChat: c.SlotTurns, Prefix: fmt.Sprint("l", s)},
+			})
+		}
+	case SuiteShipped:
+		d := worker.DefaultConfig()
+		for _, s := range c.ShippedSessions {
+			out = append(out, scenario{
+				suite: suite, name: fmt.Sprintf("shipped %s s=%d", c.SlowLatency, s), shape: ShapeAllInOneBinary, workers: 1,
+				slots: d.Slots, limit: d.FleetTurnLimit, shipped: true, latency: c.SlowLatency,
+				load: load{Concurrency: s, Chats: s, TurnsPerChat: c.ShippedTurns, Prefix: fmt.Sprint("as", s)},
 			})
 		}
 	case SuiteWorkers:

@@ -70,12 +70,34 @@ func markdown(rep *Report, notes bool) string {
 	w("\n\n")
 	w("%s\n", method)
 
-	w("## Targets (issue 9)\n\n")
+	w("## Targets (issues 9 and 20)\n\n")
 	w("| target | measured | met |\n|---|---|---|\n")
 	for _, t := range targets(rep) {
 		w("| %s | %s | %s |\n", t.name, t.measured, yesNo(t.met, t.known))
 	}
 	w("\n")
+
+	if shipped := suiteResults(rep, SuiteShipped); len(shipped) > 0 {
+		w("## All-in-one as shipped (issue 20)\n\n")
+		w("The `nanofleet run` binary with no worker settings (%d turn slots by default), the fake model at %g ms, each session sending its next message when the last one is answered. ",
+			shipped[0].SlotsPerWorker, shipped[0].ModelLatencyMs)
+		w("Peak RSS is the binary's VmHWM over the whole scenario (start and warm-up included); CPU s per turn is the binary's user + system time over the measured turns.\n\n")
+		w("| sessions | turns | errors | turns/s | ideal | share of ideal | p50 ms | p99 ms | peak RSS MB | CPU s per turn | others' CPU %% |\n")
+		w("|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, s := range shipped {
+			rss, cpu := "–", "–"
+			if len(s.Procs) > 0 {
+				rss = fmt.Sprintf("%.1f", s.Procs[0].PeakRSSMB)
+				if s.Turns > 0 {
+					cpu = fmt.Sprintf("%.5f", s.Procs[0].CPUS/float64(s.Turns))
+				}
+			}
+			w("| %d | %d | %d | %.0f | %.0f | %.1f%% | %.1f | %.1f | %s | %s | %.0f |\n",
+				s.Sessions, s.Turns, s.Errors, s.TurnsPerS, s.IdealTurnsPerS, 100*s.TurnsPerS/s.IdealTurnsPerS,
+				s.LatencyMs.P50, s.LatencyMs.P99, rss, cpu, s.OtherCPUPercent)
+		}
+		w("\n")
+	}
 
 	if len(rep.Scenarios) > 0 {
 		w("## Turns\n\n")
@@ -238,6 +260,15 @@ func targets(rep *Report) []target {
 			fmt.Sprintf("%.0f of %.0f turns/s = %.1f%% (%d slots)", slow.TurnsPerS, slow.IdealTurnsPerS, 100*frac, slow.Workers*slow.SlotsPerWorker),
 			frac >= 0.9, true})
 	}
+	for _, s := range suiteResults(rep, SuiteShipped) {
+		if s.Sessions != 200 || s.IdealTurnsPerS == 0 {
+			continue
+		}
+		frac := s.TurnsPerS / s.IdealTurnsPerS
+		out = append(out, target{fmt.Sprintf("all-in-one as shipped, %g ms model, 200 sessions: ≥ 90%% of ideal (issue 20)", s.ModelLatencyMs),
+			fmt.Sprintf("%.0f of %.0f turns/s = %.1f%% (default %d slots)", s.TurnsPerS, s.IdealTurnsPerS, 100*frac, s.SlotsPerWorker),
+			frac >= 0.9 && s.Errors == 0, true})
+	}
 	byWorkers := map[int]*Result{}
 	for i := range rep.Scenarios {
 		s := &rep.Scenarios[i]
@@ -281,6 +312,17 @@ func targets(rep *Report) []target {
 		}
 		out = append(out, target{fmt.Sprintf("%s: RSS after %d turns over %d sessions within 10%% of after %d", g.Shape, g.Turns, g.Sessions, g.FirstTurns),
 			strings.Join(parts, "; "), met, len(parts) > 0})
+	}
+	return out
+}
+
+// suiteResults returns the suite's scenarios in running order.
+func suiteResults(rep *Report, suite string) []Result {
+	var out []Result
+	for _, s := range rep.Scenarios {
+		if s.Suite == suite {
+			out = append(out, s)
+		}
 	}
 	return out
 }
