@@ -259,7 +259,7 @@ func TestOrderPerSession(t *testing.T) {
 
 func TestSlashCommands(t *testing.T) {
 	h := start(t)
-	h.llm.Enqueue(llmtest.Text("remembered"))
+	h.llm.Enqueue(llmtest.Text("remembered").WithUsage(50, 5).WithTokenDetails(20, 1))
 	h.send(t, "c1", "1", "remember x")
 	h.next(t)
 	h.send(t, "c1", "2", "/help")
@@ -269,7 +269,8 @@ func TestSlashCommands(t *testing.T) {
 	h.send(t, "c1", "3", "/model other-model")
 	h.next(t)
 	h.send(t, "c1", "4", "/status")
-	if o := h.next(t); !strings.Contains(o.GetContent(), "other-model") {
+	if o := h.next(t); !strings.Contains(o.GetContent(), "other-model") ||
+		!strings.Contains(o.GetContent(), "Tokens: 50 in (20 cached), 5 out (1 reasoning), over 1 model calls in 1 turns") {
 		t.Errorf("/status = %q", o.GetContent())
 	}
 	h.send(t, "c1", "5", "/new")
