@@ -75,6 +75,12 @@ func Run(ctx context.Context, cfg Config, o Options) (*Report, error) {
 				r.fail("idle: %v", err)
 			}
 			r.report.Idle = idle
+		case SuiteTTFT:
+			res, err := r.ttft(ctx)
+			if err != nil {
+				r.fail("ttft: %v", err)
+			}
+			r.report.TTFT = append(r.report.TTFT, res...)
 		case SuiteGrowth:
 			for _, shape := range []string{shapeAllInOne, shapeMultiProcess} {
 				if ctx.Err() != nil {
@@ -100,7 +106,7 @@ func Run(ctx context.Context, cfg Config, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return r.report, err
 	}
-	if len(r.report.Scenarios) == 0 && len(r.report.Idle) == 0 && len(r.report.Growth) == 0 {
+	if len(r.report.Scenarios) == 0 && len(r.report.Idle) == 0 && len(r.report.Growth) == 0 && len(r.report.TTFT) == 0 {
 		return r.report, fmt.Errorf("nothing was measured: %s", strings.Join(r.report.Failures, "; "))
 	}
 	return r.report, nil

@@ -12,13 +12,14 @@ const (
 	SuiteZero    = "zero"    // all-in-one, model at 0 ms: sessions sweep, tool calls
 	SuiteSlots   = "slots"   // all-in-one, slow model, up to 1,000 sessions
 	SuiteShipped = "shipped" // the all-in-one binary at its defaults, slow model
+	SuiteTTFT    = "ttft"    // time to first token through the gateway, streaming model
 	SuiteWorkers = "workers" // multi-process, 1→2→4 worker processes
 	SuiteIdle    = "idle"    // idle RSS of every binary
 	SuiteGrowth  = "growth"  // RSS after many turns over many sessions
 )
 
 // AllSuites is every suite in running order.
-var AllSuites = []string{SuiteZero, SuiteSlots, SuiteShipped, SuiteWorkers, SuiteIdle, SuiteGrowth}
+var AllSuites = []string{SuiteZero, SuiteSlots, SuiteShipped, SuiteTTFT, SuiteWorkers, SuiteIdle, SuiteGrowth}
 
 // Config is one bench run. Every size is a flag of `nanofleet bench`, so
 // a run on a bigger machine (or a quick smoke run) needs no code change.
@@ -51,6 +52,13 @@ type Config struct {
 	ShippedSessions []int
 	// ShippedTurns is each session's turns in that suite.
 	ShippedTurns int
+
+	// TTFTSessions are the concurrent sessions of the time-to-first-token
+	// suite, TTFTTurns each session's measured turns, and TTFTRest how
+	// long the streaming model takes after its first chunk.
+	TTFTSessions []int
+	TTFTTurns    int
+	TTFTRest     time.Duration
 
 	// WorkerCounts are the agent-worker process counts to compare.
 	WorkerCounts []int
@@ -94,6 +102,9 @@ func DefaultConfig() Config {
 		Slots:             256,
 		ShippedSessions:   []int{10, 50, 200, 1000},
 		ShippedTurns:      3,
+		TTFTSessions:      []int{1, 200},
+		TTFTTurns:         5,
+		TTFTRest:          50 * time.Millisecond,
 		WorkerCounts:      []int{1, 2, 4},
 		SlotsPerWorker:    16,
 		WorkerSessions:    128,
@@ -133,6 +144,8 @@ func (c Config) Validate() error {
 		positive("--slots", c.Slots),
 		positive("--shipped-sessions", c.ShippedSessions...),
 		positive("--shipped-turns", c.ShippedTurns),
+		positive("--ttft-sessions", c.TTFTSessions...),
+		positive("--ttft-turns", c.TTFTTurns),
 		positive("--workers", c.WorkerCounts...),
 		positive("--slots-per-worker", c.SlotsPerWorker),
 		positive("--worker-sessions", c.WorkerSessions),

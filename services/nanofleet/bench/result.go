@@ -22,6 +22,7 @@ type Report struct {
 	Scenarios []Result  `json:"scenarios"`
 	Idle      []IdleRSS `json:"idle_rss,omitempty"`
 	Growth    []*Growth `json:"growth,omitempty"`
+	TTFT      []TTFT    `json:"ttft,omitempty"`
 	// Failures are suites or scenarios that could not run, with why.
 	Failures []string `json:"failures,omitempty"`
 }
@@ -47,6 +48,8 @@ type ConfigJSON struct {
 	Slots             int      `json:"slots"`
 	ShippedSessions   []int    `json:"shipped_sessions,omitempty"`
 	ShippedTurns      int      `json:"shipped_turns,omitempty"`
+	TTFTSessions      []int    `json:"ttft_sessions,omitempty"`
+	TTFTTurns         int      `json:"ttft_turns,omitempty"`
 	WorkerCounts      []int    `json:"worker_counts"`
 	SlotsPerWorker    int      `json:"slots_per_worker"`
 	WorkerSessions    int      `json:"worker_sessions"`
@@ -65,6 +68,7 @@ func (c Config) json() ConfigJSON {
 		Suites: c.Suites, ZeroSessions: c.ZeroSessions, ZeroTurns: c.ZeroTurns, TurnsPerSession: c.TurnsPerSession,
 		SlowLatencyMs: ms(c.SlowLatency), SlotSessions: c.SlotSessions, SlotTurns: c.SlotTurns, Slots: c.Slots,
 		ShippedSessions: c.ShippedSessions, ShippedTurns: c.ShippedTurns,
+		TTFTSessions: c.TTFTSessions, TTFTTurns: c.TTFTTurns,
 		WorkerCounts: c.WorkerCounts, SlotsPerWorker: c.SlotsPerWorker, WorkerSessions: c.WorkerSessions,
 		WorkerTurns: c.WorkerTurns, GrowthFirst: c.GrowthFirst, GrowthTurns: c.GrowthTurns,
 		GrowthSessions: c.GrowthSessions, GrowthConcurrency: c.GrowthConcurrency, GrowthWindowMs: ms(c.GrowthWindow), SettleMs: ms(c.Settle),
