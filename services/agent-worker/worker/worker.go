@@ -157,8 +157,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		// ack wait: 30 s. With many free slots a fetch rarely fills and
 		// nearly always runs to its expiry, so this happened every
 		// second (the bench saw p99 31 s at 1,000 sessions). Without a
-		// context nats.go waits for the server's end-of-request; stopping
-		// takes at most the one second more.
+		// context nats.go waits for the server's end-of-request.
 		batch, err := w.cons.Fetch(free, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
 			if ctx.Err() == nil {
@@ -167,14 +166,14 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		for m := range batch.Messages() {
+		w.take(ctx, batch.Messages(), func(m jetstream.Msg) {
 			slots <- struct{}{} // never blocks: at most free messages arrive
 			wg.Add(1)
 			go func() {
 				defer func() { <-slots; wg.Done() }()
 				w.handle(turnCtx, m)
 			}()
-		}
+		})
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -186,6 +185,30 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-done
 	}
 	return nil
+}
+
+// take starts each message of a fetch until the fetch ends or ctx does.
+// Stopping does not wait for the fetch's expiry (a one-shot `agent -m`
+// would spend its last second on it): what still arrives is nak'ed, so
+// that another worker, or this one restarted, runs it at once rather than
+// after its ack wait.
+func (w *Worker) take(ctx context.Context, msgs <-chan jetstream.Msg, start func(jetstream.Msg)) {
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				return
+			}
+			start(m)
+		case <-ctx.Done():
+			go func() {
+				for m := range msgs {
+					_ = m.Nak()
+				}
+			}()
+			return
+		}
+	}
 }
 
 // onStop cancels the session's running turn if it runs here.

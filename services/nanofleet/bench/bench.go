@@ -81,6 +81,12 @@ func Run(ctx context.Context, cfg Config, o Options) (*Report, error) {
 				r.fail("ttft: %v", err)
 			}
 			r.report.TTFT = append(r.report.TTFT, res...)
+		case SuiteOneShot:
+			res, err := r.oneShot(ctx)
+			if err != nil {
+				r.fail("oneshot: %v", err)
+			}
+			r.report.OneShot = append(r.report.OneShot, res...)
 		case SuiteGrowth:
 			for _, shape := range []string{shapeAllInOne, shapeMultiProcess} {
 				if ctx.Err() != nil {
@@ -106,7 +112,7 @@ func Run(ctx context.Context, cfg Config, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return r.report, err
 	}
-	if len(r.report.Scenarios) == 0 && len(r.report.Idle) == 0 && len(r.report.Growth) == 0 && len(r.report.TTFT) == 0 {
+	if len(r.report.Scenarios) == 0 && len(r.report.Idle) == 0 && len(r.report.Growth) == 0 && len(r.report.TTFT) == 0 && len(r.report.OneShot) == 0 {
 		return r.report, fmt.Errorf("nothing was measured: %s", strings.Join(r.report.Failures, "; "))
 	}
 	return r.report, nil

@@ -13,13 +13,14 @@ const (
 	SuiteSlots   = "slots"   // all-in-one, slow model, up to 1,000 sessions
 	SuiteShipped = "shipped" // the all-in-one binary at its defaults, slow model
 	SuiteTTFT    = "ttft"    // time to first token through the gateway, streaming model
+	SuiteOneShot = "oneshot" // `nanofleet agent -m` cold and joining a running fleet
 	SuiteWorkers = "workers" // multi-process, 1→2→4 worker processes
 	SuiteIdle    = "idle"    // idle RSS of every binary
 	SuiteGrowth  = "growth"  // RSS after many turns over many sessions
 )
 
 // AllSuites is every suite in running order.
-var AllSuites = []string{SuiteZero, SuiteSlots, SuiteShipped, SuiteTTFT, SuiteWorkers, SuiteIdle, SuiteGrowth}
+var AllSuites = []string{SuiteZero, SuiteSlots, SuiteShipped, SuiteTTFT, SuiteOneShot, SuiteWorkers, SuiteIdle, SuiteGrowth}
 
 // Config is one bench run. Every size is a flag of `nanofleet bench`, so
 // a run on a bigger machine (or a quick smoke run) needs no code change.
@@ -59,6 +60,9 @@ type Config struct {
 	TTFTSessions []int
 	TTFTTurns    int
 	TTFTRest     time.Duration
+
+	// OneShotRuns is how many times each mode of `agent -m` runs.
+	OneShotRuns int
 
 	// WorkerCounts are the agent-worker process counts to compare.
 	WorkerCounts []int
@@ -105,6 +109,7 @@ func DefaultConfig() Config {
 		TTFTSessions:      []int{1, 200},
 		TTFTTurns:         5,
 		TTFTRest:          50 * time.Millisecond,
+		OneShotRuns:       5,
 		WorkerCounts:      []int{1, 2, 4},
 		SlotsPerWorker:    16,
 		WorkerSessions:    128,
@@ -146,6 +151,7 @@ func (c Config) Validate() error {
 		positive("--shipped-turns", c.ShippedTurns),
 		positive("--ttft-sessions", c.TTFTSessions...),
 		positive("--ttft-turns", c.TTFTTurns),
+		positive("--oneshot-runs", c.OneShotRuns),
 		positive("--workers", c.WorkerCounts...),
 		positive("--slots-per-worker", c.SlotsPerWorker),
 		positive("--worker-sessions", c.WorkerSessions),

@@ -23,6 +23,7 @@ type Report struct {
 	Idle      []IdleRSS `json:"idle_rss,omitempty"`
 	Growth    []*Growth `json:"growth,omitempty"`
 	TTFT      []TTFT    `json:"ttft,omitempty"`
+	OneShot   []OneShot `json:"oneshot,omitempty"`
 	// Failures are suites or scenarios that could not run, with why.
 	Failures []string `json:"failures,omitempty"`
 }
