@@ -38,6 +38,8 @@ type Section struct {
 	// ModelRetries is how often a failed model call is retried before the
 	// user gets an error reply.
 	ModelRetries int `json:"modelRetries"`
+	// DailyTokenBudget is each user's tokens per UTC day; 0: none.
+	DailyTokenBudget int64 `json:"dailyTokenBudget"`
 }
 
 // DefaultSection mirrors worker.DefaultConfig.
@@ -106,6 +108,8 @@ func Config(file *config.File, id, workspace string) (worker.Config, Section, er
 	cfg.TurnTimeout = time.Duration(sec.TurnTimeoutSeconds) * time.Second
 	cfg.MaxAttempts = sec.MaxAttempts
 	cfg.ShutdownGrace = time.Duration(sec.ShutdownGraceSeconds) * time.Second
+	cfg.DailyTokenBudget = sec.DailyTokenBudget
+	cfg.Replicas = file.NATS.Replicas
 	cfg.Model = d.Model
 	cfg.Loop = agent.Config{MaxIterations: d.MaxToolIterations, Temperature: d.Temperature, MaxTokens: d.MaxTokens}
 	cfg.ContextWindowTokens = d.ContextWindowTokens

@@ -49,6 +49,15 @@ type Config struct {
 	// ShutdownGrace is how long running turns may take to finish after the
 	// worker is told to stop.
 	ShutdownGrace time.Duration
+	// DailyTokenBudget is how many tokens (prompt + completion) one user
+	// (channel and sender id) may spend per UTC day, fleet-wide; 0: no
+	// budget. A turn that starts with the budget spent is answered with a
+	// message saying so, without the model. The turn that crosses it
+	// finishes.
+	DailyTokenBudget int64
+	// Replicas of the buckets the worker creates itself (the usage bucket
+	// of the budget): nats.replicas.
+	Replicas int
 }
 
 // DefaultSlots is the default Config.Slots (worker.turnsPerWorker).
@@ -91,6 +100,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("worker.maxAttempts: must be at least 1, got %d", c.MaxAttempts)
 	case c.ContextWindowTokens <= c.Loop.MaxTokens:
 		return fmt.Errorf("agents.defaults.contextWindowTokens: %d leaves no room beside maxTokens %d", c.ContextWindowTokens, c.Loop.MaxTokens)
+	case c.DailyTokenBudget < 0:
+		return fmt.Errorf("worker.dailyTokenBudget: must not be negative, got %d", c.DailyTokenBudget)
 	case c.BusyDelay <= 0 || c.MaxBusyDelay < c.BusyDelay:
 		return fmt.Errorf("worker busy delay: want 0 < min <= max")
 	}

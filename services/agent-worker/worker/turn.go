@@ -349,6 +349,20 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		return t.command(ctx, cmd, info, hist)
 	}
 
+	if w.budget != nil {
+		spent, err := w.budget.spent(ctx, t.in)
+		if err != nil {
+			return "", err
+		}
+		if spent >= w.budget.limit {
+			t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, w.budget.spentText(spent))
+			if err := t.commit(context.WithoutCancel(ctx), hist, &nanofleetv1.TurnRecord{Messages: cp.Messages}); err != nil {
+				return "", err
+			}
+			return "budget_spent", nil
+		}
+	}
+
 	res, runErr := t.think(ctx, cp, info, hist, memory)
 	outcome := "ok"
 	switch {
@@ -377,6 +391,11 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	}
 	if err := t.commit(context.WithoutCancel(ctx), hist, rec); err != nil {
 		return "", err
+	}
+	if w.budget != nil && rec.Usage != nil {
+		if err := w.budget.add(context.WithoutCancel(ctx), t.in, rec.Usage); err != nil {
+			t.log.Warn("token budget: turn not counted", "err", err)
+		}
 	}
 	if w.d.Memory != nil {
 		if err := w.d.Memory.AfterTurn(context.WithoutCancel(ctx), t.in, t.key, info, hist, t.historyBudget()); err != nil {

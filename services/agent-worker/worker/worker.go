@@ -75,6 +75,7 @@ type Worker struct {
 	inbound  jetstream.Stream
 	cons     jetstream.Consumer
 	catalog  *catalog
+	budget   *budget // nil without worker.dailyTokenBudget
 
 	mu      sync.Mutex
 	running map[string]*localTurn // by session key
@@ -123,6 +124,11 @@ func New(ctx context.Context, cfg Config, d Deps) (*Worker, error) {
 		inbound: st, cons: cons, running: map[string]*localTurn{},
 	}
 	w.catalog = &catalog{remote: d.Tools, local: d.Local, log: d.Log}
+	if cfg.DailyTokenBudget > 0 {
+		if w.budget, err = openBudget(ctx, d.Bus, cfg.DailyTokenBudget, cfg.Replicas); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 

@@ -54,6 +54,12 @@ func startOn(t *testing.T, b *bus.Bus, id string, opts ...llmtest.Option) *harne
 // func that stops it and waits until it has.
 func startWith(t *testing.T, b *bus.Bus, id string, grace time.Duration, opts ...llmtest.Option) (*harness, func()) {
 	t.Helper()
+	return startEdited(t, b, id, grace, nil, opts...)
+}
+
+// startEdited is startWith with edit applied to the worker's config.
+func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit func(*worker.Config), opts ...llmtest.Option) (*harness, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := llmtest.NewServer(t, opts...)
 	model, err := llm.New(llm.Config{Name: "openai", APIBase: srv.URL(), APIKey: "k", Model: "test-model", MaxRetries: 2},
@@ -75,6 +81,9 @@ func startWith(t *testing.T, b *bus.Bus, id string, grace time.Duration, opts ..
 	cfg.LeaseTTL = bustest.TestLayout().LeaseTTL
 	cfg.AckWait = 3 * time.Second
 	cfg.ShutdownGrace = grace
+	if edit != nil {
+		edit(&cfg)
+	}
 	w, err := worker.New(ctx, cfg, worker.Deps{
 		Bus: b, Model: model, Tools: noRunners{}, Profiles: profiles,
 		Local: []worker.LocalTool{worker.MessageTool{}},
@@ -112,7 +121,18 @@ func (h *harness) send(t *testing.T, chat, id, text string) {
 // send publishes an inbound message as the channel-gateway does.
 func send(t *testing.T, b *bus.Bus, chat, id, text string) {
 	t.Helper()
-	in := &nanofleetv1.InboundMessage{Id: id, Channel: "cli", ChatId: chat, SenderId: "u", Content: text}
+	sendFrom(t, b, chat, id, "u", text)
+}
+
+// sendAs publishes a message from the given sender.
+func sendAs(t *testing.T, h *harness, chat, id, sender, text string) {
+	t.Helper()
+	sendFrom(t, h.b, chat, id, sender, text)
+}
+
+func sendFrom(t *testing.T, b *bus.Bus, chat, id, sender, text string) {
+	t.Helper()
+	in := &nanofleetv1.InboundMessage{Id: id, Channel: "cli", ChatId: chat, SenderId: sender, Content: text}
 	data, _ := proto.Marshal(in)
 	m := nats.NewMsg(b.Space.Inbound("cli", chat))
 	m.Data = data
