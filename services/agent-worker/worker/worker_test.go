@@ -55,6 +55,12 @@ func startOn(t *testing.T, b *bus.Bus, id string, opts ...llmtest.Option) *harne
 // func that stops it and waits until it has.
 func startWith(t *testing.T, b *bus.Bus, id string, grace time.Duration, opts ...llmtest.Option) (*harness, func()) {
 	t.Helper()
+	return startEdited(t, b, id, grace, nil, opts...)
+}
+
+// startEdited is startWith with edit applied to the worker's config.
+func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit func(*worker.Config), opts ...llmtest.Option) (*harness, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := llmtest.NewServer(t, opts...)
 	model, err := llm.New(llm.Config{Name: "openai", APIBase: srv.URL(), APIKey: "k", Model: "test-model", MaxRetries: 2},
@@ -76,6 +82,9 @@ func startWith(t *testing.T, b *bus.Bus, id string, grace time.Duration, opts ..
 	cfg.LeaseTTL = bustest.TestLayout().LeaseTTL
 	cfg.AckWait = 3 * time.Second
 	cfg.ShutdownGrace = grace
+	if edit != nil {
+		edit(&cfg)
+	}
 	w, err := worker.New(ctx, cfg, worker.Deps{
 		Bus: b, Model: model, Tools: noRunners{}, Profiles: profiles,
 		Local: []worker.LocalTool{worker.MessageTool{}},
@@ -113,7 +122,18 @@ func (h *harness) send(t *testing.T, chat, id, text string) {
 // send publishes an inbound message as the channel-gateway does.
 func send(t *testing.T, b *bus.Bus, chat, id, text string) {
 	t.Helper()
-	in := &nanofleetv1.InboundMessage{Id: id, Channel: "cli", ChatId: chat, SenderId: "u", Content: text}
+	sendFrom(t, b, chat, id, "u", text)
+}
+
+// sendAs publishes a message from the given sender.
+func sendAs(t *testing.T, h *harness, chat, id, sender, text string) {
+	t.Helper()
+	sendFrom(t, h.b, chat, id, sender, text)
+}
+
+func sendFrom(t *testing.T, b *bus.Bus, chat, id, sender, text string) {
+	t.Helper()
+	in := &nanofleetv1.InboundMessage{Id: id, Channel: "cli", ChatId: chat, SenderId: sender, Content: text}
 	data, _ := proto.Marshal(in)
 	m := nats.NewMsg(b.Space.Inbound("cli", chat))
 	m.Data = data
@@ -260,7 +280,7 @@ func TestOrderPerSession(t *testing.T) {
 
 func TestSlashCommands(t *testing.T) {
 	h := start(t)
-	h.llm.Enqueue(llmtest.Text("remembered"))
+	h.llm.Enqueue(llmtest.Text("remembered").WithUsage(50, 5).WithTokenDetails(20, 1))
 	h.send(t, "c1", "1", "remember x")
 	h.next(t)
 	h.send(t, "c1", "2", "/help")
@@ -270,7 +290,8 @@ func TestSlashCommands(t *testing.T) {
 	h.send(t, "c1", "3", "/model other-model")
 	h.next(t)
 	h.send(t, "c1", "4", "/status")
-	if o := h.next(t); !strings.Contains(o.GetContent(), "other-model") {
+	if o := h.next(t); !strings.Contains(o.GetContent(), "other-model") ||
+		!strings.Contains(o.GetContent(), "Tokens: 50 in (20 cached), 5 out (1 reasoning), over 1 model calls in 1 turns") {
 		t.Errorf("/status = %q", o.GetContent())
 	}
 	h.send(t, "c1", "5", "/new")

@@ -28,6 +28,8 @@ type turn struct {
 	id      string
 	created int64
 	stream  bool
+	// includeUsage: the stream ends with a chunk carrying the usage.
+	includeUsage bool
 	// replay: the watcher also reads replies stored before the request,
 	// so only those answering its own message count.
 	replay bool
@@ -35,6 +37,7 @@ type turn struct {
 	started  bool // stream headers and the role chunk are out
 	streamed strings.Builder
 	answer   []string // message-tool sends, then the final answer
+	usage    *nanofleetv1.TokenUsage
 }
 
 func (t *turn) run(ctx context.Context, wch *watch.Watcher, inboundID string) {
@@ -95,6 +98,7 @@ func (t *turn) run(ctx context.Context, wch *watch.Watcher, inboundID string) {
 				if c := out.GetContent(); c != "" {
 					t.answer = append(t.answer, c)
 				}
+				t.usage = out.GetUsage()
 				t.finish()
 				return
 			case nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
@@ -119,7 +123,7 @@ func (t *turn) finish() {
 				"index": 0, "message": map[string]any{"role": "assistant", "content": content},
 				"finish_reason": "stop",
 			}},
-			"usage": map[string]any{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+			"usage": usageJSON(t.usage),
 		})
 		return
 	}
@@ -129,7 +133,26 @@ func (t *turn) finish() {
 	}
 	stop := "stop"
 	t.chunk(map[string]any{}, &stop)
+	if t.includeUsage {
+		// As OpenAI sends it: no choices, the usage of the whole request.
+		t.event(map[string]any{
+			"id": t.id, "object": "chat.completion.chunk", "created": t.created, "model": t.s.model,
+			"choices": []any{}, "usage": usageJSON(t.usage),
+		})
+	}
 	t.done()
+}
+
+// usageJSON is the turn's usage in OpenAI's shape: every model call of the
+// turn (tool rounds included) summed; zeros when the model reported none.
+func usageJSON(u *nanofleetv1.TokenUsage) map[string]any {
+	return map[string]any{
+		"prompt_tokens":             u.GetPromptTokens(),
+		"completion_tokens":         u.GetCompletionTokens(),
+		"total_tokens":              u.GetPromptTokens() + u.GetCompletionTokens(),
+		"prompt_tokens_details":     map[string]any{"cached_tokens": u.GetCachedTokens()},
+		"completion_tokens_details": map[string]any{"reasoning_tokens": u.GetReasoningTokens()},
+	}
 }
 
 func (t *turn) fail(msg string) {
