@@ -14,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
@@ -69,6 +70,17 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 			return nil, nil, err
 		}
 		adapters = append(adapters, a)
+	}
+	if c := cfg.Feishu; c.Enabled {
+		a, err := feishu.New(ctx, c, feishu.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+		if path, ok := a.Webhook(); ok {
+			mux.Handle("POST "+path, a.WebhookHandler())
+			serving = true
+		}
 	}
 	if !cfg.Web.Enabled && !cfg.API.Enabled {
 		if !serving {

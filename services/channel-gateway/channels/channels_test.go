@@ -34,13 +34,19 @@ func TestNanobotKeys(t *testing.T) {
 		          "reactEmoji": "eyes", "groupPolicy": "mention", "dm": {"enabled": true, "policy": "open", "allowFrom": ["U1"]}},
 		"web": {"enabled": true, "listen": ":8081", "token": "long-enough"},
 		"api": {"enabled": false},
-		"discord": {"enabled": false, "token": "x", "gatewayUrl": "wss://gateway.discord.gg"}
+		"discord": {"enabled": false, "token": "x", "gatewayUrl": "wss://gateway.discord.gg"},
+		"feishu": {"enabled": true, "appId": "cli_1", "appSecret": "s", "encryptKey": "k", "verificationToken": "v",
+		           "allowFrom": ["ou_1"], "groupPolicy": "mention", "streaming": false, "sendProgress": true, "sendToolHints": false,
+		           "domain": "lark"}
 	}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !c.Telegram.Enabled || c.Telegram.GroupPolicy != "open" || len(c.Telegram.AllowFrom) != 2 || *c.SendProgress {
 		t.Errorf("telegram section = %+v", c.Telegram)
+	}
+	if !c.Feishu.Enabled || c.Feishu.AppID != "cli_1" || c.Feishu.Domain != "lark" || len(c.Feishu.AllowFrom) != 1 {
+		t.Errorf("feishu section = %+v", c.Feishu)
 	}
 	if c.Slack.DM.Policy != "open" || c.Web.Listen != ":8081" || c.API.Enabled {
 		t.Errorf("config = %+v", c)
@@ -67,6 +73,8 @@ func TestInvalidKeysAreNamed(t *testing.T) {
 		{`{"channels": {"web": {"listen": "8080"}}}`, "channels.web.listen"},
 		{`{"channels": {"api": {"token": "short"}}}`, "channels.api.token"},
 		{`{"channels": {"discord": {"enabled": true}}}`, "channels.discord.enabled"},
+		{`{"channels": {"feishu": {"enabled": true, "appId": "cli_1"}}}`, "channels.feishu.appSecret"},
+		{`{"channels": {"feishu": {"appSecrt": "s"}}}`, "channels.feishu.appSecrt"},
 		{`{"channels": {"sendProgress": "yes"}}`, "channels.sendProgress"},
 	}
 	for _, tt := range tests {
