@@ -14,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
@@ -81,6 +82,13 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 			mux.Handle("POST "+path, a.WebhookHandler())
 			serving = true
 		}
+	}
+	if c := cfg.DingTalk; c.Enabled {
+		a, err := dingtalk.New(ctx, c, dingtalk.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
 	}
 	if !cfg.Web.Enabled && !cfg.API.Enabled {
 		if !serving {

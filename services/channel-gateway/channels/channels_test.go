@@ -37,7 +37,9 @@ func TestNanobotKeys(t *testing.T) {
 		"discord": {"enabled": false, "token": "x", "gatewayUrl": "wss://gateway.discord.gg"},
 		"feishu": {"enabled": true, "appId": "cli_1", "appSecret": "s", "encryptKey": "k", "verificationToken": "v",
 		           "allowFrom": ["ou_1"], "groupPolicy": "mention", "streaming": false, "sendProgress": true, "sendToolHints": false,
-		           "domain": "lark"}
+		           "domain": "lark"},
+		"dingtalk": {"enabled": true, "clientId": "ding1", "clientSecret": "s", "allowFrom": ["staff1"], "groupPolicy": "open",
+		             "streaming": false, "sendProgress": false}
 	}}`)
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +49,9 @@ func TestNanobotKeys(t *testing.T) {
 	}
 	if !c.Feishu.Enabled || c.Feishu.AppID != "cli_1" || c.Feishu.Domain != "lark" || len(c.Feishu.AllowFrom) != 1 {
 		t.Errorf("feishu section = %+v", c.Feishu)
+	}
+	if !c.DingTalk.Enabled || c.DingTalk.ClientID != "ding1" || c.DingTalk.GroupPolicy != "open" {
+		t.Errorf("dingtalk section = %+v", c.DingTalk)
 	}
 	if c.Slack.DM.Policy != "open" || c.Web.Listen != ":8081" || c.API.Enabled {
 		t.Errorf("config = %+v", c)
@@ -75,6 +80,7 @@ func TestInvalidKeysAreNamed(t *testing.T) {
 		{`{"channels": {"discord": {"enabled": true}}}`, "channels.discord.enabled"},
 		{`{"channels": {"feishu": {"enabled": true, "appId": "cli_1"}}}`, "channels.feishu.appSecret"},
 		{`{"channels": {"feishu": {"appSecrt": "s"}}}`, "channels.feishu.appSecrt"},
+		{`{"channels": {"dingtalk": {"enabled": true, "clientSecret": "s"}}}`, "channels.dingtalk.clientId"},
 		{`{"channels": {"sendProgress": "yes"}}`, "channels.sendProgress"},
 	}
 	for _, tt := range tests {

@@ -464,7 +464,7 @@ func TestOneConnectionPerApp(t *testing.T) {
 		t.Errorf("%d long connections for one app, want 1", n)
 	}
 	stopFirst()
-	h.fake.WaitConnected(t, wait) // the lease TTL in tests is 3s
+	h.fake.WaitConnections(t, 2, wait) // the lease TTL in tests is 3s
 	h.fake.Send(t, feishutest.Text("ev-2", "ou_ada", "oc_p2p", "p2p", "om_2", "second"))
 	h.inboundUntil(t, "second")
 	if got := h.replies(t, 1); got["echo: second"] != 1 {

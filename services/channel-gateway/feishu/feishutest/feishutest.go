@@ -100,6 +100,7 @@ type Server struct {
 	conn      *websocket.Conn
 	connected chan struct{}
 	conns     int
+	opened    chan struct{} // closed and replaced at each new connection
 	fail      map[string][]Failure
 	seen      map[string]bool
 	msgs      int
@@ -117,7 +118,7 @@ type Ack struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
-		calls: make(chan Call, 1000), acks: make(chan Ack, 1000), connected: make(chan struct{}),
+		calls: make(chan Call, 1000), acks: make(chan Ack, 1000), connected: make(chan struct{}), opened: make(chan struct{}),
 		fail: map[string][]Failure{}, seen: map[string]bool{}, resources: map[string][]byte{},
 	}
 	mux := http.NewServeMux()
@@ -184,6 +185,25 @@ func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
 	case <-ch:
 	case <-time.After(timeout):
 		t.Fatal("feishutest: no long connection")
+	}
+}
+
+// WaitConnections waits until n long connections were opened in all.
+func (s *Server) WaitConnections(t testing.TB, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		s.mu.Lock()
+		got, ch := s.conns, s.opened
+		s.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("feishutest: %d long connections within %s, want %d", got, timeout, n)
+		}
 	}
 }
 
@@ -475,6 +495,8 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	s.conn = c
 	s.conns++
 	close(s.connected)
+	close(s.opened)
+	s.opened = make(chan struct{})
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
