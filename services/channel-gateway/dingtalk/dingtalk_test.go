@@ -1,6 +1,7 @@
 package dingtalk_test
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"regexp"
@@ -23,6 +24,7 @@ const wait = 10 * time.Second
 
 type harness struct {
 	fake   *dingtalktest.Server
+	logs   *logBuffer
 	bus    *bus.Bus
 	worker *workertest.Worker
 }
@@ -41,7 +43,10 @@ func start(t *testing.T, cfg dingtalk.Config, script workertest.Script, opts ...
 func (h *harness) gateway(t *testing.T, cfg dingtalk.Config) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.DiscardHandler)
+	if h.logs == nil {
+		h.logs = &logBuffer{}
+	}
+	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	gate, err := access.Open(ctx, h.bus, log)
 	if err != nil {
 		t.Fatal(err)
@@ -216,17 +221,31 @@ func TestGroupPolicy(t *testing.T) {
 }
 
 func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
-	h.fake.Fail("otosend", dingtalktest.Failure{Status: 429, RetryAfter: 1, Code: "Forbidden.AccessDenied.QpsLimitForApi"})
-	h.fake.Send(t, dingtalktest.Message{MsgID: "msg-1", StaffID: "staff-ada", ConversationID: "cid-dm", Text: "hi", WebhookTTL: -time.Minute})
-	h.fake.Next(t, wait, "otosend")
-	at := time.Now()
-	c := h.fake.Next(t, wait, "otosend")
-	if d := time.Since(at); d < 900*time.Millisecond {
-		t.Errorf("retried after %s, before Retry-After: 1", d)
+	tests := []struct {
+		name    string
+		kind    string
+		failure dingtalktest.Failure
+		ttl     time.Duration
+		wait    time.Duration
+	}{
+		{"robot API 429 with Retry-After", "otosend", dingtalktest.Failure{Status: 429, RetryAfter: 1, Code: "Forbidden.AccessDenied.QpsLimitForApi"}, -time.Minute, time.Second},
+		{"session webhook sending too fast", "webhook", dingtalktest.Failure{ErrCode: 130101}, time.Hour, 3 * time.Second},
 	}
-	if _, text := c.Markdown(); text != "echo: hi" {
-		t.Errorf("retry text = %q", text)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+			h.fake.Fail(tt.kind, tt.failure)
+			h.fake.Send(t, dingtalktest.Message{MsgID: "msg-1", StaffID: "staff-ada", ConversationID: "cid-dm", Text: "hi", WebhookTTL: tt.ttl})
+			h.fake.Next(t, wait, tt.kind)
+			at := time.Now()
+			c := h.fake.Next(t, wait, tt.kind)
+			if d := time.Since(at); d < tt.wait-100*time.Millisecond {
+				t.Errorf("retried after %s, want at least %s", d, tt.wait)
+			}
+			if _, text := c.Markdown(); text != "echo: hi" {
+				t.Errorf("retry text = %q", text)
+			}
+		})
 	}
 }
 
@@ -308,6 +327,10 @@ func TestMalformedFramesAreDropped(t *testing.T) {
 	}
 	if n := h.fake.Connections(); n != 1 {
 		t.Errorf("%d connections: a malformed frame broke the connection", n)
+	}
+	// The raw frame, the undecodable message and the two without fields.
+	if n := h.logs.count("dropping malformed DingTalk") + h.logs.count("dropping DingTalk robot message without"); n != 4 {
+		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs.buf.String())
 	}
 }
 
@@ -401,4 +424,23 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logBuffer collects log output, safe for the gateway's goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// count is how many log lines contain s.
+func (b *logBuffer) count(s string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.buf.String(), s)
 }

@@ -1,6 +1,7 @@
 package feishu_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -25,6 +26,7 @@ const wait = 10 * time.Second
 
 type harness struct {
 	fake    *feishutest.Server
+	logs    *logBuffer
 	bus     *bus.Bus
 	worker  *workertest.Worker
 	adapter *feishu.Adapter
@@ -46,7 +48,10 @@ func start(t *testing.T, cfg feishu.Config, script workertest.Script, opts ...wo
 func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.DiscardHandler)
+	if h.logs == nil {
+		h.logs = &logBuffer{}
+	}
+	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	gate, err := access.Open(ctx, h.bus, log)
 	if err != nil {
 		t.Fatal(err)
@@ -305,6 +310,12 @@ func TestMalformedEventsAreDropped(t *testing.T) {
 	if h.fake.Connections() != 1 {
 		t.Errorf("%d connections: a malformed frame broke the connection", h.fake.Connections())
 	}
+	// The frame, the two undecodable events and the message without ids;
+	// the unknown event type is not an error.
+	if n := h.logs.count("dropping malformed Feishu frame") + h.logs.count("dropping malformed Feishu event") +
+		h.logs.count("dropping Feishu message event without"); n != 4 {
+		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs.buf.String())
+	}
 }
 
 func TestEventSplitOverFrames(t *testing.T) {
@@ -512,4 +523,23 @@ func TestValidate(t *testing.T) {
 func toJSON(v any) string {
 	data, _ := json.Marshal(v)
 	return string(data)
+}
+
+// logBuffer collects log output, safe for the gateway's goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// count is how many log lines contain s.
+func (b *logBuffer) count(s string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.buf.String(), s)
 }
