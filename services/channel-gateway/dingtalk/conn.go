@@ -15,6 +15,7 @@ import (
 	"github.com/open-dingtalk/dingtalk-stream-sdk-go/utils"
 
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 )
 
 // The stream connection is held here rather than by the SDK's
@@ -55,6 +56,9 @@ func (a *Adapter) open(ctx context.Context) (string, error) {
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return "", fmt.Errorf("open connection: %w", err)
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return "", &hold.Fatal{Err: fmt.Errorf("dingtalk: client credentials rejected: %s: %s", resp.Status, clip(raw))}
 	}
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("open connection: %s: %s", resp.Status, clip(raw))

@@ -444,3 +444,24 @@ func (b *logBuffer) count(s string) int {
 	defer b.mu.Unlock()
 	return strings.Count(b.buf.String(), s)
 }
+
+func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
+	fake := dingtalktest.New(t)
+	b := bustest.StartJetStream(t)
+	log := slog.New(slog.DiscardHandler)
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	gate, err := access.Open(ctx, b, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := dingtalk.Config{Enabled: true, ClientID: dingtalktest.ClientID, ClientSecret: "wrong", APIURL: fake.URL}
+	a, err := dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Run(ctx, gateway.InboxFunc(func(context.Context, *nanofleetv1.InboundMessage) error { return nil }))
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "rejected") {
+		t.Errorf("Run = %v, want the credentials refused before the deadline", err)
+	}
+}

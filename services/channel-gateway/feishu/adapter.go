@@ -142,6 +142,10 @@ func (a *Adapter) identify(ctx context.Context) error {
 	wait := 500 * time.Millisecond
 	for {
 		resp, err := a.api.Get(ctx, "/open-apis/bot/v3/info", nil, larkcore.AccessTokenTypeTenant)
+		var ce larkcore.CodeError // the token endpoint's refusal
+		if errors.As(err, &ce) && badCredentials[ce.Code] {
+			return fmt.Errorf("feishu: app credentials rejected: %w", err)
+		}
 		if err == nil {
 			var info struct {
 				Code int    `json:"code"`
@@ -177,7 +181,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 
 // badCredentials are the token endpoint's answers to a wrong app id or
 // secret.
-var badCredentials = map[int]bool{10003: true, 10014: true, 99991661: true, 99991663: true, 99991664: true}
+var badCredentials = map[int]bool{10003: true, 10014: true}
 
 func (a *Adapter) bot() string {
 	a.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
 
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 )
 
 // The long connection is held here rather than by the SDK's ws.Client:
@@ -48,7 +49,11 @@ func (a *Adapter) endpoint(ctx context.Context) (string, time.Duration, error) {
 	if err := json.Unmarshal(raw, &ep); err != nil {
 		return "", 0, fmt.Errorf("endpoint: %w", err)
 	}
-	if ep.Code != larkws.OK || ep.Data == nil || ep.Data.Url == "" {
+	switch {
+	case ep.Code == larkws.Forbidden || ep.Code == larkws.AuthFailed || ep.Code == 1000040351:
+		// Wrong credentials, or the app may not use long connections.
+		return "", 0, &hold.Fatal{Err: fmt.Errorf("feishu: long connection refused: code %d: %s", ep.Code, ep.Msg)}
+	case ep.Code != larkws.OK || ep.Data == nil || ep.Data.Url == "":
 		return "", 0, fmt.Errorf("endpoint: code %d: %s", ep.Code, ep.Msg)
 	}
 	ping := 2 * time.Minute

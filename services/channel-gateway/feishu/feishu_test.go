@@ -543,3 +543,24 @@ func (b *logBuffer) count(s string) int {
 	defer b.mu.Unlock()
 	return strings.Count(b.buf.String(), s)
 }
+
+func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
+	fake := feishutest.New(t)
+	b := bustest.StartJetStream(t)
+	log := slog.New(slog.DiscardHandler)
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	gate, err := access.Open(ctx, b, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := feishu.Config{Enabled: true, AppID: feishutest.AppID, AppSecret: "wrong", BaseURL: fake.URL}
+	a, err := feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Run(ctx, gateway.InboxFunc(func(context.Context, *nanofleetv1.InboundMessage) error { return nil }))
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "rejected") {
+		t.Errorf("Run = %v, want the credentials refused before the deadline", err)
+	}
+}

@@ -26,11 +26,19 @@ func Key(channel, account string) string {
 	return channel + "-conn-" + hex.EncodeToString(sum[:8])
 }
 
+// Fatal marks an error of work that no retry can fix (credentials
+// rejected): [Run] returns it instead of starting over.
+type Fatal struct{ Err error }
+
+func (e *Fatal) Error() string { return e.Err.Error() }
+func (e *Fatal) Unwrap() error { return e.Err }
+
 // Run calls work while holding the lease key in the fleet's lease bucket,
 // cancelling work's context when the lease is lost; it waits while another
 // gateway holds the lease, and starts over when work returns before ctx
 // ends (after a pause, so a failing connection is not hammered). It
-// returns when ctx ends, or an error when the lease bucket is unusable.
+// returns nil when ctx ends, work's error when it is a [*Fatal], or an
+// error when the lease bucket is unusable.
 func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work func(context.Context) error) error {
 	kv, err := b.KV(ctx, bus.BucketLeases)
 	if err != nil {
@@ -68,6 +76,10 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 		log.Info("this gateway holds the account's connection lease", "lease", key, "owner", owner)
 		start := time.Now()
 		if err := holding(ctx, l, ttl, log, work); err != nil && ctx.Err() == nil {
+			var fatal *Fatal
+			if errors.As(err, &fatal) {
+				return err
+			}
 			log.Warn("connection ended, reconnecting", "err", err, "in", pause)
 		}
 		if time.Since(start) > time.Minute {
