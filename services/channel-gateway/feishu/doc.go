@@ -37,6 +37,9 @@
 // piece sent twice after a lost answer. Rate limits (HTTP 429, code
 // 99991400 or 230020) are retried after x-ogw-ratelimit-reset.
 //
+// The SDK keeps tenant access tokens in a process-wide cache keyed by app
+// id; one gateway process runs one adapter per app, so that is harmless.
+//
 // Inbound metadata, which the worker copies onto its replies: message_id,
 // chat_type, thread_id.
 package feishu

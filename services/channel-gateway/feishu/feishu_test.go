@@ -554,7 +554,9 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := feishu.Config{Enabled: true, AppID: feishutest.AppID, AppSecret: "wrong", BaseURL: fake.URL}
+	// An app id of its own: the SDK caches tenant tokens process-wide by
+	// app id, and other tests got one for feishutest.AppID.
+	cfg := feishu.Config{Enabled: true, AppID: "cli_rejected", AppSecret: "wrong", BaseURL: fake.URL}
 	a, err := feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate, Log: log})
 	if err != nil {
 		t.Fatal(err)

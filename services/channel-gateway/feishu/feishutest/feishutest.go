@@ -33,7 +33,8 @@ import (
 	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
 )
 
-// Credentials the fake accepts.
+// Credentials the fake accepts: any app id starting with cli_, with
+// AppSecret.
 const (
 	AppID     = "cli_test"
 	AppSecret = "secret"
@@ -381,7 +382,7 @@ func Encrypt(plain []byte, encryptKey string) string {
 
 func (s *Server) serveEndpoint(w http.ResponseWriter, r *http.Request) {
 	var req struct{ AppID, AppSecret string }
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.AppID != AppID || req.AppSecret != AppSecret {
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || !strings.HasPrefix(req.AppID, "cli_") || req.AppSecret != AppSecret {
 		writeJSON(w, http.StatusOK, map[string]any{"code": 1000040351, "msg": "invalid app credentials"})
 		return
 	}
@@ -398,7 +399,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.NewDecoder(r.Body).Decode(&req)
 	s.calls <- Call{Kind: "token"}
-	if req.AppID != AppID || req.AppSecret != AppSecret {
+	if !strings.HasPrefix(req.AppID, "cli_") || req.AppSecret != AppSecret {
 		writeJSON(w, http.StatusOK, map[string]any{"code": 10014, "msg": "app secret invalid"})
 		return
 	}
