@@ -13,6 +13,8 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
 )
 
@@ -155,5 +157,39 @@ func TestBuild(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("webhook without the secret: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestBuildFeishuAndDingTalk: both adapters are built from their
+// sections, and Feishu's webhook mode is served on the gateway's
+// listener, refusing unsigned requests.
+func TestBuildFeishuAndDingTalk(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	cfg := channels.Defaults()
+	cfg.Web.Enabled, cfg.API.Enabled = false, false
+	cfg.Feishu = feishu.Config{Enabled: true, AppID: "cli_1", AppSecret: "s", Mode: feishu.ModeWebhook,
+		EncryptKey: "k", VerificationToken: "v", Webhook: feishu.Webhook{Path: "/hooks/lark"}}
+	cfg.DingTalk = dingtalk.Config{Enabled: true, ClientID: "ding1", ClientSecret: "s"}
+	adapters, handler, err := channels.Build(t.Context(), cfg, channels.Deps{Bus: b, Log: slog.New(slog.DiscardHandler), Listen: ":8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range adapters {
+		names = append(names, a.Channel())
+	}
+	if strings.Join(names, ",") != "feishu,dingtalk" || handler == nil {
+		t.Fatalf("Build = %v, handler %v", names, handler)
+	}
+	srv := httptest.NewServer(handler)
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/hooks/lark", "application/json", strings.NewReader(`{"encrypt":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// Not running yet (no gateway started the adapter): refused either way.
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound {
+		t.Errorf("unsigned Feishu webhook request: %d", resp.StatusCode)
 	}
 }
