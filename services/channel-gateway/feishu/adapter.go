@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -372,8 +371,8 @@ func (a *Adapter) download(ctx context.Context, msgID, eventID string, i int, f 
 	if err != nil {
 		return nil, err
 	}
-	if !resp.Success() {
-		return nil, fmt.Errorf("resource %s: %d %s", f.key, resp.Code, resp.Msg)
+	if !resp.Success() || resp.File == nil {
+		return nil, fmt.Errorf("resource %s: HTTP %d, code %d: %s", f.key, resp.StatusCode, resp.Code, resp.Msg)
 	}
 	// The message's own file name is the one the sender saw; images have
 	// none, and their type is read from their bytes.
@@ -382,7 +381,7 @@ func (a *Adapter) download(ctx context.Context, msgID, eventID string, i int, f 
 		name = resp.FileName
 	}
 	object := fmt.Sprintf("feishu/%s/%d-%s", eventID, i, f.key)
-	return a.media.Put(ctx, object, name, "", io.Reader(resp.File))
+	return a.media.Put(ctx, object, name, "", resp.File)
 }
 
 // Deliver sends one durable reply, split and rendered, continuing after

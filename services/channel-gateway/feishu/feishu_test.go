@@ -363,6 +363,12 @@ func TestImagesAndFilesAreStored(t *testing.T) {
 	if got := h.inboundUntil(t, "Plan\nsee [docs](https://x.test)"); len(got) != 1 {
 		t.Errorf("post became %q", got)
 	}
+	// A resource the platform no longer has: the message still arrives,
+	// saying so.
+	h.fake.Send(t, feishutest.Message("ev-4", "ou_ada", "oc_p2p", "p2p", "om_gone", "file", map[string]string{"file_key": "file_gone", "file_name": "gone.txt"}))
+	if got := h.inboundUntil(t, "[attachment gone.txt not downloaded]"); len(got) != 1 {
+		t.Errorf("worker got %q", got)
+	}
 }
 
 func TestReplyFormats(t *testing.T) {
