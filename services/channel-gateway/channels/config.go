@@ -10,6 +10,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
@@ -30,6 +31,7 @@ type Config struct {
 
 	Telegram telegram.Config  `json:"telegram"`
 	Slack    slack.Config     `json:"slack"`
+	Discord  discord.Config   `json:"discord"`
 	Web      webchat.Config   `json:"web"`
 	API      openaiapi.Config `json:"api"`
 	Feishu   feishu.Config    `json:"feishu"`
@@ -37,7 +39,6 @@ type Config struct {
 
 	// Channels nanobot has and nanofleet does not: accepted so that a
 	// nanobot configuration loads, refused when enabled.
-	Discord  json.RawMessage `json:"discord,omitempty"`
 	WhatsApp json.RawMessage `json:"whatsapp,omitempty"`
 	Email    json.RawMessage `json:"email,omitempty"`
 	QQ       json.RawMessage `json:"qq,omitempty"`
@@ -113,14 +114,14 @@ func decodeStrict(path string, raw json.RawMessage, v any) error {
 
 // Validate reports the first invalid key, naming it.
 func (c Config) Validate() error {
-	for _, v := range []interface{ Validate() error }{c.Telegram, c.Slack, c.Web, c.API, c.Feishu, c.DingTalk} {
+	for _, v := range []interface{ Validate() error }{c.Telegram, c.Slack, c.Discord, c.Web, c.API, c.Feishu, c.DingTalk} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
 	}
 	unsupported := map[string]json.RawMessage{
-		"discord": c.Discord, "whatsapp": c.WhatsApp,
-		"email": c.Email, "qq": c.QQ, "matrix": c.Matrix, "mochat": c.Mochat,
+		"whatsapp": c.WhatsApp,
+		"email":    c.Email, "qq": c.QQ, "matrix": c.Matrix, "mochat": c.Mochat,
 	}
 	for name, raw := range unsupported {
 		if len(raw) == 0 {

@@ -390,11 +390,39 @@ func TestOneConnectionPerApp(t *testing.T) {
 	if n := h.fake.Connections(); n != 1 {
 		t.Errorf("%d stream connections for one app, want 1", n)
 	}
+	// Stopped before it recorded the delivery, the first gateway would
+	// leave the reply to be sent again (DingTalk has no idempotency key).
+	h.waitDelivered(t, 1)
 	stopFirst()
 	h.fake.WaitConnections(t, 2, wait) // the lease TTL in tests is 3s
 	h.fake.Send(t, dm("msg-2", "staff-ada", "second"))
 	if got := h.replies(t, 1); got["echo: second"] != 1 {
 		t.Errorf("replies = %v", got)
+	}
+}
+
+// waitDelivered waits until n replies are recorded as delivered.
+func (h *harness) waitDelivered(t *testing.T, n int) {
+	t.Helper()
+	kv, err := h.bus.JS.KeyValue(t.Context(), h.bus.Space.Bucket("delivered"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.WatchAll(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+	seen := 0
+	for seen < n {
+		select {
+		case e := <-w.Updates():
+			if e != nil {
+				seen++
+			}
+		case <-time.After(wait):
+			t.Fatalf("%d replies recorded as delivered, want %d", seen, n)
+		}
 	}
 }
 
