@@ -14,7 +14,9 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
@@ -79,6 +81,24 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 	}
 	if c := cfg.Discord; c.Enabled {
 		a, err := discord.New(ctx, c, discord.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+	}
+	if c := cfg.Feishu; c.Enabled {
+		a, err := feishu.New(ctx, c, feishu.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+		if path, ok := a.Webhook(); ok {
+			mux.Handle("POST "+path, a.WebhookHandler())
+			serving = true
+		}
+	}
+	if c := cfg.DingTalk; c.Enabled {
+		a, err := dingtalk.New(ctx, c, dingtalk.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
 		if err != nil {
 			return nil, nil, err
 		}
