@@ -23,6 +23,7 @@ func TestParseNamesTheBadKey(t *testing.T) {
 		{"bad prefix", `{"nats": {"prefix": "a.b"}}`, "nats.prefix"},
 		{"zero duplicate window", `{"nats": {"duplicateWindowSeconds": -5}}`, "nats.duplicateWindowSeconds"},
 		{"replay window under two lease TTLs", `{"nats": {"leaseTtlSeconds": 90, "replayWindowSeconds": 120}}`, "nats.replayWindowSeconds"},
+		{"provider bound below -1", `{"providers": {"ollama": {"maxConcurrent": -2}}}`, "providers.ollama.maxConcurrent"},
 		{"unset variable", `{"providers": {"openai": {"apiKey": "${NO_SUCH_VAR}"}}}`, "providers.openai.apiKey"},
 		{"not json", `{"agents": `, ""},
 	}
@@ -123,6 +124,27 @@ func TestModelProvider(t *testing.T) {
 			got := f.ModelProvider(env(tt.env))
 			if got.Name != tt.wantProvider || got.APIBase != tt.wantBase || got.APIKey != tt.wantKey || got.Model != tt.wantModel {
 				t.Errorf("ModelProvider = %+v", got)
+			}
+		})
+	}
+}
+
+func TestEditableProfile(t *testing.T) {
+	tests := []struct {
+		name, tools string
+		want        bool
+	}{
+		{"no tools section", ``, false},
+		{"default", `{"workspace": {"root": "/w"}}`, false},
+		{"opted in", `{"workspace": {"editableProfile": true}}`, true},
+		{"mistyped is not an opt-in", `{"workspace": {"editableProfile": "yes"}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Defaults()
+			f.Tools = []byte(tt.tools)
+			if got := f.EditableProfile(); got != tt.want {
+				t.Errorf("EditableProfile() = %v, want %v", got, tt.want)
 			}
 		})
 	}
