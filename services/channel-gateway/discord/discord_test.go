@@ -357,10 +357,10 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	first := &logSink{event: make(chan struct{}, 1)}
 	second := &logSink{event: make(chan struct{}, 1)}
 	stopFirst := runAdapter(t, b1, fake, discord.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	first.waitFor(t, "holds the bot's connection lease")
+	first.waitFor(t, "this gateway holds the account's connection lease")
 	fake.WaitConnected(t, wait)
 	runAdapter(t, b2, fake, discord.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	second.waitFor(t, "another gateway holds this Discord bot's connection")
+	second.waitFor(t, "another gateway holds this account's connection")
 
 	fake.Send(discordtest.Message{ID: "600000000000000001", ChannelID: dmChannel, AuthorID: alice, Content: "one"})
 	if c := fake.Next(t, wait, create); c.Content() != "echo: one" {
@@ -373,7 +373,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	stopFirst()
 	fake.Send(discordtest.Message{ID: "600000000000000002", ChannelID: dmChannel, AuthorID: alice, Content: "two"})
 	fake.Send(discordtest.Message{ID: "600000000000000003", ChannelID: dmChannel, AuthorID: alice, Content: "three"})
-	second.waitFor(t, "holds the bot's connection lease")
+	second.waitFor(t, "this gateway holds the account's connection lease")
 	if d, ttl := time.Since(crashed), bustest.TestLayout().LeaseTTL; d > ttl+time.Second {
 		t.Errorf("took over %s after the crash; lease TTL %s", d, ttl)
 	}
@@ -479,9 +479,9 @@ func TestStreamingWithTwoGateways(t *testing.T) {
 	cfg := discord.Config{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}
 	logs := &logSink{event: make(chan struct{}, 1)}
 	runAdapter(t, b1, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	logs.waitFor(t, "holds the bot's connection lease")
+	logs.waitFor(t, "this gateway holds the account's connection lease")
 	runAdapter(t, b2, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	logs.waitFor(t, "another gateway holds this Discord bot's connection") // both follow the streams
+	logs.waitFor(t, "another gateway holds this account's connection") // both follow the streams
 	fake.WaitConnected(t, wait)
 	for i, id := range []string{"600000000000000001", "600000000000000002", "600000000000000003"} {
 		fake.Send(discordtest.Message{ID: id, ChannelID: dmChannel, AuthorID: alice, Content: "stream " + strconv.Itoa(i)})

@@ -42,10 +42,10 @@ func TestDiscordGatewayKilledWhileHoldingTheLease(t *testing.T) {
 			append(common, "--log-level", "info", "--listen", fmt.Sprintf("127.0.0.1:%d", fleettest.FreePort(t)))...)
 	}
 	first := gateway("gateway-1")
-	first.WaitOutput(t, "holds the bot's connection lease", time.Minute)
+	first.WaitOutput(t, "this gateway holds the account's connection lease", time.Minute)
 	dc.WaitConnected(t, time.Minute)
 	second := gateway("gateway-2")
-	second.WaitOutput(t, "another gateway holds this Discord bot's connection", time.Minute)
+	second.WaitOutput(t, "another gateway holds this account's connection", time.Minute)
 
 	send := func(id, text string) {
 		dc.Send(discordtest.Message{ID: id, ChannelID: "77", AuthorID: "42", Username: "ada", Content: text})
@@ -58,7 +58,7 @@ func TestDiscordGatewayKilledWhileHoldingTheLease(t *testing.T) {
 	killed := time.Now()
 	send("1002", "two") // nobody is connected: Discord keeps them for a resume
 	send("1003", "three")
-	second.WaitOutput(t, "holds the bot's connection lease", time.Minute)
+	second.WaitOutput(t, "this gateway holds the account's connection lease", time.Minute)
 	if d := time.Since(killed); d > bustest.TestLayout().LeaseTTL+time.Second {
 		t.Errorf("took over %s after the kill; lease TTL %s", d, bustest.TestLayout().LeaseTTL)
 	}
