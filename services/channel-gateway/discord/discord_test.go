@@ -532,3 +532,47 @@ func TestOutboundAttachmentIsUploaded(t *testing.T) {
 		t.Errorf("upload %d: files %v", c.Status, len(c.Files))
 	}
 }
+
+// TestRefusalsStopTheAdapter: a rejected token, or the message-content
+// intent not enabled for the bot, stop the adapter with an error naming
+// the cause instead of reconnecting forever.
+func TestRefusalsStopTheAdapter(t *testing.T) {
+	tests := []struct {
+		name, token string
+		disallowed  int
+		want        string
+	}{
+		{"token", "wrong.token", 0, "bot token rejected"},
+		{"intent", token, discordtest.IntentMessageContent, "message content intent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := discordtest.New(t, token)
+			fake.Disallowed = tt.disallowed
+			b := bustest.StartJetStream(t)
+			log := slog.New(slog.DiscardHandler)
+			gate, err := access.Open(t.Context(), b, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := discord.New(t.Context(), discord.Config{Enabled: true, Token: tt.token, APIBase: fake.URL}, discord.Deps{Bus: b, Gate: gate, Log: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := gateway.New(b, gateway.DefaultConfig(), log, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- g.Run(t.Context()) }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("gateway stopped with %v, want an error saying %q", err, tt.want)
+				}
+			case <-time.After(wait):
+				t.Fatalf("the adapter still runs after %s", wait)
+			}
+		})
+	}
+}

@@ -90,6 +90,10 @@ type Server struct {
 	Token string
 	// BotID and BotName are who the bot is.
 	BotID, BotName string
+	// Disallowed are intents the bot may not use (privileged intents not
+	// enabled in the developer portal): an IDENTIFY asking for one is
+	// closed with 4014, as Discord does. Set before the client connects.
+	Disallowed int
 
 	srv   *httptest.Server
 	calls chan Call
@@ -579,6 +583,10 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 			}
 			if json.Unmarshal(msg.D, &id) != nil || id.Token != s.Token {
 				_ = ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(4004, "Authentication failed."))
+				return
+			}
+			if id.Intents&s.Disallowed != 0 {
+				_ = ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(4014, "Disallowed intent(s)."))
 				return
 			}
 			s.mu.Lock()
