@@ -313,3 +313,15 @@ func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id
 	_, err = s.a.rest.UpdateMessage(ch, mid, discord.MessageUpdate{Content: &text}, rest.WithCtx(ctx))
 	return err
 }
+
+func (s streamer) Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, id string) error {
+	ch, err := snowflake.Parse(msg.GetChatId())
+	if err != nil {
+		return err
+	}
+	mid, err := snowflake.Parse(id)
+	if err != nil {
+		return err
+	}
+	return s.a.rest.DeleteMessage(ch, mid, rest.WithCtx(ctx))
+}

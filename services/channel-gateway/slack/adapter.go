@@ -418,6 +418,11 @@ func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md
 	return s.a.postTS(ctx, msg, markup.SlackMrkdwn(md))
 }
 
+func (s streamer) Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, ts string) error {
+	_, _, err := s.a.api.DeleteMessageContext(ctx, msg.GetChatId(), ts)
+	return err
+}
+
 func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, ts, md string, _ bool) error {
 	_, _, _, err := s.a.api.UpdateMessageContext(ctx, msg.GetChatId(), ts, slack.MsgOptionText(markup.SlackMrkdwn(md), false))
 	return err

@@ -357,6 +357,11 @@ func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md
 	return strconv.Itoa(id), err
 }
 
+func (s streamer) Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, id string) error {
+	_, err := s.a.bot.DeleteMessage(ctx, &tgbot.DeleteMessageParams{ChatID: msg.GetChatId(), MessageID: atoi(id)})
+	return err
+}
+
 func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id, md string, _ bool) error {
 	p := &tgbot.EditMessageTextParams{
 		ChatID: msg.GetChatId(), MessageID: atoi(id), Text: markup.TelegramHTML(md), ParseMode: models.ParseModeHTML,

@@ -114,9 +114,14 @@ func TestDiscordStreamFallsBackWhenEditsFail(t *testing.T) {
 			whole++
 		}
 	}
-	// The partial message the stream began with, and the whole answer.
-	if created := dc.Created(); whole != 1 || len(created) != 2 {
+	// The partial message the stream began with, deleted, and the whole
+	// answer: one message shown.
+	created, deleted := dc.Created(), dc.Deleted()
+	if whole != 1 || len(created) != 2 {
 		t.Errorf("%d whole messages of %d created, want 1 of 2", whole, len(created))
+	}
+	if len(deleted) != 1 || len(created) == 0 || deleted[0] != created[0].MessageID {
+		t.Errorf("deleted %v, want the partial message", deleted)
 	}
 }
 
@@ -147,10 +152,14 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 				t.Errorf("first message %s after the first chunk, want within 1s", d)
 			}
 			if failing {
-				// The partial message stays as it was; the answer follows
-				// whole, once.
+				// The partial message is deleted; the answer follows whole,
+				// once.
+				partial := c.MessageID
 				for c.Fields["text"] != streamedAnswer {
 					c = bot.Next(t, 30*time.Second, "sendMessage")
+				}
+				if bot.Text(partial) != "" {
+					t.Errorf("the partial message %d still shows %q", partial, bot.Text(partial))
 				}
 				quiet := time.After(time.Second)
 				for {
@@ -211,8 +220,12 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 				t.Errorf("first message %s after the first chunk, want within 1s", d)
 			}
 			if failing {
+				partial := c.TS
 				for c.Fields["text"] != streamedAnswer {
 					c = sl.Next(t, 30*time.Second, "chat.postMessage")
+				}
+				if sl.Text(partial) != "" {
+					t.Errorf("the partial message %s still shows %q", partial, sl.Text(partial))
 				}
 				quiet := time.After(time.Second)
 				for {

@@ -17,8 +17,9 @@
 // edit included; the final text is delivered whole exactly once — by the
 // final edit, or, when the stream failed (a post or edit error), never
 // began, or its owner did not report in time, by the adapter's ordinary
-// delivery, which Finish asks for by returning false. Deltas that arrive
-// after the final answer are dropped.
+// delivery, which Finish asks for by returning false; the partial message
+// is then deleted where the platform allows ([Deleter]). Deltas that
+// arrive after the final answer are dropped.
 package editstream
 
 import (
@@ -51,6 +52,13 @@ type Platform interface {
 	// Edit replaces the text of message id. final is set for the final
 	// answer.
 	Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id, text string, final bool) error
+}
+
+// Deleter is a [Platform] that can delete a message. The partial message
+// of a stream whose final edit did not happen is deleted, so that the
+// answer sent whole is the only one shown.
+type Deleter interface {
+	Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, id string) error
 }
 
 // Config describes one channel's streams.
@@ -376,6 +384,11 @@ func (s *Streams) final(ctx context.Context, msg *nanofleetv1.OutboundMessage) {
 				s.log.Info("final streaming edit failed; the answer will be sent whole", "chat", msg.GetChatId(), "err", err)
 			}
 			ok = err == nil
+		}
+	}
+	if d, can := s.p.(Deleter); can && !ok && id != "" {
+		if err := d.Delete(ctx, msg, id); err != nil {
+			s.log.Info("could not delete the partial message of a failed stream", "chat", msg.GetChatId(), "err", err)
 		}
 	}
 	st.mu.Lock()

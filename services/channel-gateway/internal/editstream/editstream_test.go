@@ -49,6 +49,15 @@ func (p *platform) Post(_ context.Context, _ *nanofleetv1.OutboundMessage, text 
 	return "m1", nil
 }
 
+func (p *platform) Delete(_ context.Context, _ *nanofleetv1.OutboundMessage, id string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o := op{kind: "delete", id: id, at: time.Now()}
+	p.ops = append(p.ops, o)
+	p.seen <- o
+	return nil
+}
+
 func (p *platform) Edit(_ context.Context, _ *nanofleetv1.OutboundMessage, id, text string, final bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -157,7 +166,7 @@ func TestStreams(t *testing.T) {
 		wantOps   int  // posts and edits, when known
 	}{
 		{"edits", -1, false, false, 20, true, 0},
-		{"edit fails midway", 1, false, false, 20, false, 3}, // post, edit, failed edit
+		{"edit fails midway", 1, false, false, 20, false, 4}, // post, edit, failed edit, delete
 		{"final edit fails", -1, false, true, 20, false, 0},
 		{"post fails", -1, true, false, 20, false, 1},
 		{"no deltas", -1, false, false, 0, false, 0},
@@ -188,7 +197,13 @@ func TestStreams(t *testing.T) {
 			if ops[0].kind != "post" || ops[0].at.Sub(start) > time.Second {
 				t.Errorf("first op %s after %s, want a post within 1s", ops[0].kind, ops[0].at.Sub(start))
 			}
+			if last := ops[len(ops)-1]; !tt.finished && !tt.failPost && last.kind != "delete" {
+				t.Errorf("last op %+v, want the partial message deleted", last)
+			}
 			for i := 1; i < len(ops); i++ {
+				if ops[i].kind == "delete" {
+					continue
+				}
 				if d := ops[i].at.Sub(ops[i-1].at); d < interval {
 					t.Errorf("ops %d and %d %s apart, under the interval %s", i-1, i, d, interval)
 				}
