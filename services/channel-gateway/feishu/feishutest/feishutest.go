@@ -45,9 +45,11 @@ const (
 
 // Call is one open API request.
 type Call struct {
-	// Kind is "create", "reply", "resource", "token" or "botinfo".
+	// Kind is "create", "reply", "patch" (a card update), "resource",
+	// "token" or "botinfo".
 	Kind string
-	// Parent is the message replied to (reply) or read (resource).
+	// Parent is the message replied to (reply), updated (patch) or read
+	// (resource).
 	Parent string
 	// Query holds the query parameters (receive_id_type, type).
 	Query map[string]string
@@ -56,6 +58,8 @@ type Call struct {
 	// Duplicate is true when the uuid was seen before, so the platform
 	// sent nothing.
 	Duplicate bool
+	// ID is the id of the message a create or reply made.
+	ID string
 }
 
 // Content decodes the call's content field (a JSON string).
@@ -107,6 +111,7 @@ type Server struct {
 	msgs      int
 	frames    uint64
 	resources map[string][]byte
+	contents  map[string]string // message id → its current content
 }
 
 // Ack is the client's response to an event frame.
@@ -120,7 +125,7 @@ func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
 		calls: make(chan Call, 1000), acks: make(chan Ack, 1000), connected: make(chan struct{}), opened: make(chan struct{}),
-		fail: map[string][]Failure{}, seen: map[string]bool{}, resources: map[string][]byte{},
+		fail: map[string][]Failure{}, seen: map[string]bool{}, resources: map[string][]byte{}, contents: map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /callback/ws/endpoint", s.serveEndpoint)
@@ -129,6 +134,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("GET /open-apis/bot/v3/info", s.api("botinfo"))
 	mux.HandleFunc("POST /open-apis/im/v1/messages", s.api("create"))
 	mux.HandleFunc("POST /open-apis/im/v1/messages/{id}/reply", s.api("reply"))
+	mux.HandleFunc("PATCH /open-apis/im/v1/messages/{id}", s.api("patch"))
 	mux.HandleFunc("GET /open-apis/im/v1/messages/{id}/resources/{key}", s.api("resource"))
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
@@ -289,6 +295,14 @@ func (s *Server) WaitAck(t testing.TB, id string, timeout time.Duration) int {
 	}
 }
 
+// Content returns the current content of a message the bot sent (after
+// its updates), or "" for an unknown id.
+func (s *Server) Content(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.contents[id]
+}
+
 // Mention is someone mentioned in a message.
 type Mention struct {
 	Key, OpenID, Name string
@@ -417,7 +431,7 @@ func (s *Server) api(kind string) http.HandlerFunc {
 		for k, v := range r.URL.Query() {
 			c.Query[k] = v[0]
 		}
-		if r.Method == http.MethodPost {
+		if r.Method == http.MethodPost || r.Method == http.MethodPatch {
 			if err := json.NewDecoder(r.Body).Decode(&c.Body); err != nil {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"code": 9499, "msg": "bad json: " + err.Error()})
 				return
@@ -436,7 +450,11 @@ func (s *Server) api(kind string) http.HandlerFunc {
 		s.msgs++
 		id := fmt.Sprintf("om_%d", s.msgs)
 		data, found := s.resources[c.Parent+"/"+r.PathValue("key")]
+		_, exists := s.contents[c.Parent]
 		s.mu.Unlock()
+		if kind == "create" || kind == "reply" {
+			c.ID = id
+		}
 		s.calls <- c
 		if f != nil {
 			if f.Reset > 0 {
@@ -454,6 +472,15 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "bot": map[string]any{
 				"activate_status": 2, "app_name": "nano", "open_id": BotOpenID,
 			}})
+		case "patch":
+			if !exists || !strings.Contains(c.Str("content"), `"update_multi":true`) {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "message not found or not an updatable card"})
+				return
+			}
+			s.mu.Lock()
+			s.contents[c.Parent] = c.Str("content")
+			s.mu.Unlock()
+			writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
 		case "create", "reply":
 			if kind == "create" && c.Query["receive_id_type"] != "chat_id" {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid receive_id_type"})
@@ -464,6 +491,9 @@ func (s *Server) api(kind string) http.HandlerFunc {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid content"})
 				return
 			}
+			s.mu.Lock()
+			s.contents[id] = c.Str("content")
+			s.mu.Unlock()
 			writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{
 				"message_id": id, "chat_id": c.Str("receive_id"), "msg_type": c.Str("msg_type"),
 			}})
