@@ -574,19 +574,6 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	}
 }
 
-// cardText is the markdown of an interactive card's content JSON.
-func cardText(content string) string {
-	var card struct {
-		Elements []struct {
-			Content string `json:"content"`
-		} `json:"elements"`
-	}
-	if json.Unmarshal([]byte(content), &card) != nil || len(card.Elements) != 1 {
-		return ""
-	}
-	return card.Elements[0].Content
-}
-
 // TestStreamingUpdatesOneCard: with streaming on, the answer appears in
 // one card, posted at the first delta and updated as the deltas come, at
 // most once per interval; the last update is the whole answer, and no
@@ -649,7 +636,7 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			}
 			var last time.Time
 			patches := 0
-			for cardText(h.fake.Content(first.ID)) != answer {
+			for feishutest.CardText(h.fake.Content(first.ID)) != answer {
 				c := h.fake.Next(t, wait, "patch", "reply", "create")
 				if c.Kind != "patch" || c.Parent != first.ID {
 					t.Fatalf("%s call during the stream: %+v", c.Kind, c)

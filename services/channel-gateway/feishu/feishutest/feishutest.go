@@ -60,6 +60,8 @@ type Call struct {
 	Duplicate bool
 	// ID is the id of the message a create or reply made.
 	ID string
+	// At is when the fake received the call.
+	At time.Time
 }
 
 // Content decodes the call's content field (a JSON string).
@@ -178,6 +180,24 @@ func (s *Server) Next(t testing.TB, timeout time.Duration, kinds ...string) Call
 		case <-deadline:
 			t.Fatalf("feishutest: no %v call within %s", kinds, timeout)
 			return Call{}
+		}
+	}
+}
+
+// None reports an error for every call of one of kinds during d.
+func (s *Server) None(t testing.TB, d time.Duration, kinds ...string) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case c := <-s.calls:
+			for _, k := range kinds {
+				if c.Kind == k {
+					t.Errorf("feishutest: unexpected %s call: %+v", c.Kind, c)
+				}
+			}
+		case <-deadline:
+			return
 		}
 	}
 }
@@ -301,6 +321,21 @@ func (s *Server) Content(id string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.contents[id]
+}
+
+// CardText returns the markdown of an interactive card's content JSON,
+// or "" when it is not a one-element markdown card.
+func CardText(content string) string {
+	var card struct {
+		Elements []struct {
+			Tag     string `json:"tag"`
+			Content string `json:"content"`
+		} `json:"elements"`
+	}
+	if json.Unmarshal([]byte(content), &card) != nil || len(card.Elements) != 1 || card.Elements[0].Tag != "markdown" {
+		return ""
+	}
+	return card.Elements[0].Content
 }
 
 // Mention is someone mentioned in a message.
@@ -427,7 +462,7 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"code": 99991663, "msg": "Invalid access token for authorization"})
 			return
 		}
-		c := Call{Kind: kind, Parent: r.PathValue("id"), Query: map[string]string{}, Body: map[string]any{}}
+		c := Call{Kind: kind, Parent: r.PathValue("id"), Query: map[string]string{}, Body: map[string]any{}, At: time.Now()}
 		for k, v := range r.URL.Query() {
 			c.Query[k] = v[0]
 		}
