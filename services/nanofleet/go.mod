@@ -8,6 +8,7 @@ replace (
 )
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/nanofleet/nanofleet/pkg v0.0.0-00010101000000-000000000000
 	github.com/nanofleet/nanofleet/proto v0.0.0-00010101000000-000000000000
 	github.com/nanofleet/nanofleet/services/agent-worker v0.0.0-00010101000000-000000000000
@@ -28,7 +29,6 @@ require (
 	github.com/araddon/dateparse v0.0.0-20210429162001-6b43995a97de // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/coder/websocket v1.8.15 // indirect
 	github.com/disgoorg/disgo v0.18.15 // indirect
 	github.com/disgoorg/json v1.2.0 // indirect
 	github.com/disgoorg/snowflake/v2 v2.0.3 // indirect

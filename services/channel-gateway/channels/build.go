@@ -38,6 +38,9 @@ type Deps struct {
 	// Storage, when set, says whether the fleet's store has room; see
 	// gateway.Gateway.Storage.
 	Storage func() error
+	// MaxContentBytes bounds an inbound message's text (default
+	// gateway.MaxContentBytes); see gateway.ContentLimit.
+	MaxContentBytes int
 }
 
 // Build constructs the enabled channels: the adapters to pass to
@@ -110,7 +113,11 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 
 	// The web chat and the API answer on connections they hold, so they
 	// publish directly rather than through a gateway adapter.
-	inbox, err := gateway.New(deps.Bus, gateway.DefaultConfig(), log)
+	gcfg := gateway.DefaultConfig()
+	if deps.MaxContentBytes > 0 {
+		gcfg.MaxContentBytes = deps.MaxContentBytes
+	}
+	inbox, err := gateway.New(deps.Bus, gcfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,7 +165,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 				return nil, nil, err
 			}
 		}
-		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Log: log})
+		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Log: log, Storage: deps.Storage})
 		if err != nil {
 			return nil, nil, err
 		}
