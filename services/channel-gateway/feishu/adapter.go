@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -265,7 +266,7 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, eventID strin
 		switch a.cfg.GroupPolicy {
 		case GroupOpen:
 		case GroupAllowlist:
-			if !contains(a.cfg.GroupAllowFrom, chat) {
+			if !slices.Contains(a.cfg.GroupAllowFrom, chat) {
 				return nil
 			}
 		default:
@@ -598,15 +599,6 @@ func nonEmpty(ss ...string) []string {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func clip(raw []byte) string {
