@@ -53,7 +53,10 @@ type NATS struct {
 		KeyFile  string `json:"keyFile,omitempty"`
 		CAFile   string `json:"caFile,omitempty"`
 	} `json:"tls"`
-	Prefix   string `json:"prefix,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
+	// Domain is the JetStream domain the fleet's streams live in, for a
+	// fleet that reaches them through a leaf node; empty: the server's own.
+	Domain   string `json:"domain,omitempty"`
 	Replicas int    `json:"replicas,omitempty"`
 	// LeaseTTLSeconds is how long a crashed worker's session lease keeps
 	// the session blocked before another worker may take it over.

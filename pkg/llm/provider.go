@@ -30,6 +30,9 @@ type Request struct {
 	Temperature float32
 	// MaxTokens bounds the completion; zero leaves it to the provider.
 	MaxTokens int
+	// ToolChoice forces a tool: "" leaves the choice to the model, "required"
+	// makes it call one of Tools, and a tool's name makes it call that one.
+	ToolChoice string
 	// OnDelta, when set, selects streaming and receives each piece of
 	// content and reasoning as it arrives, on the calling goroutine.
 	OnDelta func(content, reasoning string)
@@ -247,6 +250,13 @@ func (p *Provider) buildRequest(model string, req Request,
 		Messages:    msgs,
 		Tools:       tools,
 		Temperature: req.Temperature,
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto", "none", "required":
+		creq.ToolChoice = req.ToolChoice
+	default:
+		creq.ToolChoice = openai.ToolChoice{Type: openai.ToolTypeFunction, Function: openai.ToolFunction{Name: req.ToolChoice}}
 	}
 	if isReasoningModel(model) {
 		creq.MaxCompletionTokens = req.MaxTokens

@@ -630,7 +630,7 @@ func (t *turn) tooLarge(ctx context.Context, hist *session.History, cause error)
 	if err := t.commit(ctx, hist, &nanofleetv1.TurnRecord{Messages: []*nanofleetv1.ChatMessage{um}}); err != nil {
 		return "", err
 	}
-	return "too_large", nil
+	return "dead_letter", nil
 }
 
 // fitUser cuts a user message that alone would take more than half of the

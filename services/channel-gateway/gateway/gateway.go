@@ -32,6 +32,20 @@ type Config struct {
 	Parallel int
 	// DeliveredTTL is how long delivered reply ids are remembered.
 	DeliveredTTL time.Duration
+	// MaxContentBytes bounds an inbound message's text; see
+	// [ContentLimit].
+	MaxContentBytes int
+}
+
+// ContentLimit is the most text an inbound message may have for a model
+// whose context window is contextTokens: the window at about 4 bytes a
+// token, at most [MaxContentBytes]. A longer message cannot be answered
+// whole, so it is refused before it is stored.
+func ContentLimit(contextTokens int) int {
+	if contextTokens <= 0 {
+		return MaxContentBytes
+	}
+	return min(MaxContentBytes, contextTokens*4)
 }
 
 // DefaultConfig returns the production delivery settings.
@@ -43,6 +57,8 @@ func DefaultConfig() Config {
 		MaxBackoff:   2 * time.Minute,
 		Parallel:     8,
 		DeliveredTTL: 24 * time.Hour,
+
+		MaxContentBytes: MaxContentBytes,
 	}
 }
 
@@ -57,6 +73,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gateway backoff: want 0 < min <= max, got %s, %s", c.MinBackoff, c.MaxBackoff)
 	case c.Parallel < 1:
 		return fmt.Errorf("gateway.parallel: must be at least 1, got %d", c.Parallel)
+	case c.MaxContentBytes < 1 || c.MaxContentBytes > MaxContentBytes:
+		return fmt.Errorf("gateway.maxContentBytes: must be 1..%d, got %d", MaxContentBytes, c.MaxContentBytes)
 	}
 	return nil
 }
@@ -104,8 +122,8 @@ func (g *Gateway) Publish(ctx context.Context, in *nanofleetv1.InboundMessage) e
 	if in.Kind == nanofleetv1.InboundKind_INBOUND_KIND_UNSPECIFIED {
 		in.Kind = nanofleetv1.InboundKind_INBOUND_KIND_USER
 	}
-	if n := len(in.GetContent()); n > MaxContentBytes {
-		return fmt.Errorf("inbound %s: %w: %d bytes of text, at most %d", in.GetId(), ErrTooLarge, n, MaxContentBytes)
+	if n := len(in.GetContent()); n > g.cfg.MaxContentBytes {
+		return fmt.Errorf("inbound %s: %w", in.GetId(), &TooLargeError{Size: n, Limit: g.cfg.MaxContentBytes})
 	}
 	if g.Storage != nil {
 		if err := g.Storage(); err != nil {

@@ -107,3 +107,17 @@ func TestPublishRefusalsAreTyped(t *testing.T) {
 		t.Errorf("after: %v", err)
 	}
 }
+
+func TestContentLimit(t *testing.T) {
+	tests := []struct{ tokens, want int }{
+		{0, gateway.MaxContentBytes},
+		{8192, 32768},
+		{200_000, 800_000},
+		{1_000_000, gateway.MaxContentBytes},
+	}
+	for _, tt := range tests {
+		if got := gateway.ContentLimit(tt.tokens); got != tt.want {
+			t.Errorf("ContentLimit(%d) = %d, want %d", tt.tokens, got, tt.want)
+		}
+	}
+}

@@ -31,6 +31,10 @@ type Deps struct {
 	// Inbox publishes the requests' messages.
 	Inbox gateway.Inbox
 	Log   *slog.Logger
+	// Storage, when set, says whether the fleet's store has room. A
+	// request waiting for its answer when the store fills is answered
+	// 507 then: its turn cannot commit until space is freed.
+	Storage func() error
 }
 
 // Server serves the OpenAI-compatible API.
@@ -227,8 +231,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(text) > gateway.MaxContentBytes {
-		apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
-			fmt.Sprintf("The last user message has %d bytes of text; the fleet accepts at most %d.", len(text), gateway.MaxContentBytes))
+		// Refused before watching the chat; a smaller limit from the
+		// model's context window comes back from Publish.
+		tooLarge(w, &gateway.TooLargeError{Size: len(text), Limit: gateway.MaxContentBytes})
 		return
 	}
 	chat := r.Header.Get("X-Session-Id")
@@ -273,10 +278,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("api message not published", "err", err)
 		switch {
 		case errors.Is(err, gateway.ErrStorageFull):
-			apiError(w, http.StatusInsufficientStorage, "server_error", "storage_full",
-				"Storage full: the fleet has no room to store the message, so it was not received. Try again once space is freed.")
+			storageFull(w)
 		case errors.Is(err, gateway.ErrTooLarge):
-			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "The message is too large for the fleet to store.")
+			tooLarge(w, err)
 		default:
 			apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
 		}
@@ -285,6 +289,22 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream, replay: !since.IsZero(),
 		includeUsage: req.Stream && req.StreamOptions.IncludeUsage}
 	t.run(ctx, wch, id)
+}
+
+// storageFull answers 507 for a message the fleet has no room for.
+func storageFull(w http.ResponseWriter) {
+	apiError(w, http.StatusInsufficientStorage, "server_error", "storage_full",
+		"Storage full: the fleet has no room to store the message, so it was not received. Try again once space is freed.")
+}
+
+// tooLarge answers 413 for a message the fleet refused for its size.
+func tooLarge(w http.ResponseWriter, err error) {
+	msg := "The message is too large for the fleet to store."
+	var tl *gateway.TooLargeError
+	if errors.As(err, &tl) {
+		msg = fmt.Sprintf("The last user message has %d bytes of text; the fleet accepts at most %d (the model's context window or its storage).", tl.Size, tl.Limit)
+	}
+	apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", msg)
 }
 
 // duplicateWindow is the inbound stream's duplicate window, within which

@@ -13,6 +13,10 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
 )
 
+// storageCheck is how often a waiting request asks whether the store
+// filled up.
+const storageCheck = time.Second
+
 // keepAlive is how often an idle stream gets an SSE comment, so proxies do
 // not close it during a long turn.
 const keepAlive = 15 * time.Second
@@ -39,8 +43,28 @@ type turn struct {
 func (t *turn) run(ctx context.Context, wch *watch.Watcher, inboundID string) {
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	var storage <-chan time.Time
+	if t.s.deps.Storage != nil {
+		st := time.NewTicker(storageCheck)
+		defer st.Stop()
+		storage = st.C
+	}
 	for {
 		select {
+		case <-storage:
+			if err := t.s.deps.Storage(); err != nil {
+				// The turn cannot commit its answer until space is
+				// freed: say so now rather than hold the client.
+				t.s.log.Warn("api request ended: storage full", "err", err)
+				if t.stream && t.started {
+					t.event(map[string]any{"error": map[string]any{"message": "Storage full: the fleet cannot store the answer now; try again once space is freed.", "type": "server_error", "code": "storage_full"}})
+					t.done()
+					return
+				}
+				apiError(t.w, http.StatusInsufficientStorage, "server_error", "storage_full",
+					"Storage full: the fleet cannot store the answer now. Try again once space is freed.")
+				return
+			}
 		case <-ctx.Done():
 			if t.stream && t.started {
 				t.event(map[string]any{"error": map[string]any{"message": "The turn did not finish in time.", "type": "timeout"}})

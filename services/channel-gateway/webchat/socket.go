@@ -46,8 +46,8 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
 		return
 	}
-	// Accept checks that the Origin is this host.
-	c, err := websocket.Accept(w, r, nil)
+	// Accept checks that the Origin is this host or an allowed origin's.
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.originHosts()})
 	if err != nil {
 		s.log.Debug("web socket refused", "err", err)
 		return
