@@ -61,6 +61,24 @@ type Deleter interface {
 	Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, id string) error
 }
 
+// RetryAfter is a [Platform] error that asks to wait before the next post
+// or edit (a rate limit). The stream does not fail: it sends its latest
+// text once the wait is over.
+type RetryAfter struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryAfter) Error() string {
+	return fmt.Sprintf("rate limited for %s: %v", e.After, e.Err)
+}
+
+func (e *RetryAfter) Unwrap() error { return e.Err }
+
+// maxFinalWait bounds how long the final edit waits out rate limits; the
+// delivering gateway waits for it (see Streams.wait).
+const maxFinalWait = 5 * time.Second
+
 // Config describes one channel's streams.
 type Config struct {
 	// Channel is the adapter's channel name.
@@ -273,12 +291,24 @@ func (s *Streams) run(ctx context.Context, k string, st *stream) {
 		} else {
 			err = s.p.Edit(ctx, st.first, id, text, false)
 		}
+		var limited *RetryAfter
 		st.mu.Lock()
 		st.next = time.Now().Add(s.cfg.Interval)
-		if err != nil {
+		switch {
+		case errors.As(err, &limited):
+			// Try again with the text of then, after the platform's wait.
+			st.next = time.Now().Add(max(limited.After, s.cfg.Interval))
+			select {
+			case st.wake <- struct{}{}:
+			default:
+			}
+			if id != "" {
+				st.id = id
+			}
+		case err != nil:
 			st.failed = true
 			s.log.Info("streaming edit failed; the answer will be sent whole", "chat", st.first.GetChatId(), "err", err)
-		} else {
+		default:
 			st.id, st.shown = id, text
 		}
 		st.mu.Unlock()
@@ -378,12 +408,8 @@ func (s *Streams) final(ctx context.Context, msg *nanofleetv1.OutboundMessage) {
 		switch {
 		case pieces[0] == shown:
 			ok = true // already on screen; some platforms refuse a no-op edit
-		case s.waitTurn(ctx, st, nil):
-			err := s.p.Edit(ctx, msg, id, pieces[0], true)
-			if err != nil {
-				s.log.Info("final streaming edit failed; the answer will be sent whole", "chat", msg.GetChatId(), "err", err)
-			}
-			ok = err == nil
+		default:
+			ok = s.finalEdit(ctx, st, msg, id, pieces[0])
 		}
 	}
 	if d, can := s.p.(Deleter); can && !ok && id != "" {
@@ -402,6 +428,27 @@ func (s *Streams) final(ctx context.Context, msg *nanofleetv1.OutboundMessage) {
 	if _, err := s.kv.Put(context.WithoutCancel(ctx), k, data); err != nil {
 		s.log.Warn("record the end of a stream", "key", k, "err", err)
 	}
+}
+
+// finalEdit edits the final answer's first piece in, waiting out rate
+// limits up to maxFinalWait.
+func (s *Streams) finalEdit(ctx context.Context, st *stream, msg *nanofleetv1.OutboundMessage, id, piece string) bool {
+	deadline := time.Now().Add(maxFinalWait)
+	for s.waitTurn(ctx, st, nil) {
+		err := s.p.Edit(ctx, msg, id, piece, true)
+		if err == nil {
+			return true
+		}
+		var limited *RetryAfter
+		if !errors.As(err, &limited) || time.Now().Add(limited.After).After(deadline) {
+			s.log.Info("final streaming edit failed; the answer will be sent whole", "chat", msg.GetChatId(), "err", err)
+			return false
+		}
+		st.mu.Lock()
+		st.next = time.Now().Add(limited.After)
+		st.mu.Unlock()
+	}
+	return false
 }
 
 // Finish reports whether the first piece of msg, a final answer, was

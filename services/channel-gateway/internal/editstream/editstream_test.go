@@ -3,6 +3,7 @@ package editstream_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -31,6 +32,8 @@ type platform struct {
 	ops       []op
 	failAfter int
 	failPost  bool
+	limited   int           // edits answered with a rate limit, from the first
+	wait      time.Duration // the rate limit's wait
 	edits     int
 	seen      chan op
 }
@@ -65,6 +68,9 @@ func (p *platform) Edit(_ context.Context, _ *nanofleetv1.OutboundMessage, id, t
 	p.ops = append(p.ops, o)
 	p.seen <- o
 	p.edits++
+	if p.edits <= p.limited {
+		return &editstream.RetryAfter{After: p.wait, Err: errors.New("429 Too Many Requests")}
+	}
 	if p.failAfter >= 0 && p.edits > p.failAfter {
 		return errors.New("edit refused")
 	}
@@ -295,5 +301,30 @@ func TestLongPartialTextIsCut(t *testing.T) {
 	o := h.p.next(t)
 	if n := len([]rune(o.text)); n != 50 || !strings.HasSuffix(o.text, "…") {
 		t.Errorf("posted %d runes: %q", n, o.text)
+	}
+}
+
+// TestRateLimitedEditsWait: edits answered with a rate limit are tried
+// again after the platform's wait; the stream does not fail.
+func TestRateLimitedEditsWait(t *testing.T) {
+	const wait = 300 * time.Millisecond
+	for _, limited := range []int{1, 3} {
+		t.Run(fmt.Sprint(limited, " limited"), func(t *testing.T) {
+			h := startStreams(t, bustest.StartJetStream(t), 50*time.Millisecond, 4000)
+			h.p.limited, h.p.wait = limited, wait
+			text := h.feed(t, 10, 20*time.Millisecond)
+			if !h.s.Finish(t.Context(), h.final(t, text+" end")) {
+				t.Fatal("Finish = false, want the final edit after the waits")
+			}
+			ops := h.p.all()
+			for i := 1; i < len(ops); i++ {
+				if ops[i-1].kind == "edit" && i-1 < limited+1 && ops[i].at.Sub(ops[i-1].at) < wait {
+					t.Errorf("op %d came %s after a rate limit of %s", i, ops[i].at.Sub(ops[i-1].at), wait)
+				}
+			}
+			if last := ops[len(ops)-1]; last.text != text+" end" || !last.final {
+				t.Errorf("last op %+v", last)
+			}
+		})
 	}
 }
