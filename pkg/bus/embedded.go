@@ -26,6 +26,12 @@ type EmbeddedConfig struct {
 	// leaves the server's defaults.
 	MaxMemory int64
 	MaxStore  int64
+	// User and Password, when set, are required of every client, the
+	// in-process ones included. A server that listens on a socket should
+	// have them: without, any local user could read and publish the
+	// fleet's messages.
+	User     string
+	Password string
 }
 
 // Validate reports the first invalid field.
@@ -36,13 +42,17 @@ func (c EmbeddedConfig) Validate() error {
 	if c.Port < -1 || c.Port > 65535 {
 		return fmt.Errorf("embedded nats: port %d out of range", c.Port)
 	}
+	if (c.User == "") != (c.Password == "") {
+		return errors.New("embedded nats: user and password go together")
+	}
 	return nil
 }
 
 // Embedded is a running in-process nats-server with JetStream.
 type Embedded struct {
-	srv      *server.Server
-	noListen bool
+	srv            *server.Server
+	noListen       bool
+	user, password string
 }
 
 // StartEmbedded starts a nats-server with JetStream and waits until it
@@ -70,6 +80,8 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 		JetStreamMaxStore:  cfg.MaxStore,
 		NoSigs:             true,
 		MaxPayload:         8 << 20,
+		Username:           cfg.User,
+		Password:           cfg.Password,
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -83,10 +95,11 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 		srv.Shutdown()
 		return nil, errors.New("embedded nats: not ready for connections after 30s")
 	}
-	return &Embedded{srv: srv, noListen: cfg.NoListen}, nil
+	return &Embedded{srv: srv, noListen: cfg.NoListen, user: cfg.User, password: cfg.Password}, nil
 }
 
-// ClientURL is the URL other processes connect to; empty with NoListen.
+// ClientURL is the URL other processes connect to, without credentials;
+// empty with NoListen.
 func (e *Embedded) ClientURL() string {
 	if e.noListen {
 		return ""
@@ -95,8 +108,18 @@ func (e *Embedded) ClientURL() string {
 }
 
 // ConnectOption makes a nats connection go straight into the embedded
-// server without a socket.
-func (e *Embedded) ConnectOption() nats.Option { return nats.InProcessServer(e.srv) }
+// server without a socket, with the server's credentials.
+func (e *Embedded) ConnectOption() nats.Option {
+	return func(o *nats.Options) error {
+		if err := nats.InProcessServer(e.srv)(o); err != nil {
+			return err
+		}
+		if e.user != "" {
+			return nats.UserInfo(e.user, e.password)(o)
+		}
+		return nil
+	}
+}
 
 // Server exposes the server for tests and status pages.
 func (e *Embedded) Server() *server.Server { return e.srv }
