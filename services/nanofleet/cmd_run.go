@@ -4,7 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
@@ -26,13 +29,29 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	log := env.logger(c.logLevel)
-	f, err := fleet.Start(ctx, fleet.Options{
+	opts := fleet.Options{
 		File: file, Getenv: env.getenv, Log: log, DataDir: c.dataDir, Workspace: c.workspace,
 		Listen: true, Workers: *workers, Gateway: !*noGateway, GatewayListen: *listen,
 		Announce: func(line string) { fmt.Fprintln(env.stderr, line) },
-	})
+	}
+	var lock *fleetdir.Lock
+	if file.NATS.URL == "" {
+		// The embedded server's store is this process's alone.
+		if lock, opts.Credentials, err = lockDataDir(c.dataDir, "run"); err != nil {
+			return err
+		}
+		defer lock.Release()
+	}
+	f, err := fleet.Start(ctx, opts)
 	if err != nil {
 		return err
+	}
+	if lock != nil {
+		info := fleetdir.Info{PID: os.Getpid(), Command: "run", NATSURL: f.Embedded.ClientURL(), Started: time.Now().UTC()}
+		if err := lock.Publish(info); err != nil {
+			f.Stop()
+			return err
+		}
 	}
 	// Give the memory of a burst back once the process goes quiet.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
@@ -56,4 +75,23 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	stopHTTP()
 	f.Stop()
 	return f.Err()
+}
+
+// lockDataDir takes the data directory for command's embedded server and
+// returns its credentials. fleet.json says who holds it until the server
+// says where it listens.
+func lockDataDir(dir, command string) (*fleetdir.Lock, fleetdir.Credentials, error) {
+	lock, err := fleetdir.Acquire(dir)
+	if err != nil {
+		return nil, fleetdir.Credentials{}, err
+	}
+	creds, err := lock.Credentials()
+	if err == nil {
+		err = lock.Publish(fleetdir.Info{PID: os.Getpid(), Command: command, Started: time.Now().UTC()})
+	}
+	if err != nil {
+		lock.Release()
+		return nil, fleetdir.Credentials{}, err
+	}
+	return lock, creds, nil
 }

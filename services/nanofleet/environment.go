@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 )
 
@@ -87,20 +89,37 @@ func (e *environment) logger(level string) *slog.Logger {
 }
 
 // connect joins the running fleet: the NATS of the config or --nats, else
-// the address the all-in-one's embedded server listens on.
+// the fleet running on the data directory.
 func (e *environment) connect(ctx context.Context, c *common) (*bus.Bus, error) {
 	file, err := e.load(c)
 	if err != nil {
 		return nil, err
 	}
 	if file.NATS.URL == "" {
-		file.NATS.URL = fmt.Sprintf("nats://%s:%d", file.NATS.Host, file.NATS.Port)
+		if file.NATS.URL, err = findFleet(ctx, c.dataDir); err != nil {
+			return nil, err
+		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	b, err := bus.Connect(cctx, svc.BusConfig(file, "nanofleet-cli"))
 	if err != nil {
-		return nil, fmt.Errorf("is the fleet running (nanofleet run)? %w", err)
+		return nil, fmt.Errorf("join the fleet: %w", err)
 	}
 	return b, nil
+}
+
+// findFleet returns the NATS URL, with credentials, of the fleet running
+// on dataDir, waiting a while for one that is starting.
+func findFleet(ctx context.Context, dataDir string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := fleetdir.Find(ctx, dataDir)
+	if errors.Is(err, fleetdir.ErrNotRunning) {
+		return "", fmt.Errorf("%w; start one with `nanofleet run` (or pass --nats URL)", err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return r.URL()
 }
