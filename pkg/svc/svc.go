@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
@@ -66,7 +68,37 @@ func (f *Flags) LoadConfig() (*config.File, error) {
 	if f.Creds != "" {
 		file.NATS.CredsFile = f.Creds
 	}
+	if file.NATS.URL == "" {
+		// An all-in-one on this machine: join it with its credentials.
+		if file.NATS.URL, err = localFleet(os.Getenv); err != nil {
+			return nil, err
+		}
+	}
 	return file, file.Validate()
+}
+
+// localFleet is the NATS URL, with credentials, of the all-in-one running
+// on this machine's data directory (NANOFLEET_DATA, else
+// ~/.nanofleet/data); empty when none runs there.
+func localFleet(getenv func(string) string) (string, error) {
+	dir := getenv("NANOFLEET_DATA")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", nil
+		}
+		dir = filepath.Join(home, ".nanofleet", "data")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := fleetdir.Find(ctx, dir)
+	if errors.Is(err, fleetdir.ErrNotRunning) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("nats: no --nats given and %w", err)
+	}
+	return r.URL()
 }
 
 // BusConfig turns the config's nats section into a connection config.
