@@ -117,6 +117,7 @@ func Load(path string, getenv func(string) string, optional bool) (*File, error)
 	f := Defaults()
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && optional {
+		f.applyEnv(getenv)
 		return f, f.Validate()
 	}
 	if err != nil {
@@ -129,8 +130,9 @@ func Load(path string, getenv func(string) string, optional bool) (*File, error)
 	return f, nil
 }
 
-// Parse decodes data over f after expanding `${VAR}` placeholders, then
-// validates it.
+// Parse decodes data over f after expanding `${VAR}` placeholders,
+// applies the environment's overrides (NANOFLEET_MODEL), then validates
+// it.
 func Parse(f *File, data []byte, getenv func(string) string) error {
 	var tree any
 	if err := json.Unmarshal(data, &tree); err != nil {
@@ -147,7 +149,17 @@ func Parse(f *File, data []byte, getenv func(string) string) error {
 	if err := decodeStrict(expanded, f, ""); err != nil {
 		return err
 	}
+	f.applyEnv(getenv)
 	return f.Validate()
+}
+
+// applyEnv applies the environment variables that override the file:
+// NANOFLEET_MODEL names the model, as OpenAI users set it for a local
+// server. Flags, applied by the caller after loading, override both.
+func (f *File) applyEnv(getenv func(string) string) {
+	if m := strings.TrimSpace(getenv("NANOFLEET_MODEL")); m != "" {
+		f.Agents.Defaults.Model = m
+	}
 }
 
 // Validate reports the first invalid key of the shared sections.

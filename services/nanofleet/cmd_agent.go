@@ -54,6 +54,9 @@ func openConversation(ctx context.Context, env *environment, c *common, command,
 			cv.lock, opts.Credentials = lock, creds
 		}
 	}
+	if opts.ClientOnly && c.model != "" {
+		return nil, errors.New("--model sets the model of a fleet this command starts, but it joins a running one: restart that fleet with --model, or say /model NAME in the session")
+	}
 	f, err := fleet.Start(ctx, opts)
 	if err != nil {
 		cv.close()

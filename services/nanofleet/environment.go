@@ -47,6 +47,7 @@ type common struct {
 	dataDir    string
 	workspace  string
 	nats       string
+	model      string
 	logLevel   string
 }
 
@@ -55,6 +56,7 @@ func (e *environment) register(fs *flag.FlagSet, c *common) {
 	fs.StringVar(&c.dataDir, "data", filepath.Join(e.home(), "data"), "data directory of the embedded NATS server")
 	fs.StringVar(&c.workspace, "workspace", "", "workspace directory (default from config: ~/.nanofleet/workspace)")
 	fs.StringVar(&c.nats, "nats", "", "join an external NATS at this URL instead of embedding one")
+	fs.StringVar(&c.model, "model", "", "model of the fleet this command starts (over NANOFLEET_MODEL, over agents.defaults.model)")
 	fs.StringVar(&c.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 }
 
@@ -67,6 +69,10 @@ func (e *environment) load(c *common) (*config.File, error) {
 	}
 	if c.nats != "" {
 		file.NATS.URL = c.nats
+	}
+	// Flag over environment over file: Load applied NANOFLEET_MODEL.
+	if c.model != "" {
+		file.Agents.Defaults.Model = c.model
 	}
 	if c.workspace == "" {
 		c.workspace = file.Agents.Defaults.Workspace

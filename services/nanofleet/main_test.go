@@ -131,3 +131,46 @@ func TestExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestModelPrecedence: the model the fleet names in its requests and in
+// /status is the --model flag's, else NANOFLEET_MODEL's, else the config's.
+func TestModelPrecedence(t *testing.T) {
+	tests := []struct {
+		name, envModel, flag, want string
+	}{
+		{"config", "", "", "from-config"},
+		{"env over config", "from-env", "", "from-env"},
+		{"flag over env", "from-env", "from-flag", "from-flag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			llm := llmtest.NewServer(t)
+			llm.Enqueue(llmtest.Text("hello"))
+			env, out, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k", "NANOFLEET_MODEL": tt.envModel})
+			cfg := filepath.Join(env.home(), "config.json")
+			if err := os.WriteFile(cfg, []byte(`{"agents":{"defaults":{"model":"from-config"}},"tools":{"exec":{"sandbox":"none"}}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"agent"}
+			if tt.flag != "" {
+				args = append(args, "--model", tt.flag)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			if err := dispatch(ctx, env, append(args, "-m", "hi")); err != nil {
+				t.Fatal(err)
+			}
+			req, ok := llm.LastRequest()
+			if !ok || req.Model != tt.want {
+				t.Fatalf("the model was asked for %q, want %q", req.Model, tt.want)
+			}
+			out.Reset()
+			if err := dispatch(ctx, env, append(args, "-m", "/status")); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), "Model: "+tt.want+"\n") {
+				t.Errorf("/status = %q, want Model: %s", out.String(), tt.want)
+			}
+		})
+	}
+}
