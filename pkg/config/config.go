@@ -31,6 +31,8 @@ type File struct {
 	NATS      NATS                `json:"nats"`
 	Agents    Agents              `json:"agents"`
 	Providers map[string]Provider `json:"providers"`
+	// Observability is the listener of /metrics, /healthz and /readyz.
+	Observability Observability `json:"observability"`
 
 	// Sections owned by one service each, decoded by [File.Section].
 	Worker   json.RawMessage `json:"worker,omitempty"`
@@ -66,6 +68,13 @@ type NATS struct {
 	// Embedded server listen address, for other processes to join.
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port,omitempty"`
+}
+
+// Observability says where /metrics, /healthz and /readyz are served.
+type Observability struct {
+	// Listen is the address; empty leaves the command's default, and a
+	// --http flag overrides it.
+	Listen string `json:"listen,omitempty"`
 }
 
 // Agents holds the agent defaults, as nanobot's agents.defaults.

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
@@ -18,15 +22,19 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	var c common
 	env.register(fs, &c)
 	workers := fs.Int("workers", 1, "agent workers in this process")
-	httpAddr := fs.String("http", "127.0.0.1:9090", "observability address (/metrics, /healthz, /readyz); empty disables")
+	httpAddr := fs.String("http", "", "observability address (/metrics, /healthz, /readyz); empty disables (default: observability.listen, else 127.0.0.1:9090)")
 	noGateway := fs.Bool("no-gateway", false, "do not run the channel-gateway")
-	listen := fs.String("listen", "127.0.0.1:8080", "web chat and OpenAI-compatible API address (\"\" for channels.web.listen)")
+	listen := fs.String("listen", "", "web chat, dashboard and OpenAI-compatible API address (default: channels.web.listen, else 127.0.0.1:8080)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	file, err := env.load(&c)
 	if err != nil {
 		return err
+	}
+	// The config says where each listener is; a flag given overrides it.
+	if !flagGiven(fs, "http") {
+		*httpAddr = cmp.Or(file.Observability.Listen, "127.0.0.1:9090")
 	}
 	log := env.logger(c.logLevel)
 	opts := fleet.Options{
@@ -60,13 +68,16 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 		f.Stop()
 		return err
 	}
-	where := "embedded NATS"
-	if f.Embedded != nil && f.Embedded.ClientURL() != "" {
-		where = "embedded NATS at " + f.Embedded.ClientURL()
-	} else if file.NATS.URL != "" {
-		where = "NATS at " + file.NATS.URL
+	if *httpAddr != "" {
+		fmt.Fprintf(env.stderr, "metrics: http://%s/metrics (also /healthz, /readyz)\n", *httpAddr)
 	}
-	fmt.Fprintf(env.stderr, "nanofleet is running (%s, %d worker(s), workspace %s). Ctrl-C stops it.\n", where, *workers, c.workspace)
+	if f.Embedded != nil {
+		fmt.Fprintf(env.stderr, "NATS: %s (user and password in %s; other nanofleet commands on this machine find them)\n",
+			f.Embedded.ClientURL(), filepath.Join(c.dataDir, "nats-credentials.json"))
+	} else {
+		fmt.Fprintf(env.stderr, "NATS: %s\n", redactURL(file.NATS.URL))
+	}
+	fmt.Fprintf(env.stderr, "nanofleet is running (%d worker(s), model %s, workspace %s). Ctrl-C stops it.\n", *workers, file.Agents.Defaults.Model, c.workspace)
 	select {
 	case <-ctx.Done():
 	case <-f.Done():
@@ -75,6 +86,24 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	stopHTTP()
 	f.Stop()
 	return f.Err()
+}
+
+// flagGiven reports whether name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// redactURL drops the passwords of NATS URLs (comma separated) for printing.
+func redactURL(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // lockDataDir takes the data directory for command's embedded server and

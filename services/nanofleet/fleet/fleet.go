@@ -50,7 +50,9 @@ type Options struct {
 	Workers int
 	// Gateway runs the channel-gateway with the configured channels.
 	Gateway bool
-	// Listen is the gateway's HTTP address (web chat, API, webhooks).
+	// GatewayListen overrides channels.web.listen, the gateway's HTTP
+	// address (web chat, dashboard, API, webhooks); without either it is
+	// 127.0.0.1:8080.
 	GatewayListen string
 	// Announce receives lines a person needs to see (login links).
 	Announce func(line string)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -38,14 +39,36 @@ func TestOneFleetPerDataDirectory(t *testing.T) {
 	})
 	home := t.TempDir()
 	dataDir := filepath.Join(home, ".nanofleet", "data")
-	cfg := testConfig(t, llm.URL(), nil)
+	web, metrics := fmt.Sprintf("127.0.0.1:%d", fleettest.FreePort(t)), fmt.Sprintf("127.0.0.1:%d", fleettest.FreePort(t))
+	cfg := testConfig(t, llm.URL(), map[string]any{
+		"channels":      map[string]any{"web": map[string]any{"listen": web}},
+		"observability": map[string]any{"listen": metrics},
+	})
 	writeJSON(t, filepath.Join(home, ".nanofleet", "config.json"), cfg)
 	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
-	// No --config, --data or --nats: the defaults under HOME, as a user runs it.
-	runArgs := []string{"run", "--http", "", "--listen", "127.0.0.1:0", "--log-level", "warn"}
+	// No --config, --data, --nats, --listen or --http: the defaults under
+	// HOME and the config's listeners, as a user runs it.
+	runArgs := []string{"run", "--log-level", "warn"}
 
 	aio := fleettest.Start(t, "nanofleet run", bins.Path("nanofleet"), env, runArgs...)
 	aio.WaitOutput(t, "nanofleet is running", time.Minute)
+	// The start-up text names every address, from the config.
+	for _, want := range []string{
+		"web chat: http://" + web + "/", "dashboard: http://" + web + "/dashboard",
+		"OpenAI-compatible API: http://" + web + "/v1 (api key ", "channels.api.token",
+		"metrics: http://" + metrics + "/metrics", "NATS: nats://127.0.0.1:", filepath.Join(dataDir, "nats-credentials.json"),
+	} {
+		if !strings.Contains(aio.Output(), want) {
+			t.Errorf("start-up text lacks %q:\n%s", want, aio.Output())
+		}
+	}
+	for _, u := range []string{"http://" + metrics + "/healthz", "http://" + web + "/"} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		resp.Body.Close()
+	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
