@@ -98,6 +98,11 @@ type Lock struct {
 // another process holds it, the error is a [*LockedError] naming that
 // process.
 func Acquire(dir string) (*Lock, error) {
+	// The parent (~/.nanofleet) holds the workspace too, which the
+	// sandbox's user must be able to reach; only the store is private.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}

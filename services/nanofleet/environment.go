@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -83,7 +85,40 @@ func (e *environment) load(c *common) (*config.File, error) {
 	if c.dataDir, err = config.ExpandHome(c.dataDir); err != nil {
 		return nil, err
 	}
+	if err := e.letSandboxThrough(c.workspace); err != nil {
+		return nil, err
+	}
 	return file, nil
+}
+
+// letSandboxThrough makes nanofleet's home (~/.nanofleet) searchable by
+// others when the workspace is inside it: exec and MCP servers run as
+// another user (the sandbox's, or tools.exec.hostUid under root), which
+// must reach the workspace. Searchable only: the home stays unlistable,
+// the data directory and the config stay private.
+func (e *environment) letSandboxThrough(workspace string) error {
+	home := e.home()
+	rel, err := filepath.Rel(home, workspace)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil
+	}
+	fi, err := os.Stat(home)
+	if errors.Is(err, os.ErrNotExist) {
+		return os.MkdirAll(home, 0o711)
+	}
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o011 == 0o011 {
+		return nil
+	}
+	perm := fi.Mode().Perm() | 0o011
+	if err := os.Chmod(home, perm); err != nil {
+		return fmt.Errorf("make %s searchable for the sandbox (chmod go+x %s): %w", home, home, err)
+	}
+	fmt.Fprintf(e.stderr, "nanofleet: %s is now mode %#o (was %#o) so that exec and MCP servers, which run as another user, can reach the workspace\n", home, perm, fi.Mode().Perm())
+	return nil
 }
 
 func (e *environment) logger(level string) *slog.Logger {

@@ -174,3 +174,44 @@ func TestModelPrecedence(t *testing.T) {
 		})
 	}
 }
+
+// TestHomeLetsTheSandboxThrough: a ~/.nanofleet created 0700 (as a root
+// shell's umask or an old version made it) that holds the workspace is
+// made searchable, so that the sandbox's user reaches the workspace; one
+// that does not hold it is left alone.
+func TestHomeLetsTheSandboxThrough(t *testing.T) {
+	tests := []struct {
+		name      string
+		workspace string // relative to the test's root; "" for the default inside home
+		want      os.FileMode
+	}{
+		{"workspace inside", "", 0o711},
+		{"workspace elsewhere", "elsewhere/ws", 0o700},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			home := filepath.Join(root, ".nanofleet")
+			if err := os.Mkdir(home, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			vars := map[string]string{"NANOFLEET_HOME": home, "HOME": root}
+			env := newEnvironment(strings.NewReader(""), &bytes.Buffer{}, &stderr, func(k string) string { return vars[k] })
+			c := common{configPath: filepath.Join(home, "config.json"), dataDir: filepath.Join(home, "data"), workspace: filepath.Join(home, "workspace")}
+			if tt.workspace != "" {
+				c.workspace = filepath.Join(root, tt.workspace)
+			}
+			if _, err := env.load(&c); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(home)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode().Perm() != tt.want {
+				t.Fatalf("%s is %#o, want %#o; stderr: %s", home, st.Mode().Perm(), tt.want, stderr.String())
+			}
+		})
+	}
+}

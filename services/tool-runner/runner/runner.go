@@ -497,7 +497,7 @@ func (r *Runner) checkRootReachable() error {
 		}
 		st, _ := fi.Sys().(*syscall.Stat_t)
 		if fi.Mode().Perm()&0o001 == 0 && (st == nil || int(st.Uid) != uid) {
-			return &fs.PathError{Op: "search", Path: d, Err: fmt.Errorf("not searchable by uid %d (tools.exec.hostUid); chmod o+x it or move tools.workspace.root", uid)}
+			return &fs.PathError{Op: "search", Path: d, Err: fmt.Errorf("not searchable by uid %d (tools.exec.hostUid), which exec and MCP servers run as; run `chmod o+x %s` (lets others pass through, not list it) or move the workspace (agents.defaults.workspace, tools.workspace.root) out of it", uid, d)}
 		}
 		if d == filepath.Dir(d) {
 			return nil
