@@ -181,6 +181,9 @@ func (l *launcher) env(c ServerConfig, home string) []string {
 			vars[name] = v
 		}
 	}
+	if k, v, ok := dataPathEnv(c, home); ok {
+		vars[k] = v
+	}
 	maps.Copy(vars, c.Env)
 	out := make([]string, 0, len(vars))
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
