@@ -12,11 +12,13 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 )
@@ -238,8 +240,12 @@ func invalid(key, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, key, fmt.Sprintf(format, args...))
 }
 
-// decodeStrict decodes data into v refusing unknown keys, and names the
-// offending key with its full path.
+// DecodeStrict decodes data, the value at key path section (e.g.
+// "channels.web"; "" for the whole file), into v refusing unknown keys,
+// and names an offending key with its full path, in the file's terms.
+// Owners of sections that decode their parts one by one use it.
+func DecodeStrict(data []byte, v any, section string) error { return decodeStrict(data, v, section) }
+
 func decodeStrict(data []byte, v any, section string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -255,11 +261,20 @@ func decodeStrict(data []byte, v any, section string) error {
 	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		return invalid(join(typeErr.Field), "cannot use a JSON %s as %s", typeErr.Value, typeErr.Type)
+		key := typeErr.Field
+		if key == "" {
+			key = "(the whole " + cmp.Or(section, "file") + ")"
+		} else {
+			key = join(key)
+		}
+		return invalid(key, "must be %s, got %s", jsonKind(typeErr.Type), jsonValueKind(typeErr.Value))
 	}
-	// encoding/json reports unknown keys only as text: `json: unknown field "x"`.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return invalid(join(strings.Trim(name, `"`)), "unknown key (check spelling; keys are camelCase)")
+	// encoding/json reports an unknown key without its path; find it.
+	var tree any
+	if json.Unmarshal(data, &tree) == nil {
+		if key := unknownKey(tree, reflect.TypeOf(v), section); key != "" {
+			return invalid(key, "unknown key (check spelling; keys are camelCase)")
+		}
 	}
 	if section == "" {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)

@@ -13,18 +13,21 @@ func env(m map[string]string) func(string) string {
 }
 
 func TestParseNamesTheBadKey(t *testing.T) {
+	// wantKey is the whole path, followed by ":" as the error prints it,
+	// so that a path missing its parents ("modle: ") does not pass.
 	tests := []struct {
 		name, json, wantKey string
 	}{
-		{"unknown top key", `{"agentz": {}}`, "agentz"},
-		{"unknown nested key", `{"agents": {"defaults": {"modle": "x"}}}`, "modle"},
-		{"wrong type", `{"agents": {"defaults": {"maxTokens": "lots"}}}`, "agents.defaults.maxTokens"},
+		{"unknown top key", `{"agentz": {}}`, "config: agentz:"},
+		{"unknown nested key", `{"agents": {"defaults": {"modle": "x"}}}`, "config: agents.defaults.modle:"},
+		{"unknown provider key", `{"providers": {"openai": {"apikey2": "x"}}}`, "config: providers.openai.apikey2:"},
+		{"wrong type", `{"agents": {"defaults": {"maxTokens": "lots"}}}`, "config: agents.defaults.maxTokens: must be a whole number, got a string"},
 		{"out of range", `{"agents": {"defaults": {"maxToolIterations": 0}}}`, "agents.defaults.maxToolIterations"},
 		{"bad prefix", `{"nats": {"prefix": "a.b"}}`, "nats.prefix"},
 		{"zero duplicate window", `{"nats": {"duplicateWindowSeconds": -5}}`, "nats.duplicateWindowSeconds"},
 		{"replay window under two lease TTLs", `{"nats": {"leaseTtlSeconds": 90, "replayWindowSeconds": 120}}`, "nats.replayWindowSeconds"},
 		{"unset variable", `{"providers": {"openai": {"apiKey": "${NO_SUCH_VAR}"}}}`, "providers.openai.apiKey"},
-		{"not json", `{"agents": `, ""},
+		{"not json", `{"agents": `, "invalid config"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,8 +69,19 @@ func TestSectionIsStrictAndPathed(t *testing.T) {
 		} `json:"exec"`
 	}
 	err := f.Section("tools", &tools)
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "tools.exec.timeout") {
-		t.Fatalf("Section error = %v, want one naming tools.exec.timeout", err)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "config: tools.exec.timeout: must be a whole number, got a string") {
+		t.Fatalf("Section error = %v, want one naming tools.exec.timeout and the kinds in JSON terms", err)
+	}
+	if strings.Contains(err.Error(), "struct") || strings.Contains(err.Error(), "int") {
+		t.Errorf("Section error shows Go types: %v", err)
+	}
+	f = Defaults()
+	if err := Parse(f, []byte(`{"tools": {"exec": {"timeot": 5}}}`), env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	err = f.Section("tools", &tools)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "config: tools.exec.timeot: unknown key") {
+		t.Fatalf("Section error = %v, want one naming tools.exec.timeot", err)
 	}
 	var none struct{}
 	if err := f.Section("gateway", &none); err != nil {
