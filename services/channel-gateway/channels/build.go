@@ -14,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
@@ -32,6 +33,9 @@ type Deps struct {
 	// Announce, when set, receives the lines a person starting the
 	// gateway needs to see (login link, API base URL) besides the log.
 	Announce func(line string)
+	// Storage, when set, says whether the fleet's store has room; see
+	// gateway.Gateway.Storage.
+	Storage func() error
 }
 
 // Build constructs the enabled channels: the adapters to pass to
@@ -70,6 +74,13 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 		adapters = append(adapters, a)
 	}
+	if c := cfg.Discord; c.Enabled {
+		a, err := discord.New(ctx, c, discord.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+	}
 	if !cfg.Web.Enabled && !cfg.API.Enabled {
 		if !serving {
 			return adapters, nil, nil
@@ -83,6 +94,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 	if err != nil {
 		return nil, nil, err
 	}
+	inbox.Storage = deps.Storage
 	secrets, err := deps.Bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: deps.Bus.Space.Bucket("gateway"), Description: "gateway secrets generated at first start",
 		History: 1, Storage: jetstream.FileStorage,

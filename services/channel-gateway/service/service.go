@@ -35,6 +35,9 @@ type Options struct {
 	Metrics       *observe.Metrics
 	Log           *slog.Logger
 	Announce      func(line string)
+	// Storage, when set, says whether the fleet's store has room: while
+	// it returns an error, new messages are refused as storage full.
+	Storage func() error
 }
 
 // Gateway is an assembled gateway; its HTTP listener is bound.
@@ -62,7 +65,7 @@ func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gatewa
 	if err != nil {
 		return nil, fmt.Errorf("channel-gateway: listen %s (channels.web.listen or --listen): %w", addr, err)
 	}
-	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: ln.Addr().String(), Announce: o.Announce})
+	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: ln.Addr().String(), Announce: o.Announce, Storage: o.Storage})
 	if err != nil {
 		ln.Close()
 		return nil, err
@@ -71,6 +74,7 @@ func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gatewa
 	if err != nil {
 		return nil, err
 	}
+	g.Storage = o.Storage
 	if m := o.Metrics; m != nil {
 		g.OnRetry = func(ch string) { m.DeliveryRetries.WithLabelValues(ch).Inc() }
 		g.OnDeadLetter = func(string) { m.DeadLetters.WithLabelValues("outbound").Inc() }
