@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // EmbeddedConfig configures a nats-server started inside the process.
@@ -83,6 +84,15 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 		MaxPayload:         8 << 20,
 		Username:           cfg.User,
 		Password:           cfg.Password,
+	}
+	if cfg.Password != "" {
+		// The server keeps only a hash; the cheapest cost keeps each
+		// client's login fast, and the password is random, not a person's.
+		hash, err := bcrypt.GenerateFromPassword([]byte(cfg.Password), bcrypt.MinCost)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: hash password: %w", err)
+		}
+		opts.Password = string(hash)
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {

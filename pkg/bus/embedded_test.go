@@ -1,9 +1,13 @@
 package bus_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/url"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,11 +20,17 @@ import (
 // user and password refuses a client without them or with a wrong
 // password, and accepts the right ones over the socket and in-process.
 func TestEmbeddedRequiresCredentials(t *testing.T) {
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, User: "nanofleet", Password: "s3cret"}, nil)
+	var logged syncBuffer
+	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, User: "nanofleet", Password: "s3cret"}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Shutdown)
+	// The server holds a hash, so it has no plaintext password to warn about.
+	if strings.Contains(logged.String(), "Plaintext") {
+		t.Errorf("server warned at start: %s", logged.String())
+	}
 	withUser := func(user, pass string) string {
 		u, err := url.Parse(e.ClientURL())
 		if err != nil {
@@ -75,4 +85,22 @@ func TestEmbeddedConfigUserAndPasswordGoTogether(t *testing.T) {
 			t.Errorf("Validate(%+v) = nil, want an error", cfg)
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer the server's goroutines may write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
