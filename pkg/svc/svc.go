@@ -31,15 +31,20 @@ type Flags struct {
 	Config   string
 	HTTP     string
 	LogLevel string
+
+	// fs is where the flags were registered, to tell a flag given from
+	// its default.
+	fs *flag.FlagSet
 }
 
 // Register adds the common flags to fs.
 func (f *Flags) Register(fs *flag.FlagSet) {
+	f.fs = fs
 	fs.StringVar(&f.NATS, "nats", os.Getenv("NANOFLEET_NATS_URL"), "NATS server URL(s), comma separated (env NANOFLEET_NATS_URL)")
 	fs.StringVar(&f.Creds, "creds", "", "NATS credentials file")
 	fs.StringVar(&f.Prefix, "prefix", "", "subject prefix of the fleet (default from config, else nanofleet)")
 	fs.StringVar(&f.Config, "config", os.Getenv("NANOFLEET_CONFIG"), "config file (nanobot-style JSON; env NANOFLEET_CONFIG)")
-	fs.StringVar(&f.HTTP, "http", ":9090", "observability address (/metrics, /healthz, /readyz); empty disables")
+	fs.StringVar(&f.HTTP, "http", ":9090", "observability address (/metrics, /healthz, /readyz); empty disables (default: observability.listen, else :9090)")
 	fs.StringVar(&f.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 }
 
@@ -68,6 +73,11 @@ func (f *Flags) LoadConfig() (*config.File, error) {
 	if f.Creds != "" {
 		file.NATS.CredsFile = f.Creds
 	}
+	// The config says where the observability server listens unless
+	// --http was given.
+	if file.Observability.Listen != "" && !f.given("http") {
+		f.HTTP = file.Observability.Listen
+	}
 	if file.NATS.URL == "" {
 		// An all-in-one on this machine: join it with its credentials.
 		if file.NATS.URL, err = localFleet(os.Getenv); err != nil {
@@ -75,6 +85,15 @@ func (f *Flags) LoadConfig() (*config.File, error) {
 		}
 	}
 	return file, file.Validate()
+}
+
+// given reports whether the flag called name was on the command line.
+func (f *Flags) given(name string) bool {
+	found := false
+	if f.fs != nil {
+		f.fs.Visit(func(fl *flag.Flag) { found = found || fl.Name == name })
+	}
+	return found
 }
 
 // localFleet is the NATS URL, with credentials, of the all-in-one running
