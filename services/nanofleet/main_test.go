@@ -93,8 +93,11 @@ func TestOnboardAndUnknownCommand(t *testing.T) {
 	if err := dispatch(context.Background(), env, []string{"onboard"}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "config.json") {
-		t.Errorf("onboard output = %q", out.String())
+	// The closing hint leads to the fleet, then to talking to it.
+	for _, want := range []string{"config.json", "`nanofleet run`", "another terminal", "`nanofleet agent -m \"Hello\"`"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("onboard output lacks %q: %q", want, out.String())
+		}
 	}
 	if _, err := os.Stat(filepath.Join(env.home(), "workspace", "SOUL.md")); err != nil {
 		t.Error(err)
@@ -213,5 +216,18 @@ func TestHomeLetsTheSandboxThrough(t *testing.T) {
 				t.Fatalf("%s is %#o, want %#o; stderr: %s", home, st.Mode().Perm(), tt.want, stderr.String())
 			}
 		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"nats://127.0.0.1:4222", "nats://127.0.0.1:4222"},
+		{"nats://nanofleet:s3cret@127.0.0.1:4222", "nats://nanofleet:xxxxx@127.0.0.1:4222"},
+		{"nats://a:p1@n1:4222,nats://a:p2@n2:4222", "nats://a:xxxxx@n1:4222,nats://a:xxxxx@n2:4222"},
+	}
+	for _, tt := range tests {
+		if got := redactURL(tt.in); got != tt.want {
+			t.Errorf("redactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
