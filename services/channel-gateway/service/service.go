@@ -65,12 +65,15 @@ func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gatewa
 	if err != nil {
 		return nil, fmt.Errorf("channel-gateway: listen %s (channels.web.listen or --listen): %w", addr, err)
 	}
-	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: ln.Addr().String(), Announce: o.Announce, Storage: o.Storage})
+	gcfg := gateway.DefaultConfig()
+	gcfg.MaxContentBytes = gateway.ContentLimit(file.Agents.Defaults.ContextWindowTokens)
+	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: ln.Addr().String(), Announce: o.Announce,
+		Storage: o.Storage, MaxContentBytes: gcfg.MaxContentBytes})
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	g, err := gateway.New(b, gateway.DefaultConfig(), o.Log, adapters...)
+	g, err := gateway.New(b, gcfg, o.Log, adapters...)
 	if err != nil {
 		return nil, err
 	}
