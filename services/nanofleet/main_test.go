@@ -307,3 +307,24 @@ func TestStatusShowsTokenUsage(t *testing.T) {
 		t.Errorf("want one cli user and one cli session with all the tokens\n%s", out.String())
 	}
 }
+
+// TestModelFlagWhenJoining: --model cannot change a running fleet's
+// model; agent says so instead of silently using the fleet's.
+func TestModelFlagWhenJoining(t *testing.T) {
+	env, _, _ := testEnv(t, nil)
+	lock, err := fleetdir.Acquire(filepath.Join(env.home(), "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	if _, err := lock.Credentials(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Publish(fleetdir.Info{PID: 1, Command: "run", NATSURL: "nats://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	err = dispatch(t.Context(), env, []string{"agent", "--model", "other", "-m", "hi"})
+	if err == nil || !strings.Contains(err.Error(), "--model sets the model of a fleet this command starts") {
+		t.Fatalf("agent --model joining a running fleet: %v", err)
+	}
+}
