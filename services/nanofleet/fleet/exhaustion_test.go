@@ -28,6 +28,25 @@ import (
 type apiFleet struct {
 	*fleet.Fleet
 	base, key string
+	logs      *logBuffer
+}
+
+// logBuffer keeps the fleet's log lines for the test to read.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree int64) *apiFleet {
@@ -36,9 +55,10 @@ func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree in
 	var lines []string
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
+	logs := &logBuffer{}
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
-		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Log:     slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo})),
 		DataDir: dataDir, Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
 		Announce:     func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
 		StoreMinFree: minFree,
@@ -54,7 +74,7 @@ func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree in
 	if m == nil {
 		t.Fatalf("no API announcement in %q", all)
 	}
-	return &apiFleet{Fleet: f, base: m[1], key: m[2]}
+	return &apiFleet{Fleet: f, base: m[1], key: m[2], logs: logs}
 }
 
 // apiReply is one chat completion's status and body.
@@ -228,6 +248,9 @@ func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 	if got := gaugeValue(t, f.Fleet, "nanofleet_storage_full"); got != 1 {
 		t.Errorf("nanofleet_storage_full = %v while full", got)
 	}
+	if logs := f.logs.String(); !strings.Contains(logs, "storage full: new messages are refused") || !strings.Contains(logs, `full="the filesystem of `+dataDir) {
+		t.Errorf("no log line saying what is full")
+	}
 	calls := llm.RequestCount()
 	r := f.post(t, "POST", "/chat/completions", chatBody(t, "alice", "while full"), nil)
 	msg, code := apiErr(t, r)
@@ -254,6 +277,9 @@ func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(t, f.Fleet, true, 10*time.Second)
+	if !strings.Contains(f.logs.String(), "storage recovered") {
+		t.Errorf("no log line saying the store recovered")
+	}
 	if got := answer(t, f.post(t, "POST", "/chat/completions", chatBody(t, "alice", "after"), nil)); got != "ok: after" {
 		t.Fatalf("answer after recovery %q", got)
 	}
