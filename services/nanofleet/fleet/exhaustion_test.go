@@ -341,3 +341,73 @@ func TestOversizeRequests(t *testing.T) {
 		t.Errorf("a small message after the refusals: %q", got)
 	}
 }
+
+// TestTurnInFlightWhenTheStoreFills: a turn whose model answers after the
+// store filled cannot commit; its request is told at once, and once space
+// is freed the turn runs again and lands in the history.
+func TestTurnInFlightWhenTheStoreFills(t *testing.T) {
+	dataDir := smallFS(t, "64m")
+	asked, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		if r.LastUserText() == "in flight" {
+			once.Do(func() { close(asked) })
+			select {
+			case <-proceed:
+			case <-time.After(30 * time.Second):
+			}
+			return llmtest.Text("late answer")
+		}
+		return llmtest.Text("ok: " + r.LastUserText())
+	})
+	f := startAPIFleet(t, llm, dataDir, 4<<20)
+	replies := make(chan apiReply, 1)
+	go func() { replies <- f.post(t, "POST", "/chat/completions", chatBody(t, "carol", "in flight"), nil) }()
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the turn never reached the model")
+	}
+	ballast := filepath.Join(dataDir, "ballast")
+	fillFS(t, ballast)
+	waitReady(t, f.Fleet, false, 5*time.Second)
+	close(proceed)
+	select {
+	case r := <-replies:
+		if _, code := apiErr(t, r); r.status != http.StatusInsufficientStorage || code != "storage_full" {
+			t.Errorf("the waiting request got %d %s", r.status, clip(r.body))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting request was not answered within 10s of the store filling")
+	}
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, f.Fleet, true, 10*time.Second)
+	store, err := session.Open(t.Context(), f.Bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		hist, err := store.LoadHistory(t.Context(), "api:carol", 0)
+		if err == nil && len(hist.Turns) == 1 {
+			msgs := hist.Turns[0].Record.GetMessages()
+			if got := msgs[len(msgs)-1].GetContent(); got != "late answer" {
+				t.Errorf("the turn committed with %q", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn is not in the history 90s after space was freed (%v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := answer(t, f.post(t, "POST", "/chat/completions", chatBody(t, "carol", "next"), nil)); got != "ok: next" {
+		t.Errorf("next answer %q", got)
+	}
+	if err := f.Err(); err != nil {
+		t.Errorf("a part of the fleet stopped: %v", err)
+	}
+}
