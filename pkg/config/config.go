@@ -21,6 +21,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
 // ErrInvalid wraps every error that names a bad key.
@@ -188,13 +190,11 @@ func (f *File) Validate() error {
 			return invalid("providers."+name+".maxConcurrent", "must be -1 (no bound), 0 (the provider's default) or 1..1000000, got %d", n)
 		}
 	}
-	if !prefixSyntax.MatchString(f.NATS.Prefix) {
+	if _, err := subject.NewSpace(f.NATS.Prefix); err != nil || f.NATS.Prefix == "" {
 		return invalid("nats.prefix", "must be 1-32 letters, digits, '-' or '_', got %q", f.NATS.Prefix)
 	}
 	return nil
 }
-
-var prefixSyntax = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
 // Section decodes the raw section name (e.g. "tools") strictly into v,
 // which should hold the owner's defaults. A missing section leaves v as is.
