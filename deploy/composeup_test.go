@@ -540,31 +540,32 @@ func (l *turnLog) check(t *testing.T, text, reply string) {
 // whatever was killed or replaced on the way, and no error reply.
 func (l *turnLog) requireOnce(t *testing.T, ctx context.Context, js jetstream.JetStream) {
 	t.Helper()
-	cons, err := js.OrderedConsumer(ctx, "NANOFLEET_OUT", jetstream.OrderedConsumerConfig{})
+	stream, err := js.Stream(ctx, "NANOFLEET_OUT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	finals := map[string]int{}
-	for {
-		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, nats.ErrTimeout) {
-			break
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		msg, err := stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
 		}
 		if err != nil {
-			t.Fatalf("read NANOFLEET_OUT: %v", err)
+			t.Fatalf("NANOFLEET_OUT message %d: %v", seq, err)
 		}
 		var out nanofleetv1.OutboundMessage
-		if err := proto.Unmarshal(msg.Data(), &out); err != nil {
-			t.Fatalf("%s: %v", msg.Subject(), err)
+		if err := proto.Unmarshal(msg.Data, &out); err != nil {
+			t.Fatalf("%s: %v", msg.Subject, err)
 		}
 		switch out.GetKind() {
 		case nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
-			t.Errorf("error reply on %s: %q", msg.Subject(), out.GetContent())
+			t.Errorf("error reply on %s: %q", msg.Subject, out.GetContent())
 		case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL:
 			finals[out.GetContent()]++
-		}
-		if meta, err := msg.Metadata(); err == nil && meta.NumPending == 0 {
-			break
 		}
 	}
 	l.mu.Lock()
