@@ -62,7 +62,8 @@ func run(flags svc.Flags, workspace string) error {
 	if err != nil {
 		return err
 	}
-	if n, err := profile.Seed(ctx, kv, profile.DefaultAgent, cfg.Workspace.Root); err != nil {
+	seed := profile.SeedOptions{Editable: cfg.Workspace.EditableProfile, Log: log}
+	if n, err := profile.Seed(ctx, kv, profile.DefaultAgent, cfg.Workspace.Root, seed); err != nil {
 		log.Warn("seed agent profile from workspace", "err", err)
 	} else if n > 0 {
 		log.Info("agent profile seeded from workspace", "entries", n)

@@ -38,6 +38,8 @@ type Section struct {
 	// ModelRetries is how often a failed model call is retried before the
 	// user gets an error reply.
 	ModelRetries int `json:"modelRetries"`
+	// DailyTokenBudget is each user's tokens per UTC day; 0: none.
+	DailyTokenBudget int64 `json:"dailyTokenBudget"`
 }
 
 // DefaultSection mirrors worker.DefaultConfig.
@@ -106,6 +108,8 @@ func Config(file *config.File, id, workspace string) (worker.Config, Section, er
 	cfg.TurnTimeout = time.Duration(sec.TurnTimeoutSeconds) * time.Second
 	cfg.MaxAttempts = sec.MaxAttempts
 	cfg.ShutdownGrace = time.Duration(sec.ShutdownGraceSeconds) * time.Second
+	cfg.DailyTokenBudget = sec.DailyTokenBudget
+	cfg.Replicas = file.NATS.Replicas
 	cfg.Model = d.Model
 	cfg.Loop = agent.Config{MaxIterations: d.MaxToolIterations, Temperature: d.Temperature, MaxTokens: d.MaxTokens}
 	cfg.ContextWindowTokens = d.ContextWindowTokens
@@ -307,8 +311,13 @@ func (i instrumented) Chat(ctx context.Context, req llm.Request) (*llm.Response,
 	model := req.Model
 	i.m.ModelRequestDuration.WithLabelValues(i.provider, model).Observe(time.Since(start).Seconds())
 	if resp != nil {
-		i.m.ModelTokens.WithLabelValues(i.provider, model, observe.TokensPrompt).Add(float64(resp.Usage.PromptTokens))
-		i.m.ModelTokens.WithLabelValues(i.provider, model, observe.TokensCompletion).Add(float64(resp.Usage.CompletionTokens))
+		u := resp.Usage
+		for kind, n := range map[string]int{
+			observe.TokensPrompt: u.PromptTokens, observe.TokensCompletion: u.CompletionTokens,
+			observe.TokensCached: u.CachedTokens, observe.TokensReasoning: u.ReasoningTokens,
+		} {
+			i.m.ModelTokens.WithLabelValues(i.provider, model, kind).Add(float64(n))
+		}
 	}
 	return resp, err
 }

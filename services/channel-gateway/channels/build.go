@@ -14,6 +14,9 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
@@ -32,6 +35,12 @@ type Deps struct {
 	// Announce, when set, receives the lines a person starting the
 	// gateway needs to see (login link, API base URL) besides the log.
 	Announce func(line string)
+	// Storage, when set, says whether the fleet's store has room; see
+	// gateway.Gateway.Storage.
+	Storage func() error
+	// MaxContentBytes bounds an inbound message's text (default
+	// gateway.MaxContentBytes); see gateway.ContentLimit.
+	MaxContentBytes int
 }
 
 // Build constructs the enabled channels: the adapters to pass to
@@ -70,6 +79,31 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 		adapters = append(adapters, a)
 	}
+	if c := cfg.Discord; c.Enabled {
+		a, err := discord.New(ctx, c, discord.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+	}
+	if c := cfg.Feishu; c.Enabled {
+		a, err := feishu.New(ctx, c, feishu.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+		if path, ok := a.Webhook(); ok {
+			mux.Handle("POST "+path, a.WebhookHandler())
+			serving = true
+		}
+	}
+	if c := cfg.DingTalk; c.Enabled {
+		a, err := dingtalk.New(ctx, c, dingtalk.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+	}
 	if !cfg.Web.Enabled && !cfg.API.Enabled {
 		if !serving {
 			return adapters, nil, nil
@@ -79,10 +113,15 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 
 	// The web chat and the API answer on connections they hold, so they
 	// publish directly rather than through a gateway adapter.
-	inbox, err := gateway.New(deps.Bus, gateway.DefaultConfig(), log)
+	gcfg := gateway.DefaultConfig()
+	if deps.MaxContentBytes > 0 {
+		gcfg.MaxContentBytes = deps.MaxContentBytes
+	}
+	inbox, err := gateway.New(deps.Bus, gcfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
+	inbox.Storage = deps.Storage
 	secrets, err := deps.Bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: deps.Bus.Space.Bucket("gateway"), Description: "gateway secrets generated at first start",
 		History: 1, Storage: jetstream.FileStorage,
@@ -117,7 +156,8 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		mux.Handle("/dashboard/", dash)
 		log.Info("fleet dashboard ready (same login as the web chat)", "url", webchat.BaseURL(c.PublicURL, deps.Listen)+"/dashboard")
 		if deps.Announce != nil {
-			deps.Announce("web chat: " + w.LoginURL(deps.Listen))
+			deps.Announce("web chat: " + w.LoginURL(deps.Listen) + " (this link logs you in; channels.web.token sets its token)")
+			deps.Announce("dashboard: " + webchat.BaseURL(c.PublicURL, deps.Listen) + "/dashboard (same login as the web chat)")
 		}
 	}
 	if c := cfg.API; c.Enabled {
@@ -126,7 +166,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 				return nil, nil, err
 			}
 		}
-		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Log: log})
+		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Log: log, Storage: deps.Storage})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -134,7 +174,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		base := webchat.BaseURL(cfg.Web.PublicURL, deps.Listen) + "/v1"
 		log.Info("OpenAI-compatible API ready", "base_url", base, "api_key", api.Token())
 		if deps.Announce != nil {
-			deps.Announce("OpenAI-compatible API: " + base + " (api key " + api.Token() + ")")
+			deps.Announce("OpenAI-compatible API: " + base + " (api key " + api.Token() + ") — channels.api.token sets the key")
 		}
 	}
 	return adapters, mux, nil

@@ -1,14 +1,14 @@
 package channels
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
@@ -28,15 +28,15 @@ type Config struct {
 
 	Telegram telegram.Config  `json:"telegram"`
 	Slack    slack.Config     `json:"slack"`
+	Discord  discord.Config   `json:"discord"`
 	Web      webchat.Config   `json:"web"`
 	API      openaiapi.Config `json:"api"`
+	Feishu   feishu.Config    `json:"feishu"`
+	DingTalk dingtalk.Config  `json:"dingtalk"`
 
 	// Channels nanobot has and nanofleet does not: accepted so that a
 	// nanobot configuration loads, refused when enabled.
-	Discord  json.RawMessage `json:"discord,omitempty"`
 	WhatsApp json.RawMessage `json:"whatsapp,omitempty"`
-	Feishu   json.RawMessage `json:"feishu,omitempty"`
-	DingTalk json.RawMessage `json:"dingtalk,omitempty"`
 	Email    json.RawMessage `json:"email,omitempty"`
 	QQ       json.RawMessage `json:"qq,omitempty"`
 	Matrix   json.RawMessage `json:"matrix,omitempty"`
@@ -85,40 +85,22 @@ func FromFile(f *config.File) (Config, error) {
 	return c, c.Validate()
 }
 
-// decodeStrict decodes one subsection refusing unknown keys. pkg/config
-// names only the last key of an unknown nested field, so each channel is
-// decoded on its own to name it in full.
+// decodeStrict decodes one subsection refusing unknown keys, naming a bad
+// key with its whole path.
 func decodeStrict(path string, raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		return nil
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		if te.Field != "" {
-			path += "." + te.Field
-		}
-		return config.Invalid(path, "cannot use a JSON %s as %s", te.Value, te.Type)
-	}
-	// encoding/json reports unknown keys only as text: `json: unknown field "x"`.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return config.Invalid(path+"."+strings.Trim(name, `"`), "unknown key (check spelling; keys are camelCase)")
-	}
-	return config.Invalid(path, "%v", err)
+	return config.DecodeStrict(raw, v, path)
 }
 
 // Validate reports the first invalid key, naming it.
 func (c Config) Validate() error {
-	for _, v := range []interface{ Validate() error }{c.Telegram, c.Slack, c.Web, c.API} {
+	for _, v := range []interface{ Validate() error }{c.Telegram, c.Slack, c.Discord, c.Web, c.API, c.Feishu, c.DingTalk} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
 	}
 	unsupported := map[string]json.RawMessage{
-		"discord": c.Discord, "whatsapp": c.WhatsApp, "feishu": c.Feishu, "dingtalk": c.DingTalk,
-		"email": c.Email, "qq": c.QQ, "matrix": c.Matrix, "mochat": c.Mochat,
+		"whatsapp": c.WhatsApp,
+		"email":    c.Email, "qq": c.QQ, "matrix": c.Matrix, "mochat": c.Mochat,
 	}
 	for name, raw := range unsupported {
 		if len(raw) == 0 {

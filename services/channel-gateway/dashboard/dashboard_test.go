@@ -125,13 +125,22 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // fleet is a fleet with something to show: two workers and a tool runner
+// (with an MCP server's tools, registered as a service of its own name)
 // online, one turn in flight and one queued, three committed turns and a
 // dead letter.
 func fleet(t *testing.T, b *bus.Bus) {
 	t.Helper()
 	ctx := ctxT(t)
-	for _, s := range []struct{ name, id string }{{fleetstatus.WorkerService, "w1"}, {fleetstatus.WorkerService, "w2"}, {fleetstatus.ToolRunnerService, "r1"}} {
-		svc, err := micro.AddService(b.NC, micro.Config{Name: s.name, Version: "0.1.0", Metadata: map[string]string{"instance": s.id}})
+	for _, s := range []struct {
+		name string
+		meta map[string]string
+	}{
+		{fleetstatus.WorkerService, map[string]string{"instance": "w1"}},
+		{fleetstatus.WorkerService, map[string]string{"instance": "w2"}},
+		{fleetstatus.ToolRunnerService, map[string]string{"instance": "r1", "runner": "aio-Yx3kqPzL8d2fVbN0aRt6uWm1cJ4hG7sE-toolrunner-0"}},
+		{fleetstatus.ToolRunnerService, map[string]string{"instance": "r1", fleetstatus.MCPServerKey: "memory"}},
+	} {
+		svc, err := micro.AddService(b.NC, micro.Config{Name: s.name, Version: "0.1.0", Metadata: s.meta})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +180,8 @@ func publishTurn(t *testing.T, b *bus.Bus, id string) {
 		return timestamppb.New(at.Add(time.Duration(ms) * time.Millisecond))
 	}
 	rec := &nanofleetv1.TurnRecord{
-		TurnId: id, SessionKey: "web:c1",
+		TurnId: id, SessionKey: "web:c1", SenderId: "u1",
+		Usage: &nanofleetv1.TokenUsage{PromptTokens: 300, CompletionTokens: 30, CachedTokens: 100, ReasoningTokens: 3, ModelCalls: 2, Model: "m1"},
 		Messages: []*nanofleetv1.ChatMessage{
 			{Role: "user", Content: "what is in notes.md? (" + id + ")", CreatedAt: ts(0)},
 			{Role: "assistant", ToolCalls: []*nanofleetv1.ToolCall{{Id: id + "-c1", Name: "read_file", ArgumentsJson: `{"path":"notes.md"}`}}, CreatedAt: ts(500)},
@@ -211,7 +221,7 @@ func TestSnapshot(t *testing.T) {
 	if len(snap.Problems) != 0 {
 		t.Errorf("problems: %v", snap.Problems)
 	}
-	if snap.Workers != 2 || snap.ToolRunners != 1 || len(snap.Services) != 3 {
+	if snap.Workers != 2 || snap.ToolRunners != 1 || len(snap.Services) != 4 {
 		t.Errorf("online: %d workers, %d tool runners, services %+v", snap.Workers, snap.ToolRunners, snap.Services)
 	}
 	if snap.TurnsInFlight != 1 || snap.Queued != 1 {
@@ -241,6 +251,12 @@ func TestSnapshot(t *testing.T) {
 	}
 	if d := snap.DeadLetters[0]; d.Source != "inbound" || d.Reason != "turn failed 3 times: worker crashed" || d.Deliveries != 4 {
 		t.Errorf("dead letter = %+v", d)
+	}
+	u := snap.Usage
+	wantTotal := fleetstatus.Tokens{Turns: 3, ModelCalls: 6, Prompt: 900, Completion: 90, Cached: 300, Reasoning: 9}
+	if u.Total != wantTotal || len(u.Models) != 1 || u.Models[0].Key != "m1" || len(u.Users) != 1 || u.Users[0].Key != "web:u1" ||
+		len(u.Sessions) != 1 || u.Sessions[0].Key != "web:c1" || u.Sessions[0].Prompt != 900 {
+		t.Errorf("usage = %+v", u)
 	}
 
 	// A later snapshot reads only what is new and still lists the rest.

@@ -32,6 +32,20 @@ type Config struct {
 	Parallel int
 	// DeliveredTTL is how long delivered reply ids are remembered.
 	DeliveredTTL time.Duration
+	// MaxContentBytes bounds an inbound message's text; see
+	// [ContentLimit].
+	MaxContentBytes int
+}
+
+// ContentLimit is the most text an inbound message may have for a model
+// whose context window is contextTokens: the window at about 4 bytes a
+// token, at most [MaxContentBytes]. A longer message cannot be answered
+// whole, so it is refused before it is stored.
+func ContentLimit(contextTokens int) int {
+	if contextTokens <= 0 {
+		return MaxContentBytes
+	}
+	return min(MaxContentBytes, contextTokens*4)
 }
 
 // DefaultConfig returns the production delivery settings.
@@ -43,6 +57,8 @@ func DefaultConfig() Config {
 		MaxBackoff:   2 * time.Minute,
 		Parallel:     8,
 		DeliveredTTL: 24 * time.Hour,
+
+		MaxContentBytes: MaxContentBytes,
 	}
 }
 
@@ -57,6 +73,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gateway backoff: want 0 < min <= max, got %s, %s", c.MinBackoff, c.MaxBackoff)
 	case c.Parallel < 1:
 		return fmt.Errorf("gateway.parallel: must be at least 1, got %d", c.Parallel)
+	case c.MaxContentBytes < 1 || c.MaxContentBytes > MaxContentBytes:
+		return fmt.Errorf("gateway.maxContentBytes: must be 1..%d, got %d", MaxContentBytes, c.MaxContentBytes)
 	}
 	return nil
 }
@@ -70,6 +88,10 @@ type Gateway struct {
 	// Hooks for metrics; nil means none.
 	OnRetry      func(channel string)
 	OnDeadLetter func(channel string)
+	// Storage, when set, is asked before every publish; an error refuses
+	// the message as ErrStorageFull at once. (A full disk makes the
+	// server drop the publishes it cannot write unanswered.)
+	Storage func() error
 }
 
 // New returns a gateway for the given adapters; channel names must be
@@ -91,8 +113,16 @@ func New(b *bus.Bus, cfg Config, log *slog.Logger, adapters ...Adapter) (*Gatewa
 // Publish stores an inbound message. The platform's event id is the
 // message id, so an event the platform sends twice is stored once.
 func (g *Gateway) Publish(ctx context.Context, in *nanofleetv1.InboundMessage) error {
+	_, err := g.Store(ctx, in)
+	return err
+}
+
+// Store is [Gateway.Publish] that also reports whether the message was a
+// duplicate of one already stored under its id within the inbound
+// stream's duplicate window (and so dropped).
+func (g *Gateway) Store(ctx context.Context, in *nanofleetv1.InboundMessage) (duplicate bool, err error) {
 	if in.GetId() == "" || in.GetChannel() == "" || in.GetChatId() == "" {
-		return errors.New("gateway: inbound message needs id, channel and chat_id")
+		return false, errors.New("gateway: inbound message needs id, channel and chat_id")
 	}
 	if in.ReceivedAt == nil {
 		in.ReceivedAt = timestamppb.Now()
@@ -100,17 +130,60 @@ func (g *Gateway) Publish(ctx context.Context, in *nanofleetv1.InboundMessage) e
 	if in.Kind == nanofleetv1.InboundKind_INBOUND_KIND_UNSPECIFIED {
 		in.Kind = nanofleetv1.InboundKind_INBOUND_KIND_USER
 	}
+	if n := len(in.GetContent()); n > g.cfg.MaxContentBytes {
+		return false, fmt.Errorf("inbound %s: %w", in.GetId(), &TooLargeError{Size: n, Limit: g.cfg.MaxContentBytes})
+	}
+	if g.Storage != nil {
+		if err := g.Storage(); err != nil {
+			return false, fmt.Errorf("inbound %s: %w: %w", in.GetId(), ErrStorageFull, err)
+		}
+	}
 	data, err := proto.Marshal(in)
 	if err != nil {
-		return fmt.Errorf("encode inbound: %w", err)
+		return false, fmt.Errorf("encode inbound: %w", err)
 	}
 	msg := nats.NewMsg(g.bus.Space.Inbound(in.GetChannel(), in.GetChatId()))
 	msg.Data = data
 	msg.Header.Set(nats.MsgIdHdr, in.GetChannel()+":"+in.GetId())
-	if _, err := g.bus.JS.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("publish inbound %s: %w", in.GetId(), err)
+	// Bounded: a server that cannot write does not answer, and the
+	// caller (an HTTP request, a platform's webhook) must hear back.
+	pctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+	defer cancel()
+	ack, err := g.bus.JS.PublishMsg(pctx, msg)
+	if err != nil {
+		switch {
+		case bus.StorageFull(err):
+			return false, fmt.Errorf("publish inbound %s: %w: %w", in.GetId(), ErrStorageFull, err)
+		case bus.TooLarge(err):
+			return false, fmt.Errorf("publish inbound %s: %w: %w", in.GetId(), ErrTooLarge, err)
+		}
+		return false, fmt.Errorf("publish inbound %s: %w", in.GetId(), err)
 	}
-	return nil
+	return ack.Duplicate, nil
+}
+
+// refusing is the inbox the adapters get: a message the fleet refuses
+// (storage full, too large) is answered on the platform at once, straight
+// through the adapter, since the reply could not be stored either; the
+// adapter sees success, so the platform does not send the event again.
+func (g *Gateway) refusing(a Adapter) Inbox {
+	return InboxFunc(func(ctx context.Context, in *nanofleetv1.InboundMessage) error {
+		err := g.Publish(ctx, in)
+		text := RefusalText(err)
+		if text == "" {
+			return err
+		}
+		g.log.Warn("inbound message refused", "channel", in.GetChannel(), "chat", in.GetChatId(), "err", err)
+		out := &nanofleetv1.OutboundMessage{
+			Id: "refused:" + in.GetId(), Channel: in.GetChannel(), ChatId: in.GetChatId(), Content: text,
+			Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR, ReplyTo: in.GetId(), Metadata: in.GetMetadata(),
+			LastOfTurn: true, CreatedAt: timestamppb.Now(),
+		}
+		if derr := a.Deliver(ctx, out); derr != nil {
+			return fmt.Errorf("%w (and the refusal was not delivered: %w)", err, derr)
+		}
+		return nil
+	})
 }
 
 // Run starts every adapter and its delivery loops, and returns when ctx
@@ -133,7 +206,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		d := &deliverer{g: g, a: a, cons: cons, delivered: delivered, log: g.log.With("channel", a.Channel())}
 		eg.Go(func() error { return d.run(ctx) })
 		eg.Go(func() error {
-			if err := a.Run(ctx, InboxFunc(g.Publish)); err != nil && ctx.Err() == nil {
+			if err := a.Run(ctx, g.refusing(a)); err != nil && ctx.Err() == nil {
 				return fmt.Errorf("adapter %s: %w", a.Channel(), err)
 			}
 			return nil

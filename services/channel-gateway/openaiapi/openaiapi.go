@@ -1,6 +1,7 @@
 package openaiapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,9 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -29,6 +34,10 @@ type Deps struct {
 	// Inbox publishes the requests' messages.
 	Inbox gateway.Inbox
 	Log   *slog.Logger
+	// Storage, when set, says whether the fleet's store has room. A
+	// request waiting for its answer when the store fills is answered
+	// 507 then: its turn cannot commit until space is freed.
+	Storage func() error
 }
 
 // Server serves the OpenAI-compatible API.
@@ -41,6 +50,8 @@ type Server struct {
 	timeout time.Duration
 	created int64
 	mux     *http.ServeMux
+	// dupWindow caches duplicateWindow (nanoseconds; 0 until read).
+	dupWindow atomic.Int64
 }
 
 // New returns the API for cfg.
@@ -66,6 +77,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	mux.Handle("POST /v1/chat/completions", s.auth(s.chatCompletions))
 	mux.Handle("GET /v1/models", s.auth(s.models))
 	mux.Handle("GET /v1/models/{id}", s.auth(s.modelInfo))
+	// Without these the mux answers a wrong method or path in plain text,
+	// which OpenAI clients cannot parse.
+	mux.HandleFunc("/v1/chat/completions", methodNotAllowed("POST"))
+	mux.HandleFunc("/v1/models", methodNotAllowed("GET"))
+	mux.HandleFunc("/v1/models/{id}", methodNotAllowed("GET"))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		apiError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", fmt.Sprintf("Unknown request URL: %s %s.", r.Method, r.URL.Path))
+	})
 	s.mux = mux
 	return s, nil
 }
@@ -85,6 +104,14 @@ func (s *Server) auth(h http.HandlerFunc) http.Handler {
 		}
 		h(w, r)
 	})
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		apiError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+			fmt.Sprintf("%s is not allowed on %s; use %s.", r.Method, r.URL.Path, allow))
+	}
 }
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
@@ -110,8 +137,48 @@ type chatRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
-	Stream bool   `json:"stream"`
-	User   string `json:"user"`
+	Stream        bool `json:"stream"`
+	StreamOptions struct {
+		// IncludeUsage asks for a last chunk with the turn's usage.
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	User string `json:"user"`
+}
+
+// maxBodyBytes bounds a request body: a message at the gateway's limit,
+// JSON-escaped, with the client's copy of the conversation around it.
+const maxBodyBytes = 4 << 20
+
+// bodyError says what is wrong with a request body in the API's terms:
+// decoding errors name Go types ("Go struct field chatRequest.messages of
+// type []struct {…}"), which mean nothing to a client.
+func bodyError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		want := "a " + typeErr.Type.Kind().String()
+		switch typeErr.Type.Kind() {
+		case reflect.Slice, reflect.Array:
+			want = "an array"
+		case reflect.Struct, reflect.Map:
+			want = "an object"
+		case reflect.Int, reflect.Int64, reflect.Float64:
+			want = "a number"
+		case reflect.Interface:
+			want = "a value"
+		}
+		field := typeErr.Field
+		if field == "" {
+			field = "the body"
+		}
+		return fmt.Sprintf("Invalid type for '%s': expected %s, but got %s.", field, want, typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("The request body is not valid JSON (at byte %d): %v.", syntaxErr.Offset, syntaxErr)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "The request body is empty or cut short; send a JSON object."
+	}
+	return "The request body is not valid JSON: " + err.Error()
 }
 
 // errBadRequest marks a request the client must fix.
@@ -149,9 +216,18 @@ func (r *chatRequest) lastUserText() (string, error) {
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<20))
-	if err := dec.Decode(&req); err != nil {
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "The request body is not valid JSON: "+err.Error())
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err == nil {
+		err = json.NewDecoder(bytes.NewReader(raw)).Decode(&req)
+	}
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+				fmt.Sprintf("The request body is larger than %d MiB.", maxBodyBytes>>20))
+			return
+		}
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "", bodyError(err))
 		return
 	}
 	text, err := req.lastUserText()
@@ -160,6 +236,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
+		return
+	}
+	if len(text) > gateway.MaxContentBytes {
+		// Refused before watching the chat; a smaller limit from the
+		// model's context window comes back from Publish.
+		tooLarge(w, &gateway.TooLargeError{Size: len(text), Limit: gateway.MaxContentBytes})
 		return
 	}
 	chat := r.Header.Get("X-Session-Id")
@@ -173,15 +255,32 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "The session id is longer than 128 characters.")
 		return
 	}
-	id := "api-" + strings.ToLower(rand.Text()[:20])
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
-		sum := sha256.Sum256([]byte(chat + "\x00" + key))
-		id = "api-" + hex.EncodeToString(sum[:12])
+	id := newID()
+	var since time.Time
+	// sdkAttempt is the attempt number an OpenAI SDK (Stainless) sends
+	// with every request; -1 from other clients.
+	sdkAttempt := -1
+	if n, err := strconv.Atoi(r.Header.Get("X-Stainless-Retry-Count")); err == nil && n >= 0 {
+		sdkAttempt = n
+	}
+	switch key := r.Header.Get("Idempotency-Key"); {
+	case key != "":
+		id = keyedID(chat, "key", []byte(key))
+	case sdkAttempt >= 0:
+		// The SDKs retry without a key, with the same body: the body is
+		// the key. Attempt 0 is never taken for a retry (see below).
+		id = keyedID(chat, "body", raw)
+	}
+	if strings.HasPrefix(id, keyedPrefix) {
+		// A retry's publish is dropped as a duplicate within the inbound
+		// stream's window, so its answer may already be out: read the
+		// chat's replies from the start of that window.
+		since = time.Now().Add(-s.duplicateWindow(r.Context()))
 	}
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
 	defer cancel()
-	wch, err := watch.Start(ctx, s.deps.Bus, s.log, Channel, chat)
+	wch, err := watch.StartSince(ctx, s.deps.Bus, s.log, Channel, chat, since)
 	if err != nil {
 		s.log.Error("api watch", "err", err)
 		apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
@@ -195,13 +294,85 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if req.Stream {
 		in.Metadata["stream"] = "true" // asks the worker for deltas
 	}
-	if err := s.deps.Inbox.Publish(ctx, in); err != nil {
+	dup, err := s.publish(ctx, in)
+	if err == nil && dup && sdkAttempt == 0 && r.Header.Get("Idempotency-Key") == "" {
+		// An SDK's first attempt whose body is already stored is the
+		// same question asked again, not a retry: a turn of its own.
+		in.Id = newID()
+		id = in.Id
+		_, err = s.publish(ctx, in)
+	}
+	if err != nil {
 		s.log.Error("api message not published", "err", err)
-		apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
+		switch {
+		case errors.Is(err, gateway.ErrStorageFull):
+			storageFull(w)
+		case errors.Is(err, gateway.ErrTooLarge):
+			tooLarge(w, err)
+		default:
+			apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
+		}
 		return
 	}
-	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream}
+	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream, replay: !since.IsZero(),
+		includeUsage: req.Stream && req.StreamOptions.IncludeUsage}
 	t.run(ctx, wch, id)
+}
+
+// keyedPrefix starts the ids of requests that may repeat an earlier one.
+const keyedPrefix = "api-k"
+
+func newID() string { return "api-" + strings.ToLower(rand.Text()[:20]) }
+
+// keyedID is the inbound id of a request identified by key in chat.
+func keyedID(chat, kind string, key []byte) string {
+	h := sha256.New()
+	h.Write([]byte(chat + "\x00" + kind + "\x00"))
+	h.Write(key)
+	return keyedPrefix + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// publish stores in, reporting whether it repeats a stored message.
+func (s *Server) publish(ctx context.Context, in *nanofleetv1.InboundMessage) (duplicate bool, err error) {
+	if st, ok := s.deps.Inbox.(interface {
+		Store(context.Context, *nanofleetv1.InboundMessage) (bool, error)
+	}); ok {
+		return st.Store(ctx, in)
+	}
+	return false, s.deps.Inbox.Publish(ctx, in)
+}
+
+// storageFull answers 507 for a message the fleet has no room for.
+func storageFull(w http.ResponseWriter) {
+	apiError(w, http.StatusInsufficientStorage, "server_error", "storage_full",
+		"Storage full: the fleet has no room to store the message, so it was not received. Try again once space is freed.")
+}
+
+// tooLarge answers 413 for a message the fleet refused for its size.
+func tooLarge(w http.ResponseWriter, err error) {
+	msg := "The message is too large for the fleet to store."
+	var tl *gateway.TooLargeError
+	if errors.As(err, &tl) {
+		msg = fmt.Sprintf("The last user message has %d bytes of text; the fleet accepts at most %d (the model's context window or its storage).", tl.Size, tl.Limit)
+	}
+	apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", msg)
+}
+
+// duplicateWindow is the inbound stream's duplicate window, within which
+// a request with the same Idempotency-Key is the same message. It is read
+// once: provisioning sets it at start-up.
+func (s *Server) duplicateWindow(ctx context.Context) time.Duration {
+	if d := s.dupWindow.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+	defer cancel()
+	st, err := s.deps.Bus.JS.Stream(ctx, s.deps.Bus.Space.InboundStream())
+	if err != nil || st.CachedInfo().Config.Duplicates <= 0 {
+		return 10 * time.Minute // the layout's default
+	}
+	s.dupWindow.Store(int64(st.CachedInfo().Config.Duplicates))
+	return st.CachedInfo().Config.Duplicates
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

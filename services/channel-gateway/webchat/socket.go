@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
@@ -45,8 +46,8 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
 		return
 	}
-	// Accept checks that the Origin is this host.
-	c, err := websocket.Accept(w, r, nil)
+	// Accept checks that the Origin is this host or an allowed origin's.
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.originHosts()})
 	if err != nil {
 		s.log.Debug("web socket refused", "err", err)
 		return
@@ -129,11 +130,16 @@ func (s *Server) send(ctx context.Context, id string, req request) (frame, error
 	if text == "" && len(in.Media) == 0 {
 		return frame{}, userError("Nothing to send.")
 	}
-	s.touch(ctx, id, text)
 	if err := s.deps.Inbox.Publish(ctx, in); err != nil {
 		s.log.Error("web message not published", "err", err)
+		if text := gateway.RefusalText(err); text != "" {
+			return frame{}, userError(text)
+		}
 		return frame{}, userError("The message could not be sent; try again.")
 	}
+	// After the publish: a refused message (a full store, where this
+	// write would wait for its timeout) leaves the conversation as it was.
+	s.touch(ctx, id, text)
 	return frame{Type: "accepted", ID: in.GetId()}, nil
 }
 

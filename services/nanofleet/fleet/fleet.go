@@ -25,8 +25,10 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/storeguard"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 )
 
@@ -42,11 +44,16 @@ type Options struct {
 	// Listen makes the embedded server accept other processes on the
 	// config's nats host and port; otherwise it is in-process only.
 	Listen bool
+	// Credentials are required of every client of the embedded server;
+	// required with Listen.
+	Credentials fleetdir.Credentials
 	// Workers is how many agent workers run in the process (default 1).
 	Workers int
 	// Gateway runs the channel-gateway with the configured channels.
 	Gateway bool
-	// Listen is the gateway's HTTP address (web chat, API, webhooks).
+	// GatewayListen overrides channels.web.listen, the gateway's HTTP
+	// address (web chat, dashboard, API, webhooks); without either it is
+	// 127.0.0.1:8080.
 	GatewayListen string
 	// Announce receives lines a person needs to see (login links).
 	Announce func(line string)
@@ -55,12 +62,19 @@ type Options struct {
 	// ClientOnly connects to the external NATS of the config and runs no
 	// part of the fleet there: the fleet at that NATS does the work.
 	ClientOnly bool
+	// StoreMinFree is the free space on the embedded server's store below
+	// which the fleet refuses new messages as storage full (default
+	// 32 MiB); see package storeguard.
+	StoreMinFree int64
 }
 
 // Fleet is a running in-process fleet.
 type Fleet struct {
 	Bus      *bus.Bus
 	Embedded *bus.Embedded
+	// Storage watches the embedded server's store; nil with an external
+	// server.
+	Storage  *storeguard.Guard
 	Metrics  *observe.Metrics
 	Registry *prometheus.Registry
 
@@ -114,11 +128,15 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := profile.Seed(ctx, kv, profile.DefaultAgent, o.Workspace); err != nil {
+	seed := profile.SeedOptions{Editable: o.File.EditableProfile(), Log: o.Log}
+	if _, err := profile.Seed(ctx, kv, profile.DefaultAgent, o.Workspace, seed); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
+	if f.Storage != nil {
+		f.goRun("storage guard", func() error { return f.Storage.Run(runCtx) })
+	}
 	node, err := nodeID(o.DataDir)
 	if err != nil {
 		return nil, err
@@ -144,14 +162,27 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 		f.closer = append(f.closer, b.Close)
 		return nil
 	}
+	if o.Listen && o.Credentials.Password == "" {
+		return errors.New("fleet: an embedded server that listens needs credentials")
+	}
 	ec := bus.EmbeddedConfig{StoreDir: filepath.Join(o.DataDir, "jetstream"), NoListen: !o.Listen,
-		Host: o.File.NATS.Host, Port: o.File.NATS.Port}
+		Host: o.File.NATS.Host, Port: o.File.NATS.Port, User: o.Credentials.User, Password: o.Credentials.Password}
 	e, err := bus.StartEmbedded(ec, o.Log)
 	if err != nil {
 		return err
 	}
 	f.Embedded = e
 	f.closer = append(f.closer, e.Shutdown)
+	// A full disk makes the server leave the publishes it cannot write
+	// unanswered, and the streams that failed a write keep failing once
+	// space is back until JetStream reopens them.
+	g, err := storeguard.New(storeguard.Config{Dir: ec.StoreDir, MinFree: o.StoreMinFree, Usage: e.StoreUsage}, o.Log, f.Registry,
+		func(context.Context) error { return e.RestartJetStream() })
+	if err != nil {
+		return err
+	}
+	g.Check(ctx)
+	f.Storage = g
 	b, err := bus.Connect(ctx, cfg, e.ConnectOption())
 	if err != nil {
 		return err
@@ -178,6 +209,24 @@ func (f *Fleet) goRun(name string, part func() error) {
 			f.mu.Unlock()
 		}
 	}()
+}
+
+// Ready reports why the fleet cannot take messages now: its NATS
+// connection is down or its store is full. It is the all-in-one's
+// readiness check.
+func (f *Fleet) Ready(context.Context) error {
+	if !f.Bus.NC.IsConnected() {
+		return fmt.Errorf("nats: %s", f.Bus.NC.Status())
+	}
+	return f.storageErr()
+}
+
+// storageErr is the gateway's storage check: nil without a guard.
+func (f *Fleet) storageErr() error {
+	if f.Storage == nil {
+		return nil
+	}
+	return f.Storage.Err()
 }
 
 // Done is closed when a part of the fleet failed; see [Fleet.Err].

@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 )
 
 //go:embed templates
@@ -32,7 +34,6 @@ const ConfigTemplate = `{
     "openai": { "apiKey": "${OPENAI_API_KEY:-}", "apiBase": "${OPENAI_BASE_URL:-}" }
   },
   "nats": { "prefix": "nanofleet", "host": "127.0.0.1", "port": 4222 },
-  "worker": { "turnsPerWorker": 16 },
   "tools": { "exec": { "timeout": 60, "sandbox": "bwrap" } }
 }
 `
@@ -46,7 +47,7 @@ type Result struct {
 // unless force is set.
 func Write(configPath, workspace string, force bool) (Result, error) {
 	var res Result
-	put := func(path string, data []byte) error {
+	put := func(path string, data []byte, mode os.FileMode) error {
 		if _, err := os.Stat(path); err == nil && !force {
 			res.Kept = append(res.Kept, path)
 			return nil
@@ -56,16 +57,28 @@ func Write(configPath, workspace string, force bool) (Result, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
+		if err := os.WriteFile(path, data, mode); err != nil {
 			return err
 		}
 		res.Wrote = append(res.Wrote, path)
 		return nil
 	}
-	if err := put(configPath, []byte(ConfigTemplate)); err != nil {
+	// The config holds API keys: its owner's alone.
+	if err := put(configPath, []byte(ConfigTemplate), 0o600); err != nil {
 		return res, fmt.Errorf("onboard: config: %w", err)
 	}
-	err := fs.WalkDir(templates, "templates", func(p string, d fs.DirEntry, err error) error {
+	// Sessions may have written the workspace: its files are written
+	// without following a symlink in any component (a planted link is
+	// replaced, never written through).
+	if err := os.MkdirAll(workspace, 0o755); err != nil {
+		return res, fmt.Errorf("onboard: workspace: %w", err)
+	}
+	dir, err := wsfile.Open(workspace)
+	if err != nil {
+		return res, fmt.Errorf("onboard: workspace: %w", err)
+	}
+	defer dir.Close()
+	err = fs.WalkDir(templates, "templates", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -74,7 +87,18 @@ func Write(configPath, workspace string, force bool) (Result, error) {
 			return err
 		}
 		rel, _ := filepath.Rel("templates", p)
-		return put(filepath.Join(workspace, rel), data)
+		path := filepath.Join(workspace, rel)
+		if _, err := dir.Lstat(rel); err == nil && !force {
+			res.Kept = append(res.Kept, path)
+			return nil
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := dir.WriteFile(rel, data, wsfile.WriteOptions{}); err != nil {
+			return err
+		}
+		res.Wrote = append(res.Wrote, path)
+		return nil
 	})
 	if err != nil {
 		return res, fmt.Errorf("onboard: workspace: %w", err)

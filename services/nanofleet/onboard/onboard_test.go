@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 	"github.com/nanofleet/nanofleet/services/nanofleet/onboard"
 )
 
@@ -21,10 +25,14 @@ func TestWriteKeepsUserFiles(t *testing.T) {
 	if len(res.Wrote) < 6 || len(res.Kept) != 0 {
 		t.Fatalf("first onboard: wrote %v, kept %v", res.Wrote, res.Kept)
 	}
-	for _, f := range []string{"AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "memory/MEMORY.md", "skills/weather/SKILL.md"} {
+	// Every bootstrap file the prompt reads, so that the README's list holds.
+	for _, f := range append(slices.Clone(profile.BootstrapFiles), "memory/MEMORY.md", "skills/weather/SKILL.md") {
 		if _, err := os.Stat(filepath.Join(ws, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
+	}
+	if st, err := os.Stat(cfg); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("config file: %v, mode %v; want 0600 (it holds API keys)", err, st.Mode().Perm())
 	}
 	if err := os.WriteFile(filepath.Join(ws, "SOUL.md"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
@@ -51,5 +59,58 @@ func TestConfigTemplateLoads(t *testing.T) {
 	}
 	if err := f.Section("tools", &tools); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestForceReplacesPlantedLinks: links a session planted in the
+// workspace are replaced by onboard --force, never written through.
+func TestForceReplacesPlantedLinks(t *testing.T) {
+	dir := t.TempDir()
+	cfg, ws, host := filepath.Join(dir, "config.json"), filepath.Join(dir, "workspace"), filepath.Join(dir, "host")
+	for _, d := range []string{filepath.Join(ws, "memory.old"), host} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := filepath.Join(host, "bashrc")
+	if err := os.WriteFile(target, []byte("host file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, to := range map[string]string{"SOUL.md": target, "memory": host} {
+		if err := os.Symlink(to, filepath.Join(ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := onboard.Write(cfg, ws, true)
+	if err == nil {
+		t.Error("onboard wrote through the symlinked memory directory without an error")
+	}
+	if data, _ := os.ReadFile(target); string(data) != "host file" {
+		t.Errorf("host file = %q", data)
+	}
+	if entries, _ := os.ReadDir(host); len(entries) != 1 {
+		t.Errorf("host directory holds %d entries", len(entries))
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "SOUL.md")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("SOUL.md after onboard: %v, %v", fi, err)
+	}
+}
+
+// TestConfigTemplateKeepsDefaultSlots: a config written by onboard must
+// give the worker the turn slots the shipped defaults are sized for
+// (issue 20); an onboarded user would otherwise run a smaller fleet than
+// the bench measures.
+func TestConfigTemplateKeepsDefaultSlots(t *testing.T) {
+	f := config.Defaults()
+	if err := config.Parse(f, []byte(onboard.ConfigTemplate), func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := service.Config(f, "w", "/workspace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := worker.DefaultConfig(); cfg.Slots != want.Slots || cfg.FleetTurnLimit != want.FleetTurnLimit {
+		t.Errorf("onboard's config gives turnsPerWorker %d, fleetTurnLimit %d; the defaults are %d, %d",
+			cfg.Slots, cfg.FleetTurnLimit, want.Slots, want.FleetTurnLimit)
 	}
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -20,11 +18,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
+	"github.com/nanofleet/nanofleet/services/tool-runner/quota"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/files"
@@ -62,6 +62,7 @@ type Runner struct {
 	exOpts  []sandbox.ExecutorOption
 	mcp     *mcp.Manager // nil without MCP servers
 	mcpOpts []mcp.Option
+	quota   *quota.Meter
 
 	mu       sync.Mutex
 	started  bool
@@ -102,7 +103,8 @@ func New(cfg Config, b *bus.Bus, opts ...Option) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, bus: b, id: nuid.Next(), sem: make(chan struct{}, cfg.Runner.MaxConcurrent)}
+	r := &Runner{cfg: cfg, bus: b, id: nuid.Next(), sem: make(chan struct{}, cfg.Runner.MaxConcurrent),
+		quota: quota.NewMeter(quota.Limits{Bytes: cfg.Workspace.QuotaBytes, Files: cfg.Workspace.QuotaFiles}, quotaTTL)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -420,7 +422,7 @@ func (r *Runner) run(ctx context.Context, log *slog.Logger, name string, tr *nan
 		return fail(err, "")
 	}
 	defer ws.Close()
-	out, err := tool.Run(ctx, &tools.Call{
+	call := &tools.Call{
 		ID:         tr.GetCallId(),
 		SessionKey: tr.GetSessionKey(),
 		AgentID:    tr.GetAgentId(),
@@ -428,12 +430,79 @@ func (r *Runner) run(ctx context.Context, log *slog.Logger, name string, tr *nan
 		Workspace:  ws,
 		Blobs:      r.blobs,
 		Log:        log,
-	})
+	}
+	out, err := r.runInQuota(ctx, log, name, tool, call, tr)
 	if err != nil {
 		return fail(err, out.Text)
 	}
 	return r.shrink(ctx, name, tr, &nanofleetv1.ToolResult{Content: out.Text, Media: out.Media})
 }
+
+// runInQuota runs a call within its workspace's quota. The quota applies
+// to the built-in tools that write (MCP servers keep their files
+// elsewhere): a file tool is refused when it would pass the quota; exec
+// may grow no file past what is left, is stopped while it runs once the
+// workspace is over, and its result says when it left it over.
+func (r *Runner) runInQuota(ctx context.Context, log *slog.Logger, name string, tool tools.Tool, call *tools.Call, tr *nanofleetv1.ToolRequest) (tools.Result, error) {
+	ws := call.Workspace
+	_, _, builtin := r.set.Get(name)
+	if !builtin || tool.Definition().ReadOnly || !r.quota.Limits().On() {
+		return tool.Run(ctx, call)
+	}
+	if name != execTool {
+		if err := r.quota.Reserve(ws.Dir(), ws.Root(), writeEstimate(name, tr)); err != nil {
+			log.Info("tool call refused by the workspace quota", "err", err)
+			return tools.Result{}, err
+		}
+		return tool.Run(ctx, call)
+	}
+	left, err := r.quota.Left(ws.Dir(), ws.Root())
+	if err != nil {
+		return tools.Result{}, err
+	}
+	call.FileSizeLimit = left
+	qctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	watchCtx, endWatch := context.WithCancel(qctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		r.quota.Watch(watchCtx, ws.Dir(), ws.Root(), stop)
+	}()
+	out, err := tool.Run(qctx, call)
+	endWatch()
+	<-watched // the workspace is closed after this returns
+	if cause := context.Cause(qctx); errors.Is(cause, quota.ErrExceeded) {
+		log.Warn("command stopped: workspace over its quota", "workspace", ws.Dir())
+		return out, fmt.Errorf("the command was stopped: %w", cause)
+	}
+	note, qerr := r.quota.AfterCommand(ws.Dir(), ws.Root())
+	if qerr != nil {
+		log.Warn("measure workspace after exec", "err", qerr)
+	}
+	if note != "" {
+		log.Warn("workspace over its quota after exec", "workspace", ws.Dir(), "note", note)
+		out.Text += "\n\n" + note
+	}
+	return out, err
+}
+
+// writeEstimate is what a file tool call may add to its workspace: at
+// most its arguments' size, and a file unless it edits one in place.
+func writeEstimate(name string, tr *nanofleetv1.ToolRequest) quota.Usage {
+	u := quota.Usage{Bytes: int64(len(tr.GetArgumentsJson())), Files: 1}
+	if name == "edit_file" {
+		u.Files = 0
+	}
+	return u
+}
+
+// execTool is the tool whose writes cannot be known before it runs.
+const execTool = "exec"
+
+// quotaTTL is how long a workspace's measured usage is trusted between
+// commands (other runners and sessions may write to it meanwhile).
+const quotaTTL = 10 * time.Second
 
 // shrink stores an oversize result and replaces it by a preview.
 func (r *Runner) shrink(ctx context.Context, name string, tr *nanofleetv1.ToolRequest, res *nanofleetv1.ToolResult) *nanofleetv1.ToolResult {
@@ -472,11 +541,22 @@ func (r *Runner) openWorkspace(tr *nanofleetv1.ToolRequest) (*sandbox.Workspace,
 	if uid, gid, ok := r.exec.Owner(); ok {
 		opts = append(opts, sandbox.WithOwner(uid, gid))
 	}
-	ws, err := sandbox.OpenWorkspace(r.WorkspaceDir(tr), opts...)
+	dir := r.WorkspaceDir(tr)
+	if !r.cfg.Workspace.EditableProfile && dir == filepath.Clean(r.cfg.Workspace.Root) {
+		opts = append(opts, sandbox.WithReadOnly(ProfilePaths()...))
+	}
+	ws, err := sandbox.OpenWorkspace(dir, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	return ws, nil
+}
+
+// ProfilePaths are the agent's profile in its workspace: the bootstrap
+// files and skills/. Sessions may not change them unless
+// tools.workspace.editableProfile is set.
+func ProfilePaths() []string {
+	return append(append([]string(nil), profile.BootstrapFiles...), "skills")
 }
 
 // checkRootReachable reports a workspace root the sandbox user cannot
@@ -486,23 +566,7 @@ func (r *Runner) checkRootReachable() error {
 	if !ok {
 		return nil
 	}
-	dir, err := filepath.Abs(r.cfg.Workspace.Root)
-	if err != nil {
-		return err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		st, _ := fi.Sys().(*syscall.Stat_t)
-		if fi.Mode().Perm()&0o001 == 0 && (st == nil || int(st.Uid) != uid) {
-			return &fs.PathError{Op: "search", Path: d, Err: fmt.Errorf("not searchable by uid %d (tools.exec.hostUid); chmod o+x it or move tools.workspace.root", uid)}
-		}
-		if d == filepath.Dir(d) {
-			return nil
-		}
-	}
+	return sandbox.Reachable(r.cfg.Workspace.Root, uid)
 }
 
 func firstLine(s string) string {
