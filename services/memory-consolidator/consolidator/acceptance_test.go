@@ -26,11 +26,10 @@ import (
 // fleet is a worker with memory and a consolidator on one JetStream and
 // one fake model.
 type fleet struct {
-	b     *bus.Bus
-	llm   *llmtest.Server
-	mem   *memory.Store
-	out   chan *nanofleetv1.OutboundMessage
-	reply map[string]*nanofleetv1.OutboundMessage
+	b   *bus.Bus
+	llm *llmtest.Server
+	mem *memory.Store
+	out chan *nanofleetv1.OutboundMessage
 }
 
 type noRunners struct{}
