@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/directget"
 	"github.com/nanofleet/nanofleet/pkg/subject"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // Config says how to reach NATS and which fleet to join.
@@ -45,10 +46,10 @@ type TLSConfig struct {
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
 	if _, err := subject.NewSpace(c.Prefix); err != nil {
-		return fmt.Errorf("nats.prefix: %w", err)
+		return config.Invalid("nats.prefix", "%w", err)
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		return errors.New("nats.tls: certFile and keyFile go together")
+		return config.Invalid("nats.tls", "certFile and keyFile go together")
 	}
 	return nil
 }

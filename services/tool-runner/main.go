@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
@@ -49,7 +48,7 @@ func run(flags svc.Flags, workspace string) error {
 		cfg.Workspace.Root = workspace
 	}
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", config.ErrInvalid, err)
+		return err
 	}
 	b, err := svc.Connect(ctx, file, "tool-runner", log)
 	if err != nil {

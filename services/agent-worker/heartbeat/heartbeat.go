@@ -19,6 +19,8 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 const (
@@ -64,13 +66,13 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.Agent == "":
-		return fmt.Errorf("%w: heartbeat.agent: must be set", ErrInvalidConfig)
+		return config.Invalid("heartbeat.agent", "must be set")
 	case c.Enabled && (c.Every < time.Second || c.Every%time.Second != 0):
-		return fmt.Errorf("%w: heartbeat.interval: %s, want whole seconds, at least 1s", ErrInvalidConfig, c.Every)
+		return config.Invalid("heartbeat.interval", "%s, want whole seconds, at least 1s", c.Every)
 	case c.KeepTurns < 1:
-		return fmt.Errorf("%w: heartbeat.keepTurns: %d, want at least 1", ErrInvalidConfig, c.KeepTurns)
+		return config.Invalid("heartbeat.keepTurns", "%d, want at least 1", c.KeepTurns)
 	case (c.NotifyChannel == "") != (c.NotifyChat == ""):
-		return fmt.Errorf("%w: heartbeat.notify: channel and chat go together", ErrInvalidConfig)
+		return config.Invalid("heartbeat.notify", "channel and chat go together")
 	}
 	return nil
 }

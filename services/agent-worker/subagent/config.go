@@ -1,8 +1,9 @@
 package subagent
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // Config tunes subagents.
@@ -39,15 +40,15 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.MaxPerSession < 1:
-		return fmt.Errorf("%w: subagents.maxPerSession: %d, want at least 1", ErrInvalidConfig, c.MaxPerSession)
+		return config.Invalid("subagents.maxPerSession", "%d, want at least 1", c.MaxPerSession)
 	case c.WaitTimeout < time.Second:
-		return fmt.Errorf("%w: subagents.waitTimeout: %s, want at least 1s", ErrInvalidConfig, c.WaitTimeout)
+		return config.Invalid("subagents.waitTimeout", "%s, want at least 1s", c.WaitTimeout)
 	case c.StaleAfter < c.WaitTimeout:
-		return fmt.Errorf("%w: subagents.staleAfter: %s is below waitTimeout %s", ErrInvalidConfig, c.StaleAfter, c.WaitTimeout)
+		return config.Invalid("subagents.staleAfter", "%s is below waitTimeout %s", c.StaleAfter, c.WaitTimeout)
 	}
 	for _, t := range c.Tools {
 		if t == "" || t == "spawn" {
-			return fmt.Errorf("%w: subagents.tools: %q is not allowed", ErrInvalidConfig, t)
+			return config.Invalid("subagents.tools", "%q is not allowed", t)
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // Config tunes a worker.
@@ -87,21 +89,21 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.ID == "":
-		return fmt.Errorf("worker.id: must be set")
+		return config.Invalid("worker.id", "must be set")
 	case c.Slots < 1:
-		return fmt.Errorf("worker.turnsPerWorker: must be at least 1, got %d", c.Slots)
+		return config.Invalid("worker.turnsPerWorker", "must be at least 1, got %d", c.Slots)
 	case c.FleetTurnLimit < c.Slots:
-		return fmt.Errorf("worker.fleetTurnLimit: %d is below turnsPerWorker %d", c.FleetTurnLimit, c.Slots)
+		return config.Invalid("worker.fleetTurnLimit", "%d is below turnsPerWorker %d", c.FleetTurnLimit, c.Slots)
 	case c.AckWait < time.Second:
-		return fmt.Errorf("worker.ackWait: must be at least 1s, got %s", c.AckWait)
+		return config.Invalid("worker.ackWait", "must be at least 1s, got %s", c.AckWait)
 	case c.LeaseTTL < time.Second:
-		return fmt.Errorf("worker.leaseTTL: must be at least 1s, got %s", c.LeaseTTL)
+		return config.Invalid("worker.leaseTTL", "must be at least 1s, got %s", c.LeaseTTL)
 	case c.MaxAttempts < 1:
-		return fmt.Errorf("worker.maxAttempts: must be at least 1, got %d", c.MaxAttempts)
+		return config.Invalid("worker.maxAttempts", "must be at least 1, got %d", c.MaxAttempts)
 	case c.ContextWindowTokens <= c.Loop.MaxTokens:
-		return fmt.Errorf("agents.defaults.contextWindowTokens: %d leaves no room beside maxTokens %d", c.ContextWindowTokens, c.Loop.MaxTokens)
+		return config.Invalid("agents.defaults.contextWindowTokens", "%d leaves no room beside maxTokens %d", c.ContextWindowTokens, c.Loop.MaxTokens)
 	case c.DailyTokenBudget < 0:
-		return fmt.Errorf("worker.dailyTokenBudget: must not be negative, got %d", c.DailyTokenBudget)
+		return config.Invalid("worker.dailyTokenBudget", "must not be negative, got %d", c.DailyTokenBudget)
 	case c.BusyDelay <= 0 || c.MaxBusyDelay < c.BusyDelay:
 		return fmt.Errorf("worker busy delay: want 0 < min <= max")
 	}

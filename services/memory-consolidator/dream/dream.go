@@ -49,6 +49,8 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/held"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // JobName is the system job's name.
@@ -91,17 +93,17 @@ func (c Config) Validate() error {
 	case c.ID == "" || c.Agent == "":
 		return errors.New("dream: id and agent must be set")
 	case c.Cron == "" && c.Every < time.Second:
-		return fmt.Errorf("memory.dream.every: must be at least 1s, got %s", c.Every)
+		return config.Invalid("memory.dream.every", "must be at least 1s, got %s", c.Every)
 	case c.Cron == "" && c.TimeZone != "":
-		return errors.New("memory.dream.timeZone: only with a cron schedule")
+		return config.Invalid("memory.dream.timeZone", "only with a cron schedule")
 	case c.MaxEntries < 1 || c.MaxInputChars < 1000:
-		return errors.New("memory.dream: maxEntries must be at least 1 and maxInputChars at least 1000")
+		return config.Invalid("memory.dream", "maxEntries must be at least 1 and maxInputChars at least 1000")
 	case c.AckWait < time.Second:
 		return fmt.Errorf("dream: ackWait must be at least 1s, got %s", c.AckWait)
 	}
 	if c.TimeZone != "" {
 		if _, err := time.LoadLocation(c.TimeZone); err != nil {
-			return fmt.Errorf("memory.dream.timeZone: %w", err)
+			return config.Invalid("memory.dream.timeZone", "%w", err)
 		}
 	}
 	return nil

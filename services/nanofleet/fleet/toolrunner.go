@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
@@ -19,7 +18,7 @@ func (f *Fleet) startToolRunner(setupCtx, runCtx context.Context, o Options) (wo
 	}
 	cfg.Workspace.Root = o.Workspace
 	if err := cfg.Validate(); err != nil {
-		return nil, config.Invalid("tools", "%v", err)
+		return nil, err
 	}
 	if msg := runner.SharedDiskWarning(cfg.Workspace, o.DataDir); msg != "" && o.DataDir != "" {
 		o.Log.Warn(msg)
