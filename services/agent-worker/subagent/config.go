@@ -1,6 +1,7 @@
 package subagent
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
@@ -8,16 +9,18 @@ import (
 
 // Config tunes subagents.
 type Config struct {
-	// MaxPerSession bounds the subagents one session runs at once.
-	MaxPerSession int
+	// MaxPerSession bounds the subagents one session runs at once; the
+	// config file's schedule.subagents.maxPerSession, the only field the
+	// file sets.
+	MaxPerSession int `json:"maxPerSession"`
 	// Tools are the names of the tools a subagent may use.
-	Tools []string
+	Tools []string `json:"-"`
 	// WaitTimeout bounds how long spawn with wait blocks the parent's
 	// turn; after it the child's result is announced instead.
-	WaitTimeout time.Duration
+	WaitTimeout time.Duration `json:"-"`
 	// StaleAfter is how long a child's record counts as running without
 	// a result (a child whose turn was lost stops blocking its slot).
-	StaleAfter time.Duration
+	StaleAfter time.Duration `json:"-"`
 }
 
 // DefaultTools is nanobot's subagent tool set: files, exec, web.
@@ -40,15 +43,15 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.MaxPerSession < 1:
-		return config.Invalid("subagents.maxPerSession", "%d, want at least 1", c.MaxPerSession)
+		return config.Invalid("schedule.subagents.maxPerSession", "%d, want at least 1", c.MaxPerSession)
 	case c.WaitTimeout < time.Second:
-		return config.Invalid("subagents.waitTimeout", "%s, want at least 1s", c.WaitTimeout)
+		return fmt.Errorf("subagent: wait timeout %s, want at least 1s", c.WaitTimeout)
 	case c.StaleAfter < c.WaitTimeout:
-		return config.Invalid("subagents.staleAfter", "%s is below waitTimeout %s", c.StaleAfter, c.WaitTimeout)
+		return fmt.Errorf("subagent: stale after %s is below the wait timeout %s", c.StaleAfter, c.WaitTimeout)
 	}
 	for _, t := range c.Tools {
 		if t == "" || t == "spawn" {
-			return config.Invalid("subagents.tools", "%q is not allowed", t)
+			return fmt.Errorf("subagent: tool %q is not allowed", t)
 		}
 	}
 	return nil

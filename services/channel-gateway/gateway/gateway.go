@@ -17,8 +17,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
-
-	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // Config tunes delivery.
@@ -68,15 +66,15 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.MaxDeliver < 1:
-		return config.Invalid("gateway.maxDeliver", "must be at least 1, got %d", c.MaxDeliver)
+		return fmt.Errorf("gateway.maxDeliver: must be at least 1, got %d", c.MaxDeliver)
 	case c.AckWait < time.Second:
-		return config.Invalid("gateway.ackWait", "must be at least 1s, got %s", c.AckWait)
+		return fmt.Errorf("gateway.ackWait: must be at least 1s, got %s", c.AckWait)
 	case c.MinBackoff <= 0 || c.MaxBackoff < c.MinBackoff:
 		return fmt.Errorf("gateway backoff: want 0 < min <= max, got %s, %s", c.MinBackoff, c.MaxBackoff)
 	case c.Parallel < 1:
-		return config.Invalid("gateway.parallel", "must be at least 1, got %d", c.Parallel)
+		return fmt.Errorf("gateway.parallel: must be at least 1, got %d", c.Parallel)
 	case c.MaxContentBytes < 1 || c.MaxContentBytes > MaxContentBytes:
-		return config.Invalid("gateway.maxContentBytes", "must be 1..%d, got %d", MaxContentBytes, c.MaxContentBytes)
+		return fmt.Errorf("gateway.maxContentBytes: must be 1..%d, got %d", MaxContentBytes, c.MaxContentBytes)
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ func (c Config) Validate() error {
 	case c.Slots < 1:
 		return config.Invalid("memory.consolidator.slots", "must be at least 1, got %d", c.Slots)
 	case c.AckWait < time.Second:
-		return config.Invalid("memory.consolidator.ackWaitSeconds", "must be at least 1s, got %s", c.AckWait)
+		return config.Invalid("memory.consolidator.ackWaitSeconds", "must be at least 1, got %s", c.AckWait)
 	case c.MaxDeliveries < 1:
 		return config.Invalid("memory.consolidator.maxDeliveries", "must be at least 1, got %d", c.MaxDeliveries)
 	case c.MaxRequestBytes < 64:

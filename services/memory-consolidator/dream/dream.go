@@ -96,8 +96,10 @@ func (c Config) Validate() error {
 		return config.Invalid("memory.dream.every", "must be at least 1s, got %s", c.Every)
 	case c.Cron == "" && c.TimeZone != "":
 		return config.Invalid("memory.dream.timeZone", "only with a cron schedule")
-	case c.MaxEntries < 1 || c.MaxInputChars < 1000:
-		return config.Invalid("memory.dream", "maxEntries must be at least 1 and maxInputChars at least 1000")
+	case c.MaxEntries < 1:
+		return config.Invalid("memory.dream.maxEntries", "must be at least 1, got %d", c.MaxEntries)
+	case c.MaxInputChars < 1000:
+		return fmt.Errorf("dream: maxInputChars must be at least 1000, got %d", c.MaxInputChars)
 	case c.AckWait < time.Second:
 		return fmt.Errorf("dream: ackWait must be at least 1s, got %s", c.AckWait)
 	}
