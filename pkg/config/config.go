@@ -12,12 +12,14 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -228,19 +230,25 @@ func decodeStrict(data []byte, v any, section string) error {
 	if err == nil {
 		return nil
 	}
-	join := func(k string) string {
-		if section == "" {
-			return k
-		}
-		return section + "." + k
-	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		return Invalid(join(typeErr.Field), "cannot use a JSON %s as %s", typeErr.Value, typeErr.Type)
+		key := keyPath(reflect.TypeOf(v), typeErr.Field)
+		// The offset's path has map keys, which Field lacks; it is wrong
+		// when a type's own UnmarshalJSON failed (an offset into its value).
+		if at := keyAt(data, typeErr.Offset); at != "" && lastKey(at) == lastKey(key) {
+			key = at
+		}
+		return Invalid(join(section, key), "cannot use a JSON %s as %s", typeErr.Value, typeErr.Type)
 	}
-	// encoding/json reports unknown keys only as text: `json: unknown field "x"`.
+	// encoding/json reports unknown keys only as text, by their last
+	// element: `json: unknown field "x"`.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return Invalid(join(strings.Trim(name, `"`)), "unknown key (check spelling; keys are camelCase)")
+		var tree any
+		key := ""
+		if json.Unmarshal(data, &tree) == nil {
+			key = unknownKey(tree, reflect.TypeOf(v), section)
+		}
+		return Invalid(cmp.Or(key, join(section, strings.Trim(name, `"`))), "unknown key (check spelling; keys are camelCase)")
 	}
 	return &Error{Key: section, Err: err}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string {
@@ -17,7 +18,7 @@ func TestParseNamesTheBadKey(t *testing.T) {
 		name, json, wantKey string
 	}{
 		{"unknown top key", `{"agentz": {}}`, "agentz"},
-		{"unknown nested key", `{"agents": {"defaults": {"modle": "x"}}}`, "modle"},
+		{"unknown nested key", `{"agents": {"defaults": {"modle": "x"}}}`, "agents.defaults.modle"},
 		{"wrong type", `{"agents": {"defaults": {"maxTokens": "lots"}}}`, "agents.defaults.maxTokens"},
 		{"out of range", `{"agents": {"defaults": {"maxToolIterations": 0}}}`, "agents.defaults.maxToolIterations"},
 		{"bad prefix", `{"nats": {"prefix": "a.b"}}`, "nats.prefix"},
@@ -30,11 +31,12 @@ func TestParseNamesTheBadKey(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := Parse(Defaults(), []byte(tt.json), env(nil))
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("Parse error = %v, want ErrInvalid", err)
+			var ce *Error
+			if !errors.Is(err, ErrInvalid) || !errors.As(err, &ce) {
+				t.Fatalf("Parse error = %v, want a *config.Error", err)
 			}
-			if !strings.Contains(err.Error(), tt.wantKey) {
-				t.Errorf("error %q does not name %q", err, tt.wantKey)
+			if ce.Key != tt.wantKey || !strings.Contains(err.Error(), tt.wantKey) {
+				t.Errorf("error %q names %q, want %q", err, ce.Key, tt.wantKey)
 			}
 		})
 	}
@@ -147,5 +149,50 @@ func TestEditableProfile(t *testing.T) {
 				t.Errorf("EditableProfile() = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSectionKeyPaths checks the paths encoding/json gets wrong: an unknown
+// key below the top (it names only the last element) and a mistyped key
+// of an embedded struct (it names the struct's Go type).
+func TestSectionKeyPaths(t *testing.T) {
+	type Inner struct {
+		Slots int     `json:"slots"`
+		Wait  Seconds `json:"waitSeconds"`
+		Code  int     `json:"-"`
+	}
+	type section struct {
+		Inner
+		Servers map[string]struct {
+			URL  string   `json:"url"`
+			Args []string `json:"args"`
+		} `json:"servers"`
+		Retries int `json:"retries"`
+	}
+	tests := []struct {
+		name, json, wantKey string
+	}{
+		{"embedded, wrong type", `{"slots": "many"}`, "worker.slots"},
+		{"seconds, wrong type", `{"waitSeconds": "1m"}`, "worker.waitSeconds"},
+		{"code-only field", `{"Code": 1}`, "worker.Code"},
+		{"unknown in a map value", `{"servers": {"a": {"url": "x", "ulr": "y"}}}`, "worker.servers.a.ulr"},
+		{"map value, wrong type", `{"servers": {"a": {"args": "x"}}}`, "worker.servers.a.args"},
+		{"unknown at the top", `{"retries": 1, "retry": 2}`, "worker.retry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &File{Worker: []byte(tt.json)}
+			var v section
+			err := f.Section("worker", &v)
+			var ce *Error
+			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalid) || ce.Key != tt.wantKey {
+				t.Errorf("Section = %v, want an error naming %s", err, tt.wantKey)
+			}
+		})
+	}
+	f := &File{Worker: []byte(`{"slots": 3, "waitSeconds": 90, "retries": 2}`)}
+	var v section
+	if err := f.Section("worker", &v); err != nil || v.Slots != 3 || v.Wait != Seconds(90*time.Second) || v.Retries != 2 {
+		t.Errorf("Section = %v, decoded %+v", err, v)
 	}
 }

@@ -40,14 +40,8 @@ func run(flags svc.Flags, workspace string) error {
 	if err != nil {
 		return err
 	}
-	cfg := runner.DefaultConfig()
-	if err := file.Section("tools", &cfg); err != nil {
-		return err
-	}
-	if workspace != "" {
-		cfg.Workspace.Root = workspace
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := runner.FromFile(file, workspace)
+	if err != nil {
 		return err
 	}
 	b, err := svc.Connect(ctx, file, "tool-runner", log)

@@ -32,9 +32,22 @@ type jobs struct {
 	run   []func(context.Context) error
 }
 
-func openJobs(ctx context.Context, b *bus.Bus, file *config.File, loc *time.Location, profiles *profile.Cache, log *slog.Logger) (*jobs, error) {
+// Schedule decodes the file's "schedule" section over the owners'
+// defaults and validates it.
+func Schedule(file *config.File) (ScheduleSection, error) {
 	sec := ScheduleSection{Heartbeat: heartbeat.DefaultConfig(), Subagents: subagent.DefaultConfig()}
 	if err := file.Section("schedule", &sec); err != nil {
+		return sec, err
+	}
+	if err := sec.Heartbeat.Validate(); err != nil {
+		return sec, err
+	}
+	return sec, sec.Subagents.Validate()
+}
+
+func openJobs(ctx context.Context, b *bus.Bus, file *config.File, loc *time.Location, profiles *profile.Cache, log *slog.Logger) (*jobs, error) {
+	sec, err := Schedule(file)
+	if err != nil {
 		return nil, err
 	}
 	layout := svc.Layout(file)

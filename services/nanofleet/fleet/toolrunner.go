@@ -12,12 +12,8 @@ import (
 // startToolRunner starts the tool runner on the workspace and returns the
 // client workers call it with.
 func (f *Fleet) startToolRunner(setupCtx, runCtx context.Context, o Options) (worker.RemoteTools, error) {
-	cfg := runner.DefaultConfig()
-	if err := o.File.Section("tools", &cfg); err != nil {
-		return nil, err
-	}
-	cfg.Workspace.Root = o.Workspace
-	if err := cfg.Validate(); err != nil {
+	cfg, err := runner.FromFile(o.File, o.Workspace)
+	if err != nil {
 		return nil, err
 	}
 	if msg := runner.SharedDiskWarning(cfg.Workspace, o.DataDir); msg != "" && o.DataDir != "" {

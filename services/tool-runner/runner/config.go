@@ -84,6 +84,20 @@ func DefaultConfig() Config {
 	}
 }
 
+// FromFile decodes the file's "tools" section over [DefaultConfig] and
+// validates it. workspace, when set, replaces tools.workspace.root (the
+// --workspace flag, or the all-in-one's workspace).
+func FromFile(file *config.File, workspace string) (Config, error) {
+	cfg := DefaultConfig()
+	if err := file.Section("tools", &cfg); err != nil {
+		return cfg, err
+	}
+	if workspace != "" {
+		cfg.Workspace.Root = workspace
+	}
+	return cfg, cfg.Validate()
+}
+
 // Validate reports the first invalid setting by its config key.
 func (c Config) Validate() error {
 	switch w := c.Workspace; {
