@@ -48,8 +48,11 @@ func (c Config) Validate() error {
 	if _, err := subject.NewSpace(c.Prefix); err != nil {
 		return config.Invalid("nats.prefix", "%w", err)
 	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		return config.Invalid("nats.tls", "certFile and keyFile go together")
+	switch {
+	case c.TLS.CertFile != "" && c.TLS.KeyFile == "":
+		return config.Invalid("nats.tls.keyFile", "must be set with certFile")
+	case c.TLS.CertFile == "" && c.TLS.KeyFile != "":
+		return config.Invalid("nats.tls.certFile", "must be set with keyFile")
 	}
 	return nil
 }

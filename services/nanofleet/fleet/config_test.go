@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/svc"
 	worker "github.com/nanofleet/nanofleet/services/agent-worker/service"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	consolidator "github.com/nanofleet/nanofleet/services/memory-consolidator/service"
@@ -21,6 +22,12 @@ func loadAll(data string) error {
 	env := map[string]string{"OPENAI_API_KEY": "k"}
 	file := config.Defaults()
 	if err := config.Parse(file, []byte(data), func(k string) string { return env[k] }); err != nil {
+		return err
+	}
+	if err := svc.BusConfig(file, "test").Validate(); err != nil {
+		return err
+	}
+	if err := svc.Layout(file).Validate(); err != nil {
 		return err
 	}
 	if _, _, err := worker.Config(file, "w", "/workspace"); err != nil {
@@ -65,6 +72,8 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 		{`{"nats":{"prefix":"a.b"}}`, "nats.prefix"},
 		{`{"nats":{"replica":1}}`, "nats.replica"},
 		{`{"nats":{"url":"${NOT_SET_ANYWHERE}"}}`, "nats.url"},
+		{`{"nats":{"tls":{"certFile":"/c.pem"}}}`, "nats.tls.keyFile"},
+		{`{"nats":{"tls":{"keyFile":"/k.pem"}}}`, "nats.tls.certFile"},
 		{`{"agents":{"defaults":{"model":""}}}`, "agents.defaults.model"},
 		{`{"agents":{"defaults":{"maxTokens":0}}}`, "agents.defaults.maxTokens"},
 		{`{"agents":{"defaults":{"temperature":3}}}`, "agents.defaults.temperature"},
