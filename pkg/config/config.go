@@ -34,6 +34,8 @@ type File struct {
 	NATS      NATS                `json:"nats"`
 	Agents    Agents              `json:"agents"`
 	Providers map[string]Provider `json:"providers"`
+	// Observability is the listener of /metrics, /healthz and /readyz.
+	Observability Observability `json:"observability"`
 
 	// Sections owned by one service each, decoded by [File.Section].
 	Worker   json.RawMessage `json:"worker,omitempty"`
@@ -72,6 +74,13 @@ type NATS struct {
 	// Embedded server listen address, for other processes to join.
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port,omitempty"`
+}
+
+// Observability says where /metrics, /healthz and /readyz are served.
+type Observability struct {
+	// Listen is the address; empty leaves the command's default, and a
+	// --http flag overrides it.
+	Listen string `json:"listen,omitempty"`
 }
 
 // Agents holds the agent defaults, as nanobot's agents.defaults.
@@ -126,6 +135,7 @@ func Load(path string, getenv func(string) string, optional bool) (*File, error)
 	f := Defaults()
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && optional {
+		f.applyEnv(getenv)
 		return f, f.Validate()
 	}
 	if err != nil {
@@ -138,8 +148,9 @@ func Load(path string, getenv func(string) string, optional bool) (*File, error)
 	return f, nil
 }
 
-// Parse decodes data over f after expanding `${VAR}` placeholders, then
-// validates it.
+// Parse decodes data over f after expanding `${VAR}` placeholders,
+// applies the environment's overrides (NANOFLEET_MODEL), then validates
+// it.
 func Parse(f *File, data []byte, getenv func(string) string) error {
 	var tree any
 	if err := json.Unmarshal(data, &tree); err != nil {
@@ -156,7 +167,17 @@ func Parse(f *File, data []byte, getenv func(string) string) error {
 	if err := decodeStrict(expanded, f, ""); err != nil {
 		return err
 	}
+	f.applyEnv(getenv)
 	return f.Validate()
+}
+
+// applyEnv applies the environment variables that override the file:
+// NANOFLEET_MODEL names the model, as OpenAI users set it for a local
+// server. Flags, applied by the caller after loading, override both.
+func (f *File) applyEnv(getenv func(string) string) {
+	if m := strings.TrimSpace(getenv("NANOFLEET_MODEL")); m != "" {
+		f.Agents.Defaults.Model = m
+	}
 }
 
 // Validate reports the first invalid key of the shared sections.
@@ -221,8 +242,12 @@ func (f *File) Section(name string, v any) error {
 	return decodeStrict(raw, v, name)
 }
 
-// decodeStrict decodes data into v refusing unknown keys, and names the
-// offending key with its full path.
+// DecodeStrict decodes data, the value at key path section (e.g.
+// "channels.web"; "" for the whole file), into v refusing unknown keys,
+// and names an offending key with its full path, in the file's terms.
+// Owners of sections that decode their parts one by one use it.
+func DecodeStrict(data []byte, v any, section string) error { return decodeStrict(data, v, section) }
+
 func decodeStrict(data []byte, v any, section string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -238,10 +263,10 @@ func decodeStrict(data []byte, v any, section string) error {
 		if at := keyAt(data, typeErr.Offset); at != "" && lastKey(at) == lastKey(key) {
 			key = at
 		}
-		return Invalid(join(section, key), "cannot use a JSON %s as %s", typeErr.Value, typeErr.Type)
+		return Invalid(join(section, key), "must be %s, got %s", jsonKind(typeErr.Type), jsonValueKind(typeErr.Value))
 	}
-	// encoding/json reports unknown keys only as text, by their last
-	// element: `json: unknown field "x"`.
+	// encoding/json reports an unknown key only by its last element:
+	// `json: unknown field "x"`; find its path.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		var tree any
 		key := ""

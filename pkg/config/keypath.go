@@ -2,109 +2,158 @@ package config
 
 import (
 	"bytes"
-	"cmp"
+	"encoding"
 	"encoding/json"
-	"maps"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 )
 
-// encoding/json names an unknown key only by its last element, and a
-// mistyped one by a path that includes the Go name of every embedded
-// struct; the functions below recover the key's path in the file.
+// encoding/json names neither the path of an unknown key nor a mistyped
+// value in terms a user of the file knows; these helpers do, by walking
+// the decoded document beside the Go type it is decoded into.
 
-var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	rawMessage      = reflect.TypeFor[json.RawMessage]()
+)
 
-// opaque reports whether t decodes itself, so its keys are not ours to
-// check.
-func opaque(t reflect.Type) bool {
-	return t.Kind() == reflect.Interface || t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType)
-}
-
-// jsonFields returns t's fields by their JSON name, the fields of an
-// untagged embedded struct among them, as encoding/json sees them.
-func jsonFields(t reflect.Type) map[string]reflect.StructField {
-	fields := map[string]reflect.StructField{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		ft := f.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
-			for n, sub := range jsonFields(ft) {
-				if _, shadowed := fields[n]; !shadowed {
-					fields[n] = sub
-				}
-			}
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		fields[cmp.Or(name, f.Name)] = f
-	}
-	return fields
-}
-
-// field finds key among fields as encoding/json does: exactly, else
-// ignoring case.
-func field(fields map[string]reflect.StructField, key string) (reflect.StructField, bool) {
-	if f, ok := fields[key]; ok {
-		return f, true
-	}
-	for name, f := range fields {
-		if strings.EqualFold(name, key) {
-			return f, true
-		}
-	}
-	return reflect.StructField{}, false
-}
-
-// unknownKey returns the path of the first key of tree (decoded JSON) that
-// t has no field for, or "".
+// unknownKey returns the dotted path of the first key of tree (in sorted
+// order) that t has no field for, or "". Values decoded by their own
+// UnmarshalJSON, raw sections and free-form values are not looked into.
 func unknownKey(tree any, t reflect.Type, path string) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if opaque(t) {
+	if t == rawMessage || reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
 		return ""
 	}
-	switch t.Kind() {
-	case reflect.Struct:
-		m, _ := tree.(map[string]any)
-		fields := jsonFields(t)
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			f, ok := field(fields, k)
-			if !ok {
-				return join(path, k)
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch v := tree.(type) {
+	case map[string]any:
+		switch t.Kind() {
+		case reflect.Struct:
+			for _, k := range slices.Sorted(mapsKeys(v)) {
+				f, ok := fieldFor(t, k)
+				if !ok {
+					return join(k)
+				}
+				if p := unknownKey(v[k], f.Type, join(k)); p != "" {
+					return p
+				}
 			}
-			if p := unknownKey(m[k], f.Type, join(path, k)); p != "" {
-				return p
+		case reflect.Map:
+			for _, k := range slices.Sorted(mapsKeys(v)) {
+				if p := unknownKey(v[k], t.Elem(), join(k)); p != "" {
+					return p
+				}
 			}
 		}
-	case reflect.Map:
-		m, _ := tree.(map[string]any)
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if p := unknownKey(m[k], t.Elem(), join(path, k)); p != "" {
-				return p
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		s, _ := tree.([]any)
-		for i, v := range s {
-			if p := unknownKey(v, t.Elem(), path+"["+strconv.Itoa(i)+"]"); p != "" {
-				return p
+	case []any:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, e := range v {
+				if p := unknownKey(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); p != "" {
+					return p
+				}
 			}
 		}
 	}
 	return ""
+}
+
+func mapsKeys(m map[string]any) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// fieldFor finds the field key decodes into, as encoding/json does: by its
+// json tag or name, exactly or ignoring case, embedded structs included.
+func fieldFor(t reflect.Type, key string) (reflect.StructField, bool) {
+	var fold reflect.StructField
+	found := false
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if ef, ok := fieldFor(ft, key); ok {
+					return ef, true
+				}
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if name == key {
+			return f, true
+		}
+		if !found && strings.EqualFold(name, key) {
+			fold, found = f, true
+		}
+	}
+	return fold, found
+}
+
+// jsonKind says what a Go type expects in the file's terms.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another kind of value"
+}
+
+// jsonValueKind names a JSON value kind as encoding/json reports it
+// ("string", "number 1.5", "bool", "object", "array").
+func jsonValueKind(v string) string {
+	switch {
+	case strings.HasPrefix(v, "number"):
+		return "a number"
+	case v == "string":
+		return "a string"
+	case v == "bool":
+		return "true or false"
+	case v == "array":
+		return "a list"
+	case v == "object":
+		return "an object"
+	}
+	return v
 }
 
 // keyPath turns the dotted field path of a *json.UnmarshalTypeError for
@@ -123,7 +172,7 @@ func keyPath(t reflect.Type, goPath string) string {
 				t, segs = f.Type, segs[1:]
 				continue
 			}
-			f, ok := field(jsonFields(t), s)
+			f, ok := fieldFor(t, s)
 			if !ok {
 				return strings.Join(append(keys, segs...), ".")
 			}

@@ -84,7 +84,7 @@ func Config(file *config.File, id, workspace string) (worker.Config, Section, er
 	d := file.Agents.Defaults
 	loc, err := time.LoadLocation(d.Timezone)
 	if err != nil {
-		return worker.Config{}, sec, config.Invalid("agents.defaults.timezone", "%v", err)
+		return worker.Config{}, sec, config.Invalid("agents.defaults.timezone", "%w", err)
 	}
 	// The rest comes from the shared sections.
 	cfg := sec.Config

@@ -123,7 +123,7 @@ func Configs(file *config.File, id string) (consolidator.Config, dream.Config, b
 	if ds.Every != "" {
 		d, err := time.ParseDuration(ds.Every)
 		if err != nil {
-			return cc, dc, false, sec, config.Invalid("memory.dream.every", "%v", err)
+			return cc, dc, false, sec, config.Invalid("memory.dream.every", "%w", err)
 		}
 		dc.Every = d
 	}
