@@ -188,8 +188,8 @@ func keyPath(t reflect.Type, goPath string) string {
 }
 
 func join(path, key string) string {
-	if path == "" {
-		return key
+	if path == "" || key == "" {
+		return path + key
 	}
 	return path + "." + key
 }

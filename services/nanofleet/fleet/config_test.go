@@ -93,6 +93,7 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 		{`{"worker":{"maxAttempts":0}}`, "worker.maxAttempts"},
 		{`{"worker":{"dailyTokenBudget":-1}}`, "worker.dailyTokenBudget"},
 		{`{"worker":{"slots":4}}`, "worker.slots"},
+		{`{"worker":"fast"}`, "worker"},
 		{`{"worker":{"LeaseTTL":4}}`, "worker.LeaseTTL"},
 		{`{"schedule":{"heartbeat":{"intervalS":-5}}}`, "schedule.heartbeat.intervalS"},
 		{`{"schedule":{"heartbeat":{"intervalS":"30m"}}}`, "schedule.heartbeat.intervalS"},
