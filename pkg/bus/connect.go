@@ -9,10 +9,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/directget"
 	"github.com/nanofleet/nanofleet/pkg/subject"
-
-	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // Config says how to reach NATS and which fleet to join.

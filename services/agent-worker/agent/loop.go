@@ -11,10 +11,9 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
-
-	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // Toolset is the set of tools a turn may call.

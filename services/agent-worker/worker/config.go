@@ -4,9 +4,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
-
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
 )
 
 // Config tunes a worker. The fields with a json tag are the config

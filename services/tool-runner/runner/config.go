@@ -6,11 +6,10 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/shell"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/web"
-
-	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // WorkspaceConfig is tools.workspace.

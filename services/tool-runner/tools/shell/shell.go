@@ -13,10 +13,9 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
-
-	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // Config is the exec tool's config, the tools.exec section. The sandbox

@@ -11,10 +11,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
-
-	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // Search providers.
