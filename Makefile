@@ -46,9 +46,9 @@ run: build
 	./bin/nanofleet run
 
 # Load bench: figures, JSON and plot into docs/bench (about 15 minutes on 2 cores).
-# One suite alone: cd services/nanofleet && go run . bench --suites shipped --out DIR
+# One suite alone: cd services/nanofleet && go run ./cmd/bench --suites shipped --out DIR
 bench:
-	cd services/nanofleet && go run . bench
+	cd services/nanofleet && go run ./cmd/bench
 
 # The long chaos test (a few minutes); `make test` runs a short one.
 chaos:

@@ -28,7 +28,6 @@ func commands() map[string]command {
 		"onboard": {"write the config file and workspace templates", onboardCmd},
 		"status":  {"show streams, consumers, workers and tool runners", statusCmd},
 		"memory":  {"read the fleet's memory: show, history, search, revisions, restore, links", memoryCmd},
-		"bench":   {"drive the fleet with a fake model and write throughput, latency and memory figures", benchCmd},
 		"pairing": {"approve a DM pairing code: pairing approve CODE", pairingCmd},
 		"cron":    {"list or remove scheduled jobs with their next fire time", cronCmd},
 		"profile": {"profile seed: copy the workspace's reviewed bootstrap files and skills into the agent's profile", profileCmd},
@@ -44,6 +43,10 @@ func main() {
 
 // errNoCommand: nanofleet was run without a command; the usage is printed.
 var errNoCommand = errors.New("no command given")
+
+// errBenchMoved answers `nanofleet bench`: the bench is its own main so
+// that the shipped binary does not carry it.
+var errBenchMoved = errors.New("the bench is not part of the shipped binary: run `make bench`, or `go run ./cmd/bench` in services/nanofleet of a checkout")
 
 // exitCode follows the flag package's convention: 0 when help was asked
 // for, 2 for a command line that could not be used, 1 for a failure.
@@ -69,6 +72,9 @@ func dispatch(ctx context.Context, env *environment, args []string) error {
 		return nil
 	}
 	c, ok := cmds[args[0]]
+	if !ok && args[0] == "bench" {
+		return errBenchMoved
+	}
 	if !ok {
 		usage(env.stderr, cmds)
 		return fmt.Errorf("unknown command %q", args[0])

@@ -122,10 +122,11 @@ func TestExitCodes(t *testing.T) {
 		wantStderr string
 	}{
 		{"help", []string{"--help"}, 0, ""},
-		{"command help", []string{"bench", "-h"}, 0, ""},
+		{"command help", []string{"agent", "-h"}, 0, ""},
 		{"no command", nil, 2, ""},
 		{"unknown command", []string{"fly"}, 1, `nanofleet: unknown command "fly"`},
-		{"bad flag", []string{"bench", "--no-such-flag"}, 1, "nanofleet: flag provided but not defined: -no-such-flag"},
+		{"bad flag", []string{"agent", "--no-such-flag"}, 1, "nanofleet: flag provided but not defined: -no-such-flag"},
+		{"bench moved", []string{"bench"}, 1, "nanofleet: " + errBenchMoved.Error()},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

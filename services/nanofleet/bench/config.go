@@ -22,7 +22,7 @@ const (
 // AllSuites is every suite in running order.
 var AllSuites = []string{SuiteZero, SuiteSlots, SuiteShipped, SuiteTTFT, SuiteOneShot, SuiteWorkers, SuiteIdle, SuiteGrowth}
 
-// Config is one bench run. Every size is a flag of `nanofleet bench`, so
+// Config is one bench run. Every size is a flag of cmd/bench, so
 // a run on a bigger machine (or a quick smoke run) needs no code change.
 type Config struct {
 	// Root is the go.work workspace, where binaries are built from.

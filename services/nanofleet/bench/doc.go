@@ -1,4 +1,4 @@
-// Package bench is the load bench behind `nanofleet bench`: it drives the
+// Package bench is the load bench behind cmd/bench (`make bench`): it drives the
 // real fleet — all-in-one in this process, or a nats-server process, a
 // tool-runner process and K agent-worker processes — straight onto the
 // inbound subject with N concurrent sessions × M turns, against a fake

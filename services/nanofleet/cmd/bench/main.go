@@ -1,3 +1,9 @@
+// Command bench is the nanofleet load bench: it drives the real fleet with
+// a fake model and writes throughput, latency and memory figures (see
+// package bench). It lives beside the shipped binary, not in it: it builds
+// the binaries it measures from the go.work workspace it runs in.
+//
+//	cd services/nanofleet && go run ./cmd/bench [flags]
 package main
 
 import (
@@ -5,27 +11,43 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nanofleet/nanofleet/services/nanofleet/bench"
 )
 
-// benchCmd drives the real fleet with a fake model and writes the figures
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Stderr, os.Args[1:])
+	stop()
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	default:
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run drives the real fleet with a fake model and writes the figures
 // (Markdown, JSON, SVG) to --out.
-func benchCmd(ctx context.Context, env *environment, args []string) error {
-	f, err := parseBenchFlags(env, args, bench.DefaultConfig())
+func run(ctx context.Context, stderr io.Writer, args []string) error {
+	f, err := parseBenchFlags(stderr, args, bench.DefaultConfig())
 	if err != nil {
 		return err
 	}
 	if f.quick { // again over the small sizes, so that explicit flags still win
-		if f, err = parseBenchFlags(env, args, quickConfig(bench.DefaultConfig())); err != nil {
+		if f, err = parseBenchFlags(stderr, args, quickConfig(bench.DefaultConfig())); err != nil {
 			return err
 		}
 	}
@@ -50,7 +72,7 @@ func benchCmd(ctx context.Context, env *environment, args []string) error {
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	command := "cd services/nanofleet && go run . bench"
+	command := "cd services/nanofleet && go run ./cmd/bench"
 	if len(args) > 0 {
 		command += " " + strings.Join(args, " ")
 	}
@@ -65,16 +87,16 @@ func benchCmd(ctx context.Context, env *environment, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	fmt.Fprintf(env.stderr, "nanofleet bench: suites %s; results in %s\n", strings.Join(c.Suites, ","), *out)
+	fmt.Fprintf(stderr, "bench: suites %s; results in %s\n", strings.Join(c.Suites, ","), *out)
 	rep, runErr := bench.Run(ctx, c, bench.Options{
-		Progress: env.stderr, BinDir: *binDir, Command: command,
-		FleetLog: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: lvl})),
+		Progress: stderr, BinDir: *binDir, Command: command,
+		FleetLog: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})),
 	})
 	if rep != nil && (runErr == nil || len(rep.Scenarios) > 0) {
 		if err := bench.Write(*out, rep); err != nil {
 			return errors.Join(runErr, err)
 		}
-		fmt.Fprintf(env.stderr, "nanofleet bench: wrote %s (%.0f s)\n", *out, rep.DurationS)
+		fmt.Fprintf(stderr, "bench: wrote %s (%.0f s)\n", *out, rep.DurationS)
 		if len(rep.Failures) > 0 {
 			return errors.Join(runErr, fmt.Errorf("%d scenario(s) failed: %s", len(rep.Failures), strings.Join(rep.Failures, "; ")))
 		}
@@ -82,7 +104,7 @@ func benchCmd(ctx context.Context, env *environment, args []string) error {
 	return runErr
 }
 
-// benchFlags are the parsed flags of `nanofleet bench`.
+// benchFlags are the parsed flags of the bench.
 type benchFlags struct {
 	cfg                           bench.Config
 	out, suites, binDir, logLevel string
@@ -90,10 +112,10 @@ type benchFlags struct {
 	quick, render                 bool
 }
 
-func parseBenchFlags(env *environment, args []string, c bench.Config) (*benchFlags, error) {
+func parseBenchFlags(stderr io.Writer, args []string, c bench.Config) (*benchFlags, error) {
 	f := &benchFlags{cfg: c}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs.SetOutput(stderr)
 	c = f.cfg
 	fs.StringVar(&f.out, "out", "", "directory for README.md, results.json and the SVG plot (default: docs/bench of the go.work workspace)")
 	fs.StringVar(&f.suites, "suites", strings.Join(bench.AllSuites, ","), "suites to run, comma separated")
