@@ -87,17 +87,17 @@ func Run(ctx context.Context, cfg Config, o Options) (*Report, error) {
 				r.fail("oneshot: %v", err)
 			}
 			r.report.OneShot = append(r.report.OneShot, res...)
-		case SuiteGrowth:
+		case SuiteMemory:
 			for _, shape := range []string{shapeAllInOne, shapeMultiProcess} {
 				if ctx.Err() != nil {
 					break
 				}
-				g, err := r.growth(ctx, shape)
+				m, err := r.memory(ctx, shape)
 				if err != nil {
-					r.fail("growth (%s): %v", shape, err)
+					r.fail("memory (%s): %v", shape, err)
 					continue
 				}
-				r.report.Growth = append(r.report.Growth, g)
+				r.report.Memory = append(r.report.Memory, m)
 			}
 		default:
 			for _, sc := range r.scenarios(suite) {
@@ -112,7 +112,7 @@ func Run(ctx context.Context, cfg Config, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return r.report, err
 	}
-	if len(r.report.Scenarios) == 0 && len(r.report.Idle) == 0 && len(r.report.Growth) == 0 && len(r.report.TTFT) == 0 && len(r.report.OneShot) == 0 {
+	if len(r.report.Scenarios) == 0 && len(r.report.Idle) == 0 && len(r.report.Memory) == 0 && len(r.report.TTFT) == 0 && len(r.report.OneShot) == 0 {
 		return r.report, fmt.Errorf("nothing was measured: %s", strings.Join(r.report.Failures, "; "))
 	}
 	return r.report, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strings"
@@ -105,6 +106,13 @@ func sampleReport() *Report {
 			res(SuiteWorkers, "mp w=4", ShapeMultiProcess, 4, 128, 500, 124, 1100),
 		},
 		Idle: []IdleRSS{{Name: "agent-worker", RSSMB: 15}, {Name: "nanofleet (all-in-one)", RSSMB: 33}},
+		Memory: []*Memory{
+			{Shape: shapeAllInOne, TurnSessions: 100, TurnsFirst: 1000, TurnsAll: 100000, Procs: []MemoryProc{
+				{Name: "nanofleet", Service: true, SessionRSSMB: []float64{40, 60, 150}, KBPerSession: 2.3, TurnsFirstRSSMB: 40, TurnsAllRSSMB: 43, TurnsRatio: 1.075}}},
+			{Shape: shapeMultiProcess, TurnSessions: 100, TurnsFirst: 1000, TurnsAll: 100000, Procs: []MemoryProc{
+				{Name: "nats-server", SessionRSSMB: []float64{20, 30, 70}, KBPerSession: 1.1, TurnsFirstRSSMB: 20, TurnsAllRSSMB: 30, TurnsRatio: 1.5},
+				{Name: "agent-worker", Service: true, SessionRSSMB: []float64{15, 16, 20}, KBPerSession: 0.1, TurnsFirstRSSMB: 15, TurnsAllRSSMB: 18, TurnsRatio: 1.2}}},
+		},
 		Growth: []*Growth{
 			{Shape: shapeAllInOne, FirstTurns: 1000, Turns: 100000, Sessions: 10000, Procs: []GrowthProc{
 				{Name: "nanofleet", Service: true, RSSFirstMB: 40, RSSAllMB: 42, Ratio: 1.05}}},
@@ -121,6 +129,11 @@ func TestMarkdownShowsTargets(t *testing.T) {
 		"go run . bench", "≥ 1,000 turns/s | 900 turns/s (aio 0ms s=100) | **no**",
 		"= 4.00× | yes", "agent-worker 15.0 MB | yes", "nanofleet 42.0 vs 40.0 MB = +5% | yes",
 		"agent-worker 18.0 vs 15.0 MB = +20% | **no**", "| multi-process | nats-server | 20.0 | 40.0 | 2.00 |", "| aio 500ms s=1000 |",
+		"all-in-one binary: resident cost of an idle session ≤ 2.50 KB per process | nanofleet 2.30 KB | yes",
+		"multi-process: resident cost of an idle session ≤ 0.25 KB per process | agent-worker 0.10 KB | yes",
+		"all-in-one binary: RSS after 100000 turns over 100 sessions within 10% of after 1000 | nanofleet 43.0 vs 40.0 MB = +7% | yes",
+		"multi-process: RSS after 100000 turns over 100 sessions within 10% of after 1000 | agent-worker 18.0 vs 15.0 MB = +20% | **no**",
+		"| multi-process | nats-server | 20.0 → 30.0 → 70.0 | 1.10 | 20.0 | 30.0 | 1.50 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
@@ -147,6 +160,26 @@ func TestPlotIsWellFormedSVG(t *testing.T) {
 	}
 }
 
+func TestSlope(t *testing.T) {
+	tests := []struct {
+		name string
+		xs   []int
+		ys   []float64
+		want float64
+	}{
+		{"line", []int{1000, 10000, 50000}, []float64{11, 20, 60}, 0.001},
+		{"flat", []int{1000, 10000, 50000}, []float64{30, 30, 30}, 0},
+		{"one point", []int{1000}, []float64{30}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := slope(tt.xs, tt.ys); math.Abs(got-tt.want) > 1e-9 {
+				t.Errorf("slope = %g, want %g", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
@@ -154,8 +187,11 @@ func TestConfigValidate(t *testing.T) {
 	c := DefaultConfig()
 	c.Suites = []string{"nope"}
 	c.WorkerCounts = []int{0}
+	c.MemorySessions = []int{10000, 1000}
+	c.TurnsAll = c.TurnsFirst
 	err := c.Validate()
-	if err == nil || !strings.Contains(err.Error(), "--suites") || !strings.Contains(err.Error(), "--workers") {
+	if err == nil || !strings.Contains(err.Error(), "--suites") || !strings.Contains(err.Error(), "--workers") ||
+		!strings.Contains(err.Error(), "--memory-sessions") || !strings.Contains(err.Error(), "--turns-all") {
 		t.Errorf("Validate = %v", err)
 	}
 }

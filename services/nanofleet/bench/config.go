@@ -16,11 +16,11 @@ const (
 	SuiteOneShot = "oneshot" // `nanofleet agent -m` cold and joining a running fleet
 	SuiteWorkers = "workers" // multi-process, 1→2→4 worker processes
 	SuiteIdle    = "idle"    // idle RSS of every binary
-	SuiteGrowth  = "growth"  // RSS after many turns over many sessions
+	SuiteMemory  = "memory"  // RSS per idle session, RSS growth with turns
 )
 
 // AllSuites is every suite in running order.
-var AllSuites = []string{SuiteZero, SuiteSlots, SuiteShipped, SuiteTTFT, SuiteOneShot, SuiteWorkers, SuiteIdle, SuiteGrowth}
+var AllSuites = []string{SuiteZero, SuiteSlots, SuiteShipped, SuiteTTFT, SuiteOneShot, SuiteWorkers, SuiteIdle, SuiteMemory}
 
 // Config is one bench run. Every size is a flag of cmd/bench, so
 // a run on a bigger machine (or a quick smoke run) needs no code change.
@@ -72,19 +72,26 @@ type Config struct {
 	// WorkerSessions and WorkerTurns size the workers suite's load.
 	WorkerSessions, WorkerTurns int
 
-	// GrowthFirst, GrowthTurns and GrowthSessions: RSS is read after the
-	// first GrowthFirst turns and after GrowthTurns turns spread over
-	// GrowthSessions sessions.
-	GrowthFirst, GrowthTurns, GrowthSessions int
-	// GrowthConcurrency is how many sessions talk at once in the growth
+	// MemorySessions are the memory suite's steps of idle sessions (one
+	// turn each): RSS is read at each, and the cost of an idle session is
+	// the slope over them.
+	MemorySessions []int
+	// TurnSessions, TurnsFirst and TurnsAll: RSS is read after TurnsFirst
+	// and after TurnsAll turns over the same TurnSessions sessions; it
+	// should not grow with turns.
+	TurnSessions, TurnsFirst, TurnsAll int
+	// MemoryConcurrency is how many sessions talk at once in the memory
 	// suite.
-	GrowthConcurrency int
-	// GrowthWindow is the growth suite fleet's duplicate windows. The
+	MemoryConcurrency int
+	// MemoryWindow is the memory suite fleet's duplicate windows. The
 	// server holds every message id of the window in memory, memory that
 	// follows the message rate, not the number of sessions; RSS is read
 	// after the window has passed, so that a default ten-minute window does
 	// not make the suite wait ten minutes per reading.
-	GrowthWindow time.Duration
+	MemoryWindow time.Duration
+	// MemorySettle is how long the fleet idles before each RSS reading of
+	// the memory suite; 0 is MemoryWindow + 70 s (see settleAfterLoad).
+	MemorySettle time.Duration
 
 	// Settle is how long a process idles before its RSS is read.
 	Settle time.Duration
@@ -115,11 +122,12 @@ func DefaultConfig() Config {
 		SlotsPerWorker:    16,
 		WorkerSessions:    128,
 		WorkerTurns:       8,
-		GrowthFirst:       1000,
-		GrowthTurns:       100_000,
-		GrowthSessions:    10_000,
-		GrowthConcurrency: 100,
-		GrowthWindow:      20 * time.Second,
+		MemorySessions:    []int{1000, 10_000, 50_000},
+		TurnSessions:      100,
+		TurnsFirst:        1000,
+		TurnsAll:          100_000,
+		MemoryConcurrency: 100,
+		MemoryWindow:      20 * time.Second,
 		Settle:            5 * time.Second,
 		Baseline:          true,
 	}
@@ -157,15 +165,28 @@ func (c Config) Validate() error {
 		positive("--slots-per-worker", c.SlotsPerWorker),
 		positive("--worker-sessions", c.WorkerSessions),
 		positive("--worker-turns", c.WorkerTurns),
-		positive("--growth-first", c.GrowthFirst),
-		positive("--growth-sessions", c.GrowthSessions),
-		positive("--growth-concurrency", c.GrowthConcurrency),
+		positive("--memory-sessions", c.MemorySessions...),
+		positive("--turn-sessions", c.TurnSessions),
+		positive("--turns-first", c.TurnsFirst),
+		positive("--memory-concurrency", c.MemoryConcurrency),
 		func() error {
-			if c.GrowthTurns <= c.GrowthFirst {
-				return fmt.Errorf("--growth-turns: %d must exceed --growth-first %d", c.GrowthTurns, c.GrowthFirst)
+			if !slices.IsSorted(c.MemorySessions) || len(slices.Compact(slices.Clone(c.MemorySessions))) != len(c.MemorySessions) {
+				return fmt.Errorf("--memory-sessions: %v must be increasing", c.MemorySessions)
 			}
-			if c.GrowthWindow < 2*time.Second {
-				return fmt.Errorf("--growth-window: %s is below 2s", c.GrowthWindow)
+			return nil
+		}(),
+		func() error {
+			if c.TurnsAll <= c.TurnsFirst {
+				return fmt.Errorf("--turns-all: %d must exceed --turns-first %d", c.TurnsAll, c.TurnsFirst)
+			}
+			if c.TurnsFirst < c.TurnSessions {
+				return fmt.Errorf("--turns-first: %d is below --turn-sessions %d (a turn per session at least)", c.TurnsFirst, c.TurnSessions)
+			}
+			if c.MemoryWindow < 2*time.Second {
+				return fmt.Errorf("--memory-window: %s is below 2s", c.MemoryWindow)
+			}
+			if c.MemorySettle < 0 {
+				return errors.New("--memory-settle: must not be negative")
 			}
 			if c.SlowLatency <= 0 {
 				return errors.New("--latency: must be positive")
@@ -173,6 +194,14 @@ func (c Config) Validate() error {
 			return nil
 		}(),
 	)...)
+}
+
+// memorySettle is the idle time before each reading of the memory suite.
+func (c Config) memorySettle() time.Duration {
+	if c.MemorySettle > 0 {
+		return c.MemorySettle
+	}
+	return settleAfterLoad(c.MemoryWindow)
 }
 
 func (c Config) has(suite string) bool { return slices.Contains(c.Suites, suite) }

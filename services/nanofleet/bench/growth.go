@@ -9,13 +9,13 @@ import (
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
-// Shapes of the growth suite's fleets.
+// Shapes of the memory suite's fleets.
 const (
 	shapeAllInOne     = "all-in-one binary"
 	shapeMultiProcess = "multi-process"
 )
 
-// settleAfterLoad is how long the growth suite lets the fleet idle before
+// settleAfterLoad is how long the memory suite lets the fleet idle before
 // it reads RSS: the duplicate windows pass (their message ids are dropped
 // with them), the server's block caches expire (10 s after the last
 // write) and memtrim's trims after activity run (every 10 s for a minute).
@@ -23,26 +23,42 @@ func settleAfterLoad(window time.Duration) time.Duration {
 	return window + 70*time.Second
 }
 
-// growth runs a fleet of the given shape, drives GrowthFirst turns and
-// reads every process's RSS, then the remaining turns over the remaining
-// sessions and reads it again. The fake model answers at once, so the load
-// is as dense as the machine allows.
-func (r *driver) growth(ctx context.Context, shape string) (*Growth, error) {
-	c := r.cfg
+// memFleet is a running fleet of one shape with a client on its bus.
+type memFleet struct {
+	procs []*proc
+	turn  turnFunc
+	pids  []int
+	dir   string
+	close func()
+}
+
+// startMemFleet starts a fleet of the given shape against a 0 ms model.
+func (r *driver) startMemFleet(ctx context.Context, shape string) (_ *memFleet, err error) {
+	var undo []func()
+	cleanup := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
 	bins, err := r.binaries(ctx)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(r.tmp, "growth-")
+	dir, err := os.MkdirTemp(r.tmp, "memory-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	undo = append(undo, func() { os.RemoveAll(dir) })
 	model, err := startModel(0, false)
 	if err != nil {
 		return nil, err
 	}
-	defer model.Close()
+	undo = append(undo, model.Close)
 	ws, err := prepareWorkspace(dir)
 	if err != nil {
 		return nil, err
@@ -51,22 +67,20 @@ func (r *driver) growth(ctx context.Context, shape string) (*Growth, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfgPath, file, err := fleetSettings{modelURL: model.URL(), natsPort: port, windows: c.GrowthWindow}.write(dir)
+	cfgPath, file, err := fleetSettings{modelURL: model.URL(), natsPort: port, windows: r.cfg.MemoryWindow}.write(dir)
 	if err != nil {
 		return nil, err
 	}
-	var (
-		procs []*proc
-		url   string
-	)
+	f := &memFleet{dir: dir, pids: []int{os.Getpid()}}
+	var url string
 	switch shape {
 	case shapeAllInOne:
 		aio, err := startAllInOne(ctx, bins, dir, cfgPath, ws)
 		if err != nil {
 			return nil, err
 		}
-		defer aio.kill()
-		procs = []*proc{aio}
+		undo = append(undo, aio.kill)
+		f.procs = []*proc{aio}
 		if url, err = allInOneURL(ctx, dir); err != nil {
 			return nil, err
 		}
@@ -75,85 +89,157 @@ func (r *driver) growth(ctx context.Context, shape string) (*Growth, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer cl.stop()
-		procs, url = cl.procs(), cl.url
+		undo = append(undo, cl.stop)
+		f.procs, url = cl.procs(), cl.url
 	default:
-		return nil, fmt.Errorf("unknown growth shape %q", shape)
+		return nil, fmt.Errorf("unknown memory shape %q", shape)
 	}
 	b, err := dial(ctx, url, file)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
+	undo = append(undo, b.Close)
 	cl, err := fleet.NewClient(ctx, b, "bench")
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
-	turn := fleetTurn(cl)
-
-	perChat := max(1, c.GrowthTurns/c.GrowthSessions)
-	firstChats := max(1, c.GrowthFirst/perChat)
-	g := &Growth{Shape: shape, Sessions: c.GrowthSessions, Concurrency: c.GrowthConcurrency, SettleS: settleAfterLoad(c.GrowthWindow).Seconds()}
-	samplers := make([]*rssSampler, len(procs))
-	pids := []int{os.Getpid()}
-	for i, p := range procs {
-		samplers[i] = &rssSampler{}
-		stop := samplers[i].start(ctx, p.pid(), time.Second)
-		defer stop()
-		pids = append(pids, p.pid())
+	undo = append(undo, func() { cl.Close() })
+	for _, p := range f.procs {
+		f.pids = append(f.pids, p.pid())
 	}
-	readAll := func() ([]float64, error) {
-		out := make([]float64, len(procs))
-		for i, p := range procs {
-			kb, err := memKB(p.pid(), "VmRSS")
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", p.name, err)
-			}
-			out[i] = mb(kb)
+	f.turn, f.close = fleetTurn(cl), cleanup
+	return f, nil
+}
+
+// readRSS reads every process's VmRSS in MB.
+func (f *memFleet) readRSS() ([]float64, error) {
+	out := make([]float64, len(f.procs))
+	for i, p := range f.procs {
+		kb, err := memKB(p.pid(), "VmRSS")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
 		}
-		return out, nil
+		out[i] = mb(kb)
+	}
+	return out, nil
+}
+
+// memory measures a fleet of the given shape twice, each on a fresh
+// fleet: the resident cost of an idle session (RSS after each step of
+// MemorySessions sessions of one turn each, and the least-squares slope
+// over the steps), and growth with turns at a fixed session count (RSS
+// after TurnsFirst and after TurnsAll turns over TurnSessions sessions).
+// The model answers at once, so the load is as dense as the machine
+// allows; RSS is read after the fleet has idled MemorySettle.
+func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
+	c := r.cfg
+	m := &Memory{Shape: shape, Concurrency: c.MemoryConcurrency, SettleS: c.memorySettle().Seconds()}
+	var errs []error
+	record := func(s sample) {
+		m.Errors += s.Errors
+		m.Turns += len(s.Latencies)
+		m.ElapsedS += s.Elapsed.Seconds()
+		errs = append(errs, s.FirstErr)
 	}
 
-	meter := startCPU(pids...)
-	first := load{Concurrency: c.GrowthConcurrency, Chats: firstChats, TurnsPerChat: perChat, Prefix: "g1"}
-	s1 := first.run(ctx, turn)
-	sleep(ctx, settleAfterLoad(c.GrowthWindow))
-	rss1, err := readAll()
+	// Idle sessions: each step adds sessions of one turn each.
+	f, err := r.startMemFleet(ctx, shape)
 	if err != nil {
 		return nil, err
 	}
-	r.logf("  growth (%s): %d turns over %d sessions: RSS %v MB", shape, len(s1.Latencies), firstChats, rss1)
-	rest := load{Concurrency: c.GrowthConcurrency, Chats: max(1, c.GrowthSessions-firstChats), TurnsPerChat: perChat, Prefix: "g2"}
-	s2 := rest.run(ctx, turn)
-	sleep(ctx, settleAfterLoad(c.GrowthWindow))
-	rss2, err := readAll()
-	if err != nil {
-		return nil, err
+	defer f.close()
+	meter := startCPU(f.pids...)
+	rss := make([][]float64, len(f.procs)) // per process, per step
+	sessions := 0
+	for i, step := range c.MemorySessions {
+		l := load{Concurrency: c.MemoryConcurrency, Chats: step - sessions, TurnsPerChat: 1, Prefix: fmt.Sprint("i", i)}
+		record(l.run(ctx, f.turn))
+		sessions = step
+		sleep(ctx, c.memorySettle())
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		vs, err := f.readRSS()
+		if err != nil {
+			return nil, err
+		}
+		for p, v := range vs {
+			rss[p] = append(rss[p], v)
+		}
+		r.logf("  memory (%s): %d idle sessions: RSS %v MB", shape, step, vs)
 	}
-	_, g.OtherCPUPercent = meter.stop()
-	for i, p := range procs {
+	_, other := meter.stop()
+	for i, p := range f.procs {
 		peak, _ := memKB(p.pid(), "VmHWM")
-		g.Procs = append(g.Procs, GrowthProc{
-			Name: p.name, Service: p.name != "nats-server",
-			RSSFirstMB: rss1[i], RSSAllMB: rss2[i], PeakRSSMB: mb(peak), Ratio: rss2[i] / rss1[i],
-			RSSSamplesMB: samplers[i].values(),
+		m.Procs = append(m.Procs, MemoryProc{
+			Name: p.name, Service: p.name != "nats-server", SessionRSSMB: rss[i], PeakRSSMB: mb(peak),
+			KBPerSession: 1024 * slope(c.MemorySessions, rss[i]),
 		})
 	}
-	g.FirstTurns = len(s1.Latencies)
-	g.Turns = len(s1.Latencies) + len(s2.Latencies)
-	g.Sessions = firstChats + rest.Chats
-	g.Errors = s1.Errors + s2.Errors
-	if err := firstErr(s1.FirstErr, s2.FirstErr); err != nil {
-		g.FirstError = err.Error()
+	m.StoreMB = float64(dirSize(f.dir)) / (1 << 20)
+	f.close()
+
+	// Turns at a fixed session count: the same sessions go on talking.
+	if f, err = r.startMemFleet(ctx, shape); err != nil {
+		return nil, err
 	}
-	g.ElapsedS = (s1.Elapsed + s2.Elapsed).Seconds()
-	g.TurnsPerS = float64(g.Turns) / g.ElapsedS
-	g.StoreMB = float64(dirSize(dir)) / (1 << 20)
-	for _, p := range g.Procs {
-		r.logf("  growth (%s): %d turns over %d sessions: %s RSS %.1f MB (%.2f× the first), peak %.1f MB",
-			shape, g.Turns, g.Sessions, p.Name, p.RSSAllMB, p.Ratio, p.PeakRSSMB)
+	defer f.close()
+	meter = startCPU(f.pids...)
+	first := load{Concurrency: c.MemoryConcurrency, Chats: c.TurnSessions, TurnsPerChat: max(1, c.TurnsFirst/c.TurnSessions), Prefix: "t"}
+	record(first.run(ctx, f.turn))
+	sleep(ctx, c.memorySettle())
+	rss1, err := f.readRSS()
+	if err != nil {
+		return nil, err
 	}
-	r.logf("  growth (%s): %.0f turns/s, store %.0f MB", shape, g.TurnsPerS, g.StoreMB)
-	return g, nil
+	rest := first
+	rest.TurnsPerChat = max(1, (c.TurnsAll-c.TurnsFirst)/c.TurnSessions)
+	record(rest.run(ctx, f.turn))
+	sleep(ctx, c.memorySettle())
+	rss2, err := f.readRSS()
+	if err != nil {
+		return nil, err
+	}
+	_, other2 := meter.stop()
+	m.OtherCPUPercent = (other + other2) / 2
+	m.TurnsFirst = first.Chats * first.TurnsPerChat
+	m.TurnsAll = m.TurnsFirst + rest.Chats*rest.TurnsPerChat
+	m.TurnSessions = c.TurnSessions
+	for i, p := range f.procs {
+		m.Procs[i].TurnsFirstRSSMB, m.Procs[i].TurnsAllRSSMB = rss1[i], rss2[i]
+		m.Procs[i].TurnsRatio = rss2[i] / rss1[i]
+		if peak, err := memKB(p.pid(), "VmHWM"); err == nil {
+			m.Procs[i].PeakRSSMB = max(m.Procs[i].PeakRSSMB, mb(peak))
+		}
+	}
+	if err := firstErr(errs...); err != nil {
+		m.FirstError = err.Error()
+	}
+	if m.ElapsedS > 0 {
+		m.TurnsPerS = float64(m.Turns) / m.ElapsedS
+	}
+	for _, p := range m.Procs {
+		r.logf("  memory (%s): %s %.2f KB per idle session; RSS %.1f MB after %d turns over %d sessions, %.2f× the %.1f MB after %d",
+			shape, p.Name, p.KBPerSession, p.TurnsAllRSSMB, m.TurnsAll, m.TurnSessions, p.TurnsRatio, p.TurnsFirstRSSMB, m.TurnsFirst)
+	}
+	return m, nil
+}
+
+// slope is the least-squares slope of ys over xs (MB per session), 0 with
+// fewer than two distinct xs.
+func slope(xs []int, ys []float64) float64 {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i, x := range xs {
+		fx := float64(x)
+		sx += fx
+		sy += ys[i]
+		sxx += fx * fx
+		sxy += fx * ys[i]
+	}
+	d := n*sxx - sx*sx
+	if len(xs) < 2 || d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
 }

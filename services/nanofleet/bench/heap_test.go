@@ -52,7 +52,7 @@ func TestHeapGrowth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	window := DefaultConfig().GrowthWindow
+	window := DefaultConfig().MemoryWindow
 	_, file, err := fleetSettings{modelURL: model.URL(), slots: 16, limit: 4096, windows: window}.write(tmp)
 	if err != nil {
 		t.Fatal(err)

@@ -21,9 +21,12 @@ type Report struct {
 
 	Scenarios []Result  `json:"scenarios"`
 	Idle      []IdleRSS `json:"idle_rss,omitempty"`
-	Growth    []*Growth `json:"growth,omitempty"`
-	TTFT      []TTFT    `json:"ttft,omitempty"`
-	OneShot   []OneShot `json:"oneshot,omitempty"`
+	// Growth is the memory suite as it was before 2026-11-25 (RSS after
+	// many turns over many sessions), kept to render older results.
+	Growth  []*Growth `json:"growth,omitempty"`
+	Memory  []*Memory `json:"memory,omitempty"`
+	TTFT    []TTFT    `json:"ttft,omitempty"`
+	OneShot []OneShot `json:"oneshot,omitempty"`
 	// Failures are suites or scenarios that could not run, with why.
 	Failures []string `json:"failures,omitempty"`
 }
@@ -60,6 +63,12 @@ type ConfigJSON struct {
 	GrowthSessions    int      `json:"growth_sessions"`
 	GrowthConcurrency int      `json:"growth_concurrency"`
 	GrowthWindowMs    float64  `json:"growth_window_ms"`
+	MemorySessions    []int    `json:"memory_sessions,omitempty"`
+	TurnSessions      int      `json:"turn_sessions,omitempty"`
+	TurnsFirst        int      `json:"turns_first,omitempty"`
+	TurnsAll          int      `json:"turns_all,omitempty"`
+	MemoryConcurrency int      `json:"memory_concurrency,omitempty"`
+	MemoryWindowMs    float64  `json:"memory_window_ms,omitempty"`
 	SettleMs          float64  `json:"settle_ms"`
 	Baseline          bool     `json:"baseline"`
 }
@@ -71,8 +80,9 @@ func (c Config) json() ConfigJSON {
 		ShippedSessions: c.ShippedSessions, ShippedTurns: c.ShippedTurns,
 		TTFTSessions: c.TTFTSessions, TTFTTurns: c.TTFTTurns,
 		WorkerCounts: c.WorkerCounts, SlotsPerWorker: c.SlotsPerWorker, WorkerSessions: c.WorkerSessions,
-		WorkerTurns: c.WorkerTurns, GrowthFirst: c.GrowthFirst, GrowthTurns: c.GrowthTurns,
-		GrowthSessions: c.GrowthSessions, GrowthConcurrency: c.GrowthConcurrency, GrowthWindowMs: ms(c.GrowthWindow), SettleMs: ms(c.Settle),
+		WorkerTurns: c.WorkerTurns, MemorySessions: c.MemorySessions, TurnSessions: c.TurnSessions,
+		TurnsFirst: c.TurnsFirst, TurnsAll: c.TurnsAll, MemoryConcurrency: c.MemoryConcurrency,
+		MemoryWindowMs: ms(c.MemoryWindow), SettleMs: ms(c.Settle),
 		Baseline: c.Baseline,
 	}
 }
@@ -198,6 +208,45 @@ type GrowthProc struct {
 	PeakRSSMB    float64   `json:"peak_rss_mb"`
 	Ratio        float64   `json:"ratio"`
 	RSSSamplesMB []float64 `json:"rss_samples_mb,omitempty"`
+}
+
+// Memory is a fleet's resident cost per idle session and its RSS growth
+// with turns at a fixed session count.
+type Memory struct {
+	Shape        string  `json:"shape"`
+	Concurrency  int     `json:"concurrency"`
+	SettleS      float64 `json:"settle_s"`
+	TurnSessions int     `json:"turn_sessions"`
+	TurnsFirst   int     `json:"turns_first"`
+	TurnsAll     int     `json:"turns_all"`
+	// Turns, Errors, ElapsedS and TurnsPerS cover both parts.
+	Turns      int     `json:"turns"`
+	Errors     int     `json:"errors"`
+	ElapsedS   float64 `json:"elapsed_s"`
+	TurnsPerS  float64 `json:"turns_per_s"`
+	StoreMB    float64 `json:"store_mb"`
+	FirstError string  `json:"first_error,omitempty"`
+	// OtherCPUPercent is the CPU the rest of the machine used meanwhile.
+	OtherCPUPercent float64      `json:"other_cpu_pct"`
+	Procs           []MemoryProc `json:"processes"`
+}
+
+// MemoryProc is one process's figures in a memory run.
+type MemoryProc struct {
+	Name string `json:"name"`
+	// Service: a nanofleet binary (not nats-server).
+	Service bool `json:"service"`
+	// SessionRSSMB is the RSS at each step of Config.MemorySessions, and
+	// KBPerSession the least-squares slope over them.
+	SessionRSSMB []float64 `json:"session_rss_mb"`
+	KBPerSession float64   `json:"kb_per_session"`
+	// TurnsFirstRSSMB and TurnsAllRSSMB: RSS after TurnsFirst and
+	// TurnsAll turns over TurnSessions sessions; TurnsRatio the second
+	// over the first.
+	TurnsFirstRSSMB float64 `json:"turns_first_rss_mb"`
+	TurnsAllRSSMB   float64 `json:"turns_all_rss_mb"`
+	TurnsRatio      float64 `json:"turns_ratio"`
+	PeakRSSMB       float64 `json:"peak_rss_mb"`
 }
 
 // Percentiles of a latency distribution, in milliseconds.

@@ -142,11 +142,13 @@ func parseBenchFlags(stderr io.Writer, args []string, c bench.Config) (*benchFla
 	fs.IntVar(&p.SlotsPerWorker, "slots-per-worker", c.SlotsPerWorker, "turnsPerWorker of each worker process")
 	fs.IntVar(&p.WorkerSessions, "worker-sessions", c.WorkerSessions, "concurrent sessions of the workers suite")
 	fs.IntVar(&p.WorkerTurns, "worker-turns", c.WorkerTurns, "turns per session of the workers suite")
-	fs.IntVar(&p.GrowthFirst, "growth-first", c.GrowthFirst, "turns after which the first RSS is read")
-	fs.IntVar(&p.GrowthTurns, "growth-turns", c.GrowthTurns, "turns after which the second RSS is read")
-	fs.IntVar(&p.GrowthSessions, "growth-sessions", c.GrowthSessions, "sessions the growth turns are spread over")
-	fs.IntVar(&p.GrowthConcurrency, "growth-concurrency", c.GrowthConcurrency, "sessions talking at once in the growth suite")
-	fs.DurationVar(&p.GrowthWindow, "growth-window", c.GrowthWindow, "duplicate windows of the growth suite's fleet; RSS is read once they have passed")
+	intList(fs, &p.MemorySessions, "memory-sessions", "idle sessions (one turn each) at which the memory suite reads RSS; the cost per session is the slope")
+	fs.IntVar(&p.TurnSessions, "turn-sessions", c.TurnSessions, "sessions the memory suite's turns go to")
+	fs.IntVar(&p.TurnsFirst, "turns-first", c.TurnsFirst, "turns over --turn-sessions after which the first RSS is read")
+	fs.IntVar(&p.TurnsAll, "turns-all", c.TurnsAll, "turns over --turn-sessions after which the second RSS is read")
+	fs.IntVar(&p.MemoryConcurrency, "memory-concurrency", c.MemoryConcurrency, "sessions talking at once in the memory suite")
+	fs.DurationVar(&p.MemoryWindow, "memory-window", c.MemoryWindow, "duplicate windows of the memory suite's fleet")
+	fs.DurationVar(&p.MemorySettle, "memory-settle", c.MemorySettle, "idle time before each RSS reading of the memory suite (0: --memory-window + 70s, so the windows pass, block caches expire and the idle trim runs)")
 	fs.DurationVar(&p.Settle, "settle", c.Settle, "idle time before an RSS is read")
 	fs.BoolVar(&p.Baseline, "baseline", c.Baseline, "also run the all-in-one scenarios through the agent loop alone")
 	if err := fs.Parse(args); err != nil {
@@ -173,8 +175,9 @@ func quickConfig(c bench.Config) bench.Config {
 	c.WorkerCounts = []int{1, 2}
 	c.WorkerSessions = 32
 	c.WorkerTurns = 2
-	c.GrowthFirst, c.GrowthTurns, c.GrowthSessions = 200, 1000, 100
-	c.GrowthConcurrency = 20
+	c.MemorySessions = []int{100, 500, 1000}
+	c.TurnSessions, c.TurnsFirst, c.TurnsAll = 20, 200, 2000
+	c.MemoryConcurrency = 20
 	c.Settle = time.Second
 	return c
 }
