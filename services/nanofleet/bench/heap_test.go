@@ -17,16 +17,16 @@ import (
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
-// TestHeapGrowth explains the growth suite's figure: it drives the
-// all-in-one in this process with 1,000 turns over 100 sessions, then
-// NANOFLEET_BENCH_HEAP_SESSIONS more sessions of 10 turns, and writes a
-// heap profile after each phase into NANOFLEET_BENCH_HEAP (a directory),
-// so that
+// TestHeapGrowth explains what extra sessions cost (the memory suite's
+// KB per idle session): it drives the all-in-one in this process with
+// 1,000 turns over 100 sessions, then NANOFLEET_BENCH_HEAP_SESSIONS more
+// sessions of 10 turns, and writes a heap profile after each phase into
+// NANOFLEET_BENCH_HEAP (a directory), so that
 //
 //	go tool pprof -top -base DIR/heap-first.prof DIR/heap-last.prof
 //
 // shows which code holds the memory the extra sessions added. Like the
-// growth suite it shortens the duplicate windows and waits for them, the
+// memory suite it shortens the duplicate windows and waits for them, the
 // server's caches and the idle trim before each profile. It runs only when
 // NANOFLEET_BENCH_HEAP is set.
 func TestHeapGrowth(t *testing.T) {
