@@ -23,6 +23,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	gw "github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // intents are what the adapter asks Discord for: messages in guilds and
@@ -63,6 +64,10 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 	}
 	table := lease.NewTable(kv)
 	key, owner := leaseKey(a.cfg.Token), ownerName()
+	board, err := status.Open(ctx, a.deps.Bus)
+	if err != nil {
+		return fmt.Errorf("discord: %w", err)
+	}
 	waiting := false
 	for ctx.Err() == nil {
 		l, err := table.Acquire(ctx, key, owner)
@@ -89,7 +94,7 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 		}
 		waiting = false
 		a.log.Info("connecting to Discord (this gateway holds the bot's connection lease)", "owner", owner)
-		if err := a.holding(ctx, in, l, ttl, wsURL); err != nil {
+		if err := a.holding(ctx, in, l, ttl, wsURL, board.Holding(ctx, a.log, Channel, owner, key, "")); err != nil {
 			return err
 		}
 	}
@@ -125,7 +130,7 @@ func (a *Adapter) gatewayURL(ctx context.Context) (string, error) {
 // holding keeps a gateway connection while renewing l; it returns when
 // ctx ends or the lease is lost, releasing the lease, or with an error
 // Discord gave as final (bad token, intents not enabled).
-func (a *Adapter) holding(ctx context.Context, in gw.Inbox, l *lease.Lease, ttl time.Duration, wsURL string) error {
+func (a *Adapter) holding(ctx context.Context, in gw.Inbox, l *lease.Lease, ttl time.Duration, wsURL string, ended func(context.Context, error)) error {
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	renewed := make(chan struct{})
@@ -154,6 +159,11 @@ func (a *Adapter) holding(ctx context.Context, in gw.Inbox, l *lease.Lease, ttl 
 	<-renewed
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer rcancel()
+	if ctx.Err() != nil {
+		ended(rctx, nil)
+	} else {
+		ended(rctx, err)
+	}
 	if rerr := l.Release(rctx); rerr != nil {
 		a.log.Warn("release Discord connection lease", "err", rerr)
 	}

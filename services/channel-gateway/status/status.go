@@ -16,12 +16,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/lease"
 )
 
 // Bucket is the short name of the status bucket.
@@ -165,4 +167,84 @@ func (b *Board) Watch(ctx context.Context, channel string) (<-chan Record, error
 		}
 	}()
 	return out, nil
+}
+
+// NotRunning is the state shown for a configured channel no gateway has
+// reported on.
+const NotRunning State = "not running"
+
+// Channels returns a record for each configured channel, in the order
+// given: the stored one, with its holder checked against the connection
+// lease (a holder that died without reporting shows as failed once its
+// lease expired), or a [NotRunning] one.
+func (b *Board) Channels(ctx context.Context, leases *lease.Table, configured []string) ([]Record, error) {
+	out := make([]Record, 0, len(configured))
+	for _, name := range configured {
+		r, err := b.Get(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			out = append(out, Record{Channel: name, State: NotRunning})
+			continue
+		}
+		if r.Lease != "" && (r.State == Connected || r.State == Linking) {
+			holder, err := leases.Holder(ctx, r.Lease)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case holder == "":
+				r.State, r.Reason, r.QR = Failed, "its gateway "+r.Holder+" stopped without a word; no gateway holds the connection", ""
+			case holder != r.Holder:
+				r.Holder = holder // taken over, its report not yet written
+			}
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+// Holding reports that owner runs channel's connection under the lease
+// key, and returns the function to call with the connection's error when
+// it ends (before the lease is released, so that the report cannot
+// overwrite the next holder's). Failures to report are logged only.
+//
+// account, when not empty, replaces the account shown.
+func (b *Board) Holding(ctx context.Context, log *slog.Logger, channel, owner, key, account string) (ended func(ctx context.Context, err error)) {
+	b.report(ctx, log, channel, func(r *Record) {
+		r.State, r.Reason, r.Holder, r.Lease = Connected, "", owner, key
+		if account != "" {
+			r.Account = account
+		}
+	})
+	return func(ctx context.Context, err error) {
+		b.report(ctx, log, channel, func(r *Record) {
+			r.State, r.Reason, r.QR = Stopped, "", ""
+			if err != nil {
+				r.State, r.Reason = Failed, err.Error()
+			}
+		})
+	}
+}
+
+// Serving reports a channel every gateway serves at once (no lease).
+func (b *Board) Serving(ctx context.Context, log *slog.Logger, channel, account string) {
+	b.report(ctx, log, channel, func(r *Record) {
+		r.State, r.Reason, r.Account, r.Holder, r.Lease, r.QR = Connected, "", account, EveryGateway, "", ""
+	})
+}
+
+// Failing reports that channel failed to run on this gateway.
+func (b *Board) Failing(ctx context.Context, log *slog.Logger, channel string, err error) {
+	b.report(ctx, log, channel, func(r *Record) { r.State, r.Reason, r.QR = Failed, err.Error(), "" })
+}
+
+// EveryGateway is the holder of a channel every gateway serves.
+const EveryGateway = "every gateway"
+
+func (b *Board) report(ctx context.Context, log *slog.Logger, channel string, f func(*Record)) {
+	if err := b.Update(ctx, channel, f); err != nil {
+		log.Warn("report channel status", "channel", channel, "err", err)
+	}
 }

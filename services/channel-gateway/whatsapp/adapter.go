@@ -152,14 +152,14 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 		Linked: func(id types.JID) {
 			a.log.Info("WhatsApp linked", "account", id.User)
 			a.setSelf(id, dev.GetLID())
-			a.report(ctx, func(r *status.Record) { r.State, r.QR, r.Account = status.Connected, "", "+"+id.User })
+			a.report(ctx, func(r *status.Record) { r.State, r.QR, r.Reason, r.Account = status.Connected, "", "", "+"+id.User })
 		},
 	})
 	if err != nil {
 		return err
 	}
 	if dev.ID != nil {
-		a.report(ctx, func(r *status.Record) { r.State, r.QR, r.Account = status.Connected, "", "+"+dev.ID.User })
+		a.report(ctx, func(r *status.Record) { r.State, r.QR, r.Reason, r.Account = status.Connected, "", "", "+"+dev.ID.User })
 	}
 	sub, err := a.deps.Bus.NC.Subscribe(a.route, func(m *nats.Msg) { a.serve(ctx, conn, m) })
 	if err != nil {

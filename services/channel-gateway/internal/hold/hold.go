@@ -42,8 +42,8 @@ func (e *Fatal) Unwrap() error { return e.Err }
 // returns nil when ctx ends, work's error when it is a [*Fatal], or an
 // error when the lease bucket is unusable.
 //
-// It reports the channel's state (the part of key before "-conn-") on the
-// status board: connected when it takes the lease, failed with the reason
+// It reports the channel's state (the part of key before the first '-')
+// on the status board: connected when it takes the lease, failed with the reason
 // when work fails, stopped when it lets the lease go.
 func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work func(context.Context) error) error {
 	kv, err := b.KV(ctx, bus.BucketLeases)
@@ -64,18 +64,7 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 	if err != nil {
 		return fmt.Errorf("hold: %w", err)
 	}
-	channel, _, _ := strings.Cut(key, "-conn-")
-	report := func(ctx context.Context, st status.State, reason string) {
-		err := board.Update(ctx, channel, func(r *status.Record) {
-			r.State, r.Reason, r.Holder, r.Lease = st, reason, owner, key
-			if st != status.Connected {
-				r.QR = ""
-			}
-		})
-		if err != nil {
-			log.Warn("report channel status", "err", err)
-		}
-	}
+	channel, _, _ := strings.Cut(key, "-")
 	waiting := false
 	pause := time.Second
 	for ctx.Err() == nil {
@@ -96,16 +85,9 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 		}
 		waiting = false
 		log.Info("this gateway holds the account's connection lease", "lease", key, "owner", owner)
-		report(ctx, status.Connected, "")
+		ended := board.Holding(ctx, log, channel, owner, key, "")
 		start := time.Now()
-		err = holding(ctx, l, ttl, log, work, func(ctx context.Context, err error) {
-			switch {
-			case err != nil && ctx.Err() == nil:
-				report(ctx, status.Failed, err.Error())
-			default:
-				report(ctx, status.Stopped, "")
-			}
-		})
+		err = holding(ctx, l, ttl, log, work, ended)
 		if err != nil && ctx.Err() == nil {
 			var fatal *Fatal
 			if errors.As(err, &fatal) {
