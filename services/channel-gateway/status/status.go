@@ -174,10 +174,20 @@ func (b *Board) Watch(ctx context.Context, channel string) (<-chan Record, error
 const NotRunning State = "not running"
 
 // Channels returns a record for each configured channel, in the order
-// given: the stored one, with its holder checked against the connection
-// lease (a holder that died without reporting shows as failed once its
-// lease expired), or a [NotRunning] one.
+// given (nil: every stored record): the stored one, with its holder
+// checked against the connection lease (a holder that died without
+// reporting shows as failed once its lease expired), or a [NotRunning]
+// one.
 func (b *Board) Channels(ctx context.Context, leases *lease.Table, configured []string) ([]Record, error) {
+	if configured == nil {
+		all, err := b.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range all {
+			configured = append(configured, r.Channel)
+		}
+	}
 	out := make([]Record, 0, len(configured))
 	for _, name := range configured {
 		r, err := b.Get(ctx, name)
