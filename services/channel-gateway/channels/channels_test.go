@@ -86,6 +86,7 @@ func TestInvalidKeysAreNamed(t *testing.T) {
 		{`{"channels": {"api": {"token": "short"}}}`, "channels.api.token"},
 		{`{"channels": {"feishu": {"enabled": true, "appId": "cli_1"}}}`, "channels.feishu.appSecret"},
 		{`{"channels": {"feishu": {"appSecrt": "s"}}}`, "channels.feishu.appSecrt"},
+		{`{"channels": {"feishu": {"enabled": true, "appId": "cli_1", "appSecret": "s", "streamEditInterval": 99}}}`, "channels.feishu.streamEditInterval"},
 		{`{"channels": {"dingtalk": {"enabled": true, "clientSecret": "s"}}}`, "channels.dingtalk.clientId"},
 		{`{"channels": {"discord": {"enabled": true}}}`, "channels.discord.token"},
 		{`{"channels": {"discord": {"enabled": true, "token": "t", "groupPolicy": "allowlist"}}}`, "channels.discord.groupAllowFrom"},

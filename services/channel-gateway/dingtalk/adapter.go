@@ -2,6 +2,7 @@ package dingtalk
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,7 +133,7 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, raw []byte) e
 		switch a.cfg.GroupPolicy {
 		case GroupOpen:
 		case GroupAllowlist:
-			if !contains(a.cfg.GroupAllowFrom, m.ConversationId) {
+			if !slices.Contains(a.cfg.GroupAllowFrom, m.ConversationId) {
 				return nil
 			}
 		default:
@@ -194,9 +196,9 @@ func (a *Adapter) text(m *chatbot.BotCallbackDataModel) (string, []file) {
 	}
 	switch m.Msgtype {
 	case "picture":
-		return "", []file{{code: firstOf(c.DownloadCode, c.PictureDownloadCode), name: "picture"}}
+		return "", []file{{code: cmp.Or(c.DownloadCode, c.PictureDownloadCode), name: "picture"}}
 	case "file", "video":
-		return "", []file{{code: c.DownloadCode, name: firstOf(c.FileName, m.Msgtype)}}
+		return "", []file{{code: c.DownloadCode, name: cmp.Or(c.FileName, m.Msgtype)}}
 	case "audio":
 		return strings.TrimSpace(c.Recognition), []file{{code: c.DownloadCode, name: "voice.amr"}}
 	case "richText":
@@ -485,15 +487,6 @@ func retryAfter(h http.Header) time.Duration {
 	return 0
 }
 
-func firstOf(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
 func nonEmpty(ss ...string) []string {
 	var out []string
 	for _, s := range ss {
@@ -502,15 +495,6 @@ func nonEmpty(ss ...string) []string {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func clip(raw []byte) string {

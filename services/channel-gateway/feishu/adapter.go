@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -60,6 +62,8 @@ type Adapter struct {
 	groups access.Policy
 	dms    access.Policy
 	parts  parts.Tracker
+	// streams is nil unless streaming.
+	streams *editstream.Streams
 
 	mu    sync.Mutex
 	botID string          // the bot's open id, for mentions
@@ -97,6 +101,12 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 		limit = 20 << 20
 	}
 	a.media = media.NewStore(blobs, limit)
+	if cfg.Streaming {
+		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.editInterval(), Limit: Limit}, a.log)
+		if err != nil {
+			return nil, fmt.Errorf("feishu: %w", err)
+		}
+	}
 	return a, nil
 }
 
@@ -121,6 +131,13 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 			return nil
 		}
 		return err
+	}
+	if a.streams != nil {
+		stopStreams, err := a.streams.Watch(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopStreams()
 	}
 	a.mu.Lock()
 	a.inbox, a.run = in, ctx
@@ -249,7 +266,7 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, eventID strin
 		switch a.cfg.GroupPolicy {
 		case GroupOpen:
 		case GroupAllowlist:
-			if !contains(a.cfg.GroupAllowFrom, chat) {
+			if !slices.Contains(a.cfg.GroupAllowFrom, chat) {
 				return nil
 			}
 		default:
@@ -278,6 +295,9 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, eventID strin
 	}
 	if t := str(m.ThreadId); t != "" {
 		msg.Metadata["thread_id"] = t
+	}
+	if a.cfg.Streaming {
+		msg.Metadata["stream"] = "true" // asks the worker for deltas
 	}
 	for i, f := range files {
 		ref, err := a.download(ctx, msgID, eventID, i, f)
@@ -390,7 +410,14 @@ func (a *Adapter) download(ctx context.Context, msgID, eventID string, i int, f 
 // twice (after a lost answer) within the hour.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	pieces := markup.Split(msg.GetContent(), Limit)
-	for i := a.parts.Sent(msg.GetId()); i < len(pieces); i++ {
+	start := a.parts.Sent(msg.GetId())
+	if a.streams != nil && start == 0 && msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 {
+		if a.streams.Finish(ctx, msg) { // the streamed card holds the first piece
+			start = 1
+			a.parts.Mark(msg.GetId(), 1)
+		}
+	}
+	for i := start; i < len(pieces); i++ {
 		if err := a.send(ctx, msg, a.cfg.ReplyFormat, pieces[i], pieceID(msg.GetId(), i)); err != nil {
 			a.parts.Mark(msg.GetId(), i)
 			return err
@@ -438,7 +465,7 @@ func body(format, md string) (string, string) {
 	default:
 		format = "interactive"
 		v = map[string]any{
-			"config":   map[string]any{"wide_screen_mode": true},
+			"config":   map[string]any{"wide_screen_mode": true, "update_multi": true},
 			"elements": []map[string]string{{"tag": "markdown", "content": md}},
 		}
 	}
@@ -449,10 +476,16 @@ func body(format, md string) (string, string) {
 // send posts one message: a reply to the asking message when the reply
 // carries its message_id, else a new message in the chat.
 func (a *Adapter) send(ctx context.Context, msg *nanofleetv1.OutboundMessage, format, md, uuid string) error {
+	_, err := a.sendID(ctx, msg, format, md, uuid)
+	return err
+}
+
+// sendID is send returning the new message's id.
+func (a *Adapter) sendID(ctx context.Context, msg *nanofleetv1.OutboundMessage, format, md, uuid string) (string, error) {
 	msgType, content := body(format, md)
 	var resp *larkcore.ApiResp
 	var code int
-	var text string
+	var text, id string
 	var err error
 	if parent := msg.GetMetadata()["message_id"]; parent != "" {
 		b := larkim.NewReplyMessageReqBodyBuilder().MsgType(msgType).Content(content)
@@ -463,6 +496,9 @@ func (a *Adapter) send(ctx context.Context, msg *nanofleetv1.OutboundMessage, fo
 		r, err = a.api.Im.V1.Message.Reply(ctx, larkim.NewReplyMessageReqBuilder().MessageId(parent).Body(b.Build()).Build())
 		if r != nil {
 			resp, code, text = r.ApiResp, r.Code, r.Msg
+			if r.Data != nil {
+				id = str(r.Data.MessageId)
+			}
 		}
 	} else {
 		b := larkim.NewCreateMessageReqBodyBuilder().ReceiveId(msg.GetChatId()).MsgType(msgType).Content(content)
@@ -473,9 +509,34 @@ func (a *Adapter) send(ctx context.Context, msg *nanofleetv1.OutboundMessage, fo
 		r, err = a.api.Im.V1.Message.Create(ctx, larkim.NewCreateMessageReqBuilder().ReceiveIdType("chat_id").Body(b.Build()).Build())
 		if r != nil {
 			resp, code, text = r.ApiResp, r.Code, r.Msg
+			if r.Data != nil {
+				id = str(r.Data.MessageId)
+			}
 		}
 	}
-	return classify(resp, code, text, err)
+	return id, classify(resp, code, text, err)
+}
+
+// streamer lets [editstream] post and update the card of a streamed
+// answer (update_multi cards can be patched).
+type streamer struct{ a *Adapter }
+
+func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md string) (string, error) {
+	id, err := s.a.sendID(ctx, msg, FormatCard, md, "")
+	if err == nil && id == "" {
+		err = errors.New("feishu: no message id in the answer")
+	}
+	return id, err
+}
+
+func (s streamer) Edit(ctx context.Context, _ *nanofleetv1.OutboundMessage, id, md string, _ bool) error {
+	_, content := body(FormatCard, md)
+	r, err := s.a.api.Im.V1.Message.Patch(ctx, larkim.NewPatchMessageReqBuilder().MessageId(id).
+		Body(larkim.NewPatchMessageReqBodyBuilder().Content(content).Build()).Build())
+	if r != nil {
+		return classify(r.ApiResp, r.Code, r.Msg, err)
+	}
+	return classify(nil, 0, "", err)
 }
 
 // Platform codes worth another try: rate limits, internal errors and
@@ -538,15 +599,6 @@ func nonEmpty(ss ...string) []string {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func clip(raw []byte) string {

@@ -3,6 +3,7 @@ package feishu
 import (
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -67,9 +68,13 @@ type Config struct {
 	// DMPolicy for unknown senders in one-to-one chats: "pairing"
 	// (default), "allowlist", "open" or "disabled".
 	DMPolicy access.DMPolicy `json:"dmPolicy,omitempty"`
-	// Streaming is accepted for nanobot compatibility; answers are sent
-	// whole.
+	// Streaming shows answers while they are written, in one interactive
+	// card updated as the model writes.
 	Streaming bool `json:"streaming,omitempty"`
+	// StreamEditInterval is the least time between two updates of a
+	// streamed card, in seconds (default 1; the platform allows five
+	// updates a second per message).
+	StreamEditInterval float64 `json:"streamEditInterval,omitempty"`
 	// SendProgress and SendToolHints override the channels-wide defaults.
 	SendProgress  *bool `json:"sendProgress,omitempty"`
 	SendToolHints *bool `json:"sendToolHints,omitempty"`
@@ -134,6 +139,8 @@ func (c Config) Validate() error {
 		return config.Invalid(p+"replyFormat", "must be card, post or text, got %q", c.ReplyFormat)
 	case c.MaxMediaBytes < 0:
 		return config.Invalid(p+"maxMediaBytes", "must not be negative")
+	case c.StreamEditInterval < 0 || c.StreamEditInterval > 60:
+		return config.Invalid(p+"streamEditInterval", "must be 0..60 seconds, got %g", c.StreamEditInterval)
 	}
 	if c.BaseURL != "" {
 		if u, err := url.Parse(c.BaseURL); err != nil || u.Scheme == "" || u.Host == "" {
@@ -152,6 +159,14 @@ func (c Config) baseURL() string {
 		return LarkURL
 	}
 	return FeishuURL
+}
+
+// editInterval is StreamEditInterval as a duration.
+func (c Config) editInterval() time.Duration {
+	if c.StreamEditInterval == 0 {
+		return time.Second
+	}
+	return time.Duration(c.StreamEditInterval * float64(time.Second))
 }
 
 // WebhookPath is the path webhook mode serves.

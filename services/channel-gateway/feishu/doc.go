@@ -40,6 +40,13 @@
 // The SDK keeps tenant access tokens in a process-wide cache keyed by app
 // id; one gateway process runs one adapter per app, so that is harmless.
 //
+// With streaming on, the inbound metadata asks the worker for deltas
+// (stream=true), and the answer is shown in one interactive card posted
+// at the first delta and updated (PATCH, an update_multi card) at most
+// once per streamEditInterval (default 1 s), the final update carrying
+// the answer's first piece; internal/editstream coordinates this across
+// gateways. When an update fails, the answer is sent whole as usual.
+//
 // Inbound metadata, which the worker copies onto its replies: message_id,
-// chat_type, thread_id.
+// chat_type, thread_id, and stream when streaming.
 package feishu

@@ -513,6 +513,7 @@ func TestValidate(t *testing.T) {
 		{"dm policy", func(c *feishu.Config) { c.DMPolicy = "maybe" }, "channels.feishu.dmPolicy"},
 		{"reply format", func(c *feishu.Config) { c.ReplyFormat = "html" }, "channels.feishu.replyFormat"},
 		{"base url", func(c *feishu.Config) { c.BaseURL = "open.feishu.cn" }, "channels.feishu.baseUrl"},
+		{"stream edit interval", func(c *feishu.Config) { c.StreamEditInterval = -1 }, "channels.feishu.streamEditInterval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -570,5 +571,91 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	err = a.Run(ctx, gateway.InboxFunc(func(context.Context, *nanofleetv1.InboundMessage) error { return nil }))
 	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "rejected") {
 		t.Errorf("Run = %v, want the credentials refused before the deadline", err)
+	}
+}
+
+// TestStreamingUpdatesOneCard: with streaming on, the answer appears in
+// one card, posted at the first delta and updated as the deltas come, at
+// most once per interval; the last update is the whole answer, and no
+// second message repeats it. With updates failing, the answer arrives
+// whole in a message of its own.
+func TestStreamingUpdatesOneCard(t *testing.T) {
+	words := strings.Fields(strings.Repeat("streamed words ", 12))
+	// The final answer ends with more than the deltas carried, so that it
+	// always takes an update, however many deltas the first post shows.
+	answer := strings.Join(words, " ") + " (end)"
+	script := func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		if in.GetMetadata()["stream"] != "true" {
+			t.Errorf("inbound metadata %v does not ask for deltas", in.GetMetadata())
+		}
+		var out []*nanofleetv1.OutboundMessage
+		for i, w := range words {
+			if i > 0 {
+				w = " " + w
+			}
+			out = append(out, workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, w))
+		}
+		return append(out, workertest.Final(answer))
+	}
+	tests := []struct {
+		name      string
+		failPatch bool
+	}{
+		{"updates", false},
+		{"updates failing", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The answer is held back until the card is up, as a model
+			// writes for a while: published right after its deltas, it can
+			// reach the delivery before the deltas reach the stream, and
+			// is then (correctly) sent whole.
+			posted := make(chan struct{})
+			h := start(t, feishu.Config{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}, script,
+				workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
+					select {
+					case <-posted:
+					case <-time.After(wait):
+					}
+				}))
+			if tt.failPatch {
+				h.fake.Fail("patch", feishutest.Failure{Status: 400, Code: 230001, Msg: "not editable"})
+			}
+			h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "stream please"))
+			first := h.fake.Next(t, wait, "reply")
+			close(posted)
+			if md := markdown(t, first); md == "" || !strings.HasPrefix(answer, md) {
+				t.Fatalf("streamed card starts with %q", md)
+			}
+			if tt.failPatch {
+				whole := h.fake.Next(t, wait, "reply", "create")
+				if md := markdown(t, whole); md != answer {
+					t.Errorf("after failed updates, message = %q, want the whole answer", md)
+				}
+				return
+			}
+			var last time.Time
+			patches := 0
+			for feishutest.CardText(h.fake.Content(first.ID)) != answer {
+				c := h.fake.Next(t, wait, "patch", "reply", "create")
+				if c.Kind != "patch" || c.Parent != first.ID {
+					t.Fatalf("%s call during the stream: %+v", c.Kind, c)
+				}
+				patches++
+				if !last.IsZero() && time.Since(last) < 150*time.Millisecond {
+					t.Errorf("two updates %s apart, interval 200ms", time.Since(last))
+				}
+				last = time.Now()
+			}
+			if patches == 0 {
+				t.Error("the card was never updated")
+			}
+			// The durable reply must not post the answer again: a sentinel
+			// turn's reply is the next message.
+			h.fake.Send(t, feishutest.Text("ev-2", "ou_ada", "oc_p2p", "p2p", "om_2", "again"))
+			if c := h.fake.Next(t, wait, "reply", "create"); c.Parent != "om_2" {
+				t.Errorf("next message replies to %q, want om_2: the answer was posted twice", c.Parent)
+			}
+		})
 	}
 }

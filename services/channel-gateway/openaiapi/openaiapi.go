@@ -1,6 +1,7 @@
 package openaiapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,7 +14,9 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -47,6 +50,8 @@ type Server struct {
 	timeout time.Duration
 	created int64
 	mux     *http.ServeMux
+	// dupWindow caches duplicateWindow (nanoseconds; 0 until read).
+	dupWindow atomic.Int64
 }
 
 // New returns the API for cfg.
@@ -211,8 +216,11 @@ func (r *chatRequest) lastUserText() (string, error) {
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err := dec.Decode(&req); err != nil {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err == nil {
+		err = json.NewDecoder(bytes.NewReader(raw)).Decode(&req)
+	}
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
@@ -247,11 +255,23 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "The session id is longer than 128 characters.")
 		return
 	}
-	id := "api-" + strings.ToLower(rand.Text()[:20])
+	id := newID()
 	var since time.Time
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
-		sum := sha256.Sum256([]byte(chat + "\x00" + key))
-		id = "api-" + hex.EncodeToString(sum[:12])
+	// sdkAttempt is the attempt number an OpenAI SDK (Stainless) sends
+	// with every request; -1 from other clients.
+	sdkAttempt := -1
+	if n, err := strconv.Atoi(r.Header.Get("X-Stainless-Retry-Count")); err == nil && n >= 0 {
+		sdkAttempt = n
+	}
+	switch key := r.Header.Get("Idempotency-Key"); {
+	case key != "":
+		id = keyedID(chat, "key", []byte(key))
+	case sdkAttempt >= 0:
+		// The SDKs retry without a key, with the same body: the body is
+		// the key. Attempt 0 is never taken for a retry (see below).
+		id = keyedID(chat, "body", raw)
+	}
+	if strings.HasPrefix(id, keyedPrefix) {
 		// A retry's publish is dropped as a duplicate within the inbound
 		// stream's window, so its answer may already be out: read the
 		// chat's replies from the start of that window.
@@ -274,7 +294,15 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if req.Stream {
 		in.Metadata["stream"] = "true" // asks the worker for deltas
 	}
-	if err := s.deps.Inbox.Publish(ctx, in); err != nil {
+	dup, err := s.publish(ctx, in)
+	if err == nil && dup && sdkAttempt == 0 && r.Header.Get("Idempotency-Key") == "" {
+		// An SDK's first attempt whose body is already stored is the
+		// same question asked again, not a retry: a turn of its own.
+		in.Id = newID()
+		id = in.Id
+		_, err = s.publish(ctx, in)
+	}
+	if err != nil {
 		s.log.Error("api message not published", "err", err)
 		switch {
 		case errors.Is(err, gateway.ErrStorageFull):
@@ -289,6 +317,29 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream, replay: !since.IsZero(),
 		includeUsage: req.Stream && req.StreamOptions.IncludeUsage}
 	t.run(ctx, wch, id)
+}
+
+// keyedPrefix starts the ids of requests that may repeat an earlier one.
+const keyedPrefix = "api-k"
+
+func newID() string { return "api-" + strings.ToLower(rand.Text()[:20]) }
+
+// keyedID is the inbound id of a request identified by key in chat.
+func keyedID(chat, kind string, key []byte) string {
+	h := sha256.New()
+	h.Write([]byte(chat + "\x00" + kind + "\x00"))
+	h.Write(key)
+	return keyedPrefix + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// publish stores in, reporting whether it repeats a stored message.
+func (s *Server) publish(ctx context.Context, in *nanofleetv1.InboundMessage) (duplicate bool, err error) {
+	if st, ok := s.deps.Inbox.(interface {
+		Store(context.Context, *nanofleetv1.InboundMessage) (bool, error)
+	}); ok {
+		return st.Store(ctx, in)
+	}
+	return false, s.deps.Inbox.Publish(ctx, in)
 }
 
 // storageFull answers 507 for a message the fleet has no room for.
@@ -308,14 +359,19 @@ func tooLarge(w http.ResponseWriter, err error) {
 }
 
 // duplicateWindow is the inbound stream's duplicate window, within which
-// a request with the same Idempotency-Key is the same message.
+// a request with the same Idempotency-Key is the same message. It is read
+// once: provisioning sets it at start-up.
 func (s *Server) duplicateWindow(ctx context.Context) time.Duration {
+	if d := s.dupWindow.Load(); d > 0 {
+		return time.Duration(d)
+	}
 	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
 	defer cancel()
 	st, err := s.deps.Bus.JS.Stream(ctx, s.deps.Bus.Space.InboundStream())
 	if err != nil || st.CachedInfo().Config.Duplicates <= 0 {
 		return 10 * time.Minute // the layout's default
 	}
+	s.dupWindow.Store(int64(st.CachedInfo().Config.Duplicates))
 	return st.CachedInfo().Config.Duplicates
 }
 

@@ -130,7 +130,6 @@ func (s *Server) send(ctx context.Context, id string, req request) (frame, error
 	if text == "" && len(in.Media) == 0 {
 		return frame{}, userError("Nothing to send.")
 	}
-	s.touch(ctx, id, text)
 	if err := s.deps.Inbox.Publish(ctx, in); err != nil {
 		s.log.Error("web message not published", "err", err)
 		if text := gateway.RefusalText(err); text != "" {
@@ -138,6 +137,9 @@ func (s *Server) send(ctx context.Context, id string, req request) (frame, error
 		}
 		return frame{}, userError("The message could not be sent; try again.")
 	}
+	// After the publish: a refused message (a full store, where this
+	// write would wait for its timeout) leaves the conversation as it was.
+	s.touch(ctx, id, text)
 	return frame{Type: "accepted", ID: in.GetId()}, nil
 }
 

@@ -91,7 +91,10 @@ func (r *driver) oneShot(ctx context.Context) ([]OneShot, error) {
 		return out, err
 	}
 	defer aio.kill()
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	url, err := allInOneURL(ctx, dir)
+	if err != nil {
+		return out, err
+	}
 	joinHome := filepath.Join(dir, "join-home")
 	out = append(out, r.oneShotRuns(ctx, bins.path("nanofleet"), OneShotJoin, func(int) ([]string, []string) {
 		return env(joinHome), []string{"agent", "--config", cfgPath, "--nats", url, "-m", "hello"}
@@ -110,10 +113,39 @@ func (r *driver) oneShotRuns(ctx context.Context, bin, mode string, args func(i 
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
 		cmd := exec.CommandContext(rctx, bin, argv...)
 		cmd.Env = env
+		var outBuf strings.Builder
+		cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
 		start := time.Now()
-		outb, err := cmd.CombinedOutput()
+		err := cmd.Start()
+		var peakKB int64
+		if err == nil {
+			// rusage's maxrss of a child started with vfork counts the
+			// parent's memory, so VmHWM is read while the child runs,
+			// every 5 ms until it exits (it only grows).
+			stop := make(chan struct{})
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				t := time.NewTicker(5 * time.Millisecond)
+				defer t.Stop()
+				for {
+					if kb, err := memKB(cmd.Process.Pid, "VmHWM"); err == nil {
+						peakKB = max(peakKB, kb)
+					}
+					select {
+					case <-stop:
+						return
+					case <-t.C:
+					}
+				}
+			}()
+			err = cmd.Wait()
+			close(stop)
+			<-sampled
+		}
 		wall := time.Since(start)
 		cancel()
+		outb := []byte(outBuf.String())
 		if err != nil || !strings.Contains(string(outb), "ok") {
 			res.FailedRunsCnt++
 			if res.FirstError == "" {
@@ -122,8 +154,8 @@ func (r *driver) oneShotRuns(ctx context.Context, bin, mode string, args func(i 
 			continue
 		}
 		walls = append(walls, float64(wall.Microseconds())/1000)
+		rss = append(rss, mb(peakKB))
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rss = append(rss, float64(ru.Maxrss)/1024) // Linux: KiB
 			cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 			cpus = append(cpus, float64(cpu.Microseconds())/1000)
 		}

@@ -113,7 +113,7 @@ func markdown(rep *Report, notes bool) string {
 	if len(rep.OneShot) > 0 {
 		w("## One-shot start (issue 20)\n\n")
 		w("`nanofleet agent -m hello` against a 0 ms model, as separate processes: cold (no fleet runs, so the command starts an embedded NATS server and the fleet for its one turn) ")
-		w("on a new home and on one an earlier run left, and joining the all-in-one binary already running (`--nats`). Wall time from start to exit; peak RSS and CPU from the process's rusage.\n\n")
+		w("on a new home and on one an earlier run left, and joining the all-in-one binary already running (`--nats`). Wall time from start to exit; peak RSS is the process's VmHWM read every 5 ms while it runs; CPU is from its rusage.\n\n")
 		w("| mode | runs | failed | wall p50 ms | wall max ms | peak RSS p50 MB | peak RSS max MB | CPU p50 ms | others' CPU %% |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, o := range rep.OneShot {
 			w("| %s | %d | %d | %.0f | %.0f | %.1f | %.1f | %.0f | %.0f |\n", o.Mode, o.Runs, o.FailedRunsCnt, o.WallMsP50, o.WallMsMax, o.PeakRSSMBP50, o.PeakRSSMBMax, o.CPUMsP50, o.OtherCPUPct)

@@ -45,9 +45,11 @@ const (
 
 // Call is one open API request.
 type Call struct {
-	// Kind is "create", "reply", "resource", "token" or "botinfo".
+	// Kind is "create", "reply", "patch" (a card update), "resource",
+	// "token" or "botinfo".
 	Kind string
-	// Parent is the message replied to (reply) or read (resource).
+	// Parent is the message replied to (reply), updated (patch) or read
+	// (resource).
 	Parent string
 	// Query holds the query parameters (receive_id_type, type).
 	Query map[string]string
@@ -56,6 +58,10 @@ type Call struct {
 	// Duplicate is true when the uuid was seen before, so the platform
 	// sent nothing.
 	Duplicate bool
+	// ID is the id of the message a create or reply made.
+	ID string
+	// At is when the fake received the call.
+	At time.Time
 }
 
 // Content decodes the call's content field (a JSON string).
@@ -107,6 +113,7 @@ type Server struct {
 	msgs      int
 	frames    uint64
 	resources map[string][]byte
+	contents  map[string]string // message id → its current content
 }
 
 // Ack is the client's response to an event frame.
@@ -120,7 +127,7 @@ func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
 		calls: make(chan Call, 1000), acks: make(chan Ack, 1000), connected: make(chan struct{}), opened: make(chan struct{}),
-		fail: map[string][]Failure{}, seen: map[string]bool{}, resources: map[string][]byte{},
+		fail: map[string][]Failure{}, seen: map[string]bool{}, resources: map[string][]byte{}, contents: map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /callback/ws/endpoint", s.serveEndpoint)
@@ -129,6 +136,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("GET /open-apis/bot/v3/info", s.api("botinfo"))
 	mux.HandleFunc("POST /open-apis/im/v1/messages", s.api("create"))
 	mux.HandleFunc("POST /open-apis/im/v1/messages/{id}/reply", s.api("reply"))
+	mux.HandleFunc("PATCH /open-apis/im/v1/messages/{id}", s.api("patch"))
 	mux.HandleFunc("GET /open-apis/im/v1/messages/{id}/resources/{key}", s.api("resource"))
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
@@ -172,6 +180,24 @@ func (s *Server) Next(t testing.TB, timeout time.Duration, kinds ...string) Call
 		case <-deadline:
 			t.Fatalf("feishutest: no %v call within %s", kinds, timeout)
 			return Call{}
+		}
+	}
+}
+
+// None reports an error for every call of one of kinds during d.
+func (s *Server) None(t testing.TB, d time.Duration, kinds ...string) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case c := <-s.calls:
+			for _, k := range kinds {
+				if c.Kind == k {
+					t.Errorf("feishutest: unexpected %s call: %+v", c.Kind, c)
+				}
+			}
+		case <-deadline:
+			return
 		}
 	}
 }
@@ -287,6 +313,29 @@ func (s *Server) WaitAck(t testing.TB, id string, timeout time.Duration) int {
 			return 0
 		}
 	}
+}
+
+// Content returns the current content of a message the bot sent (after
+// its updates), or "" for an unknown id.
+func (s *Server) Content(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.contents[id]
+}
+
+// CardText returns the markdown of an interactive card's content JSON,
+// or "" when it is not a one-element markdown card.
+func CardText(content string) string {
+	var card struct {
+		Elements []struct {
+			Tag     string `json:"tag"`
+			Content string `json:"content"`
+		} `json:"elements"`
+	}
+	if json.Unmarshal([]byte(content), &card) != nil || len(card.Elements) != 1 || card.Elements[0].Tag != "markdown" {
+		return ""
+	}
+	return card.Elements[0].Content
 }
 
 // Mention is someone mentioned in a message.
@@ -413,11 +462,11 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"code": 99991663, "msg": "Invalid access token for authorization"})
 			return
 		}
-		c := Call{Kind: kind, Parent: r.PathValue("id"), Query: map[string]string{}, Body: map[string]any{}}
+		c := Call{Kind: kind, Parent: r.PathValue("id"), Query: map[string]string{}, Body: map[string]any{}, At: time.Now()}
 		for k, v := range r.URL.Query() {
 			c.Query[k] = v[0]
 		}
-		if r.Method == http.MethodPost {
+		if r.Method == http.MethodPost || r.Method == http.MethodPatch {
 			if err := json.NewDecoder(r.Body).Decode(&c.Body); err != nil {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"code": 9499, "msg": "bad json: " + err.Error()})
 				return
@@ -436,7 +485,11 @@ func (s *Server) api(kind string) http.HandlerFunc {
 		s.msgs++
 		id := fmt.Sprintf("om_%d", s.msgs)
 		data, found := s.resources[c.Parent+"/"+r.PathValue("key")]
+		_, exists := s.contents[c.Parent]
 		s.mu.Unlock()
+		if kind == "create" || kind == "reply" {
+			c.ID = id
+		}
 		s.calls <- c
 		if f != nil {
 			if f.Reset > 0 {
@@ -454,6 +507,15 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "bot": map[string]any{
 				"activate_status": 2, "app_name": "nano", "open_id": BotOpenID,
 			}})
+		case "patch":
+			if !exists || !strings.Contains(c.Str("content"), `"update_multi":true`) {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "message not found or not an updatable card"})
+				return
+			}
+			s.mu.Lock()
+			s.contents[c.Parent] = c.Str("content")
+			s.mu.Unlock()
+			writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
 		case "create", "reply":
 			if kind == "create" && c.Query["receive_id_type"] != "chat_id" {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid receive_id_type"})
@@ -464,6 +526,9 @@ func (s *Server) api(kind string) http.HandlerFunc {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid content"})
 				return
 			}
+			s.mu.Lock()
+			s.contents[id] = c.Str("content")
+			s.mu.Unlock()
 			writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{
 				"message_id": id, "chat_id": c.Str("receive_id"), "msg_type": c.Str("msg_type"),
 			}})
