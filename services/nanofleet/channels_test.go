@@ -16,6 +16,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -90,12 +91,13 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: file, Getenv: func(string) string { return "" }, Log: slog.New(slog.DiscardHandler),
 		DataDir: t.TempDir(), Workspace: t.TempDir(), Listen: true, Gateway: true, GatewayListen: listen,
+		Credentials: fleetdir.Credentials{User: "nanofleet", Password: "channels-test"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Stop()
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	url := fmt.Sprintf("nats://nanofleet:channels-test@127.0.0.1:%d", port)
 
 	// The operator's config names WhatsApp too; its gateway is this
 	// test's, dialling the fake.
@@ -140,7 +142,7 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	}()
 
 	login := make(chan error, 1)
-	go func() { login <- dispatch(ctx, env, []string{"channels", "--config", cfgPath, "login", "whatsapp"}) }()
+	go func() { login <- dispatch(ctx, env, []string{"channels", "--config", cfgPath, "--nats", url, "login", "whatsapp"}) }()
 	phone.Scan(t, 30*time.Second)
 	select {
 	case err := <-login:
@@ -164,7 +166,7 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 
 	out = &syncBuffer{}
 	env.stdout = out
-	if err := dispatch(ctx, env, []string{"channels", "--config", cfgPath, "status"}); err != nil {
+	if err := dispatch(ctx, env, []string{"channels", "--config", cfgPath, "--nats", url, "status"}); err != nil {
 		t.Fatal(err)
 	}
 	rows := map[string][]string{}

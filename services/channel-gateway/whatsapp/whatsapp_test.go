@@ -3,6 +3,8 @@ package whatsapp_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.mau.fi/whatsmeow"
 	"go.mau.fi/whatsmeow/proto/waE2E"
 	"go.mau.fi/whatsmeow/types"
 	"google.golang.org/protobuf/proto"
@@ -57,14 +60,14 @@ func newHarness(t *testing.T, script workertest.Script) *harness {
 // bus and fake; it stops when stop is called or the test ends.
 func (h *harness) gateway(t *testing.T, cfg whatsapp.Config) (stop func()) {
 	t.Helper()
-	stop, _ = h.gatewayOn(t, h.bus, cfg)
+	stop, _, _ = h.gatewayOn(t, h.bus, cfg)
 	return stop
 }
 
 // gatewayOn runs a gateway on its own connection b; kill closes the
 // connection before stopping it, so that it cannot release its lease, as
 // when its process dies.
-func (h *harness) gatewayOn(t *testing.T, b *bus.Bus, cfg whatsapp.Config) (stop, kill func()) {
+func (h *harness) gatewayOn(t *testing.T, b *bus.Bus, cfg whatsapp.Config) (stop, kill func(), a *whatsapp.Adapter) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -73,7 +76,7 @@ func (h *harness) gatewayOn(t *testing.T, b *bus.Bus, cfg whatsapp.Config) (stop
 		t.Fatal(err)
 	}
 	cfg.Enabled = true
-	a, err := whatsapp.New(ctx, cfg, whatsapp.Deps{Bus: b, Gate: gate, Log: log, Dial: h.fake.Dial})
+	a, err = whatsapp.New(ctx, cfg, whatsapp.Deps{Bus: b, Gate: gate, Log: log, Dial: h.fake.Dial})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +107,7 @@ func (h *harness) gatewayOn(t *testing.T, b *bus.Bus, cfg whatsapp.Config) (stop
 	}
 	stop, kill = func() { end(false) }, func() { end(true) }
 	t.Cleanup(stop)
-	return stop, kill
+	return stop, kill, a
 }
 
 func (h *harness) inboundUntil(t *testing.T, last string) []*nanofleetv1.InboundMessage {
@@ -365,7 +368,7 @@ func TestLinkingIsReportedAndStoredInTheFleet(t *testing.T) {
 
 func TestTakeoverLosesNothingAndAnswersOnce(t *testing.T) {
 	h := newHarness(t, workertest.Echo)
-	_, killA := h.gatewayOn(t, h.srv.Connect(t, ""), whatsapp.Config{AllowFrom: []string{"*"}})
+	_, killA, _ := h.gatewayOn(t, h.srv.Connect(t, ""), whatsapp.Config{AllowFrom: []string{"*"}})
 	h.fake.Scan(t, wait)
 	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
 	h.fake.Emit(whatsapptest.DM("3EB0-1", "15550001", "before"))
@@ -410,11 +413,52 @@ func TestDeliveryFromAGatewayWithoutTheConnection(t *testing.T) {
 	h := newHarness(t, workertest.Echo)
 	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
 	h.fake.Scan(t, wait)
-	// The second gateway shares the reply consumer; what it takes goes
-	// through the holder. Enough messages make both take some.
-	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
+	// The second gateway waits for the lease; what it delivers goes
+	// through the holder.
+	_, _, standby := h.gatewayOn(t, h.bus, whatsapp.Config{AllowFrom: []string{"*"}})
+	bustest.Eventually(t, wait, func() error {
+		if !strings.Contains(h.logs.String(), "waiting to take over") {
+			return errors.New("the second gateway is not waiting for the lease yet")
+		}
+		return nil
+	})
+	tests := []struct {
+		name   string
+		fail   error
+		sent   bool
+		permit bool // the error is worth a retry
+	}{
+		{"sent by the holder", nil, true, false},
+		{"the holder's permanent failure", whatsmeow.ErrRecipientADJID, false, false},
+		{"the holder's transient failure", whatsmeow.ErrNotConnected, false, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.fail != nil {
+				h.fake.FailSends(tt.fail)
+			}
+			msg := &nanofleetv1.OutboundMessage{
+				Id: fmt.Sprintf("reply-%d", i), Channel: whatsapp.Channel, ChatId: "15550001@s.whatsapp.net",
+				Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, Content: "**forwarded**",
+			}
+			err := standby.Deliver(t.Context(), msg)
+			var de *gateway.DeliveryError
+			switch {
+			case tt.sent && err != nil:
+				t.Fatalf("Deliver = %v", err)
+			case !tt.sent && (!errors.As(err, &de) || de.Retryable != tt.permit):
+				t.Fatalf("Deliver = %v, want a delivery error, retryable %v", err, tt.permit)
+			}
+			if tt.sent {
+				if s := h.fake.Next(t, wait); s.Text() != "*forwarded*" || s.Conn != 1 {
+					t.Errorf("sent %q by connection %d", s.Text(), s.Conn)
+				}
+			}
+		})
+	}
+	// And through the fleet: replies taken by either gateway arrive once.
 	want := map[string]int{}
-	for i := range 12 {
+	for i := range 8 {
 		id := "3EB0F" + string(rune('A'+i))
 		h.fake.Emit(whatsapptest.DM(id, "15550001", id))
 		want["echo: "+id] = 1
