@@ -142,7 +142,9 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	}()
 
 	login := make(chan error, 1)
-	go func() { login <- dispatch(ctx, env, []string{"channels", "--config", cfgPath, "--nats", url, "login", "whatsapp"}) }()
+	go func() {
+		login <- dispatch(ctx, env, []string{"channels", "--config", cfgPath, "--nats", url, "login", "whatsapp"})
+	}()
 	phone.Scan(t, 30*time.Second)
 	select {
 	case err := <-login:
