@@ -64,8 +64,8 @@ func (c Config) Validate() error {
 	}
 	const p = "channels.whatsapp."
 	switch {
-	case c.Account != "" && !accountRE.MatchString(c.Account):
-		return config.Invalid(p+"account", "only letters, digits, '-' and '_', got %q", c.Account)
+	case c.Account != "" && (!accountRE.MatchString(c.Account) || c.Account == "lid"):
+		return config.Invalid(p+"account", "only letters, digits, '-' and '_', and not \"lid\", got %q", c.Account)
 	case c.GroupPolicy != "" && c.GroupPolicy != GroupMention && c.GroupPolicy != GroupOpen &&
 		c.GroupPolicy != GroupAllowlist && c.GroupPolicy != GroupDisabled:
 		return config.Invalid(p+"groupPolicy", "must be mention, open, allowlist or disabled, got %q", c.GroupPolicy)

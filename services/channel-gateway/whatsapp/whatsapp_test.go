@@ -479,6 +479,7 @@ func TestConfigValidation(t *testing.T) {
 	}{
 		{whatsapp.Config{Enabled: true}, ""},
 		{whatsapp.Config{Enabled: true, Account: "a.b"}, "channels.whatsapp.account"},
+		{whatsapp.Config{Enabled: true, Account: "lid"}, "channels.whatsapp.account"},
 		{whatsapp.Config{Enabled: true, GroupPolicy: "all"}, "channels.whatsapp.groupPolicy"},
 		{whatsapp.Config{Enabled: true, GroupPolicy: whatsapp.GroupAllowlist}, "channels.whatsapp.groupAllowFrom"},
 		{whatsapp.Config{Enabled: true, DMPolicy: "maybe"}, "channels.whatsapp.dmPolicy"},

@@ -21,6 +21,9 @@ import (
 	waLog "go.mau.fi/whatsmeow/util/log"
 )
 
+// lidPrefix starts the keys of the LID map every account shares.
+const lidPrefix = "lid"
+
 // ErrNoID is returned when a device is saved or deleted before WhatsApp
 // gave it an id (before the QR code was scanned).
 var ErrNoID = errors.New("kvstore: the device has no id yet")
@@ -38,8 +41,8 @@ type Container struct {
 // New returns the container for account (letters, digits, '-' and '_')
 // in kv.
 func New(kv jetstream.KeyValue, account string, log waLog.Logger) (*Container, error) {
-	if !accountRE.MatchString(account) {
-		return nil, fmt.Errorf("kvstore: account %q: only letters, digits, '-' and '_'", account)
+	if !accountRE.MatchString(account) || account == lidPrefix {
+		return nil, fmt.Errorf("kvstore: account %q: only letters, digits, '-' and '_', and not %q (the shared LID map)", account, lidPrefix)
 	}
 	if log == nil {
 		log = waLog.Noop

@@ -471,7 +471,7 @@ func TestAccountNames(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		ok   bool
-	}{{"default", true}, {"work-2_x", true}, {"", false}, {"a.b", false}, {"a b", false}, {"*", false}} {
+	}{{"default", true}, {"work-2_x", true}, {"", false}, {"a.b", false}, {"a b", false}, {"*", false}, {"lid", false}} {
 		if _, err := kvstore.New(nil, tc.name, nil); (err == nil) != tc.ok {
 			t.Errorf("New(%q) err = %v", tc.name, err)
 		}

@@ -692,24 +692,24 @@ func (s *Store) PutLIDMapping(ctx context.Context, lid, pn types.JID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// A phone number that had another LID loses that mapping.
-	if old, found, err := s.c.getRaw(ctx, "lid.p."+enc(pn.User)); err != nil {
+	if old, found, err := s.c.getRaw(ctx, lidPrefix+".p."+enc(pn.User)); err != nil {
 		return err
 	} else if found && string(old) != lid.User {
-		if err := s.c.del(ctx, "lid.l."+enc(string(old))); err != nil {
+		if err := s.c.del(ctx, lidPrefix+".l."+enc(string(old))); err != nil {
 			return err
 		}
 	}
-	if err := s.c.putRaw(ctx, "lid.l."+enc(lid.User), []byte(pn.User)); err != nil {
+	if err := s.c.putRaw(ctx, lidPrefix+".l."+enc(lid.User), []byte(pn.User)); err != nil {
 		return err
 	}
-	return s.c.putRaw(ctx, "lid.p."+enc(pn.User), []byte(lid.User))
+	return s.c.putRaw(ctx, lidPrefix+".p."+enc(pn.User), []byte(lid.User))
 }
 
 func (s *Store) GetPNForLID(ctx context.Context, lid types.JID) (types.JID, error) {
 	if lid.Server != types.HiddenUserServer {
 		return types.EmptyJID, fmt.Errorf("kvstore: GetPNForLID of non-LID %s", lid)
 	}
-	user, found, err := s.c.getRaw(ctx, "lid.l."+enc(lid.User))
+	user, found, err := s.c.getRaw(ctx, lidPrefix+".l."+enc(lid.User))
 	if err != nil || !found {
 		return types.EmptyJID, err
 	}
@@ -720,7 +720,7 @@ func (s *Store) GetLIDForPN(ctx context.Context, pn types.JID) (types.JID, error
 	if pn.Server != types.DefaultUserServer {
 		return types.EmptyJID, fmt.Errorf("kvstore: GetLIDForPN of non-phone %s", pn)
 	}
-	user, found, err := s.c.getRaw(ctx, "lid.p."+enc(pn.User))
+	user, found, err := s.c.getRaw(ctx, lidPrefix+".p."+enc(pn.User))
 	if err != nil || !found {
 		return types.EmptyJID, err
 	}
