@@ -178,6 +178,18 @@ func TestRepeatedEventYieldsOneReply(t *testing.T) {
 	}
 }
 
+func TestRateLimitIsHonoured(t *testing.T) {
+	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h.fake.FailSends(whatsmeow.ErrIQRateOverLimit)
+	at := time.Now()
+	h.fake.Emit(whatsapptest.DM("3EB0R", "15550001", "slow down"))
+	s := h.fake.Next(t, wait)
+	// The adapter asks for a 5 s wait on WhatsApp's rate-overlimit.
+	if d := time.Since(at); d < 5*time.Second-100*time.Millisecond || s.Text() != "echo: slow down" {
+		t.Errorf("sent %q %s after the message, want after at least 5s", s.Text(), d)
+	}
+}
+
 func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
 	var paras []string
 	for i := range 40 {
