@@ -70,6 +70,7 @@ type snapshotter struct {
 	turns *fleetstatus.Recent[fleetstatus.Turn]
 	dead  *fleetstatus.Recent[fleetstatus.DeadLetter]
 	usage *fleetstatus.Usage
+	board *status.Board // opened at the first snapshot
 	last  *Snapshot
 	data  []byte // last, encoded
 }
@@ -170,13 +171,16 @@ func (s *snapshotter) build(ctx context.Context) *Snapshot {
 
 // channels reads the status board, checking holders against the leases.
 func (s *snapshotter) channels(ctx context.Context) ([]status.Record, error) {
-	board, err := status.Open(ctx, s.bus)
-	if err != nil {
-		return nil, err
+	if s.board == nil {
+		board, err := status.Open(ctx, s.bus)
+		if err != nil {
+			return nil, err
+		}
+		s.board = board
 	}
 	leases, err := s.bus.KV(ctx, bus.BucketLeases)
 	if err != nil {
 		return nil, err
 	}
-	return board.Channels(ctx, lease.NewTable(leases), nil)
+	return s.board.Channels(ctx, lease.NewTable(leases), nil)
 }

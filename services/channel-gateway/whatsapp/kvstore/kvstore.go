@@ -38,6 +38,8 @@ type Container struct {
 	log     waLog.Logger
 }
 
+var _ store.DeviceContainer = (*Container)(nil)
+
 // New returns the container for account (letters, digits, '-' and '_')
 // in kv.
 func New(kv jetstream.KeyValue, account string, log waLog.Logger) (*Container, error) {
