@@ -143,10 +143,15 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var told sync.Once
 	conn, err := a.dial(ctx, dev, Handlers{
 		Event: func(evt any) { a.onEvent(ctx, in, evt) },
 		QR: func(code string) {
-			a.log.Info("WhatsApp is not linked: scan the QR code (nanofleet channels login whatsapp, or the dashboard)")
+			// A warning, once per connection: the channel cannot work
+			// until someone scans a code.
+			told.Do(func() {
+				a.log.Warn("WhatsApp is not linked: run `nanofleet channels login whatsapp` or open the dashboard, and scan the QR code")
+			})
 			a.report(ctx, func(r *status.Record) { r.State, r.QR, r.Reason = status.Linking, code, "" })
 		},
 		Linked: func(id types.JID) {
