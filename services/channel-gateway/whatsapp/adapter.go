@@ -474,14 +474,25 @@ func (a *Adapter) deliver(ctx context.Context, c Conn, msg *nanofleetv1.Outbound
 		return gateway.Permanent(fmt.Errorf("whatsapp: chat id %q: not a JID", msg.GetChatId()))
 	}
 	pieces := markup.Split(msg.GetContent(), Limit)
-	for i := a.parts.Sent(msg.GetId()); i < len(pieces); i++ {
-		if err := c.Send(ctx, chat, a.message(msg, i, markup.WhatsApp(pieces[i]))); err != nil {
-			a.parts.Mark(msg.GetId(), i)
-			return sendError(err)
-		}
+	if strings.TrimSpace(msg.GetContent()) == "" {
+		pieces = nil
 	}
-	if n := len(msg.GetMedia()); n > 0 {
-		a.log.Warn("whatsapp: outbound attachments are not uploaded", "id", msg.GetId(), "count", n)
+	// The pieces, then the attachments; a retry continues after the
+	// last one sent.
+	media := msg.GetMedia()
+	for i := a.parts.Sent(msg.GetId()); i < len(pieces)+len(media); i++ {
+		var err error
+		if i < len(pieces) {
+			if err = c.Send(ctx, chat, a.message(msg, i, markup.WhatsApp(pieces[i]))); err != nil {
+				err = sendError(err)
+			}
+		} else {
+			err = a.sendMedia(ctx, c, chat, media[i-len(pieces)])
+		}
+		if err != nil {
+			a.parts.Mark(msg.GetId(), i)
+			return err
+		}
 	}
 	a.parts.Done(msg.GetId())
 	if msg.GetLastOfTurn() || msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
@@ -529,6 +540,56 @@ func (a *Adapter) message(msg *nanofleetv1.OutboundMessage, i int, text string) 
 			QuotedMessage: &waE2E.Message{Conversation: proto.String(meta["quote_text"])},
 		},
 	}}
+}
+
+// sendMedia uploads an attachment from the object store and sends it as
+// the message kind its MIME type calls for. An attachment that cannot be
+// read (gone, too large) is logged and skipped: retrying would not help.
+func (a *Adapter) sendMedia(ctx context.Context, c Conn, chat types.JID, ref *nanofleetv1.MediaRef) error {
+	data, err := a.media.Get(ctx, ref.GetObject())
+	if err != nil {
+		a.log.Warn("whatsapp attachment not sent", "object", ref.GetObject(), "err", err)
+		return nil
+	}
+	mime := ref.GetMimeType()
+	if mime == "" {
+		mime = "application/octet-stream"
+	}
+	kind := whatsmeow.MediaDocument
+	switch {
+	case strings.HasPrefix(mime, "image/"):
+		kind = whatsmeow.MediaImage
+	case strings.HasPrefix(mime, "audio/"):
+		kind = whatsmeow.MediaAudio
+	case strings.HasPrefix(mime, "video/"):
+		kind = whatsmeow.MediaVideo
+	}
+	up, err := c.Upload(ctx, data, kind)
+	if err != nil {
+		return gateway.Retry(fmt.Errorf("whatsapp: upload %s: %w", ref.GetName(), err), 0)
+	}
+	var m waE2E.Message
+	switch kind {
+	case whatsmeow.MediaImage:
+		m.ImageMessage = &waE2E.ImageMessage{URL: &up.URL, DirectPath: &up.DirectPath, MediaKey: up.MediaKey,
+			FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: &up.FileLength, Mimetype: &mime}
+	case whatsmeow.MediaAudio:
+		m.AudioMessage = &waE2E.AudioMessage{URL: &up.URL, DirectPath: &up.DirectPath, MediaKey: up.MediaKey,
+			FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: &up.FileLength, Mimetype: &mime,
+			PTT: proto.Bool(strings.HasPrefix(mime, "audio/ogg"))} // Opus in Ogg is how voice notes travel
+	case whatsmeow.MediaVideo:
+		m.VideoMessage = &waE2E.VideoMessage{URL: &up.URL, DirectPath: &up.DirectPath, MediaKey: up.MediaKey,
+			FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: &up.FileLength, Mimetype: &mime}
+	default:
+		name := ref.GetName()
+		m.DocumentMessage = &waE2E.DocumentMessage{URL: &up.URL, DirectPath: &up.DirectPath, MediaKey: up.MediaKey,
+			FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: &up.FileLength, Mimetype: &mime,
+			FileName: &name, Title: &name}
+	}
+	if err := c.Send(ctx, chat, &m); err != nil {
+		return sendError(err)
+	}
+	return nil
 }
 
 // sendError classifies a whatsmeow send error: the recipient forms it

@@ -27,6 +27,9 @@ type Conn interface {
 	Composing(ctx context.Context, chat types.JID, on bool) error
 	// Download fetches and decrypts a message's media.
 	Download(ctx context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error)
+	// Upload encrypts and uploads media of a kind, for a message that
+	// carries it.
+	Upload(ctx context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error)
 	// Done is closed when the connection has ended for good (ctx ended,
 	// logged out, replaced by another client, linking failed); Err then
 	// says why.
@@ -146,6 +149,10 @@ func (c *client) Composing(ctx context.Context, chat types.JID, on bool) error {
 
 func (c *client) Download(ctx context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error) {
 	return c.cli.Download(ctx, msg)
+}
+
+func (c *client) Upload(ctx context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error) {
+	return c.cli.Upload(ctx, data, kind)
 }
 
 // logger adapts slog to whatsmeow's logger; whatsmeow's info lines are

@@ -335,6 +335,50 @@ func TestMediaGoesToTheObjectStore(t *testing.T) {
 	}
 }
 
+func TestAttachmentsAreSent(t *testing.T) {
+	h := newHarness(t, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		out := workertest.Final("here you are: " + in.GetContent())
+		out.Media = []*nanofleetv1.MediaRef{
+			{Object: "out/chart", Name: "chart.png", MimeType: "image/png"},
+			{Object: "out/report", Name: "report.pdf", MimeType: "application/pdf"},
+			{Object: "out/missing", Name: "gone.txt", MimeType: "text/plain"},
+		}
+		return []*nanofleetv1.OutboundMessage{out}
+	})
+	blobs, err := h.bus.Blobs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"out/chart": "png bytes", "out/report": "pdf bytes"} {
+		if _, err := blobs.PutBytes(t.Context(), name, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
+	h.fake.Scan(t, wait)
+	h.fake.Emit(whatsapptest.DM("3EB0M", "15550001", "send the files"))
+	if s := h.fake.Next(t, wait); s.Text() != "here you are: send the files" {
+		t.Errorf("first = %v", s.Msg)
+	}
+	img := h.fake.Next(t, wait).Msg.GetImageMessage()
+	if img == nil || img.GetMimetype() != "image/png" || string(h.fake.Uploaded(img.GetDirectPath())) != "png bytes" || len(img.GetMediaKey()) == 0 {
+		t.Errorf("image = %v", img)
+	}
+	doc := h.fake.Next(t, wait).Msg.GetDocumentMessage()
+	if doc == nil || doc.GetFileName() != "report.pdf" || string(h.fake.Uploaded(doc.GetDirectPath())) != "pdf bytes" {
+		t.Errorf("document = %v", doc)
+	}
+	// The missing object is skipped with a log line, not retried: the
+	// next thing sent answers the next message.
+	h.fake.Emit(whatsapptest.DM("3EB0N", "15550001", "sentinel"))
+	if s := h.fake.Next(t, wait); s.Text() != "here you are: sentinel" {
+		t.Errorf("after the attachments: %v", s.Msg)
+	}
+	if !strings.Contains(h.logs.String(), "whatsapp attachment not sent") {
+		t.Errorf("no log line for the missing attachment:\n%s", h.logs.String())
+	}
+}
+
 func TestLinkingIsReportedAndStoredInTheFleet(t *testing.T) {
 	h := newHarness(t, workertest.Echo)
 	board, err := status.Open(t.Context(), h.bus)

@@ -281,6 +281,24 @@ func (c *conn) Download(ctx context.Context, msg whatsmeow.DownloadableMessage) 
 	return data, nil
 }
 
+// Upload keeps data as a file the account's messages can point at: the
+// fake does not encrypt, so DirectPath names the plaintext (see
+// [Server.Uploaded]).
+func (c *conn) Upload(ctx context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error) {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	path := fmt.Sprintf("/up/%d", len(c.s.files))
+	c.s.files[path] = append([]byte(nil), data...)
+	return whatsmeow.UploadResponse{URL: "https://mmg.test" + path, DirectPath: path, MediaKey: []byte("key"), FileLength: uint64(len(data))}, nil
+}
+
+// Uploaded returns the data uploaded at a message's DirectPath.
+func (s *Server) Uploaded(path string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.files[path]
+}
+
 // Message is an incoming message event.
 func Message(id string, chat, sender types.JID, m *waE2E.Message) *events.Message {
 	return &events.Message{
