@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -193,26 +194,23 @@ func (s *Store) genPreKeys(ctx context.Context, n int, uploaded bool) ([]*keys.P
 func (s *Store) GetOrGenPreKeys(ctx context.Context, count uint32) ([]*keys.PreKey, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ks, err := s.c.keys(ctx, s.c.account+".prekey.*")
+	ids, err := s.preKeyIDs(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []*keys.PreKey
-	for _, k := range ks {
+	for _, id := range ids {
 		if uint32(len(out)) == count {
 			break
 		}
-		id, err := strconv.ParseUint(k[strings.LastIndexByte(k, '.')+1:], 10, 32)
-		if err != nil {
-			continue
-		}
+		k := s.c.account + ".prekey." + u32(id)
 		var pk preKey
 		found, err := s.c.get(ctx, k, &pk)
 		if err != nil {
 			return nil, err
 		}
 		if found && !pk.Uploaded && len(pk.Priv) == 32 {
-			out = append(out, &keys.PreKey{KeyPair: *keys.NewKeyPairFromPrivateKey([32]byte(pk.Priv)), KeyID: uint32(id)})
+			out = append(out, &keys.PreKey{KeyPair: *keys.NewKeyPairFromPrivateKey([32]byte(pk.Priv)), KeyID: id})
 		}
 	}
 	more, err := s.genPreKeys(ctx, int(count)-len(out), false)
@@ -220,6 +218,23 @@ func (s *Store) GetOrGenPreKeys(ctx context.Context, count uint32) ([]*keys.PreK
 		return nil, fmt.Errorf("kvstore: generate pre-keys: %w", err)
 	}
 	return append(out, more...), nil
+}
+
+// preKeyIDs lists the stored pre-key ids in ascending order, the order
+// in which whatsmeow's SQL store hands out keys not yet uploaded.
+func (s *Store) preKeyIDs(ctx context.Context) ([]uint32, error) {
+	ks, err := s.c.keys(ctx, s.c.account+".prekey.*")
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uint32, 0, len(ks))
+	for _, k := range ks {
+		if id, err := strconv.ParseUint(k[strings.LastIndexByte(k, '.')+1:], 10, 32); err == nil {
+			ids = append(ids, uint32(id))
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 func (s *Store) GenOnePreKey(ctx context.Context) (*keys.PreKey, error) {
