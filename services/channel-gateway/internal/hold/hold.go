@@ -75,7 +75,9 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 				log.Warn("another gateway holds this account's connection; waiting to take over", "holder", holder, "lease", key)
 				waiting = true
 			}
-			sleep(ctx, ttl/2)
+			// Polled often, so that the takeover follows the lease's
+			// expiry closely (as the Discord adapter does).
+			sleep(ctx, ttl/10)
 			continue
 		}
 		if err != nil {
