@@ -144,8 +144,18 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var told sync.Once
+	// Events may come before dial returns (messages kept while offline);
+	// they wait until the connection is set, which media downloads and
+	// presence need.
+	ready := make(chan struct{})
 	conn, err := a.dial(ctx, dev, Handlers{
-		Event: func(evt any) { a.onEvent(ctx, in, evt) },
+		Event: func(evt any) {
+			select {
+			case <-ready:
+				a.onEvent(ctx, in, evt)
+			case <-ctx.Done():
+			}
+		},
 		QR: func(code string) {
 			// A warning, once per connection: the channel cannot work
 			// until someone scans a code.
@@ -174,6 +184,7 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 	a.mu.Lock()
 	a.conn = conn
 	a.mu.Unlock()
+	close(ready)
 	defer func() {
 		a.mu.Lock()
 		a.conn = nil
