@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
@@ -145,6 +147,13 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	go func() {
 		login <- dispatch(ctx, env, []string{"channels", "--config", cfgPath, "--nats", url, "login", "whatsapp"})
 	}()
+	// Scanned once the terminal shows the code, as a person would.
+	bustest.Eventually(t, 30*time.Second, func() error {
+		if !strings.Contains(out.String(), "Scan this code") {
+			return errors.New("no QR code printed yet")
+		}
+		return nil
+	})
 	phone.Scan(t, 30*time.Second)
 	select {
 	case err := <-login:

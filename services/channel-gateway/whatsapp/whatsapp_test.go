@@ -422,6 +422,26 @@ func TestLinkingIsReportedAndStoredInTheFleet(t *testing.T) {
 	}
 }
 
+func TestLoggedOutDeviceIsLinkedAgain(t *testing.T) {
+	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	board, err := status.Open(t.Context(), h.bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.fake.LogOut()
+	// The old keys are forgotten: the next connection shows a QR code
+	// and, scanned, works again.
+	h.fake.Scan(t, wait)
+	h.fake.Emit(whatsapptest.DM("3EB0L2", "15550001", "back?"))
+	if s := h.fake.Next(t, wait); s.Text() != "echo: back?" || s.Conn != 2 {
+		t.Errorf("after relinking: %q from connection %d", s.Text(), s.Conn)
+	}
+	r, err := board.Get(t.Context(), whatsapp.Channel)
+	if err != nil || r == nil || r.State != status.Connected || r.Account != "+"+whatsapptest.Phone {
+		t.Errorf("status after relinking = %+v, %v", r, err)
+	}
+}
+
 func TestTakeoverLosesNothingAndAnswersOnce(t *testing.T) {
 	h := newHarness(t, workertest.Echo)
 	_, killA, _ := h.gatewayOn(t, h.srv.Connect(t, ""), whatsapp.Config{AllowFrom: []string{"*"}})

@@ -81,16 +81,22 @@ func New() *Server {
 // Dial is the whatsapp.Dialer of the fake.
 func (s *Server) Dial(ctx context.Context, dev *store.Device, h whatsapp.Handlers) (whatsapp.Conn, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.conns++
-	c := &conn{s: s, n: s.conns, h: h, dev: dev, ctx: ctx, done: make(chan struct{}), wake: make(chan struct{}, 1)}
-	if dev.ID == nil {
+	ctx, cancel := context.WithCancel(ctx)
+	c := &conn{s: s, n: s.conns, h: h, dev: dev, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	linking := dev.ID == nil
+	if linking {
 		s.linking = c
-		code := fmt.Sprintf("2@fake-qr-%d", c.n)
-		go h.QR(code)
-		s.qrs <- code
 	} else {
 		s.active = c
+	}
+	s.mu.Unlock()
+	if linking {
+		// Shown before anyone can scan it, as WhatsApp's first code is.
+		code := fmt.Sprintf("2@fake-qr-%d", c.n)
+		h.QR(code)
+		s.qrs <- code
+	} else {
 		c.kick()
 	}
 	go c.run()
@@ -132,6 +138,21 @@ func (s *Server) Emit(evt any) {
 	s.mu.Unlock()
 	if c != nil {
 		c.kick()
+	}
+}
+
+// LogOut unlinks the device from the phone: the connection ends with
+// whatsapp.ErrLoggedOut, as whatsmeow's does on its LoggedOut event.
+func (s *Server) LogOut() {
+	s.mu.Lock()
+	c := s.active
+	s.active = nil
+	if c != nil {
+		c.ended = whatsapp.ErrLoggedOut
+	}
+	s.mu.Unlock()
+	if c != nil {
+		c.cancel()
 	}
 }
 
@@ -188,14 +209,16 @@ func (s *Server) giveBack(evt any) {
 }
 
 type conn struct {
-	s    *Server
-	n    int
-	h    whatsapp.Handlers
-	dev  *store.Device
-	ctx  context.Context
-	done chan struct{}
-	wake chan struct{}
-	once sync.Once
+	s      *Server
+	ended  error // why the server ended the connection
+	cancel context.CancelFunc
+	n      int
+	h      whatsapp.Handlers
+	dev    *store.Device
+	ctx    context.Context
+	done   chan struct{}
+	wake   chan struct{}
+	once   sync.Once
 }
 
 func (c *conn) kick() {
@@ -240,6 +263,11 @@ func (c *conn) Done() <-chan struct{} { return c.done }
 func (c *conn) Err() error {
 	select {
 	case <-c.done:
+		c.s.mu.Lock()
+		defer c.s.mu.Unlock()
+		if c.ended != nil {
+			return c.ended
+		}
 		return c.ctx.Err()
 	default:
 		return nil
