@@ -45,7 +45,8 @@ proto:
 run: build
 	./bin/nanofleet run
 
-# Load bench: figures, JSON and plot into docs/bench (about 15 minutes on 2 cores).
+# Load bench: figures, JSON and plot into docs/bench (well over 15 minutes on 2 cores:
+# the memory suite alone idles 90 s before each of its ten RSS readings).
 # One suite alone: cd services/nanofleet && go run ./cmd/bench --suites shipped --out DIR
 bench:
 	cd services/nanofleet && go run ./cmd/bench
