@@ -14,23 +14,19 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
-// commit appends the turn record, publishes the replies, clears the
-// checkpoint and acks.
-func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleetv1.TurnRecord) error {
+// commit appends the turn record, publishes the replies and acks. What
+// is left (clearing the checkpoint, counting tokens, memory) is done by
+// settle once the session is let go. A non-nil info has memory learn from
+// the turn.
+func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleetv1.TurnRecord, info *nanofleetv1.SessionInfo) error {
 	w := t.w
-	for i, r := range t.replies {
-		r.Id = replyID(t.id, i)
-		r.LastOfTurn = i == len(t.replies)-1
-		if r.LastOfTurn {
-			r.Usage = rec.Usage
-		}
-	}
+	replies := t.state.seal(t.id, rec.Usage)
 	rec.TurnId = t.id
 	rec.SenderId = t.in.GetSenderId()
 	rec.InboundId = t.in.GetId()
 	rec.InboundSeq = t.meta.Sequence.Stream
 	rec.SessionKey = t.key
-	rec.Replies = t.replies
+	rec.Replies = replies
 	rec.CompletedAt = timestamppb.Now()
 	seq, err := w.sessions.Append(ctx, t.key, rec, hist.LastSeq)
 	if errors.Is(err, session.ErrConflict) {
@@ -49,31 +45,49 @@ func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleet
 	}
 	hist.Turns = append(hist.Turns, session.Turn{Seq: seq, Record: rec})
 	hist.LastSeq = seq
-	if err := t.publishReplies(ctx); err != nil {
+	if err := t.publish(ctx, replies); err != nil {
 		// The turn is in the history, so the FIFO guard would let the
 		// session's next message run; its reply must not overtake ours.
 		// Keep the lease until it expires or this message's redelivery
 		// takes it over and republishes the replies.
-		t.holdLease = true
+		t.state.holdLease()
 		return err
 	}
 	// The turn is durable and answered. The ack goes out first: the
 	// session's next message, often published the moment our reply
 	// arrived, then usually finds itself the oldest in the stream, and the
-	// FIFO guard needs one request instead of three. Then the session is
-	// let go while the bookkeeping below finishes.
+	// FIFO guard needs one request instead of three. Then the turn ends,
+	// the session is let go, and settle does the bookkeeping.
 	if err := t.msg.Ack(); err != nil {
 		t.log.Warn("ack", "err", err)
 	}
-	if t.release != nil {
-		t.release()
+	t.state.commit(&committed{rec: rec, hist: hist, info: info})
+	return nil
+}
+
+// settle does a committed turn's bookkeeping after its session is let go,
+// so that the session's next message need not wait for it.
+func (t *turn) settle(ctx context.Context) {
+	w := t.w
+	c, rev := t.state.finished()
+	if c == nil {
+		return
 	}
-	if t.checkpointRev != 0 {
-		if err := w.sessions.ClearCheckpoint(ctx, t.key, t.checkpointRev); err != nil {
+	if rev != 0 {
+		if err := w.sessions.ClearCheckpoint(ctx, t.key, rev); err != nil {
 			t.log.Warn("clear checkpoint", "err", err)
 		}
 	}
-	return nil
+	if w.budget != nil && c.rec.Usage != nil {
+		if err := w.budget.add(ctx, t.in, c.rec.Usage); err != nil {
+			t.log.Warn("token budget: turn not counted", "err", err)
+		}
+	}
+	if w.d.Memory != nil && c.info != nil {
+		if err := w.d.Memory.AfterTurn(ctx, t.in, t.key, c.info, c.hist, t.historyBudget()); err != nil {
+			t.log.Warn("memory after turn", "err", err)
+		}
+	}
 }
 
 // giveUp dead-letters a message whose turn keeps dying, and tells the user.
@@ -81,7 +95,7 @@ func (t *turn) giveUp(ctx context.Context, hist *session.History, reason string)
 	t.w.deadLetter(ctx, t.msg, t.meta, reason, false)
 	t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR, "Sorry, I could not process your message: it failed repeatedly and was set aside for an operator.")
 	rec := &nanofleetv1.TurnRecord{Messages: []*nanofleetv1.ChatMessage{t.fitUser(userMessage(t.in))}}
-	if err := t.commit(ctx, hist, rec); err != nil {
+	if err := t.commit(ctx, hist, rec, nil); err != nil {
 		return "", err
 	}
 	return "dead_letter", nil
@@ -99,7 +113,7 @@ const tooLargeKeep = 64 << 10
 func (t *turn) tooLarge(ctx context.Context, hist *session.History, cause error) (string, error) {
 	t.log.Warn("turn too large to store; set aside without retry", "err", cause)
 	t.w.deadLetter(ctx, t.msg, t.meta, "turn too large to store: "+cause.Error(), false)
-	t.replies = nil
+	t.state.drop()
 	t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR,
 		"Sorry, this turn produced more than the fleet can store ("+shortError(cause)+"), so it was set aside. Please ask for less at once.")
 	um := userMessage(t.in)
@@ -107,7 +121,7 @@ func (t *turn) tooLarge(ctx context.Context, hist *session.History, cause error)
 		um.Content = cutUTF8(c, tooLargeKeep) + fmt.Sprintf("\n\n[nanofleet: cut from %d bytes; the turn was too large to store]", len(c))
 	}
 	um.Media = nil
-	if err := t.commit(ctx, hist, &nanofleetv1.TurnRecord{Messages: []*nanofleetv1.ChatMessage{um}}); err != nil {
+	if err := t.commit(ctx, hist, &nanofleetv1.TurnRecord{Messages: []*nanofleetv1.ChatMessage{um}}, nil); err != nil {
 		return "", err
 	}
 	return "dead_letter", nil

@@ -34,6 +34,7 @@
 //
 // The turn id ("in<seq>"), the reply ids ("in<seq>:<n>") and the lease
 // owner ("<worker id>/<seq>") are all built in ids.go. The steps live in
-// fifo.go, lease.go, commit.go and replies.go; turn.go
-// drives them.
+// fifo.go, lease.go, checkpoint.go, commit.go and replies.go; turn.go
+// drives them, and what a turn has produced so far is the state type
+// (state.go), changed only by its methods.
 package worker

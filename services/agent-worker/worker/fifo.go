@@ -63,6 +63,6 @@ func (t *turn) repliesOut(ctx context.Context, rec *nanofleetv1.TurnRecord) (boo
 	if err != nil || !ok {
 		return false, err
 	}
-	// Replies are published with their id as Nats-Msg-Id (publishReplies).
+	// Replies are published with their id as Nats-Msg-Id (publish).
 	return m.Header.Get(nats.MsgIdHdr) == want.GetId(), nil
 }

@@ -76,3 +76,42 @@ func (t *turn) keepAlive(ctx context.Context, l *lease.Lease, stop context.Cance
 		_ = t.msg.InProgress()
 	}
 }
+
+// hold is a running turn's hold on its session: the local claim, the
+// lease, and keepAlive renewing it.
+type hold struct {
+	t       *turn
+	lease   *lease.Lease
+	stop    context.CancelCauseFunc
+	renewed chan struct{} // closed when keepAlive has ended
+}
+
+// hold starts keeping the claimed session's lease alive; the returned
+// context ends when the lease is lost, the turn is stopped (/stop) or the
+// hold released.
+func (t *turn) hold(ctx context.Context, l *lease.Lease) (context.Context, *hold) {
+	ctx, stop := context.WithCancelCause(ctx)
+	t.w.mu.Lock()
+	t.w.running[t.key].cancel = stop
+	t.w.mu.Unlock()
+	h := &hold{t: t, lease: l, stop: stop, renewed: make(chan struct{})}
+	go t.keepAlive(ctx, l, stop, h.renewed)
+	return ctx, h
+}
+
+// release frees the session for its next message. keepLease leaves the
+// lease to expire or to this message's redelivery (its replies are not
+// out); the local claim is freed in any case.
+func (h *hold) release(ctx context.Context, keepLease bool) {
+	h.stop(nil)
+	<-h.renewed
+	// Released with a fresh context: a stopped turn still frees its session.
+	if !keepLease {
+		relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer relCancel()
+		if err := h.lease.Release(relCtx); err != nil {
+			h.t.log.Warn("release lease", "err", err)
+		}
+	}
+	h.t.w.unclaim(h.t.key)
+}

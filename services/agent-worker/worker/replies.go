@@ -14,7 +14,7 @@ import (
 
 // reply adds a durable reply to the origin chat.
 func (t *turn) reply(kind nanofleetv1.OutboundKind, text string) {
-	t.replies = append(t.replies, t.outbound(kind, t.in.GetChannel(), t.in.GetChatId(), text))
+	t.state.add(t.outbound(kind, t.in.GetChannel(), t.in.GetChatId(), text), false)
 }
 
 func (t *turn) outbound(kind nanofleetv1.OutboundKind, channel, chatID, text string) *nanofleetv1.OutboundMessage {
@@ -39,8 +39,10 @@ func (t *turn) live(kind nanofleetv1.OutboundKind, text string) {
 	_ = t.w.d.Bus.NC.Publish(t.w.d.Bus.Space.Live(out.GetChannel(), out.GetChatId()), data)
 }
 
-func (t *turn) publishReplies(ctx context.Context) error {
-	for _, r := range t.replies {
+// publish puts durable replies on the outbound stream, each with its id
+// as Nats-Msg-Id so that a republished reply is deduplicated.
+func (t *turn) publish(ctx context.Context, replies []*nanofleetv1.OutboundMessage) error {
+	for _, r := range replies {
 		data, err := proto.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("encode reply: %w", err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -30,18 +29,8 @@ type turn struct {
 	key  string
 	id   string
 	log  *slog.Logger
-	// replies are the turn's durable replies, in order.
-	replies []*nanofleetv1.OutboundMessage
-	// messaged is set when the message tool already answered the origin
-	// chat, so the final answer is not sent twice.
-	messaged bool
-	// release frees the session's lease and local claim.
-	release func()
-	// holdLease keeps the lease past the turn: its replies are not out.
-	holdLease bool
-	// checkpointRev is the revision of the turn's newest checkpoint, which
-	// commit clears unless a newer turn has replaced it.
-	checkpointRev uint64
+	// state is what the turn has produced so far.
+	state state
 }
 
 // SessionKey returns the session an inbound message belongs to.
@@ -114,30 +103,18 @@ func (t *turn) run(ctx context.Context) string {
 		t.busy()
 		return ""
 	}
-	turnCtx, cancel := context.WithTimeoutCause(ctx, time.Duration(w.cfg.TurnTimeout), errTurnTimeout)
-	turnCtx, stop := context.WithCancelCause(turnCtx)
+	outcome := t.held(ctx, l)
+	t.settle(context.WithoutCancel(ctx))
+	return outcome
+}
+
+// held runs the turn while it holds the session, and lets the session go
+// when the turn ends.
+func (t *turn) held(ctx context.Context, l *lease.Lease) string {
+	turnCtx, cancel := context.WithTimeoutCause(ctx, time.Duration(t.w.cfg.TurnTimeout), errTurnTimeout)
 	defer cancel()
-	w.mu.Lock()
-	w.running[t.key].cancel = stop
-	w.mu.Unlock()
-	renewDone := make(chan struct{})
-	go t.keepAlive(turnCtx, l, stop, renewDone)
-	// release frees the session for its next message: called by commit as
-	// soon as the replies are out, and in any case when the turn ends.
-	t.release = sync.OnceFunc(func() {
-		stop(nil)
-		<-renewDone
-		// Released with a fresh context: a stopped turn still frees its session.
-		if !t.holdLease {
-			relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer relCancel()
-			if err := l.Release(relCtx); err != nil {
-				t.log.Warn("release lease", "err", err)
-			}
-		}
-		w.unclaim(t.key)
-	})
-	defer t.release()
+	turnCtx, h := t.hold(turnCtx, l)
+	defer func() { h.release(ctx, t.state.leaseKept()) }()
 	outcome, err := t.execute(turnCtx)
 	if err != nil {
 		if errors.Is(context.Cause(turnCtx), errLeaseLost) || ctx.Err() != nil {
@@ -184,39 +161,23 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	}
 	if rec := hist.Find(t.meta.Sequence.Stream); rec != nil {
 		// Committed before a crash or a lost ack: deliver the same replies.
-		t.replies = rec.GetReplies()
-		if err := t.publishReplies(ctx); err != nil {
+		if err := t.publish(ctx, rec.GetReplies()); err != nil {
 			return "", err
 		}
 		_ = t.msg.Ack()
 		return "replayed", nil
 	}
 
-	cp := &nanofleetv1.TurnCheckpoint{TurnId: t.id, InboundSeq: t.meta.Sequence.Stream}
-	if t.meta.NumDelivered > 1 {
-		if old, _, err := w.sessions.Checkpoint(ctx, t.key); err == nil && old.GetInboundSeq() == cp.InboundSeq {
-			cp = old
-		} else if err != nil && !errors.Is(err, session.ErrNotFound) {
-			return "", err
-		}
+	cp, err := t.loadCheckpoint(ctx)
+	if err != nil {
+		return "", err
 	}
-	cp.Attempts++
 	if int(cp.Attempts) > w.cfg.MaxAttempts {
 		return t.giveUp(ctx, hist, fmt.Sprintf("turn started %d times without finishing", cp.Attempts-1))
 	}
-	if len(cp.Messages) == 0 {
-		cp.Messages = []*nanofleetv1.ChatMessage{t.fitUser(userMessage(t.in))}
+	if err := t.resume(ctx, cp); err != nil {
+		return "", err
 	}
-	// A first delivery has nothing to resume, so its checkpoint waits for
-	// the turn's first step (most turns answer without one and never
-	// write it). A redelivery records its start before it runs: that is
-	// what counts the attempts of a message that kills its worker.
-	if t.meta.NumDelivered > 1 {
-		if t.checkpointRev, err = w.sessions.SaveCheckpoint(ctx, t.key, cp); err != nil {
-			return "", err
-		}
-	}
-	t.replies = cp.GetReplies()
 
 	if isCmd {
 		return t.command(ctx, cmd, info, hist)
@@ -229,7 +190,7 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		}
 		if spent >= w.budget.limit {
 			t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, w.budget.spentText(spent))
-			if err := t.commit(context.WithoutCancel(ctx), hist, &nanofleetv1.TurnRecord{Messages: cp.Messages}); err != nil {
+			if err := t.commit(context.WithoutCancel(ctx), hist, &nanofleetv1.TurnRecord{Messages: cp.Messages}, nil); err != nil {
 				return "", err
 			}
 			return "budget_spent", nil
@@ -240,7 +201,7 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	outcome := "ok"
 	switch {
 	case runErr == nil:
-		if !t.messaged {
+		if !t.state.answered() {
 			t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, res.Final)
 		}
 	case errors.Is(context.Cause(ctx), errStopped):
@@ -266,21 +227,11 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	if res != nil {
 		rec.Messages, rec.Usage = res.Messages, usageOf(res)
 	}
-	if err := t.commit(context.WithoutCancel(ctx), hist, rec); err != nil {
+	if err := t.commit(context.WithoutCancel(ctx), hist, rec, info); err != nil {
 		if bus.TooLarge(err) {
 			return t.tooLarge(context.WithoutCancel(ctx), hist, err)
 		}
 		return "", err
-	}
-	if w.budget != nil && rec.Usage != nil {
-		if err := w.budget.add(context.WithoutCancel(ctx), t.in, rec.Usage); err != nil {
-			t.log.Warn("token budget: turn not counted", "err", err)
-		}
-	}
-	if w.d.Memory != nil {
-		if err := w.d.Memory.AfterTurn(context.WithoutCancel(ctx), t.in, t.key, info, hist, t.historyBudget()); err != nil {
-			t.log.Warn("memory after turn", "err", err)
-		}
 	}
 	return outcome, nil
 }
@@ -318,12 +269,7 @@ func (t *turn) think(ctx context.Context, cp *nanofleetv1.TurnCheckpoint, info *
 		Progress: func(s string) { t.live(nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, s) },
 		ToolHint: func(s string) { t.live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, s) },
 		Checkpoint: func(ctx context.Context, msgs []*nanofleetv1.ChatMessage, iter int) error {
-			cp.Messages, cp.Iteration, cp.Replies = msgs, int32(iter), t.replies
-			rev, err := w.sessions.SaveCheckpoint(ctx, t.key, cp)
-			if err == nil {
-				t.checkpointRev = rev
-			}
-			return err
+			return t.checkpoint(ctx, cp, msgs, iter)
 		},
 	}
 	if t.in.GetMetadata()["stream"] == "true" {
