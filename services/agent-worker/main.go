@@ -40,7 +40,16 @@ func run(flags svc.Flags, id, workspace string) error {
 	if err != nil {
 		return err
 	}
-	b, err := svc.Connect(ctx, file, "agent-worker", log)
+	reg := observe.NewRegistry()
+	metrics := observe.NewMetrics(reg)
+	// /readyz says why while NATS is not there yet.
+	var ready svc.Readiness
+	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, ready.Check)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	b, err := svc.Connect(ctx, file, "agent-worker", log, &ready, service.Assets)
 	if err != nil {
 		return err
 	}
@@ -49,11 +58,13 @@ func run(flags svc.Flags, id, workspace string) error {
 	if err != nil {
 		return err
 	}
-	reg := observe.NewRegistry()
-	metrics := observe.NewMetrics(reg)
-	w, err := service.New(ctx, b, service.Options{
-		File: file, ID: id, Workspace: workspace, Tools: tools,
-		Metrics: metrics, Log: log,
+	var w *service.Worker
+	err = svc.Retry(ctx, log, &ready, "start agent-worker", func(ctx context.Context) error {
+		w, err = service.New(ctx, b, service.Options{
+			File: file, ID: id, Workspace: workspace, Tools: tools,
+			Metrics: metrics, Log: log,
+		})
+		return err
 	})
 	if err != nil {
 		return err
@@ -61,11 +72,7 @@ func run(flags svc.Flags, id, workspace string) error {
 	defer w.Close()
 	// Give the memory of a burst back once the process goes quiet.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
-	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, svc.BusReady(b))
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
+	ready.Ready(svc.BusReady(b))
 	log.Info("agent-worker running")
 	return w.Run(ctx)
 }

@@ -39,28 +39,32 @@ func run(flags svc.Flags, id, workspace string) error {
 	if err != nil {
 		return err
 	}
-	b, err := svc.Connect(ctx, file, "memory-consolidator", log)
+	reg := observe.NewRegistry()
+	// /readyz says why while NATS is not there yet.
+	var ready svc.Readiness
+	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, ready.Check)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	b, err := svc.Connect(ctx, file, "memory-consolidator", log, &ready, memory.Assets)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := memory.Provision(ctx, b, svc.Layout(file)); err != nil {
+	var s *service.Service
+	err = svc.Retry(ctx, log, &ready, "start memory-consolidator", func(ctx context.Context) error {
+		s, err = service.New(ctx, b, service.Options{
+			File: file, ID: id, Workspace: workspace, Metrics: observe.NewMetrics(reg), Log: log,
+		})
 		return err
-	}
-	reg := observe.NewRegistry()
-	s, err := service.New(ctx, b, service.Options{
-		File: file, ID: id, Workspace: workspace, Metrics: observe.NewMetrics(reg), Log: log,
 	})
 	if err != nil {
 		return err
 	}
 	// Give the memory of a burst back once the process goes quiet.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
-	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, svc.BusReady(b))
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
+	ready.Ready(svc.BusReady(b))
 	log.Info("memory-consolidator running")
 	return s.Run(ctx)
 }

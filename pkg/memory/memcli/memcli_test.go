@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/memory/memcli"
@@ -16,7 +17,7 @@ import (
 func TestRun(t *testing.T) {
 	ctx := context.Background()
 	b := bustest.StartJetStream(t)
-	if err := memory.Provision(ctx, b, bustest.TestLayout()); err != nil {
+	if err := bus.Provision(ctx, b, bustest.TestLayout(), memory.Assets); err != nil {
 		t.Fatal(err)
 	}
 	docs, _ := memory.OpenDocs(ctx, b)

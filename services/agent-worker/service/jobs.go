@@ -13,7 +13,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/subagent"
-	"github.com/nanofleet/nanofleet/pkg/svc"
 )
 
 // ScheduleSection is the config file's "schedule" section: the heartbeat
@@ -42,13 +41,6 @@ type jobs struct {
 func openJobs(ctx context.Context, b *bus.Bus, file *config.File, loc *time.Location, profiles *profile.Cache, log *slog.Logger) (*jobs, error) {
 	var sec ScheduleSection
 	if err := file.Section("schedule", &sec); err != nil {
-		return nil, err
-	}
-	layout := svc.Layout(file)
-	if err := schedule.Provision(ctx, b, layout); err != nil {
-		return nil, err
-	}
-	if err := subagent.Provision(ctx, b, layout); err != nil {
 		return nil, err
 	}
 	sched, err := schedule.Open(ctx, b)

@@ -22,7 +22,9 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
-	"github.com/nanofleet/nanofleet/pkg/svc"
+	"github.com/nanofleet/nanofleet/pkg/schedule"
+	"github.com/nanofleet/nanofleet/pkg/subagent"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 )
@@ -146,7 +148,15 @@ func (n noKey) Chat(context.Context, llm.Request) (*llm.Response, error) {
 	return nil, fmt.Errorf("no API key for provider %q: set OPENAI_API_KEY (or providers.%s.apiKey in the config)", n.provider, n.provider)
 }
 
-// New assembles a worker.
+// Assets declares the JetStream assets a worker uses besides the core
+// layout: the memory streams, the schedule stream and the subagents
+// bucket.
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.Join(memory.Assets, schedule.Assets, subagent.Assets)(sp, l)
+}
+
+// New assembles a worker; the core layout and [Assets] must have been
+// provisioned.
 func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
@@ -215,12 +225,9 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 		stream: b.Space.InboundStream(), consumer: b.Space.WorkerConsumer(), nc: b.NC, id: o.ID, jobs: jb, log: o.Log}, nil
 }
 
-// openMemory provisions and opens the fleet's long-term memory with the
-// config's "memory" section.
+// openMemory opens the fleet's long-term memory with the config's
+// "memory" section.
 func openMemory(ctx context.Context, b *bus.Bus, file *config.File, log *slog.Logger) (*memory.Store, error) {
-	if err := memory.Provision(ctx, b, svc.Layout(file)); err != nil {
-		return nil, err
-	}
 	mcfg, err := memory.ConfigFrom(file)
 	if err != nil {
 		return nil, err

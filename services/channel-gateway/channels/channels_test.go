@@ -80,7 +80,7 @@ func TestInvalidKeysAreNamed(t *testing.T) {
 }
 
 func TestBuild(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	fake := telegramtest.New(t, "1:abc")
 	ctx := context.Background()
 	cfg := channels.Defaults()

@@ -30,19 +30,16 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Parallel is how many replies per channel are delivered at once.
 	Parallel int
-	// DeliveredTTL is how long delivered reply ids are remembered.
-	DeliveredTTL time.Duration
 }
 
 // DefaultConfig returns the production delivery settings.
 func DefaultConfig() Config {
 	return Config{
-		MaxDeliver:   8,
-		AckWait:      60 * time.Second,
-		MinBackoff:   500 * time.Millisecond,
-		MaxBackoff:   2 * time.Minute,
-		Parallel:     8,
-		DeliveredTTL: 24 * time.Hour,
+		MaxDeliver: 8,
+		AckWait:    60 * time.Second,
+		MinBackoff: 500 * time.Millisecond,
+		MaxBackoff: 2 * time.Minute,
+		Parallel:   8,
 	}
 }
 
@@ -59,6 +56,22 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gateway.parallel: must be at least 1, got %d", c.Parallel)
 	}
 	return nil
+}
+
+// deliveredTTL is how long delivered reply ids are remembered: far longer
+// than a reply is ever redelivered.
+const deliveredTTL = 24 * time.Hour
+
+// bucketDelivered is the short name of the bucket of delivered reply ids.
+const bucketDelivered = "delivered"
+
+// Assets declares the bucket of delivered reply ids for [bus.Provision].
+func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
+	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
+		Bucket:      sp.Bucket(bucketDelivered),
+		Description: "reply ids already delivered to a platform",
+		TTL:         deliveredTTL,
+	}}}
 }
 
 // Gateway runs adapters and moves messages between them and the fleet.
@@ -116,11 +129,7 @@ func (g *Gateway) Publish(ctx context.Context, in *nanofleetv1.InboundMessage) e
 // Run starts every adapter and its delivery loops, and returns when ctx
 // ends or one of them fails.
 func (g *Gateway) Run(ctx context.Context) error {
-	delivered, err := g.bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      g.bus.Space.Bucket("delivered"),
-		Description: "reply ids already delivered to a platform",
-		TTL:         g.cfg.DeliveredTTL,
-	})
+	delivered, err := g.bus.KV(ctx, bucketDelivered)
 	if err != nil {
 		return fmt.Errorf("gateway: delivered bucket: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
@@ -38,7 +39,7 @@ func script(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 
 func start(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest.Worker, string) {
 	t.Helper()
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	pub, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

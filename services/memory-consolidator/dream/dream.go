@@ -166,7 +166,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Job, error) {
 		return nil, err
 	}
 	if j.stream, err = d.Bus.JS.Stream(ctx, j.names.JobStream()); err != nil {
-		return nil, fmt.Errorf("dream: %w (call memory.Provision)", err)
+		return nil, fmt.Errorf("dream: %w (provision memory.Assets)", err)
 	}
 	j.cons, err = d.Bus.JS.CreateOrUpdateConsumer(ctx, j.names.JobStream(), jetstream.ConsumerConfig{
 		Durable:       "dream_" + subject.Token(cfg.Agent),

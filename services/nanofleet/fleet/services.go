@@ -27,7 +27,6 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 		f.closer = append(f.closer, w.Close)
 		f.goRun("agent-worker", func() error { return w.Run(runCtx) })
 	}
-	// The workers provisioned the memory streams when they opened memory.
 	mem, err := consolidator.New(setupCtx, f.Bus, consolidator.Options{
 		File: o.File, Getenv: o.Getenv, ID: node + "-memory", Workspace: o.Workspace,
 		Metrics: f.Metrics, Log: o.Log.With("service", "memory-consolidator"),
