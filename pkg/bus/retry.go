@@ -81,7 +81,8 @@ func Transient(err error) bool {
 		return false
 	}
 	switch api.ErrorCode {
-	case 10008, // JetStream system temporarily unavailable (no meta leader)
+	case 10005, // no suitable peers for placement (nodes still joining, or down)
+		10008, // JetStream system temporarily unavailable (no meta leader)
 		10009, // cluster can not handle request (not the leader)
 		10041, // raft error
 		10118, // stream is offline
