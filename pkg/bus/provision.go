@@ -207,19 +207,39 @@ func Provision(ctx context.Context, b *Bus, l Layout, decls ...Declare) error {
 	if err != nil {
 		return err
 	}
+	// Each call has its own deadline: one lost with a server that died,
+	// or sent while the cluster has no leader, fails and the caller
+	// retries; a retry finds done what the server finished meanwhile.
+	call := func(what, name string, create func(context.Context) error) error {
+		cctx, cancel := context.WithTimeout(ctx, CallTimeout)
+		defer cancel()
+		if err := create(cctx); err != nil {
+			return fmt.Errorf("provision %s %s: %w", what, name, err)
+		}
+		return nil
+	}
 	for _, cfg := range all.Streams {
-		if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
+		if err := call("stream", cfg.Name, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateStream(ctx, cfg)
+			return err
+		}); err != nil {
+			return err
 		}
 	}
 	for _, cfg := range all.Buckets {
-		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
-			return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
+		if err := call("bucket", cfg.Bucket, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateKeyValue(ctx, cfg)
+			return err
+		}); err != nil {
+			return err
 		}
 	}
 	for _, cfg := range all.Objects {
-		if _, err := b.JS.CreateOrUpdateObjectStore(ctx, cfg); err != nil {
-			return fmt.Errorf("provision object store %s: %w", cfg.Bucket, err)
+		if err := call("object store", cfg.Bucket, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateObjectStore(ctx, cfg)
+			return err
+		}); err != nil {
+			return err
 		}
 	}
 	return nil

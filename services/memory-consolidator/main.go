@@ -24,16 +24,18 @@ func main() {
 	id := flag.String("id", "", "consolidator id, unique among running ones (default host-pid)")
 	workspace := flag.String("workspace", "", "workspace whose MEMORY.md, SOUL.md and USER.md are synced (empty: no sync)")
 	flag.Parse()
-	if err := run(flags, *id, *workspace); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, flags, *id, *workspace); err != nil {
 		flags.Logger("memory-consolidator").Error("memory-consolidator failed", "err", err)
 		fmt.Fprintln(os.Stderr, "memory-consolidator:", err)
+		stop()
 		os.Exit(1)
 	}
 }
 
-func run(flags svc.Flags, id, workspace string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// run runs the service until ctx ends.
+func run(ctx context.Context, flags svc.Flags, id, workspace string) error {
 	log := flags.Logger("memory-consolidator")
 	file, err := flags.LoadConfig()
 	if err != nil {
