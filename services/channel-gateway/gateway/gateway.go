@@ -129,13 +129,21 @@ func (g *Gateway) Publish(ctx context.Context, in *nanofleetv1.InboundMessage) e
 // Run starts every adapter and its delivery loops, and returns when ctx
 // ends or one of them fails.
 func (g *Gateway) Run(ctx context.Context) error {
-	delivered, err := g.bus.KV(ctx, bucketDelivered)
+	var delivered jetstream.KeyValue
+	err := g.setUp(ctx, func(ctx context.Context) (err error) {
+		delivered, err = g.bus.KV(ctx, bucketDelivered)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("gateway: delivered bucket: %w", err)
 	}
 	eg, ctx := errgroup.WithContext(ctx)
 	for _, a := range g.adapters {
-		cons, err := g.consumer(ctx, a.Channel())
+		var cons jetstream.Consumer
+		err := g.setUp(ctx, func(ctx context.Context) (err error) {
+			cons, err = g.consumer(ctx, a.Channel())
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -167,6 +175,19 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}
 	}
 	return eg.Wait()
+}
+
+// setUp runs a bus call of Run's start, retrying it while it fails for a
+// transient reason: a cluster electing leaders delays delivery, it does
+// not stop the gateway.
+func (g *Gateway) setUp(ctx context.Context, call func(context.Context) error) error {
+	return bus.Retry(ctx, bus.Backoff{}, func(ctx context.Context) error {
+		cctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+		defer cancel()
+		return call(cctx)
+	}, func(err error, wait time.Duration) {
+		g.log.Warn("gateway: nats not ready; retrying", "err", err, "retry_in", wait)
+	})
 }
 
 func (g *Gateway) consumer(ctx context.Context, channel string) (jetstream.Consumer, error) {

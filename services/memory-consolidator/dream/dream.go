@@ -216,7 +216,15 @@ func (j *Job) Schedule(ctx context.Context) error {
 // Run keeps the schedule in place and runs Dream on each fire until ctx
 // ends.
 func (j *Job) Run(ctx context.Context) error {
-	if err := j.Schedule(ctx); err != nil {
+	// A cluster electing leaders delays the schedule; it does not stop
+	// the service.
+	err := bus.Retry(ctx, bus.Backoff{}, j.Schedule, func(err error, wait time.Duration) {
+		j.d.Log.Warn("dream schedule: nats not ready; retrying", "err", err, "retry_in", wait)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	lastCheck := time.Now()
