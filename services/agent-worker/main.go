@@ -25,16 +25,18 @@ func main() {
 	workspace := flag.String("workspace", "/workspace", "workspace path as the tool runners see it")
 	flag.Parse()
 	log := flags.Logger("agent-worker")
-	if err := run(flags, *id, *workspace); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, flags, *id, *workspace); err != nil {
 		log.Error("agent-worker failed", "err", err)
 		fmt.Fprintln(os.Stderr, "agent-worker:", err)
+		stop()
 		os.Exit(1)
 	}
 }
 
-func run(flags svc.Flags, id, workspace string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// run runs the worker until ctx ends.
+func run(ctx context.Context, flags svc.Flags, id, workspace string) error {
 	log := flags.Logger("agent-worker")
 	file, err := flags.LoadConfig()
 	if err != nil {
