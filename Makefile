@@ -7,7 +7,7 @@ MODULES := $(shell go list -m -f '{{.Dir}}')
 SERVICES := nanofleet channel-gateway agent-worker tool-runner memory-consolidator
 GOTEST_FLAGS ?= -count=1 -timeout 12m
 
-.PHONY: all build test vet fmt fmt-check proto proto-check run bench chaos clean
+.PHONY: all build test vet fmt fmt-check proto proto-check run bench chaos compose-test clean
 
 all: build
 
@@ -52,6 +52,12 @@ bench:
 # The long chaos test (a few minutes); `make test` runs a short one.
 chaos:
 	cd services/nanofleet && NANOFLEET_CHAOS=long go test -count=1 -run TestChaos -timeout 20m -v ./chaos/
+
+# docker-compose.yml for real (root): starts dockerd if none runs, makes the
+# base images and the compose plugin offline (deploy/offline), builds the
+# images, runs the fleet through failures, then `compose down -v`.
+compose-test:
+	cd deploy && NANOFLEET_COMPOSE_TEST=1 go test -count=1 -run '^TestComposeUp$$' -timeout 45m -v .
 
 clean:
 	rm -rf bin

@@ -171,8 +171,8 @@ func TestComposeServices(t *testing.T) {
 			if !s.ReadOnly || !slices.Contains(s.CapDrop, "ALL") || !slices.Contains(s.SecurityOpt, "no-new-privileges:true") {
 				t.Errorf("read_only %v, cap_drop %v, security_opt %v: want a read-only root, no capabilities, no new privileges", s.ReadOnly, s.CapDrop, s.SecurityOpt)
 			}
-			if !slices.ContainsFunc(s.EnvFiles, func(f types.EnvFile) bool { return filepath.Base(f.Path) == ".env" }) {
-				t.Errorf("env_file %v does not read .env", s.EnvFiles)
+			if s.Build.Args["VERSION"] == nil || s.Build.Args["REVISION"] == nil {
+				t.Errorf("build args %v: want VERSION and REVISION, the images' labels", s.Build.Args)
 			}
 			for _, node := range natsNodes {
 				if dep, ok := s.DependsOn[node]; !ok || dep.Condition != types.ServiceConditionHealthy {
@@ -223,6 +223,48 @@ func TestComposeServices(t *testing.T) {
 		if s := service(t, p, name); name != "tool-runner" && slices.ContainsFunc(s.SecurityOpt, func(o string) bool { return strings.Contains(o, "unconfined") }) {
 			t.Errorf("%s relaxes its confinement (%v); only the tool-runner needs to", name, s.SecurityOpt)
 		}
+	}
+}
+
+// TestComposeSecrets: each service gets the secrets it uses and no other
+// (the tool-runner runs model-chosen commands: it gets none), and the
+// services that call a model can reach one on the host.
+func TestComposeSecrets(t *testing.T) {
+	model := []string{"NANOFLEET_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"}
+	tests := []struct {
+		service   string
+		env       []string
+		hostModel bool
+	}{
+		{"agent-worker", model, true},
+		{"memory-consolidator", model, true},
+		{"channel-gateway", []string{"SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "TELEGRAM_BOT_TOKEN"}, false},
+		{"tool-runner", nil, false},
+	}
+	env := []string{"OPENAI_API_KEY=sk-x", "OPENAI_BASE_URL=http://host.docker.internal:11434/v1", "NANOFLEET_MODEL=m",
+		"TELEGRAM_BOT_TOKEN=t", "SLACK_BOT_TOKEN=xoxb", "SLACK_APP_TOKEN=xapp"}
+	p := loadCompose(t, env, "docker-compose.yml")
+	for _, tt := range tests {
+		t.Run(tt.service, func(t *testing.T) {
+			s := service(t, p, tt.service)
+			if len(s.EnvFiles) != 0 {
+				t.Errorf("env_file %v hands the service every secret in it", s.EnvFiles)
+			}
+			var got []string
+			for k, v := range s.Environment {
+				got = append(got, k)
+				if v == nil || *v == "" {
+					t.Errorf("%s is not passed from the environment", k)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.env) {
+				t.Errorf("environment %v, want %v", got, tt.env)
+			}
+			if hg := s.ExtraHosts["host.docker.internal"]; tt.hostModel != slices.Contains(hg, "host-gateway") {
+				t.Errorf("extra_hosts %v: host.docker.internal as host-gateway wanted: %v", s.ExtraHosts, tt.hostModel)
+			}
+		})
 	}
 }
 

@@ -43,6 +43,7 @@ func (c EmbeddedConfig) Validate() error {
 type Embedded struct {
 	srv      *server.Server
 	noListen bool
+	storeDir string
 }
 
 // StartEmbedded starts a nats-server with JetStream and waits until it
@@ -83,7 +84,27 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 		srv.Shutdown()
 		return nil, errors.New("embedded nats: not ready for connections after 30s")
 	}
-	return &Embedded{srv: srv, noListen: cfg.NoListen}, nil
+	return &Embedded{srv: srv, noListen: cfg.NoListen, storeDir: cfg.StoreDir}, nil
+}
+
+// RestartJetStream disables and re-enables JetStream, which reopens every
+// stream from disk. A stream whose write failed (a full disk) keeps
+// refusing writes until then; client connections stay up.
+func (e *Embedded) RestartJetStream() error {
+	cfg := e.srv.JetStreamConfig()
+	if cfg == nil {
+		return errors.New("embedded nats: jetstream is not enabled")
+	}
+	// The server's config holds the store dir with "jetstream" appended;
+	// Enable appends it again, so give it the dir it was started with.
+	cfg.StoreDir = e.storeDir
+	if err := e.srv.DisableJetStream(); err != nil {
+		return fmt.Errorf("embedded nats: disable jetstream: %w", err)
+	}
+	if err := e.srv.EnableJetStream(cfg); err != nil {
+		return fmt.Errorf("embedded nats: enable jetstream: %w", err)
+	}
+	return nil
 }
 
 // ClientURL is the URL other processes connect to; empty with NoListen.

@@ -245,9 +245,6 @@ func Provision(ctx context.Context, b *Bus, l Layout, decls ...Declare) error {
 	return nil
 }
 
-// ErrLayout marks a layout that cannot be provisioned as declared.
-var ErrLayout = errors.New("jetstream layout")
-
 // Difference is one way the fleet's layout differs from a declared one.
 type Difference struct {
 	Asset Asset

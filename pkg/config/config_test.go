@@ -127,3 +127,24 @@ func TestModelProvider(t *testing.T) {
 		})
 	}
 }
+
+func TestEditableProfile(t *testing.T) {
+	tests := []struct {
+		name, tools string
+		want        bool
+	}{
+		{"no tools section", ``, false},
+		{"default", `{"workspace": {"root": "/w"}}`, false},
+		{"opted in", `{"workspace": {"editableProfile": true}}`, true},
+		{"mistyped is not an opt-in", `{"workspace": {"editableProfile": "yes"}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Defaults()
+			f.Tools = []byte(tt.tools)
+			if got := f.EditableProfile(); got != tt.want {
+				t.Errorf("EditableProfile() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,8 +1,9 @@
 // Package profile keeps an agent's profile in JetStream: its bootstrap
 // files (AGENTS.md, SOUL.md, USER.md, TOOLS.md, IDENTITY.md, HEARTBEAT.md)
 // and its skills (skills/<name>/SKILL.md). The workspace directory seeds the
-// profile; workers read it from the profile bucket, never from a disk, so
-// any worker on any machine builds the same context.
+// profile once (at every start only when the operator made it editable;
+// see [SeedOptions]); workers read it from the profile bucket, never from
+// a disk, so any worker on any machine builds the same context.
 //
 // Keys in the bucket are "<agent>.file.<name>" and "<agent>.skill.<name>",
 // with both names encoded by subject.Token.
@@ -13,15 +14,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 )
 
 // BootstrapFiles are the workspace files inlined into the system prompt, in
@@ -41,9 +45,50 @@ func SkillKey(agent, name string) string {
 	return subject.Token(agent) + ".skill." + subject.Token(name)
 }
 
+// SeedOptions say how [Seed] treats the workspace.
+type SeedOptions struct {
+	// Editable makes the workspace the profile's source at every start,
+	// as in nanobot: whatever is in the workspace's bootstrap files and
+	// skills (which sessions can then change) replaces the bucket's copy.
+	// Without it the workspace seeds the profile once, when the bucket
+	// holds none for the agent; after that the bucket is the profile and
+	// the workspace's files are copies that are never read back, so no
+	// session can change what every session's prompt says.
+	Editable bool
+	// Log receives the files refused (symlinks, hard links, special
+	// files); default: discarded.
+	Log *slog.Logger
+}
+
+// maxFileBytes bounds a bootstrap file or skill read from the workspace.
+const maxFileBytes = 1 << 20
+
+// seededKey marks an agent whose profile was seeded; it has two parts, so
+// the [Cache] ignores it.
+func seededKey(agent string) string { return subject.Token(agent) + ".seeded" }
+
 // Seed copies the workspace's bootstrap files and skills into the bucket,
-// writing only what differs. It returns how many entries it wrote.
-func Seed(ctx context.Context, kv jetstream.KeyValue, agent, workspace string) (int, error) {
+// writing only what differs, and returns how many entries it wrote; see
+// [SeedOptions] for when it reads the workspace at all. Files are read
+// beneath the workspace without following symlinks; a symlink, hard link
+// or special file in place of a profile file is skipped with a warning,
+// never followed (it may point at a host file such as the config).
+func Seed(ctx context.Context, kv jetstream.KeyValue, agent, workspace string, o SeedOptions) (int, error) {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if !o.Editable {
+		seeded, err := hasProfile(ctx, kv, agent)
+		if err != nil || seeded {
+			return 0, err
+		}
+	}
+	dir, err := wsfile.Open(workspace)
+	if err != nil {
+		return 0, fmt.Errorf("seed profile: %w", err)
+	}
+	defer dir.Close()
 	wrote := 0
 	put := func(key string, data []byte) error {
 		if e, err := kv.Get(ctx, key); err == nil && bytes.Equal(e.Value(), data) {
@@ -57,38 +102,86 @@ func Seed(ctx context.Context, kv jetstream.KeyValue, agent, workspace string) (
 		wrote++
 		return nil
 	}
-	for _, name := range BootstrapFiles {
-		data, err := os.ReadFile(filepath.Join(workspace, name))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+	read := func(rel string) ([]byte, bool, error) {
+		data, _, err := dir.ReadFile(rel, maxFileBytes)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, false, nil
+		case errors.Is(err, wsfile.ErrSymlink), errors.Is(err, wsfile.ErrHardLink),
+			errors.Is(err, wsfile.ErrNotRegular), errors.Is(err, wsfile.ErrTooLarge):
+			log.Warn("profile: workspace file skipped, not seeded", "agent", agent, "file", rel, "reason", err)
+			return nil, false, nil
+		case err != nil:
+			return nil, false, fmt.Errorf("seed profile: %w", err)
 		}
+		return data, true, nil
+	}
+	for _, name := range BootstrapFiles {
+		data, ok, err := read(name)
 		if err != nil {
-			return wrote, fmt.Errorf("seed profile: %w", err)
+			return wrote, err
+		}
+		if !ok {
+			continue
 		}
 		if err := put(FileKey(agent, name), data); err != nil {
 			return wrote, err
 		}
 	}
-	skills, err := os.ReadDir(filepath.Join(workspace, "skills"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	skills, err := dir.ReadDir("skills")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, wsfile.ErrSymlink), errors.Is(err, syscall.ENOTDIR):
+		log.Warn("profile: workspace skills directory skipped, not seeded", "agent", agent, "reason", err)
+	case err != nil:
 		return wrote, fmt.Errorf("seed skills: %w", err)
 	}
 	for _, d := range skills {
-		if !d.IsDir() {
+		if !d.IsDir() { // a symlinked skill directory is not a directory here
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(workspace, "skills", d.Name(), "SKILL.md"))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+		data, ok, err := read(filepath.Join("skills", d.Name(), "SKILL.md"))
 		if err != nil {
-			return wrote, fmt.Errorf("seed skill %s: %w", d.Name(), err)
+			return wrote, err
+		}
+		if !ok {
+			continue
 		}
 		if err := put(SkillKey(agent, d.Name()), data); err != nil {
 			return wrote, err
 		}
 	}
+	if _, err := kv.Put(ctx, seededKey(agent), []byte("1")); err != nil {
+		return wrote, fmt.Errorf("mark profile seeded: %w", err)
+	}
 	return wrote, nil
+}
+
+// hasProfile reports whether the bucket already holds the agent's
+// profile: the seeded mark, or (a bucket from before the mark) any of its
+// bootstrap files, in which case the mark is added.
+func hasProfile(ctx context.Context, kv jetstream.KeyValue, agent string) (bool, error) {
+	_, err := kv.Get(ctx, seededKey(agent))
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, fmt.Errorf("read profile mark: %w", err)
+	}
+	for _, name := range BootstrapFiles {
+		_, err := kv.Get(ctx, FileKey(agent, name))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("read profile %s: %w", name, err)
+		}
+		if _, err := kv.Put(ctx, seededKey(agent), []byte("1")); err != nil {
+			return false, fmt.Errorf("mark profile seeded: %w", err)
+		}
+		return true, nil
+	}
+	return false, nil
 }
 
 // Snapshot is an agent's profile at one moment.

@@ -67,11 +67,11 @@ func TestSeedAndWatch(t *testing.T) {
 	must(os.MkdirAll(filepath.Join(ws, "skills", "weather"), 0o755))
 	must(os.WriteFile(filepath.Join(ws, "skills", "weather", "SKILL.md"), []byte("---\nname: weather\ndescription: forecast\n---\nbody"), 0o644))
 
-	n, err := profile.Seed(ctx, kv, "default", ws)
+	n, err := profile.Seed(ctx, kv, "default", ws, profile.SeedOptions{})
 	if err != nil || n != 2 {
 		t.Fatalf("Seed = %d, %v; want 2 entries", n, err)
 	}
-	if n, _ := profile.Seed(ctx, kv, "default", ws); n != 0 {
+	if n, _ := profile.Seed(ctx, kv, "default", ws, profile.SeedOptions{Editable: true}); n != 0 {
 		t.Errorf("re-seeding unchanged files wrote %d entries", n)
 	}
 
@@ -96,5 +96,129 @@ func TestSeedAndWatch(t *testing.T) {
 			t.Fatal("edit never reached the cache")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSeedTrustsNoSessionWrite: the workspace seeds the profile once; after
+// that a session's change to it (a symlink to a host file, a new or
+// replaced bootstrap file) is never read back unless the operator made the
+// profile editable, and even then a symlink or hard link is not followed.
+func TestSeedTrustsNoSessionWrite(t *testing.T) {
+	const secret = "apiKey: sk-HOST-SECRET"
+	tests := []struct {
+		name     string
+		editable bool
+		change   func(t *testing.T, ws, host string)
+		want     map[string]string // bucket files after the second seed
+	}{
+		{"new file is not read back", false, func(t *testing.T, ws, _ string) {
+			write(t, filepath.Join(ws, "TOOLS.md"), "injected")
+		}, map[string]string{"AGENTS.md": "Be good.", "SOUL.md": "Be kind."}},
+		{"replaced file is not read back", false, func(t *testing.T, ws, _ string) {
+			write(t, filepath.Join(ws, "AGENTS.md.new"), "injected")
+			if err := os.Rename(filepath.Join(ws, "AGENTS.md.new"), filepath.Join(ws, "AGENTS.md")); err != nil {
+				t.Fatal(err)
+			}
+		}, map[string]string{"AGENTS.md": "Be good.", "SOUL.md": "Be kind."}},
+		{"editable: a changed file is read back", true, func(t *testing.T, ws, _ string) {
+			write(t, filepath.Join(ws, "SOUL.md"), "Be brief.")
+		}, map[string]string{"AGENTS.md": "Be good.", "SOUL.md": "Be brief."}},
+		{"editable: symlink to a host file is not followed", true, func(t *testing.T, ws, host string) {
+			if err := os.Remove(filepath.Join(ws, "AGENTS.md")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(host, filepath.Join(ws, "AGENTS.md")); err != nil {
+				t.Fatal(err)
+			}
+		}, map[string]string{"AGENTS.md": "Be good.", "SOUL.md": "Be kind."}},
+		{"editable: hard link to a host file is not read", true, func(t *testing.T, ws, host string) {
+			if err := os.Remove(filepath.Join(ws, "SOUL.md")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(host, filepath.Join(ws, "SOUL.md")); err != nil {
+				t.Fatal(err)
+			}
+		}, map[string]string{"AGENTS.md": "Be good.", "SOUL.md": "Be kind."}},
+		{"editable: symlinked skills directory is not followed", true, func(t *testing.T, ws, host string) {
+			if err := os.RemoveAll(filepath.Join(ws, "skills")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Dir(host), filepath.Join(ws, "skills")); err != nil {
+				t.Fatal(err)
+			}
+		}, map[string]string{"AGENTS.md": "Be good.", "SOUL.md": "Be kind."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			b := bustest.StartJetStream(t)
+			kv, err := b.KV(ctx, bus.BucketProfile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws, hostDir := t.TempDir(), t.TempDir()
+			host := filepath.Join(hostDir, "config.json")
+			write(t, host, secret)
+			write(t, filepath.Join(ws, "AGENTS.md"), "Be good.")
+			write(t, filepath.Join(ws, "SOUL.md"), "Be kind.")
+			if n, err := profile.Seed(ctx, kv, "default", ws, profile.SeedOptions{}); err != nil || n != 2 {
+				t.Fatalf("first Seed = %d, %v", n, err)
+			}
+			tt.change(t, ws, host)
+			if _, err := profile.Seed(ctx, kv, "default", ws, profile.SeedOptions{Editable: tt.editable}); err != nil {
+				t.Fatalf("second Seed: %v", err)
+			}
+			cache, err := profile.Watch(ctx, kv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cache.Stop()
+			select {
+			case <-cache.Ready():
+			case <-time.After(10 * time.Second):
+				t.Fatal("profile cache not ready")
+			}
+			snap := cache.Get("default")
+			if len(snap.Files) != len(tt.want) || len(snap.Skills) != 0 {
+				t.Errorf("profile = %v, %d skills; want %v", snap.Files, len(snap.Skills), tt.want)
+			}
+			for name, want := range tt.want {
+				if snap.Files[name] != want {
+					t.Errorf("%s = %q, want %q", name, snap.Files[name], want)
+				}
+			}
+			if got, _ := os.ReadFile(host); string(got) != secret {
+				t.Errorf("host file changed: %q", got)
+			}
+		})
+	}
+}
+
+// TestSeedUpgradedBucket: a bucket from before the seeded mark that holds
+// the agent's files counts as seeded.
+func TestSeedUpgradedBucket(t *testing.T) {
+	ctx := t.Context()
+	b := bustest.StartJetStream(t)
+	kv, err := b.KV(ctx, bus.BucketProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, profile.FileKey("default", "SOUL.md"), []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	write(t, filepath.Join(ws, "SOUL.md"), "from a session")
+	if n, err := profile.Seed(ctx, kv, "default", ws, profile.SeedOptions{}); err != nil || n != 0 {
+		t.Fatalf("Seed = %d, %v; want nothing written", n, err)
+	}
+	if e, err := kv.Get(ctx, profile.FileKey("default", "SOUL.md")); err != nil || string(e.Value()) != "old" {
+		t.Fatalf("SOUL.md in the bucket = %v, %v", e, err)
+	}
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

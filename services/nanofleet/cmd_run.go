@@ -36,7 +36,7 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	}
 	// Give the memory of a burst back once the process goes quiet.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
-	stopHTTP, err := svc.Observability(ctx, *httpAddr, f.Registry, svc.BusReady(f.Bus))
+	stopHTTP, err := svc.Observability(ctx, *httpAddr, f.Registry, f.Ready)
 	if err != nil {
 		f.Stop()
 		return err

@@ -31,6 +31,7 @@ func commands() map[string]command {
 		"bench":   {"drive the fleet with a fake model and write throughput, latency and memory figures", benchCmd},
 		"pairing": {"approve a DM pairing code: pairing approve CODE", pairingCmd},
 		"cron":    {"list or remove scheduled jobs with their next fire time", cronCmd},
+		"profile": {"profile seed: copy the workspace's reviewed bootstrap files and skills into the agent's profile", profileCmd},
 	}
 }
 

@@ -71,7 +71,8 @@ func run(flags svc.Flags, workspace string) error {
 		if err != nil {
 			return err
 		}
-		n, err := profile.Seed(ctx, kv, profile.DefaultAgent, cfg.Workspace.Root)
+		seed := profile.SeedOptions{Editable: cfg.Workspace.EditableProfile, Log: log}
+		n, err := profile.Seed(ctx, kv, profile.DefaultAgent, cfg.Workspace.Root, seed)
 		if err != nil && !bus.Transient(err) {
 			log.Warn("seed agent profile from workspace", "err", err)
 			return nil

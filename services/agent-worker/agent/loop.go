@@ -139,7 +139,10 @@ func (l *Loop) Run(ctx context.Context, turn Turn, tools Toolset, hooks Hooks) (
 		}
 		res.Usage.PromptTokens += resp.Usage.PromptTokens
 		res.Usage.CompletionTokens += resp.Usage.CompletionTokens
-		if forced {
+		if forced && (len(resp.ToolCalls) > 0 || strings.TrimSpace(resp.Content) == "") {
+			// The model would not stop: the user still gets an answer
+			// saying so, with what the turn did.
+			resp.Content = budgetSpent(resp.Content, res.Messages, l.cfg.MaxIterations)
 			resp.ToolCalls = nil
 		}
 		msg := &nanofleetv1.ChatMessage{
@@ -179,6 +182,37 @@ func (l *Loop) Run(ctx context.Context, turn Turn, tools Toolset, hooks Hooks) (
 			}
 		}
 	}
+}
+
+// maxListed bounds the tool calls budgetSpent lists.
+const maxListed = 10
+
+// budgetSpent is the answer of a turn whose model still asked for tools
+// after the iteration budget: what it said, that it ran out of steps, and
+// the tool calls it made.
+func budgetSpent(said string, msgs []*nanofleetv1.ChatMessage, budget int) string {
+	var b strings.Builder
+	if said = strings.TrimSpace(said); said != "" {
+		b.WriteString(said + "\n\n")
+	}
+	fmt.Fprintf(&b, "I used all %d steps allowed for one turn and stopped before finishing.", budget)
+	var done []string
+	for _, m := range msgs {
+		for _, c := range m.GetToolCalls() {
+			done = append(done, Hint(c))
+		}
+	}
+	if len(done) > 0 {
+		b.WriteString(" What I did:")
+		for _, h := range done[max(0, len(done)-maxListed):] {
+			b.WriteString("\n- " + h)
+		}
+		if n := len(done) - maxListed; n > 0 {
+			fmt.Fprintf(&b, "\n(and %d earlier)", n)
+		}
+	}
+	b.WriteString("\n\nSay \"continue\" and I will go on from here.")
+	return b.String()
 }
 
 // joinContinued glues an answer that was cut off and continued back into

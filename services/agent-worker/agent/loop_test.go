@@ -212,3 +212,43 @@ func TestHint(t *testing.T) {
 		}
 	}
 }
+
+func TestForcedFinalNeverEmpty(t *testing.T) {
+	tests := []struct {
+		name   string
+		forced llmtest.Reply
+		want   []string
+	}{
+		{"tool calls again", llmtest.ToolCalls(llmtest.Call("read_file", `{"path":"y"}`)),
+			[]string{"used all 2 steps", "- read x", "continue"}},
+		{"tool calls with text", llmtest.ToolCalls(llmtest.Call("read_file", `{"path":"y"}`)).WithContent("Found half of it."),
+			[]string{"Found half of it.", "used all 2 steps", "- read x"}},
+		{"empty", llmtest.Text(""), []string{"used all 2 steps", "- read x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t)
+			srv.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+				if len(r.Tools) == 0 {
+					return tt.forced
+				}
+				return llmtest.ToolCalls(llmtest.Call("read_file", `{"path":"x"}`))
+			})
+			res, err := newLoop(t, srv, 2).Run(t.Context(), userTurn("loop"), tools, agent.Hooks{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Forced {
+				t.Error("not forced")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(res.Final, w) {
+					t.Errorf("final %q lacks %q", res.Final, w)
+				}
+			}
+			if last := res.Messages[len(res.Messages)-1]; len(last.GetToolCalls()) != 0 || last.GetContent() != res.Final {
+				t.Errorf("last message %+v is not the final answer", last)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -206,6 +207,11 @@ func (t *turn) run(ctx context.Context) string {
 			_ = t.msg.Nak()
 			return "abandoned"
 		}
+		if bus.TooLarge(err) {
+			// Even the cut-down record was refused: never retried.
+			t.w.deadLetter(ctx, t.msg, t.meta, "turn too large to store: "+err.Error(), true)
+			return "dead_letter"
+		}
 		// Mostly the bus itself (a stream leader election after a server
 		// restart takes seconds): back off so that the attempts a message
 		// has are not all spent during one outage.
@@ -332,7 +338,7 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		return t.giveUp(ctx, hist, fmt.Sprintf("turn started %d times without finishing", cp.Attempts-1))
 	}
 	if len(cp.Messages) == 0 {
-		cp.Messages = []*nanofleetv1.ChatMessage{userMessage(t.in)}
+		cp.Messages = []*nanofleetv1.ChatMessage{t.fitUser(userMessage(t.in))}
 	}
 	// A first delivery has nothing to resume, so its checkpoint waits for
 	// the turn's first step (most turns answer without one and never
@@ -363,6 +369,10 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		// Cut off by shutdown or a lost lease, not by the model: leave the
 		// message to a redelivery, which resumes from the checkpoint.
 		return "", runErr
+	case bus.TooLarge(runErr):
+		// A checkpoint the store refuses for its size: every attempt
+		// would end the same way.
+		return t.tooLarge(context.WithoutCancel(ctx), hist, runErr)
 	case errors.Is(runErr, agent.ErrModel):
 		outcome = "model_error"
 		t.log.Warn("model failed", "err", runErr)
@@ -376,6 +386,9 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		msgs = res.Messages
 	}
 	if err := t.commit(context.WithoutCancel(ctx), hist, &nanofleetv1.TurnRecord{Messages: msgs}); err != nil {
+		if bus.TooLarge(err) {
+			return t.tooLarge(context.WithoutCancel(ctx), hist, err)
+		}
 		return "", err
 	}
 	if w.d.Memory != nil {
@@ -550,11 +563,64 @@ func (t *turn) publishReplies(ctx context.Context) error {
 func (t *turn) giveUp(ctx context.Context, hist *session.History, reason string) (string, error) {
 	t.w.deadLetter(ctx, t.msg, t.meta, reason, false)
 	t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR, "Sorry, I could not process your message: it failed repeatedly and was set aside for an operator.")
-	rec := &nanofleetv1.TurnRecord{Messages: []*nanofleetv1.ChatMessage{userMessage(t.in)}}
+	rec := &nanofleetv1.TurnRecord{Messages: []*nanofleetv1.ChatMessage{t.fitUser(userMessage(t.in))}}
 	if err := t.commit(ctx, hist, rec); err != nil {
 		return "", err
 	}
 	return "dead_letter", nil
+}
+
+// tooLargeKeep bounds the user's message in the record of a turn that was
+// too large to store.
+const tooLargeKeep = 64 << 10
+
+// tooLarge ends a turn whose record or checkpoint the store refuses for
+// its size. That is deterministic, so unlike other bus failures it is not
+// retried (each retry would call the model again with the same prompt):
+// the message is dead-lettered at once, the user told, and the record
+// keeps only the start of the user's message.
+func (t *turn) tooLarge(ctx context.Context, hist *session.History, cause error) (string, error) {
+	t.log.Warn("turn too large to store; set aside without retry", "err", cause)
+	t.w.deadLetter(ctx, t.msg, t.meta, "turn too large to store: "+cause.Error(), false)
+	t.replies = nil
+	t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR,
+		"Sorry, this turn produced more than the fleet can store ("+shortError(cause)+"), so it was set aside. Please ask for less at once.")
+	um := userMessage(t.in)
+	if c := um.GetContent(); len(c) > tooLargeKeep {
+		um.Content = cutUTF8(c, tooLargeKeep) + fmt.Sprintf("\n\n[nanofleet: cut from %d bytes; the turn was too large to store]", len(c))
+	}
+	um.Media = nil
+	if err := t.commit(ctx, hist, &nanofleetv1.TurnRecord{Messages: []*nanofleetv1.ChatMessage{um}}); err != nil {
+		return "", err
+	}
+	return "too_large", nil
+}
+
+// fitUser cuts a user message that alone would take more than half of the
+// context budget, with a note the model reads: the system prompt, the
+// history and the answer must fit beside it, and a prompt above the
+// model's window fails at the provider on every attempt.
+func (t *turn) fitUser(m *nanofleetv1.ChatMessage) *nanofleetv1.ChatMessage {
+	limit := t.historyBudget() / 2 * 4 // bytes: the estimates count 4 a token
+	c := m.GetContent()
+	if len(c) <= limit {
+		return m
+	}
+	kept := cutUTF8(c, limit)
+	m.Content = kept + fmt.Sprintf("\n\n[nanofleet: the message was cut here. It had %d bytes (about %d tokens); only the first %d fit in the context window of %d tokens. Tell the user that the rest was not read.]",
+		len(c), len(c)/4, len(kept), t.w.cfg.ContextWindowTokens)
+	return m
+}
+
+// cutUTF8 returns at most n bytes of s, not splitting a character.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // deadLetter stores the message with its reason. With terminate it also

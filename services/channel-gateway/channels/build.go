@@ -15,7 +15,9 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
@@ -29,7 +31,8 @@ const bucketSecrets = "gateway"
 // for [bus.Provision]. A channel adapter that keeps state in JetStream
 // exports its own Assets and is added here.
 func Assets(sp subject.Space, l bus.Layout) bus.Assets {
-	return bus.Join(gateway.Assets, access.Assets, webchat.Assets, secretsAssets)(sp, l)
+	return bus.Join(gateway.Assets, access.Assets, webchat.Assets, secretsAssets, editstream.Assets,
+		discord.Assets)(sp, l)
 }
 
 // secretsAssets declares the bucket of secrets the gateway generates at
@@ -52,6 +55,9 @@ type Deps struct {
 	// Announce, when set, receives the lines a person starting the
 	// gateway needs to see (login link, API base URL) besides the log.
 	Announce func(line string)
+	// Storage, when set, says whether the fleet's store has room; see
+	// gateway.Gateway.Storage.
+	Storage func() error
 }
 
 // Build constructs the enabled channels: the adapters to pass to
@@ -90,6 +96,13 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 		adapters = append(adapters, a)
 	}
+	if c := cfg.Discord; c.Enabled {
+		a, err := discord.New(ctx, c, discord.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+	}
 	if !cfg.Web.Enabled && !cfg.API.Enabled {
 		if !serving {
 			return adapters, nil, nil
@@ -103,6 +116,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 	if err != nil {
 		return nil, nil, err
 	}
+	inbox.Storage = deps.Storage
 	secrets, err := deps.Bus.KV(ctx, bucketSecrets)
 	if err != nil {
 		return nil, nil, fmt.Errorf("channels: %w", err)

@@ -34,13 +34,18 @@ func TestNanobotKeys(t *testing.T) {
 		          "reactEmoji": "eyes", "groupPolicy": "mention", "dm": {"enabled": true, "policy": "open", "allowFrom": ["U1"]}},
 		"web": {"enabled": true, "listen": ":8081", "token": "long-enough"},
 		"api": {"enabled": false},
-		"discord": {"enabled": false, "token": "x", "gatewayUrl": "wss://gateway.discord.gg"}
+		"discord": {"enabled": true, "token": "x", "gatewayUrl": "wss://gateway.discord.gg/?v=10&encoding=json", "intents": 37377,
+		            "allowFrom": ["123"], "groupPolicy": "allowlist", "groupAllowFrom": ["456"], "streaming": true,
+		            "streamEditInterval": 1.5, "sendProgress": false, "sendToolHints": true}
 	}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !c.Telegram.Enabled || c.Telegram.GroupPolicy != "open" || len(c.Telegram.AllowFrom) != 2 || *c.SendProgress {
 		t.Errorf("telegram section = %+v", c.Telegram)
+	}
+	if d := c.Discord; !d.Enabled || d.GroupPolicy != "allowlist" || d.GroupAllowFrom[0] != "456" || !d.Streaming || d.StreamEditInterval != 1.5 {
+		t.Errorf("discord section = %+v", d)
 	}
 	if c.Slack.DM.Policy != "open" || c.Web.Listen != ":8081" || c.API.Enabled {
 		t.Errorf("config = %+v", c)
@@ -66,7 +71,12 @@ func TestInvalidKeysAreNamed(t *testing.T) {
 		{`{"channels": {"slack": {"enabled": true, "botToken": "xoxb-1"}}}`, "channels.slack.appToken"},
 		{`{"channels": {"web": {"listen": "8080"}}}`, "channels.web.listen"},
 		{`{"channels": {"api": {"token": "short"}}}`, "channels.api.token"},
-		{`{"channels": {"discord": {"enabled": true}}}`, "channels.discord.enabled"},
+		{`{"channels": {"discord": {"enabled": true}}}`, "channels.discord.token"},
+		{`{"channels": {"discord": {"enabled": true, "token": "t", "groupPolicy": "allowlist"}}}`, "channels.discord.groupAllowFrom"},
+		{`{"channels": {"discord": {"enabled": true, "token": "t", "streamEditInterval": -1}}}`, "channels.discord.streamEditInterval"},
+		{`{"channels": {"discord": {"enabled": true, "token": "t", "apiBase": "localhost"}}}`, "channels.discord.apiBase"},
+		{`{"channels": {"discord": {"tokn": "t"}}}`, "channels.discord.tokn"},
+		{`{"channels": {"whatsapp": {"enabled": true}}}`, "channels.whatsapp.enabled"},
 		{`{"channels": {"sendProgress": "yes"}}`, "channels.sendProgress"},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
@@ -28,12 +29,12 @@ type Config struct {
 
 	Telegram telegram.Config  `json:"telegram"`
 	Slack    slack.Config     `json:"slack"`
+	Discord  discord.Config   `json:"discord"`
 	Web      webchat.Config   `json:"web"`
 	API      openaiapi.Config `json:"api"`
 
 	// Channels nanobot has and nanofleet does not: accepted so that a
 	// nanobot configuration loads, refused when enabled.
-	Discord  json.RawMessage `json:"discord,omitempty"`
 	WhatsApp json.RawMessage `json:"whatsapp,omitempty"`
 	Feishu   json.RawMessage `json:"feishu,omitempty"`
 	DingTalk json.RawMessage `json:"dingtalk,omitempty"`
@@ -111,13 +112,13 @@ func decodeStrict(path string, raw json.RawMessage, v any) error {
 
 // Validate reports the first invalid key, naming it.
 func (c Config) Validate() error {
-	for _, v := range []interface{ Validate() error }{c.Telegram, c.Slack, c.Web, c.API} {
+	for _, v := range []interface{ Validate() error }{c.Telegram, c.Slack, c.Discord, c.Web, c.API} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
 	}
 	unsupported := map[string]json.RawMessage{
-		"discord": c.Discord, "whatsapp": c.WhatsApp, "feishu": c.Feishu, "dingtalk": c.DingTalk,
+		"whatsapp": c.WhatsApp, "feishu": c.Feishu, "dingtalk": c.DingTalk,
 		"email": c.Email, "qq": c.QQ, "matrix": c.Matrix, "mochat": c.Mochat,
 	}
 	for name, raw := range unsupported {

@@ -15,7 +15,7 @@
 // thread_ts), its id in reply_to, and the inbound session key; deltas are
 // published on the live subject when the inbound metadata has
 // stream=true (the web chat always asks, the API when the request
-// streams).
+// streams, Telegram, Slack and Discord when their streaming key is on).
 //
 // [gateway.New]: github.com/nanofleet/nanofleet/services/channel-gateway/gateway
 package channels

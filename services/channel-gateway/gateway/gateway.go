@@ -83,6 +83,10 @@ type Gateway struct {
 	// Hooks for metrics; nil means none.
 	OnRetry      func(channel string)
 	OnDeadLetter func(channel string)
+	// Storage, when set, is asked before every publish; an error refuses
+	// the message as ErrStorageFull at once. (A full disk makes the
+	// server drop the publishes it cannot write unanswered.)
+	Storage func() error
 }
 
 // New returns a gateway for the given adapters; channel names must be
@@ -113,6 +117,14 @@ func (g *Gateway) Publish(ctx context.Context, in *nanofleetv1.InboundMessage) e
 	if in.Kind == nanofleetv1.InboundKind_INBOUND_KIND_UNSPECIFIED {
 		in.Kind = nanofleetv1.InboundKind_INBOUND_KIND_USER
 	}
+	if n := len(in.GetContent()); n > MaxContentBytes {
+		return fmt.Errorf("inbound %s: %w: %d bytes of text, at most %d", in.GetId(), ErrTooLarge, n, MaxContentBytes)
+	}
+	if g.Storage != nil {
+		if err := g.Storage(); err != nil {
+			return fmt.Errorf("inbound %s: %w: %w", in.GetId(), ErrStorageFull, err)
+		}
+	}
 	data, err := proto.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("encode inbound: %w", err)
@@ -120,10 +132,44 @@ func (g *Gateway) Publish(ctx context.Context, in *nanofleetv1.InboundMessage) e
 	msg := nats.NewMsg(g.bus.Space.Inbound(in.GetChannel(), in.GetChatId()))
 	msg.Data = data
 	msg.Header.Set(nats.MsgIdHdr, in.GetChannel()+":"+in.GetId())
-	if _, err := g.bus.JS.PublishMsg(ctx, msg); err != nil {
+	// Bounded: a server that cannot write does not answer, and the
+	// caller (an HTTP request, a platform's webhook) must hear back.
+	pctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+	defer cancel()
+	if _, err := g.bus.JS.PublishMsg(pctx, msg); err != nil {
+		switch {
+		case bus.StorageFull(err):
+			return fmt.Errorf("publish inbound %s: %w: %w", in.GetId(), ErrStorageFull, err)
+		case bus.TooLarge(err):
+			return fmt.Errorf("publish inbound %s: %w: %w", in.GetId(), ErrTooLarge, err)
+		}
 		return fmt.Errorf("publish inbound %s: %w", in.GetId(), err)
 	}
 	return nil
+}
+
+// refusing is the inbox the adapters get: a message the fleet refuses
+// (storage full, too large) is answered on the platform at once, straight
+// through the adapter, since the reply could not be stored either; the
+// adapter sees success, so the platform does not send the event again.
+func (g *Gateway) refusing(a Adapter) Inbox {
+	return InboxFunc(func(ctx context.Context, in *nanofleetv1.InboundMessage) error {
+		err := g.Publish(ctx, in)
+		text := RefusalText(err)
+		if text == "" {
+			return err
+		}
+		g.log.Warn("inbound message refused", "channel", in.GetChannel(), "chat", in.GetChatId(), "err", err)
+		out := &nanofleetv1.OutboundMessage{
+			Id: "refused:" + in.GetId(), Channel: in.GetChannel(), ChatId: in.GetChatId(), Content: text,
+			Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR, ReplyTo: in.GetId(), Metadata: in.GetMetadata(),
+			LastOfTurn: true, CreatedAt: timestamppb.Now(),
+		}
+		if derr := a.Deliver(ctx, out); derr != nil {
+			return fmt.Errorf("%w (and the refusal was not delivered: %w)", err, derr)
+		}
+		return nil
+	})
 }
 
 // Run starts every adapter and its delivery loops, and returns when ctx
@@ -150,7 +196,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		d := &deliverer{g: g, a: a, cons: cons, delivered: delivered, log: g.log.With("channel", a.Channel())}
 		eg.Go(func() error { return d.run(ctx) })
 		eg.Go(func() error {
-			if err := a.Run(ctx, InboxFunc(g.Publish)); err != nil && ctx.Err() == nil {
+			if err := a.Run(ctx, g.refusing(a)); err != nil && ctx.Err() == nil {
 				return fmt.Errorf("adapter %s: %w", a.Channel(), err)
 			}
 			return nil

@@ -1,6 +1,7 @@
 package markup_test
 
 import (
+	"html"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,7 +22,28 @@ var markdownSeeds = []string{
 	"| a | b |\n|---|---|\n| 1 | 22 |", "- [x] done\n- [ ] todo", "***", "\\*not\\*",
 	"**[link](u) in bold**", "*a **b** c*", "`a``b`", "line\\\nbreak", "😀 ünïcødé",
 	"\x00\xff invalid", "[x](javascript:alert(1))", "<img src=x onerror=alert(1)>",
+	"[](jAvAsCript)", "[x](jAvAsCript:alert(1))", "[x]( \tjava\tscript:1)", "[x](java&#x73;cript:1)",
+	"[x](data:text/html,<b>)", "![i](data:image/svg+xml,x)", "<tel:123>", "<vbscript:x>", "[x](<!channel>)",
+	"[x](@U123)", "[x](mailto:a@b.c)", "[x](/rel?a=b:c)", "[x](./a:b)", "[x](HTTPS://X.ORG)", "www.x.org",
 }
+
+// linkScheme is the scheme a browser finds in an attribute's URL once the
+// HTML entities are decoded (WHATWG URL parsing): leading and trailing
+// controls and spaces are dropped, tabs and line breaks removed anywhere.
+// It is "" for a relative URL.
+func linkScheme(attr string) string {
+	u := strings.TrimFunc(html.UnescapeString(attr), func(r rune) bool { return r <= ' ' })
+	u = strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(u)
+	if m := schemePrefix.FindStringSubmatch(u); m != nil {
+		return strings.ToLower(m[1])
+	}
+	return ""
+}
+
+var schemePrefix = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.\-]*):`)
+
+// safeSchemes are the schemes a rendered link may have.
+var safeSchemes = map[string]bool{"http": true, "https": true, "mailto": true}
 
 // longFence is a code block whose opening fence line alone is longer than
 // a small Split limit. It is left out of FuzzSplit's seeds: Split does not
@@ -59,6 +81,10 @@ func checkTelegramHTML(s string) string {
 				if name == "a" && !strings.HasPrefix(attr, " href=") || name == "code" && strings.HasPrefix(attr, " href=") ||
 					name != "a" && name != "code" && attr != "" {
 					return "bad attribute at " + quoteAt(s, i)
+				}
+				// Telegram has no page to resolve a relative link against.
+				if href, ok := strings.CutPrefix(attr, " href="); ok && !safeSchemes[linkScheme(href[1:len(href)-1])] {
+					return "link without a safe scheme at " + quoteAt(s, i)
 				}
 				if n := len(stack); n > 0 && (stack[n-1] == "code" || stack[n-1] == "pre" && name != "code") {
 					return "tag inside code at " + quoteAt(s, i)
@@ -102,6 +128,10 @@ func checkSlackMrkdwn(s string) string {
 			}
 			if url == "" || strings.ContainsAny(link, "<\n") {
 				return "malformed link at " + quoteAt(s, i)
+			}
+			// Slack reads "<!here>" or "<@U123>" as mentions, not links.
+			if !safeSchemes[linkScheme(url)] {
+				return "link without a safe scheme at " + quoteAt(s, i)
 			}
 			if msg := checkSlackText(label); msg != "" {
 				return "link label: " + msg
@@ -187,10 +217,14 @@ func FuzzSlackMrkdwn(f *testing.F) {
 }
 
 // unsafeHTML finds what must never reach the web chat's page.
-var unsafeHTML = regexp.MustCompile(`(?i)<\s*(script|iframe|object|embed|style|link|meta)\b|<[^>]*\son[a-z]+\s*=|(href|src)\s*=\s*"\s*(javascript|vbscript|data:text/html)`)
+var unsafeHTML = regexp.MustCompile(`(?i)<\s*(script|iframe|object|embed|style|link|meta)\b|<[^>]*\son[a-z]+\s*=`)
 
-// FuzzHTML: the web chat's HTML never carries scripts, event handlers or
-// script URLs, whatever the Markdown holds.
+// urlAttr finds every URL attribute and its value.
+var urlAttr = regexp.MustCompile(`(?i)\s(?:href|src|action|formaction)\s*=\s*("[^"]*"|'[^']*'|[^\s>]*)`)
+
+// FuzzHTML: the web chat's HTML never carries scripts or event handlers,
+// and every URL in it is relative or of a safe scheme, whatever the
+// Markdown holds.
 func FuzzHTML(f *testing.F) {
 	for _, s := range append(markdownSeeds, longFence) {
 		f.Add(s)
@@ -199,6 +233,15 @@ func FuzzHTML(f *testing.F) {
 		out := markup.HTML(md)
 		if loc := unsafeHTML.FindStringIndex(out); loc != nil {
 			t.Fatalf("HTML(%q) = %q: unsafe %q", md, out, out[loc[0]:loc[1]])
+		}
+		for _, m := range urlAttr.FindAllStringSubmatch(out, -1) {
+			v := m[1]
+			if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') {
+				v = v[1 : len(v)-1]
+			}
+			if s := linkScheme(v); s != "" && !safeSchemes[s] {
+				t.Fatalf("HTML(%q) = %q: %s: URL of scheme %q", md, out, m[0], s)
+			}
 		}
 	})
 }

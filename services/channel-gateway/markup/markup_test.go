@@ -150,3 +150,33 @@ func TestLenCountsUTF16(t *testing.T) {
 		t.Errorf("Len = %d, want 3", n)
 	}
 }
+
+func TestLinkSchemes(t *testing.T) {
+	tests := []struct {
+		name, md              string
+		telegram, slack, html string
+	}{
+		{"https", "[x](https://x.org)", `<a href="https://x.org">x</a>`, "<https://x.org|x>", `<a href="https://x.org">x</a>`},
+		{"mailto", "[m](mailto:a@b.c)", `<a href="mailto:a@b.c">m</a>`, "<mailto:a@b.c|m>", `<a href="mailto:a@b.c">m</a>`},
+		{"upper case scheme", "[x](HTTPS://x.org)", `<a href="HTTPS://x.org">x</a>`, "<HTTPS://x.org|x>", `<a href="HTTPS://x.org">x</a>`},
+		{"javascript", "[x](jAvAsCript:alert(1))", "x (jAvAsCript:alert(1))", "x (jAvAsCript:alert(1))", "<p>x</p>"},
+		{"data", "[x](data:text/html,hi)", "x (data:text/html,hi)", "x (data:text/html,hi)", "<p>x</p>"},
+		{"tel autolink", "<tel:123>", "tel:123", "tel:123", "<p>tel:123</p>"},
+		{"relative", "[x](jAvAsCript)", "x (jAvAsCript)", "x (jAvAsCript)", `<p><a href="jAvAsCript">x</a></p>`},
+		{"slack mention", "[x](<!channel>)", "x (!channel)", "x (!channel)", `<p><a href="!channel">x</a></p>`},
+		{"image data", "![pic](data:image/svg+xml,x)", "pic (data:image/svg+xml,x)", "pic (data:image/svg+xml,x)", "<p>pic</p>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := markup.TelegramHTML(tt.md); got != tt.telegram {
+				t.Errorf("TelegramHTML(%q) = %q, want %q", tt.md, got, tt.telegram)
+			}
+			if got := markup.SlackMrkdwn(tt.md); got != tt.slack {
+				t.Errorf("SlackMrkdwn(%q) = %q, want %q", tt.md, got, tt.slack)
+			}
+			if got := strings.TrimSpace(markup.HTML(tt.md)); !strings.Contains(got, tt.html) {
+				t.Errorf("HTML(%q) = %q, want it to contain %q", tt.md, got, tt.html)
+			}
+		})
+	}
+}

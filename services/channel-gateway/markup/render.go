@@ -9,6 +9,7 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
+	gparser "github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
@@ -41,6 +42,9 @@ var telegram = dialect{
 		return [2]string{`<pre><code class="language-` + escapeHTML(lang) + `">`, "</code></pre>"}
 	},
 	link: func(url, label string) string {
+		if !absoluteSafe(url) {
+			return textLink(url, label, escapeHTML)
+		}
 		return `<a href="` + escapeHTML(url) + `">` + label + "</a>"
 	},
 	quote: [2]string{"<blockquote>", "</blockquote>"},
@@ -55,12 +59,11 @@ var slack = dialect{
 	pre:    func(string) [2]string { return [2]string{"```\n", "```"} },
 	link: func(url, label string) string {
 		// Slack's <url|label> has no escape for '|' or '>' in the URL, and
-		// a URL with spaces is not a link: such a link is shown as text.
-		if url == "" || strings.ContainsAny(url, "<>| \t\n") {
-			if label == "" {
-				return escapeSlack(url)
-			}
-			return label + " (" + escapeSlack(url) + ")"
+		// a URL with spaces is not a link: such a link is shown as text. So
+		// is one without a safe scheme, which would also let "<!channel>"
+		// or "<@U123>" through as a mention.
+		if !absoluteSafe(url) || strings.ContainsAny(url, "<>| \t\n") {
+			return textLink(url, label, escapeSlack)
 		}
 		url = strings.ReplaceAll(url, "&", "&amp;")
 		// A line break ends the link in Slack: a label spanning lines
@@ -73,6 +76,18 @@ var slack = dialect{
 	},
 	quoteLines: true,
 	preBreak:   true,
+}
+
+// textLink shows a link that may not be rendered as one: its label and,
+// in brackets, its URL as text.
+func textLink(url, label string, escape func(string) string) string {
+	switch {
+	case label == "" || label == escape(url):
+		return escape(url)
+	case url == "":
+		return label
+	}
+	return label + " (" + escape(url) + ")"
 }
 
 // TelegramHTML renders Markdown as the HTML subset Telegram's Bot API
@@ -94,8 +109,53 @@ func HTML(md string) string {
 
 var webMarkdown = goldmark.New(
 	goldmark.WithExtensions(extension.GFM),
+	goldmark.WithParserOptions(gparser.WithASTTransformers(util.Prioritized(unsafeLinks{}, 1000))),
 	goldmark.WithRendererOptions(html.WithHardWraps()),
 )
+
+// unsafeLinks turns every link and image whose URL is neither relative nor
+// of a safe scheme into its text. goldmark itself only empties a few
+// schemes it knows to be dangerous (javascript:, data:…) and lets any
+// other through.
+type unsafeLinks struct{}
+
+func (unsafeLinks) Transform(doc *ast.Document, reader text.Reader, _ gparser.Context) {
+	src := reader.Source()
+	var unsafe []ast.Node
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.Link:
+			if !relativeOrSafe(string(n.Destination)) {
+				unsafe = append(unsafe, n)
+			}
+		case *ast.Image:
+			if !relativeOrSafe(string(n.Destination)) {
+				unsafe = append(unsafe, n)
+			}
+		case *ast.AutoLink:
+			if !relativeOrSafe(string(n.URL(src))) {
+				unsafe = append(unsafe, n)
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	for _, n := range unsafe {
+		parent := n.Parent()
+		if a, ok := n.(*ast.AutoLink); ok {
+			parent.ReplaceChild(parent, n, ast.NewString(a.Label(src)))
+			continue
+		}
+		for c := n.FirstChild(); c != nil; {
+			next := c.NextSibling()
+			parent.InsertBefore(parent, n, c)
+			c = next
+		}
+		parent.RemoveChild(parent, n)
+	}
+}
 
 var parser = goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser()
 

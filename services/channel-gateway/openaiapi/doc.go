@@ -8,7 +8,10 @@
 // The session is chosen by the X-Session-Id header, else the request's
 // "user" field, else "default"; it is the chat id on the "api" channel
 // (session "api:<id>"). An Idempotency-Key header makes a retried request
-// the same inbound message.
+// the same inbound message: its publish is dropped as a duplicate within
+// the inbound stream's duplicate window, and it reads the chat's replies
+// from the start of that window, so it gets the first request's answer
+// whether that is still running or already out.
 //
 // The answer is the turn's final reply, read from the chat's outbound
 // subject by an ordered consumer started before the message is published;
@@ -17,5 +20,7 @@
 // other requests in the same session (matched by reply_to) are ignored.
 // Message-tool sends during the turn are part of the answer. A turn that
 // fails answers 502 with the worker's error; one that takes longer than
-// the timeout answers 504.
+// the timeout answers 504. A message the fleet refuses answers at once:
+// 413 when too large, 507 when its store is full. Every error is
+// OpenAI-shaped JSON, 404 and 405 included.
 package openaiapi

@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -66,6 +68,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	mux.Handle("POST /v1/chat/completions", s.auth(s.chatCompletions))
 	mux.Handle("GET /v1/models", s.auth(s.models))
 	mux.Handle("GET /v1/models/{id}", s.auth(s.modelInfo))
+	// Without these the mux answers a wrong method or path in plain text,
+	// which OpenAI clients cannot parse.
+	mux.HandleFunc("/v1/chat/completions", methodNotAllowed("POST"))
+	mux.HandleFunc("/v1/models", methodNotAllowed("GET"))
+	mux.HandleFunc("/v1/models/{id}", methodNotAllowed("GET"))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		apiError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", fmt.Sprintf("Unknown request URL: %s %s.", r.Method, r.URL.Path))
+	})
 	s.mux = mux
 	return s, nil
 }
@@ -85,6 +95,14 @@ func (s *Server) auth(h http.HandlerFunc) http.Handler {
 		}
 		h(w, r)
 	})
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		apiError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+			fmt.Sprintf("%s is not allowed on %s; use %s.", r.Method, r.URL.Path, allow))
+	}
 }
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
@@ -112,6 +130,42 @@ type chatRequest struct {
 	} `json:"messages"`
 	Stream bool   `json:"stream"`
 	User   string `json:"user"`
+}
+
+// maxBodyBytes bounds a request body: a message at the gateway's limit,
+// JSON-escaped, with the client's copy of the conversation around it.
+const maxBodyBytes = 4 << 20
+
+// bodyError says what is wrong with a request body in the API's terms:
+// decoding errors name Go types ("Go struct field chatRequest.messages of
+// type []struct {…}"), which mean nothing to a client.
+func bodyError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		want := "a " + typeErr.Type.Kind().String()
+		switch typeErr.Type.Kind() {
+		case reflect.Slice, reflect.Array:
+			want = "an array"
+		case reflect.Struct, reflect.Map:
+			want = "an object"
+		case reflect.Int, reflect.Int64, reflect.Float64:
+			want = "a number"
+		case reflect.Interface:
+			want = "a value"
+		}
+		field := typeErr.Field
+		if field == "" {
+			field = "the body"
+		}
+		return fmt.Sprintf("Invalid type for '%s': expected %s, but got %s.", field, want, typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("The request body is not valid JSON (at byte %d): %v.", syntaxErr.Offset, syntaxErr)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "The request body is empty or cut short; send a JSON object."
+	}
+	return "The request body is not valid JSON: " + err.Error()
 }
 
 // errBadRequest marks a request the client must fix.
@@ -149,9 +203,15 @@ func (r *chatRequest) lastUserText() (string, error) {
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<20))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err := dec.Decode(&req); err != nil {
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "The request body is not valid JSON: "+err.Error())
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+				fmt.Sprintf("The request body is larger than %d MiB.", maxBodyBytes>>20))
+			return
+		}
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "", bodyError(err))
 		return
 	}
 	text, err := req.lastUserText()
@@ -160,6 +220,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
+		return
+	}
+	if len(text) > gateway.MaxContentBytes {
+		apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+			fmt.Sprintf("The last user message has %d bytes of text; the fleet accepts at most %d.", len(text), gateway.MaxContentBytes))
 		return
 	}
 	chat := r.Header.Get("X-Session-Id")
@@ -174,14 +239,19 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := "api-" + strings.ToLower(rand.Text()[:20])
+	var since time.Time
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		sum := sha256.Sum256([]byte(chat + "\x00" + key))
 		id = "api-" + hex.EncodeToString(sum[:12])
+		// A retry's publish is dropped as a duplicate within the inbound
+		// stream's window, so its answer may already be out: read the
+		// chat's replies from the start of that window.
+		since = time.Now().Add(-s.duplicateWindow(r.Context()))
 	}
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
 	defer cancel()
-	wch, err := watch.Start(ctx, s.deps.Bus, s.log, Channel, chat)
+	wch, err := watch.StartSince(ctx, s.deps.Bus, s.log, Channel, chat, since)
 	if err != nil {
 		s.log.Error("api watch", "err", err)
 		apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
@@ -197,11 +267,31 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.deps.Inbox.Publish(ctx, in); err != nil {
 		s.log.Error("api message not published", "err", err)
-		apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
+		switch {
+		case errors.Is(err, gateway.ErrStorageFull):
+			apiError(w, http.StatusInsufficientStorage, "server_error", "storage_full",
+				"Storage full: the fleet has no room to store the message, so it was not received. Try again once space is freed.")
+		case errors.Is(err, gateway.ErrTooLarge):
+			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "The message is too large for the fleet to store.")
+		default:
+			apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
+		}
 		return
 	}
-	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream}
+	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream, replay: !since.IsZero()}
 	t.run(ctx, wch, id)
+}
+
+// duplicateWindow is the inbound stream's duplicate window, within which
+// a request with the same Idempotency-Key is the same message.
+func (s *Server) duplicateWindow(ctx context.Context) time.Duration {
+	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+	defer cancel()
+	st, err := s.deps.Bus.JS.Stream(ctx, s.deps.Bus.Space.InboundStream())
+	if err != nil || st.CachedInfo().Config.Duplicates <= 0 {
+		return 10 * time.Minute // the layout's default
+	}
+	return st.CachedInfo().Config.Duplicates
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -13,6 +13,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
@@ -39,6 +40,13 @@ func script(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 
 func start(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest.Worker, string) {
 	t.Helper()
+	c, w, url, _ := startBus(t, opts...)
+	return c, w, url
+}
+
+// startBus is start that also returns the fleet's bus.
+func startBus(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest.Worker, string, *bus.Bus) {
+	t.Helper()
 	b := bustest.StartJetStream(t, channels.Assets)
 	pub, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -53,7 +61,7 @@ func start(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest
 	w := workertest.Start(t, b, script, opts...)
 	cfg := openai.DefaultConfig(key)
 	cfg.BaseURL = srv.URL + "/v1"
-	return openai.NewClientWithConfig(cfg), w, srv.URL
+	return openai.NewClientWithConfig(cfg), w, srv.URL, b
 }
 
 func ctx(t *testing.T) context.Context {
@@ -187,5 +195,34 @@ func TestSessionHeader(t *testing.T) {
 	}
 	if in := <-w.Inbound; in.GetChatId() != "project.x" || in.GetContent() != "parts\nwork" {
 		t.Errorf("inbound = %v", in)
+	}
+}
+
+// TestBodyErrors: a body of the wrong shape is told in the API's terms,
+// never in Go's.
+func TestBodyErrors(t *testing.T) {
+	_, _, url := start(t)
+	tests := []struct{ name, body, want string }{
+		{"messages not an array", `{"model":"m","messages":"hi"}`, "Invalid type for 'messages': expected an array, but got string."},
+		{"content not text", `{"model":"m","messages":[{"role":"user","content":{"a":1}}]}`, "messages[0].content must be a string or an array of parts"},
+		{"stream not a bool", `{"model":"m","stream":"yes","messages":[]}`, "Invalid type for 'stream': expected a bool, but got string."},
+		{"body an array", `[1]`, "Invalid type for 'the body': expected an object, but got array."},
+		{"broken JSON", `{"model":`, "The request body is empty or cut short; send a JSON object."},
+		{"syntax", `{"model" "m"}`, "not valid JSON (at byte"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(tt.body))
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(data), tt.want) || strings.Contains(string(data), "Go ") || strings.Contains(string(data), "struct") {
+				t.Errorf("%d %s, want 400 saying %q", resp.StatusCode, data, tt.want)
+			}
+		})
 	}
 }

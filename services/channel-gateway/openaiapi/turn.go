@@ -24,6 +24,9 @@ type turn struct {
 	id      string
 	created int64
 	stream  bool
+	// replay: the watcher also reads replies stored before the request,
+	// so only those answering its own message count.
+	replay bool
 
 	started  bool // stream headers and the role chunk are out
 	streamed strings.Builder
@@ -52,7 +55,7 @@ func (t *turn) run(ctx context.Context, wch *watch.Watcher, inboundID string) {
 				t.flush()
 			}
 		case out := <-wch.C:
-			if r := out.GetReplyTo(); r != "" && r != inboundID {
+			if r := out.GetReplyTo(); r != inboundID && (r != "" || t.replay) {
 				continue // another request of the same session
 			}
 			switch out.GetKind() {

@@ -31,6 +31,9 @@ type Options struct {
 	Metrics  *observe.Metrics
 	Log      *slog.Logger
 	Announce func(line string)
+	// Storage, when set, says whether the fleet's store has room: while
+	// it returns an error, new messages are refused as storage full.
+	Storage func() error
 }
 
 // Gateway is an assembled gateway; its HTTP listener is bound.
@@ -58,7 +61,7 @@ func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gatewa
 	if addr == "" {
 		addr = ":8080"
 	}
-	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: addr, Announce: o.Announce})
+	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: addr, Announce: o.Announce, Storage: o.Storage})
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +69,7 @@ func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gatewa
 	if err != nil {
 		return nil, err
 	}
+	g.Storage = o.Storage
 	if m := o.Metrics; m != nil {
 		g.OnRetry = func(ch string) { m.DeliveryRetries.WithLabelValues(ch).Inc() }
 		g.OnDeadLetter = func(string) { m.DeadLetters.WithLabelValues("outbound").Inc() }

@@ -18,6 +18,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
@@ -47,7 +48,8 @@ type Adapter struct {
 	dms       access.Policy
 	pingEvery time.Duration
 
-	parts parts.Tracker
+	parts   parts.Tracker
+	streams *editstream.Streams // nil unless streaming
 
 	mu    sync.Mutex
 	botID string // the bot's user id, from auth.test
@@ -114,6 +116,12 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		limit = 20 << 20
 	}
 	a.media = media.NewStore(blobs, limit)
+	if cfg.Streaming {
+		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.editInterval(), Limit: markup.SlackLimit}, a.log)
+		if err != nil {
+			return nil, fmt.Errorf("slack: %w", err)
+		}
+	}
 	return a, nil
 }
 
@@ -125,6 +133,13 @@ func (a *Adapter) Channel() string { return Channel }
 func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	if err := a.identify(ctx); err != nil {
 		return err
+	}
+	if a.streams != nil {
+		stopStreams, err := a.streams.Watch(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopStreams()
 	}
 	sm := socketmode.New(a.api, socketmode.OptionPingInterval(a.pingEvery), socketmode.OptionLog(logAdapter{a.log}))
 	ctx, cancel := context.WithCancel(ctx)
@@ -292,6 +307,9 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 		thread = e.TS
 	}
 	meta := map[string]string{"ts": e.TS, "channel_type": e.ChannelType}
+	if a.cfg.Streaming {
+		meta["stream"] = "true" // asks the worker for deltas
+	}
 	if thread != "" {
 		meta["thread_ts"] = thread
 	}
@@ -336,7 +354,14 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 // continuing after the pieces an earlier attempt already posted.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	pieces := markup.Split(msg.GetContent(), markup.SlackLimit)
-	for i := a.parts.Sent(msg.GetId()); i < len(pieces); i++ {
+	start := a.parts.Sent(msg.GetId())
+	if a.streams != nil && start == 0 {
+		if msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
+			start = 1
+			a.parts.Mark(msg.GetId(), 1)
+		}
+	}
+	for i := start; i < len(pieces); i++ {
 		if err := a.post(ctx, msg, markup.SlackMrkdwn(pieces[i])); err != nil {
 			a.parts.Mark(msg.GetId(), i)
 			return classify(err)
@@ -349,7 +374,8 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	return nil
 }
 
-// DeliverLive posts progress and tool hints in the thread when enabled.
+// DeliverLive posts progress and tool hints in the thread when enabled,
+// deltas are followed by the streams themselves (see internal/editstream).
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	var text string
 	switch msg.GetKind() {
@@ -370,11 +396,29 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 }
 
 func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, text string) error {
+	_, err := a.postTS(ctx, msg, text)
+	return err
+}
+
+// postTS is post returning the new message's ts.
+func (a *Adapter) postTS(ctx context.Context, msg *nanofleetv1.OutboundMessage, text string) (string, error) {
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 	if ts := msg.GetMetadata()["thread_ts"]; ts != "" {
 		opts = append(opts, slack.MsgOptionTS(ts))
 	}
-	_, _, err := a.api.PostMessageContext(ctx, msg.GetChatId(), opts...)
+	_, ts, err := a.api.PostMessageContext(ctx, msg.GetChatId(), opts...)
+	return ts, err
+}
+
+// streamer lets [editstream] post and update Slack messages.
+type streamer struct{ a *Adapter }
+
+func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md string) (string, error) {
+	return s.a.postTS(ctx, msg, markup.SlackMrkdwn(md))
+}
+
+func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, ts, md string, _ bool) error {
+	_, _, _, err := s.a.api.UpdateMessageContext(ctx, msg.GetChatId(), ts, slack.MsgOptionText(markup.SlackMrkdwn(md), false))
 	return err
 }
 

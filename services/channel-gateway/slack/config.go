@@ -3,6 +3,7 @@ package slack
 import (
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -39,9 +40,13 @@ type Config struct {
 	// ReactEmoji is added to a message when it is taken (default "eyes";
 	// "none" turns it off).
 	ReactEmoji string `json:"reactEmoji,omitempty"`
-	// Streaming is accepted for nanobot compatibility; answers are sent
-	// whole.
+	// Streaming shows answers while they are written by updating one
+	// message (chat.update).
 	Streaming bool `json:"streaming,omitempty"`
+	// StreamEditInterval is the least time between two updates of a
+	// streamed answer, in seconds (default 1.2; chat.update is a tier 3
+	// method, about 50 a minute).
+	StreamEditInterval float64 `json:"streamEditInterval,omitempty"`
 	// SendProgress and SendToolHints override the channels-wide defaults.
 	SendProgress  *bool `json:"sendProgress,omitempty"`
 	SendToolHints *bool `json:"sendToolHints,omitempty"`
@@ -86,6 +91,8 @@ func (c Config) Validate() error {
 		return config.Invalid(p+"dm.policy", "must be pairing, allowlist or open, got %q (use dm.enabled to turn DMs off)", c.DM.Policy)
 	case c.MaxMediaBytes < 0:
 		return config.Invalid(p+"maxMediaBytes", "must not be negative")
+	case c.StreamEditInterval < 0 || c.StreamEditInterval > 60:
+		return config.Invalid(p+"streamEditInterval", "must be 0..60 seconds, got %g", c.StreamEditInterval)
 	}
 	if c.APIURL != "" {
 		if u, err := url.Parse(c.APIURL); err != nil || u.Scheme == "" || u.Host == "" {
@@ -93,6 +100,14 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// editInterval is StreamEditInterval as a duration.
+func (c Config) editInterval() time.Duration {
+	if c.StreamEditInterval == 0 {
+		return 1200 * time.Millisecond
+	}
+	return time.Duration(c.StreamEditInterval * float64(time.Second))
 }
 
 func on(p *bool, def bool) bool {

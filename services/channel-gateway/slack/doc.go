@@ -21,8 +21,10 @@
 // default true), and a channel thread is its own session
 // ("slack:<channel>:<thread ts>"). Markdown becomes mrkdwn, long answers
 // are split at about 4000 characters, rate limits (429 with Retry-After)
-// are retried after the requested wait.
+// are retried after the requested wait. With streaming on, the answer is
+// shown while it is written by updating one message (chat.update, at most
+// once per streamEditInterval; see internal/editstream).
 //
 // Inbound metadata, which the worker copies onto its replies: ts,
-// thread_ts, channel_type.
+// thread_ts, channel_type, and stream=true when streaming.
 package slack

@@ -19,6 +19,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
@@ -50,8 +51,9 @@ type Adapter struct {
 	typingEvery time.Duration
 	typingMax   time.Duration
 
-	parts  parts.Tracker
-	typing typing
+	parts   parts.Tracker
+	typing  typing
+	streams *editstream.Streams // nil unless streaming
 
 	mu    sync.Mutex
 	me    *models.User
@@ -133,6 +135,12 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	}
 	a.media = media.NewStore(blobs, limit)
 	a.typing.a = a
+	if cfg.Streaming {
+		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.editInterval(), Limit: markup.TelegramLimit}, a.log)
+		if err != nil {
+			return nil, fmt.Errorf("telegram: %w", err)
+		}
+	}
 	return a, nil
 }
 
@@ -166,6 +174,13 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 		return err
 	}
 	defer stop()
+	if a.streams != nil {
+		stopStreams, err := a.streams.Watch(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopStreams()
+	}
 	if _, ok := a.Webhook(); ok {
 		return a.runWebhook(ctx)
 	}
@@ -228,7 +243,14 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if on(a.cfg.ReplyToMessage, true) {
 		replyTo = atoi(msg.GetMetadata()["message_id"])
 	}
-	for i := a.parts.Sent(msg.GetId()); i < len(pieces); i++ {
+	start := a.parts.Sent(msg.GetId())
+	if a.streams != nil && start == 0 {
+		if msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
+			start = 1
+			a.parts.Mark(msg.GetId(), 1)
+		}
+	}
+	for i := start; i < len(pieces); i++ {
 		r := 0
 		if i == 0 {
 			r = replyTo
@@ -252,7 +274,8 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 }
 
 // DeliverLive shows progress and tool hints as separate messages when
-// enabled; deltas are not shown (answers are sent whole).
+// enabled; deltas are followed by the streams themselves (see
+// internal/editstream).
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
 	var html string
@@ -283,24 +306,67 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 // send sends one piece as HTML, and as plain text if Telegram rejects the
 // HTML.
 func (a *Adapter) send(ctx context.Context, chat string, thread, replyTo int, md string) error {
+	_, err := a.sendID(ctx, chat, thread, replyTo, md)
+	return err
+}
+
+// sendID is send returning the new message's id.
+func (a *Adapter) sendID(ctx context.Context, chat string, thread, replyTo int, md string) (int, error) {
 	p := &tgbot.SendMessageParams{
 		ChatID: chat, MessageThreadID: thread, Text: markup.TelegramHTML(md), ParseMode: models.ParseModeHTML,
 	}
 	if replyTo != 0 {
 		p.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
 	}
-	_, err := a.bot.SendMessage(ctx, p)
-	if err == nil || !errors.Is(err, tgbot.ErrorBadRequest) {
-		return err
+	m, err := a.bot.SendMessage(ctx, p)
+	if err == nil {
+		return m.ID, nil
+	}
+	if !errors.Is(err, tgbot.ErrorBadRequest) {
+		return 0, err
 	}
 	// 400 is how Telegram says "can't parse entities"; whatever the cause,
 	// plain text is the fallback, and a second 400 is final.
 	a.log.Info("telegram rejected HTML, sending plain text", "chat", chat, "err", err)
-	p.Text, p.ParseMode = markup.Plain(md), ""
-	if strings.TrimSpace(p.Text) == "" {
-		p.Text = md
+	p.Text, p.ParseMode = plain(md), ""
+	m, err = a.bot.SendMessage(ctx, p)
+	if err != nil {
+		return 0, err
 	}
-	_, err = a.bot.SendMessage(ctx, p)
+	return m.ID, nil
+}
+
+func plain(md string) string {
+	if s := markup.Plain(md); strings.TrimSpace(s) != "" {
+		return s
+	}
+	return md
+}
+
+// streamer lets [editstream] post and edit Telegram messages. Partial
+// texts are rendered like the final one, so that an unchanged final text
+// needs no edit (Telegram refuses an edit that changes nothing).
+type streamer struct{ a *Adapter }
+
+func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md string) (string, error) {
+	replyTo := 0
+	if on(s.a.cfg.ReplyToMessage, true) {
+		replyTo = atoi(msg.GetMetadata()["message_id"])
+	}
+	id, err := s.a.sendID(ctx, msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"]), replyTo, md)
+	return strconv.Itoa(id), err
+}
+
+func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id, md string, _ bool) error {
+	p := &tgbot.EditMessageTextParams{
+		ChatID: msg.GetChatId(), MessageID: atoi(id), Text: markup.TelegramHTML(md), ParseMode: models.ParseModeHTML,
+	}
+	_, err := s.a.bot.EditMessageText(ctx, p)
+	if err == nil || !errors.Is(err, tgbot.ErrorBadRequest) {
+		return err
+	}
+	p.Text, p.ParseMode = plain(md), ""
+	_, err = s.a.bot.EditMessageText(ctx, p)
 	return err
 }
 

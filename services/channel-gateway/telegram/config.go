@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -30,9 +31,13 @@ type Config struct {
 	// DMPolicy for unknown senders in private chats: "pairing" (default),
 	// "allowlist", "open" or "disabled".
 	DMPolicy access.DMPolicy `json:"dmPolicy,omitempty"`
-	// Streaming is accepted for nanobot compatibility; Telegram answers
-	// are sent whole (see the package documentation).
+	// Streaming shows answers while they are written by editing one
+	// message (editMessageText).
 	Streaming bool `json:"streaming,omitempty"`
+	// StreamEditInterval is the least time between two edits of a
+	// streamed answer, in seconds (default 1, about what Telegram allows
+	// per chat).
+	StreamEditInterval float64 `json:"streamEditInterval,omitempty"`
 	// SendProgress and SendToolHints override the channels-wide defaults.
 	SendProgress  *bool `json:"sendProgress,omitempty"`
 	SendToolHints *bool `json:"sendToolHints,omitempty"`
@@ -85,6 +90,8 @@ func (c Config) Validate() error {
 		return config.Invalid(p+"dmPolicy", "must be pairing, allowlist, open or disabled, got %q", c.DMPolicy)
 	case c.MaxMediaBytes < 0:
 		return config.Invalid(p+"maxMediaBytes", "must not be negative")
+	case c.StreamEditInterval < 0 || c.StreamEditInterval > 60:
+		return config.Invalid(p+"streamEditInterval", "must be 0..60 seconds, got %g", c.StreamEditInterval)
 	}
 	for key, raw := range map[string]string{"proxy": c.Proxy, "apiBase": c.APIBase, "webhook.url": c.Webhook.URL} {
 		if raw == "" {
@@ -98,6 +105,14 @@ func (c Config) Validate() error {
 		return config.Invalid(p+"webhook.secret", "16-256 letters, digits, '_' or '-' are required with a webhook URL")
 	}
 	return nil
+}
+
+// editInterval is StreamEditInterval as a duration.
+func (c Config) editInterval() time.Duration {
+	if c.StreamEditInterval == 0 {
+		return time.Second
+	}
+	return time.Duration(c.StreamEditInterval * float64(time.Second))
 }
 
 var secretSyntax = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

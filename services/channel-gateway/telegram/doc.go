@@ -24,8 +24,11 @@
 // (429) are retried after Telegram's retry_after. A typing indicator runs
 // from the moment a message is published until its answer appears on the
 // outbound subject. Progress and tool hints are sent as separate messages
-// when enabled.
+// when enabled. With streaming on, the answer is shown while it is written
+// by editing one message (editMessageText, at most once per
+// streamEditInterval; see internal/editstream).
 //
 // Inbound metadata, which the worker copies onto its replies: message_id,
-// chat_type, thread_id (forum topics), username.
+// chat_type, thread_id (forum topics), username, and stream=true when
+// streaming.
 package telegram

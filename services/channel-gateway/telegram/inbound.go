@@ -87,6 +87,9 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, upd *models.Upda
 	if msg.From.Username != "" {
 		meta["username"] = msg.From.Username
 	}
+	if a.cfg.Streaming {
+		meta["stream"] = "true" // asks the worker for deltas
+	}
 	if msg.MessageThreadID != 0 && msg.IsTopicMessage {
 		meta["thread_id"] = strconv.Itoa(msg.MessageThreadID)
 	}

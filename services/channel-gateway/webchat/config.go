@@ -1,7 +1,10 @@
 package webchat
 
 import (
+	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 )
@@ -19,6 +22,10 @@ type Config struct {
 	PublicURL string `json:"publicUrl,omitempty"`
 	// MaxUploadBytes bounds an uploaded file (default 10 MB).
 	MaxUploadBytes int64 `json:"maxUploadBytes,omitempty"`
+	// AllowedOrigins are other origins ("https://chat.example.com") whose
+	// pages may send state-changing requests with the login cookie. The
+	// page's own origin and publicUrl's are always allowed.
+	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
 	// SendProgress and SendToolHints override the channels-wide defaults;
 	// the page shows tool hints unless one of them says no, since it folds
 	// them away.
@@ -43,5 +50,30 @@ func (c Config) Validate() error {
 	if c.MaxUploadBytes < 0 {
 		return config.Invalid(p+"maxUploadBytes", "must not be negative")
 	}
+	if _, err := c.crossOrigin(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// crossOrigin is the CSRF guard of the page's state-changing requests:
+// a browser request from another origin (Sec-Fetch-Site, else Origin
+// against Host) is refused unless the origin is publicUrl's or allowed.
+func (c Config) crossOrigin() (*http.CrossOriginProtection, error) {
+	cop := http.NewCrossOriginProtection()
+	for i, o := range c.AllowedOrigins {
+		if err := cop.AddTrustedOrigin(o); err != nil {
+			return nil, config.Invalid(fmt.Sprintf("channels.web.allowedOrigins[%d]", i), "%v", err)
+		}
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, config.Invalid("channels.web.publicUrl", "want an absolute URL like https://chat.example.com, got %q", c.PublicURL)
+		}
+		if err := cop.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
+			return nil, config.Invalid("channels.web.publicUrl", "%v", err)
+		}
+	}
+	return cop, nil
 }

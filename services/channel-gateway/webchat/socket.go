@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
@@ -132,6 +133,9 @@ func (s *Server) send(ctx context.Context, id string, req request) (frame, error
 	s.touch(ctx, id, text)
 	if err := s.deps.Inbox.Publish(ctx, in); err != nil {
 		s.log.Error("web message not published", "err", err)
+		if text := gateway.RefusalText(err); text != "" {
+			return frame{}, userError(text)
+		}
 		return frame{}, userError("The message could not be sent; try again.")
 	}
 	return frame{Type: "accepted", ID: in.GetId()}, nil

@@ -9,6 +9,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -18,6 +20,16 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !validID(id) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
+		return
+	}
+	// Files are stored under the conversation: none for one that does
+	// not exist.
+	if _, err := s.conversation(r.Context(), id); err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
+			return
+		}
+		s.fail(w, err)
 		return
 	}
 	limit := s.media.Limit()

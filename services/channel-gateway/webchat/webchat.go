@@ -49,15 +49,15 @@ type Deps struct {
 
 // Server is the web chat's HTTP handler.
 type Server struct {
-	cfg    Config
-	deps   Deps
-	log    *slog.Logger
-	token  string
-	cookie string // the cookie value a login sets
-	convs  jetstream.KeyValue
-	media  *media.Store
-	mux    *http.ServeMux
-	show   struct{ progress, hints bool }
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	token   string
+	cookie  string // the cookie value a login sets
+	convs   jetstream.KeyValue
+	media   *media.Store
+	handler http.Handler
+	show    struct{ progress, hints bool }
 }
 
 // cookieName holds the login.
@@ -112,7 +112,17 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Server, error) {
 	mux.Handle("GET /api/web/conversations/{id}/messages", s.auth(s.messages))
 	mux.Handle("POST /api/web/conversations/{id}/files", s.auth(s.upload))
 	mux.Handle("GET /api/web/conversations/{id}/ws", s.auth(s.socket))
-	s.mux = mux
+	// The login is a cookie, which a browser also sends with a form
+	// another site posts here: refuse cross-origin state changes.
+	cop, err := cfg.crossOrigin()
+	if err != nil {
+		return nil, err
+	}
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.log.Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin request refused: open the web chat from its own address, or add this origin to channels.web.allowedOrigins"})
+	}))
+	s.handler = cop.Handler(mux)
 	return s, nil
 }
 
@@ -144,7 +154,7 @@ func BaseURL(publicURL, listen string) string {
 }
 
 // ServeHTTP serves the page and its API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // Authorized reports whether r carries the web chat's login: its cookie
 // or the token as a bearer. Other pages on the gateway's listener (the

@@ -17,6 +17,21 @@
 //     saved as a "sync" revision, so /dream-restore brings it back;
 //   - a deleted file is written again from KV; a deleted KV entry again
 //     from the file. Nothing is deleted by the sync.
+//
+// The profile files (SOUL.md, USER.md and the other bootstrap files) go
+// one way only unless the operator made the profile editable
+// (tools.workspace.editableProfile): the workspace holds a copy of the
+// bucket, rewritten when it differs, and is never read back, so a session
+// cannot change what every session's prompt says.
+//
+// The syncer runs outside the sandbox while sandboxed commands may be
+// changing the same workspace, so every access goes through package
+// wsfile: beneath the workspace, no symlink followed in any component, no
+// hard-linked file read, writes renamed into the directory opened. A
+// symlink or hard link where a synced file belongs counts as no file: it
+// is replaced by JetStream's copy (or left alone when there is none),
+// never followed. A symlinked directory on the way (memory -> /elsewhere)
+// makes that pair fail with a warning until it is removed.
 package filesync
 
 import (
@@ -26,6 +41,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -39,16 +55,21 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
 // Pair is a workspace file and its copy in JetStream: a scope's memory
 // document (Scope set) or a profile bucket key.
 type Pair struct {
-	Path       string
+	// Rel is the file's path relative to the workspace.
+	Rel        string
 	Name       string
 	Scope      *memory.Scope
 	ProfileKey string
+	// ReadOnly pairs go from JetStream to the file only: the file is a
+	// copy, never read back.
+	ReadOnly bool
 }
 
 // Config says what to sync.
@@ -57,22 +78,33 @@ type Config struct {
 	Agent     string
 	// Poll is how often the files are looked at.
 	Poll time.Duration
-	// StateFile keeps the last synced hashes and revisions; default
-	// <workspace>/memory/.nanofleet-sync.json.
+	// StateFile, relative to the workspace, keeps the last synced hashes
+	// and revisions; default memory/.nanofleet-sync.json.
 	StateFile string
+	// EditableProfile syncs SOUL.md and USER.md both ways, as nanobot
+	// does (tools.workspace.editableProfile); otherwise every bootstrap
+	// file goes from the profile bucket to the workspace only.
+	EditableProfile bool
 	// Pairs default to DefaultPairs.
 	Pairs []Pair
 }
 
-// DefaultPairs are nanobot's editable files: memory/MEMORY.md (the agent
-// scope's memory), SOUL.md and USER.md.
-func DefaultPairs(workspace, agent string) []Pair {
+// DefaultPairs are memory/MEMORY.md (the agent scope's memory, both
+// ways) and the profile's files: SOUL.md and USER.md both ways when the
+// profile is editable, every bootstrap file one way otherwise.
+func DefaultPairs(agent string, editable bool) []Pair {
 	sc := memory.AgentScope(agent)
-	return []Pair{
-		{Path: filepath.Join(workspace, "memory", "MEMORY.md"), Name: "MEMORY.md", Scope: &sc},
-		{Path: filepath.Join(workspace, "SOUL.md"), Name: "SOUL.md", ProfileKey: profile.FileKey(agent, "SOUL.md")},
-		{Path: filepath.Join(workspace, "USER.md"), Name: "USER.md", ProfileKey: profile.FileKey(agent, "USER.md")},
+	pairs := []Pair{{Rel: filepath.Join("memory", "MEMORY.md"), Name: "MEMORY.md", Scope: &sc}}
+	if editable {
+		for _, name := range []string{"SOUL.md", "USER.md"} {
+			pairs = append(pairs, Pair{Rel: name, Name: name, ProfileKey: profile.FileKey(agent, name)})
+		}
+		return pairs
 	}
+	for _, name := range profile.BootstrapFiles {
+		pairs = append(pairs, Pair{Rel: name, Name: name, ProfileKey: profile.FileKey(agent, name), ReadOnly: true})
+	}
+	return pairs
 }
 
 type pairState struct {
@@ -83,6 +115,7 @@ type pairState struct {
 // Syncer syncs the pairs.
 type Syncer struct {
 	cfg     Config
+	dir     *wsfile.Dir
 	log     *slog.Logger
 	docs    *memory.Docs
 	profile jetstream.KeyValue
@@ -101,11 +134,24 @@ func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Syncer
 		cfg.Poll = 2 * time.Second
 	}
 	if cfg.StateFile == "" {
-		cfg.StateFile = filepath.Join(cfg.Workspace, "memory", ".nanofleet-sync.json")
+		cfg.StateFile = filepath.Join("memory", ".nanofleet-sync.json")
 	}
 	if cfg.Pairs == nil {
-		cfg.Pairs = DefaultPairs(cfg.Workspace, cfg.Agent)
+		cfg.Pairs = DefaultPairs(cfg.Agent, cfg.EditableProfile)
 	}
+	if err := os.MkdirAll(cfg.Workspace, 0o755); err != nil {
+		return nil, fmt.Errorf("filesync: workspace: %w", err)
+	}
+	dir, err := wsfile.Open(cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("filesync: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			dir.Close()
+		}
+	}()
 	docs, err := memory.OpenDocs(ctx, b)
 	if err != nil {
 		return nil, err
@@ -118,8 +164,9 @@ func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Syncer
 	if err != nil {
 		return nil, err
 	}
-	s := &Syncer{cfg: cfg, log: log, docs: docs, profile: prof, revs: revs, state: map[string]pairState{}}
-	if data, err := os.ReadFile(cfg.StateFile); err == nil {
+	s := &Syncer{cfg: cfg, dir: dir, log: log, docs: docs, profile: prof, revs: revs, state: map[string]pairState{}}
+	ok = true
+	if data, _, err := dir.ReadFile(cfg.StateFile, 1<<20); err == nil {
 		if err := json.Unmarshal(data, &s.state); err != nil {
 			log.Warn("filesync: unreadable state file; starting fresh", "file", cfg.StateFile, "err", err)
 			s.state = map[string]pairState{}
@@ -127,6 +174,9 @@ func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Syncer
 	}
 	return s, nil
 }
+
+// Close releases the workspace directory.
+func (s *Syncer) Close() error { return s.dir.Close() }
 
 // Run syncs every Poll and whenever a KV copy changes, until ctx ends.
 func (s *Syncer) Run(ctx context.Context) error {
@@ -217,16 +267,44 @@ type kvCopy struct {
 	doc     *nanofleetv1.MemoryDoc
 }
 
-func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
-	st := s.state[p.Path]
-	data, ferr := os.ReadFile(p.Path)
-	fexists := ferr == nil
-	if ferr != nil && !errors.Is(ferr, os.ErrNotExist) {
-		return false, ferr
+// key names a pair in the state file: its host path, as before pairs
+// were relative.
+func (s *Syncer) key(p Pair) string { return filepath.Join(s.cfg.Workspace, p.Rel) }
+
+// readFile reads a pair's file; a symlink, hard link or special file in
+// its place counts as no file (it is never followed).
+func (s *Syncer) readFile(p Pair) (data []byte, mod time.Time, exists bool, err error) {
+	data, fi, err := s.dir.ReadFile(p.Rel, maxFileBytes)
+	switch {
+	case err == nil:
+		return data, fi.ModTime(), true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, time.Time{}, false, nil
+	case errors.Is(err, wsfile.ErrSymlink) && !s.parentIsPlain(p):
+		return nil, time.Time{}, false, fmt.Errorf("not following a symlinked directory: %w", err)
+	case errors.Is(err, wsfile.ErrSymlink), errors.Is(err, wsfile.ErrHardLink), errors.Is(err, wsfile.ErrNotRegular), errors.Is(err, wsfile.ErrTooLarge):
+		s.log.Warn("filesync: not a regular file; it is replaced, not followed", "file", p.Rel, "reason", err)
+		return nil, time.Time{}, false, nil
 	}
-	var fmod time.Time
-	if fi, err := os.Stat(p.Path); err == nil {
-		fmod = fi.ModTime()
+	return nil, time.Time{}, false, err
+}
+
+// parentIsPlain reports whether every directory on the way to p's file
+// is a real directory (the refusal, if any, is about the file itself).
+func (s *Syncer) parentIsPlain(p Pair) bool {
+	parent := filepath.Dir(p.Rel)
+	if parent == "." {
+		return true
+	}
+	fi, err := s.dir.Lstat(parent)
+	return err == nil && fi.IsDir()
+}
+
+func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
+	st := s.state[s.key(p)]
+	data, fmod, fexists, ferr := s.readFile(p)
+	if ferr != nil {
+		return false, ferr
 	}
 	fc := string(data)
 	k, err := s.read(ctx, p)
@@ -234,6 +312,16 @@ func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
 		return false, err
 	}
 	fh := hash(fc)
+	if p.ReadOnly {
+		// The file is a copy: make it the bucket's content, nothing more.
+		if !k.exists || (fexists && fh == hash(k.content)) {
+			return false, nil
+		}
+		if fexists && fh != st.Hash {
+			s.log.Warn("filesync: workspace copy of a profile file changed; restoring it (tools.workspace.editableProfile is off)", "file", p.Rel)
+		}
+		return s.toFile(p, k, data, fexists)
+	}
 	fileChanged := fexists && fh != st.Hash
 	kvChanged := k.exists && k.rev != st.Rev
 	switch {
@@ -243,7 +331,7 @@ func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
 		if st.Hash == fh && st.Rev == k.rev {
 			return false, nil
 		}
-		s.state[p.Path] = pairState{Hash: fh, Rev: k.rev}
+		s.state[s.key(p)] = pairState{Hash: fh, Rev: k.rev}
 		return true, nil
 	case fexists && !k.exists, fileChanged && !kvChanged:
 		return s.toKV(ctx, p, k, fc, fh)
@@ -253,13 +341,13 @@ func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
 	// Both sides moved to different contents: the newer wins, the other
 	// is kept as a revision.
 	if fmod.After(k.at) {
-		s.log.Info("filesync: both sides changed; the file is newer", "file", p.Path)
+		s.log.Info("filesync: both sides changed; the file is newer", "file", p.Rel)
 		if err := s.keep(ctx, p, k.content, fc); err != nil {
 			return false, err
 		}
 		return s.toKV(ctx, p, k, fc, fh)
 	}
-	s.log.Info("filesync: both sides changed; JetStream is newer", "file", p.Path)
+	s.log.Info("filesync: both sides changed; JetStream is newer", "file", p.Rel)
 	if err := s.keep(ctx, p, fc, k.content); err != nil {
 		return false, err
 	}
@@ -318,38 +406,31 @@ func (s *Syncer) toKV(ctx context.Context, p Pair, k kvCopy, content, h string) 
 	if err != nil {
 		return false, err
 	}
-	s.log.Info("filesync: file → JetStream", "file", p.Path, "rev", rev)
-	s.state[p.Path] = pairState{Hash: h, Rev: rev}
+	s.log.Info("filesync: file → JetStream", "file", p.Rel, "rev", rev)
+	s.state[s.key(p)] = pairState{Hash: h, Rev: rev}
 	return true, nil
 }
+
+// errChanged cancels a write to a file that changed since it was read.
+var errChanged = errors.New("file changed meanwhile")
 
 // toFile writes JetStream's content to the file, unless the file changed
 // since it was read.
 func (s *Syncer) toFile(p Pair, k kvCopy, read []byte, existed bool) (bool, error) {
-	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
-		return false, err
+	err := s.dir.WriteFile(p.Rel, []byte(k.content), wsfile.WriteOptions{Unless: func(now []byte, ok bool) error {
+		if ok != existed || (ok && string(now) != string(read)) {
+			return errChanged
+		}
+		return nil
+	}})
+	if errors.Is(err, errChanged) {
+		return false, nil // edited meanwhile: the next round sees it
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p.Path), "."+filepath.Base(p.Path)+".sync-*")
 	if err != nil {
 		return false, err
 	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if _, err := tmp.WriteString(k.content); err != nil {
-		_ = tmp.Close()
-		return false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return false, err
-	}
-	now, err := os.ReadFile(p.Path)
-	if (err == nil) != existed || (err == nil && string(now) != string(read)) {
-		return false, nil // edited meanwhile: the next round sees it
-	}
-	if err := os.Rename(tmp.Name(), p.Path); err != nil {
-		return false, err
-	}
-	s.log.Info("filesync: JetStream → file", "file", p.Path, "rev", k.rev)
-	s.state[p.Path] = pairState{Hash: hash(k.content), Rev: k.rev}
+	s.log.Info("filesync: JetStream → file", "file", p.Rel, "rev", k.rev)
+	s.state[s.key(p)] = pairState{Hash: hash(k.content), Rev: k.rev}
 	return true, nil
 }
 
@@ -374,15 +455,14 @@ func (s *Syncer) saveState() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.cfg.StateFile), 0o755); err != nil {
-		return err
+	if err := s.dir.WriteFile(s.cfg.StateFile, data, wsfile.WriteOptions{}); err != nil {
+		return fmt.Errorf("save sync state: %w", err)
 	}
-	tmp := s.cfg.StateFile + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, s.cfg.StateFile)
+	return nil
 }
+
+// maxFileBytes bounds a synced file read from the workspace.
+const maxFileBytes = 4 << 20
 
 func hash(s string) string {
 	sum := sha256.Sum256([]byte(s))

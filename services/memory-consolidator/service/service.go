@@ -180,6 +180,7 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Service, error) {
 	if syncOn {
 		s.Sync, err = filesync.New(ctx, b, filesync.Config{
 			Workspace: o.Workspace, Agent: dc.Agent, Poll: time.Duration(sec.Sync.PollSeconds) * time.Second,
+			EditableProfile: o.File.EditableProfile(),
 		}, o.Log.With("part", "filesync"))
 		if err != nil {
 			return nil, err
@@ -239,6 +240,7 @@ func (s *Service) Run(ctx context.Context) error {
 		run("dream", s.Dream.Run)
 	}
 	if s.Sync != nil {
+		defer s.Sync.Close()
 		run("filesync", s.Sync.Run)
 	}
 	wg.Wait()

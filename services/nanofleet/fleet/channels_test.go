@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
@@ -97,5 +98,50 @@ func TestSlackThroughTheFleet(t *testing.T) {
 	c := sl.Next(t, 30*time.Second, "chat.postMessage")
 	if !strings.Contains(c.Fields["text"], "slack answer to hello from slack") || c.Fields["channel"] != "D1" {
 		t.Fatalf("chat.postMessage = %v", c.Fields)
+	}
+}
+
+// TestDiscordThroughTheFleet: a Discord DM goes through the real gateway,
+// worker and fake model, and the answer reaches Discord as a reply to the
+// asking message; a long answer is split at 2000 characters.
+func TestDiscordThroughTheFleet(t *testing.T) {
+	const token = "FLEET.discord.token"
+	dc := discordtest.New(t, token)
+	llm := llmtest.NewServer(t)
+	long := strings.Repeat("A paragraph of the long answer.\n\n", 180) // ~5900 chars
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		if strings.Contains(r.LastUserText(), "long") {
+			return llmtest.Text(long)
+		}
+		return llmtest.Text("Hi Ada, **nice** to meet you.")
+	})
+	startWithChannels(t, llm, map[string]any{
+		"discord": map[string]any{"enabled": true, "token": token, "apiBase": dc.URL, "allowFrom": []string{"42"}},
+		"web":     map[string]any{"enabled": false},
+		"api":     map[string]any{"enabled": false},
+	})
+	dc.WaitConnected(t, 30*time.Second)
+	dc.Send(discordtest.Message{ID: "1001", ChannelID: "77", AuthorID: "42", Username: "ada", Content: "Hello, I am Ada"})
+	c := dc.Next(t, 30*time.Second, "POST /channels/{id}/messages")
+	if c.Content() != "Hi Ada, **nice** to meet you." || c.ChannelID != "77" {
+		t.Fatalf("created %q in %s", c.Content(), c.ChannelID)
+	}
+	if ref, _ := c.Body["message_reference"].(map[string]any); ref["message_id"] != "1001" {
+		t.Errorf("reply does not point at the asking message: %v", c.Body)
+	}
+	if !strings.Contains(llm.Requests()[0].LastUserText(), "Hello, I am Ada") {
+		t.Errorf("model got %q", llm.Requests()[0].LastUserText())
+	}
+	dc.Send(discordtest.Message{ID: "1002", ChannelID: "77", AuthorID: "42", Username: "ada", Content: "a long answer please"})
+	var got []string
+	for len(strings.Join(got, "\n\n")) < len(strings.TrimSpace(long)) {
+		c := dc.Next(t, 30*time.Second, "POST /channels/{id}/messages")
+		if n := len([]rune(c.Content())); n > 2000 || c.Status != 200 {
+			t.Fatalf("piece of %d chars answered %d", n, c.Status)
+		}
+		got = append(got, c.Content())
+	}
+	if len(got) != 3 || strings.Join(got, "\n\n") != strings.TrimSpace(long) {
+		t.Errorf("%d pieces that do not add up to the answer", len(got))
 	}
 }

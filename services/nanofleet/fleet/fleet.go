@@ -29,6 +29,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/storeguard"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/agent-worker/service"
@@ -60,12 +61,19 @@ type Options struct {
 	// ClientOnly connects to the external NATS of the config and runs no
 	// part of the fleet there: the fleet at that NATS does the work.
 	ClientOnly bool
+	// StoreMinFree is the free space on the embedded server's store below
+	// which the fleet refuses new messages as storage full (default
+	// 32 MiB); see package storeguard.
+	StoreMinFree int64
 }
 
 // Fleet is a running in-process fleet.
 type Fleet struct {
 	Bus      *bus.Bus
 	Embedded *bus.Embedded
+	// Storage watches the embedded server's store; nil with an external
+	// server.
+	Storage  *storeguard.Guard
 	Metrics  *observe.Metrics
 	Registry *prometheus.Registry
 
@@ -119,11 +127,15 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := profile.Seed(ctx, kv, profile.DefaultAgent, o.Workspace); err != nil {
+	seed := profile.SeedOptions{Editable: o.File.EditableProfile(), Log: o.Log}
+	if _, err := profile.Seed(ctx, kv, profile.DefaultAgent, o.Workspace, seed); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
+	if f.Storage != nil {
+		f.goRun("storage guard", func() error { return f.Storage.Run(runCtx) })
+	}
 	node, err := nodeID(o.DataDir)
 	if err != nil {
 		return nil, err
@@ -160,6 +172,16 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	}
 	f.Embedded = e
 	f.closer = append(f.closer, e.Shutdown)
+	// A full disk makes the server leave the publishes it cannot write
+	// unanswered, and the streams that failed a write keep failing once
+	// space is back until JetStream reopens them.
+	g, err := storeguard.New(storeguard.Config{Dir: ec.StoreDir, MinFree: o.StoreMinFree}, o.Log, f.Registry,
+		func(context.Context) error { return e.RestartJetStream() })
+	if err != nil {
+		return err
+	}
+	g.Check(ctx)
+	f.Storage = g
 	b, err := bus.Connect(ctx, cfg, e.ConnectOption())
 	if err != nil {
 		return err
@@ -224,6 +246,24 @@ func (f *Fleet) goRun(name string, part func() error) {
 			f.mu.Unlock()
 		}
 	}()
+}
+
+// Ready reports why the fleet cannot take messages now: its NATS
+// connection is down or its store is full. It is the all-in-one's
+// readiness check.
+func (f *Fleet) Ready(context.Context) error {
+	if !f.Bus.NC.IsConnected() {
+		return fmt.Errorf("nats: %s", f.Bus.NC.Status())
+	}
+	return f.storageErr()
+}
+
+// storageErr is the gateway's storage check: nil without a guard.
+func (f *Fleet) storageErr() error {
+	if f.Storage == nil {
+		return nil
+	}
+	return f.Storage.Err()
 }
 
 // Done is closed when a part of the fleet failed; see [Fleet.Err].

@@ -38,6 +38,7 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 	if o.Gateway {
 		gw, err := gatewaysvc.New(setupCtx, f.Bus, o.File, gatewaysvc.Options{
 			Listen: o.GatewayListen, Metrics: f.Metrics, Log: o.Log.With("service", "channel-gateway"), Announce: o.Announce,
+			Storage: f.storageErr,
 		})
 		if err != nil {
 			return fmt.Errorf("channel-gateway: %w", err)

@@ -21,6 +21,9 @@ func (f *Fleet) startToolRunner(setupCtx, runCtx context.Context, o Options) (wo
 	if err := cfg.Validate(); err != nil {
 		return nil, config.Invalid("tools", "%v", err)
 	}
+	if msg := runner.SharedDiskWarning(cfg.Workspace, o.DataDir); msg != "" && o.DataDir != "" {
+		o.Log.Warn(msg)
+	}
 	r, err := runner.New(cfg, f.Bus, runner.WithLogger(o.Log.With("service", "tool-runner")))
 	if err != nil {
 		return nil, err

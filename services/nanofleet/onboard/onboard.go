@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 )
 
 //go:embed templates
@@ -65,7 +67,18 @@ func Write(configPath, workspace string, force bool) (Result, error) {
 	if err := put(configPath, []byte(ConfigTemplate)); err != nil {
 		return res, fmt.Errorf("onboard: config: %w", err)
 	}
-	err := fs.WalkDir(templates, "templates", func(p string, d fs.DirEntry, err error) error {
+	// Sessions may have written the workspace: its files are written
+	// without following a symlink in any component (a planted link is
+	// replaced, never written through).
+	if err := os.MkdirAll(workspace, 0o755); err != nil {
+		return res, fmt.Errorf("onboard: workspace: %w", err)
+	}
+	dir, err := wsfile.Open(workspace)
+	if err != nil {
+		return res, fmt.Errorf("onboard: workspace: %w", err)
+	}
+	defer dir.Close()
+	err = fs.WalkDir(templates, "templates", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -74,7 +87,18 @@ func Write(configPath, workspace string, force bool) (Result, error) {
 			return err
 		}
 		rel, _ := filepath.Rel("templates", p)
-		return put(filepath.Join(workspace, rel), data)
+		path := filepath.Join(workspace, rel)
+		if _, err := dir.Lstat(rel); err == nil && !force {
+			res.Kept = append(res.Kept, path)
+			return nil
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := dir.WriteFile(rel, data, wsfile.WriteOptions{}); err != nil {
+			return err
+		}
+		res.Wrote = append(res.Wrote, path)
+		return nil
 	})
 	if err != nil {
 		return res, fmt.Errorf("onboard: workspace: %w", err)

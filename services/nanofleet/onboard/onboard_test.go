@@ -53,3 +53,37 @@ func TestConfigTemplateLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestForceReplacesPlantedLinks: links a session planted in the
+// workspace are replaced by onboard --force, never written through.
+func TestForceReplacesPlantedLinks(t *testing.T) {
+	dir := t.TempDir()
+	cfg, ws, host := filepath.Join(dir, "config.json"), filepath.Join(dir, "workspace"), filepath.Join(dir, "host")
+	for _, d := range []string{filepath.Join(ws, "memory.old"), host} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := filepath.Join(host, "bashrc")
+	if err := os.WriteFile(target, []byte("host file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, to := range map[string]string{"SOUL.md": target, "memory": host} {
+		if err := os.Symlink(to, filepath.Join(ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := onboard.Write(cfg, ws, true)
+	if err == nil {
+		t.Error("onboard wrote through the symlinked memory directory without an error")
+	}
+	if data, _ := os.ReadFile(target); string(data) != "host file" {
+		t.Errorf("host file = %q", data)
+	}
+	if entries, _ := os.ReadDir(host); len(entries) != 1 {
+		t.Errorf("host directory holds %d entries", len(entries))
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "SOUL.md")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("SOUL.md after onboard: %v, %v", fi, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/shell"
@@ -22,6 +23,18 @@ type WorkspaceConfig struct {
 	// PerSession gives each session its own workspace instead of one per
 	// agent.
 	PerSession bool `json:"perSession"`
+	// EditableProfile lets sessions change the agent's bootstrap files
+	// (AGENTS.md, SOUL.md, USER.md, TOOLS.md, IDENTITY.md, HEARTBEAT.md)
+	// and skills/ in the workspace, and makes the workspace the profile's
+	// source at every start, as in nanobot. Off by default: one session
+	// must not rewrite every session's system prompt.
+	EditableProfile bool `json:"editableProfile"`
+	// QuotaBytes and QuotaFiles bound what one workspace holds: bytes
+	// of disk and files (directories included). A tool call that would go
+	// beyond is refused; an exec that went beyond is reported and further
+	// writes are refused until files are deleted. 0 means no quota.
+	QuotaBytes int64 `json:"quotaBytes"`
+	QuotaFiles int64 `json:"quotaFiles"`
 }
 
 // ServiceConfig is tools.runner.
@@ -59,7 +72,7 @@ func DefaultConfig() Config {
 		root = filepath.Join(home, ".nanofleet", "workspace")
 	}
 	return Config{
-		Workspace: WorkspaceConfig{Root: root},
+		Workspace: WorkspaceConfig{Root: root, QuotaBytes: 1 << 30, QuotaFiles: 100_000},
 		Exec:      shell.DefaultConfig(),
 		Web:       web.DefaultConfig(),
 		Runner: ServiceConfig{
@@ -74,8 +87,17 @@ func DefaultConfig() Config {
 
 // Validate reports the first invalid setting by its config key.
 func (c Config) Validate() error {
-	if c.Workspace.Root == "" {
+	switch w := c.Workspace; {
+	case w.Root == "":
 		return errors.New("tools.workspace.root: required")
+	case w.QuotaBytes < 0:
+		return fmt.Errorf("tools.workspace.quotaBytes: %d is negative (0 means no quota)", w.QuotaBytes)
+	case w.QuotaBytes > 0 && w.QuotaBytes < 1<<20:
+		return fmt.Errorf("tools.workspace.quotaBytes: %d is below 1 MiB (1048576)", w.QuotaBytes)
+	case w.QuotaFiles < 0:
+		return fmt.Errorf("tools.workspace.quotaFiles: %d is negative (0 means no quota)", w.QuotaFiles)
+	case w.QuotaFiles > 0 && w.QuotaFiles < 100:
+		return fmt.Errorf("tools.workspace.quotaFiles: %d is below 100", w.QuotaFiles)
 	}
 	if err := c.Exec.Validate(); err != nil {
 		return err
@@ -136,4 +158,45 @@ func LoadConfig(path string) (Config, error) {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// SharedDiskWarning returns a warning when the workspaces and dataDir
+// (the JetStream store) are on one file system and nothing bounds what
+// sessions write there: no quota, or one quota per session with no bound
+// on the number of sessions. A full store stops the fleet. "" otherwise.
+func SharedDiskWarning(w WorkspaceConfig, dataDir string) string {
+	wdev, ok1 := device(w.Root)
+	ddev, ok2 := device(dataDir)
+	if !ok1 || !ok2 || wdev != ddev {
+		return ""
+	}
+	switch {
+	case w.QuotaBytes == 0:
+		return fmt.Sprintf("the workspaces (%s) and the data directory (%s) share a file system and tools.workspace.quotaBytes is 0: a session can fill the disk the JetStream store needs; set a quota or move one of them", w.Root, dataDir)
+	case w.PerSession:
+		return fmt.Sprintf("the workspaces (%s) and the data directory (%s) share a file system and tools.workspace.perSession gives every session its own %d-byte quota, so many sessions together can fill the disk the JetStream store needs; use a file system quota or move one of them", w.Root, dataDir, w.QuotaBytes)
+	}
+	return ""
+}
+
+// device is the device of p or of its nearest existing parent.
+func device(p string) (uint64, bool) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return 0, false
+	}
+	for {
+		fi, err := os.Stat(p)
+		if err == nil {
+			st, ok := fi.Sys().(*syscall.Stat_t)
+			if !ok {
+				return 0, false
+			}
+			return uint64(st.Dev), true
+		}
+		if p == filepath.Dir(p) {
+			return 0, false
+		}
+		p = filepath.Dir(p)
+	}
 }

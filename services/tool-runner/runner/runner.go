@@ -20,11 +20,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
+	"github.com/nanofleet/nanofleet/services/tool-runner/quota"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/files"
@@ -62,6 +64,7 @@ type Runner struct {
 	exOpts  []sandbox.ExecutorOption
 	mcp     *mcp.Manager // nil without MCP servers
 	mcpOpts []mcp.Option
+	quota   *quota.Meter
 
 	mu       sync.Mutex
 	started  bool
@@ -102,7 +105,8 @@ func New(cfg Config, b *bus.Bus, opts ...Option) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, bus: b, id: nuid.Next(), sem: make(chan struct{}, cfg.Runner.MaxConcurrent)}
+	r := &Runner{cfg: cfg, bus: b, id: nuid.Next(), sem: make(chan struct{}, cfg.Runner.MaxConcurrent),
+		quota: quota.NewMeter(quota.Limits{Bytes: cfg.Workspace.QuotaBytes, Files: cfg.Workspace.QuotaFiles}, quotaTTL)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -420,7 +424,7 @@ func (r *Runner) run(ctx context.Context, log *slog.Logger, name string, tr *nan
 		return fail(err, "")
 	}
 	defer ws.Close()
-	out, err := tool.Run(ctx, &tools.Call{
+	call := &tools.Call{
 		ID:         tr.GetCallId(),
 		SessionKey: tr.GetSessionKey(),
 		AgentID:    tr.GetAgentId(),
@@ -428,12 +432,62 @@ func (r *Runner) run(ctx context.Context, log *slog.Logger, name string, tr *nan
 		Workspace:  ws,
 		Blobs:      r.blobs,
 		Log:        log,
-	})
+	}
+	// Quotas apply to the built-in tools that write; MCP servers keep
+	// their files elsewhere.
+	_, _, builtin := r.set.Get(name)
+	writes := builtin && !tool.Definition().ReadOnly
+	if writes {
+		if name == execTool {
+			if call.FileSizeLimit, err = r.quota.Left(ws.Dir(), ws.Root()); err != nil {
+				return fail(err, "")
+			}
+		} else if err := r.quota.Reserve(ws.Dir(), ws.Root(), quota.Usage{Bytes: int64(len(tr.GetArgumentsJson())), Files: 1}); err != nil {
+			log.Info("tool call refused by the workspace quota", "err", err)
+			return fail(err, "")
+		}
+	}
+	runCtx := ctx
+	if writes && name == execTool && r.quota.Limits().On() {
+		// A command that fills the workspace is stopped while it runs.
+		qctx, stop := context.WithCancelCause(ctx)
+		defer stop(nil)
+		watchCtx, endWatch := context.WithCancel(qctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			r.quota.Watch(watchCtx, ws.Dir(), ws.Root(), stop)
+		}()
+		defer func() { endWatch(); <-watched }() // before ws.Close
+		runCtx = qctx
+	}
+	out, err := tool.Run(runCtx, call)
+	if cause := context.Cause(runCtx); errors.Is(cause, quota.ErrExceeded) {
+		log.Warn("command stopped: workspace over its quota", "workspace", ws.Dir())
+		return fail(fmt.Errorf("the command was stopped: %w", cause), out.Text)
+	}
+	if writes && name == execTool {
+		note, qerr := r.quota.AfterCommand(ws.Dir(), ws.Root())
+		if qerr != nil {
+			log.Warn("measure workspace after exec", "err", qerr)
+		}
+		if note != "" {
+			log.Warn("workspace over its quota after exec", "workspace", ws.Dir(), "note", note)
+			out.Text += "\n\n" + note
+		}
+	}
 	if err != nil {
 		return fail(err, out.Text)
 	}
 	return r.shrink(ctx, name, tr, &nanofleetv1.ToolResult{Content: out.Text, Media: out.Media})
 }
+
+// execTool is the tool whose writes cannot be known before it runs.
+const execTool = "exec"
+
+// quotaTTL is how long a workspace's measured usage is trusted between
+// commands (other runners and sessions may write to it meanwhile).
+const quotaTTL = 10 * time.Second
 
 // shrink stores an oversize result and replaces it by a preview.
 func (r *Runner) shrink(ctx context.Context, name string, tr *nanofleetv1.ToolRequest, res *nanofleetv1.ToolResult) *nanofleetv1.ToolResult {
@@ -472,11 +526,22 @@ func (r *Runner) openWorkspace(tr *nanofleetv1.ToolRequest) (*sandbox.Workspace,
 	if uid, gid, ok := r.exec.Owner(); ok {
 		opts = append(opts, sandbox.WithOwner(uid, gid))
 	}
-	ws, err := sandbox.OpenWorkspace(r.WorkspaceDir(tr), opts...)
+	dir := r.WorkspaceDir(tr)
+	if !r.cfg.Workspace.EditableProfile && dir == filepath.Clean(r.cfg.Workspace.Root) {
+		opts = append(opts, sandbox.WithReadOnly(ProfilePaths()...))
+	}
+	ws, err := sandbox.OpenWorkspace(dir, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	return ws, nil
+}
+
+// ProfilePaths are the agent's profile in its workspace: the bootstrap
+// files and skills/. Sessions may not change them unless
+// tools.workspace.editableProfile is set.
+func ProfilePaths() []string {
+	return append(append([]string(nil), profile.BootstrapFiles...), "skills")
 }
 
 // checkRootReachable reports a workspace root the sandbox user cannot

@@ -15,6 +15,9 @@ var (
 	// ErrHardLink: the file has several hard links and may alias a file
 	// outside the workspace.
 	ErrHardLink = errors.New("hard-linked file")
+	// ErrReadOnly: the path belongs to the agent's profile, which
+	// sessions may not change.
+	ErrReadOnly = errors.New("read-only in this workspace")
 	// ErrSandboxUnavailable: commands cannot be confined (bubblewrap
 	// missing or failing) and are refused. It matches ErrDenied.
 	ErrSandboxUnavailable = fmt.Errorf("sandbox unavailable: %w", ErrDenied)
@@ -46,7 +49,7 @@ func (e *PathError) Error() string {
 
 func (e *PathError) denial() bool {
 	switch e.Err {
-	case ErrDenied, ErrOutsideWorkspace, ErrSpecialFile, ErrHardLink:
+	case ErrDenied, ErrOutsideWorkspace, ErrSpecialFile, ErrHardLink, ErrReadOnly:
 		return true
 	}
 	return false

@@ -66,6 +66,21 @@ type Spec struct {
 	// MaxOutput is how many bytes of output are kept (head and tail);
 	// default [DefaultMaxOutput].
 	MaxOutput int
+	// ReadOnly are bound read-only over the workspace (bwrap mode), so
+	// the command can neither change nor rename nor remove them.
+	ReadOnly []Bind
+	// FileSizeLimit, when nonzero, lowers RLIMIT_FSIZE to this many
+	// bytes (a workspace's remaining quota); negative: no file may grow.
+	FileSizeLimit int64
+}
+
+// Bind is a file or directory opened by the caller (O_PATH is enough)
+// and the path inside the sandbox it is bound to. Passing an open file
+// rather than a path means bubblewrap, which resolves paths as the host
+// user, never follows a symlink the sandbox planted meanwhile.
+type Bind struct {
+	File *os.File
+	Dest string
 }
 
 // Outcome is how a command ended.
@@ -243,7 +258,7 @@ func (e *Executor) run(ctx context.Context, spec Spec) (*Outcome, error) {
 	defer cancel()
 
 	env := e.env(spec.Workspace)
-	inner := append(e.prlimitArgs(), "/bin/sh", "-c", spec.Command)
+	inner := append(e.prlimitArgs(spec.FileSizeLimit), "/bin/sh", "-c", spec.Command)
 	var (
 		cmd       *exec.Cmd
 		statusR   *os.File
@@ -261,6 +276,9 @@ func (e *Executor) run(ctx context.Context, spec Spec) (*Outcome, error) {
 		args := append(e.bwrapArgs(spec, env), "--")
 		cmd = exec.CommandContext(runCtx, e.bwrapPath, append(args, inner...)...)
 		cmd.ExtraFiles = files
+		for _, b := range spec.ReadOnly {
+			cmd.ExtraFiles = append(cmd.ExtraFiles, b.File)
+		}
 	} else {
 		cmd = exec.CommandContext(runCtx, inner[0], inner[1:]...)
 		cmd.Dir = spec.Dir
@@ -456,7 +474,7 @@ func (e *Executor) env(workspace string) []string {
 	return env
 }
 
-func (e *Executor) prlimitArgs() []string {
+func (e *Executor) prlimitArgs(fileSizeLimit int64) []string {
 	args := []string{e.prlimitPath}
 	l := e.cfg.Limits
 	add := func(flag string, v int64) {
@@ -466,7 +484,15 @@ func (e *Executor) prlimitArgs() []string {
 	}
 	add("as", l.AddressSpaceMB<<20)
 	add("cpu", l.CPUSeconds)
-	add("fsize", l.FileSizeMB<<20)
+	fsize := l.FileSizeMB << 20
+	switch {
+	case fileSizeLimit < 0:
+		args = append(args, "--fsize=0")
+		fsize = 0
+	case fileSizeLimit > 0 && (fsize == 0 || fileSizeLimit < fsize):
+		fsize = fileSizeLimit
+	}
+	add("fsize", fsize)
 	add("nofile", l.OpenFiles)
 	add("nproc", l.Processes)
 	return append(args, "--core=0", "--")
@@ -521,6 +547,10 @@ func (e *Executor) bwrapArgs(spec Spec, env []string) []string {
 		a = append(a, "--tmpfs", parent)
 	}
 	a = append(a, "--bind", spec.Workspace, spec.Workspace)
+	// ExtraFiles: fds 3-5 are the status pipe, passwd and group.
+	for i, b := range spec.ReadOnly {
+		a = append(a, "--ro-bind-fd", strconv.Itoa(6+i), b.Dest)
+	}
 	if roParent {
 		a = append(a, "--remount-ro", parent)
 	}

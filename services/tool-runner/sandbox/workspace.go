@@ -11,15 +11,20 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 )
 
 // Workspace is a directory that file tools may use and nothing beyond it.
 // It is safe for concurrent use; Close it when done.
 type Workspace struct {
-	dir   string // absolute, symlinks resolved
-	given string // absolute, as configured
-	root  *os.Root
-	owner *owner
+	dir      string // absolute, symlinks resolved
+	given    string // absolute, as configured
+	root     *os.Root
+	owner    *owner
+	readOnly []string // relative paths file tools may not change
 }
 
 type owner struct{ uid, gid int }
@@ -32,6 +37,38 @@ type WorkspaceOption func(*Workspace)
 // [Executor.Owner]), so that they can change what file tools wrote.
 func WithOwner(uid, gid int) WorkspaceOption {
 	return func(w *Workspace) { w.owner = &owner{uid, gid} }
+}
+
+// WithReadOnly makes the workspace-relative paths (files or directories
+// with everything in them) read-only to the Workspace's writes: writing,
+// creating or removing them is refused with [ErrReadOnly]. The runner
+// uses it for the agent's profile files (see [ProfilePaths]).
+func WithReadOnly(rels ...string) WorkspaceOption {
+	return func(w *Workspace) {
+		for _, r := range rels {
+			w.readOnly = append(w.readOnly, filepath.Clean(r))
+		}
+	}
+}
+
+// ReadOnly lists the paths given to [WithReadOnly].
+func (w *Workspace) ReadOnly() []string { return w.readOnly }
+
+// checkWritable refuses a write to p (rel in the workspace) that would
+// change a read-only path, also when p reaches it through a symlink
+// inside the workspace.
+func (w *Workspace) checkWritable(p, rel string) error {
+	if len(w.readOnly) == 0 {
+		return nil
+	}
+	for _, cand := range []string{rel, w.resolve(rel)} {
+		for _, ro := range w.readOnly {
+			if cand == ro || strings.HasPrefix(cand, ro+string(filepath.Separator)) {
+				return denied(p, ErrReadOnly, fmt.Sprintf("%s is part of the agent's profile, which shapes every session's prompt; sessions may not change it (the operator can allow it with tools.workspace.editableProfile)", ro))
+			}
+		}
+	}
+	return nil
 }
 
 // OpenWorkspace creates dir (and its parents) if needed and opens it.
@@ -74,6 +111,9 @@ func (w *Workspace) chown(rel string) error {
 func (w *Workspace) MkdirAll(p string) (string, error) {
 	rel, err := w.Rel(p)
 	if err != nil {
+		return "", err
+	}
+	if err := w.checkWritable(p, rel); err != nil {
 		return "", err
 	}
 	if err := w.mkdirAll(rel); err != nil {
@@ -223,16 +263,16 @@ func (w *Workspace) ReadFile(p string, max int64) ([]byte, error) {
 }
 
 func checkRegular(p string, fi fs.FileInfo) error {
+	err := wsfile.CheckRegular(fi)
 	switch {
+	case err == nil:
+		return nil
 	case fi.IsDir():
 		return &PathError{Path: p, Reason: "is a directory; use list_dir", Err: ErrIsDirectory}
-	case !fi.Mode().IsRegular():
-		return denied(p, ErrSpecialFile, fmt.Sprintf("it is a %s, not a regular file", describeMode(fi.Mode())))
+	case errors.Is(err, wsfile.ErrHardLink):
+		return denied(p, ErrHardLink, fmt.Sprintf("the file has %d hard links; hard-linked files are refused because they may alias a file outside the workspace", fi.Sys().(*syscall.Stat_t).Nlink))
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-		return denied(p, ErrHardLink, fmt.Sprintf("the file has %d hard links; hard-linked files are refused because they may alias a file outside the workspace", st.Nlink))
-	}
-	return nil
+	return denied(p, ErrSpecialFile, fmt.Sprintf("it is a %s, not a regular file", describeMode(fi.Mode())))
 }
 
 func describeMode(m fs.FileMode) string {
@@ -263,6 +303,9 @@ func (w *Workspace) WriteFile(p string, data []byte) error {
 	}
 	if rel == "." {
 		return &PathError{Path: p, Reason: "is the workspace directory itself", Err: ErrIsDirectory}
+	}
+	if err := w.checkWritable(p, rel); err != nil {
+		return err
 	}
 	dir := filepath.Dir(rel)
 	if err := w.mkdirAll(dir); err != nil {
@@ -361,6 +404,21 @@ func (w *Workspace) classify(p, rel string, err error) error {
 // workspace. It mirrors os.Root's rules (absolute symlink targets and ".."
 // above the root escape) to explain a refusal; os.Root enforces them.
 func (w *Workspace) escapes(rel string) bool {
+	_, out := w.walk(rel)
+	return out
+}
+
+// resolve is rel with the symlinks inside the workspace followed, as far
+// as they exist ("" when it leads out).
+func (w *Workspace) resolve(rel string) string {
+	canon, out := w.walk(rel)
+	if out {
+		return ""
+	}
+	return canon
+}
+
+func (w *Workspace) walk(rel string) (string, bool) {
 	cur := w.dir
 	parts := strings.Split(filepath.ToSlash(rel), "/")
 	for hops := 0; len(parts) > 0; {
@@ -371,33 +429,34 @@ func (w *Workspace) escapes(rel string) bool {
 			continue
 		case "..":
 			if cur == w.dir {
-				return true
+				return "", true
 			}
 			cur = filepath.Dir(cur)
 			continue
 		}
 		next := filepath.Join(cur, name)
 		fi, err := os.Lstat(next)
-		if err != nil {
-			return false
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 			cur = next
 			continue
 		}
 		if hops++; hops > 40 {
-			return false
+			break
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return false
+			break
 		}
 		if filepath.IsAbs(target) {
-			return true
+			return "", true
 		}
 		parts = append(strings.Split(filepath.ToSlash(target), "/"), parts...)
 	}
-	return false
+	canon, err := filepath.Rel(w.dir, filepath.Join(cur, filepath.Join(parts...)))
+	if err != nil {
+		return "", true
+	}
+	return canon, false
 }
 
 func randomHex() string {
@@ -415,8 +474,32 @@ func (w *Workspace) Remove(p string) error {
 	if rel == "." {
 		return denied(p, ErrDenied, "the workspace itself cannot be removed")
 	}
+	if err := w.checkWritable(p, rel); err != nil {
+		return err
+	}
 	if err := w.root.Remove(rel); err != nil {
 		return w.classify(p, rel, err)
 	}
 	return nil
+}
+
+// ReadOnlyBinds opens the read-only paths that exist as real files or
+// directories, for exec to bind read-only over the workspace. A symlink
+// or special file in such a place is skipped: it is not bound, and
+// nothing trusted reads it. The caller closes the files.
+func (w *Workspace) ReadOnlyBinds() []Bind {
+	var binds []Bind
+	for _, ro := range w.readOnly {
+		f, err := w.root.OpenFile(ro, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		fi, err := f.Stat()
+		if err != nil || !(fi.IsDir() || fi.Mode().IsRegular()) {
+			f.Close()
+			continue
+		}
+		binds = append(binds, Bind{File: f, Dest: filepath.Join(w.dir, ro)})
+	}
+	return binds
 }

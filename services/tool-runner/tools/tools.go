@@ -25,6 +25,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
+	"github.com/nanofleet/nanofleet/services/tool-runner/quota"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 )
 
@@ -52,6 +53,9 @@ type Call struct {
 	Blobs Blobs
 	// Log is the runner's logger with the call's attributes.
 	Log *slog.Logger
+	// FileSizeLimit bounds the files a command may grow, in bytes: the
+	// workspace's remaining quota (0: no quota; negative: over it).
+	FileSizeLimit int64
 }
 
 // Result is what a successful call returns.
@@ -92,7 +96,7 @@ func ErrorKind(err error) nanofleetv1.ToolErrorKind {
 		return nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_UNSPECIFIED
 	case errors.Is(err, toolschema.ErrInvalidArguments):
 		return nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_INVALID_ARGUMENTS
-	case errors.Is(err, sandbox.ErrDenied), errors.Is(err, netguard.ErrBlocked):
+	case errors.Is(err, sandbox.ErrDenied), errors.Is(err, netguard.ErrBlocked), errors.Is(err, quota.ErrExceeded):
 		return nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_DENIED
 	case errors.Is(err, sandbox.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_TIMEOUT

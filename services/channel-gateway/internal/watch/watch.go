@@ -44,6 +44,13 @@ type Watcher struct {
 
 // Start begins watching channel/chatID. Call Stop when done.
 func Start(ctx context.Context, b *bus.Bus, log *slog.Logger, channel, chatID string) (*Watcher, error) {
+	return StartSince(ctx, b, log, channel, chatID, time.Time{})
+}
+
+// StartSince is [Start] whose replies begin with those stored since the
+// given time (zero: from now on), for a request that may repeat one whose
+// answer is already out. Live messages start now either way.
+func StartSince(ctx context.Context, b *bus.Bus, log *slog.Logger, channel, chatID string, since time.Time) (*Watcher, error) {
 	w := &Watcher{c: make(chan *nanofleetv1.OutboundMessage, 256), done: make(chan struct{})}
 	w.C = w.c
 	sub, err := b.NC.Subscribe(b.Space.Live(channel, chatID), func(m *nats.Msg) {
@@ -71,12 +78,16 @@ func Start(ctx context.Context, b *bus.Bus, log *slog.Logger, channel, chatID st
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("watch %s:%s: flush: %w", channel, chatID, err)
 	}
-	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
+	occ := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.Outbound(channel, chatID)},
 		DeliverPolicy:  jetstream.DeliverNewPolicy,
 		// Stop deletes it; this reaps one left by a crashed gateway.
 		InactiveThreshold: 30 * time.Second,
-	})
+	}
+	if !since.IsZero() {
+		occ.DeliverPolicy, occ.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	}
+	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), occ)
 	if err != nil {
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("watch %s:%s: %w", channel, chatID, err)

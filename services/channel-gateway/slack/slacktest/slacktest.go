@@ -1,6 +1,6 @@
 // Package slacktest is a fake Slack for tests: the Web API methods the
 // adapter uses (apps.connections.open, auth.test, chat.postMessage,
-// reactions.add) at /api/<method>, form-encoded as Slack takes them, and a
+// chat.update, reactions.add) at /api/<method>, form-encoded as Slack takes them, and a
 // Socket Mode WebSocket at the URL apps.connections.open hands out, which
 // says hello, pings, sends Events API envelopes and records the
 // acknowledgements. Scripted failures include 429 with a Retry-After
@@ -31,6 +31,10 @@ type Call struct {
 	Fields map[string]string
 	// Token is the bearer token the request carried.
 	Token string
+	// At is when the server received the call.
+	At time.Time
+	// TS is the message posted or updated, when the call succeeded.
+	TS string
 }
 
 // Failure is a scripted error: an HTTP status with Retry-After, or a
@@ -58,12 +62,13 @@ type Server struct {
 	ts        int
 	envelopes int
 	files     map[string][]byte
+	texts     map[string]string // message ts -> text, as updated
 }
 
 // New starts a fake, stopped at the end of the test.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{calls: make(chan Call, 1000), acks: make(chan string, 1000), connected: make(chan struct{}), fail: map[string][]Failure{}}
+	s := &Server{calls: make(chan Call, 1000), acks: make(chan string, 1000), connected: make(chan struct{}), fail: map[string][]Failure{}, texts: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)
 	mux.HandleFunc("/link", s.serveSocket)
@@ -210,26 +215,50 @@ func AppMention(user, channel, ts, text string) map[string]any {
 	return map[string]any{"type": "app_mention", "user": user, "channel": channel, "ts": ts, "event_ts": ts, "text": text}
 }
 
+// Calls receives every Web API call, in order.
+func (s *Server) Calls() <-chan Call { return s.calls }
+
+// Text is a posted message's current text, after updates.
+func (s *Server) Text(ts string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.texts[ts]
+}
+
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	method := r.PathValue("method")
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	c := Call{Method: method, Fields: map[string]string{}, Token: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")}
+	c := Call{Method: method, Fields: map[string]string{}, Token: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), At: time.Now()}
 	for k, v := range r.Form {
 		c.Fields[k] = v[0]
 	}
 	if c.Token == "" {
 		c.Token = c.Fields["token"]
 	}
-	s.calls <- c
 	s.mu.Lock()
 	var f *Failure
 	if fs := s.fail[method]; len(fs) > 0 {
 		f, s.fail[method] = &fs[0], fs[1:]
 	}
+	ts, known := c.Fields["ts"], false
+	switch {
+	case f != nil:
+	case method == "chat.postMessage":
+		s.ts++
+		ts = fmt.Sprintf("1700000000.%06d", s.ts)
+		c.TS = ts
+		s.texts[ts] = c.Fields["text"]
+	case method == "chat.update":
+		if _, known = s.texts[ts]; known {
+			c.TS = ts
+			s.texts[ts] = c.Fields["text"]
+		}
+	}
 	s.mu.Unlock()
+	s.calls <- c
 	if f != nil {
 		if f.Status != 0 {
 			if f.RetryAfter > 0 {
@@ -256,11 +285,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, map[string]any{"ok": true, "url": "https://fake.slack.com/", "team": "Fake", "user": "nano", "team_id": "T1", "user_id": BotUserID, "bot_id": "B1"})
 	case "chat.postMessage":
-		s.mu.Lock()
-		s.ts++
-		ts := fmt.Sprintf("1700000000.%06d", s.ts)
-		s.mu.Unlock()
 		writeJSON(w, map[string]any{"ok": true, "channel": c.Fields["channel"], "ts": ts, "message": map[string]any{"text": c.Fields["text"], "ts": ts}})
+	case "chat.update":
+		if !known {
+			writeJSON(w, map[string]any{"ok": false, "error": "message_not_found"})
+			return
+		}
+		writeJSON(w, map[string]any{"ok": true, "channel": c.Fields["channel"], "ts": ts, "text": c.Fields["text"]})
 	case "reactions.add":
 		writeJSON(w, map[string]any{"ok": true})
 	default:

@@ -33,6 +33,10 @@ type Call struct {
 	Fields map[string]string
 	// Files are uploaded files by field name.
 	Files map[string][]byte
+	// At is when the server received the call.
+	At time.Time
+	// MessageID is the message sent or edited, when the call succeeded.
+	MessageID int
 }
 
 // Failure is a scripted error answer.
@@ -74,6 +78,7 @@ type Server struct {
 	nextMsgID int
 	webhook   string
 	secret    string
+	texts     map[int]string // message id -> text, as edited
 }
 
 type file struct {
@@ -87,7 +92,7 @@ func New(t testing.TB, token string) *Server {
 	s := &Server{
 		Token: token, BotID: 777, BotUsername: "nano_bot",
 		calls: make(chan Call, 1000), newUpdate: make(chan struct{}),
-		fail: map[string][]Failure{}, files: map[string]file{}, nextMsgID: 1000,
+		fail: map[string][]Failure{}, files: map[string]file{}, nextMsgID: 1000, texts: map[int]string{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -208,12 +213,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, 400, nil, Failure{Code: 400, Description: "Bad Request: " + err.Error()})
 		return
 	}
-	call.Method = method
+	call.Method, call.At = method, time.Now()
 	if method == "getUpdates" {
 		s.getUpdates(w, r, call)
 		return
 	}
-	s.calls <- call
 	s.mu.Lock()
 	var f *Failure
 	if fs := s.fail[method]; len(fs) > 0 {
@@ -221,17 +225,33 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if f != nil {
+		s.calls <- call
 		reply(w, f.Code, nil, *f)
 		return
 	}
+	if method == "editMessageText" {
+		s.editText(w, call)
+		return
+	}
+	if method == "sendMessage" {
+		s.mu.Lock()
+		s.nextMsgID++
+		call.MessageID = s.nextMsgID
+		s.texts[call.MessageID] = call.Fields["text"]
+		s.mu.Unlock()
+	}
+	s.calls <- call
 	switch method {
 	case "getMe":
 		reply(w, 200, map[string]any{"id": s.BotID, "is_bot": true, "first_name": "Nano", "username": s.BotUsername}, Failure{})
-	case "sendMessage", "sendPhoto", "sendDocument", "editMessageText":
-		s.mu.Lock()
-		s.nextMsgID++
-		id := s.nextMsgID
-		s.mu.Unlock()
+	case "sendMessage", "sendPhoto", "sendDocument":
+		id := call.MessageID
+		if id == 0 {
+			s.mu.Lock()
+			s.nextMsgID++
+			id = s.nextMsgID
+			s.mu.Unlock()
+		}
 		chat, _ := strconv.ParseInt(call.Fields["chat_id"], 10, 64)
 		reply(w, 200, map[string]any{
 			"message_id": id, "date": time.Now().Unix(),
@@ -256,6 +276,39 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		reply(w, 404, nil, Failure{Code: 404, Description: "Not Found: method " + method})
 	}
+}
+
+// editText edits a sent message's text, refusing an unknown message or
+// an edit that changes nothing, as Telegram does.
+func (s *Server) editText(w http.ResponseWriter, call Call) {
+	id, _ := strconv.Atoi(call.Fields["message_id"])
+	s.mu.Lock()
+	old, ok := s.texts[id]
+	if ok && old != call.Fields["text"] {
+		s.texts[id] = call.Fields["text"]
+		call.MessageID = id
+	}
+	s.mu.Unlock()
+	s.calls <- call
+	switch {
+	case !ok:
+		reply(w, 400, nil, Failure{Code: 400, Description: "Bad Request: message to edit not found"})
+	case old == call.Fields["text"]:
+		reply(w, 400, nil, Failure{Code: 400, Description: "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"})
+	default:
+		chat, _ := strconv.ParseInt(call.Fields["chat_id"], 10, 64)
+		reply(w, 200, map[string]any{
+			"message_id": id, "date": time.Now().Unix(),
+			"chat": map[string]any{"id": chat, "type": "private"}, "text": call.Fields["text"],
+		}, Failure{})
+	}
+}
+
+// Text is a sent message's current text, after edits.
+func (s *Server) Text(messageID int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.texts[messageID]
 }
 
 func (s *Server) serveFile(w http.ResponseWriter, p string) {

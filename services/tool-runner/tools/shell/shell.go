@@ -128,12 +128,20 @@ func (t *execTool) Run(ctx context.Context, c *tools.Call) (tools.Result, error)
 			timeout = max(left, time.Millisecond)
 		}
 	}
+	binds := ws.ReadOnlyBinds()
+	defer func() {
+		for _, b := range binds {
+			b.File.Close()
+		}
+	}()
 	out, err := t.ex.Run(ctx, sandbox.Spec{
-		Command:   a.Command,
-		Workspace: ws.Dir(),
-		Dir:       dir,
-		Timeout:   timeout,
-		MaxOutput: t.cfg.MaxOutputChars,
+		Command:       a.Command,
+		Workspace:     ws.Dir(),
+		Dir:           dir,
+		Timeout:       timeout,
+		MaxOutput:     t.cfg.MaxOutputChars,
+		ReadOnly:      binds,
+		FileSizeLimit: c.FileSizeLimit,
 	})
 	if out == nil {
 		return tools.Result{}, err

@@ -1,0 +1,192 @@
+// Package storeguard watches the filesystem that holds a JetStream store
+// and says when it is full, so that the fleet refuses new messages at once
+// with a clear reason instead of letting writes hang, and recovers on its
+// own once space is freed.
+//
+// A nats-server whose disk fills does not answer the publishes it cannot
+// write (the client waits out its timeout), and a stream that failed a
+// write keeps failing after space returns. The guard sees the fill before
+// the server does (free space below a reserve), and when space comes back
+// it runs a recovery function: for the embedded server, re-enabling
+// JetStream, which reopens every stream from disk.
+//
+// The state changes only on its own check loop; Err is safe to call from
+// any goroutine.
+package storeguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
+)
+
+// ErrFull is the sentinel every full-store error wraps.
+var ErrFull = errors.New("storage full")
+
+// FullError says what is full.
+type FullError struct {
+	Dir   string
+	Free  int64
+	Total int64
+}
+
+func (e *FullError) Error() string {
+	return fmt.Sprintf("storage full: %s has %s free of %s", e.Dir, size(e.Free), size(e.Total))
+}
+
+func (e *FullError) Unwrap() error { return ErrFull }
+
+// Config says what to watch.
+type Config struct {
+	// Dir is a directory on the filesystem of the store. Required.
+	Dir string
+	// MinFree is the free space below which the store counts as full
+	// (default 32 MiB). It recovers at twice that, so that a store at
+	// the edge does not flap.
+	MinFree int64
+	// Interval between checks (default 1 s).
+	Interval time.Duration
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("storeguard: dir is required")
+	case c.MinFree < 0:
+		return fmt.Errorf("storeguard: minFree must not be negative, got %d", c.MinFree)
+	case c.Interval < 0:
+		return fmt.Errorf("storeguard: interval must not be negative, got %s", c.Interval)
+	}
+	return nil
+}
+
+// Guard tracks whether the store is full.
+type Guard struct {
+	cfg       Config
+	log       *slog.Logger
+	onRecover func(context.Context) error
+	full      prometheus.Gauge
+	free      prometheus.Gauge
+
+	mu  sync.Mutex
+	err error
+}
+
+// New returns a guard for cfg whose metrics are registered on reg.
+// onRecover, when not nil, runs once space is back; until it succeeds the
+// store stays full.
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, onRecover func(context.Context) error) (*Guard, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MinFree == 0 {
+		cfg.MinFree = 32 << 20
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Second
+	}
+	g := &Guard{
+		cfg: cfg, log: log, onRecover: onRecover,
+		full: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nanofleet_storage_full",
+			Help: "1 while the JetStream store's filesystem is full and new messages are refused.",
+		}),
+		free: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nanofleet_storage_free_bytes",
+			Help: "Free bytes on the JetStream store's filesystem.",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{g.full, g.free} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("storeguard: register metrics: %w", err)
+			}
+		}
+	}
+	return g, nil
+}
+
+// Err returns a *FullError while the store is full, else nil.
+func (g *Guard) Err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
+// Ready is Err in the shape of a readiness check.
+func (g *Guard) Ready(context.Context) error { return g.Err() }
+
+// Run checks the store until ctx ends.
+func (g *Guard) Run(ctx context.Context) error {
+	tick := time.NewTicker(g.cfg.Interval)
+	defer tick.Stop()
+	for {
+		g.Check(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// Check looks at the filesystem once and updates the state.
+func (g *Guard) Check(ctx context.Context) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(g.cfg.Dir, &st); err != nil {
+		g.log.Warn("storeguard: statfs", "dir", g.cfg.Dir, "err", err)
+		return
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	total := int64(st.Blocks) * int64(st.Bsize)
+	g.free.Set(float64(free))
+	g.mu.Lock()
+	wasFull := g.err != nil
+	g.mu.Unlock()
+	switch {
+	case !wasFull && free < g.cfg.MinFree:
+		fe := &FullError{Dir: g.cfg.Dir, Free: free, Total: total}
+		g.set(fe)
+		g.log.Error("storage full: new messages are refused until space is freed", "dir", g.cfg.Dir,
+			"free_bytes", free, "total_bytes", total, "reserve_bytes", g.cfg.MinFree)
+	case wasFull && free >= 2*g.cfg.MinFree:
+		if g.onRecover != nil {
+			if err := g.onRecover(ctx); err != nil {
+				g.log.Error("storage freed but the store did not recover; will retry", "dir", g.cfg.Dir, "err", err)
+				return
+			}
+		}
+		g.set(nil)
+		g.log.Info("storage recovered: accepting messages again", "dir", g.cfg.Dir, "free_bytes", free)
+	case wasFull:
+		g.set(&FullError{Dir: g.cfg.Dir, Free: free, Total: total})
+	}
+}
+
+func (g *Guard) set(err error) {
+	g.mu.Lock()
+	g.err = err
+	g.mu.Unlock()
+	if err != nil {
+		g.full.Set(1)
+	} else {
+		g.full.Set(0)
+	}
+}
+
+func size(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
+}

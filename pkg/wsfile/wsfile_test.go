@@ -1,0 +1,179 @@
+package wsfile_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
+)
+
+// layout builds base/ws (the directory opened) and base/host (outside it)
+// holding secret.txt, and returns the Dir and both paths.
+func layout(t *testing.T) (*wsfile.Dir, string, string) {
+	t.Helper()
+	base := t.TempDir()
+	ws, host := filepath.Join(base, "ws"), filepath.Join(base, "host")
+	for _, d := range []string{filepath.Join(ws, "memory"), filepath.Join(ws, "sub", "deep"), host} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(host, "secret.txt"), "SECRET")
+	write(filepath.Join(ws, "USER.md"), "user")
+	write(filepath.Join(ws, "sub", "deep", "f.md"), "deep")
+	d, err := wsfile.Open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, ws, host
+}
+
+func TestReadRefusesWhatATrustedReaderMustNotFollow(t *testing.T) {
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, ws, host string) // makes ws/x
+		path  string
+		want  error // nil: reads "user"
+	}{
+		{"regular file", func(*testing.T, string, string) {}, "USER.md", nil},
+		{"absolute symlink to a host file", func(t *testing.T, ws, host string) {
+			must(t, os.Symlink(filepath.Join(host, "secret.txt"), filepath.Join(ws, "x")))
+		}, "x", wsfile.ErrSymlink},
+		{"relative symlink inside", func(t *testing.T, ws, _ string) {
+			must(t, os.Symlink("USER.md", filepath.Join(ws, "x")))
+		}, "x", wsfile.ErrSymlink},
+		{"directory symlink to the host", func(t *testing.T, ws, host string) {
+			must(t, os.Symlink(host, filepath.Join(ws, "x")))
+		}, "x/secret.txt", wsfile.ErrSymlink},
+		{"directory symlink inside", func(t *testing.T, ws, _ string) {
+			must(t, os.Symlink("sub", filepath.Join(ws, "x")))
+		}, "x/deep/f.md", wsfile.ErrSymlink},
+		{"hard link to a host file", func(t *testing.T, ws, host string) {
+			must(t, os.Link(filepath.Join(host, "secret.txt"), filepath.Join(ws, "x")))
+		}, "x", wsfile.ErrHardLink},
+		{"directory", func(*testing.T, string, string) {}, "memory", wsfile.ErrNotRegular},
+		{"dot dot", func(*testing.T, string, string) {}, "../host/secret.txt", wsfile.ErrOutside},
+		{"absolute path", func(_ *testing.T, _, host string) {}, "/etc/passwd", wsfile.ErrOutside},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, ws, host := layout(t)
+			tt.plant(t, ws, host)
+			data, _, err := d.ReadFile(tt.path, 0)
+			if tt.want == nil {
+				if err != nil || string(data) != "user" {
+					t.Fatalf("ReadFile = %q, %v", data, err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("ReadFile(%s) = %q, %v; want %v", tt.path, data, err, tt.want)
+			}
+			if string(data) == "SECRET" {
+				t.Fatal("the host file was read")
+			}
+		})
+	}
+}
+
+func TestWriteNeverLandsOutside(t *testing.T) {
+	tests := []struct {
+		name    string
+		plant   func(t *testing.T, ws, host string)
+		path    string
+		wantErr error // nil: written inside
+	}{
+		{"new file in a new directory", func(*testing.T, string, string) {}, "memory/new/MEMORY.md", nil},
+		{"symlink at the target is replaced", func(t *testing.T, ws, host string) {
+			must(t, os.Symlink(filepath.Join(host, "secret.txt"), filepath.Join(ws, "memory", "MEMORY.md")))
+		}, "memory/MEMORY.md", nil},
+		{"hard link at the target is replaced", func(t *testing.T, ws, host string) {
+			must(t, os.Link(filepath.Join(host, "secret.txt"), filepath.Join(ws, "memory", "MEMORY.md")))
+		}, "memory/MEMORY.md", nil},
+		{"parent directory swapped for a host symlink", func(t *testing.T, ws, host string) {
+			must(t, os.Rename(filepath.Join(ws, "memory"), filepath.Join(ws, "memory.old")))
+			must(t, os.Symlink(host, filepath.Join(ws, "memory")))
+		}, "memory/MEMORY.md", wsfile.ErrSymlink},
+		{"dot dot", func(*testing.T, string, string) {}, "../host/x", wsfile.ErrOutside},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, ws, host := layout(t)
+			tt.plant(t, ws, host)
+			err := d.WriteFile(tt.path, []byte("mine"), wsfile.WriteOptions{})
+			if got, _ := os.ReadFile(filepath.Join(host, "secret.txt")); string(got) != "SECRET" {
+				t.Fatalf("host file changed to %q", got)
+			}
+			if entries, _ := os.ReadDir(host); len(entries) != 1 {
+				t.Fatalf("host directory holds %d entries, want 1", len(entries))
+			}
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("WriteFile = %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Lstat(filepath.Join(ws, tt.path))
+			if err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("target after write: %v, %v", fi, err)
+			}
+			if got, _ := os.ReadFile(filepath.Join(ws, tt.path)); string(got) != "mine" {
+				t.Fatalf("target holds %q", got)
+			}
+		})
+	}
+}
+
+func TestWriteUnlessCancels(t *testing.T) {
+	d, ws, _ := layout(t)
+	stop := errors.New("changed meanwhile")
+	err := d.WriteFile("USER.md", []byte("new"), wsfile.WriteOptions{Unless: func(cur []byte, ok bool) error {
+		if !ok || string(cur) != "user" {
+			t.Errorf("Unless got %q, %v", cur, ok)
+		}
+		return stop
+	}})
+	if !errors.Is(err, stop) {
+		t.Fatalf("WriteFile = %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "USER.md")); string(got) != "user" {
+		t.Fatalf("USER.md = %q", got)
+	}
+	entries, _ := os.ReadDir(ws)
+	for _, e := range entries {
+		if e.Type()&fs.ModeType == 0 && e.Name() != "USER.md" {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}
+
+func TestReadDirRefusesSymlinkedDirectory(t *testing.T) {
+	d, ws, host := layout(t)
+	must(t, os.Symlink(host, filepath.Join(ws, "skills")))
+	if _, err := d.ReadDir("skills"); !errors.Is(err, wsfile.ErrSymlink) {
+		t.Fatalf("ReadDir = %v", err)
+	}
+	entries, err := d.ReadDir("sub")
+	if err != nil || len(entries) != 1 || entries[0].Name() != "deep" {
+		t.Fatalf("ReadDir(sub) = %v, %v", entries, err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,349 @@
+package discord
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/disgoorg/disgo/gateway"
+	"github.com/disgoorg/disgo/rest"
+	"github.com/gorilla/websocket"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/lease"
+	gw "github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+)
+
+// intents are what the adapter asks Discord for: messages in guilds and
+// DMs, with their content (a privileged intent, to be enabled in the
+// developer portal).
+var intents = []gateway.Intents{gateway.IntentGuildMessages, gateway.IntentDirectMessages, gateway.IntentMessageContent}
+
+// Run receives gateway events until ctx ends, while holding the fleet's
+// lease for this bot (waiting while another gateway holds it).
+func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
+	wsURL, err := a.gatewayURL(ctx)
+	if err != nil {
+		return err
+	}
+	stop, err := a.typing.watch(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if a.streams != nil {
+		stopStreams, err := a.streams.Watch(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopStreams()
+	}
+	kv, err := a.deps.Bus.KV(ctx, bus.BucketLeases)
+	if err != nil {
+		return fmt.Errorf("discord: %w", err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("discord: lease bucket status: %w", err)
+	}
+	ttl := st.TTL()
+	if ttl <= 0 {
+		return errors.New("discord: the lease bucket has no TTL")
+	}
+	table := lease.NewTable(kv)
+	key, owner := leaseKey(a.cfg.Token), ownerName()
+	waiting := false
+	for ctx.Err() == nil {
+		l, err := table.Acquire(ctx, key, owner)
+		if errors.Is(err, lease.ErrHeld) {
+			if !waiting {
+				holder, _ := table.Holder(ctx, key)
+				a.log.Warn("another gateway holds this Discord bot's connection; this one waits and takes over if it stops",
+					"holder", holder, "lease", key)
+				waiting = true
+			}
+			// Polled often, so that the takeover follows the lease's
+			// expiry closely.
+			if !sleep(ctx, ttl/10) {
+				break
+			}
+			continue
+		}
+		if err != nil {
+			a.log.Warn("discord connection lease", "err", err)
+			if !sleep(ctx, time.Second) {
+				break
+			}
+			continue
+		}
+		waiting = false
+		a.log.Info("connecting to Discord (this gateway holds the bot's connection lease)", "owner", owner)
+		if err := a.holding(ctx, in, l, ttl, wsURL); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gatewayURL asks Discord where to connect (GET /gateway/bot), which also
+// checks the token, retrying until it answers or ctx ends.
+func (a *Adapter) gatewayURL(ctx context.Context) (string, error) {
+	wait := 500 * time.Millisecond
+	for {
+		gb, err := a.rest.GetGatewayBot(rest.WithCtx(ctx))
+		if err == nil {
+			if a.cfg.GatewayURL != "" {
+				u, _ := url.Parse(a.cfg.GatewayURL) // validated
+				u.RawQuery = ""                     // disgo adds v and encoding
+				return u.String(), nil
+			}
+			return gb.URL, nil
+		}
+		var re rest.Error
+		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized {
+			return "", fmt.Errorf("discord: bot token rejected: %w", err)
+		}
+		a.log.Warn("discord GET /gateway/bot failed, retrying", "err", err, "in", wait)
+		if !sleep(ctx, wait) {
+			return "", ctx.Err()
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// holding keeps a gateway connection while renewing l; it returns when
+// ctx ends or the lease is lost, releasing the lease, or with an error
+// Discord gave as final (bad token, intents not enabled).
+func (a *Adapter) holding(ctx context.Context, in gw.Inbox, l *lease.Lease, ttl time.Duration, wsURL string) error {
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := l.Renew(hctx); err != nil {
+				if hctx.Err() != nil {
+					return
+				}
+				a.log.Error("lost the Discord connection lease; disconnecting", "err", err)
+				cancel()
+				return
+			}
+		}
+	}()
+	err := a.connect(hctx, in, wsURL)
+	cancel()
+	<-renewed
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer rcancel()
+	if rerr := l.Release(rctx); rerr != nil {
+		a.log.Warn("release Discord connection lease", "err", rerr)
+	}
+	return err
+}
+
+// session is what another gateway needs to resume this one's gateway
+// session: Discord then replays the events after Seq.
+type session struct {
+	ID        string `json:"session_id"`
+	Seq       int    `json:"seq"`
+	ResumeURL string `json:"resume_url"`
+}
+
+// conn is one gateway connection's event handling.
+type conn struct {
+	a     *Adapter
+	ctx   context.Context
+	in    gw.Inbox
+	retry chan struct{} // an event could not be published: reconnect and resume
+	fatal chan error
+
+	mu     sync.Mutex
+	sess   session
+	failed bool // an event was not published: later ones wait for the resume
+}
+
+// connect runs gateway connections until ctx ends, resuming the last
+// saved session so that no event is lost across reconnects and takeovers.
+func (a *Adapter) connect(ctx context.Context, in gw.Inbox, wsURL string) error {
+	wait := time.Duration(0)
+	for ctx.Err() == nil {
+		if wait > 0 && !sleep(ctx, wait) {
+			return nil
+		}
+		c := &conn{a: a, ctx: ctx, in: in, retry: make(chan struct{}, 1), fatal: make(chan error, 1)}
+		c.sess = a.loadSession(ctx)
+		opts := []gateway.ConfigOpt{
+			gateway.WithURL(wsURL),
+			gateway.WithIntents(intents...),
+			gateway.WithCompress(false),
+			gateway.WithEnableRawEvents(true),
+			gateway.WithLogger(a.log.With("source", "disgo")),
+		}
+		if c.sess.ID != "" {
+			s := c.sess
+			opts = append(opts, gateway.WithSessionID(s.ID), gateway.WithSequence(s.Seq), func(cfg *gateway.Config) {
+				if s.ResumeURL != "" {
+					cfg.ResumeURL = &s.ResumeURL
+				}
+			})
+			a.log.Info("resuming Discord gateway session", "session", s.ID, "seq", s.Seq)
+		}
+		g := gateway.New(a.cfg.Token, c.event, func(_ gateway.Gateway, err error) {
+			select {
+			case c.fatal <- err:
+			default:
+			}
+		}, opts...)
+		if err := g.Open(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			a.log.Warn("discord gateway connection failed", "err", err)
+			wait = min(max(2*wait, time.Second), 30*time.Second)
+			continue
+		}
+		wait = 0
+		var fatal error
+		select {
+		case <-ctx.Done():
+		case <-c.retry:
+			wait = time.Second
+		case fatal = <-c.fatal:
+		}
+		// Not a normal closure: Discord keeps the session resumable for
+		// whoever holds the lease next.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		g.CloseWithCode(cctx, websocket.CloseServiceRestart, "reconnecting")
+		cancel()
+		if fatal != nil {
+			var ce *websocket.CloseError
+			if errors.As(fatal, &ce) {
+				return fmt.Errorf("discord: gateway closed the connection (%d %s); check the token and that the message content intent is enabled in the developer portal: %w", ce.Code, ce.Text, fatal)
+			}
+			a.log.Warn("discord gateway connection ended", "err", fatal)
+			wait = time.Second
+		}
+	}
+	return nil
+}
+
+// event handles one gateway event, in the order Discord sent them.
+func (c *conn) event(typ gateway.EventType, seq int, _ int, data gateway.EventData) {
+	a := c.a
+	switch ev := data.(type) {
+	case gateway.EventReady:
+		a.mu.Lock()
+		a.botID = ev.User.ID.String()
+		a.mu.Unlock()
+		c.mu.Lock()
+		c.sess = session{ID: ev.SessionID, Seq: seq, ResumeURL: ev.ResumeGatewayURL}
+		c.mu.Unlock()
+		a.log.Info("discord bot ready", "user", ev.User.Username, "id", ev.User.ID.String(), "session", ev.SessionID)
+		c.save()
+	case gateway.EventRaw:
+		if ev.EventType != gateway.EventTypeMessageCreate {
+			return
+		}
+		c.mu.Lock()
+		failed := c.failed
+		c.mu.Unlock()
+		raw, err := io.ReadAll(ev.Payload)
+		if failed || err != nil {
+			return
+		}
+		if err := a.handle(c.ctx, c.in, raw); err != nil {
+			c.mu.Lock()
+			c.failed = true
+			c.mu.Unlock()
+			if c.ctx.Err() == nil {
+				a.log.Warn("could not publish Discord message; reconnecting to receive it again", "seq", seq, "err", err)
+				select {
+				case c.retry <- struct{}{}:
+				default:
+				}
+			}
+			return
+		}
+		c.mu.Lock()
+		c.sess.Seq = seq
+		c.mu.Unlock()
+		c.save()
+	}
+}
+
+// save records the session and the last handled event, so that the next
+// connection (on this gateway or another) resumes after it.
+func (c *conn) save() {
+	c.mu.Lock()
+	s, failed := c.sess, c.failed
+	c.mu.Unlock()
+	if s.ID == "" || failed {
+		return
+	}
+	data, _ := json.Marshal(s)
+	if _, err := c.a.state.Put(c.ctx, sessionKey(c.a.cfg.Token), data); err != nil && c.ctx.Err() == nil {
+		c.a.log.Warn("save Discord session position", "err", err)
+	}
+}
+
+// loadSession returns the saved session, or none.
+func (a *Adapter) loadSession(ctx context.Context) session {
+	var s session
+	e, err := a.state.Get(ctx, sessionKey(a.cfg.Token))
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrKeyNotFound) && ctx.Err() == nil {
+			a.log.Warn("read Discord session position", "err", err)
+		}
+		return s
+	}
+	if err := json.Unmarshal(e.Value(), &s); err != nil {
+		a.log.Warn("ignoring unreadable Discord session position", "err", err)
+		return session{}
+	}
+	return s
+}
+
+// tokenHash names a bot in keys without revealing its token.
+func tokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:8])
+}
+
+func leaseKey(token string) string   { return "discord-gateway-" + tokenHash(token) }
+func sessionKey(token string) string { return "session-" + tokenHash(token) }
+
+func ownerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:6])
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,513 @@
+package discord_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+)
+
+const (
+	token = "TEST.discord.token"
+	wait  = 10 * time.Second
+
+	create = "POST /channels/{id}/messages"
+	edit   = "PATCH /channels/{id}/messages/{id}"
+	typing = "POST /channels/{id}/typing"
+
+	dmChannel    = "300000000000000001"
+	guildChannel = "300000000000000002"
+	guild        = "400000000000000001"
+	alice        = "500000000000000001"
+	stranger     = "500000000000000066"
+)
+
+type harness struct {
+	fake   *discordtest.Server
+	bus    *bus.Bus
+	worker *workertest.Worker
+}
+
+// start runs a gateway with a Discord adapter against a fake Discord, and
+// a fake worker answering with script.
+func start(t *testing.T, cfg discord.Config, script workertest.Script, opts ...workertest.Option) *harness {
+	t.Helper()
+	h := &harness{fake: discordtest.New(t, token), bus: bustest.StartJetStream(t, channels.Assets)}
+	h.worker = workertest.Start(t, h.bus, script, opts...)
+	runAdapter(t, h.bus, h.fake, cfg, slog.New(slog.DiscardHandler))
+	h.fake.WaitConnected(t, wait)
+	return h
+}
+
+// runAdapter runs a gateway with a Discord adapter and returns a function
+// that stops it.
+func runAdapter(t *testing.T, b *bus.Bus, fake *discordtest.Server, cfg discord.Config, log *slog.Logger) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	gate, err := access.Open(ctx, b, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Enabled, cfg.Token, cfg.APIBase = true, token, fake.URL
+	a, err := discord.New(ctx, cfg, discord.Deps{Bus: b, Gate: gate, Log: log}, discord.WithTyping(time.Second, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcfg := gateway.DefaultConfig()
+	gcfg.MinBackoff = 50 * time.Millisecond
+	g, err := gateway.New(b, gcfg, log, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("gateway: %v", err)
+				}
+			case <-time.After(wait):
+				t.Errorf("gateway did not stop within %s", wait)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func (h *harness) dm(id, text string) discordtest.Message {
+	return discordtest.Message{ID: id, ChannelID: dmChannel, AuthorID: alice, Username: "alice", Content: text}
+}
+
+// inboundUntil returns the contents of the messages the worker took, up
+// to the one with content last.
+func (h *harness) inboundUntil(t *testing.T, last string) []string {
+	t.Helper()
+	var got []string
+	for {
+		select {
+		case in := <-h.worker.Inbound:
+			got = append(got, in.GetContent())
+			if in.GetContent() == last {
+				return got
+			}
+		case <-time.After(wait):
+			t.Fatalf("worker never got %q (got %q)", last, got)
+		}
+	}
+}
+
+func (h *harness) expectCreate(t *testing.T, want string) discordtest.Call {
+	t.Helper()
+	c := h.fake.Next(t, wait, create)
+	if c.Content() != want {
+		t.Fatalf("created message %q, want %q", c.Content(), want)
+	}
+	return c
+}
+
+func TestConversation(t *testing.T) {
+	release := make(chan struct{})
+	h := start(t, discord.Config{AllowFrom: []string{alice}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		return []*nanofleetv1.OutboundMessage{workertest.Final("**Hi** " + in.GetContent())}
+	}, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
+		select {
+		case <-release:
+		case <-time.After(wait):
+		}
+	}))
+	if got := h.fake.Intents(); got&discordtest.IntentMessageContent == 0 {
+		t.Errorf("IDENTIFY intents %b lack MESSAGE_CONTENT", got)
+	}
+	h.fake.Send(h.dm("600000000000000001", "hello @everyone"))
+	in := <-h.worker.Inbound
+	if in.GetId() != "600000000000000001" || in.GetChatId() != dmChannel || in.GetSenderId() != alice ||
+		in.GetMetadata()["message_id"] != "600000000000000001" || in.GetSenderName() != "alice" {
+		t.Errorf("inbound = %v", in)
+	}
+	if c := h.fake.Next(t, wait, typing); c.ChannelID != dmChannel {
+		t.Errorf("typing in %s", c.ChannelID)
+	}
+	close(release)
+	c := h.expectCreate(t, "**Hi** hello @everyone")
+	ref, _ := c.Body["message_reference"].(map[string]any)
+	if c.ChannelID != dmChannel || ref["message_id"] != "600000000000000001" {
+		t.Errorf("reply in %s with message_reference %v, want a reply to the asking message", c.ChannelID, c.Body["message_reference"])
+	}
+	am, _ := c.Body["allowed_mentions"].(map[string]any)
+	if parse, ok := am["parse"].([]any); !ok || len(parse) != 0 {
+		t.Errorf("allowed_mentions = %v, want no pings", c.Body["allowed_mentions"])
+	}
+	if c.Body["nonce"] == "" || c.Body["enforce_nonce"] != true {
+		t.Errorf("nonce %v enforce_nonce %v", c.Body["nonce"], c.Body["enforce_nonce"])
+	}
+}
+
+func TestRateLimitIsHonoured(t *testing.T) {
+	h := start(t, discord.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h.fake.Fail(create, discordtest.TooManyRequests(time.Second))
+	h.fake.Send(h.dm("600000000000000001", "x"))
+	first := h.fake.Next(t, wait, create)
+	if first.Status != 429 {
+		t.Fatalf("first attempt answered %d", first.Status)
+	}
+	c := h.expectCreate(t, "echo: x")
+	if d := c.At.Sub(first.At); d < time.Second {
+		t.Errorf("retried after %s, before retry_after=1s", d)
+	}
+	if n := len(h.fake.Created()); n != 1 {
+		t.Errorf("%d messages created, want 1", n)
+	}
+}
+
+func TestRepeatedEventYieldsOneReply(t *testing.T) {
+	h := start(t, discord.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	m := h.dm("600000000000000007", "once")
+	h.fake.Send(m)
+	h.fake.Send(m) // Discord sends the same message again
+	h.fake.Send(h.dm("600000000000000008", "sentinel"))
+	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 {
+		t.Errorf("worker got %q, want the repeated event once", got)
+	}
+	got := map[string]int{}
+	for range 2 {
+		got[h.fake.Next(t, wait, create).Content()]++
+	}
+	if got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
+		t.Errorf("replies = %v", got)
+	}
+}
+
+func TestLongAnswerIsSplitAt2000(t *testing.T) {
+	para := strings.Repeat("lorem ipsum ", 8) + "dolor."
+	var paras []string
+	for len(strings.Join(paras, "\n\n")) < 5000 {
+		paras = append(paras, para)
+	}
+	answer := strings.Join(paras, "\n\n")
+	h := start(t, discord.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
+	})
+	h.fake.Send(h.dm("600000000000000009", "essay please"))
+	var got []string
+	for i := range 3 {
+		c := h.fake.Next(t, wait, create)
+		if c.Status != 200 {
+			t.Fatalf("piece %d answered %d", i, c.Status)
+		}
+		got = append(got, c.Content())
+		if _, isReply := c.Body["message_reference"]; isReply != (i == 0) {
+			t.Errorf("piece %d message_reference = %v", i, c.Body["message_reference"])
+		}
+		if n := len([]rune(c.Content())); n > 2000 {
+			t.Errorf("piece %d has %d chars", i, n)
+		}
+		if !strings.HasSuffix(c.Content(), "dolor.") {
+			t.Errorf("piece %d not cut at a paragraph: …%q", i, c.Content()[len(c.Content())-20:])
+		}
+	}
+	if strings.Join(got, "\n\n") != answer {
+		t.Error("the pieces do not add up to the answer")
+	}
+}
+
+var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
+
+func TestStrangers(t *testing.T) {
+	h := start(t, discord.Config{AllowFrom: []string{"owner"}, GroupPolicy: discord.GroupOpen}, workertest.Echo)
+	// In a guild channel: nothing, not even a pairing code.
+	h.fake.Send(discordtest.Message{ID: "600000000000000001", ChannelID: guildChannel, GuildID: guild, AuthorID: stranger, Username: "eve", Content: "hi bot"})
+	// In a DM: a pairing code.
+	h.fake.Send(discordtest.Message{ID: "600000000000000002", ChannelID: dmChannel, AuthorID: stranger, Username: "eve", Content: "hello?"})
+	c := h.fake.Next(t, wait, create)
+	code := codeRE.FindString(c.Content())
+	if c.ChannelID != dmChannel || code == "" {
+		t.Fatalf("expected a pairing code in the DM, got %q in %s", c.Content(), c.ChannelID)
+	}
+	select {
+	case in := <-h.worker.Inbound:
+		t.Fatalf("a stranger's message was published: %v", in)
+	default:
+	}
+	if err := access.Approve(context.Background(), h.bus, code); err != nil {
+		t.Fatal(err)
+	}
+	if c := h.fake.Next(t, wait, create); !strings.Contains(c.Content(), "approved") {
+		t.Errorf("approval message = %q", c.Content())
+	}
+	h.fake.Send(discordtest.Message{ID: "600000000000000003", ChannelID: dmChannel, AuthorID: stranger, Username: "eve", Content: "now?"})
+	h.expectCreate(t, "echo: now?")
+	if in := <-h.worker.Inbound; in.GetId() != "600000000000000003" {
+		t.Errorf("first published message is %s, want the one after approval", in.GetId())
+	}
+}
+
+func TestGroupPolicy(t *testing.T) {
+	bot := "900000000000000001" // discordtest's bot
+	other := "300000000000000099"
+	tests := []struct {
+		name    string
+		cfg     discord.Config
+		msg     discordtest.Message
+		want    string // "" means no reply
+		channel string
+	}{
+		{"mention default, none", discord.Config{}, discordtest.Message{Content: "hello everyone"}, "", ""},
+		{"mention", discord.Config{GroupPolicy: discord.GroupMention}, discordtest.Message{Content: "hey <@" + bot + "> what's up", Mentions: []string{bot}}, "echo: hey what's up", guildChannel},
+		{"nickname mention", discord.Config{}, discordtest.Message{Content: "<@!" + bot + "> ping"}, "echo: ping", guildChannel},
+		{"reply to the bot", discord.Config{}, discordtest.Message{Content: "and then?", ReplyTo: "700000000000000001", ReplyToAuthor: bot}, "echo: and then?", guildChannel},
+		{"open", discord.Config{GroupPolicy: discord.GroupOpen}, discordtest.Message{Content: "hello everyone"}, "echo: hello everyone", guildChannel},
+		{"allowlist, listed", discord.Config{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{guildChannel}}, discordtest.Message{Content: "hi"}, "echo: hi", guildChannel},
+		{"allowlist, other channel", discord.Config{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{other}}, discordtest.Message{Content: "hi"}, "", ""},
+		{"bots are ignored", discord.Config{GroupPolicy: discord.GroupOpen}, discordtest.Message{Content: "beep", Bot: true}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.AllowFrom = []string{"*"}
+			h := start(t, tt.cfg, workertest.Echo)
+			m := tt.msg
+			m.ID, m.ChannelID, m.GuildID, m.AuthorID, m.Username = "600000000000000001", guildChannel, guild, alice, "alice"
+			h.fake.Send(m)
+			h.fake.Send(h.dm("600000000000000002", "sentinel"))
+			want := 1
+			if tt.want != "" {
+				want = 2
+			}
+			if got := h.inboundUntil(t, "sentinel"); len(got) != want {
+				t.Errorf("worker got %q", got)
+			}
+			got := map[string]string{}
+			for range want {
+				c := h.fake.Next(t, wait, create)
+				got[c.Content()] = c.ChannelID
+			}
+			if got["echo: sentinel"] != dmChannel || (tt.want != "" && got[tt.want] != tt.channel) {
+				t.Errorf("replies = %v, want %q in %s", got, tt.want, tt.channel)
+			}
+		})
+	}
+}
+
+func TestMalformedPayloadsAreDropped(t *testing.T) {
+	logs := &logSink{event: make(chan struct{}, 1)}
+	h := &harness{fake: discordtest.New(t, token), bus: bustest.StartJetStream(t, channels.Assets)}
+	h.worker = workertest.Start(t, h.bus, workertest.Echo)
+	runAdapter(t, h.bus, h.fake, discord.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(logs, nil)))
+	h.fake.WaitConnected(t, wait)
+	h.fake.Dispatch("MESSAGE_CREATE", []byte(`{"id": "600000000000000001", "content": "no channel or author"}`))
+	logs.waitFor(t, "dropping malformed Discord message")
+	h.fake.Dispatch("MESSAGE_CREATE", []byte(`"not an object"`))
+	h.fake.Dispatch("MESSAGE_CREATE", []byte(`{"id": 5, "channel_id": [], "author": "x"}`))
+	h.fake.Send(h.dm("600000000000000002", "still alive?"))
+	h.expectCreate(t, "echo: still alive?")
+	if got := h.inboundUntil(t, "still alive?"); len(got) != 1 {
+		t.Errorf("worker got %q", got)
+	}
+}
+
+func TestAttachmentIsStored(t *testing.T) {
+	h := start(t, discord.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	img := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 100)
+	url := h.fake.AddFile("cat.png", img)
+	m := h.dm("600000000000000001", "look")
+	m.Attachments = []discordtest.Attachment{{ID: "800000000000000001", Filename: "cat.png", ContentType: "image/png", URL: url, Size: len(img)}}
+	h.fake.Send(m)
+	in := <-h.worker.Inbound
+	if in.GetContent() != "look" || len(in.GetMedia()) != 1 {
+		t.Fatalf("inbound = %v", in)
+	}
+	ref := in.GetMedia()[0]
+	blobs, err := h.bus.Blobs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := blobs.GetBytes(context.Background(), ref.GetObject())
+	if err != nil || !bytes.Equal(data, img) || ref.GetMimeType() != "image/png" || ref.GetName() != "cat.png" {
+		t.Errorf("stored %d bytes (%v), mime %q, name %q", len(data), err, ref.GetMimeType(), ref.GetName())
+	}
+}
+
+// TestTakeoverAfterCrash: the gateway holding the bot's connection dies
+// (its NATS connection and its WebSocket drop, its lease is never
+// released); another takes over within the lease TTL and resumes the
+// session, so the events sent meanwhile are answered, once each.
+func TestTakeoverAfterCrash(t *testing.T) {
+	fake := discordtest.New(t, token)
+	srv := bustest.StartServer(t)
+	b1, b2 := srv.Connect(t, "", channels.Assets), srv.Connect(t, "", channels.Assets)
+	w := workertest.Start(t, b2, workertest.Echo)
+	first := &logSink{event: make(chan struct{}, 1)}
+	second := &logSink{event: make(chan struct{}, 1)}
+	stopFirst := runAdapter(t, b1, fake, discord.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	first.waitFor(t, "holds the bot's connection lease")
+	fake.WaitConnected(t, wait)
+	runAdapter(t, b2, fake, discord.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	second.waitFor(t, "another gateway holds this Discord bot's connection")
+
+	fake.Send(discordtest.Message{ID: "600000000000000001", ChannelID: dmChannel, AuthorID: alice, Content: "one"})
+	if c := fake.Next(t, wait, create); c.Content() != "echo: one" {
+		t.Fatalf("before the crash got %q", c.Content())
+	}
+	// The crash: no lease release, no close frame.
+	b1.NC.Close()
+	fake.Kill()
+	crashed := time.Now()
+	stopFirst()
+	fake.Send(discordtest.Message{ID: "600000000000000002", ChannelID: dmChannel, AuthorID: alice, Content: "two"})
+	fake.Send(discordtest.Message{ID: "600000000000000003", ChannelID: dmChannel, AuthorID: alice, Content: "three"})
+	second.waitFor(t, "holds the bot's connection lease")
+	if d, ttl := time.Since(crashed), bustest.TestLayout().LeaseTTL; d > ttl+time.Second {
+		t.Errorf("took over %s after the crash; lease TTL %s", d, ttl)
+	}
+	got := map[string]int{}
+	for got["echo: two"] == 0 || got["echo: three"] == 0 {
+		got[fake.Next(t, wait, create).Content()]++
+	}
+	if fake.Resumes() == 0 {
+		t.Error("the second gateway did not resume the session")
+	}
+	// Nothing answered twice: the worker took each message once, and each
+	// reply was created once.
+	if in := inboundIDs(t, w, 3); in["600000000000000001"] != 1 || in["600000000000000002"] != 1 || in["600000000000000003"] != 1 {
+		t.Errorf("worker took %v", in)
+	}
+	created := map[string]int{}
+	for _, c := range fake.Created() {
+		created[c.Content()]++
+	}
+	for _, k := range []string{"echo: one", "echo: two", "echo: three"} {
+		if created[k] != 1 {
+			t.Errorf("created %v, want each answer once", created)
+			break
+		}
+	}
+}
+
+// inboundIDs drains the worker's inbound messages, expecting at least n.
+func inboundIDs(t *testing.T, w *workertest.Worker, n int) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for i := 0; ; i++ {
+		timeout := 200 * time.Millisecond
+		if i < n {
+			timeout = wait
+		}
+		select {
+		case in := <-w.Inbound:
+			got[in.GetId()]++
+		case <-time.After(timeout):
+			if i < n {
+				t.Fatalf("worker took %v, want %d messages", got, n)
+			}
+			return got
+		}
+	}
+}
+
+// logSink collects log lines.
+type logSink struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	event chan struct{}
+}
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case s.event <- struct{}{}:
+	default:
+	}
+	return s.buf.Write(p)
+}
+
+func (s *logSink) waitFor(t *testing.T, substr string) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		s.mu.Lock()
+		found := strings.Contains(s.buf.String(), substr)
+		s.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-s.event:
+		case <-deadline:
+			t.Fatalf("log never said %q", substr)
+		}
+	}
+}
+
+// TestStreamingWithTwoGateways: two gateways run the channel; the deltas
+// of a turn reach both, one message is created and edited, and the final
+// text is the answer, whichever gateway delivers the reply.
+func TestStreamingWithTwoGateways(t *testing.T) {
+	fake := discordtest.New(t, token)
+	srv := bustest.StartServer(t)
+	b1, b2 := srv.Connect(t, "", channels.Assets), srv.Connect(t, "", channels.Assets)
+	words := strings.Fields(strings.Repeat("streamed words ", 15))
+	answer := strings.Join(words, " ")
+	workertest.Start(t, b1, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		var out []*nanofleetv1.OutboundMessage
+		for i, w := range words {
+			if i > 0 {
+				w = " " + w
+			}
+			out = append(out, workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, w))
+		}
+		return append(out, workertest.Final(answer))
+	})
+	cfg := discord.Config{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}
+	logs := &logSink{event: make(chan struct{}, 1)}
+	runAdapter(t, b1, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	logs.waitFor(t, "holds the bot's connection lease")
+	runAdapter(t, b2, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	logs.waitFor(t, "another gateway holds this Discord bot's connection") // both follow the streams
+	fake.WaitConnected(t, wait)
+	for i, id := range []string{"600000000000000001", "600000000000000002", "600000000000000003"} {
+		fake.Send(discordtest.Message{ID: id, ChannelID: dmChannel, AuthorID: alice, Content: "stream " + strconv.Itoa(i)})
+	}
+	// Three turns, one message each, each ending with the whole answer.
+	deadline := time.Now().Add(wait)
+	for {
+		created, finished := fake.Created(), 0
+		for _, c := range created {
+			if fake.Text(c.MessageID) == answer {
+				finished++
+			}
+		}
+		if len(created) > 3 {
+			t.Fatalf("%d messages created for 3 turns", len(created))
+		}
+		if finished == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %d messages, %d with the whole answer", wait, len(created), finished)
+		}
+		select {
+		case <-fake.Calls():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

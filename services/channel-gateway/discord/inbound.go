@@ -1,0 +1,199 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
+)
+
+// errMalformed marks a MESSAGE_CREATE that cannot be understood.
+var errMalformed = errors.New("malformed MESSAGE_CREATE")
+
+// message is the part of a MESSAGE_CREATE the adapter reads. It is
+// decoded from the raw payload rather than taken from disgo's typed
+// event, so that the adapter decides itself what is malformed.
+type message struct {
+	ID        string `json:"id"`
+	ChannelID string `json:"channel_id"`
+	GuildID   string `json:"guild_id"`
+	Type      int    `json:"type"`
+	Content   string `json:"content"`
+	WebhookID string `json:"webhook_id"`
+	Author    struct {
+		ID         string `json:"id"`
+		Username   string `json:"username"`
+		GlobalName string `json:"global_name"`
+		Bot        bool   `json:"bot"`
+	} `json:"author"`
+	Mentions []struct {
+		ID string `json:"id"`
+	} `json:"mentions"`
+	ReferencedMessage *struct {
+		Author struct {
+			ID string `json:"id"`
+		} `json:"author"`
+	} `json:"referenced_message"`
+	Attachments []struct {
+		ID          string `json:"id"`
+		Filename    string `json:"filename"`
+		ContentType string `json:"content_type"`
+		URL         string `json:"url"`
+		Size        int64  `json:"size"`
+	} `json:"attachments"`
+}
+
+// Message types answered: a plain message and a reply.
+const (
+	typeDefault = 0
+	typeReply   = 19
+)
+
+func decodeMessage(raw []byte) (*message, error) {
+	m := &message{}
+	if err := json.Unmarshal(raw, m); err != nil {
+		return nil, fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	if m.ID == "" || m.ChannelID == "" || m.Author.ID == "" {
+		return nil, fmt.Errorf("%w: no id, channel_id or author", errMalformed)
+	}
+	return m, nil
+}
+
+// handle applies the group and access policies to one message and
+// publishes it. Messages dropped by a policy are not errors; an error
+// means the message could not be published and should be seen again.
+func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, raw []byte) error {
+	m, err := decodeMessage(raw)
+	if err != nil {
+		a.log.Warn("dropping malformed Discord message", "err", err, "raw", clip(raw))
+		return nil
+	}
+	bot := a.bot()
+	if m.Author.Bot || m.WebhookID != "" || m.Author.ID == bot || (m.Type != typeDefault && m.Type != typeReply) {
+		return nil // bots, webhooks, ourselves, joins and pins
+	}
+	dm := m.GuildID == ""
+	if !dm {
+		switch a.cfg.GroupPolicy {
+		case GroupOpen:
+		case GroupAllowlist:
+			if !slices.Contains(a.cfg.GroupAllowFrom, m.ChannelID) && !slices.Contains(a.cfg.GroupAllowFrom, m.GuildID) {
+				return nil
+			}
+		default:
+			if !a.mentioned(m, bot) {
+				a.log.Debug("guild message without mention ignored", "chat", m.ChannelID)
+				return nil
+			}
+		}
+	}
+	name := m.Author.GlobalName
+	if name == "" {
+		name = m.Author.Username
+	}
+	sender := access.Sender{ID: m.Author.ID, Aliases: []string{m.Author.Username}, Name: name, ChatID: m.ChannelID, DM: dm}
+	text := stripMention(m.Content, bot)
+	verdict, err := a.deps.Gate.Check(ctx, a.policy, sender, text)
+	if err != nil {
+		return fmt.Errorf("access check: %w", err)
+	}
+	if verdict != access.Allow {
+		a.log.Debug("message not admitted", "chat", m.ChannelID, "sender", sender.ID, "verdict", verdict)
+		return nil
+	}
+	refs, notes := a.download(ctx, m)
+	if len(notes) > 0 {
+		text = strings.TrimSpace(text + "\n\n" + strings.Join(notes, "\n"))
+	}
+	if text == "" && len(refs) == 0 {
+		return nil
+	}
+	meta := map[string]string{"message_id": m.ID, "username": m.Author.Username}
+	if !dm {
+		meta["guild_id"] = m.GuildID
+	}
+	if a.cfg.Streaming {
+		meta["stream"] = "true" // asks the worker for deltas
+	}
+	msg := &nanofleetv1.InboundMessage{
+		Id: m.ID, Channel: Channel, ChatId: m.ChannelID,
+		SenderId: m.Author.ID, SenderName: name, Content: text, Media: refs, Metadata: meta,
+	}
+	if err := in.Publish(ctx, msg); err != nil {
+		return err
+	}
+	a.typing.start(m.ChannelID)
+	return nil
+}
+
+// mentioned reports whether a guild message addresses the bot: a
+// mention, or a reply to one of its messages.
+func (a *Adapter) mentioned(m *message, bot string) bool {
+	if bot == "" {
+		return false
+	}
+	if r := m.ReferencedMessage; r != nil && r.Author.ID == bot {
+		return true
+	}
+	for _, u := range m.Mentions {
+		if u.ID == bot {
+			return true
+		}
+	}
+	return strings.Contains(m.Content, "<@"+bot+">") || strings.Contains(m.Content, "<@!"+bot+">")
+}
+
+var spaces = regexp.MustCompile(`[ \t]+`)
+
+// stripMention removes the bot's <@id> and <@!id> mentions from text.
+func stripMention(text, bot string) string {
+	if bot != "" {
+		text = strings.NewReplacer("<@"+bot+">", "", "<@!"+bot+">", "").Replace(text)
+	}
+	return strings.TrimSpace(spaces.ReplaceAllString(text, " "))
+}
+
+// download copies a message's attachments into the object store. Files
+// that cannot be had are described in notes for the model instead.
+func (a *Adapter) download(ctx context.Context, m *message) ([]*nanofleetv1.MediaRef, []string) {
+	var refs []*nanofleetv1.MediaRef
+	var notes []string
+	for _, f := range m.Attachments {
+		if f.URL == "" {
+			continue
+		}
+		if f.Size > a.media.Limit() {
+			notes = append(notes, fmt.Sprintf("[attachment %s not downloaded: %d MB is over the %d MB limit]", f.Filename, f.Size>>20, a.media.Limit()>>20))
+			continue
+		}
+		object := fmt.Sprintf("discord/%s/%s/%s", m.ChannelID, m.ID, f.ID)
+		ref, err := a.media.Fetch(ctx, a.http, f.URL, nil, object, f.Filename, f.ContentType)
+		if err != nil {
+			a.log.Warn("discord attachment download failed", "chat", m.ChannelID, "name", f.Filename, "err", err)
+			reason := "download failed"
+			if errors.Is(err, media.ErrTooLarge) {
+				reason = "over the size limit"
+			}
+			notes = append(notes, fmt.Sprintf("[attachment %s not downloaded: %s]", f.Filename, reason))
+			continue
+		}
+		refs = append(refs, ref)
+	}
+	return refs, notes
+}
+
+func clip(raw []byte) string {
+	if len(raw) > 200 {
+		return string(raw[:200]) + "…"
+	}
+	return string(raw)
+}

@@ -1,0 +1,109 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+)
+
+// sender is a recorder whose platform sends the given messages once the
+// gateway runs, and reports what Publish returned to it.
+type sender struct {
+	*recorder
+	send    []*nanofleetv1.InboundMessage
+	results chan error
+}
+
+func (s *sender) Run(ctx context.Context, in gateway.Inbox) error {
+	for _, m := range s.send {
+		s.results <- in.Publish(ctx, m)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// TestRefusedMessagesAreAnsweredOnThePlatform: a message the fleet will
+// not take gets its reason as a reply at once, delivered by the adapter
+// itself, and the adapter sees success so the platform does not resend.
+func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
+	full := errors.New("storage full: /data has 0 KiB free")
+	tests := []struct {
+		name    string
+		content string
+		storage error
+		reply   string
+	}{
+		{"too large", strings.Repeat("x", gateway.MaxContentBytes+1), nil, "Message too large"},
+		{"storage full", "hello", full, "Storage full"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := bustest.StartJetStream(t, gateway.Assets)
+			s := &sender{recorder: newRecorder(), results: make(chan error, 1),
+				send: []*nanofleetv1.InboundMessage{{Id: "e1", Channel: "test", ChatId: "c1", Content: tt.content}}}
+			g, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Storage = func() error { return tt.storage }
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- g.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			select {
+			case err := <-s.results:
+				if err != nil {
+					t.Fatalf("the adapter got %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Publish did not return")
+			}
+			select {
+			case m := <-s.delivered:
+				if m.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR || m.GetChatId() != "c1" || !strings.Contains(m.GetContent(), tt.reply) {
+					t.Errorf("reply %+v, want an error reply saying %q", m, tt.reply)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no reply delivered")
+			}
+			info, err := b.JS.Stream(t.Context(), b.Space.InboundStream())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := info.CachedInfo().State.Msgs; n != 0 {
+				t.Errorf("%d messages stored", n)
+			}
+		})
+	}
+}
+
+func TestPublishRefusalsAreTyped(t *testing.T) {
+	b := bustest.StartJetStream(t, gateway.Assets)
+	g, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var storage error
+	g.Storage = func() error { return storage }
+	in := func(content string) *nanofleetv1.InboundMessage {
+		return &nanofleetv1.InboundMessage{Id: "m" + content[:1], Channel: "test", ChatId: "c1", Content: content}
+	}
+	if err := g.Publish(t.Context(), in(strings.Repeat("y", gateway.MaxContentBytes+1))); !errors.Is(err, gateway.ErrTooLarge) {
+		t.Errorf("oversize: %v", err)
+	}
+	storage = errors.New("disk full")
+	if err := g.Publish(t.Context(), in("z")); !errors.Is(err, gateway.ErrStorageFull) {
+		t.Errorf("while full: %v", err)
+	}
+	storage = nil
+	if err := g.Publish(t.Context(), in("z")); err != nil {
+		t.Errorf("after: %v", err)
+	}
+}

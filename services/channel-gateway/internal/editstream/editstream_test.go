@@ -1,0 +1,284 @@
+package editstream_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
+)
+
+// op is one post or edit the platform saw.
+type op struct {
+	kind, id, text string
+	final          bool
+	at             time.Time
+}
+
+// platform records posts and edits; edits fail after failAfter of them
+// (never when negative), posts fail when failPost is set.
+type platform struct {
+	mu        sync.Mutex
+	ops       []op
+	failAfter int
+	failPost  bool
+	edits     int
+	seen      chan op
+}
+
+func newPlatform() *platform { return &platform{failAfter: -1, seen: make(chan op, 1000)} }
+
+func (p *platform) Post(_ context.Context, _ *nanofleetv1.OutboundMessage, text string) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o := op{kind: "post", id: "m1", text: text, at: time.Now()}
+	p.ops = append(p.ops, o)
+	p.seen <- o
+	if p.failPost {
+		return "", errors.New("post refused")
+	}
+	return "m1", nil
+}
+
+func (p *platform) Edit(_ context.Context, _ *nanofleetv1.OutboundMessage, id, text string, final bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o := op{kind: "edit", id: id, text: text, final: final, at: time.Now()}
+	p.ops = append(p.ops, o)
+	p.seen <- o
+	p.edits++
+	if p.failAfter >= 0 && p.edits > p.failAfter {
+		return errors.New("edit refused")
+	}
+	return nil
+}
+
+// next waits for the next op.
+func (p *platform) next(t *testing.T) op {
+	t.Helper()
+	select {
+	case o := <-p.seen:
+		return o
+	case <-time.After(5 * time.Second):
+		t.Fatal("no post or edit within 5s")
+		return op{}
+	}
+}
+
+func (p *platform) all() []op {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]op(nil), p.ops...)
+}
+
+const channel = "test"
+
+// harness is one gateway's streams on a real bus, with a recording
+// platform.
+type harness struct {
+	p *platform
+	s *editstream.Streams
+	b *bus.Bus
+}
+
+func startStreams(t *testing.T, b *bus.Bus, interval time.Duration, limit int) *harness {
+	t.Helper()
+	p := newPlatform()
+	s, err := editstream.New(t.Context(), b, p, editstream.Config{Channel: channel, Interval: interval, Limit: limit}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := s.Watch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	if err := b.NC.Flush(); err != nil { // the subscriptions are in place
+		t.Fatal(err)
+	}
+	return &harness{p: p, s: s, b: b}
+}
+
+func publish(t *testing.T, b *bus.Bus, subj string, m *nanofleetv1.OutboundMessage) {
+	t.Helper()
+	data, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.NC.Publish(subj, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *harness) delta(t *testing.T, text string) {
+	t.Helper()
+	publish(t, h.b, h.b.Space.Live(channel, "c"), &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ChatId: "c", ReplyTo: "in1", Content: text})
+}
+
+// final publishes the final answer as the worker does and returns it.
+func (h *harness) final(t *testing.T, text string) *nanofleetv1.OutboundMessage {
+	t.Helper()
+	m := &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, ChatId: "c", ReplyTo: "in1", Content: text}
+	publish(t, h.b, h.b.Space.Outbound(channel, "c"), m)
+	return m
+}
+
+// feed sends n word deltas every gap and returns the whole text.
+func (h *harness) feed(t *testing.T, n int, gap time.Duration) string {
+	t.Helper()
+	var all strings.Builder
+	for i := range n {
+		w := "w" + string(rune('a'+i%26)) + " "
+		all.WriteString(w)
+		h.delta(t, w)
+		time.Sleep(gap) // pacing the input, as a model does
+	}
+	return strings.TrimSpace(all.String())
+}
+
+func TestStreams(t *testing.T) {
+	const interval = 100 * time.Millisecond
+	tests := []struct {
+		name      string
+		failAfter int  // edits before they fail; -1 never
+		failPost  bool // the first post fails
+		failFinal bool // the final edit fails
+		deltas    int
+		finished  bool // Finish reports the answer delivered
+		wantOps   int  // posts and edits, when known
+	}{
+		{"edits", -1, false, false, 20, true, 0},
+		{"edit fails midway", 1, false, false, 20, false, 3}, // post, edit, failed edit
+		{"final edit fails", -1, false, true, 20, false, 0},
+		{"post fails", -1, true, false, 20, false, 1},
+		{"no deltas", -1, false, false, 0, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), interval, 4000)
+			h.p.failAfter, h.p.failPost = tt.failAfter, tt.failPost
+			start := time.Now()
+			text := h.feed(t, tt.deltas, 10*time.Millisecond)
+			answer := text + " and the end."
+			if tt.failFinal {
+				h.p.mu.Lock()
+				h.p.failAfter = h.p.edits // the next edit, the final one, fails
+				h.p.mu.Unlock()
+			}
+			m := h.final(t, answer)
+			if got := h.s.Finish(t.Context(), m); got != tt.finished {
+				t.Fatalf("Finish = %v, want %v", got, tt.finished)
+			}
+			ops := h.p.all()
+			if tt.deltas == 0 {
+				if len(ops) != 0 {
+					t.Fatalf("ops without deltas: %v", ops)
+				}
+				return
+			}
+			if ops[0].kind != "post" || ops[0].at.Sub(start) > interval/2 {
+				t.Errorf("first op %s after %s, want a post at once", ops[0].kind, ops[0].at.Sub(start))
+			}
+			for i := 1; i < len(ops); i++ {
+				if d := ops[i].at.Sub(ops[i-1].at); d < interval {
+					t.Errorf("ops %d and %d %s apart, under the interval %s", i-1, i, d, interval)
+				}
+			}
+			last := ops[len(ops)-1]
+			if tt.finished && (last.text != answer || !last.final) {
+				t.Errorf("last op %+v, want the final answer", last)
+			}
+			if tt.wantOps != 0 && len(ops) != tt.wantOps {
+				t.Errorf("%d ops, want %d: %v", len(ops), tt.wantOps, ops)
+			}
+		})
+	}
+}
+
+// TestTwoGateways: both gateways see the deltas, one posts and edits, and
+// the other, delivering the final reply, learns that the final edit
+// delivered it.
+func TestTwoGateways(t *testing.T) {
+	srv := bustest.StartServer(t)
+	g1 := startStreams(t, srv.Connect(t, "", editstream.Assets), 50*time.Millisecond, 4000)
+	g2 := startStreams(t, srv.Connect(t, "", editstream.Assets), 50*time.Millisecond, 4000)
+	text := g1.feed(t, 10, 10*time.Millisecond)
+	m := g1.final(t, text)
+	for i, g := range []*harness{g1, g2} {
+		if !g.s.Finish(t.Context(), m) {
+			t.Errorf("gateway %d: Finish = false", i+1)
+		}
+	}
+	ops1, ops2 := g1.p.all(), g2.p.all()
+	if (len(ops1) == 0) == (len(ops2) == 0) {
+		t.Fatalf("gateway 1 made %d ops, gateway 2 %d; want one of them to stream", len(ops1), len(ops2))
+	}
+	ops := append(ops1, ops2...)
+	posts := 0
+	for _, o := range ops {
+		if o.kind == "post" {
+			posts++
+		}
+	}
+	if posts != 1 || ops[len(ops)-1].text != text {
+		t.Errorf("ops = %v, want one post and the answer last", ops)
+	}
+}
+
+func TestLateDeltasAreDropped(t *testing.T) {
+	h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 50*time.Millisecond, 4000)
+	h.delta(t, "hello")
+	h.p.next(t)
+	if !h.s.Finish(t.Context(), h.final(t, "hello world")) {
+		t.Fatal("Finish = false")
+	}
+	if o := h.p.next(t); o.text != "hello world" {
+		t.Fatalf("op %+v, want the final edit", o)
+	}
+	h.delta(t, " late")
+	// A final answer without a stream, then its deltas: nothing shown.
+	other := &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, ChatId: "c", ReplyTo: "in2", Content: "x"}
+	publish(t, h.b, h.b.Space.Outbound(channel, "c"), other)
+	if h.s.Finish(t.Context(), other) {
+		t.Error("Finish without a stream = true")
+	}
+	publish(t, h.b, h.b.Space.Live(channel, "c"), &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ChatId: "c", ReplyTo: "in2", Content: "y"})
+	if err := h.b.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-h.p.seen:
+		t.Errorf("op after the final answer: %+v", o)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func TestUnchangedFinalNeedsNoEdit(t *testing.T) {
+	h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 10*time.Millisecond, 4000)
+	h.delta(t, "all of it")
+	h.p.next(t)
+	if !h.s.Finish(t.Context(), h.final(t, "all of it")) {
+		t.Fatal("Finish = false")
+	}
+	if ops := h.p.all(); len(ops) != 1 {
+		t.Errorf("ops = %v, want the post only", ops)
+	}
+}
+
+func TestLongPartialTextIsCut(t *testing.T) {
+	h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 10*time.Millisecond, 50)
+	h.delta(t, strings.Repeat("é", 80))
+	o := h.p.next(t)
+	if n := len([]rune(o.text)); n != 50 || !strings.HasSuffix(o.text, "…") {
+		t.Errorf("posted %d runes: %q", n, o.text)
+	}
+}

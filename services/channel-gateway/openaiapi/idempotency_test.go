@@ -1,0 +1,142 @@
+package openaiapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+)
+
+// postKeyed sends a chat completion with an Idempotency-Key and returns
+// the answer's content, or the status and body when it is not an answer.
+func postKeyed(ctx context.Context, url, idemKey, text string) (string, error) {
+	body := `{"model":"nanofleet","user":"retry","messages":[{"role":"user","content":` + quote(text) + `}]}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Idempotency-Key", idemKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var r struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(data, &r) != nil || len(r.Choices) != 1 {
+		return "", &statusError{resp.StatusCode, string(data)}
+	}
+	return r.Choices[0].Message.Content, nil
+}
+
+type statusError struct {
+	status int
+	body   string
+}
+
+func (e *statusError) Error() string { return http.StatusText(e.status) + ": " + e.body }
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestIdempotencyKeyRetry: a request repeated with the same
+// Idempotency-Key gets the first request's answer, whether the first is
+// done or still running, and the fleet runs one turn.
+func TestIdempotencyKeyRetry(t *testing.T) {
+	for _, running := range []bool{false, true} {
+		name := map[bool]string{false: "after the first is done", true: "while the first runs"}[running]
+		t.Run(name, func(t *testing.T) {
+			release := make(chan struct{})
+			if !running {
+				close(release)
+			}
+			_, w, url, b := startBus(t, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
+				select {
+				case <-release:
+				case <-time.After(10 * time.Second):
+				}
+			}))
+			type result struct {
+				answer string
+				err    error
+			}
+			first := make(chan result, 1)
+			go func() {
+				a, err := postKeyed(ctx(t), url, "key-1", "only once")
+				first <- result{a, err}
+			}()
+			select {
+			case <-w.Inbound:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the first request reached no worker")
+			}
+			var got result
+			if !running {
+				select {
+				case got = <-first:
+				case <-time.After(10 * time.Second):
+					t.Fatal("no first answer")
+				}
+			}
+			second := make(chan result, 1)
+			go func() {
+				a, err := postKeyed(ctx(t), url, "key-1", "only once")
+				second <- result{a, err}
+			}()
+			if running {
+				// Once the retry watches the chat (its consumer beside the
+				// first one's), let the turn finish.
+				waitConsumers(t, b, 2)
+				close(release)
+				select {
+				case got = <-first:
+				case <-time.After(10 * time.Second):
+					t.Fatal("no first answer")
+				}
+			}
+			var again result
+			select {
+			case again = <-second:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the retry got no answer within 10s")
+			}
+			if got.err != nil || again.err != nil || got.answer != "You said: only once" || again.answer != got.answer {
+				t.Fatalf("first %+v, retry %+v", got, again)
+			}
+			if n := len(w.Inbound); n != 0 {
+				t.Errorf("the worker took %d more messages", n)
+			}
+		})
+	}
+}
+
+// waitConsumers waits, bounded, until the outbound stream has n consumers:
+// each waiting request has one.
+func waitConsumers(t *testing.T, b *bus.Bus, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := b.JS.Stream(t.Context(), b.Space.OutboundStream())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.CachedInfo().State.Consumers >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d consumers on the outbound stream, want %d", info.CachedInfo().State.Consumers, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

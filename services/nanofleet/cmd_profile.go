@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/profile"
+)
+
+// profileCmd is how an operator changes the agent's profile when sessions
+// may not (tools.workspace.editableProfile off): review the workspace's
+// bootstrap files and skills, then copy them into the running fleet.
+func profileCmd(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
+	var c common
+	env.register(fs, &c)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || fs.Arg(0) != "seed" {
+		return errors.New("usage: nanofleet profile seed [--workspace DIR]: copy the workspace's bootstrap files and skills into the fleet's profile; review them first, sessions can write the workspace")
+	}
+	b, err := env.connect(ctx, &c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return seedProfile(ctx, b, c.workspace, env.stdout, env.logger("warn"))
+}
+
+// seedProfile copies the workspace's profile files into the bucket, as
+// the first start does; symlinks and hard links are still not followed.
+func seedProfile(ctx context.Context, b *bus.Bus, workspace string, out io.Writer, log *slog.Logger) error {
+	kv, err := b.KV(ctx, bus.BucketProfile)
+	if err != nil {
+		return err
+	}
+	n, err := profile.Seed(ctx, kv, profile.DefaultAgent, workspace, profile.SeedOptions{Editable: true, Log: log})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "profile: %d file(s) copied from %s\n", n, workspace)
+	return nil
+}

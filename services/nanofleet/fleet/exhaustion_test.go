@@ -1,0 +1,312 @@
+package fleet_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+)
+
+// apiFleet is a fleet with its gateway and the API's address and key.
+type apiFleet struct {
+	*fleet.Fleet
+	base, key string
+}
+
+func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree int64) *apiFleet {
+	t.Helper()
+	var mu sync.Mutex
+	var lines []string
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	f, err := fleet.Start(ctx, fleet.Options{
+		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
+		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		DataDir: dataDir, Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
+		Announce:     func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
+		StoreMinFree: minFree,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	mu.Lock()
+	all := strings.Join(lines, "\n")
+	mu.Unlock()
+	m := regexp.MustCompile(`API: (\S+) \(api key (\S+)\)`).FindStringSubmatch(all)
+	if m == nil {
+		t.Fatalf("no API announcement in %q", all)
+	}
+	return &apiFleet{Fleet: f, base: m[1], key: m[2]}
+}
+
+// apiReply is one chat completion's status and body.
+type apiReply struct {
+	status int
+	body   string
+	took   time.Duration
+}
+
+// ask posts a chat completion with body (JSON text, or built from the
+// message) and returns what came back.
+func (a *apiFleet) post(t *testing.T, method, path string, body []byte, header map[string]string) apiReply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return apiReply{status: resp.StatusCode, body: string(data), took: time.Since(start)}
+}
+
+func chatBody(t *testing.T, user, text string) []byte {
+	t.Helper()
+	data, err := json.Marshal(map[string]any{"model": "nanofleet", "user": user,
+		"messages": []map[string]string{{"role": "user", "content": text}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// answer is the content of a chat completion, or fails the test.
+func answer(t *testing.T, r apiReply) string {
+	t.Helper()
+	var resp struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if r.status != http.StatusOK || json.Unmarshal([]byte(r.body), &resp) != nil || len(resp.Choices) != 1 {
+		t.Fatalf("not an answer: %d %s", r.status, clip(r.body))
+	}
+	return resp.Choices[0].Message.Content
+}
+
+// apiErr is the OpenAI-shaped error in a reply, or fails the test.
+func apiErr(t *testing.T, r apiReply) (message, code string) {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    any    `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &e); err != nil || e.Error.Message == "" || e.Error.Type == "" {
+		t.Fatalf("status %d: not an OpenAI error: %s", r.status, clip(r.body))
+	}
+	c, _ := e.Error.Code.(string)
+	return e.Error.Message, c
+}
+
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// smallFS mounts a size-limited tmpfs for the test, or skips it where
+// mounting is not allowed.
+func smallFS(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs for the data directory (needs root): %v: %s", err, out)
+	}
+	// Registered after TempDir's cleanup, so it runs before it.
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+// fillFS writes path until the filesystem is full.
+func fillFS(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for range 1 << 12 {
+		if _, err := f.Write(buf); err != nil {
+			return
+		}
+	}
+	t.Fatal("the filesystem did not fill")
+}
+
+// waitReady waits, bounded, until the fleet's readiness is as wanted and
+// returns its last error.
+func waitReady(t *testing.T, f *fleet.Fleet, ready bool, within time.Duration) error {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := f.Ready(t.Context())
+		if (err == nil) == ready {
+			return err
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readiness still %v after %s (want ready %v)", err, within, ready)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func readyz(t *testing.T, f *fleet.Fleet) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	observe.NewServer("", f.Registry, f.Ready).Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	return rec.Code, rec.Body.String()
+}
+
+func gaugeValue(t *testing.T, f *fleet.Fleet, name string) float64 {
+	t.Helper()
+	mfs, err := f.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// TestFullStoreFailsFastAndRecovers: the data directory sits on a small
+// filesystem that fills up. New requests get "storage full" at once and
+// /readyz says why; once space is freed the fleet answers again without a
+// restart, and the turns committed before are all still there.
+func TestFullStoreFailsFastAndRecovers(t *testing.T) {
+	dataDir := smallFS(t, "64m")
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("ok: " + r.LastUserText()) })
+	f := startAPIFleet(t, llm, dataDir, 4<<20)
+
+	if got := answer(t, f.post(t, "POST", "/chat/completions", chatBody(t, "alice", "before"), nil)); got != "ok: before" {
+		t.Fatalf("first answer %q", got)
+	}
+	ballast := filepath.Join(dataDir, "ballast")
+	fillFS(t, ballast)
+	err := waitReady(t, f.Fleet, false, 5*time.Second)
+	if code, body := readyz(t, f.Fleet); code != http.StatusServiceUnavailable || !strings.Contains(body, "storage full") {
+		t.Errorf("/readyz = %d %q, want 503 naming the full store (%v)", code, body, err)
+	}
+	if got := gaugeValue(t, f.Fleet, "nanofleet_storage_full"); got != 1 {
+		t.Errorf("nanofleet_storage_full = %v while full", got)
+	}
+	calls := llm.RequestCount()
+	r := f.post(t, "POST", "/chat/completions", chatBody(t, "alice", "while full"), nil)
+	msg, code := apiErr(t, r)
+	if r.status != http.StatusInsufficientStorage || code != "storage_full" || !strings.Contains(strings.ToLower(msg), "storage full") {
+		t.Errorf("while full: %d %s", r.status, clip(r.body))
+	}
+	if r.took > 5*time.Second {
+		t.Errorf("the refusal took %s", r.took)
+	}
+	if n := llm.RequestCount(); n != calls {
+		t.Errorf("%d model calls while full", n-calls)
+	}
+	// A write already on its way when the disk filled (here a turn record
+	// of another session) fails in the server, and leaves the history
+	// stream refusing writes until JetStream reopens it.
+	pctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	_, err = f.Bus.JS.Publish(pctx, f.Bus.Space.History("api:other"), bytes.Repeat([]byte("x"), 64<<10))
+	cancel()
+	if err == nil {
+		t.Fatal("a write to the full store succeeded")
+	}
+
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, f.Fleet, true, 10*time.Second)
+	if got := answer(t, f.post(t, "POST", "/chat/completions", chatBody(t, "alice", "after"), nil)); got != "ok: after" {
+		t.Fatalf("answer after recovery %q", got)
+	}
+	store, err := session.Open(t.Context(), f.Bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := store.LoadHistory(t.Context(), "api:alice", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	for _, turn := range hist.Turns {
+		said = append(said, turn.Record.GetMessages()[0].GetContent())
+	}
+	if fmt.Sprint(said) != "[before after]" {
+		t.Errorf("history holds the user messages %q, want [before after]", said)
+	}
+}
+
+// TestOversizeRequests: a message too large for the fleet is refused with
+// 413 before anything is stored or any model is called, and the API's
+// errors are OpenAI-shaped JSON.
+func TestOversizeRequests(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("ok") })
+	f := startAPIFleet(t, llm, t.TempDir(), 0)
+	tests := []struct {
+		name, method, path string
+		body               []byte
+		status             int
+		code               string
+	}{
+		{"3 MB message", "POST", "/chat/completions", chatBody(t, "bob", strings.Repeat("a", 3<<20)), http.StatusRequestEntityTooLarge, "request_too_large"},
+		{"5 MB body", "POST", "/chat/completions", chatBody(t, "bob", strings.Repeat("b", 5<<20)), http.StatusRequestEntityTooLarge, "request_too_large"},
+		{"wrong method", "GET", "/chat/completions", nil, http.StatusMethodNotAllowed, "method_not_allowed"},
+		{"unknown path", "POST", "/nothing", nil, http.StatusNotFound, "unknown_url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.post(t, tt.method, tt.path, tt.body, nil)
+			if _, code := apiErr(t, r); r.status != tt.status || code != tt.code {
+				t.Errorf("%d %s, want %d with code %s", r.status, clip(r.body), tt.status, tt.code)
+			}
+			if r.took > 5*time.Second {
+				t.Errorf("took %s", r.took)
+			}
+		})
+	}
+	if n := llm.RequestCount(); n != 0 {
+		t.Errorf("%d model calls for refused requests", n)
+	}
+	if got := answer(t, f.post(t, "POST", "/chat/completions", chatBody(t, "bob", "small"), nil)); got != "ok" {
+		t.Errorf("a small message after the refusals: %q", got)
+	}
+}

@@ -1,0 +1,247 @@
+package fleet_test
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
+)
+
+// streamedAnswer is 40 words that the fake model streams one chunk each,
+// 100ms apart: 40 chunks over 4s.
+var streamedAnswer = strings.TrimSpace(strings.Repeat("word ", 40))
+
+// streamingModel answers with streamedAnswer and records when it started
+// streaming, which is when the first chunk leaves.
+type streamingModel struct {
+	*llmtest.Server
+	mu      sync.Mutex
+	started time.Time
+}
+
+func newStreamingModel(t *testing.T) *streamingModel {
+	m := &streamingModel{Server: llmtest.NewServer(t)}
+	m.Handle(func(*llmtest.RecordedRequest) llmtest.Reply {
+		m.mu.Lock()
+		m.started = time.Now()
+		m.mu.Unlock()
+		return llmtest.Text(streamedAnswer).WithChunkDelay(100 * time.Millisecond)
+	})
+	return m
+}
+
+func (m *streamingModel) firstChunk() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.started
+}
+
+const editInterval = 500 * time.Millisecond
+
+// TestDiscordStreamsByEditing: with streaming on, Discord sees one reply
+// created within a second of the first chunk, edited at most once per
+// streamEditInterval, ending with exactly the model's answer.
+func TestDiscordStreamsByEditing(t *testing.T) {
+	const token = "FLEET.discord.stream"
+	dc := discordtest.New(t, token)
+	llm := newStreamingModel(t)
+	startWithChannels(t, llm.Server, map[string]any{
+		"discord": map[string]any{"enabled": true, "token": token, "apiBase": dc.URL, "allowFrom": []string{"*"},
+			"streaming": true, "streamEditInterval": editInterval.Seconds()},
+		"web": map[string]any{"enabled": false},
+		"api": map[string]any{"enabled": false},
+	})
+	dc.WaitConnected(t, 30*time.Second)
+	dc.Send(discordtest.Message{ID: "1001", ChannelID: "77", AuthorID: "42", Content: "stream please"})
+
+	c := dc.Next(t, 30*time.Second, "POST /channels/{id}/messages")
+	if d := c.At.Sub(llm.firstChunk()); d > time.Second {
+		t.Errorf("first message %s after the first chunk, want within 1s", d)
+	}
+	if ref, _ := c.Body["message_reference"].(map[string]any); ref["message_id"] != "1001" {
+		t.Errorf("streamed message is not a reply: %v", c.Body)
+	}
+	last, edits := c.At, 0
+	for dc.Text(c.MessageID) != streamedAnswer {
+		e := dc.Next(t, 30*time.Second, "PATCH /channels/{id}/messages/{id}", "POST /channels/{id}/messages")
+		if e.Route != "PATCH /channels/{id}/messages/{id}" || e.MessageID != c.MessageID {
+			t.Fatalf("unexpected %s %s %q", e.Route, e.MessageID, e.Content())
+		}
+		if d := e.At.Sub(last); d < editInterval {
+			t.Errorf("edit %d came %s after the one before, under streamEditInterval %s", edits+1, d, editInterval)
+		}
+		last = e.At
+		edits++
+	}
+	if edits < 3 {
+		t.Errorf("%d edits over a 4s answer, want it shown as it grows", edits)
+	}
+	if n := len(dc.Created()); n != 1 {
+		t.Errorf("%d messages created, want the one edited", n)
+	}
+}
+
+// TestDiscordStreamFallsBackWhenEditsFail: every edit fails, so the answer
+// is sent as one whole message, once.
+func TestDiscordStreamFallsBackWhenEditsFail(t *testing.T) {
+	const token = "FLEET.discord.stream"
+	dc := discordtest.New(t, token)
+	dc.FailAll("PATCH /channels/{id}/messages/{id}", discordtest.Failure{Status: 403, Code: 50005, Message: "Cannot edit a message authored by another user"})
+	llm := newStreamingModel(t)
+	startWithChannels(t, llm.Server, map[string]any{
+		"discord": map[string]any{"enabled": true, "token": token, "apiBase": dc.URL, "allowFrom": []string{"*"},
+			"streaming": true, "streamEditInterval": editInterval.Seconds()},
+		"web": map[string]any{"enabled": false},
+		"api": map[string]any{"enabled": false},
+	})
+	dc.WaitConnected(t, 30*time.Second)
+	dc.Send(discordtest.Message{ID: "1001", ChannelID: "77", AuthorID: "42", Content: "stream please"})
+	for {
+		c := dc.Next(t, 30*time.Second, "POST /channels/{id}/messages")
+		if c.Content() == streamedAnswer {
+			break
+		}
+	}
+	whole := 0
+	for _, c := range dc.Created() {
+		if c.Content() == streamedAnswer {
+			whole++
+		}
+	}
+	// The partial message the stream began with, and the whole answer.
+	if created := dc.Created(); whole != 1 || len(created) != 2 {
+		t.Errorf("%d whole messages of %d created, want 1 of 2", whole, len(created))
+	}
+}
+
+// TestTelegramStreamsByEditing: the same through editMessageText, and the
+// fallback to one whole message when Telegram refuses the edits.
+func TestTelegramStreamsByEditing(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		t.Run("failing="+strconv.FormatBool(failing), func(t *testing.T) {
+			const token = "123456:FLEET-stream"
+			bot := telegramtest.New(t, token)
+			if failing {
+				fs := make([]telegramtest.Failure, 100)
+				for i := range fs {
+					fs[i] = telegramtest.Failure{Code: 400, Description: "Bad Request: message can't be edited"}
+				}
+				bot.Fail("editMessageText", fs...)
+			}
+			llm := newStreamingModel(t)
+			startWithChannels(t, llm.Server, map[string]any{
+				"telegram": map[string]any{"enabled": true, "token": token, "apiBase": bot.URL, "allowFrom": []string{"42"},
+					"streaming": true, "streamEditInterval": editInterval.Seconds()},
+				"web": map[string]any{"enabled": false},
+				"api": map[string]any{"enabled": false},
+			})
+			bot.Send(telegramtest.Message{UpdateID: 1, MessageID: 10, ChatID: 42, FromID: 42, Text: "stream please"})
+			c := bot.Next(t, 30*time.Second, "sendMessage")
+			if d := c.At.Sub(llm.firstChunk()); d > time.Second {
+				t.Errorf("first message %s after the first chunk, want within 1s", d)
+			}
+			if failing {
+				// The partial message stays as it was; the answer follows
+				// whole, once.
+				for c.Fields["text"] != streamedAnswer {
+					c = bot.Next(t, 30*time.Second, "sendMessage")
+				}
+				quiet := time.After(time.Second)
+				for {
+					select {
+					case extra := <-bot.Calls():
+						if extra.Method == "sendMessage" {
+							t.Errorf("another message after the whole answer: %q", extra.Fields["text"])
+						}
+						continue
+					case <-quiet:
+					}
+					return
+				}
+			}
+			last, edits := c.At, 0
+			for bot.Text(c.MessageID) != streamedAnswer {
+				e := bot.Next(t, 30*time.Second, "editMessageText", "sendMessage")
+				if e.Method != "editMessageText" {
+					t.Fatalf("unexpected %s %q", e.Method, e.Fields["text"])
+				}
+				if d := e.At.Sub(last); d < editInterval {
+					t.Errorf("edit %d came %s after the one before, under streamEditInterval %s", edits+1, d, editInterval)
+				}
+				last = e.At
+				edits++
+			}
+			if edits < 3 {
+				t.Errorf("%d edits over a 4s answer", edits)
+			}
+		})
+	}
+}
+
+// TestSlackStreamsByUpdating: the same through chat.update, and the
+// fallback to one whole message when Slack refuses the updates.
+func TestSlackStreamsByUpdating(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		t.Run("failing="+strconv.FormatBool(failing), func(t *testing.T) {
+			sl := slacktest.New(t)
+			if failing {
+				fs := make([]slacktest.Failure, 100)
+				for i := range fs {
+					fs[i] = slacktest.Failure{Error: "cant_update_message"}
+				}
+				sl.Fail("chat.update", fs...)
+			}
+			llm := newStreamingModel(t)
+			startWithChannels(t, llm.Server, map[string]any{
+				"slack": map[string]any{"enabled": true, "botToken": "xoxb-test", "appToken": "xapp-test", "apiUrl": sl.APIURL,
+					"allowFrom": []string{"U1"}, "streaming": true, "streamEditInterval": editInterval.Seconds()},
+				"web": map[string]any{"enabled": false},
+				"api": map[string]any{"enabled": false},
+			})
+			sl.WaitConnected(t, 30*time.Second)
+			sl.Send(t, "Ev1", slacktest.Message("U1", "D1", "im", "1700000000.000100", "stream please"))
+			c := sl.Next(t, 30*time.Second, "chat.postMessage")
+			if d := c.At.Sub(llm.firstChunk()); d > time.Second {
+				t.Errorf("first message %s after the first chunk, want within 1s", d)
+			}
+			if failing {
+				for c.Fields["text"] != streamedAnswer {
+					c = sl.Next(t, 30*time.Second, "chat.postMessage")
+				}
+				quiet := time.After(time.Second)
+				for {
+					select {
+					case extra := <-sl.Calls():
+						if extra.Method == "chat.postMessage" {
+							t.Errorf("another message after the whole answer: %q", extra.Fields["text"])
+						}
+						continue
+					case <-quiet:
+					}
+					return
+				}
+			}
+			last, edits := c.At, 0
+			for sl.Text(c.TS) != streamedAnswer {
+				e := sl.Next(t, 30*time.Second, "chat.update", "chat.postMessage")
+				if e.Method != "chat.update" || e.Fields["ts"] != c.TS {
+					t.Fatalf("unexpected %s %q", e.Method, e.Fields["text"])
+				}
+				if d := e.At.Sub(last); d < editInterval {
+					t.Errorf("update %d came %s after the one before, under streamEditInterval %s", edits+1, d, editInterval)
+				}
+				last = e.At
+				edits++
+			}
+			if edits < 3 {
+				t.Errorf("%d updates over a 4s answer", edits)
+			}
+		})
+	}
+}

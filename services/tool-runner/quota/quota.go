@@ -1,0 +1,251 @@
+// Package quota keeps each workspace within a byte and a file quota, so
+// one session cannot fill the disk that the JetStream store (and every
+// other workspace) lives on.
+//
+// Nothing in the kernel bounds a directory tree without file system
+// quotas, so usage is measured: a walk of the workspace that follows no
+// symlink, counting every entry (files, directories, links) and the disk
+// blocks of each (what the file system really spends, so a sparse file
+// costs what it holds). A [Meter] keeps the last measurement of each
+// workspace for a few seconds, adds what the runner's own writes are
+// about to add, and measures again after every command, which may have
+// written anything, and while it runs: a command that takes the
+// workspace over its quota is stopped.
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrExceeded is wrapped by every refusal.
+var ErrExceeded = errors.New("workspace quota exceeded")
+
+// Limits of one workspace; zero means no limit.
+type Limits struct {
+	Bytes int64
+	Files int64
+}
+
+// On reports whether any limit is set.
+func (l Limits) On() bool { return l.Bytes > 0 || l.Files > 0 }
+
+// Usage of one workspace.
+type Usage struct {
+	Bytes int64
+	Files int64
+}
+
+// Over reports whether u is beyond l.
+func (u Usage) Over(l Limits) bool {
+	return (l.Bytes > 0 && u.Bytes > l.Bytes) || (l.Files > 0 && u.Files > l.Files)
+}
+
+// Measure walks root without following symlinks. It stops counting once
+// past stopFiles entries (0: never), the quota being exceeded by then.
+func Measure(root *os.Root, stopFiles int64) (Usage, error) {
+	var u Usage
+	errStop := errors.New("stop")
+	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) { // removed meanwhile
+				return nil
+			}
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		u.Files++
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				u.Bytes += st.Blocks * 512
+			} else {
+				u.Bytes += fi.Size()
+			}
+		}
+		if stopFiles > 0 && u.Files > stopFiles {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return u, fmt.Errorf("measure workspace: %w", err)
+	}
+	return u, nil
+}
+
+// Meter holds the quota of every workspace a runner serves.
+type Meter struct {
+	limits Limits
+	ttl    time.Duration
+	now    func() time.Time
+
+	mu sync.Mutex
+	ws map[string]*entry
+}
+
+type entry struct {
+	usage Usage
+	at    time.Time
+}
+
+// NewMeter returns a meter that trusts a measurement for ttl.
+func NewMeter(l Limits, ttl time.Duration) *Meter {
+	return &Meter{limits: l, ttl: ttl, now: time.Now, ws: map[string]*entry{}}
+}
+
+// Limits are the meter's limits.
+func (m *Meter) Limits() Limits { return m.limits }
+
+// Usage returns dir's usage, measuring root when the last measurement is
+// older than the meter's ttl or fresh is set.
+func (m *Meter) Usage(dir string, root *os.Root, fresh bool) (Usage, error) {
+	m.mu.Lock()
+	e := m.ws[dir]
+	if e != nil && !fresh && m.now().Sub(e.at) < m.ttl {
+		u := e.usage
+		m.mu.Unlock()
+		return u, nil
+	}
+	m.mu.Unlock()
+	// Measured unlocked: other workspaces need not wait for this walk.
+	u, err := Measure(root, 2*m.limits.Files)
+	if err != nil {
+		return u, err
+	}
+	m.mu.Lock()
+	m.ws[dir] = &entry{usage: u, at: m.now()}
+	m.mu.Unlock()
+	return u, nil
+}
+
+// Reserve checks that adding add to dir's usage stays within the limits
+// and counts it as added. The error says what to do.
+func (m *Meter) Reserve(dir string, root *os.Root, add Usage) error {
+	if !m.limits.On() {
+		return nil
+	}
+	u, err := m.Usage(dir, root, false)
+	if err != nil {
+		return err
+	}
+	if u.Over(m.limits) {
+		return m.refusal(u, "")
+	}
+	next := Usage{Bytes: u.Bytes + add.Bytes, Files: u.Files + add.Files}
+	if next.Over(m.limits) {
+		return m.refusal(u, fmt.Sprintf("writing about %s more would take it beyond", Bytes(add.Bytes)))
+	}
+	m.mu.Lock()
+	if e := m.ws[dir]; e != nil {
+		e.usage.Bytes += add.Bytes
+		e.usage.Files += add.Files
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// Left is how many bytes dir may still grow by (negative: over the
+// quota, no file may grow; 0: no byte limit).
+func (m *Meter) Left(dir string, root *os.Root) (int64, error) {
+	if !m.limits.On() {
+		return 0, nil
+	}
+	u, err := m.Usage(dir, root, false)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case u.Over(m.limits):
+		return -1, nil
+	case m.limits.Bytes == 0:
+		return 0, nil
+	}
+	return max(m.limits.Bytes-u.Bytes, 1), nil
+}
+
+// WatchEvery is how often [Meter.Watch] measures a workspace at least;
+// a workspace that takes long to measure is measured less often (at most
+// a fifth of the time goes to measuring).
+const WatchEvery = time.Second
+
+// Watch measures dir while a command runs and calls stop with the refusal
+// as soon as dir is over its quota; it returns then or when ctx ends.
+// RLIMIT_FSIZE bounds each file a command writes; this bounds how far
+// several files together go past the quota (what the command writes
+// between two measurements).
+func (m *Meter) Watch(ctx context.Context, dir string, root *os.Root, stop func(error)) {
+	if !m.limits.On() {
+		return
+	}
+	t := time.NewTimer(WatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		u, err := m.Usage(dir, root, true)
+		if err == nil && u.Over(m.limits) {
+			stop(m.refusal(u, ""))
+			return
+		}
+		t.Reset(max(WatchEvery, 5*time.Since(start)))
+	}
+}
+
+// AfterCommand measures dir again (a command may have written anything)
+// and returns a note for the model when it is over the quota.
+func (m *Meter) AfterCommand(dir string, root *os.Root) (string, error) {
+	if !m.limits.On() {
+		return "", nil
+	}
+	u, err := m.Usage(dir, root, true)
+	if err != nil || !u.Over(m.limits) {
+		return "", err
+	}
+	return m.refusal(u, "").Error(), nil
+}
+
+func (m *Meter) refusal(u Usage, what string) error {
+	if what == "" {
+		what = "it is over"
+	}
+	return fmt.Errorf("%w: the workspace holds %s in %d files and directories; %s its quota of %s (tools.workspace.quotaBytes, quotaFiles). "+
+		"Writes are refused and commands cannot grow files until you delete what is no longer needed (for example with exec: rm -r build outputs, downloads, caches), or ask the operator to raise the quota",
+		ErrExceeded, Bytes(u.Bytes), u.Files, what, m.describeLimits())
+}
+
+func (m *Meter) describeLimits() string {
+	switch l := m.limits; {
+	case l.Bytes > 0 && l.Files > 0:
+		return fmt.Sprintf("%s and %d files", Bytes(l.Bytes), l.Files)
+	case l.Bytes > 0:
+		return Bytes(l.Bytes)
+	default:
+		return fmt.Sprintf("%d files", l.Files)
+	}
+}
+
+// Bytes formats n in binary units.
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for v := n / unit; v >= unit; v /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
