@@ -132,7 +132,7 @@ func (c *Consolidator) Run(ctx context.Context) error {
 			cancel()
 			if ctx.Err() == nil {
 				c.d.Log.Warn("fetch consolidation requests", "err", err)
-				sleep(ctx, 250*time.Millisecond)
+				_ = bus.Sleep(ctx, 250*time.Millisecond)
 			}
 			continue
 		}
@@ -238,15 +238,6 @@ func backoff(delivered uint64) time.Duration {
 		d *= 2
 	}
 	return min(d, time.Minute)
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // oneLine shortens an error for logs.

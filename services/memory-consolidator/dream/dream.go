@@ -241,7 +241,7 @@ func (j *Job) Run(ctx context.Context) error {
 			cancel()
 			if ctx.Err() == nil {
 				j.d.Log.Warn("fetch dream fire", "err", err)
-				sleep(ctx, time.Second)
+				_ = bus.Sleep(ctx, time.Second)
 			}
 			continue
 		}
@@ -385,15 +385,6 @@ func inProgress(ctx context.Context, m jetstream.Msg, every time.Duration) (stop
 		}
 	}()
 	return func() { cancel(); <-done }
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // now is the time for revisions.
