@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -137,4 +138,27 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestClientFindsNoFleet: a client connection to a NATS where no fleet
+// ever ran says so and creates nothing there.
+func TestClientFindsNoFleet(t *testing.T) {
+	srv := bustest.StartServer(t)
+	llm := llmtest.NewServer(t)
+	_, err := fleet.Start(t.Context(), fleet.Options{
+		File:       loadConfig(t, testConfig(t, llm.URL(), map[string]any{"nats": map[string]any{"url": srv.ClientURL()}})),
+		Getenv:     func(string) string { return "" },
+		ClientOnly: true,
+	})
+	if !errors.Is(err, fleet.ErrNoFleet) {
+		t.Fatalf("client connection = %v, want ErrNoFleet", err)
+	}
+	b, err := bus.Connect(t.Context(), bus.Config{URL: srv.ClientURL(), Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.NC.Close()
+	if got := replicasOnServer(t.Context(), t, b); len(got) != 0 {
+		t.Errorf("the client created %v", slices.Sorted(maps.Keys(got)))
+	}
 }

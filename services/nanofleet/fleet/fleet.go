@@ -193,6 +193,9 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	return bus.Provision(pctx, b, svc.Layout(o.File), Assets)
 }
 
+// ErrNoFleet means a client found NATS but no fleet there.
+var ErrNoFleet = errors.New("no fleet")
+
 // join connects a client to the fleet at the config's NATS. A client
 // never provisions: its config's layout (replicas above all) need not be
 // the fleet's, and provisioning with it would remap the fleet's streams.
@@ -212,6 +215,12 @@ func (f *Fleet) join(ctx context.Context, o Options) error {
 	if err != nil {
 		o.Log.Warn("could not check the fleet's layout", "err", err)
 		return nil
+	}
+	for _, d := range diffs {
+		if d.Missing && d.Asset.Name == b.Space.InboundStream() {
+			return fmt.Errorf("%w: no fleet at %s yet (stream %s does not exist); start the fleet's services first",
+				ErrNoFleet, o.File.NATS.URL, d.Asset.Name)
+		}
 	}
 	if len(diffs) > 0 {
 		s := make([]string, len(diffs))
