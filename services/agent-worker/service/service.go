@@ -267,15 +267,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.metrics != nil {
 		go w.sampleLag(ctx)
 	}
-	// The job parts stop with the worker; a failing one is logged, not
-	// fatal: turns go on without schedules rather than not at all.
+	// The job parts stop with the worker. One that fails on the bus for a
+	// transient reason starts again after a backoff; one that fails for
+	// good is logged, not fatal: turns go on without schedules rather than
+	// not at all.
 	jobCtx, stopJobs := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, run := range w.jobs.run {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := run(jobCtx); err != nil && jobCtx.Err() == nil {
+			err := bus.Retry(jobCtx, bus.Backoff{}, run, func(err error, wait time.Duration) {
+				w.log.Warn("schedule job part failed; starting it again", "err", err, "retry_in", wait)
+			})
+			if err != nil && jobCtx.Err() == nil {
 				w.log.Error("schedule job part stopped", "err", err)
 			}
 		}()
