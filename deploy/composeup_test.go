@@ -47,8 +47,23 @@ func TestComposeUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	startEngine(t)
-	step(t, "base images", func() { run(t, ctx, root, nil, "deploy/offline/base-images.sh") })
-	step(t, "compose plugin", func() { run(t, ctx, root, nil, "deploy/offline/compose-plugin.sh") })
+	// Independent and slow from cold: side by side.
+	step(t, "base images and compose plugin", func() {
+		errs := make(chan error, 2)
+		for _, script := range []string{"deploy/offline/base-images.sh", "deploy/offline/compose-plugin.sh"} {
+			go func() {
+				start := time.Now()
+				_, err := runErr(ctx, root, nil, script)
+				t.Logf("%s: %s", script, time.Since(start).Round(time.Second))
+				errs <- err
+			}()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 
 	model := startModel(t)
 	cli := filepath.Join(t.TempDir(), "nanofleet")
@@ -234,15 +249,24 @@ func tail(b []byte, lines int) string {
 // run runs a command in dir and fails the test with its output if it fails.
 func run(t *testing.T, ctx context.Context, dir string, env []string, name string, args ...string) string {
 	t.Helper()
+	out, err := runErr(ctx, dir, env, name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// runErr runs a command in dir; its error carries the end of its output.
+func runErr(ctx context.Context, dir string, env []string, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(out, 60))
+		return string(out), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, tail(out, 60))
 	}
-	return string(out)
+	return string(out), nil
 }
 
 func docker(t *testing.T, ctx context.Context, args ...string) {

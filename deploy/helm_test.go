@@ -42,6 +42,7 @@ type object struct {
 	Kind   string // apiVersion/kind
 	Name   string
 	Value  any
+	Raw    string // the rendered YAML document
 }
 
 // manifest is a rendered release, indexed for the checks.
@@ -77,6 +78,12 @@ var customKinds = map[string]bool{
 // and --set style overrides.
 func renderChart(t *testing.T, valueFiles []string, sets []string) (*manifest, error) {
 	t.Helper()
+	return renderChartFor(t, kubeSchemaVersions[len(kubeSchemaVersions)-1], valueFiles, sets)
+}
+
+// renderChartFor renders the chart for a cluster of kubeVersion (vMAJOR.MINOR.PATCH).
+func renderChartFor(t *testing.T, kubeVersion string, valueFiles []string, sets []string) (*manifest, error) {
+	t.Helper()
 	chrt, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatalf("load chart: %v", err)
@@ -89,15 +96,20 @@ func renderChart(t *testing.T, valueFiles []string, sets []string) (*manifest, e
 	if err != nil {
 		t.Fatalf("values: %v", err)
 	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	major, minor, _ := strings.Cut(strings.TrimPrefix(kubeVersion, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	caps.KubeVersion = chartutil.KubeVersion{Version: kubeVersion, Major: major, Minor: minor}
 	cfg := &action.Configuration{
 		Releases:     storage.Init(driver.NewMemory()),
 		KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
-		Capabilities: chartutil.DefaultCapabilities,
+		Capabilities: caps,
 		Log:          func(string, ...any) {},
 	}
 	install := action.NewInstall(cfg)
 	install.DryRun = true
 	install.ClientOnly = true
+	install.KubeVersion = &caps.KubeVersion
 	install.Replace = true
 	install.ReleaseName = releaseName
 	install.Namespace = releaseNS
@@ -140,7 +152,7 @@ func decodeStrict(doc string) (obj object, ok bool, err error) {
 	if head.APIVersion == "" && head.Kind == "" {
 		return obj, false, nil // a template that rendered nothing but comments
 	}
-	obj = object{Kind: head.APIVersion + "/" + head.Kind, Name: head.Metadata.Name}
+	obj = object{Kind: head.APIVersion + "/" + head.Kind, Name: head.Metadata.Name, Raw: doc}
 	if first, _, _ := strings.Cut(strings.TrimPrefix(doc, "---\n"), "\n"); strings.HasPrefix(first, "# Source: ") {
 		obj.Source = strings.TrimPrefix(first, "# Source: ")
 	}

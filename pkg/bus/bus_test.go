@@ -157,3 +157,35 @@ func TestDeadLetterLostAckFailsWithinCallTimeout(t *testing.T) {
 		t.Errorf("DeadLetter gave up after %s, want %s", took, bus.CallTimeout)
 	}
 }
+
+// TestRestartJetStream: the embedded server reopens its streams, and
+// re-enables JetStream when it had been disabled, keeping what is stored.
+func TestRestartJetStream(t *testing.T) {
+	for _, disabled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "enabled", true: "disabled"}[disabled], func(t *testing.T) {
+			srv := bustest.StartServer(t)
+			b := srv.Connect(t, "")
+			if _, err := b.JS.Publish(t.Context(), b.Space.History("s"), []byte("kept")); err != nil {
+				t.Fatal(err)
+			}
+			if disabled {
+				if err := srv.Server().DisableJetStream(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := srv.RestartJetStream(); err != nil {
+				t.Fatal(err)
+			}
+			st, err := b.JS.Stream(t.Context(), b.Space.HistoryStream())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := st.CachedInfo().State.Msgs; n != 1 {
+				t.Errorf("%d messages after the restart, want 1", n)
+			}
+			if _, err := b.JS.Publish(t.Context(), b.Space.History("s"), []byte("new")); err != nil {
+				t.Errorf("publish after the restart: %v", err)
+			}
+		})
+	}
+}

@@ -25,6 +25,9 @@ type Config struct {
 	TLS TLSConfig
 	// Prefix of every subject and stream; see [subject.NewSpace].
 	Prefix string
+	// Domain is the JetStream domain to use (a leaf node's or hub's);
+	// empty uses the server's own JetStream.
+	Domain string
 	// Name identifies the connection in server monitoring.
 	Name string
 	// Log receives asynchronous connection errors (e.g. a watcher whose
@@ -112,12 +115,17 @@ func Connect(ctx context.Context, cfg Config, extra ...nats.Option) (*Bus, error
 	if err != nil {
 		return nil, fmt.Errorf("connect to nats %s: %w", url, err)
 	}
-	js, err := jetstream.New(nc)
+	var js jetstream.JetStream
+	if cfg.Domain != "" {
+		js, err = jetstream.NewWithDomain(nc, cfg.Domain)
+	} else {
+		js, err = jetstream.New(nc)
+	}
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Bus{NC: nc, JS: js, Space: space, Direct: directget.NewReader(nc), closed: closed}, nil
+	return &Bus{NC: nc, JS: js, Space: space, Direct: directget.NewReader(nc, directget.WithDomain(cfg.Domain)), closed: closed}, nil
 }
 
 // Close drains the connection, so that in-flight publishes and acks reach

@@ -43,7 +43,7 @@ func (c EmbeddedConfig) Validate() error {
 type Embedded struct {
 	srv      *server.Server
 	noListen bool
-	storeDir string
+	js       server.JetStreamConfig // as started, for RestartJetStream
 }
 
 // StartEmbedded starts a nats-server with JetStream and waits until it
@@ -84,24 +84,39 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 		srv.Shutdown()
 		return nil, errors.New("embedded nats: not ready for connections after 30s")
 	}
-	return &Embedded{srv: srv, noListen: cfg.NoListen, storeDir: cfg.StoreDir}, nil
+	js := srv.JetStreamConfig()
+	if js == nil {
+		srv.Shutdown()
+		return nil, errors.New("embedded nats: jetstream did not start")
+	}
+	// Enable appends "jetstream" to the store dir it is given, and the
+	// server's copy already has it: keep the dir we started with.
+	js.StoreDir = cfg.StoreDir
+	return &Embedded{srv: srv, noListen: cfg.NoListen, js: *js}, nil
+}
+
+// StoreUsage reports the bytes JetStream stores and the server's limit
+// (by default most of the disk it found at start).
+func (e *Embedded) StoreUsage() (used, limit int64, err error) {
+	info, err := e.srv.Jsz(nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("embedded nats: jetstream usage: %w", err)
+	}
+	return int64(info.Store), info.Config.MaxStore, nil
 }
 
 // RestartJetStream disables and re-enables JetStream, which reopens every
 // stream from disk. A stream whose write failed (a full disk) keeps
-// refusing writes until then; client connections stay up.
+// refusing writes until then, and a server that ran out of resources may
+// have disabled JetStream altogether; client connections stay up.
 func (e *Embedded) RestartJetStream() error {
-	cfg := e.srv.JetStreamConfig()
-	if cfg == nil {
-		return errors.New("embedded nats: jetstream is not enabled")
+	if e.srv.JetStreamEnabled() {
+		if err := e.srv.DisableJetStream(); err != nil {
+			return fmt.Errorf("embedded nats: disable jetstream: %w", err)
+		}
 	}
-	// The server's config holds the store dir with "jetstream" appended;
-	// Enable appends it again, so give it the dir it was started with.
-	cfg.StoreDir = e.storeDir
-	if err := e.srv.DisableJetStream(); err != nil {
-		return fmt.Errorf("embedded nats: disable jetstream: %w", err)
-	}
-	if err := e.srv.EnableJetStream(cfg); err != nil {
+	cfg := e.js
+	if err := e.srv.EnableJetStream(&cfg); err != nil {
 		return fmt.Errorf("embedded nats: enable jetstream: %w", err)
 	}
 	return nil

@@ -15,10 +15,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+
+	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
 // ErrInvalid wraps every error that names a bad key.
@@ -51,7 +55,10 @@ type NATS struct {
 		KeyFile  string `json:"keyFile,omitempty"`
 		CAFile   string `json:"caFile,omitempty"`
 	} `json:"tls"`
-	Prefix   string `json:"prefix,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
+	// Domain is the JetStream domain the fleet's streams live in, for a
+	// fleet that reaches them through a leaf node; empty: the server's own.
+	Domain   string `json:"domain,omitempty"`
 	Replicas int    `json:"replicas,omitempty"`
 	// LeaseTTLSeconds is how long a crashed worker's session lease keeps
 	// the session blocked before another worker may take it over.
@@ -91,6 +98,9 @@ type Provider struct {
 	APIKey       string            `json:"apiKey,omitempty"`
 	APIBase      string            `json:"apiBase,omitempty"`
 	ExtraHeaders map[string]string `json:"extraHeaders,omitempty"`
+	// MaxConcurrent bounds the model calls in flight from each worker
+	// process; 0 takes the provider's default, -1 means no bound.
+	MaxConcurrent int `json:"maxConcurrent,omitempty"`
 }
 
 // Defaults returns the configuration used when no file exists.
@@ -175,13 +185,16 @@ func (f *File) Validate() error {
 	case d.ContextWindowTokens < 1024:
 		return invalid("agents.defaults.contextWindowTokens", "must be at least 1024, got %d", d.ContextWindowTokens)
 	}
-	if !prefixSyntax.MatchString(f.NATS.Prefix) {
+	for _, name := range slices.Sorted(maps.Keys(f.Providers)) {
+		if n := f.Providers[name].MaxConcurrent; n < -1 || n > 1_000_000 {
+			return invalid("providers."+name+".maxConcurrent", "must be -1 (no bound), 0 (the provider's default) or 1..1000000, got %d", n)
+		}
+	}
+	if _, err := subject.NewSpace(f.NATS.Prefix); err != nil || f.NATS.Prefix == "" {
 		return invalid("nats.prefix", "must be 1-32 letters, digits, '-' or '_', got %q", f.NATS.Prefix)
 	}
 	return nil
 }
-
-var prefixSyntax = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
 // Section decodes the raw section name (e.g. "tools") strictly into v,
 // which should hold the owner's defaults. A missing section leaves v as is.

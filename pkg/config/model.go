@@ -18,9 +18,11 @@ func (f *File) ModelProvider(getenv func(string) string) llm.Config {
 	if p, ok := f.Providers[name]; ok {
 		cfg.Name = name
 		cfg.APIKey, cfg.APIBase, cfg.ExtraHeaders = p.APIKey, p.APIBase, p.ExtraHeaders
+		cfg.MaxConcurrent = p.MaxConcurrent
 	} else if p, ok := f.Providers["custom"]; ok && name == "" {
 		cfg.Name = "custom"
 		cfg.APIKey, cfg.APIBase, cfg.ExtraHeaders = p.APIKey, p.APIBase, p.ExtraHeaders
+		cfg.MaxConcurrent = p.MaxConcurrent
 	}
 	return llm.ResolveFromEnv(cfg, getenv)
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,7 @@ const DefaultTimeout = 5 * time.Second
 type Reader struct {
 	nc      *nats.Conn
 	timeout time.Duration
+	api     string // JetStream API prefix, ending in "."
 
 	mu      sync.Mutex
 	sub     *nats.Subscription // nil until the first request
@@ -53,9 +55,29 @@ type Option func(*Reader)
 // DefaultTimeout.
 func WithTimeout(d time.Duration) Option { return func(r *Reader) { r.timeout = d } }
 
+// WithDomain sends requests to the JetStream of domain (a leaf node's or
+// hub's), as jetstream.NewWithDomain does; "" keeps the local one.
+func WithDomain(domain string) Option {
+	return func(r *Reader) {
+		if domain != "" {
+			r.api = "$JS." + domain + ".API."
+		}
+	}
+}
+
+// WithAPIPrefix sends requests under prefix (an account import's), as
+// jetstream.NewWithAPIPrefix does; "" keeps the default "$JS.API.".
+func WithAPIPrefix(prefix string) Option {
+	return func(r *Reader) {
+		if prefix != "" {
+			r.api = strings.TrimSuffix(prefix, ".") + "."
+		}
+	}
+}
+
 // NewReader returns a Reader on nc. It subscribes on its first request.
 func NewReader(nc *nats.Conn, opts ...Option) *Reader {
-	r := &Reader{nc: nc, timeout: DefaultTimeout, waiters: map[string]chan *nats.Msg{}}
+	r := &Reader{nc: nc, timeout: DefaultTimeout, api: "$JS.API.", waiters: map[string]chan *nats.Msg{}}
 	for _, o := range opts {
 		o(r)
 	}
@@ -146,7 +168,7 @@ func (r *Reader) request(ctx context.Context, stream string, req []byte, batch i
 		return nil, 0, err
 	}
 	defer r.forget(inbox)
-	if err := r.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+	if err := r.nc.PublishRequest(r.api+"DIRECT.GET."+stream, inbox, req); err != nil {
 		return nil, 0, err
 	}
 	var out []Msg

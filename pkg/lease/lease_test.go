@@ -1,7 +1,6 @@
 package lease_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ import (
 func newTable(t *testing.T, ttl time.Duration) *lease.Table {
 	t.Helper()
 	b := bustest.StartJetStream(t)
-	kv, err := b.JS.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "test_leases", TTL: ttl})
+	kv, err := b.JS.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "test_leases", TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +22,7 @@ func newTable(t *testing.T, ttl time.Duration) *lease.Table {
 }
 
 func TestOneHolderAtATime(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	tbl := newTable(t, time.Minute)
 	a, err := tbl.Acquire(ctx, "s1", "worker-a")
 	if err != nil {
@@ -58,26 +57,28 @@ func TestOneHolderAtATime(t *testing.T) {
 }
 
 func TestExpiredLeaseCanBeTaken(t *testing.T) {
-	ctx := context.Background()
-	tbl := newTable(t, time.Second)
+	ctx := t.Context()
+	tbl := newTable(t, 2*time.Second)
 	if _, err := tbl.Acquire(ctx, "s1", "dead-worker"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if _, err := tbl.Acquire(ctx, "s1", "worker-b"); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("lease taken before it expired: %v, want ErrHeld", err)
+	}
+	bustest.Eventually(t, 10*time.Second, func() error {
 		_, err := tbl.Acquire(ctx, "s1", "worker-b")
-		if err == nil {
-			return
+		if err != nil && !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("acquire: %v", err)
 		}
-		if !errors.Is(err, lease.ErrHeld) || time.Now().After(deadline) {
-			t.Fatalf("lease never expired: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err
+	})
+	if h, _ := tbl.Holder(ctx, "s1"); h != "worker-b" {
+		t.Errorf("holder after expiry = %q, want worker-b", h)
 	}
 }
 
 func TestOwnerTakesOverItsOwnLease(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	tbl := newTable(t, time.Minute)
 	if _, err := tbl.Acquire(ctx, "s1", "worker-a"); err != nil {
 		t.Fatal(err)

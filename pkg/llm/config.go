@@ -38,6 +38,12 @@ type Config struct {
 	// FallbackModels are tried in order after the model of the request has
 	// failed.
 	FallbackModels []string
+	// MaxConcurrent bounds the calls in flight to the provider from this
+	// process; more wait their turn without holding a connection. Zero
+	// takes the preset's (a local server that runs a few requests at once),
+	// negative means no bound. Either way a 429 lowers the bound for a
+	// while (see the package documentation).
+	MaxConcurrent int
 }
 
 // Validate reports the first problem found, as a *ConfigError naming the
@@ -70,6 +76,9 @@ func (c Config) Validate() error {
 	if c.Timeout < 0 {
 		return &ConfigError{Field: "Timeout", Reason: "must not be negative"}
 	}
+	if c.MaxConcurrent > 1_000_000 {
+		return &ConfigError{Field: "MaxConcurrent", Reason: "must be at most 1000000, got " + strconv.Itoa(c.MaxConcurrent)}
+	}
 	for i, m := range c.FallbackModels {
 		if strings.TrimSpace(m) == "" {
 			return &ConfigError{Field: "FallbackModels", Reason: "entry " + strconv.Itoa(i) + " is empty"}
@@ -96,6 +105,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("model", c.Model),
 		slog.Duration("timeout", c.Timeout),
 		slog.Int("max_retries", c.MaxRetries),
+		slog.Int("max_concurrent", c.MaxConcurrent),
 		slog.Any("fallback_models", c.FallbackModels),
 	)
 }
@@ -120,6 +130,11 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.MaxConcurrent == 0 {
+		if p, ok := PresetFor(c.Name); ok {
+			c.MaxConcurrent = p.MaxConcurrent
+		}
 	}
 	switch {
 	case c.MaxRetries == 0:

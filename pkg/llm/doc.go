@@ -24,6 +24,21 @@
 // requests and the caller's cancellation are not retried. The wait goes
 // through the SleepFunc given with WithSleep, so tests need not sleep.
 //
+// A 429 does not use up Config.MaxRetries: it is retried (after its
+// Retry-After, or the backoff) for as long as the waits it asked for add
+// up to less than the rate-limit patience (WithRateLimitPatience, default
+// 3 minutes), so a rate-limit storm slows turns down instead of failing
+// them.
+//
+// # Concurrency
+//
+// Config.MaxConcurrent bounds the calls in flight from one Provider (the
+// presets of local servers set one); the calls over it wait in arrival
+// order without holding a connection. A 429 halves the bound to half of
+// what was in flight (once per burst: calls sent before the cut do not
+// cut again) and each success raises it by one, back up to the configured
+// bound, so the provider sets the pace while it refuses.
+//
 // # Fallback
 //
 // When the request's model has failed (retries exhausted or a non-retryable

@@ -23,11 +23,19 @@ type settings struct {
 	backoffBase   time.Duration
 	backoffMax    time.Duration
 	maxRetryAfter time.Duration
+	// rateLimitPatience is how long a call keeps retrying 429s before they
+	// count as ordinary failures.
+	rateLimitPatience time.Duration
 }
 
 func defaultSettings() settings {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
+	// Keep a connection for every call a worker may have in flight (its
+	// turn slots), so that a steady load does not open a connection, and
+	// for TLS hosts shake hands, for each call; idle ones close after
+	// IdleConnTimeout.
+	tr.MaxIdleConns = 1024
+	tr.MaxIdleConnsPerHost = 1024
 	return settings{
 		httpClient:    &http.Client{Transport: tr},
 		logger:        slog.New(slog.DiscardHandler),
@@ -36,6 +44,9 @@ func defaultSettings() settings {
 		backoffBase:   500 * time.Millisecond,
 		backoffMax:    20 * time.Second,
 		maxRetryAfter: 60 * time.Second,
+		// Under the turn's ten minutes, so a turn that cannot get through
+		// still answers with the error.
+		rateLimitPatience: 3 * time.Minute,
 	}
 }
 
@@ -106,6 +117,19 @@ func WithMaxRetryAfter(d time.Duration) Option {
 			return errors.New("WithMaxRetryAfter: negative duration")
 		}
 		s.maxRetryAfter = d
+		return nil
+	}
+}
+
+// WithRateLimitPatience sets how long one call keeps retrying 429 answers
+// (the waits they asked for, summed) before they count against
+// Config.MaxRetries like any other failure (default 3 minutes).
+func WithRateLimitPatience(d time.Duration) Option {
+	return func(s *settings) error {
+		if d < 0 {
+			return errors.New("WithRateLimitPatience: negative duration")
+		}
+		s.rateLimitPatience = d
 		return nil
 	}
 }

@@ -20,6 +20,10 @@ type Preset struct {
 	Azure bool
 	// StreamUsage says the host accepts stream_options.include_usage.
 	StreamUsage bool
+	// MaxConcurrent is the default Config.MaxConcurrent: local servers
+	// run a few requests at once and queue the rest, and a call queued
+	// there spends its attempt timeout waiting. Zero: no bound.
+	MaxConcurrent int
 }
 
 // Preset names.
@@ -49,9 +53,9 @@ func Presets() []Preset {
 		{Name: ProviderGemini, APIBase: "https://generativelanguage.googleapis.com/v1beta/openai", KeyEnv: "GEMINI_API_KEY", KeyRequired: true, StreamUsage: true},
 		{Name: ProviderAnthropic, APIBase: "https://api.anthropic.com/v1", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true, StreamUsage: true},
 		{Name: ProviderAzure, KeyEnv: "AZURE_OPENAI_API_KEY", KeyRequired: true, Azure: true},
-		{Name: ProviderOllama, APIBase: "http://localhost:11434/v1", StreamUsage: true},
+		{Name: ProviderOllama, APIBase: "http://localhost:11434/v1", StreamUsage: true, MaxConcurrent: 4},
 		{Name: ProviderVLLM, APIBase: "http://localhost:8000/v1", StreamUsage: true},
-		{Name: ProviderLMStudio, APIBase: "http://localhost:1234/v1", StreamUsage: true},
+		{Name: ProviderLMStudio, APIBase: "http://localhost:1234/v1", StreamUsage: true, MaxConcurrent: 4},
 		{Name: ProviderCustom, StreamUsage: true},
 	}
 }

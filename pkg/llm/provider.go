@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -28,6 +30,9 @@ type Request struct {
 	Temperature float32
 	// MaxTokens bounds the completion; zero leaves it to the provider.
 	MaxTokens int
+	// ToolChoice forces a tool: "" leaves the choice to the model, "required"
+	// makes it call one of Tools, and a tool's name makes it call that one.
+	ToolChoice string
 	// OnDelta, when set, selects streaming and receives each piece of
 	// content and reasoning as it arrives, on the calling goroutine.
 	OnDelta func(content, reasoning string)
@@ -48,6 +53,34 @@ type Response struct {
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
+	// CachedTokens are the prompt tokens served from the provider's
+	// prompt cache (part of PromptTokens).
+	CachedTokens int
+	// ReasoningTokens are the completion tokens spent reasoning (part of
+	// CompletionTokens).
+	ReasoningTokens int
+}
+
+// Add returns u plus o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + o.PromptTokens,
+		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		CachedTokens:     u.CachedTokens + o.CachedTokens,
+		ReasoningTokens:  u.ReasoningTokens + o.ReasoningTokens,
+	}
+}
+
+// usageFrom reads go-openai's usage, details included.
+func usageFrom(u openai.Usage) Usage {
+	out := Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CachedTokens = d.CachedTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		out.ReasoningTokens = d.ReasoningTokens
+	}
+	return out
 }
 
 // Provider is a Client for one OpenAI-compatible host. It is safe for
@@ -57,6 +90,7 @@ type Provider struct {
 	preset Preset
 	client *openai.Client
 	s      settings
+	lim    *limiter
 }
 
 var _ Client = (*Provider)(nil)
@@ -89,6 +123,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		preset: preset,
 		client: openai.NewClientWithConfig(oc),
 		s:      s,
+		lim:    newLimiter(cfg.MaxConcurrent),
 	}, nil
 }
 
@@ -150,13 +185,24 @@ func (p *Provider) models(model string) []string {
 	return out
 }
 
+// maxLimitedTries bounds the 429 retries of a provider that asks for no
+// wait at all, which the patience alone would not.
+const maxLimitedTries = 30
+
 // chatModel calls one model, retrying temporary failures.
 func (p *Provider) chatModel(ctx context.Context, model string, req Request,
 	msgs []openai.ChatCompletionMessage, tools []openai.Tool,
 ) (*Response, error) {
 	creq := p.buildRequest(model, req, msgs, tools)
 	attempts := p.cfg.MaxRetries + 1
-	for n := 0; ; n++ {
+	// 429s are retried apart from the other failures, for as long as the
+	// rate-limit patience lasts: a busy provider slows turns down rather
+	// than failing them.
+	var (
+		limitedWait  time.Duration
+		limitedTries int
+	)
+	for n, tries := 0, 0; ; tries++ {
 		resp, info, err := p.attempt(ctx, creq, req.OnDelta)
 		if err == nil {
 			if resp.Model == "" {
@@ -164,11 +210,15 @@ func (p *Provider) chatModel(ctx context.Context, model string, req Request,
 			}
 			return resp, nil
 		}
-		err = fmt.Errorf("llm: %s: model %q: attempt %d/%d: %w", p.cfg.Name, model, n+1, attempts, err)
-		if n+1 >= attempts || !retryable(ctx, err, info) {
+		limited := errors.Is(err, ErrRateLimited) && limitedWait < p.s.rateLimitPatience && limitedTries < maxLimitedTries
+		err = fmt.Errorf("llm: %s: model %q: attempt %d/%d: %w", p.cfg.Name, model, tries+1, attempts, err)
+		if (!limited && n+1 >= attempts) || !retryable(ctx, err, info) {
 			return nil, err
 		}
 		wait := p.s.backoff(n)
+		if limited {
+			wait = p.s.backoff(min(tries, 30))
+		}
 		var ae *APIError
 		if errors.As(err, &ae) && ae.HasRetryAfter() {
 			if ae.RetryAfter > p.s.maxRetryAfter {
@@ -176,9 +226,15 @@ func (p *Provider) chatModel(ctx context.Context, model string, req Request,
 			}
 			wait = ae.RetryAfter
 		}
+		if limited {
+			limitedWait += wait
+			limitedTries++
+		} else {
+			n++
+		}
 		p.s.logger.WarnContext(ctx, "llm: retrying",
 			slog.String("provider", p.cfg.Name), slog.String("model", model),
-			slog.Int("attempt", n+1), slog.Duration("wait", wait), slog.Any("error", err))
+			slog.Int("attempt", tries+1), slog.Duration("wait", wait), slog.Any("error", err))
 		if serr := p.s.sleep(ctx, wait); serr != nil {
 			return nil, fmt.Errorf("llm: %s: model %q: waiting to retry: %w", p.cfg.Name, model, serr)
 		}
@@ -194,6 +250,13 @@ func (p *Provider) buildRequest(model string, req Request,
 		Messages:    msgs,
 		Tools:       tools,
 		Temperature: req.Temperature,
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto", "none", "required":
+		creq.ToolChoice = req.ToolChoice
+	default:
+		creq.ToolChoice = openai.ToolChoice{Type: openai.ToolTypeFunction, Function: openai.ToolFunction{Name: req.ToolChoice}}
 	}
 	if isReasoningModel(model) {
 		creq.MaxCompletionTokens = req.MaxTokens
@@ -216,13 +279,16 @@ func (p *Provider) buildRequest(model string, req Request,
 func (p *Provider) attempt(ctx context.Context, creq openai.ChatCompletionRequest,
 	onDelta func(content, reasoning string),
 ) (*Response, *callInfo, error) {
+	epoch, err := p.lim.acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("waiting for a free call to the provider: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	ctx, info := withCallInfo(ctx)
-	var (
-		resp *Response
-		err  error
-	)
+	limited := false
+	defer func() { p.lim.release(epoch, limited) }()
+	var resp *Response
 	if onDelta != nil {
 		resp, err = p.stream(ctx, creq, onDelta)
 	} else {
@@ -233,6 +299,7 @@ func (p *Provider) attempt(ctx context.Context, creq openai.ChatCompletionReques
 			return nil, info, err
 		}
 		if ae := apiErrorFrom(err, info, p.s.now()); ae != nil {
+			limited = ae.Status == http.StatusTooManyRequests
 			return nil, info, ae
 		}
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
@@ -257,7 +324,7 @@ func (p *Provider) complete(ctx context.Context, creq openai.ChatCompletionReque
 		ReasoningContent: c.Message.ReasoningContent,
 		ToolCalls:        toolCallsFrom(c.Message.ToolCalls),
 		FinishReason:     string(c.FinishReason),
-		Usage:            Usage{PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens},
+		Usage:            usageFrom(out.Usage),
 		Model:            out.Model,
 	}, nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,6 +278,7 @@ func TestChatRetries(t *testing.T) {
 		opts       []llmtest.Option
 		replies    []llmtest.Reply
 		maxRetries int
+		popts      []llm.Option
 		stream     bool
 		wantErr    bool
 		wantStatus int // of the *APIError when wantErr
@@ -326,9 +329,17 @@ func TestChatRetries(t *testing.T) {
 			wantWaits:  []time.Duration{0, 0},
 		},
 		{
-			name:       "429 exhausted is ErrRateLimited",
+			name:       "429 storm outlasts the retries for other failures",
 			opts:       []llmtest.Option{llmtest.WithFailures(10, 429)},
 			maxRetries: 1,
+			wantReqs:   11,
+			wantWaits:  []time.Duration{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+		},
+		{
+			name:       "429 beyond the patience is ErrRateLimited",
+			opts:       []llmtest.Option{llmtest.WithFailures(10, 429)},
+			maxRetries: 1,
+			popts:      []llm.Option{llm.WithRateLimitPatience(0)},
 			stream:     true,
 			wantErr:    true,
 			wantStatus: 429,
@@ -358,7 +369,7 @@ func TestChatRetries(t *testing.T) {
 			srv := llmtest.NewServer(t, tt.opts...)
 			srv.Enqueue(tt.replies...)
 			p, sleeps := newProvider(t, srv, func(c *llm.Config) { c.MaxRetries = tt.maxRetries },
-				llm.WithClock(func() time.Time { return now }))
+				append(tt.popts, llm.WithClock(func() time.Time { return now }))...)
 			req := llm.Request{Messages: userMsg("hi")}
 			if tt.stream {
 				req.OnDelta = func(string, string) {}
@@ -584,5 +595,77 @@ func TestAzure(t *testing.T) {
 	defer mu.Unlock()
 	if gotPath != "/openai/deployments/gpt-4o/chat/completions" || gotKey != "az-key" || gotAPIVer == "" {
 		t.Errorf("azure request path %q key %q api-version %q", gotPath, gotKey, gotAPIVer)
+	}
+}
+
+// TestMaxConcurrent checks that the provider never has more calls in flight
+// than its bound, and that the ones over it wait instead of failing.
+func TestMaxConcurrent(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		bound int
+		calls int
+		want  int // most calls the server saw at once
+	}{
+		{"bounded", 2, 6, 2},
+		{"one at a time", 1, 4, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var inflight, peak atomic.Int32
+			arrived := make(chan struct{}, tt.calls)
+			release := make(chan struct{})
+			url := newRawServer(t, func(w http.ResponseWriter, r *http.Request) {
+				n := inflight.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				arrived <- struct{}{}
+				<-release
+				inflight.Add(-1) // before answering: the answer frees the client's place
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+			})
+			p, err := llm.New(llm.Config{APIBase: url, Model: "m", MaxConcurrent: tt.bound})
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := make(chan error, tt.calls)
+			for range tt.calls {
+				go func() {
+					_, err := p.Chat(t.Context(), llm.Request{Messages: userMsg("hi")})
+					errs <- err
+				}()
+			}
+			// Let the bound's worth arrive, then release one call at a time:
+			// each release lets exactly one waiter through.
+			for i := range tt.calls {
+				select {
+				case <-arrived:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("call %d never reached the server", i)
+				}
+				if i >= tt.bound-1 {
+					release <- struct{}{}
+				}
+			}
+			for range tt.bound - 1 {
+				release <- struct{}{}
+			}
+			for range tt.calls {
+				select {
+				case err := <-errs:
+					if err != nil {
+						t.Errorf("Chat: %v", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("a call never returned")
+				}
+			}
+			if got := int(peak.Load()); got != tt.want {
+				t.Errorf("server saw %d calls at once, want %d", got, tt.want)
+			}
+		})
 	}
 }

@@ -71,7 +71,7 @@ func (a *streamAccumulator) add(c *openai.ChatCompletionStreamResponse) (content
 		a.model = c.Model
 	}
 	if c.Usage != nil {
-		a.usage = Usage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens}
+		a.usage = usageFrom(*c.Usage)
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]

@@ -26,6 +26,9 @@ const (
 	// TokensCached is the kind label of prompt tokens served from the
 	// provider's prompt cache.
 	TokensCached = "cached"
+	// TokensReasoning is the kind label of completion tokens the model
+	// spent reasoning.
+	TokensReasoning = "reasoning"
 
 	// RefusalPathEscape: a path resolved outside the session's workspace.
 	RefusalPathEscape = "path_escape"
@@ -60,7 +63,7 @@ type Metrics struct {
 	ModelRequestDuration *prometheus.HistogramVec
 
 	// ModelTokens counts tokens reported by the provider, by kind
-	// (TokensPrompt, TokensCompletion, TokensCached).
+	// (TokensPrompt, TokensCompletion, TokensCached, TokensReasoning).
 	// nanofleet_model_tokens_total{provider,model,kind};
 	// agent-worker, memory-consolidator.
 	ModelTokens *prometheus.CounterVec

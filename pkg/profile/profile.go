@@ -80,8 +80,12 @@ func Seed(ctx context.Context, kv jetstream.KeyValue, agent, workspace string, o
 	}
 	if !o.Editable {
 		seeded, err := hasProfile(ctx, kv, agent)
-		if err != nil || seeded {
+		if err != nil {
 			return 0, err
+		}
+		if seeded {
+			log.Info("profile: JetStream holds the agent's profile; the workspace's copies are not read back (to copy reviewed edits: nanofleet profile seed)", "agent", agent)
+			return 0, nil
 		}
 	}
 	dir, err := wsfile.Open(workspace)

@@ -78,7 +78,7 @@ func NewRelay(ctx context.Context, b *bus.Bus, log *slog.Logger, opts ...RelayOp
 	cons, err := b.JS.CreateOrUpdateConsumer(ctx, StreamName(b.Space), jetstream.ConsumerConfig{
 		Durable:       RelayConsumer,
 		Description:   "turns job fires into inbound messages",
-		FilterSubject: fireAll(b.Space),
+		FilterSubject: b.Space.ScheduleFireAll(),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
 		MaxDeliver:    -1,

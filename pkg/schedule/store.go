@@ -53,22 +53,12 @@ var jobIDSyntax = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // StreamName is the name of the fleet's schedule stream.
 func StreamName(sp subject.Space) string { return sp.Bucket("SCHED") }
 
-// subjects of the schedule stream.
-func allSubjects(sp subject.Space) string { return sp.Prefix() + ".sched.>" }
-func jobSubject(sp subject.Space, sessionKey, id string) string {
-	return sp.Prefix() + ".sched.job." + subject.Token(sessionKey) + "." + id
-}
-func fireSubject(sp subject.Space, sessionKey, id string) string {
-	return sp.Prefix() + ".sched.fire." + subject.Token(sessionKey) + "." + id
-}
-func fireAll(sp subject.Space) string { return sp.Prefix() + ".sched.fire.>" }
-
 // Assets declares the schedule stream for [bus.Provision].
 func Assets(sp subject.Space, l bus.Layout) bus.Assets {
 	return bus.Assets{Streams: []jetstream.StreamConfig{{
 		Name:        StreamName(sp),
 		Description: "scheduled jobs (message schedules) and their fires",
-		Subjects:    []string{allSubjects(sp)},
+		Subjects:    []string{sp.ScheduleAll()},
 		Retention:   jetstream.LimitsPolicy,
 		// One schedule per job subject; one pending fire per job: fires
 		// missed while no relay ran are coalesced, not replayed in bulk.
@@ -197,10 +187,10 @@ func (s *Scheduler) Add(ctx context.Context, j Job) (Job, error) {
 	if err != nil {
 		return Job{}, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
-	m := nats.NewMsg(jobSubject(s.b.Space, j.SessionKey, j.ID))
+	m := nats.NewMsg(s.b.Space.ScheduleJob(j.SessionKey, j.ID))
 	m.Data = data
 	m.Header.Set(hdrSchedule, pattern)
-	m.Header.Set(hdrScheduleTarget, fireSubject(s.b.Space, j.SessionKey, j.ID))
+	m.Header.Set(hdrScheduleTarget, s.b.Space.ScheduleFire(j.SessionKey, j.ID))
 	if tz != "" {
 		m.Header.Set(hdrScheduleTZ, tz)
 	}
@@ -221,7 +211,7 @@ func (s *Scheduler) Add(ctx context.Context, j Job) (Job, error) {
 		return Job{}, fmt.Errorf("store job %s: %w", j.ID, err)
 	}
 	// Purge a pending fire of an earlier job with this id.
-	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(fireSubject(s.b.Space, j.SessionKey, j.ID))); err != nil {
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.b.Space.ScheduleFire(j.SessionKey, j.ID))); err != nil {
 		return Job{}, fmt.Errorf("store job %s: clear old fire: %w", j.ID, err)
 	}
 	j.Next = j.next(now, time.Time{}, now)
@@ -299,7 +289,7 @@ func (s *Scheduler) Get(ctx context.Context, sessionKey, id string) (Job, error)
 	if !jobIDSyntax.MatchString(id) {
 		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	return s.read(ctx, jobSubject(s.b.Space, sessionKey, id))
+	return s.read(ctx, s.b.Space.ScheduleJob(sessionKey, id))
 }
 
 func (s *Scheduler) read(ctx context.Context, subj string) (Job, error) {
@@ -316,7 +306,7 @@ func (s *Scheduler) read(ctx context.Context, subj string) (Job, error) {
 	}
 	var lastNext time.Time
 	if j.Spec.Every != 0 {
-		if f, err := s.stream.GetLastMsgForSubject(ctx, fireSubject(s.b.Space, j.SessionKey, j.ID)); err == nil && f.Time.After(m.Time) {
+		if f, err := s.stream.GetLastMsgForSubject(ctx, s.b.Space.ScheduleFire(j.SessionKey, j.ID)); err == nil && f.Time.After(m.Time) {
 			lastNext, _ = time.Parse(time.RFC3339Nano, f.Header.Get(hdrScheduleNext))
 		}
 	}
@@ -327,11 +317,7 @@ func (s *Scheduler) read(ctx context.Context, subj string) (Job, error) {
 // List returns the session's jobs by next fire time; with an empty
 // session key, every job of the fleet.
 func (s *Scheduler) List(ctx context.Context, sessionKey string) ([]Job, error) {
-	filter := s.b.Space.Prefix() + ".sched.job.*.*"
-	if sessionKey != "" {
-		filter = s.b.Space.Prefix() + ".sched.job." + subject.Token(sessionKey) + ".*"
-	}
-	return s.list(ctx, filter)
+	return s.list(ctx, s.b.Space.ScheduleJobs(sessionKey))
 }
 
 func (s *Scheduler) list(ctx context.Context, filter string) ([]Job, error) {
@@ -373,7 +359,7 @@ func (s *Scheduler) Remove(ctx context.Context, sessionKey, id string) (Job, err
 			return Job{}, err
 		}
 	} else {
-		jobs, err := s.list(ctx, s.b.Space.Prefix()+".sched.job.*."+id)
+		jobs, err := s.list(ctx, s.b.Space.ScheduleJobsNamed(id))
 		if err != nil {
 			return Job{}, err
 		}
@@ -386,7 +372,7 @@ func (s *Scheduler) Remove(ctx context.Context, sessionKey, id string) (Job, err
 			return Job{}, fmt.Errorf("%w: %s is in %d sessions; give the session", ErrAmbiguous, id, len(jobs))
 		}
 	}
-	for _, subj := range []string{jobSubject(s.b.Space, j.SessionKey, j.ID), fireSubject(s.b.Space, j.SessionKey, j.ID)} {
+	for _, subj := range []string{s.b.Space.ScheduleJob(j.SessionKey, j.ID), s.b.Space.ScheduleFire(j.SessionKey, j.ID)} {
 		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
 			return Job{}, fmt.Errorf("remove job %s: %w", j.ID, err)
 		}

@@ -31,13 +31,15 @@ var ErrFull = errors.New("storage full")
 
 // FullError says what is full.
 type FullError struct {
-	Dir   string
+	// What is full: "the filesystem of <dir>" or "the JetStream store
+	// limit".
+	What  string
 	Free  int64
 	Total int64
 }
 
 func (e *FullError) Error() string {
-	return fmt.Sprintf("storage full: %s has %s free of %s", e.Dir, size(e.Free), size(e.Total))
+	return fmt.Sprintf("storage full: %s has %s free of %s", e.What, size(e.Free), size(e.Total))
 }
 
 func (e *FullError) Unwrap() error { return ErrFull }
@@ -52,6 +54,11 @@ type Config struct {
 	MinFree int64
 	// Interval between checks (default 1 s).
 	Interval time.Duration
+	// Usage, when set, reports the server's store use and limit (the
+	// embedded server's defaults to most of the disk it started on); the
+	// store is full as well when less than MinFree is left below the
+	// limit, where the server refuses new messages.
+	Usage func() (used, limit int64, err error)
 }
 
 // Validate reports the first invalid field.
@@ -100,7 +107,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, onRecover func
 		}),
 		free: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nanofleet_storage_free_bytes",
-			Help: "Free bytes on the JetStream store's filesystem.",
+			Help: "Bytes the JetStream store can still take: free space on its filesystem, or below the server's store limit if that is less.",
 		}),
 	}
 	if reg != nil {
@@ -146,15 +153,22 @@ func (g *Guard) Check(ctx context.Context) {
 	}
 	free := int64(st.Bavail) * int64(st.Bsize)
 	total := int64(st.Blocks) * int64(st.Bsize)
+	what := "the filesystem of " + g.cfg.Dir
+	if g.cfg.Usage != nil {
+		if used, limit, err := g.cfg.Usage(); err != nil {
+			g.log.Warn("storeguard: store usage", "err", err)
+		} else if limit > 0 && limit-used < free {
+			free, total, what = max(0, limit-used), limit, "the JetStream store limit"
+		}
+	}
 	g.free.Set(float64(free))
 	g.mu.Lock()
 	wasFull := g.err != nil
 	g.mu.Unlock()
 	switch {
 	case !wasFull && free < g.cfg.MinFree:
-		fe := &FullError{Dir: g.cfg.Dir, Free: free, Total: total}
-		g.set(fe)
-		g.log.Error("storage full: new messages are refused until space is freed", "dir", g.cfg.Dir,
+		g.set(&FullError{What: what, Free: free, Total: total})
+		g.log.Error("storage full: new messages are refused until space is freed", "full", what,
 			"free_bytes", free, "total_bytes", total, "reserve_bytes", g.cfg.MinFree)
 	case wasFull && free >= 2*g.cfg.MinFree:
 		if g.onRecover != nil {
@@ -166,7 +180,7 @@ func (g *Guard) Check(ctx context.Context) {
 		g.set(nil)
 		g.log.Info("storage recovered: accepting messages again", "dir", g.cfg.Dir, "free_bytes", free)
 	case wasFull:
-		g.set(&FullError{Dir: g.cfg.Dir, Free: free, Total: total})
+		g.set(&FullError{What: what, Free: free, Total: total})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,4 +97,28 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+func TestStoreLimit(t *testing.T) {
+	dir := t.TempDir()
+	var used int64
+	const limit = 100 << 20
+	g, err := storeguard.New(storeguard.Config{Dir: dir, MinFree: 10 << 20,
+		Usage: func() (int64, int64, error) { return used, limit, nil }},
+		slog.New(slog.DiscardHandler), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		used int64
+		full bool
+	}{{0, false}, {95 << 20, true}, {85 << 20, true}, {70 << 20, false}}
+	for _, tt := range tests {
+		used = tt.used
+		g.Check(t.Context())
+		err := g.Err()
+		if (err != nil) != tt.full || err != nil && !strings.Contains(err.Error(), "JetStream store limit") {
+			t.Errorf("used %d MiB of 100: Err() = %v, want full %v", tt.used>>20, err, tt.full)
+		}
+	}
 }

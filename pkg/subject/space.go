@@ -128,6 +128,35 @@ func (s Space) Consolidate(sessionKey string) string {
 // ConsolidateAll matches every consolidation request.
 func (s Space) ConsolidateAll() string { return s.prefix + ".memory.consolidate.>" }
 
+// ScheduleAll matches every subject of the schedule stream.
+func (s Space) ScheduleAll() string { return s.prefix + ".sched.>" }
+
+// ScheduleJob is the subject that holds a session's job id (the job's
+// definition, one message per subject).
+func (s Space) ScheduleJob(sessionKey, id string) string {
+	return s.prefix + ".sched.job." + Token(sessionKey) + "." + id
+}
+
+// ScheduleJobs matches the jobs of a session, or of every session when
+// sessionKey is empty.
+func (s Space) ScheduleJobs(sessionKey string) string {
+	if sessionKey == "" {
+		return s.prefix + ".sched.job.*.*"
+	}
+	return s.prefix + ".sched.job." + Token(sessionKey) + ".*"
+}
+
+// ScheduleJobsNamed matches the jobs called id, whatever their session.
+func (s Space) ScheduleJobsNamed(id string) string { return s.prefix + ".sched.job.*." + id }
+
+// ScheduleFire is the subject a session's job id fires on.
+func (s Space) ScheduleFire(sessionKey, id string) string {
+	return s.prefix + ".sched.fire." + Token(sessionKey) + "." + id
+}
+
+// ScheduleFireAll matches every job's fires.
+func (s Space) ScheduleFireAll() string { return s.prefix + ".sched.fire.>" }
+
 // Stream and bucket names. JetStream names may not contain '.', so they
 // are built from the upper-cased prefix.
 

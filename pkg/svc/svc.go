@@ -73,7 +73,7 @@ func (f *Flags) LoadConfig() (*config.File, error) {
 func BusConfig(file *config.File, name string) bus.Config {
 	n := file.NATS
 	return bus.Config{
-		URL: n.URL, CredsFile: n.CredsFile, Prefix: n.Prefix, Name: name,
+		URL: n.URL, CredsFile: n.CredsFile, Prefix: n.Prefix, Domain: n.Domain, Name: name,
 		TLS: bus.TLSConfig{CertFile: n.TLS.CertFile, KeyFile: n.TLS.KeyFile, CAFile: n.TLS.CAFile},
 	}
 }

@@ -43,6 +43,7 @@ type Client struct {
 	liveness    time.Duration
 	callTimeout time.Duration
 	maxRetries  int
+	allRunners  int // 0: unknown
 
 	muxOnce  sync.Once
 	muxErr   error
@@ -113,7 +114,7 @@ func (c *Client) Catalog(ctx context.Context) ([]*nanofleetv1.ToolDefinition, er
 	answers := []*nats.Msg{first}
 	window := min(max(3*time.Since(start), catalogGatherMin), catalogGatherMax)
 	wctx, cancel := context.WithTimeout(ctx, window)
-	for {
+	for c.allRunners == 0 || len(answers) < c.allRunners {
 		m, err := sub.NextMsgWithContext(wctx)
 		if err != nil {
 			break

@@ -224,6 +224,7 @@ func TestOptionsValidate(t *testing.T) {
 		toolclient.WithCallTimeout(0),
 		toolclient.WithMaxRetries(-1),
 		toolclient.WithLogger(nil),
+		toolclient.WithAllRunners(-1),
 	} {
 		if _, err := toolclient.New(b, opt); !errors.Is(err, toolclient.ErrInvalidOption) {
 			t.Errorf("option accepted: %v", err)
@@ -233,36 +234,92 @@ func TestOptionsValidate(t *testing.T) {
 
 // TestCatalogMergesRunners: every runner answers the catalog; the client
 // returns the union, and a tool two runners define differently gets the
-// same definition whichever answers first.
+// same definition whichever answers first (each order is tried, so a
+// "first answer wins" merge fails one of them).
 func TestCatalogMergesRunners(t *testing.T) {
-	f := newFleet(t)
-	answer := func(delay time.Duration, defs ...*nanofleetv1.ToolDefinition) {
-		data, _ := proto.Marshal(&nanofleetv1.ToolCatalog{Tools: defs})
-		sub, err := f.runner.NC.Subscribe(toolclient.CatalogSubject(f.runner.Space), func(m *nats.Msg) {
-			time.Sleep(delay)
-			m.Respond(data)
+	for _, tc := range []struct {
+		name           string
+		delay1, delay2 time.Duration
+	}{
+		{"runner 1 answers first", 0, 20 * time.Millisecond},
+		{"runner 2 answers first", 20 * time.Millisecond, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFleet(t)
+			answer := func(delay time.Duration, defs ...*nanofleetv1.ToolDefinition) {
+				data, _ := proto.Marshal(&nanofleetv1.ToolCatalog{Tools: defs})
+				sub, err := f.runner.NC.Subscribe(toolclient.CatalogSubject(f.runner.Space), func(m *nats.Msg) {
+					time.Sleep(delay)
+					m.Respond(data)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { sub.Unsubscribe() })
+			}
+			answer(tc.delay1, &nanofleetv1.ToolDefinition{Name: "exec"}, &nanofleetv1.ToolDefinition{Name: "mcp_a_x", Description: "from runner 1"})
+			answer(tc.delay2, &nanofleetv1.ToolDefinition{Name: "exec"}, &nanofleetv1.ToolDefinition{Name: "mcp_b_y"},
+				&nanofleetv1.ToolDefinition{Name: "mcp_a_x", Description: "from runner 2"})
+			answer(0, []*nanofleetv1.ToolDefinition{}...) // a runner without tools
+			f.runner.NC.Flush()
+			for range 3 {
+				defs, err := f.client.Catalog(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, d := range defs {
+					names = append(names, d.GetName()+"="+d.GetDescription())
+				}
+				if got := strings.Join(names, ","); got != "exec=,mcp_a_x=from runner 1,mcp_b_y=" {
+					t.Fatalf("merged catalog %s", got)
+				}
+			}
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { sub.Unsubscribe() })
 	}
-	answer(0, &nanofleetv1.ToolDefinition{Name: "exec"}, &nanofleetv1.ToolDefinition{Name: "mcp_a_x", Description: "from runner 1"})
-	answer(20*time.Millisecond, &nanofleetv1.ToolDefinition{Name: "exec"}, &nanofleetv1.ToolDefinition{Name: "mcp_b_y"},
-		&nanofleetv1.ToolDefinition{Name: "mcp_a_x", Description: "from runner 2"})
-	answer(0, []*nanofleetv1.ToolDefinition{}...) // a runner without tools
-	f.runner.NC.Flush()
-	for range 3 {
-		defs, err := f.client.Catalog(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, d := range defs {
-			names = append(names, d.GetName()+"="+d.GetDescription())
-		}
-		if got := strings.Join(names, ","); got != "exec=,mcp_a_x=from runner 1,mcp_b_y=" {
-			t.Fatalf("merged catalog %s", got)
-		}
+}
+
+// TestCatalogAllRunners: told how many runners the fleet has, the client
+// stops gathering when that many have answered, so a slower runner's
+// tools (which a fleet of one runner cannot have) are not waited for.
+func TestCatalogAllRunners(t *testing.T) {
+	tests := []struct {
+		name      string
+		runners   int
+		wantTools string
+	}{
+		{"window waited out", 0, "exec,mcp_slow_x"},
+		{"one runner: first answer only", 1, "exec"},
+		{"two runners: both", 2, "exec,mcp_slow_x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFleet(t, toolclient.WithAllRunners(tt.runners))
+			answer := func(delay time.Duration, defs ...*nanofleetv1.ToolDefinition) {
+				data, _ := proto.Marshal(&nanofleetv1.ToolCatalog{Tools: defs})
+				sub, err := f.runner.NC.Subscribe(toolclient.CatalogSubject(f.runner.Space), func(m *nats.Msg) {
+					time.Sleep(delay)
+					m.Respond(data)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { sub.Unsubscribe() })
+			}
+			answer(0, &nanofleetv1.ToolDefinition{Name: "exec"})
+			answer(20*time.Millisecond, &nanofleetv1.ToolDefinition{Name: "mcp_slow_x"})
+			f.runner.NC.Flush()
+			defs, err := f.client.Catalog(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, d := range defs {
+				names = append(names, d.GetName())
+			}
+			if got := strings.Join(names, ","); got != tt.wantTools {
+				t.Errorf("tools %s, want %s", got, tt.wantTools)
+			}
+		})
 	}
 }

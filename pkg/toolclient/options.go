@@ -56,3 +56,18 @@ func WithMaxRetries(n int) Option {
 		return nil
 	}
 }
+
+// WithAllRunners says the fleet has exactly n tool runners, so Catalog
+// stops gathering answers when n have answered instead of waiting out its
+// window (at least 50 ms). For a fleet that cannot grow: the all-in-one
+// whose embedded server accepts no other processes, as `agent -m` starts
+// for one turn. Zero (the default) always waits the window.
+func WithAllRunners(n int) Option {
+	return func(c *Client) error {
+		if n < 0 {
+			return fmt.Errorf("%w: runners %d is negative", ErrInvalidOption, n)
+		}
+		c.allRunners = n
+		return nil
+	}
+}

@@ -110,6 +110,12 @@ func parseBenchFlags(env *environment, args []string, c bench.Config) (*benchFla
 	intList(fs, &p.SlotSessions, "slot-sessions", "concurrent sessions of the slow-model all-in-one sweep")
 	fs.IntVar(&p.SlotTurns, "slot-turns", c.SlotTurns, "turns per session of the slow-model sweep")
 	fs.IntVar(&p.Slots, "slots", c.Slots, "turnsPerWorker of the slow-model all-in-one")
+	intList(fs, &p.ShippedSessions, "shipped-sessions", "concurrent sessions of the all-in-one as shipped (no worker settings) at --latency")
+	fs.IntVar(&p.ShippedTurns, "shipped-turns", c.ShippedTurns, "turns per session of the all-in-one as shipped")
+	intList(fs, &p.TTFTSessions, "ttft-sessions", "concurrent sessions of the time-to-first-token suite")
+	fs.IntVar(&p.TTFTTurns, "ttft-turns", c.TTFTTurns, "measured turns per session of the time-to-first-token suite")
+	fs.DurationVar(&p.TTFTRest, "ttft-rest", c.TTFTRest, "how long the streaming model takes after its first chunk")
+	fs.IntVar(&p.OneShotRuns, "oneshot-runs", c.OneShotRuns, "runs of each mode of `agent -m` in the one-shot suite")
 	intList(fs, &p.WorkerCounts, "workers", "agent-worker process counts to compare")
 	fs.IntVar(&p.SlotsPerWorker, "slots-per-worker", c.SlotsPerWorker, "turnsPerWorker of each worker process")
 	fs.IntVar(&p.WorkerSessions, "worker-sessions", c.WorkerSessions, "concurrent sessions of the workers suite")
@@ -136,6 +142,11 @@ func quickConfig(c bench.Config) bench.Config {
 	c.ZeroTurns = 400
 	c.SlotSessions = []int{10, 100}
 	c.SlotTurns = 2
+	c.ShippedSessions = []int{10, 100}
+	c.ShippedTurns = 2
+	c.TTFTSessions = []int{1, 20}
+	c.TTFTTurns = 2
+	c.OneShotRuns = 2
 	c.SlowLatency = 200 * time.Millisecond
 	c.WorkerCounts = []int{1, 2}
 	c.WorkerSessions = 32

@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
@@ -14,6 +16,7 @@ func statusCmd(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	var c common
 	env.register(fs, &c)
+	usageTop := fs.Int("usage-top", 5, "token usage: how many models, users and sessions to list (0: skip reading the history)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,5 +46,31 @@ func statusCmd(ctx context.Context, env *environment, args []string) error {
 	for _, name := range []string{"agent-worker", "tool-runner", "memory-consolidator", "channel-gateway"} {
 		fmt.Fprintf(w, "%s\t%d\n", name, counts[name])
 	}
+	if hist, ok := st.Stream(b.Space.HistoryStream()); ok && *usageTop > 0 {
+		u := fleetstatus.NewUsage(b.Space)
+		if err := u.Update(ctx, b.Direct, hist); err != nil {
+			fmt.Fprintf(w, "\nTOKENS\tunknown: %v\n", err)
+		} else {
+			writeUsage(w, u.Summary(*usageTop))
+		}
+	}
 	return w.Flush()
+}
+
+// writeUsage prints the token usage over the turn records the history
+// stream keeps: the total, then the top models, users and sessions.
+func writeUsage(w io.Writer, s fleetstatus.UsageSummary) {
+	fmt.Fprintln(w, "\nTOKENS (turns kept in history)\tTURNS\tMODEL CALLS\tPROMPT\tCACHED\tCOMPLETION\tREASONING")
+	row := func(label string, t fleetstatus.Tokens) {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", label, t.Turns, t.ModelCalls, t.Prompt, t.Cached, t.Completion, t.Reasoning)
+	}
+	row("total", s.Total)
+	for _, g := range []struct {
+		name string
+		ts   []fleetstatus.Tokens
+	}{{"model", s.Models}, {"user", s.Users}, {"session", s.Sessions}} {
+		for _, t := range g.ts {
+			row(g.name+" "+t.Key, t)
+		}
+	}
 }

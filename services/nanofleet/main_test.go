@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
 func testEnv(t *testing.T, vars map[string]string) (*environment, *bytes.Buffer, *bytes.Buffer) {
@@ -129,5 +133,75 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d, %q", got, stderr.String(), c.want, c.wantStderr)
 			}
 		})
+	}
+}
+
+// TestStatusShowsTokenUsage: `nanofleet status` sums the usage the turns
+// recorded, in total and per model, user and session (issue 16.7). The
+// turns go through `agent -m` joining a running all-in-one.
+func TestStatusShowsTokenUsage(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	llm.Enqueue(llmtest.Text("one").WithUsage(100, 10).WithTokenDetails(40, 2), llmtest.Text("two").WithUsage(200, 20))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	file := config.Defaults()
+	data := fmt.Sprintf(`{"nats": {"port": %d}, "agents": {"defaults": {"model": "usage-model"}}, "providers": {"custom": {"apiKey": "k", "apiBase": %q}}}`, port, llm.URL())
+	if err := config.Parse(file, []byte(data), func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fleet.Start(ctx, fleet.Options{
+		File: file, Getenv: func(string) string { return "" }, Log: slog.New(slog.DiscardHandler),
+		DataDir: t.TempDir(), Workspace: t.TempDir(), Listen: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	env, out, _ := testEnv(t, nil)
+	for _, m := range []string{"first", "second"} {
+		if err := dispatch(ctx, env, []string{"agent", "--nats", url, "-m", m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out.Reset()
+	if err := dispatch(ctx, env, []string{"status", "--nats", url}); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	for line := range strings.SplitSeq(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 8 {
+			rows[f[0]+" "+f[1]] = f[2:]
+		} else if len(f) == 7 && f[0] == "total" {
+			rows["total"] = f[1:]
+		}
+	}
+	// turns, model calls, prompt, cached, completion, reasoning
+	const want = "2 2 300 40 30 2"
+	for _, key := range []string{"total", "model usage-model"} {
+		if got := strings.Join(rows[key], " "); got != want {
+			t.Errorf("%s: %q, want %q\n%s", key, got, want, out.String())
+		}
+	}
+	var users, sessions int
+	for k, v := range rows {
+		if strings.Join(v, " ") != want {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(k, "user cli:"):
+			users++
+		case strings.HasPrefix(k, "session cli:"):
+			sessions++
+		}
+	}
+	if users != 1 || sessions != 1 {
+		t.Errorf("want one cli user and one cli session with all the tokens\n%s", out.String())
 	}
 }

@@ -23,6 +23,9 @@ type Reply struct {
 	// PromptTokens and CompletionTokens override the usage reported (by
 	// default a rough estimate of four bytes per token).
 	PromptTokens, CompletionTokens int
+	// CachedTokens and ReasoningTokens, when set, are reported in the
+	// usage's prompt_tokens_details and completion_tokens_details.
+	CachedTokens, ReasoningTokens int
 
 	// Status, when neither 0 nor 200, makes the reply an OpenAI-style
 	// error with this HTTP status.
@@ -79,6 +82,13 @@ func (r Reply) WithChunkDelay(d time.Duration) Reply { r.ChunkDelay = d; return 
 // WithUsage returns r reporting these token counts.
 func (r Reply) WithUsage(prompt, completion int) Reply {
 	r.PromptTokens, r.CompletionTokens = prompt, completion
+	return r
+}
+
+// WithTokenDetails returns r reporting these cached prompt tokens and
+// reasoning tokens.
+func (r Reply) WithTokenDetails(cached, reasoning int) Reply {
+	r.CachedTokens, r.ReasoningTokens = cached, reasoning
 	return r
 }
 

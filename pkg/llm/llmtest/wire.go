@@ -49,9 +49,19 @@ type functionWire struct {
 }
 
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens            int                `json:"prompt_tokens"`
+	CompletionTokens        int                `json:"completion_tokens"`
+	TotalTokens             int                `json:"total_tokens"`
+	PromptTokensDetails     *promptDetails     `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *completionDetails `json:"completion_tokens_details,omitempty"`
+}
+
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+type completionDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
 }
 
 type chunk struct {
@@ -164,6 +174,12 @@ func modelOf(req *RecordedRequest, r *Reply) string {
 
 func usageOf(req *RecordedRequest, r *Reply) usage {
 	u := usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens}
+	if r.CachedTokens > 0 {
+		u.PromptTokensDetails = &promptDetails{CachedTokens: r.CachedTokens}
+	}
+	if r.ReasoningTokens > 0 {
+		u.CompletionTokensDetails = &completionDetails{ReasoningTokens: r.ReasoningTokens}
+	}
 	if u.PromptTokens == 0 {
 		n := 0
 		for i := range req.Messages {

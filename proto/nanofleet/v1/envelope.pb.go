@@ -399,7 +399,9 @@ type OutboundMessage struct {
 	// Marks the last durable reply of its turn, so a client waiting for the
 	// turn to end knows when it did (also when the message tool answered
 	// and no final reply follows).
-	LastOfTurn    bool `protobuf:"varint,12,opt,name=last_of_turn,json=lastOfTurn,proto3" json:"last_of_turn,omitempty"`
+	LastOfTurn bool `protobuf:"varint,12,opt,name=last_of_turn,json=lastOfTurn,proto3" json:"last_of_turn,omitempty"`
+	// The turn's token usage, on its last reply only.
+	Usage         *TokenUsage `protobuf:"bytes,13,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -518,6 +520,102 @@ func (x *OutboundMessage) GetLastOfTurn() bool {
 	return false
 }
 
+func (x *OutboundMessage) GetUsage() *TokenUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+// TokenUsage is what the model reported for a turn's model calls, summed.
+type TokenUsage struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	PromptTokens     int64                  `protobuf:"varint,1,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	CompletionTokens int64                  `protobuf:"varint,2,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	// Prompt tokens served from the provider's prompt cache (part of
+	// prompt_tokens).
+	CachedTokens int64 `protobuf:"varint,3,opt,name=cached_tokens,json=cachedTokens,proto3" json:"cached_tokens,omitempty"`
+	// Completion tokens spent reasoning (part of completion_tokens).
+	ReasoningTokens int64 `protobuf:"varint,4,opt,name=reasoning_tokens,json=reasoningTokens,proto3" json:"reasoning_tokens,omitempty"`
+	// Model calls the turn made, and the model that answered the last one.
+	ModelCalls    int32  `protobuf:"varint,5,opt,name=model_calls,json=modelCalls,proto3" json:"model_calls,omitempty"`
+	Model         string `protobuf:"bytes,6,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenUsage) Reset() {
+	*x = TokenUsage{}
+	mi := &file_nanofleet_v1_envelope_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenUsage) ProtoMessage() {}
+
+func (x *TokenUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_nanofleet_v1_envelope_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenUsage.ProtoReflect.Descriptor instead.
+func (*TokenUsage) Descriptor() ([]byte, []int) {
+	return file_nanofleet_v1_envelope_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *TokenUsage) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *TokenUsage) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
+}
+
+func (x *TokenUsage) GetCachedTokens() int64 {
+	if x != nil {
+		return x.CachedTokens
+	}
+	return 0
+}
+
+func (x *TokenUsage) GetReasoningTokens() int64 {
+	if x != nil {
+		return x.ReasoningTokens
+	}
+	return 0
+}
+
+func (x *TokenUsage) GetModelCalls() int32 {
+	if x != nil {
+		return x.ModelCalls
+	}
+	return 0
+}
+
+func (x *TokenUsage) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
 // DeadLetter wraps a message the fleet gave up on, published on
 // <prefix>.dlq.<source>.
 type DeadLetter struct {
@@ -541,7 +639,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_nanofleet_v1_envelope_proto_msgTypes[3]
+	mi := &file_nanofleet_v1_envelope_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -553,7 +651,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_nanofleet_v1_envelope_proto_msgTypes[3]
+	mi := &file_nanofleet_v1_envelope_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -566,7 +664,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_nanofleet_v1_envelope_proto_rawDescGZIP(), []int{3}
+	return file_nanofleet_v1_envelope_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeadLetter) GetSubject() string {
@@ -647,7 +745,7 @@ const file_nanofleet_v1_envelope_proto_rawDesc = "" +
 	"senderName\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x84\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb4\x04\n" +
 	"\x0fOutboundMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\tR\achannel\x12\x17\n" +
@@ -664,10 +762,20 @@ const file_nanofleet_v1_envelope_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12 \n" +
 	"\flast_of_turn\x18\f \x01(\bR\n" +
-	"lastOfTurn\x1a;\n" +
+	"lastOfTurn\x12.\n" +
+	"\x05usage\x18\r \x01(\v2\x18.nanofleet.v1.TokenUsageR\x05usage\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc7\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe5\x01\n" +
+	"\n" +
+	"TokenUsage\x12#\n" +
+	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
+	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12#\n" +
+	"\rcached_tokens\x18\x03 \x01(\x03R\fcachedTokens\x12)\n" +
+	"\x10reasoning_tokens\x18\x04 \x01(\x03R\x0freasoningTokens\x12\x1f\n" +
+	"\vmodel_calls\x18\x05 \x01(\x05R\n" +
+	"modelCalls\x12\x14\n" +
+	"\x05model\x18\x06 \x01(\tR\x05model\"\xc7\x02\n" +
 	"\n" +
 	"DeadLetter\x12\x18\n" +
 	"\asubject\x18\x01 \x01(\tR\asubject\x12\x16\n" +
@@ -712,35 +820,37 @@ func file_nanofleet_v1_envelope_proto_rawDescGZIP() []byte {
 }
 
 var file_nanofleet_v1_envelope_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nanofleet_v1_envelope_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_nanofleet_v1_envelope_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_nanofleet_v1_envelope_proto_goTypes = []any{
 	(InboundKind)(0),              // 0: nanofleet.v1.InboundKind
 	(OutboundKind)(0),             // 1: nanofleet.v1.OutboundKind
 	(*MediaRef)(nil),              // 2: nanofleet.v1.MediaRef
 	(*InboundMessage)(nil),        // 3: nanofleet.v1.InboundMessage
 	(*OutboundMessage)(nil),       // 4: nanofleet.v1.OutboundMessage
-	(*DeadLetter)(nil),            // 5: nanofleet.v1.DeadLetter
-	nil,                           // 6: nanofleet.v1.InboundMessage.MetadataEntry
-	nil,                           // 7: nanofleet.v1.OutboundMessage.MetadataEntry
-	nil,                           // 8: nanofleet.v1.DeadLetter.HeadersEntry
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*TokenUsage)(nil),            // 5: nanofleet.v1.TokenUsage
+	(*DeadLetter)(nil),            // 6: nanofleet.v1.DeadLetter
+	nil,                           // 7: nanofleet.v1.InboundMessage.MetadataEntry
+	nil,                           // 8: nanofleet.v1.OutboundMessage.MetadataEntry
+	nil,                           // 9: nanofleet.v1.DeadLetter.HeadersEntry
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_nanofleet_v1_envelope_proto_depIdxs = []int32{
 	2,  // 0: nanofleet.v1.InboundMessage.media:type_name -> nanofleet.v1.MediaRef
-	6,  // 1: nanofleet.v1.InboundMessage.metadata:type_name -> nanofleet.v1.InboundMessage.MetadataEntry
-	9,  // 2: nanofleet.v1.InboundMessage.received_at:type_name -> google.protobuf.Timestamp
+	7,  // 1: nanofleet.v1.InboundMessage.metadata:type_name -> nanofleet.v1.InboundMessage.MetadataEntry
+	10, // 2: nanofleet.v1.InboundMessage.received_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: nanofleet.v1.InboundMessage.kind:type_name -> nanofleet.v1.InboundKind
 	2,  // 4: nanofleet.v1.OutboundMessage.media:type_name -> nanofleet.v1.MediaRef
 	1,  // 5: nanofleet.v1.OutboundMessage.kind:type_name -> nanofleet.v1.OutboundKind
-	7,  // 6: nanofleet.v1.OutboundMessage.metadata:type_name -> nanofleet.v1.OutboundMessage.MetadataEntry
-	9,  // 7: nanofleet.v1.OutboundMessage.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 8: nanofleet.v1.DeadLetter.failed_at:type_name -> google.protobuf.Timestamp
-	8,  // 9: nanofleet.v1.DeadLetter.headers:type_name -> nanofleet.v1.DeadLetter.HeadersEntry
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	8,  // 6: nanofleet.v1.OutboundMessage.metadata:type_name -> nanofleet.v1.OutboundMessage.MetadataEntry
+	10, // 7: nanofleet.v1.OutboundMessage.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 8: nanofleet.v1.OutboundMessage.usage:type_name -> nanofleet.v1.TokenUsage
+	10, // 9: nanofleet.v1.DeadLetter.failed_at:type_name -> google.protobuf.Timestamp
+	9,  // 10: nanofleet.v1.DeadLetter.headers:type_name -> nanofleet.v1.DeadLetter.HeadersEntry
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_nanofleet_v1_envelope_proto_init() }
@@ -754,7 +864,7 @@ func file_nanofleet_v1_envelope_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nanofleet_v1_envelope_proto_rawDesc), len(file_nanofleet_v1_envelope_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

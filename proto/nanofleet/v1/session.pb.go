@@ -205,6 +205,11 @@ type TurnRecord struct {
 	CompletedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
 	// Marks a session reset (/new): history before it is not loaded.
 	ClearsHistory bool `protobuf:"varint,8,opt,name=clears_history,json=clearsHistory,proto3" json:"clears_history,omitempty"`
+	// Tokens the turn's model calls used; unset for turns without any.
+	Usage *TokenUsage `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
+	// Who sent the message the turn answered (the inbound sender id), for
+	// usage per user.
+	SenderId      string `protobuf:"bytes,10,opt,name=sender_id,json=senderId,proto3" json:"sender_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -293,6 +298,20 @@ func (x *TurnRecord) GetClearsHistory() bool {
 		return x.ClearsHistory
 	}
 	return false
+}
+
+func (x *TurnRecord) GetUsage() *TokenUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *TurnRecord) GetSenderId() string {
+	if x != nil {
+		return x.SenderId
+	}
+	return ""
 }
 
 // TurnCheckpoint is a turn in progress, saved after each model and tool step
@@ -635,7 +654,7 @@ const file_nanofleet_v1_session_proto_rawDesc = "" +
 	"\x11reasoning_content\x18\x06 \x01(\tR\x10reasoningContent\x12,\n" +
 	"\x05media\x18\a \x03(\v2\x16.nanofleet.v1.MediaRefR\x05media\x129\n" +
 	"\n" +
-	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xdc\x02\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xa9\x03\n" +
 	"\n" +
 	"TurnRecord\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1d\n" +
@@ -648,7 +667,10 @@ const file_nanofleet_v1_session_proto_rawDesc = "" +
 	"\bmessages\x18\x05 \x03(\v2\x19.nanofleet.v1.ChatMessageR\bmessages\x127\n" +
 	"\areplies\x18\x06 \x03(\v2\x1d.nanofleet.v1.OutboundMessageR\areplies\x12=\n" +
 	"\fcompleted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x12%\n" +
-	"\x0eclears_history\x18\b \x01(\bR\rclearsHistory\"\xf4\x01\n" +
+	"\x0eclears_history\x18\b \x01(\bR\rclearsHistory\x12.\n" +
+	"\x05usage\x18\t \x01(\v2\x18.nanofleet.v1.TokenUsageR\x05usage\x12\x1b\n" +
+	"\tsender_id\x18\n" +
+	" \x01(\tR\bsenderId\"\xf4\x01\n" +
 	"\x0eTurnCheckpoint\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1f\n" +
 	"\vinbound_seq\x18\x02 \x01(\x04R\n" +
@@ -704,6 +726,7 @@ var file_nanofleet_v1_session_proto_goTypes = []any{
 	(*MediaRef)(nil),              // 7: nanofleet.v1.MediaRef
 	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
 	(*OutboundMessage)(nil),       // 9: nanofleet.v1.OutboundMessage
+	(*TokenUsage)(nil),            // 10: nanofleet.v1.TokenUsage
 }
 var file_nanofleet_v1_session_proto_depIdxs = []int32{
 	0,  // 0: nanofleet.v1.ChatMessage.tool_calls:type_name -> nanofleet.v1.ToolCall
@@ -712,16 +735,17 @@ var file_nanofleet_v1_session_proto_depIdxs = []int32{
 	1,  // 3: nanofleet.v1.TurnRecord.messages:type_name -> nanofleet.v1.ChatMessage
 	9,  // 4: nanofleet.v1.TurnRecord.replies:type_name -> nanofleet.v1.OutboundMessage
 	8,  // 5: nanofleet.v1.TurnRecord.completed_at:type_name -> google.protobuf.Timestamp
-	1,  // 6: nanofleet.v1.TurnCheckpoint.messages:type_name -> nanofleet.v1.ChatMessage
-	9,  // 7: nanofleet.v1.TurnCheckpoint.replies:type_name -> nanofleet.v1.OutboundMessage
-	8,  // 8: nanofleet.v1.SessionInfo.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 9: nanofleet.v1.SessionInfo.updated_at:type_name -> google.protobuf.Timestamp
-	8,  // 10: nanofleet.v1.ConsolidationRequest.requested_at:type_name -> google.protobuf.Timestamp
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	10, // 6: nanofleet.v1.TurnRecord.usage:type_name -> nanofleet.v1.TokenUsage
+	1,  // 7: nanofleet.v1.TurnCheckpoint.messages:type_name -> nanofleet.v1.ChatMessage
+	9,  // 8: nanofleet.v1.TurnCheckpoint.replies:type_name -> nanofleet.v1.OutboundMessage
+	8,  // 9: nanofleet.v1.SessionInfo.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 10: nanofleet.v1.SessionInfo.updated_at:type_name -> google.protobuf.Timestamp
+	8,  // 11: nanofleet.v1.ConsolidationRequest.requested_at:type_name -> google.protobuf.Timestamp
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_nanofleet_v1_session_proto_init() }

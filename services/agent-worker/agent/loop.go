@@ -77,7 +77,11 @@ type Result struct {
 	Iterations int
 	// Forced reports that the budget ran out and the answer was forced.
 	Forced bool
-	Usage  llm.Usage
+	// Usage sums the tokens of the run's model calls; ModelCalls counts
+	// them and Model is the model that answered the last one.
+	Usage      llm.Usage
+	ModelCalls int
+	Model      string
 }
 
 // Loop runs turns.
@@ -137,8 +141,11 @@ func (l *Loop) Run(ctx context.Context, turn Turn, tools Toolset, hooks Hooks) (
 		if err != nil {
 			return res, fmt.Errorf("%w: %w", ErrModel, err)
 		}
-		res.Usage.PromptTokens += resp.Usage.PromptTokens
-		res.Usage.CompletionTokens += resp.Usage.CompletionTokens
+		res.Usage = res.Usage.Add(resp.Usage)
+		res.ModelCalls++
+		if resp.Model != "" {
+			res.Model = resp.Model
+		}
 		if forced && (len(resp.ToolCalls) > 0 || strings.TrimSpace(resp.Content) == "") {
 			// The model would not stop: the user still gets an answer
 			// saying so, with what the turn did.

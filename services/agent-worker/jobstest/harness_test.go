@@ -19,13 +19,13 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
-	"github.com/nanofleet/nanofleet/pkg/heartbeat"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
-	"github.com/nanofleet/nanofleet/pkg/subagent"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/heartbeat"
+	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 )
 

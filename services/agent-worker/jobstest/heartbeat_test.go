@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/heartbeat"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/heartbeat"
 )
 
 // TestHeartbeatNotifiesOnlyWhenNeeded: the heartbeat runs HEARTBEAT.md's

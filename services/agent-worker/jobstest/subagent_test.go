@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
-	"github.com/nanofleet/nanofleet/pkg/subagent"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 )
 
 func isChildRequest(r *llmtest.RecordedRequest) bool {

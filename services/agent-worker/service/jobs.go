@@ -9,10 +9,10 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
-	"github.com/nanofleet/nanofleet/pkg/heartbeat"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
-	"github.com/nanofleet/nanofleet/pkg/subagent"
+	"github.com/nanofleet/nanofleet/services/agent-worker/heartbeat"
+	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 )
 
 // ScheduleSection is the config file's "schedule" section: the heartbeat

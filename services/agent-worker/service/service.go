@@ -23,9 +23,9 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
-	"github.com/nanofleet/nanofleet/pkg/subagent"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
+	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 )
 
@@ -40,6 +40,8 @@ type Section struct {
 	// ModelRetries is how often a failed model call is retried before the
 	// user gets an error reply.
 	ModelRetries int `json:"modelRetries"`
+	// DailyTokenBudget is each user's tokens per UTC day; 0: none.
+	DailyTokenBudget int64 `json:"dailyTokenBudget"`
 }
 
 // DefaultSection mirrors worker.DefaultConfig.
@@ -108,6 +110,7 @@ func Config(file *config.File, id, workspace string) (worker.Config, Section, er
 	cfg.TurnTimeout = time.Duration(sec.TurnTimeoutSeconds) * time.Second
 	cfg.MaxAttempts = sec.MaxAttempts
 	cfg.ShutdownGrace = time.Duration(sec.ShutdownGraceSeconds) * time.Second
+	cfg.DailyTokenBudget = sec.DailyTokenBudget
 	cfg.Model = d.Model
 	cfg.Loop = agent.Config{MaxIterations: d.MaxToolIterations, Temperature: d.Temperature, MaxTokens: d.MaxTokens}
 	cfg.ContextWindowTokens = d.ContextWindowTokens
@@ -149,10 +152,10 @@ func (n noKey) Chat(context.Context, llm.Request) (*llm.Response, error) {
 }
 
 // Assets declares the JetStream assets a worker uses besides the core
-// layout: the memory streams, the schedule stream and the subagents
-// bucket.
+// layout: the usage bucket of the token budget, the memory streams, the
+// schedule stream and the subagents bucket.
 func Assets(sp subject.Space, l bus.Layout) bus.Assets {
-	return bus.Join(memory.Assets, schedule.Assets, subagent.Assets)(sp, l)
+	return bus.Join(worker.Assets, memory.Assets, schedule.Assets, subagent.Assets)(sp, l)
 }
 
 // New assembles a worker; the core layout and [Assets] must have been
@@ -319,8 +322,13 @@ func (i instrumented) Chat(ctx context.Context, req llm.Request) (*llm.Response,
 	model := req.Model
 	i.m.ModelRequestDuration.WithLabelValues(i.provider, model).Observe(time.Since(start).Seconds())
 	if resp != nil {
-		i.m.ModelTokens.WithLabelValues(i.provider, model, observe.TokensPrompt).Add(float64(resp.Usage.PromptTokens))
-		i.m.ModelTokens.WithLabelValues(i.provider, model, observe.TokensCompletion).Add(float64(resp.Usage.CompletionTokens))
+		u := resp.Usage
+		for kind, n := range map[string]int{
+			observe.TokensPrompt: u.PromptTokens, observe.TokensCompletion: u.CompletionTokens,
+			observe.TokensCached: u.CachedTokens, observe.TokensReasoning: u.ReasoningTokens,
+		} {
+			i.m.ModelTokens.WithLabelValues(i.provider, model, kind).Add(float64(n))
+		}
 	}
 	return resp, err
 }

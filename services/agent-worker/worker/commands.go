@@ -92,6 +92,12 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 			msgs += len(tr.Record.GetMessages())
 		}
 		text = fmt.Sprintf("Model: %s\nSession: %s\nMessages in context: %d (%d turns)\nWorker: %s", model, t.key, msgs, len(hist.Turns), w.cfg.ID)
+		if u, turns, err := w.sessions.Usage(ctx, t.key); err != nil {
+			t.log.Warn("/status: usage", "err", err)
+			text += "\nTokens: unknown (" + err.Error() + ")"
+		} else {
+			text += "\n" + formatUsage(u, turns)
+		}
 	case c.name == "/model":
 		if len(c.args) == 0 {
 			model := w.cfg.Model
@@ -119,6 +125,15 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 		return "", err
 	}
 	return "command", nil
+}
+
+// formatUsage is /status's line on the session's tokens.
+func formatUsage(u *nanofleetv1.TokenUsage, turns int) string {
+	if turns == 0 {
+		return "Tokens: none used yet"
+	}
+	return fmt.Sprintf("Tokens: %d in (%d cached), %d out (%d reasoning), over %d model calls in %d turns",
+		u.GetPromptTokens(), u.GetCachedTokens(), u.GetCompletionTokens(), u.GetReasoningTokens(), u.GetModelCalls(), turns)
 }
 
 func formatHistory(hist *session.History, n int) string {

@@ -13,10 +13,18 @@ type Config struct {
 	ID string
 	// Agent whose profile and workspace the worker serves.
 	Agent string
-	// Slots is how many turns this worker runs at once.
+	// Slots is how many turns this worker runs at once. A turn spends
+	// nearly all its time waiting on the model, and a waiting turn costs a
+	// goroutine, its prompt and a connection (docs/bench: per-turn cost),
+	// so the default is sized for model latency, not for cores: 200
+	// sessions on a 500 ms model need 200 slots to run at the model's
+	// pace. The provider's own bound (providers.<name>.maxConcurrent,
+	// halved on 429s) is what protects a slow or rate-limited model.
 	Slots int
 	// FleetTurnLimit is the consumer's MaxAckPending: turns in flight
 	// across all workers, including messages waiting for their session.
+	// At least Slots; the default lets 16 workers run at their default
+	// slots.
 	FleetTurnLimit int
 	// AckWait is how long a message may go without InProgress before
 	// JetStream redelivers it; leases and InProgress are renewed at a
@@ -41,14 +49,23 @@ type Config struct {
 	// ShutdownGrace is how long running turns may take to finish after the
 	// worker is told to stop.
 	ShutdownGrace time.Duration
+	// DailyTokenBudget is how many tokens (prompt + completion) one user
+	// (channel and sender id) may spend per UTC day, fleet-wide; 0: no
+	// budget. A turn that starts with the budget spent is answered with a
+	// message saying so, without the model. The turn that crosses it
+	// finishes.
+	DailyTokenBudget int64
 }
+
+// DefaultSlots is the default Config.Slots (worker.turnsPerWorker).
+const DefaultSlots = 1024
 
 // DefaultConfig returns nanobot-like defaults.
 func DefaultConfig() Config {
 	return Config{
 		Agent:               "default",
-		Slots:               16,
-		FleetTurnLimit:      4096,
+		Slots:               DefaultSlots,
+		FleetTurnLimit:      16 * DefaultSlots,
 		AckWait:             30 * time.Second,
 		LeaseTTL:            30 * time.Second,
 		TurnTimeout:         10 * time.Minute,
@@ -80,6 +97,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("worker.maxAttempts: must be at least 1, got %d", c.MaxAttempts)
 	case c.ContextWindowTokens <= c.Loop.MaxTokens:
 		return fmt.Errorf("agents.defaults.contextWindowTokens: %d leaves no room beside maxTokens %d", c.ContextWindowTokens, c.Loop.MaxTokens)
+	case c.DailyTokenBudget < 0:
+		return fmt.Errorf("worker.dailyTokenBudget: must not be negative, got %d", c.DailyTokenBudget)
 	case c.BusyDelay <= 0 || c.MaxBusyDelay < c.BusyDelay:
 		return fmt.Errorf("worker busy delay: want 0 < min <= max")
 	}

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
-	"github.com/nanofleet/nanofleet/pkg/subagent"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 )
 
 // LocalTool is a tool that acts on the fleet and so runs inside the worker.

@@ -355,6 +355,20 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		return t.command(ctx, cmd, info, hist)
 	}
 
+	if w.budget != nil {
+		spent, err := w.budget.spent(ctx, t.in)
+		if err != nil {
+			return "", err
+		}
+		if spent >= w.budget.limit {
+			t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, w.budget.spentText(spent))
+			if err := t.commit(context.WithoutCancel(ctx), hist, &nanofleetv1.TurnRecord{Messages: cp.Messages}); err != nil {
+				return "", err
+			}
+			return "budget_spent", nil
+		}
+	}
+
 	res, runErr := t.think(ctx, cp, info, hist, memory)
 	outcome := "ok"
 	switch {
@@ -381,15 +395,20 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	default:
 		return "", runErr
 	}
-	msgs := cp.Messages
+	rec := &nanofleetv1.TurnRecord{Messages: cp.Messages}
 	if res != nil {
-		msgs = res.Messages
+		rec.Messages, rec.Usage = res.Messages, usageOf(res)
 	}
-	if err := t.commit(context.WithoutCancel(ctx), hist, &nanofleetv1.TurnRecord{Messages: msgs}); err != nil {
+	if err := t.commit(context.WithoutCancel(ctx), hist, rec); err != nil {
 		if bus.TooLarge(err) {
 			return t.tooLarge(context.WithoutCancel(ctx), hist, err)
 		}
 		return "", err
+	}
+	if w.budget != nil && rec.Usage != nil {
+		if err := w.budget.add(context.WithoutCancel(ctx), t.in, rec.Usage); err != nil {
+			t.log.Warn("token budget: turn not counted", "err", err)
+		}
 	}
 	if w.d.Memory != nil {
 		if err := w.d.Memory.AfterTurn(context.WithoutCancel(ctx), t.in, t.key, info, hist, t.historyBudget()); err != nil {
@@ -397,6 +416,20 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		}
 	}
 	return outcome, nil
+}
+
+// usageOf is the run's token usage as recorded, nil when it called no
+// model.
+func usageOf(res *agent.Result) *nanofleetv1.TokenUsage {
+	if res.ModelCalls == 0 {
+		return nil
+	}
+	u := res.Usage
+	return &nanofleetv1.TokenUsage{
+		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens),
+		CachedTokens: int64(u.CachedTokens), ReasoningTokens: int64(u.ReasoningTokens),
+		ModelCalls: int32(res.ModelCalls), Model: res.Model,
+	}
 }
 
 // think builds the prompt and runs the model/tool loop.
@@ -489,8 +522,12 @@ func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleet
 	for i, r := range t.replies {
 		r.Id = t.id + ":" + strconv.Itoa(i)
 		r.LastOfTurn = i == len(t.replies)-1
+		if r.LastOfTurn {
+			r.Usage = rec.Usage
+		}
 	}
 	rec.TurnId = t.id
+	rec.SenderId = t.in.GetSenderId()
 	rec.InboundId = t.in.GetId()
 	rec.InboundSeq = t.meta.Sequence.Stream
 	rec.SessionKey = t.key
@@ -593,7 +630,7 @@ func (t *turn) tooLarge(ctx context.Context, hist *session.History, cause error)
 	if err := t.commit(ctx, hist, &nanofleetv1.TurnRecord{Messages: []*nanofleetv1.ChatMessage{um}}); err != nil {
 		return "", err
 	}
-	return "too_large", nil
+	return "dead_letter", nil
 }
 
 // fitUser cuts a user message that alone would take more than half of the

@@ -75,6 +75,7 @@ type Worker struct {
 	inbound  jetstream.Stream
 	cons     jetstream.Consumer
 	catalog  *catalog
+	budget   *budget // nil without worker.dailyTokenBudget
 
 	mu      sync.Mutex
 	running map[string]*localTurn // by session key
@@ -123,6 +124,11 @@ func New(ctx context.Context, cfg Config, d Deps) (*Worker, error) {
 		inbound: st, cons: cons, running: map[string]*localTurn{},
 	}
 	w.catalog = &catalog{remote: d.Tools, local: d.Local, log: d.Log}
+	if cfg.DailyTokenBudget > 0 {
+		if w.budget, err = openBudget(ctx, d.Bus, cfg.DailyTokenBudget); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 
@@ -150,25 +156,30 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		free := 1 + w.cfg.Slots - len(slots)
 		<-slots
-		fetchCtx, cancelFetch := context.WithTimeout(ctx, time.Second)
-		batch, err := w.cons.Fetch(free, jetstream.FetchContext(fetchCtx))
+		// FetchMaxWait, not a context: a fetch given a context gives up
+		// on the client a tenth of the wait after the server's expiry,
+		// and a message the server sent in between (a busy machine's
+		// scheduling delay is enough) is lost to this worker until its
+		// ack wait: 30 s. With many free slots a fetch rarely fills and
+		// nearly always runs to its expiry, so this happened every
+		// second (the bench saw p99 31 s at 1,000 sessions). Without a
+		// context nats.go waits for the server's end-of-request.
+		batch, err := w.cons.Fetch(free, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
-			cancelFetch()
 			if ctx.Err() == nil {
 				w.d.Log.Warn("fetch inbound", "err", err)
 				sleep(ctx, 250*time.Millisecond)
 			}
 			continue
 		}
-		for m := range batch.Messages() {
+		w.take(ctx, batch.Messages(), func(m jetstream.Msg) {
 			slots <- struct{}{} // never blocks: at most free messages arrive
 			wg.Add(1)
 			go func() {
 				defer func() { <-slots; wg.Done() }()
 				w.handle(turnCtx, m)
 			}()
-		}
-		cancelFetch()
+		})
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -180,6 +191,30 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-done
 	}
 	return nil
+}
+
+// take starts each message of a fetch until the fetch ends or ctx does.
+// Stopping does not wait for the fetch's expiry (a one-shot `agent -m`
+// would spend its last second on it): what still arrives is nak'ed, so
+// that another worker, or this one restarted, runs it at once rather than
+// after its ack wait.
+func (w *Worker) take(ctx context.Context, msgs <-chan jetstream.Msg, start func(jetstream.Msg)) {
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				return
+			}
+			start(m)
+		case <-ctx.Done():
+			go func() {
+				for m := range msgs {
+					_ = m.Nak()
+				}
+			}()
+			return
+		}
+	}
 }
 
 // onStop cancels the session's running turn if it runs here.

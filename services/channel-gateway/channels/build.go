@@ -15,7 +15,9 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
@@ -58,6 +60,9 @@ type Deps struct {
 	// Storage, when set, says whether the fleet's store has room; see
 	// gateway.Gateway.Storage.
 	Storage func() error
+	// MaxContentBytes bounds an inbound message's text (default
+	// gateway.MaxContentBytes); see gateway.ContentLimit.
+	MaxContentBytes int
 }
 
 // Build constructs the enabled channels: the adapters to pass to
@@ -103,6 +108,24 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 		adapters = append(adapters, a)
 	}
+	if c := cfg.Feishu; c.Enabled {
+		a, err := feishu.New(ctx, c, feishu.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+		if path, ok := a.Webhook(); ok {
+			mux.Handle("POST "+path, a.WebhookHandler())
+			serving = true
+		}
+	}
+	if c := cfg.DingTalk; c.Enabled {
+		a, err := dingtalk.New(ctx, c, dingtalk.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+	}
 	if !cfg.Web.Enabled && !cfg.API.Enabled {
 		if !serving {
 			return adapters, nil, nil
@@ -112,7 +135,11 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 
 	// The web chat and the API answer on connections they hold, so they
 	// publish directly rather than through a gateway adapter.
-	inbox, err := gateway.New(deps.Bus, gateway.DefaultConfig(), log)
+	gcfg := gateway.DefaultConfig()
+	if deps.MaxContentBytes > 0 {
+		gcfg.MaxContentBytes = deps.MaxContentBytes
+	}
+	inbox, err := gateway.New(deps.Bus, gcfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -157,7 +184,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 				return nil, nil, err
 			}
 		}
-		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Log: log})
+		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Log: log, Storage: deps.Storage})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
 )
 
@@ -36,13 +38,24 @@ func TestNanobotKeys(t *testing.T) {
 		"api": {"enabled": false},
 		"discord": {"enabled": true, "token": "x", "gatewayUrl": "wss://gateway.discord.gg/?v=10&encoding=json", "intents": 37377,
 		            "allowFrom": ["123"], "groupPolicy": "allowlist", "groupAllowFrom": ["456"], "streaming": true,
-		            "streamEditInterval": 1.5, "sendProgress": false, "sendToolHints": true}
+		            "streamEditInterval": 1.5, "sendProgress": false, "sendToolHints": true},
+		"feishu": {"enabled": true, "appId": "cli_1", "appSecret": "s", "encryptKey": "k", "verificationToken": "v",
+		           "allowFrom": ["ou_1"], "groupPolicy": "mention", "streaming": false, "sendProgress": true, "sendToolHints": false,
+		           "domain": "lark"},
+		"dingtalk": {"enabled": true, "clientId": "ding1", "clientSecret": "s", "allowFrom": ["staff1"], "groupPolicy": "open",
+		             "streaming": false, "sendProgress": false}
 	}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !c.Telegram.Enabled || c.Telegram.GroupPolicy != "open" || len(c.Telegram.AllowFrom) != 2 || *c.SendProgress {
 		t.Errorf("telegram section = %+v", c.Telegram)
+	}
+	if !c.Feishu.Enabled || c.Feishu.AppID != "cli_1" || c.Feishu.Domain != "lark" || len(c.Feishu.AllowFrom) != 1 {
+		t.Errorf("feishu section = %+v", c.Feishu)
+	}
+	if !c.DingTalk.Enabled || c.DingTalk.ClientID != "ding1" || c.DingTalk.GroupPolicy != "open" {
+		t.Errorf("dingtalk section = %+v", c.DingTalk)
 	}
 	if d := c.Discord; !d.Enabled || d.GroupPolicy != "allowlist" || d.GroupAllowFrom[0] != "456" || !d.Streaming || d.StreamEditInterval != 1.5 {
 		t.Errorf("discord section = %+v", d)
@@ -71,6 +84,10 @@ func TestInvalidKeysAreNamed(t *testing.T) {
 		{`{"channels": {"slack": {"enabled": true, "botToken": "xoxb-1"}}}`, "channels.slack.appToken"},
 		{`{"channels": {"web": {"listen": "8080"}}}`, "channels.web.listen"},
 		{`{"channels": {"api": {"token": "short"}}}`, "channels.api.token"},
+		{`{"channels": {"feishu": {"enabled": true, "appId": "cli_1"}}}`, "channels.feishu.appSecret"},
+		{`{"channels": {"feishu": {"appSecrt": "s"}}}`, "channels.feishu.appSecrt"},
+		{`{"channels": {"feishu": {"enabled": true, "appId": "cli_1", "appSecret": "s", "streamEditInterval": 99}}}`, "channels.feishu.streamEditInterval"},
+		{`{"channels": {"dingtalk": {"enabled": true, "clientSecret": "s"}}}`, "channels.dingtalk.clientId"},
 		{`{"channels": {"discord": {"enabled": true}}}`, "channels.discord.token"},
 		{`{"channels": {"discord": {"enabled": true, "token": "t", "groupPolicy": "allowlist"}}}`, "channels.discord.groupAllowFrom"},
 		{`{"channels": {"discord": {"enabled": true, "token": "t", "streamEditInterval": -1}}}`, "channels.discord.streamEditInterval"},
@@ -151,5 +168,39 @@ func TestBuild(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("webhook without the secret: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestBuildFeishuAndDingTalk: both adapters are built from their
+// sections, and Feishu's webhook mode is served on the gateway's
+// listener, refusing unsigned requests.
+func TestBuildFeishuAndDingTalk(t *testing.T) {
+	b := bustest.StartJetStream(t, channels.Assets)
+	cfg := channels.Defaults()
+	cfg.Web.Enabled, cfg.API.Enabled = false, false
+	cfg.Feishu = feishu.Config{Enabled: true, AppID: "cli_1", AppSecret: "s", Mode: feishu.ModeWebhook,
+		EncryptKey: "k", VerificationToken: "v", Webhook: feishu.Webhook{Path: "/hooks/lark"}}
+	cfg.DingTalk = dingtalk.Config{Enabled: true, ClientID: "ding1", ClientSecret: "s"}
+	adapters, handler, err := channels.Build(t.Context(), cfg, channels.Deps{Bus: b, Log: slog.New(slog.DiscardHandler), Listen: ":8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range adapters {
+		names = append(names, a.Channel())
+	}
+	if strings.Join(names, ",") != "feishu,dingtalk" || handler == nil {
+		t.Fatalf("Build = %v, handler %v", names, handler)
+	}
+	srv := httptest.NewServer(handler)
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/hooks/lark", "application/json", strings.NewReader(`{"encrypt":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// Not running yet (no gateway started the adapter): refused either way.
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound {
+		t.Errorf("unsigned Feishu webhook request: %d", resp.StatusCode)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
@@ -32,12 +34,12 @@ type Config struct {
 	Discord  discord.Config   `json:"discord"`
 	Web      webchat.Config   `json:"web"`
 	API      openaiapi.Config `json:"api"`
+	Feishu   feishu.Config    `json:"feishu"`
+	DingTalk dingtalk.Config  `json:"dingtalk"`
 
 	// Channels nanobot has and nanofleet does not: accepted so that a
 	// nanobot configuration loads, refused when enabled.
 	WhatsApp json.RawMessage `json:"whatsapp,omitempty"`
-	Feishu   json.RawMessage `json:"feishu,omitempty"`
-	DingTalk json.RawMessage `json:"dingtalk,omitempty"`
 	Email    json.RawMessage `json:"email,omitempty"`
 	QQ       json.RawMessage `json:"qq,omitempty"`
 	Matrix   json.RawMessage `json:"matrix,omitempty"`
@@ -112,14 +114,14 @@ func decodeStrict(path string, raw json.RawMessage, v any) error {
 
 // Validate reports the first invalid key, naming it.
 func (c Config) Validate() error {
-	for _, v := range []interface{ Validate() error }{c.Telegram, c.Slack, c.Discord, c.Web, c.API} {
+	for _, v := range []interface{ Validate() error }{c.Telegram, c.Slack, c.Discord, c.Web, c.API, c.Feishu, c.DingTalk} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
 	}
 	unsupported := map[string]json.RawMessage{
-		"whatsapp": c.WhatsApp, "feishu": c.Feishu, "dingtalk": c.DingTalk,
-		"email": c.Email, "qq": c.QQ, "matrix": c.Matrix, "mochat": c.Mochat,
+		"whatsapp": c.WhatsApp,
+		"email":    c.Email, "qq": c.QQ, "matrix": c.Matrix, "mochat": c.Mochat,
 	}
 	for name, raw := range unsupported {
 		if len(raw) == 0 {

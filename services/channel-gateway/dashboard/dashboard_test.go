@@ -171,7 +171,8 @@ func publishTurn(t *testing.T, b *bus.Bus, id string) {
 		return timestamppb.New(at.Add(time.Duration(ms) * time.Millisecond))
 	}
 	rec := &nanofleetv1.TurnRecord{
-		TurnId: id, SessionKey: "web:c1",
+		TurnId: id, SessionKey: "web:c1", SenderId: "u1",
+		Usage: &nanofleetv1.TokenUsage{PromptTokens: 300, CompletionTokens: 30, CachedTokens: 100, ReasoningTokens: 3, ModelCalls: 2, Model: "m1"},
 		Messages: []*nanofleetv1.ChatMessage{
 			{Role: "user", Content: "what is in notes.md? (" + id + ")", CreatedAt: ts(0)},
 			{Role: "assistant", ToolCalls: []*nanofleetv1.ToolCall{{Id: id + "-c1", Name: "read_file", ArgumentsJson: `{"path":"notes.md"}`}}, CreatedAt: ts(500)},
@@ -241,6 +242,12 @@ func TestSnapshot(t *testing.T) {
 	}
 	if d := snap.DeadLetters[0]; d.Source != "inbound" || d.Reason != "turn failed 3 times: worker crashed" || d.Deliveries != 4 {
 		t.Errorf("dead letter = %+v", d)
+	}
+	u := snap.Usage
+	wantTotal := fleetstatus.Tokens{Turns: 3, ModelCalls: 6, Prompt: 900, Completion: 90, Cached: 300, Reasoning: 9}
+	if u.Total != wantTotal || len(u.Models) != 1 || u.Models[0].Key != "m1" || len(u.Users) != 1 || u.Users[0].Key != "web:u1" ||
+		len(u.Sessions) != 1 || u.Sessions[0].Key != "web:c1" || u.Sessions[0].Prompt != 900 {
+		t.Errorf("usage = %+v", u)
 	}
 
 	// A later snapshot reads only what is new and still lists the rest.

@@ -13,6 +13,9 @@ import (
 // buildTimeout bounds one snapshot's requests.
 const buildTimeout = 5 * time.Second
 
+// usageTop is how many models, users and sessions the usage lists.
+const usageTop = 5
+
 // Snapshot is what the page shows at one moment; its JSON form is what
 // /dashboard/api/snapshot returns and the live socket pushes.
 type Snapshot struct {
@@ -32,6 +35,9 @@ type Snapshot struct {
 	// Turns and DeadLetters are the most recent, newest first.
 	Turns       []fleetstatus.Turn       `json:"turns"`
 	DeadLetters []fleetstatus.DeadLetter `json:"dead_letters"`
+	// Usage is the token usage of the turns in the history, in total and
+	// for the top models, users and sessions.
+	Usage fleetstatus.UsageSummary `json:"usage"`
 	// Problems are what could not be read for this snapshot.
 	Problems []string `json:"problems"`
 }
@@ -59,6 +65,7 @@ type snapshotter struct {
 	sem   chan struct{}
 	turns *fleetstatus.Recent[fleetstatus.Turn]
 	dead  *fleetstatus.Recent[fleetstatus.DeadLetter]
+	usage *fleetstatus.Usage
 	last  *Snapshot
 	data  []byte // last, encoded
 }
@@ -68,6 +75,7 @@ func newSnapshotter(cfg Config, b *bus.Bus, now func() time.Time) *snapshotter {
 		cfg: cfg, bus: b, now: now, sem: make(chan struct{}, 1),
 		turns: fleetstatus.NewRecentTurns(b.Space, cfg.RecentTurns),
 		dead:  fleetstatus.NewRecentDeadLetters(b.Space, cfg.DeadLetters),
+		usage: fleetstatus.NewUsage(b.Space),
 	}
 }
 
@@ -132,7 +140,13 @@ func (s *snapshotter) build(ctx context.Context) *Snapshot {
 		if err := s.turns.Update(ctx, s.bus.Direct, hist); err != nil {
 			snap.Problems = append(snap.Problems, "recent turns: "+err.Error())
 		}
+		// The first snapshot reads the whole history for the sums; one
+		// cut short by the build timeout goes on in the next.
+		if err := s.usage.Update(ctx, s.bus.Direct, hist); err != nil {
+			snap.Problems = append(snap.Problems, "token usage: "+err.Error())
+		}
 	}
+	snap.Usage = s.usage.Summary(usageTop)
 	snap.Turns = append(snap.Turns, s.turns.Items()...)
 	if dlq, ok := st.Stream(space.DeadLetterStream()); ok {
 		snap.DeadLetterCount = dlq.Msgs

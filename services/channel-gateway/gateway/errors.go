@@ -1,6 +1,9 @@
 package gateway
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Refusals: a message the fleet will not take, for a reason the sender
 // must hear at once. Neither is worth sending again unchanged.
@@ -12,11 +15,22 @@ var (
 	ErrTooLarge = errors.New("message too large")
 )
 
-// MaxContentBytes bounds an inbound message's text. It is far above any
-// model's context window (about 250,000 tokens), and leaves a turn record
-// (the message, tool results and the answer) room below the streams' 4 MiB
-// message size.
+// MaxContentBytes is the most text an inbound message may have whatever
+// the config: about 250,000 tokens, and room for a turn record (the
+// message, tool results and the answer) below the streams' 4 MiB message
+// size.
 const MaxContentBytes = 1 << 20
+
+// TooLargeError is a message refused for its size.
+type TooLargeError struct {
+	Size, Limit int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("message too large: %d bytes of text, at most %d", e.Size, e.Limit)
+}
+
+func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
 
 // RefusalText is what a chat user is told when err is a refusal, or "".
 func RefusalText(err error) string {
@@ -24,7 +38,7 @@ func RefusalText(err error) string {
 	case errors.Is(err, ErrStorageFull):
 		return "⚠️ Storage full: the fleet has no room to store your message, so it was not received. Please try again once the operator has freed space."
 	case errors.Is(err, ErrTooLarge):
-		return "⚠️ Message too large: please send at most 1 MiB of text, or attach the content as a file."
+		return "⚠️ Message too large: it is longer than the fleet can take (the model's context window or its storage). Please send a shorter message, or attach the content as a file."
 	}
 	return ""
 }

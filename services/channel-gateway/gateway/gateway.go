@@ -30,6 +30,20 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Parallel is how many replies per channel are delivered at once.
 	Parallel int
+	// MaxContentBytes bounds an inbound message's text; see
+	// [ContentLimit].
+	MaxContentBytes int
+}
+
+// ContentLimit is the most text an inbound message may have for a model
+// whose context window is contextTokens: the window at about 4 bytes a
+// token, at most [MaxContentBytes]. A longer message cannot be answered
+// whole, so it is refused before it is stored.
+func ContentLimit(contextTokens int) int {
+	if contextTokens <= 0 {
+		return MaxContentBytes
+	}
+	return min(MaxContentBytes, contextTokens*4)
 }
 
 // DefaultConfig returns the production delivery settings.
@@ -40,6 +54,8 @@ func DefaultConfig() Config {
 		MinBackoff: 500 * time.Millisecond,
 		MaxBackoff: 2 * time.Minute,
 		Parallel:   8,
+
+		MaxContentBytes: MaxContentBytes,
 	}
 }
 
@@ -54,6 +70,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gateway backoff: want 0 < min <= max, got %s, %s", c.MinBackoff, c.MaxBackoff)
 	case c.Parallel < 1:
 		return fmt.Errorf("gateway.parallel: must be at least 1, got %d", c.Parallel)
+	case c.MaxContentBytes < 1 || c.MaxContentBytes > MaxContentBytes:
+		return fmt.Errorf("gateway.maxContentBytes: must be 1..%d, got %d", MaxContentBytes, c.MaxContentBytes)
 	}
 	return nil
 }
@@ -108,8 +126,16 @@ func New(b *bus.Bus, cfg Config, log *slog.Logger, adapters ...Adapter) (*Gatewa
 // Publish stores an inbound message. The platform's event id is the
 // message id, so an event the platform sends twice is stored once.
 func (g *Gateway) Publish(ctx context.Context, in *nanofleetv1.InboundMessage) error {
+	_, err := g.Store(ctx, in)
+	return err
+}
+
+// Store is [Gateway.Publish] that also reports whether the message was a
+// duplicate of one already stored under its id within the inbound
+// stream's duplicate window (and so dropped).
+func (g *Gateway) Store(ctx context.Context, in *nanofleetv1.InboundMessage) (duplicate bool, err error) {
 	if in.GetId() == "" || in.GetChannel() == "" || in.GetChatId() == "" {
-		return errors.New("gateway: inbound message needs id, channel and chat_id")
+		return false, errors.New("gateway: inbound message needs id, channel and chat_id")
 	}
 	if in.ReceivedAt == nil {
 		in.ReceivedAt = timestamppb.Now()
@@ -117,17 +143,17 @@ func (g *Gateway) Publish(ctx context.Context, in *nanofleetv1.InboundMessage) e
 	if in.Kind == nanofleetv1.InboundKind_INBOUND_KIND_UNSPECIFIED {
 		in.Kind = nanofleetv1.InboundKind_INBOUND_KIND_USER
 	}
-	if n := len(in.GetContent()); n > MaxContentBytes {
-		return fmt.Errorf("inbound %s: %w: %d bytes of text, at most %d", in.GetId(), ErrTooLarge, n, MaxContentBytes)
+	if n := len(in.GetContent()); n > g.cfg.MaxContentBytes {
+		return false, fmt.Errorf("inbound %s: %w", in.GetId(), &TooLargeError{Size: n, Limit: g.cfg.MaxContentBytes})
 	}
 	if g.Storage != nil {
 		if err := g.Storage(); err != nil {
-			return fmt.Errorf("inbound %s: %w: %w", in.GetId(), ErrStorageFull, err)
+			return false, fmt.Errorf("inbound %s: %w: %w", in.GetId(), ErrStorageFull, err)
 		}
 	}
 	data, err := proto.Marshal(in)
 	if err != nil {
-		return fmt.Errorf("encode inbound: %w", err)
+		return false, fmt.Errorf("encode inbound: %w", err)
 	}
 	msg := nats.NewMsg(g.bus.Space.Inbound(in.GetChannel(), in.GetChatId()))
 	msg.Data = data
@@ -136,16 +162,17 @@ func (g *Gateway) Publish(ctx context.Context, in *nanofleetv1.InboundMessage) e
 	// caller (an HTTP request, a platform's webhook) must hear back.
 	pctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
 	defer cancel()
-	if _, err := g.bus.JS.PublishMsg(pctx, msg); err != nil {
+	ack, err := g.bus.JS.PublishMsg(pctx, msg)
+	if err != nil {
 		switch {
 		case bus.StorageFull(err):
-			return fmt.Errorf("publish inbound %s: %w: %w", in.GetId(), ErrStorageFull, err)
+			return false, fmt.Errorf("publish inbound %s: %w: %w", in.GetId(), ErrStorageFull, err)
 		case bus.TooLarge(err):
-			return fmt.Errorf("publish inbound %s: %w: %w", in.GetId(), ErrTooLarge, err)
+			return false, fmt.Errorf("publish inbound %s: %w: %w", in.GetId(), ErrTooLarge, err)
 		}
-		return fmt.Errorf("publish inbound %s: %w", in.GetId(), err)
+		return false, fmt.Errorf("publish inbound %s: %w", in.GetId(), err)
 	}
-	return nil
+	return ack.Duplicate, nil
 }
 
 // refusing is the inbox the adapters get: a message the fleet refuses

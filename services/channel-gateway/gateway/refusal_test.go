@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -105,5 +107,33 @@ func TestPublishRefusalsAreTyped(t *testing.T) {
 	storage = nil
 	if err := g.Publish(t.Context(), in("z")); err != nil {
 		t.Errorf("after: %v", err)
+	}
+	// The inbound stream at its limit (an operator's max messages with
+	// discard new) is storage full too, not "not reachable".
+	st, err := b.JS.Stream(t.Context(), b.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgs, cfg.Discard = 1, jetstream.DiscardNew
+	if _, err := b.JS.UpdateStream(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Publish(t.Context(), in("w")); !errors.Is(err, gateway.ErrStorageFull) {
+		t.Errorf("at the stream's limit: %v", err)
+	}
+}
+
+func TestContentLimit(t *testing.T) {
+	tests := []struct{ tokens, want int }{
+		{0, gateway.MaxContentBytes},
+		{8192, 32768},
+		{200_000, 800_000},
+		{1_000_000, gateway.MaxContentBytes},
+	}
+	for _, tt := range tests {
+		if got := gateway.ContentLimit(tt.tokens); got != tt.want {
+			t.Errorf("ContentLimit(%d) = %d, want %d", tt.tokens, got, tt.want)
+		}
 	}
 }

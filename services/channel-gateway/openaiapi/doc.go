@@ -11,7 +11,11 @@
 // the same inbound message: its publish is dropped as a duplicate within
 // the inbound stream's duplicate window, and it reads the chat's replies
 // from the start of that window, so it gets the first request's answer
-// whether that is still running or already out.
+// whether that is still running or already out. The OpenAI SDKs retry
+// without a key but number their attempts (X-Stainless-Retry-Count): for
+// them the body is the key, and only a retry (attempt 1 or later) joins
+// an earlier identical request; attempt 0 of a body already stored is the
+// question asked again and runs a turn of its own.
 //
 // The answer is the turn's final reply, read from the chat's outbound
 // subject by an ordered consumer started before the message is published;

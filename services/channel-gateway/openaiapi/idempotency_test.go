@@ -17,13 +17,20 @@ import (
 // postKeyed sends a chat completion with an Idempotency-Key and returns
 // the answer's content, or the status and body when it is not an answer.
 func postKeyed(ctx context.Context, url, idemKey, text string) (string, error) {
+	return post(ctx, url, map[string]string{"Idempotency-Key": idemKey}, text)
+}
+
+// post sends a chat completion with the given headers.
+func post(ctx context.Context, url string, header map[string]string, text string) (string, error) {
 	body := `{"model":"nanofleet","user":"retry","messages":[{"role":"user","content":` + quote(text) + `}]}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
 		return "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Idempotency-Key", idemKey)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", err
@@ -138,5 +145,35 @@ func waitConsumers(t *testing.T, b *bus.Bus, n int) {
 			t.Fatalf("%d consumers on the outbound stream, want %d", info.CachedInfo().State.Consumers, n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSDKRetry: the OpenAI SDKs retry with the same body and a higher
+// X-Stainless-Retry-Count but no key; such a retry gets the first answer,
+// while the same question asked anew (attempt 0 again) is a turn of its
+// own.
+func TestSDKRetry(t *testing.T) {
+	tests := []struct {
+		name     string
+		attempts []string
+		turns    int
+	}{
+		{"retry", []string{"0", "1"}, 1},
+		{"asked again", []string{"0", "0"}, 2},
+		{"asked again, then retried", []string{"0", "0", "1"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, w, url := start(t)
+			for i, n := range tt.attempts {
+				a, err := post(ctx(t), url, map[string]string{"X-Stainless-Retry-Count": n}, "same question")
+				if err != nil || a != "You said: same question" {
+					t.Fatalf("request %d (attempt %s): %q, %v", i, n, a, err)
+				}
+			}
+			if got := len(w.Inbound); got != tt.turns {
+				t.Errorf("%d turns, want %d", got, tt.turns)
+			}
+		})
 	}
 }

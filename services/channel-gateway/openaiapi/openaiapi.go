@@ -1,6 +1,7 @@
 package openaiapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +33,10 @@ type Deps struct {
 	// Inbox publishes the requests' messages.
 	Inbox gateway.Inbox
 	Log   *slog.Logger
+	// Storage, when set, says whether the fleet's store has room. A
+	// request waiting for its answer when the store fills is answered
+	// 507 then: its turn cannot commit until space is freed.
+	Storage func() error
 }
 
 // Server serves the OpenAI-compatible API.
@@ -128,8 +134,12 @@ type chatRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
-	Stream bool   `json:"stream"`
-	User   string `json:"user"`
+	Stream        bool `json:"stream"`
+	StreamOptions struct {
+		// IncludeUsage asks for a last chunk with the turn's usage.
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	User string `json:"user"`
 }
 
 // maxBodyBytes bounds a request body: a message at the gateway's limit,
@@ -203,8 +213,11 @@ func (r *chatRequest) lastUserText() (string, error) {
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err := dec.Decode(&req); err != nil {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err == nil {
+		err = json.NewDecoder(bytes.NewReader(raw)).Decode(&req)
+	}
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
@@ -223,8 +236,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(text) > gateway.MaxContentBytes {
-		apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
-			fmt.Sprintf("The last user message has %d bytes of text; the fleet accepts at most %d.", len(text), gateway.MaxContentBytes))
+		// Refused before watching the chat; a smaller limit from the
+		// model's context window comes back from Publish.
+		tooLarge(w, &gateway.TooLargeError{Size: len(text), Limit: gateway.MaxContentBytes})
 		return
 	}
 	chat := r.Header.Get("X-Session-Id")
@@ -238,11 +252,23 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "The session id is longer than 128 characters.")
 		return
 	}
-	id := "api-" + strings.ToLower(rand.Text()[:20])
+	id := newID()
 	var since time.Time
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
-		sum := sha256.Sum256([]byte(chat + "\x00" + key))
-		id = "api-" + hex.EncodeToString(sum[:12])
+	// sdkAttempt is the attempt number an OpenAI SDK (Stainless) sends
+	// with every request; -1 from other clients.
+	sdkAttempt := -1
+	if n, err := strconv.Atoi(r.Header.Get("X-Stainless-Retry-Count")); err == nil && n >= 0 {
+		sdkAttempt = n
+	}
+	switch key := r.Header.Get("Idempotency-Key"); {
+	case key != "":
+		id = keyedID(chat, "key", []byte(key))
+	case sdkAttempt >= 0:
+		// The SDKs retry without a key, with the same body: the body is
+		// the key. Attempt 0 is never taken for a retry (see below).
+		id = keyedID(chat, "body", raw)
+	}
+	if strings.HasPrefix(id, keyedPrefix) {
 		// A retry's publish is dropped as a duplicate within the inbound
 		// stream's window, so its answer may already be out: read the
 		// chat's replies from the start of that window.
@@ -265,21 +291,68 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if req.Stream {
 		in.Metadata["stream"] = "true" // asks the worker for deltas
 	}
-	if err := s.deps.Inbox.Publish(ctx, in); err != nil {
+	dup, err := s.publish(ctx, in)
+	if err == nil && dup && sdkAttempt == 0 && r.Header.Get("Idempotency-Key") == "" {
+		// An SDK's first attempt whose body is already stored is the
+		// same question asked again, not a retry: a turn of its own.
+		in.Id = newID()
+		id = in.Id
+		_, err = s.publish(ctx, in)
+	}
+	if err != nil {
 		s.log.Error("api message not published", "err", err)
 		switch {
 		case errors.Is(err, gateway.ErrStorageFull):
-			apiError(w, http.StatusInsufficientStorage, "server_error", "storage_full",
-				"Storage full: the fleet has no room to store the message, so it was not received. Try again once space is freed.")
+			storageFull(w)
 		case errors.Is(err, gateway.ErrTooLarge):
-			apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "The message is too large for the fleet to store.")
+			tooLarge(w, err)
 		default:
 			apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
 		}
 		return
 	}
-	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream, replay: !since.IsZero()}
+	t := turn{s: s, w: w, id: "chatcmpl-" + strings.TrimPrefix(id, "api-"), created: time.Now().Unix(), stream: req.Stream, replay: !since.IsZero(),
+		includeUsage: req.Stream && req.StreamOptions.IncludeUsage}
 	t.run(ctx, wch, id)
+}
+
+// keyedPrefix starts the ids of requests that may repeat an earlier one.
+const keyedPrefix = "api-k"
+
+func newID() string { return "api-" + strings.ToLower(rand.Text()[:20]) }
+
+// keyedID is the inbound id of a request identified by key in chat.
+func keyedID(chat, kind string, key []byte) string {
+	h := sha256.New()
+	h.Write([]byte(chat + "\x00" + kind + "\x00"))
+	h.Write(key)
+	return keyedPrefix + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// publish stores in, reporting whether it repeats a stored message.
+func (s *Server) publish(ctx context.Context, in *nanofleetv1.InboundMessage) (duplicate bool, err error) {
+	if st, ok := s.deps.Inbox.(interface {
+		Store(context.Context, *nanofleetv1.InboundMessage) (bool, error)
+	}); ok {
+		return st.Store(ctx, in)
+	}
+	return false, s.deps.Inbox.Publish(ctx, in)
+}
+
+// storageFull answers 507 for a message the fleet has no room for.
+func storageFull(w http.ResponseWriter) {
+	apiError(w, http.StatusInsufficientStorage, "server_error", "storage_full",
+		"Storage full: the fleet has no room to store the message, so it was not received. Try again once space is freed.")
+}
+
+// tooLarge answers 413 for a message the fleet refused for its size.
+func tooLarge(w http.ResponseWriter, err error) {
+	msg := "The message is too large for the fleet to store."
+	var tl *gateway.TooLargeError
+	if errors.As(err, &tl) {
+		msg = fmt.Sprintf("The last user message has %d bytes of text; the fleet accepts at most %d (the model's context window or its storage).", tl.Size, tl.Limit)
+	}
+	apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", msg)
 }
 
 // duplicateWindow is the inbound stream's duplicate window, within which

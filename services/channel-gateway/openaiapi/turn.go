@@ -13,6 +13,10 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
 )
 
+// storageCheck is how often a waiting request asks whether the store
+// filled up.
+const storageCheck = time.Second
+
 // keepAlive is how often an idle stream gets an SSE comment, so proxies do
 // not close it during a long turn.
 const keepAlive = 15 * time.Second
@@ -24,6 +28,8 @@ type turn struct {
 	id      string
 	created int64
 	stream  bool
+	// includeUsage: the stream ends with a chunk carrying the usage.
+	includeUsage bool
 	// replay: the watcher also reads replies stored before the request,
 	// so only those answering its own message count.
 	replay bool
@@ -31,13 +37,34 @@ type turn struct {
 	started  bool // stream headers and the role chunk are out
 	streamed strings.Builder
 	answer   []string // message-tool sends, then the final answer
+	usage    *nanofleetv1.TokenUsage
 }
 
 func (t *turn) run(ctx context.Context, wch *watch.Watcher, inboundID string) {
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	var storage <-chan time.Time
+	if t.s.deps.Storage != nil {
+		st := time.NewTicker(storageCheck)
+		defer st.Stop()
+		storage = st.C
+	}
 	for {
 		select {
+		case <-storage:
+			if err := t.s.deps.Storage(); err != nil {
+				// The turn cannot commit its answer until space is
+				// freed: say so now rather than hold the client.
+				t.s.log.Warn("api request ended: storage full", "err", err)
+				if t.stream && t.started {
+					t.event(map[string]any{"error": map[string]any{"message": "Storage full: the fleet cannot store the answer now; try again once space is freed.", "type": "server_error", "code": "storage_full"}})
+					t.done()
+					return
+				}
+				apiError(t.w, http.StatusInsufficientStorage, "server_error", "storage_full",
+					"Storage full: the fleet cannot store the answer now. Try again once space is freed.")
+				return
+			}
 		case <-ctx.Done():
 			if t.stream && t.started {
 				t.event(map[string]any{"error": map[string]any{"message": "The turn did not finish in time.", "type": "timeout"}})
@@ -71,6 +98,7 @@ func (t *turn) run(ctx context.Context, wch *watch.Watcher, inboundID string) {
 				if c := out.GetContent(); c != "" {
 					t.answer = append(t.answer, c)
 				}
+				t.usage = out.GetUsage()
 				t.finish()
 				return
 			case nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
@@ -95,7 +123,7 @@ func (t *turn) finish() {
 				"index": 0, "message": map[string]any{"role": "assistant", "content": content},
 				"finish_reason": "stop",
 			}},
-			"usage": map[string]any{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+			"usage": usageJSON(t.usage),
 		})
 		return
 	}
@@ -105,7 +133,26 @@ func (t *turn) finish() {
 	}
 	stop := "stop"
 	t.chunk(map[string]any{}, &stop)
+	if t.includeUsage {
+		// As OpenAI sends it: no choices, the usage of the whole request.
+		t.event(map[string]any{
+			"id": t.id, "object": "chat.completion.chunk", "created": t.created, "model": t.s.model,
+			"choices": []any{}, "usage": usageJSON(t.usage),
+		})
+	}
 	t.done()
+}
+
+// usageJSON is the turn's usage in OpenAI's shape: every model call of the
+// turn (tool rounds included) summed; zeros when the model reported none.
+func usageJSON(u *nanofleetv1.TokenUsage) map[string]any {
+	return map[string]any{
+		"prompt_tokens":             u.GetPromptTokens(),
+		"completion_tokens":         u.GetCompletionTokens(),
+		"total_tokens":              u.GetPromptTokens() + u.GetCompletionTokens(),
+		"prompt_tokens_details":     map[string]any{"cached_tokens": u.GetCachedTokens()},
+		"completion_tokens_details": map[string]any{"reasoning_tokens": u.GetReasoningTokens()},
+	}
 }
 
 func (t *turn) fail(msg string) {

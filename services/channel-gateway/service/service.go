@@ -61,11 +61,14 @@ func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gatewa
 	if addr == "" {
 		addr = ":8080"
 	}
-	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: addr, Announce: o.Announce, Storage: o.Storage})
+	gcfg := gateway.DefaultConfig()
+	gcfg.MaxContentBytes = gateway.ContentLimit(file.Agents.Defaults.ContextWindowTokens)
+	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: addr, Announce: o.Announce,
+		Storage: o.Storage, MaxContentBytes: gcfg.MaxContentBytes})
 	if err != nil {
 		return nil, err
 	}
-	g, err := gateway.New(b, gateway.DefaultConfig(), o.Log, adapters...)
+	g, err := gateway.New(b, gcfg, o.Log, adapters...)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -280,7 +281,7 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 		switch a.cfg.GroupPolicy {
 		case GroupOpen:
 		case GroupAllowlist:
-			if !contains(a.cfg.GroupAllowFrom, e.Channel) {
+			if !slices.Contains(a.cfg.GroupAllowFrom, e.Channel) {
 				return nil
 			}
 		default:
@@ -448,15 +449,6 @@ func classify(err error) error {
 		return gateway.Permanent(err)
 	}
 	return gateway.Retry(err, 0)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func clip(raw []byte) string {

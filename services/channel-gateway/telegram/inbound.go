@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -154,16 +155,16 @@ func attachments(msg *models.Message) []attachment {
 		out = append(out, attachment{p.FileID, p.FileUniqueID, "photo.jpg", "image/jpeg", int64(p.FileSize)})
 	}
 	if v := msg.Voice; v != nil {
-		out = append(out, attachment{v.FileID, v.FileUniqueID, "voice.ogg", or(v.MimeType, "audio/ogg"), v.FileSize})
+		out = append(out, attachment{v.FileID, v.FileUniqueID, "voice.ogg", cmp.Or(v.MimeType, "audio/ogg"), v.FileSize})
 	}
 	if v := msg.Audio; v != nil {
-		out = append(out, attachment{v.FileID, v.FileUniqueID, or(v.FileName, "audio"), v.MimeType, v.FileSize})
+		out = append(out, attachment{v.FileID, v.FileUniqueID, cmp.Or(v.FileName, "audio"), v.MimeType, v.FileSize})
 	}
 	if v := msg.Video; v != nil {
-		out = append(out, attachment{v.FileID, v.FileUniqueID, or(v.FileName, "video.mp4"), v.MimeType, v.FileSize})
+		out = append(out, attachment{v.FileID, v.FileUniqueID, cmp.Or(v.FileName, "video.mp4"), v.MimeType, v.FileSize})
 	}
 	if v := msg.Document; v != nil {
-		out = append(out, attachment{v.FileID, v.FileUniqueID, or(v.FileName, "document"), v.MimeType, v.FileSize})
+		out = append(out, attachment{v.FileID, v.FileUniqueID, cmp.Or(v.FileName, "document"), v.MimeType, v.FileSize})
 	}
 	return out
 }
@@ -204,13 +205,6 @@ func (a *Adapter) fetch(ctx context.Context, updateID int64, chat string, f atta
 	if name == "photo.jpg" && file.FilePath != "" {
 		name = path.Base(file.FilePath)
 	}
-	object := fmt.Sprintf("telegram/%s/%d/%s", chat, updateID, or(f.uniqueID, f.fileID))
+	object := fmt.Sprintf("telegram/%s/%d/%s", chat, updateID, cmp.Or(f.uniqueID, f.fileID))
 	return a.media.Fetch(ctx, a.http, a.bot.FileDownloadLink(file), nil, object, name, f.mime)
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -56,6 +56,19 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// originHosts are the hosts of the allowed origins and publicUrl, which
+// the WebSocket accepts besides the request's own host. Validate has
+// checked them.
+func (c Config) originHosts() []string {
+	var hosts []string
+	for _, o := range append(append([]string(nil), c.AllowedOrigins...), c.PublicURL) {
+		if u, err := url.Parse(o); err == nil && u.Host != "" {
+			hosts = append(hosts, u.Host)
+		}
+	}
+	return hosts
+}
+
 // crossOrigin is the CSRF guard of the page's state-changing requests:
 // a browser request from another origin (Sec-Fetch-Site, else Origin
 // against Host) is refused unless the origin is publicUrl's or allowed.

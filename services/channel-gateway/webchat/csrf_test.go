@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coder/websocket"
+
 	"github.com/nanofleet/nanofleet/services/channel-gateway/webchat"
 )
 
@@ -66,6 +68,30 @@ func TestCrossOriginRequestsAreRefused(t *testing.T) {
 				t.Errorf("status %d (%q), want %d", resp.StatusCode, msg.Error, tt.want)
 			}
 		})
+	}
+}
+
+func TestWebSocketOrigins(t *testing.T) {
+	h := start(t, webchat.Config{AllowedOrigins: []string{"https://chat.example.com"}})
+	c := h.client(t)
+	resp, err := c.Post(h.srv.URL+"/api/web/conversations", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := decode[struct{ ID string }](t, resp)
+	u := "ws" + strings.TrimPrefix(h.srv.URL, "http") + "/api/web/conversations/" + conv.ID + "/ws"
+	tests := []struct {
+		origin string
+		ok     bool
+	}{{"https://evil.example", false}, {"https://chat.example.com", true}, {h.srv.URL, true}}
+	for _, tt := range tests {
+		ws, _, err := websocket.Dial(t.Context(), u, &websocket.DialOptions{HTTPClient: c, HTTPHeader: http.Header{"Origin": {tt.origin}}})
+		if (err == nil) != tt.ok {
+			t.Errorf("Origin %s: dial error %v, want accepted %v", tt.origin, err, tt.ok)
+		}
+		if ws != nil {
+			ws.Close(websocket.StatusNormalClosure, "")
+		}
 	}
 }
 

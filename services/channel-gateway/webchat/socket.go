@@ -46,8 +46,8 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
 		return
 	}
-	// Accept checks that the Origin is this host.
-	c, err := websocket.Accept(w, r, nil)
+	// Accept checks that the Origin is this host or an allowed origin's.
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.originHosts()})
 	if err != nil {
 		s.log.Debug("web socket refused", "err", err)
 		return
@@ -130,7 +130,6 @@ func (s *Server) send(ctx context.Context, id string, req request) (frame, error
 	if text == "" && len(in.Media) == 0 {
 		return frame{}, userError("Nothing to send.")
 	}
-	s.touch(ctx, id, text)
 	if err := s.deps.Inbox.Publish(ctx, in); err != nil {
 		s.log.Error("web message not published", "err", err)
 		if text := gateway.RefusalText(err); text != "" {
@@ -138,6 +137,9 @@ func (s *Server) send(ctx context.Context, id string, req request) (frame, error
 		}
 		return frame{}, userError("The message could not be sent; try again.")
 	}
+	// After the publish: a refused message (a full store, where this
+	// write would wait for its timeout) leaves the conversation as it was.
+	s.touch(ctx, id, text)
 	return frame{Type: "accepted", ID: in.GetId()}, nil
 }
 

@@ -19,8 +19,9 @@
 //     stopped after logging it, so its memory update is applied (unless
 //     the document's applied marker says it was) and the cursor moved to
 //     its end. Otherwise the turns after the cursor, up to
-//     Config.ChunkTokens, go to the model, which answers
-//     {"history_entry", "memory_update"} (repaired if malformed); the
+//     Config.ChunkTokens, go to the model, which must call save_memory
+//     with {"history_entry", "memory_update"}, checked by the tool's schema
+//     (a text answer is read as that JSON object, repaired if malformed); the
 //     entry is appended with the session's newest entry as expected last
 //     sequence, MEMORY.md is updated by compare-and-set with an applied
 //     marker, and the cursor moves forward by compare-and-set.

@@ -2,6 +2,7 @@ package consolidator_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,17 +55,22 @@ func TestModelAnswers(t *testing.T) {
 	tests := []struct {
 		name    string
 		answer  string
+		call    bool // answer is save_memory's arguments, not text
 		raw     bool
 		entry   string
 		memory  string
 		wantErr bool
 	}{
-		{"valid", `{"history_entry": "[2026-01-01 10:00] Ada likes tea.", "memory_update": "- Ada likes tea"}`, false, "Ada likes tea.", "- Ada likes tea", false},
-		{"fenced with trailing comma", "```json\n{\"history_entry\": \"[2026-01-01 10:00] Ada likes tea.\", \"memory_update\": \"- Ada likes tea\",}\n```", false, "Ada likes tea.", "- Ada likes tea", false},
-		{"raw newlines", "{\"history_entry\": \"Ada likes\ntea.\", \"memory_update\": \"- Ada\n- tea\"}", false, "Ada likes\ntea.", "- Ada\n- tea", false},
-		{"no memory update keeps memory", `{"history_entry": "Ada likes tea."}`, false, "Ada likes tea.", "", false},
-		{"prose", "I am sorry, I cannot help with that.", true, "USER: I like tea", "", false},
-		{"no entry", `{"memory_update": "- x"}`, true, "USER: I like tea", "", false},
+		{"save_memory call", `{"history_entry": "[2026-01-01 10:00] Ada likes tea.", "memory_update": "- Ada likes tea"}`, true, false, "Ada likes tea.", "- Ada likes tea", false},
+		{"save_memory call without memory keeps memory", `{"history_entry": "Ada likes tea."}`, true, false, "Ada likes tea.", "", false},
+		{"save_memory call without entry", `{"memory_update": "- x"}`, true, true, "USER: I like tea", "", false},
+		{"save_memory call with wrong types", `{"history_entry": {"text": "Ada"}, "memory_update": "- x"}`, true, true, "USER: I like tea", "", false},
+		{"valid text", `{"history_entry": "[2026-01-01 10:00] Ada likes tea.", "memory_update": "- Ada likes tea"}`, false, false, "Ada likes tea.", "- Ada likes tea", false},
+		{"fenced with trailing comma", "```json\n{\"history_entry\": \"[2026-01-01 10:00] Ada likes tea.\", \"memory_update\": \"- Ada likes tea\",}\n```", false, false, "Ada likes tea.", "- Ada likes tea", false},
+		{"raw newlines", "{\"history_entry\": \"Ada likes\ntea.\", \"memory_update\": \"- Ada\n- tea\"}", false, false, "Ada likes\ntea.", "- Ada\n- tea", false},
+		{"no memory update keeps memory", `{"history_entry": "Ada likes tea."}`, false, false, "Ada likes tea.", "", false},
+		{"prose", "I am sorry, I cannot help with that.", false, true, "USER: I like tea", "", false},
+		{"no entry", `{"memory_update": "- x"}`, false, true, "USER: I like tea", "", false},
 	}
 	_, b := memtest.Start(t)
 	srv := llmtest.NewServer(t)
@@ -87,7 +93,11 @@ func TestModelAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv.Enqueue(llmtest.Text(tt.answer))
+		if tt.call {
+			srv.Enqueue(llmtest.ToolCalls(llmtest.Call("save_memory", tt.answer)))
+		} else {
+			srv.Enqueue(llmtest.Text(tt.answer))
+		}
 		if err := memory.PublishRequest(ctx, b, &nanofleetv1.ConsolidationRequest{SessionKey: key, FromSeq: 1, ToSeq: seq, Scope: scope.Key(), Reason: "budget"}); err != nil {
 			t.Fatal(err)
 		}
@@ -99,6 +109,13 @@ func TestModelAnswers(t *testing.T) {
 		doc, _, _ := docs.Get(ctx, scope)
 		if doc.GetContent() != tt.memory {
 			t.Errorf("%s: memory %q, want %q", tt.name, doc.GetContent(), tt.memory)
+		}
+	}
+	// Every consolidation forced the save_memory tool.
+	for _, req := range srv.Requests() {
+		choice, _ := json.Marshal(req.ToolChoice)
+		if string(choice) != `{"function":{"name":"save_memory"},"type":"function"}` || len(req.Tools) != 1 {
+			t.Errorf("consolidation request %d: tool_choice %s with %d tools, want save_memory forced", req.Seq, choice, len(req.Tools))
 		}
 	}
 }

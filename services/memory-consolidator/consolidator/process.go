@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -56,7 +57,7 @@ func (c *Consolidator) consolidate(ctx context.Context, m jetstream.Msg, req *na
 			log.Warn("release consolidation lease", "err", err)
 		}
 	}()
-	stop := inProgress(job, m, c.cfg.AckWait/3)
+	stop := bus.InProgress(job, m, c.cfg.AckWait/3)
 	defer stop()
 	return c.rounds(job, req, scope, log)
 }
@@ -261,25 +262,4 @@ func hasMessages(turns []session.Turn) bool {
 		}
 	}
 	return false
-}
-
-// inProgress tells JetStream every period that m is being worked on,
-// until stopped.
-func inProgress(ctx context.Context, m jetstream.Msg, every time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				_ = m.InProgress()
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/jsonrepair"
 )
@@ -22,14 +23,35 @@ type result struct {
 	Memory string
 }
 
-const systemPrompt = "You are a memory consolidation agent. Respond only with valid JSON."
+const systemPrompt = "You are a memory consolidation agent. Call the save_memory tool with your consolidation of the conversation."
+
+// saveMemory is the tool the model must call, as nanobot's consolidation
+// does: its arguments are checked against a schema instead of parsed out
+// of free text.
+var saveMemory = toolschema.Tool{
+	Name:        "save_memory",
+	Description: "Save the memory consolidation result to persistent storage.",
+	Parameters: toolschema.Object(map[string]any{
+		"history_entry": map[string]any{
+			"type":        "string",
+			"minLength":   1,
+			"description": "A paragraph (2-5 sentences) summarizing key events/decisions/topics. Start with [YYYY-MM-DD HH:MM]. Include detail useful for grep search.",
+		},
+		"memory_update": map[string]any{
+			"type":        "string",
+			"description": "Full updated long-term memory as markdown. Include all existing facts plus new ones. Return unchanged if nothing new.",
+		},
+	}, "history_entry"),
+}
+
+var saveMemorySchema = toolschema.MustCompile(saveMemory.Parameters)
 
 // consolidationPrompt is nanobot's consolidation prompt.
 func consolidationPrompt(memory, conversation string) string {
 	if strings.TrimSpace(memory) == "" {
 		memory = "(empty)"
 	}
-	return `You are a memory consolidation agent. Process this conversation and return a JSON object with exactly two keys:
+	return `You are a memory consolidation agent. Process this conversation and call the save_memory tool with:
 
 1. "history_entry": A paragraph (2-5 sentences) summarizing the key events/decisions/topics. Start with a timestamp like [YYYY-MM-DD HH:MM]. Include enough detail to be useful when found by grep search later.
 
@@ -39,13 +61,13 @@ func consolidationPrompt(memory, conversation string) string {
 ` + memory + `
 
 ## Conversation to Process
-` + conversation + `
-
-Respond with ONLY valid JSON, no markdown fences.`
+` + conversation + ``
 }
 
 // summarise asks the model to condense conversation given the current
-// memory.
+// memory, forcing a save_memory call. A model that answers in text anyway
+// (some OpenAI-compatible servers ignore tool_choice) is read as the JSON
+// object the prompt describes, repaired where it can be.
 func summarise(ctx context.Context, model llm.Client, cfg Config, memory, conversation string) (result, error) {
 	resp, err := model.Chat(ctx, llm.Request{
 		Model: cfg.Model,
@@ -53,29 +75,56 @@ func summarise(ctx context.Context, model llm.Client, cfg Config, memory, conver
 			{Role: "system", Content: systemPrompt},
 			{Role: "user", Content: consolidationPrompt(memory, conversation)},
 		},
+		Tools:       []*nanofleetv1.ToolDefinition{saveMemory.Definition()},
+		ToolChoice:  saveMemory.Name,
 		Temperature: 0.1,
 		MaxTokens:   cfg.MaxTokens,
 	})
 	if err != nil {
 		return result{}, fmt.Errorf("consolidation model: %w", err)
 	}
+	for _, call := range resp.ToolCalls {
+		if call.GetName() == saveMemory.Name {
+			return parseCall(call.GetArgumentsJson())
+		}
+	}
 	return parseAnswer(resp.Content)
 }
 
-// parseAnswer reads {"history_entry": …, "memory_update": …}, repairing
-// what can be repaired. A missing or empty history entry makes the answer
-// unusable; a missing or empty memory update leaves memory unchanged (an
-// empty MEMORY.md from a model is more likely a slip than a wish).
+// parseCall reads save_memory's arguments, checked by its schema.
+func parseCall(arguments string) (result, error) {
+	args, err := saveMemorySchema.Parse(arguments)
+	if err != nil {
+		return result{}, fmt.Errorf("%w: save_memory: %w", ErrBadAnswer, err)
+	}
+	var r struct {
+		HistoryEntry string `json:"history_entry"`
+		MemoryUpdate string `json:"memory_update"`
+	}
+	if err := toolschema.Decode(args, &r); err != nil {
+		return result{}, fmt.Errorf("%w: save_memory: %w", ErrBadAnswer, err)
+	}
+	return newResult(r.HistoryEntry, r.MemoryUpdate)
+}
+
+// parseAnswer reads {"history_entry": …, "memory_update": …} from text,
+// repairing what can be repaired.
 func parseAnswer(text string) (result, error) {
 	obj, err := jsonrepair.Object(text)
 	if err != nil {
-		return result{}, fmt.Errorf("%w: %v", ErrBadAnswer, err)
+		return result{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
 	}
-	entry := stringField(obj["history_entry"])
+	return newResult(stringField(obj["history_entry"]), stringField(obj["memory_update"]))
+}
+
+// newResult checks a consolidation. A missing or empty history entry makes
+// it unusable; an empty memory update leaves memory unchanged (an empty
+// MEMORY.md from a model is more likely a slip than a wish).
+func newResult(entry, memory string) (result, error) {
 	if strings.TrimSpace(entry) == "" {
 		return result{}, fmt.Errorf("%w: no history_entry", ErrBadAnswer)
 	}
-	return result{Entry: strings.TrimSpace(entry), Memory: strings.TrimSpace(stringField(obj["memory_update"]))}, nil
+	return result{Entry: strings.TrimSpace(entry), Memory: strings.TrimSpace(memory)}, nil
 }
 
 // stringField accepts a string, or a list of strings joined by lines.

@@ -255,7 +255,7 @@ func (j *Job) Run(ctx context.Context) error {
 }
 
 func (j *Job) fire(ctx context.Context, m jetstream.Msg) {
-	stop := inProgress(ctx, m, j.cfg.AckWait/3)
+	stop := bus.InProgress(ctx, m, j.cfg.AckWait/3)
 	revs, err := j.RunOnce(ctx)
 	stop()
 	if j.d.Ran != nil {
@@ -366,25 +366,6 @@ func (j *Job) setCursor(ctx context.Context, seq, rev uint64) error {
 		return fmt.Errorf("dream cursor: %w", err)
 	}
 	return nil
-}
-
-func inProgress(ctx context.Context, m jetstream.Msg, every time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				_ = m.InProgress()
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }
 
 // now is the time for revisions.

@@ -16,6 +16,8 @@ import (
 // fleetSettings are what a scenario sets in the fleet's config file.
 type fleetSettings struct {
 	modelURL string
+	// slots and limit set the worker section; zero leaves it out, so the
+	// fleet runs at its defaults.
 	slots    int
 	limit    int
 	natsPort int
@@ -88,8 +90,11 @@ type scenario struct {
 	limit       int
 	latency     time.Duration
 	tool        bool
-	load        load
-	baseline    bool
+	// shipped runs the fleet without worker settings: slots and limit
+	// are then the defaults, for the report only.
+	shipped  bool
+	load     load
+	baseline bool
 }
 
 // allInOne runs sc against the fleet in this process: embedded NATS, the

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 )
 
 // Options are what the config does not say.
@@ -73,6 +75,18 @@ func Run(ctx context.Context, cfg Config, o Options) (*Report, error) {
 				r.fail("idle: %v", err)
 			}
 			r.report.Idle = idle
+		case SuiteTTFT:
+			res, err := r.ttft(ctx)
+			if err != nil {
+				r.fail("ttft: %v", err)
+			}
+			r.report.TTFT = append(r.report.TTFT, res...)
+		case SuiteOneShot:
+			res, err := r.oneShot(ctx)
+			if err != nil {
+				r.fail("oneshot: %v", err)
+			}
+			r.report.OneShot = append(r.report.OneShot, res...)
 		case SuiteGrowth:
 			for _, shape := range []string{shapeAllInOne, shapeMultiProcess} {
 				if ctx.Err() != nil {
@@ -98,7 +112,7 @@ func Run(ctx context.Context, cfg Config, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return r.report, err
 	}
-	if len(r.report.Scenarios) == 0 && len(r.report.Idle) == 0 && len(r.report.Growth) == 0 {
+	if len(r.report.Scenarios) == 0 && len(r.report.Idle) == 0 && len(r.report.Growth) == 0 && len(r.report.TTFT) == 0 && len(r.report.OneShot) == 0 {
 		return r.report, fmt.Errorf("nothing was measured: %s", strings.Join(r.report.Failures, "; "))
 	}
 	return r.report, nil
@@ -147,6 +161,15 @@ func (r *driver) scenarios(suite string) []scenario {
 				// slots do not bound the fleet.
 				baseline: c.Baseline && s <= c.Slots,
 				load:     load{Concurrency: s, Chats: s, TurnsPerChat: c.SlotTurns, Prefix: fmt.Sprint("l", s)},
+			})
+		}
+	case SuiteShipped:
+		d := worker.DefaultConfig()
+		for _, s := range c.ShippedSessions {
+			out = append(out, scenario{
+				suite: suite, name: fmt.Sprintf("shipped %s s=%d", c.SlowLatency, s), shape: ShapeAllInOneBinary, workers: 1,
+				slots: d.Slots, limit: d.FleetTurnLimit, shipped: true, latency: c.SlowLatency,
+				load: load{Concurrency: s, Chats: s, TurnsPerChat: c.ShippedTurns, Prefix: fmt.Sprint("as", s)},
 			})
 		}
 	case SuiteWorkers:

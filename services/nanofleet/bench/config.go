@@ -11,13 +11,16 @@ import (
 const (
 	SuiteZero    = "zero"    // all-in-one, model at 0 ms: sessions sweep, tool calls
 	SuiteSlots   = "slots"   // all-in-one, slow model, up to 1,000 sessions
+	SuiteShipped = "shipped" // the all-in-one binary at its defaults, slow model
+	SuiteTTFT    = "ttft"    // time to first token through the gateway, streaming model
+	SuiteOneShot = "oneshot" // `nanofleet agent -m` cold and joining a running fleet
 	SuiteWorkers = "workers" // multi-process, 1→2→4 worker processes
 	SuiteIdle    = "idle"    // idle RSS of every binary
 	SuiteGrowth  = "growth"  // RSS after many turns over many sessions
 )
 
 // AllSuites is every suite in running order.
-var AllSuites = []string{SuiteZero, SuiteSlots, SuiteWorkers, SuiteIdle, SuiteGrowth}
+var AllSuites = []string{SuiteZero, SuiteSlots, SuiteShipped, SuiteTTFT, SuiteOneShot, SuiteWorkers, SuiteIdle, SuiteGrowth}
 
 // Config is one bench run. Every size is a flag of `nanofleet bench`, so
 // a run on a bigger machine (or a quick smoke run) needs no code change.
@@ -44,6 +47,22 @@ type Config struct {
 	SlotTurns int
 	// Slots is turnsPerWorker of the slow-model all-in-one (one worker).
 	Slots int
+
+	// ShippedSessions are the concurrent sessions of the "all-in-one as
+	// shipped" suite: the binary with no worker settings, at SlowLatency.
+	ShippedSessions []int
+	// ShippedTurns is each session's turns in that suite.
+	ShippedTurns int
+
+	// TTFTSessions are the concurrent sessions of the time-to-first-token
+	// suite, TTFTTurns each session's measured turns, and TTFTRest how
+	// long the streaming model takes after its first chunk.
+	TTFTSessions []int
+	TTFTTurns    int
+	TTFTRest     time.Duration
+
+	// OneShotRuns is how many times each mode of `agent -m` runs.
+	OneShotRuns int
 
 	// WorkerCounts are the agent-worker process counts to compare.
 	WorkerCounts []int
@@ -85,6 +104,12 @@ func DefaultConfig() Config {
 		SlotSessions:      []int{10, 100, 1000},
 		SlotTurns:         5,
 		Slots:             256,
+		ShippedSessions:   []int{10, 50, 200, 1000},
+		ShippedTurns:      3,
+		TTFTSessions:      []int{1, 200},
+		TTFTTurns:         5,
+		TTFTRest:          50 * time.Millisecond,
+		OneShotRuns:       5,
 		WorkerCounts:      []int{1, 2, 4},
 		SlotsPerWorker:    16,
 		WorkerSessions:    128,
@@ -122,6 +147,11 @@ func (c Config) Validate() error {
 		positive("--slot-sessions", c.SlotSessions...),
 		positive("--slot-turns", c.SlotTurns),
 		positive("--slots", c.Slots),
+		positive("--shipped-sessions", c.ShippedSessions...),
+		positive("--shipped-turns", c.ShippedTurns),
+		positive("--ttft-sessions", c.TTFTSessions...),
+		positive("--ttft-turns", c.TTFTTurns),
+		positive("--oneshot-runs", c.OneShotRuns),
 		positive("--workers", c.WorkerCounts...),
 		positive("--slots-per-worker", c.SlotsPerWorker),
 		positive("--worker-sessions", c.WorkerSessions),

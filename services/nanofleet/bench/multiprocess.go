@@ -183,7 +183,11 @@ func (r *driver) allInOneBinary(ctx context.Context, sc scenario) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
-	cfgPath, file, err := fleetSettings{modelURL: model.URL(), slots: sc.slots, limit: sc.limit, natsPort: port}.write(dir)
+	fs := fleetSettings{modelURL: model.URL(), slots: sc.slots, limit: sc.limit, natsPort: port}
+	if sc.shipped {
+		fs.slots, fs.limit = 0, 0
+	}
+	cfgPath, file, err := fs.write(dir)
 	if err != nil {
 		return Result{}, err
 	}

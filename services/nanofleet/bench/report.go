@@ -70,12 +70,56 @@ func markdown(rep *Report, notes bool) string {
 	w("\n\n")
 	w("%s\n", method)
 
-	w("## Targets (issue 9)\n\n")
+	w("## Targets (issues 9 and 20)\n\n")
 	w("| target | measured | met |\n|---|---|---|\n")
 	for _, t := range targets(rep) {
 		w("| %s | %s | %s |\n", t.name, t.measured, yesNo(t.met, t.known))
 	}
 	w("\n")
+
+	if shipped := suiteResults(rep, SuiteShipped); len(shipped) > 0 {
+		w("## All-in-one as shipped (issue 20)\n\n")
+		w("The `nanofleet run` binary with no worker settings (%d turn slots by default), the fake model at %g ms, each session sending its next message when the last one is answered. ",
+			shipped[0].SlotsPerWorker, shipped[0].ModelLatencyMs)
+		w("Peak RSS is the binary's VmHWM over the whole scenario (start and warm-up included); CPU s per turn is the binary's user + system time over the measured turns.\n\n")
+		w("| sessions | turns | errors | turns/s | ideal | share of ideal | p50 ms | p99 ms | peak RSS MB | CPU s per turn | others' CPU %% |\n")
+		w("|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, s := range shipped {
+			rss, cpu := "–", "–"
+			if len(s.Procs) > 0 {
+				rss = fmt.Sprintf("%.1f", s.Procs[0].PeakRSSMB)
+				if s.Turns > 0 {
+					cpu = fmt.Sprintf("%.5f", s.Procs[0].CPUS/float64(s.Turns))
+				}
+			}
+			w("| %d | %d | %d | %.0f | %.0f | %.1f%% | %.1f | %.1f | %s | %s | %.0f |\n",
+				s.Sessions, s.Turns, s.Errors, s.TurnsPerS, s.IdealTurnsPerS, 100*s.TurnsPerS/s.IdealTurnsPerS,
+				s.LatencyMs.P50, s.LatencyMs.P99, rss, cpu, s.OtherCPUPercent)
+		}
+		w("\n")
+	}
+
+	if len(rep.TTFT) > 0 {
+		w("## Time to first token (issue 20)\n\n")
+		w("A streaming fake model; the all-in-one in the bench process with its gateway. Added is the time from the model flushing a turn's first content chunk to that content reaching the client: ")
+		w("an OpenAI client streaming from the API, or the web chat's WebSocket. Each session sends its next message after the last one's answer; one warm-up turn per session is not counted.\n\n")
+		w("| client | sessions | turns | errors | added p50 ms | added p95 ms | added p99 ms | others' CPU %% |\n|---|---|---|---|---|---|---|---|\n")
+		for _, t := range rep.TTFT {
+			w("| %s | %d | %d | %d | %.2f | %.2f | %.2f | %.0f |\n", t.Client, t.Sessions, t.Turns, t.Errors, t.AddedMs.P50, t.AddedMs.P95, t.AddedMs.P99, t.OtherCPUPercent)
+		}
+		w("\n")
+	}
+
+	if len(rep.OneShot) > 0 {
+		w("## One-shot start (issue 20)\n\n")
+		w("`nanofleet agent -m hello` against a 0 ms model, as separate processes: cold (no fleet runs, so the command starts an embedded NATS server and the fleet for its one turn) ")
+		w("on a new home and on one an earlier run left, and joining the all-in-one binary already running (`--nats`). Wall time from start to exit; peak RSS is the process's VmHWM read every 5 ms while it runs; CPU is from its rusage.\n\n")
+		w("| mode | runs | failed | wall p50 ms | wall max ms | peak RSS p50 MB | peak RSS max MB | CPU p50 ms | others' CPU %% |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, o := range rep.OneShot {
+			w("| %s | %d | %d | %.0f | %.0f | %.1f | %.1f | %.0f | %.0f |\n", o.Mode, o.Runs, o.FailedRunsCnt, o.WallMsP50, o.WallMsMax, o.PeakRSSMBP50, o.PeakRSSMBMax, o.CPUMsP50, o.OtherCPUPct)
+		}
+		w("\n")
+	}
 
 	if len(rep.Scenarios) > 0 {
 		w("## Turns\n\n")
@@ -238,6 +282,22 @@ func targets(rep *Report) []target {
 			fmt.Sprintf("%.0f of %.0f turns/s = %.1f%% (%d slots)", slow.TurnsPerS, slow.IdealTurnsPerS, 100*frac, slow.Workers*slow.SlotsPerWorker),
 			frac >= 0.9, true})
 	}
+	for _, s := range suiteResults(rep, SuiteShipped) {
+		if s.Sessions != 200 || s.IdealTurnsPerS == 0 {
+			continue
+		}
+		frac := s.TurnsPerS / s.IdealTurnsPerS
+		out = append(out, target{fmt.Sprintf("all-in-one as shipped, %g ms model, 200 sessions: ≥ 90%% of ideal (issue 20)", s.ModelLatencyMs),
+			fmt.Sprintf("%.0f of %.0f turns/s = %.1f%% (default %d slots)", s.TurnsPerS, s.IdealTurnsPerS, 100*frac, s.SlotsPerWorker),
+			frac >= 0.9 && s.Errors == 0, true})
+	}
+	for _, t := range rep.TTFT {
+		if t.Sessions != 1 {
+			continue
+		}
+		out = append(out, target{"time to first token added by the fleet, one session, " + t.Client + ": p99 ≤ 5 ms (issue 20)",
+			fmt.Sprintf("p50 %.2f ms, p99 %.2f ms over %d turns", t.AddedMs.P50, t.AddedMs.P99, t.Turns), t.AddedMs.P99 <= 5 && t.Errors == 0 && t.Turns > 0, true})
+	}
 	byWorkers := map[int]*Result{}
 	for i := range rep.Scenarios {
 		s := &rep.Scenarios[i]
@@ -281,6 +341,17 @@ func targets(rep *Report) []target {
 		}
 		out = append(out, target{fmt.Sprintf("%s: RSS after %d turns over %d sessions within 10%% of after %d", g.Shape, g.Turns, g.Sessions, g.FirstTurns),
 			strings.Join(parts, "; "), met, len(parts) > 0})
+	}
+	return out
+}
+
+// suiteResults returns the suite's scenarios in running order.
+func suiteResults(rep *Report, suite string) []Result {
+	var out []Result
+	for _, s := range rep.Scenarios {
+		if s.Suite == suite {
+			out = append(out, s)
+		}
 	}
 	return out
 }

@@ -22,6 +22,8 @@ type Report struct {
 	Scenarios []Result  `json:"scenarios"`
 	Idle      []IdleRSS `json:"idle_rss,omitempty"`
 	Growth    []*Growth `json:"growth,omitempty"`
+	TTFT      []TTFT    `json:"ttft,omitempty"`
+	OneShot   []OneShot `json:"oneshot,omitempty"`
 	// Failures are suites or scenarios that could not run, with why.
 	Failures []string `json:"failures,omitempty"`
 }
@@ -45,6 +47,10 @@ type ConfigJSON struct {
 	SlotSessions      []int    `json:"slot_sessions"`
 	SlotTurns         int      `json:"slot_turns"`
 	Slots             int      `json:"slots"`
+	ShippedSessions   []int    `json:"shipped_sessions,omitempty"`
+	ShippedTurns      int      `json:"shipped_turns,omitempty"`
+	TTFTSessions      []int    `json:"ttft_sessions,omitempty"`
+	TTFTTurns         int      `json:"ttft_turns,omitempty"`
 	WorkerCounts      []int    `json:"worker_counts"`
 	SlotsPerWorker    int      `json:"slots_per_worker"`
 	WorkerSessions    int      `json:"worker_sessions"`
@@ -62,6 +68,8 @@ func (c Config) json() ConfigJSON {
 	return ConfigJSON{
 		Suites: c.Suites, ZeroSessions: c.ZeroSessions, ZeroTurns: c.ZeroTurns, TurnsPerSession: c.TurnsPerSession,
 		SlowLatencyMs: ms(c.SlowLatency), SlotSessions: c.SlotSessions, SlotTurns: c.SlotTurns, Slots: c.Slots,
+		ShippedSessions: c.ShippedSessions, ShippedTurns: c.ShippedTurns,
+		TTFTSessions: c.TTFTSessions, TTFTTurns: c.TTFTTurns,
 		WorkerCounts: c.WorkerCounts, SlotsPerWorker: c.SlotsPerWorker, WorkerSessions: c.WorkerSessions,
 		WorkerTurns: c.WorkerTurns, GrowthFirst: c.GrowthFirst, GrowthTurns: c.GrowthTurns,
 		GrowthSessions: c.GrowthSessions, GrowthConcurrency: c.GrowthConcurrency, GrowthWindowMs: ms(c.GrowthWindow), SettleMs: ms(c.Settle),

@@ -272,6 +272,9 @@ func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 	if fmt.Sprint(said) != "[before after]" {
 		t.Errorf("history holds the user messages %q, want [before after]", said)
 	}
+	if err := f.Err(); err != nil {
+		t.Errorf("a part of the fleet stopped: %v", err)
+	}
 }
 
 // TestOversizeRequests: a message too large for the fleet is refused with
@@ -287,6 +290,8 @@ func TestOversizeRequests(t *testing.T) {
 		status             int
 		code               string
 	}{
+		// The default context window is 200,000 tokens: about 800,000 bytes.
+		{"900 KB message, above the context window", "POST", "/chat/completions", chatBody(t, "bob", strings.Repeat("c", 900<<10)), http.StatusRequestEntityTooLarge, "request_too_large"},
 		{"3 MB message", "POST", "/chat/completions", chatBody(t, "bob", strings.Repeat("a", 3<<20)), http.StatusRequestEntityTooLarge, "request_too_large"},
 		{"5 MB body", "POST", "/chat/completions", chatBody(t, "bob", strings.Repeat("b", 5<<20)), http.StatusRequestEntityTooLarge, "request_too_large"},
 		{"wrong method", "GET", "/chat/completions", nil, http.StatusMethodNotAllowed, "method_not_allowed"},

@@ -2,6 +2,8 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -55,5 +57,120 @@ func TestOpenAIAPIThroughTheFleet(t *testing.T) {
 	}
 	if got := resp.Choices[0].Message.Content; got != "fleet says: hello gateway" {
 		t.Fatalf("answer = %q", got)
+	}
+}
+
+// TestTokenUsageThroughTheAPI: the model's usage of a turn comes back in
+// the API's answer, and in the stream's last chunk when the client asks
+// for it with stream_options.include_usage (issue 16.7). Each turn makes
+// two model calls (a read_file, then the answer), so the usage is their
+// sum.
+func TestTokenUsageThroughTheAPI(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		if r.LastMessage().Role != openai.ChatMessageRoleTool {
+			return llmtest.ToolCalls(llmtest.Call("read_file", `{"path":"missing.txt"}`)).WithUsage(100, 10).WithTokenDetails(60, 0)
+		}
+		return llmtest.Text("done").WithUsage(130, 20).WithTokenDetails(100, 7)
+	})
+	want := openai.Usage{PromptTokens: 230, CompletionTokens: 30, TotalTokens: 260}
+	const wantCached, wantReasoning = 160, 7
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var lines []string
+	f, err := fleet.Start(ctx, fleet.Options{
+		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
+		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
+		Announce: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	mu.Lock()
+	m := regexp.MustCompile(`API: (\S+) \(api key (\S+)\)`).FindStringSubmatch(strings.Join(lines, "\n"))
+	mu.Unlock()
+	if m == nil {
+		t.Fatal("no API announcement")
+	}
+	cfg := openai.DefaultConfig(m[2])
+	cfg.BaseURL = m[1]
+	client := openai.NewClientWithConfig(cfg)
+	check := func(name string, u *openai.Usage) {
+		t.Helper()
+		if u == nil {
+			t.Fatalf("%s: no usage", name)
+		}
+		if u.PromptTokens != want.PromptTokens || u.CompletionTokens != want.CompletionTokens || u.TotalTokens != want.TotalTokens {
+			t.Errorf("%s: usage %d/%d/%d, want %d/%d/%d", name, u.PromptTokens, u.CompletionTokens, u.TotalTokens,
+				want.PromptTokens, want.CompletionTokens, want.TotalTokens)
+		}
+		if u.PromptTokensDetails == nil || u.PromptTokensDetails.CachedTokens != wantCached {
+			t.Errorf("%s: cached tokens %+v, want %d", name, u.PromptTokensDetails, wantCached)
+		}
+		if u.CompletionTokensDetails == nil || u.CompletionTokensDetails.ReasoningTokens != wantReasoning {
+			t.Errorf("%s: reasoning tokens %+v, want %d", name, u.CompletionTokensDetails, wantReasoning)
+		}
+	}
+
+	resp, err := client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
+		Model: "nanofleet", User: "usage-1",
+		Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "count me"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("completion", &resp.Usage)
+
+	tests := []struct {
+		name      string
+		options   *openai.StreamOptions
+		wantUsage bool
+	}{
+		{"stream without include_usage", nil, false},
+		{"stream with include_usage", &openai.StreamOptions{IncludeUsage: true}, true},
+	}
+	for _, tt := range tests {
+		stream, err := client.CreateChatCompletionStream(ctx, openai.ChatCompletionRequest{
+			Model: "nanofleet", User: "usage-2", Stream: true, StreamOptions: tt.options,
+			Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "count me too"}},
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var usage *openai.Usage
+		var text strings.Builder
+		for {
+			c, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tt.name, err)
+			}
+			if c.Usage != nil {
+				if len(c.Choices) != 0 {
+					t.Errorf("%s: the usage chunk has choices", tt.name)
+				}
+				usage = c.Usage
+			}
+			for _, ch := range c.Choices {
+				text.WriteString(ch.Delta.Content)
+			}
+		}
+		stream.Close()
+		if text.String() != "done" {
+			t.Errorf("%s: streamed %q", tt.name, text.String())
+		}
+		if !tt.wantUsage {
+			if usage != nil {
+				t.Errorf("%s: usage chunk %+v not asked for", tt.name, usage)
+			}
+			continue
+		}
+		check(tt.name, usage)
 	}
 }

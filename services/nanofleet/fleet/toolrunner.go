@@ -37,5 +37,12 @@ func (f *Fleet) startToolRunner(setupCtx, runCtx context.Context, o Options) (wo
 		defer cancel()
 		_ = r.Stop(ctx)
 	})
-	return toolclient.New(f.Bus, toolclient.WithLogger(o.Log))
+	opts := []toolclient.Option{toolclient.WithLogger(o.Log)}
+	if f.Embedded != nil && !o.Listen {
+		// No other process can reach this server: its one runner is all
+		// there is, and the first turn need not wait out the catalog's
+		// gathering window.
+		opts = append(opts, toolclient.WithAllRunners(1))
+	}
+	return toolclient.New(f.Bus, opts...)
 }

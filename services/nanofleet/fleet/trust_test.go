@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/profile"
@@ -167,20 +168,19 @@ func noSecretIn(t *testing.T, what, text string) {
 // want: the file sync has run a round since.
 func waitFile(t *testing.T, ws, rel, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	bustest.Eventually(t, 20*time.Second, func() error {
 		fi, err := os.Lstat(filepath.Join(ws, rel))
-		if err == nil && fi.Mode().IsRegular() {
-			if data, _ := os.ReadFile(filepath.Join(ws, rel)); string(data) == want {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			data, _ := os.ReadFile(filepath.Join(ws, rel))
-			t.Fatalf("%s never became %q (now %q, %v)", rel, want, data, err)
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s is a %v", rel, fi.Mode().Type())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		if data, err := os.ReadFile(filepath.Join(ws, rel)); err != nil || string(data) != want {
+			return fmt.Errorf("%s holds %q (%v), want %q", rel, data, err, want)
+		}
+		return nil
+	})
 }
 
 // putProfile changes a profile file in the bucket, as Dream does.

@@ -34,7 +34,6 @@ const ConfigTemplate = `{
     "openai": { "apiKey": "${OPENAI_API_KEY:-}", "apiBase": "${OPENAI_BASE_URL:-}" }
   },
   "nats": { "prefix": "nanofleet", "host": "127.0.0.1", "port": 4222 },
-  "worker": { "turnsPerWorker": 16 },
   "tools": { "exec": { "timeout": 60, "sandbox": "bwrap" } }
 }
 `

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 	"github.com/nanofleet/nanofleet/services/nanofleet/onboard"
 )
 
@@ -85,5 +87,24 @@ func TestForceReplacesPlantedLinks(t *testing.T) {
 	}
 	if fi, err := os.Lstat(filepath.Join(ws, "SOUL.md")); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("SOUL.md after onboard: %v, %v", fi, err)
+	}
+}
+
+// TestConfigTemplateKeepsDefaultSlots: a config written by onboard must
+// give the worker the turn slots the shipped defaults are sized for
+// (issue 20); an onboarded user would otherwise run a smaller fleet than
+// the bench measures.
+func TestConfigTemplateKeepsDefaultSlots(t *testing.T) {
+	f := config.Defaults()
+	if err := config.Parse(f, []byte(onboard.ConfigTemplate), func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := service.Config(f, "w", "/workspace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := worker.DefaultConfig(); cfg.Slots != want.Slots || cfg.FleetTurnLimit != want.FleetTurnLimit {
+		t.Errorf("onboard's config gives turnsPerWorker %d, fleetTurnLimit %d; the defaults are %d, %d",
+			cfg.Slots, cfg.FleetTurnLimit, want.Slots, want.FleetTurnLimit)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 )
 
 // Transport is how the runner talks to an MCP server.
@@ -104,7 +106,6 @@ type ServerConfig struct {
 // '_' and without "__" (tool names collapse runs of '_').
 var serverName = regexp.MustCompile(`^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$`)
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Transport returns the server's transport: Type when set, otherwise
 // inferred as nanobot does. It is "" when neither command nor url says.
@@ -181,7 +182,7 @@ func (c ServerConfig) Validate(name string) error {
 		return fmt.Errorf("%s: %w: %q is not \"stdio\", \"sse\" or \"streamableHttp\"", key("type"), ErrInvalidConfig, c.Type)
 	}
 	for k := range c.Env {
-		if !envName.MatchString(k) {
+		if !sandbox.ValidEnvName(k) {
 			return fmt.Errorf("%s: %w: %q is not an environment variable name", key("env"), ErrInvalidConfig, k)
 		}
 	}

@@ -273,8 +273,11 @@ func TestAttackHugeWrite(t *testing.T) {
 	res := f.call("exec", map[string]any{"command": "dd if=/dev/zero of=huge bs=1M count=10240 2>&1"})
 	expectOK(t, res, "Exit code: 153", "file size limit (tools.exec.limits.fileSizeMb) was exceeded")
 	fi, err := os.Stat(filepath.Join(f.ws(), "huge"))
-	if err != nil || fi.Size() > f.cfg.Exec.Limits.FileSizeMB<<20 {
-		t.Fatalf("huge: %v bytes, %v", fi.Size(), err)
+	if err != nil {
+		t.Fatalf("stat huge: %v", err)
+	}
+	if fi.Size() > f.cfg.Exec.Limits.FileSizeMB<<20 {
+		t.Fatalf("huge is %d bytes, above the file size limit", fi.Size())
 	}
 }
 

@@ -433,53 +433,70 @@ func (r *Runner) run(ctx context.Context, log *slog.Logger, name string, tr *nan
 		Blobs:      r.blobs,
 		Log:        log,
 	}
-	// Quotas apply to the built-in tools that write; MCP servers keep
-	// their files elsewhere.
-	_, _, builtin := r.set.Get(name)
-	writes := builtin && !tool.Definition().ReadOnly
-	if writes {
-		if name == execTool {
-			if call.FileSizeLimit, err = r.quota.Left(ws.Dir(), ws.Root()); err != nil {
-				return fail(err, "")
-			}
-		} else if err := r.quota.Reserve(ws.Dir(), ws.Root(), quota.Usage{Bytes: int64(len(tr.GetArgumentsJson())), Files: 1}); err != nil {
-			log.Info("tool call refused by the workspace quota", "err", err)
-			return fail(err, "")
-		}
-	}
-	runCtx := ctx
-	if writes && name == execTool && r.quota.Limits().On() {
-		// A command that fills the workspace is stopped while it runs.
-		qctx, stop := context.WithCancelCause(ctx)
-		defer stop(nil)
-		watchCtx, endWatch := context.WithCancel(qctx)
-		watched := make(chan struct{})
-		go func() {
-			defer close(watched)
-			r.quota.Watch(watchCtx, ws.Dir(), ws.Root(), stop)
-		}()
-		defer func() { endWatch(); <-watched }() // before ws.Close
-		runCtx = qctx
-	}
-	out, err := tool.Run(runCtx, call)
-	if cause := context.Cause(runCtx); errors.Is(cause, quota.ErrExceeded) {
-		log.Warn("command stopped: workspace over its quota", "workspace", ws.Dir())
-		return fail(fmt.Errorf("the command was stopped: %w", cause), out.Text)
-	}
-	if writes && name == execTool {
-		note, qerr := r.quota.AfterCommand(ws.Dir(), ws.Root())
-		if qerr != nil {
-			log.Warn("measure workspace after exec", "err", qerr)
-		}
-		if note != "" {
-			log.Warn("workspace over its quota after exec", "workspace", ws.Dir(), "note", note)
-			out.Text += "\n\n" + note
-		}
-	}
+	out, err := r.runInQuota(ctx, log, name, tool, call, tr)
 	if err != nil {
 		return fail(err, out.Text)
 	}
 	return r.shrink(ctx, name, tr, &nanofleetv1.ToolResult{Content: out.Text, Media: out.Media})
+}
+
+// runInQuota runs a call within its workspace's quota. The quota applies
+// to the built-in tools that write (MCP servers keep their files
+// elsewhere): a file tool is refused when it would pass the quota; exec
+// may grow no file past what is left, is stopped while it runs once the
+// workspace is over, and its result says when it left it over.
+func (r *Runner) runInQuota(ctx context.Context, log *slog.Logger, name string, tool tools.Tool, call *tools.Call, tr *nanofleetv1.ToolRequest) (tools.Result, error) {
+	ws := call.Workspace
+	_, _, builtin := r.set.Get(name)
+	if !builtin || tool.Definition().ReadOnly || !r.quota.Limits().On() {
+		return tool.Run(ctx, call)
+	}
+	if name != execTool {
+		if err := r.quota.Reserve(ws.Dir(), ws.Root(), writeEstimate(name, tr)); err != nil {
+			log.Info("tool call refused by the workspace quota", "err", err)
+			return tools.Result{}, err
+		}
+		return tool.Run(ctx, call)
+	}
+	left, err := r.quota.Left(ws.Dir(), ws.Root())
+	if err != nil {
+		return tools.Result{}, err
+	}
+	call.FileSizeLimit = left
+	qctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	watchCtx, endWatch := context.WithCancel(qctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		r.quota.Watch(watchCtx, ws.Dir(), ws.Root(), stop)
+	}()
+	out, err := tool.Run(qctx, call)
+	endWatch()
+	<-watched // the workspace is closed after this returns
+	if cause := context.Cause(qctx); errors.Is(cause, quota.ErrExceeded) {
+		log.Warn("command stopped: workspace over its quota", "workspace", ws.Dir())
+		return out, fmt.Errorf("the command was stopped: %w", cause)
+	}
+	note, qerr := r.quota.AfterCommand(ws.Dir(), ws.Root())
+	if qerr != nil {
+		log.Warn("measure workspace after exec", "err", qerr)
+	}
+	if note != "" {
+		log.Warn("workspace over its quota after exec", "workspace", ws.Dir(), "note", note)
+		out.Text += "\n\n" + note
+	}
+	return out, err
+}
+
+// writeEstimate is what a file tool call may add to its workspace: at
+// most its arguments' size, and a file unless it edits one in place.
+func writeEstimate(name string, tr *nanofleetv1.ToolRequest) quota.Usage {
+	u := quota.Usage{Bytes: int64(len(tr.GetArgumentsJson())), Files: 1}
+	if name == "edit_file" {
+		u.Files = 0
+	}
+	return u
 }
 
 // execTool is the tool whose writes cannot be known before it runs.

@@ -86,6 +86,9 @@ func DefaultConfig() Config {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// ValidEnvName reports whether name can be an environment variable's name.
+func ValidEnvName(name string) bool { return envName.MatchString(name) }
+
 // fixedEnv are set by the sandbox itself and cannot be passed through.
 var fixedEnv = map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "PWD": true}
 
@@ -97,7 +100,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tools.exec.sandbox: %q is not \"bwrap\" or \"none\"", c.Sandbox)
 	}
 	for _, name := range c.Env {
-		if !envName.MatchString(name) {
+		if !ValidEnvName(name) {
 			return fmt.Errorf("tools.exec.env: %q is not an environment variable name", name)
 		}
 		if fixedEnv[name] {

@@ -90,6 +90,15 @@
     $("dead-letters").replaceChildren(...s.dead_letters.map(renderDeadLetter));
     $("no-dead-letters").classList.toggle("hidden", s.dead_letters.length > 0);
 
+    const u = s.usage || {};
+    const usage = [];
+    const tokens = (cls, label, t) => row(cls, [label, t.turns, t.prompt, t.cached, t.completion, t.reasoning]);
+    if (u.total) usage.push(tokens("stream", "total", u.total));
+    for (const [kind, list] of [["model", u.models], ["user", u.users], ["session", u.sessions]]) {
+      for (const t of list || []) usage.push(tokens("consumer", kind + " " + t.key, t));
+    }
+    $("usage").tBodies[0].replaceChildren(...usage);
+
     const streams = [];
     for (const st of s.streams) {
       streams.push(row("stream", [st.name, st.msgs, "", "", "", ""]));

@@ -69,6 +69,19 @@ func BeforeDurable(f func(*nanofleetv1.OutboundMessage)) Option {
 	return func(w *Worker) { w.before = f }
 }
 
+// Next returns the next inbound message the worker took, failing the
+// test when none comes within 15 s.
+func (w *Worker) Next(t testing.TB) *nanofleetv1.InboundMessage {
+	t.Helper()
+	select {
+	case in := <-w.Inbound:
+		return in
+	case <-time.After(15 * time.Second):
+		t.Fatal("workertest: no inbound message within 15s")
+		return nil
+	}
+}
+
 // Start runs a worker until the end of the test.
 func Start(t testing.TB, b *bus.Bus, script Script, opts ...Option) *Worker {
 	t.Helper()

@@ -76,7 +76,8 @@ func IsDream(req *llmtest.RecordedRequest) bool {
 	return len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, "You are Dream")
 }
 
-// Consolidate is a consolidation model: the history entry quotes every
+// Consolidate is a consolidation model that calls save_memory as told: the
+// history entry quotes every
 // user line of the conversation, and every "FACT: x." of a user line
 // becomes a "- x" line of the memory.
 func Consolidate(req *llmtest.RecordedRequest) llmtest.Reply {
@@ -85,7 +86,7 @@ func Consolidate(req *llmtest.RecordedRequest) llmtest.Reply {
 	if mem == "(empty)" {
 		mem = ""
 	}
-	conv := Between(u, "## Conversation to Process\n", "\n\nRespond with ONLY")
+	_, conv, _ := strings.Cut(u, "## Conversation to Process\n")
 	var users []string
 	lines := strings.Split(strings.TrimSpace(mem), "\n")
 	if mem == "" {
@@ -108,7 +109,7 @@ func Consolidate(req *llmtest.RecordedRequest) llmtest.Reply {
 		"history_entry": "[2026-01-01 00:00] The user said: " + strings.Join(users, " | "),
 		"memory_update": strings.Join(lines, "\n"),
 	})
-	return llmtest.Text(string(out))
+	return llmtest.ToolCalls(llmtest.Call("save_memory", string(out)))
 }
 
 // Between returns the text of s between the markers.

@@ -12,11 +12,11 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
-	"github.com/nanofleet/nanofleet/pkg/heartbeat"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/heartbeat"
 )
 
 type env struct {

@@ -16,9 +16,9 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
-	"github.com/nanofleet/nanofleet/pkg/subagent"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 )
 
 func TestFilterDefinitions(t *testing.T) {

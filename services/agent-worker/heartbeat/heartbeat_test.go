@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanofleet/nanofleet/pkg/heartbeat"
+	"github.com/nanofleet/nanofleet/services/agent-worker/heartbeat"
 )
 
 const template = `# Heartbeat Tasks

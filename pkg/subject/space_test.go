@@ -1,0 +1,28 @@
+package subject_test
+
+import (
+	"testing"
+
+	"github.com/nanofleet/nanofleet/pkg/subject"
+)
+
+func TestScheduleSubjects(t *testing.T) {
+	sp, err := subject.NewSpace("nf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ got, want string }{
+		{sp.ScheduleAll(), "nf.sched.>"},
+		{sp.ScheduleJob("telegram:42", "daily"), "nf.sched.job." + subject.Token("telegram:42") + ".daily"},
+		{sp.ScheduleJobs(""), "nf.sched.job.*.*"},
+		{sp.ScheduleJobs("telegram:42"), "nf.sched.job." + subject.Token("telegram:42") + ".*"},
+		{sp.ScheduleJobsNamed("daily"), "nf.sched.job.*.daily"},
+		{sp.ScheduleFire("telegram:42", "daily"), "nf.sched.fire." + subject.Token("telegram:42") + ".daily"},
+		{sp.ScheduleFireAll(), "nf.sched.fire.>"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}

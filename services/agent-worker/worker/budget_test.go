@@ -1,0 +1,48 @@
+package worker_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
+)
+
+// TestDailyTokenBudget: a user's turns run until their tokens of the day
+// reach the budget (the turn that crosses it finishes); the next turn is
+// answered with the budget message without calling the model, and a
+// different user is not affected.
+func TestDailyTokenBudget(t *testing.T) {
+	b := bustest.StartJetStream(t, worker.Assets)
+	h, _ := startEdited(t, b, "w1", time.Minute, func(c *worker.Config) { c.DailyTokenBudget = 100 })
+	h.llm.Handle(func(*llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("fine").WithUsage(50, 10) })
+	steps := []struct {
+		chat, id   string
+		wantBudget bool
+		wantCalls  int // model requests so far
+	}{
+		{"c1", "1", false, 1}, // 60 tokens
+		{"c1", "2", false, 2}, // 120: crosses the budget, still answered
+		{"c1", "3", true, 2},  // refused without the model
+		{"c2", "4", true, 2},  // the same user in another chat
+	}
+	for _, s := range steps {
+		h.send(t, s.chat, s.id, "hello "+s.id)
+		o := h.next(t)
+		gotBudget := strings.Contains(o.GetContent(), "You have used today's token budget (120 of 100 tokens)")
+		if gotBudget != s.wantBudget || o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
+			t.Errorf("message %s: reply %q (%v)", s.id, o.GetContent(), o.GetKind())
+		}
+		if n := h.llm.RequestCount(); n != s.wantCalls {
+			t.Errorf("message %s: %d model requests, want %d", s.id, n, s.wantCalls)
+		}
+	}
+	// Another user has their own budget.
+	sendAs(t, h, "c3", "5", "other-user", "hello")
+	if o := h.next(t); o.GetContent() != "fine" {
+		t.Errorf("another user: %q", o.GetContent())
+	}
+}

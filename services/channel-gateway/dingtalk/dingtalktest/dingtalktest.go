@@ -1,0 +1,483 @@
+// Package dingtalktest is a fake DingTalk for tests, speaking the real
+// wire protocol: the stream gateway (POST /v1.0/gateway/connections/open
+// hands out a WebSocket endpoint and ticket; JSON data frames carry
+// SYSTEM pings and CALLBACK robot messages, each acknowledged by the
+// client with a response frame of the same messageId), the app access
+// token, the robot send API (one-to-one batchSend and group send), the
+// message file download, and per-message session webhooks that expire.
+// Scripted failures include HTTP 429 with Retry-After.
+package dingtalktest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Credentials the fake accepts.
+const (
+	ClientID     = "ding-test-app"
+	ClientSecret = "ding-secret"
+	token        = "fake-access-token"
+)
+
+// Call is one request to the fake's send APIs.
+type Call struct {
+	// Kind is "webhook", "otosend", "groupsend", "token" or "download".
+	Kind string
+	// Session is the session webhook's id (webhook).
+	Session string
+	Body    map[string]any
+	// Expired is true when a webhook call came after its expiry.
+	Expired bool
+}
+
+// Str returns a body field as a string.
+func (c Call) Str(key string) string {
+	s, _ := c.Body[key].(string)
+	return s
+}
+
+// Markdown returns the title and text of a markdown message, whichever
+// API carried it.
+func (c Call) Markdown() (title, text string) {
+	if c.Kind == "webhook" {
+		md, _ := c.Body["markdown"].(map[string]any)
+		title, _ = md["title"].(string)
+		text, _ = md["text"].(string)
+		return
+	}
+	var p map[string]string
+	_ = json.Unmarshal([]byte(c.Str("msgParam")), &p)
+	return p["title"], p["text"]
+}
+
+// Failure is a scripted error answer.
+type Failure struct {
+	Status     int
+	RetryAfter int
+	// Code is the open API's error code, ErrCode the webhook's.
+	Code    string
+	ErrCode int
+}
+
+// Ack is the client's response to a frame.
+type Ack struct {
+	MessageID string
+	Code      int
+	Data      string
+}
+
+// Server is a fake DingTalk.
+type Server struct {
+	// URL is the open API base (what channels.dingtalk.apiUrl takes).
+	URL string
+
+	srv   *httptest.Server
+	calls chan Call
+	acks  chan Ack
+
+	mu        sync.Mutex
+	conn      *websocket.Conn
+	connected chan struct{}
+	conns     int
+	opened    chan struct{} // closed and replaced at each new connection
+	fail      map[string][]Failure
+	frames    int
+	sessions  map[string]time.Time
+	files     map[string][]byte
+}
+
+// New starts a fake, stopped at the end of the test.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{
+		calls: make(chan Call, 1000), acks: make(chan Ack, 1000), connected: make(chan struct{}), opened: make(chan struct{}),
+		fail: map[string][]Failure{}, sessions: map[string]time.Time{}, files: map[string][]byte{},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1.0/gateway/connections/open", s.serveOpen)
+	mux.HandleFunc("/stream", s.serveStream)
+	mux.HandleFunc("POST /v1.0/oauth2/accessToken", s.serveToken)
+	mux.HandleFunc("POST /v1.0/robot/oToMessages/batchSend", s.api("otosend"))
+	mux.HandleFunc("POST /v1.0/robot/groupMessages/send", s.api("groupsend"))
+	mux.HandleFunc("POST /v1.0/robot/messageFiles/download", s.api("download"))
+	mux.HandleFunc("POST /robot/sendBySession/{session}", s.serveWebhook)
+	mux.HandleFunc("GET /files/{code}", s.serveFile)
+	s.srv = httptest.NewServer(mux)
+	s.URL = s.srv.URL
+	t.Cleanup(func() {
+		s.mu.Lock()
+		if s.conn != nil {
+			_ = s.conn.CloseNow()
+		}
+		s.mu.Unlock()
+		s.srv.Close()
+	})
+	return s
+}
+
+// Fail makes the next calls of kind fail as given, in order.
+func (s *Server) Fail(kind string, f ...Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail[kind] = append(s.fail[kind], f...)
+}
+
+// AddFile makes a file downloadable by its download code.
+func (s *Server) AddFile(code string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[code] = data
+}
+
+// Next waits for the next call of one of kinds, skipping others.
+func (s *Server) Next(t testing.TB, timeout time.Duration, kinds ...string) Call {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case c := <-s.calls:
+			for _, k := range kinds {
+				if c.Kind == k {
+					return c
+				}
+			}
+		case <-deadline:
+			t.Fatalf("dingtalktest: no %v call within %s", kinds, timeout)
+			return Call{}
+		}
+	}
+}
+
+// WaitConnected waits until a stream connection is open.
+func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	s.mu.Lock()
+	ch := s.connected
+	s.mu.Unlock()
+	select {
+	case <-ch:
+	case <-time.After(timeout):
+		t.Fatal("dingtalktest: no stream connection")
+	}
+}
+
+// WaitConnections waits until n stream connections were opened in all.
+func (s *Server) WaitConnections(t testing.TB, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		s.mu.Lock()
+		got, ch := s.conns, s.opened
+		s.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("dingtalktest: %d stream connections within %s, want %d", got, timeout, n)
+		}
+	}
+}
+
+// Connections is how many stream connections were opened so far.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
+}
+
+// Message is a robot message.
+type Message struct {
+	MsgID, StaffID, Nick string
+	// ConversationID is the chat; Group selects a group chat
+	// (conversationType "2") rather than one-to-one ("1").
+	ConversationID string
+	Group          bool
+	// AtBot marks the bot as mentioned (isInAtList).
+	AtBot bool
+	Text  string
+	// Type and Content, when set, replace the text message.
+	Type    string
+	Content map[string]any
+	// WebhookTTL is how long the session webhook stays valid (default an
+	// hour; negative: already expired).
+	WebhookTTL time.Duration
+}
+
+// Send sends m as a CALLBACK frame and returns the frame's messageId.
+func (s *Server) Send(t testing.TB, m Message) string {
+	t.Helper()
+	ttl := m.WebhookTTL
+	if ttl == 0 {
+		ttl = time.Hour
+	}
+	s.mu.Lock()
+	session := fmt.Sprintf("sess-%d", len(s.sessions)+1)
+	expires := time.Now().Add(ttl)
+	s.sessions[session] = expires
+	s.mu.Unlock()
+	convType := "1"
+	if m.Group {
+		convType = "2"
+	}
+	data := map[string]any{
+		"conversationId": m.ConversationID, "chatbotCorpId": "corp1", "chatbotUserId": "$:bot",
+		"msgId": m.MsgID, "senderNick": m.Nick, "isAdmin": false, "senderStaffId": m.StaffID,
+		"sessionWebhookExpiredTime": expires.UnixMilli(), "createAt": time.Now().UnixMilli(),
+		"senderCorpId": "corp1", "conversationType": convType, "senderId": "$:LWCP_" + m.StaffID,
+		"isInAtList": m.AtBot, "sessionWebhook": s.URL + "/robot/sendBySession/" + session,
+		"robotCode": ClientID, "msgtype": "text", "text": map[string]any{"content": m.Text},
+	}
+	if m.Group {
+		data["conversationTitle"] = "team"
+	}
+	if m.Type != "" {
+		data["msgtype"], data["content"] = m.Type, m.Content
+		delete(data, "text")
+	}
+	raw, _ := json.Marshal(data)
+	return s.Frame(t, "CALLBACK", "/v1.0/im/bot/messages/get", string(raw))
+}
+
+// Frame sends a data frame of type and topic with data, and returns its
+// messageId.
+func (s *Server) Frame(t testing.TB, typ, topic, data string) string {
+	t.Helper()
+	s.mu.Lock()
+	s.frames++
+	id := fmt.Sprintf("frame-%d", s.frames)
+	s.mu.Unlock()
+	raw, _ := json.Marshal(map[string]any{
+		"specVersion": "1.0", "type": typ, "time": time.Now().UnixMilli(),
+		"headers": map[string]string{
+			"appId": "app1", "connectionId": "conn1", "contentType": "application/json",
+			"messageId": id, "time": strconv.FormatInt(time.Now().UnixMilli(), 10), "topic": topic,
+		},
+		"data": data,
+	})
+	s.Raw(t, raw)
+	return id
+}
+
+// Raw writes a raw text frame on the stream connection.
+func (s *Server) Raw(t testing.TB, data []byte) {
+	t.Helper()
+	s.WaitConnected(t, 10*time.Second)
+	s.mu.Lock()
+	c := s.conn
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, data); err != nil {
+		t.Fatalf("dingtalktest: write: %v", err)
+	}
+}
+
+// WaitAck waits until the client answered frame id and returns its answer.
+func (s *Server) WaitAck(t testing.TB, id string, timeout time.Duration) Ack {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case a := <-s.acks:
+			if a.MessageID == id {
+				return a
+			}
+		case <-deadline:
+			t.Fatalf("dingtalktest: frame %s not acknowledged within %s", id, timeout)
+			return Ack{}
+		}
+	}
+}
+
+func (s *Server) serveOpen(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ClientID      string `json:"clientId"`
+		ClientSecret  string `json:"clientSecret"`
+		Subscriptions []struct{ Type, Topic string }
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.ClientID != ClientID || req.ClientSecret != ClientSecret {
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"code": "InvalidAuthentication", "message": "bad client credentials"})
+		return
+	}
+	bot := false
+	for _, sub := range req.Subscriptions {
+		bot = bot || (sub.Type == "CALLBACK" && sub.Topic == "/v1.0/im/bot/messages/get")
+	}
+	if !bot {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter", "message": "no robot subscription"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"endpoint": "ws" + strings.TrimPrefix(s.URL, "http") + "/stream", "ticket": "ticket-1"})
+}
+
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("ticket") != "ticket-1" {
+		http.Error(w, "bad ticket", http.StatusForbidden)
+		return
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	if s.conn != nil {
+		_ = s.conn.CloseNow()
+	}
+	s.conn = c
+	s.conns++
+	close(s.connected)
+	close(s.opened)
+	s.opened = make(chan struct{})
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.conn == c {
+			s.conn = nil
+			s.connected = make(chan struct{})
+		}
+		s.mu.Unlock()
+	}()
+	for {
+		_, data, err := c.Read(r.Context())
+		if err != nil {
+			return
+		}
+		var resp struct {
+			Code    int               `json:"code"`
+			Headers map[string]string `json:"headers"`
+			Data    string            `json:"data"`
+		}
+		if json.Unmarshal(data, &resp) == nil {
+			s.acks <- Ack{MessageID: resp.Headers["messageId"], Code: resp.Code, Data: resp.Data}
+		}
+	}
+}
+
+func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
+	var req struct{ AppKey, AppSecret string }
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	s.calls <- Call{Kind: "token"}
+	if req.AppKey != ClientID || req.AppSecret != ClientSecret {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidClientIdOrSecret", "message": "bad app key or secret"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"accessToken": token, "expireIn": 7200})
+}
+
+// failure pops the next scripted failure of kind.
+func (s *Server) failure(kind string) *Failure {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fs := s.fail[kind]; len(fs) > 0 {
+		f := fs[0]
+		s.fail[kind] = fs[1:]
+		return &f
+	}
+	return nil
+}
+
+func (f *Failure) write(w http.ResponseWriter) {
+	if f.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+	}
+	status := f.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if f.ErrCode != 0 {
+		writeJSON(w, status, map[string]any{"errcode": f.ErrCode, "errmsg": "scripted failure"})
+		return
+	}
+	writeJSON(w, status, map[string]any{"code": f.Code, "message": "scripted failure"})
+}
+
+func (s *Server) api(kind string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("x-acs-dingtalk-access-token") != token {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"code": "InvalidAuthentication", "message": "no valid token"})
+			return
+		}
+		c := Call{Kind: kind, Body: map[string]any{}}
+		if err := json.NewDecoder(r.Body).Decode(&c.Body); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter", "message": err.Error()})
+			return
+		}
+		s.calls <- c
+		if f := s.failure(kind); f != nil {
+			f.write(w)
+			return
+		}
+		if c.Str("robotCode") != ClientID {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter.robotCode", "message": "unknown robot"})
+			return
+		}
+		switch kind {
+		case "otosend", "groupsend":
+			var p map[string]string
+			if json.Unmarshal([]byte(c.Str("msgParam")), &p) != nil || c.Str("msgKey") == "" {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter.msgParam", "message": "bad msgParam"})
+				return
+			}
+			if kind == "groupsend" && !strings.HasPrefix(c.Str("openConversationId"), "cid") {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter.openConversationId", "message": "bad conversation"})
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"processQueryKey": "pq-1", "invalidStaffIdList": []string{}, "flowControlledStaffIdList": []string{}})
+		case "download":
+			writeJSON(w, http.StatusOK, map[string]any{"downloadUrl": s.URL + "/files/" + c.Str("downloadCode")})
+		}
+	}
+}
+
+func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
+	session := r.PathValue("session")
+	c := Call{Kind: "webhook", Session: session, Body: map[string]any{}}
+	if err := json.NewDecoder(r.Body).Decode(&c.Body); err != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"errcode": 40035, "errmsg": "bad json"})
+		return
+	}
+	s.mu.Lock()
+	expires, ok := s.sessions[session]
+	s.mu.Unlock()
+	c.Expired = !ok || time.Now().After(expires)
+	s.calls <- c
+	if f := s.failure("webhook"); f != nil {
+		f.write(w)
+		return
+	}
+	if c.Expired {
+		writeJSON(w, http.StatusOK, map[string]any{"errcode": 300001, "errmsg": "session webhook expired"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"errcode": 0, "errmsg": "ok"})
+}
+
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	data, ok := s.files[r.PathValue("code")]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	_, _ = w.Write(data)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

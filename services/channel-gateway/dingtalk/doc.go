@@ -1,0 +1,42 @@
+// Package dingtalk connects a DingTalk robot to the fleet in stream mode,
+// so the gateway needs no public URL. It speaks the protocol of
+// github.com/open-dingtalk/dingtalk-stream-sdk-go with that SDK's frame,
+// endpoint and robot message types.
+//
+// Receiving: POST /v1.0/gateway/connections/open hands out a WebSocket
+// endpoint and ticket; JSON data frames carry SYSTEM pings (answered with
+// their data), SYSTEM disconnects (the adapter reconnects) and CALLBACK
+// robot messages. The connection is held here, not by the SDK's
+// StreamClient, which reconnects on its own with a background context and
+// handles frames concurrently, so it could be neither stopped when this
+// gateway loses the lease nor kept in order. Only the gateway holding the
+// fleet's lease for the app connects; another takes over within the lease
+// TTL. A robot message is acknowledged after it was stored, or found
+// malformed (logged and dropped); a failure to store answers 500, so the
+// platform sends it again. The message's msgId is the inbound message id,
+// so a message sent twice is stored once.
+//
+// Which messages count: one-to-one chats per dmPolicy (pairing codes by
+// default); in groups, messages that mention the robot (groupPolicy
+// "mention", the default), all it receives ("open"), or those of the
+// conversations in groupAllowFrom ("allowlist"). Then allowFrom (staff
+// ids) admits the sender or not. Text, rich text, pictures, files, audio
+// (with DingTalk's recognition as text) and video are taken; files are
+// copied into the object store through the robot file download.
+//
+// Chat ids: a one-to-one chat is the user's staff id, a group its
+// conversation id (cid…), the two forms the robot send API takes, so a
+// reply needs nothing else (pairing codes carry no metadata).
+//
+// Replies are markdown, split on paragraph boundaries at [Limit]. Each
+// goes through the asking message's session webhook while it is valid
+// (until 30 s before its announced expiry); when it has expired, or the
+// platform refuses it, through the robot send API with the app's access
+// token (oToMessages/batchSend for a user, groupMessages/send for a
+// group). Rate limits (HTTP 429 with Retry-After, the webhook's errcode
+// 130101, flow-controlled staff ids) are retried after the wait.
+//
+// Inbound metadata, which the worker copies onto its replies:
+// conversation_type, conversation_id, session_webhook,
+// session_webhook_expires (Unix milliseconds).
+package dingtalk

@@ -1,0 +1,143 @@
+// Package hold runs a channel's connection only while this gateway holds
+// the fleet lease for the bot account, so that one connection per account
+// runs in the fleet: the others wait and take over within the lease TTL
+// when the holder stops or dies.
+package hold
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/lease"
+)
+
+// Key is the lease key for a bot account: the channel name and a hash of
+// the account's id, so that no secret appears in the bucket.
+func Key(channel, account string) string {
+	sum := sha256.Sum256([]byte(account))
+	return channel + "-conn-" + hex.EncodeToString(sum[:8])
+}
+
+// Fatal marks an error of work that no retry can fix (credentials
+// rejected): [Run] returns it instead of starting over.
+type Fatal struct{ Err error }
+
+func (e *Fatal) Error() string { return e.Err.Error() }
+func (e *Fatal) Unwrap() error { return e.Err }
+
+// Run calls work while holding the lease key in the fleet's lease bucket,
+// cancelling work's context when the lease is lost; it waits while another
+// gateway holds the lease, and starts over when work returns before ctx
+// ends (after a pause, so a failing connection is not hammered). It
+// returns nil when ctx ends, work's error when it is a [*Fatal], or an
+// error when the lease bucket is unusable.
+func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work func(context.Context) error) error {
+	kv, err := b.KV(ctx, bus.BucketLeases)
+	if err != nil {
+		return fmt.Errorf("hold: %w", err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("hold: lease bucket status: %w", err)
+	}
+	ttl := st.TTL()
+	if ttl <= 0 {
+		return errors.New("hold: the lease bucket has no TTL")
+	}
+	table := lease.NewTable(kv)
+	owner := ownerName()
+	waiting := false
+	pause := time.Second
+	for ctx.Err() == nil {
+		l, err := table.Acquire(ctx, key, owner)
+		if errors.Is(err, lease.ErrHeld) {
+			if !waiting {
+				holder, _ := table.Holder(ctx, key)
+				log.Warn("another gateway holds this account's connection; waiting to take over", "holder", holder, "lease", key)
+				waiting = true
+			}
+			sleep(ctx, ttl/2)
+			continue
+		}
+		if err != nil {
+			log.Warn("connection lease", "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		waiting = false
+		log.Info("this gateway holds the account's connection lease", "lease", key, "owner", owner)
+		start := time.Now()
+		if err := holding(ctx, l, ttl, log, work); err != nil && ctx.Err() == nil {
+			var fatal *Fatal
+			if errors.As(err, &fatal) {
+				return err
+			}
+			log.Warn("connection ended, reconnecting", "err", err, "in", pause)
+		}
+		if time.Since(start) > time.Minute {
+			pause = time.Second
+		}
+		sleep(ctx, pause)
+		pause = min(2*pause, 30*time.Second)
+	}
+	return nil
+}
+
+// holding runs work while renewing l, and releases l when work returns.
+func holding(ctx context.Context, l *lease.Lease, ttl time.Duration, log *slog.Logger, work func(context.Context) error) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := l.Renew(wctx); err != nil {
+				if wctx.Err() != nil {
+					return
+				}
+				log.Error("lost the connection lease; disconnecting", "err", err)
+				cancel()
+				return
+			}
+		}
+	}()
+	err := work(wctx)
+	cancel()
+	<-renewed
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer rcancel()
+	if rerr := l.Release(rctx); rerr != nil {
+		log.Warn("release connection lease", "err", rerr)
+	}
+	return err
+}
+
+// ownerName is unique among live gateways: host, pid and a random tail.
+func ownerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:6])
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,127 @@
+package hold_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
+)
+
+const wait = 10 * time.Second
+
+var log = slog.New(slog.DiscardHandler)
+
+// run starts hold.Run in the background and returns its result channel.
+func run(ctx context.Context, b *bus.Bus, key string, work func(context.Context) error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- hold.Run(ctx, b, key, log, work) }()
+	return done
+}
+
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(wait):
+		t.Fatalf("no %s within %s", what, wait)
+		var zero T
+		return zero
+	}
+}
+
+func TestOneHolderAtATime(t *testing.T) {
+	b := bustest.StartJetStream(t) // lease TTL 3s
+	key := hold.Key("test", "account-1")
+	started := make(chan string, 2)
+	work := func(name string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			started <- name
+			<-ctx.Done()
+			return nil
+		}
+	}
+	ctxA, stopA := context.WithCancel(t.Context())
+	doneA := run(ctxA, b, key, work("a"))
+	if got := recv(t, started, "first holder"); got != "a" {
+		t.Fatalf("%s started first", got)
+	}
+	run(t.Context(), b, key, work("b"))
+	select {
+	case got := <-started:
+		t.Fatalf("%s started while a held the lease", got)
+	case <-time.After(2 * time.Second): // most of a TTL: b must keep waiting
+	}
+	stopA()
+	if err := recv(t, doneA, "end of a"); err != nil {
+		t.Errorf("a: %v", err)
+	}
+	if got := recv(t, started, "takeover"); got != "b" {
+		t.Errorf("%s took over", got)
+	}
+}
+
+func TestLostLeaseCancelsWork(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	key := hold.Key("test", "account-2")
+	kv, err := b.KV(t.Context(), bus.BucketLeases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, cancelled := make(chan struct{}, 4), make(chan struct{}, 4)
+	run(t.Context(), b, key, func(ctx context.Context) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		cancelled <- struct{}{}
+		return nil
+	})
+	recv(t, started, "work")
+	// Someone else takes the lease over (as after a pause past the TTL).
+	if err := kv.Delete(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(t.Context(), key, []byte("another gateway")); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, cancelled, "work cancelled after the lease was lost")
+}
+
+func TestWorkErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		err   error
+		fatal bool
+	}{
+		{"transient error starts over", errors.New("connection reset"), false},
+		{"fatal error ends Run", &hold.Fatal{Err: errors.New("credentials rejected")}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := bustest.StartJetStream(t)
+			calls := make(chan struct{}, 10)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := run(ctx, b, hold.Key("test", tt.name), func(context.Context) error {
+				calls <- struct{}{}
+				return tt.err
+			})
+			recv(t, calls, "first call")
+			if tt.fatal {
+				if err := recv(t, done, "end of Run"); !errors.Is(err, tt.err) {
+					t.Errorf("Run = %v, want %v", err, tt.err)
+				}
+				return
+			}
+			recv(t, calls, "second call") // after a one-second pause
+			cancel()
+			if err := recv(t, done, "end of Run"); err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		})
+	}
+}

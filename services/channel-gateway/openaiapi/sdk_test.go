@@ -1,0 +1,98 @@
+package openaiapi_test
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
+)
+
+// sdkProgram asks one question with the npm openai client, whose timeout
+// is shorter than the turn, so that it gives up on its first attempt and
+// retries, as it does by default.
+const sdkProgram = `
+const OpenAI = require(process.env.OPENAI_MODULE);
+const client = new OpenAI({apiKey: process.env.API_KEY, baseURL: process.env.BASE_URL, timeout: 1000, maxRetries: 2});
+client.chat.completions.create({model: 'nanofleet', user: 'sdk', messages: [{role: 'user', content: 'via the sdk'}]})
+  .then(r => console.log(r.choices[0].message.content))
+  .catch(e => { console.error(String(e)); process.exit(1); });
+`
+
+// openaiModule is the installed npm openai package, or the test skips.
+func openaiModule(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("skipping: node is not installed")
+	}
+	root, err := exec.Command("npm", "root", "-g").Output()
+	if err != nil {
+		t.Skipf("skipping: npm root -g: %v", err)
+	}
+	mod := filepath.Join(strings.TrimSpace(string(root)), "openai")
+	if _, err := os.Stat(mod); err != nil {
+		t.Skipf("skipping: the npm openai package is not installed (%v); CI installs .ci/npm-packages", err)
+	}
+	return mod
+}
+
+// TestOpenAINodeSDKRetry: the official client times out on a slow turn
+// and retries; the retry gets the first request's answer, and the fleet
+// runs the turn once.
+func TestOpenAINodeSDKRetry(t *testing.T) {
+	mod := openaiModule(t)
+	b := bustest.StartJetStream(t, channels.Assets)
+	pub, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The turn's answer waits until the client's retry has arrived.
+	retried := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Stainless-Retry-Count") == "1" {
+			once.Do(func() { close(retried) })
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	w := workertest.Start(t, b, script, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
+		select {
+		case <-retried:
+		case <-time.After(20 * time.Second):
+		}
+	}))
+	cmd := exec.CommandContext(ctx(t), "node", "-e", sdkProgram)
+	cmd.Env = append(os.Environ(), "OPENAI_MODULE="+mod, "API_KEY="+key, "BASE_URL="+srv.URL+"/v1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v: %s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "You said: via the sdk" {
+		t.Errorf("answer %q", got)
+	}
+	select {
+	case <-retried:
+	default:
+		t.Error("the client did not retry: the test proves nothing")
+	}
+	if n := len(w.Inbound); n != 1 {
+		t.Errorf("%d turns for one question, want 1", n)
+	}
+}

@@ -1,0 +1,94 @@
+package fleet_test
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu/feishutest"
+)
+
+// TestFeishuThroughTheFleet: a Feishu message over the long connection
+// goes through the real gateway, worker and fake model, and the answer
+// reaches the open API as a card replying to the asking message.
+func TestFeishuThroughTheFleet(t *testing.T) {
+	fs := feishutest.New(t)
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		return llmtest.Text("feishu answer to " + r.LastUserText())
+	})
+	startWithChannels(t, llm, map[string]any{
+		"feishu": map[string]any{"enabled": true, "appId": feishutest.AppID, "appSecret": feishutest.AppSecret,
+			"baseUrl": fs.URL, "allowFrom": []string{"ou_ada"}},
+		"web": map[string]any{"enabled": false},
+		"api": map[string]any{"enabled": false},
+	})
+	fs.WaitConnected(t, 30*time.Second)
+	fs.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "hello from feishu"))
+	c := fs.Next(t, 30*time.Second, "reply")
+	card, _ := json.Marshal(c.Content())
+	if c.Parent != "om_1" || c.Str("msg_type") != "interactive" || !strings.Contains(string(card), "feishu answer to hello from feishu") {
+		t.Fatalf("reply = %+v", c)
+	}
+}
+
+// TestFeishuStreamsByUpdating: with streaming on, the answer appears in
+// one card replying to the asking message, posted within a second of the
+// first chunk and updated at most once per streamEditInterval, ending
+// with exactly the model's answer; with every update refused, the answer
+// arrives whole, once.
+func TestFeishuStreamsByUpdating(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		t.Run("failing="+strconv.FormatBool(failing), func(t *testing.T) {
+			fs := feishutest.New(t)
+			if failing {
+				refusals := make([]feishutest.Failure, 100)
+				for i := range refusals {
+					refusals[i] = feishutest.Failure{Status: 400, Code: 230001, Msg: "card not updatable"}
+				}
+				fs.Fail("patch", refusals...)
+			}
+			llm := newStreamingModel(t)
+			startWithChannels(t, llm.Server, map[string]any{
+				"feishu": map[string]any{"enabled": true, "appId": feishutest.AppID, "appSecret": feishutest.AppSecret,
+					"baseUrl": fs.URL, "allowFrom": []string{"ou_ada"}, "streaming": true, "streamEditInterval": editInterval.Seconds()},
+				"web": map[string]any{"enabled": false},
+				"api": map[string]any{"enabled": false},
+			})
+			fs.WaitConnected(t, 30*time.Second)
+			fs.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "stream please"))
+			c := fs.Next(t, 30*time.Second, "reply")
+			if d := c.At.Sub(llm.firstChunk()); d > time.Second {
+				t.Errorf("first card %s after the first chunk, want within 1s", d)
+			}
+			if c.Parent != "om_1" || c.Str("msg_type") != "interactive" {
+				t.Errorf("streamed card = %+v", c)
+			}
+			if failing {
+				for feishutest.CardText(c.Str("content")) != streamedAnswer {
+					c = fs.Next(t, 30*time.Second, "reply", "create")
+				}
+				fs.None(t, time.Second, "reply", "create") // the whole answer once
+				return
+			}
+			last, updates := c.At, 0
+			for feishutest.CardText(fs.Content(c.ID)) != streamedAnswer {
+				u := fs.Next(t, 30*time.Second, "patch", "reply", "create")
+				if u.Kind != "patch" || u.Parent != c.ID {
+					t.Fatalf("unexpected %s %+v", u.Kind, u)
+				}
+				if d := u.At.Sub(last); d < editInterval {
+					t.Errorf("update %d came %s after the one before, under streamEditInterval %s", updates+1, d, editInterval)
+				}
+				last = u.At
+				updates++
+			}
+			if updates < 3 {
+				t.Errorf("%d updates over a 4s answer", updates)
+			}
+		})
+	}
+}
