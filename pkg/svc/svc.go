@@ -126,11 +126,11 @@ func Connect(ctx context.Context, file *config.File, name string, log *slog.Logg
 
 // Retry runs step until it succeeds, retrying transient bus failures
 // ([bus.Transient]) with [bus.Backoff] until ctx ends. Each attempt gets
-// 30 s; step must not tie anything that outlives it to its ctx. Meanwhile ready
-// (which may be nil) reports not ready with the reason, and each failure
-// is logged. A service wraps every start-up step that talks to the bus in
-// it, so that a slow or restarting cluster delays it instead of killing
-// it.
+// 30 s, so step must not tie anything that outlives it to its ctx.
+// Meanwhile ready (which may be nil) reports not ready with the reason,
+// and each failure is logged. A service wraps every start-up step that
+// talks to the bus in it, so that a slow or restarting cluster delays it
+// instead of killing it.
 func Retry(ctx context.Context, log *slog.Logger, ready *Readiness, what string, step func(context.Context) error) error {
 	attempt := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
