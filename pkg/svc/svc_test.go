@@ -1,108 +1,83 @@
-package svc_test
+package svc
 
 import (
-	"context"
-	"errors"
-	"log/slog"
-	"net"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/config"
-	"github.com/nanofleet/nanofleet/pkg/svc"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 )
 
-// TestConnectWaitsForNATS: a service started before its NATS server
-// waits for it, reporting why on its readiness, then connects and
-// provisions once the server is there.
-func TestConnectWaitsForNATS(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func TestLocalFleet(t *testing.T) {
+	running := t.TempDir()
+	l, err := fleetdir.Acquire(running)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	file := config.Defaults()
-	file.NATS.URL = "nats://" + ln.Addr().String()
-	var ready svc.Readiness
-	type result struct {
-		b   *bus.Bus
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		b, err := svc.Connect(ctx, file, t.Name(), slog.New(slog.DiscardHandler), &ready)
-		done <- result{b, err}
-	}()
-
-	// Not ready, saying why, and still trying.
-	for {
-		err := ready.Check(ctx)
-		if err != nil && strings.Contains(err.Error(), "connect to nats") {
-			break
-		}
-		select {
-		case r := <-done:
-			t.Fatalf("Connect returned before a server was up: %v", r.err)
-		case <-ctx.Done():
-			t.Fatalf("readiness never said why: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: port}, nil)
+	defer l.Release()
+	creds, err := l.Credentials()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Shutdown)
-	var r result
-	select {
-	case r = <-done:
-	case <-ctx.Done():
-		t.Fatal("Connect did not return after the server started")
+	if err := l.Publish(fleetdir.Info{PID: 1, Command: "run", NATSURL: "nats://127.0.0.1:4555"}); err != nil {
+		t.Fatal(err)
 	}
-	if r.err != nil {
-		t.Fatalf("Connect: %v", r.err)
+	tests := []struct {
+		name, dir, want string
+	}{
+		{"a fleet runs there", running, "nats://nanofleet:" + creds.Password + "@127.0.0.1:4555"},
+		{"none runs there", t.TempDir(), ""},
 	}
-	defer r.b.Close()
-	diffs, err := bus.CheckLayout(ctx, r.b, svc.Layout(file))
-	if err != nil || len(diffs) > 0 {
-		t.Errorf("layout after Connect: %v, %v", diffs, err)
-	}
-}
-
-// TestConnectFailsOnABadLayout: a layout the config gets wrong is not
-// retried: it fails at once, naming the key.
-func TestConnectFailsOnABadLayout(t *testing.T) {
-	file := config.Defaults()
-	file.NATS.URL = "nats://127.0.0.1:1"
-	file.NATS.ReplayWindowSeconds = 1
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	_, err := svc.Connect(ctx, file, t.Name(), slog.New(slog.DiscardHandler), nil)
-	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "nats.replayWindowSeconds") {
-		t.Errorf("Connect with a bad layout = %v, want config.ErrInvalid naming nats.replayWindowSeconds", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := localFleet(func(k string) string {
+				if k == "NANOFLEET_DATA" {
+					return tt.dir
+				}
+				return ""
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Fatalf("localFleet = %q, want %q", strings.ReplaceAll(got, creds.Password, "<password>"), strings.ReplaceAll(tt.want, creds.Password, "<password>"))
+			}
+		})
 	}
 }
 
-func TestReadiness(t *testing.T) {
-	var r svc.Readiness
-	if err := r.Check(t.Context()); err == nil || err.Error() != "starting" {
-		t.Errorf("zero Readiness = %v, want starting", err)
+// TestHTTPFromConfig: observability.listen sets the observability address
+// unless --http is given, an empty --http included.
+func TestHTTPFromConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"nats":{"url":"nats://127.0.0.1:1"},"observability":{"listen":"127.0.0.1:9191"}}`), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	r.NotReady(errors.New("provision: no quorum"))
-	if err := r.Check(t.Context()); err == nil || err.Error() != "provision: no quorum" {
-		t.Errorf("after NotReady = %v", err)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"config", nil, "127.0.0.1:9191"},
+		{"flag over config", []string{"--http", "127.0.0.1:9292"}, "127.0.0.1:9292"},
+		{"flag turns it off", []string{"--http", ""}, ""},
 	}
-	r.Ready(func(context.Context) error { return nil })
-	if err := r.Check(t.Context()); err != nil {
-		t.Errorf("after Ready = %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("svc", flag.ContinueOnError)
+			var f Flags
+			f.Register(fs)
+			if err := fs.Parse(append([]string{"--config", cfg}, tt.args...)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.LoadConfig(); err != nil {
+				t.Fatal(err)
+			}
+			if f.HTTP != tt.want {
+				t.Fatalf("HTTP = %q, want %q", f.HTTP, tt.want)
+			}
+		})
 	}
-	var nilReady *svc.Readiness
-	nilReady.NotReady(errors.New("ignored")) // must not panic
-	nilReady.Ready(nil)
 }

@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -49,6 +50,8 @@ type Server struct {
 	timeout time.Duration
 	created int64
 	mux     *http.ServeMux
+	// dupWindow caches duplicateWindow (nanoseconds; 0 until read).
+	dupWindow atomic.Int64
 }
 
 // New returns the API for cfg.
@@ -356,14 +359,19 @@ func tooLarge(w http.ResponseWriter, err error) {
 }
 
 // duplicateWindow is the inbound stream's duplicate window, within which
-// a request with the same Idempotency-Key is the same message.
+// a request with the same Idempotency-Key is the same message. It is read
+// once: provisioning sets it at start-up.
 func (s *Server) duplicateWindow(ctx context.Context) time.Duration {
+	if d := s.dupWindow.Load(); d > 0 {
+		return time.Duration(d)
+	}
 	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
 	defer cancel()
 	st, err := s.deps.Bus.JS.Stream(ctx, s.deps.Bus.Space.InboundStream())
 	if err != nil || st.CachedInfo().Config.Duplicates <= 0 {
 		return 10 * time.Minute // the layout's default
 	}
+	s.dupWindow.Store(int64(st.CachedInfo().Config.Duplicates))
 	return st.CachedInfo().Config.Duplicates
 }
 

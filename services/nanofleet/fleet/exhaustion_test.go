@@ -28,6 +28,25 @@ import (
 type apiFleet struct {
 	*fleet.Fleet
 	base, key string
+	logs      *logBuffer
+}
+
+// logBuffer keeps the fleet's log lines for the test to read.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree int64) *apiFleet {
@@ -36,9 +55,10 @@ func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree in
 	var lines []string
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
+	logs := &logBuffer{}
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
-		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Log:     slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo})),
 		DataDir: dataDir, Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
 		Announce:     func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
 		StoreMinFree: minFree,
@@ -54,7 +74,7 @@ func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree in
 	if m == nil {
 		t.Fatalf("no API announcement in %q", all)
 	}
-	return &apiFleet{Fleet: f, base: m[1], key: m[2]}
+	return &apiFleet{Fleet: f, base: m[1], key: m[2], logs: logs}
 }
 
 // apiReply is one chat completion's status and body.
@@ -228,6 +248,9 @@ func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 	if got := gaugeValue(t, f.Fleet, "nanofleet_storage_full"); got != 1 {
 		t.Errorf("nanofleet_storage_full = %v while full", got)
 	}
+	if logs := f.logs.String(); !strings.Contains(logs, "storage full: new messages are refused") || !strings.Contains(logs, `full="the filesystem of `+dataDir) {
+		t.Errorf("no log line saying what is full")
+	}
 	calls := llm.RequestCount()
 	r := f.post(t, "POST", "/chat/completions", chatBody(t, "alice", "while full"), nil)
 	msg, code := apiErr(t, r)
@@ -254,6 +277,9 @@ func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(t, f.Fleet, true, 10*time.Second)
+	if !strings.Contains(f.logs.String(), "storage recovered") {
+		t.Errorf("no log line saying the store recovered")
+	}
 	if got := answer(t, f.post(t, "POST", "/chat/completions", chatBody(t, "alice", "after"), nil)); got != "ok: after" {
 		t.Fatalf("answer after recovery %q", got)
 	}
@@ -313,5 +339,75 @@ func TestOversizeRequests(t *testing.T) {
 	}
 	if got := answer(t, f.post(t, "POST", "/chat/completions", chatBody(t, "bob", "small"), nil)); got != "ok" {
 		t.Errorf("a small message after the refusals: %q", got)
+	}
+}
+
+// TestTurnInFlightWhenTheStoreFills: a turn whose model answers after the
+// store filled cannot commit; its request is told at once, and once space
+// is freed the turn runs again and lands in the history.
+func TestTurnInFlightWhenTheStoreFills(t *testing.T) {
+	dataDir := smallFS(t, "64m")
+	asked, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		if r.LastUserText() == "in flight" {
+			once.Do(func() { close(asked) })
+			select {
+			case <-proceed:
+			case <-time.After(30 * time.Second):
+			}
+			return llmtest.Text("late answer")
+		}
+		return llmtest.Text("ok: " + r.LastUserText())
+	})
+	f := startAPIFleet(t, llm, dataDir, 4<<20)
+	replies := make(chan apiReply, 1)
+	go func() { replies <- f.post(t, "POST", "/chat/completions", chatBody(t, "carol", "in flight"), nil) }()
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the turn never reached the model")
+	}
+	ballast := filepath.Join(dataDir, "ballast")
+	fillFS(t, ballast)
+	waitReady(t, f.Fleet, false, 5*time.Second)
+	close(proceed)
+	select {
+	case r := <-replies:
+		if _, code := apiErr(t, r); r.status != http.StatusInsufficientStorage || code != "storage_full" {
+			t.Errorf("the waiting request got %d %s", r.status, clip(r.body))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting request was not answered within 10s of the store filling")
+	}
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, f.Fleet, true, 10*time.Second)
+	store, err := session.Open(t.Context(), f.Bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		hist, err := store.LoadHistory(t.Context(), "api:carol", 0)
+		if err == nil && len(hist.Turns) == 1 {
+			msgs := hist.Turns[0].Record.GetMessages()
+			if got := msgs[len(msgs)-1].GetContent(); got != "late answer" {
+				t.Errorf("the turn committed with %q", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn is not in the history 90s after space was freed (%v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := answer(t, f.post(t, "POST", "/chat/completions", chatBody(t, "carol", "next"), nil)); got != "ok: next" {
+		t.Errorf("next answer %q", got)
+	}
+	if err := f.Err(); err != nil {
+		t.Errorf("a part of the fleet stopped: %v", err)
 	}
 }

@@ -50,7 +50,7 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 		var gw *gatewaysvc.Gateway
 		err := svc.Retry(setupCtx, o.Log, nil, "start channel-gateway", func(ctx context.Context) (err error) {
 			gw, err = gatewaysvc.New(ctx, f.Bus, o.File, gatewaysvc.Options{
-				Listen: o.GatewayListen, Metrics: f.Metrics, Log: o.Log.With("service", "channel-gateway"), Announce: o.Announce,
+				Listen: o.GatewayListen, DefaultListen: "127.0.0.1:8080", Metrics: f.Metrics, Log: o.Log.With("service", "channel-gateway"), Announce: o.Announce,
 				Storage: f.storageErr,
 			})
 			return err

@@ -106,7 +106,6 @@ type ServerConfig struct {
 // '_' and without "__" (tool names collapse runs of '_').
 var serverName = regexp.MustCompile(`^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$`)
 
-
 // Transport returns the server's transport: Type when set, otherwise
 // inferred as nanobot does. It is "" when neither command nor url says.
 func (c ServerConfig) Transport() Transport {
