@@ -73,7 +73,8 @@ func Transient(err error) bool {
 		errors.Is(err, nats.ErrConnectionDraining),
 		errors.Is(err, jetstream.ErrJetStreamNotEnabled),
 		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount),
-		errors.Is(err, jetstream.ErrNoHeartbeat):
+		errors.Is(err, jetstream.ErrNoHeartbeat),
+		errors.Is(err, jetstream.ErrNoStreamResponse): // a publish while the stream has no leader
 		return true
 	}
 	var api *jetstream.APIError

@@ -59,6 +59,7 @@ func TestTransient(t *testing.T) {
 		{"no peers yet", &jetstream.APIError{Code: 400, ErrorCode: 10005}, true},
 		{"stream offline", fmt.Errorf("x: %w", &jetstream.APIError{Code: 500, ErrorCode: 10118}), true},
 		{"jetstream not enabled", jetstream.ErrJetStreamNotEnabled, true},
+		{"stream without a leader", fmt.Errorf("publish: %w", jetstream.ErrNoStreamResponse), true},
 		{"name in use with another config", &jetstream.APIError{Code: 400, ErrorCode: 10058}, false},
 		{"invalid config", &jetstream.APIError{Code: 500, ErrorCode: 10052}, false},
 		{"replicas without a cluster", &jetstream.APIError{Code: 500, ErrorCode: 10074}, false},
