@@ -152,7 +152,7 @@ const attemptTimeout = 30 * time.Second
 func Connect(ctx context.Context, file *config.File, name string, log *slog.Logger, ready *Readiness, decls ...bus.Declare) (*bus.Bus, error) {
 	layout := Layout(file)
 	if err := layout.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", config.ErrInvalid, err)
+		return nil, err
 	}
 	var b *bus.Bus
 	err := Retry(ctx, log, ready, "connect to nats", func(ctx context.Context) error {

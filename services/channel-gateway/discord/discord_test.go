@@ -550,7 +550,7 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := discordtest.New(t, token)
 			fake.Disallowed = tt.disallowed
-			b := bustest.StartJetStream(t)
+			b := bustest.StartJetStream(t, channels.Assets)
 			log := slog.New(slog.DiscardHandler)
 			gate, err := access.Open(t.Context(), b, log)
 			if err != nil {

@@ -310,7 +310,7 @@ func TestRateLimitedEditsWait(t *testing.T) {
 	const wait = 300 * time.Millisecond
 	for _, limited := range []int{1, 3} {
 		t.Run(fmt.Sprint(limited, " limited"), func(t *testing.T) {
-			h := startStreams(t, bustest.StartJetStream(t), 50*time.Millisecond, 4000)
+			h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 50*time.Millisecond, 4000)
 			h.p.limited, h.p.wait = limited, wait
 			text := h.feed(t, 10, 20*time.Millisecond)
 			if !h.s.Finish(t.Context(), h.final(t, text+" end")) {
