@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,7 +23,9 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // gate accepts the bearer token "secret" or the cookie a login with it
@@ -63,7 +66,7 @@ func serve(t *testing.T, b *bus.Bus) *httptest.Server {
 }
 
 func TestAccess(t *testing.T) {
-	srv := serve(t, bustest.StartJetStream(t))
+	srv := serve(t, bustest.StartJetStream(t, channels.Assets))
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	tests := []struct {
 		name, path, auth string
@@ -201,7 +204,7 @@ func publishTurn(t *testing.T, b *bus.Bus, id string) {
 }
 
 func TestSnapshot(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	fleet(t, b)
 	srv := serve(t, b)
 	req, _ := http.NewRequestWithContext(ctxT(t), http.MethodGet, srv.URL+"/dashboard/api/snapshot", nil)
@@ -276,5 +279,59 @@ func TestSnapshot(t *testing.T) {
 	}
 	if len(s1.Turns) != 2 || s1.Turns[0].TurnID != "t4" || len(s2.Turns) != 2 || s2.Turns[0].TurnID != "t5" || s2.Turns[1].TurnID != "t4" {
 		t.Errorf("window of two: %+v then %+v", s1.Turns, s2.Turns)
+	}
+}
+
+// TestChannels: the snapshot lists the channels the gateways reported,
+// and a channel waiting for its QR code to be scanned serves it as a PNG.
+func TestChannels(t *testing.T) {
+	b := bustest.StartJetStream(t, channels.Assets)
+	srv := serve(t, b)
+	ctx := ctxT(t)
+	board, err := status.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	board.Serving(ctx, log, "web", "http://127.0.0.1:8080")
+	get := func(path string) (int, string, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer secret")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), body
+	}
+	if code, _, _ := get("/dashboard/api/qr/whatsapp"); code != http.StatusNotFound {
+		t.Errorf("QR of a channel not linking: %d", code)
+	}
+	if err := board.Update(ctx, "whatsapp", func(r *status.Record) {
+		r.State, r.QR, r.Holder, r.Lease = status.Linking, "2@abc,def,ghi", "gw-1", "whatsapp-conn-x"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	code, ctype, body := get("/dashboard/api/qr/whatsapp")
+	if code != http.StatusOK || ctype != "image/png" || !bytes.HasPrefix(body, []byte("\x89PNG")) {
+		t.Errorf("QR = %d %s %.20q", code, ctype, body)
+	}
+	_, _, body = get("/dashboard/api/snapshot")
+	var snap dashboard.Snapshot
+	if err := json.Unmarshal(body, &snap); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]status.Record{}
+	for _, r := range snap.Channels {
+		got[r.Channel] = r
+	}
+	// No gateway holds the WhatsApp lease: its holder is gone.
+	if w := got["whatsapp"]; w.State != status.Failed || !strings.Contains(w.Reason, "gw-1") || w.QR != "" {
+		t.Errorf("whatsapp = %+v", w)
+	}
+	if w := got["web"]; w.State != status.Connected || w.Holder != status.EveryGateway || len(snap.Channels) != 2 {
+		t.Errorf("channels = %+v", snap.Channels)
 	}
 }

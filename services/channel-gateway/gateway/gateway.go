@@ -16,6 +16,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // Config tunes delivery.
@@ -82,13 +83,16 @@ const deliveredTTL = 24 * time.Hour
 // bucketDelivered is the short name of the bucket of delivered reply ids.
 const bucketDelivered = "delivered"
 
-// Assets declares the bucket of delivered reply ids for [bus.Provision].
-func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
-	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
-		Bucket:      sp.Bucket(bucketDelivered),
-		Description: "reply ids already delivered to a platform",
-		TTL:         deliveredTTL,
-	}}}
+// Assets declares the bucket of delivered reply ids for [bus.Provision],
+// and the channel status board Run reports to.
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.Join(status.Assets, func(sp subject.Space, _ bus.Layout) bus.Assets {
+		return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
+			Bucket:      sp.Bucket(bucketDelivered),
+			Description: "reply ids already delivered to a platform",
+			TTL:         deliveredTTL,
+		}}}
+	})(sp, l)
 }
 
 // Gateway runs adapters and moves messages between them and the fleet.
@@ -209,6 +213,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gateway: delivered bucket: %w", err)
 	}
+	// The status board is for people to read: without it the channels
+	// still run.
+	board, err := status.Open(ctx, g.bus)
+	if err != nil {
+		g.log.Warn("channel status board unusable; adapter failures are only logged", "err", err)
+	}
 	eg, ctx := errgroup.WithContext(ctx)
 	for _, a := range g.adapters {
 		var cons jetstream.Consumer
@@ -223,6 +233,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 		eg.Go(func() error { return d.run(ctx) })
 		eg.Go(func() error {
 			if err := a.Run(ctx, g.refusing(a)); err != nil && ctx.Err() == nil {
+				if board != nil {
+					board.Failing(ctx, g.log, a.Channel(), err)
+				}
 				return fmt.Errorf("adapter %s: %w", a.Channel(), err)
 			}
 			return nil

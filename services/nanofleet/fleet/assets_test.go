@@ -26,7 +26,7 @@ func documentedAssets(t *testing.T) map[string]string {
 		t.Fatal("docs/ARCHITECTURE.md has no section “Subjects, streams and buckets”")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	name := regexp.MustCompile("`(P_[A-Za-z0-9_]+)`")
+	name := regexp.MustCompile("`(P_[A-Za-z0-9_-]+)`")
 	out := map[string]string{}
 	for line := range strings.Lines(section) {
 		cols := strings.Split(line, "|")
