@@ -8,6 +8,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// ErrLayout marks a layout that cannot be provisioned as declared.
+var ErrLayout = errors.New("jetstream layout")
+
 // JetStream error codes the fleet treats specially (nats-server's
 // errors.json).
 const (

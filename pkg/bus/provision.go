@@ -2,79 +2,31 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"time"
+	"reflect"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
-// Layout is the tunable part of the fleet's JetStream layout.
-type Layout struct {
-	// Replicas of every stream and bucket (1 for a single server, 3 for a
-	// cluster).
-	Replicas int
-	// DuplicateWindow of the inbound and memory streams: a platform event
-	// delivered twice within it (a webhook retried, a poller restarted) is
-	// stored once. The server keeps every message id published within the
-	// window in memory (about 90 bytes each), so it costs memory in
-	// proportion to the message rate.
-	DuplicateWindow time.Duration
-	// ReplayWindow is the duplicate window of the outbound and history
-	// streams. Their ids are the fleet's own (reply and turn ids), and a
-	// duplicate comes only from a worker replaying a turn it or a crashed
-	// worker already committed, which happens within a lease TTL or an ack
-	// wait, so it is shorter than DuplicateWindow.
-	ReplayWindow time.Duration
-	// OutboundMaxAge bounds how long undelivered replies are kept.
-	OutboundMaxAge time.Duration
-	// DeadLetterMaxAge bounds how long dead letters are kept.
-	DeadLetterMaxAge time.Duration
-	// LeaseTTL is how long a session lease lives without renewal.
-	LeaseTTL time.Duration
-	// MaxMsgSize bounds an envelope; attachments go to the object store.
-	MaxMsgSize int32
-	// CheckpointMarkerTTL is how long the marker of a cleared turn
-	// checkpoint stays: without an end, every session that ever ran a turn
-	// would keep one in the server's subject index.
-	CheckpointMarkerTTL time.Duration
+// Assets are streams, KV buckets and object stores of the fleet's
+// JetStream layout. Names are full (with the fleet's prefix). Replicas are
+// left unset: [Provision] gives every asset the layout's.
+type Assets struct {
+	Streams []jetstream.StreamConfig
+	Buckets []jetstream.KeyValueConfig
+	Objects []jetstream.ObjectStoreConfig
 }
 
-// DefaultLayout is the layout of a single-server fleet.
-func DefaultLayout() Layout {
-	return Layout{
-		Replicas:         1,
-		DuplicateWindow:  10 * time.Minute,
-		ReplayWindow:     2 * time.Minute,
-		OutboundMaxAge:   7 * 24 * time.Hour,
-		DeadLetterMaxAge: 30 * 24 * time.Hour,
-		LeaseTTL:         30 * time.Second,
-		MaxMsgSize:       4 << 20,
-		// Nothing reads a cleared checkpoint's marker; a minute is the
-		// server's floor (1 s) with room for a clock step.
-		CheckpointMarkerTTL: time.Minute,
-	}
-}
+// Declare is how a package declares the assets it owns, for a fleet's
+// subject space and layout. Each package that keeps state in JetStream
+// exports one (e.g. memory.Assets), and each service passes the ones it
+// uses to [Provision]; nothing else creates streams or buckets.
+type Declare func(subject.Space, Layout) Assets
 
-// Validate reports the first invalid field.
-func (l Layout) Validate() error {
-	switch {
-	case l.Replicas < 1 || l.Replicas > 5:
-		return config.Invalid("nats.replicas", "%d not in 1..5", l.Replicas)
-	case l.DuplicateWindow <= 0:
-		return config.Invalid("nats.duplicateWindowSeconds", "must be positive")
-	case l.LeaseTTL < time.Second:
-		return config.Invalid("nats.leaseTtlSeconds", "%s is below 1s", l.LeaseTTL)
-	case l.CheckpointMarkerTTL < time.Second:
-		return fmt.Errorf("checkpoint marker TTL: %s is below 1s", l.CheckpointMarkerTTL)
-	case l.ReplayWindow < 2*l.LeaseTTL:
-		return config.Invalid("nats.replayWindowSeconds", "%s is below twice the lease TTL %s", l.ReplayWindow, l.LeaseTTL)
-	}
-	return nil
-}
-
-// Bucket names (without the fleet prefix) of the fleet's KV buckets.
+// Bucket names (without the fleet prefix) of the core KV buckets.
 const (
 	BucketLeases      = "leases"
 	BucketSessions    = "sessions"
@@ -84,114 +36,256 @@ const (
 	BucketBlobs       = "blobs"
 )
 
-// Provision creates or updates every stream and bucket of the fleet. It is
-// safe to call from every service at every start.
-func Provision(ctx context.Context, b *Bus, l Layout) error {
+// CoreAssets declares the streams and buckets every part of the fleet
+// uses: inbound, outbound, history, dead letters, consolidation requests,
+// leases, sessions, checkpoints, profile, memory and blobs. [Provision]
+// always includes them.
+func CoreAssets(s subject.Space, l Layout) Assets {
+	return Assets{
+		Streams: []jetstream.StreamConfig{
+			{
+				Name:        s.InboundStream(),
+				Description: "inbound messages waiting for a worker",
+				Subjects:    []string{s.InboundAll()},
+				Retention:   jetstream.WorkQueuePolicy,
+				Duplicates:  l.DuplicateWindow,
+				MaxMsgSize:  l.MaxMsgSize,
+				AllowDirect: true,
+			},
+			{
+				Name:        s.OutboundStream(),
+				Description: "replies waiting for their channel",
+				Subjects:    []string{s.OutboundAll()},
+				Retention:   jetstream.LimitsPolicy,
+				Duplicates:  l.ReplayWindow,
+				MaxAge:      l.OutboundMaxAge,
+				MaxMsgSize:  l.MaxMsgSize,
+				AllowDirect: true,
+			},
+			{
+				Name:        s.HistoryStream(),
+				Description: "session turn records",
+				Subjects:    []string{s.HistoryAll()},
+				Retention:   jetstream.LimitsPolicy,
+				Duplicates:  l.ReplayWindow,
+				MaxMsgSize:  l.MaxMsgSize,
+				AllowDirect: true,
+			},
+			{
+				Name:        s.DeadLetterStream(),
+				Description: "messages the fleet gave up on, with reasons",
+				Subjects:    []string{s.DeadLetterAll()},
+				Retention:   jetstream.LimitsPolicy,
+				MaxAge:      l.DeadLetterMaxAge,
+				AllowDirect: true,
+			},
+			{
+				Name:        s.MemoryStream(),
+				Description: "consolidation requests waiting for a memory-consolidator",
+				Subjects:    []string{s.ConsolidateAll()},
+				Retention:   jetstream.WorkQueuePolicy,
+				Duplicates:  l.DuplicateWindow,
+				MaxMsgSize:  l.MaxMsgSize,
+			},
+		},
+		Buckets: []jetstream.KeyValueConfig{
+			{Bucket: s.Bucket(BucketLeases), Description: "session leases: one turn at a time per session", TTL: l.LeaseTTL, History: 1},
+			{Bucket: s.Bucket(BucketSessions), Description: "session metadata", History: 1},
+			{Bucket: s.Bucket(BucketCheckpoints), Description: "turns in progress", History: 1, LimitMarkerTTL: l.CheckpointMarkerTTL},
+			{Bucket: s.Bucket(BucketProfile), Description: "agent profile: bootstrap files and skills", History: 5},
+			{Bucket: s.Bucket(BucketMemory), Description: "long-term memory per scope", History: 16},
+		},
+		Objects: []jetstream.ObjectStoreConfig{
+			{Bucket: s.Bucket(BucketBlobs), Description: "attachments and oversize tool output"},
+		},
+	}
+}
+
+// Join declares the assets of every one of decls, in order: a service or
+// a package made of parts declares its assets as the join of theirs.
+func Join(decls ...Declare) Declare {
+	return func(s subject.Space, l Layout) Assets {
+		var all Assets
+		for _, d := range decls {
+			a := d(s, l)
+			all.Streams = append(all.Streams, a.Streams...)
+			all.Buckets = append(all.Buckets, a.Buckets...)
+			all.Objects = append(all.Objects, a.Objects...)
+		}
+		return all
+	}
+}
+
+// Declared is the layout's core assets and those of decls, with the
+// layout's replicas and file storage, in declaration order. An asset
+// declared twice the same way (two services of one process sharing a
+// package) is kept once; declared twice differently, it is an error
+// wrapping [ErrLayout], since two packages would fight over its settings.
+func Declared(s subject.Space, l Layout, decls ...Declare) (Assets, error) {
+	all := Join(append([]Declare{CoreAssets}, decls...)...)(s, l)
+	for i := range all.Streams {
+		all.Streams[i].Replicas = l.Replicas
+		all.Streams[i].Storage = jetstream.FileStorage
+	}
+	for i := range all.Buckets {
+		all.Buckets[i].Replicas = l.Replicas
+		all.Buckets[i].Storage = jetstream.FileStorage
+	}
+	for i := range all.Objects {
+		all.Objects[i].Replicas = l.Replicas
+		all.Objects[i].Storage = jetstream.FileStorage
+	}
+	var err error
+	if all.Streams, err = once(all.Streams, func(c jetstream.StreamConfig) string { return c.Name }); err != nil {
+		return Assets{}, err
+	}
+	if all.Buckets, err = once(all.Buckets, func(c jetstream.KeyValueConfig) string { return c.Bucket }); err != nil {
+		return Assets{}, err
+	}
+	if all.Objects, err = once(all.Objects, func(c jetstream.ObjectStoreConfig) string { return c.Bucket }); err != nil {
+		return Assets{}, err
+	}
+	return all, nil
+}
+
+// once drops repeated declarations of an asset, and reports one
+// declared with different settings.
+func once[C any](cs []C, name func(C) string) ([]C, error) {
+	var out []C
+	seen := map[string]C{}
+	for _, c := range cs {
+		n := name(c)
+		prev, ok := seen[n]
+		if !ok {
+			seen[n] = c
+			out = append(out, c)
+			continue
+		}
+		if !reflect.DeepEqual(prev, c) {
+			return nil, fmt.Errorf("%w: %s declared twice with different settings", ErrLayout, n)
+		}
+	}
+	return out, nil
+}
+
+// Asset names one declared asset.
+type Asset struct {
+	// Kind is "stream", "bucket" or "object store".
+	Kind string
+	// Name is the asset's name: the stream's, or the bucket's.
+	Name string
+	// Stream is the JetStream stream that holds it: Name for a stream,
+	// KV_<name> for a bucket, OBJ_<name> for an object store.
+	Stream string
+}
+
+// List names every asset of a, streams first.
+func (a Assets) List() []Asset {
+	var out []Asset
+	for _, c := range a.Streams {
+		out = append(out, Asset{Kind: "stream", Name: c.Name, Stream: c.Name})
+	}
+	for _, c := range a.Buckets {
+		out = append(out, Asset{Kind: "bucket", Name: c.Bucket, Stream: "KV_" + c.Bucket})
+	}
+	for _, c := range a.Objects {
+		out = append(out, Asset{Kind: "object store", Name: c.Bucket, Stream: "OBJ_" + c.Bucket})
+	}
+	return out
+}
+
+// Provision creates or updates the core assets and those of decls, every
+// one with the layout's replicas. It is idempotent and meant for the
+// fleet's services at start-up; a client that only talks to a running
+// fleet calls [CheckLayout] instead, so that its own config never changes
+// the fleet's layout.
+func Provision(ctx context.Context, b *Bus, l Layout, decls ...Declare) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	s := b.Space
-	streams := []jetstream.StreamConfig{
-		{
-			Name:        s.InboundStream(),
-			Description: "inbound messages waiting for a worker",
-			Subjects:    []string{s.InboundAll()},
-			Retention:   jetstream.WorkQueuePolicy,
-			Duplicates:  l.DuplicateWindow,
-			MaxMsgSize:  l.MaxMsgSize,
-			AllowDirect: true,
-			Replicas:    l.Replicas,
-			Storage:     jetstream.FileStorage,
-		},
-		{
-			Name:        s.OutboundStream(),
-			Description: "replies waiting for their channel",
-			Subjects:    []string{s.OutboundAll()},
-			Retention:   jetstream.LimitsPolicy,
-			Duplicates:  l.ReplayWindow,
-			MaxAge:      l.OutboundMaxAge,
-			MaxMsgSize:  l.MaxMsgSize,
-			AllowDirect: true,
-			Replicas:    l.Replicas,
-			Storage:     jetstream.FileStorage,
-		},
-		{
-			Name:        s.HistoryStream(),
-			Description: "session turn records",
-			Subjects:    []string{s.HistoryAll()},
-			Retention:   jetstream.LimitsPolicy,
-			Duplicates:  l.ReplayWindow,
-			MaxMsgSize:  l.MaxMsgSize,
-			AllowDirect: true,
-			Replicas:    l.Replicas,
-			Storage:     jetstream.FileStorage,
-		},
-		{
-			Name:        s.DeadLetterStream(),
-			Description: "messages the fleet gave up on, with reasons",
-			Subjects:    []string{s.DeadLetterAll()},
-			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      l.DeadLetterMaxAge,
-			AllowDirect: true,
-			Replicas:    l.Replicas,
-			Storage:     jetstream.FileStorage,
-		},
-		{
-			Name:        s.MemoryStream(),
-			Description: "consolidation requests waiting for a memory-consolidator",
-			Subjects:    []string{s.ConsolidateAll()},
-			Retention:   jetstream.WorkQueuePolicy,
-			Duplicates:  l.DuplicateWindow,
-			MaxMsgSize:  l.MaxMsgSize,
-			Replicas:    l.Replicas,
-			Storage:     jetstream.FileStorage,
-		},
+	all, err := Declared(b.Space, l, decls...)
+	if err != nil {
+		return err
 	}
-	for _, cfg := range streams {
-		if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
+	// Each call has its own deadline: one lost with a server that died,
+	// or sent while the cluster has no leader, fails and the caller
+	// retries; a retry finds done what the server finished meanwhile.
+	call := func(what, name string, create func(context.Context) error) error {
+		cctx, cancel := context.WithTimeout(ctx, CallTimeout)
+		defer cancel()
+		if err := create(cctx); err != nil {
+			return fmt.Errorf("provision %s %s: %w", what, name, err)
+		}
+		return nil
+	}
+	for _, cfg := range all.Streams {
+		if err := call("stream", cfg.Name, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateStream(ctx, cfg)
+			return err
+		}); err != nil {
+			return err
 		}
 	}
-	buckets := []jetstream.KeyValueConfig{
-		{Bucket: s.Bucket(BucketLeases), Description: "session leases: one turn at a time per session", TTL: l.LeaseTTL, History: 1},
-		{Bucket: s.Bucket(BucketSessions), Description: "session metadata", History: 1},
-		{Bucket: s.Bucket(BucketCheckpoints), Description: "turns in progress", History: 1, LimitMarkerTTL: l.CheckpointMarkerTTL},
-		{Bucket: s.Bucket(BucketProfile), Description: "agent profile: bootstrap files and skills", History: 5},
-		{Bucket: s.Bucket(BucketMemory), Description: "long-term memory per scope", History: 16},
-	}
-	for _, cfg := range buckets {
-		cfg.Replicas = l.Replicas
-		cfg.Storage = jetstream.FileStorage
-		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
-			return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
+	for _, cfg := range all.Buckets {
+		if err := call("bucket", cfg.Bucket, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateKeyValue(ctx, cfg)
+			return err
+		}); err != nil {
+			return err
 		}
 	}
-	obj := jetstream.ObjectStoreConfig{
-		Bucket:      s.Bucket(BucketBlobs),
-		Description: "attachments and oversize tool output",
-		Replicas:    l.Replicas,
-		Storage:     jetstream.FileStorage,
-	}
-	if _, err := b.JS.CreateOrUpdateObjectStore(ctx, obj); err != nil {
-		return fmt.Errorf("provision object store %s: %w", obj.Bucket, err)
+	for _, cfg := range all.Objects {
+		if err := call("object store", cfg.Bucket, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateObjectStore(ctx, cfg)
+			return err
+		}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// KV opens one of the fleet's buckets by its short name (e.g. [BucketLeases]).
-func (b *Bus) KV(ctx context.Context, name string) (jetstream.KeyValue, error) {
-	kv, err := b.JS.KeyValue(ctx, b.Space.Bucket(name))
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", b.Space.Bucket(name), err)
-	}
-	return kv, nil
+// Difference is one way the fleet's layout differs from a declared one.
+type Difference struct {
+	Asset Asset
+	// Missing is true when the asset does not exist.
+	Missing bool
+	// Replicas is the asset's replica count, Want the declared one.
+	Replicas, Want int
 }
 
-// Blobs opens the fleet's object store.
-func (b *Bus) Blobs(ctx context.Context) (jetstream.ObjectStore, error) {
-	os, err := b.JS.ObjectStore(ctx, b.Space.Bucket(BucketBlobs))
-	if err != nil {
-		return nil, fmt.Errorf("open object store: %w", err)
+func (d Difference) String() string {
+	if d.Missing {
+		return fmt.Sprintf("%s %s is missing", d.Asset.Kind, d.Asset.Name)
 	}
-	return os, nil
+	return fmt.Sprintf("%s %s has %d replicas, not %d", d.Asset.Kind, d.Asset.Name, d.Replicas, d.Want)
+}
+
+// CheckLayout compares the fleet's layout with the declared one (the core
+// assets and those of decls) and changes nothing: it is what clients of a
+// running fleet do instead of [Provision]. It returns the differences; an
+// error only when the server could not be asked.
+func CheckLayout(ctx context.Context, b *Bus, l Layout, decls ...Declare) ([]Difference, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	all, err := Declared(b.Space, l, decls...)
+	if err != nil {
+		return nil, err
+	}
+	var diffs []Difference
+	for _, a := range all.List() {
+		s, err := b.JS.Stream(ctx, a.Stream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			diffs = append(diffs, Difference{Asset: a, Missing: true, Want: l.Replicas})
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("check %s %s: %w", a.Kind, a.Name, err)
+		}
+		if r := s.CachedInfo().Config.Replicas; r != l.Replicas {
+			diffs = append(diffs, Difference{Asset: a, Replicas: r, Want: l.Replicas})
+		}
+	}
+	return diffs, nil
 }

@@ -42,9 +42,10 @@ func StartServerIn(t testing.TB, dir string) *Server {
 	return &Server{Embedded: e, StoreDir: dir}
 }
 
-// Connect connects to s, provisions the fleet's layout with prefix, and
-// closes the connection at the end of the test.
-func (s *Server) Connect(t testing.TB, prefix string) *bus.Bus {
+// Connect connects to s, provisions the fleet's core layout and the
+// assets of decls with prefix, and closes the connection at the end of
+// the test.
+func (s *Server) Connect(t testing.TB, prefix string, decls ...bus.Declare) *bus.Bus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -53,7 +54,7 @@ func (s *Server) Connect(t testing.TB, prefix string) *bus.Bus {
 		t.Fatalf("connect: %v", err)
 	}
 	t.Cleanup(func() { b.NC.Close() })
-	if err := bus.Provision(ctx, b, TestLayout()); err != nil {
+	if err := bus.Provision(ctx, b, TestLayout(), decls...); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
 	return b
@@ -68,11 +69,11 @@ func TestLayout() bus.Layout {
 	return l
 }
 
-// StartJetStream starts a server and returns a provisioned connection to it
-// with the default prefix.
-func StartJetStream(t testing.TB) *bus.Bus {
+// StartJetStream starts a server and returns a connection to it with the
+// default prefix, the core layout and the assets of decls provisioned.
+func StartJetStream(t testing.TB, decls ...bus.Declare) *bus.Bus {
 	t.Helper()
-	return StartServer(t).Connect(t, "")
+	return StartServer(t).Connect(t, "", decls...)
 }
 
 var (

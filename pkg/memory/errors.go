@@ -10,8 +10,8 @@ var (
 	ErrNotFound = errors.New("memory: not found")
 	// ErrBadScope means a scope key or scope name is not valid.
 	ErrBadScope = errors.New("memory: bad scope")
-	// ErrNotProvisioned means the memory streams do not exist: call
-	// [Provision] first.
+	// ErrNotProvisioned means the memory streams do not exist: provision
+	// [Assets] first.
 	ErrNotProvisioned = errors.New("memory: streams not provisioned")
 	// ErrForbidden means the caller's scope may not see or change the
 	// record.

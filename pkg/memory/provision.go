@@ -8,17 +8,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
-// Provision creates or updates the memory streams (history log, revisions,
-// system jobs). Like [bus.Provision] it is idempotent and safe to call from
-// every service at every start; the bus layout must be provisioned too.
-func Provision(ctx context.Context, b *bus.Bus, l bus.Layout) error {
-	if err := l.Validate(); err != nil {
-		return err
-	}
-	n := NamesOf(b.Space)
-	streams := []jetstream.StreamConfig{
+// Assets declares the memory streams (history log, revisions, system
+// jobs) for [bus.Provision].
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	n := NamesOf(sp)
+	return bus.Assets{Streams: []jetstream.StreamConfig{
 		{
 			Name:        n.LogStream(),
 			Description: "memory history log: consolidated turns per scope and session",
@@ -27,8 +24,6 @@ func Provision(ctx context.Context, b *bus.Bus, l bus.Layout) error {
 			Duplicates:  l.DuplicateWindow,
 			MaxMsgSize:  l.MaxMsgSize,
 			AllowDirect: true,
-			Replicas:    l.Replicas,
-			Storage:     jetstream.FileStorage,
 		},
 		{
 			Name:        n.RevisionStream(),
@@ -38,8 +33,6 @@ func Provision(ctx context.Context, b *bus.Bus, l bus.Layout) error {
 			Duplicates:  l.DuplicateWindow,
 			MaxMsgSize:  l.MaxMsgSize,
 			AllowDirect: true,
-			Replicas:    l.Replicas,
-			Storage:     jetstream.FileStorage,
 		},
 		{
 			Name:        n.JobStream(),
@@ -52,16 +45,8 @@ func Provision(ctx context.Context, b *bus.Bus, l bus.Layout) error {
 			AllowRollup:       true,
 			DenyDelete:        true,
 			AllowDirect:       true,
-			Replicas:          l.Replicas,
-			Storage:           jetstream.FileStorage,
 		},
-	}
-	for _, cfg := range streams {
-		if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
-		}
-	}
-	return nil
+	}}
 }
 
 // checkProvisioned reports ErrNotProvisioned when a memory stream is
@@ -71,7 +56,7 @@ func checkProvisioned(ctx context.Context, b *bus.Bus) error {
 	for _, name := range []string{n.LogStream(), n.RevisionStream()} {
 		if _, err := b.JS.Stream(ctx, name); err != nil {
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
-				return fmt.Errorf("%w: stream %s (call memory.Provision)", ErrNotProvisioned, name)
+				return fmt.Errorf("%w: stream %s (provision memory.Assets)", ErrNotProvisioned, name)
 			}
 			return fmt.Errorf("memory: stream %s: %w", name, err)
 		}

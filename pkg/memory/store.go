@@ -46,7 +46,7 @@ type Store struct {
 }
 
 // New returns the memory of the fleet b belongs to; the bus layout and
-// [Provision] must have run.
+// [Assets] must have been provisioned.
 func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

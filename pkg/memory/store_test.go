@@ -22,7 +22,7 @@ import (
 func setup(t *testing.T) *bus.Bus {
 	t.Helper()
 	b := bustest.StartJetStream(t)
-	if err := memory.Provision(context.Background(), b, bustest.TestLayout()); err != nil {
+	if err := bus.Provision(context.Background(), b, bustest.TestLayout(), memory.Assets); err != nil {
 		t.Fatal(err)
 	}
 	return b

@@ -21,7 +21,7 @@ import (
 func TestLostReplyDoesNotHoldTheTurn(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	ctx := context.Background()
-	if err := Provision(ctx, b, bustest.TestLayout()); err != nil {
+	if err := bus.Provision(ctx, b, bustest.TestLayout(), Assets); err != nil {
 		t.Fatal(err)
 	}
 	s, err := New(ctx, b, DefaultConfig(), slog.New(slog.DiscardHandler))

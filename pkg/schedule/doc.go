@@ -7,7 +7,7 @@
 // # Layout
 //
 // One stream, <PREFIX>_SCHED ([StreamName]), subjects <prefix>.sched.>,
-// message schedules allowed, one message per subject ([Provision]):
+// message schedules allowed, one message per subject ([Assets]):
 //
 //	<prefix>.sched.job.<session token>.<job id>   the schedule
 //	<prefix>.sched.fire.<session token>.<job id>  its latest fire

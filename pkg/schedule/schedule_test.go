@@ -24,11 +24,11 @@ func setup(t *testing.T) (*bus.Bus, *schedule.Scheduler) {
 	t.Helper()
 	b := bustest.StartJetStream(t)
 	ctx := context.Background()
-	if err := schedule.Provision(ctx, b, bustest.TestLayout()); err != nil {
+	if err := bus.Provision(ctx, b, bustest.TestLayout(), schedule.Assets); err != nil {
 		t.Fatal(err)
 	}
 	// Idempotent.
-	if err := schedule.Provision(ctx, b, bustest.TestLayout()); err != nil {
+	if err := bus.Provision(ctx, b, bustest.TestLayout(), schedule.Assets); err != nil {
 		t.Fatalf("second provision: %v", err)
 	}
 	s, err := schedule.Open(ctx, b)

@@ -53,16 +53,12 @@ var jobIDSyntax = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // StreamName is the name of the fleet's schedule stream.
 func StreamName(sp subject.Space) string { return sp.Bucket("SCHED") }
 
-// Provision creates or updates the schedule stream. It is idempotent and
-// safe to call from every service at start-up, after [bus.Provision].
-func Provision(ctx context.Context, b *bus.Bus, l bus.Layout) error {
-	if err := l.Validate(); err != nil {
-		return err
-	}
-	cfg := jetstream.StreamConfig{
-		Name:        StreamName(b.Space),
+// Assets declares the schedule stream for [bus.Provision].
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.Assets{Streams: []jetstream.StreamConfig{{
+		Name:        StreamName(sp),
 		Description: "scheduled jobs (message schedules) and their fires",
-		Subjects:    []string{b.Space.ScheduleAll()},
+		Subjects:    []string{sp.ScheduleAll()},
 		Retention:   jetstream.LimitsPolicy,
 		// One schedule per job subject; one pending fire per job: fires
 		// missed while no relay ran are coalesced, not replayed in bulk.
@@ -70,13 +66,7 @@ func Provision(ctx context.Context, b *bus.Bus, l bus.Layout) error {
 		AllowMsgSchedules: true,
 		AllowDirect:       true,
 		MaxMsgSize:        l.MaxMsgSize,
-		Replicas:          l.Replicas,
-		Storage:           jetstream.FileStorage,
-	}
-	if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
-	}
-	return nil
+	}}}
 }
 
 // Job is one scheduled job.
@@ -159,7 +149,7 @@ type Scheduler struct {
 	now    func() time.Time
 }
 
-// Open returns the scheduler of b's fleet; [Provision] must have run.
+// Open returns the scheduler of b's fleet; [Assets] must have been provisioned.
 func Open(ctx context.Context, b *bus.Bus) (*Scheduler, error) {
 	st, err := b.JS.Stream(ctx, StreamName(b.Space))
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -139,53 +139,111 @@ func Layout(file *config.File) bus.Layout {
 	return l
 }
 
-// Connect connects to the fleet's NATS, retrying for up to a minute (in
-// compose and Kubernetes, NATS may start after us), and provisions the
-// layout.
-func Connect(ctx context.Context, file *config.File, name string, log *slog.Logger) (*bus.Bus, error) {
-	var (
-		b   *bus.Bus
-		err error
-	)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+// attemptTimeout bounds one attempt of a start-up step: a request lost
+// with a server that died fails and is retried.
+const attemptTimeout = 30 * time.Second
+
+// Connect connects to the fleet's NATS and provisions the core layout and
+// the assets of decls with the config's replicas. NATS may start after
+// us (compose, Kubernetes) or be a cluster that has lost its quorum or is
+// electing leaders, so transient failures are retried with backoff until
+// ctx ends, each one logged and reported on ready (which may be nil);
+// only a permanent one (a layout the server refuses) is returned.
+func Connect(ctx context.Context, file *config.File, name string, log *slog.Logger, ready *Readiness, decls ...bus.Declare) (*bus.Bus, error) {
+	layout := Layout(file)
+	if err := layout.Validate(); err != nil {
+		return nil, err
+	}
+	var b *bus.Bus
+	err := Retry(ctx, log, ready, "connect to nats", func(ctx context.Context) error {
 		cfg := BusConfig(file, name)
 		cfg.Log = log
-		b, err = bus.Connect(cctx, cfg)
-		cancel()
-		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
-			break
-		}
-		log.Warn("nats not reachable yet; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
-		}
-	}
+		var err error
+		b, err = bus.Connect(ctx, cfg)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	// A cluster electing stream leaders (a node just restarted) can time
-	// provisioning out; retry for a while before giving up.
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		err = bus.Provision(pctx, b, Layout(file))
-		cancel()
-		if err == nil {
-			return b, nil
-		}
-		transient := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
-		if !transient || time.Now().After(deadline.Add(time.Minute)) || ctx.Err() != nil {
-			b.Close()
-			return nil, err
-		}
-		log.Warn("provisioning failed; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
-		}
+	err = Retry(ctx, log, ready, "provision the jetstream layout", func(ctx context.Context) error {
+		return bus.Provision(ctx, b, layout, decls...)
+	})
+	if err != nil {
+		b.Close()
+		return nil, err
 	}
+	return b, nil
+}
+
+// Retry runs step until it succeeds, retrying transient bus failures
+// ([bus.Transient]) with [bus.Backoff] until ctx ends. Each attempt gets
+// 30 s, so step must not tie anything that outlives it to its ctx.
+// Meanwhile ready (which may be nil) reports not ready with the reason,
+// and each failure is logged. A service wraps every start-up step that
+// talks to the bus in it, so that a slow or restarting cluster delays it
+// instead of killing it.
+func Retry(ctx context.Context, log *slog.Logger, ready *Readiness, what string, step func(context.Context) error) error {
+	attempt := func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		defer cancel()
+		return step(ctx)
+	}
+	err := bus.Retry(ctx, bus.Backoff{}, attempt, func(err error, wait time.Duration) {
+		err = fmt.Errorf("%s: %w", what, err)
+		ready.NotReady(err)
+		log.Warn("nats not ready; retrying", "step", what, "err", err, "retry_in", wait.Round(time.Millisecond))
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// Readiness is what a service's /readyz reports: not ready, with the
+// reason, while it starts (and waits for NATS); then its check. The zero
+// value is not ready ("starting"). Safe for concurrent use; a nil
+// *Readiness ignores every call.
+type Readiness struct {
+	mu     sync.Mutex
+	reason error
+	check  func(context.Context) error
+}
+
+// errStarting is the reason of a service that has not said otherwise.
+var errStarting = errors.New("starting")
+
+// NotReady reports err until [Readiness.Ready] is called.
+func (r *Readiness) NotReady(err error) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reason, r.check = err, nil
+}
+
+// Ready makes check decide from now on.
+func (r *Readiness) Ready(check func(context.Context) error) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reason, r.check = nil, check
+}
+
+// Check is the readiness check to serve.
+func (r *Readiness) Check(ctx context.Context) error {
+	r.mu.Lock()
+	reason, check := r.reason, r.check
+	r.mu.Unlock()
+	switch {
+	case check != nil:
+		return check(ctx)
+	case reason != nil:
+		return reason
+	}
+	return errStarting
 }
 
 // Observability starts the /metrics, /healthz and /readyz server on addr

@@ -25,22 +25,33 @@ func main() {
 	workspace := flag.String("workspace", "/workspace", "workspace path as the tool runners see it")
 	flag.Parse()
 	log := flags.Logger("agent-worker")
-	if err := run(flags, *id, *workspace); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, flags, *id, *workspace); err != nil {
 		log.Error("agent-worker failed", "err", err)
 		fmt.Fprintln(os.Stderr, "agent-worker:", err)
+		stop()
 		os.Exit(1)
 	}
 }
 
-func run(flags svc.Flags, id, workspace string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// run runs the worker until ctx ends.
+func run(ctx context.Context, flags svc.Flags, id, workspace string) error {
 	log := flags.Logger("agent-worker")
 	file, err := flags.LoadConfig()
 	if err != nil {
 		return err
 	}
-	b, err := svc.Connect(ctx, file, "agent-worker", log)
+	reg := observe.NewRegistry()
+	metrics := observe.NewMetrics(reg)
+	// /readyz says why while NATS is not there yet.
+	var ready svc.Readiness
+	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, ready.Check)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	b, err := svc.Connect(ctx, file, "agent-worker", log, &ready, service.Assets)
 	if err != nil {
 		return err
 	}
@@ -49,11 +60,13 @@ func run(flags svc.Flags, id, workspace string) error {
 	if err != nil {
 		return err
 	}
-	reg := observe.NewRegistry()
-	metrics := observe.NewMetrics(reg)
-	w, err := service.New(ctx, b, service.Options{
-		File: file, ID: id, Workspace: workspace, Tools: tools,
-		Metrics: metrics, Log: log,
+	var w *service.Worker
+	err = svc.Retry(ctx, log, &ready, "start agent-worker", func(ctx context.Context) error {
+		w, err = service.New(ctx, b, service.Options{
+			File: file, ID: id, Workspace: workspace, Tools: tools,
+			Metrics: metrics, Log: log,
+		})
+		return err
 	})
 	if err != nil {
 		return err
@@ -61,11 +74,7 @@ func run(flags svc.Flags, id, workspace string) error {
 	defer w.Close()
 	// Give the memory of a burst back once the process goes quiet.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
-	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, svc.BusReady(b))
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
+	ready.Ready(svc.BusReady(b))
 	log.Info("agent-worker running")
 	return w.Run(ctx)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/svc"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/service"
 )
 
@@ -36,23 +37,31 @@ func run(flags svc.Flags, listen string) error {
 	if err != nil {
 		return err
 	}
-	b, err := svc.Connect(ctx, file, "channel-gateway", log)
+	reg := observe.NewRegistry()
+	metrics := observe.NewMetrics(reg)
+	// /readyz says why while NATS is not there yet.
+	var ready svc.Readiness
+	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, ready.Check)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	b, err := svc.Connect(ctx, file, "channel-gateway", log, &ready, channels.Assets)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	reg := observe.NewRegistry()
-	g, err := service.New(ctx, b, file, service.Options{Listen: listen, Metrics: observe.NewMetrics(reg), Log: log})
+	var g *service.Gateway
+	err = svc.Retry(ctx, log, &ready, "start channel-gateway", func(ctx context.Context) error {
+		g, err = service.New(ctx, b, file, service.Options{Listen: listen, Metrics: metrics, Log: log})
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	// Give the memory of a burst back once the process goes quiet.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
-	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, svc.BusReady(b))
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
+	ready.Ready(svc.BusReady(b))
 	log.Info("channel-gateway running", "listen", g.Addr())
 	return g.Run(ctx)
 }

@@ -24,43 +24,49 @@ func main() {
 	id := flag.String("id", "", "consolidator id, unique among running ones (default host-pid)")
 	workspace := flag.String("workspace", "", "workspace whose MEMORY.md, SOUL.md and USER.md are synced (empty: no sync)")
 	flag.Parse()
-	if err := run(flags, *id, *workspace); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, flags, *id, *workspace); err != nil {
 		flags.Logger("memory-consolidator").Error("memory-consolidator failed", "err", err)
 		fmt.Fprintln(os.Stderr, "memory-consolidator:", err)
+		stop()
 		os.Exit(1)
 	}
 }
 
-func run(flags svc.Flags, id, workspace string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// run runs the service until ctx ends.
+func run(ctx context.Context, flags svc.Flags, id, workspace string) error {
 	log := flags.Logger("memory-consolidator")
 	file, err := flags.LoadConfig()
 	if err != nil {
 		return err
 	}
-	b, err := svc.Connect(ctx, file, "memory-consolidator", log)
+	reg := observe.NewRegistry()
+	// /readyz says why while NATS is not there yet.
+	var ready svc.Readiness
+	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, ready.Check)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	b, err := svc.Connect(ctx, file, "memory-consolidator", log, &ready, memory.Assets)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := memory.Provision(ctx, b, svc.Layout(file)); err != nil {
+	var s *service.Service
+	err = svc.Retry(ctx, log, &ready, "start memory-consolidator", func(ctx context.Context) error {
+		s, err = service.New(ctx, b, service.Options{
+			File: file, ID: id, Workspace: workspace, Metrics: observe.NewMetrics(reg), Log: log,
+		})
 		return err
-	}
-	reg := observe.NewRegistry()
-	s, err := service.New(ctx, b, service.Options{
-		File: file, ID: id, Workspace: workspace, Metrics: observe.NewMetrics(reg), Log: log,
 	})
 	if err != nil {
 		return err
 	}
 	// Give the memory of a burst back once the process goes quiet.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
-	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, svc.BusReady(b))
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
+	ready.Ready(svc.BusReady(b))
 	log.Info("memory-consolidator running")
 	return s.Run(ctx)
 }

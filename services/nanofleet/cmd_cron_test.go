@@ -16,10 +16,7 @@ import (
 // them. The steps run in order; each sees what the ones before left.
 func TestCron(t *testing.T) {
 	ctx := t.Context()
-	b := bustest.StartJetStream(t)
-	if err := schedule.Provision(ctx, b, bustest.TestLayout()); err != nil {
-		t.Fatal(err)
-	}
+	b := bustest.StartJetStream(t, schedule.Assets)
 	s, err := schedule.Open(ctx, b)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -14,7 +15,7 @@ import (
 func TestMemory(t *testing.T) {
 	ctx := t.Context()
 	b := bustest.StartJetStream(t)
-	if err := memory.Provision(ctx, b, bustest.TestLayout()); err != nil {
+	if err := bus.Provision(ctx, b, bustest.TestLayout(), memory.Assets); err != nil {
 		t.Fatal(err)
 	}
 	docs, _ := memory.OpenDocs(ctx, b)

@@ -44,40 +44,50 @@ func run(flags svc.Flags, workspace string) error {
 	if err != nil {
 		return err
 	}
-	b, err := svc.Connect(ctx, file, "tool-runner", log)
+	reg := observe.NewRegistry()
+	// /readyz says why while NATS is not there yet.
+	var ready svc.Readiness
+	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, ready.Check)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	b, err := svc.Connect(ctx, file, "tool-runner", log, &ready)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	// The runners hold the workspace, so they seed the agent profile
 	// (bootstrap files, skills) that workers read from JetStream.
-	kv, err := b.KV(ctx, bus.BucketProfile)
+	err = svc.Retry(ctx, log, &ready, "seed the agent profile", func(ctx context.Context) error {
+		kv, err := b.KV(ctx, bus.BucketProfile)
+		if err != nil {
+			return err
+		}
+		seed := profile.SeedOptions{Editable: cfg.Workspace.EditableProfile, Log: log}
+		n, err := profile.Seed(ctx, kv, profile.DefaultAgent, cfg.Workspace.Root, seed)
+		if err != nil && !bus.Transient(err) {
+			log.Warn("seed agent profile from workspace", "err", err)
+			return nil
+		}
+		if n > 0 {
+			log.Info("agent profile seeded from workspace", "entries", n)
+		}
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	seed := profile.SeedOptions{Editable: cfg.Workspace.EditableProfile, Log: log}
-	if n, err := profile.Seed(ctx, kv, profile.DefaultAgent, cfg.Workspace.Root, seed); err != nil {
-		log.Warn("seed agent profile from workspace", "err", err)
-	} else if n > 0 {
-		log.Info("agent profile seeded from workspace", "entries", n)
-	}
-	reg := observe.NewRegistry()
 	r, err := runner.New(cfg, b, runner.WithLogger(log))
 	if err != nil {
 		return err
 	}
-	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := r.Start(startCtx); err != nil {
+	if err := svc.Retry(ctx, log, &ready, "start tool-runner", r.Start); err != nil {
 		return err
 	}
 	// Give the memory of a burst back once the process goes quiet.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
-	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, svc.BusReady(b))
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
+	ready.Ready(svc.BusReady(b))
 	log.Info("tool-runner running", "workspace", cfg.Workspace.Root)
 	<-ctx.Done()
 	log.Info("signal received; draining")

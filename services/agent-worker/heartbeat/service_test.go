@@ -30,7 +30,7 @@ func setup(t *testing.T) *env {
 	t.Helper()
 	b := bustest.StartJetStream(t)
 	ctx := context.Background()
-	if err := schedule.Provision(ctx, b, bustest.TestLayout()); err != nil {
+	if err := bus.Provision(ctx, b, bustest.TestLayout(), schedule.Assets); err != nil {
 		t.Fatal(err)
 	}
 	s, err := schedule.Open(ctx, b)

@@ -93,11 +93,8 @@ func connect(t *testing.T, srv *bustest.Server) *bus.Bus {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.NC.Close() })
-	l := bustest.TestLayout()
-	for _, p := range []func(context.Context, *bus.Bus, bus.Layout) error{bus.Provision, schedule.Provision, subagent.Provision} {
-		if err := p(ctx, b, l); err != nil {
-			t.Fatal(err)
-		}
+	if err := bus.Provision(ctx, b, bustest.TestLayout(), schedule.Assets, subagent.Assets); err != nil {
+		t.Fatal(err)
 	}
 	return b
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
-	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/agent-worker/heartbeat"
 	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 )
@@ -48,13 +47,6 @@ func Schedule(file *config.File) (ScheduleSection, error) {
 func openJobs(ctx context.Context, b *bus.Bus, file *config.File, loc *time.Location, profiles *profile.Cache, log *slog.Logger) (*jobs, error) {
 	sec, err := Schedule(file)
 	if err != nil {
-		return nil, err
-	}
-	layout := svc.Layout(file)
-	if err := schedule.Provision(ctx, b, layout); err != nil {
-		return nil, err
-	}
-	if err := subagent.Provision(ctx, b, layout); err != nil {
 		return nil, err
 	}
 	sched, err := schedule.Open(ctx, b)

@@ -22,8 +22,10 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
-	"github.com/nanofleet/nanofleet/pkg/svc"
+	"github.com/nanofleet/nanofleet/pkg/schedule"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
+	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 )
 
@@ -89,7 +91,6 @@ func Config(file *config.File, id, workspace string) (worker.Config, Section, er
 	// The rest comes from the shared sections.
 	cfg := sec.Config
 	cfg.ID = id
-	cfg.Replicas = file.NATS.Replicas
 	cfg.Model = d.Model
 	cfg.Loop = agent.Config{MaxIterations: d.MaxToolIterations, Temperature: d.Temperature, MaxTokens: d.MaxTokens}
 	cfg.ContextWindowTokens = d.ContextWindowTokens
@@ -130,7 +131,15 @@ func (n noKey) Chat(context.Context, llm.Request) (*llm.Response, error) {
 	return nil, fmt.Errorf("no API key for provider %q: set OPENAI_API_KEY (or providers.%s.apiKey in the config)", n.provider, n.provider)
 }
 
-// New assembles a worker.
+// Assets declares the JetStream assets a worker uses besides the core
+// layout: the usage bucket of the token budget, the memory streams, the
+// schedule stream and the subagents bucket.
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.Join(worker.Assets, memory.Assets, schedule.Assets, subagent.Assets)(sp, l)
+}
+
+// New assembles a worker; the core layout and [Assets] must have been
+// provisioned.
 func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
@@ -199,12 +208,9 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 		stream: b.Space.InboundStream(), consumer: b.Space.WorkerConsumer(), nc: b.NC, id: o.ID, jobs: jb, log: o.Log}, nil
 }
 
-// openMemory provisions and opens the fleet's long-term memory with the
-// config's "memory" section.
+// openMemory opens the fleet's long-term memory with the config's
+// "memory" section.
 func openMemory(ctx context.Context, b *bus.Bus, file *config.File, log *slog.Logger) (*memory.Store, error) {
-	if err := memory.Provision(ctx, b, svc.Layout(file)); err != nil {
-		return nil, err
-	}
 	mcfg, err := memory.ConfigFrom(file)
 	if err != nil {
 		return nil, err
@@ -244,15 +250,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.metrics != nil {
 		go w.sampleLag(ctx)
 	}
-	// The job parts stop with the worker; a failing one is logged, not
-	// fatal: turns go on without schedules rather than not at all.
+	// The job parts stop with the worker. One that fails on the bus for a
+	// transient reason starts again after a backoff; one that fails for
+	// good is logged, not fatal: turns go on without schedules rather than
+	// not at all.
 	jobCtx, stopJobs := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, run := range w.jobs.run {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := run(jobCtx); err != nil && jobCtx.Err() == nil {
+			err := bus.Retry(jobCtx, bus.Backoff{}, run, func(err error, wait time.Duration) {
+				w.log.Warn("schedule job part failed; starting it again", "err", err, "retry_in", wait)
+			})
+			if err != nil && jobCtx.Err() == nil {
 				w.log.Error("schedule job part stopped", "err", err)
 			}
 		}()

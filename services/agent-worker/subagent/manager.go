@@ -23,24 +23,14 @@ const BucketName = "subagents"
 // came) long after StaleAfter stopped counting them.
 const bucketTTL = 24 * time.Hour
 
-// Provision creates or updates the bucket of running children. It is
-// idempotent, for every service at start-up after [bus.Provision].
-func Provision(ctx context.Context, b *bus.Bus, l bus.Layout) error {
-	if err := l.Validate(); err != nil {
-		return err
-	}
-	cfg := jetstream.KeyValueConfig{
-		Bucket:      b.Space.Bucket(BucketName),
+// Assets declares the bucket of running children for [bus.Provision].
+func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
+	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
+		Bucket:      sp.Bucket(BucketName),
 		Description: "running subagents by parent session",
 		TTL:         bucketTTL,
 		History:     1,
-		Replicas:    l.Replicas,
-		Storage:     jetstream.FileStorage,
-	}
-	if _, err := b.JS.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
-		return fmt.Errorf("provision bucket %s: %w", cfg.Bucket, err)
-	}
-	return nil
+	}}}
 }
 
 // Manager runs the fleet side of subagents: the spawn tool, the announcer
@@ -55,7 +45,7 @@ type Manager struct {
 	now      func() time.Time
 }
 
-// New opens the bucket and streams; [Provision] must have run.
+// New opens the bucket and streams; [Assets] must have been provisioned.
 func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

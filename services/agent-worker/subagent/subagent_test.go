@@ -95,7 +95,7 @@ func setup(t *testing.T, cfg subagent.Config) *env {
 	t.Helper()
 	b := bustest.StartJetStream(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := subagent.Provision(ctx, b, bustest.TestLayout()); err != nil {
+	if err := bus.Provision(ctx, b, bustest.TestLayout(), subagent.Assets); err != nil {
 		t.Fatal(err)
 	}
 	m, err := subagent.New(ctx, b, cfg, slog.New(slog.DiscardHandler))

@@ -15,9 +15,19 @@ import (
 )
 
 // BucketUsage holds the tokens each user spent per UTC day, for the daily
-// budget. Created only by workers that have a budget, so a fleet without
-// one pays nothing for it.
+// budget.
 const BucketUsage = "usage"
+
+// Assets declares the usage bucket of the daily token budget for
+// [bus.Provision]. It is declared whether or not a budget is set: a
+// worker's budget can be switched on without another service provisioning
+// anything, and an empty bucket costs next to nothing.
+func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
+	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
+		Bucket: sp.Bucket(BucketUsage), Description: "tokens per user and UTC day, for worker.dailyTokenBudget",
+		History: 1, TTL: 48 * time.Hour,
+	}}}
+}
 
 // budget keeps each user's daily tokens in a KV bucket shared by every
 // worker: key "<user token>.<yyyymmdd>", value the decimal count. Entries
@@ -28,13 +38,11 @@ type budget struct {
 	now   func() time.Time
 }
 
-func openBudget(ctx context.Context, b *bus.Bus, limit int64, replicas int) (*budget, error) {
-	kv, err := b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: b.Space.Bucket(BucketUsage), Description: "tokens per user and UTC day, for worker.dailyTokenBudget",
-		History: 1, TTL: 48 * time.Hour, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
-	})
+// openBudget opens the usage bucket; [Assets] must have been provisioned.
+func openBudget(ctx context.Context, b *bus.Bus, limit int64) (*budget, error) {
+	kv, err := b.KV(ctx, BucketUsage)
 	if err != nil {
-		return nil, fmt.Errorf("worker: usage bucket: %w", err)
+		return nil, fmt.Errorf("worker: %w", err)
 	}
 	return &budget{limit: limit, kv: kv, now: time.Now}, nil
 }

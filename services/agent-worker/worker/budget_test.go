@@ -16,7 +16,7 @@ import (
 // answered with the budget message without calling the model, and a
 // different user is not affected.
 func TestDailyTokenBudget(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, worker.Assets)
 	h, _ := startEdited(t, b, "w1", time.Minute, func(c *worker.Config) { c.DailyTokenBudget = 100 })
 	h.llm.Handle(func(*llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("fine").WithUsage(50, 10) })
 	steps := []struct {

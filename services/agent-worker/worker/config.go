@@ -58,9 +58,6 @@ type Config struct {
 	// message saying so, without the model. The turn that crosses it
 	// finishes.
 	DailyTokenBudget int64 `json:"dailyTokenBudget"`
-	// Replicas of the buckets the worker creates itself (the usage bucket
-	// of the budget): nats.replicas.
-	Replicas int `json:"-"`
 }
 
 // DefaultSlots is the default Config.Slots (worker.turnsPerWorker).

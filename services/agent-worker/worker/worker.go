@@ -125,7 +125,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Worker, error) {
 	}
 	w.catalog = &catalog{remote: d.Tools, local: d.Local, log: d.Log}
 	if cfg.DailyTokenBudget > 0 {
-		if w.budget, err = openBudget(ctx, d.Bus, cfg.DailyTokenBudget, cfg.Replicas); err != nil {
+		if w.budget, err = openBudget(ctx, d.Bus, cfg.DailyTokenBudget); err != nil {
 			return nil, err
 		}
 	}

@@ -117,8 +117,35 @@ func WithCodeTTL(d time.Duration) Option {
 	}
 }
 
-// Open returns a gate keeping its state in b's JetStream, creating the
-// buckets if needed.
+// Short names of the access buckets.
+const (
+	bucketPairing = "pairing"
+	bucketAccess  = "access"
+)
+
+// Assets declares the buckets of pairing codes and approved senders for
+// [bus.Provision]. A code lives for the gate's code TTL by a per-key TTL,
+// so the bucket does not depend on [WithCodeTTL].
+func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
+	return bus.Assets{Buckets: []jetstream.KeyValueConfig{
+		{
+			Bucket:      sp.Bucket(bucketPairing),
+			Description: "DM pairing codes waiting for approval",
+			History:     1,
+			// Allows per-key TTLs; the marker an expired code leaves
+			// lives this long.
+			LimitMarkerTTL: time.Minute,
+		},
+		{
+			Bucket:      sp.Bucket(bucketAccess),
+			Description: "senders approved by pairing, per channel",
+			History:     1,
+		},
+	}}
+}
+
+// Open returns a gate keeping its state in b's JetStream; [Assets] must
+// have been provisioned.
 func Open(ctx context.Context, b *bus.Bus, log *slog.Logger, opts ...Option) (*Gate, error) {
 	g := &Gate{b: b, log: log, ttl: DefaultCodeTTL}
 	for _, o := range opts {
@@ -127,32 +154,13 @@ func Open(ctx context.Context, b *bus.Bus, log *slog.Logger, opts ...Option) (*G
 		}
 	}
 	var err error
-	if g.codes, err = b.JS.CreateOrUpdateKeyValue(ctx, codesBucket(b, g.ttl)); err != nil {
-		return nil, fmt.Errorf("access: pairing bucket: %w", err)
+	if g.codes, err = b.KV(ctx, bucketPairing); err != nil {
+		return nil, fmt.Errorf("access: %w", err)
 	}
-	if g.approved, err = b.JS.CreateOrUpdateKeyValue(ctx, approvedBucket(b)); err != nil {
-		return nil, fmt.Errorf("access: approvals bucket: %w", err)
+	if g.approved, err = b.KV(ctx, bucketAccess); err != nil {
+		return nil, fmt.Errorf("access: %w", err)
 	}
 	return g, nil
-}
-
-func codesBucket(b *bus.Bus, ttl time.Duration) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket:      b.Space.Bucket("pairing"),
-		Description: "DM pairing codes waiting for approval",
-		TTL:         ttl,
-		History:     1,
-		Storage:     jetstream.FileStorage,
-	}
-}
-
-func approvedBucket(b *bus.Bus) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket:      b.Space.Bucket("access"),
-		Description: "senders approved by pairing, per channel",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-	}
 }
 
 // request is what a pairing code stands for.
@@ -261,7 +269,7 @@ func (g *Gate) pair(ctx context.Context, p Policy, s Sender) error {
 	if err != nil {
 		return err
 	}
-	if _, err := g.codes.Create(ctx, pendingKey, []byte(code)); err != nil {
+	if _, err := g.codes.Create(ctx, pendingKey, []byte(code), jetstream.KeyTTL(g.ttl)); err != nil {
 		_ = g.codes.Delete(ctx, codeKey(code))
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return nil // another gateway paired the same sender just now
@@ -290,7 +298,7 @@ func (g *Gate) newCode(ctx context.Context, req request) (string, error) {
 			raw[i] = codeAlphabet[int(c)%len(codeAlphabet)] // 256 % 32 == 0: uniform
 		}
 		code := string(raw[:])
-		_, err := g.codes.Create(ctx, codeKey(code), data)
+		_, err := g.codes.Create(ctx, codeKey(code), data, jetstream.KeyTTL(g.ttl))
 		if err == nil {
 			return code, nil
 		}
@@ -323,16 +331,19 @@ func Approve(ctx context.Context, b *bus.Bus, code string) error {
 	if code == "" || strings.ContainsAny(code, ".*> ") {
 		return ErrUnknownCode
 	}
-	codes, err := b.JS.KeyValue(ctx, b.Space.Bucket("pairing"))
+	// Opened, never created: the CLI calls this too, and a client does
+	// not change the fleet's layout. No bucket means no gateway ever
+	// issued a code.
+	codes, err := b.JS.KeyValue(ctx, b.Space.Bucket(bucketPairing))
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return ErrUnknownCode
 	}
 	if err != nil {
 		return fmt.Errorf("access: open pairing bucket: %w", err)
 	}
-	approved, err := b.JS.CreateOrUpdateKeyValue(ctx, approvedBucket(b))
+	approved, err := b.KV(ctx, bucketAccess)
 	if err != nil {
-		return fmt.Errorf("access: approvals bucket: %w", err)
+		return fmt.Errorf("access: %w", err)
 	}
 	e, err := codes.Get(ctx, codeKey(code))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {

@@ -12,12 +12,14 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
@@ -26,9 +28,29 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp"
 )
 
+// bucketSecrets is the short name of the bucket of generated secrets.
+const bucketSecrets = "gateway"
+
+// Assets declares the JetStream assets of the gateway and its channels
+// for [bus.Provision]. A channel adapter that keeps state in JetStream
+// exports its own Assets and is added here.
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.Join(gateway.Assets, access.Assets, webchat.Assets, secretsAssets, editstream.Assets,
+		status.Assets, discord.Assets, whatsapp.Assets)(sp, l)
+}
+
+// secretsAssets declares the bucket of secrets the gateway generates at
+// first start (the web chat's token), shared by every gateway.
+func secretsAssets(sp subject.Space, _ bus.Layout) bus.Assets {
+	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
+		Bucket: sp.Bucket(bucketSecrets), Description: "gateway secrets generated at first start", History: 1,
+	}}}
+}
+
 // Deps are what [Build] needs from the process.
 type Deps struct {
-	// Bus is the fleet's connection; the layout must be provisioned.
+	// Bus is the fleet's connection; the layout and [Assets] must be
+	// provisioned.
 	Bus *bus.Bus
 	Log *slog.Logger
 	// Listen is the address the returned handler will be served on, for
@@ -135,12 +157,9 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		return nil, nil, err
 	}
 	inbox.Storage = deps.Storage
-	secrets, err := deps.Bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: deps.Bus.Space.Bucket("gateway"), Description: "gateway secrets generated at first start",
-		History: 1, Storage: jetstream.FileStorage,
-	})
+	secrets, err := deps.Bus.KV(ctx, bucketSecrets)
 	if err != nil {
-		return nil, nil, fmt.Errorf("channels: secrets bucket: %w", err)
+		return nil, nil, fmt.Errorf("channels: %w", err)
 	}
 	if c := cfg.Web; c.Enabled {
 		if c.Token == "" {

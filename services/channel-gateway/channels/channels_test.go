@@ -110,7 +110,7 @@ func TestInvalidKeysAreNamed(t *testing.T) {
 }
 
 func TestBuild(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	fake := telegramtest.New(t, "1:abc")
 	ctx := context.Background()
 	cfg := channels.Defaults()
@@ -178,7 +178,7 @@ func TestBuild(t *testing.T) {
 // sections, and Feishu's webhook mode is served on the gateway's
 // listener, refusing unsigned requests.
 func TestBuildFeishuAndDingTalk(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	cfg := channels.Defaults()
 	cfg.Web.Enabled, cfg.API.Enabled = false, false
 	cfg.Feishu = feishu.Config{Enabled: true, AppID: "cli_1", AppSecret: "s", Mode: feishu.ModeWebhook,

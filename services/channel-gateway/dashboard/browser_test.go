@@ -40,7 +40,7 @@ func gateway(t *testing.T, b *bus.Bus) *httptest.Server {
 }
 
 func TestBrowserDashboard(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	fleet(t, b)
 	srv := gateway(t, b)
 	ctx := browser(t)
@@ -106,7 +106,7 @@ func TestBrowserDashboard(t *testing.T) {
 // TestBrowserDashboardFitsALaptop: at 1280 px the page needs no sideways
 // scrolling, long service ids and metadata included.
 func TestBrowserDashboardFitsALaptop(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	fleet(t, b)
 	srv := gateway(t, b)
 	ctx := browser(t)

@@ -23,6 +23,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
@@ -65,7 +66,7 @@ func serve(t *testing.T, b *bus.Bus) *httptest.Server {
 }
 
 func TestAccess(t *testing.T) {
-	srv := serve(t, bustest.StartJetStream(t))
+	srv := serve(t, bustest.StartJetStream(t, channels.Assets))
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	tests := []struct {
 		name, path, auth string
@@ -203,7 +204,7 @@ func publishTurn(t *testing.T, b *bus.Bus, id string) {
 }
 
 func TestSnapshot(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	fleet(t, b)
 	srv := serve(t, b)
 	req, _ := http.NewRequestWithContext(ctxT(t), http.MethodGet, srv.URL+"/dashboard/api/snapshot", nil)
@@ -284,7 +285,7 @@ func TestSnapshot(t *testing.T) {
 // TestChannels: the snapshot lists the channels the gateways reported,
 // and a channel waiting for its QR code to be scanned serves it as a PNG.
 func TestChannels(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	srv := serve(t, b)
 	ctx := ctxT(t)
 	board, err := status.Open(ctx, b)

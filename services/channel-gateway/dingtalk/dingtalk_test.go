@@ -14,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk/dingtalktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -31,7 +32,7 @@ type harness struct {
 
 func start(t *testing.T, cfg dingtalk.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: dingtalktest.New(t), bus: bustest.StartJetStream(t)}
+	h := &harness{fake: dingtalktest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
 	h.worker = workertest.Start(t, h.bus, script, opts...)
 	h.gateway(t, cfg)
 	h.fake.WaitConnected(t, wait)
@@ -378,7 +379,7 @@ func TestPicturesAndFilesAreStored(t *testing.T) {
 // TestOneConnectionPerApp: a second gateway waits while the first holds
 // the app's stream, and takes over when the first stops.
 func TestOneConnectionPerApp(t *testing.T) {
-	h := &harness{fake: dingtalktest.New(t), bus: bustest.StartJetStream(t)}
+	h := &harness{fake: dingtalktest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
 	h.worker = workertest.Start(t, h.bus, workertest.Echo)
 	stopFirst := h.gateway(t, dingtalk.Config{AllowFrom: []string{"*"}})
 	h.fake.WaitConnected(t, wait)
@@ -475,7 +476,7 @@ func (b *logBuffer) count(s string) int {
 
 func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	fake := dingtalktest.New(t)
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	log := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -80,7 +81,22 @@ func WithTyping(every, most time.Duration) Option {
 	}
 }
 
-// New returns the adapter for cfg, which must be valid and enabled.
+// bucketSessions is the short name of the bucket of Discord gateway
+// sessions.
+const bucketSessions = "discord"
+
+// Assets declares the bucket of Discord gateway sessions for
+// [bus.Provision].
+func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
+	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
+		Bucket:      sp.Bucket(bucketSessions),
+		Description: "Discord gateway sessions, resumed by the gateway that takes the connection over",
+		History:     1,
+	}}}
+}
+
+// New returns the adapter for cfg, which must be valid and enabled;
+// [Assets] must have been provisioned.
 func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -114,13 +130,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		limit = DefaultMaxMediaBytes
 	}
 	a.media = media.NewStore(blobs, limit)
-	a.state, err = deps.Bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      deps.Bus.Space.Bucket("discord"),
-		Description: "Discord gateway sessions, resumed by the gateway that takes the connection over",
-		History:     1,
-	})
+	a.state, err = deps.Bus.KV(ctx, bucketSessions)
 	if err != nil {
-		return nil, fmt.Errorf("discord: session bucket: %w", err)
+		return nil, fmt.Errorf("discord: %w", err)
 	}
 	if cfg.Streaming {
 		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.editInterval(), Limit: Limit}, a.log)

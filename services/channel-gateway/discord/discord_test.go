@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -46,7 +47,7 @@ type harness struct {
 // a fake worker answering with script.
 func start(t *testing.T, cfg discord.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: discordtest.New(t, token), bus: bustest.StartJetStream(t)}
+	h := &harness{fake: discordtest.New(t, token), bus: bustest.StartJetStream(t, channels.Assets)}
 	h.worker = workertest.Start(t, h.bus, script, opts...)
 	runAdapter(t, h.bus, h.fake, cfg, slog.New(slog.DiscardHandler))
 	h.fake.WaitConnected(t, wait)
@@ -308,7 +309,7 @@ func TestGroupPolicy(t *testing.T) {
 
 func TestMalformedPayloadsAreDropped(t *testing.T) {
 	logs := &logSink{event: make(chan struct{}, 1)}
-	h := &harness{fake: discordtest.New(t, token), bus: bustest.StartJetStream(t)}
+	h := &harness{fake: discordtest.New(t, token), bus: bustest.StartJetStream(t, channels.Assets)}
 	h.worker = workertest.Start(t, h.bus, workertest.Echo)
 	runAdapter(t, h.bus, h.fake, discord.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(logs, nil)))
 	h.fake.WaitConnected(t, wait)
@@ -352,7 +353,7 @@ func TestAttachmentIsStored(t *testing.T) {
 func TestTakeoverAfterCrash(t *testing.T) {
 	fake := discordtest.New(t, token)
 	srv := bustest.StartServer(t)
-	b1, b2 := srv.Connect(t, ""), srv.Connect(t, "")
+	b1, b2 := srv.Connect(t, "", channels.Assets), srv.Connect(t, "", channels.Assets)
 	w := workertest.Start(t, b2, workertest.Echo)
 	first := &logSink{event: make(chan struct{}, 1)}
 	second := &logSink{event: make(chan struct{}, 1)}
@@ -463,7 +464,7 @@ func (s *logSink) waitFor(t *testing.T, substr string) {
 func TestStreamingWithTwoGateways(t *testing.T) {
 	fake := discordtest.New(t, token)
 	srv := bustest.StartServer(t)
-	b1, b2 := srv.Connect(t, ""), srv.Connect(t, "")
+	b1, b2 := srv.Connect(t, "", channels.Assets), srv.Connect(t, "", channels.Assets)
 	words := strings.Fields(strings.Repeat("streamed words ", 15))
 	answer := strings.Join(words, " ")
 	workertest.Start(t, b1, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
@@ -549,7 +550,7 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := discordtest.New(t, token)
 			fake.Disallowed = tt.disallowed
-			b := bustest.StartJetStream(t)
+			b := bustest.StartJetStream(t, channels.Assets)
 			log := slog.New(slog.DiscardHandler)
 			gate, err := access.Open(t.Context(), b, log)
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu/feishutest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -34,7 +35,7 @@ type harness struct {
 
 func start(t *testing.T, cfg feishu.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: feishutest.New(t), bus: bustest.StartJetStream(t)}
+	h := &harness{fake: feishutest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
 	h.worker = workertest.Start(t, h.bus, script, opts...)
 	h.adapter, _ = h.gateway(t, cfg)
 	if cfg.Mode != feishu.ModeWebhook {
@@ -466,7 +467,7 @@ func TestWebhook(t *testing.T) {
 // TestOneConnectionPerApp: a second gateway waits while the first holds
 // the app's connection, and takes over when the first stops.
 func TestOneConnectionPerApp(t *testing.T) {
-	h := &harness{fake: feishutest.New(t), bus: bustest.StartJetStream(t)}
+	h := &harness{fake: feishutest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
 	h.worker = workertest.Start(t, h.bus, workertest.Echo)
 	cfg := feishu.Config{AllowFrom: []string{"*"}}
 	_, stopFirst := h.gateway(t, cfg)
@@ -553,7 +554,7 @@ func (b *logBuffer) count(s string) int {
 
 func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	fake := feishutest.New(t)
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	log := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()

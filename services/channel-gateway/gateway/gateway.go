@@ -30,8 +30,6 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Parallel is how many replies per channel are delivered at once.
 	Parallel int
-	// DeliveredTTL is how long delivered reply ids are remembered.
-	DeliveredTTL time.Duration
 	// MaxContentBytes bounds an inbound message's text; see
 	// [ContentLimit].
 	MaxContentBytes int
@@ -51,12 +49,11 @@ func ContentLimit(contextTokens int) int {
 // DefaultConfig returns the production delivery settings.
 func DefaultConfig() Config {
 	return Config{
-		MaxDeliver:   8,
-		AckWait:      60 * time.Second,
-		MinBackoff:   500 * time.Millisecond,
-		MaxBackoff:   2 * time.Minute,
-		Parallel:     8,
-		DeliveredTTL: 24 * time.Hour,
+		MaxDeliver: 8,
+		AckWait:    60 * time.Second,
+		MinBackoff: 500 * time.Millisecond,
+		MaxBackoff: 2 * time.Minute,
+		Parallel:   8,
 
 		MaxContentBytes: MaxContentBytes,
 	}
@@ -77,6 +74,25 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gateway.maxContentBytes: must be 1..%d, got %d", MaxContentBytes, c.MaxContentBytes)
 	}
 	return nil
+}
+
+// deliveredTTL is how long delivered reply ids are remembered: far longer
+// than a reply is ever redelivered.
+const deliveredTTL = 24 * time.Hour
+
+// bucketDelivered is the short name of the bucket of delivered reply ids.
+const bucketDelivered = "delivered"
+
+// Assets declares the bucket of delivered reply ids for [bus.Provision],
+// and the channel status board Run reports to.
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.Join(status.Assets, func(sp subject.Space, _ bus.Layout) bus.Assets {
+		return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
+			Bucket:      sp.Bucket(bucketDelivered),
+			Description: "reply ids already delivered to a platform",
+			TTL:         deliveredTTL,
+		}}}
+	})(sp, l)
 }
 
 // Gateway runs adapters and moves messages between them and the fleet.
@@ -189,10 +205,10 @@ func (g *Gateway) refusing(a Adapter) Inbox {
 // Run starts every adapter and its delivery loops, and returns when ctx
 // ends or one of them fails.
 func (g *Gateway) Run(ctx context.Context) error {
-	delivered, err := g.bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      g.bus.Space.Bucket("delivered"),
-		Description: "reply ids already delivered to a platform",
-		TTL:         g.cfg.DeliveredTTL,
+	var delivered jetstream.KeyValue
+	err := g.setUp(ctx, func(ctx context.Context) (err error) {
+		delivered, err = g.bus.KV(ctx, bucketDelivered)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: delivered bucket: %w", err)
@@ -205,7 +221,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	eg, ctx := errgroup.WithContext(ctx)
 	for _, a := range g.adapters {
-		cons, err := g.consumer(ctx, a.Channel())
+		var cons jetstream.Consumer
+		err := g.setUp(ctx, func(ctx context.Context) (err error) {
+			cons, err = g.consumer(ctx, a.Channel())
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -240,6 +260,19 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}
 	}
 	return eg.Wait()
+}
+
+// setUp runs a bus call of Run's start, retrying it while it fails for a
+// transient reason: a cluster electing leaders delays delivery, it does
+// not stop the gateway.
+func (g *Gateway) setUp(ctx context.Context, call func(context.Context) error) error {
+	return bus.Retry(ctx, bus.Backoff{}, func(ctx context.Context) error {
+		cctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+		defer cancel()
+		return call(cctx)
+	}, func(err error, wait time.Duration) {
+		g.log.Warn("gateway: nats not ready; retrying", "err", err, "retry_in", wait)
+	})
 }
 
 func (g *Gateway) consumer(ctx context.Context, channel string) (jetstream.Consumer, error) {

@@ -54,7 +54,7 @@ func (r *recorder) Deliver(ctx context.Context, m *nanofleetv1.OutboundMessage) 
 
 func startGateway(t *testing.T, a gateway.Adapter) *bus.Bus {
 	t.Helper()
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, gateway.Assets)
 	cfg := gateway.DefaultConfig()
 	cfg.MaxDeliver = 3
 	cfg.MinBackoff = 10 * time.Millisecond
@@ -157,7 +157,7 @@ func TestRetriesSpentGoToDeadLetter(t *testing.T) {
 }
 
 func TestPublishDeduplicatesPlatformEvents(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, gateway.Assets)
 	g, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

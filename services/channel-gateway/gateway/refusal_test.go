@@ -47,7 +47,7 @@ func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := bustest.StartJetStream(t)
+			b := bustest.StartJetStream(t, gateway.Assets)
 			s := &sender{recorder: newRecorder(), results: make(chan error, 1),
 				send: []*nanofleetv1.InboundMessage{{Id: "e1", Channel: "test", ChatId: "c1", Content: tt.content}}}
 			g, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler), s)
@@ -87,7 +87,7 @@ func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
 }
 
 func TestPublishRefusalsAreTyped(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, gateway.Assets)
 	g, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
@@ -46,7 +47,7 @@ func start(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest
 // startBus is start that also returns the fleet's bus.
 func startBus(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest.Worker, string, *bus.Bus) {
 	t.Helper()
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	pub, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

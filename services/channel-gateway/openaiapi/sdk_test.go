@@ -14,6 +14,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
@@ -52,7 +53,7 @@ func openaiModule(t *testing.T) string {
 // runs the turn once.
 func TestOpenAINodeSDKRetry(t *testing.T) {
 	mod := openaiModule(t)
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	pub, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
@@ -18,7 +19,7 @@ import (
 // store fills is answered 507 at once instead of waiting for a commit
 // that cannot happen.
 func TestStoreFillsWhileWaiting(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	var full atomic.Bool
 	storage := func() error {
 		if full.Load() {

@@ -10,13 +10,14 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/service"
 )
 
 // TestListenPrecedence: the gateway listens where --listen says, else
 // where channels.web.listen says, else on the caller's default.
 func TestListenPrecedence(t *testing.T) {
-	b := bustest.StartServer(t).Connect(t, "nanofleet")
+	b := bustest.StartServer(t).Connect(t, "nanofleet", channels.Assets)
 	free := func() string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
 // Bucket is the short name of the status bucket.
@@ -65,14 +66,20 @@ type Record struct {
 // Board reads and writes the records.
 type Board struct{ kv jetstream.KeyValue }
 
-// Open opens the status bucket, creating it when missing.
+// Assets declares the status bucket for [bus.Provision].
+func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
+	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
+		Bucket: sp.Bucket(Bucket), Description: "channel states for nanofleet channels status", History: 1,
+	}}}
+}
+
+// Open opens the status bucket; [Assets] must have been provisioned (a
+// gateway does it). It never creates the bucket: the CLI opens it too,
+// and a client does not change the fleet's layout.
 func Open(ctx context.Context, b *bus.Bus) (*Board, error) {
-	kv, err := b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: b.Space.Bucket(Bucket), Description: "channel states for nanofleet channels status",
-		History: 1, Storage: jetstream.FileStorage,
-	})
+	kv, err := b.KV(ctx, Bucket)
 	if err != nil {
-		return nil, fmt.Errorf("status: open bucket: %w", err)
+		return nil, fmt.Errorf("status: %w (has a channel-gateway started?)", err)
 	}
 	return &Board{kv: kv}, nil
 }

@@ -14,7 +14,7 @@ import (
 
 func TestChannels(t *testing.T) {
 	ctx := t.Context()
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, status.Assets)
 	board, err := status.Open(ctx, b)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestChannels(t *testing.T) {
 
 func TestWatch(t *testing.T) {
 	ctx := t.Context()
-	board, err := status.Open(ctx, bustest.StartJetStream(t))
+	board, err := status.Open(ctx, bustest.StartJetStream(t, status.Assets))
 	if err != nil {
 		t.Fatal(err)
 	}

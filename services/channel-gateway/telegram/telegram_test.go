@@ -17,6 +17,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
@@ -38,7 +39,7 @@ type harness struct {
 // a fake worker answering with script.
 func start(t *testing.T, cfg telegram.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: telegramtest.New(t, token), bus: bustest.StartJetStream(t)}
+	h := &harness{fake: telegramtest.New(t, token), bus: bustest.StartJetStream(t, channels.Assets)}
 	h.worker = workertest.Start(t, h.bus, script, opts...)
 	h.adapter = runAdapter(t, h.bus, h.fake, cfg, slog.New(slog.DiscardHandler))
 	return h
@@ -395,7 +396,7 @@ func (s *logSink) waitFor(t *testing.T, substr string) {
 
 func TestOnePollerPerBotToken(t *testing.T) {
 	fake := telegramtest.New(t, token)
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	workertest.Start(t, b, workertest.Echo)
 	first := &logSink{event: make(chan struct{}, 1)}
 	second := &logSink{event: make(chan struct{}, 1)}
@@ -424,7 +425,7 @@ func TestOnePollerPerBotToken(t *testing.T) {
 
 func TestWebhook(t *testing.T) {
 	fake := telegramtest.New(t, token)
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, channels.Assets)
 	w := workertest.Start(t, b, workertest.Echo)
 	const secret = "s3cret-s3cret-s3cret"
 	a := runAdapter(t, b, fake, telegram.Config{AllowFrom: []string{"*"}, Webhook: telegram.Webhook{URL: "https://bot.example.com/tg/hook", Secret: secret}}, slog.New(slog.DiscardHandler))

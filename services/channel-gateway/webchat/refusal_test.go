@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/webchat"
 )
@@ -32,7 +33,7 @@ func TestRefusalsReachThePage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := bustest.StartJetStream(t)
+			b := bustest.StartJetStream(t, channels.Assets)
 			store, err := session.Open(t.Context(), b)
 			if err != nil {
 				t.Fatal(err)

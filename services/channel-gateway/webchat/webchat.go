@@ -24,6 +24,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
@@ -62,7 +63,18 @@ type Server struct {
 // cookieName holds the login.
 const cookieName = "nanofleet_web"
 
-// New returns the web chat for cfg.
+// bucketConversations is the short name of the conversations bucket.
+const bucketConversations = "webchat"
+
+// Assets declares the bucket of web chat conversations for
+// [bus.Provision].
+func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
+	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
+		Bucket: sp.Bucket(bucketConversations), Description: "web chat conversations", History: 1,
+	}}}
+}
+
+// New returns the web chat for cfg; [Assets] must have been provisioned.
 func New(ctx context.Context, cfg Config, deps Deps) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -77,12 +89,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Server, error) {
 	s.show.progress = on(cfg.SendProgress, deps.SendProgress)
 	s.show.hints = on(cfg.SendToolHints, deps.SendToolHints)
 	var err error
-	s.convs, err = deps.Bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: deps.Bus.Space.Bucket("webchat"), Description: "web chat conversations", History: 1,
-		Storage: jetstream.FileStorage,
-	})
+	s.convs, err = deps.Bus.KV(ctx, bucketConversations)
 	if err != nil {
-		return nil, fmt.Errorf("webchat: conversations bucket: %w", err)
+		return nil, fmt.Errorf("webchat: %w", err)
 	}
 	blobs, err := deps.Bus.Blobs(ctx)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -42,6 +43,13 @@ const Limit = 4000
 
 // Bucket is the short name of the KV bucket holding linked devices.
 const Bucket = "whatsapp"
+
+// Assets declares the bucket of linked devices for [bus.Provision].
+func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
+	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
+		Bucket: sp.Bucket(Bucket), Description: "linked WhatsApp devices (keys and Signal sessions)", History: 1,
+	}}}
+}
 
 // quoteLen bounds the quoted text kept with an inbound message for the
 // reply's quote preview.
@@ -93,12 +101,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 	if a.dial == nil {
 		a.dial = Dial(a.log.With("component", "whatsmeow"))
 	}
-	kv, err := deps.Bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: deps.Bus.Space.Bucket(Bucket), Description: "linked WhatsApp devices (keys and Signal sessions)",
-		History: 1, Storage: jetstream.FileStorage,
-	})
+	kv, err := deps.Bus.KV(ctx, Bucket)
 	if err != nil {
-		return nil, fmt.Errorf("whatsapp: device bucket: %w", err)
+		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
 	if a.devices, err = kvstore.New(kv, cfg.account(), logger{a.log.With("component", "whatsmeow-store")}); err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
@@ -51,7 +52,7 @@ func start(t *testing.T, cfg whatsapp.Config, script workertest.Script) *harness
 func newHarness(t *testing.T, script workertest.Script) *harness {
 	t.Helper()
 	h := &harness{fake: whatsapptest.New(), srv: bustest.StartServer(t), logs: &logBuffer{}}
-	h.bus = h.srv.Connect(t, "")
+	h.bus = h.srv.Connect(t, "", channels.Assets)
 	h.worker = workertest.Start(t, h.bus, script)
 	return h
 }
@@ -444,7 +445,7 @@ func TestLoggedOutDeviceIsLinkedAgain(t *testing.T) {
 
 func TestTakeoverLosesNothingAndAnswersOnce(t *testing.T) {
 	h := newHarness(t, workertest.Echo)
-	_, killA, _ := h.gatewayOn(t, h.srv.Connect(t, ""), whatsapp.Config{AllowFrom: []string{"*"}})
+	_, killA, _ := h.gatewayOn(t, h.srv.Connect(t, "", channels.Assets), whatsapp.Config{AllowFrom: []string{"*"}})
 	h.fake.Scan(t, wait)
 	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
 	h.fake.Emit(whatsapptest.DM("3EB0-1", "15550001", "before"))

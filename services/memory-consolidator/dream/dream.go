@@ -169,7 +169,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Job, error) {
 		return nil, err
 	}
 	if j.stream, err = d.Bus.JS.Stream(ctx, j.names.JobStream()); err != nil {
-		return nil, fmt.Errorf("dream: %w (call memory.Provision)", err)
+		return nil, fmt.Errorf("dream: %w (provision memory.Assets)", err)
 	}
 	j.cons, err = d.Bus.JS.CreateOrUpdateConsumer(ctx, j.names.JobStream(), jetstream.ConsumerConfig{
 		Durable:       "dream_" + subject.Token(cfg.Agent),
@@ -219,7 +219,15 @@ func (j *Job) Schedule(ctx context.Context) error {
 // Run keeps the schedule in place and runs Dream on each fire until ctx
 // ends.
 func (j *Job) Run(ctx context.Context) error {
-	if err := j.Schedule(ctx); err != nil {
+	// A cluster electing leaders delays the schedule; it does not stop
+	// the service.
+	err := bus.Retry(ctx, bus.Backoff{}, j.Schedule, func(err error, wait time.Duration) {
+		j.d.Log.Warn("dream schedule: nats not ready; retrying", "err", err, "retry_in", wait)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	lastCheck := time.Now()
@@ -235,7 +243,7 @@ func (j *Job) Run(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() == nil {
 				j.d.Log.Warn("fetch dream fire", "err", err)
-				sleep(ctx, time.Second)
+				_ = bus.Sleep(ctx, time.Second)
 			}
 			continue
 		}
@@ -359,15 +367,6 @@ func (j *Job) setCursor(ctx context.Context, seq, rev uint64) error {
 		return fmt.Errorf("dream cursor: %w", err)
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // now is the time for revisions.

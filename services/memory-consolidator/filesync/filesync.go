@@ -182,8 +182,20 @@ func (s *Syncer) Close() error { return s.dir.Close() }
 func (s *Syncer) Run(ctx context.Context) error {
 	kick := make(chan struct{}, 1)
 	for _, p := range s.cfg.Pairs {
-		w, err := s.watch(ctx, p)
+		// A cluster electing leaders delays the sync; it does not stop
+		// the service.
+		var w jetstream.KeyWatcher
+		err := bus.Retry(ctx, bus.Backoff{}, func(ctx context.Context) error {
+			var err error
+			w, err = s.watch(ctx, p)
+			return err
+		}, func(err error, wait time.Duration) {
+			s.log.Warn("filesync: nats not ready; retrying", "err", err, "retry_in", wait)
+		})
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
 		go func() {

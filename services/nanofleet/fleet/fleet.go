@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,10 +27,14 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
+	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/storeguard"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/svc"
+	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 )
 
 // Options are what the config file does not say.
@@ -149,12 +154,15 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 }
 
 // connect starts the embedded server or dials the external one, and
-// provisions the layout.
+// provisions the layout; a client only checks it.
 func (f *Fleet) connect(ctx context.Context, o Options) error {
+	if o.ClientOnly {
+		return f.join(ctx, o)
+	}
 	cfg := svc.BusConfig(o.File, "nanofleet")
 	cfg.Log = o.Log
 	if o.File.NATS.URL != "" {
-		b, err := svc.Connect(ctx, o.File, "nanofleet", o.Log)
+		b, err := svc.Connect(ctx, o.File, "nanofleet", o.Log, nil, Assets)
 		if err != nil {
 			return err
 		}
@@ -191,7 +199,54 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	f.closer = append(f.closer, b.Close)
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return bus.Provision(pctx, b, svc.Layout(o.File))
+	return bus.Provision(pctx, b, svc.Layout(o.File), Assets)
+}
+
+// ErrNoFleet means a client found NATS but no fleet there.
+var ErrNoFleet = errors.New("no fleet")
+
+// join connects a client to the fleet at the config's NATS. A client
+// never provisions: its config's layout (replicas above all) need not be
+// the fleet's, and provisioning with it would remap the fleet's streams.
+// It checks the layout instead and says once how it differs.
+func (f *Fleet) join(ctx context.Context, o Options) error {
+	cfg := svc.BusConfig(o.File, "nanofleet-cli")
+	cfg.Log = o.Log
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	b, err := bus.Connect(cctx, cfg)
+	if err != nil {
+		return fmt.Errorf("is the fleet running? %w", err)
+	}
+	f.Bus = b
+	f.closer = append(f.closer, b.Close)
+	diffs, err := bus.CheckLayout(cctx, b, svc.Layout(o.File))
+	if err != nil {
+		o.Log.Warn("could not check the fleet's layout", "err", err)
+		return nil
+	}
+	for _, d := range diffs {
+		if d.Missing && d.Asset.Name == b.Space.InboundStream() {
+			return fmt.Errorf("%w: no fleet at %s yet (stream %s does not exist); start the fleet's services first",
+				ErrNoFleet, o.File.NATS.URL, d.Asset.Name)
+		}
+	}
+	if len(diffs) > 0 {
+		s := make([]string, len(diffs))
+		for i, d := range diffs {
+			s[i] = d.String()
+		}
+		o.Log.Warn("the fleet's JetStream layout differs from this config; left as it is (only the fleet's services provision it)",
+			"differences", strings.Join(s, "; "))
+	}
+	return nil
+}
+
+// Assets declares every JetStream asset of the fleet besides the core
+// layout: what its services provision. The all-in-one provisions all of
+// them.
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.Join(service.Assets, memory.Assets, channels.Assets)(sp, l)
 }
 
 // goRun runs part until the fleet stops, recording its first failure.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/agent-worker/service"
 	gatewaysvc "github.com/nanofleet/nanofleet/services/channel-gateway/service"
 	consolidator "github.com/nanofleet/nanofleet/services/memory-consolidator/service"
@@ -16,33 +17,46 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 	if err != nil {
 		return err
 	}
+	// With an external NATS, a cluster electing leaders is retried
+	// through, within setupCtx.
 	for i := range o.Workers {
-		w, err := service.New(setupCtx, f.Bus, service.Options{
-			File: o.File, Getenv: o.Getenv, ID: fmt.Sprintf("%s-%d", node, i), Workspace: o.Workspace,
-			Tools: tools, Metrics: f.Metrics, Log: o.Log,
+		var w *service.Worker
+		err := svc.Retry(setupCtx, o.Log, nil, "start agent worker", func(ctx context.Context) (err error) {
+			w, err = service.New(ctx, f.Bus, service.Options{
+				File: o.File, Getenv: o.Getenv, ID: fmt.Sprintf("%s-%d", node, i), Workspace: o.Workspace,
+				Tools: tools, Metrics: f.Metrics, Log: o.Log,
+			})
+			return err
 		})
 		if err != nil {
-			return fmt.Errorf("agent worker: %w", err)
+			return err
 		}
 		f.closer = append(f.closer, w.Close)
 		f.goRun("agent-worker", func() error { return w.Run(runCtx) })
 	}
-	// The workers provisioned the memory streams when they opened memory.
-	mem, err := consolidator.New(setupCtx, f.Bus, consolidator.Options{
-		File: o.File, Getenv: o.Getenv, ID: node + "-memory", Workspace: o.Workspace,
-		Metrics: f.Metrics, Log: o.Log.With("service", "memory-consolidator"),
+	var mem *consolidator.Service
+	err = svc.Retry(setupCtx, o.Log, nil, "start memory-consolidator", func(ctx context.Context) (err error) {
+		mem, err = consolidator.New(ctx, f.Bus, consolidator.Options{
+			File: o.File, Getenv: o.Getenv, ID: node + "-memory", Workspace: o.Workspace,
+			Metrics: f.Metrics, Log: o.Log.With("service", "memory-consolidator"),
+		})
+		return err
 	})
 	if err != nil {
-		return fmt.Errorf("memory-consolidator: %w", err)
+		return err
 	}
 	f.goRun("memory-consolidator", func() error { return mem.Run(runCtx) })
 	if o.Gateway {
-		gw, err := gatewaysvc.New(setupCtx, f.Bus, o.File, gatewaysvc.Options{
-			Listen: o.GatewayListen, DefaultListen: "127.0.0.1:8080", Metrics: f.Metrics, Log: o.Log.With("service", "channel-gateway"), Announce: o.Announce,
-			Storage: f.storageErr,
+		var gw *gatewaysvc.Gateway
+		err := svc.Retry(setupCtx, o.Log, nil, "start channel-gateway", func(ctx context.Context) (err error) {
+			gw, err = gatewaysvc.New(ctx, f.Bus, o.File, gatewaysvc.Options{
+				Listen: o.GatewayListen, DefaultListen: "127.0.0.1:8080", Metrics: f.Metrics, Log: o.Log.With("service", "channel-gateway"), Announce: o.Announce,
+				Storage: f.storageErr,
+			})
+			return err
 		})
 		if err != nil {
-			return fmt.Errorf("channel-gateway: %w", err)
+			return err
 		}
 		f.goRun("channel-gateway", func() error { return gw.Run(runCtx) })
 	}

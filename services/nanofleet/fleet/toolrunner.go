@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
@@ -23,7 +24,7 @@ func (f *Fleet) startToolRunner(setupCtx, runCtx context.Context, o Options) (wo
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Start(setupCtx); err != nil {
+	if err := svc.Retry(setupCtx, o.Log, nil, "start tool-runner", r.Start); err != nil {
 		return nil, err
 	}
 	f.closer = append(f.closer, func() {

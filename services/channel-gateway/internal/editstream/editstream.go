@@ -111,20 +111,28 @@ type Streams struct {
 // the entries' TTL.
 const forget = 10 * time.Minute
 
-// New returns the streams of one channel, creating the fleet's streams
-// bucket if needed.
+// bucketStreams is the short name of the fleet's streams bucket.
+const bucketStreams = "streams"
+
+// Assets declares the fleet's streams bucket for [bus.Provision].
+func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
+	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
+		Bucket:      sp.Bucket(bucketStreams),
+		Description: "answers being streamed by editing a message: which gateway edits, and how it ended",
+		History:     1,
+		TTL:         forget,
+	}}}
+}
+
+// New returns the streams of one channel; [Assets] must have been
+// provisioned.
 func New(ctx context.Context, b *bus.Bus, p Platform, cfg Config, log *slog.Logger) (*Streams, error) {
 	if cfg.Interval <= 0 || cfg.Limit < 16 || cfg.Channel == "" {
 		return nil, fmt.Errorf("editstream: invalid config %+v", cfg)
 	}
-	kv, err := b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      b.Space.Bucket("streams"),
-		Description: "answers being streamed by editing a message: which gateway edits, and how it ended",
-		History:     1,
-		TTL:         forget,
-	})
+	kv, err := b.KV(ctx, bucketStreams)
 	if err != nil {
-		return nil, fmt.Errorf("editstream: streams bucket: %w", err)
+		return nil, fmt.Errorf("editstream: %w", err)
 	}
 	return &Streams{
 		cfg: cfg, bus: b, kv: kv, p: p, log: log, owner: rand.Text()[:10],

@@ -179,7 +179,7 @@ func TestStreams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := startStreams(t, bustest.StartJetStream(t), interval, 4000)
+			h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), interval, 4000)
 			h.p.failAfter, h.p.failPost = tt.failAfter, tt.failPost
 			start := time.Now()
 			text := h.feed(t, tt.deltas, 10*time.Millisecond)
@@ -230,8 +230,8 @@ func TestStreams(t *testing.T) {
 // delivered it.
 func TestTwoGateways(t *testing.T) {
 	srv := bustest.StartServer(t)
-	g1 := startStreams(t, srv.Connect(t, ""), 50*time.Millisecond, 4000)
-	g2 := startStreams(t, srv.Connect(t, ""), 50*time.Millisecond, 4000)
+	g1 := startStreams(t, srv.Connect(t, "", editstream.Assets), 50*time.Millisecond, 4000)
+	g2 := startStreams(t, srv.Connect(t, "", editstream.Assets), 50*time.Millisecond, 4000)
 	text := g1.feed(t, 10, 10*time.Millisecond)
 	m := g1.final(t, text)
 	for i, g := range []*harness{g1, g2} {
@@ -256,7 +256,7 @@ func TestTwoGateways(t *testing.T) {
 }
 
 func TestLateDeltasAreDropped(t *testing.T) {
-	h := startStreams(t, bustest.StartJetStream(t), 50*time.Millisecond, 4000)
+	h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 50*time.Millisecond, 4000)
 	h.delta(t, "hello")
 	h.p.next(t)
 	if !h.s.Finish(t.Context(), h.final(t, "hello world")) {
@@ -284,7 +284,7 @@ func TestLateDeltasAreDropped(t *testing.T) {
 }
 
 func TestUnchangedFinalNeedsNoEdit(t *testing.T) {
-	h := startStreams(t, bustest.StartJetStream(t), 10*time.Millisecond, 4000)
+	h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 10*time.Millisecond, 4000)
 	h.delta(t, "all of it")
 	h.p.next(t)
 	if !h.s.Finish(t.Context(), h.final(t, "all of it")) {
@@ -296,7 +296,7 @@ func TestUnchangedFinalNeedsNoEdit(t *testing.T) {
 }
 
 func TestLongPartialTextIsCut(t *testing.T) {
-	h := startStreams(t, bustest.StartJetStream(t), 10*time.Millisecond, 50)
+	h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 10*time.Millisecond, 50)
 	h.delta(t, strings.Repeat("é", 80))
 	o := h.p.next(t)
 	if n := len([]rune(o.text)); n != 50 || !strings.HasSuffix(o.text, "…") {
@@ -310,7 +310,7 @@ func TestRateLimitedEditsWait(t *testing.T) {
 	const wait = 300 * time.Millisecond
 	for _, limited := range []int{1, 3} {
 		t.Run(fmt.Sprint(limited, " limited"), func(t *testing.T) {
-			h := startStreams(t, bustest.StartJetStream(t), 50*time.Millisecond, 4000)
+			h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 50*time.Millisecond, 4000)
 			h.p.limited, h.p.wait = limited, wait
 			text := h.feed(t, 10, 20*time.Millisecond)
 			if !h.s.Finish(t.Context(), h.final(t, text+" end")) {

@@ -10,6 +10,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 const wait = 10 * time.Second
@@ -36,7 +37,7 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 }
 
 func TestOneHolderAtATime(t *testing.T) {
-	b := bustest.StartJetStream(t) // lease TTL 3s
+	b := bustest.StartJetStream(t, status.Assets) // lease TTL 3s
 	key := hold.Key("test", "account-1")
 	started := make(chan string, 2)
 	work := func(name string) func(context.Context) error {
@@ -67,7 +68,7 @@ func TestOneHolderAtATime(t *testing.T) {
 }
 
 func TestLostLeaseCancelsWork(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, status.Assets)
 	key := hold.Key("test", "account-2")
 	kv, err := b.KV(t.Context(), bus.BucketLeases)
 	if err != nil {
@@ -102,7 +103,7 @@ func TestWorkErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := bustest.StartJetStream(t)
+			b := bustest.StartJetStream(t, status.Assets)
 			calls := make(chan struct{}, 10)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()

@@ -37,7 +37,7 @@ func Start(t testing.TB) (*bustest.Server, *bus.Bus) {
 // Provision provisions the memory streams on b.
 func Provision(t testing.TB, b *bus.Bus) {
 	t.Helper()
-	if err := memory.Provision(context.Background(), b, bustest.TestLayout()); err != nil {
+	if err := bus.Provision(context.Background(), b, bustest.TestLayout(), memory.Assets); err != nil {
 		t.Fatal(err)
 	}
 }

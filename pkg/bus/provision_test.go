@@ -1,0 +1,95 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+)
+
+func bucket(name string, ttl time.Duration) bus.Declare {
+	return func(sp subject.Space, _ bus.Layout) bus.Assets {
+		return bus.Assets{Buckets: []jetstream.KeyValueConfig{{Bucket: sp.Bucket(name), TTL: ttl}}}
+	}
+}
+
+func TestDeclared(t *testing.T) {
+	sp, err := subject.NewSpace("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	core := len(bus.CoreAssets(sp, bus.DefaultLayout()).List())
+	tests := []struct {
+		name    string
+		decls   []bus.Declare
+		want    int // assets besides the core ones
+		wantErr error
+	}{
+		{"core only", nil, 0, nil},
+		{"one bucket", []bus.Declare{bucket("x", 0)}, 1, nil},
+		{"joined", []bus.Declare{bus.Join(bucket("x", 0), bucket("y", 0))}, 2, nil},
+		{"same bucket twice the same way", []bus.Declare{bucket("x", time.Hour), bucket("x", time.Hour)}, 1, nil},
+		{"same bucket twice differently", []bus.Declare{bucket("x", time.Hour), bucket("x", time.Minute)}, 0, bus.ErrLayout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := bus.DefaultLayout()
+			l.Replicas = 3
+			all, err := bus.Declared(sp, l, tt.decls...)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Declared = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if n := len(all.List()) - core; n != tt.want {
+				t.Errorf("%d assets besides the core, want %d", n, tt.want)
+			}
+			for _, c := range all.Streams {
+				if c.Replicas != 3 {
+					t.Errorf("stream %s: %d replicas, want the layout's 3", c.Name, c.Replicas)
+				}
+			}
+			for _, c := range all.Buckets {
+				if c.Replicas != 3 {
+					t.Errorf("bucket %s: %d replicas, want the layout's 3", c.Bucket, c.Replicas)
+				}
+			}
+			for _, c := range all.Objects {
+				if c.Replicas != 3 {
+					t.Errorf("object store %s: %d replicas, want the layout's 3", c.Bucket, c.Replicas)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckLayoutChangesNothing: a client's check names what is missing
+// and creates nothing; provisioning then creates it.
+func TestCheckLayoutChangesNothing(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	extra := bucket("extra", 0)
+	for range 2 { // the second check sees the same: the first created nothing
+		diffs, err := bus.CheckLayout(ctx, b, bustest.TestLayout(), extra)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(diffs) != 1 || !diffs[0].Missing || diffs[0].Asset.Name != "NANOFLEET_extra" {
+			t.Fatalf("CheckLayout = %v, want only bucket NANOFLEET_extra missing", diffs)
+		}
+	}
+	if err := bus.Provision(ctx, b, bustest.TestLayout(), extra); err != nil {
+		t.Fatal(err)
+	}
+	if diffs, err := bus.CheckLayout(ctx, b, bustest.TestLayout(), extra); err != nil || len(diffs) != 0 {
+		t.Errorf("after Provision: %v, %v; want no differences", diffs, err)
+	}
+}

@@ -1,0 +1,121 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Backoff is a capped, jittered exponential backoff: the n-th wait (from
+// 0) is drawn from [d/2, d], d = Min·2ⁿ capped at Max. The jitter keeps
+// services restarted together from retrying in step. Zero fields take the
+// defaults: from a quarter second up to 15 s, so a node restart or a
+// leader election is answered within a few waits, and a cluster that is
+// down for minutes costs a request every 15 s.
+type Backoff struct {
+	Min, Max time.Duration
+}
+
+const (
+	defaultMinWait = 250 * time.Millisecond
+	defaultMaxWait = 15 * time.Second
+)
+
+// Wait is how long to wait before retry n (from 0).
+func (b Backoff) Wait(n int) time.Duration {
+	lo, hi := b.Min, b.Max
+	if lo <= 0 {
+		lo = defaultMinWait
+	}
+	if hi <= 0 {
+		hi = defaultMaxWait
+	}
+	hi = max(hi, lo)
+	d := lo
+	for i := 0; i < n && d < hi; i++ {
+		d *= 2
+	}
+	d = min(d, hi)
+	return d/2 + rand.N(d/2+1)
+}
+
+// Sleep waits d, or until ctx ends, and returns ctx's error in that case.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Transient reports whether err is a bus failure that passes by itself:
+// no server reachable, a request that timed out or found no responder, a
+// cluster without a leader or with a stream offline for now. Anything
+// else (a refused configuration, a bad layout, an error of the caller's)
+// is not: retrying it cannot help.
+func Transient(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return false
+	case errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, nats.ErrNoServers),
+		errors.Is(err, nats.ErrDisconnected),
+		errors.Is(err, nats.ErrConnectionReconnecting),
+		errors.Is(err, nats.ErrConnectionDraining),
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled),
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount),
+		errors.Is(err, jetstream.ErrNoHeartbeat),
+		errors.Is(err, jetstream.ErrNoStreamResponse): // a publish while the stream has no leader
+		return true
+	}
+	var api *jetstream.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode {
+	case 10005, // no suitable peers for placement (nodes still joining, or down)
+		10008, // JetStream system temporarily unavailable (no meta leader)
+		10009, // cluster can not handle request (not the leader)
+		10041, // raft error
+		10118, // stream is offline
+		10119, // consumer is offline
+		10194, // stream is offline: reason
+		10195: // consumer is offline: reason
+		return true
+	}
+	return api.Code == 503 || api.Code == 408 || api.Code == 429
+}
+
+// Retry calls f until it succeeds, fails with an error that is not
+// [Transient], or ctx ends, waiting by b between attempts. failed, if not
+// nil, is told of each transient failure and the wait before the next
+// attempt (to log it, or to report not ready). f should bound each attempt
+// with its own deadline: a request lost with a server that died must fail
+// and be retried.
+func Retry(ctx context.Context, b Backoff, f func(context.Context) error, failed func(err error, wait time.Duration)) error {
+	for n := 0; ; n++ {
+		err := f(ctx)
+		if err == nil || !Transient(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return errors.Join(ctx.Err(), err)
+		}
+		wait := b.Wait(n)
+		if failed != nil {
+			failed(err, wait)
+		}
+		if err := Sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}

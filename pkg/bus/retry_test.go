@@ -1,0 +1,119 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+)
+
+func TestBackoffWait(t *testing.T) {
+	tests := []struct {
+		name   string
+		b      bus.Backoff
+		n      int
+		lo, hi time.Duration
+	}{
+		{"first wait", bus.Backoff{Min: 100 * time.Millisecond, Max: time.Second}, 0, 50 * time.Millisecond, 100 * time.Millisecond},
+		{"doubles", bus.Backoff{Min: 100 * time.Millisecond, Max: time.Second}, 2, 200 * time.Millisecond, 400 * time.Millisecond},
+		{"capped", bus.Backoff{Min: 100 * time.Millisecond, Max: time.Second}, 40, 500 * time.Millisecond, time.Second},
+		{"zero value: defaults", bus.Backoff{}, 0, 125 * time.Millisecond, 250 * time.Millisecond},
+		{"zero value capped at 15s", bus.Backoff{}, 100, 7500 * time.Millisecond, 15 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seen := map[time.Duration]bool{}
+			for range 50 {
+				d := tt.b.Wait(tt.n)
+				if d < tt.lo || d > tt.hi {
+					t.Fatalf("Wait(%d) = %s, want in [%s, %s]", tt.n, d, tt.lo, tt.hi)
+				}
+				seen[d] = true
+			}
+			if len(seen) < 2 {
+				t.Errorf("Wait(%d) gave the same wait 50 times: no jitter", tt.n)
+			}
+		})
+	}
+}
+
+func TestTransient(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"attempt timed out", fmt.Errorf("provision stream X: %w", context.DeadlineExceeded), true},
+		{"cancelled", context.Canceled, false},
+		{"request timeout", nats.ErrTimeout, true},
+		{"no responders", nats.ErrNoResponders, true},
+		{"no servers", fmt.Errorf("connect: %w", nats.ErrNoServers), true},
+		{"no meta leader", &jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
+		{"no peers yet", &jetstream.APIError{Code: 400, ErrorCode: 10005}, true},
+		{"stream offline", fmt.Errorf("x: %w", &jetstream.APIError{Code: 500, ErrorCode: 10118}), true},
+		{"jetstream not enabled", jetstream.ErrJetStreamNotEnabled, true},
+		{"stream without a leader", fmt.Errorf("publish: %w", jetstream.ErrNoStreamResponse), true},
+		{"name in use with another config", &jetstream.APIError{Code: 400, ErrorCode: 10058}, false},
+		{"invalid config", &jetstream.APIError{Code: 500, ErrorCode: 10052}, false},
+		{"replicas without a cluster", &jetstream.APIError{Code: 500, ErrorCode: 10074}, false},
+		{"bad layout", bus.ErrLayout, false},
+		{"anything else", errors.New("boom"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := bus.Transient(tt.err); got != tt.want {
+				t.Errorf("Transient(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRetry(t *testing.T) {
+	fast := bus.Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond}
+	permanent := errors.New("refused")
+	tests := []struct {
+		name      string
+		errs      []error // returned by successive attempts; then nil
+		want      error
+		attempts  int
+		failures  int
+		cancelled bool
+	}{
+		{"succeeds at once", nil, nil, 1, 0, false},
+		{"transient failures then success", []error{nats.ErrTimeout, context.DeadlineExceeded}, nil, 3, 2, false},
+		{"permanent failure is not retried", []error{nats.ErrTimeout, permanent}, permanent, 2, 1, false},
+		{"stops when ctx ends", []error{nats.ErrTimeout, nats.ErrTimeout, nats.ErrTimeout}, context.Canceled, 1, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			attempts, failures := 0, 0
+			err := bus.Retry(ctx, fast, func(context.Context) error {
+				attempts++
+				if attempts <= len(tt.errs) {
+					return tt.errs[attempts-1]
+				}
+				return nil
+			}, func(error, time.Duration) {
+				failures++
+				if tt.cancelled {
+					cancel()
+				}
+			})
+			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Errorf("Retry = %v, want %v", err, tt.want)
+			}
+			if attempts != tt.attempts || failures != tt.failures {
+				t.Errorf("%d attempts, %d failures reported; want %d, %d", attempts, failures, tt.attempts, tt.failures)
+			}
+		})
+	}
+}

@@ -1,0 +1,187 @@
+package bustest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+)
+
+// Cluster is a JetStream cluster of nats-servers embedded in the test
+// process, clustered over loopback routes, each node with its own store
+// in a temp dir. Nodes can be stopped and started again on the same
+// store and ports, to take the cluster's quorum away and give it back.
+type Cluster struct {
+	t     testing.TB
+	nodes []*clusterNode
+}
+
+type clusterNode struct {
+	opts *server.Options
+	srv  *server.Server
+}
+
+// NewCluster prepares an n-node cluster on free loopback ports and starts
+// the nodes listed in up (all of them when up is empty); the others can
+// be started later with [Cluster.Start].
+func NewCluster(t testing.TB, n int, up ...int) *Cluster {
+	t.Helper()
+	if len(up) == 0 {
+		for i := range n {
+			up = append(up, i)
+		}
+	}
+	c := &Cluster{t: t}
+	dir := t.TempDir()
+	for i := range n {
+		c.nodes = append(c.nodes, &clusterNode{opts: &server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1),
+			Host:       "127.0.0.1",
+			Port:       freePort(t),
+			JetStream:  true,
+			StoreDir:   filepath.Join(dir, fmt.Sprintf("n%d", i+1)),
+			NoSigs:     true,
+			NoLog:      true,
+			MaxPayload: 8 << 20,
+			Cluster: server.ClusterOpts{
+				Name: "bustest",
+				Host: "127.0.0.1",
+				Port: freePort(t),
+			},
+		}})
+	}
+	for i, nd := range c.nodes {
+		for j, other := range c.nodes {
+			if i != j {
+				nd.opts.Routes = append(nd.opts.Routes, server.RoutesFromStr(fmt.Sprintf("nats-route://127.0.0.1:%d", other.opts.Cluster.Port))...)
+			}
+		}
+	}
+	t.Cleanup(func() {
+		for i := range c.nodes {
+			c.Stop(i)
+		}
+	})
+	for _, i := range up {
+		c.Start(i)
+	}
+	return c
+}
+
+// StartCluster starts an n-node cluster and waits until JetStream has its
+// meta leader.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := NewCluster(t, n)
+	c.WaitJetStream(30 * time.Second)
+	return c
+}
+
+// Start starts node i (again) on its store and ports.
+func (c *Cluster) Start(i int) {
+	c.t.Helper()
+	nd := c.nodes[i]
+	if nd.srv != nil {
+		return
+	}
+	opts := *nd.opts
+	srv, err := server.NewServer(&opts)
+	if err != nil {
+		c.t.Fatalf("cluster node %d: %v", i, err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		srv.Shutdown()
+		c.t.Fatalf("cluster node %d not ready for connections after 30s", i)
+	}
+	nd.srv = srv
+}
+
+// Stop shuts node i down and waits until it is down.
+func (c *Cluster) Stop(i int) {
+	nd := c.nodes[i]
+	if nd.srv == nil {
+		return
+	}
+	nd.srv.Shutdown()
+	nd.srv.WaitForShutdown()
+	nd.srv = nil
+}
+
+// URLs are the nodes' client URLs, comma separated, as a service's --nats.
+func (c *Cluster) URLs() string {
+	u := make([]string, len(c.nodes))
+	for i, nd := range c.nodes {
+		u[i] = fmt.Sprintf("nats://127.0.0.1:%d", nd.opts.Port)
+	}
+	return strings.Join(u, ",")
+}
+
+// WaitJetStream waits until a running node is the JetStream meta leader
+// and knows every running node as a peer, and fails the test if that
+// takes longer than d.
+func (c *Cluster) WaitJetStream(d time.Duration) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for {
+		running := 0
+		for _, nd := range c.nodes {
+			if nd.srv != nil {
+				running++
+			}
+		}
+		for _, nd := range c.nodes {
+			if nd.srv != nil && nd.srv.JetStreamIsLeader() && len(nd.srv.JetStreamClusterPeers()) >= running {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			c.t.Fatalf("no JetStream meta leader after %s", d)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// freePort returns a loopback port nothing listens on right now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Connect connects to the cluster with prefix, provisions the core
+// layout and the assets of decls with layout l (retrying while the
+// cluster elects leaders), and closes the connection at the end of the
+// test.
+func (c *Cluster) Connect(t testing.TB, prefix string, l bus.Layout, decls ...bus.Declare) *bus.Bus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: c.URLs(), Prefix: prefix, Name: t.Name()})
+	if err != nil {
+		t.Fatalf("connect to the cluster: %v", err)
+	}
+	t.Cleanup(func() { b.NC.Close() })
+	err = bus.Retry(ctx, bus.Backoff{}, func(ctx context.Context) error {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return bus.Provision(pctx, b, l, decls...)
+	}, nil)
+	if err != nil {
+		t.Fatalf("provision on the cluster: %v", err)
+	}
+	return b
+}

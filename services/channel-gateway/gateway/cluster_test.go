@@ -1,0 +1,96 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+)
+
+// TestRunWaitsForQuorum: a gateway that starts running while its cluster
+// has lost quorum (its consumers cannot be made) says so and keeps
+// trying; once the nodes are back it delivers, and Run never returned.
+func TestRunWaitsForQuorum(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cluster := bustest.StartCluster(t, 3)
+	l := bustest.TestLayout()
+	l.Replicas = 3
+	b := cluster.Connect(t, "", l, gateway.Assets)
+	cluster.Stop(1)
+	cluster.Stop(2)
+
+	var logs lockedBuffer
+	r := newRecorder()
+	g, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.NewTextHandler(&logs, nil)), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- g.Run(runCtx) }()
+	for !strings.Contains(logs.String(), "nats not ready; retrying") {
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned while the cluster had no quorum: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("the gateway never said it was waiting; log:\n%s", logs.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+
+	cluster.Start(1)
+	cluster.Start(2)
+	out, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "test", ChatId: "c1", Content: "back", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
+	err = bus.Retry(ctx, bus.Backoff{}, func(ctx context.Context) error {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := b.JS.Publish(pctx, b.Space.Outbound("test", "c1"), out)
+		return err
+	}, nil)
+	if err != nil {
+		t.Fatalf("publish after the nodes came back: %v", err)
+	}
+	select {
+	case m := <-r.delivered:
+		if m.GetId() != "r1" {
+			t.Errorf("delivered %q, want r1", m.GetId())
+		}
+	case err := <-done:
+		t.Fatalf("Run returned: %v", err)
+	case <-ctx.Done():
+		t.Fatalf("reply never delivered; log:\n%s", logs.String())
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("Run after stop = %v", err)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a logger and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,164 @@
+package fleet_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+)
+
+// TestClusterFleetKeepsItsReplicas: a whole fleet (workers, consolidator,
+// gateway with the web chat and the API) started on a 3-node JetStream
+// cluster with nats.replicas 3 leaves every stream, bucket and object
+// store with 3 replicas, and creates nothing it has not declared. Then a
+// client connection as `nanofleet agent --nats` makes it, whose config
+// has the default single replica, changes nothing, says how the layout
+// differs, and its turn is answered.
+func TestClusterFleetKeepsItsReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cluster := bustest.StartCluster(t, 3)
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(*llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("pong") })
+	nats := map[string]any{"url": cluster.URLs(), "replicas": 3, "leaseTtlSeconds": 3}
+	channels := map[string]any{
+		"web": map[string]any{"enabled": true}, // its token goes to the secrets bucket
+		"api": map[string]any{"enabled": true},
+	}
+	f, err := fleet.Start(ctx, fleet.Options{
+		File:    loadConfig(t, testConfig(t, llm.URL(), map[string]any{"nats": nats, "channels": channels})),
+		Getenv:  func(string) string { return "" },
+		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
+	})
+	if err != nil {
+		t.Fatalf("start the fleet on the cluster: %v", err)
+	}
+	t.Cleanup(f.Stop)
+
+	layout := bus.DefaultLayout()
+	declared, err := bus.Declared(f.Bus.Space, layout, fleet.Assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{} // JetStream stream → what it holds
+	for _, a := range declared.List() {
+		want[a.Stream] = a.Kind + " " + a.Name
+	}
+	checkReplicas := func(when string) {
+		t.Helper()
+		got := replicasOnServer(ctx, t, f.Bus)
+		for stream, what := range want {
+			if r, ok := got[stream]; !ok {
+				t.Errorf("%s: %s does not exist", when, what)
+			} else if r != 3 {
+				t.Errorf("%s: %s has %d replicas, want 3", when, what, r)
+			}
+		}
+		for _, stream := range slices.Sorted(maps.Keys(got)) {
+			if _, ok := want[stream]; !ok {
+				t.Errorf("%s: stream %s exists but no package declares it (created outside provisioning?)", when, stream)
+			}
+		}
+	}
+	checkReplicas("after the fleet started")
+
+	// The CLI's config: the same NATS, the default single replica.
+	var logs syncBuffer
+	client, err := fleet.Start(ctx, fleet.Options{
+		File:       loadConfig(t, testConfig(t, llm.URL(), map[string]any{"nats": map[string]any{"url": cluster.URLs()}})),
+		Getenv:     func(string) string { return "" },
+		Log:        slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		ClientOnly: true,
+	})
+	if err != nil {
+		t.Fatalf("client connection: %v", err)
+	}
+	t.Cleanup(client.Stop)
+	c, err := fleet.NewClient(ctx, client.Bus, "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	replies, err := c.Ask(ctx, fleet.Request{ChatID: "direct", Text: "ping"})
+	if err != nil {
+		t.Fatalf("turn through the client connection: %v", err)
+	}
+	if final, err := fleet.Final(replies); err != nil || final.GetContent() != "pong" {
+		t.Errorf("final reply = %v, %v; want pong", final, err)
+	}
+	checkReplicas("after a client with replicas 1 connected")
+	out := logs.String()
+	if n := strings.Count(out, "layout differs"); n != 1 {
+		t.Errorf("client said %d times that the layout differs, want once:\n%s", n, out)
+	}
+	if !strings.Contains(out, "stream NANOFLEET_IN has 3 replicas, not 1") {
+		t.Errorf("client's warning does not name the difference:\n%s", out)
+	}
+}
+
+// replicasOnServer maps every stream on the server to its replicas.
+func replicasOnServer(ctx context.Context, t *testing.T, b *bus.Bus) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	lister := b.JS.ListStreams(ctx)
+	for info := range lister.Info() {
+		got[info.Config.Name] = info.Config.Replicas
+	}
+	if err := lister.Err(); err != nil {
+		t.Fatalf("list streams: %v", err)
+	}
+	return got
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestClientFindsNoFleet: a client connection to a NATS where no fleet
+// ever ran says so and creates nothing there.
+func TestClientFindsNoFleet(t *testing.T) {
+	srv := bustest.StartServer(t)
+	llm := llmtest.NewServer(t)
+	_, err := fleet.Start(t.Context(), fleet.Options{
+		File:       loadConfig(t, testConfig(t, llm.URL(), map[string]any{"nats": map[string]any{"url": srv.ClientURL()}})),
+		Getenv:     func(string) string { return "" },
+		ClientOnly: true,
+	})
+	if !errors.Is(err, fleet.ErrNoFleet) {
+		t.Fatalf("client connection = %v, want ErrNoFleet", err)
+	}
+	b, err := bus.Connect(t.Context(), bus.Config{URL: srv.ClientURL(), Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.NC.Close()
+	if got := replicasOnServer(t.Context(), t, b); len(got) != 0 {
+		t.Errorf("the client created %v", slices.Sorted(maps.Keys(got)))
+	}
+}
