@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -106,7 +107,7 @@ func TestArgumentErrorsNameTheField(t *testing.T) {
 func TestUnknownToolAndNoRunner(t *testing.T) {
 	f := start(t, nil)
 	expectErr(t, f.call("rm_rf", `{}`), kindUnknown, `unknown tool "rm_rf"`, "read_file, read_tool_output")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := f.runner.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -222,7 +223,7 @@ func TestStopWaitsForRunningCalls(t *testing.T) {
 	done := make(chan *nanofleetv1.ToolResult, 1)
 	go func() { done <- f.call("exec", map[string]any{"command": "touch started; sleep 1; echo ok"}) }()
 	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(f.ws(), "started")); return err == nil })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := f.runner.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -291,11 +292,10 @@ func TestClientOptions(t *testing.T) {
 // waitFor polls cond for up to 20 s.
 func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 20s")
+	bustest.Eventually(t, 20*time.Second, func() error {
+		if !cond() {
+			return errors.New("condition not met")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
