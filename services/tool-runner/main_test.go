@@ -49,7 +49,7 @@ func startRunner(t *testing.T, bin, natsURL, config string) *runnerProc {
 	p := &runnerProc{cmd: cmd, ready: make(chan struct{}), exited: make(chan struct{})}
 	t.Cleanup(func() {
 		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
+		bustest.Receive(t, p.exited, 30*time.Second)
 	})
 	go func() {
 		defer close(p.exited)

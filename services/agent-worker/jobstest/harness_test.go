@@ -216,6 +216,7 @@ type nodeConfig struct {
 // tools, a schedule relay, the subagent manager and (optionally) the
 // heartbeat, on its own connection.
 type node struct {
+	t      testing.TB
 	id     string
 	b      *bus.Bus
 	sched  *schedule.Scheduler
@@ -268,7 +269,7 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{id: id, b: b, sched: sched, subs: subs, cancel: cancel, done: make(chan struct{})}
+	n := &node{t: t, id: id, b: b, sched: sched, subs: subs, cancel: cancel, done: make(chan struct{})}
 	var relayOpts []schedule.RelayOption
 	if nc.heartbeat != nil {
 		if n.hb, err = heartbeat.New(ctx, b, sched, profiles, *nc.heartbeat, log); err != nil {
@@ -332,7 +333,7 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 // cut off, as with SIGTERM.
 func (n *node) stop() {
 	n.cancel()
-	<-n.done
+	bustest.Receive(n.t, n.done, 30*time.Second)
 }
 
 // kill cuts the process off NATS as a crash would: nothing it does from
