@@ -20,6 +20,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // pollerKey is the lease key of a bot's poller; the token is hashed so
@@ -46,6 +47,10 @@ func (a *Adapter) runPolling(ctx context.Context, in gateway.Inbox) error {
 	}
 	table := lease.NewTable(kv)
 	key, owner := pollerKey(a.cfg.Token), ownerName()
+	board, err := status.Open(ctx, a.deps.Bus)
+	if err != nil {
+		return fmt.Errorf("telegram: %w", err)
+	}
 	waiting := false
 	for ctx.Err() == nil {
 		l, err := table.Acquire(ctx, key, owner)
@@ -70,14 +75,14 @@ func (a *Adapter) runPolling(ctx context.Context, in gateway.Inbox) error {
 		}
 		waiting = false
 		a.log.Info("polling Telegram (this gateway holds the bot's poller lease)", "bot", a.username(), "owner", owner)
-		a.pollHolding(ctx, in, l, ttl)
+		a.pollHolding(ctx, in, l, ttl, board.Holding(ctx, a.log, Channel, owner, key, "@"+a.username()))
 	}
 	return nil
 }
 
 // pollHolding polls while renewing l; it returns when ctx ends or the lease
-// is lost, releasing the lease.
-func (a *Adapter) pollHolding(ctx context.Context, in gateway.Inbox, l *lease.Lease, ttl time.Duration) {
+// is lost, reporting the end and releasing the lease.
+func (a *Adapter) pollHolding(ctx context.Context, in gateway.Inbox, l *lease.Lease, ttl time.Duration, ended func(context.Context, error)) {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	renewed := make(chan struct{})
@@ -106,6 +111,7 @@ func (a *Adapter) pollHolding(ctx context.Context, in gateway.Inbox, l *lease.Le
 	<-renewed
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer rcancel()
+	ended(rctx, nil)
 	if err := l.Release(rctx); err != nil {
 		a.log.Warn("release Telegram poller lease", "err", err)
 	}
@@ -225,6 +231,9 @@ func (a *Adapter) runWebhook(ctx context.Context) error {
 		})
 		if err == nil {
 			a.log.Info("telegram webhook set", "url", a.cfg.Webhook.URL)
+			if board, err := status.Open(ctx, a.deps.Bus); err == nil {
+				board.Serving(ctx, a.log, Channel, "@"+a.username())
+			}
 			break
 		}
 		if ctx.Err() != nil {

@@ -13,10 +13,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // Key is the lease key for a bot account: the channel name and a hash of
@@ -39,6 +41,10 @@ func (e *Fatal) Unwrap() error { return e.Err }
 // ends (after a pause, so a failing connection is not hammered). It
 // returns nil when ctx ends, work's error when it is a [*Fatal], or an
 // error when the lease bucket is unusable.
+//
+// It reports the channel's state (the part of key before the first '-')
+// on the status board: connected when it takes the lease, failed with the reason
+// when work fails, stopped when it lets the lease go.
 func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work func(context.Context) error) error {
 	kv, err := b.KV(ctx, bus.BucketLeases)
 	if err != nil {
@@ -54,6 +60,11 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 	}
 	table := lease.NewTable(kv)
 	owner := ownerName()
+	board, err := status.Open(ctx, b)
+	if err != nil {
+		return fmt.Errorf("hold: %w", err)
+	}
+	channel, _, _ := strings.Cut(key, "-")
 	waiting := false
 	pause := time.Second
 	for ctx.Err() == nil {
@@ -76,8 +87,10 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 		}
 		waiting = false
 		log.Info("this gateway holds the account's connection lease", "lease", key, "owner", owner)
+		ended := board.Holding(ctx, log, channel, owner, key, "")
 		start := time.Now()
-		if err := holding(ctx, l, ttl, log, work); err != nil && ctx.Err() == nil {
+		err = holding(ctx, l, ttl, log, work, ended)
+		if err != nil && ctx.Err() == nil {
 			var fatal *Fatal
 			if errors.As(err, &fatal) {
 				return err
@@ -93,8 +106,10 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 	return nil
 }
 
-// holding runs work while renewing l, and releases l when work returns.
-func holding(ctx context.Context, l *lease.Lease, ttl time.Duration, log *slog.Logger, work func(context.Context) error) error {
+// holding runs work while renewing l, and releases l when work returns,
+// after calling ended with work's error (so that its report is written
+// before another gateway can take over).
+func holding(ctx context.Context, l *lease.Lease, ttl time.Duration, log *slog.Logger, work func(context.Context) error, ended func(context.Context, error)) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	renewed := make(chan struct{})
@@ -123,6 +138,11 @@ func holding(ctx context.Context, l *lease.Lease, ttl time.Duration, log *slog.L
 	<-renewed
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer rcancel()
+	if ctx.Err() != nil {
+		ended(rctx, nil)
+	} else {
+		ended(rctx, err)
+	}
 	if rerr := l.Release(rctx); rerr != nil {
 		log.Warn("release connection lease", "err", rerr)
 	}
