@@ -16,7 +16,7 @@ import (
 func TestProvisionIsIdempotent(t *testing.T) {
 	srv := bustest.StartServer(t)
 	b := srv.Connect(t, "fleet-a")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := bus.Provision(ctx, b, bustest.TestLayout()); err != nil {
 		t.Fatalf("second provision: %v", err)
@@ -50,7 +50,7 @@ func TestProvisionRejectsBadLayout(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	l := bustest.TestLayout()
 	l.Replicas = 0
-	err := bus.Provision(context.Background(), b, l)
+	err := bus.Provision(t.Context(), b, l)
 	if err == nil || !strings.Contains(err.Error(), "nats.replicas") {
 		t.Fatalf("Provision with 0 replicas: %v, want error naming nats.replicas", err)
 	}
@@ -60,7 +60,7 @@ func TestTwoPrefixesShareAServer(t *testing.T) {
 	srv := bustest.StartServer(t)
 	a := srv.Connect(t, "alpha")
 	bb := srv.Connect(t, "beta")
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := a.JS.Publish(ctx, a.Space.Inbound("cli", "x"), []byte("a")); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestTwoPrefixesShareAServer(t *testing.T) {
 
 func TestDeadLetterKeepsReason(t *testing.T) {
 	b := bustest.StartJetStream(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	err := b.DeadLetter(ctx, "inbound", bus.Letter{Subject: "nanofleet.in.cli.x", Data: []byte{0xff}, StreamSeq: 7, Reason: "decode: bad wire type"})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func TestDeadLetterKeepsReason(t *testing.T) {
 // provisioned again, keeping its checkpoints.
 func TestProvisionUpgradesCheckpointBucket(t *testing.T) {
 	srv := bustest.StartServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	b, err := bus.Connect(ctx, bus.Config{URL: srv.ClientURL(), Name: t.Name()})
 	if err != nil {
@@ -139,7 +139,7 @@ func TestProvisionUpgradesCheckpointBucket(t *testing.T) {
 func TestDeadLetterLostAckFailsWithinCallTimeout(t *testing.T) {
 	t.Parallel()
 	b := bustest.StartJetStream(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := b.JS.DeleteStream(ctx, b.Space.DeadLetterStream()); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // their Nats-Msg-Id); a subject with no message is not found; a range
 // reads in order.
 func TestLastAndRange(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b := bustest.StartJetStream(t)
 	r := directget.NewReader(b.NC)
 	stream, subj := b.Space.OutboundStream(), b.Space.Outbound("cli", "c")
@@ -55,7 +55,7 @@ func TestLastAndRange(t *testing.T) {
 // their own subject's messages, across pages, bounds and limits, and a
 // request abandoned by its context leaves the Reader usable.
 func TestConcurrentReadsShareOneSubscription(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b := bustest.StartJetStream(t)
 	r := directget.NewReader(b.NC)
 	stream := b.Space.OutboundStream()
@@ -123,7 +123,7 @@ func TestConcurrentReadsShareOneSubscription(t *testing.T) {
 // with the subscription per read the package used before (what
 // `SubscribeSync` costs: a SUB and UNSUB, and a 64K-slot channel).
 func BenchmarkLast(b *testing.B) {
-	ctx := context.Background()
+	ctx := b.Context()
 	bb := bustest.StartJetStream(b)
 	stream, subj := bb.Space.OutboundStream(), bb.Space.Outbound("cli", "c")
 	if _, err := bb.JS.Publish(ctx, subj, []byte("reply")); err != nil {
@@ -168,7 +168,7 @@ func TestLostReplyFailsWithinTimeout(t *testing.T) {
 	bustest.Unanswered(t, b, "$JS.API.DIRECT.GET.LOST")
 	const timeout = 200 * time.Millisecond
 	r := directget.NewReader(b.NC, directget.WithTimeout(timeout))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 	defer cancel()
 	start := time.Now()
 	_, _, err := r.Last(ctx, "LOST", "x")

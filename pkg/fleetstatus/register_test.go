@@ -1,7 +1,6 @@
 package fleetstatus_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -15,7 +14,7 @@ func TestRegisterIsDiscovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, err := fleetstatus.Discover(context.Background(), b.NC, 300*time.Millisecond)
+	found, err := fleetstatus.Discover(t.Context(), b.NC, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +22,7 @@ func TestRegisterIsDiscovered(t *testing.T) {
 		t.Fatalf("discovered %+v", found)
 	}
 	stop()
-	found, _ = fleetstatus.Discover(context.Background(), b.NC, 300*time.Millisecond)
+	found, _ = fleetstatus.Discover(t.Context(), b.NC, 300*time.Millisecond)
 	if len(found) != 0 {
 		t.Fatalf("still discovered after stop: %+v", found)
 	}

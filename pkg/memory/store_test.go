@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,7 +21,7 @@ import (
 func setup(t *testing.T) *bus.Bus {
 	t.Helper()
 	b := bustest.StartJetStream(t)
-	if err := bus.Provision(context.Background(), b, bustest.TestLayout(), memory.Assets); err != nil {
+	if err := bus.Provision(t.Context(), b, bustest.TestLayout(), memory.Assets); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -30,7 +29,7 @@ func setup(t *testing.T) *bus.Bus {
 
 func newStore(t *testing.T, b *bus.Bus, cfg memory.Config) *memory.Store {
 	t.Helper()
-	s, err := memory.New(context.Background(), b, cfg, slog.New(slog.DiscardHandler))
+	s, err := memory.New(t.Context(), b, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +49,7 @@ func record(id, user, assistant string) *nanofleetv1.TurnRecord {
 // requests drains the consolidation requests published so far.
 func requests(t *testing.T, b *bus.Bus) []*nanofleetv1.ConsolidationRequest {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	st, err := b.JS.Stream(ctx, b.Space.MemoryStream())
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +74,7 @@ func requests(t *testing.T, b *bus.Bus) []*nanofleetv1.ConsolidationRequest {
 }
 
 func TestAfterTurnRequestsOldestTurns(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b := setup(t)
 	st := newStore(t, b, memory.Config{})
 	sessions, err := session.Open(ctx, b)
@@ -133,7 +132,7 @@ func TestAfterTurnRequestsOldestTurns(t *testing.T) {
 }
 
 func TestContextPerUserScope(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b := setup(t)
 	st := newStore(t, b, memory.Config{Scope: memory.KindUser})
 	docs, err := memory.OpenDocs(ctx, b)
@@ -183,7 +182,7 @@ func TestContextPerUserScope(t *testing.T) {
 }
 
 func TestLogAppendIsConditional(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b := setup(t)
 	l := memory.OpenLog(b)
 	agent, user := memory.AgentScope("default"), memory.UserScope("default", "ada")
@@ -228,7 +227,7 @@ func TestLogAppendIsConditional(t *testing.T) {
 }
 
 func TestReadTurnsIgnoresReset(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b := setup(t)
 	sessions, _ := session.Open(ctx, b)
 	var last uint64
@@ -246,7 +245,7 @@ func TestReadTurnsIgnoresReset(t *testing.T) {
 }
 
 func TestRevisionsListAndRestore(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b := setup(t)
 	revs, err := memory.OpenRevisions(ctx, b)
 	if err != nil {
@@ -299,7 +298,7 @@ func TestRevisionsListAndRestore(t *testing.T) {
 }
 
 func TestToolsAndCommands(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b := setup(t)
 	st := newStore(t, b, memory.Config{})
 	l := memory.OpenLog(b)

@@ -20,7 +20,7 @@ import (
 // test: a session stuck behind a turn waiting on its memory.
 func TestLostReplyDoesNotHoldTheTurn(t *testing.T) {
 	b := bustest.StartJetStream(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := bus.Provision(ctx, b, bustest.TestLayout(), Assets); err != nil {
 		t.Fatal(err)
 	}

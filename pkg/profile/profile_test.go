@@ -1,8 +1,8 @@
 package profile_test
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,7 +50,7 @@ func TestAvailable(t *testing.T) {
 }
 
 func TestSeedAndWatch(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b := bustest.StartJetStream(t)
 	kv, err := b.KV(ctx, bus.BucketProfile)
 	if err != nil {
@@ -80,7 +80,7 @@ func TestSeedAndWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cache.Stop()
-	<-cache.Ready()
+	bustest.Receive(t, cache.Ready(), 10*time.Second)
 	snap := cache.Get("default")
 	if snap.Files["SOUL.md"] != "Be kind." || len(snap.Skills) != 1 || snap.Skills[0].Description != "forecast" {
 		t.Fatalf("snapshot = %+v", snap)
@@ -90,13 +90,12 @@ func TestSeedAndWatch(t *testing.T) {
 	if _, err := kv.Put(ctx, profile.FileKey("default", "SOUL.md"), []byte("Be brief.")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for cache.Get("default").Files["SOUL.md"] != "Be brief." {
-		if time.Now().After(deadline) {
-			t.Fatal("edit never reached the cache")
+	bustest.Eventually(t, 5*time.Second, func() error {
+		if got := cache.Get("default").Files["SOUL.md"]; got != "Be brief." {
+			return fmt.Errorf("edit never reached the cache: SOUL.md = %q", got)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestSeedTrustsNoSessionWrite: the workspace seeds the profile once; after

@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -16,7 +15,7 @@ import (
 func openStore(t *testing.T) *session.Store {
 	t.Helper()
 	b := bustest.StartJetStream(t)
-	s, err := session.Open(context.Background(), b)
+	s, err := session.Open(t.Context(), b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +31,7 @@ func turn(id string, inboundSeq uint64, text string) *nanofleetv1.TurnRecord {
 }
 
 func TestAppendAndLoad(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openStore(t)
 	const key = "telegram:42.x y"
 
@@ -81,7 +80,7 @@ func TestAppendAndLoad(t *testing.T) {
 }
 
 func TestAppendConflict(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openStore(t)
 	seq, err := s.Append(ctx, "cli:a", turn("t1", 1, "one"), 0)
 	if err != nil {
@@ -97,7 +96,7 @@ func TestAppendConflict(t *testing.T) {
 }
 
 func TestClearedHistoryStartsFresh(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openStore(t)
 	var last uint64
 	for i, rec := range []*nanofleetv1.TurnRecord{
@@ -121,7 +120,7 @@ func TestClearedHistoryStartsFresh(t *testing.T) {
 }
 
 func TestInfoCompareAndSet(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openStore(t)
 	info, rev, err := s.Info(ctx, "cli:i")
 	if err != nil || rev != 0 {
@@ -145,7 +144,7 @@ func TestInfoCompareAndSet(t *testing.T) {
 }
 
 func TestCheckpoint(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openStore(t)
 	if _, _, err := s.Checkpoint(ctx, "cli:c"); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("missing checkpoint: %v", err)
@@ -190,7 +189,7 @@ func TestCheckpoint(t *testing.T) {
 // expires, so a session that ran a turn keeps no entry in the checkpoint
 // bucket (10,000 idle sessions must not hold 10,000 markers).
 func TestClearedCheckpointLeavesNothing(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b := bustest.StartJetStream(t)
 	s, err := session.Open(ctx, b)
 	if err != nil {

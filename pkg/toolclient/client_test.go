@@ -92,7 +92,7 @@ func TestHeartbeatsKeepACallAlive(t *testing.T) {
 		}
 		send(t, m, toolclient.StatusDone, &nanofleetv1.ToolResult{Content: "done"})
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	res, err := f.call(ctx, "exec")
 	if err != nil || res.GetContent() != "done" || res.GetCallId() != "c1" {
@@ -120,7 +120,7 @@ func TestLostRunner(t *testing.T) {
 		writes.Add(1)
 		send(t, m, toolclient.StatusRunning, nil)
 	})
-	ctx := context.Background()
+	ctx := t.Context()
 	res, err := f.call(ctx, "read_file")
 	if err != nil || res.GetIsError() || res.GetContent() != "file content" || reads.Load() != 2 {
 		t.Errorf("read_file: %v %v after %d deliveries", res, err, reads.Load())
@@ -145,7 +145,7 @@ func TestRejectedCallGoesElsewhere(t *testing.T) {
 		send(t, m, toolclient.StatusRunning, nil)
 		send(t, m, toolclient.StatusDone, &nanofleetv1.ToolResult{Content: "ran once"})
 	})
-	res, err := f.call(context.Background(), "exec")
+	res, err := f.call(t.Context(), "exec")
 	if err != nil || res.GetContent() != "ran once" {
 		t.Fatalf("%v %v", res, err)
 	}
@@ -153,15 +153,15 @@ func TestRejectedCallGoesElsewhere(t *testing.T) {
 
 func TestNoResponders(t *testing.T) {
 	f := newFleet(t)
-	res, err := f.call(context.Background(), "read_file")
+	res, err := f.call(t.Context(), "read_file")
 	if err != nil || res.GetErrorKind() != nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_FAILED || !strings.Contains(res.GetContent(), "no tool runner is available") {
 		t.Fatalf("no runner at all: %v %v", res, err)
 	}
-	if _, err := f.client.Catalog(context.Background()); !errors.Is(err, toolclient.ErrNoRunners) {
+	if _, err := f.client.Catalog(t.Context()); !errors.Is(err, toolclient.ErrNoRunners) {
 		t.Errorf("catalog: %v", err)
 	}
 	f.catalog(&nanofleetv1.ToolDefinition{Name: "write_file"}, &nanofleetv1.ToolDefinition{Name: "exec"})
-	res, err = f.call(context.Background(), "rm_rf")
+	res, err = f.call(t.Context(), "rm_rf")
 	if err != nil || res.GetErrorKind() != nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_UNKNOWN_TOOL || !strings.Contains(res.GetContent(), `unknown tool "rm_rf". Available tools: exec, write_file.`) {
 		t.Fatalf("unknown tool: %v %v", res, err)
 	}
@@ -177,11 +177,11 @@ func TestDeadlinesAndCancellation(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
-	res, err := f.call(context.Background(), "exec")
+	res, err := f.call(t.Context(), "exec")
 	if err != nil || res.GetErrorKind() != nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_TIMEOUT {
 		t.Errorf("own deadline: %v %v", res, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	if res, err := f.call(ctx, "exec"); !errors.Is(err, context.Canceled) || res != nil {
 		t.Errorf("cancelled: %v %v", res, err)
@@ -196,7 +196,7 @@ func TestBadResponse(t *testing.T) {
 		out.Data = []byte{0xff, 0xff, 0xff}
 		m.RespondMsg(out)
 	})
-	if _, err := f.call(context.Background(), "exec"); !errors.Is(err, toolclient.ErrBadResponse) {
+	if _, err := f.call(t.Context(), "exec"); !errors.Is(err, toolclient.ErrBadResponse) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -204,7 +204,7 @@ func TestBadResponse(t *testing.T) {
 func TestCatalogSorted(t *testing.T) {
 	f := newFleet(t)
 	f.catalog(&nanofleetv1.ToolDefinition{Name: "web_fetch"}, &nanofleetv1.ToolDefinition{Name: "exec"}, &nanofleetv1.ToolDefinition{Name: "grep"})
-	defs, err := f.client.Catalog(context.Background())
+	defs, err := f.client.Catalog(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestAgentOneShot(t *testing.T) {
 	llm := llmtest.NewServer(t)
 	llm.Enqueue(llmtest.Text("Hello from the fleet."))
 	env, out, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if err := dispatch(ctx, env, []string{"agent", "-m", "Hello"}); err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestChatReadsLines(t *testing.T) {
 	llm.Enqueue(llmtest.Text("one"), llmtest.Text("two"))
 	env, out, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
 	env.stdin = strings.NewReader("first\n\nsecond\n/exit\n")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if err := dispatch(ctx, env, []string{"chat"}); err != nil {
 		t.Fatal(err)
@@ -80,14 +80,14 @@ func TestBadConfigFailsNamingTheKey(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"agents":{"defaults":{"maxToolIterations":-1}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := dispatch(context.Background(), env, []string{"agent", "-m", "hi"})
+	err := dispatch(t.Context(), env, []string{"agent", "-m", "hi"})
 	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "agents.defaults.maxToolIterations") {
 		t.Fatalf("err = %v, want one naming agents.defaults.maxToolIterations", err)
 	}
 	if err := os.WriteFile(path, []byte(`{"tools":{"exec":{"timeout":"soon"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err = dispatch(context.Background(), env, []string{"agent", "-m", "hi"})
+	err = dispatch(t.Context(), env, []string{"agent", "-m", "hi"})
 	if err == nil || !strings.Contains(err.Error(), "tools.exec.timeout") {
 		t.Fatalf("err = %v, want one naming tools.exec.timeout", err)
 	}
@@ -95,7 +95,7 @@ func TestBadConfigFailsNamingTheKey(t *testing.T) {
 
 func TestOnboardAndUnknownCommand(t *testing.T) {
 	env, out, _ := testEnv(t, nil)
-	if err := dispatch(context.Background(), env, []string{"onboard"}); err != nil {
+	if err := dispatch(t.Context(), env, []string{"onboard"}); err != nil {
 		t.Fatal(err)
 	}
 	// The closing hint leads to the fleet, then to talking to it.
@@ -107,7 +107,7 @@ func TestOnboardAndUnknownCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(env.home(), "workspace", "SOUL.md")); err != nil {
 		t.Error(err)
 	}
-	if err := dispatch(context.Background(), env, []string{"frobnicate"}); err == nil {
+	if err := dispatch(t.Context(), env, []string{"frobnicate"}); err == nil {
 		t.Error("unknown command accepted")
 	}
 }
@@ -133,7 +133,7 @@ func TestExitCodes(t *testing.T) {
 			var out, errOut bytes.Buffer
 			env := newEnvironment(strings.NewReader(""), &out, &errOut, func(string) string { return "" })
 			var stderr bytes.Buffer
-			got := exitCode(dispatch(context.Background(), env, c.args), &stderr)
+			got := exitCode(dispatch(t.Context(), env, c.args), &stderr)
 			if got != c.want || strings.TrimSpace(stderr.String()) != c.wantStderr {
 				t.Errorf("exit %d, stderr %q; want %d, %q", got, stderr.String(), c.want, c.wantStderr)
 			}

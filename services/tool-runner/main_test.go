@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,7 +49,7 @@ func startRunner(t *testing.T, bin, natsURL, config string) *runnerProc {
 	p := &runnerProc{cmd: cmd, ready: make(chan struct{}), exited: make(chan struct{})}
 	t.Cleanup(func() {
 		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
+		bustest.Receive(t, p.exited, 30*time.Second)
 	})
 	go func() {
 		defer close(p.exited)
@@ -124,7 +125,7 @@ func TestTwoRunnersOneKilled(t *testing.T) {
 		out := make(chan *nanofleetv1.ToolResult, 1)
 		raw, _ := json.Marshal(args)
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			res, err := client.Call(ctx, &nanofleetv1.ToolRequest{CallId: "c-" + name, Name: name, ArgumentsJson: string(raw), SessionKey: "cli:test"})
 			if err != nil {
@@ -183,16 +184,12 @@ func TestTwoRunnersOneKilled(t *testing.T) {
 		first := startRunner(t, bin, srv.ClientURL(), config)
 		marker := filepath.Join(root, "runs.log")
 		result := call("exec", map[string]any{"command": "echo run >> runs.log; sleep 297; echo finished"})
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			if data, err := os.ReadFile(marker); err == nil && len(data) > 0 {
-				break
+		bustest.Eventually(t, 30*time.Second, func() error {
+			if data, err := os.ReadFile(marker); err != nil || len(data) == 0 {
+				return errors.New("the command never started")
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("the command never started")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 		startRunner(t, bin, srv.ClientURL(), config)
 		first.kill(t)
 		res := wait(result)
@@ -205,13 +202,12 @@ func TestTwoRunnersOneKilled(t *testing.T) {
 			t.Errorf("the command ran %d times", runs)
 		}
 		// The sandboxed command died with its runner (--die-with-parent).
-		deadline = time.Now().Add(10 * time.Second)
-		for sleeping(297) {
-			if time.Now().After(deadline) {
-				t.Fatal("the killed runner's command is still running")
+		bustest.Eventually(t, 10*time.Second, func() error {
+			if sleeping(297) {
+				return errors.New("the killed runner's command is still running")
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 	})
 }
 

@@ -58,7 +58,7 @@ var tools = &funcTools{
 func TestTextAnswer(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Enqueue(llmtest.Text("hello"))
-	res, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("hi"), tools, agent.Hooks{})
+	res, err := newLoop(t, srv, 5).Run(t.Context(), userTurn("hi"), tools, agent.Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestToolStepsAndCheckpoints(t *testing.T) {
 	)
 	var hints, progress []string
 	checkpoints := 0
-	res, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("go"), tools, agent.Hooks{
+	res, err := newLoop(t, srv, 5).Run(t.Context(), userTurn("go"), tools, agent.Hooks{
 		ToolHint:   func(h string) { hints = append(hints, h) },
 		Progress:   func(p string) { progress = append(progress, p) },
 		Checkpoint: func(context.Context, []*nanofleetv1.ChatMessage, int) error { checkpoints++; return nil },
@@ -114,7 +114,7 @@ func TestBudgetForcesFinalAnswer(t *testing.T) {
 		}
 		return llmtest.ToolCalls(llmtest.Call("read_file", `{"path":"x"}`))
 	})
-	res, err := newLoop(t, srv, 3).Run(context.Background(), userTurn("loop"), tools, agent.Hooks{})
+	res, err := newLoop(t, srv, 3).Run(t.Context(), userTurn("loop"), tools, agent.Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestReadOnlyCallsRunTogether(t *testing.T) {
 			return "alone"
 		}
 	}}
-	res, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("read"), ts, agent.Hooks{})
+	res, err := newLoop(t, srv, 5).Run(t.Context(), userTurn("read"), ts, agent.Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestReadOnlyCallsRunTogether(t *testing.T) {
 func TestEmptyReplyIsRetried(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Enqueue(llmtest.Text(""), llmtest.Text("second try"))
-	res, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("hi"), tools, agent.Hooks{})
+	res, err := newLoop(t, srv, 5).Run(t.Context(), userTurn("hi"), tools, agent.Hooks{})
 	if err != nil || res.Final != "second try" {
 		t.Fatalf("final %q, %v", res.Final, err)
 	}
@@ -172,7 +172,7 @@ func TestEmptyReplyIsRetried(t *testing.T) {
 func TestLengthCutOffContinues(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Enqueue(llmtest.Text("first half, ").WithFinishReason("length"), llmtest.Text("second half"))
-	res, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("long"), tools, agent.Hooks{})
+	res, err := newLoop(t, srv, 5).Run(t.Context(), userTurn("long"), tools, agent.Hooks{})
 	if err != nil || res.Final != "first half, second half" {
 		t.Fatalf("final %q, %v", res.Final, err)
 	}
@@ -181,7 +181,7 @@ func TestLengthCutOffContinues(t *testing.T) {
 func TestModelFailureIsErrModel(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Enqueue(llmtest.Fail(500, ""))
-	_, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("hi"), tools, agent.Hooks{})
+	_, err := newLoop(t, srv, 5).Run(t.Context(), userTurn("hi"), tools, agent.Hooks{})
 	if !errors.Is(err, agent.ErrModel) {
 		t.Fatalf("err = %v, want ErrModel", err)
 	}
@@ -191,7 +191,7 @@ func TestStreamingDeltas(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	srv.Enqueue(llmtest.Text("streamed answer"))
 	var got strings.Builder
-	res, err := newLoop(t, srv, 5).Run(context.Background(), userTurn("hi"), tools, agent.Hooks{Delta: func(s string) { got.WriteString(s) }})
+	res, err := newLoop(t, srv, 5).Run(t.Context(), userTurn("hi"), tools, agent.Hooks{Delta: func(s string) { got.WriteString(s) }})
 	if err != nil {
 		t.Fatal(err)
 	}

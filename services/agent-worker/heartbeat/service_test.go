@@ -1,7 +1,7 @@
 package heartbeat_test
 
 import (
-	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -29,7 +29,7 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	b := bustest.StartJetStream(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := bus.Provision(ctx, b, bustest.TestLayout(), schedule.Assets); err != nil {
 		t.Fatal(err)
 	}
@@ -46,13 +46,13 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
-	<-c.Ready()
+	bustest.Receive(t, c.Ready(), 10*time.Second)
 	return &env{b: b, sched: s, cache: c}
 }
 
 func (e *env) service(t *testing.T, cfg heartbeat.Config) *heartbeat.Service {
 	t.Helper()
-	s, err := heartbeat.New(context.Background(), e.b, e.sched, e.cache, cfg, slog.New(slog.DiscardHandler))
+	s, err := heartbeat.New(t.Context(), e.b, e.sched, e.cache, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,22 +61,21 @@ func (e *env) service(t *testing.T, cfg heartbeat.Config) *heartbeat.Service {
 
 func (e *env) setFile(t *testing.T, text string) {
 	t.Helper()
-	kv, _ := e.b.KV(context.Background(), bus.BucketProfile)
-	if _, err := kv.Put(context.Background(), profile.FileKey("default", heartbeat.File), []byte(text)); err != nil {
+	kv, _ := e.b.KV(t.Context(), bus.BucketProfile)
+	if _, err := kv.Put(t.Context(), profile.FileKey("default", heartbeat.File), []byte(text)); err != nil {
 		t.Fatal(err)
 	}
-	for range 500 {
-		if e.cache.Get("default").Files[heartbeat.File] == text {
-			return
+	bustest.Eventually(t, 5*time.Second, func() error {
+		if e.cache.Get("default").Files[heartbeat.File] != text {
+			return errors.New("profile cache did not see the file")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("profile cache did not see the file")
+		return nil
+	})
 }
 
 func TestEnsure(t *testing.T) {
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	cfg := heartbeat.DefaultConfig()
 	if err := e.service(t, cfg).Ensure(ctx); err != nil {
 		t.Fatal(err)
@@ -110,7 +109,7 @@ func TestEnsure(t *testing.T) {
 
 func TestPrepare(t *testing.T) {
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	cfg := heartbeat.DefaultConfig()
 	cfg.KeepTurns = 2
 	s := e.service(t, cfg)
@@ -162,11 +161,11 @@ func TestLastActiveChat(t *testing.T) {
 		data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Channel: channel, ChatId: chat, Content: "x"})
 		m := nats.NewMsg(e.b.Space.Outbound(channel, chat))
 		m.Data = data
-		if _, err := e.b.JS.PublishMsg(context.Background(), m); err != nil {
+		if _, err := e.b.JS.PublishMsg(t.Context(), m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if ch, chat, err := heartbeat.LastActiveChat(context.Background(), e.b, nil); err != nil || ch != "" || chat != "" {
+	if ch, chat, err := heartbeat.LastActiveChat(t.Context(), e.b, nil); err != nil || ch != "" || chat != "" {
 		t.Errorf("empty fleet: %q %q %v", ch, chat, err)
 	}
 	publish("telegram", "1")
@@ -182,7 +181,7 @@ func TestLastActiveChat(t *testing.T) {
 		{nil, "heartbeat", "default"},
 	}
 	for _, tt := range tests {
-		ch, chat, err := heartbeat.LastActiveChat(context.Background(), e.b, tt.skip)
+		ch, chat, err := heartbeat.LastActiveChat(t.Context(), e.b, tt.skip)
 		if err != nil || ch != tt.channel || chat != tt.chat {
 			t.Errorf("skip %v: %q %q %v; want %q %q", tt.skip, ch, chat, err, tt.channel, tt.chat)
 		}

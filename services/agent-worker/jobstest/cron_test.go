@@ -1,7 +1,6 @@
 package jobstest
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"strconv"
@@ -92,7 +91,7 @@ func TestCronEveryTwoSeconds(t *testing.T) {
 	if !strings.Contains(created.msg.GetContent(), "Created job") {
 		t.Fatalf("schedule reply = %q", created.msg.GetContent())
 	}
-	jobs, err := nodes[0].sched.List(context.Background(), "cli:c1")
+	jobs, err := nodes[0].sched.List(t.Context(), "cli:c1")
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("jobs = %v, %v", jobs, err)
 	}
@@ -152,7 +151,7 @@ func TestCronEveryTwoSeconds(t *testing.T) {
 			t.Errorf("job fired at %s after its removal at %s", at.Format(time.TimeOnly), removed.at.Format(time.StampMilli))
 		}
 	}
-	if jobs, _ := nodes[0].sched.List(context.Background(), ""); len(jobs) != 0 {
+	if jobs, _ := nodes[0].sched.List(t.Context(), ""); len(jobs) != 0 {
 		t.Errorf("jobs after remove: %v", jobs)
 	}
 
@@ -213,7 +212,7 @@ func TestOneTimeJobInAnotherZone(t *testing.T) {
 	if !strings.Contains(created.msg.GetContent(), "+05:45") {
 		t.Errorf("created = %q, want the next run shown in +05:45", created.msg.GetContent())
 	}
-	jobs, err := n.sched.List(context.Background(), "cli:c1")
+	jobs, err := n.sched.List(t.Context(), "cli:c1")
 	if err != nil || len(jobs) != 1 || !jobs[0].Next.Equal(target) {
 		t.Fatalf("jobs = %v, %v; want one firing at %s", jobs, err, target)
 	}
@@ -224,7 +223,7 @@ func TestOneTimeJobInAnotherZone(t *testing.T) {
 	if late := fire.at.Sub(target); late < 0 || late > time.Second {
 		t.Errorf("answered %s after the target", late)
 	}
-	if jobs, _ := n.sched.List(context.Background(), "cli:c1"); len(jobs) != 0 {
+	if jobs, _ := n.sched.List(t.Context(), "cli:c1"); len(jobs) != 0 {
 		t.Errorf("one-time job still listed after firing: %v", jobs)
 	}
 }
@@ -253,7 +252,7 @@ func TestBadScheduleAnsweredToModel(t *testing.T) {
 		!strings.Contains(results[1], "unknown time zone") || !strings.Contains(results[1], "Europe/Atlantis") {
 		t.Errorf("tool results = %q", results)
 	}
-	if jobs, err := n.sched.List(context.Background(), ""); err != nil || len(jobs) != 0 {
+	if jobs, err := n.sched.List(t.Context(), ""); err != nil || len(jobs) != 0 {
 		t.Errorf("jobs = %v, %v", jobs, err)
 	}
 }

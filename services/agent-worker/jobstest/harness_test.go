@@ -5,6 +5,7 @@ package jobstest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -56,7 +57,7 @@ func newFleetIn(t *testing.T, dir string) *fleet {
 	t.Helper()
 	f := &fleet{t: t, srv: bustest.StartServerIn(t, dir), news: make(chan struct{}, 1)}
 	f.b = connect(t, f.srv)
-	cons, err := f.b.JS.OrderedConsumer(context.Background(), f.b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
+	cons, err := f.b.JS.OrderedConsumer(t.Context(), f.b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{f.b.Space.OutboundAll()},
 		DeliverPolicy:  jetstream.DeliverNewPolicy,
 	})
@@ -86,7 +87,7 @@ func newFleetIn(t *testing.T, dir string) *fleet {
 // connect opens a provisioned connection of the default fleet.
 func connect(t *testing.T, srv *bustest.Server) *bus.Bus {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	b, err := bus.Connect(ctx, bus.Config{URL: srv.ClientURL(), Name: t.Name()})
 	if err != nil {
@@ -160,7 +161,7 @@ func (f *fleet) send(chat, id, text string) {
 	m := nats.NewMsg(f.b.Space.Inbound("cli", chat))
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, "cli:"+id)
-	if _, err := f.b.JS.PublishMsg(context.Background(), m); err != nil {
+	if _, err := f.b.JS.PublishMsg(f.t.Context(), m); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -212,6 +213,7 @@ type nodeConfig struct {
 // tools, a schedule relay, the subagent manager and (optionally) the
 // heartbeat, on its own connection.
 type node struct {
+	t      testing.TB
 	id     string
 	b      *bus.Bus
 	sched  *schedule.Scheduler
@@ -227,7 +229,7 @@ type node struct {
 func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node {
 	t := f.t
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	b := connect(t, f.srv)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", id)
 	client, err := llm.New(llm.Config{Name: "openai", APIBase: model.URL(), APIKey: "k", Model: "test-model", MaxRetries: 1},
@@ -243,7 +245,7 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-profiles.Ready()
+	bustest.Receive(t, profiles.Ready(), 10*time.Second)
 	sched, err := schedule.Open(ctx, b)
 	if err != nil {
 		t.Fatal(err)
@@ -264,7 +266,7 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{id: id, b: b, sched: sched, subs: subs, cancel: cancel, done: make(chan struct{})}
+	n := &node{t: t, id: id, b: b, sched: sched, subs: subs, cancel: cancel, done: make(chan struct{})}
 	var relayOpts []schedule.RelayOption
 	if nc.heartbeat != nil {
 		if n.hb, err = heartbeat.New(ctx, b, sched, profiles, *nc.heartbeat, log); err != nil {
@@ -328,7 +330,7 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 // cut off, as with SIGTERM.
 func (n *node) stop() {
 	n.cancel()
-	<-n.done
+	bustest.Receive(n.t, n.done, 30*time.Second)
 }
 
 // kill cuts the process off NATS as a crash would: nothing it does from
@@ -349,13 +351,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 // model's request log) until it holds or d passes.
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
+	bustest.Eventually(t, d, func() error {
+		if !cond() {
+			return errors.New(what)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // lastIs reports whether the request's last message is a tool result.
@@ -374,16 +375,16 @@ func toolResults(r llmtest.RecordedRequest) []string {
 
 func profileCache(t *testing.T, f *fleet) *profile.Cache {
 	t.Helper()
-	kv, err := f.b.KV(context.Background(), bus.BucketProfile)
+	kv, err := f.b.KV(t.Context(), bus.BucketProfile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Watch(context.Background(), kv)
+	c, err := profile.Watch(t.Context(), kv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
-	<-c.Ready()
+	bustest.Receive(t, c.Ready(), 10*time.Second)
 	return c
 }
 

@@ -1,7 +1,6 @@
 package jobstest
 
 import (
-	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,12 +20,12 @@ import (
 // only when the model does not answer HEARTBEAT_OK.
 func TestHeartbeatNotifiesOnlyWhenNeeded(t *testing.T) {
 	f := newFleet(t)
-	kv, err := f.b.KV(context.Background(), bus.BucketProfile)
+	kv, err := f.b.KV(t.Context(), bus.BucketProfile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	md := "# Heartbeat Tasks\n\n## Active Tasks\n<!-- add tasks below -->\n- check the build of main\n\n## Completed\n- [x] old task\n"
-	if _, err := kv.Put(context.Background(), profile.FileKey(profile.DefaultAgent, heartbeat.File), []byte(md)); err != nil {
+	if _, err := kv.Put(t.Context(), profile.FileKey(profile.DefaultAgent, heartbeat.File), []byte(md)); err != nil {
 		t.Fatal(err)
 	}
 	var beats atomic.Int32
@@ -62,11 +61,11 @@ func TestHeartbeatNotifiesOnlyWhenNeeded(t *testing.T) {
 		}
 	}
 	// The heartbeat session keeps only its last turns.
-	store, err := session.Open(context.Background(), f.b)
+	store, err := session.Open(t.Context(), f.b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist, err := store.LoadHistory(context.Background(), heartbeat.SessionKey(profile.DefaultAgent), 0)
+	hist, err := store.LoadHistory(t.Context(), heartbeat.SessionKey(profile.DefaultAgent), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,14 +75,14 @@ func TestHeartbeatNotifiesOnlyWhenNeeded(t *testing.T) {
 
 	// Disabled: the job goes.
 	cfg.Enabled = false
-	off, err := heartbeat.New(context.Background(), f.b, n.sched, profileCache(t, f), cfg, nopLog())
+	off, err := heartbeat.New(t.Context(), f.b, n.sched, profileCache(t, f), cfg, nopLog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := off.Ensure(context.Background()); err != nil {
+	if err := off.Ensure(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.sched.Get(context.Background(), heartbeat.SessionKey(profile.DefaultAgent), heartbeat.JobID); err == nil {
+	if _, err := n.sched.Get(t.Context(), heartbeat.SessionKey(profile.DefaultAgent), heartbeat.JobID); err == nil {
 		t.Error("heartbeat job still scheduled after disabling")
 	}
 }

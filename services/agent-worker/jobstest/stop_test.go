@@ -1,7 +1,6 @@
 package jobstest
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -100,7 +99,7 @@ func TestStopReachesSubagents(t *testing.T) {
 	if n := count(model, isAnnouncement); n != 0 {
 		t.Errorf("%d stopped children announced", n)
 	}
-	if kids, err := n.subs.Children(context.Background(), "cli:c1"); err != nil || len(kids) != 0 {
+	if kids, err := n.subs.Children(t.Context(), "cli:c1"); err != nil || len(kids) != 0 {
 		t.Errorf("children still counted as running: %v, %v", kids, err)
 	}
 }

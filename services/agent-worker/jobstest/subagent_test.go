@@ -1,7 +1,6 @@
 package jobstest
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -141,7 +140,7 @@ func TestSubagentWait(t *testing.T) {
 	if replies := f.all(toCLI("c1")); len(replies) != 2 {
 		t.Errorf("origin chat got %d replies: %s", len(replies), f.dump())
 	}
-	if kids, err := n.subs.Children(context.Background(), "cli:c1"); err != nil || len(kids) != 0 {
+	if kids, err := n.subs.Children(t.Context(), "cli:c1"); err != nil || len(kids) != 0 {
 		t.Errorf("children left: %v, %v", kids, err)
 	}
 }

@@ -3,6 +3,7 @@ package subagent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -94,7 +95,7 @@ type env struct {
 func setup(t *testing.T, cfg subagent.Config) *env {
 	t.Helper()
 	b := bustest.StartJetStream(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	if err := bus.Provision(ctx, b, bustest.TestLayout(), subagent.Assets); err != nil {
 		t.Fatal(err)
 	}
@@ -154,14 +155,14 @@ func (e *env) reply(t *testing.T, child *nanofleetv1.InboundMessage, text string
 	m := nats.NewMsg(e.b.Space.Outbound(child.GetChannel(), child.GetChatId()))
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, out.GetId()+child.GetSessionKey())
-	if _, err := e.b.JS.PublishMsg(context.Background(), m); err != nil {
+	if _, err := e.b.JS.PublishMsg(t.Context(), m); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestSpawnAndAnnounce(t *testing.T) {
 	e := setup(t, subagent.DefaultConfig())
-	out, err := e.spawn(context.Background(), t, `{"task":"summarise the logs","label":"logs"}`)
+	out, err := e.spawn(t.Context(), t, `{"task":"summarise the logs","label":"logs"}`)
 	if err != nil || !strings.Contains(out, "Subagent [logs] started") {
 		t.Fatalf("spawn = %q, %v", out, err)
 	}
@@ -172,12 +173,12 @@ func TestSpawnAndAnnounce(t *testing.T) {
 		!strings.Contains(child.GetContent(), "summarise the logs") {
 		t.Fatalf("child = %v", child)
 	}
-	kids, err := e.m.Children(context.Background(), "telegram:9")
+	kids, err := e.m.Children(t.Context(), "telegram:9")
 	if err != nil || len(kids) != 1 || kids[0].SessionKey != child.GetSessionKey() {
 		t.Fatalf("children = %v, %v", kids, err)
 	}
 	// The same turn calling spawn again (a resumed turn) starts nothing new.
-	if _, err := e.spawn(context.Background(), t, `{"task":"summarise the logs","label":"logs"}`); err != nil {
+	if _, err := e.spawn(t.Context(), t, `{"task":"summarise the logs","label":"logs"}`); err != nil {
 		t.Fatal(err)
 	}
 
@@ -194,12 +195,12 @@ func TestSpawnAndAnnounce(t *testing.T) {
 		t.Fatalf("second inbound %s", extra.Subject())
 	case <-time.After(500 * time.Millisecond):
 	}
-	if kids, _ := e.m.Children(context.Background(), "telegram:9"); len(kids) != 0 {
+	if kids, _ := e.m.Children(t.Context(), "telegram:9"); len(kids) != 0 {
 		t.Errorf("children after announcement: %v", kids)
 	}
 	// The parent turn resumed after a crash calls spawn once more: the
 	// child is done, nothing starts again.
-	out, err = e.spawn(context.Background(), t, `{"task":"summarise the logs","label":"logs"}`)
+	out, err = e.spawn(t.Context(), t, `{"task":"summarise the logs","label":"logs"}`)
 	if err != nil || !strings.Contains(out, "already finished") || !strings.Contains(out, "3 errors") {
 		t.Errorf("spawn after the child finished = %q, %v", out, err)
 	}
@@ -218,7 +219,7 @@ func TestSpawnWait(t *testing.T) {
 	}
 	res := make(chan result, 1)
 	go func() {
-		out, err := e.spawn(context.Background(), t, `{"task":"count files","wait":true}`)
+		out, err := e.spawn(t.Context(), t, `{"task":"count files","wait":true}`)
 		res <- result{out, err}
 	}()
 	child, msg := e.next(t)
@@ -243,7 +244,7 @@ func TestSpawnWaitTimeoutAnnouncesLater(t *testing.T) {
 	cfg := subagent.DefaultConfig()
 	cfg.WaitTimeout = time.Second
 	e := setup(t, cfg)
-	out, err := e.spawn(context.Background(), t, `{"task":"slow","wait":true}`)
+	out, err := e.spawn(t.Context(), t, `{"task":"slow","wait":true}`)
 	if err != nil || !strings.Contains(out, "still running") {
 		t.Fatalf("spawn = %q, %v", out, err)
 	}
@@ -263,7 +264,7 @@ func TestStopChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	if _, err := e.spawn(context.Background(), t, `{"task":"a"}`); err != nil {
+	if _, err := e.spawn(t.Context(), t, `{"task":"a"}`); err != nil {
 		t.Fatal(err)
 	}
 	child, _ := e.next(t) // taken by a worker, not acked yet: "running"
@@ -288,10 +289,19 @@ func TestStopChildren(t *testing.T) {
 		break
 	}
 	// Its task left the inbound stream, and its result is never announced.
-	waitFor(t, func() bool {
-		st, _ := e.b.JS.Stream(context.Background(), e.b.Space.InboundStream())
-		info, err := st.Info(context.Background())
-		return err == nil && info.State.Msgs == 0
+	bustest.Eventually(t, 5*time.Second, func() error {
+		st, err := e.b.JS.Stream(t.Context(), e.b.Space.InboundStream())
+		if err != nil {
+			return err
+		}
+		info, err := st.Info(t.Context())
+		if err != nil {
+			return err
+		}
+		if info.State.Msgs != 0 {
+			return fmt.Errorf("inbound stream still holds %d messages", info.State.Msgs)
+		}
+		return nil
 	})
 	e.reply(t, child, "⏹ Stopped.")
 	select {
@@ -299,7 +309,7 @@ func TestStopChildren(t *testing.T) {
 		t.Fatalf("stopped child announced: %s", extra.Subject())
 	case <-time.After(500 * time.Millisecond):
 	}
-	if kids, _ := e.m.Children(context.Background(), "telegram:9"); len(kids) != 0 {
+	if kids, _ := e.m.Children(t.Context(), "telegram:9"); len(kids) != 0 {
 		t.Errorf("stopped children still counted: %v", kids)
 	}
 }
@@ -307,18 +317,7 @@ func TestStopChildren(t *testing.T) {
 func TestSpawnRefusedInChild(t *testing.T) {
 	e := setup(t, subagent.DefaultConfig())
 	tc := &agenttool.TurnContext{SessionKey: "subagent:x:1", Inbound: &nanofleetv1.InboundMessage{Metadata: map[string]string{subagent.MetaToolset: subagent.ToolsetSubagent}}}
-	if _, err := e.tool.Call(context.Background(), tc, map[string]any{"task": "x"}); !errors.Is(err, subagent.ErrNested) {
+	if _, err := e.tool.Call(t.Context(), tc, map[string]any{"task": "x"}); !errors.Is(err, subagent.ErrNested) {
 		t.Fatalf("spawn in a child = %v", err)
 	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for range 500 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("condition not met within 5s")
 }

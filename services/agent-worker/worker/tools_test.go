@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -52,7 +53,7 @@ func names(defs []*nanofleetv1.ToolDefinition) []string {
 // turn never waits for the catalog: an old one is served and refreshed in
 // the background, and a failed refresh keeps the runners' tools.
 func TestStaleCatalogServesWhileRefreshing(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel() // ends a refresh still held at the gate
 	g := &gatedRunners{gate: make(chan struct{}), calls: make(chan struct{}, 10), tools: []string{"read_file"}}
 	c := &catalog{remote: g, log: slog.New(slog.DiscardHandler)}
@@ -65,23 +66,21 @@ func TestStaleCatalogServesWhileRefreshing(t *testing.T) {
 	// settle waits for the refresh the gate let go to be applied.
 	settle := func() {
 		t.Helper()
-		for range 5000 {
+		bustest.Eventually(t, 5*time.Second, func() error {
 			c.mu.Lock()
-			busy := c.refreshing
-			c.mu.Unlock()
-			if !busy {
-				return
+			defer c.mu.Unlock()
+			if c.refreshing {
+				return errors.New("refresh did not finish")
 			}
-			time.Sleep(time.Millisecond)
-		}
-		t.Fatal("refresh did not finish")
+			return nil
+		})
 	}
 
 	first := make(chan []string)
 	go func() { first <- get() }()
-	<-g.calls
+	bustest.Receive(t, g.calls, 10*time.Second)
 	g.gate <- struct{}{} // the first catalog is waited for
-	if got := <-first; len(got) != 1 || got[0] != "read_file" {
+	if got := bustest.Receive(t, first, 10*time.Second); len(got) != 1 || got[0] != "read_file" {
 		t.Fatalf("first catalog = %v, want [read_file]", got)
 	}
 
@@ -90,7 +89,7 @@ func TestStaleCatalogServesWhileRefreshing(t *testing.T) {
 	if got := get(); len(got) != 1 { // the refresh is held at the gate
 		t.Fatalf("catalog during a refresh = %v, want the stale [read_file]", got)
 	}
-	<-g.calls
+	bustest.Receive(t, g.calls, 10*time.Second)
 	g.gate <- struct{}{}
 	settle()
 	if got := get(); len(got) != 2 {
@@ -100,7 +99,7 @@ func TestStaleCatalogServesWhileRefreshing(t *testing.T) {
 	g.err = errors.New("runners gone")
 	age()
 	_ = get()
-	<-g.calls
+	bustest.Receive(t, g.calls, 10*time.Second)
 	g.gate <- struct{}{}
 	settle()
 	if got := get(); len(got) != 2 {

@@ -62,7 +62,7 @@ func startWith(t *testing.T, b *bus.Bus, id string, grace time.Duration, opts ..
 // startEdited is startWith with edit applied to the worker's config.
 func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit func(*worker.Config), opts ...llmtest.Option) (*harness, func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	srv := llmtest.NewServer(t, opts...)
 	model, err := llm.New(llm.Config{Name: "openai", APIBase: srv.URL(), APIKey: "k", Model: "test-model", MaxRetries: 2},
 		llm.WithSleep(func(context.Context, time.Duration) error { return nil }))
@@ -139,7 +139,7 @@ func sendFrom(t *testing.T, b *bus.Bus, chat, id, sender, text string) {
 	m := nats.NewMsg(b.Space.Inbound("cli", chat))
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, "cli:"+id)
-	if _, err := b.JS.PublishMsg(context.Background(), m); err != nil {
+	if _, err := b.JS.PublishMsg(t.Context(), m); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -175,8 +175,8 @@ func TestTurnPersistsHistory(t *testing.T) {
 	if !strings.Contains(joined, "user:My name is Ada.|assistant:Nice to meet you, Ada.|user:What is my name?") {
 		t.Errorf("second turn did not see the first: %s", joined)
 	}
-	s, _ := session.Open(context.Background(), h.b)
-	hist, err := s.LoadHistory(context.Background(), "cli:c1", 0)
+	s, _ := session.Open(t.Context(), h.b)
+	hist, err := s.LoadHistory(t.Context(), "cli:c1", 0)
 	if err != nil || len(hist.Turns) != 2 {
 		t.Fatalf("history = %d turns, %v", len(hist.Turns), err)
 	}
@@ -206,7 +206,7 @@ func TestMalformedEnvelopeIsDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	if _, err := h.b.JS.Publish(context.Background(), h.b.Space.Inbound("cli", "bad"), []byte{0xff, 0xff, 0x01}); err != nil {
+	if _, err := h.b.JS.Publish(t.Context(), h.b.Space.Inbound("cli", "bad"), []byte{0xff, 0xff, 0x01}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -398,7 +398,7 @@ func TestShutdownCutOffLeavesTheTurnToAnotherWorker(t *testing.T) {
 // wait for that turn's redelivery to publish them, even though the FIFO
 // guard finds the turn committed.
 func TestCommittedButUnansweredTurnIsNotOvertaken(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b := bustest.StartJetStream(t)
 	sp := b.Space
 	cons, err := b.JS.CreateOrUpdateConsumer(ctx, sp.InboundStream(), jetstream.ConsumerConfig{
@@ -441,8 +441,7 @@ func TestCommittedButUnansweredTurnIsNotOvertaken(t *testing.T) {
 	h := startOn(t, b, "w1")
 	h.llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("answer to " + r.LastUserText()) })
 	// The worker looks at b and puts it back, and sends nothing.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	bustest.Eventually(t, 10*time.Second, func() error {
 		info, err := cons.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -452,14 +451,11 @@ func TestCommittedButUnansweredTurnIsNotOvertaken(t *testing.T) {
 			t.Fatalf("reply %q went out before message a's turn was answered", o.GetContent())
 		default:
 		}
-		if info.NumRedelivered > 0 {
-			break
+		if info.NumRedelivered == 0 {
+			return fmt.Errorf("message b was never put back: %+v", info)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("message b was never put back: %+v", info)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	// a's redelivery republishes its committed replies; then b runs.
 	if err := first.Nak(); err != nil {
 		t.Fatal(err)
@@ -476,7 +472,7 @@ func TestCommittedButUnansweredTurnIsNotOvertaken(t *testing.T) {
 // is started at most MaxAttempts+1 times (its first start saves no
 // checkpoint), then dead-lettered, and its sender gets an error reply.
 func TestPoisonMessageIsSetAside(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b := bustest.StartJetStream(t)
 	maxAttempts := worker.DefaultConfig().MaxAttempts
 	starts := 0
@@ -486,13 +482,12 @@ func TestPoisonMessageIsSetAside(t *testing.T) {
 		if i == 0 {
 			h.send(t, "c", "poison", "question")
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for h.llm.RequestCount() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("start %d: the turn never reached the model", i+1)
+		bustest.Eventually(t, 10*time.Second, func() error {
+			if h.llm.RequestCount() == 0 {
+				return fmt.Errorf("start %d: the turn never reached the model", i+1)
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return nil
+		})
 		starts++
 		stop()
 	}

@@ -50,7 +50,7 @@ func startFleet(t *testing.T, scope string, budget int) *fleet {
 // startFleetWith is startFleet with another consolidation model.
 func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.Script) *fleet {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	_, b := memtest.Start(t)
 	srv := llmtest.NewServer(t)
 	srv.Handle(func(req *llmtest.RecordedRequest) llmtest.Reply {
@@ -120,7 +120,7 @@ func (f *fleet) say(t *testing.T, channel, chat, sender, id, text string) *nanof
 	m := nats.NewMsg(f.b.Space.Inbound(channel, chat))
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, channel+":"+id)
-	if _, err := f.b.JS.PublishMsg(context.Background(), m); err != nil {
+	if _, err := f.b.JS.PublishMsg(t.Context(), m); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -137,7 +137,7 @@ func (f *fleet) say(t *testing.T, channel, chat, sender, id, text string) *nanof
 
 func TestSixtyTurnsConsolidateAndKeepEveryFact(t *testing.T) {
 	f := startFleet(t, memory.KindAgent, 600)
-	ctx := context.Background()
+	ctx := t.Context()
 	const chat = "c1"
 	key := session.Key("cli", chat)
 	// Watch the requests the worker publishes.
@@ -221,7 +221,7 @@ func TestSixtyTurnsConsolidateAndKeepEveryFact(t *testing.T) {
 
 func TestPerUserScopeNeverMixesUsers(t *testing.T) {
 	f := startFleet(t, memory.KindUser, 4000)
-	ctx := context.Background()
+	ctx := t.Context()
 	// Ada writes on Telegram and on Slack; linked, she is one person.
 	if err := f.mem.Links().Link(ctx, "telegram", "100", "ada"); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
@@ -24,7 +25,7 @@ func TestModelFailureArchivesRawTurns(t *testing.T) {
 	f := startFleetWith(t, memory.KindAgent, 4000, func(*llmtest.RecordedRequest) llmtest.Reply {
 		return llmtest.Fail(503, "")
 	})
-	ctx := context.Background()
+	ctx := t.Context()
 	f.say(t, "cli", "x", "ada", "1", "FACT: my passport number is X123.")
 	f.say(t, "cli", "x", "ada", "2", "/new")
 	turns, err := memory.ReadTurns(ctx, f.b, "cli:x", 1, 0)
@@ -76,11 +77,11 @@ func TestModelAnswers(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	cfg := consolidator.DefaultConfig()
 	cfg.ID = "c"
-	c, err := consolidator.New(context.Background(), cfg, consolidator.Deps{Bus: b, Model: memtest.Model(t, srv), Log: memtest.Logger(t)})
+	c, err := consolidator.New(t.Context(), cfg, consolidator.Deps{Bus: b, Model: memtest.Model(t, srv), Log: memtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
 	defer func() { cancel(); <-done }()
@@ -126,12 +127,12 @@ func TestBadRequestsAreDeadLettered(t *testing.T) {
 	cfg := consolidator.DefaultConfig()
 	cfg.ID = "c"
 	cfg.MaxRequestBytes = 512
-	c, err := consolidator.New(context.Background(), cfg, consolidator.Deps{Bus: b, Model: memtest.Model(t, srv), Log: memtest.Logger(t)})
+	c, err := consolidator.New(t.Context(), cfg, consolidator.Deps{Bus: b, Model: memtest.Model(t, srv), Log: memtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	letters := memtest.Messages(t, b, b.Space.DeadLetterStream(), b.Space.DeadLetter(consolidator.DeadLetterSource))
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
 	defer func() { cancel(); <-done }()
@@ -165,27 +166,23 @@ func TestBadRequestsAreDeadLettered(t *testing.T) {
 	// None of them stays in the queue (terminated right after the dead
 	// letter is stored; the server removes them as it gets the Term).
 	st, _ := b.JS.Stream(ctx, b.Space.MemoryStream())
-	var left uint64
-	for range 100 {
+	bustest.Eventually(t, 5*time.Second, func() error {
 		info, err := st.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if left = info.State.Msgs; left == 0 {
-			break
+		if left := info.State.Msgs; left != 0 {
+			return fmt.Errorf("%d requests left in the queue", left)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if left != 0 {
-		t.Errorf("%d requests left in the queue", left)
-	}
+		return nil
+	})
 }
 
 func publish(t *testing.T, b *bus.Bus, subj string, data []byte) {
 	t.Helper()
 	m := nats.NewMsg(subj)
 	m.Data = data
-	if _, err := b.JS.PublishMsg(context.Background(), m); err != nil {
+	if _, err := b.JS.PublishMsg(t.Context(), m); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // appendTurns commits n turns "R001: … FACT: fact 1." … to the session.
 func appendTurns(t *testing.T, b *bus.Bus, key string, n int) []uint64 {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	sessions, err := session.Open(ctx, b)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func newConsolidator(t *testing.T, b *bus.Bus, id string, srv *llmtest.Server) *
 	cfg := DefaultConfig()
 	cfg.ID = id
 	cfg.ChunkTokens = 100 // a few turns per entry
-	c, err := New(context.Background(), cfg, Deps{Bus: b, Model: memtest.Model(t, srv), Log: memtest.Logger(t).With("c", id)})
+	c, err := New(t.Context(), cfg, Deps{Bus: b, Model: memtest.Model(t, srv), Log: memtest.Logger(t).With("c", id)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +62,8 @@ func checkExactlyOnce(t *testing.T, b *bus.Bus, key string, n int) {
 			t.Errorf("turn %d of %s is in %d entries, want 1:\n%s", i, key, c, memtest.Describe(entries))
 		}
 	}
-	docs, _ := memory.OpenDocs(context.Background(), b)
-	doc, _, _ := docs.Get(context.Background(), memory.AgentScope("default"))
+	docs, _ := memory.OpenDocs(t.Context(), b)
+	doc, _, _ := docs.Get(t.Context(), memory.AgentScope("default"))
 	applied := 0
 	for _, r := range doc.GetRecent() {
 		if r.GetSessionKey() == key {
@@ -89,7 +89,7 @@ func TestTwoConsolidatorsCommitEachEntryOnce(t *testing.T) {
 	seqs := appendTurns(t, b1, key, 24)
 
 	t.Run("through the queue", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		for _, c := range []*Consolidator{c1, c2} {
 			wg.Go(func() { _ = c.Run(ctx) })
@@ -99,7 +99,7 @@ func TestTwoConsolidatorsCommitEachEntryOnce(t *testing.T) {
 		for _, to := range []int{6, 6, 12, 18, 12, 24, 24} {
 			for _, from := range []uint64{1, seqs[0] + 1} {
 				req := &nanofleetv1.ConsolidationRequest{SessionKey: key, FromSeq: from, ToSeq: seqs[to-1], Reason: "budget", Scope: memory.AgentScope("default").Key()}
-				if err := memory.PublishRequest(context.Background(), b1, req); err != nil {
+				if err := memory.PublishRequest(t.Context(), b1, req); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -118,15 +118,15 @@ func TestTwoConsolidatorsCommitEachEntryOnce(t *testing.T) {
 		for i := range 6 {
 			c := []*Consolidator{c1, c2}[i%2]
 			wg.Go(func() {
-				if _, err := c.rounds(context.Background(), req, memory.AgentScope("default"), c.d.Log); err != nil {
+				if _, err := c.rounds(t.Context(), req, memory.AgentScope("default"), c.d.Log); err != nil {
 					t.Errorf("rounds: %v", err)
 				}
 			})
 		}
 		wg.Wait()
 		checkExactlyOnce(t, b1, key, 16)
-		sessions, _ := session.Open(context.Background(), b1)
-		info, _, _ := sessions.Info(context.Background(), key)
+		sessions, _ := session.Open(t.Context(), b1)
+		info, _, _ := sessions.Info(t.Context(), key)
 		if info.GetConsolidatedSeq() != seqs[15] {
 			t.Errorf("cursor %d, want %d", info.GetConsolidatedSeq(), seqs[15])
 		}

@@ -42,7 +42,7 @@ func dreamer(req *llmtest.RecordedRequest) llmtest.Reply {
 func TestDreamRunsOnScheduleAndRestores(t *testing.T) {
 	srv, b := memtest.Start(t)
 	b2 := srv.Connect(t, "")
-	ctx := context.Background()
+	ctx := t.Context()
 	model := llmtest.NewServer(t)
 	model.Handle(dreamer)
 	prof, _ := b.KV(ctx, bus.BucketProfile)
@@ -193,7 +193,7 @@ func TestDreamRunsOnScheduleAndRestores(t *testing.T) {
 
 func mustRevisions(t *testing.T, b *bus.Bus) *memory.Revisions {
 	t.Helper()
-	r, err := memory.OpenRevisions(context.Background(), b)
+	r, err := memory.OpenRevisions(t.Context(), b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package filesync_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/filesync"
@@ -26,7 +28,7 @@ type env struct {
 }
 
 func (e env) syncer() *filesync.Syncer {
-	s, err := filesync.New(context.Background(), e.b, filesync.Config{Workspace: e.ws, Agent: "default", EditableProfile: e.editable}, memtest.Logger(e.t))
+	s, err := filesync.New(e.t.Context(), e.b, filesync.Config{Workspace: e.ws, Agent: "default", EditableProfile: e.editable}, memtest.Logger(e.t))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func (e env) syncer() *filesync.Syncer {
 }
 
 func (e env) sync(s *filesync.Syncer) {
-	if err := s.SyncOnce(context.Background()); err != nil {
+	if err := s.SyncOnce(e.t.Context()); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -63,7 +65,7 @@ func (e env) write(name, content string, at time.Time) {
 }
 
 func (e env) memory() string {
-	doc, _, err := e.docs.Get(context.Background(), memory.AgentScope("default"))
+	doc, _, err := e.docs.Get(e.t.Context(), memory.AgentScope("default"))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func (e env) memory() string {
 
 func TestSyncBothWays(t *testing.T) {
 	_, b := memtest.Start(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	docs, _ := memory.OpenDocs(ctx, b)
 	e := env{t: t, b: b, ws: t.TempDir(), docs: docs, editable: true}
 	prof, _ := b.KV(ctx, bus.BucketProfile)
@@ -156,7 +158,7 @@ func TestSyncBothWays(t *testing.T) {
 
 func TestRunFollowsJetStream(t *testing.T) {
 	_, b := memtest.Start(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	docs, _ := memory.OpenDocs(ctx, b)
 	e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
 	s, err := filesync.New(ctx, b, filesync.Config{Workspace: e.ws, Agent: "default", Poll: time.Hour}, memtest.Logger(t))
@@ -173,16 +175,16 @@ func TestRunFollowsJetStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(e.ws, "memory", "MEMORY.md")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if data, err := os.ReadFile(p); err == nil && string(data) == "- pushed\n" {
-			break
+	bustest.Eventually(t, 10*time.Second, func() error {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("MEMORY.md not written within 10s")
+		if string(data) != "- pushed\n" {
+			return fmt.Errorf("MEMORY.md = %q", data)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestProfileCopiesAreNeverReadBack: without editableProfile the

@@ -3,12 +3,14 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
@@ -83,7 +85,7 @@ func TestServiceConsolidatesAndSyncs(t *testing.T) {
 	model := llmtest.NewServer(t)
 	model.Handle(memtest.Consolidate)
 	ws := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	s, err := service.New(ctx, b, service.Options{
 		File: parse(t, `{"memory": {"sync": {"pollSeconds": 1}}}`), ID: "c1", Workspace: ws,
 		Model: memtest.Model(t, model), Log: memtest.Logger(t),
@@ -95,7 +97,7 @@ func TestServiceConsolidatesAndSyncs(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 	defer func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err := bustest.Receive(t, done, 30*time.Second); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -111,17 +113,13 @@ func TestServiceConsolidatesAndSyncs(t *testing.T) {
 	}
 	memtest.WaitCursor(t, b, "cli:s", seq, 10*time.Second)
 	p := filepath.Join(ws, "memory", "MEMORY.md")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	bustest.Eventually(t, 10*time.Second, func() error {
 		data, _ := os.ReadFile(p)
-		if strings.Contains(string(data), "the wifi password is hunter2") {
-			break
+		if !strings.Contains(string(data), "the wifi password is hunter2") {
+			return fmt.Errorf("MEMORY.md in the workspace = %q", data)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("MEMORY.md in the workspace = %q", data)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := s.Dream.Schedule(ctx); err != nil { // idempotent; Run may not be there yet
 		t.Fatal(err)
 	}

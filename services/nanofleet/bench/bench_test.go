@@ -50,7 +50,7 @@ func TestProcReaders(t *testing.T) {
 
 func TestLoadCountsTurnsAndErrors(t *testing.T) {
 	boom := errors.New("boom")
-	s := load{Concurrency: 3, Chats: 5, TurnsPerChat: 4, Prefix: "t"}.run(context.Background(), func(_ context.Context, chat string, n int) error {
+	s := load{Concurrency: 3, Chats: 5, TurnsPerChat: 4, Prefix: "t"}.run(t.Context(), func(_ context.Context, chat string, n int) error {
 		if chat == "t-2" && n == 1 {
 			return boom
 		}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -41,7 +40,7 @@ func TestHeapGrowth(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	tmp := t.TempDir()
 	model, err := startModel(0, false)
 	if err != nil {

@@ -101,7 +101,7 @@ func TestChaos(t *testing.T) {
 
 	bins := fleettest.Build(t, "agent-worker", "tool-runner")
 	cluster := startCluster(t, bustest.ServerBinary(t), t.TempDir(), 3)
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), p.timeout)
 	defer cancel()
 	b := cluster.connect(ctx, t)
 
@@ -225,7 +225,7 @@ func TestChaos(t *testing.T) {
 	}
 	// Let late duplicates, if any, reach the stream before counting; the
 	// count gets its own time, even when the run ran out of it.
-	vctx, vcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	vctx, vcancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer vcancel()
 	ctx = vctx
 	sleepCtx(ctx, 3*time.Second)
@@ -520,7 +520,7 @@ func (c *natsCluster) restart(t *testing.T, i int, down time.Duration) {
 
 // dump logs every stream's replication state, for a stuck run.
 func (c *natsCluster) dump(t *testing.T, b *bus.Bus) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	for name := range b.JS.StreamNames(ctx).Name() {
 		s, err := b.JS.Stream(ctx, name)

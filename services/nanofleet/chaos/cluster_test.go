@@ -16,7 +16,7 @@ import (
 // message with a per-message TTL) expires like on a single server, so
 // idle sessions leave nothing in the checkpoint bucket.
 func TestCheckpointMarkersExpireOnACluster(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	b := startCluster(t, bustest.ServerBinary(t), t.TempDir(), 3).connect(ctx, t)
 	store, err := session.Open(ctx, b)

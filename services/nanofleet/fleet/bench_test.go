@@ -1,7 +1,6 @@
 package fleet_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -31,7 +30,7 @@ func BenchmarkTurns(b *testing.B) {
 			tf := startFleetWith(b, llm, b.TempDir(), b.TempDir(), 1, map[string]any{
 				"worker": map[string]any{"ackWaitSeconds": 3, "turnsPerWorker": c.slots},
 			})
-			ctx := context.Background()
+			ctx := b.Context()
 			// Warm up: connections, consumers, caches.
 			for i := range 20 {
 				if _, err := tf.client.Ask(ctx, fleet.Request{ChatID: "warm", Text: strconv.Itoa(i)}); err != nil {

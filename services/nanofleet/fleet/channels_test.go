@@ -18,7 +18,7 @@ import (
 // channels section.
 func startWithChannels(t *testing.T, llm *llmtest.Server, channels map[string]any) *fleet.Fleet {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	f, err := fleet.Start(ctx, fleet.Options{
 		File:    loadConfig(t, testConfig(t, llm.URL(), map[string]any{"channels": channels})),

@@ -25,7 +25,7 @@ func runCLI(ctx context.Context, bin string, env []string, args ...string) (stri
 // inbound id.
 func lastReplies(t *testing.T, js jetstream.JetStream, stream string) map[string]*nanofleetv1.OutboundMessage {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	st, err := js.Stream(ctx, stream)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/session"
@@ -191,17 +192,15 @@ func fillFS(t *testing.T, path string) {
 // returns its last error.
 func waitReady(t *testing.T, f *fleet.Fleet, ready bool, within time.Duration) error {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := f.Ready(t.Context())
-		if (err == nil) == ready {
-			return err
+	var last error
+	bustest.Eventually(t, within, func() error {
+		last = f.Ready(t.Context())
+		if (last == nil) != ready {
+			return fmt.Errorf("readiness still %v (want ready %v)", last, ready)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("readiness still %v after %s (want ready %v)", err, within, ready)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return last
 }
 
 func readyz(t *testing.T, f *fleet.Fleet) (int, string) {
@@ -389,21 +388,17 @@ func TestTurnInFlightWhenTheStoreFills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	bustest.Eventually(t, 90*time.Second, func() error {
 		hist, err := store.LoadHistory(t.Context(), "api:carol", 0)
-		if err == nil && len(hist.Turns) == 1 {
-			msgs := hist.Turns[0].Record.GetMessages()
-			if got := msgs[len(msgs)-1].GetContent(); got != "late answer" {
-				t.Errorf("the turn committed with %q", got)
-			}
-			break
+		if err != nil || len(hist.Turns) != 1 {
+			return fmt.Errorf("the turn is not in the history after space was freed (%v)", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the turn is not in the history 90s after space was freed (%v)", err)
+		msgs := hist.Turns[0].Record.GetMessages()
+		if got := msgs[len(msgs)-1].GetContent(); got != "late answer" {
+			t.Errorf("the turn committed with %q", got)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	if got := answer(t, f.post(t, "POST", "/chat/completions", chatBody(t, "carol", "next"), nil)); got != "ok: next" {
 		t.Errorf("next answer %q", got)
 	}

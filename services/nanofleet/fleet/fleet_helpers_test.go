@@ -65,7 +65,7 @@ func startFleetIn(t testing.TB, llm *llmtest.Server, dataDir, ws string, workers
 // startFleetWith starts a fleet whose config has extra sections merged in.
 func startFleetWith(t testing.TB, llm *llmtest.Server, dataDir, ws string, workers int, extra map[string]any) *testFleet {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: loadConfig(t, testConfig(t, llm.URL(), extra)), Getenv: func(string) string { return "" },

@@ -16,7 +16,7 @@ import (
 
 func ask(t *testing.T, tf *testFleet, chat, text string) *nanofleetv1.OutboundMessage {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	replies, err := tf.client.Ask(ctx, fleet.Request{ChatID: chat, Text: text})
 	if err != nil {
@@ -63,11 +63,11 @@ func TestToolTurnThroughTheRunner(t *testing.T) {
 	if !sawFirstTurn {
 		t.Error("second turn did not see the first turn's history")
 	}
-	s, err := session.Open(context.Background(), tf.Bus)
+	s, err := session.Open(t.Context(), tf.Bus)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist, err := s.LoadHistory(context.Background(), "test:c1", 0)
+	hist, err := s.LoadHistory(t.Context(), "test:c1", 0)
 	if err != nil || len(hist.Turns) != 2 {
 		t.Fatalf("history: %d turns, %v", len(hist.Turns), err)
 	}
@@ -102,7 +102,7 @@ func TestStatusSeesEveryService(t *testing.T) {
 	llm := llmtest.NewServer(t)
 	tf := startFleet(t, llm, t.TempDir(), 2)
 	ask(t, tf, "s1", "hello") // workers register when they run
-	st, err := fleet.GetStatus(context.Background(), tf.Bus, 500*time.Millisecond)
+	st, err := fleet.GetStatus(t.Context(), tf.Bus, 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

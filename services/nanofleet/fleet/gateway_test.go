@@ -28,7 +28,7 @@ func TestOpenAIAPIThroughTheFleet(t *testing.T) {
 	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("fleet says: " + r.LastUserText()) })
 	var mu sync.Mutex
 	var lines []string
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	port := listenAddr(t)
 	f, err := fleet.Start(ctx, fleet.Options{

@@ -55,7 +55,7 @@ func mcpSandbox(t *testing.T, bin string) (_, sandboxMode string) {
 		t.Skipf("skipping: node is not installed (%v); %s needs it", err, everythingPackage)
 	}
 	sandboxMode = "bwrap"
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "bwrap", "--ro-bind", "/", "/", "true").CombinedOutput(); err != nil {
 		t.Logf("bubblewrap cannot run here (%v: %s): sandbox \"none\"", err, out)
@@ -141,7 +141,7 @@ func TestMCPToolsInAFleetTurn(t *testing.T) {
 			"remote":     map[string]any{"url": url, "allowCIDRs": []string{"127.0.0.1/32"}, "enabledTools": []string{"get-sum"}},
 		},
 	}})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: loadConfig(t, cfg), Getenv: func(string) string { return "" },

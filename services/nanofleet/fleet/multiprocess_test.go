@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -57,7 +58,7 @@ func TestMultiProcessFleetSurvivesWorkerKill(t *testing.T) {
 			append(common, "--id", fmt.Sprint("w", i), "--workspace", ws)...))
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	client, err := fleet.NewClient(ctx, b, "mp")
 	if err != nil {
@@ -75,10 +76,12 @@ func TestMultiProcessFleetSurvivesWorkerKill(t *testing.T) {
 		}
 	}
 	// Kill a worker once turns are flowing, then start a replacement.
-	deadline := time.Now().Add(time.Minute)
-	for llm.RequestCount() < 60 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	bustest.Eventually(t, time.Minute, func() error {
+		if n := llm.RequestCount(); n < 60 {
+			return fmt.Errorf("turns not flowing: the model saw %d requests", n)
+		}
+		return nil
+	})
 	atKill := llm.RequestCount()
 	workers[0].Kill()
 	fleettest.Start(t, "worker-3", bins.Path("agent-worker"), nil, append(common, "--id", "w3", "--workspace", ws)...)
@@ -117,7 +120,7 @@ func TestMultiProcessFleetSurvivesWorkerKill(t *testing.T) {
 // countFinals reads a whole stream and counts final replies per inbound id.
 func countFinals(t *testing.T, js jetstream.JetStream, stream string) map[string]int {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +186,7 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 	aio.WaitOutput(t, "nanofleet is running", 30*time.Second)
 	nats := fleettest.FleetOn(t, home+"/data")
 	b := nats.Connect(t, bustest.TestLayout())
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	client, err := fleet.NewClient(ctx, b, "cli")
 	if err != nil {
@@ -206,14 +209,13 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 	_ = p
 	// Wait for the reply of the interrupted turn in the outbound stream.
 	var final *nanofleetv1.OutboundMessage
-	for final == nil && ctx.Err() == nil {
-		finals := lastReplies(t, b2.JS, b2.Space.OutboundStream())
-		final = finals[p.ID()]
-		if final == nil {
-			time.Sleep(50 * time.Millisecond)
+	bustest.Eventually(t, time.Minute, func() error {
+		if final = lastReplies(t, b2.JS, b2.Space.OutboundStream())[p.ID()]; final == nil {
+			return errors.New("no reply to the interrupted turn")
 		}
-	}
-	if final == nil || final.GetContent() != "answer to the slow question" {
+		return nil
+	})
+	if final.GetContent() != "answer to the slow question" {
 		t.Fatalf("interrupted turn's reply = %v", final)
 	}
 	out, err := runCLI(ctx, bins.Path("nanofleet"), env, "agent", "--nats", nats.URL, "--config", cfgPath, "--session", "cli:r", "-m", "/history 10")

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"syscall"
 	"testing"
 	"time"
@@ -27,10 +28,12 @@ func TestMetricsMove(t *testing.T) {
 	ask(t, tf, "m1", "go")
 	m := tf.Metrics
 	// The turn is counted just after its reply is out.
-	deadline := time.Now().Add(5 * time.Second)
-	for testutil.ToFloat64(m.Turns.WithLabelValues("ok")) < 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	bustest.Eventually(t, 5*time.Second, func() error {
+		if testutil.ToFloat64(m.Turns.WithLabelValues("ok")) < 1 {
+			return errors.New("no turn counted")
+		}
+		return nil
+	})
 	checks := []struct {
 		name string
 		got  float64
@@ -73,7 +76,7 @@ func TestSIGTERMFinishesTheTurn(t *testing.T) {
 	w := fleettest.Start(t, "worker", bins.Path("agent-worker"), nil, append(common, "--id", "w1")...)
 	w.WaitOutput(t, "agent-worker running", 30*time.Second)
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	client, err := fleet.NewClient(ctx, b, "sig")
 	if err != nil {

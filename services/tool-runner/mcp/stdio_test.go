@@ -97,6 +97,7 @@ func TestServerUnderAClosedDirectory(t *testing.T) {
 	rec := newRecorder()
 	m.Serve(rec)
 	t.Cleanup(func() {
+		// Not t.Context(): it is already cancelled when cleanups run.
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		_ = m.Stop(ctx)

@@ -1,7 +1,6 @@
 package runner_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ func BenchmarkReadFileRoundTrip(b *testing.B) {
 	f := start(b, nil)
 	expectOK(b, f.call("write_file", map[string]any{"path": "small.txt", "content": "hello\nworld\n"}))
 	req := &nanofleetv1.ToolRequest{CallId: "bench", Name: "read_file", ArgumentsJson: `{"path":"small.txt"}`, SessionKey: "bench:1"}
-	ctx := context.Background()
+	ctx := b.Context()
 	// Warm up the catalog cache, connections and the workspace.
 	for range 50 {
 		if _, err := f.client.Call(ctx, req); err != nil {

@@ -71,12 +71,13 @@ func start(t testing.TB, mutate func(*runner.Config), opts ...runner.Option) *fi
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := r.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// Not t.Context(): it is already cancelled when cleanups run.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		r.Stop(ctx)
@@ -104,7 +105,7 @@ func (f *fixture) call(name string, args any, mods ...func(*nanofleetv1.ToolRequ
 	for _, m := range mods {
 		m(req)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(f.t.Context(), 90*time.Second)
 	defer cancel()
 	res, err := f.client.Call(ctx, req)
 	if err != nil {

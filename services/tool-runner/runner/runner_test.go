@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -106,7 +107,7 @@ func TestArgumentErrorsNameTheField(t *testing.T) {
 func TestUnknownToolAndNoRunner(t *testing.T) {
 	f := start(t, nil)
 	expectErr(t, f.call("rm_rf", `{}`), kindUnknown, `unknown tool "rm_rf"`, "read_file, read_tool_output")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := f.runner.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -155,17 +156,20 @@ func TestCallsRunConcurrently(t *testing.T) {
 	sandboxtest.RequireBwrap(t)
 	f := start(t, nil)
 	expectOK(t, f.call("exec", map[string]any{"command": "true"})) // probe done
-	start := time.Now()
+	// Each command marks that it started, then waits (bounded) until all
+	// three have: it sees three marks only if the calls overlap.
 	var wg sync.WaitGroup
 	for i := range 3 {
 		wg.Go(func() {
-			expectOK(t, f.call("exec", map[string]any{"command": fmt.Sprintf("sleep 1; echo %d", i)}))
+			cmd := fmt.Sprintf(`touch started.%d; for n in $(seq 200); do [ $(ls started.* | wc -l) -ge 3 ] && break; sleep 0.05; done; echo "$(ls started.* | wc -l) running"`, i)
+			res := f.call("exec", map[string]any{"command": cmd})
+			expectOK(t, res)
+			if !strings.Contains(res.GetContent(), "3 running") {
+				t.Errorf("call %d saw %q: calls ran one after another", i, res.GetContent())
+			}
 		})
 	}
 	wg.Wait()
-	if d := time.Since(start); d > 2500*time.Millisecond {
-		t.Errorf("three 1 s commands took %s: calls ran one after another", d)
-	}
 }
 
 func TestRequestTimeout(t *testing.T) {
@@ -222,7 +226,7 @@ func TestStopWaitsForRunningCalls(t *testing.T) {
 	done := make(chan *nanofleetv1.ToolResult, 1)
 	go func() { done <- f.call("exec", map[string]any{"command": "touch started; sleep 1; echo ok"}) }()
 	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(f.ws(), "started")); return err == nil })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := f.runner.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -291,11 +295,10 @@ func TestClientOptions(t *testing.T) {
 // waitFor polls cond for up to 20 s.
 func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 20s")
+	bustest.Eventually(t, 20*time.Second, func() error {
+		if !cond() {
+			return errors.New("condition not met")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -1,7 +1,6 @@
 package held_test
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,7 @@ import (
 
 func TestTakeIsExclusive(t *testing.T) {
 	b := bustest.StartJetStream(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	ls, err := held.Open(ctx, b)
 	if err != nil {
 		t.Fatal(err)
