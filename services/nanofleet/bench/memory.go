@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 )
 
@@ -139,42 +138,6 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
-}
-
-// rssSampler reads a process's RSS periodically.
-type rssSampler struct {
-	mu  sync.Mutex
-	mbs []float64
-}
-
-func (s *rssSampler) start(ctx context.Context, pid int, every time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if kb, err := memKB(pid, "VmRSS"); err == nil {
-					s.mu.Lock()
-					s.mbs = append(s.mbs, mb(kb))
-					s.mu.Unlock()
-				}
-			}
-		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { cancel(); <-done }) }
-}
-
-func (s *rssSampler) values() []float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]float64(nil), s.mbs...)
 }
 
 // dirSize is the total size of the regular files under dir.
