@@ -80,11 +80,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dingtalk: %w", err)
 	}
-	limit := cfg.MaxMediaBytes
-	if limit == 0 {
-		limit = 20 << 20
-	}
-	a.media = media.NewStore(blobs, limit)
+	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
 	return a, nil
 }
 
@@ -258,11 +254,11 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	switch msg.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		if !on(a.cfg.SendProgress, a.deps.SendProgress) {
+		if !a.cfg.Progress(a.deps.SendProgress) {
 			return nil
 		}
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		if !on(a.cfg.SendToolHints, a.deps.SendToolHints) {
+		if !a.cfg.ToolHints(a.deps.SendToolHints) {
 			return nil
 		}
 	default:

@@ -17,6 +17,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk/dingtalktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -119,7 +120,7 @@ func group(id, staff, text string, at bool) dingtalktest.Message {
 }
 
 func TestDirectMessage(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"staff-ada"}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"staff-ada"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("## Hi\n\n**hello** " + in.GetContent())}
 	})
 	frame := h.fake.Send(t, dm("msg-1", "staff-ada", " hello "))
@@ -157,7 +158,7 @@ func TestExpiredSessionWebhookFallsBackToTheRobotAPI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+			h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 			tt.msg.WebhookTTL = -time.Minute
 			h.fake.Send(t, tt.msg)
 			c := h.fake.Next(t, wait, "webhook", "otosend", "groupsend")
@@ -173,7 +174,7 @@ func TestExpiredSessionWebhookFallsBackToTheRobotAPI(t *testing.T) {
 }
 
 func TestRefusedSessionWebhookFallsBackToTheRobotAPI(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	// The platform ended the session before the time it announced.
 	h.fake.Fail("webhook", dingtalktest.Failure{ErrCode: 300001})
 	h.fake.Send(t, dm("msg-1", "staff-ada", "hi"))
@@ -195,9 +196,9 @@ func TestGroupPolicy(t *testing.T) {
 	}{
 		{"mention needed", dingtalk.Config{}, false, false},
 		{"mentioned", dingtalk.Config{}, true, true},
-		{"open", dingtalk.Config{GroupPolicy: dingtalk.GroupOpen}, false, true},
-		{"allowlisted group", dingtalk.Config{GroupPolicy: dingtalk.GroupAllowlist, GroupAllowFrom: []string{"cidGroup1"}}, false, true},
-		{"other group", dingtalk.Config{GroupPolicy: dingtalk.GroupAllowlist, GroupAllowFrom: []string{"cidOther"}}, true, false},
+		{"open", dingtalk.Config{Common: channelconfig.Common{GroupPolicy: dingtalk.GroupOpen}}, false, true},
+		{"allowlisted group", dingtalk.Config{Common: channelconfig.Common{GroupPolicy: dingtalk.GroupAllowlist, GroupAllowFrom: []string{"cidGroup1"}}}, false, true},
+		{"other group", dingtalk.Config{Common: channelconfig.Common{GroupPolicy: dingtalk.GroupAllowlist, GroupAllowFrom: []string{"cidOther"}}}, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,7 +234,7 @@ func TestRateLimitIsHonoured(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+			h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 			h.fake.Fail(tt.kind, tt.failure)
 			h.fake.Send(t, dingtalktest.Message{MsgID: "msg-1", StaffID: "staff-ada", ConversationID: "cid-dm", Text: "hi", WebhookTTL: tt.ttl})
 			h.fake.Next(t, wait, tt.kind)
@@ -250,7 +251,7 @@ func TestRateLimitIsHonoured(t *testing.T) {
 }
 
 func TestRepeatedMessageYieldsOneReply(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	f1 := h.fake.Send(t, dm("msg-same", "staff-ada", "once"))
 	f2 := h.fake.Send(t, dm("msg-same", "staff-ada", "once")) // resent after a lost ACK
 	h.fake.WaitAck(t, f1, wait)
@@ -270,7 +271,7 @@ func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
 		paras = append(paras, strings.Repeat("word ", 40)+strings.Repeat("x", 1+i%5))
 	}
 	answer := strings.Join(paras, "\n\n") // about 8100 characters
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
 	})
 	h.fake.Send(t, dm("msg-1", "staff-ada", "long please"))
@@ -290,7 +291,7 @@ func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestStrangers(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"staff-owner"}}, workertest.Echo)
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"staff-owner"}}}, workertest.Echo)
 	h.fake.Send(t, group("msg-1", "staff-x", "hi", true))
 	h.fake.Send(t, dm("msg-2", "staff-x", "hi"))
 	// The pairing code carries no session webhook: it goes by the robot
@@ -307,7 +308,7 @@ func TestStrangers(t *testing.T) {
 }
 
 func TestMalformedFramesAreDropped(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Raw(t, []byte("not json"))
 	for _, data := range []string{`not json`, `{"msgId":"m1"}`, `{"msgId":"m2","conversationId":"c","senderStaffId":"s","conversationType":"9"}`} {
 		if ack := h.fake.WaitAck(t, h.fake.Frame(t, "CALLBACK", "/v1.0/im/bot/messages/get", data), wait); ack.Code != 200 {
@@ -335,7 +336,7 @@ func TestMalformedFramesAreDropped(t *testing.T) {
 }
 
 func TestDisconnectReconnects(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Frame(t, "SYSTEM", "disconnect", `{"reason":"upgrade"}`)
 	h.fake.WaitConnections(t, 2, wait)
 	h.fake.Send(t, dm("msg-1", "staff-ada", "after"))
@@ -345,7 +346,7 @@ func TestDisconnectReconnects(t *testing.T) {
 }
 
 func TestPicturesAndFilesAreStored(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.AddFile("dl-pic", []byte("\x89PNG\r\n\x1a\nfake"))
 	h.fake.AddFile("dl-doc", []byte("%PDF-1.4 fake"))
 	m := dm("msg-1", "staff-ada", "")
@@ -380,9 +381,9 @@ func TestPicturesAndFilesAreStored(t *testing.T) {
 func TestOneConnectionPerApp(t *testing.T) {
 	h := &harness{fake: dingtalktest.New(t), bus: bustest.StartJetStream(t)}
 	h.worker = workertest.Start(t, h.bus, workertest.Echo)
-	stopFirst := h.gateway(t, dingtalk.Config{AllowFrom: []string{"*"}})
+	stopFirst := h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.WaitConnected(t, wait)
-	h.gateway(t, dingtalk.Config{AllowFrom: []string{"*"}})
+	h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.Send(t, dm("msg-1", "staff-ada", "first"))
 	if got := h.replies(t, 1); got["echo: first"] != 1 {
 		t.Errorf("replies = %v", got)
@@ -427,7 +428,7 @@ func (h *harness) waitDelivered(t *testing.T, n int) {
 }
 
 func TestValidate(t *testing.T) {
-	ok := dingtalk.Config{Enabled: true, ClientID: "ding1", ClientSecret: "s"}
+	ok := dingtalk.Config{Common: channelconfig.Common{Enabled: true}, ClientID: "ding1", ClientSecret: "s"}
 	tests := []struct {
 		name   string
 		change func(*dingtalk.Config)
@@ -483,7 +484,7 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := dingtalk.Config{Enabled: true, ClientID: dingtalktest.ClientID, ClientSecret: "wrong", APIURL: fake.URL}
+	cfg := dingtalk.Config{Common: channelconfig.Common{Enabled: true}, ClientID: dingtalktest.ClientID, ClientSecret: "wrong", APIURL: fake.URL}
 	a, err := dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate, Log: log})
 	if err != nil {
 		t.Fatal(err)

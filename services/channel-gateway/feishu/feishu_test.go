@@ -19,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu/feishutest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -146,7 +147,7 @@ func sum(m map[string]int) int {
 }
 
 func TestDirectMessage(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"ou_ada"}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"ou_ada"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**Hi** " + in.GetContent())}
 	})
 	frame := h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_in1", "hello"))
@@ -172,9 +173,9 @@ func TestGroupPolicy(t *testing.T) {
 	}{
 		{"mention needed", feishu.Config{}, false, false},
 		{"mentioned", feishu.Config{}, true, true},
-		{"open", feishu.Config{GroupPolicy: feishu.GroupOpen}, false, true},
-		{"allowlisted chat", feishu.Config{GroupPolicy: feishu.GroupAllowlist, GroupAllowFrom: []string{"oc_g"}}, false, true},
-		{"other chat", feishu.Config{GroupPolicy: feishu.GroupAllowlist, GroupAllowFrom: []string{"oc_h"}}, true, false},
+		{"open", feishu.Config{Common: channelconfig.Common{GroupPolicy: feishu.GroupOpen}}, false, true},
+		{"allowlisted chat", feishu.Config{Common: channelconfig.Common{GroupPolicy: feishu.GroupAllowlist, GroupAllowFrom: []string{"oc_g"}}}, false, true},
+		{"other chat", feishu.Config{Common: channelconfig.Common{GroupPolicy: feishu.GroupAllowlist, GroupAllowFrom: []string{"oc_h"}}}, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,7 +203,7 @@ func TestGroupPolicy(t *testing.T) {
 }
 
 func TestMentionsOfOthersAreNamed(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_g", "group", "om_1", "@_user_1 ask @_user_2",
 		feishutest.BotMention, feishutest.Mention{Key: "@_user_2", OpenID: "ou_bob", Name: "Bob"}))
 	if got := h.inboundUntil(t, "ask @Bob"); len(got) != 1 {
@@ -211,7 +212,7 @@ func TestMentionsOfOthersAreNamed(t *testing.T) {
 }
 
 func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Fail("reply", feishutest.RateLimited(1))
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "hi"))
 	first := h.fake.Next(t, wait, "reply")
@@ -226,7 +227,7 @@ func TestRateLimitIsHonoured(t *testing.T) {
 }
 
 func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	ev := feishutest.Text("ev-same", "ou_ada", "oc_p2p", "p2p", "om_1", "once")
 	f1 := h.fake.Send(t, ev)
 	f2 := h.fake.Send(t, ev) // the platform sends an event again when unsure
@@ -247,7 +248,7 @@ func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
 		paras = append(paras, strings.Repeat("word ", 40)+strings.Repeat("x", 1+i%7))
 	}
 	answer := strings.Join(paras, "\n\n") // about 20000 characters
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
 	})
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "long please"))
@@ -273,7 +274,7 @@ func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestStrangers(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"ou_owner"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"ou_owner"}}}, workertest.Echo)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_x", "oc_g", "group", "om_1", "@_user_1 hi", feishutest.BotMention))
 	h.fake.Send(t, feishutest.Text("ev-2", "ou_x", "oc_px", "p2p", "om_2", "hi"))
 	c := h.fake.Next(t, wait, "reply", "create")
@@ -288,7 +289,7 @@ func TestStrangers(t *testing.T) {
 }
 
 func TestMalformedEventsAreDropped(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Raw(t, []byte("not a protobuf frame at all"))
 	bad := []string{
 		`not json`,
@@ -319,7 +320,7 @@ func TestMalformedEventsAreDropped(t *testing.T) {
 }
 
 func TestEventSplitOverFrames(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	ev := feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", strings.Repeat("big ", 50))
 	h.fake.Send(t, ev) // warm up with the same event whole: it must be stored once
 	data := []byte(`{"schema":"2.0","header":{"event_id":"ev-2","event_type":"im.message.receive_v1"},"event":{"sender":{"sender_id":{"open_id":"ou_ada"},"sender_type":"user"},"message":{"message_id":"om_2","chat_id":"oc_p2p","chat_type":"p2p","message_type":"text","content":"{\"text\":\"in three parts\"}"}}}`)
@@ -332,7 +333,7 @@ func TestEventSplitOverFrames(t *testing.T) {
 }
 
 func TestImagesAndFilesAreStored(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.AddResource("om_img", "img_1", []byte("\x89PNG\r\n\x1a\nfake"))
 	h.fake.AddResource("om_file", "file_1", []byte("%PDF-1.4 fake"))
 	h.fake.Send(t, feishutest.Message("ev-1", "ou_ada", "oc_p2p", "p2p", "om_img", "image", map[string]string{"image_key": "img_1"}))
@@ -385,7 +386,7 @@ func TestReplyFormats(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.format, func(t *testing.T) {
-			h := start(t, feishu.Config{AllowFrom: []string{"*"}, ReplyFormat: tt.format}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+			h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}, ReplyFormat: tt.format}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 				return []*nanofleetv1.OutboundMessage{workertest.Final("**bold** and `code`")}
 			})
 			h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "hi"))
@@ -400,7 +401,7 @@ func TestReplyFormats(t *testing.T) {
 func TestToolHints(t *testing.T) {
 	yes := true
 	release := make(chan struct{})
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}, SendToolHints: &yes}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{
 			workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, "read src/main.go"),
 			workertest.Final("done"),
@@ -424,7 +425,7 @@ func TestToolHints(t *testing.T) {
 
 func TestWebhook(t *testing.T) {
 	const key = "encrypt-key-1"
-	cfg := feishu.Config{AllowFrom: []string{"*"}, Mode: feishu.ModeWebhook, EncryptKey: key, VerificationToken: "vt"}
+	cfg := feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}, Mode: feishu.ModeWebhook, EncryptKey: key, VerificationToken: "vt"}
 	h := start(t, cfg, workertest.Echo)
 	srv := httptest.NewServer(h.adapter.WebhookHandler())
 	t.Cleanup(srv.Close)
@@ -468,7 +469,7 @@ func TestWebhook(t *testing.T) {
 func TestOneConnectionPerApp(t *testing.T) {
 	h := &harness{fake: feishutest.New(t), bus: bustest.StartJetStream(t)}
 	h.worker = workertest.Start(t, h.bus, workertest.Echo)
-	cfg := feishu.Config{AllowFrom: []string{"*"}}
+	cfg := feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}
 	_, stopFirst := h.gateway(t, cfg)
 	h.fake.WaitConnected(t, wait)
 	h.gateway(t, cfg)
@@ -493,7 +494,7 @@ func TestOneConnectionPerApp(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	ok := feishu.Config{Enabled: true, AppID: "cli_1", AppSecret: "s"}
+	ok := feishu.Config{Common: channelconfig.Common{Enabled: true}, AppID: "cli_1", AppSecret: "s"}
 	tests := []struct {
 		name   string
 		change func(*feishu.Config)
@@ -563,7 +564,7 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	}
 	// An app id of its own: the SDK caches tenant tokens process-wide by
 	// app id, and other tests got one for feishutest.AppID.
-	cfg := feishu.Config{Enabled: true, AppID: "cli_rejected", AppSecret: "wrong", BaseURL: fake.URL}
+	cfg := feishu.Config{Common: channelconfig.Common{Enabled: true}, AppID: "cli_rejected", AppSecret: "wrong", BaseURL: fake.URL}
 	a, err := feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate, Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -611,7 +612,7 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			// reach the delivery before the deltas reach the stream, and
 			// is then (correctly) sent whole.
 			posted := make(chan struct{})
-			h := start(t, feishu.Config{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}, script,
+			h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}}, script,
 				workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
 					select {
 					case <-posted:
