@@ -24,9 +24,24 @@ type Tool interface {
 type Command interface {
 	// Name is the command with its slash, e.g. "/dream-log".
 	Name() string
-	// Help is one line for /help.
+	// Help is what the command does, one line for /help.
 	Help() string
 	Run(ctx context.Context, tc *TurnContext, args []string) (string, error)
+}
+
+// Usage is implemented by a command that takes arguments: their synopsis
+// for /help, e.g. "<number>" or "[n]".
+type Usage interface {
+	Usage() string
+}
+
+// HelpLine is c's line in /help: "/name <args> — what it does".
+func HelpLine(c Command) string {
+	line := c.Name()
+	if u, ok := c.(Usage); ok && u.Usage() != "" {
+		line += " " + u.Usage()
+	}
+	return line + " — " + c.Help()
 }
 
 // TurnContext is what a tool or command may know and do about its turn.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // EmbeddedConfig configures a nats-server started inside the process.
@@ -26,6 +27,12 @@ type EmbeddedConfig struct {
 	// leaves the server's defaults.
 	MaxMemory int64
 	MaxStore  int64
+	// User and Password, when set, are required of every client, the
+	// in-process ones included. A server that listens on a socket should
+	// have them: without, any local user could read and publish the
+	// fleet's messages.
+	User     string
+	Password string
 }
 
 // Validate reports the first invalid field.
@@ -36,14 +43,18 @@ func (c EmbeddedConfig) Validate() error {
 	if c.Port < -1 || c.Port > 65535 {
 		return fmt.Errorf("embedded nats: port %d out of range", c.Port)
 	}
+	if (c.User == "") != (c.Password == "") {
+		return errors.New("embedded nats: user and password go together")
+	}
 	return nil
 }
 
 // Embedded is a running in-process nats-server with JetStream.
 type Embedded struct {
-	srv      *server.Server
-	noListen bool
-	js       server.JetStreamConfig // as started, for RestartJetStream
+	srv            *server.Server
+	noListen       bool
+	js             server.JetStreamConfig // as started, for RestartJetStream
+	user, password string
 }
 
 // StartEmbedded starts a nats-server with JetStream and waits until it
@@ -71,6 +82,17 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 		JetStreamMaxStore:  cfg.MaxStore,
 		NoSigs:             true,
 		MaxPayload:         8 << 20,
+		Username:           cfg.User,
+		Password:           cfg.Password,
+	}
+	if cfg.Password != "" {
+		// The server keeps only a hash; the cheapest cost keeps each
+		// client's login fast, and the password is random, not a person's.
+		hash, err := bcrypt.GenerateFromPassword([]byte(cfg.Password), bcrypt.MinCost)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: hash password: %w", err)
+		}
+		opts.Password = string(hash)
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -92,7 +114,7 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 	// Enable appends "jetstream" to the store dir it is given, and the
 	// server's copy already has it: keep the dir we started with.
 	js.StoreDir = cfg.StoreDir
-	return &Embedded{srv: srv, noListen: cfg.NoListen, js: *js}, nil
+	return &Embedded{srv: srv, noListen: cfg.NoListen, js: *js, user: cfg.User, password: cfg.Password}, nil
 }
 
 // StoreUsage reports the bytes JetStream stores and the server's limit
@@ -122,7 +144,8 @@ func (e *Embedded) RestartJetStream() error {
 	return nil
 }
 
-// ClientURL is the URL other processes connect to; empty with NoListen.
+// ClientURL is the URL other processes connect to, without credentials;
+// empty with NoListen.
 func (e *Embedded) ClientURL() string {
 	if e.noListen {
 		return ""
@@ -131,8 +154,18 @@ func (e *Embedded) ClientURL() string {
 }
 
 // ConnectOption makes a nats connection go straight into the embedded
-// server without a socket.
-func (e *Embedded) ConnectOption() nats.Option { return nats.InProcessServer(e.srv) }
+// server without a socket, with the server's credentials.
+func (e *Embedded) ConnectOption() nats.Option {
+	return func(o *nats.Options) error {
+		if err := nats.InProcessServer(e.srv)(o); err != nil {
+			return err
+		}
+		if e.user != "" {
+			return nats.UserInfo(e.user, e.password)(o)
+		}
+		return nil
+	}
+}
 
 // Server exposes the server for tests and status pages.
 func (e *Embedded) Server() *server.Server { return e.srv }

@@ -12,12 +12,14 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -35,6 +37,8 @@ type File struct {
 	NATS      NATS                `json:"nats"`
 	Agents    Agents              `json:"agents"`
 	Providers map[string]Provider `json:"providers"`
+	// Observability is the listener of /metrics, /healthz and /readyz.
+	Observability Observability `json:"observability"`
 
 	// Sections owned by one service each, decoded by [File.Section].
 	Worker   json.RawMessage `json:"worker,omitempty"`
@@ -73,6 +77,13 @@ type NATS struct {
 	// Embedded server listen address, for other processes to join.
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port,omitempty"`
+}
+
+// Observability says where /metrics, /healthz and /readyz are served.
+type Observability struct {
+	// Listen is the address; empty leaves the command's default, and a
+	// --http flag overrides it.
+	Listen string `json:"listen,omitempty"`
 }
 
 // Agents holds the agent defaults, as nanobot's agents.defaults.
@@ -127,6 +138,7 @@ func Load(path string, getenv func(string) string, optional bool) (*File, error)
 	f := Defaults()
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && optional {
+		f.applyEnv(getenv)
 		return f, f.Validate()
 	}
 	if err != nil {
@@ -139,8 +151,9 @@ func Load(path string, getenv func(string) string, optional bool) (*File, error)
 	return f, nil
 }
 
-// Parse decodes data over f after expanding `${VAR}` placeholders, then
-// validates it.
+// Parse decodes data over f after expanding `${VAR}` placeholders,
+// applies the environment's overrides (NANOFLEET_MODEL), then validates
+// it.
 func Parse(f *File, data []byte, getenv func(string) string) error {
 	var tree any
 	if err := json.Unmarshal(data, &tree); err != nil {
@@ -157,7 +170,17 @@ func Parse(f *File, data []byte, getenv func(string) string) error {
 	if err := decodeStrict(expanded, f, ""); err != nil {
 		return err
 	}
+	f.applyEnv(getenv)
 	return f.Validate()
+}
+
+// applyEnv applies the environment variables that override the file:
+// NANOFLEET_MODEL names the model, as OpenAI users set it for a local
+// server. Flags, applied by the caller after loading, override both.
+func (f *File) applyEnv(getenv func(string) string) {
+	if m := strings.TrimSpace(getenv("NANOFLEET_MODEL")); m != "" {
+		f.Agents.Defaults.Model = m
+	}
 }
 
 // Validate reports the first invalid key of the shared sections.
@@ -230,8 +253,12 @@ func invalid(key, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, key, fmt.Sprintf(format, args...))
 }
 
-// decodeStrict decodes data into v refusing unknown keys, and names the
-// offending key with its full path.
+// DecodeStrict decodes data, the value at key path section (e.g.
+// "channels.web"; "" for the whole file), into v refusing unknown keys,
+// and names an offending key with its full path, in the file's terms.
+// Owners of sections that decode their parts one by one use it.
+func DecodeStrict(data []byte, v any, section string) error { return decodeStrict(data, v, section) }
+
 func decodeStrict(data []byte, v any, section string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -247,11 +274,20 @@ func decodeStrict(data []byte, v any, section string) error {
 	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		return invalid(join(typeErr.Field), "cannot use a JSON %s as %s", typeErr.Value, typeErr.Type)
+		key := typeErr.Field
+		if key == "" {
+			key = "(the whole " + cmp.Or(section, "file") + ")"
+		} else {
+			key = join(key)
+		}
+		return invalid(key, "must be %s, got %s", jsonKind(typeErr.Type), jsonValueKind(typeErr.Value))
 	}
-	// encoding/json reports unknown keys only as text: `json: unknown field "x"`.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return invalid(join(strings.Trim(name, `"`)), "unknown key (check spelling; keys are camelCase)")
+	// encoding/json reports an unknown key without its path; find it.
+	var tree any
+	if json.Unmarshal(data, &tree) == nil {
+		if key := unknownKey(tree, reflect.TypeOf(v), section); key != "" {
+			return invalid(key, "unknown key (check spelling; keys are camelCase)")
+		}
 	}
 	if section == "" {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)

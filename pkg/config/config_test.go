@@ -13,19 +13,22 @@ func env(m map[string]string) func(string) string {
 }
 
 func TestParseNamesTheBadKey(t *testing.T) {
+	// wantKey is the whole path, followed by ":" as the error prints it,
+	// so that a path missing its parents ("modle: ") does not pass.
 	tests := []struct {
 		name, json, wantKey string
 	}{
-		{"unknown top key", `{"agentz": {}}`, "agentz"},
-		{"unknown nested key", `{"agents": {"defaults": {"modle": "x"}}}`, "modle"},
-		{"wrong type", `{"agents": {"defaults": {"maxTokens": "lots"}}}`, "agents.defaults.maxTokens"},
+		{"unknown top key", `{"agentz": {}}`, "config: agentz:"},
+		{"unknown nested key", `{"agents": {"defaults": {"modle": "x"}}}`, "config: agents.defaults.modle:"},
+		{"unknown provider key", `{"providers": {"openai": {"apikey2": "x"}}}`, "config: providers.openai.apikey2:"},
+		{"wrong type", `{"agents": {"defaults": {"maxTokens": "lots"}}}`, "config: agents.defaults.maxTokens: must be a whole number, got a string"},
 		{"out of range", `{"agents": {"defaults": {"maxToolIterations": 0}}}`, "agents.defaults.maxToolIterations"},
 		{"bad prefix", `{"nats": {"prefix": "a.b"}}`, "nats.prefix"},
 		{"zero duplicate window", `{"nats": {"duplicateWindowSeconds": -5}}`, "nats.duplicateWindowSeconds"},
 		{"replay window under two lease TTLs", `{"nats": {"leaseTtlSeconds": 90, "replayWindowSeconds": 120}}`, "nats.replayWindowSeconds"},
 		{"provider bound below -1", `{"providers": {"ollama": {"maxConcurrent": -2}}}`, "providers.ollama.maxConcurrent"},
 		{"unset variable", `{"providers": {"openai": {"apiKey": "${NO_SUCH_VAR}"}}}`, "providers.openai.apiKey"},
-		{"not json", `{"agents": `, ""},
+		{"not json", `{"agents": `, "invalid config"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,8 +70,19 @@ func TestSectionIsStrictAndPathed(t *testing.T) {
 		} `json:"exec"`
 	}
 	err := f.Section("tools", &tools)
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "tools.exec.timeout") {
-		t.Fatalf("Section error = %v, want one naming tools.exec.timeout", err)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "config: tools.exec.timeout: must be a whole number, got a string") {
+		t.Fatalf("Section error = %v, want one naming tools.exec.timeout and the kinds in JSON terms", err)
+	}
+	if strings.Contains(err.Error(), "struct") || strings.Contains(err.Error(), "int") {
+		t.Errorf("Section error shows Go types: %v", err)
+	}
+	f = Defaults()
+	if err := Parse(f, []byte(`{"tools": {"exec": {"timeot": 5}}}`), env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	err = f.Section("tools", &tools)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "config: tools.exec.timeot: unknown key") {
+		t.Fatalf("Section error = %v, want one naming tools.exec.timeot", err)
 	}
 	var none struct{}
 	if err := f.Section("gateway", &none); err != nil {
@@ -114,6 +128,8 @@ func TestModelProvider(t *testing.T) {
 		{"env only", `{}`, map[string]string{"OPENAI_API_KEY": "sk-env", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, "custom", "http://127.0.0.1:9/v1", "sk-env", "gpt-4o-mini"},
 		{"provider entry", `{"agents":{"defaults":{"model":"deepseek-chat"}},"providers":{"deepseek":{"apiKey":"dk"}}}`, nil, "deepseek", "", "dk", "deepseek-chat"},
 		{"model override", `{}`, map[string]string{"NANOFLEET_MODEL": "gpt-5", "OPENAI_API_KEY": "k"}, "openai", "", "k", "gpt-5"},
+		{"env model over the config's, local server", `{"agents":{"defaults":{"model":"gpt-4o-mini"}}}`,
+			map[string]string{"NANOFLEET_MODEL": "qwen3", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, "custom", "http://127.0.0.1:11434/v1", "", "qwen3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,9 +137,42 @@ func TestModelProvider(t *testing.T) {
 			if err := Parse(f, []byte(tt.json), env(tt.env)); err != nil {
 				t.Fatal(err)
 			}
+			// The worker names agents.defaults.model in its requests and
+			// in /status: it must be the model the provider was built for.
+			if f.Agents.Defaults.Model != tt.wantModel {
+				t.Errorf("agents.defaults.model = %q, want %q", f.Agents.Defaults.Model, tt.wantModel)
+			}
 			got := f.ModelProvider(env(tt.env))
 			if got.Name != tt.wantProvider || got.APIBase != tt.wantBase || got.APIKey != tt.wantKey || got.Model != tt.wantModel {
 				t.Errorf("ModelProvider = %+v", got)
+			}
+		})
+	}
+}
+
+// TestLoadAppliesModelFromEnv: NANOFLEET_MODEL overrides the file's model
+// and the defaults' when there is no file.
+func TestLoadAppliesModelFromEnv(t *testing.T) {
+	withFile := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(withFile, []byte(`{"agents":{"defaults":{"model":"from-file"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path, envModel, want string
+	}{
+		{"file only", withFile, "", "from-file"},
+		{"env over file", withFile, "from-env", "from-env"},
+		{"env, no file", filepath.Join(t.TempDir(), "missing.json"), "from-env", "from-env"},
+		{"no file, no env", filepath.Join(t.TempDir(), "missing.json"), "", "gpt-4o-mini"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Load(tt.path, env(map[string]string{"NANOFLEET_MODEL": tt.envModel}), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Agents.Defaults.Model; got != tt.want {
+				t.Fatalf("model = %q, want %q", got, tt.want)
 			}
 		})
 	}

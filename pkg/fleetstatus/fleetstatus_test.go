@@ -56,6 +56,13 @@ func TestGet(t *testing.T) {
 	register(t, b, fleetstatus.WorkerService, "w1")
 	register(t, b, fleetstatus.WorkerService, "w2")
 	register(t, b, fleetstatus.ToolRunnerService, "r1")
+	// r1's MCP server's tools: a service of the runner's name, not a runner.
+	mcpTools, err := micro.AddService(b.NC, micro.Config{Name: fleetstatus.ToolRunnerService, Version: "1.2.3",
+		Metadata: map[string]string{"runner": "r1", fleetstatus.MCPServerKey: "memory"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mcpTools.Stop() })
 
 	st, err := fleetstatus.Get(ctx, b, 300*time.Millisecond)
 	if err != nil {

@@ -81,11 +81,17 @@ func (s *Status) Consumer(stream, name string) (Consumer, bool) {
 	return Consumer{}, false
 }
 
-// Online counts the instances of the service called name.
+// MCPServerKey is the metadata key of the micro services a tool runner
+// registers for its MCP servers' tools (under the runner's own name):
+// they are part of that runner, not runners of their own.
+const MCPServerKey = "mcp_server"
+
+// Online counts the instances of the service called name. A tool
+// runner's MCP tool services are not counted.
 func (s *Status) Online(name string) int {
 	n := 0
 	for _, svc := range s.Services {
-		if svc.Name == name {
+		if _, mcp := svc.Metadata[MCPServerKey]; svc.Name == name && !mcp {
 			n++
 		}
 	}

@@ -73,8 +73,11 @@ func (DreamLogCommand) Name() string { return "/dream-log" }
 
 // Help is one line for /help.
 func (DreamLogCommand) Help() string {
-	return "what Dream changed in memory, newest first ([n], default 10)"
+	return "what Dream changed in memory, newest first (default 10)"
 }
+
+// Usage is the arguments' synopsis for /help.
+func (DreamLogCommand) Usage() string { return "[n]" }
 
 // Run lists the revisions.
 func (c DreamLogCommand) Run(ctx context.Context, tc *agenttool.TurnContext, args []string) (string, error) {
@@ -128,8 +131,11 @@ func (DreamRestoreCommand) Name() string { return "/dream-restore" }
 
 // Help is one line for /help.
 func (DreamRestoreCommand) Help() string {
-	return "<number> — undo a memory revision from /dream-log"
+	return "undo a memory revision from /dream-log"
 }
+
+// Usage is the arguments' synopsis for /help.
+func (DreamRestoreCommand) Usage() string { return "<number>" }
 
 // Run restores.
 func (c DreamRestoreCommand) Run(ctx context.Context, tc *agenttool.TurnContext, args []string) (string, error) {

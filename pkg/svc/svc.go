@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
@@ -29,15 +31,20 @@ type Flags struct {
 	Config   string
 	HTTP     string
 	LogLevel string
+
+	// fs is where the flags were registered, to tell a flag given from
+	// its default.
+	fs *flag.FlagSet
 }
 
 // Register adds the common flags to fs.
 func (f *Flags) Register(fs *flag.FlagSet) {
+	f.fs = fs
 	fs.StringVar(&f.NATS, "nats", os.Getenv("NANOFLEET_NATS_URL"), "NATS server URL(s), comma separated (env NANOFLEET_NATS_URL)")
 	fs.StringVar(&f.Creds, "creds", "", "NATS credentials file")
 	fs.StringVar(&f.Prefix, "prefix", "", "subject prefix of the fleet (default from config, else nanofleet)")
 	fs.StringVar(&f.Config, "config", os.Getenv("NANOFLEET_CONFIG"), "config file (nanobot-style JSON; env NANOFLEET_CONFIG)")
-	fs.StringVar(&f.HTTP, "http", ":9090", "observability address (/metrics, /healthz, /readyz); empty disables")
+	fs.StringVar(&f.HTTP, "http", ":9090", "observability address (/metrics, /healthz, /readyz); empty disables (default: observability.listen, else :9090)")
 	fs.StringVar(&f.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 }
 
@@ -66,7 +73,51 @@ func (f *Flags) LoadConfig() (*config.File, error) {
 	if f.Creds != "" {
 		file.NATS.CredsFile = f.Creds
 	}
+	// The config says where the observability server listens unless
+	// --http was given.
+	if file.Observability.Listen != "" && !f.given("http") {
+		f.HTTP = file.Observability.Listen
+	}
+	if file.NATS.URL == "" {
+		// An all-in-one on this machine: join it with its credentials.
+		if file.NATS.URL, err = localFleet(os.Getenv); err != nil {
+			return nil, err
+		}
+	}
 	return file, file.Validate()
+}
+
+// given reports whether the flag called name was on the command line.
+func (f *Flags) given(name string) bool {
+	found := false
+	if f.fs != nil {
+		f.fs.Visit(func(fl *flag.Flag) { found = found || fl.Name == name })
+	}
+	return found
+}
+
+// localFleet is the NATS URL, with credentials, of the all-in-one running
+// on this machine's data directory (NANOFLEET_DATA, else
+// ~/.nanofleet/data); empty when none runs there.
+func localFleet(getenv func(string) string) (string, error) {
+	dir := getenv("NANOFLEET_DATA")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", nil
+		}
+		dir = filepath.Join(home, ".nanofleet", "data")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := fleetdir.Find(ctx, dir)
+	if errors.Is(err, fleetdir.ErrNotRunning) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("nats: no --nats given and %w", err)
+	}
+	return r.URL()
 }
 
 // BusConfig turns the config's nats section into a connection config.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
@@ -17,37 +18,68 @@ import (
 
 // conversation is the fleet and client behind agent and chat.
 type conversation struct {
+	lock    *fleetdir.Lock // held while the fleet runs here
 	fleet   *fleet.Fleet
 	client  *fleet.Client
 	session string
 	chat    string
 }
 
-func openConversation(ctx context.Context, env *environment, c *common, sessionKey string) (*conversation, error) {
+// openConversation joins the fleet (see [fleet.Options.ClientOnly]) or
+// starts one in-process; command is "agent" or "chat".
+func openConversation(ctx context.Context, env *environment, c *common, command, sessionKey string) (*conversation, error) {
 	file, err := env.load(c)
 	if err != nil {
 		return nil, err
 	}
-	// Without --nats the fleet runs here, in-process, for this conversation.
-	f, err := fleet.Start(ctx, fleet.Options{
+	cv := &conversation{session: sessionKey, chat: strings.TrimPrefix(sessionKey, "cli:")}
+	opts := fleet.Options{
 		File: file, Getenv: env.getenv, Log: env.logger(c.logLevel), DataDir: c.dataDir, Workspace: c.workspace,
 		Workers: 1, ClientOnly: file.NATS.URL != "",
-	})
+	}
+	if !opts.ClientOnly {
+		// Join the fleet running on the data directory; only when none
+		// runs does this conversation run one here, holding the directory.
+		lock, creds, err := lockDataDir(c.dataDir, command)
+		var locked *fleetdir.LockedError
+		switch {
+		case errors.As(err, &locked):
+			if file.NATS.URL, err = findFleet(ctx, c.dataDir); err != nil {
+				return nil, err
+			}
+			opts.ClientOnly = true
+		case err != nil:
+			return nil, err
+		default:
+			cv.lock, opts.Credentials = lock, creds
+		}
+	}
+	if opts.ClientOnly && c.model != "" {
+		return nil, errors.New("--model sets the model of a fleet this command starts, but it joins a running one: restart that fleet with --model, or say /model NAME in the session")
+	}
+	f, err := fleet.Start(ctx, opts)
 	if err != nil {
+		cv.close()
 		return nil, err
 	}
-	client, err := fleet.NewClient(ctx, f.Bus, "cli")
-	if err != nil {
-		f.Stop()
+	cv.fleet = f
+	if cv.client, err = fleet.NewClient(ctx, f.Bus, "cli"); err != nil {
+		cv.close()
 		return nil, err
 	}
-	chat := strings.TrimPrefix(sessionKey, "cli:")
-	return &conversation{fleet: f, client: client, session: sessionKey, chat: chat}, nil
+	return cv, nil
 }
 
 func (cv *conversation) close() {
-	cv.client.Close()
-	cv.fleet.Stop()
+	if cv.client != nil {
+		cv.client.Close()
+	}
+	if cv.fleet != nil {
+		cv.fleet.Stop()
+	}
+	if cv.lock != nil {
+		cv.lock.Release()
+	}
 }
 
 // ask sends text and prints progress to progress (may be nil).
@@ -87,7 +119,7 @@ func agentCmd(ctx context.Context, env *environment, args []string) error {
 	if *msg == "" {
 		return errors.New("agent: -m TEXT is required")
 	}
-	cv, err := openConversation(ctx, env, &c, *sess)
+	cv, err := openConversation(ctx, env, &c, "agent", *sess)
 	if err != nil {
 		return err
 	}
@@ -111,7 +143,7 @@ func chatCmd(ctx context.Context, env *environment, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cv, err := openConversation(ctx, env, &c, *sess)
+	cv, err := openConversation(ctx, env, &c, "chat", *sess)
 	if err != nil {
 		return err
 	}

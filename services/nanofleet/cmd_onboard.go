@@ -27,6 +27,8 @@ func onboardCmd(_ context.Context, env *environment, args []string) error {
 	for _, p := range res.Kept {
 		fmt.Fprintln(env.stdout, "kept ", p)
 	}
-	fmt.Fprintf(env.stdout, "\nNext: set OPENAI_API_KEY (or edit %s), then run `nanofleet agent -m \"Hello\"` or `nanofleet run`.\n", *cfgPath)
+	fmt.Fprintf(env.stdout, "\nNext: set OPENAI_API_KEY (and OPENAI_BASE_URL, NANOFLEET_MODEL for another OpenAI-compatible host), or edit %s.\n"+
+		"Then start the fleet with `nanofleet run` and, in another terminal, talk to it with `nanofleet agent -m \"Hello\"` or `nanofleet chat`\n"+
+		"(without a running fleet, agent and chat run one for themselves until they exit).\n", *cfgPath)
 	return nil
 }

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
@@ -15,9 +22,9 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	var c common
 	env.register(fs, &c)
 	workers := fs.Int("workers", 1, "agent workers in this process")
-	httpAddr := fs.String("http", "127.0.0.1:9090", "observability address (/metrics, /healthz, /readyz); empty disables")
+	httpAddr := fs.String("http", "", "observability address (/metrics, /healthz, /readyz); empty disables (default: observability.listen, else 127.0.0.1:9090)")
 	noGateway := fs.Bool("no-gateway", false, "do not run the channel-gateway")
-	listen := fs.String("listen", "127.0.0.1:8080", "web chat and OpenAI-compatible API address (\"\" for channels.web.listen)")
+	listen := fs.String("listen", "", "web chat, dashboard and OpenAI-compatible API address (default: channels.web.listen, else 127.0.0.1:8080)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -25,14 +32,34 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The config says where each listener is; a flag given overrides it.
+	if !flagGiven(fs, "http") {
+		*httpAddr = cmp.Or(file.Observability.Listen, "127.0.0.1:9090")
+	}
 	log := env.logger(c.logLevel)
-	f, err := fleet.Start(ctx, fleet.Options{
+	opts := fleet.Options{
 		File: file, Getenv: env.getenv, Log: log, DataDir: c.dataDir, Workspace: c.workspace,
 		Listen: true, Workers: *workers, Gateway: !*noGateway, GatewayListen: *listen,
 		Announce: func(line string) { fmt.Fprintln(env.stderr, line) },
-	})
+	}
+	var lock *fleetdir.Lock
+	if file.NATS.URL == "" {
+		// The embedded server's store is this process's alone.
+		if lock, opts.Credentials, err = lockDataDir(c.dataDir, "run"); err != nil {
+			return err
+		}
+		defer lock.Release()
+	}
+	f, err := fleet.Start(ctx, opts)
 	if err != nil {
 		return err
+	}
+	if lock != nil {
+		info := fleetdir.Info{PID: os.Getpid(), Command: "run", NATSURL: f.Embedded.ClientURL(), Started: time.Now().UTC()}
+		if err := lock.Publish(info); err != nil {
+			f.Stop()
+			return err
+		}
 	}
 	// Give the memory of a burst back once the process goes quiet.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
@@ -41,13 +68,16 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 		f.Stop()
 		return err
 	}
-	where := "embedded NATS"
-	if f.Embedded != nil && f.Embedded.ClientURL() != "" {
-		where = "embedded NATS at " + f.Embedded.ClientURL()
-	} else if file.NATS.URL != "" {
-		where = "NATS at " + file.NATS.URL
+	if *httpAddr != "" {
+		fmt.Fprintf(env.stderr, "metrics: http://%s/metrics (also /healthz, /readyz)\n", *httpAddr)
 	}
-	fmt.Fprintf(env.stderr, "nanofleet is running (%s, %d worker(s), workspace %s). Ctrl-C stops it.\n", where, *workers, c.workspace)
+	if f.Embedded != nil {
+		fmt.Fprintf(env.stderr, "NATS: %s (user and password in %s; other nanofleet commands on this machine find them)\n",
+			f.Embedded.ClientURL(), filepath.Join(c.dataDir, "nats-credentials.json"))
+	} else {
+		fmt.Fprintf(env.stderr, "NATS: %s\n", redactURL(file.NATS.URL))
+	}
+	fmt.Fprintf(env.stderr, "nanofleet is running (%d worker(s), model %s, workspace %s). Ctrl-C stops it.\n", *workers, file.Agents.Defaults.Model, c.workspace)
 	select {
 	case <-ctx.Done():
 	case <-f.Done():
@@ -56,4 +86,41 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	stopHTTP()
 	f.Stop()
 	return f.Err()
+}
+
+// flagGiven reports whether name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// redactURL drops the passwords of NATS URLs (comma separated) for printing.
+func redactURL(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// lockDataDir takes the data directory for command's embedded server and
+// returns its credentials. fleet.json says who holds it until the server
+// says where it listens.
+func lockDataDir(dir, command string) (*fleetdir.Lock, fleetdir.Credentials, error) {
+	lock, err := fleetdir.Acquire(dir)
+	if err != nil {
+		return nil, fleetdir.Credentials{}, err
+	}
+	creds, err := lock.Credentials()
+	if err == nil {
+		err = lock.Publish(fleetdir.Info{PID: os.Getpid(), Command: command, Started: time.Now().UTC()})
+	}
+	if err != nil {
+		lock.Release()
+		return nil, fleetdir.Credentials{}, err
+	}
+	return lock, creds, nil
 }

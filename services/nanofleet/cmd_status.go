@@ -38,13 +38,9 @@ func statusCmd(ctx context.Context, env *environment, args []string) error {
 	for _, c := range st.Consumers {
 		fmt.Fprintf(w, "%s/%s\t%d\t%d\t%d\t%d\n", c.Stream, c.Name, c.Pending, c.InFlight, c.Redelivered, c.Waiting)
 	}
-	counts := map[string]int{}
-	for _, s := range st.Services {
-		counts[s.Name]++
-	}
 	fmt.Fprintln(w, "\nSERVICE\tONLINE")
 	for _, name := range []string{"agent-worker", "tool-runner", "memory-consolidator", "channel-gateway"} {
-		fmt.Fprintf(w, "%s\t%d\n", name, counts[name])
+		fmt.Fprintf(w, "%s\t%d\n", name, st.Online(name))
 	}
 	if hist, ok := st.Stream(b.Space.HistoryStream()); ok && *usageTop > 0 {
 		u := fleetstatus.NewUsage(b.Space)

@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 )
 
@@ -45,6 +49,7 @@ type common struct {
 	dataDir    string
 	workspace  string
 	nats       string
+	model      string
 	logLevel   string
 }
 
@@ -53,6 +58,7 @@ func (e *environment) register(fs *flag.FlagSet, c *common) {
 	fs.StringVar(&c.dataDir, "data", filepath.Join(e.home(), "data"), "data directory of the embedded NATS server")
 	fs.StringVar(&c.workspace, "workspace", "", "workspace directory (default from config: ~/.nanofleet/workspace)")
 	fs.StringVar(&c.nats, "nats", "", "join an external NATS at this URL instead of embedding one")
+	fs.StringVar(&c.model, "model", "", "model of the fleet this command starts (over NANOFLEET_MODEL, over agents.defaults.model)")
 	fs.StringVar(&c.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 }
 
@@ -66,6 +72,10 @@ func (e *environment) load(c *common) (*config.File, error) {
 	if c.nats != "" {
 		file.NATS.URL = c.nats
 	}
+	// Flag over environment over file: Load applied NANOFLEET_MODEL.
+	if c.model != "" {
+		file.Agents.Defaults.Model = c.model
+	}
 	if c.workspace == "" {
 		c.workspace = file.Agents.Defaults.Workspace
 	}
@@ -75,7 +85,40 @@ func (e *environment) load(c *common) (*config.File, error) {
 	if c.dataDir, err = config.ExpandHome(c.dataDir); err != nil {
 		return nil, err
 	}
+	if err := e.letSandboxThrough(c.workspace); err != nil {
+		return nil, err
+	}
 	return file, nil
+}
+
+// letSandboxThrough makes nanofleet's home (~/.nanofleet) searchable by
+// others when the workspace is inside it: exec and MCP servers run as
+// another user (the sandbox's, or tools.exec.hostUid under root), which
+// must reach the workspace. Searchable only: the home stays unlistable,
+// the data directory and the config stay private.
+func (e *environment) letSandboxThrough(workspace string) error {
+	home := e.home()
+	rel, err := filepath.Rel(home, workspace)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil
+	}
+	fi, err := os.Stat(home)
+	if errors.Is(err, os.ErrNotExist) {
+		return os.MkdirAll(home, 0o711)
+	}
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o011 == 0o011 {
+		return nil
+	}
+	perm := fi.Mode().Perm() | 0o011
+	if err := os.Chmod(home, perm); err != nil {
+		return fmt.Errorf("make %s searchable for the sandbox (chmod go+x %s): %w", home, home, err)
+	}
+	fmt.Fprintf(e.stderr, "nanofleet: %s is now mode %#o (was %#o) so that exec and MCP servers, which run as another user, can reach the workspace\n", home, perm, fi.Mode().Perm())
+	return nil
 }
 
 func (e *environment) logger(level string) *slog.Logger {
@@ -87,20 +130,37 @@ func (e *environment) logger(level string) *slog.Logger {
 }
 
 // connect joins the running fleet: the NATS of the config or --nats, else
-// the address the all-in-one's embedded server listens on.
+// the fleet running on the data directory.
 func (e *environment) connect(ctx context.Context, c *common) (*bus.Bus, error) {
 	file, err := e.load(c)
 	if err != nil {
 		return nil, err
 	}
 	if file.NATS.URL == "" {
-		file.NATS.URL = fmt.Sprintf("nats://%s:%d", file.NATS.Host, file.NATS.Port)
+		if file.NATS.URL, err = findFleet(ctx, c.dataDir); err != nil {
+			return nil, err
+		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	b, err := bus.Connect(cctx, svc.BusConfig(file, "nanofleet-cli"))
 	if err != nil {
-		return nil, fmt.Errorf("is the fleet running (nanofleet run)? %w", err)
+		return nil, fmt.Errorf("join the fleet: %w", err)
 	}
 	return b, nil
+}
+
+// findFleet returns the NATS URL, with credentials, of the fleet running
+// on dataDir, waiting a while for one that is starting.
+func findFleet(ctx context.Context, dataDir string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := fleetdir.Find(ctx, dataDir)
+	if errors.Is(err, fleetdir.ErrNotRunning) {
+		return "", fmt.Errorf("%w; start one with `nanofleet run` (or pass --nats URL)", err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return r.URL()
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
@@ -97,8 +98,11 @@ func TestOnboardAndUnknownCommand(t *testing.T) {
 	if err := dispatch(context.Background(), env, []string{"onboard"}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "config.json") {
-		t.Errorf("onboard output = %q", out.String())
+	// The closing hint leads to the fleet, then to talking to it.
+	for _, want := range []string{"config.json", "`nanofleet run`", "another terminal", "`nanofleet agent -m \"Hello\"`"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("onboard output lacks %q: %q", want, out.String())
+		}
 	}
 	if _, err := os.Stat(filepath.Join(env.home(), "workspace", "SOUL.md")); err != nil {
 		t.Error(err)
@@ -136,6 +140,103 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestModelPrecedence: the model the fleet names in its requests and in
+// /status is the --model flag's, else NANOFLEET_MODEL's, else the config's.
+func TestModelPrecedence(t *testing.T) {
+	tests := []struct {
+		name, envModel, flag, want string
+	}{
+		{"config", "", "", "from-config"},
+		{"env over config", "from-env", "", "from-env"},
+		{"flag over env", "from-env", "from-flag", "from-flag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			llm := llmtest.NewServer(t)
+			llm.Enqueue(llmtest.Text("hello"))
+			env, out, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k", "NANOFLEET_MODEL": tt.envModel})
+			cfg := filepath.Join(env.home(), "config.json")
+			if err := os.WriteFile(cfg, []byte(`{"agents":{"defaults":{"model":"from-config"}},"tools":{"exec":{"sandbox":"none"}}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"agent"}
+			if tt.flag != "" {
+				args = append(args, "--model", tt.flag)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			if err := dispatch(ctx, env, append(args, "-m", "hi")); err != nil {
+				t.Fatal(err)
+			}
+			req, ok := llm.LastRequest()
+			if !ok || req.Model != tt.want {
+				t.Fatalf("the model was asked for %q, want %q", req.Model, tt.want)
+			}
+			out.Reset()
+			if err := dispatch(ctx, env, append(args, "-m", "/status")); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), "Model: "+tt.want+"\n") {
+				t.Errorf("/status = %q, want Model: %s", out.String(), tt.want)
+			}
+		})
+	}
+}
+
+// TestHomeLetsTheSandboxThrough: a ~/.nanofleet created 0700 (as a root
+// shell's umask or an old version made it) that holds the workspace is
+// made searchable, so that the sandbox's user reaches the workspace; one
+// that does not hold it is left alone.
+func TestHomeLetsTheSandboxThrough(t *testing.T) {
+	tests := []struct {
+		name      string
+		workspace string // relative to the test's root; "" for the default inside home
+		want      os.FileMode
+	}{
+		{"workspace inside", "", 0o711},
+		{"workspace elsewhere", "elsewhere/ws", 0o700},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			home := filepath.Join(root, ".nanofleet")
+			if err := os.Mkdir(home, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			vars := map[string]string{"NANOFLEET_HOME": home, "HOME": root}
+			env := newEnvironment(strings.NewReader(""), &bytes.Buffer{}, &stderr, func(k string) string { return vars[k] })
+			c := common{configPath: filepath.Join(home, "config.json"), dataDir: filepath.Join(home, "data"), workspace: filepath.Join(home, "workspace")}
+			if tt.workspace != "" {
+				c.workspace = filepath.Join(root, tt.workspace)
+			}
+			if _, err := env.load(&c); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(home)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode().Perm() != tt.want {
+				t.Fatalf("%s is %#o, want %#o; stderr: %s", home, st.Mode().Perm(), tt.want, stderr.String())
+			}
+		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"nats://127.0.0.1:4222", "nats://127.0.0.1:4222"},
+		{"nats://nanofleet:s3cret@127.0.0.1:4222", "nats://nanofleet:xxxxx@127.0.0.1:4222"},
+		{"nats://a:p1@n1:4222,nats://a:p2@n2:4222", "nats://a:xxxxx@n1:4222,nats://a:xxxxx@n2:4222"},
+	}
+	for _, tt := range tests {
+		if got := redactURL(tt.in); got != tt.want {
+			t.Errorf("redactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 // TestStatusShowsTokenUsage: `nanofleet status` sums the usage the turns
 // recorded, in total and per model, user and session (issue 16.7). The
 // turns go through `agent -m` joining a running all-in-one.
@@ -158,12 +259,13 @@ func TestStatusShowsTokenUsage(t *testing.T) {
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: file, Getenv: func(string) string { return "" }, Log: slog.New(slog.DiscardHandler),
 		DataDir: t.TempDir(), Workspace: t.TempDir(), Listen: true,
+		Credentials: fleetdir.Credentials{User: "nanofleet", Password: "usage-test"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Stop()
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	url := fmt.Sprintf("nats://nanofleet:usage-test@127.0.0.1:%d", port)
 	env, out, _ := testEnv(t, nil)
 	for _, m := range []string{"first", "second"} {
 		if err := dispatch(ctx, env, []string{"agent", "--nats", url, "-m", m}); err != nil {
@@ -203,5 +305,26 @@ func TestStatusShowsTokenUsage(t *testing.T) {
 	}
 	if users != 1 || sessions != 1 {
 		t.Errorf("want one cli user and one cli session with all the tokens\n%s", out.String())
+	}
+}
+
+// TestModelFlagWhenJoining: --model cannot change a running fleet's
+// model; agent says so instead of silently using the fleet's.
+func TestModelFlagWhenJoining(t *testing.T) {
+	env, _, _ := testEnv(t, nil)
+	lock, err := fleetdir.Acquire(filepath.Join(env.home(), "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	if _, err := lock.Credentials(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Publish(fleetdir.Info{PID: 1, Command: "run", NATSURL: "nats://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	err = dispatch(t.Context(), env, []string{"agent", "--model", "other", "-m", "hi"})
+	if err == nil || !strings.Contains(err.Error(), "--model sets the model of a fleet this command starts") {
+		t.Fatalf("agent --model joining a running fleet: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -70,7 +71,7 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 	case c.name == "/help":
 		text = helpText
 		for _, e := range w.d.Commands {
-			text += "\n" + e.Name() + " — " + e.Help()
+			text += "\n" + agenttool.HelpLine(e)
 		}
 	case c.name == "/stop":
 		text = "⏹ Stopped. No turn is running now."

@@ -156,7 +156,8 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		mux.Handle("/dashboard/", dash)
 		log.Info("fleet dashboard ready (same login as the web chat)", "url", webchat.BaseURL(c.PublicURL, deps.Listen)+"/dashboard")
 		if deps.Announce != nil {
-			deps.Announce("web chat: " + w.LoginURL(deps.Listen))
+			deps.Announce("web chat: " + w.LoginURL(deps.Listen) + " (this link logs you in; channels.web.token sets its token)")
+			deps.Announce("dashboard: " + webchat.BaseURL(c.PublicURL, deps.Listen) + "/dashboard (same login as the web chat)")
 		}
 	}
 	if c := cfg.API; c.Enabled {
@@ -173,7 +174,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		base := webchat.BaseURL(cfg.Web.PublicURL, deps.Listen) + "/v1"
 		log.Info("OpenAI-compatible API ready", "base_url", base, "api_key", api.Token())
 		if deps.Announce != nil {
-			deps.Announce("OpenAI-compatible API: " + base + " (api key " + api.Token() + ")")
+			deps.Announce("OpenAI-compatible API: " + base + " (api key " + api.Token() + ") — channels.api.token sets the key")
 		}
 	}
 	return adapters, mux, nil

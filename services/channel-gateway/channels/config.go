@@ -1,12 +1,9 @@
 package channels
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
@@ -88,28 +85,10 @@ func FromFile(f *config.File) (Config, error) {
 	return c, c.Validate()
 }
 
-// decodeStrict decodes one subsection refusing unknown keys. pkg/config
-// names only the last key of an unknown nested field, so each channel is
-// decoded on its own to name it in full.
+// decodeStrict decodes one subsection refusing unknown keys, naming a bad
+// key with its whole path.
 func decodeStrict(path string, raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		return nil
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		if te.Field != "" {
-			path += "." + te.Field
-		}
-		return config.Invalid(path, "cannot use a JSON %s as %s", te.Value, te.Type)
-	}
-	// encoding/json reports unknown keys only as text: `json: unknown field "x"`.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return config.Invalid(path+"."+strings.Trim(name, `"`), "unknown key (check spelling; keys are camelCase)")
-	}
-	return config.Invalid(path, "%v", err)
+	return config.DecodeStrict(raw, v, path)
 }
 
 // Validate reports the first invalid key, naming it.

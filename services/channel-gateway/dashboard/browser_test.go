@@ -102,3 +102,27 @@ func TestBrowserDashboard(t *testing.T) {
 		t.Errorf("connection shows %q", c)
 	}
 }
+
+// TestBrowserDashboardFitsALaptop: at 1280 px the page needs no sideways
+// scrolling, long service ids and metadata included.
+func TestBrowserDashboardFitsALaptop(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	fleet(t, b)
+	srv := gateway(t, b)
+	ctx := browser(t)
+	err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(1280, 800),
+		chromedp.Navigate(srv.URL+"/dashboard?token="+webToken),
+		chromedp.WaitVisible(`#services tbody tr`),
+	)
+	if err != nil {
+		t.Fatalf("open the dashboard: %v", err)
+	}
+	width, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.documentElement.scrollWidth`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if width > 1280 {
+		t.Errorf("the page is %v px wide at a 1280 px window", width)
+	}
+}

@@ -125,13 +125,22 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // fleet is a fleet with something to show: two workers and a tool runner
+// (with an MCP server's tools, registered as a service of its own name)
 // online, one turn in flight and one queued, three committed turns and a
 // dead letter.
 func fleet(t *testing.T, b *bus.Bus) {
 	t.Helper()
 	ctx := ctxT(t)
-	for _, s := range []struct{ name, id string }{{fleetstatus.WorkerService, "w1"}, {fleetstatus.WorkerService, "w2"}, {fleetstatus.ToolRunnerService, "r1"}} {
-		svc, err := micro.AddService(b.NC, micro.Config{Name: s.name, Version: "0.1.0", Metadata: map[string]string{"instance": s.id}})
+	for _, s := range []struct {
+		name string
+		meta map[string]string
+	}{
+		{fleetstatus.WorkerService, map[string]string{"instance": "w1"}},
+		{fleetstatus.WorkerService, map[string]string{"instance": "w2"}},
+		{fleetstatus.ToolRunnerService, map[string]string{"instance": "r1", "runner": "aio-Yx3kqPzL8d2fVbN0aRt6uWm1cJ4hG7sE-toolrunner-0"}},
+		{fleetstatus.ToolRunnerService, map[string]string{"instance": "r1", fleetstatus.MCPServerKey: "memory"}},
+	} {
+		svc, err := micro.AddService(b.NC, micro.Config{Name: s.name, Version: "0.1.0", Metadata: s.meta})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +221,7 @@ func TestSnapshot(t *testing.T) {
 	if len(snap.Problems) != 0 {
 		t.Errorf("problems: %v", snap.Problems)
 	}
-	if snap.Workers != 2 || snap.ToolRunners != 1 || len(snap.Services) != 3 {
+	if snap.Workers != 2 || snap.ToolRunners != 1 || len(snap.Services) != 4 {
 		t.Errorf("online: %d workers, %d tool runners, services %+v", snap.Workers, snap.ToolRunners, snap.Services)
 	}
 	if snap.TurnsInFlight != 1 || snap.Queued != 1 {

@@ -5,6 +5,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,11 +27,14 @@ import (
 
 // Options are what the config file does not say.
 type Options struct {
-	// Listen overrides channels.web.listen (default :8080).
-	Listen   string
-	Metrics  *observe.Metrics
-	Log      *slog.Logger
-	Announce func(line string)
+	// Listen overrides channels.web.listen.
+	Listen string
+	// DefaultListen is used when neither Listen nor channels.web.listen
+	// says; empty means ":8080".
+	DefaultListen string
+	Metrics       *observe.Metrics
+	Log           *slog.Logger
+	Announce      func(line string)
 	// Storage, when set, says whether the fleet's store has room: while
 	// it returns an error, new messages are refused as storage full.
 	Storage func() error
@@ -54,18 +58,19 @@ func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gatewa
 	if err != nil {
 		return nil, err
 	}
-	addr := o.Listen
-	if addr == "" {
-		addr = chans.Web.Listen
-	}
-	if addr == "" {
-		addr = ":8080"
+	addr := cmp.Or(o.Listen, chans.Web.Listen, o.DefaultListen, ":8080")
+	// Bound before the channels are built, so that the links they print
+	// carry the real port (":0" picks one) and a taken port fails first.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("channel-gateway: listen %s (channels.web.listen or --listen): %w", addr, err)
 	}
 	gcfg := gateway.DefaultConfig()
 	gcfg.MaxContentBytes = gateway.ContentLimit(file.Agents.Defaults.ContextWindowTokens)
-	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: addr, Announce: o.Announce,
+	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: ln.Addr().String(), Announce: o.Announce,
 		Storage: o.Storage, MaxContentBytes: gcfg.MaxContentBytes})
 	if err != nil {
+		ln.Close()
 		return nil, err
 	}
 	g, err := gateway.New(b, gcfg, o.Log, adapters...)
@@ -78,14 +83,12 @@ func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gatewa
 		g.OnDeadLetter = func(string) { m.DeadLetters.WithLabelValues("outbound").Inc() }
 	}
 	gw := &Gateway{nc: b.NC, id: nuid.Next(), g: g, log: o.Log, addr: addr}
-	if handler != nil {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("channel-gateway: listen %s: %w", addr, err)
-		}
-		gw.ln = ln
-		gw.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	if handler == nil {
+		ln.Close()
+		return gw, nil
 	}
+	gw.ln = ln
+	gw.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	return gw, nil
 }
 

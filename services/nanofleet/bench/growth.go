@@ -66,7 +66,10 @@ func (r *driver) growth(ctx context.Context, shape string) (*Growth, error) {
 			return nil, err
 		}
 		defer aio.kill()
-		procs, url = []*proc{aio}, fmt.Sprintf("nats://127.0.0.1:%d", port)
+		procs = []*proc{aio}
+		if url, err = allInOneURL(ctx, dir); err != nil {
+			return nil, err
+		}
 	case shapeMultiProcess:
 		cl, err := startCluster(ctx, bins, dir, cfgPath, ws, 1)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
@@ -196,7 +197,11 @@ func (r *driver) allInOneBinary(ctx context.Context, sc scenario) (Result, error
 		return Result{}, err
 	}
 	defer aio.kill()
-	b, err := dial(ctx, fmt.Sprintf("nats://127.0.0.1:%d", port), file)
+	url, err := allInOneURL(ctx, dir)
+	if err != nil {
+		return Result{}, err
+	}
+	b, err := dial(ctx, url, file)
 	if err != nil {
 		return Result{}, err
 	}
@@ -224,6 +229,18 @@ func (r *driver) allInOneBinary(ctx context.Context, sc scenario) (Result, error
 
 // dial connects the load generator to an external NATS and provisions
 // the same layout as the fleet (so nothing is changed).
+// allInOneURL is the NATS URL, with credentials, of the all-in-one that
+// [startAllInOne] started under dir.
+func allInOneURL(ctx context.Context, dir string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := fleetdir.Find(ctx, filepath.Join(dir, "data"))
+	if err != nil {
+		return "", err
+	}
+	return r.URL()
+}
+
 func dial(ctx context.Context, url string, file *config.File) (*bus.Bus, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -91,7 +91,10 @@ func (r *driver) oneShot(ctx context.Context) ([]OneShot, error) {
 		return out, err
 	}
 	defer aio.kill()
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	url, err := allInOneURL(ctx, dir)
+	if err != nil {
+		return out, err
+	}
 	joinHome := filepath.Join(dir, "join-home")
 	out = append(out, r.oneShotRuns(ctx, bins.path("nanofleet"), OneShotJoin, func(int) ([]string, []string) {
 		return env(joinHome), []string{"agent", "--config", cfgPath, "--nats", url, "-m", "hello"}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/storeguard"
@@ -43,11 +44,16 @@ type Options struct {
 	// Listen makes the embedded server accept other processes on the
 	// config's nats host and port; otherwise it is in-process only.
 	Listen bool
+	// Credentials are required of every client of the embedded server;
+	// required with Listen.
+	Credentials fleetdir.Credentials
 	// Workers is how many agent workers run in the process (default 1).
 	Workers int
 	// Gateway runs the channel-gateway with the configured channels.
 	Gateway bool
-	// Listen is the gateway's HTTP address (web chat, API, webhooks).
+	// GatewayListen overrides channels.web.listen, the gateway's HTTP
+	// address (web chat, dashboard, API, webhooks); without either it is
+	// 127.0.0.1:8080.
 	GatewayListen string
 	// Announce receives lines a person needs to see (login links).
 	Announce func(line string)
@@ -156,8 +162,11 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 		f.closer = append(f.closer, b.Close)
 		return nil
 	}
+	if o.Listen && o.Credentials.Password == "" {
+		return errors.New("fleet: an embedded server that listens needs credentials")
+	}
 	ec := bus.EmbeddedConfig{StoreDir: filepath.Join(o.DataDir, "jetstream"), NoListen: !o.Listen,
-		Host: o.File.NATS.Host, Port: o.File.NATS.Port}
+		Host: o.File.NATS.Host, Port: o.File.NATS.Port, User: o.Credentials.User, Password: o.Credentials.Password}
 	e, err := bus.StartEmbedded(ec, o.Log)
 	if err != nil {
 		return err

@@ -32,6 +32,24 @@ func mcpEverything(t *testing.T) (bin, sandboxMode string) {
 	if err != nil {
 		t.Skipf("skipping: the MCP test server is not installed (%v); install it with `npm install -g %s` (CI installs .ci/npm-packages)", err, everythingPackage)
 	}
+	_, sandboxMode = mcpSandbox(t, bin)
+	return bin, sandboxMode
+}
+
+// mcpEverythingSandbox is the sandbox for the npm servers under /usr.
+func mcpEverythingSandbox(t *testing.T) (string, string) {
+	t.Helper()
+	bin, err := exec.LookPath("mcp-server-memory")
+	if err != nil {
+		t.Skip(err)
+	}
+	return mcpSandbox(t, bin)
+}
+
+// mcpSandbox picks bubblewrap when it runs here and node and bin live
+// under /usr (which the sandbox binds), "none" otherwise.
+func mcpSandbox(t *testing.T, bin string) (_, sandboxMode string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skipf("skipping: node is not installed (%v); %s needs it", err, everythingPackage)

@@ -181,7 +181,7 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 
 	aio := fleettest.Start(t, "nanofleet", bins.Path("nanofleet"), env, args...)
 	aio.WaitOutput(t, "nanofleet is running", 30*time.Second)
-	nats := &fleettest.NATS{URL: fmt.Sprintf("nats://127.0.0.1:%d", port)}
+	nats := fleettest.FleetOn(t, home+"/data")
 	b := nats.Connect(t, bustest.TestLayout())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -38,7 +38,7 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 	f.goRun("memory-consolidator", func() error { return mem.Run(runCtx) })
 	if o.Gateway {
 		gw, err := gatewaysvc.New(setupCtx, f.Bus, o.File, gatewaysvc.Options{
-			Listen: o.GatewayListen, Metrics: f.Metrics, Log: o.Log.With("service", "channel-gateway"), Announce: o.Announce,
+			Listen: o.GatewayListen, DefaultListen: "127.0.0.1:8080", Metrics: f.Metrics, Log: o.Log.With("service", "channel-gateway"), Announce: o.Announce,
 			Storage: f.storageErr,
 		})
 		if err != nil {

@@ -47,7 +47,7 @@ type Result struct {
 // unless force is set.
 func Write(configPath, workspace string, force bool) (Result, error) {
 	var res Result
-	put := func(path string, data []byte) error {
+	put := func(path string, data []byte, mode os.FileMode) error {
 		if _, err := os.Stat(path); err == nil && !force {
 			res.Kept = append(res.Kept, path)
 			return nil
@@ -57,13 +57,14 @@ func Write(configPath, workspace string, force bool) (Result, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
+		if err := os.WriteFile(path, data, mode); err != nil {
 			return err
 		}
 		res.Wrote = append(res.Wrote, path)
 		return nil
 	}
-	if err := put(configPath, []byte(ConfigTemplate)); err != nil {
+	// The config holds API keys: its owner's alone.
+	if err := put(configPath, []byte(ConfigTemplate), 0o600); err != nil {
 		return res, fmt.Errorf("onboard: config: %w", err)
 	}
 	// Sessions may have written the workspace: its files are written

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/services/agent-worker/service"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 	"github.com/nanofleet/nanofleet/services/nanofleet/onboard"
@@ -23,10 +25,14 @@ func TestWriteKeepsUserFiles(t *testing.T) {
 	if len(res.Wrote) < 6 || len(res.Kept) != 0 {
 		t.Fatalf("first onboard: wrote %v, kept %v", res.Wrote, res.Kept)
 	}
-	for _, f := range []string{"AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "memory/MEMORY.md", "skills/weather/SKILL.md"} {
+	// Every bootstrap file the prompt reads, so that the README's list holds.
+	for _, f := range append(slices.Clone(profile.BootstrapFiles), "memory/MEMORY.md", "skills/weather/SKILL.md") {
 		if _, err := os.Stat(filepath.Join(ws, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
+	}
+	if st, err := os.Stat(cfg); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("config file: %v, mode %v; want 0600 (it holds API keys)", err, st.Mode().Perm())
 	}
 	if err := os.WriteFile(filepath.Join(ws, "SOUL.md"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)

@@ -390,3 +390,37 @@ func TestStdioRefusedWithoutSandbox(t *testing.T) {
 		t.Fatalf("status %+v, tools %v", st, m.Names())
 	}
 }
+
+// TestServerUnderAClosedDirectory: a root runner's server runs as another
+// user; under a directory that user cannot enter it stays down with the
+// chmod to run, and comes up by itself once that is done.
+func TestServerUnderAClosedDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("servers run as this user: only a root runner drops to another one")
+	}
+	closed := filepath.Join(baseDir(t), "home")
+	if err := os.Mkdir(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	m, err := mcp.New(mcp.Options{Servers: map[string]mcp.ServerConfig{"late": fake()}, Sandbox: sandboxNone(),
+		DataDir: filepath.Join(closed, "ws-mcp"), Log: testLog(t)}, mcp.WithStartWait(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Connect(t.Context())
+	rec := newRecorder()
+	m.Serve(rec)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		_ = m.Stop(ctx)
+	})
+	if st := m.Status()[0]; st.State != mcp.StateDown || !strings.Contains(st.LastError, "chmod o+x "+closed) {
+		t.Fatalf("server under a closed directory: %+v; want it down naming `chmod o+x %s`", st, closed)
+	}
+	if err := os.Chmod(closed, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	rec.await(t, "late", func(names []string) bool { return slices.Contains(names, "mcp_late_echo") })
+	mustCall(t, m, "mcp_late_echo", `{"message":"through"}`, "echo: through")
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 )
 
@@ -46,7 +47,7 @@ func (p *MicroPublisher) Publish(server string, defs []toolschema.Tool) error {
 		if cfg.Metadata == nil {
 			cfg.Metadata = map[string]string{}
 		}
-		cfg.Metadata["mcp_server"] = server
+		cfg.Metadata[fleetstatus.MCPServerKey] = server
 		svc, err := micro.AddService(p.NC, cfg)
 		if err != nil {
 			return fmt.Errorf("register MCP server %s's tools: %w", server, err)

@@ -117,6 +117,13 @@ func (l *launcher) command(ctx context.Context, name string, c ServerConfig, hom
 	if err := l.makeHome(home); err != nil {
 		return nil, err
 	}
+	// Retried with backoff like any start failure: once the directory is
+	// opened, the server comes up without a restart.
+	if uid, _, ok := l.owner(); ok {
+		if err := sandbox.Reachable(home, uid); err != nil {
+			return nil, err
+		}
+	}
 	cwd := c.Cwd
 	if cwd == "" {
 		cwd = home
@@ -180,6 +187,9 @@ func (l *launcher) env(c ServerConfig, home string) []string {
 		if v, ok := l.lookupEnv(name); ok {
 			vars[name] = v
 		}
+	}
+	if k, v, ok := dataPathEnv(c, home); ok {
+		vars[k] = v
 	}
 	maps.Copy(vars, c.Env)
 	out := make([]string, 0, len(vars))

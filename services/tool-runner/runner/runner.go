@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -568,23 +566,7 @@ func (r *Runner) checkRootReachable() error {
 	if !ok {
 		return nil
 	}
-	dir, err := filepath.Abs(r.cfg.Workspace.Root)
-	if err != nil {
-		return err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		st, _ := fi.Sys().(*syscall.Stat_t)
-		if fi.Mode().Perm()&0o001 == 0 && (st == nil || int(st.Uid) != uid) {
-			return &fs.PathError{Op: "search", Path: d, Err: fmt.Errorf("not searchable by uid %d (tools.exec.hostUid); chmod o+x it or move tools.workspace.root", uid)}
-		}
-		if d == filepath.Dir(d) {
-			return nil
-		}
-	}
+	return sandbox.Reachable(r.cfg.Workspace.Root, uid)
 }
 
 func firstLine(s string) string {

@@ -239,6 +239,13 @@ func (e *Executor) Run(ctx context.Context, spec Spec) (*Outcome, error) {
 	if err := e.Probe(ctx); err != nil {
 		return nil, err
 	}
+	// Checked at every run, so that the chmod it asks for takes effect
+	// without a restart.
+	if uid, _, ok := e.Owner(); ok {
+		if err := Reachable(spec.Workspace, uid); err != nil {
+			return nil, err
+		}
+	}
 	out, err := e.run(ctx, spec)
 	if err != nil {
 		return out, err

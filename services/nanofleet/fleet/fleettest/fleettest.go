@@ -19,6 +19,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 )
 
 // Binaries builds the service binaries once into dir.
@@ -136,6 +137,23 @@ func StartNATS(t testing.TB, dir string) *NATS {
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	p.WaitOutput(t, "Server is ready", 30*time.Second)
 	return &NATS{Proc: p, URL: url, StoreDir: dir}
+}
+
+// FleetOn finds the all-in-one running on dataDir (waiting for it to
+// start) and returns its NATS, the URL with its credentials.
+func FleetOn(t testing.TB, dataDir string) *NATS {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := fleetdir.Find(ctx, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := r.URL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &NATS{URL: url, StoreDir: filepath.Join(dataDir, "jetstream")}
 }
 
 // Connect connects to the server and provisions the fleet's layout.

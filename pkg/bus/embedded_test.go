@@ -1,0 +1,106 @@
+package bus_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+)
+
+// TestEmbeddedRequiresCredentials: a listening embedded server with a
+// user and password refuses a client without them or with a wrong
+// password, and accepts the right ones over the socket and in-process.
+func TestEmbeddedRequiresCredentials(t *testing.T) {
+	var logged syncBuffer
+	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, User: "nanofleet", Password: "s3cret"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	// The server holds a hash, so it has no plaintext password to warn about.
+	if strings.Contains(logged.String(), "Plaintext") {
+		t.Errorf("server warned at start: %s", logged.String())
+	}
+	withUser := func(user, pass string) string {
+		u, err := url.Parse(e.ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.UserPassword(user, pass)
+		return u.String()
+	}
+	tests := []struct {
+		name    string
+		url     string
+		extra   []nats.Option
+		refused bool
+	}{
+		{"no credentials", e.ClientURL(), nil, true},
+		{"wrong password", withUser("nanofleet", "guess"), nil, true},
+		{"credentials in the URL", withUser("nanofleet", "s3cret"), nil, false},
+		{"in-process", "", []nats.Option{e.ConnectOption()}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			b, err := bus.Connect(ctx, bus.Config{URL: tt.url, Name: t.Name()}, tt.extra...)
+			if tt.refused {
+				if err == nil {
+					b.NC.Close()
+					t.Fatal("connected without the right credentials")
+				}
+				if !errors.Is(err, nats.ErrAuthorization) {
+					t.Fatalf("err = %v, want an authorization error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.NC.Close()
+			if _, err := b.JS.AccountInfo(ctx); err != nil {
+				t.Fatalf("jetstream after login: %v", err)
+			}
+		})
+	}
+}
+
+func TestEmbeddedConfigUserAndPasswordGoTogether(t *testing.T) {
+	for _, cfg := range []bus.EmbeddedConfig{
+		{StoreDir: "x", User: "u"},
+		{StoreDir: "x", Password: "p"},
+	} {
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil, want an error", cfg)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer the server's goroutines may write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,156 @@
+package config
+
+import (
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// encoding/json names neither the path of an unknown key nor a mistyped
+// value in terms a user of the file knows; these helpers do, by walking
+// the decoded document beside the Go type it is decoded into.
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	rawMessage      = reflect.TypeFor[json.RawMessage]()
+)
+
+// unknownKey returns the dotted path of the first key of tree (in sorted
+// order) that t has no field for, or "". Values decoded by their own
+// UnmarshalJSON, raw sections and free-form values are not looked into.
+func unknownKey(tree any, t reflect.Type, path string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == rawMessage || reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return ""
+	}
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch v := tree.(type) {
+	case map[string]any:
+		switch t.Kind() {
+		case reflect.Struct:
+			for _, k := range slices.Sorted(mapsKeys(v)) {
+				f, ok := fieldFor(t, k)
+				if !ok {
+					return join(k)
+				}
+				if p := unknownKey(v[k], f.Type, join(k)); p != "" {
+					return p
+				}
+			}
+		case reflect.Map:
+			for _, k := range slices.Sorted(mapsKeys(v)) {
+				if p := unknownKey(v[k], t.Elem(), join(k)); p != "" {
+					return p
+				}
+			}
+		}
+	case []any:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, e := range v {
+				if p := unknownKey(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); p != "" {
+					return p
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func mapsKeys(m map[string]any) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// fieldFor finds the field key decodes into, as encoding/json does: by its
+// json tag or name, exactly or ignoring case, embedded structs included.
+func fieldFor(t reflect.Type, key string) (reflect.StructField, bool) {
+	var fold reflect.StructField
+	found := false
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if ef, ok := fieldFor(ft, key); ok {
+					return ef, true
+				}
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if name == key {
+			return f, true
+		}
+		if !found && strings.EqualFold(name, key) {
+			fold, found = f, true
+		}
+	}
+	return fold, found
+}
+
+// jsonKind says what a Go type expects in the file's terms.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another kind of value"
+}
+
+// jsonValueKind names a JSON value kind as encoding/json reports it
+// ("string", "number 1.5", "bool", "object", "array").
+func jsonValueKind(v string) string {
+	switch {
+	case strings.HasPrefix(v, "number"):
+		return "a number"
+	case v == "string":
+		return "a string"
+	case v == "bool":
+		return "true or false"
+	case v == "array":
+		return "a list"
+	case v == "object":
+		return "an object"
+	}
+	return v
+}

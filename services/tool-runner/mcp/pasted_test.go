@@ -1,0 +1,91 @@
+package mcp
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
+)
+
+// TestPastedConfigFitsTheSandbox: blocks as Claude Desktop and Cursor
+// users paste them either start as they are or fail with one line that
+// names the server's key and says what to change.
+func TestPastedConfigFitsTheSandbox(t *testing.T) {
+	modules := t.TempDir()
+	pkgDir := filepath.Join(modules, "@modelcontextprotocol", "server-memory")
+	if err := os.MkdirAll(pkgDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkgDir, "package.json"), []byte(`{"bin":{"mcp-server-memory":"dist/index.js"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bwrap, none := sandbox.DefaultConfig(), sandbox.DefaultConfig()
+	bwrap.Sandbox, none.Sandbox = sandbox.ModeBwrap, sandbox.ModeNone
+	tests := []struct {
+		name    string
+		c       ServerConfig
+		sb      sandbox.Config
+		wantErr []string // substrings; none: it fits
+	}{
+		{"npx -y, installed", ServerConfig{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}}, bwrap,
+			[]string{"tools.mcpServers.memory", "no network", `"command": "mcp-server-memory", "args": []`, `"network": true`}},
+		{"npx -y, not installed", ServerConfig{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/data"}}, bwrap,
+			[]string{"npm install -g @modelcontextprotocol/server-filesystem", `"network": true`}},
+		{"uvx", ServerConfig{Command: "uvx", Args: []string{"mcp-server-fetch"}}, bwrap,
+			[]string{"uv tool install mcp-server-fetch", `"command": "mcp-server-fetch"`}},
+		{"pnpm dlx", ServerConfig{Command: "pnpm", Args: []string{"dlx", "some-server"}}, bwrap, []string{"pnpm dlx some-server", "no network"}},
+		{"npx with network", ServerConfig{Command: "npx", Args: []string{"-y", "x"}, Network: true}, bwrap, nil},
+		{"npx unsandboxed", ServerConfig{Command: "npx", Args: []string{"-y", "x"}}, none, nil},
+		{"installed command", ServerConfig{Command: "mcp-server-memory"}, bwrap, nil},
+		{"remote", ServerConfig{URL: "https://mcp.example.com/mcp"}, bwrap, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkSandboxFit("memory", tt.c, tt.sb, []string{modules})
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("err = %v, want an invalid config error", err)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is more than one line: %q", err)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDataPathEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		c       ServerConfig
+		wantKey string
+	}{
+		{"npx package", ServerConfig{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory@2026.8.31"}}, "MEMORY_FILE_PATH"},
+		{"installed bin", ServerConfig{Command: "/usr/bin/mcp-server-memory"}, "MEMORY_FILE_PATH"},
+		{"set by the user", ServerConfig{Command: "mcp-server-memory", Env: map[string]string{"MEMORY_FILE_PATH": "/x"}}, ""},
+		{"another server", ServerConfig{Command: "mcp-server-filesystem"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, v, ok := dataPathEnv(tt.c, "/srv/mcp/memory")
+			if k != tt.wantKey || ok != (tt.wantKey != "") {
+				t.Fatalf("dataPathEnv = %q, %q, %v; want key %q", k, v, ok, tt.wantKey)
+			}
+			if ok && v != "/srv/mcp/memory/memory.jsonl" {
+				t.Fatalf("value %q, want a file in the server's home", v)
+			}
+		})
+	}
+}
