@@ -23,6 +23,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -109,11 +110,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
-	limit := cfg.MaxMediaBytes
-	if limit == 0 {
-		limit = DefaultMaxMediaBytes
-	}
-	a.media = media.NewStore(blobs, limit)
+	a.media = media.NewStore(blobs, cfg.MediaLimit(DefaultMaxMediaBytes))
 	a.state, err = deps.Bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      deps.Bus.Space.Bucket("discord"),
 		Description: "Discord gateway sessions, resumed by the gateway that takes the connection over",
@@ -123,7 +120,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("discord: session bucket: %w", err)
 	}
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.editInterval(), Limit: Limit}, a.log)
+		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, a.log)
 		if err != nil {
 			return nil, fmt.Errorf("discord: %w", err)
 		}
@@ -184,12 +181,12 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 	var text string
 	switch msg.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		if !on(a.cfg.SendProgress, a.deps.SendProgress) {
+		if !a.cfg.Progress(a.deps.SendProgress) {
 			return nil
 		}
 		text = "*" + strings.ReplaceAll(truncate(msg.GetContent(), Limit-2), "*", "\\*") + "*"
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		if !on(a.cfg.SendToolHints, a.deps.SendToolHints) {
+		if !a.cfg.ToolHints(a.deps.SendToolHints) {
 			return nil
 		}
 		text = "`" + strings.ReplaceAll(truncate(msg.GetContent(), Limit-2), "`", "'") + "`"
@@ -220,7 +217,7 @@ func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, te
 	if nonce != "" {
 		mc.Nonce, mc.EnforceNonce = nonce, true
 	}
-	if reply && on(a.cfg.ReplyToMessage, true) {
+	if reply && channelconfig.On(a.cfg.ReplyToMessage, true) {
 		if id, err := snowflake.Parse(msg.GetMetadata()["message_id"]); err == nil {
 			mc.MessageReference = &discord.MessageReference{MessageID: &id, ChannelID: &ch, FailIfNotExists: false}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -126,7 +127,7 @@ func (h *harness) expectCreate(t *testing.T, want string) discordtest.Call {
 
 func TestConversation(t *testing.T) {
 	release := make(chan struct{})
-	h := start(t, discord.Config{AllowFrom: []string{alice}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{alice}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**Hi** " + in.GetContent())}
 	}, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
 		select {
@@ -162,7 +163,7 @@ func TestConversation(t *testing.T) {
 }
 
 func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, discord.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Fail(create, discordtest.TooManyRequests(time.Second))
 	h.fake.Send(h.dm("600000000000000001", "x"))
 	first := h.fake.Next(t, wait, create)
@@ -179,7 +180,7 @@ func TestRateLimitIsHonoured(t *testing.T) {
 }
 
 func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, discord.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	m := h.dm("600000000000000007", "once")
 	h.fake.Send(m)
 	h.fake.Send(m) // Discord sends the same message again
@@ -203,7 +204,7 @@ func TestLongAnswerIsSplitAt2000(t *testing.T) {
 		paras = append(paras, para)
 	}
 	answer := strings.Join(paras, "\n\n")
-	h := start(t, discord.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
 	})
 	h.fake.Send(h.dm("600000000000000009", "essay please"))
@@ -232,7 +233,7 @@ func TestLongAnswerIsSplitAt2000(t *testing.T) {
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestStrangers(t *testing.T) {
-	h := start(t, discord.Config{AllowFrom: []string{"owner"}, GroupPolicy: discord.GroupOpen}, workertest.Echo)
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"owner"}, GroupPolicy: discord.GroupOpen}}, workertest.Echo)
 	// In a guild channel: nothing, not even a pairing code.
 	h.fake.Send(discordtest.Message{ID: "600000000000000001", ChannelID: guildChannel, GuildID: guild, AuthorID: stranger, Username: "eve", Content: "hi bot"})
 	// In a DM: a pairing code.
@@ -271,13 +272,13 @@ func TestGroupPolicy(t *testing.T) {
 		channel string
 	}{
 		{"mention default, none", discord.Config{}, discordtest.Message{Content: "hello everyone"}, "", ""},
-		{"mention", discord.Config{GroupPolicy: discord.GroupMention}, discordtest.Message{Content: "hey <@" + bot + "> what's up", Mentions: []string{bot}}, "echo: hey what's up", guildChannel},
+		{"mention", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupMention}}, discordtest.Message{Content: "hey <@" + bot + "> what's up", Mentions: []string{bot}}, "echo: hey what's up", guildChannel},
 		{"nickname mention", discord.Config{}, discordtest.Message{Content: "<@!" + bot + "> ping"}, "echo: ping", guildChannel},
 		{"reply to the bot", discord.Config{}, discordtest.Message{Content: "and then?", ReplyTo: "700000000000000001", ReplyToAuthor: bot}, "echo: and then?", guildChannel},
-		{"open", discord.Config{GroupPolicy: discord.GroupOpen}, discordtest.Message{Content: "hello everyone"}, "echo: hello everyone", guildChannel},
-		{"allowlist, listed", discord.Config{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{guildChannel}}, discordtest.Message{Content: "hi"}, "echo: hi", guildChannel},
-		{"allowlist, other channel", discord.Config{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{other}}, discordtest.Message{Content: "hi"}, "", ""},
-		{"bots are ignored", discord.Config{GroupPolicy: discord.GroupOpen}, discordtest.Message{Content: "beep", Bot: true}, "", ""},
+		{"open", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupOpen}}, discordtest.Message{Content: "hello everyone"}, "echo: hello everyone", guildChannel},
+		{"allowlist, listed", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{guildChannel}}}, discordtest.Message{Content: "hi"}, "echo: hi", guildChannel},
+		{"allowlist, other channel", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{other}}}, discordtest.Message{Content: "hi"}, "", ""},
+		{"bots are ignored", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupOpen}}, discordtest.Message{Content: "beep", Bot: true}, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -310,7 +311,7 @@ func TestMalformedPayloadsAreDropped(t *testing.T) {
 	logs := &logSink{event: make(chan struct{}, 1)}
 	h := &harness{fake: discordtest.New(t, token), bus: bustest.StartJetStream(t)}
 	h.worker = workertest.Start(t, h.bus, workertest.Echo)
-	runAdapter(t, h.bus, h.fake, discord.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(logs, nil)))
+	runAdapter(t, h.bus, h.fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(logs, nil)))
 	h.fake.WaitConnected(t, wait)
 	h.fake.Dispatch("MESSAGE_CREATE", []byte(`{"id": "600000000000000001", "content": "no channel or author"}`))
 	logs.waitFor(t, "dropping malformed Discord message")
@@ -324,7 +325,7 @@ func TestMalformedPayloadsAreDropped(t *testing.T) {
 }
 
 func TestAttachmentIsStored(t *testing.T) {
-	h := start(t, discord.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	img := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 100)
 	url := h.fake.AddFile("cat.png", img)
 	m := h.dm("600000000000000001", "look")
@@ -356,10 +357,10 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	w := workertest.Start(t, b2, workertest.Echo)
 	first := &logSink{event: make(chan struct{}, 1)}
 	second := &logSink{event: make(chan struct{}, 1)}
-	stopFirst := runAdapter(t, b1, fake, discord.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	stopFirst := runAdapter(t, b1, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	first.waitFor(t, "holds the bot's connection lease")
 	fake.WaitConnected(t, wait)
-	runAdapter(t, b2, fake, discord.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	runAdapter(t, b2, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	second.waitFor(t, "another gateway holds this Discord bot's connection")
 
 	fake.Send(discordtest.Message{ID: "600000000000000001", ChannelID: dmChannel, AuthorID: alice, Content: "one"})
@@ -476,7 +477,7 @@ func TestStreamingWithTwoGateways(t *testing.T) {
 		}
 		return append(out, workertest.Final(answer))
 	})
-	cfg := discord.Config{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}
+	cfg := discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}}
 	logs := &logSink{event: make(chan struct{}, 1)}
 	runAdapter(t, b1, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	logs.waitFor(t, "holds the bot's connection lease")

@@ -19,6 +19,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -129,14 +130,10 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
-	limit := cfg.MaxMediaBytes
-	if limit == 0 {
-		limit = DefaultMaxMediaBytes
-	}
-	a.media = media.NewStore(blobs, limit)
+	a.media = media.NewStore(blobs, cfg.MediaLimit(DefaultMaxMediaBytes))
 	a.typing.a = a
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.editInterval(), Limit: markup.TelegramLimit}, a.log)
+		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: markup.TelegramLimit}, a.log)
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}
@@ -240,7 +237,7 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	}
 	pieces := markup.Split(msg.GetContent(), markup.TelegramLimit)
 	replyTo := 0
-	if on(a.cfg.ReplyToMessage, true) {
+	if channelconfig.On(a.cfg.ReplyToMessage, true) {
 		replyTo = atoi(msg.GetMetadata()["message_id"])
 	}
 	start := a.parts.Sent(msg.GetId())
@@ -281,12 +278,12 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 	var html string
 	switch msg.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		if !on(a.cfg.SendProgress, a.deps.SendProgress) {
+		if !a.cfg.Progress(a.deps.SendProgress) {
 			return nil
 		}
 		html = "<i>" + escape(truncate(msg.GetContent(), markup.TelegramLimit)) + "</i>"
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		if !on(a.cfg.SendToolHints, a.deps.SendToolHints) {
+		if !a.cfg.ToolHints(a.deps.SendToolHints) {
 			return nil
 		}
 		html = "<code>" + escape(truncate(msg.GetContent(), markup.TelegramLimit)) + "</code>"
@@ -350,7 +347,7 @@ type streamer struct{ a *Adapter }
 
 func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md string) (string, error) {
 	replyTo := 0
-	if on(s.a.cfg.ReplyToMessage, true) {
+	if channelconfig.On(s.a.cfg.ReplyToMessage, true) {
 		replyTo = atoi(msg.GetMetadata()["message_id"])
 	}
 	id, err := s.a.sendID(ctx, msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"]), replyTo, md)

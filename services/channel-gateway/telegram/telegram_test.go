@@ -18,6 +18,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
@@ -132,7 +133,7 @@ func (h *harness) expectText(t *testing.T, want string) telegramtest.Call {
 
 func TestConversation(t *testing.T) {
 	release := make(chan struct{})
-	h := start(t, telegram.Config{AllowFrom: []string{"42"}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"42"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**Hi** <" + in.GetContent() + ">")}
 	}, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
 		select {
@@ -163,7 +164,7 @@ func TestConversation(t *testing.T) {
 }
 
 func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Fail("sendMessage", telegramtest.TooManyRequests(1))
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 7, FromID: 7, Text: "x"})
 	first := time.Now()
@@ -175,7 +176,7 @@ func TestRateLimitIsHonoured(t *testing.T) {
 }
 
 func TestRepeatedUpdateYieldsOneReply(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	m := telegramtest.Message{UpdateID: 7, MessageID: 70, ChatID: 1, FromID: 1, Text: "once"}
 	h.fake.Send(m)
 	h.fake.Send(m) // Telegram sends the same update again
@@ -195,7 +196,7 @@ func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 		paras = append(paras, para)
 	}
 	answer := strings.Join(paras, "\n\n")[:9000]
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
 	})
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 9, ChatID: 3, FromID: 3, Text: "essay please"})
@@ -216,7 +217,7 @@ func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 }
 
 func TestPlainTextWhenEntitiesAreRejected(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**bold** move")}
 	})
 	h.fake.Fail("sendMessage", telegramtest.CantParseEntities())
@@ -233,7 +234,7 @@ func TestPlainTextWhenEntitiesAreRejected(t *testing.T) {
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestStrangers(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"owner"}, GroupPolicy: telegram.GroupOpen}, workertest.Echo)
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"owner"}, GroupPolicy: telegram.GroupOpen}}, workertest.Echo)
 	// In a group: nothing, not even a pairing code.
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: -100, ChatType: "supergroup", FromID: 66, Text: "hi bot"})
 	// In a DM: a pairing code.
@@ -262,7 +263,7 @@ func TestStrangers(t *testing.T) {
 }
 
 func TestOwnerApprovesByCommand(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"@boss"}}, workertest.Echo)
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"@boss"}}}, workertest.Echo)
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 66, FromID: 66, Text: "let me in"})
 	code := codeRE.FindString(h.nextSend(t).Fields["text"])
 	h.fake.Send(telegramtest.Message{UpdateID: 2, MessageID: 2, ChatID: 10, FromID: 10, Username: "boss", Text: "/pairing approve " + code})
@@ -286,7 +287,7 @@ func TestGroupPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.policy+"/"+tt.text, func(t *testing.T) {
-			h := start(t, telegram.Config{AllowFrom: []string{"*"}, GroupPolicy: tt.policy}, workertest.Echo)
+			h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, GroupPolicy: tt.policy}}, workertest.Echo)
 			h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: -5, ChatType: "group", FromID: 9, Text: tt.text})
 			h.fake.Send(telegramtest.Message{UpdateID: 2, MessageID: 2, ChatID: 9, FromID: 9, Text: "sentinel"})
 			published, replies := 1, 1
@@ -305,7 +306,7 @@ func TestGroupPolicy(t *testing.T) {
 }
 
 func TestMalformedUpdatesAreDropped(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Push(1, `{"update_id": 1, "message": "not an object"}`)
 	h.fake.Push(2, `{"update_id": 2, "message": {"message_id": 1, "chat": {"id": 0}}}`)
 	h.fake.Push(3, `{"no_update_id": true}`)
@@ -317,7 +318,7 @@ func TestMalformedUpdatesAreDropped(t *testing.T) {
 func TestProgressAndToolHints(t *testing.T) {
 	yes := true
 	release := make(chan struct{})
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}, SendToolHints: &yes, SendProgress: &yes}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes, SendProgress: &yes}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{
 			workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, "$ ls -la"),
 			workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, "do"),
@@ -336,7 +337,7 @@ func TestProgressAndToolHints(t *testing.T) {
 }
 
 func TestMediaIsStored(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	img := bytes.Repeat([]byte{0xff, 0xd8, 0xff}, 100)
 	h.fake.AddFile("PHOTO1", "photos/file_1.jpg", img)
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 8, FromID: 8, Extra: map[string]any{
@@ -399,9 +400,9 @@ func TestOnePollerPerBotToken(t *testing.T) {
 	workertest.Start(t, b, workertest.Echo)
 	first := &logSink{event: make(chan struct{}, 1)}
 	second := &logSink{event: make(chan struct{}, 1)}
-	_, stopFirst := runAdapterCancel(t, b, fake, telegram.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	_, stopFirst := runAdapterCancel(t, b, fake, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	first.waitFor(t, "holds the bot's poller lease")
-	runAdapter(t, b, fake, telegram.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	runAdapter(t, b, fake, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	second.waitFor(t, "another gateway is already polling this Telegram bot")
 
 	fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 2, FromID: 2, Text: "one"})
@@ -427,7 +428,7 @@ func TestWebhook(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	w := workertest.Start(t, b, workertest.Echo)
 	const secret = "s3cret-s3cret-s3cret"
-	a := runAdapter(t, b, fake, telegram.Config{AllowFrom: []string{"*"}, Webhook: telegram.Webhook{URL: "https://bot.example.com/tg/hook", Secret: secret}}, slog.New(slog.DiscardHandler))
+	a := runAdapter(t, b, fake, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}, Webhook: telegram.Webhook{URL: "https://bot.example.com/tg/hook", Secret: secret}}, slog.New(slog.DiscardHandler))
 	path, ok := a.Webhook()
 	if !ok || path != "/tg/hook" {
 		t.Fatalf("Webhook() = %q, %v", path, ok)
