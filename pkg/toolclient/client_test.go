@@ -237,43 +237,57 @@ func TestOptionsValidate(t *testing.T) {
 // same definition whichever answers first (each order is tried, so a
 // "first answer wins" merge fails one of them).
 func TestCatalogMergesRunners(t *testing.T) {
+	runner1 := []*nanofleetv1.ToolDefinition{{Name: "exec"}, {Name: "mcp_a_x", Description: "from runner 1"}}
+	runner2 := []*nanofleetv1.ToolDefinition{{Name: "exec"}, {Name: "mcp_b_y"}, {Name: "mcp_a_x", Description: "from runner 2"}}
 	for _, tc := range []struct {
-		name           string
-		delay1, delay2 time.Duration
+		name          string
+		first, second []*nanofleetv1.ToolDefinition
 	}{
-		{"runner 1 answers first", 0, 20 * time.Millisecond},
-		{"runner 2 answers first", 20 * time.Millisecond, 0},
+		{"runner 1 answers first", runner1, runner2},
+		{"runner 2 answers first", runner2, runner1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFleet(t)
-			answer := func(delay time.Duration, defs ...*nanofleetv1.ToolDefinition) {
+			// answer subscribes a runner that answers once after is
+			// closed (nil: at once), then closes done (if not nil).
+			answer := func(defs []*nanofleetv1.ToolDefinition, after, done chan struct{}) {
 				data, _ := proto.Marshal(&nanofleetv1.ToolCatalog{Tools: defs})
 				sub, err := f.runner.NC.Subscribe(toolclient.CatalogSubject(f.runner.Space), func(m *nats.Msg) {
-					time.Sleep(delay)
+					if after != nil {
+						select {
+						case <-after:
+						case <-time.After(5 * time.Second):
+						}
+					}
 					m.Respond(data)
+					if done != nil {
+						select {
+						case <-done:
+						default:
+							close(done)
+						}
+					}
 				})
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { sub.Unsubscribe() })
 			}
-			answer(tc.delay1, &nanofleetv1.ToolDefinition{Name: "exec"}, &nanofleetv1.ToolDefinition{Name: "mcp_a_x", Description: "from runner 1"})
-			answer(tc.delay2, &nanofleetv1.ToolDefinition{Name: "exec"}, &nanofleetv1.ToolDefinition{Name: "mcp_b_y"},
-				&nanofleetv1.ToolDefinition{Name: "mcp_a_x", Description: "from runner 2"})
-			answer(0, []*nanofleetv1.ToolDefinition{}...) // a runner without tools
+			firstDone := make(chan struct{})
+			answer(tc.first, nil, firstDone)
+			answer(tc.second, firstDone, nil) // right after the first
+			answer(nil, nil, nil)             // a runner without tools
 			f.runner.NC.Flush()
-			for range 3 {
-				defs, err := f.client.Catalog(t.Context())
-				if err != nil {
-					t.Fatal(err)
-				}
-				var names []string
-				for _, d := range defs {
-					names = append(names, d.GetName()+"="+d.GetDescription())
-				}
-				if got := strings.Join(names, ","); got != "exec=,mcp_a_x=from runner 1,mcp_b_y=" {
-					t.Fatalf("merged catalog %s", got)
-				}
+			defs, err := f.client.Catalog(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, d := range defs {
+				names = append(names, d.GetName()+"="+d.GetDescription())
+			}
+			if got := strings.Join(names, ","); got != "exec=,mcp_a_x=from runner 1,mcp_b_y=" {
+				t.Fatalf("merged catalog %s", got)
 			}
 		})
 	}

@@ -295,7 +295,21 @@ func truncate(s string, n int) string {
 type streamer struct{ a *Adapter }
 
 func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, text string) (string, error) {
-	return s.a.post(ctx, msg, text, true, "", nil)
+	id, err := s.a.post(ctx, msg, text, true, "", nil)
+	return id, limited(err)
+}
+
+// limited marks a 429 that disgo's own retries did not get past as a wait
+// for the stream, not a failure.
+func limited(err error) error {
+	if err == nil {
+		return nil
+	}
+	var de *gateway.DeliveryError
+	if errors.As(classify(err), &de) && de.RetryAfter > 0 {
+		return &editstream.RetryAfter{After: de.RetryAfter, Err: err}
+	}
+	return err
 }
 
 func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id, text string, _ bool) error {
@@ -308,5 +322,17 @@ func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id
 		return err
 	}
 	_, err = s.a.rest.UpdateMessage(ch, mid, discord.MessageUpdate{Content: &text}, rest.WithCtx(ctx))
-	return err
+	return limited(err)
+}
+
+func (s streamer) Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, id string) error {
+	ch, err := snowflake.Parse(msg.GetChatId())
+	if err != nil {
+		return err
+	}
+	mid, err := snowflake.Parse(id)
+	if err != nil {
+		return err
+	}
+	return s.a.rest.DeleteMessage(ch, mid, rest.WithCtx(ctx))
 }

@@ -2,7 +2,6 @@ package discord
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"sync"
 	"time"
 
@@ -20,9 +18,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/lease"
 	gw "github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 )
 
 // intents are what the adapter asks Discord for: messages in guilds and
@@ -31,7 +28,8 @@ import (
 var intents = []gateway.Intents{gateway.IntentGuildMessages, gateway.IntentDirectMessages, gateway.IntentMessageContent}
 
 // Run receives gateway events until ctx ends, while holding the fleet's
-// lease for this bot (waiting while another gateway holds it).
+// connection lease for this bot (waiting while another gateway holds it;
+// see internal/hold).
 func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 	wsURL, err := a.gatewayURL(ctx)
 	if err != nil {
@@ -49,51 +47,9 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 		}
 		defer stopStreams()
 	}
-	kv, err := a.deps.Bus.KV(ctx, bus.BucketLeases)
-	if err != nil {
-		return fmt.Errorf("discord: %w", err)
-	}
-	st, err := kv.Status(ctx)
-	if err != nil {
-		return fmt.Errorf("discord: lease bucket status: %w", err)
-	}
-	ttl := st.TTL()
-	if ttl <= 0 {
-		return errors.New("discord: the lease bucket has no TTL")
-	}
-	table := lease.NewTable(kv)
-	key, owner := leaseKey(a.cfg.Token), ownerName()
-	waiting := false
-	for ctx.Err() == nil {
-		l, err := table.Acquire(ctx, key, owner)
-		if errors.Is(err, lease.ErrHeld) {
-			if !waiting {
-				holder, _ := table.Holder(ctx, key)
-				a.log.Warn("another gateway holds this Discord bot's connection; this one waits and takes over if it stops",
-					"holder", holder, "lease", key)
-				waiting = true
-			}
-			// Polled often, so that the takeover follows the lease's
-			// expiry closely.
-			if !sleep(ctx, ttl/10) {
-				break
-			}
-			continue
-		}
-		if err != nil {
-			a.log.Warn("discord connection lease", "err", err)
-			if !sleep(ctx, time.Second) {
-				break
-			}
-			continue
-		}
-		waiting = false
-		a.log.Info("connecting to Discord (this gateway holds the bot's connection lease)", "owner", owner)
-		if err := a.holding(ctx, in, l, ttl, wsURL); err != nil {
-			return err
-		}
-	}
-	return nil
+	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.cfg.Token), a.log, func(ctx context.Context) error {
+		return a.connect(ctx, in, wsURL)
+	})
 }
 
 // gatewayURL asks Discord where to connect (GET /gateway/bot), which also
@@ -120,44 +76,6 @@ func (a *Adapter) gatewayURL(ctx context.Context) (string, error) {
 		}
 		wait = min(2*wait, 30*time.Second)
 	}
-}
-
-// holding keeps a gateway connection while renewing l; it returns when
-// ctx ends or the lease is lost, releasing the lease, or with an error
-// Discord gave as final (bad token, intents not enabled).
-func (a *Adapter) holding(ctx context.Context, in gw.Inbox, l *lease.Lease, ttl time.Duration, wsURL string) error {
-	hctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		t := time.NewTicker(ttl / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-hctx.Done():
-				return
-			case <-t.C:
-			}
-			if err := l.Renew(hctx); err != nil {
-				if hctx.Err() != nil {
-					return
-				}
-				a.log.Error("lost the Discord connection lease; disconnecting", "err", err)
-				cancel()
-				return
-			}
-		}
-	}()
-	err := a.connect(hctx, in, wsURL)
-	cancel()
-	<-renewed
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer rcancel()
-	if rerr := l.Release(rctx); rerr != nil {
-		a.log.Warn("release Discord connection lease", "err", rerr)
-	}
-	return err
 }
 
 // session is what another gateway needs to resume this one's gateway
@@ -237,7 +155,7 @@ func (a *Adapter) connect(ctx context.Context, in gw.Inbox, wsURL string) error 
 		if fatal != nil {
 			var ce *websocket.CloseError
 			if errors.As(fatal, &ce) {
-				return fmt.Errorf("discord: gateway closed the connection (%d %s); check the token and that the message content intent is enabled in the developer portal: %w", ce.Code, ce.Text, fatal)
+				return &hold.Fatal{Err: fmt.Errorf("discord: gateway closed the connection (%d %s); check the token and that the message content intent is enabled in the developer portal: %w", ce.Code, ce.Text, fatal)}
 			}
 			a.log.Warn("discord gateway connection ended", "err", fatal)
 			wait = time.Second
@@ -247,7 +165,7 @@ func (a *Adapter) connect(ctx context.Context, in gw.Inbox, wsURL string) error 
 }
 
 // event handles one gateway event, in the order Discord sent them.
-func (c *conn) event(typ gateway.EventType, seq int, _ int, data gateway.EventData) {
+func (c *conn) event(_ gateway.EventType, seq int, _ int, data gateway.EventData) {
 	a := c.a
 	switch ev := data.(type) {
 	case gateway.EventReady:
@@ -328,13 +246,7 @@ func tokenHash(token string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-func leaseKey(token string) string   { return "discord-gateway-" + tokenHash(token) }
 func sessionKey(token string) string { return "session-" + tokenHash(token) }
-
-func ownerName() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:6])
-}
 
 // sleep waits d or until ctx ends; it reports whether ctx is still live.
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -358,10 +358,10 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	first := &logSink{event: make(chan struct{}, 1)}
 	second := &logSink{event: make(chan struct{}, 1)}
 	stopFirst := runAdapter(t, b1, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	first.waitFor(t, "holds the bot's connection lease")
+	first.waitFor(t, "this gateway holds the account's connection lease")
 	fake.WaitConnected(t, wait)
 	runAdapter(t, b2, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	second.waitFor(t, "another gateway holds this Discord bot's connection")
+	second.waitFor(t, "another gateway holds this account's connection")
 
 	fake.Send(discordtest.Message{ID: "600000000000000001", ChannelID: dmChannel, AuthorID: alice, Content: "one"})
 	if c := fake.Next(t, wait, create); c.Content() != "echo: one" {
@@ -374,7 +374,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	stopFirst()
 	fake.Send(discordtest.Message{ID: "600000000000000002", ChannelID: dmChannel, AuthorID: alice, Content: "two"})
 	fake.Send(discordtest.Message{ID: "600000000000000003", ChannelID: dmChannel, AuthorID: alice, Content: "three"})
-	second.waitFor(t, "holds the bot's connection lease")
+	second.waitFor(t, "this gateway holds the account's connection lease")
 	if d, ttl := time.Since(crashed), bustest.TestLayout().LeaseTTL; d > ttl+time.Second {
 		t.Errorf("took over %s after the crash; lease TTL %s", d, ttl)
 	}
@@ -480,9 +480,9 @@ func TestStreamingWithTwoGateways(t *testing.T) {
 	cfg := discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}}
 	logs := &logSink{event: make(chan struct{}, 1)}
 	runAdapter(t, b1, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	logs.waitFor(t, "holds the bot's connection lease")
+	logs.waitFor(t, "this gateway holds the account's connection lease")
 	runAdapter(t, b2, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	logs.waitFor(t, "another gateway holds this Discord bot's connection") // both follow the streams
+	logs.waitFor(t, "another gateway holds this account's connection") // both follow the streams
 	fake.WaitConnected(t, wait)
 	for i, id := range []string{"600000000000000001", "600000000000000002", "600000000000000003"} {
 		fake.Send(discordtest.Message{ID: id, ChannelID: dmChannel, AuthorID: alice, Content: "stream " + strconv.Itoa(i)})
@@ -509,5 +509,71 @@ func TestStreamingWithTwoGateways(t *testing.T) {
 		case <-fake.Calls():
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+func TestOutboundAttachmentIsUploaded(t *testing.T) {
+	img := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 100)
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		m := workertest.Final("here it is")
+		m.Media = []*nanofleetv1.MediaRef{{Object: "test/chart.png", Name: "chart.png", MimeType: "image/png"}}
+		return []*nanofleetv1.OutboundMessage{m}
+	})
+	blobs, err := h.bus.Blobs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := blobs.PutBytes(t.Context(), "test/chart.png", img); err != nil {
+		t.Fatal(err)
+	}
+	h.fake.Send(h.dm("600000000000000001", "a chart please"))
+	h.expectCreate(t, "here it is")
+	c := h.fake.Next(t, wait, create)
+	if !bytes.Equal(c.Files["chart.png"], img) || c.Status != 200 {
+		t.Errorf("upload %d: files %v", c.Status, len(c.Files))
+	}
+}
+
+// TestRefusalsStopTheAdapter: a rejected token, or the message-content
+// intent not enabled for the bot, stop the adapter with an error naming
+// the cause instead of reconnecting forever.
+func TestRefusalsStopTheAdapter(t *testing.T) {
+	tests := []struct {
+		name, token string
+		disallowed  int
+		want        string
+	}{
+		{"token", "wrong.token", 0, "bot token rejected"},
+		{"intent", token, discordtest.IntentMessageContent, "message content intent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := discordtest.New(t, token)
+			fake.Disallowed = tt.disallowed
+			b := bustest.StartJetStream(t)
+			log := slog.New(slog.DiscardHandler)
+			gate, err := access.Open(t.Context(), b, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := discord.New(t.Context(), discord.Config{Common: channelconfig.Common{Enabled: true}, Token: tt.token, APIBase: fake.URL}, discord.Deps{Bus: b, Gate: gate, Log: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := gateway.New(b, gateway.DefaultConfig(), log, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- g.Run(t.Context()) }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("gateway stopped with %v, want an error saying %q", err, tt.want)
+				}
+			case <-time.After(wait):
+				t.Fatalf("the adapter still runs after %s", wait)
+			}
+		})
 	}
 }

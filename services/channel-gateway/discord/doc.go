@@ -13,7 +13,7 @@
 // the current API version (v10).
 //
 // Receiving: only one gateway connection per bot runs in the fleet, held
-// under a lease in the fleet's lease bucket, as Telegram's poller is.
+// under a lease in the fleet's lease bucket (internal/hold).
 // After each message it handles, the holder saves its gateway session id
 // and sequence number in the <PREFIX>_discord KV bucket; the gateway that
 // takes the lease over (after a stop, or after the holder died and its

@@ -412,12 +412,27 @@ func (a *Adapter) postTS(ctx context.Context, msg *nanofleetv1.OutboundMessage, 
 type streamer struct{ a *Adapter }
 
 func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md string) (string, error) {
-	return s.a.postTS(ctx, msg, markup.SlackMrkdwn(md))
+	ts, err := s.a.postTS(ctx, msg, markup.SlackMrkdwn(md))
+	return ts, limited(err)
+}
+
+// limited marks Slack's 429 as a wait for the stream, not a failure.
+func limited(err error) error {
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return &editstream.RetryAfter{After: rl.RetryAfter, Err: err}
+	}
+	return err
+}
+
+func (s streamer) Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, ts string) error {
+	_, _, err := s.a.api.DeleteMessageContext(ctx, msg.GetChatId(), ts)
+	return err
 }
 
 func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, ts, md string, _ bool) error {
 	_, _, _, err := s.a.api.UpdateMessageContext(ctx, msg.GetChatId(), ts, slack.MsgOptionText(markup.SlackMrkdwn(md), false))
-	return err
+	return limited(err)
 }
 
 // transient are Slack error codes worth retrying.

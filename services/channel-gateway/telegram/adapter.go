@@ -351,7 +351,21 @@ func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md
 		replyTo = atoi(msg.GetMetadata()["message_id"])
 	}
 	id, err := s.a.sendID(ctx, msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"]), replyTo, md)
-	return strconv.Itoa(id), err
+	return strconv.Itoa(id), limited(err)
+}
+
+// limited marks Telegram's 429 as a wait for the stream, not a failure.
+func limited(err error) error {
+	var tooMany *tgbot.TooManyRequestsError
+	if errors.As(err, &tooMany) {
+		return &editstream.RetryAfter{After: time.Duration(tooMany.RetryAfter) * time.Second, Err: err}
+	}
+	return err
+}
+
+func (s streamer) Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, id string) error {
+	_, err := s.a.bot.DeleteMessage(ctx, &tgbot.DeleteMessageParams{ChatID: msg.GetChatId(), MessageID: atoi(id)})
+	return err
 }
 
 func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id, md string, _ bool) error {
@@ -360,11 +374,11 @@ func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id
 	}
 	_, err := s.a.bot.EditMessageText(ctx, p)
 	if err == nil || !errors.Is(err, tgbot.ErrorBadRequest) {
-		return err
+		return limited(err)
 	}
 	p.Text, p.ParseMode = plain(md), ""
 	_, err = s.a.bot.EditMessageText(ctx, p)
-	return err
+	return limited(err)
 }
 
 // sendMedia uploads an attachment from the object store.

@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
 // streamedAnswer is 40 words that the fake model streams one chunk each,
@@ -51,7 +53,7 @@ func TestDiscordStreamsByEditing(t *testing.T) {
 	const token = "FLEET.discord.stream"
 	dc := discordtest.New(t, token)
 	llm := newStreamingModel(t)
-	startWithChannels(t, llm.Server, map[string]any{
+	f := startWithChannels(t, llm.Server, map[string]any{
 		"discord": map[string]any{"enabled": true, "token": token, "apiBase": dc.URL, "allowFrom": []string{"*"},
 			"streaming": true, "streamEditInterval": editInterval.Seconds()},
 		"web": map[string]any{"enabled": false},
@@ -82,6 +84,7 @@ func TestDiscordStreamsByEditing(t *testing.T) {
 	if edits < 3 {
 		t.Errorf("%d edits over a 4s answer, want it shown as it grows", edits)
 	}
+	waitDelivered(t, f) // the reply's delivery is over: nothing more to come
 	if n := len(dc.Created()); n != 1 {
 		t.Errorf("%d messages created, want the one edited", n)
 	}
@@ -114,19 +117,29 @@ func TestDiscordStreamFallsBackWhenEditsFail(t *testing.T) {
 			whole++
 		}
 	}
-	// The partial message the stream began with, and the whole answer.
-	if created := dc.Created(); whole != 1 || len(created) != 2 {
+	// The partial message the stream began with, deleted, and the whole
+	// answer: one message shown.
+	created, deleted := dc.Created(), dc.Deleted()
+	if whole != 1 || len(created) != 2 {
 		t.Errorf("%d whole messages of %d created, want 1 of 2", whole, len(created))
+	}
+	if len(deleted) != 1 || len(created) == 0 || deleted[0] != created[0].MessageID {
+		t.Errorf("deleted %v, want the partial message", deleted)
 	}
 }
 
-// TestTelegramStreamsByEditing: the same through editMessageText, and the
-// fallback to one whole message when Telegram refuses the edits.
+// TestTelegramStreamsByEditing: the same through editMessageText; an
+// edit answered 429 is tried again after retry_after; and the fallback to
+// one whole message when Telegram refuses the edits.
 func TestTelegramStreamsByEditing(t *testing.T) {
-	for _, failing := range []bool{false, true} {
-		t.Run("failing="+strconv.FormatBool(failing), func(t *testing.T) {
+	for _, mode := range []string{"edits", "rate-limited", "failing"} {
+		t.Run(mode, func(t *testing.T) {
+			failing := mode == "failing"
 			const token = "123456:FLEET-stream"
 			bot := telegramtest.New(t, token)
+			if mode == "rate-limited" {
+				bot.Fail("editMessageText", telegramtest.TooManyRequests(1))
+			}
 			if failing {
 				fs := make([]telegramtest.Failure, 100)
 				for i := range fs {
@@ -135,7 +148,7 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 				bot.Fail("editMessageText", fs...)
 			}
 			llm := newStreamingModel(t)
-			startWithChannels(t, llm.Server, map[string]any{
+			f := startWithChannels(t, llm.Server, map[string]any{
 				"telegram": map[string]any{"enabled": true, "token": token, "apiBase": bot.URL, "allowFrom": []string{"42"},
 					"streaming": true, "streamEditInterval": editInterval.Seconds()},
 				"web": map[string]any{"enabled": false},
@@ -147,10 +160,14 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 				t.Errorf("first message %s after the first chunk, want within 1s", d)
 			}
 			if failing {
-				// The partial message stays as it was; the answer follows
-				// whole, once.
+				// The partial message is deleted; the answer follows whole,
+				// once.
+				partial := c.MessageID
 				for c.Fields["text"] != streamedAnswer {
 					c = bot.Next(t, 30*time.Second, "sendMessage")
+				}
+				if bot.Text(partial) != "" {
+					t.Errorf("the partial message %d still shows %q", partial, bot.Text(partial))
 				}
 				quiet := time.After(time.Second)
 				for {
@@ -165,7 +182,7 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 					return
 				}
 			}
-			last, edits := c.At, 0
+			last, edits, limitedAt := c.At, 0, time.Time{}
 			for bot.Text(c.MessageID) != streamedAnswer {
 				e := bot.Next(t, 30*time.Second, "editMessageText", "sendMessage")
 				if e.Method != "editMessageText" {
@@ -174,11 +191,24 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 				if d := e.At.Sub(last); d < editInterval {
 					t.Errorf("edit %d came %s after the one before, under streamEditInterval %s", edits+1, d, editInterval)
 				}
+				if !limitedAt.IsZero() {
+					if d := e.At.Sub(limitedAt); d < time.Second {
+						t.Errorf("edit %s after a 429 with retry_after 1", d)
+					}
+					limitedAt = time.Time{}
+				}
+				if mode == "rate-limited" && edits == 0 {
+					limitedAt = e.At // the first edit is answered 429
+				}
 				last = e.At
 				edits++
 			}
 			if edits < 3 {
 				t.Errorf("%d edits over a 4s answer", edits)
+			}
+			waitDelivered(t, f) // the reply's delivery is over: nothing more to come
+			if texts := sentTexts(bot); len(texts) != 0 {
+				t.Errorf("messages sent besides the streamed one: %q", texts)
 			}
 		})
 	}
@@ -211,8 +241,12 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 				t.Errorf("first message %s after the first chunk, want within 1s", d)
 			}
 			if failing {
+				partial := c.TS
 				for c.Fields["text"] != streamedAnswer {
 					c = sl.Next(t, 30*time.Second, "chat.postMessage")
+				}
+				if sl.Text(partial) != "" {
+					t.Errorf("the partial message %s still shows %q", partial, sl.Text(partial))
 				}
 				quiet := time.After(time.Second)
 				for {
@@ -243,5 +277,48 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 				t.Errorf("%d updates over a 4s answer", edits)
 			}
 		})
+	}
+}
+
+// waitDelivered waits until the gateway has delivered a reply (it records
+// each in its delivered bucket when the delivery is over).
+func waitDelivered(t *testing.T, f *fleet.Fleet) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	kv, err := f.Bus.JS.KeyValue(ctx, f.Bus.Space.Bucket("delivered"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case e := <-w.Updates():
+			if e != nil {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no reply delivered within 30s")
+		}
+	}
+}
+
+// sentTexts drains the calls seen so far and returns the texts sent with
+// sendMessage.
+func sentTexts(bot *telegramtest.Server) []string {
+	var out []string
+	for {
+		select {
+		case c := <-bot.Calls():
+			if c.Method == "sendMessage" {
+				out = append(out, c.Fields["text"])
+			}
+		default:
+			return out
+		}
 	}
 }

@@ -2,10 +2,10 @@
 // protocol (https://discord.com/developers/docs): the gateway WebSocket
 // with JSON payloads {op, d, s, t} (HELLO, IDENTIFY, READY,
 // HEARTBEAT/HEARTBEAT_ACK, DISPATCH, RESUME/RESUMED, INVALID_SESSION) and
-// the REST API under /api/v10 (GET /gateway/bot and /users/@me, POST and
-// PATCH /channels/{id}/messages, POST /channels/{id}/typing), answering
-// scripted 429s with Retry-After, X-RateLimit-* headers and a retry_after
-// body as Discord does. Attachments are served from /cdn/.
+// the REST API under /api/v10 (GET /gateway/bot and /users/@me, POST,
+// PATCH and DELETE /channels/{id}/messages, POST /channels/{id}/typing),
+// answering scripted 429s with Retry-After, X-RateLimit-* headers and a
+// retry_after body as Discord does. Attachments are served from /cdn/.
 //
 // Like Discord, it keeps the events of a session after its connection
 // drops, and a RESUME with that session's id and last sequence number
@@ -90,6 +90,10 @@ type Server struct {
 	Token string
 	// BotID and BotName are who the bot is.
 	BotID, BotName string
+	// Disallowed are intents the bot may not use (privileged intents not
+	// enabled in the developer portal): an IDENTIFY asking for one is
+	// closed with 4014, as Discord does. Set before the client connects.
+	Disallowed int
 
 	srv   *httptest.Server
 	calls chan Call
@@ -107,6 +111,7 @@ type Server struct {
 	texts      map[string]string // message id -> content, as edited
 	nonces     map[string]string // channel + nonce -> message id
 	created    []Call
+	deleted    []string
 }
 
 type session struct {
@@ -212,6 +217,13 @@ func (s *Server) Created() []Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Call(nil), s.created...)
+}
+
+// Deleted returns the ids of the messages deleted so far.
+func (s *Server) Deleted() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.deleted...)
 }
 
 // Identifies and Resumes count the sessions started and resumed.
@@ -416,9 +428,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rateHeaders(w.Header(), 49)
 	switch call.Route {
-	case "POST /channels/{id}/typing", "DELETE /channels/{id}/messages/{id}":
+	case "POST /channels/{id}/typing":
 		call.Status = http.StatusNoContent
 		s.calls <- call
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case "DELETE /channels/{id}/messages/{id}":
+		s.mu.Lock()
+		_, ok := s.texts[call.MessageID]
+		delete(s.texts, call.MessageID)
+		s.deleted = append(s.deleted, call.MessageID)
+		s.mu.Unlock()
+		call.Status = http.StatusNoContent
+		if !ok {
+			call.Status = http.StatusNotFound
+		}
+		s.calls <- call
+		if !ok {
+			writeJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Message", "code": 10008})
+			return
+		}
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -579,6 +608,10 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 			}
 			if json.Unmarshal(msg.D, &id) != nil || id.Token != s.Token {
 				_ = ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(4004, "Authentication failed."))
+				return
+			}
+			if id.Intents&s.Disallowed != 0 {
+				_ = ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(4014, "Disallowed intent(s)."))
 				return
 			}
 			s.mu.Lock()

@@ -17,8 +17,9 @@
 // edit included; the final text is delivered whole exactly once — by the
 // final edit, or, when the stream failed (a post or edit error), never
 // began, or its owner did not report in time, by the adapter's ordinary
-// delivery, which Finish asks for by returning false. Deltas that arrive
-// after the final answer are dropped.
+// delivery, which Finish asks for by returning false; the partial message
+// is then deleted where the platform allows ([Deleter]). Deltas that
+// arrive after the final answer are dropped.
 package editstream
 
 import (
@@ -52,6 +53,31 @@ type Platform interface {
 	// answer.
 	Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id, text string, final bool) error
 }
+
+// Deleter is a [Platform] that can delete a message. The partial message
+// of a stream whose final edit did not happen is deleted, so that the
+// answer sent whole is the only one shown.
+type Deleter interface {
+	Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, id string) error
+}
+
+// RetryAfter is a [Platform] error that asks to wait before the next post
+// or edit (a rate limit). The stream does not fail: it sends its latest
+// text once the wait is over.
+type RetryAfter struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryAfter) Error() string {
+	return fmt.Sprintf("rate limited for %s: %v", e.After, e.Err)
+}
+
+func (e *RetryAfter) Unwrap() error { return e.Err }
+
+// maxFinalWait bounds how long the final edit waits out rate limits; the
+// delivering gateway waits for it (see Streams.wait).
+const maxFinalWait = 5 * time.Second
 
 // Config describes one channel's streams.
 type Config struct {
@@ -265,12 +291,24 @@ func (s *Streams) run(ctx context.Context, k string, st *stream) {
 		} else {
 			err = s.p.Edit(ctx, st.first, id, text, false)
 		}
+		var limited *RetryAfter
 		st.mu.Lock()
 		st.next = time.Now().Add(s.cfg.Interval)
-		if err != nil {
+		switch {
+		case errors.As(err, &limited):
+			// Try again with the text of then, after the platform's wait.
+			st.next = time.Now().Add(max(limited.After, s.cfg.Interval))
+			select {
+			case st.wake <- struct{}{}:
+			default:
+			}
+			if id != "" {
+				st.id = id
+			}
+		case err != nil:
 			st.failed = true
 			s.log.Info("streaming edit failed; the answer will be sent whole", "chat", st.first.GetChatId(), "err", err)
-		} else {
+		default:
 			st.id, st.shown = id, text
 		}
 		st.mu.Unlock()
@@ -370,12 +408,13 @@ func (s *Streams) final(ctx context.Context, msg *nanofleetv1.OutboundMessage) {
 		switch {
 		case pieces[0] == shown:
 			ok = true // already on screen; some platforms refuse a no-op edit
-		case s.waitTurn(ctx, st, nil):
-			err := s.p.Edit(ctx, msg, id, pieces[0], true)
-			if err != nil {
-				s.log.Info("final streaming edit failed; the answer will be sent whole", "chat", msg.GetChatId(), "err", err)
-			}
-			ok = err == nil
+		default:
+			ok = s.finalEdit(ctx, st, msg, id, pieces[0])
+		}
+	}
+	if d, can := s.p.(Deleter); can && !ok && id != "" {
+		if err := d.Delete(ctx, msg, id); err != nil {
+			s.log.Info("could not delete the partial message of a failed stream", "chat", msg.GetChatId(), "err", err)
 		}
 	}
 	st.mu.Lock()
@@ -389,6 +428,27 @@ func (s *Streams) final(ctx context.Context, msg *nanofleetv1.OutboundMessage) {
 	if _, err := s.kv.Put(context.WithoutCancel(ctx), k, data); err != nil {
 		s.log.Warn("record the end of a stream", "key", k, "err", err)
 	}
+}
+
+// finalEdit edits the final answer's first piece in, waiting out rate
+// limits up to maxFinalWait.
+func (s *Streams) finalEdit(ctx context.Context, st *stream, msg *nanofleetv1.OutboundMessage, id, piece string) bool {
+	deadline := time.Now().Add(maxFinalWait)
+	for s.waitTurn(ctx, st, nil) {
+		err := s.p.Edit(ctx, msg, id, piece, true)
+		if err == nil {
+			return true
+		}
+		var limited *RetryAfter
+		if !errors.As(err, &limited) || time.Now().Add(limited.After).After(deadline) {
+			s.log.Info("final streaming edit failed; the answer will be sent whole", "chat", msg.GetChatId(), "err", err)
+			return false
+		}
+		st.mu.Lock()
+		st.next = time.Now().Add(limited.After)
+		st.mu.Unlock()
+	}
+	return false
 }
 
 // Finish reports whether the first piece of msg, a final answer, was

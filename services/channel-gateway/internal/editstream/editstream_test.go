@@ -3,6 +3,7 @@ package editstream_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -31,6 +32,8 @@ type platform struct {
 	ops       []op
 	failAfter int
 	failPost  bool
+	limited   int           // edits answered with a rate limit, from the first
+	wait      time.Duration // the rate limit's wait
 	edits     int
 	seen      chan op
 }
@@ -49,6 +52,15 @@ func (p *platform) Post(_ context.Context, _ *nanofleetv1.OutboundMessage, text 
 	return "m1", nil
 }
 
+func (p *platform) Delete(_ context.Context, _ *nanofleetv1.OutboundMessage, id string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o := op{kind: "delete", id: id, at: time.Now()}
+	p.ops = append(p.ops, o)
+	p.seen <- o
+	return nil
+}
+
 func (p *platform) Edit(_ context.Context, _ *nanofleetv1.OutboundMessage, id, text string, final bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -56,6 +68,9 @@ func (p *platform) Edit(_ context.Context, _ *nanofleetv1.OutboundMessage, id, t
 	p.ops = append(p.ops, o)
 	p.seen <- o
 	p.edits++
+	if p.edits <= p.limited {
+		return &editstream.RetryAfter{After: p.wait, Err: errors.New("429 Too Many Requests")}
+	}
 	if p.failAfter >= 0 && p.edits > p.failAfter {
 		return errors.New("edit refused")
 	}
@@ -157,7 +172,7 @@ func TestStreams(t *testing.T) {
 		wantOps   int  // posts and edits, when known
 	}{
 		{"edits", -1, false, false, 20, true, 0},
-		{"edit fails midway", 1, false, false, 20, false, 3}, // post, edit, failed edit
+		{"edit fails midway", 1, false, false, 20, false, 4}, // post, edit, failed edit, delete
 		{"final edit fails", -1, false, true, 20, false, 0},
 		{"post fails", -1, true, false, 20, false, 1},
 		{"no deltas", -1, false, false, 0, false, 0},
@@ -185,10 +200,16 @@ func TestStreams(t *testing.T) {
 				}
 				return
 			}
-			if ops[0].kind != "post" || ops[0].at.Sub(start) > interval/2 {
-				t.Errorf("first op %s after %s, want a post at once", ops[0].kind, ops[0].at.Sub(start))
+			if ops[0].kind != "post" || ops[0].at.Sub(start) > time.Second {
+				t.Errorf("first op %s after %s, want a post within 1s", ops[0].kind, ops[0].at.Sub(start))
+			}
+			if last := ops[len(ops)-1]; !tt.finished && !tt.failPost && last.kind != "delete" {
+				t.Errorf("last op %+v, want the partial message deleted", last)
 			}
 			for i := 1; i < len(ops); i++ {
+				if ops[i].kind == "delete" {
+					continue
+				}
 				if d := ops[i].at.Sub(ops[i-1].at); d < interval {
 					t.Errorf("ops %d and %d %s apart, under the interval %s", i-1, i, d, interval)
 				}
@@ -280,5 +301,30 @@ func TestLongPartialTextIsCut(t *testing.T) {
 	o := h.p.next(t)
 	if n := len([]rune(o.text)); n != 50 || !strings.HasSuffix(o.text, "…") {
 		t.Errorf("posted %d runes: %q", n, o.text)
+	}
+}
+
+// TestRateLimitedEditsWait: edits answered with a rate limit are tried
+// again after the platform's wait; the stream does not fail.
+func TestRateLimitedEditsWait(t *testing.T) {
+	const wait = 300 * time.Millisecond
+	for _, limited := range []int{1, 3} {
+		t.Run(fmt.Sprint(limited, " limited"), func(t *testing.T) {
+			h := startStreams(t, bustest.StartJetStream(t), 50*time.Millisecond, 4000)
+			h.p.limited, h.p.wait = limited, wait
+			text := h.feed(t, 10, 20*time.Millisecond)
+			if !h.s.Finish(t.Context(), h.final(t, text+" end")) {
+				t.Fatal("Finish = false, want the final edit after the waits")
+			}
+			ops := h.p.all()
+			for i := 1; i < len(ops); i++ {
+				if ops[i-1].kind == "edit" && i-1 < limited+1 && ops[i].at.Sub(ops[i-1].at) < wait {
+					t.Errorf("op %d came %s after a rate limit of %s", i, ops[i].at.Sub(ops[i-1].at), wait)
+				}
+			}
+			if last := ops[len(ops)-1]; last.text != text+" end" || !last.final {
+				t.Errorf("last op %+v", last)
+			}
+		})
 	}
 }

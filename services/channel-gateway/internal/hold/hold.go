@@ -64,7 +64,9 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 				log.Warn("another gateway holds this account's connection; waiting to take over", "holder", holder, "lease", key)
 				waiting = true
 			}
-			sleep(ctx, ttl/2)
+			// Asked often, so that the takeover follows the lease's
+			// expiry closely: within the TTL of the holder's death.
+			sleep(ctx, ttl/10)
 			continue
 		}
 		if err != nil {

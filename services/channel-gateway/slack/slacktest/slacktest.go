@@ -1,6 +1,6 @@
 // Package slacktest is a fake Slack for tests: the Web API methods the
 // adapter uses (apps.connections.open, auth.test, chat.postMessage,
-// chat.update, reactions.add) at /api/<method>, form-encoded as Slack takes them, and a
+// chat.update, chat.delete, reactions.add) at /api/<method>, form-encoded as Slack takes them, and a
 // Socket Mode WebSocket at the URL apps.connections.open hands out, which
 // says hello, pings, sends Events API envelopes and records the
 // acknowledgements. Scripted failures include 429 with a Retry-After
@@ -256,6 +256,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			c.TS = ts
 			s.texts[ts] = c.Fields["text"]
 		}
+	case method == "chat.delete":
+		_, known = s.texts[ts]
+		delete(s.texts, ts)
 	}
 	s.mu.Unlock()
 	s.calls <- c
@@ -292,6 +295,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, map[string]any{"ok": true, "channel": c.Fields["channel"], "ts": ts, "text": c.Fields["text"]})
+	case "chat.delete":
+		if !known {
+			writeJSON(w, map[string]any{"ok": false, "error": "message_not_found"})
+			return
+		}
+		writeJSON(w, map[string]any{"ok": true, "channel": c.Fields["channel"], "ts": ts})
 	case "reactions.add":
 		writeJSON(w, map[string]any{"ok": true})
 	default:

@@ -257,6 +257,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"message_id": id, "date": time.Now().Unix(),
 			"chat": map[string]any{"id": chat, "type": "private"}, "text": call.Fields["text"],
 		}, Failure{})
+	case "deleteMessage":
+		id, _ := strconv.Atoi(call.Fields["message_id"])
+		s.mu.Lock()
+		_, ok := s.texts[id]
+		delete(s.texts, id)
+		s.mu.Unlock()
+		if !ok {
+			reply(w, 400, nil, Failure{Code: 400, Description: "Bad Request: message to delete not found"})
+			return
+		}
+		reply(w, 200, true, Failure{})
 	case "sendChatAction", "deleteWebhook":
 		reply(w, 200, true, Failure{})
 	case "setWebhook":
