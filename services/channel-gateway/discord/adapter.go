@@ -27,6 +27,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/typing"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -60,7 +61,7 @@ type Adapter struct {
 	typingEvery, typingMax time.Duration
 
 	parts  parts.Tracker
-	typing typing
+	typing *typing.Indicator
 
 	mu    sync.Mutex
 	botID string
@@ -125,7 +126,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 			return nil, fmt.Errorf("discord: %w", err)
 		}
 	}
-	a.typing.a = a
+	a.typing = typing.New(deps.Bus, Channel, a.typingEvery, a.typingMax, a.log)
 	return a, nil
 }
 
@@ -144,7 +145,7 @@ func (a *Adapter) bot() string {
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	kind := msg.GetKind()
 	if kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
-		a.typing.stop(msg.GetChatId())
+		a.typing.Stop(msg.GetChatId())
 	}
 	pieces := markup.Split(msg.GetContent(), Limit)
 	start := a.parts.Sent(msg.GetId())
@@ -195,7 +196,7 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 	}
 	_, err := a.post(ctx, msg, text, false, "", nil)
 	if err == nil {
-		a.typing.start(msg.GetChatId()) // Discord ends the indicator with a message
+		a.startTyping(msg.GetChatId()) // Discord ends the indicator with a message
 	}
 	return err
 }

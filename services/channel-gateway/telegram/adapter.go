@@ -23,6 +23,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/typing"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -53,7 +54,7 @@ type Adapter struct {
 	typingMax   time.Duration
 
 	parts   parts.Tracker
-	typing  typing
+	typing  *typing.Indicator
 	streams *editstream.Streams // nil unless streaming
 
 	mu    sync.Mutex
@@ -131,7 +132,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	a.media = media.NewStore(blobs, cfg.MediaLimit(DefaultMaxMediaBytes))
-	a.typing.a = a
+	a.typing = typing.New(deps.Bus, Channel, a.typingEvery, a.typingMax, a.log)
 	if cfg.Streaming {
 		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: markup.TelegramLimit}, a.log)
 		if err != nil {
@@ -166,7 +167,7 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	a.mu.Lock()
 	a.inbox, a.run = in, ctx
 	a.mu.Unlock()
-	stop, err := a.typing.watch(ctx)
+	stop, err := a.typing.Watch(ctx)
 	if err != nil {
 		return err
 	}
@@ -233,7 +234,7 @@ func (a *Adapter) botID() int64 {
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
 	if k := msg.GetKind(); k == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || k == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
-		a.typing.stop(chat)
+		a.typing.Stop(chat)
 	}
 	pieces := markup.Split(msg.GetContent(), markup.TelegramLimit)
 	replyTo := 0
@@ -295,7 +296,7 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 		LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: tgbot.True()},
 	})
 	if err == nil {
-		a.typing.start(chat, thread) // the chat action ends with a message
+		a.startTyping(chat, thread) // the chat action ends with a message
 	}
 	return err
 }
