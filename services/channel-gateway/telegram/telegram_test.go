@@ -401,14 +401,14 @@ func TestOnePollerPerBotToken(t *testing.T) {
 	first := &logSink{event: make(chan struct{}, 1)}
 	second := &logSink{event: make(chan struct{}, 1)}
 	_, stopFirst := runAdapterCancel(t, b, fake, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	first.waitFor(t, "holds the bot's poller lease")
+	first.waitFor(t, "this gateway holds the account's connection lease")
 	runAdapter(t, b, fake, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	second.waitFor(t, "another gateway is already polling this Telegram bot")
+	second.waitFor(t, "another gateway holds this account's connection")
 
 	fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 2, FromID: 2, Text: "one"})
 	fake.Next(t, wait, "sendMessage")
 	stopFirst()
-	second.waitFor(t, "holds the bot's poller lease")
+	second.waitFor(t, "this gateway holds the account's connection lease")
 	fake.Send(telegramtest.Message{UpdateID: 2, MessageID: 2, ChatID: 2, FromID: 2, Text: "two"})
 	// Stopping the first gateway may cut its delivery of "echo: one" after
 	// Telegram got it but before the ack: delivery is at least once, and the
