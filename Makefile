@@ -45,7 +45,8 @@ proto:
 run: build
 	./bin/nanofleet run
 
-# Load bench: figures, JSON and plot into docs/bench (about 11 minutes on 2 cores).
+# Load bench: figures, JSON and plot into docs/bench (about 15 minutes on 2 cores).
+# One suite alone: cd services/nanofleet && go run . bench --suites shipped --out DIR
 bench:
 	cd services/nanofleet && go run . bench
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,8 +23,10 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 )
 
 // composeProject is the compose project the test runs, apart from a
@@ -179,7 +182,7 @@ func TestComposeUp(t *testing.T) {
 			t.Error("no streams")
 		}
 	})
-	turns.requireEach(t)
+	t.Run("every message answered once", func(t *testing.T) { turns.requireOnce(t, ctx, fleet.jetStream(ctx)) })
 	fleet.requireHealthy(ctx, 10)
 }
 
@@ -513,31 +516,69 @@ func waitReply(t *testing.T, done <-chan string) string {
 	}
 }
 
-// turnLog counts the replies to each message.
+// turnLog keeps the messages sent and the reply each got.
 type turnLog struct {
 	mu      sync.Mutex
-	replies map[string][]string
+	replies map[string]string
 }
 
 func (l *turnLog) check(t *testing.T, text, reply string) {
 	t.Helper()
 	l.mu.Lock()
 	if l.replies == nil {
-		l.replies = map[string][]string{}
+		l.replies = map[string]string{}
 	}
-	l.replies[text] = append(l.replies[text], reply)
+	l.replies[text] = reply
 	l.mu.Unlock()
 	if want := "echo: " + text; !strings.Contains(reply, want) {
 		t.Errorf("%q answered %q, want %q", text, reply, want)
 	}
 }
 
-func (l *turnLog) requireEach(t *testing.T) {
+// requireOnce reads every reply the fleet published (the outbound stream
+// keeps them) and requires exactly one final reply to each message sent,
+// whatever was killed or replaced on the way, and no error reply.
+func (l *turnLog) requireOnce(t *testing.T, ctx context.Context, js jetstream.JetStream) {
+	t.Helper()
+	stream, err := js.Stream(ctx, "NANOFLEET_OUT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finals := map[string]int{}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		msg, err := stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("NANOFLEET_OUT message %d: %v", seq, err)
+		}
+		var out nanofleetv1.OutboundMessage
+		if err := proto.Unmarshal(msg.Data, &out); err != nil {
+			t.Fatalf("%s: %v", msg.Subject, err)
+		}
+		switch out.GetKind() {
+		case nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
+			t.Errorf("error reply on %s: %q", msg.Subject, out.GetContent())
+		case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL:
+			finals[out.GetContent()]++
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for text, r := range l.replies {
-		if len(r) != 1 {
-			t.Errorf("%q answered %d times: %q", text, len(r), r)
+	for text := range l.replies {
+		n := 0
+		for content, c := range finals {
+			if strings.Contains(content, "echo: "+text) {
+				n += c
+			}
+		}
+		if n != 1 {
+			t.Errorf("%q: %d final replies in the outbound stream, want exactly 1", text, n)
 		}
 	}
 }

@@ -1,10 +1,10 @@
 package schedule_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +58,7 @@ func call(t *testing.T, tool *schedule.Tool, tc *agenttool.TurnContext, argsJSON
 }
 
 func TestToolAddListRemove(t *testing.T) {
-	b, s := setup(t)
+	_, s := setup(t)
 	tool, err := schedule.NewTool(s)
 	if err != nil {
 		t.Fatal(err)
@@ -100,13 +100,15 @@ func TestToolAddListRemove(t *testing.T) {
 		t.Errorf("list does not show the zone: %q", out)
 	}
 
-	// The operator sees every session's jobs with the next fire time.
-	var buf bytes.Buffer
-	if err := schedule.RunCLI(context.Background(), b, []string{"list"}, &buf); err != nil {
-		t.Fatal(err)
+	// The operator sees every session's jobs with the next fire time
+	// (the output of `nanofleet cron list` is tested in services/nanofleet,
+	// TestCron).
+	all, err := s.List(context.Background(), "")
+	if err != nil || len(all) != 3 {
+		t.Fatalf("List of every session = %v, %v; want 3 jobs", all, err)
 	}
-	if got := buf.String(); strings.Count(got, "\n") != 4 || !strings.Contains(got, "NEXT") || !strings.Contains(got, "slack:C1") {
-		t.Errorf("cron list:\n%s", got)
+	if !slices.ContainsFunc(all, func(j schedule.Job) bool { return j.SessionKey == "slack:C1" && !j.Next.IsZero() }) {
+		t.Errorf("List of every session lacks slack:C1's job with its next fire time: %v", all)
 	}
 
 	if _, err := call(t, tool, other, `{"action":"remove","job_id":"`+jobs[0].ID+`"}`); err == nil {
@@ -115,18 +117,15 @@ func TestToolAddListRemove(t *testing.T) {
 	if out, err := call(t, tool, tc, `{"action":"remove","job_id":"`+jobs[0].ID+`"}`); err != nil || !strings.Contains(out, "Removed") {
 		t.Fatalf("remove = %q, %v", out, err)
 	}
-	buf.Reset()
-	if err := schedule.RunCLI(context.Background(), b, []string{"remove", jobs[1].ID}, &buf); err != nil {
-		t.Fatalf("cron remove: %v", err)
+	// The operator removes any session's job (no session key).
+	if _, err := s.Remove(context.Background(), "", jobs[1].ID); err != nil {
+		t.Fatalf("operator remove: %v", err)
 	}
 	if jobs, _ := s.List(context.Background(), tc.SessionKey); len(jobs) != 0 {
 		t.Errorf("jobs left after remove: %v", jobs)
 	}
-	if err := schedule.RunCLI(context.Background(), b, []string{"remove", "nope"}, &buf); !errors.Is(err, schedule.ErrNotFound) {
+	if _, err := s.Remove(context.Background(), "", "nope"); !errors.Is(err, schedule.ErrNotFound) {
 		t.Errorf("remove unknown = %v", err)
-	}
-	if err := schedule.RunCLI(context.Background(), b, []string{"frobnicate"}, &buf); !errors.Is(err, schedule.ErrUsage) {
-		t.Errorf("bad command = %v", err)
 	}
 }
 

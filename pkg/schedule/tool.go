@@ -161,7 +161,7 @@ func (t *Tool) add(ctx context.Context, tc *agenttool.TurnContext, args map[stri
 	if err != nil {
 		return "", invalid(err)
 	}
-	return fmt.Sprintf("Created job %q (id: %s, %s). Next run: %s.", clip(msg, 60), j.ID, j.Spec, formatNext(j)), nil
+	return fmt.Sprintf("Created job %q (id: %s, %s). Next run: %s.", clip(msg, 60), j.ID, j.Spec, j.NextString()), nil
 }
 
 // spec reads the timing arguments.
@@ -210,7 +210,7 @@ func (t *Tool) list(ctx context.Context, tc *agenttool.TurnContext) (string, err
 	var b strings.Builder
 	b.WriteString("Scheduled jobs:")
 	for _, j := range jobs {
-		fmt.Fprintf(&b, "\n- %s (id: %s, %s, next: %s)", clip(j.Message, 80), j.ID, j.Spec, formatNext(j))
+		fmt.Fprintf(&b, "\n- %s (id: %s, %s, next: %s)", clip(j.Message, 80), j.ID, j.Spec, j.NextString())
 	}
 	return b.String(), nil
 }
@@ -223,12 +223,17 @@ func invalid(err error) error {
 	return err
 }
 
-func formatNext(j Job) string {
+// NextString is the job's next fire time in its schedule's time zone
+// (RFC 3339), or "unknown"; the tool and the operator's CLI show it so.
+func (j Job) NextString() string {
 	if j.Next.IsZero() {
 		return "unknown"
 	}
 	return j.Next.In(j.Spec.displayLocation()).Format(time.RFC3339)
 }
+
+// MessageLine is the job's message on one line, cut to n characters.
+func (j Job) MessageLine(n int) string { return clip(j.Message, n) }
 
 func clip(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")

@@ -145,44 +145,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	// the turns already running.
 	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTurns()
-	slots := make(chan struct{}, w.cfg.Slots)
-	var wg sync.WaitGroup
-	for ctx.Err() == nil {
-		// Wait for at least one free slot.
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			continue
-		}
-		free := 1 + w.cfg.Slots - len(slots)
-		<-slots
-		// FetchMaxWait, not a context: a fetch given a context gives up
-		// on the client a tenth of the wait after the server's expiry,
-		// and a message the server sent in between (a busy machine's
-		// scheduling delay is enough) is lost to this worker until its
-		// ack wait: 30 s. With many free slots a fetch rarely fills and
-		// nearly always runs to its expiry, so this happened every
-		// second (the bench saw p99 31 s at 1,000 sessions). Without a
-		// context nats.go waits for the server's end-of-request.
-		batch, err := w.cons.Fetch(free, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			if ctx.Err() == nil {
-				w.d.Log.Warn("fetch inbound", "err", err)
-				sleep(ctx, 250*time.Millisecond)
-			}
-			continue
-		}
-		w.take(ctx, batch.Messages(), func(m jetstream.Msg) {
-			slots <- struct{}{} // never blocks: at most free messages arrive
-			wg.Add(1)
-			go func() {
-				defer func() { <-slots; wg.Done() }()
-				w.handle(turnCtx, m)
-			}()
-		})
-	}
+	wait := bus.Pull(ctx, w.cons, w.cfg.Slots, w.d.Log.With("consumer", "inbound"), func(m jetstream.Msg) {
+		w.handle(turnCtx, m)
+	})
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() { wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(w.cfg.ShutdownGrace):
@@ -191,30 +158,6 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-done
 	}
 	return nil
-}
-
-// take starts each message of a fetch until the fetch ends or ctx does.
-// Stopping does not wait for the fetch's expiry (a one-shot `agent -m`
-// would spend its last second on it): what still arrives is nak'ed, so
-// that another worker, or this one restarted, runs it at once rather than
-// after its ack wait.
-func (w *Worker) take(ctx context.Context, msgs <-chan jetstream.Msg, start func(jetstream.Msg)) {
-	for {
-		select {
-		case m, ok := <-msgs:
-			if !ok {
-				return
-			}
-			start(m)
-		case <-ctx.Done():
-			go func() {
-				for m := range msgs {
-					_ = m.Nak()
-				}
-			}()
-			return
-		}
-	}
 }
 
 // onStop cancels the session's running turn if it runs here.
@@ -259,12 +202,3 @@ var (
 	errLeaseLost   = errors.New("session lease lost")
 	errTurnTimeout = errors.New("turn timed out")
 )
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -261,39 +260,7 @@ type deliverer struct {
 }
 
 func (d *deliverer) run(ctx context.Context) error {
-	sem := make(chan struct{}, d.g.cfg.Parallel)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for ctx.Err() == nil {
-		free := d.g.cfg.Parallel - len(sem)
-		if free == 0 {
-			free = 1
-		}
-		batch, err := d.cons.Fetch(free, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			d.log.Warn("fetch replies", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		for m := range batch.Messages() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return nil
-			}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				d.handle(ctx, m)
-			}()
-		}
-	}
+	bus.Pull(ctx, d.cons, d.g.cfg.Parallel, d.log, func(m jetstream.Msg) { d.handle(ctx, m) })()
 	return nil
 }
 

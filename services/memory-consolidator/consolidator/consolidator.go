@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -99,53 +98,24 @@ func New(ctx context.Context, cfg Config, d Deps) (*Consolidator, error) {
 // Run fetches and handles requests until ctx ends, then lets running ones
 // finish.
 func (c *Consolidator) Run(ctx context.Context) error {
-	slots := make(chan struct{}, c.cfg.Slots)
-	var wg sync.WaitGroup
 	// Requests in progress may finish within the shutdown grace when ctx
 	// ends; then they are cancelled and redelivered elsewhere (every write
 	// is conditional, so a cut-off request leaves nothing half done).
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer func() {
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		t := time.NewTimer(c.cfg.ShutdownGrace)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-			c.d.Log.Warn("shutdown grace over; cancelling consolidations in progress")
-		}
-		cancelWork()
-		<-done
-	}()
-	for ctx.Err() == nil {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			continue
-		}
-		free := 1 + c.cfg.Slots - len(slots)
-		<-slots
-		fetchCtx, cancel := context.WithTimeout(ctx, time.Second)
-		batch, err := c.cons.Fetch(free, jetstream.FetchContext(fetchCtx))
-		if err != nil {
-			cancel()
-			if ctx.Err() == nil {
-				c.d.Log.Warn("fetch consolidation requests", "err", err)
-				sleep(ctx, 250*time.Millisecond)
-			}
-			continue
-		}
-		for m := range batch.Messages() {
-			slots <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-slots; wg.Done() }()
-				c.Handle(work, m)
-			}()
-		}
-		cancel()
+	wait := bus.Pull(ctx, c.cons, c.cfg.Slots, c.d.Log.With("consumer", "consolidation requests"), func(m jetstream.Msg) {
+		c.Handle(work, m)
+	})
+	done := make(chan struct{})
+	go func() { wait(); close(done) }()
+	t := time.NewTimer(c.cfg.ShutdownGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		c.d.Log.Warn("shutdown grace over; cancelling consolidations in progress")
 	}
+	cancelWork()
+	<-done
 	return nil
 }
 

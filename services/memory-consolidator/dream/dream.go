@@ -227,10 +227,9 @@ func (j *Job) Run(ctx context.Context) error {
 			}
 			lastCheck = time.Now()
 		}
-		fetchCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		batch, err := j.cons.Fetch(1, jetstream.FetchContext(fetchCtx))
+		// FetchMaxWait, not a context: see bus.Pull.
+		batch, err := j.cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
-			cancel()
 			if ctx.Err() == nil {
 				j.d.Log.Warn("fetch dream fire", "err", err)
 				sleep(ctx, time.Second)
@@ -241,7 +240,6 @@ func (j *Job) Run(ctx context.Context) error {
 			// A run cut short by shutdown is safe: the cursor has not moved.
 			j.fire(ctx, m)
 		}
-		cancel()
 	}
 	return nil
 }

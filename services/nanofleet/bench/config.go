@@ -55,7 +55,8 @@ type Config struct {
 	ShippedTurns int
 
 	// TTFTSessions are the concurrent sessions of the time-to-first-token
-	// suite, TTFTTurns each session's measured turns, and TTFTRest how
+	// suite, TTFTTurns each session's measured turns (raised so that a
+	// run measures at least 200), and TTFTRest how
 	// long the streaming model takes after its first chunk.
 	TTFTSessions []int
 	TTFTTurns    int

@@ -233,8 +233,8 @@ func (r *driver) ttft(ctx context.Context) ([]TTFT, error) {
 	return out, nil
 }
 
-// ttftRun runs n sessions of TTFTTurns turns through turn and collects
-// the added time to first token.
+// ttftRun runs n sessions of TTFTTurns turns (more when that is under 200
+// turns in all) through turn and collects the added time to first token.
 func (r *driver) ttftRun(ctx context.Context, model *streamModel, client, kind string, n int,
 	turn func(ctx context.Context, session int, marker string) (time.Time, error),
 ) TTFT {
@@ -254,7 +254,10 @@ func (r *driver) ttftRun(ctx context.Context, model *streamModel, client, kind s
 	// sessions' first history reads.
 	meter := (*cpuMeter)(nil)
 	var wg sync.WaitGroup
-	for round := range r.cfg.TTFTTurns + 1 {
+	// At least 200 measured turns, so that one session's p99 is not the
+	// largest of a handful.
+	rounds := max(r.cfg.TTFTTurns, (200+n-1)/n)
+	for round := range rounds + 1 {
 		if round == 1 {
 			meter = startCPU(os.Getpid())
 		}

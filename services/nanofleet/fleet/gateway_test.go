@@ -2,9 +2,13 @@ package fleet_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -172,5 +176,86 @@ func TestTokenUsageThroughTheAPI(t *testing.T) {
 			continue
 		}
 		check(tt.name, usage)
+	}
+}
+
+// usageProgram streams one answer with the npm openai client, asking for
+// the usage chunk, and prints the usage of the answer and of the stream.
+const usageProgram = `
+const OpenAI = require(process.env.OPENAI_MODULE);
+const client = new OpenAI({apiKey: process.env.API_KEY, baseURL: process.env.BASE_URL});
+(async () => {
+  const r = await client.chat.completions.create({model: 'nanofleet', user: 'node-usage', messages: [{role: 'user', content: 'count'}]});
+  const stream = await client.chat.completions.create({model: 'nanofleet', user: 'node-usage', stream: true,
+    stream_options: {include_usage: true}, messages: [{role: 'user', content: 'count again'}]});
+  let usage = null;
+  for await (const c of stream) { if (c.usage) usage = c.usage; }
+  console.log(JSON.stringify([r.usage, usage]));
+})().catch(e => { console.error(String(e)); process.exit(1); });
+`
+
+// TestTokenUsageNodeSDK: the official npm openai client reads the usage
+// of a completion and of a stream's last chunk (issue 16.7).
+func TestTokenUsageNodeSDK(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("skipping: node is not installed")
+	}
+	root, err := exec.Command("npm", "root", "-g").Output()
+	if err != nil {
+		t.Skipf("skipping: npm root -g: %v", err)
+	}
+	mod := filepath.Join(strings.TrimSpace(string(root)), "openai")
+	if _, err := os.Stat(mod); err != nil {
+		t.Skipf("skipping: the npm openai package is not installed (%v); CI installs .ci/npm-packages", err)
+	}
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(*llmtest.RecordedRequest) llmtest.Reply {
+		return llmtest.Text("counted").WithUsage(70, 7).WithTokenDetails(30, 2)
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var lines []string
+	f, err := fleet.Start(ctx, fleet.Options{
+		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
+		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
+		Announce: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	mu.Lock()
+	m := regexp.MustCompile(`API: (\S+) \(api key (\S+)\)`).FindStringSubmatch(strings.Join(lines, "\n"))
+	mu.Unlock()
+	if m == nil {
+		t.Fatal("no API announcement")
+	}
+	cmd := exec.CommandContext(ctx, "node", "-e", usageProgram)
+	cmd.Env = append(os.Environ(), "OPENAI_MODULE="+mod, "API_KEY="+m[2], "BASE_URL="+m[1])
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v: %s", err, out)
+	}
+	var got []struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		TotalTokens         int `json:"total_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+		CompletionTokensDetails struct {
+			ReasoningTokens int `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != 2 {
+		t.Fatalf("node printed %s (%v)", out, err)
+	}
+	for i, u := range got {
+		if u.PromptTokens != 70 || u.CompletionTokens != 7 || u.TotalTokens != 77 ||
+			u.PromptTokensDetails.CachedTokens != 30 || u.CompletionTokensDetails.ReasoningTokens != 2 {
+			t.Errorf("usage %d (%s): %+v", i, []string{"completion", "stream"}[i], u)
+		}
 	}
 }

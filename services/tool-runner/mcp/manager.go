@@ -49,14 +49,6 @@ const (
 	maxResources = 100
 )
 
-// Publisher makes a server's tools callable by the fleet. The runner
-// passes a [MicroPublisher]; tests may record the calls.
-type Publisher interface {
-	// Publish replaces the tools published for server; none withdraws
-	// them.
-	Publish(server string, defs []toolschema.Tool) error
-}
-
 // Options are what a [Manager] needs.
 type Options struct {
 	// Servers is tools.mcpServers. Disabled servers are not started.
@@ -109,20 +101,13 @@ type Manager struct {
 	startWait      time.Duration
 	guardOpts      []netguard.Option
 
-	pubMu sync.Mutex // serialises Publish calls
-	pub   Publisher
+	catalog *catalog
 
-	mu      sync.Mutex
-	tools   map[string]entry // by tool name, of servers whose tools are published
+	mu      sync.Mutex // guards started, stopped and cancel
 	started bool
 	stopped bool
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-}
-
-type entry struct {
-	tool   tools.Tool
-	schema *toolschema.Schema
 }
 
 // New validates the servers' configs and returns a Manager. It starts
@@ -145,7 +130,7 @@ func New(o Options, opts ...Option) (*Manager, error) {
 		dataDir:        o.DataDir,
 		connectTimeout: DefaultConnectTimeout,
 		startWait:      DefaultStartWait,
-		tools:          map[string]entry{},
+		catalog:        newCatalog(log),
 	}
 	for _, opt := range opts {
 		opt(m)
@@ -209,77 +194,16 @@ func (m *Manager) Connect(ctx context.Context) {
 // Serve publishes the tools of the connected servers with p, and from then
 // on every change: a server's tools are withdrawn while it cannot be
 // reached and published again when it is back.
-func (m *Manager) Serve(p Publisher) {
-	m.pubMu.Lock()
-	defer m.pubMu.Unlock()
-	m.mu.Lock()
-	stopped := m.stopped
-	m.mu.Unlock()
-	if stopped {
-		return
-	}
-	m.pub = p
-	for _, s := range m.servers {
-		if defs := s.definitions(); len(defs) > 0 {
-			if err := p.Publish(s.name, defs); err != nil {
-				m.log.Error("publish MCP tools", "server", s.name, "err", err)
-			}
-		}
-	}
-}
-
-// publish records the tools of server s (none: withdrawn) and publishes
-// them when serving.
-func (m *Manager) publish(s *server, ts []tools.Tool, set *tools.Set) {
-	m.pubMu.Lock()
-	defer m.pubMu.Unlock()
-	m.mu.Lock()
-	if m.stopped {
-		m.mu.Unlock()
-		return
-	}
-	for name, e := range m.tools {
-		if it, ok := e.tool.(itemTool); ok && it.s == s {
-			delete(m.tools, name)
-		}
-	}
-	defs := make([]toolschema.Tool, 0, len(ts))
-	for _, t := range ts {
-		def := t.Definition()
-		_, schema, _ := set.Get(def.Name)
-		m.tools[def.Name] = entry{tool: t, schema: schema}
-		defs = append(defs, def)
-	}
-	p := m.pub
-	m.mu.Unlock()
-	toolschema.SortTools(defs)
-	if p != nil {
-		if err := p.Publish(s.name, defs); err != nil {
-			m.log.Error("publish MCP tools", "server", s.name, "err", err)
-		}
-	}
-}
+func (m *Manager) Serve(p Publisher) { m.catalog.serve(p, m.servers) }
 
 // Get returns a published tool and its compiled schema.
 func (m *Manager) Get(name string) (tools.Tool, *toolschema.Schema, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.tools[name]
-	return e.tool, e.schema, ok
+	return m.catalog.get(name)
 }
 
 // Definitions returns the definitions of the published tools, sorted by
 // name.
-func (m *Manager) Definitions() []toolschema.Tool {
-	m.mu.Lock()
-	defs := make([]toolschema.Tool, 0, len(m.tools))
-	for _, e := range m.tools {
-		defs = append(defs, e.tool.Definition())
-	}
-	m.mu.Unlock()
-	toolschema.SortTools(defs)
-	return defs
-}
+func (m *Manager) Definitions() []toolschema.Tool { return m.catalog.definitions() }
 
 // Names lists the published tools, sorted.
 func (m *Manager) Names() []string {
@@ -304,27 +228,15 @@ func (m *Manager) Status() []ServerStatus {
 // stdin closed, then SIGTERM, then SIGKILL for their whole sandbox) and
 // waits for that until ctx ends.
 func (m *Manager) Stop(ctx context.Context) error {
-	m.pubMu.Lock()
 	m.mu.Lock()
 	if m.stopped {
 		m.mu.Unlock()
-		m.pubMu.Unlock()
 		return nil
 	}
 	m.stopped = true
-	clear(m.tools)
 	cancel := m.cancel
-	p := m.pub
-	m.pub = nil
 	m.mu.Unlock()
-	if p != nil {
-		for _, s := range m.servers {
-			if err := p.Publish(s.name, nil); err != nil {
-				m.log.Warn("withdraw MCP tools", "server", s.name, "err", err)
-			}
-		}
-	}
-	m.pubMu.Unlock()
+	m.catalog.close(m.servers)
 	if cancel == nil {
 		return nil
 	}

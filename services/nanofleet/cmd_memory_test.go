@@ -1,20 +1,18 @@
-package memcli_test
+package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
-	"github.com/nanofleet/nanofleet/pkg/memory/memcli"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
-func TestRun(t *testing.T) {
-	ctx := context.Background()
+func TestMemory(t *testing.T) {
+	ctx := t.Context()
 	b := bustest.StartJetStream(t)
 	if err := memory.Provision(ctx, b, bustest.TestLayout()); err != nil {
 		t.Fatal(err)
@@ -45,12 +43,12 @@ func TestRun(t *testing.T) {
 		{[]string{"unlink", "telegram:123"}, []string{"no longer linked"}, nil},
 		{[]string{"revisions"}, []string{"No revisions"}, nil},
 		{[]string{"show", "--scope", "team:x"}, nil, memory.ErrBadScope},
-		{[]string{"frobnicate"}, []string{"Usage"}, memcli.ErrUsage},
-		{nil, []string{"Usage"}, memcli.ErrUsage},
+		{[]string{"frobnicate"}, []string{"Usage"}, errMemoryUsage},
+		{nil, []string{"Usage"}, errMemoryUsage},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer
-		err := memcli.Run(ctx, b, tt.args, &out)
+		err := runMemory(ctx, b, tt.args, &out)
 		if tt.err != nil && !errors.Is(err, tt.err) || tt.err == nil && err != nil {
 			t.Errorf("%v: err %v, want %v", tt.args, err, tt.err)
 		}
@@ -62,7 +60,7 @@ func TestRun(t *testing.T) {
 	}
 	if strings.Contains(func() string {
 		var o bytes.Buffer
-		_ = memcli.Run(ctx, b, []string{"history", "--scope", "user:ada", "-n", "1"}, &o)
+		_ = runMemory(ctx, b, []string{"history", "--scope", "user:ada", "-n", "1"}, &o)
 		return o.String()
 	}(), "green") {
 		t.Error("history -n 1 shows more than the newest entry")

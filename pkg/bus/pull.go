@@ -1,0 +1,87 @@
+package bus
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Pull runs handle for each message of cons, each in a goroutine of its
+// own and at most slots at a time, until ctx ends. It fetches only as many
+// messages as it has free slots, so that a message is never held by a
+// process that cannot start it while another process could.
+//
+// When ctx ends, messages of a fetch that still arrive are nak'ed, so that
+// another process takes them at once rather than after their ack wait.
+// Pull does not wait for running handlers: the caller does, with wait,
+// after its own shutdown grace if it has one. A failed fetch is logged
+// and tried again; it never ends the loop.
+func Pull(ctx context.Context, cons jetstream.Consumer, slots int, log *slog.Logger, handle func(jetstream.Msg)) (wait func()) {
+	sem := make(chan struct{}, slots)
+	var wg sync.WaitGroup
+	for ctx.Err() == nil {
+		// Wait for at least one free slot.
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		free := 1 + slots - len(sem)
+		<-sem
+		// FetchMaxWait, not a context: a fetch given a context gives up
+		// on the client a tenth of the wait after the server's expiry,
+		// and a message the server sent in between (a busy machine's
+		// scheduling delay is enough) is lost to this process until its
+		// ack wait. With many free slots a fetch rarely fills and nearly
+		// always runs to its expiry, so this happened every second (the
+		// bench saw p99 31 s at 1,000 sessions). Without a context
+		// nats.go waits for the server's end-of-request.
+		batch, err := cons.Fetch(free, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("fetch", "err", err)
+				pause := time.NewTimer(250 * time.Millisecond)
+				select {
+				case <-pause.C:
+				case <-ctx.Done():
+					pause.Stop()
+				}
+			}
+			continue
+		}
+		take(ctx, batch.Messages(), func(m jetstream.Msg) {
+			sem <- struct{}{} // never blocks: at most free messages arrive
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				handle(m)
+			}()
+		})
+	}
+	return wg.Wait
+}
+
+// take starts each message of a fetch until the fetch ends or ctx does.
+// Stopping does not wait for the fetch's expiry (a one-shot `agent -m`
+// would spend its last second on it): what still arrives is nak'ed.
+func take(ctx context.Context, msgs <-chan jetstream.Msg, start func(jetstream.Msg)) {
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				return
+			}
+			start(m)
+		case <-ctx.Done():
+			go func() {
+				for m := range msgs {
+					_ = m.Nak()
+				}
+			}()
+			return
+		}
+	}
+}

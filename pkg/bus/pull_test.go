@@ -1,0 +1,88 @@
+package bus_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+)
+
+// TestPullHoldsNoMoreThanItsSlots: with every slot busy, Pull has taken
+// no message it cannot start (another process could run it), and it
+// handles every message once slots free up.
+func TestPullHoldsNoMoreThanItsSlots(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	st, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const messages, slots = 6, 2
+	for i := range messages {
+		if _, err := b.JS.Publish(ctx, fmt.Sprint("jobs.", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, messages)
+	release := make(chan struct{})
+	var running, most atomic.Int32
+	pulled := make(chan func())
+	go func() {
+		pulled <- bus.Pull(ctx, cons, slots, slog.New(slog.DiscardHandler), func(m jetstream.Msg) {
+			n := running.Add(1)
+			for {
+				if old := most.Load(); n <= old || most.CompareAndSwap(old, n) {
+					break
+				}
+			}
+			started <- struct{}{}
+			<-release
+			running.Add(-1)
+			_ = m.Ack()
+		})
+	}()
+	for range slots {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("handlers did not start")
+		}
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != slots {
+		t.Errorf("%d messages taken with %d slots busy", info.NumAckPending, slots)
+	}
+	close(release)
+	for range messages - slots {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("not every message was handled")
+		}
+	}
+	if m := most.Load(); m > slots {
+		t.Errorf("%d handlers ran at once with %d slots", m, slots)
+	}
+	cancel()
+	select {
+	case wait := <-pulled:
+		wait()
+	case <-time.After(10 * time.Second):
+		t.Fatal("Pull did not return after its context ended")
+	}
+}
