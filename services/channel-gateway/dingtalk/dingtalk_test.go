@@ -1,12 +1,10 @@
 package dingtalk_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk/dingtalktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -25,7 +24,7 @@ const wait = 10 * time.Second
 
 type harness struct {
 	fake   *dingtalktest.Server
-	logs   *logBuffer
+	logs   *gatewaytest.Logs
 	bus    *bus.Bus
 	worker *workertest.Worker
 }
@@ -43,60 +42,19 @@ func start(t *testing.T, cfg dingtalk.Config, script workertest.Script, opts ...
 // harness's bus and fake; it stops when stop is called or the test ends.
 func (h *harness) gateway(t *testing.T, cfg dingtalk.Config) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	if h.logs == nil {
-		h.logs = &logBuffer{}
+		h.logs = &gatewaytest.Logs{}
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	gate, err := access.Open(ctx, h.bus, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Enabled, cfg.ClientID, cfg.ClientSecret, cfg.APIURL = true, dingtalktest.ClientID, dingtalktest.ClientSecret, h.fake.URL
-	a, err := dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: h.bus, Gate: gate, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gcfg := gateway.DefaultConfig()
-	gcfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(h.bus, gcfg, log, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("gateway: %v", err)
-				}
-			case <-time.After(wait):
-				t.Error("gateway did not stop")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return gatewaytest.Run(t, h.bus, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		return dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: h.bus, Gate: gate, Log: log})
+	})
 }
 
 func (h *harness) inboundUntil(t *testing.T, last string) []string {
 	t.Helper()
-	var got []string
-	for {
-		select {
-		case in := <-h.worker.Inbound:
-			got = append(got, in.GetContent())
-			if in.GetContent() == last {
-				return got
-			}
-		case <-time.After(wait):
-			t.Fatalf("worker never got %q (got %q)", last, got)
-		}
-	}
+	return h.worker.ContentsUntil(t, last, wait)
 }
 
 // replies collects the markdown texts of the next n messages sent by
@@ -330,8 +288,8 @@ func TestMalformedFramesAreDropped(t *testing.T) {
 		t.Errorf("%d connections: a malformed frame broke the connection", n)
 	}
 	// The raw frame, the undecodable message and the two without fields.
-	if n := h.logs.count("dropping malformed DingTalk") + h.logs.count("dropping DingTalk robot message without"); n != 4 {
-		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs.buf.String())
+	if n := h.logs.Count("dropping malformed DingTalk") + h.logs.Count("dropping DingTalk robot message without"); n != 4 {
+		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs)
 	}
 }
 
@@ -453,25 +411,6 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
-}
-
-// logBuffer collects log output, safe for the gateway's goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// count is how many log lines contain s.
-func (b *logBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
 }
 
 func TestRejectedCredentialsStopTheAdapter(t *testing.T) {

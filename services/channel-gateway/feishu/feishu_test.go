@@ -1,14 +1,12 @@
 package feishu_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu/feishutest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -27,7 +26,7 @@ const wait = 10 * time.Second
 
 type harness struct {
 	fake    *feishutest.Server
-	logs    *logBuffer
+	logs    *gatewaytest.Logs
 	bus     *bus.Bus
 	worker  *workertest.Worker
 	adapter *feishu.Adapter
@@ -48,43 +47,16 @@ func start(t *testing.T, cfg feishu.Config, script workertest.Script, opts ...wo
 // harness's bus and fake; it stops when stop is called or the test ends.
 func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	if h.logs == nil {
-		h.logs = &logBuffer{}
+		h.logs = &gatewaytest.Logs{}
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	gate, err := access.Open(ctx, h.bus, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Enabled, cfg.AppID, cfg.AppSecret, cfg.BaseURL = true, feishutest.AppID, feishutest.AppSecret, h.fake.URL
-	a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: h.bus, Gate: gate, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gcfg := gateway.DefaultConfig()
-	gcfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(h.bus, gcfg, log, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("gateway: %v", err)
-				}
-			case <-time.After(wait):
-				t.Error("gateway did not stop")
-			}
-		})
-	}
-	t.Cleanup(stop)
+	stop = gatewaytest.Run(t, h.bus, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		var err error
+		a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: h.bus, Gate: gate, Log: log})
+		return a, err
+	})
 	return a, stop
 }
 
@@ -92,18 +64,7 @@ func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, s
 // to the one with content last.
 func (h *harness) inboundUntil(t *testing.T, last string) []string {
 	t.Helper()
-	var got []string
-	for {
-		select {
-		case in := <-h.worker.Inbound:
-			got = append(got, in.GetContent())
-			if in.GetContent() == last {
-				return got
-			}
-		case <-time.After(wait):
-			t.Fatalf("worker never got %q (got %q)", last, got)
-		}
-	}
+	return h.worker.ContentsUntil(t, last, wait)
 }
 
 // markdown returns the markdown of an interactive card reply.
@@ -313,9 +274,9 @@ func TestMalformedEventsAreDropped(t *testing.T) {
 	}
 	// The frame, the two undecodable events and the message without ids;
 	// the unknown event type is not an error.
-	if n := h.logs.count("dropping malformed Feishu frame") + h.logs.count("dropping malformed Feishu event") +
-		h.logs.count("dropping Feishu message event without"); n != 4 {
-		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs.buf.String())
+	if n := h.logs.Count("dropping malformed Feishu frame") + h.logs.Count("dropping malformed Feishu event") +
+		h.logs.Count("dropping Feishu message event without"); n != 4 {
+		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs)
 	}
 }
 
@@ -531,25 +492,6 @@ func TestValidate(t *testing.T) {
 func toJSON(v any) string {
 	data, _ := json.Marshal(v)
 	return string(data)
-}
-
-// logBuffer collects log output, safe for the gateway's goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// count is how many log lines contain s.
-func (b *logBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
 }
 
 func TestRejectedCredentialsStopTheAdapter(t *testing.T) {

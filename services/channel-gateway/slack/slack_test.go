@@ -14,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
@@ -31,30 +32,9 @@ func start(t *testing.T, cfg slack.Config, script workertest.Script, opts ...wor
 	t.Helper()
 	h := &harness{fake: slacktest.New(t), bus: bustest.StartJetStream(t)}
 	h.worker = workertest.Start(t, h.bus, script, opts...)
-	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.DiscardHandler)
-	gate, err := access.Open(ctx, h.bus, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Enabled, cfg.BotToken, cfg.AppToken, cfg.APIURL = true, "xoxb-test", "xapp-test", h.fake.APIURL
-	a, err := slack.New(ctx, cfg, slack.Deps{Bus: h.bus, Gate: gate, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gcfg := gateway.DefaultConfig()
-	gcfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(h.bus, gcfg, log, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("gateway: %v", err)
-		}
+	gatewaytest.Run(t, h.bus, slog.New(slog.DiscardHandler), func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		return slack.New(ctx, cfg, slack.Deps{Bus: h.bus, Gate: gate, Log: log})
 	})
 	h.fake.WaitConnected(t, wait)
 	return h
@@ -64,18 +44,7 @@ func start(t *testing.T, cfg slack.Config, script workertest.Script, opts ...wor
 // to the one with content last, in the order the adapter published them.
 func (h *harness) inboundUntil(t *testing.T, last string) []string {
 	t.Helper()
-	var got []string
-	for {
-		select {
-		case in := <-h.worker.Inbound:
-			got = append(got, in.GetContent())
-			if in.GetContent() == last {
-				return got
-			}
-		case <-time.After(wait):
-			t.Fatalf("worker never got %q (got %q)", last, got)
-		}
-	}
+	return h.worker.ContentsUntil(t, last, wait)
 }
 
 // texts collects the texts of the next n posts; replies in different

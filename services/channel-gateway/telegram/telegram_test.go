@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
@@ -53,37 +53,15 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg telegra
 }
 
 // runAdapterCancel is runAdapter with a function that stops the gateway.
-func runAdapterCancel(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg telegram.Config, log *slog.Logger) (*telegram.Adapter, func()) {
+func runAdapterCancel(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg telegram.Config, log *slog.Logger) (a *telegram.Adapter, stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	gate, err := access.Open(ctx, b, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Enabled, cfg.Token, cfg.APIBase = true, token, fake.URL
-	a, err := telegram.New(ctx, cfg, telegram.Deps{Bus: b, Gate: gate, Log: log},
-		telegram.WithPollTimeout(time.Second), telegram.WithTyping(time.Second, 5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gcfg := gateway.DefaultConfig()
-	gcfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(b, gcfg, log, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("gateway: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
+	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		var err error
+		a, err = telegram.New(ctx, cfg, telegram.Deps{Bus: b, Gate: gate, Log: log},
+			telegram.WithPollTimeout(time.Second), telegram.WithTyping(time.Second, 5*time.Second))
+		return a, err
+	})
 	return a, stop
 }
 
@@ -92,18 +70,7 @@ func runAdapterCancel(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg t
 // adapter published them.
 func (h *harness) inboundUntil(t *testing.T, last string) []string {
 	t.Helper()
-	var got []string
-	for {
-		select {
-		case in := <-h.worker.Inbound:
-			got = append(got, in.GetContent())
-			if in.GetContent() == last {
-				return got
-			}
-		case <-time.After(wait):
-			t.Fatalf("worker never got %q (got %q)", last, got)
-		}
-	}
+	return h.worker.ContentsUntil(t, last, wait)
 }
 
 // texts collects the texts of the next n messages sent; replies to
@@ -359,56 +326,21 @@ func TestMediaIsStored(t *testing.T) {
 	}
 }
 
-// logSink collects log lines.
-type logSink struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	event chan struct{}
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case s.event <- struct{}{}:
-	default:
-	}
-	return s.buf.Write(p)
-}
-
-func (s *logSink) waitFor(t *testing.T, substr string) {
-	t.Helper()
-	deadline := time.After(wait)
-	for {
-		s.mu.Lock()
-		found := strings.Contains(s.buf.String(), substr)
-		s.mu.Unlock()
-		if found {
-			return
-		}
-		select {
-		case <-s.event:
-		case <-deadline:
-			t.Fatalf("log never said %q", substr)
-		}
-	}
-}
-
 func TestOnePollerPerBotToken(t *testing.T) {
 	fake := telegramtest.New(t, token)
 	b := bustest.StartJetStream(t)
 	workertest.Start(t, b, workertest.Echo)
-	first := &logSink{event: make(chan struct{}, 1)}
-	second := &logSink{event: make(chan struct{}, 1)}
+	first := &gatewaytest.Logs{}
+	second := &gatewaytest.Logs{}
 	_, stopFirst := runAdapterCancel(t, b, fake, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	first.waitFor(t, "this gateway holds the account's connection lease")
+	first.WaitFor(t, "this gateway holds the account's connection lease", wait)
 	runAdapter(t, b, fake, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	second.waitFor(t, "another gateway holds this account's connection")
+	second.WaitFor(t, "another gateway holds this account's connection", wait)
 
 	fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 2, FromID: 2, Text: "one"})
 	fake.Next(t, wait, "sendMessage")
 	stopFirst()
-	second.waitFor(t, "this gateway holds the account's connection lease")
+	second.WaitFor(t, "this gateway holds the account's connection lease", wait)
 	fake.Send(telegramtest.Message{UpdateID: 2, MessageID: 2, ChatID: 2, FromID: 2, Text: "two"})
 	// Stopping the first gateway may cut its delivery of "echo: one" after
 	// Telegram got it but before the ack: delivery is at least once, and the
