@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/directget"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
@@ -45,10 +45,13 @@ type TLSConfig struct {
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
 	if _, err := subject.NewSpace(c.Prefix); err != nil {
-		return fmt.Errorf("nats.prefix: %w", err)
+		return config.Invalid("nats.prefix", "%w", err)
 	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		return errors.New("nats.tls: certFile and keyFile go together")
+	switch {
+	case c.TLS.CertFile != "" && c.TLS.KeyFile == "":
+		return config.Invalid("nats.tls.keyFile", "must be set with certFile")
+	case c.TLS.CertFile == "" && c.TLS.KeyFile != "":
+		return config.Invalid("nats.tls.certFile", "must be set with keyFile")
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // EmbeddedConfig configures a nats-server started inside the process.
@@ -41,7 +43,7 @@ func (c EmbeddedConfig) Validate() error {
 		return errors.New("embedded nats: storeDir is required")
 	}
 	if c.Port < -1 || c.Port > 65535 {
-		return fmt.Errorf("embedded nats: port %d out of range", c.Port)
+		return config.Invalid("nats.port", "%d out of range", c.Port)
 	}
 	if (c.User == "") != (c.Password == "") {
 		return errors.New("embedded nats: user and password go together")

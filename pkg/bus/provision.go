@@ -2,11 +2,12 @@ package bus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // Layout is the tunable part of the fleet's JetStream layout.
@@ -60,15 +61,15 @@ func DefaultLayout() Layout {
 func (l Layout) Validate() error {
 	switch {
 	case l.Replicas < 1 || l.Replicas > 5:
-		return fmt.Errorf("nats.replicas: %d not in 1..5", l.Replicas)
+		return config.Invalid("nats.replicas", "%d not in 1..5", l.Replicas)
 	case l.DuplicateWindow <= 0:
-		return errors.New("nats.duplicateWindowSeconds: must be positive")
+		return config.Invalid("nats.duplicateWindowSeconds", "must be positive")
 	case l.LeaseTTL < time.Second:
-		return fmt.Errorf("nats.leaseTtlSeconds: %s is below 1s", l.LeaseTTL)
+		return config.Invalid("nats.leaseTtlSeconds", "%s is below 1s", l.LeaseTTL)
 	case l.CheckpointMarkerTTL < time.Second:
 		return fmt.Errorf("checkpoint marker TTL: %s is below 1s", l.CheckpointMarkerTTL)
 	case l.ReplayWindow < 2*l.LeaseTTL:
-		return fmt.Errorf("nats.replayWindowSeconds: %s is below twice the lease TTL %s", l.ReplayWindow, l.LeaseTTL)
+		return config.Invalid("nats.replayWindowSeconds", "%s is below twice the lease TTL %s", l.ReplayWindow, l.LeaseTTL)
 	}
 	return nil
 }

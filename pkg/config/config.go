@@ -27,9 +27,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
-// ErrInvalid wraps every error that names a bad key.
-var ErrInvalid = errors.New("invalid config")
-
 // File is a loaded configuration file.
 type File struct {
 	// Path the file was read from; empty when built from defaults.
@@ -157,7 +154,7 @@ func Load(path string, getenv func(string) string, optional bool) (*File, error)
 func Parse(f *File, data []byte, getenv func(string) string) error {
 	var tree any
 	if err := json.Unmarshal(data, &tree); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return &Error{Err: err}
 	}
 	tree, err := expand(tree, "", getenv)
 	if err != nil {
@@ -188,33 +185,33 @@ func (f *File) Validate() error {
 	d := f.Agents.Defaults
 	switch {
 	case f.NATS.Replicas < 1 || f.NATS.Replicas > 5:
-		return invalid("nats.replicas", "must be 1..5, got %d", f.NATS.Replicas)
+		return Invalid("nats.replicas", "must be 1..5, got %d", f.NATS.Replicas)
 	case f.NATS.LeaseTTLSeconds < 1 || f.NATS.LeaseTTLSeconds > 3600:
-		return invalid("nats.leaseTtlSeconds", "must be 1..3600, got %d", f.NATS.LeaseTTLSeconds)
+		return Invalid("nats.leaseTtlSeconds", "must be 1..3600, got %d", f.NATS.LeaseTTLSeconds)
 	case f.NATS.DuplicateWindowSeconds < 1 || f.NATS.DuplicateWindowSeconds > 86400:
-		return invalid("nats.duplicateWindowSeconds", "must be 1..86400, got %d", f.NATS.DuplicateWindowSeconds)
+		return Invalid("nats.duplicateWindowSeconds", "must be 1..86400, got %d", f.NATS.DuplicateWindowSeconds)
 	case f.NATS.ReplayWindowSeconds < 2*f.NATS.LeaseTTLSeconds || f.NATS.ReplayWindowSeconds > 86400:
-		return invalid("nats.replayWindowSeconds", "must be at least twice nats.leaseTtlSeconds (%d) and at most 86400, got %d", 2*f.NATS.LeaseTTLSeconds, f.NATS.ReplayWindowSeconds)
+		return Invalid("nats.replayWindowSeconds", "must be at least twice nats.leaseTtlSeconds (%d) and at most 86400, got %d", 2*f.NATS.LeaseTTLSeconds, f.NATS.ReplayWindowSeconds)
 	case f.NATS.Port < -1 || f.NATS.Port > 65535:
-		return invalid("nats.port", "must be a port number, got %d", f.NATS.Port)
+		return Invalid("nats.port", "must be a port number, got %d", f.NATS.Port)
 	case d.Model == "":
-		return invalid("agents.defaults.model", "must be set")
+		return Invalid("agents.defaults.model", "must be set")
 	case d.MaxTokens <= 0:
-		return invalid("agents.defaults.maxTokens", "must be positive, got %d", d.MaxTokens)
+		return Invalid("agents.defaults.maxTokens", "must be positive, got %d", d.MaxTokens)
 	case d.Temperature < 0 || d.Temperature > 2:
-		return invalid("agents.defaults.temperature", "must be 0..2, got %g", d.Temperature)
+		return Invalid("agents.defaults.temperature", "must be 0..2, got %g", d.Temperature)
 	case d.MaxToolIterations <= 0 || d.MaxToolIterations > 1000:
-		return invalid("agents.defaults.maxToolIterations", "must be 1..1000, got %d", d.MaxToolIterations)
+		return Invalid("agents.defaults.maxToolIterations", "must be 1..1000, got %d", d.MaxToolIterations)
 	case d.ContextWindowTokens < 1024:
-		return invalid("agents.defaults.contextWindowTokens", "must be at least 1024, got %d", d.ContextWindowTokens)
+		return Invalid("agents.defaults.contextWindowTokens", "must be at least 1024, got %d", d.ContextWindowTokens)
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.Providers)) {
 		if n := f.Providers[name].MaxConcurrent; n < -1 || n > 1_000_000 {
-			return invalid("providers."+name+".maxConcurrent", "must be -1 (no bound), 0 (the provider's default) or 1..1000000, got %d", n)
+			return Invalid("providers."+name+".maxConcurrent", "must be -1 (no bound), 0 (the provider's default) or 1..1000000, got %d", n)
 		}
 	}
 	if _, err := subject.NewSpace(f.NATS.Prefix); err != nil || f.NATS.Prefix == "" {
-		return invalid("nats.prefix", "must be 1-32 letters, digits, '-' or '_', got %q", f.NATS.Prefix)
+		return Invalid("nats.prefix", "must be 1-32 letters, digits, '-' or '_', got %q", f.NATS.Prefix)
 	}
 	return nil
 }
@@ -245,14 +242,6 @@ func (f *File) Section(name string, v any) error {
 	return decodeStrict(raw, v, name)
 }
 
-// Invalid returns an error naming key, for owners of sections to report
-// their own validation failures the same way.
-func Invalid(key, format string, args ...any) error { return invalid(key, format, args...) }
-
-func invalid(key, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrInvalid, key, fmt.Sprintf(format, args...))
-}
-
 // DecodeStrict decodes data, the value at key path section (e.g.
 // "channels.web"; "" for the whole file), into v refusing unknown keys,
 // and names an offending key with its full path, in the file's terms.
@@ -266,33 +255,27 @@ func decodeStrict(data []byte, v any, section string) error {
 	if err == nil {
 		return nil
 	}
-	join := func(k string) string {
-		if section == "" {
-			return k
-		}
-		return section + "." + k
-	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		key := typeErr.Field
-		if key == "" {
-			key = "(the whole " + cmp.Or(section, "file") + ")"
-		} else {
-			key = join(key)
+		key := keyPath(reflect.TypeOf(v), typeErr.Field)
+		// The offset's path has map keys, which Field lacks; it is wrong
+		// when a type's own UnmarshalJSON failed (an offset into its value).
+		if at := keyAt(data, typeErr.Offset); at != "" && lastKey(at) == lastKey(key) {
+			key = at
 		}
-		return invalid(key, "must be %s, got %s", jsonKind(typeErr.Type), jsonValueKind(typeErr.Value))
+		return Invalid(join(section, key), "must be %s, got %s", jsonKind(typeErr.Type), jsonValueKind(typeErr.Value))
 	}
-	// encoding/json reports an unknown key without its path; find it.
-	var tree any
-	if json.Unmarshal(data, &tree) == nil {
-		if key := unknownKey(tree, reflect.TypeOf(v), section); key != "" {
-			return invalid(key, "unknown key (check spelling; keys are camelCase)")
+	// encoding/json reports an unknown key only by its last element:
+	// `json: unknown field "x"`; find its path.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		var tree any
+		key := ""
+		if json.Unmarshal(data, &tree) == nil {
+			key = unknownKey(tree, reflect.TypeOf(v), section)
 		}
+		return Invalid(cmp.Or(key, join(section, strings.Trim(name, `"`))), "unknown key (check spelling; keys are camelCase)")
 	}
-	if section == "" {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	return fmt.Errorf("%w: %s: %v", ErrInvalid, section, err)
+	return &Error{Key: section, Err: err}
 }
 
 var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
@@ -335,7 +318,7 @@ func expand(tree any, path string, getenv func(string) string) (any, error) {
 			return ""
 		})
 		if missing != "" {
-			return nil, invalid(path, "environment variable %s is not set", missing)
+			return nil, Invalid(path, "environment variable %s is not set", missing)
 		}
 		return s, nil
 	}

@@ -1,11 +1,13 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string {
@@ -13,31 +15,34 @@ func env(m map[string]string) func(string) string {
 }
 
 func TestParseNamesTheBadKey(t *testing.T) {
-	// wantKey is the whole path, followed by ":" as the error prints it,
-	// so that a path missing its parents ("modle: ") does not pass.
+	// key is the *Error's Key; text, when set, is what the error prints:
+	// the whole path followed by ":", so that a path missing its parents
+	// ("modle: ") does not pass.
 	tests := []struct {
-		name, json, wantKey string
+		name, json, key, text string
 	}{
-		{"unknown top key", `{"agentz": {}}`, "config: agentz:"},
-		{"unknown nested key", `{"agents": {"defaults": {"modle": "x"}}}`, "config: agents.defaults.modle:"},
-		{"unknown provider key", `{"providers": {"openai": {"apikey2": "x"}}}`, "config: providers.openai.apikey2:"},
-		{"wrong type", `{"agents": {"defaults": {"maxTokens": "lots"}}}`, "config: agents.defaults.maxTokens: must be a whole number, got a string"},
-		{"out of range", `{"agents": {"defaults": {"maxToolIterations": 0}}}`, "agents.defaults.maxToolIterations"},
-		{"bad prefix", `{"nats": {"prefix": "a.b"}}`, "nats.prefix"},
-		{"zero duplicate window", `{"nats": {"duplicateWindowSeconds": -5}}`, "nats.duplicateWindowSeconds"},
-		{"replay window under two lease TTLs", `{"nats": {"leaseTtlSeconds": 90, "replayWindowSeconds": 120}}`, "nats.replayWindowSeconds"},
-		{"provider bound below -1", `{"providers": {"ollama": {"maxConcurrent": -2}}}`, "providers.ollama.maxConcurrent"},
-		{"unset variable", `{"providers": {"openai": {"apiKey": "${NO_SUCH_VAR}"}}}`, "providers.openai.apiKey"},
-		{"not json", `{"agents": `, "invalid config"},
+		{"unknown top key", `{"agentz": {}}`, "agentz", "config: agentz:"},
+		{"unknown nested key", `{"agents": {"defaults": {"modle": "x"}}}`, "agents.defaults.modle", "config: agents.defaults.modle:"},
+		{"unknown provider key", `{"providers": {"openai": {"apikey2": "x"}}}`, "providers.openai.apikey2", "config: providers.openai.apikey2:"},
+		{"wrong type", `{"agents": {"defaults": {"maxTokens": "lots"}}}`, "agents.defaults.maxTokens", "config: agents.defaults.maxTokens: must be a whole number, got a string"},
+		{"out of range", `{"agents": {"defaults": {"maxToolIterations": 0}}}`, "agents.defaults.maxToolIterations", ""},
+		{"bad prefix", `{"nats": {"prefix": "a.b"}}`, "nats.prefix", ""},
+		{"zero duplicate window", `{"nats": {"duplicateWindowSeconds": -5}}`, "nats.duplicateWindowSeconds", ""},
+		{"replay window under two lease TTLs", `{"nats": {"leaseTtlSeconds": 90, "replayWindowSeconds": 120}}`, "nats.replayWindowSeconds", ""},
+		{"provider bound below -1", `{"providers": {"ollama": {"maxConcurrent": -2}}}`, "providers.ollama.maxConcurrent", ""},
+		{"unset variable", `{"providers": {"openai": {"apiKey": "${NO_SUCH_VAR}"}}}`, "providers.openai.apiKey", ""},
+		{"not json", `{"agents": `, "", "invalid config: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := Parse(Defaults(), []byte(tt.json), env(nil))
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("Parse error = %v, want ErrInvalid", err)
+			var ce *Error
+			if !errors.Is(err, ErrInvalid) || !errors.As(err, &ce) {
+				t.Fatalf("Parse error = %v, want a *config.Error", err)
 			}
-			if !strings.Contains(err.Error(), tt.wantKey) {
-				t.Errorf("error %q does not name %q", err, tt.wantKey)
+			text := cmp.Or(tt.text, "config: "+tt.key+": ")
+			if ce.Key != tt.key || !strings.Contains(err.Error(), text) {
+				t.Errorf("error %q names %q, want %q and to contain %q", err, ce.Key, tt.key, text)
 			}
 		})
 	}
@@ -196,5 +201,50 @@ func TestEditableProfile(t *testing.T) {
 				t.Errorf("EditableProfile() = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSectionKeyPaths checks the paths encoding/json gets wrong: an unknown
+// key below the top (it names only the last element) and a mistyped key
+// of an embedded struct (it names the struct's Go type).
+func TestSectionKeyPaths(t *testing.T) {
+	type Inner struct {
+		Slots int     `json:"slots"`
+		Wait  Seconds `json:"waitSeconds"`
+		Code  int     `json:"-"`
+	}
+	type section struct {
+		Inner
+		Servers map[string]struct {
+			URL  string   `json:"url"`
+			Args []string `json:"args"`
+		} `json:"servers"`
+		Retries int `json:"retries"`
+	}
+	tests := []struct {
+		name, json, wantKey string
+	}{
+		{"embedded, wrong type", `{"slots": "many"}`, "worker.slots"},
+		{"seconds, wrong type", `{"waitSeconds": "1m"}`, "worker.waitSeconds"},
+		{"code-only field", `{"Code": 1}`, "worker.Code"},
+		{"unknown in a map value", `{"servers": {"a": {"url": "x", "ulr": "y"}}}`, "worker.servers.a.ulr"},
+		{"map value, wrong type", `{"servers": {"a": {"args": "x"}}}`, "worker.servers.a.args"},
+		{"unknown at the top", `{"retries": 1, "retry": 2}`, "worker.retry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &File{Worker: []byte(tt.json)}
+			var v section
+			err := f.Section("worker", &v)
+			var ce *Error
+			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalid) || ce.Key != tt.wantKey {
+				t.Errorf("Section = %v, want an error naming %s", err, tt.wantKey)
+			}
+		})
+	}
+	f := &File{Worker: []byte(`{"slots": 3, "waitSeconds": 90, "retries": 2}`)}
+	var v section
+	if err := f.Section("worker", &v); err != nil || v.Slots != 3 || v.Wait != Seconds(90*time.Second) || v.Retries != 2 {
+		t.Errorf("Section = %v, decoded %+v", err, v)
 	}
 }

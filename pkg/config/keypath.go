@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"reflect"
@@ -154,3 +155,103 @@ func jsonValueKind(v string) string {
 	}
 	return v
 }
+
+// keyPath turns the dotted field path of a *json.UnmarshalTypeError for
+// t into the key's path, leaving out the names of embedded structs.
+func keyPath(t reflect.Type, goPath string) string {
+	var keys []string
+	segs := strings.Split(goPath, ".")
+	for len(segs) > 0 {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		s := segs[0]
+		switch t.Kind() {
+		case reflect.Struct:
+			if f, ok := t.FieldByName(s); ok && f.Anonymous && f.Tag.Get("json") == "" {
+				t, segs = f.Type, segs[1:]
+				continue
+			}
+			f, ok := fieldFor(t, s)
+			if !ok {
+				return strings.Join(append(keys, segs...), ".")
+			}
+			t = f.Type
+		case reflect.Map, reflect.Slice, reflect.Array:
+			t = t.Elem()
+		default:
+			return strings.Join(append(keys, segs...), ".")
+		}
+		keys, segs = append(keys, s), segs[1:]
+	}
+	return strings.Join(keys, ".")
+}
+
+func join(path, key string) string {
+	if path == "" || key == "" {
+		return path + key
+	}
+	return path + "." + key
+}
+
+// keyAt returns the path of the first value of data that ends at or after
+// offset (a *json.UnmarshalTypeError's Offset), or "" for the whole
+// document. Unlike the error's Field, it includes map keys.
+func keyAt(data []byte, offset int64) string {
+	type frame struct {
+		obj     bool
+		wantKey bool
+		key     string
+		i       int
+	}
+	var stack []*frame
+	path := func() string {
+		var b strings.Builder
+		for _, f := range stack {
+			if !f.obj {
+				b.WriteString("[" + strconv.Itoa(f.i) + "]")
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(f.key)
+		}
+		return b.String()
+	}
+	valueDone := func() {
+		if n := len(stack); n > 0 {
+			if f := stack[n-1]; f.obj {
+				f.wantKey = true
+			} else {
+				f.i++
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			valueDone()
+			continue
+		}
+		if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].wantKey {
+			stack[n-1].key, stack[n-1].wantKey = tok.(string), false
+			continue
+		}
+		if dec.InputOffset() >= offset {
+			return path()
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, &frame{obj: d == '{', wantKey: d == '{'})
+			continue
+		}
+		valueDone()
+	}
+}
+
+func lastKey(path string) string { return path[strings.LastIndexByte(path, '.')+1:] }

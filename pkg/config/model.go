@@ -1,6 +1,9 @@
 package config
 
 import (
+	"cmp"
+	"errors"
+
 	"github.com/nanofleet/nanofleet/pkg/llm"
 )
 
@@ -33,3 +36,33 @@ func (f *File) ModelProvider(getenv func(string) string) llm.Config {
 		return getenv(k)
 	})
 }
+
+// ProviderInvalid turns an error of [llm.Config.Validate] (or [llm.New])
+// for c, as returned by [File.ModelProvider], into an [*Error] naming the
+// file's key; any other error is returned as is. llm's Config speaks Go
+// field names because it is also built in code; only here is it known
+// which key of the file a field came from.
+func ProviderInvalid(c llm.Config, err error) error {
+	var ce *llm.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	provider := "providers." + cmp.Or(c.Name, "custom")
+	key := map[string]string{
+		"Name":           "agents.defaults.provider",
+		"Model":          "agents.defaults.model",
+		"FallbackModels": "agents.defaults.fallbackModels",
+		"APIKey":         provider + ".apiKey",
+		"APIBase":        provider + ".apiBase",
+		"ExtraHeaders":   provider + ".extraHeaders",
+		"MaxConcurrent":  provider + ".maxConcurrent",
+	}[ce.Field]
+	return &Error{Key: cmp.Or(key, provider), Err: providerReason{ce}}
+}
+
+// providerReason keeps the llm error in the chain but prints only its
+// reason, the key being named already.
+type providerReason struct{ *llm.ConfigError }
+
+func (r providerReason) Error() string { return r.Reason }
+func (r providerReason) Unwrap() error { return r.ConfigError }

@@ -264,6 +264,9 @@ func (p *Provider) buildRequest(model string, req Request,
 			creq.Temperature = 0
 		}
 	} else {
+		// max_tokens, deprecated by OpenAI for its reasoning models only,
+		// is what every other OpenAI-compatible server reads.
+		//lint:ignore SA1019 see above
 		creq.MaxTokens = req.MaxTokens
 	}
 	if req.OnDelta != nil {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
@@ -41,15 +40,9 @@ func run(flags svc.Flags, workspace string) error {
 	if err != nil {
 		return err
 	}
-	cfg := runner.DefaultConfig()
-	if err := file.Section("tools", &cfg); err != nil {
+	cfg, err := runner.FromFile(file, workspace)
+	if err != nil {
 		return err
-	}
-	if workspace != "" {
-		cfg.Workspace.Root = workspace
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", config.ErrInvalid, err)
 	}
 	b, err := svc.Connect(ctx, file, "tool-runner", log)
 	if err != nil {

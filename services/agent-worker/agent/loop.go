@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -49,9 +50,9 @@ type Config struct {
 func (c Config) Validate() error {
 	switch {
 	case c.MaxIterations < 1:
-		return fmt.Errorf("agents.defaults.maxToolIterations: must be at least 1, got %d", c.MaxIterations)
+		return config.Invalid("agents.defaults.maxToolIterations", "must be at least 1, got %d", c.MaxIterations)
 	case c.MaxTokens < 1:
-		return fmt.Errorf("agents.defaults.maxTokens: must be at least 1, got %d", c.MaxTokens)
+		return config.Invalid("agents.defaults.maxTokens", "must be at least 1, got %d", c.MaxTokens)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/session"
@@ -34,43 +35,44 @@ const (
 	NotifyConsumer = "heartbeat_notify"
 )
 
-// ErrInvalidConfig wraps a bad configuration value.
-var ErrInvalidConfig = errors.New("heartbeat: invalid config")
-
-// Config tunes the heartbeat.
+// Config tunes the heartbeat. The fields with a json tag are the config
+// file's "schedule.heartbeat" section, decoded straight into it.
 type Config struct {
 	// Enabled runs the job; when false [Service.Ensure] removes it.
-	Enabled bool
+	Enabled bool `json:"enabled"`
 	// Agent whose HEARTBEAT.md is read.
-	Agent string
+	Agent string `json:"-"`
 	// Every is the interval, whole seconds.
-	Every time.Duration
+	Every config.Seconds `json:"intervalS"`
 	// KeepTurns is how many past heartbeat turns the session keeps.
-	KeepTurns int
+	KeepTurns int `json:"keepTurns"`
 	// NotifyChannel and NotifyChat fix where notices go; empty means the
 	// chat the fleet last replied to.
-	NotifyChannel, NotifyChat string
+	NotifyChannel string `json:"notifyChannel"`
+	NotifyChat    string `json:"notifyChat"`
 	// SkipChannels are never chosen as the last active chat (besides the
 	// fleet's internal channels).
-	SkipChannels []string
+	SkipChannels []string `json:"-"`
 }
 
 // DefaultConfig returns nanobot's defaults.
 func DefaultConfig() Config {
-	return Config{Enabled: true, Agent: profile.DefaultAgent, Every: 30 * time.Minute, KeepTurns: 6}
+	return Config{Enabled: true, Agent: profile.DefaultAgent, Every: config.Seconds(30 * time.Minute), KeepTurns: 6}
 }
 
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
 	switch {
 	case c.Agent == "":
-		return fmt.Errorf("%w: heartbeat.agent: must be set", ErrInvalidConfig)
-	case c.Enabled && (c.Every < time.Second || c.Every%time.Second != 0):
-		return fmt.Errorf("%w: heartbeat.interval: %s, want whole seconds, at least 1s", ErrInvalidConfig, c.Every)
+		return errors.New("heartbeat: agent must be set")
+	case c.Enabled && (time.Duration(c.Every) < time.Second || time.Duration(c.Every)%time.Second != 0):
+		return config.Invalid("schedule.heartbeat.intervalS", "%s, want whole seconds, at least 1s", c.Every)
 	case c.KeepTurns < 1:
-		return fmt.Errorf("%w: heartbeat.keepTurns: %d, want at least 1", ErrInvalidConfig, c.KeepTurns)
-	case (c.NotifyChannel == "") != (c.NotifyChat == ""):
-		return fmt.Errorf("%w: heartbeat.notify: channel and chat go together", ErrInvalidConfig)
+		return config.Invalid("schedule.heartbeat.keepTurns", "%d, want at least 1", c.KeepTurns)
+	case c.NotifyChannel == "" && c.NotifyChat != "":
+		return config.Invalid("schedule.heartbeat.notifyChannel", "must be set with notifyChat")
+	case c.NotifyChannel != "" && c.NotifyChat == "":
+		return config.Invalid("schedule.heartbeat.notifyChat", "must be set with notifyChannel")
 	}
 	return nil
 }
@@ -95,7 +97,7 @@ func New(ctx context.Context, b *bus.Bus, sched *schedule.Scheduler, profiles *p
 		return nil, err
 	}
 	if b == nil || sched == nil || profiles == nil || log == nil {
-		return nil, fmt.Errorf("%w: bus, scheduler, profiles and logger are required", ErrInvalidConfig)
+		return nil, errors.New("heartbeat: bus, scheduler, profiles and logger are required")
 	}
 	hist, err := b.JS.Stream(ctx, b.Space.HistoryStream())
 	if err != nil {
@@ -122,13 +124,13 @@ func (s *Service) Ensure(ctx context.Context) error {
 		}
 		return nil
 	}
-	if found && cur.Spec.Every == s.cfg.Every {
+	if found && cur.Spec.Every == time.Duration(s.cfg.Every) {
 		return nil
 	}
 	j, err := s.sched.Add(ctx, schedule.Job{
 		ID: JobID, SessionKey: key, Channel: Channel, ChatID: s.cfg.Agent,
 		Message: prompt("(see HEARTBEAT.md)", time.Time{}),
-		Spec:    schedule.Spec{Every: s.cfg.Every},
+		Spec:    schedule.Spec{Every: time.Duration(s.cfg.Every)},
 		Kind:    nanofleetv1.InboundKind_INBOUND_KIND_HEARTBEAT,
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/agent-worker/heartbeat"
 )
 
@@ -75,8 +76,8 @@ func TestConfigValidate(t *testing.T) {
 		change func(*heartbeat.Config)
 	}{
 		{"no agent", func(c *heartbeat.Config) { c.Agent = "" }},
-		{"sub-second", func(c *heartbeat.Config) { c.Every = 500 * time.Millisecond }},
-		{"fractional", func(c *heartbeat.Config) { c.Every = 1500 * time.Millisecond }},
+		{"sub-second", func(c *heartbeat.Config) { c.Every = config.Seconds(500 * time.Millisecond) }},
+		{"fractional", func(c *heartbeat.Config) { c.Every = config.Seconds(1500 * time.Millisecond) }},
 		{"keep none", func(c *heartbeat.Config) { c.KeepTurns = 0 }},
 		{"chat without channel", func(c *heartbeat.Config) { c.NotifyChat = "1" }},
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/session"
@@ -91,7 +92,7 @@ func TestEnsure(t *testing.T) {
 	if again, _ := e.sched.Get(ctx, heartbeat.SessionKey("default"), heartbeat.JobID); !again.Created.Equal(j.Created) {
 		t.Error("unchanged heartbeat rescheduled")
 	}
-	cfg.Every = time.Hour
+	cfg.Every = config.Seconds(time.Hour)
 	if err := e.service(t, cfg).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/profile"
@@ -286,8 +287,8 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 	cfg.Model = "test-model"
 	cfg.Slots = max(nc.slots, 1)
 	cfg.LeaseTTL = bustest.TestLayout().LeaseTTL
-	cfg.AckWait = 3 * time.Second
-	cfg.ShutdownGrace = 200 * time.Millisecond
+	cfg.AckWait = config.Seconds(3 * time.Second)
+	cfg.ShutdownGrace = config.Seconds(200 * time.Millisecond)
 	rt := nc.runners
 	if rt == nil {
 		rt = &runners{}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/session"
@@ -40,7 +41,7 @@ func TestHeartbeatNotifiesOnlyWhenNeeded(t *testing.T) {
 		return llmtest.Text("hi")
 	})
 	cfg := heartbeat.DefaultConfig()
-	cfg.Every, cfg.KeepTurns = time.Second, 2
+	cfg.Every, cfg.KeepTurns = config.Seconds(time.Second), 2
 	n := f.startNode("w1", model, nodeConfig{slots: 2, heartbeat: &cfg})
 	f.send("u1", "1", "hello")
 	f.await(10*time.Second, "reply to the user", replyTo("1"))

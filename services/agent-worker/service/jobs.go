@@ -17,18 +17,11 @@ import (
 )
 
 // ScheduleSection is the config file's "schedule" section: the heartbeat
-// job and subagents (cron jobs themselves are made by the model).
+// job and subagents (cron jobs themselves are made by the model), each
+// decoded straight into its owner's Config.
 type ScheduleSection struct {
-	Heartbeat struct {
-		Enabled       *bool  `json:"enabled,omitempty"`
-		IntervalS     int    `json:"intervalS,omitempty"`
-		KeepTurns     int    `json:"keepTurns,omitempty"`
-		NotifyChannel string `json:"notifyChannel,omitempty"`
-		NotifyChat    string `json:"notifyChat,omitempty"`
-	} `json:"heartbeat"`
-	Subagents struct {
-		MaxPerSession int `json:"maxPerSession,omitempty"`
-	} `json:"subagents"`
+	Heartbeat heartbeat.Config `json:"heartbeat"`
+	Subagents subagent.Config  `json:"subagents"`
 }
 
 // jobs are the time and delegation parts that run beside every worker:
@@ -39,9 +32,22 @@ type jobs struct {
 	run   []func(context.Context) error
 }
 
-func openJobs(ctx context.Context, b *bus.Bus, file *config.File, loc *time.Location, profiles *profile.Cache, log *slog.Logger) (*jobs, error) {
-	var sec ScheduleSection
+// Schedule decodes the file's "schedule" section over the owners'
+// defaults and validates it.
+func Schedule(file *config.File) (ScheduleSection, error) {
+	sec := ScheduleSection{Heartbeat: heartbeat.DefaultConfig(), Subagents: subagent.DefaultConfig()}
 	if err := file.Section("schedule", &sec); err != nil {
+		return sec, err
+	}
+	if err := sec.Heartbeat.Validate(); err != nil {
+		return sec, err
+	}
+	return sec, sec.Subagents.Validate()
+}
+
+func openJobs(ctx context.Context, b *bus.Bus, file *config.File, loc *time.Location, profiles *profile.Cache, log *slog.Logger) (*jobs, error) {
+	sec, err := Schedule(file)
+	if err != nil {
 		return nil, err
 	}
 	layout := svc.Layout(file)
@@ -59,28 +65,13 @@ func openJobs(ctx context.Context, b *bus.Bus, file *config.File, loc *time.Loca
 	if err != nil {
 		return nil, err
 	}
-	scfg := subagent.DefaultConfig()
-	if n := sec.Subagents.MaxPerSession; n != 0 {
-		scfg.MaxPerSession = n
-	}
-	subs, err := subagent.New(ctx, b, scfg, log.With("component", "subagent"))
+	subs, err := subagent.New(ctx, b, sec.Subagents, log.With("component", "subagent"))
 	if err != nil {
-		return nil, config.Invalid("schedule.subagents", "%v", err)
+		return nil, err
 	}
-	hcfg := heartbeat.DefaultConfig()
-	if sec.Heartbeat.Enabled != nil {
-		hcfg.Enabled = *sec.Heartbeat.Enabled
-	}
-	if sec.Heartbeat.IntervalS != 0 {
-		hcfg.Every = time.Duration(sec.Heartbeat.IntervalS) * time.Second
-	}
-	if sec.Heartbeat.KeepTurns != 0 {
-		hcfg.KeepTurns = sec.Heartbeat.KeepTurns
-	}
-	hcfg.NotifyChannel, hcfg.NotifyChat = sec.Heartbeat.NotifyChannel, sec.Heartbeat.NotifyChat
-	hb, err := heartbeat.New(ctx, b, sched, profiles, hcfg, log.With("component", "heartbeat"))
+	hb, err := heartbeat.New(ctx, b, sched, profiles, sec.Heartbeat, log.With("component", "heartbeat"))
 	if err != nil {
-		return nil, config.Invalid("schedule.heartbeat", "%v", err)
+		return nil, err
 	}
 	if err := hb.Ensure(ctx); err != nil {
 		return nil, fmt.Errorf("heartbeat job: %w", err)

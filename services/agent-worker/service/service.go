@@ -27,33 +27,19 @@ import (
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 )
 
-// Section is the config file's "worker" section.
+// Section is the config file's "worker" section: the worker's own keys,
+// decoded straight into [worker.Config] by their json tags, and the model
+// client's retries.
 type Section struct {
-	TurnsPerWorker       int `json:"turnsPerWorker"`
-	FleetTurnLimit       int `json:"fleetTurnLimit"`
-	AckWaitSeconds       int `json:"ackWaitSeconds"`
-	TurnTimeoutSeconds   int `json:"turnTimeoutSeconds"`
-	MaxAttempts          int `json:"maxAttempts"`
-	ShutdownGraceSeconds int `json:"shutdownGraceSeconds"`
+	worker.Config
 	// ModelRetries is how often a failed model call is retried before the
 	// user gets an error reply.
 	ModelRetries int `json:"modelRetries"`
-	// DailyTokenBudget is each user's tokens per UTC day; 0: none.
-	DailyTokenBudget int64 `json:"dailyTokenBudget"`
 }
 
-// DefaultSection mirrors worker.DefaultConfig.
+// DefaultSection is the section of a file that does not have one.
 func DefaultSection() Section {
-	d := worker.DefaultConfig()
-	return Section{
-		TurnsPerWorker:       d.Slots,
-		FleetTurnLimit:       d.FleetTurnLimit,
-		AckWaitSeconds:       int(d.AckWait / time.Second),
-		TurnTimeoutSeconds:   int(d.TurnTimeout / time.Second),
-		MaxAttempts:          d.MaxAttempts,
-		ShutdownGraceSeconds: int(d.ShutdownGrace / time.Second),
-		ModelRetries:         2,
-	}
+	return Section{Config: worker.DefaultConfig(), ModelRetries: 2}
 }
 
 // Options are what the config file does not say.
@@ -98,17 +84,11 @@ func Config(file *config.File, id, workspace string) (worker.Config, Section, er
 	d := file.Agents.Defaults
 	loc, err := time.LoadLocation(d.Timezone)
 	if err != nil {
-		return worker.Config{}, sec, config.Invalid("agents.defaults.timezone", "%v", err)
+		return worker.Config{}, sec, config.Invalid("agents.defaults.timezone", "%w", err)
 	}
-	cfg := worker.DefaultConfig()
+	// The rest comes from the shared sections.
+	cfg := sec.Config
 	cfg.ID = id
-	cfg.Slots = sec.TurnsPerWorker
-	cfg.FleetTurnLimit = sec.FleetTurnLimit
-	cfg.AckWait = time.Duration(sec.AckWaitSeconds) * time.Second
-	cfg.TurnTimeout = time.Duration(sec.TurnTimeoutSeconds) * time.Second
-	cfg.MaxAttempts = sec.MaxAttempts
-	cfg.ShutdownGrace = time.Duration(sec.ShutdownGraceSeconds) * time.Second
-	cfg.DailyTokenBudget = sec.DailyTokenBudget
 	cfg.Replicas = file.NATS.Replicas
 	cfg.Model = d.Model
 	cfg.Loop = agent.Config{MaxIterations: d.MaxToolIterations, Temperature: d.Temperature, MaxTokens: d.MaxTokens}
@@ -117,7 +97,7 @@ func Config(file *config.File, id, workspace string) (worker.Config, Section, er
 	cfg.Workspace = workspace
 	cfg.LeaseTTL = time.Duration(file.NATS.LeaseTTLSeconds) * time.Second
 	if err := cfg.Validate(); err != nil {
-		return cfg, sec, fmt.Errorf("%w: %v", config.ErrInvalid, err)
+		return cfg, sec, err
 	}
 	return cfg, sec, nil
 }
@@ -138,7 +118,7 @@ func Model(file *config.File, getenv func(string) string, retries int, log *slog
 		return noKey{provider: pc.Name}, pc.Name, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: model provider: %v", config.ErrInvalid, err)
+		return nil, "", config.ProviderInvalid(pc, err)
 	}
 	return p, p.Name(), nil
 }

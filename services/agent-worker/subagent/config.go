@@ -3,20 +3,24 @@ package subagent
 import (
 	"fmt"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // Config tunes subagents.
 type Config struct {
-	// MaxPerSession bounds the subagents one session runs at once.
-	MaxPerSession int
+	// MaxPerSession bounds the subagents one session runs at once; the
+	// config file's schedule.subagents.maxPerSession, the only field the
+	// file sets.
+	MaxPerSession int `json:"maxPerSession"`
 	// Tools are the names of the tools a subagent may use.
-	Tools []string
+	Tools []string `json:"-"`
 	// WaitTimeout bounds how long spawn with wait blocks the parent's
 	// turn; after it the child's result is announced instead.
-	WaitTimeout time.Duration
+	WaitTimeout time.Duration `json:"-"`
 	// StaleAfter is how long a child's record counts as running without
 	// a result (a child whose turn was lost stops blocking its slot).
-	StaleAfter time.Duration
+	StaleAfter time.Duration `json:"-"`
 }
 
 // DefaultTools is nanobot's subagent tool set: files, exec, web.
@@ -39,15 +43,15 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.MaxPerSession < 1:
-		return fmt.Errorf("%w: subagents.maxPerSession: %d, want at least 1", ErrInvalidConfig, c.MaxPerSession)
+		return config.Invalid("schedule.subagents.maxPerSession", "%d, want at least 1", c.MaxPerSession)
 	case c.WaitTimeout < time.Second:
-		return fmt.Errorf("%w: subagents.waitTimeout: %s, want at least 1s", ErrInvalidConfig, c.WaitTimeout)
+		return fmt.Errorf("subagent: wait timeout %s, want at least 1s", c.WaitTimeout)
 	case c.StaleAfter < c.WaitTimeout:
-		return fmt.Errorf("%w: subagents.staleAfter: %s is below waitTimeout %s", ErrInvalidConfig, c.StaleAfter, c.WaitTimeout)
+		return fmt.Errorf("subagent: stale after %s is below the wait timeout %s", c.StaleAfter, c.WaitTimeout)
 	}
 	for _, t := range c.Tools {
 		if t == "" || t == "spawn" {
-			return fmt.Errorf("%w: subagents.tools: %q is not allowed", ErrInvalidConfig, t)
+			return fmt.Errorf("subagent: tool %q is not allowed", t)
 		}
 	}
 	return nil

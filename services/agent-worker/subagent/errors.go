@@ -7,6 +7,4 @@ var (
 	ErrLimit = errors.New("subagent limit reached")
 	// ErrNested means a subagent tried to spawn one.
 	ErrNested = errors.New("a subagent cannot spawn subagents")
-	// ErrInvalidConfig wraps a bad configuration value.
-	ErrInvalidConfig = errors.New("subagent: invalid config")
 )

@@ -61,7 +61,7 @@ func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Manage
 		return nil, err
 	}
 	if b == nil || log == nil {
-		return nil, fmt.Errorf("%w: bus and logger are required", ErrInvalidConfig)
+		return nil, errors.New("subagent: bus and logger are required")
 	}
 	kv, err := b.KV(ctx, BucketName)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
@@ -55,20 +56,28 @@ func TestConfigValidate(t *testing.T) {
 		name   string
 		change func(*subagent.Config)
 		ok     bool
+		// key is the config file's key of a field the file sets; the
+		// others are set by code, and their errors are not the file's.
+		key string
 	}{
-		{"defaults", func(*subagent.Config) {}, true},
-		{"no limit", func(c *subagent.Config) { c.MaxPerSession = 0 }, false},
-		{"short wait", func(c *subagent.Config) { c.WaitTimeout = time.Millisecond }, false},
-		{"stale before wait", func(c *subagent.Config) { c.StaleAfter = time.Second }, false},
-		{"spawn as child tool", func(c *subagent.Config) { c.Tools = []string{"exec", "spawn"} }, false},
+		{"defaults", func(*subagent.Config) {}, true, ""},
+		{"no limit", func(c *subagent.Config) { c.MaxPerSession = 0 }, false, "schedule.subagents.maxPerSession"},
+		{"short wait", func(c *subagent.Config) { c.WaitTimeout = time.Millisecond }, false, ""},
+		{"stale before wait", func(c *subagent.Config) { c.StaleAfter = time.Second }, false, ""},
+		{"spawn as child tool", func(c *subagent.Config) { c.Tools = []string{"exec", "spawn"} }, false, ""},
 	}
 	for _, tt := range tests {
 		c := subagent.DefaultConfig()
 		tt.change(&c)
-		if err := c.Validate(); (err == nil) != tt.ok {
+		err := c.Validate()
+		var ce *config.Error
+		switch {
+		case (err == nil) != tt.ok:
 			t.Errorf("%s: Validate = %v", tt.name, err)
-		} else if err != nil && !errors.Is(err, subagent.ErrInvalidConfig) {
-			t.Errorf("%s: %v is not ErrInvalidConfig", tt.name, err)
+		case tt.key != "" && (!errors.As(err, &ce) || ce.Key != tt.key):
+			t.Errorf("%s: %v does not name %s", tt.name, err, tt.key)
+		case err != nil && tt.key == "" && errors.Is(err, config.ErrInvalid):
+			t.Errorf("%s: %v blames the config file for a value set by code", tt.name, err)
 		}
 	}
 }

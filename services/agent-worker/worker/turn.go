@@ -174,7 +174,7 @@ func (t *turn) run(ctx context.Context) string {
 		t.busy()
 		return ""
 	}
-	turnCtx, cancel := context.WithTimeoutCause(ctx, w.cfg.TurnTimeout, errTurnTimeout)
+	turnCtx, cancel := context.WithTimeoutCause(ctx, time.Duration(w.cfg.TurnTimeout), errTurnTimeout)
 	turnCtx, stop := context.WithCancelCause(turnCtx)
 	defer cancel()
 	w.mu.Lock()

@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Worker, error) {
 		Durable:       sp.WorkerConsumer(),
 		Description:   "agent workers: one turn per inbound message",
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       cfg.AckWait,
+		AckWait:       time.Duration(cfg.AckWait),
 		MaxAckPending: cfg.FleetTurnLimit,
 		MaxDeliver:    -1, // waiting for a busy session is not a failure; attempts are counted in checkpoints
 		DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -152,7 +152,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() { wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(w.cfg.ShutdownGrace):
+	case <-time.After(time.Duration(w.cfg.ShutdownGrace)):
 		w.d.Log.Warn("shutdown grace over; cancelling running turns")
 		cancelTurns()
 		<-done

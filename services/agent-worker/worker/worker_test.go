@@ -16,6 +16,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/profile"
@@ -80,8 +81,8 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	cfg.ID = id
 	cfg.Model = "test-model"
 	cfg.LeaseTTL = bustest.TestLayout().LeaseTTL
-	cfg.AckWait = 3 * time.Second
-	cfg.ShutdownGrace = grace
+	cfg.AckWait = config.Seconds(3 * time.Second)
+	cfg.ShutdownGrace = config.Seconds(grace)
 	if edit != nil {
 		edit(&cfg)
 	}

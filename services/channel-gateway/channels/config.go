@@ -110,7 +110,7 @@ func (c Config) Validate() error {
 			Enabled bool `json:"enabled"`
 		}
 		if err := json.Unmarshal(raw, &probe); err != nil {
-			return config.Invalid("channels."+name, "not an object: %v", err)
+			return config.Invalid("channels."+name, "not an object: %w", err)
 		}
 		if probe.Enabled {
 			return config.Invalid(fmt.Sprintf("channels.%s.enabled", name), "nanofleet has no %s channel (yet); set it to false", name)

@@ -76,7 +76,7 @@ func (c Config) crossOrigin() (*http.CrossOriginProtection, error) {
 	cop := http.NewCrossOriginProtection()
 	for i, o := range c.AllowedOrigins {
 		if err := cop.AddTrustedOrigin(o); err != nil {
-			return nil, config.Invalid(fmt.Sprintf("channels.web.allowedOrigins[%d]", i), "%v", err)
+			return nil, config.Invalid(fmt.Sprintf("channels.web.allowedOrigins[%d]", i), "%w", err)
 		}
 	}
 	if c.PublicURL != "" {
@@ -85,7 +85,7 @@ func (c Config) crossOrigin() (*http.CrossOriginProtection, error) {
 			return nil, config.Invalid("channels.web.publicUrl", "want an absolute URL like https://chat.example.com, got %q", c.PublicURL)
 		}
 		if err := cop.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
-			return nil, config.Invalid("channels.web.publicUrl", "%v", err)
+			return nil, config.Invalid("channels.web.publicUrl", "%w", err)
 		}
 	}
 	return cop, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/profile"
@@ -26,11 +27,10 @@ import (
 // fleet is a worker with memory and a consolidator on one JetStream and
 // one fake model.
 type fleet struct {
-	b     *bus.Bus
-	llm   *llmtest.Server
-	mem   *memory.Store
-	out   chan *nanofleetv1.OutboundMessage
-	reply map[string]*nanofleetv1.OutboundMessage
+	b   *bus.Bus
+	llm *llmtest.Server
+	mem *memory.Store
+	out chan *nanofleetv1.OutboundMessage
 }
 
 type noRunners struct{}
@@ -74,8 +74,8 @@ func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.
 	cfg.ID = "w1"
 	cfg.Model = "test-model"
 	cfg.LeaseTTL = bustest.TestLayout().LeaseTTL
-	cfg.AckWait = 3 * time.Second
-	cfg.ShutdownGrace = 5 * time.Second
+	cfg.AckWait = config.Seconds(3 * time.Second)
+	cfg.ShutdownGrace = config.Seconds(5 * time.Second)
 	cfg.Loop.MaxTokens = 200
 	cfg.ContextWindowTokens = budget + cfg.Loop.MaxTokens
 	w, err := worker.New(ctx, cfg, worker.Deps{

@@ -3,6 +3,8 @@ package consolidator
 import (
 	"fmt"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // Config tunes a consolidator.
@@ -65,15 +67,15 @@ func (c Config) Validate() error {
 	case c.ID == "":
 		return fmt.Errorf("consolidator: id must be set")
 	case c.Slots < 1:
-		return fmt.Errorf("memory.consolidator.slots: must be at least 1, got %d", c.Slots)
+		return config.Invalid("memory.consolidator.slots", "must be at least 1, got %d", c.Slots)
 	case c.AckWait < time.Second:
-		return fmt.Errorf("memory.consolidator.ackWaitSeconds: must be at least 1s, got %s", c.AckWait)
+		return config.Invalid("memory.consolidator.ackWaitSeconds", "must be at least 1, got %s", c.AckWait)
 	case c.MaxDeliveries < 1:
-		return fmt.Errorf("memory.consolidator.maxDeliveries: must be at least 1, got %d", c.MaxDeliveries)
+		return config.Invalid("memory.consolidator.maxDeliveries", "must be at least 1, got %d", c.MaxDeliveries)
 	case c.MaxRequestBytes < 64:
-		return fmt.Errorf("memory.consolidator.maxRequestBytes: must be at least 64, got %d", c.MaxRequestBytes)
+		return config.Invalid("memory.consolidator.maxRequestBytes", "must be at least 64, got %d", c.MaxRequestBytes)
 	case c.ChunkTokens < 100:
-		return fmt.Errorf("memory.consolidator.chunkTokens: must be at least 100, got %d", c.ChunkTokens)
+		return config.Invalid("memory.consolidator.chunkTokens", "must be at least 100, got %d", c.ChunkTokens)
 	case c.RecentEntries < 0 || c.RecentChars < 0 || c.ToolChars < 0:
 		return fmt.Errorf("consolidator: recent entries and chars must not be negative")
 	case c.ShutdownGrace < 0:

@@ -210,14 +210,5 @@ func backoff(delivered uint64) time.Duration {
 	return min(d, time.Minute)
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
 // oneLine shortens an error for logs.
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }

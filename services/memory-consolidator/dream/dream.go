@@ -43,6 +43,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/memory"
@@ -91,17 +92,19 @@ func (c Config) Validate() error {
 	case c.ID == "" || c.Agent == "":
 		return errors.New("dream: id and agent must be set")
 	case c.Cron == "" && c.Every < time.Second:
-		return fmt.Errorf("memory.dream.every: must be at least 1s, got %s", c.Every)
+		return config.Invalid("memory.dream.every", "must be at least 1s, got %s", c.Every)
 	case c.Cron == "" && c.TimeZone != "":
-		return errors.New("memory.dream.timeZone: only with a cron schedule")
-	case c.MaxEntries < 1 || c.MaxInputChars < 1000:
-		return errors.New("memory.dream: maxEntries must be at least 1 and maxInputChars at least 1000")
+		return config.Invalid("memory.dream.timeZone", "only with a cron schedule")
+	case c.MaxEntries < 1:
+		return config.Invalid("memory.dream.maxEntries", "must be at least 1, got %d", c.MaxEntries)
+	case c.MaxInputChars < 1000:
+		return fmt.Errorf("dream: maxInputChars must be at least 1000, got %d", c.MaxInputChars)
 	case c.AckWait < time.Second:
 		return fmt.Errorf("dream: ackWait must be at least 1s, got %s", c.AckWait)
 	}
 	if c.TimeZone != "" {
 		if _, err := time.LoadLocation(c.TimeZone); err != nil {
-			return fmt.Errorf("memory.dream.timeZone: %w", err)
+			return config.Invalid("memory.dream.timeZone", "%w", err)
 		}
 	}
 	return nil

@@ -112,7 +112,7 @@ func Configs(file *config.File, id string) (consolidator.Config, dream.Config, b
 		cc.AckWait = time.Duration(cs.AckWaitSeconds) * time.Second
 	}
 	if err := cc.Validate(); err != nil {
-		return cc, dream.Config{}, false, sec, fmt.Errorf("%w: %v", config.ErrInvalid, err)
+		return cc, dream.Config{}, false, sec, err
 	}
 	dc := dream.DefaultConfig()
 	dc.ID, dc.Agent = id, sec.Agent
@@ -123,14 +123,14 @@ func Configs(file *config.File, id string) (consolidator.Config, dream.Config, b
 	if ds.Every != "" {
 		d, err := time.ParseDuration(ds.Every)
 		if err != nil {
-			return cc, dc, false, sec, config.Invalid("memory.dream.every", "%v", err)
+			return cc, dc, false, sec, config.Invalid("memory.dream.every", "%w", err)
 		}
 		dc.Every = d
 	}
 	dc.Cron, dc.TimeZone, dc.Model = ds.Cron, ds.TimeZone, ds.Model
 	setInt(&dc.MaxEntries, ds.MaxEntries)
 	if err := dc.Validate(); err != nil {
-		return cc, dc, false, sec, fmt.Errorf("%w: %v", config.ErrInvalid, err)
+		return cc, dc, false, sec, err
 	}
 	return cc, dc, ds.Enabled == nil || *ds.Enabled, sec, nil
 }
@@ -201,7 +201,7 @@ func Model(file *config.File, getenv func(string) string, log *slog.Logger) (llm
 		return noKey{provider: pc.Name}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: model provider: %v", config.ErrInvalid, err)
+		return nil, config.ProviderInvalid(pc, err)
 	}
 	return p, nil
 }

@@ -54,8 +54,6 @@ type load struct {
 	TurnTimeout time.Duration
 }
 
-func (l load) turns() int { return l.Chats * l.TurnsPerChat }
-
 // sample is what a load measured.
 type sample struct {
 	Latencies []time.Duration

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
@@ -13,13 +12,9 @@ import (
 // startToolRunner starts the tool runner on the workspace and returns the
 // client workers call it with.
 func (f *Fleet) startToolRunner(setupCtx, runCtx context.Context, o Options) (worker.RemoteTools, error) {
-	cfg := runner.DefaultConfig()
-	if err := o.File.Section("tools", &cfg); err != nil {
+	cfg, err := runner.FromFile(o.File, o.Workspace)
+	if err != nil {
 		return nil, err
-	}
-	cfg.Workspace.Root = o.Workspace
-	if err := cfg.Validate(); err != nil {
-		return nil, config.Invalid("tools", "%v", err)
 	}
 	if msg := runner.SharedDiskWarning(cfg.Workspace, o.DataDir); msg != "" && o.DataDir != "" {
 		o.Log.Warn(msg)

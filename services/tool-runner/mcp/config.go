@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"fmt"
 	"net/netip"
 	"net/url"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 )
 
@@ -150,65 +150,65 @@ func (c ServerConfig) allEnabled() bool {
 func (c ServerConfig) Validate(name string) error {
 	key := func(k string) string { return "tools.mcpServers." + name + "." + k }
 	if !serverName.MatchString(name) || len(name) > maxServerName {
-		return fmt.Errorf("tools.mcpServers.%s: %w: a server name is at most %d letters, digits, '-' or single '_' between them (it becomes part of tool names mcp_<server>_<tool>)", name, ErrInvalidConfig, maxServerName)
+		return config.Invalid("tools.mcpServers."+name, "a server name is at most %d letters, digits, '-' or single '_' between them (it becomes part of tool names mcp_<server>_<tool>)", maxServerName)
 	}
 	tr := c.Transport()
 	switch tr {
 	case TransportStdio:
 		if c.Command == "" {
-			return fmt.Errorf("%s: %w: required for a stdio server", key("command"), ErrInvalidConfig)
+			return config.Invalid(key("command"), "required for a stdio server")
 		}
 		if c.URL != "" {
-			return fmt.Errorf("%s: %w: a stdio server has no url (remove it, or set type to \"sse\" or \"streamableHttp\" and remove command)", key("url"), ErrInvalidConfig)
+			return config.Invalid(key("url"), "a stdio server has no url (remove it, or set type to \"sse\" or \"streamableHttp\" and remove command)")
 		}
 		if len(c.Headers) > 0 || len(c.AllowCIDRs) > 0 {
-			return fmt.Errorf("%s: %w: headers and allowCIDRs apply to HTTP servers only", key("headers"), ErrInvalidConfig)
+			return config.Invalid(key("headers"), "headers and allowCIDRs apply to HTTP servers only")
 		}
 	case TransportSSE, TransportStreamableHTTP:
 		if c.URL == "" {
-			return fmt.Errorf("%s: %w: required for an %s server", key("url"), ErrInvalidConfig, tr)
+			return config.Invalid(key("url"), "required for an %s server", tr)
 		}
 		if c.Command != "" || len(c.Args) > 0 || len(c.Env) > 0 || c.Cwd != "" || c.Network || len(c.ReadOnlyPaths) > 0 {
-			return fmt.Errorf("%s: %w: command, args, env, cwd, network and readOnlyPaths apply to stdio servers only; a server has either a command or a url", key("command"), ErrInvalidConfig)
+			return config.Invalid(key("command"), "command, args, env, cwd, network and readOnlyPaths apply to stdio servers only; a server has either a command or a url")
 		}
 		u, err := url.Parse(c.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%s: %w: %q is not an http:// or https:// URL", key("url"), ErrInvalidConfig, c.URL)
+			return config.Invalid(key("url"), "%q is not an http:// or https:// URL", c.URL)
 		}
 	case "":
-		return fmt.Errorf("tools.mcpServers.%s: %w: set command (a stdio server) or url (an SSE or streamable HTTP server)", name, ErrInvalidConfig)
+		return config.Invalid("tools.mcpServers."+name, "set command (a stdio server) or url (an SSE or streamable HTTP server)")
 	default:
-		return fmt.Errorf("%s: %w: %q is not \"stdio\", \"sse\" or \"streamableHttp\"", key("type"), ErrInvalidConfig, c.Type)
+		return config.Invalid(key("type"), "%q is not \"stdio\", \"sse\" or \"streamableHttp\"", c.Type)
 	}
 	for k := range c.Env {
 		if !sandbox.ValidEnvName(k) {
-			return fmt.Errorf("%s: %w: %q is not an environment variable name", key("env"), ErrInvalidConfig, k)
+			return config.Invalid(key("env"), "%q is not an environment variable name", k)
 		}
 	}
 	if c.Cwd != "" && !filepath.IsAbs(c.Cwd) {
-		return fmt.Errorf("%s: %w: %q must be an absolute path", key("cwd"), ErrInvalidConfig, c.Cwd)
+		return config.Invalid(key("cwd"), "%q must be an absolute path", c.Cwd)
 	}
 	for _, p := range c.ReadOnlyPaths {
 		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
-			return fmt.Errorf("%s: %w: %q must be an absolute path other than /", key("readOnlyPaths"), ErrInvalidConfig, p)
+			return config.Invalid(key("readOnlyPaths"), "%q must be an absolute path other than /", p)
 		}
 	}
 	for k, v := range c.Headers {
 		if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(v) {
-			return fmt.Errorf("%s: %w: %q is not a valid HTTP header", key("headers"), ErrInvalidConfig, k)
+			return config.Invalid(key("headers"), "%q is not a valid HTTP header", k)
 		}
 	}
 	for _, s := range c.AllowCIDRs {
 		if _, err := netip.ParsePrefix(s); err != nil {
-			return fmt.Errorf("%s: %w: %q is not a CIDR prefix such as 10.0.0.0/8", key("allowCIDRs"), ErrInvalidConfig, s)
+			return config.Invalid(key("allowCIDRs"), "%q is not a CIDR prefix such as 10.0.0.0/8", s)
 		}
 	}
 	if c.ToolTimeout < 0 || c.ToolTimeout > maxToolTimeout {
-		return fmt.Errorf("%s: %w: %d s is not between 1 and %d (0 means the default, 30)", key("toolTimeout"), ErrInvalidConfig, c.ToolTimeout, maxToolTimeout)
+		return config.Invalid(key("toolTimeout"), "%d s is not between 1 and %d (0 means the default, 30)", c.ToolTimeout, maxToolTimeout)
 	}
 	for _, t := range c.EnabledTools {
 		if strings.TrimSpace(t) == "" {
-			return fmt.Errorf("%s: %w: empty name", key("enabledTools"), ErrInvalidConfig)
+			return config.Invalid(key("enabledTools"), "empty name")
 		}
 	}
 	return nil
@@ -231,7 +231,7 @@ func ValidateServers(servers map[string]ServerConfig) error {
 	for _, a := range names {
 		for _, b := range names {
 			if a != b && strings.HasPrefix(strings.ToLower(b), strings.ToLower(a)+"_") {
-				return fmt.Errorf("tools.mcpServers.%s: %w: the name begins with that of server %q and '_', so their tool names could clash; rename one", b, ErrInvalidConfig, a)
+				return config.Invalid("tools.mcpServers."+b, "the name begins with that of server %q and '_', so their tool names could clash; rename one", a)
 			}
 		}
 	}

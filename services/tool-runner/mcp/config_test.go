@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
 )
 
@@ -77,7 +78,7 @@ func TestServerConfigValidate(t *testing.T) {
 		switch {
 		case c.key == "" && err != nil:
 			t.Errorf("%s %s: %v", c.name, c.json, err)
-		case c.key != "" && (err == nil || !strings.Contains(err.Error(), c.key) || !errors.Is(err, mcp.ErrInvalidConfig)):
+		case c.key != "" && (err == nil || !strings.Contains(err.Error(), c.key) || !errors.Is(err, config.ErrInvalid)):
 			t.Errorf("%s %s: error %v, want one naming %s", c.name, c.json, err, c.key)
 		}
 	}

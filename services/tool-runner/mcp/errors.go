@@ -7,9 +7,6 @@ import (
 )
 
 var (
-	// ErrInvalidConfig is matched by every error of [ServerConfig.Validate]
-	// and [ValidateServers].
-	ErrInvalidConfig = errors.New("invalid MCP server config")
 	// ErrUnavailable: the server is not connected (it failed to start, or
 	// died and is being restarted); the error says why.
 	ErrUnavailable = errors.New("MCP server unavailable")

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 )
 
@@ -42,8 +43,8 @@ func checkSandboxFit(name string, c ServerConfig, sb sandbox.Config, nodeModules
 	case runner == "uvx" && pkg != "":
 		fix = fmt.Sprintf(`install it first (uv tool install %s, with UV_TOOL_BIN_DIR=/usr/local/bin) and set "command": %q; or grant "network": true`, pkg, pkg)
 	}
-	return fmt.Errorf("tools.mcpServers.%s: %w: %q downloads the server at every start, but the sandbox has no network: %s",
-		name, ErrInvalidConfig, strings.Join(append([]string{filepath.Base(c.Command)}, c.Args...), " "), fix)
+	return config.Invalid("tools.mcpServers."+name, "%q downloads the server at every start, but the sandbox has no network: %s",
+		strings.Join(append([]string{filepath.Base(c.Command)}, c.Args...), " "), fix)
 }
 
 // packageRunner recognises a command that fetches its package when run:

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 )
 
@@ -51,7 +52,7 @@ func TestPastedConfigFitsTheSandbox(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !errors.Is(err, ErrInvalidConfig) {
+			if err == nil || !errors.Is(err, config.ErrInvalid) {
 				t.Fatalf("err = %v, want an invalid config error", err)
 			}
 			if strings.Contains(err.Error(), "\n") {

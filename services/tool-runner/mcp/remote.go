@@ -33,7 +33,7 @@ func httpClient(c ServerConfig, opts ...netguard.Option) (*http.Client, error) {
 	}
 	u, err := url.Parse(c.URL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: url: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("url %q: %w", c.URL, err)
 	}
 	return &http.Client{
 		Transport: &headerTransport{base: tr, headers: c.Headers, host: u.Host},

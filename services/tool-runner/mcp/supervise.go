@@ -117,6 +117,9 @@ func (s *server) open(ctx context.Context) (*conn, error) {
 		ToolListChangedHandler:     func(context.Context, *mcpsdk.ToolListChangedRequest) { s.signal(s.listChanged) },
 		PromptListChangedHandler:   func(context.Context, *mcpsdk.PromptListChangedRequest) { s.signal(s.listChanged) },
 		ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) { s.signal(s.listChanged) },
+		// Deprecated by the protocol but served for at least a year; a
+		// server's log lines help whoever debugs it meanwhile.
+		//lint:ignore SA1019 see above
 		LoggingMessageHandler: func(_ context.Context, r *mcpsdk.LoggingMessageRequest) {
 			if r != nil && r.Params != nil {
 				s.log.Debug("MCP server log", "level", r.Params.Level, "logger", r.Params.Logger, "data", r.Params.Data)

@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // ErrBlocked is matched by every refusal.
@@ -59,7 +61,7 @@ type Config struct {
 func (c Config) Validate() error {
 	for _, s := range c.AllowCIDRs {
 		if _, err := netip.ParsePrefix(s); err != nil {
-			return fmt.Errorf("tools.web.fetch.allowCIDRs: %q is not a CIDR prefix such as 10.0.0.0/8: %w", s, err)
+			return config.Invalid("tools.web.fetch.allowCIDRs", "%q is not a CIDR prefix such as 10.0.0.0/8: %w", s, err)
 		}
 	}
 	return nil

@@ -1,14 +1,12 @@
 package runner
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"syscall"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/shell"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/web"
@@ -85,19 +83,33 @@ func DefaultConfig() Config {
 	}
 }
 
+// FromFile decodes the file's "tools" section over [DefaultConfig] and
+// validates it. workspace, when set, replaces tools.workspace.root (the
+// --workspace flag, or the all-in-one's workspace).
+func FromFile(file *config.File, workspace string) (Config, error) {
+	cfg := DefaultConfig()
+	if err := file.Section("tools", &cfg); err != nil {
+		return cfg, err
+	}
+	if workspace != "" {
+		cfg.Workspace.Root = workspace
+	}
+	return cfg, cfg.Validate()
+}
+
 // Validate reports the first invalid setting by its config key.
 func (c Config) Validate() error {
 	switch w := c.Workspace; {
 	case w.Root == "":
-		return errors.New("tools.workspace.root: required")
+		return config.Invalid("tools.workspace.root", "required")
 	case w.QuotaBytes < 0:
-		return fmt.Errorf("tools.workspace.quotaBytes: %d is negative (0 means no quota)", w.QuotaBytes)
+		return config.Invalid("tools.workspace.quotaBytes", "%d is negative (0 means no quota)", w.QuotaBytes)
 	case w.QuotaBytes > 0 && w.QuotaBytes < 1<<20:
-		return fmt.Errorf("tools.workspace.quotaBytes: %d is below 1 MiB (1048576)", w.QuotaBytes)
+		return config.Invalid("tools.workspace.quotaBytes", "%d is below 1 MiB (1048576)", w.QuotaBytes)
 	case w.QuotaFiles < 0:
-		return fmt.Errorf("tools.workspace.quotaFiles: %d is negative (0 means no quota)", w.QuotaFiles)
+		return config.Invalid("tools.workspace.quotaFiles", "%d is negative (0 means no quota)", w.QuotaFiles)
 	case w.QuotaFiles > 0 && w.QuotaFiles < 100:
-		return fmt.Errorf("tools.workspace.quotaFiles: %d is below 100", w.QuotaFiles)
+		return config.Invalid("tools.workspace.quotaFiles", "%d is below 100", w.QuotaFiles)
 	}
 	if err := c.Exec.Validate(); err != nil {
 		return err
@@ -111,53 +123,17 @@ func (c Config) Validate() error {
 	r := c.Runner
 	switch {
 	case r.HeartbeatMs < 10 || r.HeartbeatMs > 60_000:
-		return fmt.Errorf("tools.runner.heartbeatMs: %d not between 10 and 60000", r.HeartbeatMs)
+		return config.Invalid("tools.runner.heartbeatMs", "%d not between 10 and 60000", r.HeartbeatMs)
 	case r.MaxConcurrent < 1:
-		return fmt.Errorf("tools.runner.maxConcurrent: %d must be at least 1", r.MaxConcurrent)
+		return config.Invalid("tools.runner.maxConcurrent", "%d must be at least 1", r.MaxConcurrent)
 	case r.CallTimeout < c.Exec.MaxTimeout:
-		return fmt.Errorf("tools.runner.callTimeout: %d s is below tools.exec.maxTimeout (%d s)", r.CallTimeout, c.Exec.MaxTimeout)
+		return config.Invalid("tools.runner.callTimeout", "%d s is below tools.exec.maxTimeout (%d s)", r.CallTimeout, c.Exec.MaxTimeout)
 	case r.OversizeChars < 1000:
-		return fmt.Errorf("tools.runner.oversizeChars: %d is below 1000", r.OversizeChars)
+		return config.Invalid("tools.runner.oversizeChars", "%d is below 1000", r.OversizeChars)
 	case r.PreviewChars < 100 || r.PreviewChars >= r.OversizeChars:
-		return fmt.Errorf("tools.runner.previewChars: %d must be at least 100 and below tools.runner.oversizeChars (%d)", r.PreviewChars, r.OversizeChars)
+		return config.Invalid("tools.runner.previewChars", "%d must be at least 100 and below tools.runner.oversizeChars (%d)", r.PreviewChars, r.OversizeChars)
 	}
 	return nil
-}
-
-var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
-// LoadConfig reads the "tools" section of a nanobot-style JSON config
-// file over [DefaultConfig]. ${VAR} placeholders in string values are
-// replaced from the environment (an unset variable is an error). It does
-// not validate.
-func LoadConfig(path string) (Config, error) {
-	cfg := DefaultConfig()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return cfg, fmt.Errorf("read config: %w", err)
-	}
-	var missing []string
-	data = placeholder.ReplaceAllFunc(data, func(m []byte) []byte {
-		name := string(placeholder.FindSubmatch(m)[1])
-		v, ok := os.LookupEnv(name)
-		if !ok {
-			missing = append(missing, name)
-			return m
-		}
-		quoted, _ := json.Marshal(v)
-		return quoted[1 : len(quoted)-1]
-	})
-	if len(missing) > 0 {
-		return cfg, fmt.Errorf("config %s: environment variable(s) %v not set", path, missing)
-	}
-	var file struct {
-		Tools *Config `json:"tools"`
-	}
-	file.Tools = &cfg
-	if err := json.Unmarshal(data, &file); err != nil {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
-	}
-	return cfg, nil
 }
 
 // SharedDiskWarning returns a warning when the workspaces and dataDir

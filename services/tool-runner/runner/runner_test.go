@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 
@@ -242,17 +244,25 @@ func TestConfigValidateAndLoad(t *testing.T) {
 	} {
 		c := runner.DefaultConfig()
 		tt.mutate(&c)
-		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tt.key) {
+		var ce *config.Error
+		if err := c.Validate(); !errors.Is(err, config.ErrInvalid) || !errors.As(err, &ce) || ce.Key != tt.key {
 			t.Errorf("Validate = %v, want %s", err, tt.key)
 		}
 	}
-	t.Setenv("TEST_BRAVE_KEY", `k"ey`)
-	path := filepath.Join(t.TempDir(), "config.json")
-	os.WriteFile(path, []byte(`{"agents":{"defaults":{"model":"x"}},"tools":{
+	// The tools section is read by the fleet's one loader.
+	load := func(data string, getenv func(string) string) (runner.Config, error) {
+		file, cfg := config.Defaults(), runner.DefaultConfig()
+		if err := config.Parse(file, []byte(data), getenv); err != nil {
+			return cfg, err
+		}
+		return cfg, file.Section("tools", &cfg)
+	}
+	env := map[string]string{"TEST_BRAVE_KEY": `k"ey`}
+	cfg, err := load(`{"agents":{"defaults":{"model":"x"}},"tools":{
 		"workspace":{"root":"/srv/ws","perSession":true},
 		"exec":{"timeout":30,"sandbox":"none","limits":{"processes":100}},
-		"web":{"search":{"provider":"brave","apiKey":"${TEST_BRAVE_KEY}"},"fetch":{"allowCIDRs":["10.1.0.0/16"]}}}}`), 0o644)
-	cfg, err := runner.LoadConfig(path)
+		"web":{"search":{"provider":"brave","apiKey":"${TEST_BRAVE_KEY}"},"fetch":{"allowCIDRs":["10.1.0.0/16"]}}}}`,
+		func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,8 +274,7 @@ func TestConfigValidateAndLoad(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("loaded config invalid: %v", err)
 	}
-	os.WriteFile(path, []byte(`{"tools":{"web":{"search":{"apiKey":"${NOT_SET_ANYWHERE_X}"}}}}`), 0o644)
-	if _, err := runner.LoadConfig(path); err == nil || !strings.Contains(err.Error(), "NOT_SET_ANYWHERE_X") {
+	if _, err := load(`{"tools":{"web":{"search":{"apiKey":"${NOT_SET_ANYWHERE_X}"}}}}`, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "NOT_SET_ANYWHERE_X") {
 		t.Errorf("unset placeholder: %v", err)
 	}
 }

@@ -1,11 +1,13 @@
 package runner_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 )
@@ -180,7 +182,8 @@ func TestQuotaConfigIsValidated(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.HasPrefix(err.Error(), tt.want+":") {
+			var ce *config.Error
+			if !errors.As(err, &ce) || ce.Key != tt.want {
 				t.Fatalf("Validate = %v, want an error naming %s", err, tt.want)
 			}
 		})

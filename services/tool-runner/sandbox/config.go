@@ -1,8 +1,9 @@
 package sandbox
 
 import (
-	"fmt"
 	"regexp"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 // Mode selects how commands are confined.
@@ -97,14 +98,14 @@ func (c Config) Validate() error {
 	switch c.Sandbox {
 	case ModeBwrap, ModeNone:
 	default:
-		return fmt.Errorf("tools.exec.sandbox: %q is not \"bwrap\" or \"none\"", c.Sandbox)
+		return config.Invalid("tools.exec.sandbox", "%q is not \"bwrap\" or \"none\"", c.Sandbox)
 	}
 	for _, name := range c.Env {
 		if !ValidEnvName(name) {
-			return fmt.Errorf("tools.exec.env: %q is not an environment variable name", name)
+			return config.Invalid("tools.exec.env", "%q is not an environment variable name", name)
 		}
 		if fixedEnv[name] {
-			return fmt.Errorf("tools.exec.env: %s is set by the sandbox and cannot be passed through", name)
+			return config.Invalid("tools.exec.env", "%s is set by the sandbox and cannot be passed through", name)
 		}
 	}
 	lim := []struct {
@@ -119,23 +120,23 @@ func (c Config) Validate() error {
 	}
 	for _, l := range lim {
 		if l.v < 0 {
-			return fmt.Errorf("tools.exec.limits.%s: %d is negative (0 means unlimited)", l.key, l.v)
+			return config.Invalid("tools.exec.limits."+l.key, "%d is negative (0 means unlimited)", l.v)
 		}
 	}
 	if c.Limits.OpenFiles != 0 && c.Limits.OpenFiles < 16 {
-		return fmt.Errorf("tools.exec.limits.openFiles: %d is too low for a shell (at least 16)", c.Limits.OpenFiles)
+		return config.Invalid("tools.exec.limits.openFiles", "%d is too low for a shell (at least 16)", c.Limits.OpenFiles)
 	}
 	if c.Limits.Processes != 0 && c.Limits.Processes < 4 {
-		return fmt.Errorf("tools.exec.limits.processes: %d is too low for a shell pipeline (at least 4)", c.Limits.Processes)
+		return config.Invalid("tools.exec.limits.processes", "%d is too low for a shell pipeline (at least 4)", c.Limits.Processes)
 	}
 	if c.HostUID <= 0 {
-		return fmt.Errorf("tools.exec.hostUid: %d; commands must not run as host root (use an unprivileged uid such as 65534)", c.HostUID)
+		return config.Invalid("tools.exec.hostUid", "%d; commands must not run as host root (use an unprivileged uid such as 65534)", c.HostUID)
 	}
 	if c.HostGID <= 0 {
-		return fmt.Errorf("tools.exec.hostGid: %d; commands must not run with host group root (use an unprivileged gid such as 65534)", c.HostGID)
+		return config.Invalid("tools.exec.hostGid", "%d; commands must not run with host group root (use an unprivileged gid such as 65534)", c.HostGID)
 	}
 	if c.TmpSizeMB < 0 {
-		return fmt.Errorf("tools.exec.tmpSizeMb: %d is negative", c.TmpSizeMB)
+		return config.Invalid("tools.exec.tmpSizeMb", "%d is negative", c.TmpSizeMB)
 	}
 	return nil
 }

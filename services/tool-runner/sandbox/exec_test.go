@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 )
@@ -418,7 +419,8 @@ func TestConfigValidate(t *testing.T) {
 	for _, tt := range tests {
 		c := sandbox.DefaultConfig()
 		tt.mutate(&c)
-		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tt.key) {
+		var ce *config.Error
+		if err := c.Validate(); !errors.As(err, &ce) || ce.Key != tt.key {
 			t.Errorf("Validate() = %v, want an error naming %s", err, tt.key)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
@@ -45,15 +46,15 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case c.MaxTimeout < 1 || c.MaxTimeout > 24*3600:
-		return fmt.Errorf("tools.exec.maxTimeout: %d s is not between 1 and 86400", c.MaxTimeout)
+		return config.Invalid("tools.exec.maxTimeout", "%d s is not between 1 and 86400", c.MaxTimeout)
 	case c.Timeout < 1 || c.Timeout > c.MaxTimeout:
-		return fmt.Errorf("tools.exec.timeout: %d s is not between 1 and tools.exec.maxTimeout (%d)", c.Timeout, c.MaxTimeout)
+		return config.Invalid("tools.exec.timeout", "%d s is not between 1 and tools.exec.maxTimeout (%d)", c.Timeout, c.MaxTimeout)
 	case c.MaxOutputChars < 100:
-		return fmt.Errorf("tools.exec.maxOutputChars: %d is below 100", c.MaxOutputChars)
+		return config.Invalid("tools.exec.maxOutputChars", "%d is below 100", c.MaxOutputChars)
 	}
 	for _, p := range c.DenyPatterns {
 		if _, err := regexp.Compile(p); err != nil {
-			return fmt.Errorf("tools.exec.denyPatterns: %q: %w", p, err)
+			return config.Invalid("tools.exec.denyPatterns", "%q: %w", p, err)
 		}
 	}
 	return nil

@@ -62,7 +62,7 @@ func (t *fetchTool) Run(ctx context.Context, c *tools.Call) (tools.Result, error
 	}
 	u, err := url.Parse(strings.TrimSpace(a.URL))
 	if err == nil && u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https" {
-		return tools.Result{}, fmt.Errorf("%w: argument \"url\": only http and https URLs can be fetched, not %s:", toolschema.ErrInvalidArguments, u.Scheme)
+		return tools.Result{}, fmt.Errorf("%w: argument \"url\": only http and https URLs can be fetched, not %q", toolschema.ErrInvalidArguments, u.Scheme+":")
 	}
 	if err != nil || u.Host == "" || u.Scheme == "" {
 		return tools.Result{}, fmt.Errorf("%w: argument \"url\": %q is not an absolute http(s) URL", toolschema.ErrInvalidArguments, a.URL)

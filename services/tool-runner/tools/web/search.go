@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
@@ -57,7 +58,7 @@ func newSearch(cfg SearchConfig, userAgent string, guard *netguard.Guard) (*sear
 	case ProviderDuckDuckGo:
 		b = p.duckduckgo
 	default:
-		return nil, fmt.Errorf("tools.web.search.provider: %q is not brave, tavily, searxng or duckduckgo", cfg.Provider)
+		return nil, config.Invalid("tools.web.search.provider", "%q is not brave, tavily, searxng or duckduckgo", cfg.Provider)
 	}
 	return &searchTool{
 		provider: cfg.Provider,

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
@@ -72,27 +73,27 @@ func (c Config) Validate() error {
 	switch s.Provider {
 	case ProviderBrave, ProviderTavily:
 		if s.APIKey == "" {
-			return fmt.Errorf("tools.web.search.apiKey: required for provider %q", s.Provider)
+			return config.Invalid("tools.web.search.apiKey", "required for provider %q", s.Provider)
 		}
 	case ProviderSearXNG:
 		if s.BaseURL == "" {
-			return fmt.Errorf("tools.web.search.baseURL: required for provider %q (the URL of your SearXNG instance)", s.Provider)
+			return config.Invalid("tools.web.search.baseURL", "required for provider %q (the URL of your SearXNG instance)", s.Provider)
 		}
 	case ProviderDuckDuckGo:
 	default:
-		return fmt.Errorf("tools.web.search.provider: %q is not brave, tavily, searxng or duckduckgo", s.Provider)
+		return config.Invalid("tools.web.search.provider", "%q is not brave, tavily, searxng or duckduckgo", s.Provider)
 	}
 	if s.BaseURL != "" {
 		u, err := url.Parse(s.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("tools.web.search.baseURL: %q is not an http(s) URL", s.BaseURL)
+			return config.Invalid("tools.web.search.baseURL", "%q is not an http(s) URL", s.BaseURL)
 		}
 	}
 	if s.MaxResults < 1 || s.MaxResults > 10 {
-		return fmt.Errorf("tools.web.search.maxResults: %d is not between 1 and 10", s.MaxResults)
+		return config.Invalid("tools.web.search.maxResults", "%d is not between 1 and 10", s.MaxResults)
 	}
 	if s.Timeout < 1 {
-		return fmt.Errorf("tools.web.search.timeout: %d s must be positive", s.Timeout)
+		return config.Invalid("tools.web.search.timeout", "%d s must be positive", s.Timeout)
 	}
 	f := c.Fetch
 	if err := f.Config.Validate(); err != nil {
@@ -100,11 +101,11 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case f.MaxChars < 100:
-		return fmt.Errorf("tools.web.fetch.maxChars: %d is below 100", f.MaxChars)
+		return config.Invalid("tools.web.fetch.maxChars", "%d is below 100", f.MaxChars)
 	case f.MaxBytes < 1024:
-		return fmt.Errorf("tools.web.fetch.maxBytes: %d is below 1024", f.MaxBytes)
+		return config.Invalid("tools.web.fetch.maxBytes", "%d is below 1024", f.MaxBytes)
 	case f.Timeout < 1:
-		return fmt.Errorf("tools.web.fetch.timeout: %d s must be positive", f.Timeout)
+		return config.Invalid("tools.web.fetch.timeout", "%d s must be positive", f.Timeout)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
@@ -292,7 +293,8 @@ func TestConfigValidate(t *testing.T) {
 	} {
 		c := web.DefaultConfig()
 		tt.mutate(&c)
-		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tt.key) {
+		var ce *config.Error
+		if err := c.Validate(); !errors.As(err, &ce) || ce.Key != tt.key {
 			t.Errorf("Validate = %v, want %s", err, tt.key)
 		}
 	}
