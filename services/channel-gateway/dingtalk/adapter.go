@@ -252,16 +252,7 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 
 // DeliverLive sends progress and tool hints as text when enabled.
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	switch msg.GetKind() {
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		if !a.cfg.Progress(a.deps.SendProgress) {
-			return nil
-		}
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		if !a.cfg.ToolHints(a.deps.SendToolHints) {
-			return nil
-		}
-	default:
+	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
 		return nil
 	}
 	return a.send(ctx, msg, "text", msg.GetContent())

@@ -275,18 +275,15 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 // enabled; deltas are followed by the streams themselves (see
 // internal/editstream).
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
+		return nil
+	}
 	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
 	var html string
 	switch msg.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		if !a.cfg.Progress(a.deps.SendProgress) {
-			return nil
-		}
 		html = "<i>" + escape(truncate(msg.GetContent(), markup.TelegramLimit)) + "</i>"
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		if !a.cfg.ToolHints(a.deps.SendToolHints) {
-			return nil
-		}
 		html = "<code>" + escape(truncate(msg.GetContent(), markup.TelegramLimit)) + "</code>"
 	default:
 		return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 )
 
@@ -121,6 +122,19 @@ func (c Common) Progress(def bool) bool { return On(c.SendProgress, def) }
 // ToolHints says whether tool hints are shown: the section's
 // sendToolHints, else the channels-wide def.
 func (c Common) ToolHints(def bool) bool { return On(c.SendToolHints, def) }
+
+// ShowsLive says whether a live message of kind is shown: progress and
+// tool hints per the section's sendProgress / sendToolHints, else the
+// channels-wide progress and hints; no other live kind is.
+func (c Common) ShowsLive(kind nanofleetv1.OutboundKind, progress, hints bool) bool {
+	switch kind {
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
+		return c.Progress(progress)
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
+		return c.ToolHints(hints)
+	}
+	return false
+}
 
 // On is *p, or def when the key was not set.
 func On(p *bool, def bool) bool {

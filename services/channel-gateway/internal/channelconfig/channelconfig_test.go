@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 )
 
@@ -88,5 +89,33 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.Progress(true) || c.ToolHints(false) || !c.ToolHints(true) {
 		t.Errorf("Progress/ToolHints: a set key wins, an unset one follows the channels-wide default")
+	}
+}
+
+func TestShowsLive(t *testing.T) {
+	yes, no := true, false
+	const (
+		progress = nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS
+		hint     = nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT
+		final    = nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL
+	)
+	tests := []struct {
+		name            string
+		c               channelconfig.Common
+		kind            nanofleetv1.OutboundKind
+		progress, hints bool // channels-wide defaults
+		want            bool
+	}{
+		{"progress by default", channelconfig.Common{}, progress, true, false, true},
+		{"progress off channels-wide", channelconfig.Common{}, progress, false, false, false},
+		{"progress off for the channel", channelconfig.Common{SendProgress: &no}, progress, true, true, false},
+		{"hints off by default", channelconfig.Common{}, hint, true, false, false},
+		{"hints on for the channel", channelconfig.Common{SendToolHints: &yes}, hint, true, false, true},
+		{"a final answer is not live", channelconfig.Common{}, final, true, true, false},
+	}
+	for _, tt := range tests {
+		if got := tt.c.ShowsLive(tt.kind, tt.progress, tt.hints); got != tt.want {
+			t.Errorf("%s: ShowsLive = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
