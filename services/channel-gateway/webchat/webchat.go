@@ -25,6 +25,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -74,8 +75,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Server, error) {
 	mac := hmac.New(sha256.New, []byte(s.token))
 	mac.Write([]byte("nanofleet web session"))
 	s.cookie = hex.EncodeToString(mac.Sum(nil))
-	s.show.progress = on(cfg.SendProgress, deps.SendProgress)
-	s.show.hints = on(cfg.SendToolHints, deps.SendToolHints)
+	s.show.progress = channelconfig.On(cfg.SendProgress, deps.SendProgress)
+	s.show.hints = channelconfig.On(cfg.SendToolHints, deps.SendToolHints)
 	var err error
 	s.convs, err = deps.Bus.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: deps.Bus.Space.Bucket("webchat"), Description: "web chat conversations", History: 1,
@@ -322,11 +323,4 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-func on(p *bool, def bool) bool {
-	if p == nil {
-		return def
-	}
-	return *p
 }
