@@ -22,16 +22,17 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"run":     {"run the whole fleet in this process (embedded NATS unless --nats)", runCmd},
-		"agent":   {"send one message (-m TEXT) and print the reply", agentCmd},
-		"chat":    {"chat interactively in the terminal", chatCmd},
-		"onboard": {"write the config file and workspace templates", onboardCmd},
-		"status":  {"show streams, consumers, workers and tool runners", statusCmd},
-		"memory":  {"read the fleet's memory: show, history, search, revisions, restore, links", memoryCmd},
-		"bench":   {"drive the fleet with a fake model and write throughput, latency and memory figures", benchCmd},
-		"pairing": {"approve a DM pairing code: pairing approve CODE", pairingCmd},
-		"cron":    {"list or remove scheduled jobs with their next fire time", cronCmd},
-		"profile": {"profile seed: copy the workspace's reviewed bootstrap files and skills into the agent's profile", profileCmd},
+		"run":      {"run the whole fleet in this process (embedded NATS unless --nats)", runCmd},
+		"agent":    {"send one message (-m TEXT) and print the reply", agentCmd},
+		"chat":     {"chat interactively in the terminal", chatCmd},
+		"onboard":  {"write the config file and workspace templates", onboardCmd},
+		"status":   {"show streams, consumers, workers and tool runners", statusCmd},
+		"memory":   {"read the fleet's memory: show, history, search, revisions, restore, links", memoryCmd},
+		"bench":    {"drive the fleet with a fake model and write throughput, latency and memory figures", benchCmd},
+		"pairing":  {"approve a DM pairing code: pairing approve CODE", pairingCmd},
+		"channels": {"channels status: each configured channel's state, account and gateway; channels login whatsapp: link by QR code", channelsCmd},
+		"cron":     {"list or remove scheduled jobs with their next fire time", cronCmd},
+		"profile":  {"profile seed: copy the workspace's reviewed bootstrap files and skills into the agent's profile", profileCmd},
 	}
 }
 

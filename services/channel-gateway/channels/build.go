@@ -21,8 +21,10 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/webchat"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp"
 )
 
 // Deps are what [Build] needs from the process.
@@ -105,6 +107,17 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 		adapters = append(adapters, a)
 	}
+	if c := cfg.WhatsApp; c.Enabled {
+		a, err := whatsapp.New(ctx, c, whatsapp.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		if err != nil {
+			return nil, nil, err
+		}
+		adapters = append(adapters, a)
+	}
+	board, err := status.Open(ctx, deps.Bus)
+	if err != nil {
+		return nil, nil, fmt.Errorf("channels: %w", err)
+	}
 	if !cfg.Web.Enabled && !cfg.API.Enabled {
 		if !serving {
 			return adapters, nil, nil
@@ -147,6 +160,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 			return nil, nil, err
 		}
 		mux.Handle("/", w)
+		board.Serving(ctx, log, "web", webchat.BaseURL(c.PublicURL, deps.Listen))
 		log.Info("web chat ready: open this link to log in", "url", w.LoginURL(deps.Listen))
 		// The fleet dashboard shares the web chat's login.
 		dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{Bus: deps.Bus, Gate: w, Log: log.With("component", "dashboard")})
@@ -173,6 +187,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 		mux.Handle("/v1/", api)
 		base := webchat.BaseURL(cfg.Web.PublicURL, deps.Listen) + "/v1"
+		board.Serving(ctx, log, "api", base)
 		log.Info("OpenAI-compatible API ready", "base_url", base, "api_key", api.Token())
 		if deps.Announce != nil {
 			deps.Announce("OpenAI-compatible API: " + base + " (api key " + api.Token() + ") — channels.api.token sets the key")

@@ -94,7 +94,10 @@ func TestInvalidKeysAreNamed(t *testing.T) {
 		{`{"channels": {"discord": {"enabled": true, "token": "t", "streamEditInterval": -1}}}`, "channels.discord.streamEditInterval"},
 		{`{"channels": {"discord": {"enabled": true, "token": "t", "apiBase": "localhost"}}}`, "channels.discord.apiBase"},
 		{`{"channels": {"discord": {"tokn": "t"}}}`, "channels.discord.tokn"},
-		{`{"channels": {"whatsapp": {"enabled": true}}}`, "channels.whatsapp.enabled"},
+		{`{"channels": {"whatsapp": {"enabled": true, "groupPolicy": "all"}}}`, "channels.whatsapp.groupPolicy"},
+		{`{"channels": {"whatsapp": {"enabled": true, "account": "a b"}}}`, "channels.whatsapp.account"},
+		{`{"channels": {"whatsapp": {"alowFrom": ["1"]}}}`, "channels.whatsapp.alowFrom"},
+		{`{"channels": {"email": {"enabled": true}}}`, "channels.email.enabled"},
 		{`{"channels": {"sendProgress": "yes"}}`, "channels.sendProgress"},
 	}
 	for _, tt := range tests {

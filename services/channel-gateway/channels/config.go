@@ -13,6 +13,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/webchat"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp"
 )
 
 // Config is the channels section of the configuration file.
@@ -33,14 +34,14 @@ type Config struct {
 	API      openaiapi.Config `json:"api"`
 	Feishu   feishu.Config    `json:"feishu"`
 	DingTalk dingtalk.Config  `json:"dingtalk"`
+	WhatsApp whatsapp.Config  `json:"whatsapp"`
 
 	// Channels nanobot has and nanofleet does not: accepted so that a
 	// nanobot configuration loads, refused when enabled.
-	WhatsApp json.RawMessage `json:"whatsapp,omitempty"`
-	Email    json.RawMessage `json:"email,omitempty"`
-	QQ       json.RawMessage `json:"qq,omitempty"`
-	Matrix   json.RawMessage `json:"matrix,omitempty"`
-	Mochat   json.RawMessage `json:"mochat,omitempty"`
+	Email  json.RawMessage `json:"email,omitempty"`
+	QQ     json.RawMessage `json:"qq,omitempty"`
+	Matrix json.RawMessage `json:"matrix,omitempty"`
+	Mochat json.RawMessage `json:"mochat,omitempty"`
 }
 
 // Defaults is the section when the file has none: the web chat and the
@@ -91,16 +92,33 @@ func decodeStrict(path string, raw json.RawMessage, v any) error {
 	return config.DecodeStrict(raw, v, path)
 }
 
+// Enabled lists the enabled channels by name.
+func (c Config) Enabled() []string {
+	var out []string
+	for _, ch := range []struct {
+		name string
+		on   bool
+	}{
+		{"telegram", c.Telegram.Enabled}, {"slack", c.Slack.Enabled}, {"discord", c.Discord.Enabled},
+		{"feishu", c.Feishu.Enabled}, {"dingtalk", c.DingTalk.Enabled}, {"whatsapp", c.WhatsApp.Enabled},
+		{"web", c.Web.Enabled}, {"api", c.API.Enabled},
+	} {
+		if ch.on {
+			out = append(out, ch.name)
+		}
+	}
+	return out
+}
+
 // Validate reports the first invalid key, naming it.
 func (c Config) Validate() error {
-	for _, v := range []interface{ Validate() error }{c.Telegram, c.Slack, c.Discord, c.Web, c.API, c.Feishu, c.DingTalk} {
+	for _, v := range []interface{ Validate() error }{c.Telegram, c.Slack, c.Discord, c.Web, c.API, c.Feishu, c.DingTalk, c.WhatsApp} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
 	}
 	unsupported := map[string]json.RawMessage{
-		"whatsapp": c.WhatsApp,
-		"email":    c.Email, "qq": c.QQ, "matrix": c.Matrix, "mochat": c.Mochat,
+		"email": c.Email, "qq": c.QQ, "matrix": c.Matrix, "mochat": c.Mochat,
 	}
 	for name, raw := range unsupported {
 		if len(raw) == 0 {

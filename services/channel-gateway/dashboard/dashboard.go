@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"time"
 
+	"rsc.io/qr"
+
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 //go:embed static
@@ -66,8 +69,36 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	mux.Handle("GET /dashboard/static/", http.StripPrefix("/dashboard/static/", http.FileServerFS(files)))
 	mux.Handle("GET /dashboard/api/snapshot", s.auth(s.snapshot))
 	mux.Handle("GET /dashboard/api/live", s.auth(s.live))
+	mux.Handle("GET /dashboard/api/qr/{channel}", s.auth(s.qr))
 	s.mux = mux
 	return s, nil
+}
+
+// qr serves the QR code a channel waits to have scanned (WhatsApp's
+// link) as a PNG; 404 when it waits for none.
+func (s *Server) qr(w http.ResponseWriter, r *http.Request) {
+	board, err := status.Open(r.Context(), s.deps.Bus)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	rec, err := board.Get(r.Context(), r.PathValue("channel"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	if rec == nil || rec.State != status.Linking || rec.QR == "" {
+		http.Error(w, "no QR code to scan", http.StatusNotFound)
+		return
+	}
+	code, err := qr.Encode(rec.QR, qr.L)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(code.PNG())
 }
 
 // ServeHTTP serves the page and its API.

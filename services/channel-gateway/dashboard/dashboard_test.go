@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // gate accepts the bearer token "secret" or the cookie a login with it
@@ -276,5 +278,59 @@ func TestSnapshot(t *testing.T) {
 	}
 	if len(s1.Turns) != 2 || s1.Turns[0].TurnID != "t4" || len(s2.Turns) != 2 || s2.Turns[0].TurnID != "t5" || s2.Turns[1].TurnID != "t4" {
 		t.Errorf("window of two: %+v then %+v", s1.Turns, s2.Turns)
+	}
+}
+
+// TestChannels: the snapshot lists the channels the gateways reported,
+// and a channel waiting for its QR code to be scanned serves it as a PNG.
+func TestChannels(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	srv := serve(t, b)
+	ctx := ctxT(t)
+	board, err := status.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	board.Serving(ctx, log, "web", "http://127.0.0.1:8080")
+	get := func(path string) (int, string, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer secret")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), body
+	}
+	if code, _, _ := get("/dashboard/api/qr/whatsapp"); code != http.StatusNotFound {
+		t.Errorf("QR of a channel not linking: %d", code)
+	}
+	if err := board.Update(ctx, "whatsapp", func(r *status.Record) {
+		r.State, r.QR, r.Holder, r.Lease = status.Linking, "2@abc,def,ghi", "gw-1", "whatsapp-conn-x"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	code, ctype, body := get("/dashboard/api/qr/whatsapp")
+	if code != http.StatusOK || ctype != "image/png" || !bytes.HasPrefix(body, []byte("\x89PNG")) {
+		t.Errorf("QR = %d %s %.20q", code, ctype, body)
+	}
+	_, _, body = get("/dashboard/api/snapshot")
+	var snap dashboard.Snapshot
+	if err := json.Unmarshal(body, &snap); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]status.Record{}
+	for _, r := range snap.Channels {
+		got[r.Channel] = r
+	}
+	// No gateway holds the WhatsApp lease: its holder is gone.
+	if w := got["whatsapp"]; w.State != status.Failed || !strings.Contains(w.Reason, "gw-1") || w.QR != "" {
+		t.Errorf("whatsapp = %+v", w)
+	}
+	if w := got["web"]; w.State != status.Connected || w.Holder != status.EveryGateway || len(snap.Channels) != 2 {
+		t.Errorf("channels = %+v", snap.Channels)
 	}
 }

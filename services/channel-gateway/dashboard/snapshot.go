@@ -8,6 +8,8 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
+	"github.com/nanofleet/nanofleet/pkg/lease"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // buildTimeout bounds one snapshot's requests.
@@ -38,6 +40,8 @@ type Snapshot struct {
 	// Usage is the token usage of the turns in the history, in total and
 	// for the top models, users and sessions.
 	Usage fleetstatus.UsageSummary `json:"usage"`
+	// Channels are the channels' states as the gateways reported them.
+	Channels []status.Record `json:"channels"`
 	// Problems are what could not be read for this snapshot.
 	Problems []string `json:"problems"`
 }
@@ -66,6 +70,7 @@ type snapshotter struct {
 	turns *fleetstatus.Recent[fleetstatus.Turn]
 	dead  *fleetstatus.Recent[fleetstatus.DeadLetter]
 	usage *fleetstatus.Usage
+	board *status.Board // opened at the first snapshot
 	last  *Snapshot
 	data  []byte // last, encoded
 }
@@ -110,6 +115,7 @@ func (s *snapshotter) build(ctx context.Context) *Snapshot {
 	snap := &Snapshot{
 		At: s.now(), Services: []fleetstatus.Service{}, Streams: []StreamLag{},
 		Turns: []fleetstatus.Turn{}, DeadLetters: []fleetstatus.DeadLetter{}, Problems: []string{},
+		Channels: []status.Record{},
 	}
 	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
 	defer cancel()
@@ -155,5 +161,26 @@ func (s *snapshotter) build(ctx context.Context) *Snapshot {
 		}
 	}
 	snap.DeadLetters = append(snap.DeadLetters, s.dead.Items()...)
+	if chans, err := s.channels(ctx); err != nil {
+		snap.Problems = append(snap.Problems, "channels: "+err.Error())
+	} else {
+		snap.Channels = append(snap.Channels, chans...)
+	}
 	return snap
+}
+
+// channels reads the status board, checking holders against the leases.
+func (s *snapshotter) channels(ctx context.Context) ([]status.Record, error) {
+	if s.board == nil {
+		board, err := status.Open(ctx, s.bus)
+		if err != nil {
+			return nil, err
+		}
+		s.board = board
+	}
+	leases, err := s.bus.KV(ctx, bus.BucketLeases)
+	if err != nil {
+		return nil, err
+	}
+	return s.board.Channels(ctx, lease.NewTable(leases), nil)
 }

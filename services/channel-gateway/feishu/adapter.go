@@ -30,6 +30,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // Channel is the channel name in subjects and session keys.
@@ -140,6 +141,9 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	a.mu.Unlock()
 	if a.cfg.Mode == ModeWebhook {
 		a.log.Info("feishu events by webhook", "path", a.cfg.WebhookPath())
+		if board, err := status.Open(ctx, a.deps.Bus); err == nil {
+			board.Serving(ctx, a.log, Channel, a.cfg.AppID)
+		}
 		<-ctx.Done()
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // Config tunes delivery.
@@ -196,6 +197,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gateway: delivered bucket: %w", err)
 	}
+	// The status board is for people to read: without it the channels
+	// still run.
+	board, err := status.Open(ctx, g.bus)
+	if err != nil {
+		g.log.Warn("channel status board unusable; adapter failures are only logged", "err", err)
+	}
 	eg, ctx := errgroup.WithContext(ctx)
 	for _, a := range g.adapters {
 		cons, err := g.consumer(ctx, a.Channel())
@@ -206,6 +213,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 		eg.Go(func() error { return d.run(ctx) })
 		eg.Go(func() error {
 			if err := a.Run(ctx, g.refusing(a)); err != nil && ctx.Err() == nil {
+				if board != nil {
+					board.Failing(ctx, g.log, a.Channel(), err)
+				}
 				return fmt.Errorf("adapter %s: %w", a.Channel(), err)
 			}
 			return nil

@@ -57,6 +57,28 @@ func TestSlackMrkdwn(t *testing.T) {
 	}
 }
 
+func TestWhatsApp(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"bold italic", "**bold** and *it*", "*bold* and _it_"},
+		{"strike", "~~gone~~", "~gone~"},
+		{"no escapes", "a < b & c", "a < b & c"},
+		{"inline code", "run `ls`", "run `ls`"},
+		{"code block", "```go\nx := 1\n```", "```\nx := 1\n```"},
+		{"link", "[site](https://x.org)", "site (https://x.org)"},
+		{"bare link", "<https://x.org>", "https://x.org"},
+		{"heading", "## Head", "*Head*"},
+		{"quote", "> a\n> b", "> a\n> b"},
+		{"list", "- a\n- b", "• a\n• b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := markup.WhatsApp(tt.in); got != tt.want {
+				t.Errorf("WhatsApp(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestHTMLIsSafe(t *testing.T) {
 	got := markup.HTML("**hi** <img src=x onerror=alert(1)>\n\n```js\nalert(1)\n```")
 	if strings.Contains(got, "<img") {

@@ -78,6 +78,22 @@ var slack = dialect{
 	preBreak:   true,
 }
 
+// whatsapp has no escapes: a literal * or _ that would pair up is left
+// as it is, which is how WhatsApp users type them too.
+var whatsapp = dialect{
+	escape: func(s string) string { return s },
+	bold:   [2]string{"*", "*"},
+	italic: [2]string{"_", "_"},
+	strike: [2]string{"~", "~"},
+	code:   [2]string{"`", "`"},
+	pre:    func(string) [2]string { return [2]string{"```\n", "```"} },
+	link: func(url, label string) string {
+		return textLink(url, label, func(s string) string { return s })
+	},
+	quoteLines: true,
+	preBreak:   true,
+}
+
 // textLink shows a link that may not be rendered as one: its label and,
 // in brackets, its URL as text.
 func textLink(url, label string, escape func(string) string) string {
@@ -96,6 +112,11 @@ func TelegramHTML(md string) string { return render(md, telegram) }
 
 // SlackMrkdwn renders Markdown as Slack mrkdwn.
 func SlackMrkdwn(md string) string { return render(md, slack) }
+
+// WhatsApp renders Markdown as WhatsApp formats text: *bold*, _italic_,
+// ~strike~, `code`, ```monospace``` blocks, "> " quotes, and links as
+// "label (url)" since WhatsApp links bare URLs itself.
+func WhatsApp(md string) string { return render(md, whatsapp) }
 
 // HTML renders Markdown as HTML for the web chat. Raw HTML in the source is
 // escaped, so the result is safe to insert into a page.

@@ -24,6 +24,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // Channel is the channel name in subjects and session keys.
@@ -53,8 +54,9 @@ type Adapter struct {
 	parts   parts.Tracker
 	streams *editstream.Streams // nil unless streaming
 
-	mu    sync.Mutex
-	botID string // the bot's user id, from auth.test
+	mu      sync.Mutex
+	botID   string // the bot's user id, from auth.test
+	botName string // "@name", for the status board
 }
 
 // Option tunes an adapter, mostly for tests.
@@ -132,6 +134,11 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	if err := a.identify(ctx); err != nil {
 		return err
 	}
+	// Slack spreads events over every Socket Mode connection of the app,
+	// so every gateway connects and none holds a lease.
+	if board, err := status.Open(ctx, a.deps.Bus); err == nil {
+		board.Serving(ctx, a.log, Channel, a.botName)
+	}
 	if a.streams != nil {
 		stopStreams, err := a.streams.Watch(ctx)
 		if err != nil {
@@ -165,7 +172,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		res, err := a.api.AuthTestContext(ctx)
 		if err == nil {
 			a.mu.Lock()
-			a.botID = res.UserID
+			a.botID, a.botName = res.UserID, "@"+res.User
 			a.mu.Unlock()
 			a.log.Info("slack bot ready", "user", res.User, "user_id", res.UserID, "team", res.Team)
 			return nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // pollerKey is the lease key of a bot's poller; the token is hashed so
@@ -33,7 +34,7 @@ func (a *Adapter) runPolling(ctx context.Context, in gateway.Inbox) error {
 	return hold.Run(ctx, a.deps.Bus, pollerKey(a.cfg.Token), a.log.With("bot", a.username()), func(ctx context.Context) error {
 		a.poll(ctx, in)
 		return nil
-	})
+	}, hold.WithAccount("@"+a.username()))
 }
 
 // poll long-polls getUpdates until ctx ends. An update is confirmed to
@@ -150,6 +151,9 @@ func (a *Adapter) runWebhook(ctx context.Context) error {
 		})
 		if err == nil {
 			a.log.Info("telegram webhook set", "url", a.cfg.Webhook.URL)
+			if board, err := status.Open(ctx, a.deps.Bus); err == nil {
+				board.Serving(ctx, a.log, Channel, "@"+a.username())
+			}
 			break
 		}
 		if ctx.Err() != nil {

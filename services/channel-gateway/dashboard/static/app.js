@@ -116,6 +116,28 @@
     });
     $("services").tBodies[0].replaceChildren(...services);
 
+    const chans = s.channels || [];
+    $("channels").tBodies[0].replaceChildren(...chans.map((c) => {
+      const tr = row("channel " + c.state.replace(/ /g, "-"), [c.channel, c.state + (c.reason ? ": " + c.reason : ""), c.account || "", c.holder || ""]);
+      tr.dataset.channel = c.channel;
+      return tr;
+    }));
+    $("no-channels").classList.toggle("hidden", chans.length > 0);
+    // A channel waiting for its QR code to be scanned (WhatsApp) shows it;
+    // the image is fetched again when the code changes.
+    const qr = $("qr");
+    const linking = chans.find((c) => c.state === "linking" && c.qr);
+    if (!linking) {
+      qr.replaceChildren();
+    } else if (qr.dataset.code !== linking.qr) {
+      qr.dataset.code = linking.qr;
+      const img = el("img");
+      img.alt = "QR code to link " + linking.channel;
+      img.src = "/dashboard/api/qr/" + encodeURIComponent(linking.channel) + "?t=" + encodeURIComponent(linking.updated);
+      qr.replaceChildren(el("p", "", "Scan in WhatsApp: Settings → Linked devices → Link a device"), img);
+    }
+    if (!linking) delete qr.dataset.code;
+
     document.body.dataset.snapshots = String(Number(document.body.dataset.snapshots || 0) + 1);
   }
 

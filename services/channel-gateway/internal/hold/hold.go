@@ -13,10 +13,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // Key is the lease key for a bot account: the channel name and a hash of
@@ -33,13 +35,32 @@ type Fatal struct{ Err error }
 func (e *Fatal) Error() string { return e.Err.Error() }
 func (e *Fatal) Unwrap() error { return e.Err }
 
+// Option tunes [Run].
+type Option func(*options)
+
+type options struct {
+	account string
+}
+
+// WithAccount names the account the connection runs as (e.g. a bot's
+// @name) on the status board.
+func WithAccount(name string) Option { return func(o *options) { o.account = name } }
+
 // Run calls work while holding the lease key in the fleet's lease bucket,
 // cancelling work's context when the lease is lost; it waits while another
 // gateway holds the lease, and starts over when work returns before ctx
 // ends (after a pause, so a failing connection is not hammered). It
 // returns nil when ctx ends, work's error when it is a [*Fatal], or an
 // error when the lease bucket is unusable.
-func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work func(context.Context) error) error {
+//
+// It reports the channel's state (the part of key before the first '-')
+// on the status board: connected when it takes the lease, failed with the reason
+// when work fails, stopped when it lets the lease go.
+func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work func(context.Context) error, opts ...Option) error {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	kv, err := b.KV(ctx, bus.BucketLeases)
 	if err != nil {
 		return fmt.Errorf("hold: %w", err)
@@ -54,6 +75,11 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 	}
 	table := lease.NewTable(kv)
 	owner := ownerName()
+	board, err := status.Open(ctx, b)
+	if err != nil {
+		return fmt.Errorf("hold: %w", err)
+	}
+	channel, _, _ := strings.Cut(key, "-")
 	waiting := false
 	pause := time.Second
 	for ctx.Err() == nil {
@@ -76,8 +102,10 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 		}
 		waiting = false
 		log.Info("this gateway holds the account's connection lease", "lease", key, "owner", owner)
+		ended := board.Holding(ctx, log, channel, owner, key, o.account)
 		start := time.Now()
-		if err := holding(ctx, l, ttl, log, work); err != nil && ctx.Err() == nil {
+		err = holding(ctx, l, ttl, log, work, ended)
+		if err != nil && ctx.Err() == nil {
 			var fatal *Fatal
 			if errors.As(err, &fatal) {
 				return err
@@ -93,8 +121,10 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 	return nil
 }
 
-// holding runs work while renewing l, and releases l when work returns.
-func holding(ctx context.Context, l *lease.Lease, ttl time.Duration, log *slog.Logger, work func(context.Context) error) error {
+// holding runs work while renewing l, and releases l when work returns,
+// after calling ended with work's error (so that its report is written
+// before another gateway can take over).
+func holding(ctx context.Context, l *lease.Lease, ttl time.Duration, log *slog.Logger, work func(context.Context) error, ended func(context.Context, error)) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	renewed := make(chan struct{})
@@ -123,6 +153,11 @@ func holding(ctx context.Context, l *lease.Lease, ttl time.Duration, log *slog.L
 	<-renewed
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer rcancel()
+	if ctx.Err() != nil {
+		ended(rctx, nil)
+	} else {
+		ended(rctx, err)
+	}
 	if rerr := l.Release(rctx); rerr != nil {
 		log.Warn("release connection lease", "err", rerr)
 	}

@@ -1,0 +1,166 @@
+package whatsapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"go.mau.fi/whatsmeow"
+	"go.mau.fi/whatsmeow/proto/waE2E"
+	"go.mau.fi/whatsmeow/store"
+	"go.mau.fi/whatsmeow/types"
+	"go.mau.fi/whatsmeow/types/events"
+	waLog "go.mau.fi/whatsmeow/util/log"
+)
+
+// Conn is the part of a connected whatsmeow client the adapter uses:
+// messages and presence out, media in. Events come in through the
+// [Handlers] given to the [Dialer]. It exists so that the adapter can be
+// tested end to end without WhatsApp's servers, whose protocol cannot be
+// faked.
+type Conn interface {
+	// Send sends msg to a chat.
+	Send(ctx context.Context, to types.JID, msg *waE2E.Message) error
+	// Composing turns the "typing…" presence in chat on or off.
+	Composing(ctx context.Context, chat types.JID, on bool) error
+	// Download fetches and decrypts a message's media.
+	Download(ctx context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error)
+	// Upload encrypts and uploads media of a kind, for a message that
+	// carries it.
+	Upload(ctx context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error)
+	// Done is closed when the connection has ended for good (ctx ended,
+	// logged out, replaced by another client, linking failed); Err then
+	// says why.
+	Done() <-chan struct{}
+	Err() error
+}
+
+// Handlers receive what a connection reports.
+type Handlers struct {
+	// Event receives whatsmeow's events (*events.Message among them) in
+	// order, one at a time.
+	Event func(evt any)
+	// QR receives each QR code to show while the device is being linked.
+	QR func(code string)
+	// Linked is called when the QR code was scanned and the device saved.
+	Linked func(id types.JID)
+}
+
+// Dialer connects dev until ctx ends, linking it by QR code first when it
+// has no id yet.
+type Dialer func(ctx context.Context, dev *store.Device, h Handlers) (Conn, error)
+
+// ErrLoggedOut means the account unlinked this device (or WhatsApp did):
+// it must be linked again with a new QR code.
+var ErrLoggedOut = errors.New("whatsapp: logged out; link the account again")
+
+// Dial is the [Dialer] that connects to WhatsApp with whatsmeow.
+func Dial(log *slog.Logger) Dialer {
+	return func(ctx context.Context, dev *store.Device, h Handlers) (Conn, error) {
+		cli := whatsmeow.NewClient(dev, logger{log})
+		c := &client{cli: cli, done: make(chan struct{})}
+		cli.AddEventHandler(func(evt any) {
+			switch e := evt.(type) {
+			case *events.LoggedOut:
+				c.end(ErrLoggedOut)
+			case *events.StreamReplaced:
+				c.end(errors.New("whatsapp: another client connected as this device"))
+			case *events.PairSuccess:
+				if h.Linked != nil {
+					h.Linked(e.ID)
+				}
+			}
+			h.Event(evt)
+		})
+		if cli.Store.ID == nil {
+			qrs, err := cli.GetQRChannel(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("whatsapp: QR channel: %w", err)
+			}
+			go func() {
+				for item := range qrs {
+					switch {
+					case item.Event == whatsmeow.QRChannelEventCode:
+						h.QR(item.Code)
+					case item == whatsmeow.QRChannelSuccess:
+					case item.Event == whatsmeow.QRChannelEventError:
+						c.end(fmt.Errorf("whatsapp: linking failed: %w", item.Error))
+					default:
+						c.end(fmt.Errorf("whatsapp: linking ended: %s", item.Event))
+					}
+				}
+			}()
+		}
+		if err := cli.Connect(); err != nil {
+			return nil, fmt.Errorf("whatsapp: connect: %w", err)
+		}
+		go func() {
+			select {
+			case <-ctx.Done():
+				c.end(ctx.Err())
+			case <-c.done:
+			}
+			cli.Disconnect()
+		}()
+		return c, nil
+	}
+}
+
+// client is a [Conn] over a whatsmeow client.
+type client struct {
+	cli  *whatsmeow.Client
+	once sync.Once
+	done chan struct{}
+	err  error
+}
+
+func (c *client) end(err error) {
+	c.once.Do(func() {
+		c.err = err
+		close(c.done)
+	})
+}
+
+func (c *client) Done() <-chan struct{} { return c.done }
+
+func (c *client) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+func (c *client) Send(ctx context.Context, to types.JID, msg *waE2E.Message) error {
+	_, err := c.cli.SendMessage(ctx, to, msg)
+	return err
+}
+
+func (c *client) Composing(ctx context.Context, chat types.JID, on bool) error {
+	state := types.ChatPresencePaused
+	if on {
+		state = types.ChatPresenceComposing
+	}
+	return c.cli.SendChatPresence(ctx, chat, state, types.ChatPresenceMediaText)
+}
+
+func (c *client) Download(ctx context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error) {
+	return c.cli.Download(ctx, msg)
+}
+
+func (c *client) Upload(ctx context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error) {
+	return c.cli.Upload(ctx, data, kind)
+}
+
+// logger adapts slog to whatsmeow's logger; whatsmeow's info lines are
+// chatty protocol detail, so they are logged at debug.
+type logger struct{ l *slog.Logger }
+
+func (l logger) Warnf(msg string, args ...any)  { l.l.Warn(fmt.Sprintf(msg, args...)) }
+func (l logger) Errorf(msg string, args ...any) { l.l.Error(fmt.Sprintf(msg, args...)) }
+func (l logger) Infof(msg string, args ...any)  { l.l.Debug(fmt.Sprintf(msg, args...)) }
+func (l logger) Debugf(msg string, args ...any) { l.l.Debug(fmt.Sprintf(msg, args...)) }
+func (l logger) Sub(module string) waLog.Logger { return logger{l.l.With("module", module)} }

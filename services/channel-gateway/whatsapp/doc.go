@@ -1,0 +1,46 @@
+// Package whatsapp connects a personal WhatsApp account to the fleet as a
+// linked device, with go.mau.fi/whatsmeow (the library nanobot's native
+// channel wraps).
+//
+// Linking: the first gateway to hold the account's connection lease finds
+// no device in the fleet's WhatsApp bucket and shows QR codes: on the
+// status board (so `nanofleet channels login whatsapp` prints them in the
+// terminal and the dashboard draws them) and in its log. Once scanned, the
+// device — identity and Signal keys, sessions, pre-keys, app state — is
+// kept in JetStream KV by package kvstore, not on a gateway's disk: another
+// gateway that takes the lease over, or this one after a restart, connects
+// as the same device. A device logged out from the phone is forgotten, and
+// the next connection shows a QR code again.
+//
+// One connection per account runs in the fleet (internal/hold); it is the
+// only one that can send, so a gateway that takes a reply from the
+// outbound stream without holding the connection hands it to the holder
+// over core NATS (P.whatsapp.send.<account>) and reports the holder's
+// outcome; with no holder the reply is retried.
+//
+// Which messages count: direct chats per dmPolicy (pairing codes by
+// default), then allowFrom (phone numbers or LIDs, as in the JID's user
+// part); in groups, those that mention the account or reply to one of its
+// messages (groupPolicy "mention", the default), all ("open"), those of
+// the groups in groupAllowFrom ("allowlist"), or none ("disabled"). The
+// account's own messages and status broadcasts are skipped; an event
+// without id, chat, sender or message is logged and dropped. Text,
+// captions, quoted messages (prefixed as a "> " quote), images, voice
+// notes, audio, documents, video and stickers are taken; media are
+// downloaded and decrypted by whatsmeow and copied into the object store.
+// WhatsApp does not send a message again, so publishing is retried a few
+// times before the message is given up with an error log. The message id
+// is the inbound id, so a message delivered twice is stored once.
+//
+// Replies are rendered WhatsApp's way (*bold*, _italic_, ~strike~,
+// ```mono```) and split on paragraph boundaries at [Limit]; in groups the
+// first piece quotes the asking message. Attachments of a reply are read
+// from the object store, uploaded and sent after the text as image,
+// audio (Ogg as a voice note), video or document messages; one that
+// cannot be read is logged and skipped. "composing" presence is set
+// while a turn runs and cleared after the answer.
+//
+// Inbound metadata, which the worker copies onto its replies: sender (the
+// sender's JID), is_group, push_name, quote_text (the start of the text,
+// for the reply's quote), reply_to_id (the message the user replied to).
+package whatsapp

@@ -1,0 +1,589 @@
+package whatsapp_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mau.fi/whatsmeow"
+	"go.mau.fi/whatsmeow/proto/waE2E"
+	"go.mau.fi/whatsmeow/types"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp/whatsapptest"
+)
+
+const wait = 10 * time.Second
+
+type harness struct {
+	srv    *bustest.Server
+	fake   *whatsapptest.Server
+	logs   *logBuffer
+	bus    *bus.Bus
+	worker *workertest.Worker
+}
+
+// start runs the fake worker and one gateway, and links the account.
+func start(t *testing.T, cfg whatsapp.Config, script workertest.Script) *harness {
+	t.Helper()
+	h := newHarness(t, script)
+	h.gateway(t, cfg)
+	h.fake.Scan(t, wait)
+	return h
+}
+
+// newHarness starts JetStream and the fake worker, with no gateway.
+func newHarness(t *testing.T, script workertest.Script) *harness {
+	t.Helper()
+	h := &harness{fake: whatsapptest.New(), srv: bustest.StartServer(t), logs: &logBuffer{}}
+	h.bus = h.srv.Connect(t, "")
+	h.worker = workertest.Start(t, h.bus, script)
+	return h
+}
+
+// gateway runs one more gateway with a WhatsApp adapter on the harness's
+// bus and fake; it stops when stop is called or the test ends.
+func (h *harness) gateway(t *testing.T, cfg whatsapp.Config) (stop func()) {
+	t.Helper()
+	stop, _, _ = h.gatewayOn(t, h.bus, cfg)
+	return stop
+}
+
+// gatewayOn runs a gateway on its own connection b; kill closes the
+// connection before stopping it, so that it cannot release its lease, as
+// when its process dies.
+func (h *harness) gatewayOn(t *testing.T, b *bus.Bus, cfg whatsapp.Config) (stop, kill func(), a *whatsapp.Adapter) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	gate, err := access.Open(ctx, b, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Enabled = true
+	a, err = whatsapp.New(ctx, cfg, whatsapp.Deps{Bus: b, Gate: gate, Log: log, Dial: h.fake.Dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcfg := gateway.DefaultConfig()
+	gcfg.MinBackoff = 50 * time.Millisecond
+	g, err := gateway.New(b, gcfg, log, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	var once sync.Once
+	end := func(killed bool) {
+		once.Do(func() {
+			if killed {
+				b.NC.Close()
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !killed {
+					t.Errorf("gateway: %v", err)
+				}
+			case <-time.After(wait):
+				t.Error("gateway did not stop")
+			}
+		})
+	}
+	stop, kill = func() { end(false) }, func() { end(true) }
+	t.Cleanup(stop)
+	return stop, kill, a
+}
+
+func (h *harness) inboundUntil(t *testing.T, last string) []*nanofleetv1.InboundMessage {
+	t.Helper()
+	var got []*nanofleetv1.InboundMessage
+	for {
+		select {
+		case in := <-h.worker.Inbound:
+			got = append(got, in)
+			if in.GetContent() == last {
+				return got
+			}
+		case <-time.After(wait):
+			t.Fatalf("worker never got %q (got %d messages)", last, len(got))
+		}
+	}
+}
+
+func (h *harness) texts(t *testing.T, n int) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for range n {
+		got[h.fake.Next(t, wait).Text()]++
+	}
+	return got
+}
+
+func TestDirectMessage(t *testing.T) {
+	h := start(t, whatsapp.Config{AllowFrom: []string{"15550001"}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		return []*nanofleetv1.OutboundMessage{workertest.Final("## Hi\n\n**hello** ~~old~~ `" + in.GetContent() + "`")}
+	})
+	h.fake.Emit(whatsapptest.DM("3EB0A1", "15550001", " hello "))
+	in := h.worker.Next(t)
+	if in.GetId() != "3EB0A1" || in.GetChatId() != "15550001@s.whatsapp.net" || in.GetSenderId() != "15550001" || in.GetContent() != "hello" {
+		t.Errorf("inbound = %v", in)
+	}
+	s := h.fake.Next(t, wait)
+	if s.To.String() != "15550001@s.whatsapp.net" || s.Msg.GetConversation() != "*Hi*\n\n*hello* ~old~ `hello`" {
+		t.Errorf("reply to %s: %v", s.To, s.Msg)
+	}
+	// Composing while the turn runs, paused after the answer.
+	var seen []bool
+	for len(seen) < 2 {
+		select {
+		case p := <-h.fake.Presence:
+			if p.Chat.String() == "15550001@s.whatsapp.net" {
+				seen = append(seen, p.On)
+			}
+		case <-time.After(wait):
+			t.Fatalf("presence seen: %v", seen)
+		}
+	}
+	if !seen[0] || seen[len(seen)-1] {
+		t.Errorf("presence = %v, want composing then paused", seen)
+	}
+}
+
+func TestRepeatedEventYieldsOneReply(t *testing.T) {
+	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h.fake.Emit(whatsapptest.DM("3EB0SAME", "15550001", "once"))
+	h.fake.Emit(whatsapptest.DM("3EB0SAME", "15550001", "once")) // redelivered
+	h.fake.Emit(whatsapptest.DM("3EB0NEXT", "15550001", "sentinel"))
+	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 {
+		t.Errorf("worker got %d messages, want the repeated one once", len(got))
+	}
+	if got := h.texts(t, 2); got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
+		t.Errorf("replies = %v", got)
+	}
+}
+
+func TestRateLimitIsHonoured(t *testing.T) {
+	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h.fake.FailSends(whatsmeow.ErrIQRateOverLimit)
+	at := time.Now()
+	h.fake.Emit(whatsapptest.DM("3EB0R", "15550001", "slow down"))
+	s := h.fake.Next(t, wait)
+	// The adapter asks for a 5 s wait on WhatsApp's rate-overlimit.
+	if d := time.Since(at); d < 5*time.Second-100*time.Millisecond || s.Text() != "echo: slow down" {
+		t.Errorf("sent %q %s after the message, want after at least 5s", s.Text(), d)
+	}
+}
+
+func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
+	var paras []string
+	for i := range 40 {
+		paras = append(paras, strings.Repeat("word ", 40)+strings.Repeat("x", 1+i%5))
+	}
+	answer := strings.Join(paras, "\n\n") // about 8100 characters
+	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
+	})
+	h.fake.Emit(whatsapptest.DM("3EB0L", "15550001", "long please"))
+	var pieces []string
+	for len(pieces) < 3 {
+		text := h.fake.Next(t, wait).Text()
+		if len(text) > whatsapp.Limit {
+			t.Errorf("piece of %d characters", len(text))
+		}
+		pieces = append(pieces, text)
+	}
+	if got := strings.Join(pieces, "\n\n"); got != answer {
+		t.Errorf("pieces do not rejoin into the answer on paragraph boundaries (%d vs %d chars)", len(got), len(answer))
+	}
+}
+
+func TestGroupPolicy(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     whatsapp.Config
+		mention bool
+		reply   bool
+	}{
+		{"mention needed", whatsapp.Config{}, false, false},
+		{"mentioned", whatsapp.Config{}, true, true},
+		{"open", whatsapp.Config{GroupPolicy: whatsapp.GroupOpen}, false, true},
+		{"allowlisted group", whatsapp.Config{GroupPolicy: whatsapp.GroupAllowlist, GroupAllowFrom: []string{"1203630001@g.us"}}, false, true},
+		{"other group", whatsapp.Config{GroupPolicy: whatsapp.GroupAllowlist, GroupAllowFrom: []string{"999@g.us"}}, true, false},
+		{"disabled", whatsapp.Config{GroupPolicy: whatsapp.GroupDisabled}, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.AllowFrom = []string{"*"}
+			h := start(t, tt.cfg, workertest.Echo)
+			h.fake.Emit(whatsapptest.Group("3EB0G", "1203630001", "15550001", "chatter", tt.mention))
+			h.fake.Emit(whatsapptest.DM("3EB0S", "15550001", "sentinel"))
+			n := 1
+			if tt.reply {
+				n = 2
+			}
+			if got := h.inboundUntil(t, "sentinel"); len(got) != n {
+				t.Errorf("worker got %d messages, want %d", len(got), n)
+			}
+			for range n {
+				s := h.fake.Next(t, wait)
+				if s.To.Server != types.GroupServer {
+					if s.Text() != "echo: sentinel" || s.Msg.GetExtendedTextMessage() != nil {
+						t.Errorf("direct reply = %v", s.Msg)
+					}
+					continue
+				}
+				// A group answer quotes the message it answers.
+				x := s.Msg.GetExtendedTextMessage()
+				ci := x.GetContextInfo()
+				if s.To.String() != "1203630001@g.us" || !strings.HasSuffix(x.GetText(), "chatter") || ci.GetStanzaID() != "3EB0G" ||
+					ci.GetParticipant() != "15550001@s.whatsapp.net" || !strings.HasSuffix(ci.GetQuotedMessage().GetConversation(), "chatter") {
+					t.Errorf("group reply = %v", s.Msg)
+				}
+			}
+		})
+	}
+}
+
+func TestReplyToTheAccountCountsAsMention(t *testing.T) {
+	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	group, from := types.NewJID("1203630001", types.GroupServer), types.NewJID("15550001", types.DefaultUserServer)
+	h.fake.Emit(whatsapptest.Message("3EB0Q", group, from, &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{
+		Text: proto.String("and why?"),
+		ContextInfo: &waE2E.ContextInfo{
+			StanzaID: proto.String("3EB0OURS"), Participant: proto.String(whatsapptest.Account.String()),
+			QuotedMessage: &waE2E.Message{Conversation: proto.String("the sky is blue")},
+		},
+	}}))
+	in := h.worker.Next(t)
+	if in.GetContent() != "> the sky is blue\n\nand why?" || in.GetMetadata()["reply_to_id"] != "3EB0OURS" {
+		t.Errorf("inbound = %q %v", in.GetContent(), in.GetMetadata())
+	}
+}
+
+var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
+
+func TestStrangers(t *testing.T) {
+	h := start(t, whatsapp.Config{AllowFrom: []string{"15550999"}, GroupPolicy: whatsapp.GroupOpen}, workertest.Echo)
+	h.fake.Emit(whatsapptest.Group("3EB0G", "1203630001", "15550001", "hi", true))
+	h.fake.Emit(whatsapptest.DM("3EB0D", "15550001", "hi"))
+	s := h.fake.Next(t, wait)
+	if s.To.String() != "15550001@s.whatsapp.net" || codeRE.FindString(s.Text()) == "" {
+		t.Fatalf("want a pairing code to the stranger, got %s: %q", s.To, s.Text())
+	}
+	h.fake.Emit(whatsapptest.DM("3EB0O", "15550999", "sentinel"))
+	if got := h.inboundUntil(t, "sentinel"); len(got) != 1 {
+		t.Errorf("worker got %d messages: a stranger's message was published", len(got))
+	}
+}
+
+func TestMalformedEventIsDropped(t *testing.T) {
+	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	noBody := whatsapptest.DM("3EB0X", "15550001", "x")
+	noBody.Message = nil
+	noID := whatsapptest.DM("", "15550001", "x")
+	h.fake.Emit(noBody)
+	h.fake.Emit(noID)
+	h.fake.Emit(whatsapptest.DM("3EB0OK", "15550001", "still there?"))
+	if got := h.texts(t, 1); got["echo: still there?"] != 1 {
+		t.Errorf("replies = %v", got)
+	}
+	if n := strings.Count(h.logs.String(), "dropping malformed WhatsApp message event"); n != 2 {
+		t.Errorf("%d malformed events logged, want 2:\n%s", n, h.logs.String())
+	}
+}
+
+func TestMediaGoesToTheObjectStore(t *testing.T) {
+	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h.fake.File("/v/photo", []byte("jpeg bytes"))
+	h.fake.File("/v/voice", []byte("ogg bytes"))
+	from := types.NewJID("15550001", types.DefaultUserServer)
+	h.fake.Emit(whatsapptest.Message("3EB0I", from, from, &waE2E.Message{ImageMessage: &waE2E.ImageMessage{
+		Caption: proto.String("look"), Mimetype: proto.String("image/jpeg"), DirectPath: proto.String("/v/photo"), FileLength: proto.Uint64(10),
+	}}))
+	h.fake.Emit(whatsapptest.Message("3EB0V", from, from, &waE2E.Message{AudioMessage: &waE2E.AudioMessage{
+		PTT: proto.Bool(true), Mimetype: proto.String("audio/ogg; codecs=opus"), DirectPath: proto.String("/v/voice"), FileLength: proto.Uint64(9),
+	}}))
+	blobs, err := h.bus.Blobs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct{ content, name, data string }{{"look", "image.jpg", "jpeg bytes"}, {"", "voice.ogg", "ogg bytes"}} {
+		in := h.worker.Next(t)
+		if in.GetContent() != want.content || len(in.GetMedia()) != 1 || in.GetMedia()[0].GetName() != want.name {
+			t.Fatalf("inbound = %v", in)
+		}
+		data, err := blobs.GetBytes(t.Context(), in.GetMedia()[0].GetObject())
+		if err != nil || string(data) != want.data {
+			t.Errorf("object %s = %q, %v", in.GetMedia()[0].GetObject(), data, err)
+		}
+	}
+}
+
+func TestAttachmentsAreSent(t *testing.T) {
+	h := newHarness(t, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		out := workertest.Final("here you are: " + in.GetContent())
+		out.Media = []*nanofleetv1.MediaRef{
+			{Object: "out/chart", Name: "chart.png", MimeType: "image/png"},
+			{Object: "out/report", Name: "report.pdf", MimeType: "application/pdf"},
+			{Object: "out/missing", Name: "gone.txt", MimeType: "text/plain"},
+		}
+		return []*nanofleetv1.OutboundMessage{out}
+	})
+	blobs, err := h.bus.Blobs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"out/chart": "png bytes", "out/report": "pdf bytes"} {
+		if _, err := blobs.PutBytes(t.Context(), name, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
+	h.fake.Scan(t, wait)
+	h.fake.Emit(whatsapptest.DM("3EB0M", "15550001", "send the files"))
+	if s := h.fake.Next(t, wait); s.Text() != "here you are: send the files" {
+		t.Errorf("first = %v", s.Msg)
+	}
+	img := h.fake.Next(t, wait).Msg.GetImageMessage()
+	if img == nil || img.GetMimetype() != "image/png" || string(h.fake.Uploaded(img.GetDirectPath())) != "png bytes" || len(img.GetMediaKey()) == 0 {
+		t.Errorf("image = %v", img)
+	}
+	doc := h.fake.Next(t, wait).Msg.GetDocumentMessage()
+	if doc == nil || doc.GetFileName() != "report.pdf" || string(h.fake.Uploaded(doc.GetDirectPath())) != "pdf bytes" {
+		t.Errorf("document = %v", doc)
+	}
+	// The missing object is skipped with a log line, not retried: the
+	// next thing sent answers the next message.
+	h.fake.Emit(whatsapptest.DM("3EB0N", "15550001", "sentinel"))
+	if s := h.fake.Next(t, wait); s.Text() != "here you are: sentinel" {
+		t.Errorf("after the attachments: %v", s.Msg)
+	}
+	if !strings.Contains(h.logs.String(), "whatsapp attachment not sent") {
+		t.Errorf("no log line for the missing attachment:\n%s", h.logs.String())
+	}
+}
+
+func TestLinkingIsReportedAndStoredInTheFleet(t *testing.T) {
+	h := newHarness(t, workertest.Echo)
+	board, err := status.Open(t.Context(), h.bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	updates, err := board.Watch(t.Context(), whatsapp.Channel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
+	next := func(want status.State) status.Record {
+		t.Helper()
+		for {
+			select {
+			case r := <-updates:
+				if r.State == want && (want != status.Linking || r.QR != "") {
+					return r
+				}
+			case <-time.After(wait):
+				t.Fatalf("status never became %s", want)
+			}
+		}
+	}
+	r := next(status.Linking)
+	if !strings.HasPrefix(r.QR, "2@fake-qr-") || r.Holder == "" || r.Lease == "" {
+		t.Errorf("linking record = %+v", r)
+	}
+	h.fake.Scan(t, wait)
+	if r := next(status.Connected); r.Account != "+"+whatsapptest.Phone || r.QR != "" {
+		t.Errorf("linked record = %+v", r)
+	}
+	// A new gateway finds the link in the fleet and connects without a
+	// QR code.
+	stop()
+	next(status.Stopped)
+	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
+	h.fake.Emit(whatsapptest.DM("3EB0A", "15550001", "remember me?"))
+	if s := h.fake.Next(t, wait); s.Text() != "echo: remember me?" || s.Conn != 2 {
+		t.Errorf("after restart: %q from connection %d", s.Text(), s.Conn)
+	}
+}
+
+func TestLoggedOutDeviceIsLinkedAgain(t *testing.T) {
+	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	board, err := status.Open(t.Context(), h.bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.fake.LogOut()
+	// The old keys are forgotten: the next connection shows a QR code
+	// and, scanned, works again.
+	h.fake.Scan(t, wait)
+	h.fake.Emit(whatsapptest.DM("3EB0L2", "15550001", "back?"))
+	if s := h.fake.Next(t, wait); s.Text() != "echo: back?" || s.Conn != 2 {
+		t.Errorf("after relinking: %q from connection %d", s.Text(), s.Conn)
+	}
+	r, err := board.Get(t.Context(), whatsapp.Channel)
+	if err != nil || r == nil || r.State != status.Connected || r.Account != "+"+whatsapptest.Phone {
+		t.Errorf("status after relinking = %+v, %v", r, err)
+	}
+}
+
+func TestTakeoverLosesNothingAndAnswersOnce(t *testing.T) {
+	h := newHarness(t, workertest.Echo)
+	_, killA, _ := h.gatewayOn(t, h.srv.Connect(t, ""), whatsapp.Config{AllowFrom: []string{"*"}})
+	h.fake.Scan(t, wait)
+	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
+	h.fake.Emit(whatsapptest.DM("3EB0-1", "15550001", "before"))
+	if s := h.fake.Next(t, wait); s.Text() != "echo: before" || s.Conn != 1 {
+		t.Fatalf("before the takeover: %q from connection %d", s.Text(), s.Conn)
+	}
+	at := time.Now()
+	killA() // its lease stays until the TTL ends
+	// Sent while no gateway holds the connection: WhatsApp keeps them.
+	for _, id := range []string{"3EB0-2", "3EB0-3"} {
+		h.fake.Emit(whatsapptest.DM(id, "15550001", "during "+id))
+	}
+	got := h.texts(t, 2)
+	// A dead holder's lease expires within the TTL and the waiting
+	// gateway looks every TTL/10; a second is allowed for connecting and
+	// answering on the slow test machine.
+	ttl := bustest.TestLayout().LeaseTTL
+	if took := time.Since(at); took > ttl+ttl/10+time.Second {
+		t.Errorf("takeover took %s", took)
+	} else {
+		t.Logf("takeover answered after %s (lease TTL %s)", took, ttl)
+	}
+	h.fake.Emit(whatsapptest.DM("3EB0-4", "15550001", "sentinel"))
+	got["echo: sentinel"] = 0
+	for k, v := range h.texts(t, 1) {
+		got[k] += v
+	}
+	want := map[string]int{"echo: during 3EB0-2": 1, "echo: during 3EB0-3": 1, "echo: sentinel": 1}
+	if len(got) != len(want) {
+		t.Errorf("replies = %v", got)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("replies = %v, want %v", got, want)
+		}
+	}
+	if n := h.fake.Connections(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
+	}
+}
+
+func TestDeliveryFromAGatewayWithoutTheConnection(t *testing.T) {
+	h := newHarness(t, workertest.Echo)
+	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
+	h.fake.Scan(t, wait)
+	// The second gateway waits for the lease; what it delivers goes
+	// through the holder.
+	_, _, standby := h.gatewayOn(t, h.bus, whatsapp.Config{AllowFrom: []string{"*"}})
+	bustest.Eventually(t, wait, func() error {
+		if !strings.Contains(h.logs.String(), "waiting to take over") {
+			return errors.New("the second gateway is not waiting for the lease yet")
+		}
+		return nil
+	})
+	tests := []struct {
+		name   string
+		fail   error
+		sent   bool
+		permit bool // the error is worth a retry
+	}{
+		{"sent by the holder", nil, true, false},
+		{"the holder's permanent failure", whatsmeow.ErrRecipientADJID, false, false},
+		{"the holder's transient failure", whatsmeow.ErrNotConnected, false, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.fail != nil {
+				h.fake.FailSends(tt.fail)
+			}
+			msg := &nanofleetv1.OutboundMessage{
+				Id: fmt.Sprintf("reply-%d", i), Channel: whatsapp.Channel, ChatId: "15550001@s.whatsapp.net",
+				Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, Content: "**forwarded**",
+			}
+			err := standby.Deliver(t.Context(), msg)
+			var de *gateway.DeliveryError
+			switch {
+			case tt.sent && err != nil:
+				t.Fatalf("Deliver = %v", err)
+			case !tt.sent && (!errors.As(err, &de) || de.Retryable != tt.permit):
+				t.Fatalf("Deliver = %v, want a delivery error, retryable %v", err, tt.permit)
+			}
+			if tt.sent {
+				if s := h.fake.Next(t, wait); s.Text() != "*forwarded*" || s.Conn != 1 {
+					t.Errorf("sent %q by connection %d", s.Text(), s.Conn)
+				}
+			}
+		})
+	}
+	// And through the fleet: replies taken by either gateway arrive once.
+	want := map[string]int{}
+	for i := range 8 {
+		id := "3EB0F" + string(rune('A'+i))
+		h.fake.Emit(whatsapptest.DM(id, "15550001", id))
+		want["echo: "+id] = 1
+	}
+	got := h.texts(t, len(want))
+	for k := range want {
+		if got[k] != 1 {
+			t.Errorf("replies = %v", got)
+			break
+		}
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	tests := []struct {
+		cfg  whatsapp.Config
+		want string
+	}{
+		{whatsapp.Config{Enabled: true}, ""},
+		{whatsapp.Config{Enabled: true, Account: "a.b"}, "channels.whatsapp.account"},
+		{whatsapp.Config{Enabled: true, Account: "lid"}, "channels.whatsapp.account"},
+		{whatsapp.Config{Enabled: true, GroupPolicy: "all"}, "channels.whatsapp.groupPolicy"},
+		{whatsapp.Config{Enabled: true, GroupPolicy: whatsapp.GroupAllowlist}, "channels.whatsapp.groupAllowFrom"},
+		{whatsapp.Config{Enabled: true, DMPolicy: "maybe"}, "channels.whatsapp.dmPolicy"},
+		{whatsapp.Config{Enabled: true, MaxMediaBytes: -1}, "channels.whatsapp.maxMediaBytes"},
+		{whatsapp.Config{Enabled: false, GroupPolicy: "all"}, ""},
+	}
+	for _, tt := range tests {
+		err := tt.cfg.Validate()
+		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("Validate(%+v) = %v, want %q", tt.cfg, err, tt.want)
+		}
+	}
+}
+
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp/whatsapptest"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+)
+
+// syncBuffer is a writer read while a command is still writing.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestChannelsLoginAndStatus runs the whole fleet (Telegram against its
+// fake, the web chat and the API) and, on its NATS, a gateway with the
+// WhatsApp channel against the fake WhatsApp: `channels login whatsapp`
+// shows the QR code until it is scanned, a WhatsApp message is answered
+// by the fleet's worker and fake model, and `channels status` lists every
+// configured channel with its state, account and holder.
+func TestChannelsLoginAndStatus(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	const token = "123456:STATUS-test"
+	bot := telegramtest.New(t, token)
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("Hello **there**") })
+	port := freePort(t)
+	chans := map[string]any{
+		"telegram": map[string]any{"enabled": true, "token": token, "apiBase": bot.URL, "allowFrom": []string{"*"}},
+	}
+	doc := map[string]any{
+		"nats":      map[string]any{"port": port},
+		"agents":    map[string]any{"defaults": map[string]any{"model": "status-model"}},
+		"providers": map[string]any{"custom": map[string]any{"apiKey": "k", "apiBase": llm.URL()}},
+		"channels":  chans,
+	}
+	file := config.Defaults()
+	data, _ := json.Marshal(doc)
+	if err := config.Parse(file, data, func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := l.Addr().String()
+	l.Close()
+	f, err := fleet.Start(ctx, fleet.Options{
+		File: file, Getenv: func(string) string { return "" }, Log: slog.New(slog.DiscardHandler),
+		DataDir: t.TempDir(), Workspace: t.TempDir(), Listen: true, Gateway: true, GatewayListen: listen,
+		Credentials: fleetdir.Credentials{User: "nanofleet", Password: "channels-test"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	url := fmt.Sprintf("nats://nanofleet:channels-test@127.0.0.1:%d", port)
+
+	// The operator's config names WhatsApp too; its gateway is this
+	// test's, dialling the fake.
+	env, _, _ := testEnv(t, nil)
+	out := &syncBuffer{}
+	env.stdout = out
+	chans["whatsapp"] = map[string]any{"enabled": true, "allowFrom": []string{"*"}}
+	data, _ = json.Marshal(doc)
+	cfgPath := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bus.Connect(ctx, bus.Config{URL: url, Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	phone := whatsapptest.New()
+	gctx, gcancel := context.WithCancel(ctx)
+	log := slog.New(slog.DiscardHandler)
+	gate, err := access.Open(gctx, b, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wa, err := whatsapp.New(gctx, whatsapp.Config{Enabled: true, AllowFrom: []string{"*"}}, whatsapp.Deps{Bus: b, Gate: gate, Log: log, Dial: phone.Dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(b, gateway.DefaultConfig(), log, wa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gdone := make(chan error, 1)
+	go func() { gdone <- g.Run(gctx) }()
+	defer func() {
+		gcancel()
+		select {
+		case <-gdone:
+		case <-time.After(10 * time.Second):
+			t.Error("WhatsApp gateway did not stop")
+		}
+	}()
+
+	login := make(chan error, 1)
+	go func() {
+		login <- dispatch(ctx, env, []string{"channels", "--config", cfgPath, "--nats", url, "login", "whatsapp"})
+	}()
+	// Scanned once the terminal shows the code, as a person would.
+	bustest.Eventually(t, 30*time.Second, func() error {
+		if !strings.Contains(out.String(), "Scan this code") {
+			return errors.New("no QR code printed yet")
+		}
+		return nil
+	})
+	phone.Scan(t, 30*time.Second)
+	select {
+	case err := <-login:
+		if err != nil {
+			t.Fatalf("login: %v\n%s", err, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("login did not end after the scan:\n%s", out.String())
+	}
+	if s := out.String(); !strings.Contains(s, "Scan this code") || !strings.Contains(s, "█") || !strings.Contains(s, "WhatsApp linked as +"+whatsapptest.Phone) {
+		t.Errorf("login printed:\n%s", s)
+	}
+
+	phone.Emit(whatsapptest.DM("3EB0FLEET", "15550001", "hello fleet"))
+	if s := phone.Next(t, 30*time.Second); s.Text() != "Hello *there*" || s.To.User != "15550001" {
+		t.Errorf("WhatsApp answer = %q to %s", s.Text(), s.To)
+	}
+	if reqs := llm.Requests(); len(reqs) == 0 || !strings.Contains(reqs[0].LastUserText(), "hello fleet") {
+		t.Errorf("model requests = %d", len(reqs))
+	}
+
+	out = &syncBuffer{}
+	env.stdout = out
+	if err := dispatch(ctx, env, []string{"channels", "--config", cfgPath, "--nats", url, "status"}); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	for line := range strings.SplitSeq(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) >= 4 {
+			rows[f[0]] = f[1:]
+		}
+	}
+	for _, want := range []struct{ channel, state, account string }{
+		{"telegram", "connected", "@nano_bot"},
+		{"whatsapp", "connected", "+" + whatsapptest.Phone},
+		{"web", "connected", "http://" + listen},
+		{"api", "connected", "http://" + listen + "/v1"},
+	} {
+		r := rows[want.channel]
+		if len(r) < 3 || r[0] != want.state || r[1] != want.account || r[2] == "-" {
+			t.Errorf("%s row = %q, want %s as %s with a holder\n%s", want.channel, r, want.state, want.account, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "whatsapp  connected") || strings.Contains(out.String(), "QR code") {
+		t.Errorf("a linked WhatsApp still reports linking:\n%s", out.String())
+	}
+	if len(rows) != 5 { // the header and four channels
+		t.Errorf("status listed %d rows:\n%s", len(rows), out.String())
+	}
+}
