@@ -25,6 +25,8 @@ const (
 	// GroupAllowlist answers every message of the groups listed in
 	// groupAllowFrom, and nothing elsewhere.
 	GroupAllowlist = "allowlist"
+	// GroupDisabled ignores group messages, where the platform allows it.
+	GroupDisabled = "disabled"
 )
 
 // MaxStreamEditInterval bounds streamEditInterval, in seconds.
@@ -69,6 +71,8 @@ type Rules struct {
 	// when it is missing; empty means the platform has no allowlist group
 	// policy.
 	GroupIDs string
+	// GroupDisabled allows groupPolicy "disabled".
+	GroupDisabled bool
 }
 
 // Validate reports the first invalid common key, naming its full path
@@ -81,6 +85,9 @@ func (c Common) Validate(r Rules) error {
 	policies := []string{GroupMention, GroupOpen}
 	if r.GroupIDs != "" {
 		policies = append(policies, GroupAllowlist)
+	}
+	if r.GroupDisabled {
+		policies = append(policies, GroupDisabled)
 	}
 	switch {
 	case c.GroupPolicy != "" && !slices.Contains(policies, c.GroupPolicy):

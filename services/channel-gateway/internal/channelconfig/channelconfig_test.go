@@ -119,3 +119,13 @@ func TestShowsLive(t *testing.T) {
 		}
 	}
 }
+
+func TestGroupDisabledWhereAllowed(t *testing.T) {
+	c := channelconfig.Common{Enabled: true, GroupPolicy: channelconfig.GroupDisabled}
+	if err := c.Validate(channelconfig.Rules{Name: "chat", GroupDisabled: true}); err != nil {
+		t.Errorf("disabled where allowed: %v", err)
+	}
+	if err := c.Validate(channelconfig.Rules{Name: "chat"}); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "channels.chat.groupPolicy:") {
+		t.Errorf("disabled where not allowed: %v, want config.ErrInvalid naming channels.chat.groupPolicy", err)
+	}
+}
