@@ -122,7 +122,7 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 		text = formatHistory(hist, n)
 	}
 	t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, text)
-	if err := t.commit(context.WithoutCancel(ctx), hist, rec); err != nil {
+	if err := t.commit(context.WithoutCancel(ctx), hist, rec, nil); err != nil {
 		return "", err
 	}
 	return "command", nil

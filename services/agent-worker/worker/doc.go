@@ -25,10 +25,16 @@
 //     at most MaxAttempts+1 starts).
 //  5. Commit: one TurnRecord appended to the session's history with an
 //     expected-last-sequence check (the turn id is its Nats-Msg-Id), then
-//     the durable replies published with ids "<inbound seq>:<n>", then the
+//     the durable replies published with ids "in<inbound seq>:<n>", then the
 //     ack. A message redelivered after its turn was committed finds the
 //     turn in the history, republishes the same replies (deduplicated by
 //     id) and is acked: one final reply per message.
 //
 // A malformed envelope is dead-lettered at once with the decode error.
+//
+// The turn id ("in<seq>"), the reply ids ("in<seq>:<n>") and the lease
+// owner ("<worker id>/<seq>") are all built in ids.go. The steps live in
+// fifo.go, lease.go, checkpoint.go, commit.go and replies.go; turn.go
+// drives them, and what a turn has produced so far is the state type
+// (state.go), changed only by its methods.
 package worker

@@ -138,10 +138,8 @@ func (t *turn) tc() *TurnContext {
 			if chatID == "" {
 				chatID = t.in.GetChatId()
 			}
-			if channel == t.in.GetChannel() && chatID == t.in.GetChatId() {
-				t.messaged = true
-			}
-			t.replies = append(t.replies, t.outbound(nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE, channel, chatID, text))
+			toOrigin := channel == t.in.GetChannel() && chatID == t.in.GetChatId()
+			t.state.add(t.outbound(nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE, channel, chatID, text), toOrigin)
 		},
 	}
 }

@@ -1,0 +1,68 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// busy puts the message back to wait for its session.
+func (t *turn) busy() {
+	d := t.w.cfg.BusyDelay
+	for i := uint64(1); i < t.meta.NumDelivered && d < t.w.cfg.MaxBusyDelay; i++ {
+		d *= 2
+	}
+	_ = t.msg.NakWithDelay(min(d, t.w.cfg.MaxBusyDelay))
+}
+
+// oldest is the FIFO guard: only the oldest message still in the inbound
+// stream on the subject may run. A message older than ours whose turn is
+// already committed (its ack still on its way to the server) does not
+// count: without that, a client answering the reply at once would find its
+// next message nak'ed behind an ack in flight.
+func (t *turn) oldest(ctx context.Context) (bool, error) {
+	st, subj, ours := t.w.inbound, t.msg.Subject(), t.meta.Sequence.Stream
+	first, err := st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subj))
+	if err != nil {
+		return false, err
+	}
+	if first.Sequence == ours {
+		return true, nil
+	}
+	last, err := t.w.sessions.LastTurn(ctx, t.key)
+	if err != nil || last.GetInboundSeq() != first.Sequence {
+		return false, err
+	}
+	// Committed is not answered: an append that timed out may have been
+	// stored while its turn failed, before its replies went out.
+	if out, err := t.repliesOut(ctx, last); err != nil || !out {
+		return false, err
+	}
+	next, err := st.GetMsg(ctx, first.Sequence+1, jetstream.WithGetMsgSubject(subj))
+	if err != nil {
+		return false, err
+	}
+	return next.Sequence == ours, nil
+}
+
+// repliesOut reports whether a committed turn's last reply is the newest
+// message of its chat in the outbound stream. Anything else there (a
+// follower behind its leader, another session writing to the chat) reads
+// as not out: the caller waits, and the turn's ack or redelivery settles it.
+func (t *turn) repliesOut(ctx context.Context, rec *nanofleetv1.TurnRecord) (bool, error) {
+	replies := rec.GetReplies()
+	if len(replies) == 0 {
+		return true, nil
+	}
+	want := replies[len(replies)-1]
+	sp := t.w.d.Bus.Space
+	m, ok, err := t.w.d.Bus.Direct.Last(ctx, sp.OutboundStream(), sp.Outbound(want.GetChannel(), want.GetChatId()))
+	if err != nil || !ok {
+		return false, err
+	}
+	// Replies are published with their id as Nats-Msg-Id (publish).
+	return m.Header.Get(nats.MsgIdHdr) == want.GetId(), nil
+}

@@ -1,0 +1,117 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/lease"
+)
+
+// localTurn is a turn running in this worker.
+type localTurn struct {
+	cancel context.CancelCauseFunc // set once the turn has its lease
+	done   chan struct{}
+}
+
+// localWait is how long a message waits in this worker for the same
+// session's turn, running here, to finish: a reply is often answered at
+// once, and waiting here is cheaper than a redelivery.
+const localWait = 200 * time.Millisecond
+
+// claim marks the session as running in this worker. If it already runs
+// here, claim waits up to localWait for it to end; false means busy. The
+// same message redelivered to this worker must not run twice, whatever
+// the lease says.
+func (w *Worker) claim(ctx context.Context, key string) bool {
+	deadline := time.NewTimer(localWait)
+	defer deadline.Stop()
+	for {
+		w.mu.Lock()
+		lt, ok := w.running[key]
+		if !ok {
+			w.running[key] = &localTurn{done: make(chan struct{})}
+			w.mu.Unlock()
+			return true
+		}
+		w.mu.Unlock()
+		select {
+		case <-lt.done:
+		case <-deadline.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (w *Worker) unclaim(key string) {
+	w.mu.Lock()
+	if lt, ok := w.running[key]; ok {
+		delete(w.running, key)
+		close(lt.done)
+	}
+	w.mu.Unlock()
+}
+
+// keepAlive renews the lease and the message's ack deadline until ctx
+// ends; if the lease is lost it stops the turn.
+func (t *turn) keepAlive(ctx context.Context, l *lease.Lease, stop context.CancelCauseFunc, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(t.w.cfg.renewEvery())
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := l.Renew(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			t.log.Warn("lease renewal failed; aborting turn", "err", err)
+			stop(errLeaseLost)
+			return
+		}
+		_ = t.msg.InProgress()
+	}
+}
+
+// hold is a running turn's hold on its session: the local claim, the
+// lease, and keepAlive renewing it.
+type hold struct {
+	t       *turn
+	lease   *lease.Lease
+	stop    context.CancelCauseFunc
+	renewed chan struct{} // closed when keepAlive has ended
+}
+
+// hold starts keeping the claimed session's lease alive; the returned
+// context ends when the lease is lost, the turn is stopped (/stop) or the
+// hold released.
+func (t *turn) hold(ctx context.Context, l *lease.Lease) (context.Context, *hold) {
+	ctx, stop := context.WithCancelCause(ctx)
+	t.w.mu.Lock()
+	t.w.running[t.key].cancel = stop
+	t.w.mu.Unlock()
+	h := &hold{t: t, lease: l, stop: stop, renewed: make(chan struct{})}
+	go t.keepAlive(ctx, l, stop, h.renewed)
+	return ctx, h
+}
+
+// release frees the session for its next message. keepLease leaves the
+// lease to expire or to this message's redelivery (its replies are not
+// out); the local claim is freed in any case.
+func (h *hold) release(ctx context.Context, keepLease bool) {
+	h.stop(nil)
+	<-h.renewed
+	// Released with a fresh context: a stopped turn still frees its session.
+	if !keepLease {
+		relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer relCancel()
+		if err := h.lease.Release(relCtx); err != nil {
+			h.t.log.Warn("release lease", "err", err)
+		}
+	}
+	h.t.w.unclaim(h.t.key)
+}
