@@ -124,7 +124,9 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wa, err := whatsapp.New(gctx, whatsapp.Config{Enabled: true, AllowFrom: []string{"*"}}, whatsapp.Deps{Bus: b, Gate: gate, Log: log, Dial: phone.Dial})
+	var wcfg whatsapp.Config
+	wcfg.Enabled, wcfg.AllowFrom = true, []string{"*"}
+	wa, err := whatsapp.New(gctx, wcfg, whatsapp.Deps{Bus: b, Gate: gate, Log: log, Dial: phone.Dial})
 	if err != nil {
 		t.Fatal(err)
 	}

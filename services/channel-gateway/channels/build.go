@@ -19,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
@@ -76,7 +77,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		return nil, nil, err
 	}
 	log := deps.Log
-	progress, hints := on(cfg.SendProgress, true), on(cfg.SendToolHints, false)
+	progress, hints := channelconfig.On(cfg.SendProgress, true), channelconfig.On(cfg.SendToolHints, false)
 	gate, err := access.Open(ctx, deps.Bus, log.With("component", "access"))
 	if err != nil {
 		return nil, nil, err
@@ -172,7 +173,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 			return nil, nil, fmt.Errorf("channels: %w", err)
 		}
 		// The page folds hints away, so it shows them unless told otherwise.
-		webHints := on(cfg.SendToolHints, true)
+		webHints := channelconfig.On(cfg.SendToolHints, true)
 		w, err := webchat.New(ctx, c, webchat.Deps{Bus: deps.Bus, Inbox: inbox, Sessions: store, Log: log, SendProgress: progress, SendToolHints: webHints})
 		if err != nil {
 			return nil, nil, err

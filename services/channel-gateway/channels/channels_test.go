@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
 )
 
@@ -181,9 +182,8 @@ func TestBuildFeishuAndDingTalk(t *testing.T) {
 	b := bustest.StartJetStream(t, channels.Assets)
 	cfg := channels.Defaults()
 	cfg.Web.Enabled, cfg.API.Enabled = false, false
-	cfg.Feishu = feishu.Config{Enabled: true, AppID: "cli_1", AppSecret: "s", Mode: feishu.ModeWebhook,
-		EncryptKey: "k", VerificationToken: "v", Webhook: feishu.Webhook{Path: "/hooks/lark"}}
-	cfg.DingTalk = dingtalk.Config{Enabled: true, ClientID: "ding1", ClientSecret: "s"}
+	cfg.Feishu = feishu.Config{Common: channelconfig.Common{Enabled: true}, AppID: "cli_1", AppSecret: "s", Mode: feishu.ModeWebhook, EncryptKey: "k", VerificationToken: "v", Webhook: feishu.Webhook{Path: "/hooks/lark"}}
+	cfg.DingTalk = dingtalk.Config{Common: channelconfig.Common{Enabled: true}, ClientID: "ding1", ClientSecret: "s"}
 	adapters, handler, err := channels.Build(t.Context(), cfg, channels.Deps{Bus: b, Log: slog.New(slog.DiscardHandler), Listen: ":8080"})
 	if err != nil {
 		t.Fatal(err)

@@ -136,10 +136,3 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
-
-func on(p *bool, def bool) bool {
-	if p == nil {
-		return def
-	}
-	return *p
-}

@@ -80,11 +80,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dingtalk: %w", err)
 	}
-	limit := cfg.MaxMediaBytes
-	if limit == 0 {
-		limit = 20 << 20
-	}
-	a.media = media.NewStore(blobs, limit)
+	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
 	return a, nil
 }
 
@@ -256,16 +252,7 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 
 // DeliverLive sends progress and tool hints as text when enabled.
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	switch msg.GetKind() {
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		if !on(a.cfg.SendProgress, a.deps.SendProgress) {
-			return nil
-		}
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		if !on(a.cfg.SendToolHints, a.deps.SendToolHints) {
-			return nil
-		}
-	default:
+	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
 		return nil
 	}
 	return a.send(ctx, msg, "text", msg.GetContent())

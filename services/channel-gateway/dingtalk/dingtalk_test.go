@@ -1,12 +1,10 @@
 package dingtalk_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,8 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk/dingtalktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -25,7 +25,7 @@ const wait = 10 * time.Second
 
 type harness struct {
 	fake   *dingtalktest.Server
-	logs   *logBuffer
+	logs   *gatewaytest.Logs
 	bus    *bus.Bus
 	worker *workertest.Worker
 }
@@ -43,60 +43,19 @@ func start(t *testing.T, cfg dingtalk.Config, script workertest.Script, opts ...
 // harness's bus and fake; it stops when stop is called or the test ends.
 func (h *harness) gateway(t *testing.T, cfg dingtalk.Config) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	if h.logs == nil {
-		h.logs = &logBuffer{}
+		h.logs = &gatewaytest.Logs{}
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	gate, err := access.Open(ctx, h.bus, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Enabled, cfg.ClientID, cfg.ClientSecret, cfg.APIURL = true, dingtalktest.ClientID, dingtalktest.ClientSecret, h.fake.URL
-	a, err := dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: h.bus, Gate: gate, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gcfg := gateway.DefaultConfig()
-	gcfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(h.bus, gcfg, log, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("gateway: %v", err)
-				}
-			case <-time.After(wait):
-				t.Error("gateway did not stop")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return gatewaytest.Run(t, h.bus, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		return dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: h.bus, Gate: gate, Log: log})
+	})
 }
 
 func (h *harness) inboundUntil(t *testing.T, last string) []string {
 	t.Helper()
-	var got []string
-	for {
-		select {
-		case in := <-h.worker.Inbound:
-			got = append(got, in.GetContent())
-			if in.GetContent() == last {
-				return got
-			}
-		case <-time.After(wait):
-			t.Fatalf("worker never got %q (got %q)", last, got)
-		}
-	}
+	return h.worker.ContentsUntil(t, last, wait)
 }
 
 // replies collects the markdown texts of the next n messages sent by
@@ -120,7 +79,7 @@ func group(id, staff, text string, at bool) dingtalktest.Message {
 }
 
 func TestDirectMessage(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"staff-ada"}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"staff-ada"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("## Hi\n\n**hello** " + in.GetContent())}
 	})
 	frame := h.fake.Send(t, dm("msg-1", "staff-ada", " hello "))
@@ -158,7 +117,7 @@ func TestExpiredSessionWebhookFallsBackToTheRobotAPI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+			h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 			tt.msg.WebhookTTL = -time.Minute
 			h.fake.Send(t, tt.msg)
 			c := h.fake.Next(t, wait, "webhook", "otosend", "groupsend")
@@ -174,7 +133,7 @@ func TestExpiredSessionWebhookFallsBackToTheRobotAPI(t *testing.T) {
 }
 
 func TestRefusedSessionWebhookFallsBackToTheRobotAPI(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	// The platform ended the session before the time it announced.
 	h.fake.Fail("webhook", dingtalktest.Failure{ErrCode: 300001})
 	h.fake.Send(t, dm("msg-1", "staff-ada", "hi"))
@@ -196,9 +155,9 @@ func TestGroupPolicy(t *testing.T) {
 	}{
 		{"mention needed", dingtalk.Config{}, false, false},
 		{"mentioned", dingtalk.Config{}, true, true},
-		{"open", dingtalk.Config{GroupPolicy: dingtalk.GroupOpen}, false, true},
-		{"allowlisted group", dingtalk.Config{GroupPolicy: dingtalk.GroupAllowlist, GroupAllowFrom: []string{"cidGroup1"}}, false, true},
-		{"other group", dingtalk.Config{GroupPolicy: dingtalk.GroupAllowlist, GroupAllowFrom: []string{"cidOther"}}, true, false},
+		{"open", dingtalk.Config{Common: channelconfig.Common{GroupPolicy: dingtalk.GroupOpen}}, false, true},
+		{"allowlisted group", dingtalk.Config{Common: channelconfig.Common{GroupPolicy: dingtalk.GroupAllowlist, GroupAllowFrom: []string{"cidGroup1"}}}, false, true},
+		{"other group", dingtalk.Config{Common: channelconfig.Common{GroupPolicy: dingtalk.GroupAllowlist, GroupAllowFrom: []string{"cidOther"}}}, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,7 +193,7 @@ func TestRateLimitIsHonoured(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+			h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 			h.fake.Fail(tt.kind, tt.failure)
 			h.fake.Send(t, dingtalktest.Message{MsgID: "msg-1", StaffID: "staff-ada", ConversationID: "cid-dm", Text: "hi", WebhookTTL: tt.ttl})
 			h.fake.Next(t, wait, tt.kind)
@@ -251,7 +210,7 @@ func TestRateLimitIsHonoured(t *testing.T) {
 }
 
 func TestRepeatedMessageYieldsOneReply(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	f1 := h.fake.Send(t, dm("msg-same", "staff-ada", "once"))
 	f2 := h.fake.Send(t, dm("msg-same", "staff-ada", "once")) // resent after a lost ACK
 	h.fake.WaitAck(t, f1, wait)
@@ -271,7 +230,7 @@ func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
 		paras = append(paras, strings.Repeat("word ", 40)+strings.Repeat("x", 1+i%5))
 	}
 	answer := strings.Join(paras, "\n\n") // about 8100 characters
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
 	})
 	h.fake.Send(t, dm("msg-1", "staff-ada", "long please"))
@@ -291,7 +250,7 @@ func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestStrangers(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"staff-owner"}}, workertest.Echo)
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"staff-owner"}}}, workertest.Echo)
 	h.fake.Send(t, group("msg-1", "staff-x", "hi", true))
 	h.fake.Send(t, dm("msg-2", "staff-x", "hi"))
 	// The pairing code carries no session webhook: it goes by the robot
@@ -308,7 +267,7 @@ func TestStrangers(t *testing.T) {
 }
 
 func TestMalformedFramesAreDropped(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Raw(t, []byte("not json"))
 	for _, data := range []string{`not json`, `{"msgId":"m1"}`, `{"msgId":"m2","conversationId":"c","senderStaffId":"s","conversationType":"9"}`} {
 		if ack := h.fake.WaitAck(t, h.fake.Frame(t, "CALLBACK", "/v1.0/im/bot/messages/get", data), wait); ack.Code != 200 {
@@ -330,13 +289,13 @@ func TestMalformedFramesAreDropped(t *testing.T) {
 		t.Errorf("%d connections: a malformed frame broke the connection", n)
 	}
 	// The raw frame, the undecodable message and the two without fields.
-	if n := h.logs.count("dropping malformed DingTalk") + h.logs.count("dropping DingTalk robot message without"); n != 4 {
-		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs.buf.String())
+	if n := h.logs.Count("dropping malformed DingTalk") + h.logs.Count("dropping DingTalk robot message without"); n != 4 {
+		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs)
 	}
 }
 
 func TestDisconnectReconnects(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Frame(t, "SYSTEM", "disconnect", `{"reason":"upgrade"}`)
 	h.fake.WaitConnections(t, 2, wait)
 	h.fake.Send(t, dm("msg-1", "staff-ada", "after"))
@@ -346,7 +305,7 @@ func TestDisconnectReconnects(t *testing.T) {
 }
 
 func TestPicturesAndFilesAreStored(t *testing.T) {
-	h := start(t, dingtalk.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.AddFile("dl-pic", []byte("\x89PNG\r\n\x1a\nfake"))
 	h.fake.AddFile("dl-doc", []byte("%PDF-1.4 fake"))
 	m := dm("msg-1", "staff-ada", "")
@@ -381,9 +340,9 @@ func TestPicturesAndFilesAreStored(t *testing.T) {
 func TestOneConnectionPerApp(t *testing.T) {
 	h := &harness{fake: dingtalktest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
 	h.worker = workertest.Start(t, h.bus, workertest.Echo)
-	stopFirst := h.gateway(t, dingtalk.Config{AllowFrom: []string{"*"}})
+	stopFirst := h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.WaitConnected(t, wait)
-	h.gateway(t, dingtalk.Config{AllowFrom: []string{"*"}})
+	h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.Send(t, dm("msg-1", "staff-ada", "first"))
 	if got := h.replies(t, 1); got["echo: first"] != 1 {
 		t.Errorf("replies = %v", got)
@@ -428,7 +387,7 @@ func (h *harness) waitDelivered(t *testing.T, n int) {
 }
 
 func TestValidate(t *testing.T) {
-	ok := dingtalk.Config{Enabled: true, ClientID: "ding1", ClientSecret: "s"}
+	ok := dingtalk.Config{Common: channelconfig.Common{Enabled: true}, ClientID: "ding1", ClientSecret: "s"}
 	tests := []struct {
 		name   string
 		change func(*dingtalk.Config)
@@ -455,25 +414,6 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// logBuffer collects log output, safe for the gateway's goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// count is how many log lines contain s.
-func (b *logBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
-}
-
 func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	fake := dingtalktest.New(t)
 	b := bustest.StartJetStream(t, channels.Assets)
@@ -484,7 +424,7 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := dingtalk.Config{Enabled: true, ClientID: dingtalktest.ClientID, ClientSecret: "wrong", APIURL: fake.URL}
+	cfg := dingtalk.Config{Common: channelconfig.Common{Enabled: true}, ClientID: dingtalktest.ClientID, ClientSecret: "wrong", APIURL: fake.URL}
 	a, err := dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate, Log: log})
 	if err != nil {
 		t.Fatal(err)

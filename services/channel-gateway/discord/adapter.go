@@ -24,9 +24,11 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/typing"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -60,7 +62,7 @@ type Adapter struct {
 	typingEvery, typingMax time.Duration
 
 	parts  parts.Tracker
-	typing typing
+	typing *typing.Indicator
 
 	mu    sync.Mutex
 	botID string
@@ -125,22 +127,18 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
-	limit := cfg.MaxMediaBytes
-	if limit == 0 {
-		limit = DefaultMaxMediaBytes
-	}
-	a.media = media.NewStore(blobs, limit)
+	a.media = media.NewStore(blobs, cfg.MediaLimit(DefaultMaxMediaBytes))
 	a.state, err = deps.Bus.KV(ctx, bucketSessions)
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.editInterval(), Limit: Limit}, a.log)
+		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, a.log)
 		if err != nil {
 			return nil, fmt.Errorf("discord: %w", err)
 		}
 	}
-	a.typing.a = a
+	a.typing = typing.New(deps.Bus, Channel, a.typingEvery, a.typingMax, a.log)
 	return a, nil
 }
 
@@ -159,7 +157,7 @@ func (a *Adapter) bot() string {
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	kind := msg.GetKind()
 	if kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
-		a.typing.stop(msg.GetChatId())
+		a.typing.Stop(msg.GetChatId())
 	}
 	pieces := markup.Split(msg.GetContent(), Limit)
 	start := a.parts.Sent(msg.GetId())
@@ -193,24 +191,21 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 // enabled; deltas are followed by the streams themselves (see
 // internal/editstream).
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
+		return nil
+	}
 	var text string
 	switch msg.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		if !on(a.cfg.SendProgress, a.deps.SendProgress) {
-			return nil
-		}
 		text = "*" + strings.ReplaceAll(truncate(msg.GetContent(), Limit-2), "*", "\\*") + "*"
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		if !on(a.cfg.SendToolHints, a.deps.SendToolHints) {
-			return nil
-		}
 		text = "`" + strings.ReplaceAll(truncate(msg.GetContent(), Limit-2), "`", "'") + "`"
 	default:
 		return nil
 	}
 	_, err := a.post(ctx, msg, text, false, "", nil)
 	if err == nil {
-		a.typing.start(msg.GetChatId()) // Discord ends the indicator with a message
+		a.startTyping(msg.GetChatId()) // Discord ends the indicator with a message
 	}
 	return err
 }
@@ -232,7 +227,7 @@ func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, te
 	if nonce != "" {
 		mc.Nonce, mc.EnforceNonce = nonce, true
 	}
-	if reply && on(a.cfg.ReplyToMessage, true) {
+	if reply && channelconfig.On(a.cfg.ReplyToMessage, true) {
 		if id, err := snowflake.Parse(msg.GetMetadata()["message_id"]); err == nil {
 			mc.MessageReference = &discord.MessageReference{MessageID: &id, ChannelID: &ch, FailIfNotExists: false}
 		}

@@ -35,7 +35,7 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 	if err != nil {
 		return err
 	}
-	stop, err := a.typing.watch(ctx)
+	stop, err := a.typing.Watch(ctx)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,8 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -58,40 +59,10 @@ func start(t *testing.T, cfg discord.Config, script workertest.Script, opts ...w
 // that stops it.
 func runAdapter(t *testing.T, b *bus.Bus, fake *discordtest.Server, cfg discord.Config, log *slog.Logger) func() {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	gate, err := access.Open(ctx, b, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Enabled, cfg.Token, cfg.APIBase = true, token, fake.URL
-	a, err := discord.New(ctx, cfg, discord.Deps{Bus: b, Gate: gate, Log: log}, discord.WithTyping(time.Second, 5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gcfg := gateway.DefaultConfig()
-	gcfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(b, gcfg, log, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("gateway: %v", err)
-				}
-			case <-time.After(wait):
-				t.Errorf("gateway did not stop within %s", wait)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		return discord.New(ctx, cfg, discord.Deps{Bus: b, Gate: gate, Log: log}, discord.WithTyping(time.Second, 5*time.Second))
+	})
 }
 
 func (h *harness) dm(id, text string) discordtest.Message {
@@ -102,18 +73,7 @@ func (h *harness) dm(id, text string) discordtest.Message {
 // to the one with content last.
 func (h *harness) inboundUntil(t *testing.T, last string) []string {
 	t.Helper()
-	var got []string
-	for {
-		select {
-		case in := <-h.worker.Inbound:
-			got = append(got, in.GetContent())
-			if in.GetContent() == last {
-				return got
-			}
-		case <-time.After(wait):
-			t.Fatalf("worker never got %q (got %q)", last, got)
-		}
-	}
+	return h.worker.ContentsUntil(t, last, wait)
 }
 
 func (h *harness) expectCreate(t *testing.T, want string) discordtest.Call {
@@ -127,7 +87,7 @@ func (h *harness) expectCreate(t *testing.T, want string) discordtest.Call {
 
 func TestConversation(t *testing.T) {
 	release := make(chan struct{})
-	h := start(t, discord.Config{AllowFrom: []string{alice}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{alice}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**Hi** " + in.GetContent())}
 	}, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
 		select {
@@ -163,7 +123,7 @@ func TestConversation(t *testing.T) {
 }
 
 func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, discord.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Fail(create, discordtest.TooManyRequests(time.Second))
 	h.fake.Send(h.dm("600000000000000001", "x"))
 	first := h.fake.Next(t, wait, create)
@@ -180,7 +140,7 @@ func TestRateLimitIsHonoured(t *testing.T) {
 }
 
 func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, discord.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	m := h.dm("600000000000000007", "once")
 	h.fake.Send(m)
 	h.fake.Send(m) // Discord sends the same message again
@@ -204,7 +164,7 @@ func TestLongAnswerIsSplitAt2000(t *testing.T) {
 		paras = append(paras, para)
 	}
 	answer := strings.Join(paras, "\n\n")
-	h := start(t, discord.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
 	})
 	h.fake.Send(h.dm("600000000000000009", "essay please"))
@@ -233,7 +193,7 @@ func TestLongAnswerIsSplitAt2000(t *testing.T) {
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestStrangers(t *testing.T) {
-	h := start(t, discord.Config{AllowFrom: []string{"owner"}, GroupPolicy: discord.GroupOpen}, workertest.Echo)
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"owner"}, GroupPolicy: discord.GroupOpen}}, workertest.Echo)
 	// In a guild channel: nothing, not even a pairing code.
 	h.fake.Send(discordtest.Message{ID: "600000000000000001", ChannelID: guildChannel, GuildID: guild, AuthorID: stranger, Username: "eve", Content: "hi bot"})
 	// In a DM: a pairing code.
@@ -272,13 +232,13 @@ func TestGroupPolicy(t *testing.T) {
 		channel string
 	}{
 		{"mention default, none", discord.Config{}, discordtest.Message{Content: "hello everyone"}, "", ""},
-		{"mention", discord.Config{GroupPolicy: discord.GroupMention}, discordtest.Message{Content: "hey <@" + bot + "> what's up", Mentions: []string{bot}}, "echo: hey what's up", guildChannel},
+		{"mention", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupMention}}, discordtest.Message{Content: "hey <@" + bot + "> what's up", Mentions: []string{bot}}, "echo: hey what's up", guildChannel},
 		{"nickname mention", discord.Config{}, discordtest.Message{Content: "<@!" + bot + "> ping"}, "echo: ping", guildChannel},
 		{"reply to the bot", discord.Config{}, discordtest.Message{Content: "and then?", ReplyTo: "700000000000000001", ReplyToAuthor: bot}, "echo: and then?", guildChannel},
-		{"open", discord.Config{GroupPolicy: discord.GroupOpen}, discordtest.Message{Content: "hello everyone"}, "echo: hello everyone", guildChannel},
-		{"allowlist, listed", discord.Config{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{guildChannel}}, discordtest.Message{Content: "hi"}, "echo: hi", guildChannel},
-		{"allowlist, other channel", discord.Config{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{other}}, discordtest.Message{Content: "hi"}, "", ""},
-		{"bots are ignored", discord.Config{GroupPolicy: discord.GroupOpen}, discordtest.Message{Content: "beep", Bot: true}, "", ""},
+		{"open", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupOpen}}, discordtest.Message{Content: "hello everyone"}, "echo: hello everyone", guildChannel},
+		{"allowlist, listed", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{guildChannel}}}, discordtest.Message{Content: "hi"}, "echo: hi", guildChannel},
+		{"allowlist, other channel", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{other}}}, discordtest.Message{Content: "hi"}, "", ""},
+		{"bots are ignored", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupOpen}}, discordtest.Message{Content: "beep", Bot: true}, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,13 +268,13 @@ func TestGroupPolicy(t *testing.T) {
 }
 
 func TestMalformedPayloadsAreDropped(t *testing.T) {
-	logs := &logSink{event: make(chan struct{}, 1)}
+	logs := &gatewaytest.Logs{}
 	h := &harness{fake: discordtest.New(t, token), bus: bustest.StartJetStream(t, channels.Assets)}
 	h.worker = workertest.Start(t, h.bus, workertest.Echo)
-	runAdapter(t, h.bus, h.fake, discord.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(logs, nil)))
+	runAdapter(t, h.bus, h.fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(logs, nil)))
 	h.fake.WaitConnected(t, wait)
 	h.fake.Dispatch("MESSAGE_CREATE", []byte(`{"id": "600000000000000001", "content": "no channel or author"}`))
-	logs.waitFor(t, "dropping malformed Discord message")
+	logs.WaitFor(t, "dropping malformed Discord message", wait)
 	h.fake.Dispatch("MESSAGE_CREATE", []byte(`"not an object"`))
 	h.fake.Dispatch("MESSAGE_CREATE", []byte(`{"id": 5, "channel_id": [], "author": "x"}`))
 	h.fake.Send(h.dm("600000000000000002", "still alive?"))
@@ -325,7 +285,7 @@ func TestMalformedPayloadsAreDropped(t *testing.T) {
 }
 
 func TestAttachmentIsStored(t *testing.T) {
-	h := start(t, discord.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	img := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 100)
 	url := h.fake.AddFile("cat.png", img)
 	m := h.dm("600000000000000001", "look")
@@ -355,13 +315,13 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	srv := bustest.StartServer(t)
 	b1, b2 := srv.Connect(t, "", channels.Assets), srv.Connect(t, "", channels.Assets)
 	w := workertest.Start(t, b2, workertest.Echo)
-	first := &logSink{event: make(chan struct{}, 1)}
-	second := &logSink{event: make(chan struct{}, 1)}
-	stopFirst := runAdapter(t, b1, fake, discord.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	first.waitFor(t, "this gateway holds the account's connection lease")
+	first := &gatewaytest.Logs{}
+	second := &gatewaytest.Logs{}
+	stopFirst := runAdapter(t, b1, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	first.WaitFor(t, "this gateway holds the account's connection lease", wait)
 	fake.WaitConnected(t, wait)
-	runAdapter(t, b2, fake, discord.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	second.waitFor(t, "another gateway holds this account's connection")
+	runAdapter(t, b2, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	second.WaitFor(t, "another gateway holds this account's connection", wait)
 
 	fake.Send(discordtest.Message{ID: "600000000000000001", ChannelID: dmChannel, AuthorID: alice, Content: "one"})
 	if c := fake.Next(t, wait, create); c.Content() != "echo: one" {
@@ -374,7 +334,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	stopFirst()
 	fake.Send(discordtest.Message{ID: "600000000000000002", ChannelID: dmChannel, AuthorID: alice, Content: "two"})
 	fake.Send(discordtest.Message{ID: "600000000000000003", ChannelID: dmChannel, AuthorID: alice, Content: "three"})
-	second.waitFor(t, "this gateway holds the account's connection lease")
+	second.WaitFor(t, "this gateway holds the account's connection lease", wait)
 	if d, ttl := time.Since(crashed), bustest.TestLayout().LeaseTTL; d > ttl+time.Second {
 		t.Errorf("took over %s after the crash; lease TTL %s", d, ttl)
 	}
@@ -423,41 +383,6 @@ func inboundIDs(t *testing.T, w *workertest.Worker, n int) map[string]int {
 	}
 }
 
-// logSink collects log lines.
-type logSink struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	event chan struct{}
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case s.event <- struct{}{}:
-	default:
-	}
-	return s.buf.Write(p)
-}
-
-func (s *logSink) waitFor(t *testing.T, substr string) {
-	t.Helper()
-	deadline := time.After(wait)
-	for {
-		s.mu.Lock()
-		found := strings.Contains(s.buf.String(), substr)
-		s.mu.Unlock()
-		if found {
-			return
-		}
-		select {
-		case <-s.event:
-		case <-deadline:
-			t.Fatalf("log never said %q", substr)
-		}
-	}
-}
-
 // TestStreamingWithTwoGateways: two gateways run the channel; the deltas
 // of a turn reach both, one message is created and edited, and the final
 // text is the answer, whichever gateway delivers the reply.
@@ -477,12 +402,12 @@ func TestStreamingWithTwoGateways(t *testing.T) {
 		}
 		return append(out, workertest.Final(answer))
 	})
-	cfg := discord.Config{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}
-	logs := &logSink{event: make(chan struct{}, 1)}
+	cfg := discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}}
+	logs := &gatewaytest.Logs{}
 	runAdapter(t, b1, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	logs.waitFor(t, "this gateway holds the account's connection lease")
+	logs.WaitFor(t, "this gateway holds the account's connection lease", wait)
 	runAdapter(t, b2, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	logs.waitFor(t, "another gateway holds this account's connection") // both follow the streams
+	logs.WaitFor(t, "another gateway holds this account's connection", wait) // both follow the streams
 	fake.WaitConnected(t, wait)
 	for i, id := range []string{"600000000000000001", "600000000000000002", "600000000000000003"} {
 		fake.Send(discordtest.Message{ID: id, ChannelID: dmChannel, AuthorID: alice, Content: "stream " + strconv.Itoa(i)})
@@ -514,7 +439,7 @@ func TestStreamingWithTwoGateways(t *testing.T) {
 
 func TestOutboundAttachmentIsUploaded(t *testing.T) {
 	img := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 100)
-	h := start(t, discord.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		m := workertest.Final("here it is")
 		m.Media = []*nanofleetv1.MediaRef{{Object: "test/chart.png", Name: "chart.png", MimeType: "image/png"}}
 		return []*nanofleetv1.OutboundMessage{m}
@@ -556,7 +481,7 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := discord.New(t.Context(), discord.Config{Enabled: true, Token: tt.token, APIBase: fake.URL}, discord.Deps{Bus: b, Gate: gate, Log: log})
+			a, err := discord.New(t.Context(), discord.Config{Common: channelconfig.Common{Enabled: true}, Token: tt.token, APIBase: fake.URL}, discord.Deps{Bus: b, Gate: gate, Log: log})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -131,7 +131,7 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, raw []byte) erro
 	if err := in.Publish(ctx, msg); err != nil {
 		return err
 	}
-	a.typing.start(m.ChannelID)
+	a.startTyping(m.ChannelID)
 	return nil
 }
 

@@ -1,22 +1,17 @@
 package feishu
 
 import (
-	"net/url"
 	"strings"
-	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 )
 
 // Group policies.
 const (
-	// GroupMention answers in groups only when the bot is mentioned.
-	GroupMention = "mention"
-	// GroupOpen answers every message in groups.
-	GroupOpen = "open"
-	// GroupAllowlist answers every message of the chats in groupAllowFrom.
-	GroupAllowlist = "allowlist"
+	GroupMention   = channelconfig.GroupMention
+	GroupOpen      = channelconfig.GroupOpen
+	GroupAllowlist = channelconfig.GroupAllowlist
 )
 
 // Connection modes.
@@ -47,9 +42,13 @@ const (
 	DomainLark = "lark"
 )
 
-// Config is the channels.feishu section, with nanobot's keys.
+// Config is the channels.feishu section, with nanobot's keys: the common
+// ones (allowFrom lists open ids ou_…, user ids or union ids;
+// groupAllowFrom lists chat ids oc_…; streaming updates one interactive
+// card, by default at most once a second, where the platform allows five
+// updates a second per message) and Feishu's own.
 type Config struct {
-	Enabled bool `json:"enabled"`
+	channelconfig.Common
 	// AppID and AppSecret of the custom app (cli_…).
 	AppID     string `json:"appId"`
 	AppSecret string `json:"appSecret"`
@@ -58,26 +57,6 @@ type Config struct {
 	// key, the URL challenge carries the token).
 	EncryptKey        string `json:"encryptKey,omitempty"`
 	VerificationToken string `json:"verificationToken,omitempty"`
-	// AllowFrom lists open ids (ou_…), user ids or union ids; "*" admits
-	// everyone.
-	AllowFrom []string `json:"allowFrom,omitempty"`
-	// GroupPolicy is "mention" (default), "open" or "allowlist".
-	GroupPolicy string `json:"groupPolicy,omitempty"`
-	// GroupAllowFrom lists the chat ids (oc_…) answered under "allowlist".
-	GroupAllowFrom []string `json:"groupAllowFrom,omitempty"`
-	// DMPolicy for unknown senders in one-to-one chats: "pairing"
-	// (default), "allowlist", "open" or "disabled".
-	DMPolicy access.DMPolicy `json:"dmPolicy,omitempty"`
-	// Streaming shows answers while they are written, in one interactive
-	// card updated as the model writes.
-	Streaming bool `json:"streaming,omitempty"`
-	// StreamEditInterval is the least time between two updates of a
-	// streamed card, in seconds (default 1; the platform allows five
-	// updates a second per message).
-	StreamEditInterval float64 `json:"streamEditInterval,omitempty"`
-	// SendProgress and SendToolHints override the channels-wide defaults.
-	SendProgress  *bool `json:"sendProgress,omitempty"`
-	SendToolHints *bool `json:"sendToolHints,omitempty"`
 	// Domain is "feishu" (default) or "lark".
 	Domain string `json:"domain,omitempty"`
 	// BaseURL overrides the open platform's address (tests, proxies).
@@ -88,8 +67,6 @@ type Config struct {
 	Webhook Webhook `json:"webhook"`
 	// ReplyFormat is "card" (default), "post" or "text".
 	ReplyFormat string `json:"replyFormat,omitempty"`
-	// MaxMediaBytes bounds a downloaded image or file (default 20 MB).
-	MaxMediaBytes int64 `json:"maxMediaBytes,omitempty"`
 }
 
 // Webhook configures webhook mode.
@@ -129,25 +106,13 @@ func (c Config) Validate() error {
 		return config.Invalid(p+"verificationToken", "required in webhook mode: the URL challenge is checked with it")
 	case c.Webhook.Path != "" && !strings.HasPrefix(c.Webhook.Path, "/"):
 		return config.Invalid(p+"webhook.path", "must start with /, got %q", c.Webhook.Path)
-	case c.GroupPolicy != "" && c.GroupPolicy != GroupMention && c.GroupPolicy != GroupOpen && c.GroupPolicy != GroupAllowlist:
-		return config.Invalid(p+"groupPolicy", "must be mention, open or allowlist, got %q", c.GroupPolicy)
-	case c.GroupPolicy == GroupAllowlist && len(c.GroupAllowFrom) == 0:
-		return config.Invalid(p+"groupAllowFrom", "must list chat ids when groupPolicy is allowlist")
-	case !c.DMPolicy.Valid():
-		return config.Invalid(p+"dmPolicy", "must be pairing, allowlist, open or disabled, got %q", c.DMPolicy)
 	case c.ReplyFormat != "" && c.ReplyFormat != FormatCard && c.ReplyFormat != FormatPost && c.ReplyFormat != FormatText:
 		return config.Invalid(p+"replyFormat", "must be card, post or text, got %q", c.ReplyFormat)
-	case c.MaxMediaBytes < 0:
-		return config.Invalid(p+"maxMediaBytes", "must not be negative")
-	case c.StreamEditInterval < 0 || c.StreamEditInterval > 60:
-		return config.Invalid(p+"streamEditInterval", "must be 0..60 seconds, got %g", c.StreamEditInterval)
 	}
-	if c.BaseURL != "" {
-		if u, err := url.Parse(c.BaseURL); err != nil || u.Scheme == "" || u.Host == "" {
-			return config.Invalid(p+"baseUrl", "not an absolute URL: %q", c.BaseURL)
-		}
+	if err := c.Common.Validate(channelconfig.Rules{Name: "feishu", GroupIDs: "chat ids"}); err != nil {
+		return err
 	}
-	return nil
+	return channelconfig.CheckURLs("feishu", map[string]string{"baseUrl": c.BaseURL})
 }
 
 // baseURL is the open platform address the config selects.
@@ -161,25 +126,10 @@ func (c Config) baseURL() string {
 	return FeishuURL
 }
 
-// editInterval is StreamEditInterval as a duration.
-func (c Config) editInterval() time.Duration {
-	if c.StreamEditInterval == 0 {
-		return time.Second
-	}
-	return time.Duration(c.StreamEditInterval * float64(time.Second))
-}
-
 // WebhookPath is the path webhook mode serves.
 func (c Config) WebhookPath() string {
 	if c.Webhook.Path != "" {
 		return c.Webhook.Path
 	}
 	return DefaultWebhookPath
-}
-
-func on(p *bool, def bool) bool {
-	if p == nil {
-		return def
-	}
-	return *p
 }

@@ -1,14 +1,12 @@
 package feishu_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,8 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu/feishutest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -27,7 +27,7 @@ const wait = 10 * time.Second
 
 type harness struct {
 	fake    *feishutest.Server
-	logs    *logBuffer
+	logs    *gatewaytest.Logs
 	bus     *bus.Bus
 	worker  *workertest.Worker
 	adapter *feishu.Adapter
@@ -48,43 +48,16 @@ func start(t *testing.T, cfg feishu.Config, script workertest.Script, opts ...wo
 // harness's bus and fake; it stops when stop is called or the test ends.
 func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	if h.logs == nil {
-		h.logs = &logBuffer{}
+		h.logs = &gatewaytest.Logs{}
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	gate, err := access.Open(ctx, h.bus, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Enabled, cfg.AppID, cfg.AppSecret, cfg.BaseURL = true, feishutest.AppID, feishutest.AppSecret, h.fake.URL
-	a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: h.bus, Gate: gate, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gcfg := gateway.DefaultConfig()
-	gcfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(h.bus, gcfg, log, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("gateway: %v", err)
-				}
-			case <-time.After(wait):
-				t.Error("gateway did not stop")
-			}
-		})
-	}
-	t.Cleanup(stop)
+	stop = gatewaytest.Run(t, h.bus, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		var err error
+		a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: h.bus, Gate: gate, Log: log})
+		return a, err
+	})
 	return a, stop
 }
 
@@ -92,18 +65,7 @@ func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, s
 // to the one with content last.
 func (h *harness) inboundUntil(t *testing.T, last string) []string {
 	t.Helper()
-	var got []string
-	for {
-		select {
-		case in := <-h.worker.Inbound:
-			got = append(got, in.GetContent())
-			if in.GetContent() == last {
-				return got
-			}
-		case <-time.After(wait):
-			t.Fatalf("worker never got %q (got %q)", last, got)
-		}
-	}
+	return h.worker.ContentsUntil(t, last, wait)
 }
 
 // markdown returns the markdown of an interactive card reply.
@@ -147,7 +109,7 @@ func sum(m map[string]int) int {
 }
 
 func TestDirectMessage(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"ou_ada"}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"ou_ada"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**Hi** " + in.GetContent())}
 	})
 	frame := h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_in1", "hello"))
@@ -173,9 +135,9 @@ func TestGroupPolicy(t *testing.T) {
 	}{
 		{"mention needed", feishu.Config{}, false, false},
 		{"mentioned", feishu.Config{}, true, true},
-		{"open", feishu.Config{GroupPolicy: feishu.GroupOpen}, false, true},
-		{"allowlisted chat", feishu.Config{GroupPolicy: feishu.GroupAllowlist, GroupAllowFrom: []string{"oc_g"}}, false, true},
-		{"other chat", feishu.Config{GroupPolicy: feishu.GroupAllowlist, GroupAllowFrom: []string{"oc_h"}}, true, false},
+		{"open", feishu.Config{Common: channelconfig.Common{GroupPolicy: feishu.GroupOpen}}, false, true},
+		{"allowlisted chat", feishu.Config{Common: channelconfig.Common{GroupPolicy: feishu.GroupAllowlist, GroupAllowFrom: []string{"oc_g"}}}, false, true},
+		{"other chat", feishu.Config{Common: channelconfig.Common{GroupPolicy: feishu.GroupAllowlist, GroupAllowFrom: []string{"oc_h"}}}, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,7 +165,7 @@ func TestGroupPolicy(t *testing.T) {
 }
 
 func TestMentionsOfOthersAreNamed(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_g", "group", "om_1", "@_user_1 ask @_user_2",
 		feishutest.BotMention, feishutest.Mention{Key: "@_user_2", OpenID: "ou_bob", Name: "Bob"}))
 	if got := h.inboundUntil(t, "ask @Bob"); len(got) != 1 {
@@ -212,7 +174,7 @@ func TestMentionsOfOthersAreNamed(t *testing.T) {
 }
 
 func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Fail("reply", feishutest.RateLimited(1))
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "hi"))
 	first := h.fake.Next(t, wait, "reply")
@@ -227,7 +189,7 @@ func TestRateLimitIsHonoured(t *testing.T) {
 }
 
 func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	ev := feishutest.Text("ev-same", "ou_ada", "oc_p2p", "p2p", "om_1", "once")
 	f1 := h.fake.Send(t, ev)
 	f2 := h.fake.Send(t, ev) // the platform sends an event again when unsure
@@ -248,7 +210,7 @@ func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
 		paras = append(paras, strings.Repeat("word ", 40)+strings.Repeat("x", 1+i%7))
 	}
 	answer := strings.Join(paras, "\n\n") // about 20000 characters
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
 	})
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "long please"))
@@ -274,7 +236,7 @@ func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestStrangers(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"ou_owner"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"ou_owner"}}}, workertest.Echo)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_x", "oc_g", "group", "om_1", "@_user_1 hi", feishutest.BotMention))
 	h.fake.Send(t, feishutest.Text("ev-2", "ou_x", "oc_px", "p2p", "om_2", "hi"))
 	c := h.fake.Next(t, wait, "reply", "create")
@@ -289,7 +251,7 @@ func TestStrangers(t *testing.T) {
 }
 
 func TestMalformedEventsAreDropped(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Raw(t, []byte("not a protobuf frame at all"))
 	bad := []string{
 		`not json`,
@@ -313,14 +275,14 @@ func TestMalformedEventsAreDropped(t *testing.T) {
 	}
 	// The frame, the two undecodable events and the message without ids;
 	// the unknown event type is not an error.
-	if n := h.logs.count("dropping malformed Feishu frame") + h.logs.count("dropping malformed Feishu event") +
-		h.logs.count("dropping Feishu message event without"); n != 4 {
-		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs.buf.String())
+	if n := h.logs.Count("dropping malformed Feishu frame") + h.logs.Count("dropping malformed Feishu event") +
+		h.logs.Count("dropping Feishu message event without"); n != 4 {
+		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs)
 	}
 }
 
 func TestEventSplitOverFrames(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	ev := feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", strings.Repeat("big ", 50))
 	h.fake.Send(t, ev) // warm up with the same event whole: it must be stored once
 	data := []byte(`{"schema":"2.0","header":{"event_id":"ev-2","event_type":"im.message.receive_v1"},"event":{"sender":{"sender_id":{"open_id":"ou_ada"},"sender_type":"user"},"message":{"message_id":"om_2","chat_id":"oc_p2p","chat_type":"p2p","message_type":"text","content":"{\"text\":\"in three parts\"}"}}}`)
@@ -333,7 +295,7 @@ func TestEventSplitOverFrames(t *testing.T) {
 }
 
 func TestImagesAndFilesAreStored(t *testing.T) {
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.AddResource("om_img", "img_1", []byte("\x89PNG\r\n\x1a\nfake"))
 	h.fake.AddResource("om_file", "file_1", []byte("%PDF-1.4 fake"))
 	h.fake.Send(t, feishutest.Message("ev-1", "ou_ada", "oc_p2p", "p2p", "om_img", "image", map[string]string{"image_key": "img_1"}))
@@ -386,7 +348,7 @@ func TestReplyFormats(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.format, func(t *testing.T) {
-			h := start(t, feishu.Config{AllowFrom: []string{"*"}, ReplyFormat: tt.format}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+			h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}, ReplyFormat: tt.format}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 				return []*nanofleetv1.OutboundMessage{workertest.Final("**bold** and `code`")}
 			})
 			h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "hi"))
@@ -401,7 +363,7 @@ func TestReplyFormats(t *testing.T) {
 func TestToolHints(t *testing.T) {
 	yes := true
 	release := make(chan struct{})
-	h := start(t, feishu.Config{AllowFrom: []string{"*"}, SendToolHints: &yes}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{
 			workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, "read src/main.go"),
 			workertest.Final("done"),
@@ -425,7 +387,7 @@ func TestToolHints(t *testing.T) {
 
 func TestWebhook(t *testing.T) {
 	const key = "encrypt-key-1"
-	cfg := feishu.Config{AllowFrom: []string{"*"}, Mode: feishu.ModeWebhook, EncryptKey: key, VerificationToken: "vt"}
+	cfg := feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}, Mode: feishu.ModeWebhook, EncryptKey: key, VerificationToken: "vt"}
 	h := start(t, cfg, workertest.Echo)
 	srv := httptest.NewServer(h.adapter.WebhookHandler())
 	t.Cleanup(srv.Close)
@@ -469,7 +431,7 @@ func TestWebhook(t *testing.T) {
 func TestOneConnectionPerApp(t *testing.T) {
 	h := &harness{fake: feishutest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
 	h.worker = workertest.Start(t, h.bus, workertest.Echo)
-	cfg := feishu.Config{AllowFrom: []string{"*"}}
+	cfg := feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}
 	_, stopFirst := h.gateway(t, cfg)
 	h.fake.WaitConnected(t, wait)
 	h.gateway(t, cfg)
@@ -494,7 +456,7 @@ func TestOneConnectionPerApp(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	ok := feishu.Config{Enabled: true, AppID: "cli_1", AppSecret: "s"}
+	ok := feishu.Config{Common: channelconfig.Common{Enabled: true}, AppID: "cli_1", AppSecret: "s"}
 	tests := []struct {
 		name   string
 		change func(*feishu.Config)
@@ -533,25 +495,6 @@ func toJSON(v any) string {
 	return string(data)
 }
 
-// logBuffer collects log output, safe for the gateway's goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// count is how many log lines contain s.
-func (b *logBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
-}
-
 func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	fake := feishutest.New(t)
 	b := bustest.StartJetStream(t, channels.Assets)
@@ -564,7 +507,7 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	}
 	// An app id of its own: the SDK caches tenant tokens process-wide by
 	// app id, and other tests got one for feishutest.AppID.
-	cfg := feishu.Config{Enabled: true, AppID: "cli_rejected", AppSecret: "wrong", BaseURL: fake.URL}
+	cfg := feishu.Config{Common: channelconfig.Common{Enabled: true}, AppID: "cli_rejected", AppSecret: "wrong", BaseURL: fake.URL}
 	a, err := feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate, Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -612,7 +555,7 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			// reach the delivery before the deltas reach the stream, and
 			// is then (correctly) sent whole.
 			posted := make(chan struct{})
-			h := start(t, feishu.Config{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}, script,
+			h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}}, script,
 				workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
 					select {
 					case <-posted:

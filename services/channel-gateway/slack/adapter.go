@@ -19,6 +19,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -89,7 +90,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 			DM:        cfg.DM.Policy,
 		},
 	}
-	if !on(cfg.DM.Enabled, true) {
+	if !channelconfig.On(cfg.DM.Enabled, true) {
 		a.dms.DM = access.DMDisabled
 	}
 	for _, o := range opts {
@@ -114,13 +115,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
-	limit := cfg.MaxMediaBytes
-	if limit == 0 {
-		limit = 20 << 20
-	}
-	a.media = media.NewStore(blobs, limit)
+	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.editInterval(), Limit: markup.SlackLimit}, a.log)
+		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(1200 * time.Millisecond), Limit: markup.SlackLimit}, a.log)
 		if err != nil {
 			return nil, fmt.Errorf("slack: %w", err)
 		}
@@ -311,7 +308,7 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 		return nil
 	}
 	thread := e.ThreadTS
-	if thread == "" && !dm && on(a.cfg.ReplyInThread, true) {
+	if thread == "" && !dm && channelconfig.On(a.cfg.ReplyInThread, true) {
 		thread = e.TS
 	}
 	meta := map[string]string{"ts": e.TS, "channel_type": e.ChannelType}
@@ -385,17 +382,14 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 // DeliverLive posts progress and tool hints in the thread when enabled,
 // deltas are followed by the streams themselves (see internal/editstream).
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
+		return nil
+	}
 	var text string
 	switch msg.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		if !on(a.cfg.SendProgress, a.deps.SendProgress) {
-			return nil
-		}
 		text = "_" + markup.SlackMrkdwn(msg.GetContent()) + "_"
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		if !on(a.cfg.SendToolHints, a.deps.SendToolHints) {
-			return nil
-		}
 		text = "`" + strings.ReplaceAll(msg.GetContent(), "`", "'") + "`"
 	default:
 		return nil

@@ -14,6 +14,8 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
@@ -31,30 +33,9 @@ func start(t *testing.T, cfg slack.Config, script workertest.Script, opts ...wor
 	t.Helper()
 	h := &harness{fake: slacktest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
 	h.worker = workertest.Start(t, h.bus, script, opts...)
-	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.DiscardHandler)
-	gate, err := access.Open(ctx, h.bus, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Enabled, cfg.BotToken, cfg.AppToken, cfg.APIURL = true, "xoxb-test", "xapp-test", h.fake.APIURL
-	a, err := slack.New(ctx, cfg, slack.Deps{Bus: h.bus, Gate: gate, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gcfg := gateway.DefaultConfig()
-	gcfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(h.bus, gcfg, log, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("gateway: %v", err)
-		}
+	gatewaytest.Run(t, h.bus, slog.New(slog.DiscardHandler), func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		return slack.New(ctx, cfg, slack.Deps{Bus: h.bus, Gate: gate, Log: log})
 	})
 	h.fake.WaitConnected(t, wait)
 	return h
@@ -64,18 +45,7 @@ func start(t *testing.T, cfg slack.Config, script workertest.Script, opts ...wor
 // to the one with content last, in the order the adapter published them.
 func (h *harness) inboundUntil(t *testing.T, last string) []string {
 	t.Helper()
-	var got []string
-	for {
-		select {
-		case in := <-h.worker.Inbound:
-			got = append(got, in.GetContent())
-			if in.GetContent() == last {
-				return got
-			}
-		case <-time.After(wait):
-			t.Fatalf("worker never got %q (got %q)", last, got)
-		}
-	}
+	return h.worker.ContentsUntil(t, last, wait)
 }
 
 // texts collects the texts of the next n posts; replies in different
@@ -99,7 +69,7 @@ func (h *harness) expectPost(t *testing.T, text string) slacktest.Call {
 }
 
 func TestDirectMessage(t *testing.T) {
-	h := start(t, slack.Config{AllowFrom: []string{"U1"}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"U1"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**Hi** " + in.GetContent() + " & <bye>")}
 	})
 	env := h.fake.Send(t, "Ev1", slacktest.Message("U1", "D1", "im", "100.1", "hello"))
@@ -115,7 +85,7 @@ func TestDirectMessage(t *testing.T) {
 }
 
 func TestMentionInChannelRepliesInThread(t *testing.T) {
-	h := start(t, slack.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	text := "<@" + slacktest.BotUserID + "> what time is it?"
 	// Slack sends both events for a mention.
 	h.fake.Send(t, "Ev2", slacktest.Message("U2", "C1", "channel", "200.5", text))
@@ -141,9 +111,9 @@ func TestGroupPolicy(t *testing.T) {
 		reply bool
 	}{
 		{"mention needed", slack.Config{}, false},
-		{"open", slack.Config{GroupPolicy: slack.GroupOpen}, true},
-		{"allowlisted channel", slack.Config{GroupPolicy: slack.GroupAllowlist, GroupAllowFrom: []string{"C9"}}, true},
-		{"other channel", slack.Config{GroupPolicy: slack.GroupAllowlist, GroupAllowFrom: []string{"C8"}}, false},
+		{"open", slack.Config{Common: channelconfig.Common{GroupPolicy: slack.GroupOpen}}, true},
+		{"allowlisted channel", slack.Config{Common: channelconfig.Common{GroupPolicy: slack.GroupAllowlist, GroupAllowFrom: []string{"C9"}}}, true},
+		{"other channel", slack.Config{Common: channelconfig.Common{GroupPolicy: slack.GroupAllowlist, GroupAllowFrom: []string{"C8"}}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,7 +137,7 @@ func TestGroupPolicy(t *testing.T) {
 }
 
 func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, slack.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Fail("chat.postMessage", slacktest.Failure{Status: 429, RetryAfter: 1})
 	h.fake.Send(t, "Ev1", slacktest.Message("U1", "D1", "im", "1.1", "hi"))
 	h.fake.Next(t, wait, "chat.postMessage")
@@ -179,7 +149,7 @@ func TestRateLimitIsHonoured(t *testing.T) {
 }
 
 func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, slack.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	ev := slacktest.Message("U1", "D1", "im", "1.1", "once")
 	e1 := h.fake.Send(t, "EvSame", ev)
 	e2 := h.fake.Send(t, "EvSame", ev) // Slack retries an event
@@ -196,7 +166,7 @@ func TestRepeatedEventYieldsOneReply(t *testing.T) {
 
 func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 	answer := strings.TrimSpace(strings.Repeat(strings.Repeat("word ", 40)+"\n\n", 45))[:9000]
-	h := start(t, slack.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
 	})
 	h.fake.Send(t, "Ev1", slacktest.AppMention("U1", "C1", "5.5", "<@UBOT> long please"))
@@ -216,7 +186,7 @@ func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestStrangers(t *testing.T) {
-	h := start(t, slack.Config{AllowFrom: []string{"UOWNER"}}, workertest.Echo)
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"UOWNER"}}}, workertest.Echo)
 	h.fake.Send(t, "Ev1", slacktest.AppMention("UX", "C1", "1.1", "<@UBOT> hi"))
 	h.fake.Send(t, "Ev2", slacktest.Message("UX", "DX", "im", "1.2", "hi"))
 	c := h.fake.Next(t, wait, "chat.postMessage")
@@ -230,7 +200,7 @@ func TestStrangers(t *testing.T) {
 }
 
 func TestMalformedEnvelopesAreDropped(t *testing.T) {
-	h := start(t, slack.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Raw(t, `{"type":"events_api","envelope_id":"bad1","payload":{"event":"not an object"}}`)
 	h.fake.Raw(t, `{"type":"events_api","envelope_id":"bad2","payload":{"event_id":"Ev9","event":{"type":"message"}}}`)
 	h.fake.Raw(t, `{"type":"mystery","envelope_id":"bad3"}`)
@@ -244,7 +214,7 @@ func TestMalformedEnvelopesAreDropped(t *testing.T) {
 func TestToolHintsInThread(t *testing.T) {
 	yes := true
 	release := make(chan struct{})
-	h := start(t, slack.Config{AllowFrom: []string{"*"}, SendToolHints: &yes}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{
 			workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, "read src/main.go"),
 			workertest.Final("done"),
@@ -264,7 +234,7 @@ func TestToolHintsInThread(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	ok := slack.Config{Enabled: true, BotToken: "xoxb-1", AppToken: "xapp-1"}
+	ok := slack.Config{Common: channelconfig.Common{Enabled: true}, BotToken: "xoxb-1", AppToken: "xapp-1"}
 	tests := []struct {
 		name   string
 		change func(*slack.Config)
@@ -292,7 +262,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestFilesAreStored(t *testing.T) {
-	h := start(t, slack.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	url := h.fake.AddFile("report.pdf", []byte("%PDF-1.4 fake"))
 	ev := slacktest.Message("U1", "D1", "im", "3.3", "see attached")
 	ev["subtype"] = "file_share"

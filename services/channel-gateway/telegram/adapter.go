@@ -19,9 +19,11 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/typing"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -52,7 +54,7 @@ type Adapter struct {
 	typingMax   time.Duration
 
 	parts   parts.Tracker
-	typing  typing
+	typing  *typing.Indicator
 	streams *editstream.Streams // nil unless streaming
 
 	mu    sync.Mutex
@@ -129,14 +131,10 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
-	limit := cfg.MaxMediaBytes
-	if limit == 0 {
-		limit = DefaultMaxMediaBytes
-	}
-	a.media = media.NewStore(blobs, limit)
-	a.typing.a = a
+	a.media = media.NewStore(blobs, cfg.MediaLimit(DefaultMaxMediaBytes))
+	a.typing = typing.New(deps.Bus, Channel, a.typingEvery, a.typingMax, a.log)
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.editInterval(), Limit: markup.TelegramLimit}, a.log)
+		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: markup.TelegramLimit}, a.log)
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}
@@ -169,7 +167,7 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	a.mu.Lock()
 	a.inbox, a.run = in, ctx
 	a.mu.Unlock()
-	stop, err := a.typing.watch(ctx)
+	stop, err := a.typing.Watch(ctx)
 	if err != nil {
 		return err
 	}
@@ -236,11 +234,11 @@ func (a *Adapter) botID() int64 {
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
 	if k := msg.GetKind(); k == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || k == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
-		a.typing.stop(chat)
+		a.typing.Stop(chat)
 	}
 	pieces := markup.Split(msg.GetContent(), markup.TelegramLimit)
 	replyTo := 0
-	if on(a.cfg.ReplyToMessage, true) {
+	if channelconfig.On(a.cfg.ReplyToMessage, true) {
 		replyTo = atoi(msg.GetMetadata()["message_id"])
 	}
 	start := a.parts.Sent(msg.GetId())
@@ -277,18 +275,15 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 // enabled; deltas are followed by the streams themselves (see
 // internal/editstream).
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
+		return nil
+	}
 	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
 	var html string
 	switch msg.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		if !on(a.cfg.SendProgress, a.deps.SendProgress) {
-			return nil
-		}
 		html = "<i>" + escape(truncate(msg.GetContent(), markup.TelegramLimit)) + "</i>"
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		if !on(a.cfg.SendToolHints, a.deps.SendToolHints) {
-			return nil
-		}
 		html = "<code>" + escape(truncate(msg.GetContent(), markup.TelegramLimit)) + "</code>"
 	default:
 		return nil
@@ -298,7 +293,7 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 		LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: tgbot.True()},
 	})
 	if err == nil {
-		a.typing.start(chat, thread) // the chat action ends with a message
+		a.startTyping(chat, thread) // the chat action ends with a message
 	}
 	return err
 }
@@ -350,7 +345,7 @@ type streamer struct{ a *Adapter }
 
 func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md string) (string, error) {
 	replyTo := 0
-	if on(s.a.cfg.ReplyToMessage, true) {
+	if channelconfig.On(s.a.cfg.ReplyToMessage, true) {
 		replyTo = atoi(msg.GetMetadata()["message_id"])
 	}
 	id, err := s.a.sendID(ctx, msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"]), replyTo, md)

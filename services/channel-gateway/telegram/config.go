@@ -1,46 +1,28 @@
 package telegram
 
 import (
-	"net/url"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 )
 
 // Group policies.
 const (
-	// GroupMention answers in groups only when the bot is mentioned or
-	// replied to.
-	GroupMention = "mention"
-	// GroupOpen answers every message in groups.
-	GroupOpen = "open"
+	GroupMention = channelconfig.GroupMention
+	GroupOpen    = channelconfig.GroupOpen
 )
 
-// Config is the channels.telegram section, with nanobot's keys.
+// Config is the channels.telegram section, with nanobot's keys: the common
+// ones (allowFrom lists user ids or user names; groupPolicy is "mention" or
+// "open"; streaming edits one message with editMessageText, by default at
+// most once a second, about what Telegram allows per chat) and Telegram's
+// own.
 type Config struct {
-	Enabled bool `json:"enabled"`
+	channelconfig.Common
 	// Token from @BotFather.
 	Token string `json:"token"`
-	// AllowFrom lists user ids or user names; "*" admits everyone.
-	AllowFrom []string `json:"allowFrom,omitempty"`
-	// GroupPolicy is "mention" (default) or "open".
-	GroupPolicy string `json:"groupPolicy,omitempty"`
-	// DMPolicy for unknown senders in private chats: "pairing" (default),
-	// "allowlist", "open" or "disabled".
-	DMPolicy access.DMPolicy `json:"dmPolicy,omitempty"`
-	// Streaming shows answers while they are written by editing one
-	// message (editMessageText).
-	Streaming bool `json:"streaming,omitempty"`
-	// StreamEditInterval is the least time between two edits of a
-	// streamed answer, in seconds (default 1, about what Telegram allows
-	// per chat).
-	StreamEditInterval float64 `json:"streamEditInterval,omitempty"`
-	// SendProgress and SendToolHints override the channels-wide defaults.
-	SendProgress  *bool `json:"sendProgress,omitempty"`
-	SendToolHints *bool `json:"sendToolHints,omitempty"`
 	// ReplyToMessage makes answers quote the message that asked (default
 	// true).
 	ReplyToMessage *bool `json:"replyToMessage,omitempty"`
@@ -51,9 +33,6 @@ type Config struct {
 	APIBase string `json:"apiBase,omitempty"`
 	// Webhook switches from long polling to a webhook.
 	Webhook Webhook `json:"webhook"`
-	// MaxMediaBytes bounds a downloaded attachment (default 20 MB, the Bot
-	// API's own download limit).
-	MaxMediaBytes int64 `json:"maxMediaBytes,omitempty"`
 }
 
 // Webhook configures webhook mode.
@@ -84,22 +63,12 @@ func (c Config) Validate() error {
 		return config.Invalid(p+"token", "required when the channel is enabled")
 	case !strings.Contains(c.Token, ":"):
 		return config.Invalid(p+"token", "does not look like a bot token (<id>:<secret>)")
-	case c.GroupPolicy != "" && c.GroupPolicy != GroupMention && c.GroupPolicy != GroupOpen:
-		return config.Invalid(p+"groupPolicy", "must be %q or %q, got %q", GroupMention, GroupOpen, c.GroupPolicy)
-	case !c.DMPolicy.Valid():
-		return config.Invalid(p+"dmPolicy", "must be pairing, allowlist, open or disabled, got %q", c.DMPolicy)
-	case c.MaxMediaBytes < 0:
-		return config.Invalid(p+"maxMediaBytes", "must not be negative")
-	case c.StreamEditInterval < 0 || c.StreamEditInterval > 60:
-		return config.Invalid(p+"streamEditInterval", "must be 0..60 seconds, got %g", c.StreamEditInterval)
 	}
-	for key, raw := range map[string]string{"proxy": c.Proxy, "apiBase": c.APIBase, "webhook.url": c.Webhook.URL} {
-		if raw == "" {
-			continue
-		}
-		if u, err := url.Parse(raw); err != nil || u.Scheme == "" || u.Host == "" {
-			return config.Invalid(p+key, "not an absolute URL: %q", raw)
-		}
+	if err := c.Common.Validate(channelconfig.Rules{Name: "telegram"}); err != nil {
+		return err
+	}
+	if err := channelconfig.CheckURLs("telegram", map[string]string{"proxy": c.Proxy, "apiBase": c.APIBase, "webhook.url": c.Webhook.URL}); err != nil {
+		return err
 	}
 	if c.Webhook.URL != "" && (len(c.Webhook.Secret) < 16 || len(c.Webhook.Secret) > 256 || !secretSyntax.MatchString(c.Webhook.Secret)) {
 		return config.Invalid(p+"webhook.secret", "16-256 letters, digits, '_' or '-' are required with a webhook URL")
@@ -107,19 +76,4 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// editInterval is StreamEditInterval as a duration.
-func (c Config) editInterval() time.Duration {
-	if c.StreamEditInterval == 0 {
-		return time.Second
-	}
-	return time.Duration(c.StreamEditInterval * float64(time.Second))
-}
-
 var secretSyntax = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
-func on(p *bool, def bool) bool {
-	if p == nil {
-		return def
-	}
-	return *p
-}

@@ -101,7 +101,7 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, upd *models.Upda
 	if err := in.Publish(ctx, inbound); err != nil {
 		return err
 	}
-	a.typing.start(chat, atoi(meta["thread_id"]))
+	a.startTyping(chat, atoi(meta["thread_id"]))
 	return nil
 }
 

@@ -3,7 +3,6 @@ package telegram
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -12,109 +11,30 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"time"
 
 	tgbot "github.com/go-telegram/bot"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // pollerKey is the lease key of a bot's poller; the token is hashed so
-// that it never appears in the bucket.
+// that it never appears in the bucket. It predates hold.Key and is kept so
+// that gateways of earlier releases still exclude each other from polling.
 func pollerKey(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return "telegram-poller-" + hex.EncodeToString(sum[:8])
 }
 
-// runPolling takes the bot's poller lease (waiting while another gateway
-// holds it), polls while it holds it, and starts over if it loses it.
+// runPolling polls while this gateway holds the bot's poller lease,
+// waiting while another gateway holds it (see internal/hold).
 func (a *Adapter) runPolling(ctx context.Context, in gateway.Inbox) error {
-	kv, err := a.deps.Bus.KV(ctx, bus.BucketLeases)
-	if err != nil {
-		return fmt.Errorf("telegram: %w", err)
-	}
-	st, err := kv.Status(ctx)
-	if err != nil {
-		return fmt.Errorf("telegram: lease bucket status: %w", err)
-	}
-	ttl := st.TTL()
-	if ttl <= 0 {
-		return errors.New("telegram: the lease bucket has no TTL")
-	}
-	table := lease.NewTable(kv)
-	key, owner := pollerKey(a.cfg.Token), ownerName()
-	board, err := status.Open(ctx, a.deps.Bus)
-	if err != nil {
-		return fmt.Errorf("telegram: %w", err)
-	}
-	waiting := false
-	for ctx.Err() == nil {
-		l, err := table.Acquire(ctx, key, owner)
-		if errors.Is(err, lease.ErrHeld) {
-			if !waiting {
-				holder, _ := table.Holder(ctx, key)
-				a.log.Warn("another gateway is already polling this Telegram bot; this one waits and takes over if it stops",
-					"bot", a.username(), "holder", holder, "lease", key)
-				waiting = true
-			}
-			if !sleep(ctx, ttl/2) {
-				break
-			}
-			continue
-		}
-		if err != nil {
-			a.log.Warn("telegram poller lease", "err", err)
-			if !sleep(ctx, time.Second) {
-				break
-			}
-			continue
-		}
-		waiting = false
-		a.log.Info("polling Telegram (this gateway holds the bot's poller lease)", "bot", a.username(), "owner", owner)
-		a.pollHolding(ctx, in, l, ttl, board.Holding(ctx, a.log, Channel, owner, key, "@"+a.username()))
-	}
-	return nil
-}
-
-// pollHolding polls while renewing l; it returns when ctx ends or the lease
-// is lost, reporting the end and releasing the lease.
-func (a *Adapter) pollHolding(ctx context.Context, in gateway.Inbox, l *lease.Lease, ttl time.Duration, ended func(context.Context, error)) {
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		t := time.NewTicker(ttl / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-pctx.Done():
-				return
-			case <-t.C:
-			}
-			if err := l.Renew(pctx); err != nil {
-				if pctx.Err() != nil {
-					return
-				}
-				a.log.Error("lost the Telegram poller lease; stopping polling", "err", err)
-				cancel()
-				return
-			}
-		}
-	}()
-	a.poll(pctx, in)
-	cancel()
-	<-renewed
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer rcancel()
-	ended(rctx, nil)
-	if err := l.Release(rctx); err != nil {
-		a.log.Warn("release Telegram poller lease", "err", err)
-	}
+	return hold.Run(ctx, a.deps.Bus, pollerKey(a.cfg.Token), a.log.With("bot", a.username()), func(ctx context.Context) error {
+		a.poll(ctx, in)
+		return nil
+	}, hold.WithAccount("@"+a.username()))
 }
 
 // poll long-polls getUpdates until ctx ends. An update is confirmed to
@@ -289,11 +209,6 @@ func (a *Adapter) WebhookHandler() http.Handler {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-}
-
-func ownerName() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:6])
 }
 
 // sleep waits d or until ctx ends; it reports whether ctx is still live.

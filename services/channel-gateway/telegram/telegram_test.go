@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,8 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
@@ -53,37 +54,15 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg telegra
 }
 
 // runAdapterCancel is runAdapter with a function that stops the gateway.
-func runAdapterCancel(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg telegram.Config, log *slog.Logger) (*telegram.Adapter, func()) {
+func runAdapterCancel(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg telegram.Config, log *slog.Logger) (a *telegram.Adapter, stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	gate, err := access.Open(ctx, b, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Enabled, cfg.Token, cfg.APIBase = true, token, fake.URL
-	a, err := telegram.New(ctx, cfg, telegram.Deps{Bus: b, Gate: gate, Log: log},
-		telegram.WithPollTimeout(time.Second), telegram.WithTyping(time.Second, 5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gcfg := gateway.DefaultConfig()
-	gcfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(b, gcfg, log, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("gateway: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
+	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		var err error
+		a, err = telegram.New(ctx, cfg, telegram.Deps{Bus: b, Gate: gate, Log: log},
+			telegram.WithPollTimeout(time.Second), telegram.WithTyping(time.Second, 5*time.Second))
+		return a, err
+	})
 	return a, stop
 }
 
@@ -92,18 +71,7 @@ func runAdapterCancel(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg t
 // adapter published them.
 func (h *harness) inboundUntil(t *testing.T, last string) []string {
 	t.Helper()
-	var got []string
-	for {
-		select {
-		case in := <-h.worker.Inbound:
-			got = append(got, in.GetContent())
-			if in.GetContent() == last {
-				return got
-			}
-		case <-time.After(wait):
-			t.Fatalf("worker never got %q (got %q)", last, got)
-		}
-	}
+	return h.worker.ContentsUntil(t, last, wait)
 }
 
 // texts collects the texts of the next n messages sent; replies to
@@ -133,7 +101,7 @@ func (h *harness) expectText(t *testing.T, want string) telegramtest.Call {
 
 func TestConversation(t *testing.T) {
 	release := make(chan struct{})
-	h := start(t, telegram.Config{AllowFrom: []string{"42"}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"42"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**Hi** <" + in.GetContent() + ">")}
 	}, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
 		select {
@@ -164,7 +132,7 @@ func TestConversation(t *testing.T) {
 }
 
 func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Fail("sendMessage", telegramtest.TooManyRequests(1))
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 7, FromID: 7, Text: "x"})
 	first := time.Now()
@@ -176,7 +144,7 @@ func TestRateLimitIsHonoured(t *testing.T) {
 }
 
 func TestRepeatedUpdateYieldsOneReply(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	m := telegramtest.Message{UpdateID: 7, MessageID: 70, ChatID: 1, FromID: 1, Text: "once"}
 	h.fake.Send(m)
 	h.fake.Send(m) // Telegram sends the same update again
@@ -196,7 +164,7 @@ func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 		paras = append(paras, para)
 	}
 	answer := strings.Join(paras, "\n\n")[:9000]
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
 	})
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 9, ChatID: 3, FromID: 3, Text: "essay please"})
@@ -217,7 +185,7 @@ func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 }
 
 func TestPlainTextWhenEntitiesAreRejected(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**bold** move")}
 	})
 	h.fake.Fail("sendMessage", telegramtest.CantParseEntities())
@@ -234,7 +202,7 @@ func TestPlainTextWhenEntitiesAreRejected(t *testing.T) {
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestStrangers(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"owner"}, GroupPolicy: telegram.GroupOpen}, workertest.Echo)
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"owner"}, GroupPolicy: telegram.GroupOpen}}, workertest.Echo)
 	// In a group: nothing, not even a pairing code.
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: -100, ChatType: "supergroup", FromID: 66, Text: "hi bot"})
 	// In a DM: a pairing code.
@@ -263,7 +231,7 @@ func TestStrangers(t *testing.T) {
 }
 
 func TestOwnerApprovesByCommand(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"@boss"}}, workertest.Echo)
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"@boss"}}}, workertest.Echo)
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 66, FromID: 66, Text: "let me in"})
 	code := codeRE.FindString(h.nextSend(t).Fields["text"])
 	h.fake.Send(telegramtest.Message{UpdateID: 2, MessageID: 2, ChatID: 10, FromID: 10, Username: "boss", Text: "/pairing approve " + code})
@@ -287,7 +255,7 @@ func TestGroupPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.policy+"/"+tt.text, func(t *testing.T) {
-			h := start(t, telegram.Config{AllowFrom: []string{"*"}, GroupPolicy: tt.policy}, workertest.Echo)
+			h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, GroupPolicy: tt.policy}}, workertest.Echo)
 			h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: -5, ChatType: "group", FromID: 9, Text: tt.text})
 			h.fake.Send(telegramtest.Message{UpdateID: 2, MessageID: 2, ChatID: 9, FromID: 9, Text: "sentinel"})
 			published, replies := 1, 1
@@ -306,7 +274,7 @@ func TestGroupPolicy(t *testing.T) {
 }
 
 func TestMalformedUpdatesAreDropped(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Push(1, `{"update_id": 1, "message": "not an object"}`)
 	h.fake.Push(2, `{"update_id": 2, "message": {"message_id": 1, "chat": {"id": 0}}}`)
 	h.fake.Push(3, `{"no_update_id": true}`)
@@ -318,7 +286,7 @@ func TestMalformedUpdatesAreDropped(t *testing.T) {
 func TestProgressAndToolHints(t *testing.T) {
 	yes := true
 	release := make(chan struct{})
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}, SendToolHints: &yes, SendProgress: &yes}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes, SendProgress: &yes}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{
 			workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, "$ ls -la"),
 			workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, "do"),
@@ -337,7 +305,7 @@ func TestProgressAndToolHints(t *testing.T) {
 }
 
 func TestMediaIsStored(t *testing.T) {
-	h := start(t, telegram.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	img := bytes.Repeat([]byte{0xff, 0xd8, 0xff}, 100)
 	h.fake.AddFile("PHOTO1", "photos/file_1.jpg", img)
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 8, FromID: 8, Extra: map[string]any{
@@ -359,56 +327,21 @@ func TestMediaIsStored(t *testing.T) {
 	}
 }
 
-// logSink collects log lines.
-type logSink struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	event chan struct{}
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case s.event <- struct{}{}:
-	default:
-	}
-	return s.buf.Write(p)
-}
-
-func (s *logSink) waitFor(t *testing.T, substr string) {
-	t.Helper()
-	deadline := time.After(wait)
-	for {
-		s.mu.Lock()
-		found := strings.Contains(s.buf.String(), substr)
-		s.mu.Unlock()
-		if found {
-			return
-		}
-		select {
-		case <-s.event:
-		case <-deadline:
-			t.Fatalf("log never said %q", substr)
-		}
-	}
-}
-
 func TestOnePollerPerBotToken(t *testing.T) {
 	fake := telegramtest.New(t, token)
 	b := bustest.StartJetStream(t, channels.Assets)
 	workertest.Start(t, b, workertest.Echo)
-	first := &logSink{event: make(chan struct{}, 1)}
-	second := &logSink{event: make(chan struct{}, 1)}
-	_, stopFirst := runAdapterCancel(t, b, fake, telegram.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	first.waitFor(t, "holds the bot's poller lease")
-	runAdapter(t, b, fake, telegram.Config{AllowFrom: []string{"*"}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	second.waitFor(t, "another gateway is already polling this Telegram bot")
+	first := &gatewaytest.Logs{}
+	second := &gatewaytest.Logs{}
+	_, stopFirst := runAdapterCancel(t, b, fake, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	first.WaitFor(t, "this gateway holds the account's connection lease", wait)
+	runAdapter(t, b, fake, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	second.WaitFor(t, "another gateway holds this account's connection", wait)
 
 	fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 2, FromID: 2, Text: "one"})
 	fake.Next(t, wait, "sendMessage")
 	stopFirst()
-	second.waitFor(t, "holds the bot's poller lease")
+	second.WaitFor(t, "this gateway holds the account's connection lease", wait)
 	fake.Send(telegramtest.Message{UpdateID: 2, MessageID: 2, ChatID: 2, FromID: 2, Text: "two"})
 	// Stopping the first gateway may cut its delivery of "echo: one" after
 	// Telegram got it but before the ack: delivery is at least once, and the
@@ -428,7 +361,7 @@ func TestWebhook(t *testing.T) {
 	b := bustest.StartJetStream(t, channels.Assets)
 	w := workertest.Start(t, b, workertest.Echo)
 	const secret = "s3cret-s3cret-s3cret"
-	a := runAdapter(t, b, fake, telegram.Config{AllowFrom: []string{"*"}, Webhook: telegram.Webhook{URL: "https://bot.example.com/tg/hook", Secret: secret}}, slog.New(slog.DiscardHandler))
+	a := runAdapter(t, b, fake, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}, Webhook: telegram.Webhook{URL: "https://bot.example.com/tg/hook", Secret: secret}}, slog.New(slog.DiscardHandler))
 	path, ok := a.Webhook()
 	if !ok || path != "/tg/hook" {
 		t.Fatalf("Webhook() = %q, %v", path, ok)

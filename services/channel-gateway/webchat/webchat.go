@@ -26,6 +26,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -86,8 +87,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Server, error) {
 	mac := hmac.New(sha256.New, []byte(s.token))
 	mac.Write([]byte("nanofleet web session"))
 	s.cookie = hex.EncodeToString(mac.Sum(nil))
-	s.show.progress = on(cfg.SendProgress, deps.SendProgress)
-	s.show.hints = on(cfg.SendToolHints, deps.SendToolHints)
+	s.show.progress = channelconfig.On(cfg.SendProgress, deps.SendProgress)
+	s.show.hints = channelconfig.On(cfg.SendToolHints, deps.SendToolHints)
 	var err error
 	s.convs, err = deps.Bus.KV(ctx, bucketConversations)
 	if err != nil {
@@ -331,11 +332,4 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-func on(p *bool, def bool) bool {
-	if p == nil {
-		return def
-	}
-	return *p
 }

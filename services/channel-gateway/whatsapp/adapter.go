@@ -112,11 +112,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
-	limit := cfg.MaxMediaBytes
-	if limit == 0 {
-		limit = 20 << 20
-	}
-	a.media = media.NewStore(blobs, limit)
+	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
 	if a.board, err = status.Open(ctx, deps.Bus); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
@@ -524,13 +520,7 @@ func (a *Adapter) deliverLive(ctx context.Context, c Conn, msg *nanofleetv1.Outb
 	if err != nil {
 		return nil
 	}
-	send := false
-	switch msg.GetKind() {
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		send = on(a.cfg.SendProgress, a.deps.SendProgress)
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		send = on(a.cfg.SendToolHints, a.deps.SendToolHints)
-	}
+	send := a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints)
 	if send && strings.TrimSpace(msg.GetContent()) != "" {
 		if err := c.Send(ctx, chat, &waE2E.Message{Conversation: proto.String(markup.WhatsApp(msg.GetContent()))}); err != nil {
 			return err

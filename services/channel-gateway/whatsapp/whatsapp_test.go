@@ -23,6 +23,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp"
@@ -137,7 +138,7 @@ func (h *harness) texts(t *testing.T, n int) map[string]int {
 }
 
 func TestDirectMessage(t *testing.T) {
-	h := start(t, whatsapp.Config{AllowFrom: []string{"15550001"}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"15550001"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("## Hi\n\n**hello** ~~old~~ `" + in.GetContent() + "`")}
 	})
 	h.fake.Emit(whatsapptest.DM("3EB0A1", "15550001", " hello "))
@@ -167,7 +168,7 @@ func TestDirectMessage(t *testing.T) {
 }
 
 func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Emit(whatsapptest.DM("3EB0SAME", "15550001", "once"))
 	h.fake.Emit(whatsapptest.DM("3EB0SAME", "15550001", "once")) // redelivered
 	h.fake.Emit(whatsapptest.DM("3EB0NEXT", "15550001", "sentinel"))
@@ -180,7 +181,7 @@ func TestRepeatedEventYieldsOneReply(t *testing.T) {
 }
 
 func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.FailSends(whatsmeow.ErrIQRateOverLimit)
 	at := time.Now()
 	h.fake.Emit(whatsapptest.DM("3EB0R", "15550001", "slow down"))
@@ -197,7 +198,7 @@ func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
 		paras = append(paras, strings.Repeat("word ", 40)+strings.Repeat("x", 1+i%5))
 	}
 	answer := strings.Join(paras, "\n\n") // about 8100 characters
-	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
 	})
 	h.fake.Emit(whatsapptest.DM("3EB0L", "15550001", "long please"))
@@ -223,10 +224,10 @@ func TestGroupPolicy(t *testing.T) {
 	}{
 		{"mention needed", whatsapp.Config{}, false, false},
 		{"mentioned", whatsapp.Config{}, true, true},
-		{"open", whatsapp.Config{GroupPolicy: whatsapp.GroupOpen}, false, true},
-		{"allowlisted group", whatsapp.Config{GroupPolicy: whatsapp.GroupAllowlist, GroupAllowFrom: []string{"1203630001@g.us"}}, false, true},
-		{"other group", whatsapp.Config{GroupPolicy: whatsapp.GroupAllowlist, GroupAllowFrom: []string{"999@g.us"}}, true, false},
-		{"disabled", whatsapp.Config{GroupPolicy: whatsapp.GroupDisabled}, true, false},
+		{"open", whatsapp.Config{Common: channelconfig.Common{GroupPolicy: whatsapp.GroupOpen}}, false, true},
+		{"allowlisted group", whatsapp.Config{Common: channelconfig.Common{GroupPolicy: whatsapp.GroupAllowlist, GroupAllowFrom: []string{"1203630001@g.us"}}}, false, true},
+		{"other group", whatsapp.Config{Common: channelconfig.Common{GroupPolicy: whatsapp.GroupAllowlist, GroupAllowFrom: []string{"999@g.us"}}}, true, false},
+		{"disabled", whatsapp.Config{Common: channelconfig.Common{GroupPolicy: whatsapp.GroupDisabled}}, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -262,7 +263,7 @@ func TestGroupPolicy(t *testing.T) {
 }
 
 func TestReplyToTheAccountCountsAsMention(t *testing.T) {
-	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	group, from := types.NewJID("1203630001", types.GroupServer), types.NewJID("15550001", types.DefaultUserServer)
 	h.fake.Emit(whatsapptest.Message("3EB0Q", group, from, &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{
 		Text: proto.String("and why?"),
@@ -280,7 +281,7 @@ func TestReplyToTheAccountCountsAsMention(t *testing.T) {
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestStrangers(t *testing.T) {
-	h := start(t, whatsapp.Config{AllowFrom: []string{"15550999"}, GroupPolicy: whatsapp.GroupOpen}, workertest.Echo)
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"15550999"}, GroupPolicy: whatsapp.GroupOpen}}, workertest.Echo)
 	h.fake.Emit(whatsapptest.Group("3EB0G", "1203630001", "15550001", "hi", true))
 	h.fake.Emit(whatsapptest.DM("3EB0D", "15550001", "hi"))
 	s := h.fake.Next(t, wait)
@@ -294,7 +295,7 @@ func TestStrangers(t *testing.T) {
 }
 
 func TestMalformedEventIsDropped(t *testing.T) {
-	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	noBody := whatsapptest.DM("3EB0X", "15550001", "x")
 	noBody.Message = nil
 	noID := whatsapptest.DM("", "15550001", "x")
@@ -310,7 +311,7 @@ func TestMalformedEventIsDropped(t *testing.T) {
 }
 
 func TestMediaGoesToTheObjectStore(t *testing.T) {
-	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.File("/v/photo", []byte("jpeg bytes"))
 	h.fake.File("/v/voice", []byte("ogg bytes"))
 	from := types.NewJID("15550001", types.DefaultUserServer)
@@ -355,7 +356,7 @@ func TestAttachmentsAreSent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
+	h.gateway(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.Scan(t, wait)
 	h.fake.Emit(whatsapptest.DM("3EB0M", "15550001", "send the files"))
 	if s := h.fake.Next(t, wait); s.Text() != "here you are: send the files" {
@@ -390,7 +391,7 @@ func TestLinkingIsReportedAndStoredInTheFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
+	stop := h.gateway(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	next := func(want status.State) status.Record {
 		t.Helper()
 		for {
@@ -416,7 +417,7 @@ func TestLinkingIsReportedAndStoredInTheFleet(t *testing.T) {
 	// QR code.
 	stop()
 	next(status.Stopped)
-	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
+	h.gateway(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.Emit(whatsapptest.DM("3EB0A", "15550001", "remember me?"))
 	if s := h.fake.Next(t, wait); s.Text() != "echo: remember me?" || s.Conn != 2 {
 		t.Errorf("after restart: %q from connection %d", s.Text(), s.Conn)
@@ -424,7 +425,7 @@ func TestLinkingIsReportedAndStoredInTheFleet(t *testing.T) {
 }
 
 func TestLoggedOutDeviceIsLinkedAgain(t *testing.T) {
-	h := start(t, whatsapp.Config{AllowFrom: []string{"*"}}, workertest.Echo)
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	board, err := status.Open(t.Context(), h.bus)
 	if err != nil {
 		t.Fatal(err)
@@ -445,9 +446,9 @@ func TestLoggedOutDeviceIsLinkedAgain(t *testing.T) {
 
 func TestTakeoverLosesNothingAndAnswersOnce(t *testing.T) {
 	h := newHarness(t, workertest.Echo)
-	_, killA, _ := h.gatewayOn(t, h.srv.Connect(t, "", channels.Assets), whatsapp.Config{AllowFrom: []string{"*"}})
+	_, killA, _ := h.gatewayOn(t, h.srv.Connect(t, "", channels.Assets), whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.Scan(t, wait)
-	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
+	h.gateway(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.Emit(whatsapptest.DM("3EB0-1", "15550001", "before"))
 	if s := h.fake.Next(t, wait); s.Text() != "echo: before" || s.Conn != 1 {
 		t.Fatalf("before the takeover: %q from connection %d", s.Text(), s.Conn)
@@ -489,11 +490,11 @@ func TestTakeoverLosesNothingAndAnswersOnce(t *testing.T) {
 
 func TestDeliveryFromAGatewayWithoutTheConnection(t *testing.T) {
 	h := newHarness(t, workertest.Echo)
-	h.gateway(t, whatsapp.Config{AllowFrom: []string{"*"}})
+	h.gateway(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.Scan(t, wait)
 	// The second gateway waits for the lease; what it delivers goes
 	// through the holder.
-	_, _, standby := h.gatewayOn(t, h.bus, whatsapp.Config{AllowFrom: []string{"*"}})
+	_, _, standby := h.gatewayOn(t, h.bus, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	bustest.Eventually(t, wait, func() error {
 		if !strings.Contains(h.logs.String(), "waiting to take over") {
 			return errors.New("the second gateway is not waiting for the lease yet")
@@ -555,14 +556,14 @@ func TestConfigValidation(t *testing.T) {
 		cfg  whatsapp.Config
 		want string
 	}{
-		{whatsapp.Config{Enabled: true}, ""},
-		{whatsapp.Config{Enabled: true, Account: "a.b"}, "channels.whatsapp.account"},
-		{whatsapp.Config{Enabled: true, Account: "lid"}, "channels.whatsapp.account"},
-		{whatsapp.Config{Enabled: true, GroupPolicy: "all"}, "channels.whatsapp.groupPolicy"},
-		{whatsapp.Config{Enabled: true, GroupPolicy: whatsapp.GroupAllowlist}, "channels.whatsapp.groupAllowFrom"},
-		{whatsapp.Config{Enabled: true, DMPolicy: "maybe"}, "channels.whatsapp.dmPolicy"},
-		{whatsapp.Config{Enabled: true, MaxMediaBytes: -1}, "channels.whatsapp.maxMediaBytes"},
-		{whatsapp.Config{Enabled: false, GroupPolicy: "all"}, ""},
+		{whatsapp.Config{Common: channelconfig.Common{Enabled: true}}, ""},
+		{whatsapp.Config{Common: channelconfig.Common{Enabled: true}, Account: "a.b"}, "channels.whatsapp.account"},
+		{whatsapp.Config{Common: channelconfig.Common{Enabled: true}, Account: "lid"}, "channels.whatsapp.account"},
+		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, GroupPolicy: "all"}}, "channels.whatsapp.groupPolicy"},
+		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, GroupPolicy: whatsapp.GroupAllowlist}}, "channels.whatsapp.groupAllowFrom"},
+		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, DMPolicy: "maybe"}}, "channels.whatsapp.dmPolicy"},
+		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, MaxMediaBytes: -1}}, "channels.whatsapp.maxMediaBytes"},
+		{whatsapp.Config{Common: channelconfig.Common{Enabled: false, GroupPolicy: "all"}}, ""},
 	}
 	for _, tt := range tests {
 		err := tt.cfg.Validate()

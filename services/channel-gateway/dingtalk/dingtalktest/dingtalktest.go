@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/fakeplatform"
 )
 
 // Credentials the fake accepts.
@@ -83,26 +85,23 @@ type Server struct {
 	URL string
 
 	srv   *httptest.Server
-	calls chan Call
+	calls *fakeplatform.Calls[Call]
 	acks  chan Ack
 
-	mu        sync.Mutex
-	conn      *websocket.Conn
-	connected chan struct{}
-	conns     int
-	opened    chan struct{} // closed and replaced at each new connection
-	fail      map[string][]Failure
-	frames    int
-	sessions  map[string]time.Time
-	files     map[string][]byte
+	mu       sync.Mutex
+	link     fakeplatform.Link
+	fail     fakeplatform.Script[Failure]
+	frames   int
+	sessions map[string]time.Time
+	files    map[string][]byte
 }
 
 // New starts a fake, stopped at the end of the test.
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
-		calls: make(chan Call, 1000), acks: make(chan Ack, 1000), connected: make(chan struct{}), opened: make(chan struct{}),
-		fail: map[string][]Failure{}, sessions: map[string]time.Time{}, files: map[string][]byte{},
+		calls: fakeplatform.NewCalls("dingtalktest", func(c Call) string { return c.Kind }), acks: make(chan Ack, 1000),
+		sessions: map[string]time.Time{}, files: map[string][]byte{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1.0/gateway/connections/open", s.serveOpen)
@@ -116,22 +115,14 @@ func New(t testing.TB) *Server {
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
-		s.mu.Lock()
-		if s.conn != nil {
-			_ = s.conn.CloseNow()
-		}
-		s.mu.Unlock()
+		s.link.Close()
 		s.srv.Close()
 	})
 	return s
 }
 
 // Fail makes the next calls of kind fail as given, in order.
-func (s *Server) Fail(kind string, f ...Failure) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fail[kind] = append(s.fail[kind], f...)
-}
+func (s *Server) Fail(kind string, f ...Failure) { s.fail.Add(kind, f...) }
 
 // AddFile makes a file downloadable by its download code.
 func (s *Server) AddFile(code string, data []byte) {
@@ -143,59 +134,24 @@ func (s *Server) AddFile(code string, data []byte) {
 // Next waits for the next call of one of kinds, skipping others.
 func (s *Server) Next(t testing.TB, timeout time.Duration, kinds ...string) Call {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case c := <-s.calls:
-			for _, k := range kinds {
-				if c.Kind == k {
-					return c
-				}
-			}
-		case <-deadline:
-			t.Fatalf("dingtalktest: no %v call within %s", kinds, timeout)
-			return Call{}
-		}
-	}
+	return s.calls.Next(t, timeout, kinds...)
 }
 
 // WaitConnected waits until a stream connection is open.
 func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
 	t.Helper()
-	s.mu.Lock()
-	ch := s.connected
-	s.mu.Unlock()
-	select {
-	case <-ch:
-	case <-time.After(timeout):
-		t.Fatal("dingtalktest: no stream connection")
-	}
+	s.link.WaitConnected(t, timeout)
 }
 
 // WaitConnections waits until n stream connections were opened in all.
 func (s *Server) WaitConnections(t testing.TB, n int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		s.mu.Lock()
-		got, ch := s.conns, s.opened
-		s.mu.Unlock()
-		if got >= n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("dingtalktest: %d stream connections within %s, want %d", got, timeout, n)
-		}
-	}
+	s.link.WaitConnections(t, n, timeout)
 }
 
 // Connections is how many stream connections were opened so far.
 func (s *Server) Connections() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conns
+	return s.link.Count()
 }
 
 // Message is a robot message.
@@ -275,9 +231,7 @@ func (s *Server) Frame(t testing.TB, typ, topic, data string) string {
 func (s *Server) Raw(t testing.TB, data []byte) {
 	t.Helper()
 	s.WaitConnected(t, 10*time.Second)
-	s.mu.Lock()
-	c := s.conn
-	s.mu.Unlock()
+	c := s.link.Conn()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Write(ctx, websocket.MessageText, data); err != nil {
@@ -332,24 +286,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.mu.Lock()
-	if s.conn != nil {
-		_ = s.conn.CloseNow()
-	}
-	s.conn = c
-	s.conns++
-	close(s.connected)
-	close(s.opened)
-	s.opened = make(chan struct{})
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.conn == c {
-			s.conn = nil
-			s.connected = make(chan struct{})
-		}
-		s.mu.Unlock()
-	}()
+	defer s.link.Open(c)()
 	for {
 		_, data, err := c.Read(r.Context())
 		if err != nil {
@@ -369,24 +306,12 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	var req struct{ AppKey, AppSecret string }
 	_ = json.NewDecoder(r.Body).Decode(&req)
-	s.calls <- Call{Kind: "token"}
+	s.calls.Add(Call{Kind: "token"})
 	if req.AppKey != ClientID || req.AppSecret != ClientSecret {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidClientIdOrSecret", "message": "bad app key or secret"})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"accessToken": token, "expireIn": 7200})
-}
-
-// failure pops the next scripted failure of kind.
-func (s *Server) failure(kind string) *Failure {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if fs := s.fail[kind]; len(fs) > 0 {
-		f := fs[0]
-		s.fail[kind] = fs[1:]
-		return &f
-	}
-	return nil
 }
 
 func (f *Failure) write(w http.ResponseWriter) {
@@ -415,8 +340,8 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter", "message": err.Error()})
 			return
 		}
-		s.calls <- c
-		if f := s.failure(kind); f != nil {
+		s.calls.Add(c)
+		if f := s.fail.Take(kind); f != nil {
 			f.write(w)
 			return
 		}
@@ -453,8 +378,8 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	expires, ok := s.sessions[session]
 	s.mu.Unlock()
 	c.Expired = !ok || time.Now().After(expires)
-	s.calls <- c
-	if f := s.failure("webhook"); f != nil {
+	s.calls.Add(c)
+	if f := s.fail.Take("webhook"); f != nil {
 		f.write(w)
 		return
 	}

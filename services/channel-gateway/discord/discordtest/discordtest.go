@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/fakeplatform"
 )
 
 // Gateway opcodes.
@@ -96,7 +98,7 @@ type Server struct {
 	Disallowed int
 
 	srv   *httptest.Server
-	calls chan Call
+	calls *fakeplatform.Calls[Call]
 
 	mu         sync.Mutex
 	conns      map[*conn]bool
@@ -143,7 +145,7 @@ func New(t testing.TB, token string) *Server {
 	t.Helper()
 	s := &Server{
 		Token: token, BotID: "900000000000000001", BotName: "nanobot",
-		calls: make(chan Call, 1000), conns: map[*conn]bool{}, sessions: map[string]*session{},
+		calls: fakeplatform.NewCalls("discordtest", func(c Call) string { return c.Route }), conns: map[*conn]bool{}, sessions: map[string]*session{},
 		fail: map[string][]Failure{}, files: map[string][]byte{}, texts: map[string]string{}, nonces: map[string]string{},
 		nextID: 1100000000000000000,
 	}
@@ -157,25 +159,12 @@ func New(t testing.TB, token string) *Server {
 }
 
 // Calls receives every REST call except the gateway and user look-ups.
-func (s *Server) Calls() <-chan Call { return s.calls }
+func (s *Server) Calls() <-chan Call { return s.calls.Chan() }
 
 // Next waits for the next call of one of routes, skipping others.
 func (s *Server) Next(t testing.TB, timeout time.Duration, routes ...string) Call {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case c := <-s.calls:
-			for _, r := range routes {
-				if c.Route == r {
-					return c
-				}
-			}
-		case <-deadline:
-			t.Fatalf("discordtest: no %v call within %s", routes, timeout)
-			return Call{}
-		}
-	}
+	return s.calls.Next(t, timeout, routes...)
 }
 
 // Fail makes the next calls of route answer as given, in order.
@@ -410,7 +399,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := readBody(r, &call); err != nil {
 		call.Status = http.StatusBadRequest
-		s.calls <- call
+		s.calls.Add(call)
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body: " + err.Error(), "code": 50035})
 		return
 	}
@@ -422,7 +411,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if f != nil {
 		call.Status = f.Status
-		s.calls <- call
+		s.calls.Add(call)
 		writeFailure(w, *f)
 		return
 	}
@@ -430,7 +419,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch call.Route {
 	case "POST /channels/{id}/typing":
 		call.Status = http.StatusNoContent
-		s.calls <- call
+		s.calls.Add(call)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	case "DELETE /channels/{id}/messages/{id}":
@@ -443,7 +432,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			call.Status = http.StatusNotFound
 		}
-		s.calls <- call
+		s.calls.Add(call)
 		if !ok {
 			writeJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Message", "code": 10008})
 			return
@@ -454,7 +443,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	content := call.Content()
 	if len([]rune(content)) > 2000 {
 		call.Status = http.StatusBadRequest
-		s.calls <- call
+		s.calls.Add(call)
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035,
 			"errors": map[string]any{"content": map[string]any{"_errors": []any{map[string]any{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}}}}})
 		return
@@ -478,14 +467,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	} else if _, ok := s.texts[id]; !ok {
 		s.mu.Unlock()
 		call.Status = http.StatusNotFound
-		s.calls <- call
+		s.calls.Add(call)
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Message", "code": 10008})
 		return
 	}
 	s.texts[id] = content
 	s.mu.Unlock()
 	call.Status = http.StatusOK
-	s.calls <- call
+	s.calls.Add(call)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": id, "channel_id": call.ChannelID, "content": content, "type": 0,
 		"author": s.user(), "mentions": []any{}, "attachments": []any{}, "embeds": []any{}, "mention_roles": []any{},

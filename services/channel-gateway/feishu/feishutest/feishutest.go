@@ -31,6 +31,8 @@ import (
 
 	"github.com/coder/websocket"
 	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
+
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/fakeplatform"
 )
 
 // Credentials the fake accepts: any app id starting with cli_, with
@@ -100,15 +102,12 @@ type Server struct {
 	URL string
 
 	srv   *httptest.Server
-	calls chan Call
+	calls *fakeplatform.Calls[Call]
 	acks  chan Ack
 
 	mu        sync.Mutex
-	conn      *websocket.Conn
-	connected chan struct{}
-	conns     int
-	opened    chan struct{} // closed and replaced at each new connection
-	fail      map[string][]Failure
+	link      fakeplatform.Link
+	fail      fakeplatform.Script[Failure]
 	seen      map[string]bool
 	msgs      int
 	frames    uint64
@@ -126,8 +125,8 @@ type Ack struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
-		calls: make(chan Call, 1000), acks: make(chan Ack, 1000), connected: make(chan struct{}), opened: make(chan struct{}),
-		fail: map[string][]Failure{}, seen: map[string]bool{}, resources: map[string][]byte{}, contents: map[string]string{},
+		calls: fakeplatform.NewCalls("feishutest", func(c Call) string { return c.Kind }), acks: make(chan Ack, 1000),
+		seen: map[string]bool{}, resources: map[string][]byte{}, contents: map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /callback/ws/endpoint", s.serveEndpoint)
@@ -141,22 +140,14 @@ func New(t testing.TB) *Server {
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
-		s.mu.Lock()
-		if s.conn != nil {
-			_ = s.conn.CloseNow()
-		}
-		s.mu.Unlock()
+		s.link.Close()
 		s.srv.Close()
 	})
 	return s
 }
 
 // Fail makes the next calls of kind fail as given, in order.
-func (s *Server) Fail(kind string, f ...Failure) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fail[kind] = append(s.fail[kind], f...)
-}
+func (s *Server) Fail(kind string, f ...Failure) { s.fail.Add(kind, f...) }
 
 // AddResource makes a message's image or file downloadable.
 func (s *Server) AddResource(messageID, key string, data []byte) {
@@ -168,77 +159,30 @@ func (s *Server) AddResource(messageID, key string, data []byte) {
 // Next waits for the next call of one of kinds, skipping others.
 func (s *Server) Next(t testing.TB, timeout time.Duration, kinds ...string) Call {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case c := <-s.calls:
-			for _, k := range kinds {
-				if c.Kind == k {
-					return c
-				}
-			}
-		case <-deadline:
-			t.Fatalf("feishutest: no %v call within %s", kinds, timeout)
-			return Call{}
-		}
-	}
+	return s.calls.Next(t, timeout, kinds...)
 }
 
 // None reports an error for every call of one of kinds during d.
 func (s *Server) None(t testing.TB, d time.Duration, kinds ...string) {
 	t.Helper()
-	deadline := time.After(d)
-	for {
-		select {
-		case c := <-s.calls:
-			for _, k := range kinds {
-				if c.Kind == k {
-					t.Errorf("feishutest: unexpected %s call: %+v", c.Kind, c)
-				}
-			}
-		case <-deadline:
-			return
-		}
-	}
+	s.calls.None(t, d, kinds...)
 }
 
 // WaitConnected waits until a long connection is open.
 func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
 	t.Helper()
-	s.mu.Lock()
-	ch := s.connected
-	s.mu.Unlock()
-	select {
-	case <-ch:
-	case <-time.After(timeout):
-		t.Fatal("feishutest: no long connection")
-	}
+	s.link.WaitConnected(t, timeout)
 }
 
 // WaitConnections waits until n long connections were opened in all.
 func (s *Server) WaitConnections(t testing.TB, n int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		s.mu.Lock()
-		got, ch := s.conns, s.opened
-		s.mu.Unlock()
-		if got >= n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("feishutest: %d long connections within %s, want %d", got, timeout, n)
-		}
-	}
+	s.link.WaitConnections(t, n, timeout)
 }
 
 // Connections is how many long connections were opened so far.
 func (s *Server) Connections() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conns
+	return s.link.Count()
 }
 
 // Send sends an event (the whole schema 2.0 JSON object) as one data
@@ -287,9 +231,7 @@ func (s *Server) SendPayload(t testing.TB, payload []byte, parts int) string {
 func (s *Server) Raw(t testing.TB, data []byte) {
 	t.Helper()
 	s.WaitConnected(t, 10*time.Second)
-	s.mu.Lock()
-	c := s.conn
-	s.mu.Unlock()
+	c := s.link.Conn()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Write(ctx, websocket.MessageBinary, data); err != nil {
@@ -447,7 +389,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		AppSecret string `json:"app_secret"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&req)
-	s.calls <- Call{Kind: "token"}
+	s.calls.Add(Call{Kind: "token"})
 	if !strings.HasPrefix(req.AppID, "cli_") || req.AppSecret != AppSecret {
 		writeJSON(w, http.StatusOK, map[string]any{"code": 10014, "msg": "app secret invalid"})
 		return
@@ -473,10 +415,7 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			}
 		}
 		s.mu.Lock()
-		var f *Failure
-		if fs := s.fail[kind]; len(fs) > 0 {
-			f, s.fail[kind] = &fs[0], fs[1:]
-		}
+		f := s.fail.Take(kind)
 		uuid := c.Str("uuid")
 		if f == nil && uuid != "" {
 			c.Duplicate = s.seen[uuid]
@@ -490,7 +429,7 @@ func (s *Server) api(kind string) http.HandlerFunc {
 		if kind == "create" || kind == "reply" {
 			c.ID = id
 		}
-		s.calls <- c
+		s.calls.Add(c)
 		if f != nil {
 			if f.Reset > 0 {
 				w.Header().Set("x-ogw-ratelimit-reset", strconv.Itoa(f.Reset))
@@ -554,24 +493,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(16 << 20)
-	s.mu.Lock()
-	if s.conn != nil {
-		_ = s.conn.CloseNow() // the platform keeps one connection per client here
-	}
-	s.conn = c
-	s.conns++
-	close(s.connected)
-	close(s.opened)
-	s.opened = make(chan struct{})
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.conn == c {
-			s.conn = nil
-			s.connected = make(chan struct{})
-		}
-		s.mu.Unlock()
-	}()
+	defer s.link.Open(c)() // the platform keeps one connection per client here
 	ctx := r.Context()
 	for {
 		kind, data, err := c.Read(ctx)

@@ -35,6 +35,17 @@ type Fatal struct{ Err error }
 func (e *Fatal) Error() string { return e.Err.Error() }
 func (e *Fatal) Unwrap() error { return e.Err }
 
+// Option tunes [Run].
+type Option func(*options)
+
+type options struct {
+	account string
+}
+
+// WithAccount names the account the connection runs as (e.g. a bot's
+// @name) on the status board.
+func WithAccount(name string) Option { return func(o *options) { o.account = name } }
+
 // Run calls work while holding the lease key in the fleet's lease bucket,
 // cancelling work's context when the lease is lost; it waits while another
 // gateway holds the lease, and starts over when work returns before ctx
@@ -45,7 +56,11 @@ func (e *Fatal) Unwrap() error { return e.Err }
 // It reports the channel's state (the part of key before the first '-')
 // on the status board: connected when it takes the lease, failed with the reason
 // when work fails, stopped when it lets the lease go.
-func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work func(context.Context) error) error {
+func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work func(context.Context) error, opts ...Option) error {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	kv, err := b.KV(ctx, bus.BucketLeases)
 	if err != nil {
 		return fmt.Errorf("hold: %w", err)
@@ -87,7 +102,7 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 		}
 		waiting = false
 		log.Info("this gateway holds the account's connection lease", "lease", key, "owner", owner)
-		ended := board.Holding(ctx, log, channel, owner, key, "")
+		ended := board.Holding(ctx, log, channel, owner, key, o.account)
 		start := time.Now()
 		err = holding(ctx, l, ttl, log, work, ended)
 		if err != nil && ctx.Err() == nil {

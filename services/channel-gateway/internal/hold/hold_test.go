@@ -126,3 +126,34 @@ func TestWorkErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestStatusNamesTheAccount(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	key := hold.Key("test", "token-1")
+	held := make(chan struct{})
+	done := make(chan error, 1)
+	ctx, stop := context.WithCancel(t.Context())
+	go func() {
+		done <- hold.Run(ctx, b, key, log, func(ctx context.Context) error {
+			close(held)
+			<-ctx.Done()
+			return nil
+		}, hold.WithAccount("@nano_bot"))
+	}()
+	recv(t, held, "lease")
+	board, err := status.Open(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := board.Get(t.Context(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != status.Connected || r.Account != "@nano_bot" || r.Lease != key {
+		t.Errorf("record = %+v, want connected as @nano_bot under %s", r, key)
+	}
+	stop()
+	if err := recv(t, done, "end of Run"); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}

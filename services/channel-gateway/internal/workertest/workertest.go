@@ -82,6 +82,25 @@ func (w *Worker) Next(t testing.TB) *nanofleetv1.InboundMessage {
 	}
 }
 
+// ContentsUntil returns the contents of the inbound messages the worker
+// takes, up to the one with content last, failing the test when a message
+// does not come within timeout of the one before.
+func (w *Worker) ContentsUntil(t testing.TB, last string, timeout time.Duration) []string {
+	t.Helper()
+	var got []string
+	for {
+		select {
+		case in := <-w.Inbound:
+			got = append(got, in.GetContent())
+			if in.GetContent() == last {
+				return got
+			}
+		case <-time.After(timeout):
+			t.Fatalf("workertest: worker never got %q (got %q)", last, got)
+		}
+	}
+}
+
 // Start runs a worker until the end of the test.
 func Start(t testing.TB, b *bus.Bus, script Script, opts ...Option) *Worker {
 	t.Helper()

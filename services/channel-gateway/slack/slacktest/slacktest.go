@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/fakeplatform"
 )
 
 // BotUserID is the bot's user id that auth.test reports.
@@ -52,13 +54,13 @@ type Server struct {
 	APIURL string
 
 	srv   *httptest.Server
-	calls chan Call
+	calls *fakeplatform.Calls[Call]
 	acks  chan string
 
 	mu        sync.Mutex
 	conn      *websocket.Conn
 	connected chan struct{}
-	fail      map[string][]Failure
+	fail      fakeplatform.Script[Failure]
 	ts        int
 	envelopes int
 	files     map[string][]byte
@@ -68,7 +70,7 @@ type Server struct {
 // New starts a fake, stopped at the end of the test.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{calls: make(chan Call, 1000), acks: make(chan string, 1000), connected: make(chan struct{}), fail: map[string][]Failure{}, texts: map[string]string{}}
+	s := &Server{calls: fakeplatform.NewCalls("slacktest", func(c Call) string { return c.Method }), acks: make(chan string, 1000), connected: make(chan struct{}), texts: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)
 	mux.HandleFunc("/link", s.serveSocket)
@@ -115,29 +117,12 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 }
 
 // Fail makes the next calls of method fail as given, in order.
-func (s *Server) Fail(method string, f ...Failure) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fail[method] = append(s.fail[method], f...)
-}
+func (s *Server) Fail(method string, f ...Failure) { s.fail.Add(method, f...) }
 
 // Next waits for the next call of one of methods, skipping others.
 func (s *Server) Next(t testing.TB, timeout time.Duration, methods ...string) Call {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case c := <-s.calls:
-			for _, m := range methods {
-				if c.Method == m {
-					return c
-				}
-			}
-		case <-deadline:
-			t.Fatalf("slacktest: no %v call within %s", methods, timeout)
-			return Call{}
-		}
-	}
+	return s.calls.Next(t, timeout, methods...)
 }
 
 // WaitConnected waits until a Socket Mode client is connected.
@@ -216,7 +201,7 @@ func AppMention(user, channel, ts, text string) map[string]any {
 }
 
 // Calls receives every Web API call, in order.
-func (s *Server) Calls() <-chan Call { return s.calls }
+func (s *Server) Calls() <-chan Call { return s.calls.Chan() }
 
 // Text is a posted message's current text, after updates.
 func (s *Server) Text(ts string) string {
@@ -239,10 +224,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		c.Token = c.Fields["token"]
 	}
 	s.mu.Lock()
-	var f *Failure
-	if fs := s.fail[method]; len(fs) > 0 {
-		f, s.fail[method] = &fs[0], fs[1:]
-	}
+	f := s.fail.Take(method)
 	ts, known := c.Fields["ts"], false
 	switch {
 	case f != nil:
@@ -261,7 +243,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		delete(s.texts, ts)
 	}
 	s.mu.Unlock()
-	s.calls <- c
+	s.calls.Add(c)
 	if f != nil {
 		if f.Status != 0 {
 			if f.RetryAfter > 0 {

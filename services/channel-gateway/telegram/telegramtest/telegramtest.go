@@ -23,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/fakeplatform"
 )
 
 // Call is one API request the server received.
@@ -65,7 +67,7 @@ type Server struct {
 	BotUsername string
 
 	srv   *httptest.Server
-	calls chan Call
+	calls *fakeplatform.Calls[Call]
 
 	mu        sync.Mutex
 	updates   []json.RawMessage
@@ -73,7 +75,7 @@ type Server struct {
 	newUpdate chan struct{}
 	polling   bool
 	conflicts int
-	fail      map[string][]Failure
+	fail      fakeplatform.Script[Failure]
 	files     map[string]file
 	nextMsgID int
 	webhook   string
@@ -91,8 +93,8 @@ func New(t testing.TB, token string) *Server {
 	t.Helper()
 	s := &Server{
 		Token: token, BotID: 777, BotUsername: "nano_bot",
-		calls: make(chan Call, 1000), newUpdate: make(chan struct{}),
-		fail: map[string][]Failure{}, files: map[string]file{}, nextMsgID: 1000, texts: map[int]string{},
+		calls: fakeplatform.NewCalls("telegramtest", func(c Call) string { return c.Method }), newUpdate: make(chan struct{}),
+		files: map[string]file{}, nextMsgID: 1000, texts: map[int]string{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -101,33 +103,16 @@ func New(t testing.TB, token string) *Server {
 }
 
 // Calls receives every API call except getUpdates, in order.
-func (s *Server) Calls() <-chan Call { return s.calls }
+func (s *Server) Calls() <-chan Call { return s.calls.Chan() }
 
 // Next waits for the next call of one of methods, skipping others.
 func (s *Server) Next(t testing.TB, timeout time.Duration, methods ...string) Call {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case c := <-s.calls:
-			for _, m := range methods {
-				if c.Method == m {
-					return c
-				}
-			}
-		case <-deadline:
-			t.Fatalf("telegramtest: no %v call within %s", methods, timeout)
-			return Call{}
-		}
-	}
+	return s.calls.Next(t, timeout, methods...)
 }
 
 // Fail makes the next calls of method fail as given, in order.
-func (s *Server) Fail(method string, f ...Failure) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fail[method] = append(s.fail[method], f...)
-}
+func (s *Server) Fail(method string, f ...Failure) { s.fail.Add(method, f...) }
 
 // AddFile makes a file downloadable by id.
 func (s *Server) AddFile(id, path string, data []byte) {
@@ -219,13 +204,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	var f *Failure
-	if fs := s.fail[method]; len(fs) > 0 {
-		f, s.fail[method] = &fs[0], fs[1:]
-	}
+	f := s.fail.Take(method)
 	s.mu.Unlock()
 	if f != nil {
-		s.calls <- call
+		s.calls.Add(call)
 		reply(w, f.Code, nil, *f)
 		return
 	}
@@ -240,7 +222,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.texts[call.MessageID] = call.Fields["text"]
 		s.mu.Unlock()
 	}
-	s.calls <- call
+	s.calls.Add(call)
 	switch method {
 	case "getMe":
 		reply(w, 200, map[string]any{"id": s.BotID, "is_bot": true, "first_name": "Nano", "username": s.BotUsername}, Failure{})
@@ -300,7 +282,7 @@ func (s *Server) editText(w http.ResponseWriter, call Call) {
 		call.MessageID = id
 	}
 	s.mu.Unlock()
-	s.calls <- call
+	s.calls.Add(call)
 	switch {
 	case !ok:
 		reply(w, 400, nil, Failure{Code: 400, Description: "Bad Request: message to edit not found"})

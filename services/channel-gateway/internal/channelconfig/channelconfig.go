@@ -1,0 +1,172 @@
+// Package channelconfig holds the keys every chat platform's section under
+// channels shares (nanobot's enabled, allowFrom, groupPolicy, …) and their
+// validation, so each adapter's Config embeds [Common] and adds only its
+// credentials and platform settings.
+package channelconfig
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/config"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+)
+
+// Group policies: which group messages an adapter answers.
+const (
+	// GroupMention answers in groups only when the bot is mentioned or
+	// replied to (every adapter's default).
+	GroupMention = "mention"
+	// GroupOpen answers every group message.
+	GroupOpen = "open"
+	// GroupAllowlist answers every message of the groups listed in
+	// groupAllowFrom, and nothing elsewhere.
+	GroupAllowlist = "allowlist"
+	// GroupDisabled ignores group messages, where the platform allows it.
+	GroupDisabled = "disabled"
+)
+
+// MaxStreamEditInterval bounds streamEditInterval, in seconds.
+const MaxStreamEditInterval = 60
+
+// Common is the part of a channels.<name> section every platform has.
+// Embedded in an adapter's Config, its keys sit beside the platform's own.
+type Common struct {
+	Enabled bool `json:"enabled"`
+	// AllowFrom lists the platform's user ids (or names, where it has
+	// them) allowed everywhere; "*" admits everyone.
+	AllowFrom []string `json:"allowFrom,omitempty"`
+	// GroupPolicy is "mention" (default), "open" or, where the platform
+	// supports it, "allowlist".
+	GroupPolicy string `json:"groupPolicy,omitempty"`
+	// GroupAllowFrom lists the group (chat, channel…) ids answered under
+	// "allowlist".
+	GroupAllowFrom []string `json:"groupAllowFrom,omitempty"`
+	// DMPolicy for unknown senders in direct messages: "pairing"
+	// (default), "allowlist", "open" or "disabled".
+	DMPolicy access.DMPolicy `json:"dmPolicy,omitempty"`
+	// Streaming shows answers while they are written by editing one
+	// message, where the platform allows it.
+	Streaming bool `json:"streaming,omitempty"`
+	// StreamEditInterval is the least time between two edits of a
+	// streamed answer, in seconds (0: the adapter's default, fitted to the
+	// platform's edit limits).
+	StreamEditInterval float64 `json:"streamEditInterval,omitempty"`
+	// SendProgress and SendToolHints override the channels-wide defaults.
+	SendProgress  *bool `json:"sendProgress,omitempty"`
+	SendToolHints *bool `json:"sendToolHints,omitempty"`
+	// MaxMediaBytes bounds a downloaded attachment (0: the adapter's
+	// default, usually the platform's own limit).
+	MaxMediaBytes int64 `json:"maxMediaBytes,omitempty"`
+}
+
+// Rules are what an adapter supports of the common keys.
+type Rules struct {
+	// Name is the section's key under channels, e.g. "telegram".
+	Name string
+	// GroupIDs says what groupAllowFrom lists ("chat ids"), for the error
+	// when it is missing; empty means the platform has no allowlist group
+	// policy.
+	GroupIDs string
+	// GroupDisabled allows groupPolicy "disabled".
+	GroupDisabled bool
+}
+
+// Validate reports the first invalid common key, naming its full path
+// (channels.<name>.<key>). A disabled section is not checked.
+func (c Common) Validate(r Rules) error {
+	if !c.Enabled {
+		return nil
+	}
+	p := "channels." + r.Name + "."
+	policies := []string{GroupMention, GroupOpen}
+	if r.GroupIDs != "" {
+		policies = append(policies, GroupAllowlist)
+	}
+	if r.GroupDisabled {
+		policies = append(policies, GroupDisabled)
+	}
+	switch {
+	case c.GroupPolicy != "" && !slices.Contains(policies, c.GroupPolicy):
+		return config.Invalid(p+"groupPolicy", "must be %s, got %q", strings.Join(policies, ", "), c.GroupPolicy)
+	case r.GroupIDs == "" && len(c.GroupAllowFrom) > 0:
+		return config.Invalid(p+"groupAllowFrom", "%s has no allowlist group policy; use allowFrom", r.Name)
+	case c.GroupPolicy == GroupAllowlist && len(c.GroupAllowFrom) == 0:
+		return config.Invalid(p+"groupAllowFrom", "must list %s when groupPolicy is allowlist", r.GroupIDs)
+	case !c.DMPolicy.Valid():
+		return config.Invalid(p+"dmPolicy", "must be pairing, allowlist, open or disabled, got %q", c.DMPolicy)
+	case c.StreamEditInterval < 0 || c.StreamEditInterval > MaxStreamEditInterval:
+		return config.Invalid(p+"streamEditInterval", "must be 0..%d seconds, got %g", MaxStreamEditInterval, c.StreamEditInterval)
+	case c.MaxMediaBytes < 0:
+		return config.Invalid(p+"maxMediaBytes", "must not be negative")
+	}
+	return nil
+}
+
+// EditInterval is StreamEditInterval as a duration, def when unset.
+func (c Common) EditInterval(def time.Duration) time.Duration {
+	if c.StreamEditInterval == 0 {
+		return def
+	}
+	return time.Duration(c.StreamEditInterval * float64(time.Second))
+}
+
+// MediaLimit is MaxMediaBytes, def when unset.
+func (c Common) MediaLimit(def int64) int64 {
+	if c.MaxMediaBytes == 0 {
+		return def
+	}
+	return c.MaxMediaBytes
+}
+
+// Progress says whether progress text is shown: the section's
+// sendProgress, else the channels-wide def.
+func (c Common) Progress(def bool) bool { return On(c.SendProgress, def) }
+
+// ToolHints says whether tool hints are shown: the section's
+// sendToolHints, else the channels-wide def.
+func (c Common) ToolHints(def bool) bool { return On(c.SendToolHints, def) }
+
+// ShowsLive says whether a live message of kind is shown: progress and
+// tool hints per the section's sendProgress / sendToolHints, else the
+// channels-wide progress and hints; no other live kind is.
+func (c Common) ShowsLive(kind nanofleetv1.OutboundKind, progress, hints bool) bool {
+	switch kind {
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
+		return c.Progress(progress)
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
+		return c.ToolHints(hints)
+	}
+	return false
+}
+
+// On is *p, or def when the key was not set.
+func On(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// CheckURLs reports the first of urls (key below channels.<name> → value)
+// that is set and not an absolute URL.
+func CheckURLs(name string, urls map[string]string) error {
+	keys := make([]string, 0, len(urls))
+	for k := range urls {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		raw := urls[key]
+		if raw == "" {
+			continue
+		}
+		if u, err := url.Parse(raw); err != nil || u.Scheme == "" || u.Host == "" {
+			return config.Invalid("channels."+name+"."+key, "not an absolute URL: %q", raw)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+// Package fakeplatform holds what the chat platforms' fakes (feishutest,
+// dingtalktest, …) share: the calls they received, which tests wait on;
+// failures scripted per kind of call; and the one event connection a
+// platform keeps per client.
+package fakeplatform
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Calls records a fake's calls in order; kind names a call's kind (an API
+// method, a route).
+type Calls[C any] struct {
+	name string
+	kind func(C) string
+	ch   chan C
+}
+
+// NewCalls returns a record for the fake called name (in failure
+// messages), holding up to 1000 calls not yet waited for.
+func NewCalls[C any](name string, kind func(C) string) *Calls[C] {
+	return &Calls[C]{name: name, kind: kind, ch: make(chan C, 1000)}
+}
+
+// Add records c.
+func (r *Calls[C]) Add(c C) { r.ch <- c }
+
+// Chan is the calls not yet taken, for tests that read them directly.
+func (r *Calls[C]) Chan() <-chan C { return r.ch }
+
+// Next waits for the next call of one of kinds, skipping others.
+func (r *Calls[C]) Next(t testing.TB, timeout time.Duration, kinds ...string) C {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case c := <-r.ch:
+			if r.is(c, kinds) {
+				return c
+			}
+		case <-deadline:
+			t.Fatalf("%s: no %v call within %s", r.name, kinds, timeout)
+			var zero C
+			return zero
+		}
+	}
+}
+
+// None reports an error for every call of one of kinds during d.
+func (r *Calls[C]) None(t testing.TB, d time.Duration, kinds ...string) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case c := <-r.ch:
+			if r.is(c, kinds) {
+				t.Errorf("%s: unexpected %s call: %+v", r.name, r.kind(c), c)
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
+func (r *Calls[C]) is(c C, kinds []string) bool {
+	k := r.kind(c)
+	for _, want := range kinds {
+		if k == want {
+			return true
+		}
+	}
+	return false
+}
+
+// Script holds failures scripted per kind of call, taken in order.
+// The zero value is ready to use.
+type Script[F any] struct {
+	mu   sync.Mutex
+	fail map[string][]F
+}
+
+// Add queues failures for the next calls of kind.
+func (s *Script[F]) Add(kind string, f ...F) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail == nil {
+		s.fail = map[string][]F{}
+	}
+	s.fail[kind] = append(s.fail[kind], f...)
+}
+
+// Take pops the next failure scripted for kind, or nil.
+func (s *Script[F]) Take(kind string) *F {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fs := s.fail[kind]
+	if len(fs) == 0 {
+		return nil
+	}
+	f := fs[0]
+	s.fail[kind] = fs[1:]
+	return &f
+}
+
+// Link is the one event connection a platform keeps per client: a new
+// one closes the previous. The zero value is ready to use.
+type Link struct {
+	mu        sync.Mutex
+	conn      *websocket.Conn
+	n         int
+	connected chan struct{} // closed while a connection is open
+	opened    chan struct{} // closed and replaced at each new connection
+}
+
+func (l *Link) init() {
+	if l.connected == nil {
+		l.connected, l.opened = make(chan struct{}), make(chan struct{})
+	}
+}
+
+// Open makes c the connection, closing the previous one; call the
+// returned function when c's handler returns.
+func (l *Link) Open(c *websocket.Conn) (closed func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	if l.conn != nil {
+		_ = l.conn.CloseNow()
+	}
+	l.conn = c
+	l.n++
+	close(l.connected)
+	close(l.opened)
+	l.opened = make(chan struct{})
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.conn == c {
+			l.conn = nil
+			l.connected = make(chan struct{})
+		}
+	}
+}
+
+// Conn is the open connection, or nil.
+func (l *Link) Conn() *websocket.Conn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conn
+}
+
+// Close closes the open connection, at the end of a test.
+func (l *Link) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn != nil {
+		_ = l.conn.CloseNow()
+	}
+}
+
+// Count is how many connections were opened so far.
+func (l *Link) Count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+// WaitConnected waits until a connection is open.
+func (l *Link) WaitConnected(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	l.mu.Lock()
+	l.init()
+	ch := l.connected
+	l.mu.Unlock()
+	select {
+	case <-ch:
+	case <-time.After(timeout):
+		t.Fatalf("no event connection within %s", timeout)
+	}
+}
+
+// WaitConnections waits until n connections were opened in all.
+func (l *Link) WaitConnections(t testing.TB, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		l.mu.Lock()
+		l.init()
+		got, ch := l.n, l.opened
+		l.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%d event connections within %s, want %d", got, timeout, n)
+		}
+	}
+}

@@ -1,0 +1,125 @@
+// Package gatewaytest runs a channel adapter in a gateway of its own on a
+// test's bus, without the rest of the fleet, for the adapters' tests
+// (internal/workertest plays the agent worker), and collects its logs.
+package gatewaytest
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+)
+
+// StopTimeout bounds how long a stopping gateway may take.
+const StopTimeout = 10 * time.Second
+
+// Build constructs the adapter under test with the gateway's context,
+// access gate and logger.
+type Build func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error)
+
+// Run starts a gateway on b serving the adapter build returns, with a
+// short redelivery backoff. stop, also called when the test ends, stops
+// it and reports an error its Run returned or a gateway that did not stop
+// within StopTimeout.
+func Run(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	gate, err := access.Open(ctx, b, log)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	a, err := build(ctx, gate, log)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cfg := gateway.DefaultConfig()
+	cfg.MinBackoff = 50 * time.Millisecond
+	g, err := gateway.New(b, cfg, log, a)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("gateway: %v", err)
+				}
+			case <-time.After(StopTimeout):
+				t.Error("gateway did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// Logs collects log output, safe for the gateway's goroutines; the zero
+// value is ready to use.
+type Logs struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote chan struct{} // closed and replaced at each write
+}
+
+// Write appends p.
+func (l *Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wrote != nil {
+		close(l.wrote)
+		l.wrote = nil
+	}
+	return l.buf.Write(p)
+}
+
+// Count is how many times s occurs in the logs.
+func (l *Logs) Count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), s)
+}
+
+// String is everything logged so far.
+func (l *Logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// WaitFor waits until the logs contain s.
+func (l *Logs) WaitFor(t testing.TB, s string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		l.mu.Lock()
+		found := strings.Contains(l.buf.String(), s)
+		if l.wrote == nil {
+			l.wrote = make(chan struct{})
+		}
+		wrote := l.wrote
+		l.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-wrote:
+		case <-deadline:
+			t.Fatalf("log never said %q within %s", s, timeout)
+		}
+	}
+}

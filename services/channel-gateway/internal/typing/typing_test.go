@@ -1,0 +1,133 @@
+package typing_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/typing"
+)
+
+const wait = 5 * time.Second
+
+// sends returns a send function that reports each call on the channel.
+func sends() (chan struct{}, func(context.Context) error) {
+	ch := make(chan struct{}, 100)
+	return ch, func(context.Context) error { ch <- struct{}{}; return nil }
+}
+
+func next(t *testing.T, ch chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(wait):
+		t.Fatalf("no typing action %s within %s", what, wait)
+	}
+}
+
+// stops waits until the loop has stopped: no send for several renewal
+// periods (the stop itself arrives asynchronously).
+func stops(t *testing.T, ch chan struct{}, every time.Duration, why string) {
+	t.Helper()
+	bustest.Eventually(t, wait, func() error {
+		for {
+			select {
+			case <-ch:
+			default:
+				select {
+				case <-ch:
+					return fmt.Errorf("still typing after %s", why)
+				case <-time.After(5 * every):
+					return nil
+				}
+			}
+		}
+	})
+}
+
+func TestStopsWhenTheTurnEnds(t *testing.T) {
+	tests := []struct {
+		name string
+		kind nanofleetv1.OutboundKind
+		stop bool
+	}{
+		{"final answer", nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, true},
+		{"error", nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR, true},
+		{"progress keeps typing", nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := bustest.StartJetStream(t)
+			ind := typing.New(b, "chat", 20*time.Millisecond, time.Minute, slog.New(slog.DiscardHandler))
+			stop, err := ind.Watch(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			ch, send := sends()
+			ind.Start("c1", send)
+			next(t, ch, "at start")
+			next(t, ch, "at renewal")
+			data, err := proto.Marshal(&nanofleetv1.OutboundMessage{Kind: tt.kind, ChatId: "c1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.NC.Publish(b.Space.OutboundChannel("chat"), data); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.NC.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.stop {
+				for range 3 {
+					next(t, ch, "after a progress message")
+				}
+				ind.Stop("c1")
+				stops(t, ch, 20*time.Millisecond, "Stop")
+				return
+			}
+			stops(t, ch, 20*time.Millisecond, "the turn ended")
+		})
+	}
+}
+
+func TestStopsAtTheLimitAndCanStartAgain(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ind := typing.New(b, "chat", 10*time.Millisecond, 100*time.Millisecond, slog.New(slog.DiscardHandler))
+	stop, err := ind.Watch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ch, send := sends()
+	ind.Start("c1", send)
+	next(t, ch, "at start")
+	ind.Start("c1", func(context.Context) error { t.Error("a second loop for a typing chat"); return nil })
+	stops(t, ch, 10*time.Millisecond, "the time limit")
+	ind.Start("c1", send)
+	next(t, ch, "after starting again")
+	ind.Stop("c1")
+}
+
+func TestNothingBeforeWatch(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ind := typing.New(b, "chat", 10*time.Millisecond, time.Minute, slog.New(slog.DiscardHandler))
+	ind.Start("c1", func(context.Context) error { t.Error("typing action without Watch"); return nil })
+	stop, err := ind.Watch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	// Had the first Start begun a loop, this one would be refused as a
+	// second loop for the chat.
+	ch, send := sends()
+	ind.Start("c1", send)
+	next(t, ch, "after Watch")
+	ind.Stop("c1")
+}
