@@ -31,7 +31,7 @@ var intents = []gateway.Intents{gateway.IntentGuildMessages, gateway.IntentDirec
 // connection lease for this bot (waiting while another gateway holds it;
 // see internal/hold).
 func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
-	wsURL, err := a.gatewayURL(ctx)
+	wsURL, account, err := a.discover(ctx)
 	if err != nil {
 		return err
 	}
@@ -49,33 +49,50 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 	}
 	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.cfg.Token), a.log, func(ctx context.Context) error {
 		return a.connect(ctx, in, wsURL)
-	})
+	}, hold.WithAccount(account))
 }
 
-// gatewayURL asks Discord where to connect (GET /gateway/bot), which also
-// checks the token, retrying until it answers or ctx ends.
-func (a *Adapter) gatewayURL(ctx context.Context) (string, error) {
+// discover asks Discord where to connect (GET /gateway/bot), which also
+// checks the token, and who the bot is (GET /users/@me), retrying until
+// it answers or ctx ends. The account is the bot's tag as Discord shows
+// it: name#discriminator, or the bare username once migrated to unique
+// usernames.
+func (a *Adapter) discover(ctx context.Context) (wsURL, account string, err error) {
 	wait := 500 * time.Millisecond
 	for {
-		gb, err := a.rest.GetGatewayBot(rest.WithCtx(ctx))
+		wsURL, account, err = a.ask(ctx)
 		if err == nil {
-			if a.cfg.GatewayURL != "" {
-				u, _ := url.Parse(a.cfg.GatewayURL) // validated
-				u.RawQuery = ""                     // disgo adds v and encoding
-				return u.String(), nil
-			}
-			return gb.URL, nil
+			return wsURL, account, nil
 		}
 		var re rest.Error
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized {
-			return "", fmt.Errorf("discord: bot token rejected: %w", err)
+			return "", "", fmt.Errorf("discord: bot token rejected: %w", err)
 		}
-		a.log.Warn("discord GET /gateway/bot failed, retrying", "err", err, "in", wait)
+		a.log.Warn("discord REST call failed, retrying", "err", err, "in", wait)
 		if !sleep(ctx, wait) {
-			return "", ctx.Err()
+			return "", "", ctx.Err()
 		}
 		wait = min(2*wait, 30*time.Second)
 	}
+}
+
+// ask makes discover's two calls once.
+func (a *Adapter) ask(ctx context.Context) (wsURL, account string, err error) {
+	gb, err := a.rest.GetGatewayBot(rest.WithCtx(ctx))
+	if err != nil {
+		return "", "", fmt.Errorf("GET /gateway/bot: %w", err)
+	}
+	wsURL = gb.URL
+	if a.cfg.GatewayURL != "" {
+		u, _ := url.Parse(a.cfg.GatewayURL) // validated
+		u.RawQuery = ""                     // disgo adds v and encoding
+		wsURL = u.String()
+	}
+	me, err := a.rest.GetCurrentUser("", rest.WithCtx(ctx)) // "": the bot token
+	if err != nil {
+		return "", "", fmt.Errorf("GET /users/@me: %w", err)
+	}
+	return wsURL, me.Tag(), nil
 }
 
 // session is what another gateway needs to resume this one's gateway

@@ -21,6 +21,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 const (
@@ -312,6 +313,7 @@ func TestAttachmentIsStored(t *testing.T) {
 // session, so the events sent meanwhile are answered, once each.
 func TestTakeoverAfterCrash(t *testing.T) {
 	fake := discordtest.New(t, token)
+	fake.BotDiscriminator = "0042"
 	srv := bustest.StartServer(t)
 	b1, b2 := srv.Connect(t, "", channels.Assets), srv.Connect(t, "", channels.Assets)
 	w := workertest.Start(t, b2, workertest.Echo)
@@ -320,6 +322,10 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	stopFirst := runAdapter(t, b1, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	first.WaitFor(t, "this gateway holds the account's connection lease", wait)
 	fake.WaitConnected(t, wait)
+	// The status is written before the connection is made.
+	if rec := channelStatus(t, b1); rec.Account != "nanobot#0042" || rec.State != status.Connected {
+		t.Errorf("status = %+v, want connected as nanobot#0042", rec)
+	}
 	runAdapter(t, b2, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	second.WaitFor(t, "another gateway holds this account's connection", wait)
 
@@ -360,6 +366,20 @@ func TestTakeoverAfterCrash(t *testing.T) {
 			break
 		}
 	}
+}
+
+// channelStatus returns the status board's record of the channel.
+func channelStatus(t *testing.T, b *bus.Bus) *status.Record {
+	t.Helper()
+	board, err := status.Open(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := board.Get(t.Context(), discord.Channel)
+	if err != nil || rec == nil {
+		t.Fatalf("status record: %v, %v", rec, err)
+	}
+	return rec
 }
 
 // inboundIDs drains the worker's inbound messages, expecting at least n.

@@ -92,6 +92,10 @@ type Server struct {
 	Token string
 	// BotID and BotName are who the bot is.
 	BotID, BotName string
+	// BotDiscriminator is the bot's four-digit tag, "0" (the default)
+	// for a user migrated to unique usernames. Set before the client
+	// connects.
+	BotDiscriminator string
 	// Disallowed are intents the bot may not use (privileged intents not
 	// enabled in the developer portal): an IDENTIFY asking for one is
 	// closed with 4014, as Discord does. Set before the client connects.
@@ -144,7 +148,7 @@ func (c *conn) send(v any) error {
 func New(t testing.TB, token string) *Server {
 	t.Helper()
 	s := &Server{
-		Token: token, BotID: "900000000000000001", BotName: "nanobot",
+		Token: token, BotID: "900000000000000001", BotName: "nanobot", BotDiscriminator: "0",
 		calls: fakeplatform.NewCalls("discordtest", func(c Call) string { return c.Route }), conns: map[*conn]bool{}, sessions: map[string]*session{},
 		fail: map[string][]Failure{}, files: map[string][]byte{}, texts: map[string]string{}, nonces: map[string]string{},
 		nextID: 1100000000000000000,
@@ -483,7 +487,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) user() map[string]any {
-	return map[string]any{"id": s.BotID, "username": s.BotName, "global_name": s.BotName, "bot": true, "discriminator": "0"}
+	return map[string]any{"id": s.BotID, "username": s.BotName, "global_name": s.BotName, "bot": true, "discriminator": s.BotDiscriminator}
 }
 
 // readBody decodes a JSON or multipart (payload_json + files[n]) body.
