@@ -88,11 +88,12 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 func (a *Adapter) Channel() string { return Channel }
 
 // Run holds the stream connection while this gateway holds the fleet's
-// lease for the app, until ctx ends.
+// lease for the app, until ctx ends. The status board names the robot by
+// its robot code, the name DingTalk's robot API knows it by.
 func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.api+"/"+a.cfg.ClientID), a.log, func(ctx context.Context) error {
 		return a.connect(ctx, in)
-	})
+	}, hold.WithAccount(a.cfg.robotCode()))
 }
 
 // content is the type-specific part of a robot message.

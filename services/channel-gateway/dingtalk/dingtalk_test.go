@@ -19,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 const wait = 10 * time.Second
@@ -41,6 +42,20 @@ func start(t *testing.T, cfg dingtalk.Config, script workertest.Script, opts ...
 
 // gateway runs one more gateway with a DingTalk adapter for cfg on the
 // harness's bus and fake; it stops when stop is called or the test ends.
+// status returns the status board's record of the channel.
+func (h *harness) status(t *testing.T) *status.Record {
+	t.Helper()
+	board, err := status.Open(t.Context(), h.bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := board.Get(t.Context(), dingtalk.Channel)
+	if err != nil || rec == nil {
+		t.Fatalf("status record: %v, %v", rec, err)
+	}
+	return rec
+}
+
 func (h *harness) gateway(t *testing.T, cfg dingtalk.Config) (stop func()) {
 	t.Helper()
 	if h.logs == nil {
@@ -342,6 +357,10 @@ func TestOneConnectionPerApp(t *testing.T) {
 	h.worker = workertest.Start(t, h.bus, workertest.Echo)
 	stopFirst := h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.WaitConnected(t, wait)
+	// The status is written before the connection is made.
+	if rec := h.status(t); rec.Account != dingtalktest.ClientID || rec.State != status.Connected {
+		t.Errorf("status = %+v, want connected as the robot code, %s", rec, dingtalktest.ClientID)
+	}
 	h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.Send(t, dm("msg-1", "staff-ada", "first"))
 	if got := h.replies(t, 1); got["echo: first"] != 1 {

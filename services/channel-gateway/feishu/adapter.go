@@ -123,7 +123,8 @@ func (a *Adapter) Webhook() (path string, ok bool) {
 // [Adapter.WebhookHandler], else over a long connection held while this
 // gateway holds the fleet's lease for the app.
 func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
-	if err := a.identify(ctx); err != nil {
+	account, err := a.identify(ctx)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -142,25 +143,27 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	if a.cfg.Mode == ModeWebhook {
 		a.log.Info("feishu events by webhook", "path", a.cfg.WebhookPath())
 		if board, err := status.Open(ctx, a.deps.Bus); err == nil {
-			board.Serving(ctx, a.log, Channel, a.cfg.AppID)
+			board.Serving(ctx, a.log, Channel, account)
 		}
 		<-ctx.Done()
 		return nil
 	}
 	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.base+"/"+a.cfg.AppID), a.log, func(ctx context.Context) error {
 		return a.connect(ctx, in)
-	})
+	}, hold.WithAccount(account))
 }
 
 // identify asks for the bot's open id (for mentions), retrying until the
-// platform answers or ctx ends; rejected credentials are fatal.
-func (a *Adapter) identify(ctx context.Context) error {
+// platform answers or ctx ends; rejected credentials are fatal. It returns
+// the account to show on the status board: the app's name as Feishu shows
+// it, or the open id when the app has none.
+func (a *Adapter) identify(ctx context.Context) (account string, err error) {
 	wait := 500 * time.Millisecond
 	for {
 		resp, err := a.api.Get(ctx, "/open-apis/bot/v3/info", nil, larkcore.AccessTokenTypeTenant)
 		var ce larkcore.CodeError // the token endpoint's refusal
 		if errors.As(err, &ce) && badCredentials[ce.Code] {
-			return fmt.Errorf("feishu: app credentials rejected: %w", err)
+			return "", fmt.Errorf("feishu: app credentials rejected: %w", err)
 		}
 		if err == nil {
 			var info struct {
@@ -178,9 +181,12 @@ func (a *Adapter) identify(ctx context.Context) error {
 					a.botID = info.Bot.OpenID
 					a.mu.Unlock()
 					a.log.Info("feishu bot ready", "app", info.Bot.AppName, "open_id", info.Bot.OpenID)
-					return nil
+					if info.Bot.AppName == "" {
+						return info.Bot.OpenID, nil
+					}
+					return info.Bot.AppName, nil
 				case badCredentials[info.Code]:
-					return fmt.Errorf("feishu: app credentials rejected: %d %s", info.Code, info.Msg)
+					return "", fmt.Errorf("feishu: app credentials rejected: %d %s", info.Code, info.Msg)
 				}
 				err = fmt.Errorf("bot info: %d %s", info.Code, info.Msg)
 			}
@@ -188,7 +194,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		a.log.Warn("feishu bot info failed, retrying", "err", err, "in", wait)
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return "", ctx.Err()
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 30*time.Second)

@@ -21,6 +21,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 const wait = 10 * time.Second
@@ -46,6 +47,20 @@ func start(t *testing.T, cfg feishu.Config, script workertest.Script, opts ...wo
 
 // gateway runs one more gateway with a Feishu adapter for cfg on the
 // harness's bus and fake; it stops when stop is called or the test ends.
+// status returns the status board's record of the channel.
+func (h *harness) status(t *testing.T) *status.Record {
+	t.Helper()
+	board, err := status.Open(t.Context(), h.bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := board.Get(t.Context(), feishu.Channel)
+	if err != nil || rec == nil {
+		t.Fatalf("status record: %v, %v", rec, err)
+	}
+	return rec
+}
+
 func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, stop func()) {
 	t.Helper()
 	if h.logs == nil {
@@ -434,6 +449,10 @@ func TestOneConnectionPerApp(t *testing.T) {
 	cfg := feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}
 	_, stopFirst := h.gateway(t, cfg)
 	h.fake.WaitConnected(t, wait)
+	// The status is written before the connection is made.
+	if rec := h.status(t); rec.Account != "nano" || rec.State != status.Connected {
+		t.Errorf("status = %+v, want connected as the app's name, nano", rec)
+	}
 	h.gateway(t, cfg)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "first"))
 	h.inboundUntil(t, "first")
