@@ -128,7 +128,7 @@ func TestWorkErrors(t *testing.T) {
 }
 
 func TestStatusNamesTheAccount(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	b := bustest.StartJetStream(t, status.Assets)
 	key := hold.Key("test", "token-1")
 	held := make(chan struct{})
 	done := make(chan error, 1)
