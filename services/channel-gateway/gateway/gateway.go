@@ -215,7 +215,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	// The status board is for people to read: without it the channels
 	// still run.
-	board, err := status.Open(ctx, g.bus)
+	var board *status.Board
+	err = g.setUp(ctx, func(ctx context.Context) (err error) {
+		board, err = status.Open(ctx, g.bus)
+		return err
+	})
 	if err != nil {
 		g.log.Warn("channel status board unusable; adapter failures are only logged", "err", err)
 	}
