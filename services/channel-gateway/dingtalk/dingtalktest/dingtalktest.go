@@ -9,7 +9,6 @@
 package dingtalktest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -230,13 +229,7 @@ func (s *Server) Frame(t testing.TB, typ, topic, data string) string {
 // Raw writes a raw text frame on the stream connection.
 func (s *Server) Raw(t testing.TB, data []byte) {
 	t.Helper()
-	s.WaitConnected(t, 10*time.Second)
-	c := s.link.Conn()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.Write(ctx, websocket.MessageText, data); err != nil {
-		t.Fatalf("dingtalktest: write: %v", err)
-	}
+	s.link.Write(t, websocket.MessageText, data)
 }
 
 // WaitAck waits until the client answered frame id and returns its answer.

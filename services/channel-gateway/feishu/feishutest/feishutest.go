@@ -230,13 +230,7 @@ func (s *Server) SendPayload(t testing.TB, payload []byte, parts int) string {
 // Raw writes a raw binary message on the long connection.
 func (s *Server) Raw(t testing.TB, data []byte) {
 	t.Helper()
-	s.WaitConnected(t, 10*time.Second)
-	c := s.link.Conn()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.Write(ctx, websocket.MessageBinary, data); err != nil {
-		t.Fatalf("feishutest: write: %v", err)
-	}
+	s.link.Write(t, websocket.MessageBinary, data)
 }
 
 // WaitAck waits until the client answered the event frame id, and returns

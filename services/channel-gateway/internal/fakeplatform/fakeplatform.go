@@ -5,6 +5,7 @@
 package fakeplatform
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -167,6 +168,22 @@ func (l *Link) Count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.n
+}
+
+// Write sends one message of type typ on the open connection, waiting up
+// to 10 s for one to be open.
+func (l *Link) Write(t testing.TB, typ websocket.MessageType, data []byte) {
+	t.Helper()
+	l.WaitConnected(t, 10*time.Second)
+	c := l.Conn()
+	if c == nil {
+		t.Fatal("the event connection closed before the write")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, typ, data); err != nil {
+		t.Fatalf("write on the event connection: %v", err)
+	}
 }
 
 // WaitConnected waits until a connection is open.

@@ -1,8 +1,13 @@
 package fakeplatform_test
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/fakeplatform"
 )
@@ -42,5 +47,51 @@ func TestScriptTakesInOrderPerKind(t *testing.T) {
 	}
 	if f := s.Take("edit"); f == nil || *f != 400 {
 		t.Fatalf("Take(edit) = %v, want 400", f)
+	}
+}
+
+// TestLinkWritesOnTheOpenConnection: Write waits for the client's
+// connection and the client reads what was written, in order.
+func TestLinkWritesOnTheOpenConnection(t *testing.T) {
+	var link fakeplatform.Link
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		closed := link.Open(c)
+		defer closed()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	defer link.Close()
+	got := make(chan string, 2)
+	go func() {
+		c, _, err := websocket.Dial(t.Context(), "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+		if err != nil {
+			got <- "dial: " + err.Error()
+			return
+		}
+		defer c.CloseNow()
+		for range 2 {
+			_, data, err := c.Read(t.Context())
+			if err != nil {
+				got <- "read: " + err.Error()
+				return
+			}
+			got <- string(data)
+		}
+	}()
+	link.Write(t, websocket.MessageText, []byte("one"))
+	link.Write(t, websocket.MessageBinary, []byte("two"))
+	for _, want := range []string{"one", "two"} {
+		select {
+		case g := <-got:
+			if g != want {
+				t.Fatalf("client read %q, want %q", g, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("client read nothing; want %q", want)
+		}
 	}
 }
