@@ -19,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
@@ -82,12 +83,13 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 	if err != nil {
 		return nil, nil, err
 	}
+	ad := adapterdeps.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints}
 	var adapters []gateway.Adapter
 	mux := http.NewServeMux()
 	serving := false
 
 	if c := cfg.Telegram; c.Enabled {
-		a, err := telegram.New(ctx, c, telegram.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		a, err := telegram.New(ctx, c, ad)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -98,21 +100,21 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 	}
 	if c := cfg.Slack; c.Enabled {
-		a, err := slack.New(ctx, c, slack.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		a, err := slack.New(ctx, c, ad)
 		if err != nil {
 			return nil, nil, err
 		}
 		adapters = append(adapters, a)
 	}
 	if c := cfg.Discord; c.Enabled {
-		a, err := discord.New(ctx, c, discord.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		a, err := discord.New(ctx, c, ad)
 		if err != nil {
 			return nil, nil, err
 		}
 		adapters = append(adapters, a)
 	}
 	if c := cfg.Feishu; c.Enabled {
-		a, err := feishu.New(ctx, c, feishu.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		a, err := feishu.New(ctx, c, ad)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -123,14 +125,14 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 	}
 	if c := cfg.DingTalk; c.Enabled {
-		a, err := dingtalk.New(ctx, c, dingtalk.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		a, err := dingtalk.New(ctx, c, ad)
 		if err != nil {
 			return nil, nil, err
 		}
 		adapters = append(adapters, a)
 	}
 	if c := cfg.WhatsApp; c.Enabled {
-		a, err := whatsapp.New(ctx, c, whatsapp.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints})
+		a, err := whatsapp.New(ctx, c, whatsapp.Deps{Bus: ad.Bus, Gate: ad.Gate, Log: ad.Log, SendProgress: ad.SendProgress, SendToolHints: ad.SendToolHints})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -19,10 +19,10 @@ import (
 
 	"github.com/open-dingtalk/dingtalk-stream-sdk-go/chatbot"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -37,13 +37,7 @@ const Channel = "dingtalk"
 const Limit = 4000
 
 // Deps are what the adapter needs from its surroundings.
-type Deps struct {
-	Bus  *bus.Bus
-	Gate *access.Gate
-	Log  *slog.Logger
-	// SendProgress and SendToolHints are the channels-wide defaults.
-	SendProgress, SendToolHints bool
-}
+type Deps = adapterdeps.Deps
 
 // Adapter is the DingTalk channel. It implements [gateway.LiveAdapter].
 type Adapter struct {

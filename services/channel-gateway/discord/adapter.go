@@ -24,6 +24,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
@@ -39,13 +40,7 @@ const Channel = "discord"
 const Limit = 2000
 
 // Deps are what the adapter needs from its surroundings.
-type Deps struct {
-	Bus  *bus.Bus
-	Gate *access.Gate
-	Log  *slog.Logger
-	// SendProgress and SendToolHints are the channels-wide defaults.
-	SendProgress, SendToolHints bool
-}
+type Deps = adapterdeps.Deps
 
 // Adapter is the Discord channel. It implements [gateway.LiveAdapter].
 type Adapter struct {

@@ -21,10 +21,10 @@ import (
 	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
@@ -41,13 +41,7 @@ const Channel = "feishu"
 const Limit = 8000
 
 // Deps are what the adapter needs from its surroundings.
-type Deps struct {
-	Bus  *bus.Bus
-	Gate *access.Gate
-	Log  *slog.Logger
-	// SendProgress and SendToolHints are the channels-wide defaults.
-	SendProgress, SendToolHints bool
-}
+type Deps = adapterdeps.Deps
 
 // Adapter is the Feishu / Lark channel. It implements
 // [gateway.LiveAdapter].

@@ -15,10 +15,10 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
@@ -31,13 +31,7 @@ import (
 const Channel = "slack"
 
 // Deps are what the adapter needs from its surroundings.
-type Deps struct {
-	Bus  *bus.Bus
-	Gate *access.Gate
-	Log  *slog.Logger
-	// SendProgress and SendToolHints are the channels-wide defaults.
-	SendProgress, SendToolHints bool
-}
+type Deps = adapterdeps.Deps
 
 // Adapter is the Slack channel. It implements [gateway.LiveAdapter].
 type Adapter struct {

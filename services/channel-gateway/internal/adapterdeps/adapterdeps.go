@@ -1,0 +1,20 @@
+// Package adapterdeps is what every chat-platform adapter gets from the
+// gateway that builds it, declared once so that the adapters' constructors
+// share one shape and channels.Build one value.
+package adapterdeps
+
+import (
+	"log/slog"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+)
+
+// Deps are what an adapter needs from its surroundings.
+type Deps struct {
+	Bus  *bus.Bus
+	Gate *access.Gate
+	Log  *slog.Logger
+	// SendProgress and SendToolHints are the channels-wide defaults.
+	SendProgress, SendToolHints bool
+}
