@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,7 +25,6 @@ const (
 	defaultCallTimeout = 15 * time.Minute
 	defaultRetries     = 2
 	catalogTimeout     = 5 * time.Second
-	catalogTTL         = 30 * time.Second
 	// catalogGatherMin and catalogGatherMax bound how long Catalog waits
 	// for more runners' answers after the first.
 	catalogGatherMin = 50 * time.Millisecond
@@ -45,13 +45,12 @@ type Client struct {
 	maxRetries  int
 	allRunners  int // 0: unknown
 
-	muxOnce  sync.Once
-	muxErr   error
-	inbox    string // prefix of reply subjects, ends with "."
-	mu       sync.Mutex
-	pending  map[string]*pending
-	catalog  map[string]*nanofleetv1.ToolDefinition
-	catalogT time.Time
+	muxOnce sync.Once
+	muxErr  error
+	inbox   string // prefix of reply subjects, ends with "."
+	mu      sync.Mutex
+	pending map[string]*pending
+	cache   catalogCache
 }
 
 // pending is one attempt waiting for its runner.
@@ -86,7 +85,8 @@ func New(b *bus.Bus, opts ...Option) (*Client, error) {
 // window after the first one (three times the first one's delay, between
 // 50 and 500 ms). A tool several runners define differently gets one
 // definition, the same whichever runner answered first. Without a
-// deadline on ctx it waits 5 s for the first answer.
+// deadline on ctx it waits 5 s for the first answer. It asks the runners
+// every time, and refreshes the cache CachedCatalog serves.
 func (c *Client) Catalog(ctx context.Context) ([]*nanofleetv1.ToolDefinition, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -146,10 +146,8 @@ func (c *Client) Catalog(ctx context.Context) ([]*nanofleetv1.ToolDefinition, er
 		defs = append(defs, d)
 	}
 	toolschema.SortDefinitions(defs)
-	c.mu.Lock()
-	c.catalog, c.catalogT = byName, time.Now()
-	c.mu.Unlock()
-	return defs, nil
+	c.cache.store(defs, byName)
+	return slices.Clone(defs), nil
 }
 
 // preferred orders differing definitions of one tool so that the merged
@@ -162,21 +160,16 @@ func preferred(a, b *nanofleetv1.ToolDefinition) bool {
 }
 
 // definition returns a tool's definition from the cached catalog,
-// refreshing it when it is old or lacks the tool.
+// fetching it first when it is old or lacks the tool.
 func (c *Client) definition(ctx context.Context, name string) (*nanofleetv1.ToolDefinition, bool) {
-	c.mu.Lock()
-	d, ok := c.catalog[name]
-	fresh := time.Since(c.catalogT) < catalogTTL
-	c.mu.Unlock()
+	d, ok, fresh := c.cache.lookup(name)
 	if ok && fresh {
 		return d, true
 	}
 	if _, err := c.Catalog(ctx); err != nil {
 		return d, ok
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, ok = c.catalog[name]
+	d, ok, _ = c.cache.lookup(name)
 	return d, ok
 }
 

@@ -3,6 +3,7 @@ package toolclient_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -336,4 +337,115 @@ func TestCatalogAllRunners(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gatedCatalog serves the catalog on f's runner: each request is signalled
+// on the returned channel and answered once the test sends on gate, with
+// the tools *tools names, or with bytes no client can read while *broken.
+func (f *fakeFleet) gatedCatalog(gate <-chan struct{}, tools *atomic.Pointer[[]string], broken *atomic.Bool) <-chan struct{} {
+	calls := make(chan struct{}, 10)
+	f.serve(toolclient.CatalogSubject(f.runner.Space), func(m *nats.Msg, _ int) {
+		calls <- struct{}{}
+		select {
+		case <-gate:
+		case <-f.t.Context().Done():
+			return
+		}
+		if broken.Load() {
+			m.Respond([]byte{0xff, 0xff, 0xff})
+			return
+		}
+		var cat nanofleetv1.ToolCatalog
+		for _, n := range *tools.Load() {
+			cat.Tools = append(cat.Tools, &nanofleetv1.ToolDefinition{Name: n})
+		}
+		data, _ := proto.Marshal(&cat)
+		m.Respond(data)
+	})
+	return calls
+}
+
+// TestCachedCatalogServesStaleWhileRefreshing: until the runners have
+// answered, CachedCatalog fails and the next call asks again; once they
+// have, a caller never waits for the catalog: an old one is served and
+// refreshed in the background, and a failed refresh keeps the runners'
+// tools (and the next call tries again).
+func TestCachedCatalogServesStaleWhileRefreshing(t *testing.T) {
+	f := newFleet(t, toolclient.WithAllRunners(1))
+	ctx := t.Context()
+	names := func(defs []*nanofleetv1.ToolDefinition) string {
+		var out []string
+		for _, d := range defs {
+			out = append(out, d.GetName())
+		}
+		return strings.Join(out, ",")
+	}
+	get := func() string {
+		t.Helper()
+		defs, err := f.client.CachedCatalog(ctx)
+		if err != nil {
+			t.Fatalf("cached catalog: %v", err)
+		}
+		return names(defs)
+	}
+
+	if _, err := f.client.CachedCatalog(ctx); !errors.Is(err, toolclient.ErrNoRunners) {
+		t.Fatalf("cached catalog without runners: %v, want ErrNoRunners", err)
+	}
+	gate := make(chan struct{})
+	var tools atomic.Pointer[[]string]
+	var broken atomic.Bool
+	tools.Store(&[]string{"read_file"})
+	calls := f.gatedCatalog(gate, &tools, &broken)
+
+	first := make(chan string)
+	go func() {
+		defs, err := f.client.CachedCatalog(ctx)
+		if err != nil {
+			t.Errorf("first cached catalog: %v", err)
+		}
+		first <- names(defs)
+	}()
+	bustest.Receive(t, calls, 10*time.Second)
+	gate <- struct{}{} // the first catalog is waited for
+	if got := bustest.Receive(t, first, 10*time.Second); got != "read_file" {
+		t.Fatalf("first catalog = %v, want read_file", got)
+	}
+	a, _ := f.client.CachedCatalog(ctx)
+	b, _ := f.client.CachedCatalog(ctx)
+	if &a[0] != &b[0] {
+		t.Errorf("a cached catalog within its lifetime is not the same slice")
+	}
+
+	tools.Store(&[]string{"exec", "read_file"})
+	toolclient.AgeCatalog(f.client, toolclient.CatalogTTL)
+	if got := get(); got != "read_file" { // the refresh is held at the gate
+		t.Fatalf("catalog during a refresh = %v, want the stale read_file", got)
+	}
+	bustest.Receive(t, calls, 10*time.Second)
+	gate <- struct{}{}
+	bustest.Eventually(t, 10*time.Second, func() error {
+		if got := get(); got != "exec,read_file" {
+			return fmt.Errorf("catalog after the refresh = %v, want exec,read_file", got)
+		}
+		return nil
+	})
+
+	broken.Store(true)
+	toolclient.AgeCatalog(f.client, toolclient.CatalogTTL)
+	_ = get()
+	bustest.Receive(t, calls, 10*time.Second)
+	gate <- struct{}{}
+	// The failed refresh has ended when a call starts the next one.
+	bustest.Eventually(t, 10*time.Second, func() error {
+		if got := get(); got != "exec,read_file" {
+			t.Fatalf("catalog after a failed refresh = %v, want the runners' tools kept", got)
+		}
+		select {
+		case <-calls:
+			return nil
+		default:
+			return errors.New("no refresh after the failed one")
+		}
+	})
 }

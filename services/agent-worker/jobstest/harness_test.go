@@ -177,7 +177,7 @@ type runners struct {
 	execStarted chan struct{}
 }
 
-func (r *runners) Catalog(context.Context) ([]*nanofleetv1.ToolDefinition, error) {
+func (r *runners) CachedCatalog(context.Context) ([]*nanofleetv1.ToolDefinition, error) {
 	obj := `{"type":"object","properties":{"path":{"type":"string"},"command":{"type":"string"},"url":{"type":"string"}}}`
 	return []*nanofleetv1.ToolDefinition{
 		{Name: "read_file", Description: "read a file", ParametersJson: obj, ReadOnly: true},

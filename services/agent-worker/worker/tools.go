@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
@@ -27,67 +26,46 @@ type Command = agenttool.Command
 type TurnContext = agenttool.TurnContext
 
 // catalog merges the tool runners' catalog with the worker's local tools.
-// The runners' catalog is cached for a short time: tool sets change when
-// runners with other MCP servers come and go, not from turn to turn.
+// The runners' catalog comes from RemoteTools' cache; the merge is made
+// again only when that cache hands out a new catalog.
 type catalog struct {
 	remote RemoteTools
 	local  []LocalTool
 	log    *slog.Logger
 
-	mu sync.Mutex
-	// fetched is when the runners last answered; zero until they have.
-	fetched    time.Time
-	refreshing bool // a background refresh is running
-	defs       []*nanofleetv1.ToolDefinition
-	byName     map[string]*nanofleetv1.ToolDefinition
-	schemas    map[string]*toolschema.Schema
+	mu      sync.Mutex
+	merged  bool                          // defs has been made once
+	from    []*nanofleetv1.ToolDefinition // the runners' catalog defs was made from
+	defs    []*nanofleetv1.ToolDefinition
+	byName  map[string]*nanofleetv1.ToolDefinition
+	schemas map[string]*toolschema.Schema
 }
 
-const catalogTTL = 10 * time.Second
-
 func (c *catalog) definitions(ctx context.Context) ([]*nanofleetv1.ToolDefinition, map[string]*nanofleetv1.ToolDefinition) {
+	// Until the runners have answered once, turns wait for the catalog;
+	// without runners they get the local tools and the next turn asks
+	// again.
+	remote, err := c.remote.CachedCatalog(ctx)
+	if err != nil {
+		c.log.Warn("tool catalog unavailable; local tools only", "err", err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.fetched.IsZero() {
-		// Until the runners have answered once, turns wait for the
-		// catalog, one at a time; without runners they get the local
-		// tools and the next turn asks again.
-		remote, err := c.remote.Catalog(ctx)
-		if err != nil {
-			c.log.Warn("tool catalog unavailable; local tools only", "err", err)
-			remote = nil
-		}
-		c.install(remote, err == nil)
-		return c.defs, c.byName
-	}
-	// Then a stale catalog serves while a fresh one is fetched in the
-	// background: gathering the runners' answers takes at least 50 ms,
-	// which no turn should wait for.
-	if time.Since(c.fetched) >= catalogTTL && !c.refreshing {
-		c.refreshing = true
-		go c.refresh(context.WithoutCancel(ctx))
+	if !c.merged || !sameSlice(remote, c.from) {
+		c.install(remote)
 	}
 	return c.defs, c.byName
 }
 
-// refresh fetches the runners' catalog in the background. A failed
-// refresh keeps the tools the runners had: a call to a runner that is gone
-// is answered to the model.
-func (c *catalog) refresh(ctx context.Context) {
-	remote, err := c.remote.Catalog(ctx)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.refreshing = false
-	if err != nil {
-		c.log.Warn("tool catalog refresh failed; keeping the last one", "err", err)
-		return
-	}
-	c.install(remote, true)
+// sameSlice reports whether a and b are the same slice: the cache hands out
+// one slice until it is refreshed.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// install merges the runners' tools with the local ones; answered marks
-// the runners' catalog as fetched now. The caller holds mu.
-func (c *catalog) install(remote []*nanofleetv1.ToolDefinition, answered bool) {
+// install merges the runners' tools with the local ones. The caller holds
+// mu.
+func (c *catalog) install(remote []*nanofleetv1.ToolDefinition) {
 	if c.schemas == nil {
 		c.schemas = map[string]*toolschema.Schema{}
 		for _, lt := range c.local {
@@ -105,9 +83,7 @@ func (c *catalog) install(remote []*nanofleetv1.ToolDefinition, answered bool) {
 	for _, d := range defs {
 		c.byName[d.GetName()] = d
 	}
-	if answered {
-		c.fetched = time.Now()
-	}
+	c.merged, c.from = true, remote
 }
 
 // turnTools is the toolset of one turn.

@@ -4,40 +4,39 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
-	"time"
 
-	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
-// gatedRunners answers Catalog with the tools it holds once the test lets
-// it (gate), or with err.
-type gatedRunners struct {
-	gate  chan struct{}
-	calls chan struct{}
-	tools []string
+// cachedRunners hands out the catalog it holds, as toolclient's cache
+// does: the same slice until the test installs another, or err.
+type cachedRunners struct {
+	mu    sync.Mutex
+	defs  []*nanofleetv1.ToolDefinition
 	err   error
+	calls int
 }
 
-func (g *gatedRunners) Catalog(ctx context.Context) ([]*nanofleetv1.ToolDefinition, error) {
-	g.calls <- struct{}{}
-	select {
-	case <-g.gate:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+func (r *cachedRunners) set(err error, tools ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.defs, r.err = nil, err
+	for _, n := range tools {
+		r.defs = append(r.defs, &nanofleetv1.ToolDefinition{Name: n})
 	}
-	if g.err != nil {
-		return nil, g.err
-	}
-	var defs []*nanofleetv1.ToolDefinition
-	for _, n := range g.tools {
-		defs = append(defs, &nanofleetv1.ToolDefinition{Name: n})
-	}
-	return defs, nil
 }
 
-func (g *gatedRunners) Call(context.Context, *nanofleetv1.ToolRequest) (*nanofleetv1.ToolResult, error) {
+func (r *cachedRunners) CachedCatalog(context.Context) ([]*nanofleetv1.ToolDefinition, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	return r.defs, r.err
+}
+
+func (r *cachedRunners) Call(context.Context, *nanofleetv1.ToolRequest) (*nanofleetv1.ToolResult, error) {
 	return nil, errors.New("not a runner")
 }
 
@@ -49,60 +48,47 @@ func names(defs []*nanofleetv1.ToolDefinition) []string {
 	return out
 }
 
-// TestStaleCatalogServesWhileRefreshing: once the runners have answered, a
-// turn never waits for the catalog: an old one is served and refreshed in
-// the background, and a failed refresh keeps the runners' tools.
-func TestStaleCatalogServesWhileRefreshing(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel() // ends a refresh still held at the gate
-	g := &gatedRunners{gate: make(chan struct{}), calls: make(chan struct{}, 10), tools: []string{"read_file"}}
-	c := &catalog{remote: g, log: slog.New(slog.DiscardHandler)}
-	get := func() []string { defs, _ := c.definitions(ctx); return names(defs) }
-	age := func() {
-		c.mu.Lock()
-		c.fetched = time.Now().Add(-catalogTTL)
-		c.mu.Unlock()
+// TestCatalogMergesRunnersAndLocalTools: every turn asks the runners'
+// cache; without runners a turn gets the local tools and the next asks
+// again; the merge with the local tools is made again only when the
+// cache hands out another catalog. (The cache's stale-while-refreshing
+// lifetime is TestCachedCatalogServesStaleWhileRefreshing in
+// pkg/toolclient.)
+func TestCatalogMergesRunnersAndLocalTools(t *testing.T) {
+	r := &cachedRunners{}
+	c := &catalog{remote: r, local: []LocalTool{MessageTool{}}, log: slog.New(slog.DiscardHandler)}
+	steps := []struct {
+		name    string
+		err     error
+		tools   []string
+		want    []string
+		remerge bool
+	}{
+		{"no runners yet", errors.New("no responders"), nil, []string{"message"}, true},
+		{"runners answer", nil, []string{"read_file", "exec"}, []string{"exec", "message", "read_file"}, true},
+		{"same catalog", nil, nil, []string{"exec", "message", "read_file"}, false},
+		{"catalog refreshed", nil, []string{"web_fetch"}, []string{"message", "web_fetch"}, true},
 	}
-	// settle waits for the refresh the gate let go to be applied.
-	settle := func() {
-		t.Helper()
-		bustest.Eventually(t, 5*time.Second, func() error {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if c.refreshing {
-				return errors.New("refresh did not finish")
+	var prev []*nanofleetv1.ToolDefinition
+	for i, s := range steps {
+		if s.err != nil || s.tools != nil {
+			r.set(s.err, s.tools...)
+		}
+		defs, byName := c.definitions(t.Context())
+		if got := names(defs); !slices.Equal(got, s.want) {
+			t.Errorf("%s: tools %v, want %v", s.name, got, s.want)
+		}
+		for _, n := range s.want {
+			if byName[n].GetName() != n {
+				t.Errorf("%s: %s not found by name", s.name, n)
 			}
-			return nil
-		})
-	}
-
-	first := make(chan []string)
-	go func() { first <- get() }()
-	bustest.Receive(t, g.calls, 10*time.Second)
-	g.gate <- struct{}{} // the first catalog is waited for
-	if got := bustest.Receive(t, first, 10*time.Second); len(got) != 1 || got[0] != "read_file" {
-		t.Fatalf("first catalog = %v, want [read_file]", got)
-	}
-
-	g.tools = []string{"exec", "read_file"}
-	age()
-	if got := get(); len(got) != 1 { // the refresh is held at the gate
-		t.Fatalf("catalog during a refresh = %v, want the stale [read_file]", got)
-	}
-	bustest.Receive(t, g.calls, 10*time.Second)
-	g.gate <- struct{}{}
-	settle()
-	if got := get(); len(got) != 2 {
-		t.Fatalf("catalog after the refresh = %v, want [exec read_file]", got)
-	}
-
-	g.err = errors.New("runners gone")
-	age()
-	_ = get()
-	bustest.Receive(t, g.calls, 10*time.Second)
-	g.gate <- struct{}{}
-	settle()
-	if got := get(); len(got) != 2 {
-		t.Errorf("catalog after a failed refresh = %v, want the runners' tools kept", got)
+		}
+		if remerged := prev == nil || !sameSlice(defs, prev); remerged != s.remerge {
+			t.Errorf("%s: merged again = %v, want %v", s.name, remerged, s.remerge)
+		}
+		if r.calls != i+1 {
+			t.Errorf("%s: runners' cache asked %d times, want once a turn", s.name, r.calls)
+		}
+		prev = defs
 	}
 }

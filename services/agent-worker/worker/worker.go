@@ -22,9 +22,12 @@ import (
 	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
 )
 
-// RemoteTools reaches the tool runners.
+// RemoteTools reaches the tool runners (toolclient.Client).
 type RemoteTools interface {
-	Catalog(ctx context.Context) ([]*nanofleetv1.ToolDefinition, error)
+	// CachedCatalog returns the runners' tools, sorted by name, from a
+	// cache that serves an old catalog while it refreshes it; the same
+	// slice until it changes, not to be modified.
+	CachedCatalog(ctx context.Context) ([]*nanofleetv1.ToolDefinition, error)
 	Call(ctx context.Context, req *nanofleetv1.ToolRequest) (*nanofleetv1.ToolResult, error)
 }
 

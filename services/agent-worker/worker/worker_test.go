@@ -29,7 +29,9 @@ import (
 // tests in services/nanofleet run turns through real tool runners.
 type noRunners struct{}
 
-func (noRunners) Catalog(context.Context) ([]*nanofleetv1.ToolDefinition, error) { return nil, nil }
+func (noRunners) CachedCatalog(context.Context) ([]*nanofleetv1.ToolDefinition, error) {
+	return nil, nil
+}
 func (noRunners) Call(_ context.Context, r *nanofleetv1.ToolRequest) (*nanofleetv1.ToolResult, error) {
 	return nil, fmt.Errorf("no runner for %s", r.GetName())
 }
