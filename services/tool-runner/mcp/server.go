@@ -1,12 +1,10 @@
 package mcp
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 )
@@ -133,15 +131,4 @@ func (s *server) withStderr(err error) error {
 		return fmt.Errorf("%w; the server's stderr ends with: %s", err, tail)
 	}
 	return err
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

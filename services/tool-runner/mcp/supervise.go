@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
 
@@ -43,7 +44,8 @@ func (c *conn) ended(grace time.Duration) bool {
 func (s *server) supervise(ctx context.Context) {
 	defer s.m.wg.Done()
 	defer s.shutdown()
-	backoff := minBackoff
+	backoff := bus.Backoff{Min: minBackoff, Max: maxBackoff}
+	failures := 0 // attempts since the server last ran for stableAfter
 	for ctx.Err() == nil {
 		start := time.Now()
 		c, err := s.open(ctx)
@@ -51,12 +53,13 @@ func (s *server) supervise(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			s.down(err, backoff)
+			wait := backoff.Wait(failures)
+			failures++
+			s.down(err, wait)
 			s.firstOnce.Do(func() { close(s.firstDone) })
-			if sleep(ctx, backoff) != nil {
+			if bus.Sleep(ctx, wait) != nil {
 				return
 			}
-			backoff = min(backoff*2, maxBackoff)
 			continue
 		}
 		s.firstOnce.Do(func() { close(s.firstDone) })
@@ -66,13 +69,13 @@ func (s *server) supervise(ctx context.Context) {
 		}
 		s.lost(c, reason)
 		if time.Since(start) >= stableAfter {
-			backoff = minBackoff
+			failures = 0
 			continue
 		}
-		if sleep(ctx, backoff) != nil {
+		if bus.Sleep(ctx, backoff.Wait(failures)) != nil {
 			return
 		}
-		backoff = min(backoff*2, maxBackoff)
+		failures++
 	}
 }
 
