@@ -72,26 +72,7 @@ func TestHeapGrowth(t *testing.T) {
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
 	profile := func(name string) {
 		sleep(ctx, settleAfterLoad(window))
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		path := filepath.Join(dir, "heap-"+name+".prof")
-		pf, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pf.Close()
-		if err := pprof.WriteHeapProfile(pf); err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range metrics.All() {
-			if strings.HasPrefix(d.Name, "/memory/classes/") {
-				smp := []metrics.Sample{{Name: d.Name}}
-				metrics.Read(smp)
-				t.Logf("  %-50s %8.1f MB", d.Name, float64(smp[0].Value.Uint64())/(1<<20))
-			}
-		}
-		t.Logf("%s: live heap %.1f MB (%d objects), process RSS %s; profile %s", name,
-			float64(ms.HeapAlloc)/(1<<20), ms.HeapObjects, rss(), path)
+		writeHeap(t, dir, name)
 	}
 	for i, l := range []load{
 		{Concurrency: 100, Chats: 100, TurnsPerChat: 10, Prefix: "first"},
@@ -102,6 +83,36 @@ func TestHeapGrowth(t *testing.T) {
 		}
 		profile([]string{"first", "last"}[i])
 	}
+}
+
+// writeHeap reads the process's RSS, then collects garbage and writes
+// DIR/heap-NAME.prof, logging the runtime's memory classes and the live
+// heap: live data that grows shows in the profile, heap the collector has
+// not given back only in the classes.
+func writeHeap(t *testing.T, dir, name string) {
+	t.Helper()
+	before := rss()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	path := filepath.Join(dir, "heap-"+name+".prof")
+	pf, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if err := pprof.WriteHeapProfile(pf); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range metrics.All() {
+		if strings.HasPrefix(d.Name, "/memory/classes/") {
+			smp := []metrics.Sample{{Name: d.Name}}
+			metrics.Read(smp)
+			t.Logf("  %-50s %8.1f MB", d.Name, float64(smp[0].Value.Uint64())/(1<<20))
+		}
+	}
+	t.Logf("%s: live heap %.1f MB (%d objects), %d goroutines, process RSS %s before the collection, %s after; profile %s", name,
+		float64(ms.HeapAlloc)/(1<<20), ms.HeapObjects, runtime.NumGoroutine(), before, rss(), path)
 }
 
 func rss() string {
