@@ -11,8 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/memtrim"
+	"github.com/nanofleet/nanofleet/pkg/svc"
+	"github.com/nanofleet/nanofleet/pkg/toolclient"
+	"github.com/nanofleet/nanofleet/services/agent-worker/service"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
@@ -29,35 +35,12 @@ import (
 // server's caches and the idle trim before each profile. It runs only when
 // NANOFLEET_BENCH_HEAP is set.
 func TestHeapGrowth(t *testing.T) {
-	dir := os.Getenv("NANOFLEET_BENCH_HEAP")
-	if dir == "" {
-		t.Skip("set NANOFLEET_BENCH_HEAP=DIR to write heap profiles")
-	}
-	sessions := 3000
-	if s := os.Getenv("NANOFLEET_BENCH_HEAP_SESSIONS"); s != "" {
-		var err error
-		if sessions, err = strconv.Atoi(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx := t.Context()
-	tmp := t.TempDir()
-	model, err := startModel(0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Close()
-	ws, err := prepareWorkspace(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, sessions := heapSettings(t, "NANOFLEET_BENCH_HEAP", "NANOFLEET_BENCH_HEAP_SESSIONS", 3000)
 	window := DefaultConfig().MemoryWindow
-	_, file, err := fleetSettings{modelURL: model.URL(), slots: 16, limit: 4096, windows: window}.write(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHeapFleet(t, fleetSettings{slots: 16, limit: 4096, windows: window})
+	ctx := t.Context()
 	f, err := fleet.Start(ctx, fleet.Options{
-		File: file, Getenv: noEnv, Log: slog.New(slog.DiscardHandler), DataDir: filepath.Join(tmp, "data"), Workspace: ws, Workers: 1,
+		File: h.file, Getenv: noEnv, Log: slog.New(slog.DiscardHandler), DataDir: filepath.Join(h.tmp, "data"), Workspace: h.ws, Workers: 1,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +66,149 @@ func TestHeapGrowth(t *testing.T) {
 		}
 		profile([]string{"first", "last"}[i])
 	}
+}
+
+// TestWorkerTurnsHeap explains the agent-worker's RSS growth with turns
+// (the memory suite's "RSS after TurnsAll turns over TurnSessions
+// sessions"): it runs the agent-worker in this process, as its main does,
+// against a nats-server and a tool-runner process, drives 1,000 turns over
+// 100 sessions, then NANOFLEET_BENCH_WORKER_TURNS in all (default
+// 100,000), and writes a heap profile after each into
+// NANOFLEET_BENCH_WORKER_HEAP (a directory), so that
+//
+//	go tool pprof -top -base DIR/heap-turns-first.prof DIR/heap-turns-all.prof
+//
+// shows whether live data grows with turns, and which code holds it. The
+// load generator and the fake model share the process; their allocations
+// are on their own stacks. It runs only when NANOFLEET_BENCH_WORKER_HEAP
+// is set.
+func TestWorkerTurnsHeap(t *testing.T) {
+	dir, all := heapSettings(t, "NANOFLEET_BENCH_WORKER_HEAP", "NANOFLEET_BENCH_WORKER_TURNS", 100_000)
+	const sessions, first = 100, 1000
+	window := DefaultConfig().MemoryWindow
+	h := newHeapFleet(t, fleetSettings{windows: window})
+	cfgPath, file, ws := h.cfgPath, h.file, h.ws
+	ctx := t.Context()
+	root, err := filepath.Abs("../../..") // the go.work workspace
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins, err := buildBinaries(ctx, root, h.tmp, "nats-server", "tool-runner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nats, url, err := startNATS(ctx, bins, filepath.Join(h.tmp, "nats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nats.kill()
+	runner, err := startProc("tool-runner", bins.path("tool-runner"), nil,
+		"--nats", url, "--config", cfgPath, "--http", "", "--log-level", "info", "--workspace", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runner.kill()
+	if err := runner.waitOutput(ctx, "tool-runner running", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+
+	// The agent-worker, as services/agent-worker/main.go assembles it, on
+	// a connection of its own.
+	wb, err := bus.Connect(ctx, bus.Config{URL: url, Name: "agent-worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wb.Close()
+	if err := bus.Provision(ctx, wb, svc.Layout(file), service.Assets); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	tools, err := toolclient.New(wb, toolclient.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := service.New(ctx, wb, service.Options{File: file, Getenv: noEnv, ID: "heap", Workspace: ws, Tools: tools, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	go memtrim.Run(ctx, memtrim.DefaultConfig())
+
+	b, err := dial(ctx, url, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c, err := fleet.NewClient(ctx, b, "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, l := range []load{
+		{Concurrency: sessions, Chats: sessions, TurnsPerChat: first / sessions, Prefix: "t"},
+		{Concurrency: sessions, Chats: sessions, TurnsPerChat: (all - first) / sessions, Prefix: "t"},
+	} {
+		s := l.run(ctx, fleetTurn(c))
+		if s.Errors > 0 {
+			t.Fatalf("%d turns failed: %v", s.Errors, s.FirstErr)
+		}
+		t.Logf("%d turns in %s", len(s.Latencies), s.Elapsed.Round(time.Second))
+		sleep(ctx, settleAfterLoad(window))
+		writeHeap(t, dir, []string{"turns-first", "turns-all"}[i])
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("worker stopped: %v", err)
+	default:
+	}
+}
+
+// heapSettings reads an investigation test's settings: the directory its
+// profiles go to from dirVar (the test is skipped without it) and a count
+// from countVar (def when unset).
+func heapSettings(t *testing.T, dirVar, countVar string, def int) (string, int) {
+	t.Helper()
+	dir := os.Getenv(dirVar)
+	if dir == "" {
+		t.Skipf("set %s=DIR to write heap profiles", dirVar)
+	}
+	n := def
+	if s := os.Getenv(countVar); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("%s: %v", countVar, err)
+		}
+	}
+	return dir, n
+}
+
+// heapFleet is what an investigation test's fleet runs in: a temporary
+// directory with the workspace and the config, and the 0 ms model.
+type heapFleet struct {
+	tmp, cfgPath, ws string
+	file             *config.File
+}
+
+// newHeapFleet starts the 0 ms model and writes the workspace and the
+// fleet's config (s with the model's URL) into a temporary directory.
+func newHeapFleet(t *testing.T, s fleetSettings) heapFleet {
+	t.Helper()
+	model, err := startModel(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(model.Close)
+	h := heapFleet{tmp: t.TempDir()}
+	if h.ws, err = prepareWorkspace(h.tmp); err != nil {
+		t.Fatal(err)
+	}
+	s.modelURL = model.URL()
+	if h.cfgPath, h.file, err = s.write(h.tmp); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // writeHeap reads the process's RSS, then collects garbage and writes
