@@ -174,6 +174,9 @@ func heapSettings(t *testing.T, dirVar, countVar string, def int) (string, int) 
 	if dir == "" {
 		t.Skipf("set %s=DIR to write heap profiles", dirVar)
 	}
+	// The default rate samples one allocation per 512 KB, too coarse for
+	// a live heap of a few MB.
+	runtime.MemProfileRate = 4096
 	n := def
 	if s := os.Getenv(countVar); s != "" {
 		var err error
