@@ -417,14 +417,19 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 			a.parts.Mark(msg.GetId(), 1)
 		}
 	}
-	for i := start; i < len(pieces); i++ {
-		if err := a.send(ctx, msg, a.cfg.ReplyFormat, pieces[i], pieceID(msg.GetId(), i)); err != nil {
+	// The attachments follow the text, counted as pieces after it, so a
+	// retry continues with the first one not sent.
+	for i := start; i < len(pieces)+len(msg.GetMedia()); i++ {
+		var err error
+		if i < len(pieces) {
+			err = a.send(ctx, msg, a.cfg.ReplyFormat, pieces[i], pieceID(msg.GetId(), i))
+		} else {
+			err = a.sendMedia(ctx, msg, msg.GetMedia()[i-len(pieces)], pieceID(msg.GetId(), i))
+		}
+		if err != nil {
 			a.parts.Mark(msg.GetId(), i)
 			return err
 		}
-	}
-	if n := len(msg.GetMedia()); n > 0 {
-		a.log.Warn("feishu: outbound attachments are not uploaded", "id", msg.GetId(), "count", n)
 	}
 	a.parts.Done(msg.GetId())
 	return nil
@@ -474,6 +479,12 @@ func (a *Adapter) send(ctx context.Context, msg *nanofleetv1.OutboundMessage, fo
 // sendID is send returning the new message's id.
 func (a *Adapter) sendID(ctx context.Context, msg *nanofleetv1.OutboundMessage, format, md, uuid string) (string, error) {
 	msgType, content := body(format, md)
+	return a.post(ctx, msg, msgType, content, uuid)
+}
+
+// post sends one message of msgType with its content JSON, as send does,
+// and returns the new message's id.
+func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, msgType, content, uuid string) (string, error) {
 	var resp *larkcore.ApiResp
 	var code int
 	var text, id string

@@ -37,6 +37,14 @@
 // piece sent twice after a lost answer. Rate limits (HTTP 429, code
 // 99991400 or 230020) are retried after x-ogw-ratelimit-reset.
 //
+// A reply's attachments follow its text, read from the object store:
+// images up to 10 MB are uploaded to im/v1/images and sent as image
+// messages, other files (and larger images) up to 30 MB to im/v1/files
+// and sent as file messages, each with its own uuid. An attachment the
+// platform cannot take (over 30 MB, empty, refused) or the store no longer
+// holds becomes a text message naming it, so the reply still arrives
+// whole and the user knows what is missing.
+//
 // The SDK keeps tenant access tokens in a process-wide cache keyed by app
 // id; one gateway process runs one adapter per app, so that is harmless.
 //
