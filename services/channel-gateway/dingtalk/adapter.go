@@ -232,14 +232,19 @@ func (a *Adapter) download(ctx context.Context, msgID string, i int, f file) (*n
 // the robot send API.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	pieces := markup.Split(msg.GetContent(), Limit)
-	for i := a.parts.Sent(msg.GetId()); i < len(pieces); i++ {
-		if err := a.send(ctx, msg, "markdown", pieces[i]); err != nil {
+	// The attachments follow the text, counted as pieces after it, so a
+	// retry continues with the first one not sent.
+	for i := a.parts.Sent(msg.GetId()); i < len(pieces)+len(msg.GetMedia()); i++ {
+		var err error
+		if i < len(pieces) {
+			err = a.send(ctx, msg, "markdown", pieces[i])
+		} else {
+			err = a.sendMedia(ctx, msg, msg.GetMedia()[i-len(pieces)])
+		}
+		if err != nil {
 			a.parts.Mark(msg.GetId(), i)
 			return err
 		}
-	}
-	if n := len(msg.GetMedia()); n > 0 {
-		a.log.Warn("dingtalk: outbound attachments are not uploaded", "id", msg.GetId(), "count", n)
 	}
 	a.parts.Done(msg.GetId())
 	return nil
@@ -323,10 +328,14 @@ const (
 // robot sends through the robot API: to a group by its conversation id,
 // to a user by staff id.
 func (a *Adapter) robot(ctx context.Context, chat, kind, md string) error {
-	key, param := "sampleMarkdown", map[string]string{"title": title(md), "text": md}
 	if kind == "text" {
-		key, param = "sampleText", map[string]string{"content": md}
+		return a.robotSend(ctx, chat, "sampleText", map[string]string{"content": md})
 	}
+	return a.robotSend(ctx, chat, "sampleMarkdown", map[string]string{"title": title(md), "text": md})
+}
+
+// robotSend sends one robot message of template key with its parameters.
+func (a *Adapter) robotSend(ctx context.Context, chat, key string, param map[string]string) error {
 	p, _ := json.Marshal(param) // maps of strings always encode
 	body := map[string]any{"robotCode": a.cfg.robotCode(), "msgKey": key, "msgParam": string(p)}
 	path := "/v1.0/robot/oToMessages/batchSend"

@@ -29,10 +29,17 @@ type Config struct {
 	// APIURL is the open API (default https://api.dingtalk.com), for
 	// tests and proxies.
 	APIURL string `json:"apiUrl,omitempty"`
+	// OAPIURL is the older open API that takes media uploads (default
+	// https://oapi.dingtalk.com, or apiUrl when that is set: a proxy or a
+	// test fake serves both).
+	OAPIURL string `json:"oapiUrl,omitempty"`
 }
 
-// DefaultAPIURL is DingTalk's open API.
-const DefaultAPIURL = "https://api.dingtalk.com"
+// DingTalk's open APIs.
+const (
+	DefaultAPIURL  = "https://api.dingtalk.com"
+	DefaultOAPIURL = "https://oapi.dingtalk.com"
+)
 
 // Validate reports the first invalid key of an enabled channel.
 func (c Config) Validate() error {
@@ -49,7 +56,7 @@ func (c Config) Validate() error {
 	if err := c.Common.Validate(channelconfig.Rules{Name: "dingtalk", GroupIDs: "conversation ids"}); err != nil {
 		return err
 	}
-	return channelconfig.CheckURLs("dingtalk", map[string]string{"apiUrl": c.APIURL})
+	return channelconfig.CheckURLs("dingtalk", map[string]string{"apiUrl": c.APIURL, "oapiUrl": c.OAPIURL})
 }
 
 func (c Config) apiURL() string {
@@ -57,6 +64,16 @@ func (c Config) apiURL() string {
 		return strings.TrimRight(c.APIURL, "/")
 	}
 	return DefaultAPIURL
+}
+
+func (c Config) oapiURL() string {
+	switch {
+	case c.OAPIURL != "":
+		return strings.TrimRight(c.OAPIURL, "/")
+	case c.APIURL != "":
+		return c.apiURL()
+	}
+	return DefaultOAPIURL
 }
 
 func (c Config) robotCode() string {

@@ -36,6 +36,13 @@
 // group). Rate limits (HTTP 429 with Retry-After, the webhook's errcode
 // 130101, flow-controlled staff ids) are retried after the wait.
 //
+// A reply's attachments follow its text through the robot API (a session
+// webhook takes neither pictures nor files): uploaded from the object
+// store with the older oapi's media/upload (oapiUrl), then sent as
+// sampleImageMsg (JPEG, PNG, GIF, BMP) or sampleFile (doc(x), xls(x),
+// ppt(x), pdf, zip, rar), up to 20 MB. Anything else, or an attachment the
+// store no longer holds, becomes a text message naming it.
+//
 // Inbound metadata, which the worker copies onto its replies:
 // conversation_type, conversation_id, session_webhook,
 // session_webhook_expires (Unix milliseconds).

@@ -4,13 +4,16 @@
 // SYSTEM pings and CALLBACK robot messages, each acknowledged by the
 // client with a response frame of the same messageId), the app access
 // token, the robot send API (one-to-one batchSend and group send), the
-// message file download, and per-message session webhooks that expire.
-// Scripted failures include HTTP 429 with Retry-After.
+// message file download, the media upload (multipart media/upload on the
+// older oapi, whose media ids the robot's picture and file messages must
+// name), and per-message session webhooks that expire. Scripted failures
+// include HTTP 429 with Retry-After.
 package dingtalktest
 
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -33,11 +36,17 @@ const (
 
 // Call is one request to the fake's send APIs.
 type Call struct {
-	// Kind is "webhook", "otosend", "groupsend", "token" or "download".
+	// Kind is "webhook", "otosend", "groupsend", "token", "download" or
+	// "upload".
 	Kind string
 	// Session is the session webhook's id (webhook).
 	Session string
-	Body    map[string]any
+	// Body is the JSON body; for an upload, type and filename.
+	Body map[string]any
+	// Upload is an upload's bytes, and MediaID the id the fake gave them
+	// ("" when it refused them).
+	Upload  []byte
+	MediaID string
 	// Expired is true when a webhook call came after its expiry.
 	Expired bool
 }
@@ -93,6 +102,7 @@ type Server struct {
 	frames   int
 	sessions map[string]time.Time
 	files    map[string][]byte
+	media    map[string][]byte // media id → uploaded bytes
 }
 
 // New starts a fake, stopped at the end of the test.
@@ -100,7 +110,7 @@ func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
 		calls: fakeplatform.NewCalls("dingtalktest", func(c Call) string { return c.Kind }), acks: make(chan Ack, 1000),
-		sessions: map[string]time.Time{}, files: map[string][]byte{},
+		sessions: map[string]time.Time{}, files: map[string][]byte{}, media: map[string][]byte{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1.0/gateway/connections/open", s.serveOpen)
@@ -111,6 +121,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("POST /v1.0/robot/messageFiles/download", s.api("download"))
 	mux.HandleFunc("POST /robot/sendBySession/{session}", s.serveWebhook)
 	mux.HandleFunc("GET /files/{code}", s.serveFile)
+	mux.HandleFunc("POST /media/upload", s.serveUpload)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
@@ -134,6 +145,12 @@ func (s *Server) AddFile(code string, data []byte) {
 func (s *Server) Next(t testing.TB, timeout time.Duration, kinds ...string) Call {
 	t.Helper()
 	return s.calls.Next(t, timeout, kinds...)
+}
+
+// None reports an error for every call of one of kinds during d.
+func (s *Server) None(t testing.TB, d time.Duration, kinds ...string) {
+	t.Helper()
+	s.calls.None(t, d, kinds...)
 }
 
 // WaitConnected waits until a stream connection is open.
@@ -349,6 +366,10 @@ func (s *Server) api(kind string) http.HandlerFunc {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter.msgParam", "message": "bad msgParam"})
 				return
 			}
+			if msg := s.checkMedia(c.Str("msgKey"), p); msg != "" {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter.msgParam", "message": msg})
+				return
+			}
 			if kind == "groupsend" && !strings.HasPrefix(c.Str("openConversationId"), "cid") {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter.openConversationId", "message": "bad conversation"})
 				return
@@ -358,6 +379,86 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			writeJSON(w, http.StatusOK, map[string]any{"downloadUrl": s.URL + "/files/" + c.Str("downloadCode")})
 		}
 	}
+}
+
+// MediaLimit is the media upload's size limit.
+const MediaLimit = 20 << 20
+
+// serveUpload serves media/upload: access_token and type (image, file,
+// voice, video) in the query, the bytes in the multipart part "media";
+// it answers errcode and media_id as the oapi does.
+func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("access_token") != token {
+		writeJSON(w, http.StatusOK, map[string]any{"errcode": 40014, "errmsg": "invalid access_token"})
+		return
+	}
+	c := Call{Kind: "upload", Body: map[string]any{"type": r.URL.Query().Get("type")}}
+	var errcode int
+	var errmsg string
+	if err := r.ParseMultipartForm(MediaLimit + 1<<20); err != nil {
+		errcode, errmsg = 40035, "bad multipart form: "+err.Error()
+	} else if f, h, err := r.FormFile("media"); err != nil {
+		errcode, errmsg = 41001, "no media part"
+	} else {
+		c.Body["filename"] = h.Filename
+		c.Upload, _ = io.ReadAll(f)
+		f.Close()
+	}
+	s.mu.Lock()
+	fail := s.fail.Take("upload")
+	switch t := c.Str("type"); {
+	case fail != nil || errcode != 0:
+	case t != "image" && t != "file" && t != "voice" && t != "video":
+		errcode, errmsg = 40004, "invalid media type"
+	case len(c.Upload) == 0 || len(c.Upload) > MediaLimit:
+		errcode, errmsg = 40006, "invalid file size"
+	default:
+		c.MediaID = fmt.Sprintf("@lAD_%s_%d", t, len(s.media)+1)
+		s.media[c.MediaID] = c.Upload
+	}
+	s.mu.Unlock()
+	s.calls.Add(c)
+	switch {
+	case fail != nil:
+		fail.write(w)
+	case c.MediaID == "":
+		writeJSON(w, http.StatusOK, map[string]any{"errcode": errcode, "errmsg": errmsg})
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"errcode": 0, "errmsg": "ok", "media_id": c.MediaID, "type": c.Str("type"), "created_at": time.Now().UnixMilli()})
+	}
+}
+
+// checkMedia returns why a robot message's picture or file parameters are
+// refused, or "": a picture names an uploaded media id (or a URL), a
+// file an uploaded media id, its name and type.
+func (s *Server) checkMedia(key string, p map[string]string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch key {
+	case "sampleImageMsg":
+		if _, ok := s.media[p["photoURL"]]; !ok && !strings.HasPrefix(p["photoURL"], "http") {
+			return "photoURL is neither a media id nor a URL"
+		}
+	case "sampleFile":
+		if _, ok := s.media[p["mediaId"]]; !ok || p["fileName"] == "" || p["fileType"] == "" {
+			return "sampleFile needs an uploaded mediaId, fileName and fileType"
+		}
+	}
+	return ""
+}
+
+// Uploaded returns the bytes uploaded under a media id, or nil.
+func (s *Server) Uploaded(mediaID string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.media[mediaID]
+}
+
+// Param decodes a robot send's msgParam.
+func (c Call) Param() map[string]string {
+	var p map[string]string
+	_ = json.Unmarshal([]byte(c.Str("msgParam")), &p)
+	return p
 }
 
 func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
