@@ -20,6 +20,7 @@ import (
 	larkevent "github.com/larksuite/oapi-sdk-go/v3/event"
 	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
+	"github.com/nats-io/nats.go/jetstream"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -59,6 +60,9 @@ type Adapter struct {
 	parts  parts.Tracker
 	// streams is nil unless streaming.
 	streams *editstream.Streams
+	// nonces is nil unless in webhook mode.
+	nonces jetstream.KeyValue
+	now    func() time.Time
 
 	mu    sync.Mutex
 	botID string          // the bot's open id, for mentions
@@ -77,6 +81,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 		http:   &http.Client{Timeout: 2 * time.Minute},
 		groups: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: access.DMAllowlist},
 		dms:    access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
+		now:    time.Now,
 	}
 	a.api = lark.NewClient(cfg.AppID, cfg.AppSecret,
 		lark.WithOpenBaseUrl(a.base),
@@ -92,6 +97,11 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 		return nil, fmt.Errorf("feishu: %w", err)
 	}
 	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
+	if cfg.Mode == ModeWebhook {
+		if a.nonces, err = deps.Bus.KV(ctx, bucketNonces); err != nil {
+			return nil, fmt.Errorf("feishu: %w", err)
+		}
+	}
 	if cfg.Streaming {
 		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, a.log)
 		if err != nil {

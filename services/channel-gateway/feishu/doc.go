@@ -11,9 +11,11 @@
 // lease for the app connects, another takes over within the lease TTL.
 // "webhook" serves webhook.path (default /hooks/feishu) on the gateway's
 // HTTP listener: bodies are decrypted with encryptKey, requests without
-// a valid X-Lark-Signature are refused with 401, and the URL challenge is
-// answered when its verification token matches. Any gateway can take
-// webhook requests.
+// a valid X-Lark-Signature are refused with 401, and so are signed ones
+// replayed: a timestamp more than [ReplayWindow] (5 min) from now, or a
+// nonce already handled (kept fleet-wide in P_feishu-nonces). The URL
+// challenge is answered when its verification token matches. Any gateway
+// can take webhook requests.
 //
 // An event is answered (frame response or HTTP 200) only after it was
 // stored, or found malformed (logged and dropped); a failure to store

@@ -334,9 +334,16 @@ func Text(eventID, sender, chat, chatType, messageID, text string, mentions ...M
 // wrong signature). It returns the HTTP status.
 func Webhook(t testing.TB, url, encryptKey string, event map[string]any, sign bool) int {
 	t.Helper()
+	return WebhookAt(t, url, encryptKey, event, sign, time.Now(), rand.Text()[:8])
+}
+
+// WebhookAt is [Webhook] with the request's timestamp and nonce given, to
+// send a request as it was signed earlier (a replay).
+func WebhookAt(t testing.TB, url, encryptKey string, event map[string]any, sign bool, at time.Time, nonce string) int {
+	t.Helper()
 	plain, _ := json.Marshal(event)
 	body, _ := json.Marshal(map[string]string{"encrypt": Encrypt(plain, encryptKey)})
-	ts, nonce := strconv.FormatInt(time.Now().Unix(), 10), rand.Text()[:8]
+	ts := strconv.FormatInt(at.Unix(), 10)
 	sig := Signature(ts, nonce, encryptKey, body)
 	if !sign {
 		sig = Signature(ts, nonce, "another key", body)
