@@ -62,7 +62,6 @@ type Adapter struct {
 	streams *editstream.Streams
 	// nonces is nil unless in webhook mode.
 	nonces jetstream.KeyValue
-	now    func() time.Time
 
 	mu    sync.Mutex
 	botID string          // the bot's open id, for mentions
@@ -81,7 +80,6 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 		http:   &http.Client{Timeout: 2 * time.Minute},
 		groups: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: access.DMAllowlist},
 		dms:    access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
-		now:    time.Now,
 	}
 	a.api = lark.NewClient(cfg.AppID, cfg.AppSecret,
 		lark.WithOpenBaseUrl(a.base),
