@@ -49,8 +49,10 @@ type Adapter struct {
 	media  *media.Store
 	groups access.Policy
 	dms    access.Policy
-	parts  parts.Tracker
-	now    func() time.Time
+	// sent counts the pieces of each reply sent, fleet-wide: DingTalk has
+	// no idempotency key to drop a piece sent twice.
+	sent *parts.Store
+	now  func() time.Time
 
 	mu      sync.Mutex
 	token   string
@@ -75,6 +77,11 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 		return nil, fmt.Errorf("dingtalk: %w", err)
 	}
 	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
+	delivered, err := deps.Bus.KV(ctx, gateway.BucketDelivered)
+	if err != nil {
+		return nil, fmt.Errorf("dingtalk: %w", err)
+	}
+	a.sent = parts.NewStore(delivered)
 	return a, nil
 }
 
@@ -226,27 +233,47 @@ func (a *Adapter) download(ctx context.Context, msgID string, i int, f file) (*n
 	return a.media.Fetch(ctx, a.http, out.DownloadURL, nil, object, f.name, "")
 }
 
+// sendTimeout bounds one piece's send, which is not cut off when the
+// delivery's context ends (the gateway stopping): DingTalk may have shown
+// a piece whose answer never arrived, and a redelivery would show it
+// again.
+const sendTimeout = 30 * time.Second
+
 // Deliver sends one durable reply as markdown, split, continuing after
-// the pieces an earlier attempt already sent: through the message's
-// session webhook while it is valid, else (expired, or refused) through
-// the robot send API.
+// the pieces an earlier attempt already sent, on this gateway or another:
+// through the message's session webhook while it is valid, else
+// (expired, or refused) through the robot send API. Each piece, once
+// DingTalk took it, is recorded before the next starts; a gateway stopping
+// finishes the piece in flight and records it, so a redelivery after a
+// lost ack sends nothing twice.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	id := msg.GetId()
 	pieces := markup.Split(msg.GetContent(), Limit)
-	// The attachments follow the text, counted as pieces after it, so a
-	// retry continues with the first one not sent.
-	for i := a.parts.Sent(msg.GetId()); i < len(pieces)+len(msg.GetMedia()); i++ {
-		var err error
-		if i < len(pieces) {
-			err = a.send(ctx, msg, "markdown", pieces[i])
-		} else {
-			err = a.sendMedia(ctx, msg, msg.GetMedia()[i-len(pieces)])
+	start, err := a.sent.Sent(ctx, id)
+	if err != nil {
+		return gateway.Retry(fmt.Errorf("dingtalk: %w", err), 0)
+	}
+	// The attachments follow the text, counted as pieces after it.
+	for i := start; i < len(pieces)+len(msg.GetMedia()); i++ {
+		if err := ctx.Err(); err != nil {
+			return gateway.Retry(fmt.Errorf("dingtalk: %w", err), 0)
 		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+		if i < len(pieces) {
+			err = a.send(sctx, msg, "markdown", pieces[i])
+		} else {
+			err = a.sendMedia(sctx, msg, msg.GetMedia()[i-len(pieces)])
+		}
+		if err == nil {
+			if rerr := a.sent.Mark(sctx, id, i+1); rerr != nil {
+				a.log.Warn("dingtalk: piece sent but not recorded; a redelivery would send it again", "id", id, "piece", i, "err", rerr)
+			}
+		}
+		cancel()
 		if err != nil {
-			a.parts.Mark(msg.GetId(), i)
 			return err
 		}
 	}
-	a.parts.Done(msg.GetId())
 	return nil
 }
 

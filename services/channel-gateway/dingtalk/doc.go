@@ -36,6 +36,13 @@
 // group). Rate limits (HTTP 429 with Retry-After, the webhook's errcode
 // 130101, flow-controlled staff ids) are retried after the wait.
 //
+// DingTalk has no idempotency key, so a piece it took is recorded in the
+// gateway's delivered bucket (internal/parts.Store) before the next
+// starts, and a piece in flight is finished, not cut off, when the
+// gateway stops: a reply redelivered after a lost ack, on this gateway or
+// another, sends only what was not sent. What remains is a crash (not a
+// stop) between DingTalk's answer and that record.
+//
 // A reply's attachments follow its text through the robot API (a session
 // webhook takes neither pictures nor files): uploaded from the object
 // store with the older oapi's media/upload (oapiUrl), then sent as

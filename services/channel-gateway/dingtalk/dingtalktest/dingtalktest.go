@@ -78,6 +78,19 @@ type Failure struct {
 	// Code is the open API's error code, ErrCode the webhook's.
 	Code    string
 	ErrCode int
+	// Hold, when set, makes this no failure: the call is taken as usual
+	// and answered once Hold is closed, whether or not the client still
+	// waits (a send the platform made while its answer was lost).
+	Hold <-chan struct{}
+}
+
+// held waits for f's hold and reports whether f is only that.
+func (f *Failure) held() bool {
+	if f.Hold == nil {
+		return false
+	}
+	<-f.Hold
+	return true
 }
 
 // Ack is the client's response to a frame.
@@ -351,7 +364,7 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			return
 		}
 		s.calls.Add(c)
-		if f := s.fail.Take(kind); f != nil {
+		if f := s.fail.Take(kind); f != nil && !f.held() {
 			f.write(w)
 			return
 		}
@@ -473,7 +486,7 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	c.Expired = !ok || time.Now().After(expires)
 	s.calls.Add(c)
-	if f := s.fail.Take("webhook"); f != nil {
+	if f := s.fail.Take("webhook"); f != nil && !f.held() {
 		f.write(w)
 		return
 	}
