@@ -315,21 +315,11 @@ func (a *Adapter) webhook(ctx context.Context, hook, kind, md string) error {
 		body = map[string]any{"msgtype": "markdown", "markdown": map[string]string{"title": title(md), "text": md}}
 	}
 	data, _ := json.Marshal(body) // maps of strings always encode
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook, bytes.NewReader(data))
+	resp, raw, err := a.post(ctx, "session webhook", hook, "application/json", bytes.NewReader(data), nil)
 	if err != nil {
-		return gateway.Permanent(fmt.Errorf("dingtalk: session webhook: %w", err))
+		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return gateway.Retry(fmt.Errorf("dingtalk: session webhook: %w", err), 0)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var out struct {
-		ErrCode int    `json:"errcode"`
-		ErrMsg  string `json:"errmsg"`
-	}
+	var out oapiAnswer
 	_ = json.Unmarshal(raw, &out)
 	if resp.StatusCode == http.StatusOK && out.ErrCode == 0 {
 		return nil
@@ -342,6 +332,13 @@ func (a *Adapter) webhook(ctx context.Context, hook, kind, md string) error {
 		return gateway.Retry(e, 0)
 	}
 	return gateway.Permanent(e)
+}
+
+// oapiAnswer is how the older APIs (session webhooks, media upload)
+// answer: errcode 0, or an error.
+type oapiAnswer struct {
+	ErrCode int    `json:"errcode"`
+	ErrMsg  string `json:"errmsg"`
 }
 
 // errSendTooFast is the webhook's rate-limit errcode (20 messages a
@@ -409,18 +406,10 @@ func (a *Adapter) call(ctx context.Context, path string, body, out any) error {
 	if err != nil {
 		return gateway.Permanent(fmt.Errorf("dingtalk: encode %s: %w", path, err))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.api+path, bytes.NewReader(data))
+	resp, raw, err := a.post(ctx, path, a.api+path, "application/json", bytes.NewReader(data), http.Header{"X-Acs-Dingtalk-Access-Token": {tok}})
 	if err != nil {
-		return gateway.Permanent(fmt.Errorf("dingtalk: %w", err))
+		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-acs-dingtalk-access-token", tok)
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return gateway.Retry(fmt.Errorf("dingtalk: %s: %w", path, err), 0)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode == http.StatusOK {
 		if err := json.Unmarshal(raw, out); err != nil {
 			return gateway.Retry(fmt.Errorf("dingtalk: %s answer: %w", path, err), 0)
@@ -443,6 +432,27 @@ func (a *Adapter) call(ctx context.Context, path string, body, out any) error {
 	return gateway.Permanent(e)
 }
 
+// post sends body to url with header and returns the answer, read (at
+// most 1 MiB) and closed; what names the call in errors, which are
+// delivery errors (a transport failure is worth a retry).
+func (a *Adapter) post(ctx context.Context, what, url, contentType string, body io.Reader, header http.Header) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	if err != nil {
+		return nil, nil, gateway.Permanent(fmt.Errorf("dingtalk: %s: %w", what, err))
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return nil, nil, gateway.Retry(fmt.Errorf("dingtalk: %s: %w", what, err), 0)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp, raw, nil
+}
+
 // accessToken returns the app's access token, fetching a new one when the
 // cached one is within five minutes of expiry.
 func (a *Adapter) accessToken(ctx context.Context) (string, error) {
@@ -453,17 +463,10 @@ func (a *Adapter) accessToken(ctx context.Context) (string, error) {
 	}
 	a.mu.Unlock()
 	data, _ := json.Marshal(map[string]string{"appKey": a.cfg.ClientID, "appSecret": a.cfg.ClientSecret})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.api+"/v1.0/oauth2/accessToken", bytes.NewReader(data))
+	resp, raw, err := a.post(ctx, "access token", a.api+"/v1.0/oauth2/accessToken", "application/json", bytes.NewReader(data), nil)
 	if err != nil {
-		return "", gateway.Permanent(fmt.Errorf("dingtalk: %w", err))
+		return "", err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return "", gateway.Retry(fmt.Errorf("dingtalk: access token: %w", err), 0)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var out struct {
 		AccessToken string `json:"accessToken"`
 		ExpireIn    int64  `json:"expireIn"`

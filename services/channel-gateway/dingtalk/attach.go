@@ -2,12 +2,10 @@ package dingtalk
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -44,7 +42,10 @@ func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessag
 		}
 		return a.send(ctx, msg, "text", m.GetUrl())
 	}
-	name := cmp.Or(m.GetName(), path.Base(m.GetObject()))
+	name := m.GetName()
+	if name == "" {
+		name = path.Base(m.GetObject())
+	}
 	ext := strings.TrimPrefix(strings.ToLower(path.Ext(name)), ".")
 	image := imageTypes[strings.ToLower(m.GetMimeType())]
 	if !image && !fileTypes[ext] {
@@ -113,20 +114,12 @@ func (a *Adapter) upload(ctx context.Context, kind, name string, data []byte) (s
 		return "", gateway.Permanent(fmt.Errorf("dingtalk: media form: %w", err))
 	}
 	q := url.Values{"access_token": {tok}, "type": {kind}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.oapiURL()+"/media/upload?"+q.Encode(), &body)
+	resp, raw, err := a.post(ctx, "media upload", a.cfg.oapiURL()+"/media/upload?"+q.Encode(), form.FormDataContentType(), &body, nil)
 	if err != nil {
-		return "", gateway.Permanent(fmt.Errorf("dingtalk: %w", err))
+		return "", err
 	}
-	req.Header.Set("Content-Type", form.FormDataContentType())
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return "", gateway.Retry(fmt.Errorf("dingtalk: media upload: %w", err), 0)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var out struct {
-		ErrCode int    `json:"errcode"`
-		ErrMsg  string `json:"errmsg"`
+		oapiAnswer
 		MediaID string `json:"media_id"`
 	}
 	jerr := json.Unmarshal(raw, &out)

@@ -2,14 +2,13 @@ package feishu
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
 	"strings"
 
+	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -44,7 +43,10 @@ func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessag
 		}
 		return a.send(ctx, msg, FormatText, m.GetUrl(), uuid)
 	}
-	name := cmp.Or(m.GetName(), path.Base(m.GetObject()))
+	name := m.GetName()
+	if name == "" {
+		name = path.Base(m.GetObject())
+	}
 	if m.GetSize() > FileLimit {
 		return a.mediaNote(ctx, msg, uuid, name, fmt.Sprintf("is %s, over Feishu's %s limit", mb(m.GetSize()), mb(FileLimit)))
 	}
@@ -75,32 +77,44 @@ func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessag
 // upload stores an attachment on the platform and returns the message
 // type and content that show it.
 func (a *Adapter) upload(ctx context.Context, mimeType, name string, data []byte) (msgType, content string, err error) {
+	var resp *larkcore.ApiResp
+	var answer larkcore.CodeError
+	var key *string
 	if imageTypes[strings.ToLower(mimeType)] && len(data) <= ImageLimit {
-		r, err := a.api.Im.V1.Image.Create(ctx, larkim.NewCreateImageReqBuilder().Body(
+		msgType = "image"
+		var r *larkim.CreateImageResp
+		r, err = a.api.Im.V1.Image.Create(ctx, larkim.NewCreateImageReqBuilder().Body(
 			larkim.NewCreateImageReqBodyBuilder().ImageType(larkim.ImageTypeMessage).Image(bytes.NewReader(data)).Build()).Build())
-		if r == nil {
-			return "", "", classify(nil, 0, "", err)
+		if r != nil {
+			resp, answer = r.ApiResp, r.CodeError
+			if r.Data != nil {
+				key = r.Data.ImageKey
+			}
 		}
-		if err := classify(r.ApiResp, r.Code, r.Msg, err); err != nil {
-			return "", "", err
+	} else {
+		msgType = "file"
+		var r *larkim.CreateFileResp
+		r, err = a.api.Im.V1.File.Create(ctx, larkim.NewCreateFileReqBuilder().Body(
+			larkim.NewCreateFileReqBodyBuilder().FileType(fileType(name)).FileName(name).File(bytes.NewReader(data)).Build()).Build())
+		if r != nil {
+			resp, answer = r.ApiResp, r.CodeError
+			if r.Data != nil {
+				key = r.Data.FileKey
+			}
 		}
-		if r.Data == nil || str(r.Data.ImageKey) == "" {
-			return "", "", gateway.Retry(errors.New("feishu: image upload answered no image_key"), 0)
-		}
-		return "image", keyJSON("image_key", str(r.Data.ImageKey)), nil
 	}
-	r, err := a.api.Im.V1.File.Create(ctx, larkim.NewCreateFileReqBuilder().Body(
-		larkim.NewCreateFileReqBodyBuilder().FileType(fileType(name)).FileName(name).File(bytes.NewReader(data)).Build()).Build())
-	if r == nil {
-		return "", "", classify(nil, 0, "", err)
-	}
-	if err := classify(r.ApiResp, r.Code, r.Msg, err); err != nil {
+	if err := classify(resp, answer.Code, answer.Msg, err); err != nil {
 		return "", "", err
 	}
-	if r.Data == nil || str(r.Data.FileKey) == "" {
-		return "", "", gateway.Retry(errors.New("feishu: file upload answered no file_key"), 0)
+	if str(key) == "" {
+		return "", "", gateway.Retry(fmt.Errorf("feishu: %s upload answered no key", msgType), 0)
 	}
-	return "file", keyJSON("file_key", str(r.Data.FileKey)), nil
+	if msgType == "image" {
+		content, err = (&larkim.MessageImage{ImageKey: *key}).String()
+	} else {
+		content, err = (&larkim.MessageFile{FileKey: *key}).String()
+	}
+	return msgType, content, err
 }
 
 // mediaNote tells the chat that an attachment was not sent, and why.
@@ -124,11 +138,6 @@ func fileType(name string) string {
 		return larkim.FileTypePpt
 	}
 	return larkim.FileTypeStream
-}
-
-func keyJSON(key, value string) string {
-	data, _ := json.Marshal(map[string]string{key: value}) // a map of strings always encodes
-	return string(data)
 }
 
 // mb formats a size in megabytes, as the platform states its limits.

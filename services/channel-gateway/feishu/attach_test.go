@@ -13,27 +13,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
-// attachmentReply is a worker script answering "here" with refs, after
-// storing data under their objects (nil data: not stored).
-func attachmentReply(t *testing.T, h **harness, refs []*nanofleetv1.MediaRef, data [][]byte) workertest.Script {
-	return func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		blobs, err := (*h).bus.Blobs(t.Context())
-		if err != nil {
-			t.Error(err)
-		}
-		for i, d := range data {
-			if d != nil {
-				if _, err := blobs.PutBytes(t.Context(), refs[i].GetObject(), d); err != nil {
-					t.Error(err)
-				}
-			}
-		}
-		m := workertest.Final("here")
-		m.Media = refs
-		return []*nanofleetv1.OutboundMessage{m}
-	}
-}
-
 // TestOutboundAttachmentsAreUploaded: images go to im/v1/images and
 // become image messages, other files (and images over the image limit)
 // go to im/v1/files and become file messages, each quoting the asking
@@ -61,18 +40,18 @@ func TestOutboundAttachmentsAreUploaded(t *testing.T) {
 			upload: "file", fields: map[string]string{"file_type": "pdf", "file_name": "report.pdf"}, msgType: "file"},
 		{name: "image over the image limit", ref: &nanofleetv1.MediaRef{Object: "t/big.png", Name: "big.png", MimeType: "image/png"}, data: bigPNG,
 			upload: "file", fields: map[string]string{"file_type": "stream", "file_name": "big.png"}, msgType: "file"},
-		{name: "over the file limit", ref: &nanofleetv1.MediaRef{Object: "t/huge.zip", Name: "huge.zip", Size: feishu.FileLimit + 1},
-			wantNote: "huge.zip is 30.0 MB, over Feishu's 30 MB limit"},
 		{name: "gone from the store", ref: &nanofleetv1.MediaRef{Object: "t/gone.txt", Name: "gone.txt"},
 			wantNote: "gone.txt is no longer stored"},
+		{name: "over the file limit", ref: &nanofleetv1.MediaRef{Object: "t/huge.zip", Name: "huge.zip", Size: feishu.FileLimit + 1},
+			wantNote: "huge.zip is 30.0 MB, over Feishu's 30 MB limit"},
 	}
 	var refs []*nanofleetv1.MediaRef
 	var data [][]byte
 	for _, tt := range tests {
 		refs, data = append(refs, tt.ref), append(data, tt.data)
 	}
-	var h *harness
-	h = start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, attachmentReply(t, &h, refs, data))
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
+	workertest.StoreMedia(t, h.bus, refs, data)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_ask", "files please"))
 	if md := markdown(t, h.fake.Next(t, wait, "reply")); md != "here" {
 		t.Fatalf("text = %q", md)
@@ -117,9 +96,9 @@ func TestOutboundAttachmentsAreUploaded(t *testing.T) {
 // sent again.
 func TestAttachmentRetryContinuesAfterTheText(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\nretry")
-	var h *harness
-	h = start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, attachmentReply(t, &h,
-		[]*nanofleetv1.MediaRef{{Object: "t/a.png", Name: "a.png", MimeType: "image/png"}}, [][]byte{png}))
+	ref := &nanofleetv1.MediaRef{Object: "t/a.png", Name: "a.png", MimeType: "image/png"}
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", ref))
+	workertest.StoreMedia(t, h.bus, []*nanofleetv1.MediaRef{ref}, [][]byte{png})
 	h.fake.Fail("image", feishutest.RateLimited(1))
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_ask", "a picture"))
 	if md := markdown(t, h.fake.Next(t, wait, "reply")); md != "here" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -401,13 +400,8 @@ func TestToolHints(t *testing.T) {
 }
 
 func TestWebhook(t *testing.T) {
-	const key = "encrypt-key-1"
-	cfg := feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}, Mode: feishu.ModeWebhook, EncryptKey: key, VerificationToken: "vt"}
-	h := start(t, cfg, workertest.Echo)
-	srv := httptest.NewServer(h.adapter.WebhookHandler())
-	t.Cleanup(srv.Close)
-	url := srv.URL + "/hooks/feishu"
-	waitWebhook(t, url, key, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "by hook"))
+	const key = webhookKey
+	h, url := startWebhook(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "by hook"))
 	if code := feishutest.Webhook(t, url, key, feishutest.Text("ev-2", "ou_ada", "oc_p2p", "p2p", "om_2", "forged"), false); code != 401 {
 		t.Errorf("badly signed webhook: %d, want 401", code)
 	}

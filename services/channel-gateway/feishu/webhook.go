@@ -109,12 +109,11 @@ const bucketNonces = "feishu-nonces"
 
 // Assets declares the bucket of handled webhook nonces for
 // [bus.Provision].
-func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
-	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
-		Bucket:      sp.Bucket(bucketNonces),
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.KeyValue(jetstream.KeyValueConfig{
+		Bucket: bucketNonces, TTL: 2 * ReplayWindow,
 		Description: "nonces of handled Feishu webhook requests, refused if replayed",
-		TTL:         2 * ReplayWindow,
-	}}}
+	})(sp, l)
 }
 
 // errReplay marks a webhook request refused as a possible replay.

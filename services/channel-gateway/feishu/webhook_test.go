@@ -11,6 +11,22 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
+// webhookKey is the encrypt key of startWebhook's harness.
+const webhookKey = "encrypt-key-1"
+
+// startWebhook starts a harness in webhook mode (echoing worker), serves
+// its handler, and returns its URL once the handler took event.
+func startWebhook(t *testing.T, event map[string]any) (*harness, string) {
+	t.Helper()
+	cfg := feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}, Mode: feishu.ModeWebhook, EncryptKey: webhookKey, VerificationToken: "vt"}
+	h := start(t, cfg, workertest.Echo)
+	srv := httptest.NewServer(h.adapter.WebhookHandler())
+	t.Cleanup(srv.Close)
+	url := srv.URL + "/hooks/feishu"
+	waitWebhook(t, url, webhookKey, event)
+	return h, url
+}
+
 // waitWebhook posts a signed event until the handler takes it: it
 // answers 503 until Run has started.
 func waitWebhook(t *testing.T, url, key string, event map[string]any) {
@@ -33,13 +49,8 @@ func waitWebhook(t *testing.T, url, key string, event map[string]any) {
 // handled, is refused with 401 and a log line; one inside the window is
 // taken.
 func TestWebhookReplaysAreRefused(t *testing.T) {
-	const key = "encrypt-key-1"
-	cfg := feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}, Mode: feishu.ModeWebhook, EncryptKey: key, VerificationToken: "vt"}
-	h := start(t, cfg, workertest.Echo)
-	srv := httptest.NewServer(h.adapter.WebhookHandler())
-	t.Cleanup(srv.Close)
-	url := srv.URL + "/hooks/feishu"
-	waitWebhook(t, url, key, feishutest.Text("ev-0", "ou_ada", "oc_p2p", "p2p", "om_0", "warm-up"))
+	const key = webhookKey
+	h, url := startWebhook(t, feishutest.Text("ev-0", "ou_ada", "oc_p2p", "p2p", "om_0", "warm-up"))
 	now := time.Now()
 	tests := []struct {
 		name  string
