@@ -23,6 +23,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -52,7 +53,9 @@ type Adapter struct {
 	// sent counts the pieces of each reply sent, fleet-wide: DingTalk has
 	// no idempotency key to drop a piece sent twice.
 	sent *parts.Store
-	now  func() time.Time
+	// streams is nil unless streaming into AI cards.
+	streams *editstream.Streams
+	now     func() time.Time
 
 	mu      sync.Mutex
 	token   string
@@ -82,6 +85,15 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 		return nil, fmt.Errorf("dingtalk: %w", err)
 	}
 	a.sent = parts.NewStore(delivered)
+	switch {
+	case cfg.Streaming && cfg.CardTemplateID != "":
+		a.streams, err = editstream.New(ctx, deps.Bus, cards{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, a.log)
+		if err != nil {
+			return nil, fmt.Errorf("dingtalk: %w", err)
+		}
+	case cfg.Streaming:
+		a.log.Warn("dingtalk: streaming needs channels.dingtalk.cardTemplateId (an AI card template); answers are sent whole")
+	}
 	return a, nil
 }
 
@@ -92,6 +104,13 @@ func (a *Adapter) Channel() string { return Channel }
 // lease for the app, until ctx ends. The status board names the robot by
 // its robot code, the name DingTalk's robot API knows it by.
 func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
+	if a.streams != nil {
+		stopStreams, err := a.streams.Watch(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopStreams()
+	}
 	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.api+"/"+a.cfg.ClientID), a.log, func(ctx context.Context) error {
 		return a.connect(ctx, in)
 	}, hold.WithAccount(a.cfg.robotCode()))
@@ -164,6 +183,9 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, raw []byte) e
 	if m.SessionWebhook != "" {
 		msg.Metadata["session_webhook"] = m.SessionWebhook
 		msg.Metadata["session_webhook_expires"] = strconv.FormatInt(m.SessionWebhookExpiredTime, 10)
+	}
+	if a.streams != nil {
+		msg.Metadata["stream"] = "true" // asks the worker for deltas
 	}
 	for i, f := range files {
 		ref, err := a.download(ctx, m.MsgId, i, f)
@@ -252,6 +274,12 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	start, err := a.sent.Sent(ctx, id)
 	if err != nil {
 		return gateway.Retry(fmt.Errorf("dingtalk: %w", err), 0)
+	}
+	if a.streams != nil && start == 0 && msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
+		start = 1 // the streamed card holds the first piece
+		if err := a.sent.Mark(ctx, id, 1); err != nil {
+			a.log.Warn("dingtalk: streamed piece not recorded", "id", id, "err", err)
+		}
 	}
 	// The attachments follow the text, counted as pieces after it.
 	for i := start; i < len(pieces)+len(msg.GetMedia()); i++ {
@@ -398,6 +426,11 @@ func (e *apiError) Error() string {
 // call posts body to an open API path with the app's access token and
 // decodes the answer into out; errors are delivery errors.
 func (a *Adapter) call(ctx context.Context, path string, body, out any) error {
+	return a.callMethod(ctx, http.MethodPost, path, body, out)
+}
+
+// callMethod is call with another HTTP method.
+func (a *Adapter) callMethod(ctx context.Context, method, path string, body, out any) error {
 	tok, err := a.accessToken(ctx)
 	if err != nil {
 		return err
@@ -406,7 +439,7 @@ func (a *Adapter) call(ctx context.Context, path string, body, out any) error {
 	if err != nil {
 		return gateway.Permanent(fmt.Errorf("dingtalk: encode %s: %w", path, err))
 	}
-	resp, raw, err := a.post(ctx, path, a.api+path, "application/json", bytes.NewReader(data), http.Header{"X-Acs-Dingtalk-Access-Token": {tok}})
+	resp, raw, err := a.request(ctx, method, path, a.api+path, "application/json", bytes.NewReader(data), http.Header{"X-Acs-Dingtalk-Access-Token": {tok}})
 	if err != nil {
 		return err
 	}
@@ -436,7 +469,12 @@ func (a *Adapter) call(ctx context.Context, path string, body, out any) error {
 // most 1 MiB) and closed; what names the call in errors, which are
 // delivery errors (a transport failure is worth a retry).
 func (a *Adapter) post(ctx context.Context, what, url, contentType string, body io.Reader, header http.Header) (*http.Response, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	return a.request(ctx, http.MethodPost, what, url, contentType, body, header)
+}
+
+// request is post with another HTTP method.
+func (a *Adapter) request(ctx context.Context, method, what, url, contentType string, body io.Reader, header http.Header) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return nil, nil, gateway.Permanent(fmt.Errorf("dingtalk: %s: %w", what, err))
 	}

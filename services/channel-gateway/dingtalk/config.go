@@ -16,8 +16,9 @@ const (
 
 // Config is the channels.dingtalk section, with nanobot's keys: the common
 // ones (allowFrom lists staff ids; groupAllowFrom lists conversation ids
-// cid…; streaming and streamEditInterval are accepted for nanobot
-// compatibility, answers are sent whole) and DingTalk's own.
+// cid…; streaming, with cardTemplateId, streams answers into an AI card,
+// updated at most once per streamEditInterval, by default a second;
+// without a template answers are sent whole) and DingTalk's own.
 type Config struct {
 	channelconfig.Common
 	// ClientID (AppKey) and ClientSecret (AppSecret) of the robot's app.
@@ -33,6 +34,10 @@ type Config struct {
 	// https://oapi.dingtalk.com, or apiUrl when that is set: a proxy or a
 	// test fake serves both).
 	OAPIURL string `json:"oapiUrl,omitempty"`
+	// CardTemplateID is the AI card template answers stream into when
+	// streaming is on; the template must have a markdown variable named
+	// "content" (the card platform's standard AI card template has one).
+	CardTemplateID string `json:"cardTemplateId,omitempty"`
 }
 
 // DingTalk's open APIs.

@@ -3,6 +3,7 @@ package dingtalk_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -186,4 +187,68 @@ func closed() <-chan struct{} {
 	c := make(chan struct{})
 	close(c)
 	return c
+}
+
+// TestStreamingUpdatesOneCard: with streaming and a card template, the
+// answer appears in one AI card created at the first delta, updated at
+// most once per streamEditInterval and finally holding the whole answer,
+// which is then not sent again; when updates fail, the answer is sent
+// whole as usual.
+func TestStreamingUpdatesOneCard(t *testing.T) {
+	var deltas []string
+	for i := range 24 {
+		deltas = append(deltas, fmt.Sprintf("word%d ", i))
+	}
+	answer := strings.Join(deltas, "") + "(end)" // more than the deltas: the last update is never skipped
+	for _, failing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("updates failing %v", failing), func(t *testing.T) {
+			// The final answer waits until the card is up, as a model
+			// writes for a while (published at once, it may reach the
+			// delivery before the deltas reach the stream, and is then
+			// rightly sent whole).
+			posted := make(chan struct{})
+			cfg := dingtalk.Config{CardTemplateID: "tpl.schema"}
+			cfg.AllowFrom, cfg.Streaming, cfg.StreamEditInterval = []string{"*"}, true, 0.2
+			h := start(t, cfg, workertest.Streamed(answer, deltas...), workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
+				select {
+				case <-posted:
+				case <-time.After(wait):
+				}
+			}))
+			if failing {
+				h.fake.Fail("cardstream", dingtalktest.Failure{Status: 400, Code: "param.invalid"})
+			}
+			h.fake.Send(t, dm("msg-1", "staff-ada", "stream please"))
+			card := h.fake.Next(t, wait, "cardcreate", "webhook", "otosend")
+			close(posted)
+			id := card.Str("outTrackId")
+			if card.Kind != "cardcreate" || card.Str("cardTemplateId") != "tpl.schema" || card.Str("openSpaceId") != "dtv1.card//IM_ROBOT.staff-ada" || !strings.HasPrefix(answer, h.fake.Card(id)) {
+				t.Fatalf("first call %s to %q, card %q", card.Kind, card.Str("openSpaceId"), h.fake.Card(id))
+			}
+			if failing {
+				c := h.fake.Next(t, wait, "webhook", "otosend", "cardcreate")
+				if _, text := c.Markdown(); c.Kind != "webhook" || text != answer {
+					t.Errorf("after a failed update: %s %.30q…, want the whole answer by webhook", c.Kind, text)
+				}
+				return
+			}
+			var last time.Time
+			var update dingtalktest.Call
+			for h.fake.Card(id) != answer {
+				update = h.fake.Next(t, wait, "cardstream", "webhook", "otosend", "cardcreate")
+				if update.Kind != "cardstream" || update.Str("outTrackId") != id {
+					t.Fatalf("%s call during the stream: %v", update.Kind, update.Body)
+				}
+				if !last.IsZero() && time.Since(last) < 150*time.Millisecond {
+					t.Errorf("two updates %s apart, interval 200ms", time.Since(last))
+				}
+				last = time.Now()
+			}
+			if last.IsZero() || update.Body["isFinalize"] != true {
+				t.Errorf("last update %v, want one finalizing the card", update.Body)
+			}
+			h.waitDelivered(t, 1)
+			h.fake.None(t, 300*time.Millisecond, "webhook", "otosend", "groupsend", "cardcreate")
+		})
+	}
 }

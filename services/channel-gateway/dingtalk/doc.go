@@ -50,7 +50,18 @@
 // ppt(x), pdf, zip, rar), up to 20 MB. Anything else, or an attachment the
 // store no longer holds, becomes a text message naming it.
 //
+// With streaming on and an AI card template (cardTemplateId, a template
+// with a markdown variable "content"), the inbound metadata asks the
+// worker for deltas (stream=true), and the answer is shown in one AI card
+// created and delivered at the first delta
+// (card/instances/createAndDeliver), its content replaced at most once
+// per streamEditInterval (default 1 s) through card/streaming, the final
+// update carrying the answer's first piece and finalizing the card;
+// internal/editstream coordinates this across gateways. When an update
+// fails, the answer is sent whole as usual. Streaming without a template
+// logs a warning and sends answers whole.
+//
 // Inbound metadata, which the worker copies onto its replies:
 // conversation_type, conversation_id, session_webhook,
-// session_webhook_expires (Unix milliseconds).
+// session_webhook_expires (Unix milliseconds), and stream when streaming.
 package dingtalk

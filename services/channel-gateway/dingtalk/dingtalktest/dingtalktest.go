@@ -6,8 +6,9 @@
 // token, the robot send API (one-to-one batchSend and group send), the
 // message file download, the media upload (multipart media/upload on the
 // older oapi, whose media ids the robot's picture and file messages must
-// name), and per-message session webhooks that expire. Scripted failures
-// include HTTP 429 with Retry-After.
+// name), AI cards (card/instances/createAndDeliver, then card/streaming
+// updates replacing their content), and per-message session webhooks that
+// expire. Scripted failures include HTTP 429 with Retry-After.
 package dingtalktest
 
 import (
@@ -36,8 +37,8 @@ const (
 
 // Call is one request to the fake's send APIs.
 type Call struct {
-	// Kind is "webhook", "otosend", "groupsend", "token", "download" or
-	// "upload".
+	// Kind is "webhook", "otosend", "groupsend", "token", "download",
+	// "upload", "cardcreate" or "cardstream".
 	Kind string
 	// Session is the session webhook's id (webhook).
 	Session string
@@ -116,6 +117,7 @@ type Server struct {
 	sessions map[string]time.Time
 	files    map[string][]byte
 	media    map[string][]byte // media id → uploaded bytes
+	cards    map[string]string // outTrackId → the card's content
 }
 
 // New starts a fake, stopped at the end of the test.
@@ -123,7 +125,7 @@ func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
 		calls: fakeplatform.NewCalls("dingtalktest", func(c Call) string { return c.Kind }), acks: make(chan Ack, 1000),
-		sessions: map[string]time.Time{}, files: map[string][]byte{}, media: map[string][]byte{},
+		sessions: map[string]time.Time{}, files: map[string][]byte{}, media: map[string][]byte{}, cards: map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1.0/gateway/connections/open", s.serveOpen)
@@ -135,6 +137,8 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("POST /robot/sendBySession/{session}", s.serveWebhook)
 	mux.HandleFunc("GET /files/{code}", s.serveFile)
 	mux.HandleFunc("POST /media/upload", s.serveUpload)
+	mux.HandleFunc("POST /v1.0/card/instances/createAndDeliver", s.api("cardcreate"))
+	mux.HandleFunc("PUT /v1.0/card/streaming", s.api("cardstream"))
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
@@ -368,6 +372,10 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			f.write(w)
 			return
 		}
+		if kind == "cardcreate" || kind == "cardstream" {
+			s.serveCard(w, c)
+			return
+		}
 		if c.Str("robotCode") != ClientID {
 			writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter.robotCode", "message": "unknown robot"})
 			return
@@ -458,6 +466,36 @@ func (s *Server) checkMedia(key string, p map[string]string) string {
 		}
 	}
 	return ""
+}
+
+// serveCard creates and delivers an AI card, or replaces its content.
+func (s *Server) serveCard(w http.ResponseWriter, c Call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := c.Str("outTrackId")
+	_, exists := s.cards[id]
+	switch {
+	case c.Kind == "cardcreate" && (exists || id == "" || c.Str("cardTemplateId") == "" || !strings.HasPrefix(c.Str("openSpaceId"), "dtv1.card//IM_")):
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": "param.invalid", "message": "outTrackId taken, or no template or open space"})
+	case c.Kind == "cardcreate":
+		data, _ := c.Body["cardData"].(map[string]any)
+		params, _ := data["cardParamMap"].(map[string]any)
+		content, _ := params["content"].(string)
+		s.cards[id] = content
+		writeJSON(w, http.StatusOK, map[string]any{"success": true, "result": map[string]any{"outTrackId": id}})
+	case !exists || c.Str("key") != "content" || c.Body["isFull"] != true:
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": "param.invalid", "message": "unknown card, key or not a full update"})
+	default:
+		s.cards[id] = c.Str("content")
+		writeJSON(w, http.StatusOK, map[string]any{"success": true, "result": true})
+	}
+}
+
+// Card returns the current content of an AI card, "" for an unknown one.
+func (s *Server) Card(outTrackID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cards[outTrackID]
 }
 
 // Uploaded returns the bytes uploaded under a media id, or nil.

@@ -48,6 +48,18 @@ func WithMedia(text string, refs ...*nanofleetv1.MediaRef) Script {
 	}
 }
 
+// Streamed answers every message with deltas, as a model streaming its
+// answer, then the final text.
+func Streamed(final string, deltas ...string) Script {
+	return func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		var out []*nanofleetv1.OutboundMessage
+		for _, d := range deltas {
+			out = append(out, Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, d))
+		}
+		return append(out, Final(final))
+	}
+}
+
 // StoreMedia puts data[i] in b's object store under refs[i]'s object; a
 // nil data[i] stores nothing, for an attachment gone from the store.
 func StoreMedia(t testing.TB, b *bus.Bus, refs []*nanofleetv1.MediaRef, data [][]byte) {
