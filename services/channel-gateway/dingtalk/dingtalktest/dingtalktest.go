@@ -48,6 +48,8 @@ type Call struct {
 	// ("" when it refused them).
 	Upload  []byte
 	MediaID string
+	// At is when the fake received the call.
+	At time.Time
 	// Expired is true when a webhook call came after its expiry.
 	Expired bool
 }
@@ -362,7 +364,7 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"code": "InvalidAuthentication", "message": "no valid token"})
 			return
 		}
-		c := Call{Kind: kind, Body: map[string]any{}}
+		c := Call{Kind: kind, Body: map[string]any{}, At: time.Now()}
 		if err := json.NewDecoder(r.Body).Decode(&c.Body); err != nil {
 			writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter", "message": err.Error()})
 			return
@@ -514,7 +516,7 @@ func (c Call) Param() map[string]string {
 
 func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	session := r.PathValue("session")
-	c := Call{Kind: "webhook", Session: session, Body: map[string]any{}}
+	c := Call{Kind: "webhook", Session: session, Body: map[string]any{}, At: time.Now()}
 	if err := json.NewDecoder(r.Body).Decode(&c.Body); err != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"errcode": 40035, "errmsg": "bad json"})
 		return
