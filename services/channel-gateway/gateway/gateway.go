@@ -336,9 +336,13 @@ func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
 	err = d.a.Deliver(callCtx, out)
 	cancel()
 	if err == nil {
-		if _, err := d.delivered.Put(ctx, key, nil); err != nil {
+		// Remembered even when the gateway is stopping: the platform has
+		// the reply, and a redelivery must not send it again.
+		putCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bus.CallTimeout)
+		if _, err := d.delivered.Put(putCtx, key, nil); err != nil {
 			d.log.Warn("remember delivered reply", "id", out.GetId(), "err", err)
 		}
+		cancel()
 		_ = m.Ack()
 		return
 	}
