@@ -25,8 +25,9 @@ import (
 
 // WebhookHandler receives events the platform posts in webhook mode.
 // Every request must carry a valid signature (X-Lark-Signature over the
-// timestamp, nonce, encrypt key and body); others are refused with 401.
-// The URL challenge is answered when its verification token matches.
+// timestamp, nonce, encrypt key and body); others are refused with 401,
+// and so are signed ones replayed (a timestamp outside [ReplayWindow], a
+// nonce already handled). The URL challenge is answered when its verification token matches.
 // Malformed events are logged and acknowledged, so they are not sent
 // again; an event that could not be stored gets a 500, so it is.
 func (a *Adapter) WebhookHandler() http.Handler {
@@ -77,9 +78,14 @@ func (a *Adapter) WebhookHandler() http.Handler {
 			return
 		}
 		nonce, err := a.fresh(r.Context(), r.Header)
-		if err != nil {
+		switch {
+		case errors.Is(err, errReplay):
 			a.log.Warn("Feishu webhook request refused as a replay", "err", err, "remote", r.RemoteAddr)
 			http.Error(w, "forbidden", http.StatusUnauthorized)
+			return
+		case err != nil: // the nonces could not be read: let the platform try again
+			a.log.Error("feishu webhook request not checked; the platform will send it again", "err", err)
+			http.Error(w, "try again", http.StatusInternalServerError)
 			return
 		}
 		if err := a.handleEvent(ctx, in, plain); err != nil {
