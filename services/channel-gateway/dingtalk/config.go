@@ -40,11 +40,11 @@ type Config struct {
 	CardTemplateID string `json:"cardTemplateId,omitempty"`
 }
 
-// DingTalk's open APIs.
-const (
-	DefaultAPIURL  = "https://api.dingtalk.com"
-	DefaultOAPIURL = "https://oapi.dingtalk.com"
-)
+// DefaultAPIURL is DingTalk's open API.
+const DefaultAPIURL = "https://api.dingtalk.com"
+
+// DefaultOAPIURL is its older open API, which takes media uploads.
+const DefaultOAPIURL = "https://oapi.dingtalk.com"
 
 // Validate reports the first invalid key of an enabled channel.
 func (c Config) Validate() error {

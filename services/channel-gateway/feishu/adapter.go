@@ -425,22 +425,24 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 			a.parts.Mark(msg.GetId(), 1)
 		}
 	}
-	// The attachments follow the text, counted as pieces after it, so a
-	// retry continues with the first one not sent.
 	for i := start; i < len(pieces)+len(msg.GetMedia()); i++ {
-		var err error
-		if i < len(pieces) {
-			err = a.send(ctx, msg, a.cfg.ReplyFormat, pieces[i], pieceID(msg.GetId(), i))
-		} else {
-			err = a.sendMedia(ctx, msg, msg.GetMedia()[i-len(pieces)], pieceID(msg.GetId(), i))
-		}
-		if err != nil {
+		if err := a.sendPiece(ctx, msg, pieces, i); err != nil {
 			a.parts.Mark(msg.GetId(), i)
 			return err
 		}
 	}
 	a.parts.Done(msg.GetId())
 	return nil
+}
+
+// sendPiece sends piece i of a reply: the pieces of its text, then its
+// attachments, counted after them so that a retry continues with the
+// first one not sent.
+func (a *Adapter) sendPiece(ctx context.Context, msg *nanofleetv1.OutboundMessage, pieces []string, i int) error {
+	if i < len(pieces) {
+		return a.send(ctx, msg, a.cfg.ReplyFormat, pieces[i], pieceID(msg.GetId(), i))
+	}
+	return a.sendMedia(ctx, msg, msg.GetMedia()[i-len(pieces)], pieceID(msg.GetId(), i))
 }
 
 // DeliverLive sends progress and tool hints as text when enabled.

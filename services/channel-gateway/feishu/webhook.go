@@ -7,7 +7,6 @@ import (
 	"crypto/cipher"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,7 +137,7 @@ func (a *Adapter) fresh(ctx context.Context, h http.Header) (string, error) {
 		return "", fmt.Errorf("%w: timestamp %s is %s from now, outside %s", errReplay, ts, skew.Round(time.Second), ReplayWindow)
 	}
 	sum := sha256.Sum256([]byte(ts + "\x00" + nonce))
-	key := hex.EncodeToString(sum[:16])
+	key := base64.RawURLEncoding.EncodeToString(sum[:16]) // characters a KV key may hold
 	if _, err := a.nonces.Get(ctx, key); err == nil {
 		return "", fmt.Errorf("%w: nonce %q already handled", errReplay, nonce)
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {

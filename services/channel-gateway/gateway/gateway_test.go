@@ -55,14 +55,6 @@ func (r *recorder) Deliver(ctx context.Context, m *nanofleetv1.OutboundMessage) 
 func startGateway(t *testing.T, a gateway.Adapter) *bus.Bus {
 	t.Helper()
 	b := bustest.StartJetStream(t, gateway.Assets)
-	runGateway(t, b, a)
-	return b
-}
-
-// runGateway runs a gateway for a on b until stop is called or the test
-// ends.
-func runGateway(t *testing.T, b *bus.Bus, a gateway.Adapter) (stop func()) {
-	t.Helper()
 	cfg := gateway.DefaultConfig()
 	cfg.MaxDeliver = 3
 	cfg.MinBackoff = 10 * time.Millisecond
@@ -73,17 +65,13 @@ func runGateway(t *testing.T, b *bus.Bus, a gateway.Adapter) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("gateway run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway run: %v", err)
+		}
+	})
+	return b
 }
 
 func publishReply(t *testing.T, b *bus.Bus, id, text string) {

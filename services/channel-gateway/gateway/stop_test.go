@@ -2,13 +2,16 @@ package gateway_test
 
 import (
 	"context"
-	"strings"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 )
 
 // slowPlatform is an adapter whose platform takes a reply while the
@@ -29,22 +32,18 @@ func (s *slowPlatform) Deliver(ctx context.Context, m *nanofleetv1.OutboundMessa
 // took while the gateway was stopping is recorded as delivered, so that
 // a redelivery (its ack lost with the process) does not send it again.
 func TestDeliveryFinishedWhileStoppingIsRemembered(t *testing.T) {
-	b := bustest.StartJetStream(t, gateway.Assets)
+	b := bustest.StartJetStream(t, gateway.Assets, access.Assets)
 	p := &slowPlatform{started: make(chan struct{})}
-	stop := runGateway(t, b, p)
+	stop := gatewaytest.Run(t, b, slog.New(slog.DiscardHandler), func(context.Context, *access.Gate, *slog.Logger) (gateway.Adapter, error) {
+		return p, nil
+	})
 	publishReply(t, b, "r-stop", "hello")
 	select {
 	case <-p.started:
 	case <-time.After(10 * time.Second):
 		t.Fatal("reply never delivered")
 	}
-	stopped := make(chan struct{})
-	go func() { stop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("gateway did not stop")
-	}
+	stop() // waits for the delivery in flight, failing the test if it hangs
 	kv, err := b.KV(t.Context(), gateway.BucketDelivered)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +56,7 @@ func TestDeliveryFinishedWhileStoppingIsRemembered(t *testing.T) {
 	for k := range keys.Keys() {
 		got = append(got, k)
 	}
-	if len(got) != 1 || !strings.HasPrefix(got[0], "id-") {
-		t.Errorf("delivered bucket holds %q, want the reply's id", got)
+	if want := "id-" + subject.Token("r-stop"); len(got) != 1 || got[0] != want {
+		t.Errorf("delivered bucket holds %q, want the reply's %q", got, want)
 	}
 }
