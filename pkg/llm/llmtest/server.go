@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // Option configures a Server.
@@ -22,6 +24,7 @@ type settings struct {
 	maxRecorded int // negative: unbounded
 	models      []string
 	apiKey      string
+	noSchemas   bool
 }
 
 // WithLatency delays every reply by d, unless the Reply sets its own
@@ -52,6 +55,16 @@ func WithModels(ids ...string) Option {
 // "Authorization: Bearer <key>".
 func WithAPIKey(key string) Option {
 	return func(s *settings) { s.apiKey = key }
+}
+
+// WithoutToolSchemas makes the server skip the tools' parameter schemas
+// when it reads a request: recorded tools keep their type, name and
+// description. A load generator sets it so that the fake model, which
+// shares the machine with the fleet under test, does not spend on
+// decoding every request's schemas into maps what a remote model's
+// machine would.
+func WithoutToolSchemas() Option {
+	return func(s *settings) { s.noSchemas = true }
 }
 
 // Server is a fake OpenAI-compatible endpoint. Its methods are safe for
@@ -164,7 +177,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	seq := s.seq.Add(1)
 	rec := RecordedRequest{Seq: seq, Header: r.Header.Clone()}
-	if err := json.NewDecoder(r.Body).Decode(&rec.ChatCompletionRequest); err != nil {
+	if err := s.decode(r, &rec.ChatCompletionRequest); err != nil {
 		writeError(w, &Reply{Status: http.StatusBadRequest, Message: "llmtest: bad request body: " + err.Error()})
 		return
 	}
@@ -201,6 +214,38 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeCompletion(w, &rec, &reply)
+}
+
+// decode reads the request body into req, without the tools' schemas
+// under WithoutToolSchemas.
+func (s *Server) decode(r *http.Request, req *openai.ChatCompletionRequest) error {
+	if !s.set.noSchemas {
+		return json.NewDecoder(r.Body).Decode(req)
+	}
+	// The outer Tools shadows the embedded one, so the decoder skips the
+	// schemas' bytes instead of building maps of them.
+	var light struct {
+		*openai.ChatCompletionRequest
+		Tools []struct {
+			Type     openai.ToolType `json:"type"`
+			Function *struct {
+				Name        string `json:"name"`
+				Description string `json:"description"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	light.ChatCompletionRequest = req
+	if err := json.NewDecoder(r.Body).Decode(&light); err != nil {
+		return err
+	}
+	for _, t := range light.Tools {
+		tool := openai.Tool{Type: t.Type}
+		if t.Function != nil {
+			tool.Function = &openai.FunctionDefinition{Name: t.Function.Name, Description: t.Function.Description}
+		}
+		req.Tools = append(req.Tools, tool)
+	}
+	return nil
 }
 
 // record keeps rec for Requests.
