@@ -24,7 +24,7 @@ type settings struct {
 	maxRecorded int // negative: unbounded
 	models      []string
 	apiKey      string
-	noSchemas   bool
+	light       bool
 }
 
 // WithLatency delays every reply by d, unless the Reply sets its own
@@ -57,14 +57,14 @@ func WithAPIKey(key string) Option {
 	return func(s *settings) { s.apiKey = key }
 }
 
-// WithoutToolSchemas makes the server skip the tools' parameter schemas
-// when it reads a request: recorded tools keep their type, name and
-// description. A load generator sets it so that the fake model, which
-// shares the machine with the fleet under test, does not spend on
-// decoding every request's schemas into maps what a remote model's
-// machine would.
-func WithoutToolSchemas() Option {
-	return func(s *settings) { s.noSchemas = true }
+// WithLightRequests makes the server read of each request only the model,
+// the stream settings, the tools' type, name and description (no schema)
+// and the last message (Messages holds only that one). A load generator
+// sets it so that the fake model, which shares the machine with the fleet
+// under test, does not spend on decoding every request's system prompt
+// and schemas what a remote model's machine would.
+func WithLightRequests() Option {
+	return func(s *settings) { s.light = true }
 }
 
 // Server is a fake OpenAI-compatible endpoint. Its methods are safe for
@@ -216,17 +216,19 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	writeCompletion(w, &rec, &reply)
 }
 
-// decode reads the request body into req, without the tools' schemas
-// under WithoutToolSchemas.
+// decode reads the request body into req, only in part under
+// WithLightRequests.
 func (s *Server) decode(r *http.Request, req *openai.ChatCompletionRequest) error {
-	if !s.set.noSchemas {
+	if !s.set.light {
 		return json.NewDecoder(r.Body).Decode(req)
 	}
-	// The outer Tools shadows the embedded one, so the decoder skips the
-	// schemas' bytes instead of building maps of them.
+	// The outer Messages and Tools shadow the embedded ones, so the
+	// decoder skips the messages' and schemas' bytes instead of building
+	// strings and maps of them.
 	var light struct {
 		*openai.ChatCompletionRequest
-		Tools []struct {
+		Messages []json.RawMessage `json:"messages"`
+		Tools    []struct {
 			Type     openai.ToolType `json:"type"`
 			Function *struct {
 				Name        string `json:"name"`
@@ -237,6 +239,13 @@ func (s *Server) decode(r *http.Request, req *openai.ChatCompletionRequest) erro
 	light.ChatCompletionRequest = req
 	if err := json.NewDecoder(r.Body).Decode(&light); err != nil {
 		return err
+	}
+	if n := len(light.Messages); n > 0 {
+		var last openai.ChatCompletionMessage
+		if err := json.Unmarshal(light.Messages[n-1], &last); err != nil {
+			return err
+		}
+		req.Messages = []openai.ChatCompletionMessage{last}
 	}
 	for _, t := range light.Tools {
 		tool := openai.Tool{Type: t.Type}

@@ -213,17 +213,18 @@ func BenchmarkServer(b *testing.B) {
 	})
 }
 
-func TestWithoutToolSchemas(t *testing.T) {
+func TestWithLightRequests(t *testing.T) {
 	t.Parallel()
-	const body = `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[` +
+	const body = `{"model":"m","messages":[{"role":"system","content":"long prompt"},{"role":"user","content":"hi"}],"tools":[` +
 		`{"type":"function","function":{"name":"read_file","description":"Read a file.","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}}]}`
 	tests := []struct {
 		name       string
 		opts       []llmtest.Option
 		wantSchema bool
+		wantMsgs   int
 	}{
-		{"default", nil, true},
-		{"without schemas", []llmtest.Option{llmtest.WithoutToolSchemas()}, false},
+		{"default", nil, true, 2},
+		{"light", []llmtest.Option{llmtest.WithLightRequests()}, false, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,6 +239,9 @@ func TestWithoutToolSchemas(t *testing.T) {
 			}
 			if got := req.LastUserText(); got != "hi" || req.Model != "m" {
 				t.Errorf("model %q, user text %q: want m, hi", req.Model, got)
+			}
+			if len(req.Messages) != tc.wantMsgs {
+				t.Errorf("%d messages recorded, want %d", len(req.Messages), tc.wantMsgs)
 			}
 			if len(req.Tools) != 1 || req.Tools[0].Type != "function" || req.Tools[0].Function == nil {
 				t.Fatalf("tools %+v: want one function", req.Tools)
