@@ -188,6 +188,9 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	first := load{Concurrency: c.MemoryConcurrency, Chats: c.TurnSessions, TurnsPerChat: max(1, c.TurnsFirst/c.TurnSessions), Prefix: "t"}
 	record(first.run(ctx, f.turn))
 	sleep(ctx, c.memorySettle())
+	if err := ctx.Err(); err != nil {
+		return nil, err // not the turns the figures would claim
+	}
 	rss1, err := f.readRSS()
 	if err != nil {
 		return nil, err
@@ -196,6 +199,9 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	rest.TurnsPerChat = max(1, (c.TurnsAll-c.TurnsFirst)/c.TurnSessions)
 	record(rest.run(ctx, f.turn))
 	sleep(ctx, c.memorySettle())
+	if err := ctx.Err(); err != nil {
+		return nil, err // not the turns the figures would claim
+	}
 	rss2, err := f.readRSS()
 	if err != nil {
 		return nil, err
