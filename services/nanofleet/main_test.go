@@ -127,6 +127,10 @@ func TestExitCodes(t *testing.T) {
 		{"unknown command", []string{"fly"}, 1, `nanofleet: unknown command "fly"`},
 		{"bad flag", []string{"agent", "--no-such-flag"}, 1, "nanofleet: flag provided but not defined: -no-such-flag"},
 		{"bench moved", []string{"bench"}, 1, "nanofleet: " + errBenchMoved.Error()},
+		// Commands that join the fleet refuse bad arguments before they
+		// look for one.
+		{"pairing without a code", []string{"pairing", "approve"}, 1, "nanofleet: usage: nanofleet pairing approve CODE"},
+		{"profile without seed", []string{"profile", "sow"}, 1, "nanofleet: usage: nanofleet profile seed [--workspace DIR]: copy the workspace's bootstrap files and skills into the fleet's profile; review them first, sessions can write the workspace"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
