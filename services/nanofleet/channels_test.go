@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
@@ -27,24 +26,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp/whatsapptest"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
-
-// syncBuffer is a writer read while a command is still writing.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -104,7 +85,7 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	// The operator's config names WhatsApp too; its gateway is this
 	// test's, dialling the fake.
 	env, _, _ := testEnv(t, nil)
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	env.stdout = out
 	chans["whatsapp"] = map[string]any{"enabled": true, "allowFrom": []string{"*"}}
 	data, _ = json.Marshal(doc)
@@ -177,7 +158,7 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 		t.Errorf("model requests = %d", len(reqs))
 	}
 
-	out = &syncBuffer{}
+	out = &syncbuf.Buffer{}
 	env.stdout = out
 	if err := dispatch(ctx, env, []string{"channels", "--config", cfgPath, "--nats", url, "status"}); err != nil {
 		t.Fatal(err)

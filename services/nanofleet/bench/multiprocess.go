@@ -176,7 +176,7 @@ func (r *driver) allInOneBinary(ctx context.Context, sc scenario) (Result, error
 	defer closeClient()
 	turn := fleetTurn(c)
 	if err := warmUp(ctx, turn, sc); err != nil {
-		return Result{}, fmt.Errorf("%w\n%s", err, aio.out.tail())
+		return Result{}, fmt.Errorf("%w\n%s", err, aio.out.Tail(4000))
 	}
 	meter := startCPU(os.Getpid(), aio.pid())
 	s := sc.load.run(ctx, turn)
@@ -222,7 +222,7 @@ func dial(ctx context.Context, url string, file *config.File) (*bus.Bus, error) 
 func workerLogs(c *cluster) error {
 	var errs []error
 	for _, p := range c.procs() {
-		errs = append(errs, fmt.Errorf("--- %s:\n%s", p.name, p.out.tail()))
+		errs = append(errs, fmt.Errorf("--- %s:\n%s", p.name, p.out.Tail(4000)))
 	}
 	return errors.Join(errs...)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
@@ -29,25 +30,7 @@ import (
 type apiFleet struct {
 	*fleet.Fleet
 	base, key string
-	logs      *logBuffer
-}
-
-// logBuffer keeps the fleet's log lines for the test to read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs      *syncbuf.Buffer
 }
 
 func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree int64) *apiFleet {
@@ -56,7 +39,7 @@ func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree in
 	var lines []string
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	logs := &logBuffer{}
+	logs := &syncbuf.Buffer{}
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
 		Log:     slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo})),

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 )
 
 // Binaries builds the service binaries once into dir.
@@ -49,7 +49,7 @@ type Proc struct {
 	Name string
 	cmd  *exec.Cmd
 	done chan struct{}
-	log  *lockedBuffer
+	log  *syncbuf.Buffer
 }
 
 // Start runs bin with args and env added to a minimal environment; the
@@ -59,7 +59,7 @@ func Start(t testing.TB, name, bin string, env []string, args ...string) *Proc {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	lb := &lockedBuffer{}
+	lb := &syncbuf.Buffer{Max: 4 << 20} // the first 4 MiB: enough to debug
 	cmd.Stdout, cmd.Stderr = lb, lb
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -195,24 +195,4 @@ func WriteConfig(t testing.TB, v any) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() > 4<<20 {
-		return len(p), nil // keep the first 4 MiB: enough to debug
-	}
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
