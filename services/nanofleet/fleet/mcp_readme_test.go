@@ -49,7 +49,7 @@ func TestMCPAsTheReadmeShows(t *testing.T) {
 			t.Skipf("skipping: %s is not installed (%v); npm install -g @modelcontextprotocol/server-memory @modelcontextprotocol/server-filesystem (.ci/npm-packages)", bin, err)
 		}
 	}
-	_, mode := mcpEverythingSandbox(t)
+	mode := mcpMemorySandbox(t)
 	t.Logf("sandbox: %s", mode)
 	home := t.TempDir()
 	for _, d := range []string{filepath.Dir(home), home} {
