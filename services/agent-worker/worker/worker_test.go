@@ -37,7 +37,7 @@ func (noRunners) Call(_ context.Context, r *nanofleetv1.ToolRequest) (*nanofleet
 type harness struct {
 	b   *bus.Bus
 	llm *llmtest.Server
-	out chan *nanofleetv1.OutboundMessage
+	out <-chan *nanofleetv1.OutboundMessage
 }
 
 func start(t *testing.T, opts ...llmtest.Option) *harness {
@@ -96,21 +96,9 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
-	h := &harness{b: b, llm: srv, out: make(chan *nanofleetv1.OutboundMessage, 1000)}
-	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.Space.OutboundAll()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		o := &nanofleetv1.OutboundMessage{}
-		if proto.Unmarshal(m.Data(), o) == nil {
-			h.out <- o
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := sync.OnceFunc(func() { cc.Stop(); cancel(); <-done; profiles.Stop() })
+	out, stopOut := bustest.Outbound(t, b, 1000)
+	h := &harness{b: b, llm: srv, out: out}
+	stop := sync.OnceFunc(func() { stopOut(); cancel(); <-done; profiles.Stop() })
 	t.Cleanup(stop)
 	return h, stop
 }
