@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 	"github.com/nanofleet/nanofleet/pkg/storeguard"
 )
 
@@ -78,25 +79,10 @@ func TestFullAndRecovered(t *testing.T) {
 		if s.full {
 			want = 1
 		}
-		if got := gauge(t, reg, "nanofleet_storage_full"); got != want {
+		if got := observetest.Gauge(t, reg, "nanofleet_storage_full"); got != want {
 			t.Fatalf("%s: nanofleet_storage_full = %v, want %v", s.name, got, want)
 		}
 	}
-}
-
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
 }
 
 func TestStoreLimit(t *testing.T) {

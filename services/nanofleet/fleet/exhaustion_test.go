@@ -21,6 +21,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
@@ -193,21 +194,6 @@ func readyz(t *testing.T, f *fleet.Fleet) (int, string) {
 	return rec.Code, rec.Body.String()
 }
 
-func gaugeValue(t *testing.T, f *fleet.Fleet, name string) float64 {
-	t.Helper()
-	mfs, err := f.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
-}
-
 // TestFullStoreFailsFastAndRecovers: the data directory sits on a small
 // filesystem that fills up. New requests get "storage full" at once and
 // /readyz says why; once space is freed the fleet answers again without a
@@ -227,7 +213,7 @@ func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 	if code, body := readyz(t, f.Fleet); code != http.StatusServiceUnavailable || !strings.Contains(body, "storage full") {
 		t.Errorf("/readyz = %d %q, want 503 naming the full store (%v)", code, body, err)
 	}
-	if got := gaugeValue(t, f.Fleet, "nanofleet_storage_full"); got != 1 {
+	if got := observetest.Gauge(t, f.Fleet.Registry, "nanofleet_storage_full"); got != 1 {
 		t.Errorf("nanofleet_storage_full = %v while full", got)
 	}
 	if logs := f.logs.String(); !strings.Contains(logs, "storage full: new messages are refused") || !strings.Contains(logs, `full="the filesystem of `+dataDir) {
