@@ -10,20 +10,19 @@ import (
 
 func TestBuffer(t *testing.T) {
 	cases := []struct {
-		name     string
-		max      int
-		writes   []string
-		want     string
-		wantTail string // Tail(4)
+		name           string
+		b              *syncbuf.Buffer
+		writes         []string
+		want, wantTail string // String(), Tail(4)
 	}{
-		{"keeps all", 0, []string{"ab", "cd", "ef"}, "abcdef", "…cdef"},
-		{"short", 0, []string{"ab"}, "ab", "ab"},
-		{"stops at max", 4, []string{"ab", "cd", "ef"}, "abcd", "abcd"},
-		{"a write that crosses max is kept whole", 3, []string{"ab", "cd", "ef"}, "abcd", "abcd"},
+		{"keeps all", &syncbuf.Buffer{}, []string{"ab", "cd", "ef"}, "abcdef", "…cdef"},
+		{"short", &syncbuf.Buffer{}, []string{"ab"}, "ab", "ab"},
+		{"stops at max", &syncbuf.Buffer{Max: 4}, []string{"ab", "cd", "ef"}, "abcd", "abcd"},
+		{"a write that crosses max is kept whole", &syncbuf.Buffer{Max: 3}, []string{"ab", "cd", "ef"}, "abcd", "abcd"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := &syncbuf.Buffer{Max: c.max}
+			b := c.b
 			for _, w := range c.writes {
 				if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
 					t.Fatalf("Write(%q) = %d, %v", w, n, err)

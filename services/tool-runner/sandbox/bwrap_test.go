@@ -31,21 +31,17 @@ func TestPrlimitArgs(t *testing.T) {
 
 func TestSystemArgs(t *testing.T) {
 	cases := []struct {
-		name      string
-		features  sandbox.BwrapFeatures
-		network   bool
-		passwdFD  int
-		tmpSizeMB int64
-		has       []string // runs that must appear in order
-		hasNot    []string
+		name        string
+		args        []string
+		has, hasNot []string // runs that must, and must not, appear
 	}{
 		{
-			"no network", sandbox.BwrapFeatures{}, false, 3, 0,
+			"no network", sandbox.BwrapFeatures{}.SystemArgs(false, 3, 0),
 			[]string{"--unshare-net", "--ro-bind-data 3 /etc/passwd --ro-bind-data 4 /etc/group", "--tmpfs /tmp"},
 			[]string{"--disable-userns", "--unshare-cgroup-try", "/etc/resolv.conf", "--size"},
 		},
 		{
-			"network, features, bounded /tmp", sandbox.BwrapFeatures{DisableUserns: true, UnshareCgroupTry: true}, true, 4, 32,
+			"network, features, bounded /tmp", sandbox.BwrapFeatures{DisableUserns: true, UnshareCgroupTry: true}.SystemArgs(true, 4, 32),
 			[]string{"--disable-userns", "--unshare-cgroup-try", "--ro-bind-try /etc/resolv.conf /etc/resolv.conf",
 				"--ro-bind-data 4 /etc/passwd --ro-bind-data 5 /etc/group", "--size 33554432 --tmpfs /tmp"},
 			[]string{"--unshare-net"},
@@ -53,8 +49,7 @@ func TestSystemArgs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			args := c.features.SystemArgs(c.network, c.passwdFD, c.tmpSizeMB)
-			line := " " + strings.Join(args, " ") + " "
+			line := " " + strings.Join(c.args, " ") + " "
 			if !strings.HasPrefix(line, " --unshare-user --uid 65534 --gid 65534 ") {
 				t.Errorf("does not start in the sandbox user: %s", line)
 			}
