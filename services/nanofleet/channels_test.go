@@ -16,7 +16,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
-	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -65,22 +64,9 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	if err := config.Parse(file, data, func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := l.Addr().String()
-	l.Close()
-	f, err := fleet.Start(ctx, fleet.Options{
-		File: file, Getenv: func(string) string { return "" }, Log: slog.New(slog.DiscardHandler),
-		DataDir: t.TempDir(), Workspace: t.TempDir(), Listen: true, Gateway: true, GatewayListen: listen,
-		Credentials: fleetdir.Credentials{User: "nanofleet", Password: "channels-test"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	f, url := startListening(ctx, t, file, fleet.Options{Gateway: true, GatewayListen: listen})
 	defer f.Stop()
-	url := fmt.Sprintf("nats://nanofleet:channels-test@127.0.0.1:%d", port)
 
 	// The operator's config names WhatsApp too; its gateway is this
 	// test's, dialling the fake.
