@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,16 +24,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp/whatsapptest"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // TestChannelsLoginAndStatus runs the whole fleet (Telegram against its
 // fake, the web chat and the API) and, on its NATS, a gateway with the

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
@@ -91,6 +92,9 @@ func TestBadConfigFailsNamingTheKey(t *testing.T) {
 		t.Fatalf("err = %v, want one naming tools.exec.timeout", err)
 	}
 }
+
+// freePort returns a loopback port nothing listens on right now.
+func freePort(t *testing.T) int { return bustest.FreePort(t) }
 
 // startListening starts an all-in-one on file whose NATS takes clients
 // on file's nats.port, with credentials; opts adds to the options. url

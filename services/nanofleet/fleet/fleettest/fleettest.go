@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,7 +131,7 @@ type NATS struct {
 // loopback port with its store in dir.
 func StartNATS(t testing.TB, dir string) *NATS {
 	t.Helper()
-	port := FreePort(t)
+	port := bustest.FreePort(t)
 	p := Start(t, "nats-server", bustest.ServerBinary(t), nil, "-js", "-sd", dir, "-a", "127.0.0.1", "-p", fmt.Sprint(port))
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	p.WaitOutput(t, "Server is ready", 30*time.Second)
@@ -170,17 +169,6 @@ func (n *NATS) Connect(t testing.TB, layout bus.Layout) *bus.Bus {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // WriteConfig writes v as a JSON config file and returns its path.
