@@ -11,6 +11,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 )
 
 // readmeMCPExample is the tools.mcpServers example of the README, as a
@@ -48,12 +49,7 @@ func TestMCPAsTheReadmeShows(t *testing.T) {
 	}
 	mode := mcpMemorySandbox(t)
 	t.Logf("sandbox: %s", mode)
-	home := t.TempDir()
-	for _, d := range []string{filepath.Dir(home), home} {
-		if err := os.Chmod(d, 0o755); err != nil { // the sandbox user passes through HOME
-			t.Fatal(err)
-		}
-	}
+	home := sandboxtest.BaseDir(t) // the sandbox user passes through HOME
 	ws := filepath.Join(home, ".nanofleet", "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp/mcptest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 )
 
 // mcpMemorySandbox is the sandbox for the npm servers under /usr.
@@ -35,12 +35,7 @@ func TestMCPToolsInAFleetTurn(t *testing.T) {
 	url, _ := mcptest.HTTP(t, bin)
 	llm := llmtest.NewServer(t)
 
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil { // the sandbox user reaches the MCP dirs
-			t.Fatal(err)
-		}
-	}
+	base := sandboxtest.BaseDir(t) // the sandbox user reaches the MCP dirs
 	cfg := testConfig(t, llm.URL(), map[string]any{"tools": map[string]any{
 		"exec": map[string]any{"sandbox": mode},
 		"mcpServers": map[string]any{
