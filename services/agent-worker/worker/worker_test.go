@@ -19,7 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
-	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/profile/profiletest"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
@@ -69,14 +69,7 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := b.KV(ctx, bus.BucketProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	profiles, err := profile.Watch(ctx, kv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	profiles := profiletest.Watch(ctx, t, b)
 	cfg := worker.DefaultConfig()
 	cfg.ID = id
 	cfg.Model = "test-model"

@@ -15,7 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
-	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/profile/profiletest"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
@@ -64,11 +64,7 @@ func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, _ := b.KV(ctx, bus.BucketProfile)
-	profiles, err := profile.Watch(ctx, kv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	profiles := profiletest.Watch(ctx, t, b)
 	cfg := worker.DefaultConfig()
 	cfg.ID = "w1"
 	cfg.Model = "test-model"
