@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/observe"
@@ -62,13 +60,6 @@ func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree in
 		t.Fatalf("no API announcement in %q", all)
 	}
 	return &apiFleet{Fleet: f, base: m[1], key: m[2], logs: logs}
-}
-
-// openAI is an OpenAI client of the fleet's API.
-func (a *apiFleet) openAI() *openai.Client {
-	cfg := openai.DefaultConfig(a.key)
-	cfg.BaseURL = a.base
-	return openai.NewClientWithConfig(cfg)
 }
 
 // apiReply is one chat completion's status and body.

@@ -24,7 +24,10 @@ func TestOpenAIAPIThroughTheFleet(t *testing.T) {
 	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("fleet says: " + r.LastUserText()) })
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	client := startAPIFleet(t, llm, t.TempDir(), 0).openAI()
+	base, key := startWithAPI(t, llm)
+	cfg := openai.DefaultConfig(key)
+	cfg.BaseURL = base
+	client := openai.NewClientWithConfig(cfg)
 	resp, err := client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
 		Model:    "nanofleet",
 		User:     "api-user-1",
@@ -56,7 +59,10 @@ func TestTokenUsageThroughTheAPI(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	client := startAPIFleet(t, llm, t.TempDir(), 0).openAI()
+	base, key := startWithAPI(t, llm)
+	cfg := openai.DefaultConfig(key)
+	cfg.BaseURL = base
+	client := openai.NewClientWithConfig(cfg)
 	check := func(name string, u *openai.Usage) {
 		t.Helper()
 		if u == nil {
@@ -168,9 +174,9 @@ func TestTokenUsageNodeSDK(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	f := startAPIFleet(t, llm, t.TempDir(), 0)
+	base, key := startWithAPI(t, llm)
 	cmd := exec.CommandContext(ctx, "node", "-e", usageProgram)
-	cmd.Env = append(os.Environ(), "OPENAI_MODULE="+mod, "API_KEY="+f.key, "BASE_URL="+f.base)
+	cmd.Env = append(os.Environ(), "OPENAI_MODULE="+mod, "API_KEY="+key, "BASE_URL="+base)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node: %v: %s", err, out)
@@ -195,4 +201,12 @@ func TestTokenUsageNodeSDK(t *testing.T) {
 			t.Errorf("usage %d (%s): %+v", i, []string{"completion", "stream"}[i], u)
 		}
 	}
+}
+
+// startWithAPI runs the all-in-one with the gateway and returns the base
+// URL and key of the OpenAI-compatible API it announced.
+func startWithAPI(t *testing.T, llm *llmtest.Server) (base, key string) {
+	t.Helper()
+	f := startAPIFleet(t, llm, t.TempDir(), 0)
+	return f.base, f.key
 }
