@@ -131,59 +131,6 @@ func TestConversation(t *testing.T) {
 	}
 }
 
-func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Fail("sendMessage", telegramtest.TooManyRequests(1))
-	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 7, FromID: 7, Text: "x"})
-	first := time.Now()
-	h.nextSend(t) // answered 429
-	h.expectText(t, "echo: x")
-	if d := time.Since(first); d < 900*time.Millisecond {
-		t.Errorf("retried after %s, before retry_after=1s", d)
-	}
-}
-
-func TestRepeatedUpdateYieldsOneReply(t *testing.T) {
-	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	m := telegramtest.Message{UpdateID: 7, MessageID: 70, ChatID: 1, FromID: 1, Text: "once"}
-	h.fake.Send(m)
-	h.fake.Send(m) // Telegram sends the same update again
-	h.fake.Send(telegramtest.Message{UpdateID: 8, MessageID: 71, ChatID: 1, FromID: 1, Text: "sentinel"})
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 {
-		t.Errorf("worker got %q, want the repeated update once", got)
-	}
-	if got := h.texts(t, 2); got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-}
-
-func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
-	para := strings.Repeat("lorem ipsum ", 8) + "dolor."
-	var paras []string
-	for len(strings.Join(paras, "\n\n")) < 9000 {
-		paras = append(paras, para)
-	}
-	answer := strings.Join(paras, "\n\n")[:9000]
-	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
-	})
-	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 9, ChatID: 3, FromID: 3, Text: "essay please"})
-	var got []string
-	for i := range 3 {
-		c := h.nextSend(t)
-		got = append(got, c.Fields["text"])
-		if hasReply := c.Fields["reply_parameters"] != ""; hasReply != (i == 0) {
-			t.Errorf("message %d reply_parameters = %q", i, c.Fields["reply_parameters"])
-		}
-		if n := len([]rune(c.Fields["text"])); n > 4096 {
-			t.Errorf("message %d has %d chars", i, n)
-		}
-	}
-	if strings.Join(strings.Fields(strings.Join(got, " ")), " ") != strings.Join(strings.Fields(answer), " ") {
-		t.Error("the three messages do not add up to the answer")
-	}
-}
-
 func TestPlainTextWhenEntitiesAreRejected(t *testing.T) {
 	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**bold** move")}
@@ -200,35 +147,6 @@ func TestPlainTextWhenEntitiesAreRejected(t *testing.T) {
 }
 
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
-
-func TestStrangers(t *testing.T) {
-	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"owner"}, GroupPolicy: telegram.GroupOpen}}, workertest.Echo)
-	// In a group: nothing, not even a pairing code.
-	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: -100, ChatType: "supergroup", FromID: 66, Text: "hi bot"})
-	// In a DM: a pairing code.
-	h.fake.Send(telegramtest.Message{UpdateID: 2, MessageID: 2, ChatID: 66, FromID: 66, Text: "hello?"})
-	c := h.nextSend(t)
-	code := codeRE.FindString(c.Fields["text"])
-	if c.Fields["chat_id"] != "66" || code == "" {
-		t.Fatalf("expected a pairing code in the DM, got %v", c.Fields)
-	}
-	select {
-	case in := <-h.worker.Inbound:
-		t.Fatalf("a stranger's message was published: %v", in)
-	default:
-	}
-	if err := access.Approve(context.Background(), h.bus, code); err != nil {
-		t.Fatal(err)
-	}
-	if c := h.nextSend(t); !strings.Contains(c.Fields["text"], "approved") {
-		t.Errorf("approval message = %q", c.Fields["text"])
-	}
-	h.fake.Send(telegramtest.Message{UpdateID: 3, MessageID: 3, ChatID: 66, FromID: 66, Text: "now?"})
-	h.expectText(t, "echo: now?")
-	if in := <-h.worker.Inbound; in.GetId() != "3" {
-		t.Errorf("first published message is update %s, want 3", in.GetId())
-	}
-}
 
 func TestOwnerApprovesByCommand(t *testing.T) {
 	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"@boss"}}}, workertest.Echo)
@@ -271,16 +189,6 @@ func TestGroupPolicy(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestMalformedUpdatesAreDropped(t *testing.T) {
-	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Push(1, `{"update_id": 1, "message": "not an object"}`)
-	h.fake.Push(2, `{"update_id": 2, "message": {"message_id": 1, "chat": {"id": 0}}}`)
-	h.fake.Push(3, `{"no_update_id": true}`)
-	h.fake.Push(4, `[1, 2, 3]`)
-	h.fake.Send(telegramtest.Message{UpdateID: 5, MessageID: 5, ChatID: 2, FromID: 2, Text: "still alive?"})
-	h.expectText(t, "echo: still alive?")
 }
 
 func TestProgressAndToolHints(t *testing.T) {

@@ -1,0 +1,275 @@
+// Package adaptertest is the behaviour every channel adapter owes its
+// platform, written once: each scenario runs a gateway with the adapter
+// against the platform's fake (a real embedded JetStream, internal/workertest
+// as the agent worker) and drives it through a small per-platform Fake.
+//
+// A platform's test calls Run with its Platform; what only one platform does
+// (its markup, its threads, its connection) stays in its own tests.
+package adaptertest
+
+import (
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+)
+
+// Wait bounds every wait of a scenario for something to happen.
+const Wait = 10 * time.Second
+
+// The users of the scenarios. A Platform maps them to its own ids.
+const (
+	// Owner is on the allowlist where a scenario keeps strangers out.
+	Owner = "owner"
+	// Stranger is on no allowlist.
+	Stranger = "stranger"
+	// Alice writes where everyone may ("*").
+	Alice = "alice"
+)
+
+// Platform is one platform's part of the scenarios.
+type Platform struct {
+	// Limit is the longest message the adapter sends, counted as
+	// markup.Split counts.
+	Limit int
+	// Quotes says whether the adapter's answer to a direct message refers
+	// to the message it answers (Telegram's reply_parameters, Discord's
+	// message_reference), which only the first piece of a long answer does.
+	Quotes bool
+	// Start runs a gateway on b with the adapter, configured with common
+	// (and Enabled), against a fake of its own, logging to log, and
+	// returns the fake once the adapter is connected.
+	Start func(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) Fake
+}
+
+// Fake is a running fake platform, as the scenarios drive it. Events are
+// numbered: the same n again is the platform delivering that event again.
+type Fake interface {
+	// DM delivers event n, a direct message from user, and returns the id
+	// the inbound message carries and the chat the answer goes to.
+	DM(t *testing.T, n int, user, text string) (id, chat string)
+	// Group delivers event n, a message from user in a group chat that
+	// addresses the bot as the platform needs it to be answered under the
+	// open group policy.
+	Group(t *testing.T, n int, user, text string)
+	// Next returns the next message the adapter sent (or tried to send, for
+	// a platform whose fake records refused sends), waiting up to Wait.
+	Next(t *testing.T) Sent
+	// RateLimit makes the platform refuse the next send as over its rate
+	// limit, and returns how long it asks the adapter to wait.
+	RateLimit(t *testing.T) time.Duration
+	// Malformed delivers payloads the adapter must drop, numbered from
+	// event 1 where they have numbers (at most 9 of them), and returns what
+	// the adapter logs for each.
+	Malformed(t *testing.T) (logged string)
+}
+
+// Sent is a message the adapter sent to the platform.
+type Sent struct {
+	Chat, Text string
+	// Refused is set when the platform refused it (rate limit).
+	Refused bool
+	// Quotes says whether it refers to the message it answers.
+	Quotes bool
+	// At is when the platform received it.
+	At time.Time
+}
+
+// harness is one scenario's bus, worker, fake and logs.
+type harness struct {
+	bus    *bus.Bus
+	worker *workertest.Worker
+	fake   Fake
+	logs   *gatewaytest.Logs
+}
+
+func start(t *testing.T, p Platform, common channelconfig.Common, script workertest.Script) *harness {
+	t.Helper()
+	h := &harness{bus: bustest.StartJetStream(t, channels.Assets), logs: &gatewaytest.Logs{}}
+	h.worker = workertest.Start(t, h.bus, script)
+	common.Enabled = true
+	h.fake = p.Start(t, h.bus, common, slog.New(slog.NewTextHandler(h.logs, nil)))
+	return h
+}
+
+// everyone allows every sender.
+var everyone = channelconfig.Common{AllowFrom: []string{"*"}}
+
+// expect takes the next message sent and fails the test unless it is text.
+func (h *harness) expect(t *testing.T, text string) Sent {
+	t.Helper()
+	s := h.fake.Next(t)
+	if s.Text != text || s.Refused {
+		t.Fatalf("sent %q (refused %v), want %q", s.Text, s.Refused, text)
+	}
+	return s
+}
+
+// texts counts the texts of the next n messages sent; answers in
+// different chats may come in either order.
+func (h *harness) texts(t *testing.T, n int) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for range n {
+		got[h.fake.Next(t).Text]++
+	}
+	return got
+}
+
+// Run runs every scenario against p, each as a subtest.
+func Run(t *testing.T, p Platform) {
+	for _, s := range []struct {
+		name string
+		run  func(*testing.T, Platform)
+	}{
+		{"Reply", Reply},
+		{"RepeatedEventAnsweredOnce", RepeatedEventAnsweredOnce},
+		{"RateLimitWaitedOut", RateLimitWaitedOut},
+		{"LongAnswerSplitOnParagraphs", LongAnswerSplitOnParagraphs},
+		{"Strangers", Strangers},
+		{"MalformedDropped", MalformedDropped},
+	} {
+		t.Run(s.name, func(t *testing.T) { s.run(t, p) })
+	}
+}
+
+// Reply: a direct message reaches the worker with its id, chat and
+// sender, and the answer goes back to that chat, referring to the message
+// where the platform does.
+func Reply(t *testing.T, p Platform) {
+	h := start(t, p, everyone, workertest.Echo)
+	id, chat := h.fake.DM(t, 1, Alice, "hello")
+	in := h.worker.Next(t)
+	if in.GetId() != id || in.GetChatId() != chat || in.GetContent() != "hello" {
+		t.Errorf("inbound id %q chat %q content %q, want %q in %q", in.GetId(), in.GetChatId(), in.GetContent(), id, chat)
+	}
+	s := h.expect(t, "echo: hello")
+	if s.Chat != chat || s.Quotes != p.Quotes {
+		t.Errorf("answer in %q quoting %v, want in %q quoting %v", s.Chat, s.Quotes, chat, p.Quotes)
+	}
+}
+
+// RepeatedEventAnsweredOnce: an event the platform delivers twice is
+// published once and answered once.
+func RepeatedEventAnsweredOnce(t *testing.T, p Platform) {
+	h := start(t, p, everyone, workertest.Echo)
+	h.fake.DM(t, 7, Alice, "once")
+	h.fake.DM(t, 7, Alice, "once")
+	h.fake.DM(t, 8, Alice, "sentinel")
+	if got := h.worker.ContentsUntil(t, "sentinel", Wait); len(got) != 2 {
+		t.Errorf("worker got %q, want the repeated event once", got)
+	}
+	if got := h.texts(t, 2); got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
+		t.Errorf("answers = %v, want each once", got)
+	}
+}
+
+// RateLimitWaitedOut: a send refused as over the rate limit is tried
+// again no sooner than the platform asked, and delivered once.
+func RateLimitWaitedOut(t *testing.T, p Platform) {
+	h := start(t, p, everyone, workertest.Echo)
+	wait := h.fake.RateLimit(t)
+	first := time.Now()
+	h.fake.DM(t, 1, Alice, "x")
+	s := h.fake.Next(t)
+	if s.Refused {
+		first = s.At
+		s = h.fake.Next(t)
+	}
+	if s.Text != "echo: x" || s.Refused {
+		t.Fatalf("sent %q (refused %v) after the refusal, want %q", s.Text, s.Refused, "echo: x")
+	}
+	// 100 ms for the clocks of the fake and of the test.
+	if d := s.At.Sub(first); d < wait-100*time.Millisecond {
+		t.Errorf("sent again after %s; the platform asked for %s", d, wait)
+	}
+	// Sent once: the next thing sent is the next answer.
+	h.fake.DM(t, 2, Alice, "sentinel")
+	h.expect(t, "echo: sentinel")
+}
+
+// LongAnswerSplitOnParagraphs: an answer longer than the platform takes
+// arrives in pieces within the limit, cut between paragraphs, the first
+// alone referring to the message it answers.
+func LongAnswerSplitOnParagraphs(t *testing.T, p Platform) {
+	para := strings.Repeat("lorem ipsum ", 8) + "dolor."
+	var paras []string
+	for len(strings.Join(paras, "\n\n")) < 2*p.Limit+p.Limit/2 {
+		paras = append(paras, para)
+	}
+	answer := strings.Join(paras, "\n\n")
+	h := start(t, p, everyone, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
+	})
+	h.fake.DM(t, 1, Alice, "essay please")
+	var pieces []string
+	for len(strings.Join(pieces, "\n\n")) < len(answer) {
+		s := h.fake.Next(t)
+		if n := len([]rune(s.Text)); n > p.Limit || n == 0 {
+			t.Errorf("piece %d has %d characters; the limit is %d", len(pieces), n, p.Limit)
+		}
+		if !strings.HasSuffix(s.Text, "dolor.") {
+			t.Errorf("piece %d not cut at a paragraph: …%q", len(pieces), s.Text[max(0, len(s.Text)-20):])
+		}
+		if s.Quotes != (p.Quotes && len(pieces) == 0) {
+			t.Errorf("piece %d quotes the question: %v", len(pieces), s.Quotes)
+		}
+		pieces = append(pieces, s.Text)
+	}
+	if len(pieces) < 3 {
+		t.Errorf("%d pieces for %d characters, limit %d", len(pieces), len(answer), p.Limit)
+	}
+	if strings.Join(pieces, "\n\n") != answer {
+		t.Error("the pieces do not add up to the answer")
+	}
+}
+
+var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
+
+// Strangers: a stranger gets nothing in a group, not even a pairing code,
+// and a pairing code in a DM; nothing of theirs is published until the
+// code is approved, and then they are answered.
+func Strangers(t *testing.T, p Platform) {
+	h := start(t, p, channelconfig.Common{AllowFrom: []string{Owner}, GroupPolicy: channelconfig.GroupOpen}, workertest.Echo)
+	h.fake.Group(t, 1, Stranger, "hi bot")
+	_, dm := h.fake.DM(t, 2, Stranger, "hello?")
+	s := h.fake.Next(t)
+	code := codeRE.FindString(s.Text)
+	if s.Chat != dm || code == "" {
+		t.Fatalf("sent %q in %q, want a pairing code in the DM %q", s.Text, s.Chat, dm)
+	}
+	if err := access.Approve(t.Context(), h.bus, code); err != nil {
+		t.Fatal(err)
+	}
+	if s := h.fake.Next(t); s.Chat != dm || !strings.Contains(s.Text, "approved") {
+		t.Errorf("sent %q in %q, want the approval in the DM", s.Text, s.Chat)
+	}
+	id, _ := h.fake.DM(t, 3, Stranger, "now?")
+	h.expect(t, "echo: now?")
+	if in := h.worker.Next(t); in.GetId() != id {
+		t.Errorf("first message published is %q %q, want the one after approval", in.GetId(), in.GetContent())
+	}
+}
+
+// MalformedDropped: payloads the adapter cannot read are dropped with a
+// log line, and the adapter goes on answering.
+func MalformedDropped(t *testing.T, p Platform) {
+	h := start(t, p, everyone, workertest.Echo)
+	logged := h.fake.Malformed(t)
+	h.logs.WaitFor(t, logged, Wait)
+	h.fake.DM(t, 10, Alice, "still alive?")
+	h.expect(t, "echo: still alive?")
+	if got := h.worker.ContentsUntil(t, "still alive?", Wait); len(got) != 1 {
+		t.Errorf("worker got %q, want only the good message", got)
+	}
+}
