@@ -3,7 +3,6 @@ package slack_test
 import (
 	"context"
 	"log/slog"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -33,12 +32,19 @@ func start(t *testing.T, cfg slack.Config, script workertest.Script, opts ...wor
 	t.Helper()
 	h := &harness{fake: slacktest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
 	h.worker = workertest.Start(t, h.bus, script, opts...)
-	cfg.Enabled, cfg.BotToken, cfg.AppToken, cfg.APIURL = true, "xoxb-test", "xapp-test", h.fake.APIURL
-	gatewaytest.Run(t, h.bus, slog.New(slog.DiscardHandler), func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		return slack.New(ctx, cfg, slack.Deps{Bus: h.bus, Gate: gate, Log: log})
-	})
-	h.fake.WaitConnected(t, wait)
+	runAdapter(t, h.bus, h.fake, cfg, slog.New(slog.DiscardHandler))
 	return h
+}
+
+// runAdapter runs a gateway with a Slack adapter against fake and waits
+// until it is connected.
+func runAdapter(t *testing.T, b *bus.Bus, fake *slacktest.Server, cfg slack.Config, log *slog.Logger) {
+	t.Helper()
+	cfg.Enabled, cfg.BotToken, cfg.AppToken, cfg.APIURL = true, "xoxb-test", "xapp-test", fake.APIURL
+	gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		return slack.New(ctx, cfg, slack.Deps{Bus: b, Gate: gate, Log: log})
+	})
+	fake.WaitConnected(t, wait)
 }
 
 // inboundUntil returns the contents of the messages the worker took, up
@@ -136,34 +142,6 @@ func TestGroupPolicy(t *testing.T) {
 	}
 }
 
-func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Fail("chat.postMessage", slacktest.Failure{Status: 429, RetryAfter: 1})
-	h.fake.Send(t, "Ev1", slacktest.Message("U1", "D1", "im", "1.1", "hi"))
-	h.fake.Next(t, wait, "chat.postMessage")
-	first := time.Now()
-	h.expectPost(t, "echo: hi")
-	if d := time.Since(first); d < 900*time.Millisecond {
-		t.Errorf("retried after %s, before Retry-After: 1", d)
-	}
-}
-
-func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	ev := slacktest.Message("U1", "D1", "im", "1.1", "once")
-	e1 := h.fake.Send(t, "EvSame", ev)
-	e2 := h.fake.Send(t, "EvSame", ev) // Slack retries an event
-	h.fake.WaitAck(t, e1, wait)
-	h.fake.WaitAck(t, e2, wait)
-	h.fake.Send(t, "EvNext", slacktest.Message("U1", "D1", "im", "1.2", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 {
-		t.Errorf("worker got %q, want the repeated event once", got)
-	}
-	if got := h.texts(t, 2); got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-}
-
 func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 	answer := strings.TrimSpace(strings.Repeat(strings.Repeat("word ", 40)+"\n\n", 45))[:9000]
 	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
@@ -181,34 +159,6 @@ func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 	if want := len(strings.Join(strings.Fields(answer), "")); total != want {
 		t.Errorf("pieces hold %d non-space chars, answer %d", total, want)
 	}
-}
-
-var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
-
-func TestStrangers(t *testing.T) {
-	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"UOWNER"}}}, workertest.Echo)
-	h.fake.Send(t, "Ev1", slacktest.AppMention("UX", "C1", "1.1", "<@UBOT> hi"))
-	h.fake.Send(t, "Ev2", slacktest.Message("UX", "DX", "im", "1.2", "hi"))
-	c := h.fake.Next(t, wait, "chat.postMessage")
-	if c.Fields["channel"] != "DX" || codeRE.FindString(c.Fields["text"]) == "" {
-		t.Fatalf("want a pairing code in the DM, got %v", c.Fields)
-	}
-	h.fake.Send(t, "Ev3", slacktest.Message("UOWNER", "DO", "im", "1.3", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 1 {
-		t.Errorf("worker got %q: a stranger's message was published", got)
-	}
-}
-
-func TestMalformedEnvelopesAreDropped(t *testing.T) {
-	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Raw(t, `{"type":"events_api","envelope_id":"bad1","payload":{"event":"not an object"}}`)
-	h.fake.Raw(t, `{"type":"events_api","envelope_id":"bad2","payload":{"event_id":"Ev9","event":{"type":"message"}}}`)
-	h.fake.Raw(t, `{"type":"mystery","envelope_id":"bad3"}`)
-	h.fake.Raw(t, `not json at all`)
-	h.fake.WaitAck(t, "bad1", wait)
-	h.fake.WaitAck(t, "bad2", wait)
-	h.fake.Send(t, "Ev10", slacktest.Message("U1", "D1", "im", "1.1", "still there?"))
-	h.expectPost(t, "echo: still there?")
 }
 
 func TestToolHintsInThread(t *testing.T) {
