@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,105 +122,6 @@ func TestConversation(t *testing.T) {
 	}
 }
 
-func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Fail(create, discordtest.TooManyRequests(time.Second))
-	h.fake.Send(h.dm("600000000000000001", "x"))
-	first := h.fake.Next(t, wait, create)
-	if first.Status != 429 {
-		t.Fatalf("first attempt answered %d", first.Status)
-	}
-	c := h.expectCreate(t, "echo: x")
-	if d := c.At.Sub(first.At); d < time.Second {
-		t.Errorf("retried after %s, before retry_after=1s", d)
-	}
-	if n := len(h.fake.Created()); n != 1 {
-		t.Errorf("%d messages created, want 1", n)
-	}
-}
-
-func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	m := h.dm("600000000000000007", "once")
-	h.fake.Send(m)
-	h.fake.Send(m) // Discord sends the same message again
-	h.fake.Send(h.dm("600000000000000008", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 {
-		t.Errorf("worker got %q, want the repeated event once", got)
-	}
-	got := map[string]int{}
-	for range 2 {
-		got[h.fake.Next(t, wait, create).Content()]++
-	}
-	if got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-}
-
-func TestLongAnswerIsSplitAt2000(t *testing.T) {
-	para := strings.Repeat("lorem ipsum ", 8) + "dolor."
-	var paras []string
-	for len(strings.Join(paras, "\n\n")) < 5000 {
-		paras = append(paras, para)
-	}
-	answer := strings.Join(paras, "\n\n")
-	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
-	})
-	h.fake.Send(h.dm("600000000000000009", "essay please"))
-	var got []string
-	for i := range 3 {
-		c := h.fake.Next(t, wait, create)
-		if c.Status != 200 {
-			t.Fatalf("piece %d answered %d", i, c.Status)
-		}
-		got = append(got, c.Content())
-		if _, isReply := c.Body["message_reference"]; isReply != (i == 0) {
-			t.Errorf("piece %d message_reference = %v", i, c.Body["message_reference"])
-		}
-		if n := len([]rune(c.Content())); n > 2000 {
-			t.Errorf("piece %d has %d chars", i, n)
-		}
-		if !strings.HasSuffix(c.Content(), "dolor.") {
-			t.Errorf("piece %d not cut at a paragraph: …%q", i, c.Content()[len(c.Content())-20:])
-		}
-	}
-	if strings.Join(got, "\n\n") != answer {
-		t.Error("the pieces do not add up to the answer")
-	}
-}
-
-var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
-
-func TestStrangers(t *testing.T) {
-	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"owner"}, GroupPolicy: discord.GroupOpen}}, workertest.Echo)
-	// In a guild channel: nothing, not even a pairing code.
-	h.fake.Send(discordtest.Message{ID: "600000000000000001", ChannelID: guildChannel, GuildID: guild, AuthorID: stranger, Username: "eve", Content: "hi bot"})
-	// In a DM: a pairing code.
-	h.fake.Send(discordtest.Message{ID: "600000000000000002", ChannelID: dmChannel, AuthorID: stranger, Username: "eve", Content: "hello?"})
-	c := h.fake.Next(t, wait, create)
-	code := codeRE.FindString(c.Content())
-	if c.ChannelID != dmChannel || code == "" {
-		t.Fatalf("expected a pairing code in the DM, got %q in %s", c.Content(), c.ChannelID)
-	}
-	select {
-	case in := <-h.worker.Inbound:
-		t.Fatalf("a stranger's message was published: %v", in)
-	default:
-	}
-	if err := access.Approve(context.Background(), h.bus, code); err != nil {
-		t.Fatal(err)
-	}
-	if c := h.fake.Next(t, wait, create); !strings.Contains(c.Content(), "approved") {
-		t.Errorf("approval message = %q", c.Content())
-	}
-	h.fake.Send(discordtest.Message{ID: "600000000000000003", ChannelID: dmChannel, AuthorID: stranger, Username: "eve", Content: "now?"})
-	h.expectCreate(t, "echo: now?")
-	if in := <-h.worker.Inbound; in.GetId() != "600000000000000003" {
-		t.Errorf("first published message is %s, want the one after approval", in.GetId())
-	}
-}
-
 func TestGroupPolicy(t *testing.T) {
 	bot := "900000000000000001" // discordtest's bot
 	other := "300000000000000099"
@@ -265,23 +165,6 @@ func TestGroupPolicy(t *testing.T) {
 				t.Errorf("replies = %v, want %q in %s", got, tt.want, tt.channel)
 			}
 		})
-	}
-}
-
-func TestMalformedPayloadsAreDropped(t *testing.T) {
-	logs := &gatewaytest.Logs{}
-	h := &harness{fake: discordtest.New(t, token), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, workertest.Echo)
-	runAdapter(t, h.bus, h.fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(logs, nil)))
-	h.fake.WaitConnected(t, wait)
-	h.fake.Dispatch("MESSAGE_CREATE", []byte(`{"id": "600000000000000001", "content": "no channel or author"}`))
-	logs.WaitFor(t, "dropping malformed Discord message", wait)
-	h.fake.Dispatch("MESSAGE_CREATE", []byte(`"not an object"`))
-	h.fake.Dispatch("MESSAGE_CREATE", []byte(`{"id": 5, "channel_id": [], "author": "x"}`))
-	h.fake.Send(h.dm("600000000000000002", "still alive?"))
-	h.expectCreate(t, "echo: still alive?")
-	if got := h.inboundUntil(t, "still alive?"); len(got) != 1 {
-		t.Errorf("worker got %q", got)
 	}
 }
 
