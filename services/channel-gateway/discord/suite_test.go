@@ -60,9 +60,9 @@ func (f suiteFake) RateLimit(t *testing.T) time.Duration {
 	return time.Second
 }
 
-func (f suiteFake) Malformed(t *testing.T) string {
+func (f suiteFake) Malformed(t *testing.T) (string, int) {
 	f.Dispatch("MESSAGE_CREATE", []byte(`{"id": "600000000000000001", "content": "no channel or author"}`))
 	f.Dispatch("MESSAGE_CREATE", []byte(`"not an object"`))
 	f.Dispatch("MESSAGE_CREATE", []byte(`{"id": 5, "channel_id": [], "author": "x"}`))
-	return "dropping malformed Discord message"
+	return "dropping malformed Discord message", 1
 }

@@ -56,10 +56,10 @@ func (f suiteFake) RateLimit(t *testing.T) time.Duration {
 	return time.Second
 }
 
-func (f suiteFake) Malformed(t *testing.T) string {
+func (f suiteFake) Malformed(t *testing.T) (string, int) {
 	f.Push(1, `{"update_id": 1, "message": "not an object"}`)
 	f.Push(2, `{"update_id": 2, "message": {"message_id": 1, "chat": {"id": 0}}}`)
 	f.Push(3, `{"no_update_id": true}`)
 	f.Push(4, `[1, 2, 3]`)
-	return "dropping malformed Telegram update"
+	return "dropping malformed Telegram update", 4
 }

@@ -1,14 +1,11 @@
 package whatsapp_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +21,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp"
@@ -35,7 +33,7 @@ const wait = 10 * time.Second
 type harness struct {
 	srv    *bustest.Server
 	fake   *whatsapptest.Server
-	logs   *logBuffer
+	logs   *gatewaytest.Logs
 	bus    *bus.Bus
 	worker *workertest.Worker
 }
@@ -52,7 +50,7 @@ func start(t *testing.T, cfg whatsapp.Config, script workertest.Script) *harness
 // newHarness starts JetStream and the fake worker, with no gateway.
 func newHarness(t *testing.T, script workertest.Script) *harness {
 	t.Helper()
-	h := &harness{fake: whatsapptest.New(), srv: bustest.StartServer(t), logs: &logBuffer{}}
+	h := &harness{fake: whatsapptest.New(), srv: bustest.StartServer(t), logs: &gatewaytest.Logs{}}
 	h.bus = h.srv.Connect(t, "", channels.Assets)
 	h.worker = workertest.Start(t, h.bus, script)
 	return h
@@ -71,61 +69,28 @@ func (h *harness) gateway(t *testing.T, cfg whatsapp.Config) (stop func()) {
 // when its process dies.
 func (h *harness) gatewayOn(t *testing.T, b *bus.Bus, cfg whatsapp.Config) (stop, kill func(), a *whatsapp.Adapter) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	gate, err := access.Open(ctx, b, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Enabled = true
-	a, err = whatsapp.New(ctx, cfg, whatsapp.Deps{Bus: b, Gate: gate, Log: log, Dial: h.fake.Dial})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gcfg := gateway.DefaultConfig()
-	gcfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(b, gcfg, log, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	var once sync.Once
-	end := func(killed bool) {
-		once.Do(func() {
-			if killed {
-				b.NC.Close()
-			}
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil && !killed {
-					t.Errorf("gateway: %v", err)
-				}
-			case <-time.After(wait):
-				t.Error("gateway did not stop")
-			}
-		})
-	}
-	stop, kill = func() { end(false) }, func() { end(true) }
-	t.Cleanup(stop)
-	return stop, kill, a
+	g := runAdapter(t, b, h.fake, cfg, log, &a)
+	return g.Stop, g.Kill, a
 }
 
-func (h *harness) inboundUntil(t *testing.T, last string) []*nanofleetv1.InboundMessage {
+// runAdapter runs a gateway with a WhatsApp adapter on b against fake,
+// and sets *a to the adapter when a is not nil.
+func runAdapter(t *testing.T, b *bus.Bus, fake *whatsapptest.Server, cfg whatsapp.Config, log *slog.Logger, a **whatsapp.Adapter) *gatewaytest.Gateway {
 	t.Helper()
-	var got []*nanofleetv1.InboundMessage
-	for {
-		select {
-		case in := <-h.worker.Inbound:
-			got = append(got, in)
-			if in.GetContent() == last {
-				return got
-			}
-		case <-time.After(wait):
-			t.Fatalf("worker never got %q (got %d messages)", last, len(got))
+	cfg.Enabled = true
+	return gatewaytest.Start(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		adapter, err := whatsapp.New(ctx, cfg, whatsapp.Deps{Bus: b, Gate: gate, Log: log, Dial: fake.Dial})
+		if a != nil {
+			*a = adapter
 		}
-	}
+		return adapter, err
+	})
+}
+
+func (h *harness) inboundUntil(t *testing.T, last string) []string {
+	t.Helper()
+	return h.worker.ContentsUntil(t, last, wait)
 }
 
 func (h *harness) texts(t *testing.T, n int) map[string]int {
@@ -164,54 +129,6 @@ func TestDirectMessage(t *testing.T) {
 	}
 	if !seen[0] || seen[len(seen)-1] {
 		t.Errorf("presence = %v, want composing then paused", seen)
-	}
-}
-
-func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Emit(whatsapptest.DM("3EB0SAME", "15550001", "once"))
-	h.fake.Emit(whatsapptest.DM("3EB0SAME", "15550001", "once")) // redelivered
-	h.fake.Emit(whatsapptest.DM("3EB0NEXT", "15550001", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 {
-		t.Errorf("worker got %d messages, want the repeated one once", len(got))
-	}
-	if got := h.texts(t, 2); got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-}
-
-func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.FailSends(whatsmeow.ErrIQRateOverLimit)
-	at := time.Now()
-	h.fake.Emit(whatsapptest.DM("3EB0R", "15550001", "slow down"))
-	s := h.fake.Next(t, wait)
-	// The adapter asks for a 5 s wait on WhatsApp's rate-overlimit.
-	if d := time.Since(at); d < 5*time.Second-100*time.Millisecond || s.Text() != "echo: slow down" {
-		t.Errorf("sent %q %s after the message, want after at least 5s", s.Text(), d)
-	}
-}
-
-func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
-	var paras []string
-	for i := range 40 {
-		paras = append(paras, strings.Repeat("word ", 40)+strings.Repeat("x", 1+i%5))
-	}
-	answer := strings.Join(paras, "\n\n") // about 8100 characters
-	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
-	})
-	h.fake.Emit(whatsapptest.DM("3EB0L", "15550001", "long please"))
-	var pieces []string
-	for len(pieces) < 3 {
-		text := h.fake.Next(t, wait).Text()
-		if len(text) > whatsapp.Limit {
-			t.Errorf("piece of %d characters", len(text))
-		}
-		pieces = append(pieces, text)
-	}
-	if got := strings.Join(pieces, "\n\n"); got != answer {
-		t.Errorf("pieces do not rejoin into the answer on paragraph boundaries (%d vs %d chars)", len(got), len(answer))
 	}
 }
 
@@ -275,38 +192,6 @@ func TestReplyToTheAccountCountsAsMention(t *testing.T) {
 	in := h.worker.Next(t)
 	if in.GetContent() != "> the sky is blue\n\nand why?" || in.GetMetadata()["reply_to_id"] != "3EB0OURS" {
 		t.Errorf("inbound = %q %v", in.GetContent(), in.GetMetadata())
-	}
-}
-
-var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
-
-func TestStrangers(t *testing.T) {
-	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"15550999"}, GroupPolicy: whatsapp.GroupOpen}}, workertest.Echo)
-	h.fake.Emit(whatsapptest.Group("3EB0G", "1203630001", "15550001", "hi", true))
-	h.fake.Emit(whatsapptest.DM("3EB0D", "15550001", "hi"))
-	s := h.fake.Next(t, wait)
-	if s.To.String() != "15550001@s.whatsapp.net" || codeRE.FindString(s.Text()) == "" {
-		t.Fatalf("want a pairing code to the stranger, got %s: %q", s.To, s.Text())
-	}
-	h.fake.Emit(whatsapptest.DM("3EB0O", "15550999", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 1 {
-		t.Errorf("worker got %d messages: a stranger's message was published", len(got))
-	}
-}
-
-func TestMalformedEventIsDropped(t *testing.T) {
-	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	noBody := whatsapptest.DM("3EB0X", "15550001", "x")
-	noBody.Message = nil
-	noID := whatsapptest.DM("", "15550001", "x")
-	h.fake.Emit(noBody)
-	h.fake.Emit(noID)
-	h.fake.Emit(whatsapptest.DM("3EB0OK", "15550001", "still there?"))
-	if got := h.texts(t, 1); got["echo: still there?"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-	if n := strings.Count(h.logs.String(), "dropping malformed WhatsApp message event"); n != 2 {
-		t.Errorf("%d malformed events logged, want 2:\n%s", n, h.logs.String())
 	}
 }
 
@@ -571,21 +456,4 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v, want %q", tt.cfg, err, tt.want)
 		}
 	}
-}
-
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
