@@ -180,11 +180,11 @@ func TestAttachmentIsStored(t *testing.T) {
 		t.Fatalf("inbound = %v", in)
 	}
 	ref := in.GetMedia()[0]
-	blobs, err := h.bus.Blobs(context.Background())
+	blobs, err := h.bus.Blobs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := blobs.GetBytes(context.Background(), ref.GetObject())
+	data, err := blobs.GetBytes(t.Context(), ref.GetObject())
 	if err != nil || !bytes.Equal(data, img) || ref.GetMimeType() != "image/png" || ref.GetName() != "cat.png" {
 		t.Errorf("stored %d bytes (%v), mime %q, name %q", len(data), err, ref.GetMimeType(), ref.GetName())
 	}

@@ -222,8 +222,8 @@ func TestFilesAreStored(t *testing.T) {
 	if len(in.GetMedia()) != 1 || in.GetMedia()[0].GetMimeType() != "application/pdf" {
 		t.Fatalf("inbound media = %v", in.GetMedia())
 	}
-	blobs, _ := h.bus.Blobs(context.Background())
-	if data, err := blobs.GetBytes(context.Background(), in.GetMedia()[0].GetObject()); err != nil || string(data) != "%PDF-1.4 fake" {
+	blobs, _ := h.bus.Blobs(t.Context())
+	if data, err := blobs.GetBytes(t.Context(), in.GetMedia()[0].GetObject()); err != nil || string(data) != "%PDF-1.4 fake" {
 		t.Errorf("stored %q, %v", data, err)
 	}
 }

@@ -164,7 +164,7 @@ func (s *Server) Raw(t testing.TB, frame string) {
 	s.mu.Lock()
 	c := s.conn
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if err := c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
 		t.Fatalf("slacktest: write: %v", err)
