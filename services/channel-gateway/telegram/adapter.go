@@ -23,6 +23,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/typing"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
@@ -182,27 +183,20 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 // identify asks Telegram who the bot is (for mentions), retrying until it
 // answers or ctx ends.
 func (a *Adapter) identify(ctx context.Context) error {
-	wait := 500 * time.Millisecond
-	for {
+	return retry.Until(ctx, a.log, "telegram getMe failed, retrying", func(ctx context.Context) error {
 		me, err := a.bot.GetMe(ctx)
-		if err == nil {
-			a.mu.Lock()
-			a.me = me
-			a.mu.Unlock()
-			a.log.Info("telegram bot ready", "username", me.Username, "id", me.ID)
-			return nil
-		}
 		if errors.Is(err, tgbot.ErrorUnauthorized) || errors.Is(err, tgbot.ErrorNotFound) {
-			return fmt.Errorf("telegram: bot token rejected: %w", err)
+			return retry.Final(fmt.Errorf("telegram: bot token rejected: %w", err))
 		}
-		a.log.Warn("telegram getMe failed, retrying", "err", err, "in", wait)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
+		if err != nil {
+			return err
 		}
-		wait = min(2*wait, 30*time.Second)
-	}
+		a.mu.Lock()
+		a.me = me
+		a.mu.Unlock()
+		a.log.Info("telegram bot ready", "username", me.Username, "id", me.ID)
+		return nil
+	})
 }
 
 func (a *Adapter) username() string {
