@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"fmt"
+
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -17,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
@@ -404,4 +407,57 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdapter runs the scenarios every adapter passes.
+func TestAdapter(t *testing.T) {
+	adaptertest.Run(t, adaptertest.Platform{Limit: discord.Limit, Quotes: true, Start: startSuite})
+}
+
+// users are the scenarios' users as Discord user ids, and the channels
+// of their DMs with the bot.
+var users = map[string]struct{ id, dm string }{
+	adaptertest.Owner:    {"500000000000000010", "300000000000000010"},
+	adaptertest.Stranger: {stranger, "300000000000000066"},
+	adaptertest.Alice:    {alice, dmChannel},
+}
+
+type suiteFake struct{ *discordtest.Server }
+
+func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
+	u := users[user]
+	id = fmt.Sprintf("6000000000000000%02d", n)
+	f.Send(discordtest.Message{ID: id, ChannelID: u.dm, AuthorID: u.id, Username: user, Content: text})
+	return id, u.dm
+}
+
+func (f suiteFake) Group(t *testing.T, n int, user, text string) {
+	f.Send(discordtest.Message{ID: fmt.Sprintf("6000000000000000%02d", n), ChannelID: guildChannel, GuildID: guild, AuthorID: users[user].id, Username: user, Content: text})
+}
+
+func (f suiteFake) Next(t *testing.T) adaptertest.Sent {
+	t.Helper()
+	c := f.Server.Next(t, adaptertest.Wait, create)
+	_, quotes := c.Body["message_reference"]
+	return adaptertest.Sent{Chat: c.ChannelID, Text: c.Content(), At: c.At, Refused: c.Status == 429, Quotes: quotes}
+}
+
+func (f suiteFake) RateLimit(t *testing.T) time.Duration {
+	f.Fail(create, discordtest.TooManyRequests(time.Second))
+	return time.Second
+}
+
+func (f suiteFake) Malformed(t *testing.T) (string, int) {
+	f.Dispatch("MESSAGE_CREATE", []byte(`{"id": "600000000000000001", "content": "no channel or author"}`))
+	f.Dispatch("MESSAGE_CREATE", []byte(`"not an object"`))
+	f.Dispatch("MESSAGE_CREATE", []byte(`{"id": 5, "channel_id": [], "author": "x"}`))
+	return "dropping malformed Discord message", 1
+}
+
+// startSuite runs the adapter for a scenario.
+func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
+	f := suiteFake{discordtest.New(t, token)}
+	runAdapter(t, b, f.Server, discord.Config{Common: common}, log)
+	f.WaitConnected(t, wait)
+	return f
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
@@ -456,4 +457,56 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v, want %q", tt.cfg, err, tt.want)
 		}
 	}
+}
+
+// TestAdapter runs the scenarios every adapter passes.
+func TestAdapter(t *testing.T) {
+	adaptertest.Run(t, adaptertest.Platform{Limit: whatsapp.Limit, Start: startSuite})
+}
+
+// users are the scenarios' users as WhatsApp phone numbers.
+var users = map[string]string{adaptertest.Owner: "15550999", adaptertest.Stranger: "15550066", adaptertest.Alice: "15550001"}
+
+type suiteFake struct{ *whatsapptest.Server }
+
+func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
+	id = fmt.Sprintf("3EB0%02d", n)
+	f.Emit(whatsapptest.DM(id, users[user], text))
+	return id, users[user] + "@s.whatsapp.net"
+}
+
+func (f suiteFake) Group(t *testing.T, n int, user, text string) {
+	f.Emit(whatsapptest.Group(fmt.Sprintf("3EB0%02d", n), "1203630001", users[user], text, true))
+}
+
+// Next stamps a message with the time it is taken: the fake records no
+// time, and it is taken as soon as it is sent.
+func (f suiteFake) Next(t *testing.T) adaptertest.Sent {
+	t.Helper()
+	s := f.Server.Next(t, adaptertest.Wait)
+	quotes := s.Msg.GetExtendedTextMessage().GetContextInfo().GetStanzaID() != ""
+	return adaptertest.Sent{Chat: s.To.String(), Text: s.Text(), At: time.Now(), Quotes: quotes}
+}
+
+// RateLimit fails the next send as over the rate limit, which WhatsApp
+// answers without a wait: the adapter waits 5 s.
+func (f suiteFake) RateLimit(t *testing.T) time.Duration {
+	f.FailSends(whatsmeow.ErrIQRateOverLimit)
+	return 5 * time.Second
+}
+
+func (f suiteFake) Malformed(t *testing.T) (string, int) {
+	noBody := whatsapptest.DM("3EB0X", "15550001", "x")
+	noBody.Message = nil
+	f.Emit(noBody)
+	f.Emit(whatsapptest.DM("", "15550001", "x"))
+	return "dropping malformed WhatsApp message event", 2
+}
+
+// startSuite runs the adapter for a scenario.
+func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
+	f := suiteFake{whatsapptest.New()}
+	runAdapter(t, b, f.Server, whatsapp.Config{Common: common}, log, nil)
+	f.Scan(t, wait)
+	return f
 }
