@@ -72,13 +72,6 @@ func (h *harness) dm(id, text string) discordtest.Message {
 	return discordtest.Message{ID: id, ChannelID: dmChannel, AuthorID: alice, Username: "alice", Content: text}
 }
 
-// inboundUntil returns the contents of the messages the worker took, up
-// to the one with content last.
-func (h *harness) inboundUntil(t *testing.T, last string) []string {
-	t.Helper()
-	return h.worker.ContentsUntil(t, last, wait)
-}
-
 func (h *harness) expectCreate(t *testing.T, want string) discordtest.Call {
 	t.Helper()
 	c := h.fake.Next(t, wait, create)
@@ -156,7 +149,7 @@ func TestGroupPolicy(t *testing.T) {
 			if tt.want != "" {
 				want = 2
 			}
-			if got := h.inboundUntil(t, "sentinel"); len(got) != want {
+			if got := h.worker.ContentsUntil(t, "sentinel", wait); len(got) != want {
 				t.Errorf("worker got %q", got)
 			}
 			got := map[string]string{}

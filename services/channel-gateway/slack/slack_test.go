@@ -51,24 +51,6 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *slacktest.Server, cfg slack.Conf
 	fake.WaitConnected(t, wait)
 }
 
-// inboundUntil returns the contents of the messages the worker took, up
-// to the one with content last, in the order the adapter published them.
-func (h *harness) inboundUntil(t *testing.T, last string) []string {
-	t.Helper()
-	return h.worker.ContentsUntil(t, last, wait)
-}
-
-// texts collects the texts of the next n posts; replies in different
-// chats may be delivered in either order.
-func (h *harness) texts(t *testing.T, n int) map[string]int {
-	t.Helper()
-	got := map[string]int{}
-	for range n {
-		got[h.fake.Next(t, wait, "chat.postMessage").Fields["text"]]++
-	}
-	return got
-}
-
 func (h *harness) expectPost(t *testing.T, text string) slacktest.Call {
 	t.Helper()
 	c := h.fake.Next(t, wait, "chat.postMessage")
@@ -109,7 +91,7 @@ func TestMentionInChannelRepliesInThread(t *testing.T) {
 		t.Errorf("session key = %q", in.GetSessionKey())
 	}
 	h.fake.Send(t, "Ev4", slacktest.Message("U2", "D2", "im", "201.0", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 1 {
+	if got := h.worker.ContentsUntil(t, "sentinel", wait); len(got) != 1 {
 		t.Errorf("worker got %q after the mention, want only the sentinel", got)
 	}
 }
@@ -135,10 +117,10 @@ func TestGroupPolicy(t *testing.T) {
 			if tt.reply {
 				n = 2
 			}
-			if got := h.inboundUntil(t, "sentinel"); len(got) != n {
+			if got := h.worker.ContentsUntil(t, "sentinel", wait); len(got) != n {
 				t.Errorf("worker got %q", got)
 			}
-			got := h.texts(t, n)
+			got := adaptertest.Texts(t, suiteFake{h.fake}, n)
 			if got["echo: sentinel"] != 1 || (tt.reply && got["echo: chatter"] != 1) {
 				t.Errorf("replies = %v", got)
 			}

@@ -70,25 +70,6 @@ func runAdapterCancel(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg t
 	return a, stop
 }
 
-// inboundUntil returns the contents of the messages the worker took, up
-// to the one with content last. The worker takes them in the order the
-// adapter published them.
-func (h *harness) inboundUntil(t *testing.T, last string) []string {
-	t.Helper()
-	return h.worker.ContentsUntil(t, last, wait)
-}
-
-// texts collects the texts of the next n messages sent; replies to
-// different messages may be delivered in either order.
-func (h *harness) texts(t *testing.T, n int) map[string]int {
-	t.Helper()
-	got := map[string]int{}
-	for range n {
-		got[h.nextSend(t).Fields["text"]]++
-	}
-	return got
-}
-
 func (h *harness) nextSend(t *testing.T) telegramtest.Call {
 	t.Helper()
 	return h.fake.Next(t, wait, "sendMessage")
@@ -184,10 +165,10 @@ func TestGroupPolicy(t *testing.T) {
 			if tt.want != "" {
 				published, replies = 2, 2
 			}
-			if got := h.inboundUntil(t, "sentinel"); len(got) != published {
+			if got := h.worker.ContentsUntil(t, "sentinel", wait); len(got) != published {
 				t.Errorf("worker got %q", got)
 			}
-			got := h.texts(t, replies)
+			got := adaptertest.Texts(t, suiteFake{h.fake}, replies)
 			if got["echo: sentinel"] != 1 || (tt.want != "" && got[tt.want] != 1) {
 				t.Errorf("replies = %v, want %q", got, tt.want)
 			}

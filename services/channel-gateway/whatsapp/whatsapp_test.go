@@ -89,20 +89,6 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *whatsapptest.Server, cfg whatsap
 	})
 }
 
-func (h *harness) inboundUntil(t *testing.T, last string) []string {
-	t.Helper()
-	return h.worker.ContentsUntil(t, last, wait)
-}
-
-func (h *harness) texts(t *testing.T, n int) map[string]int {
-	t.Helper()
-	got := map[string]int{}
-	for range n {
-		got[h.fake.Next(t, wait).Text()]++
-	}
-	return got
-}
-
 func TestDirectMessage(t *testing.T) {
 	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"15550001"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("## Hi\n\n**hello** ~~old~~ `" + in.GetContent() + "`")}
@@ -157,7 +143,7 @@ func TestGroupPolicy(t *testing.T) {
 			if tt.reply {
 				n = 2
 			}
-			if got := h.inboundUntil(t, "sentinel"); len(got) != n {
+			if got := h.worker.ContentsUntil(t, "sentinel", wait); len(got) != n {
 				t.Errorf("worker got %d messages, want %d", len(got), n)
 			}
 			for range n {
@@ -345,7 +331,7 @@ func TestTakeoverLosesNothingAndAnswersOnce(t *testing.T) {
 	for _, id := range []string{"3EB0-2", "3EB0-3"} {
 		h.fake.Emit(whatsapptest.DM(id, "15550001", "during "+id))
 	}
-	got := h.texts(t, 2)
+	got := adaptertest.Texts(t, suiteFake{h.fake}, 2)
 	// A dead holder's lease expires within the TTL and the waiting
 	// gateway looks every TTL/10; a second is allowed for connecting and
 	// answering on the slow test machine.
@@ -357,7 +343,7 @@ func TestTakeoverLosesNothingAndAnswersOnce(t *testing.T) {
 	}
 	h.fake.Emit(whatsapptest.DM("3EB0-4", "15550001", "sentinel"))
 	got["echo: sentinel"] = 0
-	for k, v := range h.texts(t, 1) {
+	for k, v := range adaptertest.Texts(t, suiteFake{h.fake}, 1) {
 		got[k] += v
 	}
 	want := map[string]int{"echo: during 3EB0-2": 1, "echo: during 3EB0-3": 1, "echo: sentinel": 1}
@@ -428,7 +414,7 @@ func TestDeliveryFromAGatewayWithoutTheConnection(t *testing.T) {
 		h.fake.Emit(whatsapptest.DM(id, "15550001", id))
 		want["echo: "+id] = 1
 	}
-	got := h.texts(t, len(want))
+	got := adaptertest.Texts(t, suiteFake{h.fake}, len(want))
 	for k := range want {
 		if got[k] != 1 {
 			t.Errorf("replies = %v", got)

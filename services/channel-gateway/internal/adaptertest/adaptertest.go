@@ -118,13 +118,13 @@ func (h *harness) expect(t *testing.T, text string) Sent {
 	return s
 }
 
-// texts counts the texts of the next n messages sent; answers in
+// Texts counts the texts of the next n messages f was sent; answers in
 // different chats may come in either order.
-func (h *harness) texts(t *testing.T, n int) map[string]int {
+func Texts(t *testing.T, f Fake, n int) map[string]int {
 	t.Helper()
 	got := map[string]int{}
 	for range n {
-		got[h.fake.Next(t).Text]++
+		got[f.Next(t).Text]++
 	}
 	return got
 }
@@ -172,7 +172,7 @@ func RepeatedEventAnsweredOnce(t *testing.T, p Platform) {
 	if got := h.worker.ContentsUntil(t, "sentinel", Wait); len(got) != 2 {
 		t.Errorf("worker got %q, want the repeated event once", got)
 	}
-	if got := h.texts(t, 2); got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
+	if got := Texts(t, h.fake, 2); got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
 		t.Errorf("answers = %v, want each once", got)
 	}
 }
