@@ -125,6 +125,12 @@ func (s *Server) Next(t testing.TB, timeout time.Duration, methods ...string) Ca
 	return s.calls.Next(t, timeout, methods...)
 }
 
+// None reports an error for every call of one of methods during d.
+func (s *Server) None(t testing.TB, d time.Duration, methods ...string) {
+	t.Helper()
+	s.calls.None(t, d, methods...)
+}
+
 // WaitConnected waits until a Socket Mode client is connected.
 func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
 	t.Helper()
