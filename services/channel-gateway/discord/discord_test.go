@@ -404,7 +404,7 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 
 // TestAdapter runs the scenarios every adapter passes.
 func TestAdapter(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Platform{Limit: discord.Limit, Quotes: true, Start: startSuite})
+	adaptertest.Run(t, adaptertest.Platform{Limit: discord.Limit, Quotes: adaptertest.QuotesFirst, Start: startSuite})
 }
 
 // users are the scenarios' users as Discord user ids, and the channels
@@ -432,7 +432,8 @@ func (f suiteFake) Next(t *testing.T) adaptertest.Sent {
 	t.Helper()
 	c := f.Server.Next(t, adaptertest.Wait, create)
 	_, quotes := c.Body["message_reference"]
-	return adaptertest.Sent{Chat: c.ChannelID, Text: c.Content(), At: c.At, Refused: c.Status == 429, Quotes: quotes}
+	nonce, _ := c.Body["nonce"].(string)
+	return adaptertest.Sent{Chat: c.ChannelID, Text: c.Content(), At: c.At, Refused: c.Status == 429, Quotes: quotes, Key: nonce}
 }
 
 func (f suiteFake) RateLimit(t *testing.T) time.Duration {
@@ -440,11 +441,11 @@ func (f suiteFake) RateLimit(t *testing.T) time.Duration {
 	return time.Second
 }
 
-func (f suiteFake) Malformed(t *testing.T) (string, int) {
+func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
 	f.Dispatch("MESSAGE_CREATE", []byte(`{"id": "600000000000000001", "content": "no channel or author"}`))
 	f.Dispatch("MESSAGE_CREATE", []byte(`"not an object"`))
 	f.Dispatch("MESSAGE_CREATE", []byte(`{"id": 5, "channel_id": [], "author": "x"}`))
-	return "dropping malformed Discord message", 1
+	return []string{"dropping malformed Discord message"}, 1
 }
 
 // startSuite runs the adapter for a scenario.

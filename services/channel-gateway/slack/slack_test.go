@@ -249,14 +249,14 @@ func (f suiteFake) RateLimit(t *testing.T) time.Duration {
 	return time.Second
 }
 
-func (f suiteFake) Malformed(t *testing.T) (string, int) {
+func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
 	f.Raw(t, `{"type":"events_api","envelope_id":"bad1","payload":{"event":"not an object"}}`)
 	f.Raw(t, `{"type":"events_api","envelope_id":"bad2","payload":{"event_id":"Ev9","event":{"type":"message"}}}`)
 	f.Raw(t, `{"type":"mystery","envelope_id":"bad3"}`)
 	f.Raw(t, `not json at all`)
 	f.WaitAck(t, "bad1", adaptertest.Wait)
 	f.WaitAck(t, "bad2", adaptertest.Wait)
-	return "dropping malformed Slack", 2
+	return []string{"dropping malformed Slack"}, 2
 }
 
 // startSuite runs the adapter for a scenario.

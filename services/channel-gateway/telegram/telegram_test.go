@@ -299,7 +299,7 @@ func TestWebhook(t *testing.T) {
 
 // TestAdapter runs the scenarios every adapter passes.
 func TestAdapter(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Platform{Limit: markup.TelegramLimit, Quotes: true, Start: startSuite})
+	adaptertest.Run(t, adaptertest.Platform{Limit: markup.TelegramLimit, Quotes: adaptertest.QuotesFirst, Start: startSuite})
 }
 
 // users are the scenarios' users as Telegram user ids.
@@ -331,12 +331,12 @@ func (f suiteFake) RateLimit(t *testing.T) time.Duration {
 	return time.Second
 }
 
-func (f suiteFake) Malformed(t *testing.T) (string, int) {
+func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
 	f.Push(1, `{"update_id": 1, "message": "not an object"}`)
 	f.Push(2, `{"update_id": 2, "message": {"message_id": 1, "chat": {"id": 0}}}`)
 	f.Push(3, `{"no_update_id": true}`)
 	f.Push(4, `[1, 2, 3]`)
-	return "dropping malformed Telegram update", 4
+	return []string{"dropping malformed Telegram update"}, 4
 }
 
 // startSuite runs the adapter for a scenario.

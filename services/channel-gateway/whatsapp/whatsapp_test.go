@@ -481,12 +481,12 @@ func (f suiteFake) RateLimit(t *testing.T) time.Duration {
 	return 5 * time.Second
 }
 
-func (f suiteFake) Malformed(t *testing.T) (string, int) {
+func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
 	noBody := whatsapptest.DM("3EB0X", "15550001", "x")
 	noBody.Message = nil
 	f.Emit(noBody)
 	f.Emit(whatsapptest.DM("", "15550001", "x"))
-	return "dropping malformed WhatsApp message event", 2
+	return []string{"dropping malformed WhatsApp message event"}, 2
 }
 
 // startSuite runs the adapter for a scenario.

@@ -42,14 +42,31 @@ type Platform struct {
 	// Limit is the longest message the adapter sends, counted as
 	// markup.Split counts.
 	Limit int
-	// Quotes says whether the adapter's answer to a direct message refers
-	// to the message it answers (Telegram's reply_parameters, Discord's
-	// message_reference), which only the first piece of a long answer does.
-	Quotes bool
+	// Quotes is which pieces of an answer to a direct message refer to
+	// the message they answer.
+	Quotes Quoting
 	// Start runs a gateway on b with the adapter, configured with common
 	// (and Enabled), against a fake of its own, logging to log, and
 	// returns the fake once the adapter is connected.
 	Start func(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) Fake
+}
+
+// Quoting is which pieces of an answer refer to the message it answers.
+type Quoting int
+
+const (
+	// QuotesNone: none do.
+	QuotesNone Quoting = iota
+	// QuotesFirst: the first piece does (Telegram's reply_parameters,
+	// Discord's message_reference).
+	QuotesFirst
+	// QuotesEvery: every piece does (Feishu's replies).
+	QuotesEvery
+)
+
+// quotes reports whether piece i of an answer refers to its question.
+func (q Quoting) quotes(i int) bool {
+	return q == QuotesEvery || (q == QuotesFirst && i == 0)
 }
 
 // Fake is a running fake platform, as the scenarios drive it. Events are
@@ -69,12 +86,12 @@ type Fake interface {
 	// limit, and returns how long it asks the adapter to wait.
 	RateLimit(t *testing.T) time.Duration
 	// Malformed delivers payloads the adapter must drop, numbered from
-	// event 1 where they have numbers (at most 9 of them), and returns what
-	// the adapter logs when it drops one and how many of them it logs at
-	// least (some the platform's client library drops itself; Telegram's
-	// fake serves an update without an update_id again, as it cannot be
-	// confirmed).
-	Malformed(t *testing.T) (logged string, n int)
+	// event 1 where they have numbers (at most 9 of them), and returns the
+	// lines the adapter logs when it drops one and how many of them it
+	// logs at least (some the platform's client library drops itself;
+	// Telegram's fake serves an update without an update_id again, as it
+	// cannot be confirmed).
+	Malformed(t *testing.T) (logged []string, n int)
 }
 
 // Sent is a message the adapter sent to the platform.
@@ -84,6 +101,9 @@ type Sent struct {
 	Refused bool
 	// Quotes says whether it refers to the message it answers.
 	Quotes bool
+	// Key is the idempotency key the platform drops a repeated send by
+	// (Feishu's uuid, Discord's nonce), if it has one.
+	Key string
 	// At is when the platform received it.
 	At time.Time
 }
@@ -157,8 +177,8 @@ func Reply(t *testing.T, p Platform) {
 		t.Errorf("inbound id %q chat %q content %q, want %q in %q", in.GetId(), in.GetChatId(), in.GetContent(), id, chat)
 	}
 	s := h.expect(t, "echo: hello")
-	if s.Chat != chat || s.Quotes != p.Quotes {
-		t.Errorf("answer in %q quoting %v, want in %q quoting %v", s.Chat, s.Quotes, chat, p.Quotes)
+	if s.Chat != chat || s.Quotes != p.Quotes.quotes(0) {
+		t.Errorf("answer in %q quoting %v, want in %q quoting %v", s.Chat, s.Quotes, chat, p.Quotes.quotes(0))
 	}
 }
 
@@ -178,19 +198,23 @@ func RepeatedEventAnsweredOnce(t *testing.T, p Platform) {
 }
 
 // RateLimitWaitedOut: a send refused as over the rate limit is tried
-// again no sooner than the platform asked, and delivered once.
+// again no sooner than the platform asked, with the same idempotency key,
+// and delivered once.
 func RateLimitWaitedOut(t *testing.T, p Platform) {
 	h := start(t, p, everyone, workertest.Echo)
 	wait := h.fake.RateLimit(t)
 	first := time.Now()
 	h.fake.DM(t, 1, Alice, "x")
-	s := h.fake.Next(t)
+	s, key := h.fake.Next(t), ""
 	if s.Refused {
-		first = s.At
+		first, key = s.At, s.Key
 		s = h.fake.Next(t)
 	}
 	if s.Text != "echo: x" || s.Refused {
 		t.Fatalf("sent %q (refused %v) after the refusal, want %q", s.Text, s.Refused, "echo: x")
+	}
+	if s.Key != key {
+		t.Errorf("sent again with key %q, the refused send had %q", s.Key, key)
 	}
 	// 100 ms for the clocks of the fake and of the test.
 	if d := s.At.Sub(first); d < wait-100*time.Millisecond {
@@ -202,8 +226,9 @@ func RateLimitWaitedOut(t *testing.T, p Platform) {
 }
 
 // LongAnswerSplitOnParagraphs: an answer longer than the platform takes
-// arrives in pieces within the limit, cut between paragraphs, the first
-// alone referring to the message it answers.
+// arrives in pieces within the limit, cut between paragraphs, each with a
+// key of its own, referring to the message it answers as the platform
+// does.
 func LongAnswerSplitOnParagraphs(t *testing.T, p Platform) {
 	para := strings.Repeat("lorem ipsum ", 8) + "dolor."
 	var paras []string
@@ -216,6 +241,7 @@ func LongAnswerSplitOnParagraphs(t *testing.T, p Platform) {
 	})
 	h.fake.DM(t, 1, Alice, "essay please")
 	var pieces []string
+	keys := map[string]bool{}
 	for len(strings.Join(pieces, "\n\n")) < len(answer) {
 		s := h.fake.Next(t)
 		if n := len([]rune(s.Text)); n > p.Limit || n == 0 {
@@ -224,9 +250,13 @@ func LongAnswerSplitOnParagraphs(t *testing.T, p Platform) {
 		if !strings.HasSuffix(s.Text, "dolor.") {
 			t.Errorf("piece %d not cut at a paragraph: …%q", len(pieces), s.Text[max(0, len(s.Text)-20):])
 		}
-		if s.Quotes != (p.Quotes && len(pieces) == 0) {
+		if s.Quotes != p.Quotes.quotes(len(pieces)) {
 			t.Errorf("piece %d quotes the question: %v", len(pieces), s.Quotes)
 		}
+		if s.Key != "" && keys[s.Key] {
+			t.Errorf("piece %d has the key of an earlier piece, %q", len(pieces), s.Key)
+		}
+		keys[s.Key] = true
 		pieces = append(pieces, s.Text)
 	}
 	if len(pieces) < 3 {
@@ -269,14 +299,18 @@ func Strangers(t *testing.T, p Platform) {
 func MalformedDropped(t *testing.T, p Platform) {
 	h := start(t, p, everyone, workertest.Echo)
 	logged, n := h.fake.Malformed(t)
-	h.logs.WaitFor(t, logged, Wait)
+	h.logs.WaitFor(t, logged[0], Wait)
 	h.fake.DM(t, 10, Alice, "still alive?")
 	h.expect(t, "echo: still alive?")
 	if got := h.worker.ContentsUntil(t, "still alive?", Wait); len(got) != 1 {
 		t.Errorf("worker got %q, want only the good message", got)
 	}
 	// Each was dropped before the good message that followed was read.
-	if got := h.logs.Count(logged); got < n {
+	got := 0
+	for _, l := range logged {
+		got += h.logs.Count(l)
+	}
+	if got < n {
 		t.Errorf("logged %q %d times, want %d:\n%s", logged, got, n, h.logs)
 	}
 }
