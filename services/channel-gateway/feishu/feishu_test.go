@@ -3,9 +3,9 @@ package feishu_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +18,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu/feishutest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
@@ -66,11 +67,17 @@ func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, s
 	if h.logs == nil {
 		h.logs = &gatewaytest.Logs{}
 	}
-	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Enabled, cfg.AppID, cfg.AppSecret, cfg.BaseURL = true, feishutest.AppID, feishutest.AppSecret, h.fake.URL
-	stop = gatewaytest.Run(t, h.bus, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+	return runAdapter(t, h.bus, h.fake, cfg, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// runAdapter runs a gateway on b with a Feishu adapter for cfg against
+// fake; stop stops it.
+func runAdapter(t *testing.T, b *bus.Bus, fake *feishutest.Server, cfg feishu.Config, log *slog.Logger) (a *feishu.Adapter, stop func()) {
+	t.Helper()
+	cfg.Enabled, cfg.AppID, cfg.AppSecret, cfg.BaseURL = true, feishutest.AppID, feishutest.AppSecret, fake.URL
+	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
 		var err error
-		a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: h.bus, Gate: gate, Log: log})
+		a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate, Log: log})
 		return a, err
 	})
 	return a, stop
@@ -185,114 +192,6 @@ func TestMentionsOfOthersAreNamed(t *testing.T) {
 		feishutest.BotMention, feishutest.Mention{Key: "@_user_2", OpenID: "ou_bob", Name: "Bob"}))
 	if got := h.inboundUntil(t, "ask @Bob"); len(got) != 1 {
 		t.Errorf("worker got %q", got)
-	}
-}
-
-func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Fail("reply", feishutest.RateLimited(1))
-	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "hi"))
-	first := h.fake.Next(t, wait, "reply")
-	at := time.Now()
-	again := h.fake.Next(t, wait, "reply")
-	if d := time.Since(at); d < 900*time.Millisecond {
-		t.Errorf("retried after %s, before x-ogw-ratelimit-reset: 1", d)
-	}
-	if markdown(t, again) != "echo: hi" || again.Str("uuid") != first.Str("uuid") || again.Duplicate {
-		t.Errorf("retry = %+v (first uuid %q)", again, first.Str("uuid"))
-	}
-}
-
-func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	ev := feishutest.Text("ev-same", "ou_ada", "oc_p2p", "p2p", "om_1", "once")
-	f1 := h.fake.Send(t, ev)
-	f2 := h.fake.Send(t, ev) // the platform sends an event again when unsure
-	h.fake.WaitAck(t, f1, wait)
-	h.fake.WaitAck(t, f2, wait)
-	h.fake.Send(t, feishutest.Text("ev-next", "ou_ada", "oc_p2p", "p2p", "om_2", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 {
-		t.Errorf("worker got %q, want the repeated event once", got)
-	}
-	if got := h.replies(t, 2); got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-}
-
-func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
-	var paras []string
-	for i := range 90 {
-		paras = append(paras, strings.Repeat("word ", 40)+strings.Repeat("x", 1+i%7))
-	}
-	answer := strings.Join(paras, "\n\n") // about 20000 characters
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
-	})
-	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "long please"))
-	var pieces []string
-	uuids := map[string]bool{}
-	for len(pieces) < 3 {
-		c := h.fake.Next(t, wait, "reply")
-		md := markdown(t, c)
-		if len(md) > feishu.Limit {
-			t.Errorf("piece of %d characters", len(md))
-		}
-		pieces = append(pieces, md)
-		uuids[c.Str("uuid")] = true
-	}
-	if got := strings.Join(pieces, "\n\n"); got != answer {
-		t.Errorf("pieces do not rejoin into the answer on paragraph boundaries (%d vs %d chars)", len(got), len(answer))
-	}
-	if len(uuids) != 3 {
-		t.Errorf("pieces share uuids: %v", uuids)
-	}
-}
-
-var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
-
-func TestStrangers(t *testing.T) {
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"ou_owner"}}}, workertest.Echo)
-	h.fake.Send(t, feishutest.Text("ev-1", "ou_x", "oc_g", "group", "om_1", "@_user_1 hi", feishutest.BotMention))
-	h.fake.Send(t, feishutest.Text("ev-2", "ou_x", "oc_px", "p2p", "om_2", "hi"))
-	c := h.fake.Next(t, wait, "reply", "create")
-	text := markdown(t, c)
-	if c.Kind != "create" || c.Str("receive_id") != "oc_px" || c.Query["receive_id_type"] != "chat_id" || codeRE.FindString(text) == "" {
-		t.Fatalf("want a pairing code in the DM, got %+v", c)
-	}
-	h.fake.Send(t, feishutest.Text("ev-3", "ou_owner", "oc_po", "p2p", "om_3", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 1 {
-		t.Errorf("worker got %q: a stranger's message was published", got)
-	}
-}
-
-func TestMalformedEventsAreDropped(t *testing.T) {
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Raw(t, []byte("not a protobuf frame at all"))
-	bad := []string{
-		`not json`,
-		`{"schema":"2.0","header":{"event_id":"ev-x","event_type":"im.message.receive_v1"},"event":"nope"}`,
-		`{"schema":"2.0","header":{"event_id":"ev-y","event_type":"im.message.receive_v1"},"event":{"message":{"chat_id":"oc_1"}}}`,
-		`{"schema":"2.0","header":{"event_id":"ev-z","event_type":"im.chat.updated_v1"},"event":{}}`,
-	}
-	for _, p := range bad {
-		if code := h.fake.WaitAck(t, h.fake.SendPayload(t, []byte(p), 1), wait); code != 200 {
-			t.Errorf("malformed event %q answered %d, want 200 so it is not sent again", p, code)
-		}
-	}
-	ev := feishutest.Message("ev-c", "ou_ada", "oc_p2p", "p2p", "om_c", "text", "not an object")
-	h.fake.WaitAck(t, h.fake.Send(t, ev), wait)
-	h.fake.Send(t, feishutest.Text("ev-ok", "ou_ada", "oc_p2p", "p2p", "om_ok", "still there?"))
-	if got := h.replies(t, 1); got["echo: still there?"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-	if h.fake.Connections() != 1 {
-		t.Errorf("%d connections: a malformed frame broke the connection", h.fake.Connections())
-	}
-	// The frame, the two undecodable events and the message without ids;
-	// the unknown event type is not an error.
-	if n := h.logs.Count("dropping malformed Feishu frame") + h.logs.Count("dropping malformed Feishu event") +
-		h.logs.Count("dropping Feishu message event without"); n != 4 {
-		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs)
 	}
 }
 
@@ -621,4 +520,89 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdapter runs the scenarios every adapter passes.
+func TestAdapter(t *testing.T) {
+	adaptertest.Run(t, adaptertest.Platform{Limit: feishu.Limit, Quotes: adaptertest.QuotesEvery, Start: startSuite})
+}
+
+// users are the scenarios' users as Feishu open ids.
+var users = map[string]string{adaptertest.Owner: "ou_owner", adaptertest.Stranger: "ou_x", adaptertest.Alice: "ou_ada"}
+
+type suiteFake struct {
+	*feishutest.Server
+	chats  map[string]string // the chat of each message sent to the bot
+	refuse int               // replies to mark refused: the fake records them as any other
+}
+
+func (f *suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
+	id, chat = fmt.Sprintf("ev-%d", n), "oc_p_"+users[user]
+	f.chats[fmt.Sprintf("om_in%d", n)] = chat
+	f.Send(t, feishutest.Text(id, users[user], chat, "p2p", fmt.Sprintf("om_in%d", n), text))
+	return id, chat
+}
+
+func (f *suiteFake) Group(t *testing.T, n int, user, text string) {
+	f.chats[fmt.Sprintf("om_in%d", n)] = "oc_g"
+	f.Send(t, feishutest.Text(fmt.Sprintf("ev-%d", n), users[user], "oc_g", "group", fmt.Sprintf("om_in%d", n), "@_user_1 "+text, feishutest.BotMention))
+}
+
+// Next skips the sends the platform dropped as repeats of a uuid.
+func (f *suiteFake) Next(t *testing.T) adaptertest.Sent {
+	t.Helper()
+	c := f.Server.Next(t, adaptertest.Wait, "reply", "create")
+	for c.Duplicate {
+		c = f.Server.Next(t, adaptertest.Wait, "reply", "create")
+	}
+	s := adaptertest.Sent{Chat: f.chats[c.Parent], Text: markdown(t, c), At: c.At, Quotes: c.Kind == "reply", Key: c.Str("uuid")}
+	if c.Kind == "create" {
+		s.Chat = c.Str("receive_id")
+		if c.Query["receive_id_type"] != "chat_id" {
+			t.Errorf("message created for a %q, want a chat_id", c.Query["receive_id_type"])
+		}
+	}
+	if c.Kind == "reply" && f.refuse > 0 {
+		s.Refused, f.refuse = true, f.refuse-1
+	}
+	return s
+}
+
+func (f *suiteFake) RateLimit(t *testing.T) time.Duration {
+	f.Fail("reply", feishutest.RateLimited(1))
+	f.refuse++
+	return time.Second
+}
+
+// Malformed also checks that each is acknowledged (so that the platform
+// does not send it again) and that none broke the connection.
+func (f *suiteFake) Malformed(t *testing.T) ([]string, int) {
+	f.Raw(t, []byte("not a protobuf frame at all"))
+	bad := []string{
+		`not json`,
+		`{"schema":"2.0","header":{"event_id":"ev-x","event_type":"im.message.receive_v1"},"event":"nope"}`,
+		`{"schema":"2.0","header":{"event_id":"ev-y","event_type":"im.message.receive_v1"},"event":{"message":{"chat_id":"oc_1"}}}`,
+		`{"schema":"2.0","header":{"event_id":"ev-z","event_type":"im.chat.updated_v1"},"event":{}}`,
+	}
+	for _, p := range bad {
+		if code := f.WaitAck(t, f.SendPayload(t, []byte(p), 1), wait); code != 200 {
+			t.Errorf("malformed event %q answered %d, want 200 so it is not sent again", p, code)
+		}
+	}
+	ev := feishutest.Message("ev-c", "ou_ada", "oc_p2p", "p2p", "om_c", "text", "not an object")
+	f.WaitAck(t, f.Send(t, ev), wait)
+	if n := f.Connections(); n != 1 {
+		t.Errorf("%d connections: a malformed frame broke the connection", n)
+	}
+	// The frame, the two undecodable events and the message without ids;
+	// the unknown event type is not an error.
+	return []string{"dropping malformed Feishu frame", "dropping malformed Feishu event", "dropping Feishu message event without"}, 4
+}
+
+// startSuite runs the adapter for a scenario.
+func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
+	f := &suiteFake{Server: feishutest.New(t), chats: map[string]string{}}
+	runAdapter(t, b, f.Server, feishu.Config{Common: common}, log)
+	f.WaitConnected(t, wait)
+	return f
 }
