@@ -76,23 +76,6 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *dingtalktest.Server, cfg dingtal
 	})
 }
 
-func (h *harness) inboundUntil(t *testing.T, last string) []string {
-	t.Helper()
-	return h.worker.ContentsUntil(t, last, wait)
-}
-
-// replies collects the markdown texts of the next n messages sent by
-// any API.
-func (h *harness) replies(t *testing.T, n int) map[string]int {
-	t.Helper()
-	got := map[string]int{}
-	for range n {
-		_, text := h.fake.Next(t, wait, "webhook", "otosend", "groupsend").Markdown()
-		got[text]++
-	}
-	return got
-}
-
 func dm(id, staff, text string) dingtalktest.Message {
 	return dingtalktest.Message{MsgID: id, StaffID: staff, Nick: staff, ConversationID: "cid-dm-" + staff, Text: text}
 }
@@ -169,40 +152,6 @@ func TestRefusedSessionWebhookFallsBackToTheRobotAPI(t *testing.T) {
 	}
 }
 
-func TestGroupPolicy(t *testing.T) {
-	tests := []struct {
-		name  string
-		cfg   dingtalk.Config
-		at    bool
-		reply bool
-	}{
-		{"mention needed", dingtalk.Config{}, false, false},
-		{"mentioned", dingtalk.Config{}, true, true},
-		{"open", dingtalk.Config{Common: channelconfig.Common{GroupPolicy: dingtalk.GroupOpen}}, false, true},
-		{"allowlisted group", dingtalk.Config{Common: channelconfig.Common{GroupPolicy: dingtalk.GroupAllowlist, GroupAllowFrom: []string{"cidGroup1"}}}, false, true},
-		{"other group", dingtalk.Config{Common: channelconfig.Common{GroupPolicy: dingtalk.GroupAllowlist, GroupAllowFrom: []string{"cidOther"}}}, true, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.cfg.AllowFrom = []string{"*"}
-			h := start(t, tt.cfg, workertest.Echo)
-			h.fake.Send(t, group("msg-1", "staff-ada", "chatter", tt.at))
-			h.fake.Send(t, dm("msg-2", "staff-ada", "sentinel"))
-			n := 1
-			if tt.reply {
-				n = 2
-			}
-			if got := h.inboundUntil(t, "sentinel"); len(got) != n {
-				t.Errorf("worker got %q", got)
-			}
-			got := h.replies(t, n)
-			if got["echo: sentinel"] != 1 || (tt.reply && got["echo: chatter"] != 1) {
-				t.Errorf("replies = %v", got)
-			}
-		})
-	}
-}
-
 // TestRateLimitIsHonoured: the robot API's 429 (the session webhook's
 // "sending too fast" is adaptertest's RateLimitWaitedOut).
 func TestRateLimitIsHonoured(t *testing.T) {
@@ -253,7 +202,7 @@ func TestDisconnectReconnects(t *testing.T) {
 	h.fake.Frame(t, "SYSTEM", "disconnect", `{"reason":"upgrade"}`)
 	h.fake.WaitConnections(t, 2, wait)
 	h.fake.Send(t, dm("msg-1", "staff-ada", "after"))
-	if got := h.replies(t, 1); got["echo: after"] != 1 {
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: after"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
 }
@@ -302,7 +251,7 @@ func TestOneConnectionPerApp(t *testing.T) {
 	}
 	h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.Send(t, dm("msg-1", "staff-ada", "first"))
-	if got := h.replies(t, 1); got["echo: first"] != 1 {
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: first"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
 	if n := h.fake.Connections(); n != 1 {
@@ -314,7 +263,7 @@ func TestOneConnectionPerApp(t *testing.T) {
 	stopFirst()
 	h.fake.WaitConnections(t, 2, wait) // the lease TTL in tests is 3s
 	h.fake.Send(t, dm("msg-2", "staff-ada", "second"))
-	if got := h.replies(t, 1); got["echo: second"] != 1 {
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: second"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
 }
@@ -395,7 +344,7 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 
 // TestAdapter runs the scenarios every adapter passes.
 func TestAdapter(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Platform{Limit: dingtalk.Limit, Start: startSuite})
+	adaptertest.Run(t, adaptertest.Platform{Limit: dingtalk.Limit, Group: "cidGroup1", Allowlist: true, Start: startSuite})
 }
 
 // users are the scenarios' users as DingTalk staff ids.
@@ -420,8 +369,8 @@ func (f *suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string)
 	return id, users[user]
 }
 
-func (f *suiteFake) Group(t *testing.T, n int, user, text string) {
-	f.send(t, group(fmt.Sprintf("msg-%d", n), users[user], text, true), "cidGroup1")
+func (f *suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
+	f.send(t, group(fmt.Sprintf("msg-%d", n), users[user], text, mention), "cidGroup1")
 }
 
 // Next stamps a message with the time it is taken: the fake records no

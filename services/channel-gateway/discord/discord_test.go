@@ -39,6 +39,7 @@ const (
 	guild        = "400000000000000001"
 	alice        = "500000000000000001"
 	stranger     = "500000000000000066"
+	botUser      = "900000000000000001" // discordtest's bot
 )
 
 type harness struct {
@@ -118,9 +119,9 @@ func TestConversation(t *testing.T) {
 	}
 }
 
-func TestGroupPolicy(t *testing.T) {
-	bot := "900000000000000001" // discordtest's bot
-	other := "300000000000000099"
+// TestGroupMentions: what counts as addressing the bot in a guild channel
+// besides a mention (adaptertest's GroupPolicy), and bots never do.
+func TestGroupMentions(t *testing.T) {
 	tests := []struct {
 		name    string
 		cfg     discord.Config
@@ -128,13 +129,8 @@ func TestGroupPolicy(t *testing.T) {
 		want    string // "" means no reply
 		channel string
 	}{
-		{"mention default, none", discord.Config{}, discordtest.Message{Content: "hello everyone"}, "", ""},
-		{"mention", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupMention}}, discordtest.Message{Content: "hey <@" + bot + "> what's up", Mentions: []string{bot}}, "echo: hey what's up", guildChannel},
-		{"nickname mention", discord.Config{}, discordtest.Message{Content: "<@!" + bot + "> ping"}, "echo: ping", guildChannel},
-		{"reply to the bot", discord.Config{}, discordtest.Message{Content: "and then?", ReplyTo: "700000000000000001", ReplyToAuthor: bot}, "echo: and then?", guildChannel},
-		{"open", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupOpen}}, discordtest.Message{Content: "hello everyone"}, "echo: hello everyone", guildChannel},
-		{"allowlist, listed", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{guildChannel}}}, discordtest.Message{Content: "hi"}, "echo: hi", guildChannel},
-		{"allowlist, other channel", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{other}}}, discordtest.Message{Content: "hi"}, "", ""},
+		{"nickname mention", discord.Config{}, discordtest.Message{Content: "<@!" + botUser + "> ping"}, "echo: ping", guildChannel},
+		{"reply to the bot", discord.Config{}, discordtest.Message{Content: "and then?", ReplyTo: "700000000000000001", ReplyToAuthor: botUser}, "echo: and then?", guildChannel},
 		{"bots are ignored", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupOpen}}, discordtest.Message{Content: "beep", Bot: true}, "", ""},
 	}
 	for _, tt := range tests {
@@ -404,7 +400,7 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 
 // TestAdapter runs the scenarios every adapter passes.
 func TestAdapter(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Platform{Limit: discord.Limit, Quotes: adaptertest.QuotesFirst, Start: startSuite})
+	adaptertest.Run(t, adaptertest.Platform{Limit: discord.Limit, Quotes: adaptertest.QuotesFirst, Group: guildChannel, Allowlist: true, Start: startSuite})
 }
 
 // users are the scenarios' users as Discord user ids, and the channels
@@ -424,8 +420,12 @@ func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) 
 	return id, u.dm
 }
 
-func (f suiteFake) Group(t *testing.T, n int, user, text string) {
-	f.Send(discordtest.Message{ID: fmt.Sprintf("6000000000000000%02d", n), ChannelID: guildChannel, GuildID: guild, AuthorID: users[user].id, Username: user, Content: text})
+func (f suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
+	m := discordtest.Message{ID: fmt.Sprintf("6000000000000000%02d", n), ChannelID: guildChannel, GuildID: guild, AuthorID: users[user].id, Username: user, Content: text}
+	if mention {
+		m.Content, m.Mentions = "<@"+botUser+"> "+text, []string{botUser}
+	}
+	f.Send(m)
 }
 
 func (f suiteFake) Next(t *testing.T) adaptertest.Sent {

@@ -83,13 +83,6 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *feishutest.Server, cfg feishu.Co
 	return a, stop
 }
 
-// inboundUntil returns the contents of the messages the worker took, up
-// to the one with content last.
-func (h *harness) inboundUntil(t *testing.T, last string) []string {
-	t.Helper()
-	return h.worker.ContentsUntil(t, last, wait)
-}
-
 // markdown returns the markdown of an interactive card reply.
 func markdown(t *testing.T, c feishutest.Call) string {
 	t.Helper()
@@ -106,28 +99,6 @@ func markdown(t *testing.T, c feishutest.Call) string {
 	}
 	s, _ := el["content"].(string)
 	return s
-}
-
-// replies collects the markdown of the next n replies the platform took
-// (not counting uuid duplicates).
-func (h *harness) replies(t *testing.T, n int) map[string]int {
-	t.Helper()
-	got := map[string]int{}
-	for len(got) < n || sum(got) < n {
-		c := h.fake.Next(t, wait, "reply", "create")
-		if !c.Duplicate {
-			got[markdown(t, c)]++
-		}
-	}
-	return got
-}
-
-func sum(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
 }
 
 func TestDirectMessage(t *testing.T) {
@@ -148,49 +119,11 @@ func TestDirectMessage(t *testing.T) {
 	}
 }
 
-func TestGroupPolicy(t *testing.T) {
-	tests := []struct {
-		name    string
-		cfg     feishu.Config
-		mention bool
-		reply   bool
-	}{
-		{"mention needed", feishu.Config{}, false, false},
-		{"mentioned", feishu.Config{}, true, true},
-		{"open", feishu.Config{Common: channelconfig.Common{GroupPolicy: feishu.GroupOpen}}, false, true},
-		{"allowlisted chat", feishu.Config{Common: channelconfig.Common{GroupPolicy: feishu.GroupAllowlist, GroupAllowFrom: []string{"oc_g"}}}, false, true},
-		{"other chat", feishu.Config{Common: channelconfig.Common{GroupPolicy: feishu.GroupAllowlist, GroupAllowFrom: []string{"oc_h"}}}, true, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.cfg.AllowFrom = []string{"*"}
-			h := start(t, tt.cfg, workertest.Echo)
-			text, mentions := "chatter", []feishutest.Mention(nil)
-			if tt.mention {
-				text, mentions = "@_user_1 chatter", []feishutest.Mention{feishutest.BotMention}
-			}
-			h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_g", "group", "om_1", text, mentions...))
-			h.fake.Send(t, feishutest.Text("ev-2", "ou_ada", "oc_p2p", "p2p", "om_2", "sentinel"))
-			n := 1
-			if tt.reply {
-				n = 2
-			}
-			if got := h.inboundUntil(t, "sentinel"); len(got) != n {
-				t.Errorf("worker got %q", got)
-			}
-			got := h.replies(t, n)
-			if got["echo: sentinel"] != 1 || (tt.reply && got["echo: chatter"] != 1) {
-				t.Errorf("replies = %v", got)
-			}
-		})
-	}
-}
-
 func TestMentionsOfOthersAreNamed(t *testing.T) {
 	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_g", "group", "om_1", "@_user_1 ask @_user_2",
 		feishutest.BotMention, feishutest.Mention{Key: "@_user_2", OpenID: "ou_bob", Name: "Bob"}))
-	if got := h.inboundUntil(t, "ask @Bob"); len(got) != 1 {
+	if got := h.worker.ContentsUntil(t, "ask @Bob", wait); len(got) != 1 {
 		t.Errorf("worker got %q", got)
 	}
 }
@@ -203,7 +136,7 @@ func TestEventSplitOverFrames(t *testing.T) {
 	if code := h.fake.WaitAck(t, h.fake.SendPayload(t, data, 3), wait); code != 200 {
 		t.Errorf("answered %d", code)
 	}
-	if got := h.inboundUntil(t, "in three parts"); len(got) != 2 {
+	if got := h.worker.ContentsUntil(t, "in three parts", wait); len(got) != 2 {
 		t.Errorf("worker got %q", got)
 	}
 }
@@ -237,13 +170,13 @@ func TestImagesAndFilesAreStored(t *testing.T) {
 			t.Fatal("no inbound message")
 		}
 	}
-	if got := h.inboundUntil(t, "Plan\nsee [docs](https://x.test)"); len(got) != 1 {
+	if got := h.worker.ContentsUntil(t, "Plan\nsee [docs](https://x.test)", wait); len(got) != 1 {
 		t.Errorf("post became %q", got)
 	}
 	// A resource the platform no longer has: the message still arrives,
 	// saying so.
 	h.fake.Send(t, feishutest.Message("ev-4", "ou_ada", "oc_p2p", "p2p", "om_gone", "file", map[string]string{"file_key": "file_gone", "file_name": "gone.txt"}))
-	if got := h.inboundUntil(t, "[attachment gone.txt not downloaded]"); len(got) != 1 {
+	if got := h.worker.ContentsUntil(t, "[attachment gone.txt not downloaded]", wait); len(got) != 1 {
 		t.Errorf("worker got %q", got)
 	}
 }
@@ -332,10 +265,10 @@ func TestWebhook(t *testing.T) {
 	if code := feishutest.Webhook(t, url, key, feishutest.Text("ev-4", "ou_ada", "oc_p2p", "p2p", "om_4", "sentinel"), true); code != 200 {
 		t.Errorf("signed webhook: %d", code)
 	}
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 || got[0] != "by hook" {
+	if got := h.worker.ContentsUntil(t, "sentinel", wait); len(got) != 2 || got[0] != "by hook" {
 		t.Errorf("worker got %q, want only the signed events", got)
 	}
-	if got := h.replies(t, 2); got["echo: by hook"] != 1 {
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 2); got["echo: by hook"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
 }
@@ -354,8 +287,8 @@ func TestOneConnectionPerApp(t *testing.T) {
 	}
 	h.gateway(t, cfg)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "first"))
-	h.inboundUntil(t, "first")
-	if got := h.replies(t, 1); got["echo: first"] != 1 {
+	h.worker.ContentsUntil(t, "first", wait)
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: first"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
 	if n := h.fake.Connections(); n != 1 {
@@ -364,8 +297,8 @@ func TestOneConnectionPerApp(t *testing.T) {
 	stopFirst()
 	h.fake.WaitConnections(t, 2, wait) // the lease TTL in tests is 3s
 	h.fake.Send(t, feishutest.Text("ev-2", "ou_ada", "oc_p2p", "p2p", "om_2", "second"))
-	h.inboundUntil(t, "second")
-	if got := h.replies(t, 1); got["echo: second"] != 1 {
+	h.worker.ContentsUntil(t, "second", wait)
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: second"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
 	if n := h.fake.Connections(); n != 2 {
@@ -524,7 +457,7 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 
 // TestAdapter runs the scenarios every adapter passes.
 func TestAdapter(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Platform{Limit: feishu.Limit, Quotes: adaptertest.QuotesEvery, Start: startSuite})
+	adaptertest.Run(t, adaptertest.Platform{Limit: feishu.Limit, Quotes: adaptertest.QuotesEvery, Group: "oc_g", Allowlist: true, Start: startSuite})
 }
 
 // users are the scenarios' users as Feishu open ids.
@@ -543,9 +476,13 @@ func (f *suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string)
 	return id, chat
 }
 
-func (f *suiteFake) Group(t *testing.T, n int, user, text string) {
+func (f *suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
 	f.chats[fmt.Sprintf("om_in%d", n)] = "oc_g"
-	f.Send(t, feishutest.Text(fmt.Sprintf("ev-%d", n), users[user], "oc_g", "group", fmt.Sprintf("om_in%d", n), "@_user_1 "+text, feishutest.BotMention))
+	var mentions []feishutest.Mention
+	if mention {
+		text, mentions = "@_user_1 "+text, []feishutest.Mention{feishutest.BotMention}
+	}
+	f.Send(t, feishutest.Text(fmt.Sprintf("ev-%d", n), users[user], "oc_g", "group", fmt.Sprintf("om_in%d", n), text, mentions...))
 }
 
 // Next skips the sends the platform dropped as repeats of a uuid.

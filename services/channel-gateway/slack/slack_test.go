@@ -96,38 +96,6 @@ func TestMentionInChannelRepliesInThread(t *testing.T) {
 	}
 }
 
-func TestGroupPolicy(t *testing.T) {
-	tests := []struct {
-		name  string
-		cfg   slack.Config
-		reply bool
-	}{
-		{"mention needed", slack.Config{}, false},
-		{"open", slack.Config{Common: channelconfig.Common{GroupPolicy: slack.GroupOpen}}, true},
-		{"allowlisted channel", slack.Config{Common: channelconfig.Common{GroupPolicy: slack.GroupAllowlist, GroupAllowFrom: []string{"C9"}}}, true},
-		{"other channel", slack.Config{Common: channelconfig.Common{GroupPolicy: slack.GroupAllowlist, GroupAllowFrom: []string{"C8"}}}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.cfg.AllowFrom = []string{"*"}
-			h := start(t, tt.cfg, workertest.Echo)
-			h.fake.Send(t, "Ev1", slacktest.Message("U1", "C9", "channel", "1.1", "chatter"))
-			h.fake.Send(t, "Ev2", slacktest.Message("U1", "D1", "im", "1.2", "sentinel"))
-			n := 1
-			if tt.reply {
-				n = 2
-			}
-			if got := h.worker.ContentsUntil(t, "sentinel", wait); len(got) != n {
-				t.Errorf("worker got %q", got)
-			}
-			got := adaptertest.Texts(t, suiteFake{h.fake}, n)
-			if got["echo: sentinel"] != 1 || (tt.reply && got["echo: chatter"] != 1) {
-				t.Errorf("replies = %v", got)
-			}
-		})
-	}
-}
-
 func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 	answer := strings.TrimSpace(strings.Repeat(strings.Repeat("word ", 40)+"\n\n", 45))[:9000]
 	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
@@ -216,7 +184,7 @@ func TestFilesAreStored(t *testing.T) {
 
 // TestAdapter runs the scenarios every adapter passes.
 func TestAdapter(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Platform{Limit: markup.SlackLimit, Start: startSuite})
+	adaptertest.Run(t, adaptertest.Platform{Limit: markup.SlackLimit, Group: "C1", Allowlist: true, Start: startSuite})
 }
 
 // users are the scenarios' users as Slack user ids.
@@ -231,8 +199,13 @@ func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) 
 	return id, chat
 }
 
-func (f suiteFake) Group(t *testing.T, n int, user, text string) {
-	f.Send(t, fmt.Sprintf("Ev%d", n), slacktest.AppMention(users[user], "C1", fmt.Sprintf("%d.1", n), "<@"+slacktest.BotUserID+"> "+text))
+func (f suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
+	ts := fmt.Sprintf("%d.1", n)
+	if mention {
+		f.Send(t, fmt.Sprintf("Ev%d", n), slacktest.AppMention(users[user], "C1", ts, "<@"+slacktest.BotUserID+"> "+text))
+		return
+	}
+	f.Send(t, fmt.Sprintf("Ev%d", n), slacktest.Message(users[user], "C1", "channel", ts, text))
 }
 
 func (f suiteFake) Next(t *testing.T) adaptertest.Sent {

@@ -148,34 +148,6 @@ func TestOwnerApprovesByCommand(t *testing.T) {
 	}
 }
 
-func TestGroupPolicy(t *testing.T) {
-	tests := []struct {
-		policy, text, want string // want "" means no reply
-	}{
-		{"", "hello everyone", ""},
-		{telegram.GroupMention, "hey @Nano_Bot what's up", "echo: hey what's up"},
-		{telegram.GroupOpen, "hello everyone", "echo: hello everyone"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.policy+"/"+tt.text, func(t *testing.T) {
-			h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, GroupPolicy: tt.policy}}, workertest.Echo)
-			h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: -5, ChatType: "group", FromID: 9, Text: tt.text})
-			h.fake.Send(telegramtest.Message{UpdateID: 2, MessageID: 2, ChatID: 9, FromID: 9, Text: "sentinel"})
-			published, replies := 1, 1
-			if tt.want != "" {
-				published, replies = 2, 2
-			}
-			if got := h.worker.ContentsUntil(t, "sentinel", wait); len(got) != published {
-				t.Errorf("worker got %q", got)
-			}
-			got := adaptertest.Texts(t, suiteFake{h.fake}, replies)
-			if got["echo: sentinel"] != 1 || (tt.want != "" && got[tt.want] != 1) {
-				t.Errorf("replies = %v, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestProgressAndToolHints(t *testing.T) {
 	yes := true
 	release := make(chan struct{})
@@ -299,7 +271,7 @@ func TestWebhook(t *testing.T) {
 
 // TestAdapter runs the scenarios every adapter passes.
 func TestAdapter(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Platform{Limit: markup.TelegramLimit, Quotes: adaptertest.QuotesFirst, Start: startSuite})
+	adaptertest.Run(t, adaptertest.Platform{Limit: markup.TelegramLimit, Quotes: adaptertest.QuotesFirst, Group: "-100", Start: startSuite})
 }
 
 // users are the scenarios' users as Telegram user ids.
@@ -313,7 +285,10 @@ func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) 
 	return strconv.Itoa(n), strconv.FormatInt(u, 10)
 }
 
-func (f suiteFake) Group(t *testing.T, n int, user, text string) {
+func (f suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
+	if mention {
+		text = "@" + f.BotUsername + " " + text
+	}
 	f.Send(telegramtest.Message{UpdateID: int64(n), MessageID: n, ChatID: -100, ChatType: "supergroup", FromID: users[user], Text: text})
 }
 

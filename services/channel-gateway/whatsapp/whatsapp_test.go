@@ -119,50 +119,27 @@ func TestDirectMessage(t *testing.T) {
 	}
 }
 
-func TestGroupPolicy(t *testing.T) {
-	tests := []struct {
-		name    string
-		cfg     whatsapp.Config
-		mention bool
-		reply   bool
-	}{
-		{"mention needed", whatsapp.Config{}, false, false},
-		{"mentioned", whatsapp.Config{}, true, true},
-		{"open", whatsapp.Config{Common: channelconfig.Common{GroupPolicy: whatsapp.GroupOpen}}, false, true},
-		{"allowlisted group", whatsapp.Config{Common: channelconfig.Common{GroupPolicy: whatsapp.GroupAllowlist, GroupAllowFrom: []string{"1203630001@g.us"}}}, false, true},
-		{"other group", whatsapp.Config{Common: channelconfig.Common{GroupPolicy: whatsapp.GroupAllowlist, GroupAllowFrom: []string{"999@g.us"}}}, true, false},
-		{"disabled", whatsapp.Config{Common: channelconfig.Common{GroupPolicy: whatsapp.GroupDisabled}}, true, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.cfg.AllowFrom = []string{"*"}
-			h := start(t, tt.cfg, workertest.Echo)
-			h.fake.Emit(whatsapptest.Group("3EB0G", "1203630001", "15550001", "chatter", tt.mention))
-			h.fake.Emit(whatsapptest.DM("3EB0S", "15550001", "sentinel"))
-			n := 1
-			if tt.reply {
-				n = 2
+// TestGroupAnswerQuotesTheMessage: an answer in a group quotes the
+// message it answers, a direct answer nothing (adaptertest's GroupPolicy
+// covers the policies).
+func TestGroupAnswerQuotesTheMessage(t *testing.T) {
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, GroupPolicy: whatsapp.GroupOpen}}, workertest.Echo)
+	h.fake.Emit(whatsapptest.Group("3EB0G", "1203630001", "15550001", "chatter", false))
+	h.fake.Emit(whatsapptest.DM("3EB0S", "15550001", "sentinel"))
+	for range 2 {
+		s := h.fake.Next(t, wait)
+		if s.To.Server != types.GroupServer {
+			if s.Text() != "echo: sentinel" || s.Msg.GetExtendedTextMessage() != nil {
+				t.Errorf("direct reply = %v", s.Msg)
 			}
-			if got := h.worker.ContentsUntil(t, "sentinel", wait); len(got) != n {
-				t.Errorf("worker got %d messages, want %d", len(got), n)
-			}
-			for range n {
-				s := h.fake.Next(t, wait)
-				if s.To.Server != types.GroupServer {
-					if s.Text() != "echo: sentinel" || s.Msg.GetExtendedTextMessage() != nil {
-						t.Errorf("direct reply = %v", s.Msg)
-					}
-					continue
-				}
-				// A group answer quotes the message it answers.
-				x := s.Msg.GetExtendedTextMessage()
-				ci := x.GetContextInfo()
-				if s.To.String() != "1203630001@g.us" || !strings.HasSuffix(x.GetText(), "chatter") || ci.GetStanzaID() != "3EB0G" ||
-					ci.GetParticipant() != "15550001@s.whatsapp.net" || !strings.HasSuffix(ci.GetQuotedMessage().GetConversation(), "chatter") {
-					t.Errorf("group reply = %v", s.Msg)
-				}
-			}
-		})
+			continue
+		}
+		x := s.Msg.GetExtendedTextMessage()
+		ci := x.GetContextInfo()
+		if s.To.String() != "1203630001@g.us" || !strings.HasSuffix(x.GetText(), "chatter") || ci.GetStanzaID() != "3EB0G" ||
+			ci.GetParticipant() != "15550001@s.whatsapp.net" || !strings.HasSuffix(ci.GetQuotedMessage().GetConversation(), "chatter") {
+			t.Errorf("group reply = %v", s.Msg)
+		}
 	}
 }
 
@@ -447,7 +424,7 @@ func TestConfigValidation(t *testing.T) {
 
 // TestAdapter runs the scenarios every adapter passes.
 func TestAdapter(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Platform{Limit: whatsapp.Limit, Start: startSuite})
+	adaptertest.Run(t, adaptertest.Platform{Limit: whatsapp.Limit, Group: "1203630001@g.us", Allowlist: true, Disabled: true, Start: startSuite})
 }
 
 // users are the scenarios' users as WhatsApp phone numbers.
@@ -461,8 +438,8 @@ func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) 
 	return id, users[user] + "@s.whatsapp.net"
 }
 
-func (f suiteFake) Group(t *testing.T, n int, user, text string) {
-	f.Emit(whatsapptest.Group(fmt.Sprintf("3EB0%02d", n), "1203630001", users[user], text, true))
+func (f suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
+	f.Emit(whatsapptest.Group(fmt.Sprintf("3EB0%02d", n), "1203630001", users[user], text, mention))
 }
 
 // Next stamps a message with the time it is taken: the fake records no

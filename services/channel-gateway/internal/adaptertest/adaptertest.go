@@ -45,6 +45,12 @@ type Platform struct {
 	// Quotes is which pieces of an answer to a direct message refer to
 	// the message they answer.
 	Quotes Quoting
+	// Group is the id of the group chat Fake.Group writes in, as Sent.Chat
+	// and groupAllowFrom name it.
+	Group string
+	// Allowlist and Disabled say whether the platform has the allowlist
+	// and disabled group policies.
+	Allowlist, Disabled bool
 	// Start runs a gateway on b with the adapter, configured with common
 	// (and Enabled), against a fake of its own, logging to log, and
 	// returns the fake once the adapter is connected.
@@ -75,10 +81,9 @@ type Fake interface {
 	// DM delivers event n, a direct message from user, and returns the id
 	// the inbound message carries and the chat the answer goes to.
 	DM(t *testing.T, n int, user, text string) (id, chat string)
-	// Group delivers event n, a message from user in a group chat that
-	// addresses the bot as the platform needs it to be answered under the
-	// open group policy.
-	Group(t *testing.T, n int, user, text string)
+	// Group delivers event n, a message from user in the group chat,
+	// mentioning the bot as the platform does when mention is set.
+	Group(t *testing.T, n int, user, text string, mention bool)
 	// Next returns the next message the adapter sent (or tried to send, for
 	// a platform whose fake records refused sends), waiting up to Wait.
 	Next(t *testing.T) Sent
@@ -160,6 +165,7 @@ func Run(t *testing.T, p Platform) {
 		{"RateLimitWaitedOut", RateLimitWaitedOut},
 		{"LongAnswerSplitOnParagraphs", LongAnswerSplitOnParagraphs},
 		{"Strangers", Strangers},
+		{"GroupPolicy", GroupPolicy},
 		{"MalformedDropped", MalformedDropped},
 	} {
 		t.Run(s.name, func(t *testing.T) { s.run(t, p) })
@@ -274,7 +280,7 @@ var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 // code is approved, and then they are answered.
 func Strangers(t *testing.T, p Platform) {
 	h := start(t, p, channelconfig.Common{AllowFrom: []string{Owner}, GroupPolicy: channelconfig.GroupOpen}, workertest.Echo)
-	h.fake.Group(t, 1, Stranger, "hi bot")
+	h.fake.Group(t, 1, Stranger, "hi bot", true)
 	_, dm := h.fake.DM(t, 2, Stranger, "hello?")
 	s := h.fake.Next(t)
 	code := codeRE.FindString(s.Text)
@@ -291,6 +297,54 @@ func Strangers(t *testing.T, p Platform) {
 	h.expect(t, "echo: now?")
 	if in := h.worker.Next(t); in.GetId() != id {
 		t.Errorf("first message published is %q %q, want the one after approval", in.GetId(), in.GetContent())
+	}
+}
+
+// GroupPolicy: a group message is answered, in the group, as the policy
+// says; direct messages are answered whatever it says.
+func GroupPolicy(t *testing.T, p Platform) {
+	tests := []struct {
+		name    string
+		common  channelconfig.Common
+		mention bool
+		reply   bool
+		needs   bool // the platform must have the policy
+	}{
+		{"mention needed", channelconfig.Common{}, false, false, true},
+		{"mentioned", channelconfig.Common{}, true, true, true},
+		{"open", channelconfig.Common{GroupPolicy: channelconfig.GroupOpen}, false, true, true},
+		{"allowlisted group", channelconfig.Common{GroupPolicy: channelconfig.GroupAllowlist, GroupAllowFrom: []string{p.Group}}, false, true, p.Allowlist},
+		{"other group", channelconfig.Common{GroupPolicy: channelconfig.GroupAllowlist, GroupAllowFrom: []string{"other"}}, true, false, p.Allowlist},
+		{"disabled", channelconfig.Common{GroupPolicy: channelconfig.GroupDisabled}, true, false, p.Disabled},
+	}
+	for _, tt := range tests {
+		if !tt.needs {
+			continue
+		}
+		t.Run(tt.name, func(t *testing.T) {
+			tt.common.AllowFrom = []string{"*"}
+			h := start(t, p, tt.common, workertest.Echo)
+			h.fake.Group(t, 1, Alice, "chatter", tt.mention)
+			_, dm := h.fake.DM(t, 2, Alice, "sentinel")
+			n := 1
+			if tt.reply {
+				n = 2
+			}
+			if got := h.worker.ContentsUntil(t, "sentinel", Wait); len(got) != n {
+				t.Errorf("worker got %q", got)
+			}
+			got := map[string]string{} // chat of each answer
+			for range n {
+				s := h.fake.Next(t)
+				if strings.HasSuffix(s.Text, "chatter") {
+					s.Text = "chatter"
+				}
+				got[s.Text] = s.Chat
+			}
+			if got["echo: sentinel"] != dm || (tt.reply && got["chatter"] != p.Group) {
+				t.Errorf("answers in %v, want the group's in %q", got, p.Group)
+			}
+		})
 	}
 }
 
