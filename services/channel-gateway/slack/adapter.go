@@ -347,18 +347,12 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 // continuing after the pieces an earlier attempt already posted.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	pieces := markup.Split(msg.GetContent(), markup.SlackLimit)
-	start := a.parts.Sent(msg.GetId())
-	if a.streams != nil && start == 0 {
-		if msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
-			start = 1
-			a.parts.Mark(msg.GetId(), 1)
-		}
-	}
-	for i := start; i < len(pieces); i++ {
-		if err := a.post(ctx, msg, markup.SlackMrkdwn(pieces[i])); err != nil {
-			a.parts.Mark(msg.GetId(), i)
-			return classify(err)
-		}
+	start := a.streams.Start(ctx, msg, len(pieces), &a.parts)
+	err := a.parts.Send(msg.GetId(), start, len(pieces), func(i int) error {
+		return a.post(ctx, msg, markup.SlackMrkdwn(pieces[i]))
+	})
+	if err != nil {
+		return classify(err)
 	}
 	if n := len(msg.GetMedia()); n > 0 {
 		a.log.Warn("slack: outbound attachments are not uploaded", "id", msg.GetId(), "count", n)

@@ -229,24 +229,16 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if channelconfig.On(a.cfg.ReplyToMessage, true) {
 		replyTo = atoi(msg.GetMetadata()["message_id"])
 	}
-	start := a.parts.Sent(msg.GetId())
-	if a.streams != nil && start == 0 {
-		if msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
-			start = 1
-			a.parts.Mark(msg.GetId(), 1)
+	start := a.streams.Start(ctx, msg, len(pieces), &a.parts)
+	err := a.parts.Send(msg.GetId(), start, len(pieces), func(i int) error {
+		if i > 0 {
+			return a.send(ctx, chat, thread, 0, pieces[i])
 		}
+		return a.send(ctx, chat, thread, replyTo, pieces[i])
+	})
+	if err != nil {
+		return classify(err)
 	}
-	for i := start; i < len(pieces); i++ {
-		r := 0
-		if i == 0 {
-			r = replyTo
-		}
-		if err := a.send(ctx, chat, thread, r, pieces[i]); err != nil {
-			a.parts.Mark(msg.GetId(), i)
-			return classify(err)
-		}
-	}
-	a.parts.Mark(msg.GetId(), len(pieces))
 	for i, m := range msg.GetMedia() {
 		if err := a.sendMedia(ctx, chat, thread, m); err != nil {
 			a.log.Warn("send attachment failed", "chat", chat, "n", i, "name", m.GetName(), "err", err)
