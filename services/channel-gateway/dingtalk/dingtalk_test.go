@@ -27,16 +27,14 @@ import (
 const wait = 10 * time.Second
 
 type harness struct {
-	fake   *dingtalktest.Server
-	logs   *gatewaytest.Logs
-	bus    *bus.Bus
-	worker *workertest.Worker
+	adaptertest.Env
+	fake *dingtalktest.Server
+	logs *gatewaytest.Logs
 }
 
 func start(t *testing.T, cfg dingtalk.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: dingtalktest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, script, opts...)
+	h := &harness{Env: adaptertest.NewEnv(t, script, opts...), fake: dingtalktest.New(t)}
 	h.gateway(t, cfg)
 	h.fake.WaitConnected(t, wait)
 	return h
@@ -44,26 +42,12 @@ func start(t *testing.T, cfg dingtalk.Config, script workertest.Script, opts ...
 
 // gateway runs one more gateway with a DingTalk adapter for cfg on the
 // harness's bus and fake; it stops when stop is called or the test ends.
-// status returns the status board's record of the channel.
-func (h *harness) status(t *testing.T) *status.Record {
-	t.Helper()
-	board, err := status.Open(t.Context(), h.bus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := board.Get(t.Context(), dingtalk.Channel)
-	if err != nil || rec == nil {
-		t.Fatalf("status record: %v, %v", rec, err)
-	}
-	return rec
-}
-
 func (h *harness) gateway(t *testing.T, cfg dingtalk.Config) (stop func()) {
 	t.Helper()
 	if h.logs == nil {
 		h.logs = &gatewaytest.Logs{}
 	}
-	return runAdapter(t, h.bus, h.fake, cfg, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	return runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
 // runAdapter runs a gateway on b with a DingTalk adapter for cfg against
@@ -97,7 +81,7 @@ func TestDirectMessage(t *testing.T) {
 	if c.Kind != "webhook" || c.Str("msgtype") != "markdown" || text != "## Hi\n\n**hello** hello" || title != "Hi" || c.Expired {
 		t.Errorf("reply = %+v", c)
 	}
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetId() != "msg-1" || in.GetChatId() != "staff-ada" || in.GetSenderId() != "staff-ada" || in.GetMetadata()["conversation_id"] != "cid-dm-staff-ada" {
 		t.Errorf("inbound = %v", in)
 	}
@@ -217,13 +201,13 @@ func TestPicturesAndFilesAreStored(t *testing.T) {
 	m = dm("msg-2", "staff-ada", "")
 	m.Type, m.Content = "file", map[string]any{"downloadCode": "dl-doc", "fileName": "report.pdf"}
 	h.fake.Send(t, m)
-	blobs, err := h.bus.Blobs(t.Context())
+	blobs, err := h.Bus.Blobs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []struct{ data, mime string }{{"\x89PNG\r\n\x1a\nfake", "image/png"}, {"%PDF-1.4 fake", "application/pdf"}} {
 		select {
-		case in := <-h.worker.Inbound:
+		case in := <-h.Worker.Inbound:
 			if len(in.GetMedia()) != 1 {
 				t.Fatalf("message %d media = %v", i, in.GetMedia())
 			}
@@ -241,12 +225,11 @@ func TestPicturesAndFilesAreStored(t *testing.T) {
 // TestOneConnectionPerApp: a second gateway waits while the first holds
 // the app's stream, and takes over when the first stops.
 func TestOneConnectionPerApp(t *testing.T) {
-	h := &harness{fake: dingtalktest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, workertest.Echo)
+	h := &harness{Env: adaptertest.NewEnv(t, workertest.Echo), fake: dingtalktest.New(t)}
 	stopFirst := h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.WaitConnected(t, wait)
 	// The status is written before the connection is made.
-	if rec := h.status(t); rec.Account != dingtalktest.ClientID || rec.State != status.Connected {
+	if rec := adaptertest.Status(t, h.Bus, dingtalk.Channel); rec.Account != dingtalktest.ClientID || rec.State != status.Connected {
 		t.Errorf("status = %+v, want connected as the robot code, %s", rec, dingtalktest.ClientID)
 	}
 	h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
@@ -271,7 +254,7 @@ func TestOneConnectionPerApp(t *testing.T) {
 // waitDelivered waits until n replies are recorded as delivered.
 func (h *harness) waitDelivered(t *testing.T, n int) {
 	t.Helper()
-	kv, err := h.bus.JS.KeyValue(t.Context(), h.bus.Space.Bucket("delivered"))
+	kv, err := h.Bus.JS.KeyValue(t.Context(), h.Bus.Space.Bucket("delivered"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,18 +43,16 @@ const (
 )
 
 type harness struct {
-	fake   *discordtest.Server
-	bus    *bus.Bus
-	worker *workertest.Worker
+	adaptertest.Env
+	fake *discordtest.Server
 }
 
 // start runs a gateway with a Discord adapter against a fake Discord, and
 // a fake worker answering with script.
 func start(t *testing.T, cfg discord.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: discordtest.New(t, token), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, script, opts...)
-	runAdapter(t, h.bus, h.fake, cfg, slog.New(slog.DiscardHandler))
+	h := &harness{Env: adaptertest.NewEnv(t, script, opts...), fake: discordtest.New(t, token)}
+	runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.DiscardHandler))
 	h.fake.WaitConnected(t, wait)
 	return h
 }
@@ -96,7 +94,7 @@ func TestConversation(t *testing.T) {
 		t.Errorf("IDENTIFY intents %b lack MESSAGE_CONTENT", got)
 	}
 	h.fake.Send(h.dm("600000000000000001", "hello @everyone"))
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetId() != "600000000000000001" || in.GetChatId() != dmChannel || in.GetSenderId() != alice ||
 		in.GetMetadata()["message_id"] != "600000000000000001" || in.GetSenderName() != "alice" {
 		t.Errorf("inbound = %v", in)
@@ -145,7 +143,7 @@ func TestGroupMentions(t *testing.T) {
 			if tt.want != "" {
 				want = 2
 			}
-			if got := h.worker.ContentsUntil(t, "sentinel", wait); len(got) != want {
+			if got := h.Worker.ContentsUntil(t, "sentinel", wait); len(got) != want {
 				t.Errorf("worker got %q", got)
 			}
 			got := map[string]string{}
@@ -167,12 +165,12 @@ func TestAttachmentIsStored(t *testing.T) {
 	m := h.dm("600000000000000001", "look")
 	m.Attachments = []discordtest.Attachment{{ID: "800000000000000001", Filename: "cat.png", ContentType: "image/png", URL: url, Size: len(img)}}
 	h.fake.Send(m)
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetContent() != "look" || len(in.GetMedia()) != 1 {
 		t.Fatalf("inbound = %v", in)
 	}
 	ref := in.GetMedia()[0]
-	blobs, err := h.bus.Blobs(t.Context())
+	blobs, err := h.Bus.Blobs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +196,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	first.WaitFor(t, "this gateway holds the account's connection lease", wait)
 	fake.WaitConnected(t, wait)
 	// The status is written before the connection is made.
-	if rec := channelStatus(t, b1); rec.Account != "nanobot#0042" || rec.State != status.Connected {
+	if rec := adaptertest.Status(t, b1, discord.Channel); rec.Account != "nanobot#0042" || rec.State != status.Connected {
 		t.Errorf("status = %+v, want connected as nanobot#0042", rec)
 	}
 	runAdapter(t, b2, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
@@ -241,20 +239,6 @@ func TestTakeoverAfterCrash(t *testing.T) {
 			break
 		}
 	}
-}
-
-// channelStatus returns the status board's record of the channel.
-func channelStatus(t *testing.T, b *bus.Bus) *status.Record {
-	t.Helper()
-	board, err := status.Open(t.Context(), b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := board.Get(t.Context(), discord.Channel)
-	if err != nil || rec == nil {
-		t.Fatalf("status record: %v, %v", rec, err)
-	}
-	return rec
 }
 
 // inboundIDs drains the worker's inbound messages, expecting at least n.
@@ -339,7 +323,7 @@ func TestOutboundAttachmentIsUploaded(t *testing.T) {
 		m.Media = []*nanofleetv1.MediaRef{{Object: "test/chart.png", Name: "chart.png", MimeType: "image/png"}}
 		return []*nanofleetv1.OutboundMessage{m}
 	})
-	blobs, err := h.bus.Blobs(t.Context())
+	blobs, err := h.Bus.Blobs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,17 +28,15 @@ import (
 const wait = 10 * time.Second
 
 type harness struct {
+	adaptertest.Env
 	fake    *feishutest.Server
 	logs    *gatewaytest.Logs
-	bus     *bus.Bus
-	worker  *workertest.Worker
 	adapter *feishu.Adapter
 }
 
 func start(t *testing.T, cfg feishu.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: feishutest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, script, opts...)
+	h := &harness{Env: adaptertest.NewEnv(t, script, opts...), fake: feishutest.New(t)}
 	h.adapter, _ = h.gateway(t, cfg)
 	if cfg.Mode != feishu.ModeWebhook {
 		h.fake.WaitConnected(t, wait)
@@ -48,26 +46,12 @@ func start(t *testing.T, cfg feishu.Config, script workertest.Script, opts ...wo
 
 // gateway runs one more gateway with a Feishu adapter for cfg on the
 // harness's bus and fake; it stops when stop is called or the test ends.
-// status returns the status board's record of the channel.
-func (h *harness) status(t *testing.T) *status.Record {
-	t.Helper()
-	board, err := status.Open(t.Context(), h.bus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := board.Get(t.Context(), feishu.Channel)
-	if err != nil || rec == nil {
-		t.Fatalf("status record: %v, %v", rec, err)
-	}
-	return rec
-}
-
 func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, stop func()) {
 	t.Helper()
 	if h.logs == nil {
 		h.logs = &gatewaytest.Logs{}
 	}
-	return runAdapter(t, h.bus, h.fake, cfg, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	return runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
 // runAdapter runs a gateway on b with a Feishu adapter for cfg against
@@ -113,7 +97,7 @@ func TestDirectMessage(t *testing.T) {
 	if c.Kind != "reply" || c.Parent != "om_in1" || markdown(t, c) != "**Hi** hello" || len(c.Str("uuid")) == 0 {
 		t.Errorf("reply = %+v", c)
 	}
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetId() != "ev-1" || in.GetChatId() != "oc_p2p" || in.GetSenderId() != "ou_ada" || in.GetMetadata()["message_id"] != "om_in1" {
 		t.Errorf("inbound = %v", in)
 	}
@@ -123,7 +107,7 @@ func TestMentionsOfOthersAreNamed(t *testing.T) {
 	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_g", "group", "om_1", "@_user_1 ask @_user_2",
 		feishutest.BotMention, feishutest.Mention{Key: "@_user_2", OpenID: "ou_bob", Name: "Bob"}))
-	if got := h.worker.ContentsUntil(t, "ask @Bob", wait); len(got) != 1 {
+	if got := h.Worker.ContentsUntil(t, "ask @Bob", wait); len(got) != 1 {
 		t.Errorf("worker got %q", got)
 	}
 }
@@ -136,7 +120,7 @@ func TestEventSplitOverFrames(t *testing.T) {
 	if code := h.fake.WaitAck(t, h.fake.SendPayload(t, data, 3), wait); code != 200 {
 		t.Errorf("answered %d", code)
 	}
-	if got := h.worker.ContentsUntil(t, "in three parts", wait); len(got) != 2 {
+	if got := h.Worker.ContentsUntil(t, "in three parts", wait); len(got) != 2 {
 		t.Errorf("worker got %q", got)
 	}
 }
@@ -150,14 +134,14 @@ func TestImagesAndFilesAreStored(t *testing.T) {
 	h.fake.Send(t, feishutest.Message("ev-3", "ou_ada", "oc_p2p", "p2p", "om_post", "post", map[string]any{
 		"title": "Plan", "content": [][]map[string]string{{{"tag": "text", "text": "see "}, {"tag": "a", "text": "docs", "href": "https://x.test"}}},
 	}))
-	blobs, err := h.bus.Blobs(t.Context())
+	blobs, err := h.Bus.Blobs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []struct{ data, mime string }{{"\x89PNG\r\n\x1a\nfake", "image/png"}, {"%PDF-1.4 fake", "application/pdf"}}
 	for i, w := range want {
 		select {
-		case in := <-h.worker.Inbound:
+		case in := <-h.Worker.Inbound:
 			if len(in.GetMedia()) != 1 {
 				t.Fatalf("message %d media = %v", i, in.GetMedia())
 			}
@@ -170,13 +154,13 @@ func TestImagesAndFilesAreStored(t *testing.T) {
 			t.Fatal("no inbound message")
 		}
 	}
-	if got := h.worker.ContentsUntil(t, "Plan\nsee [docs](https://x.test)", wait); len(got) != 1 {
+	if got := h.Worker.ContentsUntil(t, "Plan\nsee [docs](https://x.test)", wait); len(got) != 1 {
 		t.Errorf("post became %q", got)
 	}
 	// A resource the platform no longer has: the message still arrives,
 	// saying so.
 	h.fake.Send(t, feishutest.Message("ev-4", "ou_ada", "oc_p2p", "p2p", "om_gone", "file", map[string]string{"file_key": "file_gone", "file_name": "gone.txt"}))
-	if got := h.worker.ContentsUntil(t, "[attachment gone.txt not downloaded]", wait); len(got) != 1 {
+	if got := h.Worker.ContentsUntil(t, "[attachment gone.txt not downloaded]", wait); len(got) != 1 {
 		t.Errorf("worker got %q", got)
 	}
 }
@@ -265,7 +249,7 @@ func TestWebhook(t *testing.T) {
 	if code := feishutest.Webhook(t, url, key, feishutest.Text("ev-4", "ou_ada", "oc_p2p", "p2p", "om_4", "sentinel"), true); code != 200 {
 		t.Errorf("signed webhook: %d", code)
 	}
-	if got := h.worker.ContentsUntil(t, "sentinel", wait); len(got) != 2 || got[0] != "by hook" {
+	if got := h.Worker.ContentsUntil(t, "sentinel", wait); len(got) != 2 || got[0] != "by hook" {
 		t.Errorf("worker got %q, want only the signed events", got)
 	}
 	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 2); got["echo: by hook"] != 1 {
@@ -276,18 +260,17 @@ func TestWebhook(t *testing.T) {
 // TestOneConnectionPerApp: a second gateway waits while the first holds
 // the app's connection, and takes over when the first stops.
 func TestOneConnectionPerApp(t *testing.T) {
-	h := &harness{fake: feishutest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, workertest.Echo)
+	h := &harness{Env: adaptertest.NewEnv(t, workertest.Echo), fake: feishutest.New(t)}
 	cfg := feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}
 	_, stopFirst := h.gateway(t, cfg)
 	h.fake.WaitConnected(t, wait)
 	// The status is written before the connection is made.
-	if rec := h.status(t); rec.Account != "nano" || rec.State != status.Connected {
+	if rec := adaptertest.Status(t, h.Bus, feishu.Channel); rec.Account != "nano" || rec.State != status.Connected {
 		t.Errorf("status = %+v, want connected as the app's name, nano", rec)
 	}
 	h.gateway(t, cfg)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "first"))
-	h.worker.ContentsUntil(t, "first", wait)
+	h.Worker.ContentsUntil(t, "first", wait)
 	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: first"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
@@ -297,7 +280,7 @@ func TestOneConnectionPerApp(t *testing.T) {
 	stopFirst()
 	h.fake.WaitConnections(t, 2, wait) // the lease TTL in tests is 3s
 	h.fake.Send(t, feishutest.Text("ev-2", "ou_ada", "oc_p2p", "p2p", "om_2", "second"))
-	h.worker.ContentsUntil(t, "second", wait)
+	h.Worker.ContentsUntil(t, "second", wait)
 	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: second"] != 1 {
 		t.Errorf("replies = %v", got)
 	}

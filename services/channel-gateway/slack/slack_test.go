@@ -10,10 +10,8 @@ import (
 	"fmt"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
@@ -27,16 +25,14 @@ import (
 const wait = 10 * time.Second
 
 type harness struct {
-	fake   *slacktest.Server
-	bus    *bus.Bus
-	worker *workertest.Worker
+	adaptertest.Env
+	fake *slacktest.Server
 }
 
 func start(t *testing.T, cfg slack.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: slacktest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, script, opts...)
-	runAdapter(t, h.bus, h.fake, cfg, slog.New(slog.DiscardHandler))
+	h := &harness{Env: adaptertest.NewEnv(t, script, opts...), fake: slacktest.New(t)}
+	runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.DiscardHandler))
 	return h
 }
 
@@ -70,7 +66,7 @@ func TestDirectMessage(t *testing.T) {
 	if c.Fields["channel"] != "D1" || c.Fields["thread_ts"] != "" || c.Token != "xoxb-test" {
 		t.Errorf("chat.postMessage = %+v", c)
 	}
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetId() != "Ev1" || in.GetChatId() != "D1" || in.GetSenderId() != "U1" || in.GetSessionKey() != "" {
 		t.Errorf("inbound = %v", in)
 	}
@@ -86,12 +82,12 @@ func TestMentionInChannelRepliesInThread(t *testing.T) {
 	if c.Fields["channel"] != "C1" || c.Fields["thread_ts"] != "200.5" {
 		t.Errorf("reply fields = %v, want thread 200.5 in C1", c.Fields)
 	}
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetSessionKey() != "slack:C1:200.5" {
 		t.Errorf("session key = %q", in.GetSessionKey())
 	}
 	h.fake.Send(t, "Ev4", slacktest.Message("U2", "D2", "im", "201.0", "sentinel"))
-	if got := h.worker.ContentsUntil(t, "sentinel", wait); len(got) != 1 {
+	if got := h.Worker.ContentsUntil(t, "sentinel", wait); len(got) != 1 {
 		t.Errorf("worker got %q after the mention, want only the sentinel", got)
 	}
 }
@@ -172,11 +168,11 @@ func TestFilesAreStored(t *testing.T) {
 	ev["subtype"] = "file_share"
 	ev["files"] = []map[string]any{{"id": "F1", "name": "report.pdf", "mimetype": "application/pdf", "size": 13, "url_private_download": url}}
 	h.fake.Send(t, "Ev1", ev)
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if len(in.GetMedia()) != 1 || in.GetMedia()[0].GetMimeType() != "application/pdf" {
 		t.Fatalf("inbound media = %v", in.GetMedia())
 	}
-	blobs, _ := h.bus.Blobs(t.Context())
+	blobs, _ := h.Bus.Blobs(t.Context())
 	if data, err := blobs.GetBytes(t.Context(), in.GetMedia()[0].GetObject()); err != nil || string(data) != "%PDF-1.4 fake" {
 		t.Errorf("stored %q, %v", data, err)
 	}

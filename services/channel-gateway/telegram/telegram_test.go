@@ -34,9 +34,8 @@ const token = "123456:TEST-token"
 const wait = 10 * time.Second
 
 type harness struct {
+	adaptertest.Env
 	fake    *telegramtest.Server
-	bus     *bus.Bus
-	worker  *workertest.Worker
 	adapter *telegram.Adapter
 }
 
@@ -44,9 +43,8 @@ type harness struct {
 // a fake worker answering with script.
 func start(t *testing.T, cfg telegram.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: telegramtest.New(t, token), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, script, opts...)
-	h.adapter = runAdapter(t, h.bus, h.fake, cfg, slog.New(slog.DiscardHandler))
+	h := &harness{Env: adaptertest.NewEnv(t, script, opts...), fake: telegramtest.New(t, token)}
+	h.adapter = runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.DiscardHandler))
 	return h
 }
 
@@ -96,7 +94,7 @@ func TestConversation(t *testing.T) {
 	}))
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 5, ChatID: 42, FromID: 42, Username: "alice", Text: "hello"})
 
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetId() != "1" || in.GetChatId() != "42" || in.GetSenderId() != "42" || in.GetMetadata()["message_id"] != "5" {
 		t.Errorf("inbound = %v", in)
 	}
@@ -177,12 +175,12 @@ func TestMediaIsStored(t *testing.T) {
 		"caption": "look",
 		"photo":   []map[string]any{{"file_id": "PHOTO1", "file_unique_id": "U1", "width": 90, "height": 90, "file_size": len(img)}},
 	}})
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetContent() != "look" || len(in.GetMedia()) != 1 {
 		t.Fatalf("inbound = %v", in)
 	}
 	ref := in.GetMedia()[0]
-	blobs, err := h.bus.Blobs(t.Context())
+	blobs, err := h.Bus.Blobs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // Wait bounds every wait of a scenario for something to happen.
@@ -113,6 +114,36 @@ type Sent struct {
 	At time.Time
 }
 
+// Env is what an adapter runs with in a test: a bus with the channels'
+// assets and a scripted agent worker on it.
+type Env struct {
+	Bus    *bus.Bus
+	Worker *workertest.Worker
+}
+
+// NewEnv starts JetStream with the channels' assets and a worker answering
+// with script.
+func NewEnv(t *testing.T, script workertest.Script, opts ...workertest.Option) Env {
+	t.Helper()
+	b := bustest.StartJetStream(t, channels.Assets)
+	return Env{Bus: b, Worker: workertest.Start(t, b, script, opts...)}
+}
+
+// Status returns the status board's record of channel, failing the test
+// when there is none.
+func Status(t *testing.T, b *bus.Bus, channel string) *status.Record {
+	t.Helper()
+	board, err := status.Open(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := board.Get(t.Context(), channel)
+	if err != nil || rec == nil {
+		t.Fatalf("status record: %v, %v", rec, err)
+	}
+	return rec
+}
+
 // harness is one scenario's bus, worker, fake and logs.
 type harness struct {
 	bus    *bus.Bus
@@ -123,8 +154,8 @@ type harness struct {
 
 func start(t *testing.T, p Platform, common channelconfig.Common, script workertest.Script) *harness {
 	t.Helper()
-	h := &harness{bus: bustest.StartJetStream(t, channels.Assets), logs: &gatewaytest.Logs{}}
-	h.worker = workertest.Start(t, h.bus, script)
+	env := NewEnv(t, script)
+	h := &harness{bus: env.Bus, worker: env.Worker, logs: &gatewaytest.Logs{}}
 	common.Enabled = true
 	h.fake = p.Start(t, h.bus, common, slog.New(slog.NewTextHandler(h.logs, nil)))
 	return h
