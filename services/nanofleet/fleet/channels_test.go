@@ -46,16 +46,18 @@ func startChannel(t *testing.T, llm *llmtest.Server, name string, section map[st
 }
 
 // greeting is a model that answers a question asking for something long
-// with long, and anything else with a greeting in Markdown.
-func greeting(t *testing.T, long string) *llmtest.Server {
-	llm := llmtest.NewServer(t)
+// with long, paragraphs of a sentence, and anything else with a greeting
+// in Markdown.
+func greeting(t *testing.T, paragraphs int) (llm *llmtest.Server, long string) {
+	long = strings.Repeat("A paragraph of the long answer.\n\n", paragraphs)
+	llm = llmtest.NewServer(t)
 	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
 		if strings.Contains(r.LastUserText(), "long") {
 			return llmtest.Text(long)
 		}
 		return llmtest.Text("Hi Ada, **nice** to meet you.")
 	})
-	return llm
+	return llm, long
 }
 
 // answering is a model that answers every question with prefix and the
@@ -74,8 +76,7 @@ func answering(t *testing.T, prefix string) *llmtest.Server {
 func TestTelegramThroughTheFleet(t *testing.T) {
 	const token = "123456:FLEET-test"
 	bot := telegramtest.New(t, token)
-	long := strings.Repeat("A paragraph of the long answer.\n\n", 280) // ~9000 chars
-	llm := greeting(t, long)
+	llm, _ := greeting(t, 280) // ~9000 chars
 	startChannel(t, llm, "telegram", map[string]any{"token": token, "apiBase": bot.URL, "allowFrom": []string{"42"}})
 	bot.Send(telegramtest.Message{UpdateID: 1, MessageID: 10, ChatID: 42, FromID: 42, Text: "Hello, I am Ada"})
 	c := bot.Next(t, 30*time.Second, "sendMessage")
@@ -125,8 +126,7 @@ func TestSlackThroughTheFleet(t *testing.T) {
 func TestDiscordThroughTheFleet(t *testing.T) {
 	const token = "FLEET.discord.token"
 	dc := discordtest.New(t, token)
-	long := strings.Repeat("A paragraph of the long answer.\n\n", 180) // ~5900 chars
-	llm := greeting(t, long)
+	llm, long := greeting(t, 180) // ~5900 chars
 	startChannel(t, llm, "discord", map[string]any{"token": token, "apiBase": dc.URL, "allowFrom": []string{"42"}})
 	dc.WaitConnected(t, 30*time.Second)
 	dc.Send(discordtest.Message{ID: "1001", ChannelID: "77", AuthorID: "42", Username: "ada", Content: "Hello, I am Ada"})
