@@ -5,20 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
-	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
 // TestOpenAIAPIThroughTheFleet: an OpenAI client talks to the all-in-one's
@@ -211,26 +207,6 @@ func TestTokenUsageNodeSDK(t *testing.T) {
 // URL and key of the OpenAI-compatible API it announced.
 func startWithAPI(t *testing.T, llm *llmtest.Server) (base, key string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	var mu sync.Mutex
-	var lines []string
-	f, err := fleet.Start(ctx, fleet.Options{
-		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
-		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
-		Announce: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Stop)
-	mu.Lock()
-	all := strings.Join(lines, "\n")
-	mu.Unlock()
-	m := regexp.MustCompile(`API: (\S+) \(api key (\S+)\)`).FindStringSubmatch(all)
-	if m == nil {
-		t.Fatalf("no API announcement in %q", all)
-	}
-	return m[1], m[2]
+	f := startAPIFleet(t, llm, t.TempDir(), 0)
+	return f.base, f.key
 }
