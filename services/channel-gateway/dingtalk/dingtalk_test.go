@@ -278,16 +278,30 @@ func (h *harness) waitDelivered(t *testing.T, n int) {
 
 func TestValidate(t *testing.T) {
 	ok := dingtalk.Config{Common: channelconfig.Common{Enabled: true}, ClientID: "ding1", ClientSecret: "s"}
-	adaptertest.Validate(t, ok, []adaptertest.Change[dingtalk.Config]{
-		{Name: "valid", Edit: func(*dingtalk.Config) {}, Key: ""},
-		{Name: "disabled needs nothing", Edit: func(c *dingtalk.Config) { *c = dingtalk.Config{} }, Key: ""},
-		{Name: "client id", Edit: func(c *dingtalk.Config) { c.ClientID = "" }, Key: "channels.dingtalk.clientId"},
-		{Name: "client secret", Edit: func(c *dingtalk.Config) { c.ClientSecret = "" }, Key: "channels.dingtalk.clientSecret"},
-		{Name: "group policy", Edit: func(c *dingtalk.Config) { c.GroupPolicy = "all" }, Key: "channels.dingtalk.groupPolicy"},
-		{Name: "allowlist without groups", Edit: func(c *dingtalk.Config) { c.GroupPolicy = dingtalk.GroupAllowlist }, Key: "channels.dingtalk.groupAllowFrom"},
-		{Name: "dm policy", Edit: func(c *dingtalk.Config) { c.DMPolicy = "maybe" }, Key: "channels.dingtalk.dmPolicy"},
-		{Name: "api url", Edit: func(c *dingtalk.Config) { c.APIURL = "api.dingtalk.com" }, Key: "channels.dingtalk.apiUrl"},
-	})
+	tests := []struct {
+		name   string
+		change func(*dingtalk.Config)
+		key    string
+	}{
+		{"valid", func(*dingtalk.Config) {}, ""},
+		{"disabled needs nothing", func(c *dingtalk.Config) { *c = dingtalk.Config{} }, ""},
+		{"client id", func(c *dingtalk.Config) { c.ClientID = "" }, "channels.dingtalk.clientId"},
+		{"client secret", func(c *dingtalk.Config) { c.ClientSecret = "" }, "channels.dingtalk.clientSecret"},
+		{"group policy", func(c *dingtalk.Config) { c.GroupPolicy = "all" }, "channels.dingtalk.groupPolicy"},
+		{"allowlist without groups", func(c *dingtalk.Config) { c.GroupPolicy = dingtalk.GroupAllowlist }, "channels.dingtalk.groupAllowFrom"},
+		{"dm policy", func(c *dingtalk.Config) { c.DMPolicy = "maybe" }, "channels.dingtalk.dmPolicy"},
+		{"api url", func(c *dingtalk.Config) { c.APIURL = "api.dingtalk.com" }, "channels.dingtalk.apiUrl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.change(&c)
+			err := c.Validate()
+			if (err == nil) != (tt.key == "") || (err != nil && !strings.Contains(err.Error(), tt.key)) {
+				t.Errorf("Validate() = %v, want error naming %q", err, tt.key)
+			}
+		})
+	}
 }
 
 func TestRejectedCredentialsStopTheAdapter(t *testing.T) {

@@ -275,23 +275,37 @@ func TestOneConnectionPerApp(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	ok := feishu.Config{Common: channelconfig.Common{Enabled: true}, AppID: "cli_1", AppSecret: "s"}
-	adaptertest.Validate(t, ok, []adaptertest.Change[feishu.Config]{
-		{Name: "valid", Edit: func(*feishu.Config) {}, Key: ""},
-		{Name: "disabled needs nothing", Edit: func(c *feishu.Config) { *c = feishu.Config{} }, Key: ""},
-		{Name: "app id", Edit: func(c *feishu.Config) { c.AppID = "" }, Key: "channels.feishu.appId"},
-		{Name: "app secret", Edit: func(c *feishu.Config) { c.AppSecret = " " }, Key: "channels.feishu.appSecret"},
-		{Name: "domain", Edit: func(c *feishu.Config) { c.Domain = "larksuite" }, Key: "channels.feishu.domain"},
-		{Name: "mode", Edit: func(c *feishu.Config) { c.Mode = "poll" }, Key: "channels.feishu.mode"},
-		{Name: "webhook without encrypt key", Edit: func(c *feishu.Config) { c.Mode, c.VerificationToken = feishu.ModeWebhook, "v" }, Key: "channels.feishu.encryptKey"},
-		{Name: "webhook without token", Edit: func(c *feishu.Config) { c.Mode, c.EncryptKey = feishu.ModeWebhook, "k" }, Key: "channels.feishu.verificationToken"},
-		{Name: "webhook path", Edit: func(c *feishu.Config) { c.Webhook.Path = "hooks" }, Key: "channels.feishu.webhook.path"},
-		{Name: "group policy", Edit: func(c *feishu.Config) { c.GroupPolicy = "all" }, Key: "channels.feishu.groupPolicy"},
-		{Name: "allowlist without chats", Edit: func(c *feishu.Config) { c.GroupPolicy = feishu.GroupAllowlist }, Key: "channels.feishu.groupAllowFrom"},
-		{Name: "dm policy", Edit: func(c *feishu.Config) { c.DMPolicy = "maybe" }, Key: "channels.feishu.dmPolicy"},
-		{Name: "reply format", Edit: func(c *feishu.Config) { c.ReplyFormat = "html" }, Key: "channels.feishu.replyFormat"},
-		{Name: "base url", Edit: func(c *feishu.Config) { c.BaseURL = "open.feishu.cn" }, Key: "channels.feishu.baseUrl"},
-		{Name: "stream edit interval", Edit: func(c *feishu.Config) { c.StreamEditInterval = -1 }, Key: "channels.feishu.streamEditInterval"},
-	})
+	tests := []struct {
+		name   string
+		change func(*feishu.Config)
+		key    string
+	}{
+		{"valid", func(*feishu.Config) {}, ""},
+		{"disabled needs nothing", func(c *feishu.Config) { *c = feishu.Config{} }, ""},
+		{"app id", func(c *feishu.Config) { c.AppID = "" }, "channels.feishu.appId"},
+		{"app secret", func(c *feishu.Config) { c.AppSecret = " " }, "channels.feishu.appSecret"},
+		{"domain", func(c *feishu.Config) { c.Domain = "larksuite" }, "channels.feishu.domain"},
+		{"mode", func(c *feishu.Config) { c.Mode = "poll" }, "channels.feishu.mode"},
+		{"webhook without encrypt key", func(c *feishu.Config) { c.Mode, c.VerificationToken = feishu.ModeWebhook, "v" }, "channels.feishu.encryptKey"},
+		{"webhook without token", func(c *feishu.Config) { c.Mode, c.EncryptKey = feishu.ModeWebhook, "k" }, "channels.feishu.verificationToken"},
+		{"webhook path", func(c *feishu.Config) { c.Webhook.Path = "hooks" }, "channels.feishu.webhook.path"},
+		{"group policy", func(c *feishu.Config) { c.GroupPolicy = "all" }, "channels.feishu.groupPolicy"},
+		{"allowlist without chats", func(c *feishu.Config) { c.GroupPolicy = feishu.GroupAllowlist }, "channels.feishu.groupAllowFrom"},
+		{"dm policy", func(c *feishu.Config) { c.DMPolicy = "maybe" }, "channels.feishu.dmPolicy"},
+		{"reply format", func(c *feishu.Config) { c.ReplyFormat = "html" }, "channels.feishu.replyFormat"},
+		{"base url", func(c *feishu.Config) { c.BaseURL = "open.feishu.cn" }, "channels.feishu.baseUrl"},
+		{"stream edit interval", func(c *feishu.Config) { c.StreamEditInterval = -1 }, "channels.feishu.streamEditInterval"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.change(&c)
+			err := c.Validate()
+			if (err == nil) != (tt.key == "") || (err != nil && !strings.Contains(err.Error(), tt.key)) {
+				t.Errorf("Validate() = %v, want error naming %q", err, tt.key)
+			}
+		})
+	}
 }
 
 func toJSON(v any) string {

@@ -135,16 +135,30 @@ func TestToolHintsInThread(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	ok := slack.Config{Common: channelconfig.Common{Enabled: true}, BotToken: "xoxb-1", AppToken: "xapp-1"}
-	adaptertest.Validate(t, ok, []adaptertest.Change[slack.Config]{
-		{Name: "valid", Edit: func(*slack.Config) {}, Key: ""},
-		{Name: "disabled needs nothing", Edit: func(c *slack.Config) { *c = slack.Config{} }, Key: ""},
-		{Name: "bot token", Edit: func(c *slack.Config) { c.BotToken = "" }, Key: "channels.slack.botToken"},
-		{Name: "app token", Edit: func(c *slack.Config) { c.AppToken = "xoxb-2" }, Key: "channels.slack.appToken"},
-		{Name: "mode", Edit: func(c *slack.Config) { c.Mode = "http" }, Key: "channels.slack.mode"},
-		{Name: "group policy", Edit: func(c *slack.Config) { c.GroupPolicy = "all" }, Key: "channels.slack.groupPolicy"},
-		{Name: "allowlist without channels", Edit: func(c *slack.Config) { c.GroupPolicy = slack.GroupAllowlist }, Key: "channels.slack.groupAllowFrom"},
-		{Name: "dm policy", Edit: func(c *slack.Config) { c.DM.Policy = "maybe" }, Key: "channels.slack.dm.policy"},
-	})
+	tests := []struct {
+		name   string
+		change func(*slack.Config)
+		key    string
+	}{
+		{"valid", func(*slack.Config) {}, ""},
+		{"disabled needs nothing", func(c *slack.Config) { *c = slack.Config{} }, ""},
+		{"bot token", func(c *slack.Config) { c.BotToken = "" }, "channels.slack.botToken"},
+		{"app token", func(c *slack.Config) { c.AppToken = "xoxb-2" }, "channels.slack.appToken"},
+		{"mode", func(c *slack.Config) { c.Mode = "http" }, "channels.slack.mode"},
+		{"group policy", func(c *slack.Config) { c.GroupPolicy = "all" }, "channels.slack.groupPolicy"},
+		{"allowlist without channels", func(c *slack.Config) { c.GroupPolicy = slack.GroupAllowlist }, "channels.slack.groupAllowFrom"},
+		{"dm policy", func(c *slack.Config) { c.DM.Policy = "maybe" }, "channels.slack.dm.policy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.change(&c)
+			err := c.Validate()
+			if (err == nil) != (tt.key == "") || (err != nil && !strings.Contains(err.Error(), tt.key)) {
+				t.Errorf("Validate() = %v, want error naming %q", err, tt.key)
+			}
+		})
+	}
 }
 
 func TestFilesAreStored(t *testing.T) {
