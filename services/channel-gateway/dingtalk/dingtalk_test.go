@@ -356,13 +356,11 @@ func (f *suiteFake) Group(t *testing.T, n int, user, text string, mention bool) 
 	f.send(t, group(fmt.Sprintf("msg-%d", n), users[user], text, mention), "cidGroup1")
 }
 
-// Next stamps a message with the time it is taken: the fake records no
-// time, and it is taken as soon as it is sent.
 func (f *suiteFake) Next(t *testing.T) adaptertest.Sent {
 	t.Helper()
 	c := f.Server.Next(t, adaptertest.Wait, "webhook", "otosend", "groupsend")
 	_, text := c.Markdown()
-	s := adaptertest.Sent{Text: text, At: time.Now()}
+	s := adaptertest.Sent{Text: text, At: c.At}
 	switch c.Kind {
 	case "webhook":
 		var n int
