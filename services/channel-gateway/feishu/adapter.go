@@ -413,18 +413,12 @@ func (a *Adapter) download(ctx context.Context, msgID, eventID string, i int, f 
 // twice (after a lost answer) within the hour.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	pieces := markup.Split(msg.GetContent(), Limit)
-	start := a.parts.Sent(msg.GetId())
-	if a.streams != nil && start == 0 && msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 {
-		if a.streams.Finish(ctx, msg) { // the streamed card holds the first piece
-			start = 1
-			a.parts.Mark(msg.GetId(), 1)
-		}
-	}
-	for i := start; i < len(pieces)+len(msg.GetMedia()); i++ {
-		if err := a.sendPiece(ctx, msg, pieces, i); err != nil {
-			a.parts.Mark(msg.GetId(), i)
-			return err
-		}
+	start := a.streams.Start(ctx, msg, len(pieces), &a.parts) // the streamed card may hold the first piece
+	err := a.parts.Send(msg.GetId(), start, len(pieces)+len(msg.GetMedia()), func(i int) error {
+		return a.sendPiece(ctx, msg, pieces, i)
+	})
+	if err != nil {
+		return err
 	}
 	a.parts.Done(msg.GetId())
 	return nil
