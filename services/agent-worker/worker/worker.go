@@ -79,6 +79,10 @@ type Worker struct {
 
 	mu      sync.Mutex
 	running map[string]*localTurn // by session key
+	// answered is, by session key, the inbound sequence of the last turn
+	// this worker committed and answered; its ack may still be on the way
+	// (see oldest).
+	answered map[string]uint64
 }
 
 // New prepares a worker: it opens the stores and creates or updates the
@@ -121,7 +125,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Worker, error) {
 	}
 	w := &Worker{
 		cfg: cfg, d: d, loop: loop, sessions: sessions, leases: lease.NewTable(leaseKV),
-		inbound: st, cons: cons, running: map[string]*localTurn{},
+		inbound: st, cons: cons, running: map[string]*localTurn{}, answered: map[string]uint64{},
 	}
 	w.catalog = &catalog{remote: d.Tools, local: d.Local, log: d.Log}
 	if cfg.DailyTokenBudget > 0 {

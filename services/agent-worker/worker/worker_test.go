@@ -35,6 +35,7 @@ func (noRunners) Call(_ context.Context, r *nanofleetv1.ToolRequest) (*nanofleet
 }
 
 type harness struct {
+	w   *worker.Worker
 	b   *bus.Bus
 	llm *llmtest.Server
 	out chan *nanofleetv1.OutboundMessage
@@ -96,7 +97,7 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
-	h := &harness{b: b, llm: srv, out: make(chan *nanofleetv1.OutboundMessage, 1000)}
+	h := &harness{w: w, b: b, llm: srv, out: make(chan *nanofleetv1.OutboundMessage, 1000)}
 	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.Space.OutboundAll()}})
 	if err != nil {
 		t.Fatal(err)
@@ -392,14 +393,13 @@ func TestShutdownCutOffLeavesTheTurnToAnotherWorker(t *testing.T) {
 	}
 }
 
-// TestCommittedButUnansweredTurnIsNotOvertaken: a turn whose history
-// append was stored although the worker saw it fail (a time-out during a
-// leader election) has no replies out yet. The session's next message must
-// wait for that turn's redelivery to publish them, even though the FIFO
-// guard finds the turn committed.
-func TestCommittedButUnansweredTurnIsNotOvertaken(t *testing.T) {
+// committedUnanswered sets up session cli:c with message a taken (not
+// acked) by a worker that appended its turn and then failed before its
+// replies went out, and message b behind it. It returns a's delivery, the
+// workers' consumer and a's inbound sequence.
+func committedUnanswered(t *testing.T, b *bus.Bus) (jetstream.Msg, jetstream.Consumer, uint64) {
+	t.Helper()
 	ctx := t.Context()
-	b := bustest.StartJetStream(t)
 	sp := b.Space
 	cons, err := b.JS.CreateOrUpdateConsumer(ctx, sp.InboundStream(), jetstream.ConsumerConfig{
 		Durable: sp.WorkerConsumer(), AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxDeliver: -1,
@@ -437,7 +437,35 @@ func TestCommittedButUnansweredTurnIsNotOvertaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	send(t, b, "c", "b", "b")
+	return first, cons, meta.Sequence.Stream
+}
 
+// TestTurnAnsweredHereLetsTheNextRun: the session's next message, arriving
+// before the ack of a turn this worker committed and answered, runs at
+// once, without the look at the history and the replies. (The test states
+// the answer with MarkAnswered; a's replies are not in the stream, so the
+// look would have made b wait for a's redelivery.)
+func TestTurnAnsweredHereLetsTheNextRun(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	_, _, seqA := committedUnanswered(t, b)
+	h := startOn(t, b, "w1")
+	h.llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("answer to " + r.LastUserText()) })
+	h.w.MarkAnswered("cli:c", seqA)
+	// b before a's redelivery (the ack wait, seconds away) replays a.
+	if o := h.next(t); o.GetContent() != "answer to b" {
+		t.Fatalf("first reply %q, want the answer to b", o.GetContent())
+	}
+}
+
+// TestCommittedButUnansweredTurnIsNotOvertaken: a turn whose history
+// append was stored although the worker saw it fail (a time-out during a
+// leader election) has no replies out yet. The session's next message must
+// wait for that turn's redelivery to publish them, even though the FIFO
+// guard finds the turn committed.
+func TestCommittedButUnansweredTurnIsNotOvertaken(t *testing.T) {
+	ctx := t.Context()
+	b := bustest.StartJetStream(t)
+	first, cons, _ := committedUnanswered(t, b)
 	h := startOn(t, b, "w1")
 	h.llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("answer to " + r.LastUserText()) })
 	// The worker looks at b and puts it back, and sends nothing.
