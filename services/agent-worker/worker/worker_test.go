@@ -19,7 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
-	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/profile/profiletest"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
@@ -38,7 +38,7 @@ type harness struct {
 	w   *worker.Worker
 	b   *bus.Bus
 	llm *llmtest.Server
-	out chan *nanofleetv1.OutboundMessage
+	out <-chan *nanofleetv1.OutboundMessage
 }
 
 func start(t *testing.T, opts ...llmtest.Option) *harness {
@@ -70,14 +70,7 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := b.KV(ctx, bus.BucketProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	profiles, err := profile.Watch(ctx, kv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	profiles := profiletest.Watch(ctx, t, b)
 	cfg := worker.DefaultConfig()
 	cfg.ID = id
 	cfg.Model = "test-model"
@@ -97,21 +90,9 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
-	h := &harness{w: w, b: b, llm: srv, out: make(chan *nanofleetv1.OutboundMessage, 1000)}
-	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.Space.OutboundAll()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		o := &nanofleetv1.OutboundMessage{}
-		if proto.Unmarshal(m.Data(), o) == nil {
-			h.out <- o
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := sync.OnceFunc(func() { cc.Stop(); cancel(); <-done; profiles.Stop() })
+	out, stopOut := bustest.Outbound(t, b, 1000)
+	h := &harness{w: w, b: b, llm: srv, out: out}
+	stop := sync.OnceFunc(func() { stopOut(); cancel(); <-done; profiles.Stop() })
 	t.Cleanup(stop)
 	return h, stop
 }
