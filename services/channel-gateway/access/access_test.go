@@ -1,7 +1,6 @@
 package access_test
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"regexp"
@@ -20,7 +19,7 @@ import (
 func open(t *testing.T, opts ...access.Option) (*access.Gate, *bus.Bus) {
 	t.Helper()
 	b := bustest.StartJetStream(t, access.Assets)
-	g, err := access.Open(context.Background(), b, slog.New(slog.DiscardHandler), opts...)
+	g, err := access.Open(t.Context(), b, slog.New(slog.DiscardHandler), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +29,7 @@ func open(t *testing.T, opts ...access.Option) (*access.Gate, *bus.Bus) {
 // sent returns the messages published to a chat so far.
 func sent(t *testing.T, b *bus.Bus, channel, chat string) []*nanofleetv1.OutboundMessage {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	c, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.Outbound(channel, chat)},
 	})
@@ -69,7 +68,7 @@ func TestAllowed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := g.Allowed(context.Background(), access.Policy{Channel: "telegram", AllowFrom: tt.allow}, alice)
+			got, err := g.Allowed(t.Context(), access.Policy{Channel: "telegram", AllowFrom: tt.allow}, alice)
 			if err != nil || got != tt.want {
 				t.Errorf("Allowed = %v, %v; want %v", got, err, tt.want)
 			}
@@ -79,7 +78,7 @@ func TestAllowed(t *testing.T) {
 
 func TestCheckVerdicts(t *testing.T) {
 	g, b := open(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	tests := []struct {
 		name   string
 		policy access.Policy
@@ -112,7 +111,7 @@ var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestPairingFlow(t *testing.T) {
 	g, b := open(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	p := access.Policy{Channel: "telegram", AllowFrom: []string{"owner"}}
 	stranger := access.Sender{ID: "99", Name: "Stranger", ChatID: "99", DM: true}
 
@@ -149,7 +148,7 @@ func TestPairingFlow(t *testing.T) {
 
 func TestPairingCommandFromAllowedUser(t *testing.T) {
 	g, b := open(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	p := access.Policy{Channel: "slack", AllowFrom: []string{"UOWNER"}}
 	if _, err := g.Check(ctx, p, access.Sender{ID: "UNEW", ChatID: "DNEW", DM: true}, "hello"); err != nil {
 		t.Fatal(err)
@@ -175,7 +174,7 @@ func TestPairingCommandFromAllowedUser(t *testing.T) {
 
 func TestCodesExpire(t *testing.T) {
 	g, b := open(t, access.WithCodeTTL(time.Second))
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := g.Check(ctx, access.Policy{Channel: "telegram"}, access.Sender{ID: "5", ChatID: "5", DM: true}, "x"); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +200,7 @@ func TestCodesExpire(t *testing.T) {
 
 func TestOpenRejectsShortTTL(t *testing.T) {
 	b := bustest.StartJetStream(t, access.Assets)
-	if _, err := access.Open(context.Background(), b, slog.New(slog.DiscardHandler), access.WithCodeTTL(time.Millisecond)); err == nil {
+	if _, err := access.Open(t.Context(), b, slog.New(slog.DiscardHandler), access.WithCodeTTL(time.Millisecond)); err == nil {
 		t.Error("Open accepted a 1ms code TTL")
 	}
 }

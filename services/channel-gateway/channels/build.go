@@ -69,6 +69,13 @@ type Deps struct {
 	MaxContentBytes int
 }
 
+// webhooks is an adapter that can take its platform's events by webhook
+// (Telegram, Feishu): when configured to, it serves them at path.
+type webhooks interface {
+	Webhook() (path string, ok bool)
+	WebhookHandler() http.Handler
+}
+
 // Build constructs the enabled channels: the adapters to pass to
 // [gateway.New], and the handler to serve on the gateway's HTTP listener
 // (nil when no enabled channel needs HTTP). It logs the web chat's login
@@ -88,55 +95,35 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 	mux := http.NewServeMux()
 	serving := false
 
-	if c := cfg.Telegram; c.Enabled {
-		a, err := telegram.New(ctx, c, ad)
+	// The enabled adapters in this order; one that takes webhooks gets its
+	// route on the mux.
+	for _, c := range []struct {
+		enabled bool
+		build   func() (gateway.Adapter, error)
+	}{
+		{cfg.Telegram.Enabled, func() (gateway.Adapter, error) { return telegram.New(ctx, cfg.Telegram, ad) }},
+		{cfg.Slack.Enabled, func() (gateway.Adapter, error) { return slack.New(ctx, cfg.Slack, ad) }},
+		{cfg.Discord.Enabled, func() (gateway.Adapter, error) { return discord.New(ctx, cfg.Discord, ad) }},
+		{cfg.Feishu.Enabled, func() (gateway.Adapter, error) { return feishu.New(ctx, cfg.Feishu, ad) }},
+		{cfg.DingTalk.Enabled, func() (gateway.Adapter, error) { return dingtalk.New(ctx, cfg.DingTalk, ad) }},
+		{cfg.WhatsApp.Enabled, func() (gateway.Adapter, error) {
+			return whatsapp.New(ctx, cfg.WhatsApp, whatsapp.Deps{Bus: ad.Bus, Gate: ad.Gate, Log: ad.Log, SendProgress: ad.SendProgress, SendToolHints: ad.SendToolHints})
+		}},
+	} {
+		if !c.enabled {
+			continue
+		}
+		a, err := c.build()
 		if err != nil {
 			return nil, nil, err
 		}
 		adapters = append(adapters, a)
-		if path, ok := a.Webhook(); ok {
-			mux.Handle("POST "+path, a.WebhookHandler())
-			serving = true
+		if w, ok := a.(webhooks); ok {
+			if path, ok := w.Webhook(); ok {
+				mux.Handle("POST "+path, w.WebhookHandler())
+				serving = true
+			}
 		}
-	}
-	if c := cfg.Slack; c.Enabled {
-		a, err := slack.New(ctx, c, ad)
-		if err != nil {
-			return nil, nil, err
-		}
-		adapters = append(adapters, a)
-	}
-	if c := cfg.Discord; c.Enabled {
-		a, err := discord.New(ctx, c, ad)
-		if err != nil {
-			return nil, nil, err
-		}
-		adapters = append(adapters, a)
-	}
-	if c := cfg.Feishu; c.Enabled {
-		a, err := feishu.New(ctx, c, ad)
-		if err != nil {
-			return nil, nil, err
-		}
-		adapters = append(adapters, a)
-		if path, ok := a.Webhook(); ok {
-			mux.Handle("POST "+path, a.WebhookHandler())
-			serving = true
-		}
-	}
-	if c := cfg.DingTalk; c.Enabled {
-		a, err := dingtalk.New(ctx, c, ad)
-		if err != nil {
-			return nil, nil, err
-		}
-		adapters = append(adapters, a)
-	}
-	if c := cfg.WhatsApp; c.Enabled {
-		a, err := whatsapp.New(ctx, c, whatsapp.Deps{Bus: ad.Bus, Gate: ad.Gate, Log: ad.Log, SendProgress: ad.SendProgress, SendToolHints: ad.SendToolHints})
-		if err != nil {
-			return nil, nil, err
-		}
-		adapters = append(adapters, a)
 	}
 	board, err := status.Open(ctx, deps.Bus)
 	if err != nil {

@@ -1,7 +1,6 @@
 package channels_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -113,7 +112,7 @@ func TestInvalidKeysAreNamed(t *testing.T) {
 func TestBuild(t *testing.T) {
 	b := bustest.StartJetStream(t, channels.Assets)
 	fake := telegramtest.New(t, "1:abc")
-	ctx := context.Background()
+	ctx := t.Context()
 	cfg := channels.Defaults()
 	cfg.Telegram.Enabled, cfg.Telegram.Token, cfg.Telegram.APIBase = true, "1:abc", fake.URL
 	cfg.Telegram.AllowFrom = []string{"*"}

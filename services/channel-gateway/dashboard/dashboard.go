@@ -12,6 +12,7 @@ import (
 	"rsc.io/qr"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/webpage"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
@@ -64,8 +65,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, deps: deps, log: deps.Log, snaps: newSnapshotter(cfg, deps.Bus, deps.Now)}
 	files, _ := fs.Sub(static, "static")
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /dashboard", s.serveIndex)
-	mux.HandleFunc("GET /dashboard/{$}", s.serveIndex)
+	index := webpage.Index{Files: files, Gate: deps.Gate, Home: "/dashboard",
+		CSP: "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'"}
+	mux.Handle("GET /dashboard", index)
+	mux.Handle("GET /dashboard/{$}", index)
 	mux.Handle("GET /dashboard/static/", http.StripPrefix("/dashboard/static/", http.FileServerFS(files)))
 	mux.Handle("GET /dashboard/api/snapshot", s.auth(s.snapshot))
 	mux.Handle("GET /dashboard/api/live", s.auth(s.live))
@@ -112,38 +115,6 @@ func (s *Server) auth(h http.HandlerFunc) http.Handler {
 		}
 		h(w, r)
 	})
-}
-
-// serveIndex serves the page, the login form, or takes a login link's
-// token and redirects to drop it from the address bar.
-func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
-	if tok := r.URL.Query().Get("token"); tok != "" {
-		if !s.deps.Gate.LogIn(w, r, tok) {
-			s.page(w, "login.html", http.StatusUnauthorized)
-			return
-		}
-		http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
-		return
-	}
-	if !s.deps.Gate.Authorized(r) {
-		s.page(w, "login.html", http.StatusOK)
-		return
-	}
-	s.page(w, "index.html", http.StatusOK)
-}
-
-func (s *Server) page(w http.ResponseWriter, name string, code int) {
-	data, err := static.ReadFile("static/" + name)
-	if err != nil {
-		http.Error(w, "missing page", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.WriteHeader(code)
-	_, _ = w.Write(data)
 }
 
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {

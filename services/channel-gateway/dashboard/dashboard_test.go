@@ -49,7 +49,7 @@ func (gate) LogIn(w http.ResponseWriter, r *http.Request, token string) bool {
 
 func ctxT(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -52,7 +52,7 @@ func TestOutboundAttachmentsAreUploaded(t *testing.T) {
 	cfg := dingtalk.Config{}
 	cfg.AllowFrom, cfg.GroupPolicy = []string{"*"}, dingtalk.GroupOpen
 	h := start(t, cfg, workertest.WithMedia("here", refs...))
-	workertest.StoreMedia(t, h.bus, refs, data)
+	workertest.StoreMedia(t, h.Bus, refs, data)
 	h.fake.Send(t, group("msg-1", "staff-ada", "files please", false))
 	if c := h.fake.Next(t, wait, "webhook", "otosend", "groupsend"); c.Kind != "webhook" {
 		t.Fatalf("text went by %s, want the session webhook", c.Kind)

@@ -2,6 +2,7 @@ package dingtalk_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk/dingtalktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
@@ -25,16 +27,14 @@ import (
 const wait = 10 * time.Second
 
 type harness struct {
-	fake   *dingtalktest.Server
-	logs   *gatewaytest.Logs
-	bus    *bus.Bus
-	worker *workertest.Worker
+	adaptertest.Env
+	fake *dingtalktest.Server
+	logs *gatewaytest.Logs
 }
 
 func start(t *testing.T, cfg dingtalk.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: dingtalktest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, script, opts...)
+	h := &harness{Env: adaptertest.NewEnv(t, script, opts...), fake: dingtalktest.New(t)}
 	h.gateway(t, cfg)
 	h.fake.WaitConnected(t, wait)
 	return h
@@ -42,47 +42,22 @@ func start(t *testing.T, cfg dingtalk.Config, script workertest.Script, opts ...
 
 // gateway runs one more gateway with a DingTalk adapter for cfg on the
 // harness's bus and fake; it stops when stop is called or the test ends.
-// status returns the status board's record of the channel.
-func (h *harness) status(t *testing.T) *status.Record {
-	t.Helper()
-	board, err := status.Open(t.Context(), h.bus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := board.Get(t.Context(), dingtalk.Channel)
-	if err != nil || rec == nil {
-		t.Fatalf("status record: %v, %v", rec, err)
-	}
-	return rec
-}
-
 func (h *harness) gateway(t *testing.T, cfg dingtalk.Config) (stop func()) {
 	t.Helper()
 	if h.logs == nil {
 		h.logs = &gatewaytest.Logs{}
 	}
-	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Enabled, cfg.ClientID, cfg.ClientSecret, cfg.APIURL = true, dingtalktest.ClientID, dingtalktest.ClientSecret, h.fake.URL
-	return gatewaytest.Run(t, h.bus, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		return dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: h.bus, Gate: gate, Log: log})
+	return runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// runAdapter runs a gateway on b with a DingTalk adapter for cfg against
+// fake; stop stops it.
+func runAdapter(t *testing.T, b *bus.Bus, fake *dingtalktest.Server, cfg dingtalk.Config, log *slog.Logger) (stop func()) {
+	t.Helper()
+	cfg.Enabled, cfg.ClientID, cfg.ClientSecret, cfg.APIURL = true, dingtalktest.ClientID, dingtalktest.ClientSecret, fake.URL
+	return gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		return dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate, Log: log})
 	})
-}
-
-func (h *harness) inboundUntil(t *testing.T, last string) []string {
-	t.Helper()
-	return h.worker.ContentsUntil(t, last, wait)
-}
-
-// replies collects the markdown texts of the next n messages sent by
-// any API.
-func (h *harness) replies(t *testing.T, n int) map[string]int {
-	t.Helper()
-	got := map[string]int{}
-	for range n {
-		_, text := h.fake.Next(t, wait, "webhook", "otosend", "groupsend").Markdown()
-		got[text]++
-	}
-	return got
 }
 
 func dm(id, staff, text string) dingtalktest.Message {
@@ -106,7 +81,7 @@ func TestDirectMessage(t *testing.T) {
 	if c.Kind != "webhook" || c.Str("msgtype") != "markdown" || text != "## Hi\n\n**hello** hello" || title != "Hi" || c.Expired {
 		t.Errorf("reply = %+v", c)
 	}
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetId() != "msg-1" || in.GetChatId() != "staff-ada" || in.GetSenderId() != "staff-ada" || in.GetMetadata()["conversation_id"] != "cid-dm-staff-ada" {
 		t.Errorf("inbound = %v", in)
 	}
@@ -161,40 +136,8 @@ func TestRefusedSessionWebhookFallsBackToTheRobotAPI(t *testing.T) {
 	}
 }
 
-func TestGroupPolicy(t *testing.T) {
-	tests := []struct {
-		name  string
-		cfg   dingtalk.Config
-		at    bool
-		reply bool
-	}{
-		{"mention needed", dingtalk.Config{}, false, false},
-		{"mentioned", dingtalk.Config{}, true, true},
-		{"open", dingtalk.Config{Common: channelconfig.Common{GroupPolicy: dingtalk.GroupOpen}}, false, true},
-		{"allowlisted group", dingtalk.Config{Common: channelconfig.Common{GroupPolicy: dingtalk.GroupAllowlist, GroupAllowFrom: []string{"cidGroup1"}}}, false, true},
-		{"other group", dingtalk.Config{Common: channelconfig.Common{GroupPolicy: dingtalk.GroupAllowlist, GroupAllowFrom: []string{"cidOther"}}}, true, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.cfg.AllowFrom = []string{"*"}
-			h := start(t, tt.cfg, workertest.Echo)
-			h.fake.Send(t, group("msg-1", "staff-ada", "chatter", tt.at))
-			h.fake.Send(t, dm("msg-2", "staff-ada", "sentinel"))
-			n := 1
-			if tt.reply {
-				n = 2
-			}
-			if got := h.inboundUntil(t, "sentinel"); len(got) != n {
-				t.Errorf("worker got %q", got)
-			}
-			got := h.replies(t, n)
-			if got["echo: sentinel"] != 1 || (tt.reply && got["echo: chatter"] != 1) {
-				t.Errorf("replies = %v", got)
-			}
-		})
-	}
-}
-
+// TestRateLimitIsHonoured: the robot API's 429 (the session webhook's
+// "sending too fast" is adaptertest's RateLimitWaitedOut).
 func TestRateLimitIsHonoured(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -204,7 +147,6 @@ func TestRateLimitIsHonoured(t *testing.T) {
 		wait    time.Duration
 	}{
 		{"robot API 429 with Retry-After", "otosend", dingtalktest.Failure{Status: 429, RetryAfter: 1, Code: "Forbidden.AccessDenied.QpsLimitForApi"}, -time.Minute, time.Second},
-		{"session webhook sending too fast", "webhook", dingtalktest.Failure{ErrCode: 130101}, time.Hour, 3 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -224,88 +166,18 @@ func TestRateLimitIsHonoured(t *testing.T) {
 	}
 }
 
-func TestRepeatedMessageYieldsOneReply(t *testing.T) {
-	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	f1 := h.fake.Send(t, dm("msg-same", "staff-ada", "once"))
-	f2 := h.fake.Send(t, dm("msg-same", "staff-ada", "once")) // resent after a lost ACK
-	h.fake.WaitAck(t, f1, wait)
-	h.fake.WaitAck(t, f2, wait)
-	h.fake.Send(t, dm("msg-next", "staff-ada", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 {
-		t.Errorf("worker got %q, want the repeated message once", got)
-	}
-	if got := h.replies(t, 2); got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-}
-
-func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
-	var paras []string
-	for i := range 40 {
-		paras = append(paras, strings.Repeat("word ", 40)+strings.Repeat("x", 1+i%5))
-	}
-	answer := strings.Join(paras, "\n\n") // about 8100 characters
-	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
-	})
-	h.fake.Send(t, dm("msg-1", "staff-ada", "long please"))
-	var pieces []string
-	for len(pieces) < 3 {
-		_, text := h.fake.Next(t, wait, "webhook").Markdown()
-		if len(text) > dingtalk.Limit {
-			t.Errorf("piece of %d characters", len(text))
-		}
-		pieces = append(pieces, text)
-	}
-	if got := strings.Join(pieces, "\n\n"); got != answer {
-		t.Errorf("pieces do not rejoin into the answer on paragraph boundaries (%d vs %d chars)", len(got), len(answer))
-	}
-}
-
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
-func TestStrangers(t *testing.T) {
+// TestPairingCodeByTheRobotAPI: the pairing code carries no session
+// webhook: it goes by the robot API to the stranger (adaptertest's
+// Strangers covers the rest).
+func TestPairingCodeByTheRobotAPI(t *testing.T) {
 	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"staff-owner"}}}, workertest.Echo)
-	h.fake.Send(t, group("msg-1", "staff-x", "hi", true))
 	h.fake.Send(t, dm("msg-2", "staff-x", "hi"))
-	// The pairing code carries no session webhook: it goes by the robot
-	// API to the stranger.
 	c := h.fake.Next(t, wait, "webhook", "otosend", "groupsend")
 	_, text := c.Markdown()
 	if ids, _ := c.Body["userIds"].([]any); c.Kind != "otosend" || len(ids) != 1 || ids[0] != "staff-x" || codeRE.FindString(text) == "" {
 		t.Fatalf("want a pairing code to staff-x, got %+v", c)
-	}
-	h.fake.Send(t, dm("msg-3", "staff-owner", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 1 {
-		t.Errorf("worker got %q: a stranger's message was published", got)
-	}
-}
-
-func TestMalformedFramesAreDropped(t *testing.T) {
-	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Raw(t, []byte("not json"))
-	for _, data := range []string{`not json`, `{"msgId":"m1"}`, `{"msgId":"m2","conversationId":"c","senderStaffId":"s","conversationType":"9"}`} {
-		if ack := h.fake.WaitAck(t, h.fake.Frame(t, "CALLBACK", "/v1.0/im/bot/messages/get", data), wait); ack.Code != 200 {
-			t.Errorf("malformed message %q acknowledged %d, want 200 so it is not sent again", data, ack.Code)
-		}
-	}
-	if ack := h.fake.WaitAck(t, h.fake.Frame(t, "EVENT", "chat_update", `{}`), wait); ack.Code != 404 {
-		t.Errorf("unsubscribed event acknowledged %d, want 404", ack.Code)
-	}
-	ping := h.fake.Frame(t, "SYSTEM", "ping", `{"opaque":"p1"}`)
-	if ack := h.fake.WaitAck(t, ping, wait); ack.Code != 200 || ack.Data != `{"opaque":"p1"}` {
-		t.Errorf("ping answered %+v", ack)
-	}
-	h.fake.Send(t, dm("msg-ok", "staff-ada", "still there?"))
-	if got := h.replies(t, 1); got["echo: still there?"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-	if n := h.fake.Connections(); n != 1 {
-		t.Errorf("%d connections: a malformed frame broke the connection", n)
-	}
-	// The raw frame, the undecodable message and the two without fields.
-	if n := h.logs.Count("dropping malformed DingTalk") + h.logs.Count("dropping DingTalk robot message without"); n != 4 {
-		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs)
 	}
 }
 
@@ -314,7 +186,7 @@ func TestDisconnectReconnects(t *testing.T) {
 	h.fake.Frame(t, "SYSTEM", "disconnect", `{"reason":"upgrade"}`)
 	h.fake.WaitConnections(t, 2, wait)
 	h.fake.Send(t, dm("msg-1", "staff-ada", "after"))
-	if got := h.replies(t, 1); got["echo: after"] != 1 {
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: after"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
 }
@@ -329,13 +201,13 @@ func TestPicturesAndFilesAreStored(t *testing.T) {
 	m = dm("msg-2", "staff-ada", "")
 	m.Type, m.Content = "file", map[string]any{"downloadCode": "dl-doc", "fileName": "report.pdf"}
 	h.fake.Send(t, m)
-	blobs, err := h.bus.Blobs(t.Context())
+	blobs, err := h.Bus.Blobs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []struct{ data, mime string }{{"\x89PNG\r\n\x1a\nfake", "image/png"}, {"%PDF-1.4 fake", "application/pdf"}} {
 		select {
-		case in := <-h.worker.Inbound:
+		case in := <-h.Worker.Inbound:
 			if len(in.GetMedia()) != 1 {
 				t.Fatalf("message %d media = %v", i, in.GetMedia())
 			}
@@ -353,17 +225,16 @@ func TestPicturesAndFilesAreStored(t *testing.T) {
 // TestOneConnectionPerApp: a second gateway waits while the first holds
 // the app's stream, and takes over when the first stops.
 func TestOneConnectionPerApp(t *testing.T) {
-	h := &harness{fake: dingtalktest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, workertest.Echo)
+	h := &harness{Env: adaptertest.NewEnv(t, workertest.Echo), fake: dingtalktest.New(t)}
 	stopFirst := h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.WaitConnected(t, wait)
 	// The status is written before the connection is made.
-	if rec := h.status(t); rec.Account != dingtalktest.ClientID || rec.State != status.Connected {
+	if rec := adaptertest.Status(t, h.Bus, dingtalk.Channel); rec.Account != dingtalktest.ClientID || rec.State != status.Connected {
 		t.Errorf("status = %+v, want connected as the robot code, %s", rec, dingtalktest.ClientID)
 	}
 	h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	h.fake.Send(t, dm("msg-1", "staff-ada", "first"))
-	if got := h.replies(t, 1); got["echo: first"] != 1 {
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: first"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
 	if n := h.fake.Connections(); n != 1 {
@@ -375,7 +246,7 @@ func TestOneConnectionPerApp(t *testing.T) {
 	stopFirst()
 	h.fake.WaitConnections(t, 2, wait) // the lease TTL in tests is 3s
 	h.fake.Send(t, dm("msg-2", "staff-ada", "second"))
-	if got := h.replies(t, 1); got["echo: second"] != 1 {
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: second"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
 }
@@ -383,7 +254,7 @@ func TestOneConnectionPerApp(t *testing.T) {
 // waitDelivered waits until n replies are recorded as delivered.
 func (h *harness) waitDelivered(t *testing.T, n int) {
 	t.Helper()
-	kv, err := h.bus.JS.KeyValue(t.Context(), h.bus.Space.Bucket("delivered"))
+	kv, err := h.Bus.JS.KeyValue(t.Context(), h.Bus.Space.Bucket("delivered"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,4 +323,99 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "rejected") {
 		t.Errorf("Run = %v, want the credentials refused before the deadline", err)
 	}
+}
+
+// TestAdapter runs the scenarios every adapter passes.
+func TestAdapter(t *testing.T) {
+	adaptertest.Run(t, adaptertest.Platform{Limit: dingtalk.Limit, Group: "cidGroup1", Allowlist: true, Start: startSuite})
+}
+
+// users are the scenarios' users as DingTalk staff ids.
+var users = map[string]string{adaptertest.Owner: "staff-owner", adaptertest.Stranger: "staff-x", adaptertest.Alice: "staff-ada"}
+
+type suiteFake struct {
+	*dingtalktest.Server
+	// sessions are the chats of the session webhooks, which the fake
+	// numbers from 1 in the order of the messages sent.
+	sessions []string
+	refuse   int // webhook calls to mark refused: the fake records them as any other
+}
+
+func (f *suiteFake) send(t *testing.T, m dingtalktest.Message, chat string) {
+	f.sessions = append(f.sessions, chat)
+	f.Send(t, m)
+}
+
+func (f *suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
+	id = fmt.Sprintf("msg-%d", n)
+	f.send(t, dm(id, users[user], text), users[user])
+	return id, users[user]
+}
+
+func (f *suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
+	f.send(t, group(fmt.Sprintf("msg-%d", n), users[user], text, mention), "cidGroup1")
+}
+
+func (f *suiteFake) Next(t *testing.T) adaptertest.Sent {
+	t.Helper()
+	c := f.Server.Next(t, adaptertest.Wait, "webhook", "otosend", "groupsend")
+	_, text := c.Markdown()
+	s := adaptertest.Sent{Text: text, At: c.At}
+	switch c.Kind {
+	case "webhook":
+		var n int
+		if _, err := fmt.Sscanf(c.Session, "sess-%d", &n); err == nil && n > 0 && n <= len(f.sessions) {
+			s.Chat = f.sessions[n-1]
+		}
+		if f.refuse > 0 {
+			s.Refused, f.refuse = true, f.refuse-1
+		}
+	case "otosend":
+		if ids, _ := c.Body["userIds"].([]any); len(ids) == 1 {
+			s.Chat, _ = ids[0].(string)
+		}
+	case "groupsend":
+		s.Chat = c.Str("openConversationId")
+	}
+	return s
+}
+
+// RateLimit refuses the next session webhook call as sending too fast,
+// which DingTalk answers without a wait: the adapter waits 3 s.
+func (f *suiteFake) RateLimit(t *testing.T) time.Duration {
+	f.Fail("webhook", dingtalktest.Failure{ErrCode: 130101})
+	f.refuse++
+	return 3 * time.Second
+}
+
+// Malformed also checks the acknowledgements (200 for what is dropped,
+// so that it is not sent again; 404 for an unsubscribed event; the
+// ping's opaque echoed) and that none broke the connection.
+func (f *suiteFake) Malformed(t *testing.T) ([]string, int) {
+	f.Raw(t, []byte("not json"))
+	for _, data := range []string{`not json`, `{"msgId":"m1"}`, `{"msgId":"m2","conversationId":"c","senderStaffId":"s","conversationType":"9"}`} {
+		if ack := f.WaitAck(t, f.Frame(t, "CALLBACK", "/v1.0/im/bot/messages/get", data), wait); ack.Code != 200 {
+			t.Errorf("malformed message %q acknowledged %d, want 200 so it is not sent again", data, ack.Code)
+		}
+	}
+	if ack := f.WaitAck(t, f.Frame(t, "EVENT", "chat_update", `{}`), wait); ack.Code != 404 {
+		t.Errorf("unsubscribed event acknowledged %d, want 404", ack.Code)
+	}
+	ping := f.Frame(t, "SYSTEM", "ping", `{"opaque":"p1"}`)
+	if ack := f.WaitAck(t, ping, wait); ack.Code != 200 || ack.Data != `{"opaque":"p1"}` {
+		t.Errorf("ping answered %+v", ack)
+	}
+	if n := f.Connections(); n != 1 {
+		t.Errorf("%d connections: a malformed frame broke the connection", n)
+	}
+	// The raw frame, the undecodable message and the two without fields.
+	return []string{"dropping malformed DingTalk", "dropping DingTalk robot message without"}, 4
+}
+
+// startSuite runs the adapter for a scenario.
+func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
+	f := &suiteFake{Server: dingtalktest.New(t)}
+	runAdapter(t, b, f.Server, dingtalk.Config{Common: common}, log)
+	f.WaitConnected(t, wait)
+	return f
 }

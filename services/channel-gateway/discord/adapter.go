@@ -155,20 +155,14 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 		a.typing.Stop(msg.GetChatId())
 	}
 	pieces := markup.Split(msg.GetContent(), Limit)
-	start := a.parts.Sent(msg.GetId())
-	if a.streams != nil && start == 0 {
-		if msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
-			start = 1
-			a.parts.Mark(msg.GetId(), 1)
-		}
+	start := a.streams.Start(ctx, msg, len(pieces), &a.parts)
+	err := a.parts.Send(msg.GetId(), start, len(pieces), func(i int) error {
+		_, err := a.post(ctx, msg, pieces[i], i == 0, nonce(msg.GetId(), i), nil)
+		return err
+	})
+	if err != nil {
+		return classify(err)
 	}
-	for i := start; i < len(pieces); i++ {
-		if _, err := a.post(ctx, msg, pieces[i], i == 0, nonce(msg.GetId(), i), nil); err != nil {
-			a.parts.Mark(msg.GetId(), i)
-			return classify(err)
-		}
-	}
-	a.parts.Mark(msg.GetId(), len(pieces))
 	for i, m := range msg.GetMedia() {
 		if err := a.sendMedia(ctx, msg, i, m); err != nil {
 			a.log.Warn("send attachment failed", "chat", msg.GetChatId(), "n", i, "name", m.GetName(), "err", err)

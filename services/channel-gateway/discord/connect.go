@@ -18,8 +18,10 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	gw "github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 )
 
 // intents are what the adapter asks Discord for: messages in guilds and
@@ -58,22 +60,19 @@ func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
 // it: name#discriminator, or the bare username once migrated to unique
 // usernames.
 func (a *Adapter) discover(ctx context.Context) (wsURL, account string, err error) {
-	wait := 500 * time.Millisecond
-	for {
+	err = retry.Until(ctx, a.log, "discord REST call failed, retrying", func(ctx context.Context) error {
+		var err error
 		wsURL, account, err = a.ask(ctx)
-		if err == nil {
-			return wsURL, account, nil
-		}
 		var re rest.Error
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized {
-			return "", "", fmt.Errorf("discord: bot token rejected: %w", err)
+			return retry.Final(fmt.Errorf("discord: bot token rejected: %w", err))
 		}
-		a.log.Warn("discord REST call failed, retrying", "err", err, "in", wait)
-		if !sleep(ctx, wait) {
-			return "", "", ctx.Err()
-		}
-		wait = min(2*wait, 30*time.Second)
+		return err
+	})
+	if err != nil {
+		return "", "", err
 	}
+	return wsURL, account, nil
 }
 
 // ask makes discover's two calls once.
@@ -119,9 +118,12 @@ type conn struct {
 // connect runs gateway connections until ctx ends, resuming the last
 // saved session so that no event is lost across reconnects and takeovers.
 func (a *Adapter) connect(ctx context.Context, in gw.Inbox, wsURL string) error {
-	wait := time.Duration(0)
+	// Failed connections are retried by a backoff from a second to 30 s;
+	// a connection closed after it opened is made again after a second.
+	backoff := bus.Backoff{Min: time.Second, Max: 30 * time.Second}
+	wait, failed := time.Duration(0), 0
 	for ctx.Err() == nil {
-		if wait > 0 && !sleep(ctx, wait) {
+		if wait > 0 && bus.Sleep(ctx, wait) != nil {
 			return nil
 		}
 		c := &conn{a: a, ctx: ctx, in: in, retry: make(chan struct{}, 1), fatal: make(chan error, 1)}
@@ -152,11 +154,12 @@ func (a *Adapter) connect(ctx context.Context, in gw.Inbox, wsURL string) error 
 			if ctx.Err() != nil {
 				return nil
 			}
-			a.log.Warn("discord gateway connection failed", "err", err)
-			wait = min(max(2*wait, time.Second), 30*time.Second)
+			wait = backoff.Wait(failed)
+			failed++
+			a.log.Warn("discord gateway connection failed", "err", err, "retry_in", wait)
 			continue
 		}
-		wait = 0
+		wait, failed = 0, 0
 		var fatal error
 		select {
 		case <-ctx.Done():
@@ -264,15 +267,3 @@ func tokenHash(token string) string {
 }
 
 func sessionKey(token string) string { return "session-" + tokenHash(token) }
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}

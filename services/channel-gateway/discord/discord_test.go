@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"fmt"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
@@ -18,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
@@ -37,21 +39,20 @@ const (
 	guild        = "400000000000000001"
 	alice        = "500000000000000001"
 	stranger     = "500000000000000066"
+	botUser      = "900000000000000001" // discordtest's bot
 )
 
 type harness struct {
-	fake   *discordtest.Server
-	bus    *bus.Bus
-	worker *workertest.Worker
+	adaptertest.Env
+	fake *discordtest.Server
 }
 
 // start runs a gateway with a Discord adapter against a fake Discord, and
 // a fake worker answering with script.
 func start(t *testing.T, cfg discord.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: discordtest.New(t, token), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, script, opts...)
-	runAdapter(t, h.bus, h.fake, cfg, slog.New(slog.DiscardHandler))
+	h := &harness{Env: adaptertest.NewEnv(t, script, opts...), fake: discordtest.New(t, token)}
+	runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.DiscardHandler))
 	h.fake.WaitConnected(t, wait)
 	return h
 }
@@ -68,13 +69,6 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *discordtest.Server, cfg discord.
 
 func (h *harness) dm(id, text string) discordtest.Message {
 	return discordtest.Message{ID: id, ChannelID: dmChannel, AuthorID: alice, Username: "alice", Content: text}
-}
-
-// inboundUntil returns the contents of the messages the worker took, up
-// to the one with content last.
-func (h *harness) inboundUntil(t *testing.T, last string) []string {
-	t.Helper()
-	return h.worker.ContentsUntil(t, last, wait)
 }
 
 func (h *harness) expectCreate(t *testing.T, want string) discordtest.Call {
@@ -100,7 +94,7 @@ func TestConversation(t *testing.T) {
 		t.Errorf("IDENTIFY intents %b lack MESSAGE_CONTENT", got)
 	}
 	h.fake.Send(h.dm("600000000000000001", "hello @everyone"))
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetId() != "600000000000000001" || in.GetChatId() != dmChannel || in.GetSenderId() != alice ||
 		in.GetMetadata()["message_id"] != "600000000000000001" || in.GetSenderName() != "alice" {
 		t.Errorf("inbound = %v", in)
@@ -123,108 +117,9 @@ func TestConversation(t *testing.T) {
 	}
 }
 
-func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Fail(create, discordtest.TooManyRequests(time.Second))
-	h.fake.Send(h.dm("600000000000000001", "x"))
-	first := h.fake.Next(t, wait, create)
-	if first.Status != 429 {
-		t.Fatalf("first attempt answered %d", first.Status)
-	}
-	c := h.expectCreate(t, "echo: x")
-	if d := c.At.Sub(first.At); d < time.Second {
-		t.Errorf("retried after %s, before retry_after=1s", d)
-	}
-	if n := len(h.fake.Created()); n != 1 {
-		t.Errorf("%d messages created, want 1", n)
-	}
-}
-
-func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	m := h.dm("600000000000000007", "once")
-	h.fake.Send(m)
-	h.fake.Send(m) // Discord sends the same message again
-	h.fake.Send(h.dm("600000000000000008", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 {
-		t.Errorf("worker got %q, want the repeated event once", got)
-	}
-	got := map[string]int{}
-	for range 2 {
-		got[h.fake.Next(t, wait, create).Content()]++
-	}
-	if got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-}
-
-func TestLongAnswerIsSplitAt2000(t *testing.T) {
-	para := strings.Repeat("lorem ipsum ", 8) + "dolor."
-	var paras []string
-	for len(strings.Join(paras, "\n\n")) < 5000 {
-		paras = append(paras, para)
-	}
-	answer := strings.Join(paras, "\n\n")
-	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
-	})
-	h.fake.Send(h.dm("600000000000000009", "essay please"))
-	var got []string
-	for i := range 3 {
-		c := h.fake.Next(t, wait, create)
-		if c.Status != 200 {
-			t.Fatalf("piece %d answered %d", i, c.Status)
-		}
-		got = append(got, c.Content())
-		if _, isReply := c.Body["message_reference"]; isReply != (i == 0) {
-			t.Errorf("piece %d message_reference = %v", i, c.Body["message_reference"])
-		}
-		if n := len([]rune(c.Content())); n > 2000 {
-			t.Errorf("piece %d has %d chars", i, n)
-		}
-		if !strings.HasSuffix(c.Content(), "dolor.") {
-			t.Errorf("piece %d not cut at a paragraph: …%q", i, c.Content()[len(c.Content())-20:])
-		}
-	}
-	if strings.Join(got, "\n\n") != answer {
-		t.Error("the pieces do not add up to the answer")
-	}
-}
-
-var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
-
-func TestStrangers(t *testing.T) {
-	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"owner"}, GroupPolicy: discord.GroupOpen}}, workertest.Echo)
-	// In a guild channel: nothing, not even a pairing code.
-	h.fake.Send(discordtest.Message{ID: "600000000000000001", ChannelID: guildChannel, GuildID: guild, AuthorID: stranger, Username: "eve", Content: "hi bot"})
-	// In a DM: a pairing code.
-	h.fake.Send(discordtest.Message{ID: "600000000000000002", ChannelID: dmChannel, AuthorID: stranger, Username: "eve", Content: "hello?"})
-	c := h.fake.Next(t, wait, create)
-	code := codeRE.FindString(c.Content())
-	if c.ChannelID != dmChannel || code == "" {
-		t.Fatalf("expected a pairing code in the DM, got %q in %s", c.Content(), c.ChannelID)
-	}
-	select {
-	case in := <-h.worker.Inbound:
-		t.Fatalf("a stranger's message was published: %v", in)
-	default:
-	}
-	if err := access.Approve(context.Background(), h.bus, code); err != nil {
-		t.Fatal(err)
-	}
-	if c := h.fake.Next(t, wait, create); !strings.Contains(c.Content(), "approved") {
-		t.Errorf("approval message = %q", c.Content())
-	}
-	h.fake.Send(discordtest.Message{ID: "600000000000000003", ChannelID: dmChannel, AuthorID: stranger, Username: "eve", Content: "now?"})
-	h.expectCreate(t, "echo: now?")
-	if in := <-h.worker.Inbound; in.GetId() != "600000000000000003" {
-		t.Errorf("first published message is %s, want the one after approval", in.GetId())
-	}
-}
-
-func TestGroupPolicy(t *testing.T) {
-	bot := "900000000000000001" // discordtest's bot
-	other := "300000000000000099"
+// TestGroupMentions: what counts as addressing the bot in a guild channel
+// besides a mention (adaptertest's GroupPolicy), and bots never do.
+func TestGroupMentions(t *testing.T) {
 	tests := []struct {
 		name    string
 		cfg     discord.Config
@@ -232,13 +127,8 @@ func TestGroupPolicy(t *testing.T) {
 		want    string // "" means no reply
 		channel string
 	}{
-		{"mention default, none", discord.Config{}, discordtest.Message{Content: "hello everyone"}, "", ""},
-		{"mention", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupMention}}, discordtest.Message{Content: "hey <@" + bot + "> what's up", Mentions: []string{bot}}, "echo: hey what's up", guildChannel},
-		{"nickname mention", discord.Config{}, discordtest.Message{Content: "<@!" + bot + "> ping"}, "echo: ping", guildChannel},
-		{"reply to the bot", discord.Config{}, discordtest.Message{Content: "and then?", ReplyTo: "700000000000000001", ReplyToAuthor: bot}, "echo: and then?", guildChannel},
-		{"open", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupOpen}}, discordtest.Message{Content: "hello everyone"}, "echo: hello everyone", guildChannel},
-		{"allowlist, listed", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{guildChannel}}}, discordtest.Message{Content: "hi"}, "echo: hi", guildChannel},
-		{"allowlist, other channel", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupAllowlist, GroupAllowFrom: []string{other}}}, discordtest.Message{Content: "hi"}, "", ""},
+		{"nickname mention", discord.Config{}, discordtest.Message{Content: "<@!" + botUser + "> ping"}, "echo: ping", guildChannel},
+		{"reply to the bot", discord.Config{}, discordtest.Message{Content: "and then?", ReplyTo: "700000000000000001", ReplyToAuthor: botUser}, "echo: and then?", guildChannel},
 		{"bots are ignored", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupOpen}}, discordtest.Message{Content: "beep", Bot: true}, "", ""},
 	}
 	for _, tt := range tests {
@@ -253,7 +143,7 @@ func TestGroupPolicy(t *testing.T) {
 			if tt.want != "" {
 				want = 2
 			}
-			if got := h.inboundUntil(t, "sentinel"); len(got) != want {
+			if got := h.Worker.ContentsUntil(t, "sentinel", wait); len(got) != want {
 				t.Errorf("worker got %q", got)
 			}
 			got := map[string]string{}
@@ -268,23 +158,6 @@ func TestGroupPolicy(t *testing.T) {
 	}
 }
 
-func TestMalformedPayloadsAreDropped(t *testing.T) {
-	logs := &gatewaytest.Logs{}
-	h := &harness{fake: discordtest.New(t, token), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, workertest.Echo)
-	runAdapter(t, h.bus, h.fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(logs, nil)))
-	h.fake.WaitConnected(t, wait)
-	h.fake.Dispatch("MESSAGE_CREATE", []byte(`{"id": "600000000000000001", "content": "no channel or author"}`))
-	logs.WaitFor(t, "dropping malformed Discord message", wait)
-	h.fake.Dispatch("MESSAGE_CREATE", []byte(`"not an object"`))
-	h.fake.Dispatch("MESSAGE_CREATE", []byte(`{"id": 5, "channel_id": [], "author": "x"}`))
-	h.fake.Send(h.dm("600000000000000002", "still alive?"))
-	h.expectCreate(t, "echo: still alive?")
-	if got := h.inboundUntil(t, "still alive?"); len(got) != 1 {
-		t.Errorf("worker got %q", got)
-	}
-}
-
 func TestAttachmentIsStored(t *testing.T) {
 	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	img := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 100)
@@ -292,16 +165,16 @@ func TestAttachmentIsStored(t *testing.T) {
 	m := h.dm("600000000000000001", "look")
 	m.Attachments = []discordtest.Attachment{{ID: "800000000000000001", Filename: "cat.png", ContentType: "image/png", URL: url, Size: len(img)}}
 	h.fake.Send(m)
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetContent() != "look" || len(in.GetMedia()) != 1 {
 		t.Fatalf("inbound = %v", in)
 	}
 	ref := in.GetMedia()[0]
-	blobs, err := h.bus.Blobs(context.Background())
+	blobs, err := h.Bus.Blobs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := blobs.GetBytes(context.Background(), ref.GetObject())
+	data, err := blobs.GetBytes(t.Context(), ref.GetObject())
 	if err != nil || !bytes.Equal(data, img) || ref.GetMimeType() != "image/png" || ref.GetName() != "cat.png" {
 		t.Errorf("stored %d bytes (%v), mime %q, name %q", len(data), err, ref.GetMimeType(), ref.GetName())
 	}
@@ -323,7 +196,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	first.WaitFor(t, "this gateway holds the account's connection lease", wait)
 	fake.WaitConnected(t, wait)
 	// The status is written before the connection is made.
-	if rec := channelStatus(t, b1); rec.Account != "nanobot#0042" || rec.State != status.Connected {
+	if rec := adaptertest.Status(t, b1, discord.Channel); rec.Account != "nanobot#0042" || rec.State != status.Connected {
 		t.Errorf("status = %+v, want connected as nanobot#0042", rec)
 	}
 	runAdapter(t, b2, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
@@ -366,20 +239,6 @@ func TestTakeoverAfterCrash(t *testing.T) {
 			break
 		}
 	}
-}
-
-// channelStatus returns the status board's record of the channel.
-func channelStatus(t *testing.T, b *bus.Bus) *status.Record {
-	t.Helper()
-	board, err := status.Open(t.Context(), b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := board.Get(t.Context(), discord.Channel)
-	if err != nil || rec == nil {
-		t.Fatalf("status record: %v, %v", rec, err)
-	}
-	return rec
 }
 
 // inboundIDs drains the worker's inbound messages, expecting at least n.
@@ -464,7 +323,7 @@ func TestOutboundAttachmentIsUploaded(t *testing.T) {
 		m.Media = []*nanofleetv1.MediaRef{{Object: "test/chart.png", Name: "chart.png", MimeType: "image/png"}}
 		return []*nanofleetv1.OutboundMessage{m}
 	})
-	blobs, err := h.bus.Blobs(t.Context())
+	blobs, err := h.Bus.Blobs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,4 +380,62 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdapter runs the scenarios every adapter passes.
+func TestAdapter(t *testing.T) {
+	adaptertest.Run(t, adaptertest.Platform{Limit: discord.Limit, Quotes: adaptertest.QuotesFirst, Group: guildChannel, Allowlist: true, Start: startSuite})
+}
+
+// users are the scenarios' users as Discord user ids, and the channels
+// of their DMs with the bot.
+var users = map[string]struct{ id, dm string }{
+	adaptertest.Owner:    {"500000000000000010", "300000000000000010"},
+	adaptertest.Stranger: {stranger, "300000000000000066"},
+	adaptertest.Alice:    {alice, dmChannel},
+}
+
+type suiteFake struct{ *discordtest.Server }
+
+func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
+	u := users[user]
+	id = fmt.Sprintf("6000000000000000%02d", n)
+	f.Send(discordtest.Message{ID: id, ChannelID: u.dm, AuthorID: u.id, Username: user, Content: text})
+	return id, u.dm
+}
+
+func (f suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
+	m := discordtest.Message{ID: fmt.Sprintf("6000000000000000%02d", n), ChannelID: guildChannel, GuildID: guild, AuthorID: users[user].id, Username: user, Content: text}
+	if mention {
+		m.Content, m.Mentions = "<@"+botUser+"> "+text, []string{botUser}
+	}
+	f.Send(m)
+}
+
+func (f suiteFake) Next(t *testing.T) adaptertest.Sent {
+	t.Helper()
+	c := f.Server.Next(t, adaptertest.Wait, create)
+	_, quotes := c.Body["message_reference"]
+	nonce, _ := c.Body["nonce"].(string)
+	return adaptertest.Sent{Chat: c.ChannelID, Text: c.Content(), At: c.At, Refused: c.Status == 429, Quotes: quotes, Key: nonce}
+}
+
+func (f suiteFake) RateLimit(t *testing.T) time.Duration {
+	f.Fail(create, discordtest.TooManyRequests(time.Second))
+	return time.Second
+}
+
+func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
+	f.Dispatch("MESSAGE_CREATE", []byte(`{"id": "600000000000000001", "content": "no channel or author"}`))
+	f.Dispatch("MESSAGE_CREATE", []byte(`"not an object"`))
+	f.Dispatch("MESSAGE_CREATE", []byte(`{"id": 5, "channel_id": [], "author": "x"}`))
+	return []string{"dropping malformed Discord message"}, 1
+}
+
+// startSuite runs the adapter for a scenario.
+func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
+	f := suiteFake{discordtest.New(t, token)}
+	runAdapter(t, b, f.Server, discord.Config{Common: common}, log)
+	f.WaitConnected(t, wait)
+	return f
 }

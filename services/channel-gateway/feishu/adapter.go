@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -30,6 +31,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
@@ -160,47 +162,40 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 // the account to show on the status board: the app's name as Feishu shows
 // it, or the open id when the app has none.
 func (a *Adapter) identify(ctx context.Context) (account string, err error) {
-	wait := 500 * time.Millisecond
-	for {
+	err = retry.Until(ctx, a.log, "feishu bot info failed, retrying", func(ctx context.Context) error {
 		resp, err := a.api.Get(ctx, "/open-apis/bot/v3/info", nil, larkcore.AccessTokenTypeTenant)
 		var ce larkcore.CodeError // the token endpoint's refusal
 		if errors.As(err, &ce) && badCredentials[ce.Code] {
-			return "", fmt.Errorf("feishu: app credentials rejected: %w", err)
+			return retry.Final(fmt.Errorf("feishu: app credentials rejected: %w", err))
 		}
-		if err == nil {
-			var info struct {
-				Code int    `json:"code"`
-				Msg  string `json:"msg"`
-				Bot  struct {
-					OpenID  string `json:"open_id"`
-					AppName string `json:"app_name"`
-				} `json:"bot"`
-			}
-			if err = json.Unmarshal(resp.RawBody, &info); err == nil {
-				switch {
-				case info.Code == 0 && info.Bot.OpenID != "":
-					a.mu.Lock()
-					a.botID = info.Bot.OpenID
-					a.mu.Unlock()
-					a.log.Info("feishu bot ready", "app", info.Bot.AppName, "open_id", info.Bot.OpenID)
-					if info.Bot.AppName == "" {
-						return info.Bot.OpenID, nil
-					}
-					return info.Bot.AppName, nil
-				case badCredentials[info.Code]:
-					return "", fmt.Errorf("feishu: app credentials rejected: %d %s", info.Code, info.Msg)
-				}
-				err = fmt.Errorf("bot info: %d %s", info.Code, info.Msg)
-			}
+		if err != nil {
+			return err
 		}
-		a.log.Warn("feishu bot info failed, retrying", "err", err, "in", wait)
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(wait):
+		var info struct {
+			Code int    `json:"code"`
+			Msg  string `json:"msg"`
+			Bot  struct {
+				OpenID  string `json:"open_id"`
+				AppName string `json:"app_name"`
+			} `json:"bot"`
 		}
-		wait = min(2*wait, 30*time.Second)
-	}
+		if err := json.Unmarshal(resp.RawBody, &info); err != nil {
+			return err
+		}
+		switch {
+		case badCredentials[info.Code]:
+			return retry.Final(fmt.Errorf("feishu: app credentials rejected: %d %s", info.Code, info.Msg))
+		case info.Code != 0 || info.Bot.OpenID == "":
+			return fmt.Errorf("bot info: %d %s", info.Code, info.Msg)
+		}
+		a.mu.Lock()
+		a.botID = info.Bot.OpenID
+		a.mu.Unlock()
+		a.log.Info("feishu bot ready", "app", info.Bot.AppName, "open_id", info.Bot.OpenID)
+		account = cmp.Or(info.Bot.AppName, info.Bot.OpenID)
+		return nil
+	})
+	return account, err
 }
 
 // badCredentials are the token endpoint's answers to a wrong app id or
@@ -418,18 +413,12 @@ func (a *Adapter) download(ctx context.Context, msgID, eventID string, i int, f 
 // twice (after a lost answer) within the hour.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	pieces := markup.Split(msg.GetContent(), Limit)
-	start := a.parts.Sent(msg.GetId())
-	if a.streams != nil && start == 0 && msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 {
-		if a.streams.Finish(ctx, msg) { // the streamed card holds the first piece
-			start = 1
-			a.parts.Mark(msg.GetId(), 1)
-		}
-	}
-	for i := start; i < len(pieces)+len(msg.GetMedia()); i++ {
-		if err := a.sendPiece(ctx, msg, pieces, i); err != nil {
-			a.parts.Mark(msg.GetId(), i)
-			return err
-		}
+	start := a.streams.Start(ctx, msg, len(pieces), &a.parts) // the streamed card may hold the first piece
+	err := a.parts.Send(msg.GetId(), start, len(pieces)+len(msg.GetMedia()), func(i int) error {
+		return a.sendPiece(ctx, msg, pieces, i)
+	})
+	if err != nil {
+		return err
 	}
 	a.parts.Done(msg.GetId())
 	return nil

@@ -51,7 +51,7 @@ func TestOutboundAttachmentsAreUploaded(t *testing.T) {
 		refs, data = append(refs, tt.ref), append(data, tt.data)
 	}
 	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
-	workertest.StoreMedia(t, h.bus, refs, data)
+	workertest.StoreMedia(t, h.Bus, refs, data)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_ask", "files please"))
 	if md := markdown(t, h.fake.Next(t, wait, "reply")); md != "here" {
 		t.Fatalf("text = %q", md)
@@ -98,7 +98,7 @@ func TestAttachmentRetryContinuesAfterTheText(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\nretry")
 	ref := &nanofleetv1.MediaRef{Object: "t/a.png", Name: "a.png", MimeType: "image/png"}
 	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", ref))
-	workertest.StoreMedia(t, h.bus, []*nanofleetv1.MediaRef{ref}, [][]byte{png})
+	workertest.StoreMedia(t, h.Bus, []*nanofleetv1.MediaRef{ref}, [][]byte{png})
 	h.fake.Fail("image", feishutest.RateLimited(1))
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_ask", "a picture"))
 	if md := markdown(t, h.fake.Next(t, wait, "reply")); md != "here" {

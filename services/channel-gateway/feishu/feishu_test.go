@@ -3,8 +3,8 @@ package feishu_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +17,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu/feishutest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
@@ -26,17 +27,15 @@ import (
 const wait = 10 * time.Second
 
 type harness struct {
+	adaptertest.Env
 	fake    *feishutest.Server
 	logs    *gatewaytest.Logs
-	bus     *bus.Bus
-	worker  *workertest.Worker
 	adapter *feishu.Adapter
 }
 
 func start(t *testing.T, cfg feishu.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: feishutest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, script, opts...)
+	h := &harness{Env: adaptertest.NewEnv(t, script, opts...), fake: feishutest.New(t)}
 	h.adapter, _ = h.gateway(t, cfg)
 	if cfg.Mode != feishu.ModeWebhook {
 		h.fake.WaitConnected(t, wait)
@@ -46,40 +45,25 @@ func start(t *testing.T, cfg feishu.Config, script workertest.Script, opts ...wo
 
 // gateway runs one more gateway with a Feishu adapter for cfg on the
 // harness's bus and fake; it stops when stop is called or the test ends.
-// status returns the status board's record of the channel.
-func (h *harness) status(t *testing.T) *status.Record {
-	t.Helper()
-	board, err := status.Open(t.Context(), h.bus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := board.Get(t.Context(), feishu.Channel)
-	if err != nil || rec == nil {
-		t.Fatalf("status record: %v, %v", rec, err)
-	}
-	return rec
-}
-
 func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, stop func()) {
 	t.Helper()
 	if h.logs == nil {
 		h.logs = &gatewaytest.Logs{}
 	}
-	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg.Enabled, cfg.AppID, cfg.AppSecret, cfg.BaseURL = true, feishutest.AppID, feishutest.AppSecret, h.fake.URL
-	stop = gatewaytest.Run(t, h.bus, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+	return runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// runAdapter runs a gateway on b with a Feishu adapter for cfg against
+// fake; stop stops it.
+func runAdapter(t *testing.T, b *bus.Bus, fake *feishutest.Server, cfg feishu.Config, log *slog.Logger) (a *feishu.Adapter, stop func()) {
+	t.Helper()
+	cfg.Enabled, cfg.AppID, cfg.AppSecret, cfg.BaseURL = true, feishutest.AppID, feishutest.AppSecret, fake.URL
+	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
 		var err error
-		a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: h.bus, Gate: gate, Log: log})
+		a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate, Log: log})
 		return a, err
 	})
 	return a, stop
-}
-
-// inboundUntil returns the contents of the messages the worker took, up
-// to the one with content last.
-func (h *harness) inboundUntil(t *testing.T, last string) []string {
-	t.Helper()
-	return h.worker.ContentsUntil(t, last, wait)
 }
 
 // markdown returns the markdown of an interactive card reply.
@@ -100,28 +84,6 @@ func markdown(t *testing.T, c feishutest.Call) string {
 	return s
 }
 
-// replies collects the markdown of the next n replies the platform took
-// (not counting uuid duplicates).
-func (h *harness) replies(t *testing.T, n int) map[string]int {
-	t.Helper()
-	got := map[string]int{}
-	for len(got) < n || sum(got) < n {
-		c := h.fake.Next(t, wait, "reply", "create")
-		if !c.Duplicate {
-			got[markdown(t, c)]++
-		}
-	}
-	return got
-}
-
-func sum(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
 func TestDirectMessage(t *testing.T) {
 	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"ou_ada"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**Hi** " + in.GetContent())}
@@ -134,47 +96,9 @@ func TestDirectMessage(t *testing.T) {
 	if c.Kind != "reply" || c.Parent != "om_in1" || markdown(t, c) != "**Hi** hello" || len(c.Str("uuid")) == 0 {
 		t.Errorf("reply = %+v", c)
 	}
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetId() != "ev-1" || in.GetChatId() != "oc_p2p" || in.GetSenderId() != "ou_ada" || in.GetMetadata()["message_id"] != "om_in1" {
 		t.Errorf("inbound = %v", in)
-	}
-}
-
-func TestGroupPolicy(t *testing.T) {
-	tests := []struct {
-		name    string
-		cfg     feishu.Config
-		mention bool
-		reply   bool
-	}{
-		{"mention needed", feishu.Config{}, false, false},
-		{"mentioned", feishu.Config{}, true, true},
-		{"open", feishu.Config{Common: channelconfig.Common{GroupPolicy: feishu.GroupOpen}}, false, true},
-		{"allowlisted chat", feishu.Config{Common: channelconfig.Common{GroupPolicy: feishu.GroupAllowlist, GroupAllowFrom: []string{"oc_g"}}}, false, true},
-		{"other chat", feishu.Config{Common: channelconfig.Common{GroupPolicy: feishu.GroupAllowlist, GroupAllowFrom: []string{"oc_h"}}}, true, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.cfg.AllowFrom = []string{"*"}
-			h := start(t, tt.cfg, workertest.Echo)
-			text, mentions := "chatter", []feishutest.Mention(nil)
-			if tt.mention {
-				text, mentions = "@_user_1 chatter", []feishutest.Mention{feishutest.BotMention}
-			}
-			h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_g", "group", "om_1", text, mentions...))
-			h.fake.Send(t, feishutest.Text("ev-2", "ou_ada", "oc_p2p", "p2p", "om_2", "sentinel"))
-			n := 1
-			if tt.reply {
-				n = 2
-			}
-			if got := h.inboundUntil(t, "sentinel"); len(got) != n {
-				t.Errorf("worker got %q", got)
-			}
-			got := h.replies(t, n)
-			if got["echo: sentinel"] != 1 || (tt.reply && got["echo: chatter"] != 1) {
-				t.Errorf("replies = %v", got)
-			}
-		})
 	}
 }
 
@@ -182,116 +106,8 @@ func TestMentionsOfOthersAreNamed(t *testing.T) {
 	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_g", "group", "om_1", "@_user_1 ask @_user_2",
 		feishutest.BotMention, feishutest.Mention{Key: "@_user_2", OpenID: "ou_bob", Name: "Bob"}))
-	if got := h.inboundUntil(t, "ask @Bob"); len(got) != 1 {
+	if got := h.Worker.ContentsUntil(t, "ask @Bob", wait); len(got) != 1 {
 		t.Errorf("worker got %q", got)
-	}
-}
-
-func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Fail("reply", feishutest.RateLimited(1))
-	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "hi"))
-	first := h.fake.Next(t, wait, "reply")
-	at := time.Now()
-	again := h.fake.Next(t, wait, "reply")
-	if d := time.Since(at); d < 900*time.Millisecond {
-		t.Errorf("retried after %s, before x-ogw-ratelimit-reset: 1", d)
-	}
-	if markdown(t, again) != "echo: hi" || again.Str("uuid") != first.Str("uuid") || again.Duplicate {
-		t.Errorf("retry = %+v (first uuid %q)", again, first.Str("uuid"))
-	}
-}
-
-func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	ev := feishutest.Text("ev-same", "ou_ada", "oc_p2p", "p2p", "om_1", "once")
-	f1 := h.fake.Send(t, ev)
-	f2 := h.fake.Send(t, ev) // the platform sends an event again when unsure
-	h.fake.WaitAck(t, f1, wait)
-	h.fake.WaitAck(t, f2, wait)
-	h.fake.Send(t, feishutest.Text("ev-next", "ou_ada", "oc_p2p", "p2p", "om_2", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 {
-		t.Errorf("worker got %q, want the repeated event once", got)
-	}
-	if got := h.replies(t, 2); got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-}
-
-func TestLongAnswerIsSplitOnParagraphs(t *testing.T) {
-	var paras []string
-	for i := range 90 {
-		paras = append(paras, strings.Repeat("word ", 40)+strings.Repeat("x", 1+i%7))
-	}
-	answer := strings.Join(paras, "\n\n") // about 20000 characters
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
-	})
-	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "long please"))
-	var pieces []string
-	uuids := map[string]bool{}
-	for len(pieces) < 3 {
-		c := h.fake.Next(t, wait, "reply")
-		md := markdown(t, c)
-		if len(md) > feishu.Limit {
-			t.Errorf("piece of %d characters", len(md))
-		}
-		pieces = append(pieces, md)
-		uuids[c.Str("uuid")] = true
-	}
-	if got := strings.Join(pieces, "\n\n"); got != answer {
-		t.Errorf("pieces do not rejoin into the answer on paragraph boundaries (%d vs %d chars)", len(got), len(answer))
-	}
-	if len(uuids) != 3 {
-		t.Errorf("pieces share uuids: %v", uuids)
-	}
-}
-
-var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
-
-func TestStrangers(t *testing.T) {
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"ou_owner"}}}, workertest.Echo)
-	h.fake.Send(t, feishutest.Text("ev-1", "ou_x", "oc_g", "group", "om_1", "@_user_1 hi", feishutest.BotMention))
-	h.fake.Send(t, feishutest.Text("ev-2", "ou_x", "oc_px", "p2p", "om_2", "hi"))
-	c := h.fake.Next(t, wait, "reply", "create")
-	text := markdown(t, c)
-	if c.Kind != "create" || c.Str("receive_id") != "oc_px" || c.Query["receive_id_type"] != "chat_id" || codeRE.FindString(text) == "" {
-		t.Fatalf("want a pairing code in the DM, got %+v", c)
-	}
-	h.fake.Send(t, feishutest.Text("ev-3", "ou_owner", "oc_po", "p2p", "om_3", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 1 {
-		t.Errorf("worker got %q: a stranger's message was published", got)
-	}
-}
-
-func TestMalformedEventsAreDropped(t *testing.T) {
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Raw(t, []byte("not a protobuf frame at all"))
-	bad := []string{
-		`not json`,
-		`{"schema":"2.0","header":{"event_id":"ev-x","event_type":"im.message.receive_v1"},"event":"nope"}`,
-		`{"schema":"2.0","header":{"event_id":"ev-y","event_type":"im.message.receive_v1"},"event":{"message":{"chat_id":"oc_1"}}}`,
-		`{"schema":"2.0","header":{"event_id":"ev-z","event_type":"im.chat.updated_v1"},"event":{}}`,
-	}
-	for _, p := range bad {
-		if code := h.fake.WaitAck(t, h.fake.SendPayload(t, []byte(p), 1), wait); code != 200 {
-			t.Errorf("malformed event %q answered %d, want 200 so it is not sent again", p, code)
-		}
-	}
-	ev := feishutest.Message("ev-c", "ou_ada", "oc_p2p", "p2p", "om_c", "text", "not an object")
-	h.fake.WaitAck(t, h.fake.Send(t, ev), wait)
-	h.fake.Send(t, feishutest.Text("ev-ok", "ou_ada", "oc_p2p", "p2p", "om_ok", "still there?"))
-	if got := h.replies(t, 1); got["echo: still there?"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-	if h.fake.Connections() != 1 {
-		t.Errorf("%d connections: a malformed frame broke the connection", h.fake.Connections())
-	}
-	// The frame, the two undecodable events and the message without ids;
-	// the unknown event type is not an error.
-	if n := h.logs.Count("dropping malformed Feishu frame") + h.logs.Count("dropping malformed Feishu event") +
-		h.logs.Count("dropping Feishu message event without"); n != 4 {
-		t.Errorf("%d drop lines logged, want 4:\n%s", n, h.logs)
 	}
 }
 
@@ -303,7 +119,7 @@ func TestEventSplitOverFrames(t *testing.T) {
 	if code := h.fake.WaitAck(t, h.fake.SendPayload(t, data, 3), wait); code != 200 {
 		t.Errorf("answered %d", code)
 	}
-	if got := h.inboundUntil(t, "in three parts"); len(got) != 2 {
+	if got := h.Worker.ContentsUntil(t, "in three parts", wait); len(got) != 2 {
 		t.Errorf("worker got %q", got)
 	}
 }
@@ -317,14 +133,14 @@ func TestImagesAndFilesAreStored(t *testing.T) {
 	h.fake.Send(t, feishutest.Message("ev-3", "ou_ada", "oc_p2p", "p2p", "om_post", "post", map[string]any{
 		"title": "Plan", "content": [][]map[string]string{{{"tag": "text", "text": "see "}, {"tag": "a", "text": "docs", "href": "https://x.test"}}},
 	}))
-	blobs, err := h.bus.Blobs(t.Context())
+	blobs, err := h.Bus.Blobs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []struct{ data, mime string }{{"\x89PNG\r\n\x1a\nfake", "image/png"}, {"%PDF-1.4 fake", "application/pdf"}}
 	for i, w := range want {
 		select {
-		case in := <-h.worker.Inbound:
+		case in := <-h.Worker.Inbound:
 			if len(in.GetMedia()) != 1 {
 				t.Fatalf("message %d media = %v", i, in.GetMedia())
 			}
@@ -337,13 +153,13 @@ func TestImagesAndFilesAreStored(t *testing.T) {
 			t.Fatal("no inbound message")
 		}
 	}
-	if got := h.inboundUntil(t, "Plan\nsee [docs](https://x.test)"); len(got) != 1 {
+	if got := h.Worker.ContentsUntil(t, "Plan\nsee [docs](https://x.test)", wait); len(got) != 1 {
 		t.Errorf("post became %q", got)
 	}
 	// A resource the platform no longer has: the message still arrives,
 	// saying so.
 	h.fake.Send(t, feishutest.Message("ev-4", "ou_ada", "oc_p2p", "p2p", "om_gone", "file", map[string]string{"file_key": "file_gone", "file_name": "gone.txt"}))
-	if got := h.inboundUntil(t, "[attachment gone.txt not downloaded]"); len(got) != 1 {
+	if got := h.Worker.ContentsUntil(t, "[attachment gone.txt not downloaded]", wait); len(got) != 1 {
 		t.Errorf("worker got %q", got)
 	}
 }
@@ -417,10 +233,10 @@ func TestWebhook(t *testing.T) {
 	if code := feishutest.Webhook(t, url, key, feishutest.Text("ev-4", "ou_ada", "oc_p2p", "p2p", "om_4", "sentinel"), true); code != 200 {
 		t.Errorf("signed webhook: %d", code)
 	}
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 || got[0] != "by hook" {
+	if got := h.Worker.ContentsUntil(t, "sentinel", wait); len(got) != 2 || got[0] != "by hook" {
 		t.Errorf("worker got %q, want only the signed events", got)
 	}
-	if got := h.replies(t, 2); got["echo: by hook"] != 1 {
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 2); got["echo: by hook"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
 }
@@ -428,19 +244,18 @@ func TestWebhook(t *testing.T) {
 // TestOneConnectionPerApp: a second gateway waits while the first holds
 // the app's connection, and takes over when the first stops.
 func TestOneConnectionPerApp(t *testing.T) {
-	h := &harness{fake: feishutest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, workertest.Echo)
+	h := &harness{Env: adaptertest.NewEnv(t, workertest.Echo), fake: feishutest.New(t)}
 	cfg := feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}
 	_, stopFirst := h.gateway(t, cfg)
 	h.fake.WaitConnected(t, wait)
 	// The status is written before the connection is made.
-	if rec := h.status(t); rec.Account != "nano" || rec.State != status.Connected {
+	if rec := adaptertest.Status(t, h.Bus, feishu.Channel); rec.Account != "nano" || rec.State != status.Connected {
 		t.Errorf("status = %+v, want connected as the app's name, nano", rec)
 	}
 	h.gateway(t, cfg)
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "first"))
-	h.inboundUntil(t, "first")
-	if got := h.replies(t, 1); got["echo: first"] != 1 {
+	h.Worker.ContentsUntil(t, "first", wait)
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: first"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
 	if n := h.fake.Connections(); n != 1 {
@@ -449,8 +264,8 @@ func TestOneConnectionPerApp(t *testing.T) {
 	stopFirst()
 	h.fake.WaitConnections(t, 2, wait) // the lease TTL in tests is 3s
 	h.fake.Send(t, feishutest.Text("ev-2", "ou_ada", "oc_p2p", "p2p", "om_2", "second"))
-	h.inboundUntil(t, "second")
-	if got := h.replies(t, 1); got["echo: second"] != 1 {
+	h.Worker.ContentsUntil(t, "second", wait)
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: second"] != 1 {
 		t.Errorf("replies = %v", got)
 	}
 	if n := h.fake.Connections(); n != 2 {
@@ -605,4 +420,93 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdapter runs the scenarios every adapter passes.
+func TestAdapter(t *testing.T) {
+	adaptertest.Run(t, adaptertest.Platform{Limit: feishu.Limit, Quotes: adaptertest.QuotesEvery, Group: "oc_g", Allowlist: true, Start: startSuite})
+}
+
+// users are the scenarios' users as Feishu open ids.
+var users = map[string]string{adaptertest.Owner: "ou_owner", adaptertest.Stranger: "ou_x", adaptertest.Alice: "ou_ada"}
+
+type suiteFake struct {
+	*feishutest.Server
+	chats  map[string]string // the chat of each message sent to the bot
+	refuse int               // replies to mark refused: the fake records them as any other
+}
+
+func (f *suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
+	id, chat = fmt.Sprintf("ev-%d", n), "oc_p_"+users[user]
+	f.chats[fmt.Sprintf("om_in%d", n)] = chat
+	f.Send(t, feishutest.Text(id, users[user], chat, "p2p", fmt.Sprintf("om_in%d", n), text))
+	return id, chat
+}
+
+func (f *suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
+	f.chats[fmt.Sprintf("om_in%d", n)] = "oc_g"
+	var mentions []feishutest.Mention
+	if mention {
+		text, mentions = "@_user_1 "+text, []feishutest.Mention{feishutest.BotMention}
+	}
+	f.Send(t, feishutest.Text(fmt.Sprintf("ev-%d", n), users[user], "oc_g", "group", fmt.Sprintf("om_in%d", n), text, mentions...))
+}
+
+// Next skips the sends the platform dropped as repeats of a uuid.
+func (f *suiteFake) Next(t *testing.T) adaptertest.Sent {
+	t.Helper()
+	c := f.Server.Next(t, adaptertest.Wait, "reply", "create")
+	for c.Duplicate {
+		c = f.Server.Next(t, adaptertest.Wait, "reply", "create")
+	}
+	s := adaptertest.Sent{Chat: f.chats[c.Parent], Text: markdown(t, c), At: c.At, Quotes: c.Kind == "reply", Key: c.Str("uuid")}
+	if c.Kind == "create" {
+		s.Chat = c.Str("receive_id")
+		if c.Query["receive_id_type"] != "chat_id" {
+			t.Errorf("message created for a %q, want a chat_id", c.Query["receive_id_type"])
+		}
+	}
+	if c.Kind == "reply" && f.refuse > 0 {
+		s.Refused, f.refuse = true, f.refuse-1
+	}
+	return s
+}
+
+func (f *suiteFake) RateLimit(t *testing.T) time.Duration {
+	f.Fail("reply", feishutest.RateLimited(1))
+	f.refuse++
+	return time.Second
+}
+
+// Malformed also checks that each is acknowledged (so that the platform
+// does not send it again) and that none broke the connection.
+func (f *suiteFake) Malformed(t *testing.T) ([]string, int) {
+	f.Raw(t, []byte("not a protobuf frame at all"))
+	bad := []string{
+		`not json`,
+		`{"schema":"2.0","header":{"event_id":"ev-x","event_type":"im.message.receive_v1"},"event":"nope"}`,
+		`{"schema":"2.0","header":{"event_id":"ev-y","event_type":"im.message.receive_v1"},"event":{"message":{"chat_id":"oc_1"}}}`,
+		`{"schema":"2.0","header":{"event_id":"ev-z","event_type":"im.chat.updated_v1"},"event":{}}`,
+	}
+	for _, p := range bad {
+		if code := f.WaitAck(t, f.SendPayload(t, []byte(p), 1), wait); code != 200 {
+			t.Errorf("malformed event %q answered %d, want 200 so it is not sent again", p, code)
+		}
+	}
+	ev := feishutest.Message("ev-c", "ou_ada", "oc_p2p", "p2p", "om_c", "text", "not an object")
+	f.WaitAck(t, f.Send(t, ev), wait)
+	if n := f.Connections(); n != 1 {
+		t.Errorf("%d connections: a malformed frame broke the connection", n)
+	}
+	// The frame, the two undecodable events and the message without ids;
+	// the unknown event type is not an error.
+	return []string{"dropping malformed Feishu frame", "dropping malformed Feishu event", "dropping Feishu message event without"}, 4
+}
+
+// startSuite runs the adapter for a scenario.
+func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
+	f := &suiteFake{Server: feishutest.New(t), chats: map[string]string{}}
+	runAdapter(t, b, f.Server, feishu.Config{Common: common}, log)
+	f.WaitConnected(t, wait)
+	return f
 }

@@ -77,7 +77,7 @@ func TestWebhookReplaysAreRefused(t *testing.T) {
 		}
 	}
 	waitWebhook(t, url, key, feishutest.Text("ev-last", "ou_ada", "oc_p2p", "p2p", "om_last", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 4 || got[1] != "ev-fresh" || got[2] != "ev-inside" {
+	if got := h.Worker.ContentsUntil(t, "sentinel", wait); len(got) != 4 || got[1] != "ev-fresh" || got[2] != "ev-inside" {
 		t.Errorf("worker got %q, want warm-up, ev-fresh, ev-inside, sentinel", got)
 	}
 	if n := h.logs.Count("refused as a replay"); n != refused {

@@ -62,7 +62,7 @@ func startGateway(t *testing.T, a gateway.Adapter) *bus.Bus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
 	t.Cleanup(func() {
@@ -78,7 +78,7 @@ func publishReply(t *testing.T, b *bus.Bus, id, text string) {
 	t.Helper()
 	out := &nanofleetv1.OutboundMessage{Id: id, Channel: "test", ChatId: "c1", Content: text, Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL}
 	data, _ := proto.Marshal(out)
-	if _, err := b.JS.Publish(context.Background(), b.Space.Outbound("test", "c1"), data); err != nil {
+	if _, err := b.JS.Publish(t.Context(), b.Space.Outbound("test", "c1"), data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -162,7 +162,7 @@ func TestPublishDeduplicatesPlatformEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	in := &nanofleetv1.InboundMessage{Id: "update-7", Channel: "telegram", ChatId: "42", Content: "hi"}
 	for range 3 {
 		if err := g.Publish(ctx, proto.Clone(in).(*nanofleetv1.InboundMessage)); err != nil {

@@ -65,7 +65,7 @@ func startBus(t *testing.T, opts ...workertest.Option) (*openai.Client, *workert
 }
 
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	c, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	t.Cleanup(cancel)
 	return c
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
@@ -161,28 +162,21 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 // identify asks Slack for the bot's user id (for mentions), retrying
 // until it answers or ctx ends.
 func (a *Adapter) identify(ctx context.Context) error {
-	wait := 500 * time.Millisecond
-	for {
+	return retry.Until(ctx, a.log, "slack auth.test failed, retrying", func(ctx context.Context) error {
 		res, err := a.api.AuthTestContext(ctx)
-		if err == nil {
-			a.mu.Lock()
-			a.botID, a.botName = res.UserID, "@"+res.User
-			a.mu.Unlock()
-			a.log.Info("slack bot ready", "user", res.User, "user_id", res.UserID, "team", res.Team)
-			return nil
-		}
 		var se slack.SlackErrorResponse
 		if errors.As(err, &se) && (se.Err == "invalid_auth" || se.Err == "not_authed" || se.Err == "token_revoked" || se.Err == "account_inactive") {
-			return fmt.Errorf("slack: bot token rejected: %w", err)
+			return retry.Final(fmt.Errorf("slack: bot token rejected: %w", err))
 		}
-		a.log.Warn("slack auth.test failed, retrying", "err", err, "in", wait)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
+		if err != nil {
+			return err
 		}
-		wait = min(2*wait, 30*time.Second)
-	}
+		a.mu.Lock()
+		a.botID, a.botName = res.UserID, "@"+res.User
+		a.mu.Unlock()
+		a.log.Info("slack bot ready", "user", res.User, "user_id", res.UserID, "team", res.Team)
+		return nil
+	})
 }
 
 func (a *Adapter) bot() string {
@@ -353,18 +347,12 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 // continuing after the pieces an earlier attempt already posted.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	pieces := markup.Split(msg.GetContent(), markup.SlackLimit)
-	start := a.parts.Sent(msg.GetId())
-	if a.streams != nil && start == 0 {
-		if msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
-			start = 1
-			a.parts.Mark(msg.GetId(), 1)
-		}
-	}
-	for i := start; i < len(pieces); i++ {
-		if err := a.post(ctx, msg, markup.SlackMrkdwn(pieces[i])); err != nil {
-			a.parts.Mark(msg.GetId(), i)
-			return classify(err)
-		}
+	start := a.streams.Start(ctx, msg, len(pieces), &a.parts)
+	err := a.parts.Send(msg.GetId(), start, len(pieces), func(i int) error {
+		return a.post(ctx, msg, markup.SlackMrkdwn(pieces[i]))
+	})
+	if err != nil {
+		return classify(err)
 	}
 	if n := len(msg.GetMedia()); n > 0 {
 		a.log.Warn("slack: outbound attachments are not uploaded", "id", msg.GetId(), "count", n)

@@ -3,20 +3,21 @@ package slack_test
 import (
 	"context"
 	"log/slog"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"fmt"
+
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
 )
@@ -24,39 +25,26 @@ import (
 const wait = 10 * time.Second
 
 type harness struct {
-	fake   *slacktest.Server
-	bus    *bus.Bus
-	worker *workertest.Worker
+	adaptertest.Env
+	fake *slacktest.Server
 }
 
 func start(t *testing.T, cfg slack.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: slacktest.New(t), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, script, opts...)
-	cfg.Enabled, cfg.BotToken, cfg.AppToken, cfg.APIURL = true, "xoxb-test", "xapp-test", h.fake.APIURL
-	gatewaytest.Run(t, h.bus, slog.New(slog.DiscardHandler), func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		return slack.New(ctx, cfg, slack.Deps{Bus: h.bus, Gate: gate, Log: log})
-	})
-	h.fake.WaitConnected(t, wait)
+	h := &harness{Env: adaptertest.NewEnv(t, script, opts...), fake: slacktest.New(t)}
+	runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.DiscardHandler))
 	return h
 }
 
-// inboundUntil returns the contents of the messages the worker took, up
-// to the one with content last, in the order the adapter published them.
-func (h *harness) inboundUntil(t *testing.T, last string) []string {
+// runAdapter runs a gateway with a Slack adapter against fake and waits
+// until it is connected.
+func runAdapter(t *testing.T, b *bus.Bus, fake *slacktest.Server, cfg slack.Config, log *slog.Logger) {
 	t.Helper()
-	return h.worker.ContentsUntil(t, last, wait)
-}
-
-// texts collects the texts of the next n posts; replies in different
-// chats may be delivered in either order.
-func (h *harness) texts(t *testing.T, n int) map[string]int {
-	t.Helper()
-	got := map[string]int{}
-	for range n {
-		got[h.fake.Next(t, wait, "chat.postMessage").Fields["text"]]++
-	}
-	return got
+	cfg.Enabled, cfg.BotToken, cfg.AppToken, cfg.APIURL = true, "xoxb-test", "xapp-test", fake.APIURL
+	gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		return slack.New(ctx, cfg, slack.Deps{Bus: b, Gate: gate, Log: log})
+	})
+	fake.WaitConnected(t, wait)
 }
 
 func (h *harness) expectPost(t *testing.T, text string) slacktest.Call {
@@ -78,7 +66,7 @@ func TestDirectMessage(t *testing.T) {
 	if c.Fields["channel"] != "D1" || c.Fields["thread_ts"] != "" || c.Token != "xoxb-test" {
 		t.Errorf("chat.postMessage = %+v", c)
 	}
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetId() != "Ev1" || in.GetChatId() != "D1" || in.GetSenderId() != "U1" || in.GetSessionKey() != "" {
 		t.Errorf("inbound = %v", in)
 	}
@@ -94,73 +82,13 @@ func TestMentionInChannelRepliesInThread(t *testing.T) {
 	if c.Fields["channel"] != "C1" || c.Fields["thread_ts"] != "200.5" {
 		t.Errorf("reply fields = %v, want thread 200.5 in C1", c.Fields)
 	}
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetSessionKey() != "slack:C1:200.5" {
 		t.Errorf("session key = %q", in.GetSessionKey())
 	}
 	h.fake.Send(t, "Ev4", slacktest.Message("U2", "D2", "im", "201.0", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 1 {
+	if got := h.Worker.ContentsUntil(t, "sentinel", wait); len(got) != 1 {
 		t.Errorf("worker got %q after the mention, want only the sentinel", got)
-	}
-}
-
-func TestGroupPolicy(t *testing.T) {
-	tests := []struct {
-		name  string
-		cfg   slack.Config
-		reply bool
-	}{
-		{"mention needed", slack.Config{}, false},
-		{"open", slack.Config{Common: channelconfig.Common{GroupPolicy: slack.GroupOpen}}, true},
-		{"allowlisted channel", slack.Config{Common: channelconfig.Common{GroupPolicy: slack.GroupAllowlist, GroupAllowFrom: []string{"C9"}}}, true},
-		{"other channel", slack.Config{Common: channelconfig.Common{GroupPolicy: slack.GroupAllowlist, GroupAllowFrom: []string{"C8"}}}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.cfg.AllowFrom = []string{"*"}
-			h := start(t, tt.cfg, workertest.Echo)
-			h.fake.Send(t, "Ev1", slacktest.Message("U1", "C9", "channel", "1.1", "chatter"))
-			h.fake.Send(t, "Ev2", slacktest.Message("U1", "D1", "im", "1.2", "sentinel"))
-			n := 1
-			if tt.reply {
-				n = 2
-			}
-			if got := h.inboundUntil(t, "sentinel"); len(got) != n {
-				t.Errorf("worker got %q", got)
-			}
-			got := h.texts(t, n)
-			if got["echo: sentinel"] != 1 || (tt.reply && got["echo: chatter"] != 1) {
-				t.Errorf("replies = %v", got)
-			}
-		})
-	}
-}
-
-func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Fail("chat.postMessage", slacktest.Failure{Status: 429, RetryAfter: 1})
-	h.fake.Send(t, "Ev1", slacktest.Message("U1", "D1", "im", "1.1", "hi"))
-	h.fake.Next(t, wait, "chat.postMessage")
-	first := time.Now()
-	h.expectPost(t, "echo: hi")
-	if d := time.Since(first); d < 900*time.Millisecond {
-		t.Errorf("retried after %s, before Retry-After: 1", d)
-	}
-}
-
-func TestRepeatedEventYieldsOneReply(t *testing.T) {
-	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	ev := slacktest.Message("U1", "D1", "im", "1.1", "once")
-	e1 := h.fake.Send(t, "EvSame", ev)
-	e2 := h.fake.Send(t, "EvSame", ev) // Slack retries an event
-	h.fake.WaitAck(t, e1, wait)
-	h.fake.WaitAck(t, e2, wait)
-	h.fake.Send(t, "EvNext", slacktest.Message("U1", "D1", "im", "1.2", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 {
-		t.Errorf("worker got %q, want the repeated event once", got)
-	}
-	if got := h.texts(t, 2); got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
-		t.Errorf("replies = %v", got)
 	}
 }
 
@@ -181,34 +109,6 @@ func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 	if want := len(strings.Join(strings.Fields(answer), "")); total != want {
 		t.Errorf("pieces hold %d non-space chars, answer %d", total, want)
 	}
-}
-
-var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
-
-func TestStrangers(t *testing.T) {
-	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"UOWNER"}}}, workertest.Echo)
-	h.fake.Send(t, "Ev1", slacktest.AppMention("UX", "C1", "1.1", "<@UBOT> hi"))
-	h.fake.Send(t, "Ev2", slacktest.Message("UX", "DX", "im", "1.2", "hi"))
-	c := h.fake.Next(t, wait, "chat.postMessage")
-	if c.Fields["channel"] != "DX" || codeRE.FindString(c.Fields["text"]) == "" {
-		t.Fatalf("want a pairing code in the DM, got %v", c.Fields)
-	}
-	h.fake.Send(t, "Ev3", slacktest.Message("UOWNER", "DO", "im", "1.3", "sentinel"))
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 1 {
-		t.Errorf("worker got %q: a stranger's message was published", got)
-	}
-}
-
-func TestMalformedEnvelopesAreDropped(t *testing.T) {
-	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Raw(t, `{"type":"events_api","envelope_id":"bad1","payload":{"event":"not an object"}}`)
-	h.fake.Raw(t, `{"type":"events_api","envelope_id":"bad2","payload":{"event_id":"Ev9","event":{"type":"message"}}}`)
-	h.fake.Raw(t, `{"type":"mystery","envelope_id":"bad3"}`)
-	h.fake.Raw(t, `not json at all`)
-	h.fake.WaitAck(t, "bad1", wait)
-	h.fake.WaitAck(t, "bad2", wait)
-	h.fake.Send(t, "Ev10", slacktest.Message("U1", "D1", "im", "1.1", "still there?"))
-	h.expectPost(t, "echo: still there?")
 }
 
 func TestToolHintsInThread(t *testing.T) {
@@ -268,12 +168,69 @@ func TestFilesAreStored(t *testing.T) {
 	ev["subtype"] = "file_share"
 	ev["files"] = []map[string]any{{"id": "F1", "name": "report.pdf", "mimetype": "application/pdf", "size": 13, "url_private_download": url}}
 	h.fake.Send(t, "Ev1", ev)
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if len(in.GetMedia()) != 1 || in.GetMedia()[0].GetMimeType() != "application/pdf" {
 		t.Fatalf("inbound media = %v", in.GetMedia())
 	}
-	blobs, _ := h.bus.Blobs(context.Background())
-	if data, err := blobs.GetBytes(context.Background(), in.GetMedia()[0].GetObject()); err != nil || string(data) != "%PDF-1.4 fake" {
+	blobs, _ := h.Bus.Blobs(t.Context())
+	if data, err := blobs.GetBytes(t.Context(), in.GetMedia()[0].GetObject()); err != nil || string(data) != "%PDF-1.4 fake" {
 		t.Errorf("stored %q, %v", data, err)
 	}
+}
+
+// TestAdapter runs the scenarios every adapter passes.
+func TestAdapter(t *testing.T) {
+	adaptertest.Run(t, adaptertest.Platform{Limit: markup.SlackLimit, Group: "C1", Allowlist: true, Start: startSuite})
+}
+
+// users are the scenarios' users as Slack user ids.
+var users = map[string]string{adaptertest.Owner: "UOWNER", adaptertest.Stranger: "UX", adaptertest.Alice: "U1"}
+
+type suiteFake struct{ *slacktest.Server }
+
+func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
+	u := users[user]
+	id, chat = fmt.Sprintf("Ev%d", n), "D"+u
+	f.Send(t, id, slacktest.Message(u, chat, "im", fmt.Sprintf("%d.1", n), text))
+	return id, chat
+}
+
+func (f suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
+	ts := fmt.Sprintf("%d.1", n)
+	if mention {
+		f.Send(t, fmt.Sprintf("Ev%d", n), slacktest.AppMention(users[user], "C1", ts, "<@"+slacktest.BotUserID+"> "+text))
+		return
+	}
+	f.Send(t, fmt.Sprintf("Ev%d", n), slacktest.Message(users[user], "C1", "channel", ts, text))
+}
+
+func (f suiteFake) Next(t *testing.T) adaptertest.Sent {
+	t.Helper()
+	c := f.Server.Next(t, adaptertest.Wait, "chat.postMessage")
+	return adaptertest.Sent{
+		Chat: c.Fields["channel"], Text: c.Fields["text"], At: c.At,
+		Refused: c.TS == "", Quotes: c.Fields["thread_ts"] != "",
+	}
+}
+
+func (f suiteFake) RateLimit(t *testing.T) time.Duration {
+	f.Fail("chat.postMessage", slacktest.Failure{Status: 429, RetryAfter: 1})
+	return time.Second
+}
+
+func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
+	f.Raw(t, `{"type":"events_api","envelope_id":"bad1","payload":{"event":"not an object"}}`)
+	f.Raw(t, `{"type":"events_api","envelope_id":"bad2","payload":{"event_id":"Ev9","event":{"type":"message"}}}`)
+	f.Raw(t, `{"type":"mystery","envelope_id":"bad3"}`)
+	f.Raw(t, `not json at all`)
+	f.WaitAck(t, "bad1", adaptertest.Wait)
+	f.WaitAck(t, "bad2", adaptertest.Wait)
+	return []string{"dropping malformed Slack"}, 2
+}
+
+// startSuite runs the adapter for a scenario.
+func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
+	f := suiteFake{slacktest.New(t)}
+	runAdapter(t, b, f.Server, slack.Config{Common: common}, log)
+	return f
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/typing"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
@@ -182,27 +183,20 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 // identify asks Telegram who the bot is (for mentions), retrying until it
 // answers or ctx ends.
 func (a *Adapter) identify(ctx context.Context) error {
-	wait := 500 * time.Millisecond
-	for {
+	return retry.Until(ctx, a.log, "telegram getMe failed, retrying", func(ctx context.Context) error {
 		me, err := a.bot.GetMe(ctx)
-		if err == nil {
-			a.mu.Lock()
-			a.me = me
-			a.mu.Unlock()
-			a.log.Info("telegram bot ready", "username", me.Username, "id", me.ID)
-			return nil
-		}
 		if errors.Is(err, tgbot.ErrorUnauthorized) || errors.Is(err, tgbot.ErrorNotFound) {
-			return fmt.Errorf("telegram: bot token rejected: %w", err)
+			return retry.Final(fmt.Errorf("telegram: bot token rejected: %w", err))
 		}
-		a.log.Warn("telegram getMe failed, retrying", "err", err, "in", wait)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
+		if err != nil {
+			return err
 		}
-		wait = min(2*wait, 30*time.Second)
-	}
+		a.mu.Lock()
+		a.me = me
+		a.mu.Unlock()
+		a.log.Info("telegram bot ready", "username", me.Username, "id", me.ID)
+		return nil
+	})
 }
 
 func (a *Adapter) username() string {
@@ -235,24 +229,16 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if channelconfig.On(a.cfg.ReplyToMessage, true) {
 		replyTo = atoi(msg.GetMetadata()["message_id"])
 	}
-	start := a.parts.Sent(msg.GetId())
-	if a.streams != nil && start == 0 {
-		if msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
-			start = 1
-			a.parts.Mark(msg.GetId(), 1)
+	start := a.streams.Start(ctx, msg, len(pieces), &a.parts)
+	err := a.parts.Send(msg.GetId(), start, len(pieces), func(i int) error {
+		if i > 0 {
+			return a.send(ctx, chat, thread, 0, pieces[i])
 		}
+		return a.send(ctx, chat, thread, replyTo, pieces[i])
+	})
+	if err != nil {
+		return classify(err)
 	}
-	for i := start; i < len(pieces); i++ {
-		r := 0
-		if i == 0 {
-			r = replyTo
-		}
-		if err := a.send(ctx, chat, thread, r, pieces[i]); err != nil {
-			a.parts.Mark(msg.GetId(), i)
-			return classify(err)
-		}
-	}
-	a.parts.Mark(msg.GetId(), len(pieces))
 	for i, m := range msg.GetMedia() {
 		if err := a.sendMedia(ctx, chat, thread, m); err != nil {
 			a.log.Warn("send attachment failed", "chat", chat, "n", i, "name", m.GetName(), "err", err)

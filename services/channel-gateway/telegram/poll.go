@@ -15,8 +15,10 @@ import (
 
 	tgbot "github.com/go-telegram/bot"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
@@ -45,9 +47,12 @@ func (a *Adapter) poll(ctx context.Context, in gateway.Inbox) {
 		a.log.Warn("deleteWebhook before polling", "err", err)
 	}
 	var offset int64
-	wait := time.Duration(0)
+	// Failed polls wait as Telegram asks, else by a backoff from 200 ms
+	// to 5 s.
+	backoff := bus.Backoff{Min: 200 * time.Millisecond, Max: 5 * time.Second}
+	wait, failed := time.Duration(0), 0
 	for ctx.Err() == nil {
-		if wait > 0 && !sleep(ctx, wait) {
+		if wait > 0 && bus.Sleep(ctx, wait) != nil {
 			return
 		}
 		raws, err := a.getUpdates(ctx, offset)
@@ -60,12 +65,13 @@ func (a *Adapter) poll(ctx context.Context, in gateway.Inbox) {
 			case errors.As(err, &api) && api.RetryAfter > 0:
 				wait = time.Duration(api.RetryAfter) * time.Second
 			default:
-				wait = min(max(2*wait, 200*time.Millisecond), 5*time.Second)
+				wait = backoff.Wait(failed)
 			}
+			failed++
 			a.log.Warn("getUpdates failed", "err", err, "retry_in", wait)
 			continue
 		}
-		wait = 0
+		wait, failed = 0, 0
 	batch:
 		for _, raw := range raws {
 			id, upd, err := decodeUpdate(raw)
@@ -144,26 +150,18 @@ func (a *Adapter) getUpdates(ctx context.Context, offset int64) ([]json.RawMessa
 // runWebhook registers the webhook and waits; updates arrive through
 // [Adapter.WebhookHandler].
 func (a *Adapter) runWebhook(ctx context.Context) error {
-	wait := 500 * time.Millisecond
-	for {
+	err := retry.Until(ctx, a.log, "setWebhook failed, retrying", func(ctx context.Context) error {
 		_, err := a.bot.SetWebhook(ctx, &tgbot.SetWebhookParams{
 			URL: a.cfg.Webhook.URL, SecretToken: a.cfg.Webhook.Secret, AllowedUpdates: []string{"message"},
 		})
-		if err == nil {
-			a.log.Info("telegram webhook set", "url", a.cfg.Webhook.URL)
-			if board, err := status.Open(ctx, a.deps.Bus); err == nil {
-				board.Serving(ctx, a.log, Channel, "@"+a.username())
-			}
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		a.log.Warn("setWebhook failed, retrying", "err", err, "in", wait)
-		if !sleep(ctx, wait) {
-			return nil
-		}
-		wait = min(2*wait, 30*time.Second)
+		return err
+	})
+	if err != nil { // only ctx ends it
+		return nil
+	}
+	a.log.Info("telegram webhook set", "url", a.cfg.Webhook.URL)
+	if board, err := status.Open(ctx, a.deps.Bus); err == nil {
+		board.Serving(ctx, a.log, Channel, "@"+a.username())
 	}
 	<-ctx.Done()
 	return nil
@@ -209,18 +207,6 @@ func (a *Adapter) WebhookHandler() http.Handler {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 func clip(raw []byte) string {

@@ -12,15 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"strconv"
+
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
 )
@@ -30,9 +34,8 @@ const token = "123456:TEST-token"
 const wait = 10 * time.Second
 
 type harness struct {
+	adaptertest.Env
 	fake    *telegramtest.Server
-	bus     *bus.Bus
-	worker  *workertest.Worker
 	adapter *telegram.Adapter
 }
 
@@ -40,9 +43,8 @@ type harness struct {
 // a fake worker answering with script.
 func start(t *testing.T, cfg telegram.Config, script workertest.Script, opts ...workertest.Option) *harness {
 	t.Helper()
-	h := &harness{fake: telegramtest.New(t, token), bus: bustest.StartJetStream(t, channels.Assets)}
-	h.worker = workertest.Start(t, h.bus, script, opts...)
-	h.adapter = runAdapter(t, h.bus, h.fake, cfg, slog.New(slog.DiscardHandler))
+	h := &harness{Env: adaptertest.NewEnv(t, script, opts...), fake: telegramtest.New(t, token)}
+	h.adapter = runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.DiscardHandler))
 	return h
 }
 
@@ -64,25 +66,6 @@ func runAdapterCancel(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg t
 		return a, err
 	})
 	return a, stop
-}
-
-// inboundUntil returns the contents of the messages the worker took, up
-// to the one with content last. The worker takes them in the order the
-// adapter published them.
-func (h *harness) inboundUntil(t *testing.T, last string) []string {
-	t.Helper()
-	return h.worker.ContentsUntil(t, last, wait)
-}
-
-// texts collects the texts of the next n messages sent; replies to
-// different messages may be delivered in either order.
-func (h *harness) texts(t *testing.T, n int) map[string]int {
-	t.Helper()
-	got := map[string]int{}
-	for range n {
-		got[h.nextSend(t).Fields["text"]]++
-	}
-	return got
 }
 
 func (h *harness) nextSend(t *testing.T) telegramtest.Call {
@@ -111,7 +94,7 @@ func TestConversation(t *testing.T) {
 	}))
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 5, ChatID: 42, FromID: 42, Username: "alice", Text: "hello"})
 
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetId() != "1" || in.GetChatId() != "42" || in.GetSenderId() != "42" || in.GetMetadata()["message_id"] != "5" {
 		t.Errorf("inbound = %v", in)
 	}
@@ -128,59 +111,6 @@ func TestConversation(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(c.Fields["reply_parameters"]), &rp); err != nil || rp.MessageID != 5 {
 		t.Errorf("reply_parameters = %q, want a reply to message 5", c.Fields["reply_parameters"])
-	}
-}
-
-func TestRateLimitIsHonoured(t *testing.T) {
-	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Fail("sendMessage", telegramtest.TooManyRequests(1))
-	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 7, FromID: 7, Text: "x"})
-	first := time.Now()
-	h.nextSend(t) // answered 429
-	h.expectText(t, "echo: x")
-	if d := time.Since(first); d < 900*time.Millisecond {
-		t.Errorf("retried after %s, before retry_after=1s", d)
-	}
-}
-
-func TestRepeatedUpdateYieldsOneReply(t *testing.T) {
-	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	m := telegramtest.Message{UpdateID: 7, MessageID: 70, ChatID: 1, FromID: 1, Text: "once"}
-	h.fake.Send(m)
-	h.fake.Send(m) // Telegram sends the same update again
-	h.fake.Send(telegramtest.Message{UpdateID: 8, MessageID: 71, ChatID: 1, FromID: 1, Text: "sentinel"})
-	if got := h.inboundUntil(t, "sentinel"); len(got) != 2 {
-		t.Errorf("worker got %q, want the repeated update once", got)
-	}
-	if got := h.texts(t, 2); got["echo: once"] != 1 || got["echo: sentinel"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-}
-
-func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
-	para := strings.Repeat("lorem ipsum ", 8) + "dolor."
-	var paras []string
-	for len(strings.Join(paras, "\n\n")) < 9000 {
-		paras = append(paras, para)
-	}
-	answer := strings.Join(paras, "\n\n")[:9000]
-	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
-	})
-	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 9, ChatID: 3, FromID: 3, Text: "essay please"})
-	var got []string
-	for i := range 3 {
-		c := h.nextSend(t)
-		got = append(got, c.Fields["text"])
-		if hasReply := c.Fields["reply_parameters"] != ""; hasReply != (i == 0) {
-			t.Errorf("message %d reply_parameters = %q", i, c.Fields["reply_parameters"])
-		}
-		if n := len([]rune(c.Fields["text"])); n > 4096 {
-			t.Errorf("message %d has %d chars", i, n)
-		}
-	}
-	if strings.Join(strings.Fields(strings.Join(got, " ")), " ") != strings.Join(strings.Fields(answer), " ") {
-		t.Error("the three messages do not add up to the answer")
 	}
 }
 
@@ -201,35 +131,6 @@ func TestPlainTextWhenEntitiesAreRejected(t *testing.T) {
 
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
-func TestStrangers(t *testing.T) {
-	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"owner"}, GroupPolicy: telegram.GroupOpen}}, workertest.Echo)
-	// In a group: nothing, not even a pairing code.
-	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: -100, ChatType: "supergroup", FromID: 66, Text: "hi bot"})
-	// In a DM: a pairing code.
-	h.fake.Send(telegramtest.Message{UpdateID: 2, MessageID: 2, ChatID: 66, FromID: 66, Text: "hello?"})
-	c := h.nextSend(t)
-	code := codeRE.FindString(c.Fields["text"])
-	if c.Fields["chat_id"] != "66" || code == "" {
-		t.Fatalf("expected a pairing code in the DM, got %v", c.Fields)
-	}
-	select {
-	case in := <-h.worker.Inbound:
-		t.Fatalf("a stranger's message was published: %v", in)
-	default:
-	}
-	if err := access.Approve(context.Background(), h.bus, code); err != nil {
-		t.Fatal(err)
-	}
-	if c := h.nextSend(t); !strings.Contains(c.Fields["text"], "approved") {
-		t.Errorf("approval message = %q", c.Fields["text"])
-	}
-	h.fake.Send(telegramtest.Message{UpdateID: 3, MessageID: 3, ChatID: 66, FromID: 66, Text: "now?"})
-	h.expectText(t, "echo: now?")
-	if in := <-h.worker.Inbound; in.GetId() != "3" {
-		t.Errorf("first published message is update %s, want 3", in.GetId())
-	}
-}
-
 func TestOwnerApprovesByCommand(t *testing.T) {
 	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"@boss"}}}, workertest.Echo)
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 66, FromID: 66, Text: "let me in"})
@@ -243,44 +144,6 @@ func TestOwnerApprovesByCommand(t *testing.T) {
 	if !strings.Contains(seen["10"], "Approved") || !strings.Contains(seen["66"], "approved") {
 		t.Errorf("messages after /pairing approve: %v", seen)
 	}
-}
-
-func TestGroupPolicy(t *testing.T) {
-	tests := []struct {
-		policy, text, want string // want "" means no reply
-	}{
-		{"", "hello everyone", ""},
-		{telegram.GroupMention, "hey @Nano_Bot what's up", "echo: hey what's up"},
-		{telegram.GroupOpen, "hello everyone", "echo: hello everyone"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.policy+"/"+tt.text, func(t *testing.T) {
-			h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, GroupPolicy: tt.policy}}, workertest.Echo)
-			h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: -5, ChatType: "group", FromID: 9, Text: tt.text})
-			h.fake.Send(telegramtest.Message{UpdateID: 2, MessageID: 2, ChatID: 9, FromID: 9, Text: "sentinel"})
-			published, replies := 1, 1
-			if tt.want != "" {
-				published, replies = 2, 2
-			}
-			if got := h.inboundUntil(t, "sentinel"); len(got) != published {
-				t.Errorf("worker got %q", got)
-			}
-			got := h.texts(t, replies)
-			if got["echo: sentinel"] != 1 || (tt.want != "" && got[tt.want] != 1) {
-				t.Errorf("replies = %v, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestMalformedUpdatesAreDropped(t *testing.T) {
-	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
-	h.fake.Push(1, `{"update_id": 1, "message": "not an object"}`)
-	h.fake.Push(2, `{"update_id": 2, "message": {"message_id": 1, "chat": {"id": 0}}}`)
-	h.fake.Push(3, `{"no_update_id": true}`)
-	h.fake.Push(4, `[1, 2, 3]`)
-	h.fake.Send(telegramtest.Message{UpdateID: 5, MessageID: 5, ChatID: 2, FromID: 2, Text: "still alive?"})
-	h.expectText(t, "echo: still alive?")
 }
 
 func TestProgressAndToolHints(t *testing.T) {
@@ -312,16 +175,16 @@ func TestMediaIsStored(t *testing.T) {
 		"caption": "look",
 		"photo":   []map[string]any{{"file_id": "PHOTO1", "file_unique_id": "U1", "width": 90, "height": 90, "file_size": len(img)}},
 	}})
-	in := <-h.worker.Inbound
+	in := <-h.Worker.Inbound
 	if in.GetContent() != "look" || len(in.GetMedia()) != 1 {
 		t.Fatalf("inbound = %v", in)
 	}
 	ref := in.GetMedia()[0]
-	blobs, err := h.bus.Blobs(context.Background())
+	blobs, err := h.Bus.Blobs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := blobs.GetBytes(context.Background(), ref.GetObject())
+	data, err := blobs.GetBytes(t.Context(), ref.GetObject())
 	if err != nil || !bytes.Equal(data, img) || ref.GetMimeType() != "image/jpeg" {
 		t.Errorf("stored %d bytes (%v), mime %q", len(data), err, ref.GetMimeType())
 	}
@@ -402,4 +265,56 @@ func TestWebhook(t *testing.T) {
 	if in := <-w.Inbound; in.GetId() != "11" {
 		t.Errorf("inbound id %q", in.GetId())
 	}
+}
+
+// TestAdapter runs the scenarios every adapter passes.
+func TestAdapter(t *testing.T) {
+	adaptertest.Run(t, adaptertest.Platform{Limit: markup.TelegramLimit, Quotes: adaptertest.QuotesFirst, Group: "-100", Start: startSuite})
+}
+
+// users are the scenarios' users as Telegram user ids.
+var users = map[string]int64{adaptertest.Owner: 10, adaptertest.Stranger: 66, adaptertest.Alice: 42}
+
+type suiteFake struct{ *telegramtest.Server }
+
+func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
+	u := users[user]
+	f.Send(telegramtest.Message{UpdateID: int64(n), MessageID: n, ChatID: u, FromID: u, Text: text})
+	return strconv.Itoa(n), strconv.FormatInt(u, 10)
+}
+
+func (f suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
+	if mention {
+		text = "@" + f.BotUsername + " " + text
+	}
+	f.Send(telegramtest.Message{UpdateID: int64(n), MessageID: n, ChatID: -100, ChatType: "supergroup", FromID: users[user], Text: text})
+}
+
+func (f suiteFake) Next(t *testing.T) adaptertest.Sent {
+	t.Helper()
+	c := f.Server.Next(t, adaptertest.Wait, "sendMessage")
+	return adaptertest.Sent{
+		Chat: c.Fields["chat_id"], Text: c.Fields["text"], At: c.At,
+		Refused: c.MessageID == 0, Quotes: c.Fields["reply_parameters"] != "",
+	}
+}
+
+func (f suiteFake) RateLimit(t *testing.T) time.Duration {
+	f.Fail("sendMessage", telegramtest.TooManyRequests(1))
+	return time.Second
+}
+
+func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
+	f.Push(1, `{"update_id": 1, "message": "not an object"}`)
+	f.Push(2, `{"update_id": 2, "message": {"message_id": 1, "chat": {"id": 0}}}`)
+	f.Push(3, `{"no_update_id": true}`)
+	f.Push(4, `[1, 2, 3]`)
+	return []string{"dropping malformed Telegram update"}, 4
+}
+
+// startSuite runs the adapter for a scenario.
+func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
+	f := suiteFake{telegramtest.New(t, token)}
+	runAdapter(t, b, f.Server, telegram.Config{Common: common}, log)
+	return f
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/webpage"
 )
 
 // Channel is the channel name of web conversations.
@@ -106,7 +107,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Server, error) {
 
 	files, _ := fs.Sub(static, "static")
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", s.serveIndex)
+	mux.Handle("GET /{$}", webpage.Index{Files: files, Gate: s, Home: "/",
+		CSP: "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'"})
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(files)))
 	mux.Handle("GET /api/web/conversations", s.auth(s.listConversations))
 	mux.Handle("POST /api/web/conversations", s.auth(s.createConversation))
@@ -196,36 +198,6 @@ func (s *Server) auth(h http.HandlerFunc) http.Handler {
 		}
 		h(w, r)
 	})
-}
-
-func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
-	if tok := r.URL.Query().Get("token"); tok != "" {
-		if !s.LogIn(w, r, tok) {
-			s.page(w, "login.html", http.StatusUnauthorized)
-			return
-		}
-		http.Redirect(w, r, "/", http.StatusSeeOther) // drop the token from the address bar
-		return
-	}
-	if !s.authorized(r) {
-		s.page(w, "login.html", http.StatusOK)
-		return
-	}
-	s.page(w, "index.html", http.StatusOK)
-}
-
-func (s *Server) page(w http.ResponseWriter, name string, code int) {
-	data, err := static.ReadFile("static/" + name)
-	if err != nil {
-		http.Error(w, "missing page", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.WriteHeader(code)
-	_, _ = w.Write(data)
 }
 
 // conversation is one entry of the conversation list.

@@ -52,7 +52,7 @@ type harness struct {
 func start(t *testing.T, cfg webchat.Config) *harness {
 	t.Helper()
 	b := bustest.StartJetStream(t, channels.Assets)
-	ctx := context.Background()
+	ctx := t.Context()
 	store, err := session.Open(ctx, b)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestConversationOverWebSocket(t *testing.T) {
 	}
 	conv := decode[struct{ ID string }](t, resp)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	u := "ws" + strings.TrimPrefix(h.srv.URL, "http") + "/api/web/conversations/" + conv.ID + "/ws"
 	// Another site's page cannot use the user's cookie.

@@ -492,19 +492,17 @@ func (a *Adapter) deliver(ctx context.Context, c Conn, msg *nanofleetv1.Outbound
 	// The pieces, then the attachments; a retry continues after the
 	// last one sent.
 	media := msg.GetMedia()
-	for i := a.parts.Sent(msg.GetId()); i < len(pieces)+len(media); i++ {
-		var err error
-		if i < len(pieces) {
-			if err = c.Send(ctx, chat, a.message(msg, i, markup.WhatsApp(pieces[i]))); err != nil {
-				err = sendError(err)
-			}
-		} else {
-			err = a.sendMedia(ctx, c, chat, media[i-len(pieces)])
+	err = a.parts.Send(msg.GetId(), a.parts.Sent(msg.GetId()), len(pieces)+len(media), func(i int) error {
+		if i >= len(pieces) {
+			return a.sendMedia(ctx, c, chat, media[i-len(pieces)])
 		}
-		if err != nil {
-			a.parts.Mark(msg.GetId(), i)
-			return err
+		if err := c.Send(ctx, chat, a.message(msg, i, markup.WhatsApp(pieces[i]))); err != nil {
+			return sendError(err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	a.parts.Done(msg.GetId())
 	if msg.GetLastOfTurn() || msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {

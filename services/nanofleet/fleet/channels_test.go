@@ -33,25 +33,51 @@ func startWithChannels(t *testing.T, llm *llmtest.Server, channels map[string]an
 	return f
 }
 
-// TestTelegramThroughTheFleet: a Telegram update goes through the real
-// gateway, worker and fake model, and the answer reaches the Bot API as
-// a reply to the asking message; a long answer is split.
-func TestTelegramThroughTheFleet(t *testing.T) {
-	const token = "123456:FLEET-test"
-	bot := telegramtest.New(t, token)
-	llm := llmtest.NewServer(t)
-	long := strings.Repeat("A paragraph of the long answer.\n\n", 280) // ~9000 chars
+// startChannel runs the all-in-one with one channel, name, enabled and
+// configured by section, and the web chat and API off.
+func startChannel(t *testing.T, llm *llmtest.Server, name string, section map[string]any) *fleet.Fleet {
+	t.Helper()
+	section["enabled"] = true
+	return startWithChannels(t, llm, map[string]any{
+		name:  section,
+		"web": map[string]any{"enabled": false},
+		"api": map[string]any{"enabled": false},
+	})
+}
+
+// greeting is a model that answers a question asking for something long
+// with long, paragraphs of a sentence, and anything else with a greeting
+// in Markdown.
+func greeting(t *testing.T, paragraphs int) (llm *llmtest.Server, long string) {
+	long = strings.Repeat("A paragraph of the long answer.\n\n", paragraphs)
+	llm = llmtest.NewServer(t)
 	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
 		if strings.Contains(r.LastUserText(), "long") {
 			return llmtest.Text(long)
 		}
 		return llmtest.Text("Hi Ada, **nice** to meet you.")
 	})
-	startWithChannels(t, llm, map[string]any{
-		"telegram": map[string]any{"enabled": true, "token": token, "apiBase": bot.URL, "allowFrom": []string{"42"}},
-		"web":      map[string]any{"enabled": false},
-		"api":      map[string]any{"enabled": false},
+	return llm, long
+}
+
+// answering is a model that answers every question with prefix and the
+// question.
+func answering(t *testing.T, prefix string) *llmtest.Server {
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		return llmtest.Text(prefix + r.LastUserText())
 	})
+	return llm
+}
+
+// TestTelegramThroughTheFleet: a Telegram update goes through the real
+// gateway, worker and fake model, and the answer reaches the Bot API as
+// a reply to the asking message; a long answer is split.
+func TestTelegramThroughTheFleet(t *testing.T) {
+	const token = "123456:FLEET-test"
+	bot := telegramtest.New(t, token)
+	llm, _ := greeting(t, 280) // ~9000 chars
+	startChannel(t, llm, "telegram", map[string]any{"token": token, "apiBase": bot.URL, "allowFrom": []string{"42"}})
 	bot.Send(telegramtest.Message{UpdateID: 1, MessageID: 10, ChatID: 42, FromID: 42, Text: "Hello, I am Ada"})
 	c := bot.Next(t, 30*time.Second, "sendMessage")
 	if !strings.Contains(c.Fields["text"], "nice") || c.Fields["chat_id"] != "42" {
@@ -84,15 +110,8 @@ func TestTelegramThroughTheFleet(t *testing.T) {
 // real fleet and the answer is posted with chat.postMessage.
 func TestSlackThroughTheFleet(t *testing.T) {
 	sl := slacktest.New(t)
-	llm := llmtest.NewServer(t)
-	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
-		return llmtest.Text("slack answer to " + r.LastUserText())
-	})
-	startWithChannels(t, llm, map[string]any{
-		"slack": map[string]any{"enabled": true, "botToken": "xoxb-test", "appToken": "xapp-test", "apiUrl": sl.APIURL, "allowFrom": []string{"U1"}},
-		"web":   map[string]any{"enabled": false},
-		"api":   map[string]any{"enabled": false},
-	})
+	llm := answering(t, "slack answer to ")
+	startChannel(t, llm, "slack", map[string]any{"botToken": "xoxb-test", "appToken": "xapp-test", "apiUrl": sl.APIURL, "allowFrom": []string{"U1"}})
 	sl.WaitConnected(t, 30*time.Second)
 	sl.Send(t, "Ev1", slacktest.Message("U1", "D1", "im", "1700000000.000100", "hello from slack"))
 	c := sl.Next(t, 30*time.Second, "chat.postMessage")
@@ -107,19 +126,8 @@ func TestSlackThroughTheFleet(t *testing.T) {
 func TestDiscordThroughTheFleet(t *testing.T) {
 	const token = "FLEET.discord.token"
 	dc := discordtest.New(t, token)
-	llm := llmtest.NewServer(t)
-	long := strings.Repeat("A paragraph of the long answer.\n\n", 180) // ~5900 chars
-	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
-		if strings.Contains(r.LastUserText(), "long") {
-			return llmtest.Text(long)
-		}
-		return llmtest.Text("Hi Ada, **nice** to meet you.")
-	})
-	startWithChannels(t, llm, map[string]any{
-		"discord": map[string]any{"enabled": true, "token": token, "apiBase": dc.URL, "allowFrom": []string{"42"}},
-		"web":     map[string]any{"enabled": false},
-		"api":     map[string]any{"enabled": false},
-	})
+	llm, long := greeting(t, 180) // ~5900 chars
+	startChannel(t, llm, "discord", map[string]any{"token": token, "apiBase": dc.URL, "allowFrom": []string{"42"}})
 	dc.WaitConnected(t, 30*time.Second)
 	dc.Send(discordtest.Message{ID: "1001", ChannelID: "77", AuthorID: "42", Username: "ada", Content: "Hello, I am Ada"})
 	c := dc.Next(t, 30*time.Second, "POST /channels/{id}/messages")

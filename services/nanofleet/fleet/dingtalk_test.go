@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk/dingtalktest"
 )
 
@@ -13,16 +12,9 @@ import (
 // reaches the message's session webhook as markdown.
 func TestDingTalkThroughTheFleet(t *testing.T) {
 	dt := dingtalktest.New(t)
-	llm := llmtest.NewServer(t)
-	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
-		return llmtest.Text("dingtalk answer to " + r.LastUserText())
-	})
-	startWithChannels(t, llm, map[string]any{
-		"dingtalk": map[string]any{"enabled": true, "clientId": dingtalktest.ClientID, "clientSecret": dingtalktest.ClientSecret,
-			"apiUrl": dt.URL, "allowFrom": []string{"staff-ada"}},
-		"web": map[string]any{"enabled": false},
-		"api": map[string]any{"enabled": false},
-	})
+	llm := answering(t, "dingtalk answer to ")
+	startChannel(t, llm, "dingtalk", map[string]any{"clientId": dingtalktest.ClientID, "clientSecret": dingtalktest.ClientSecret,
+		"apiUrl": dt.URL, "allowFrom": []string{"staff-ada"}})
 	dt.WaitConnected(t, 30*time.Second)
 	dt.Send(t, dingtalktest.Message{MsgID: "msg-1", StaffID: "staff-ada", ConversationID: "cid-dm", Text: "hello from dingtalk"})
 	c := dt.Next(t, 30*time.Second, "webhook", "otosend")

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu/feishutest"
 )
 
@@ -16,16 +15,9 @@ import (
 // reaches the open API as a card replying to the asking message.
 func TestFeishuThroughTheFleet(t *testing.T) {
 	fs := feishutest.New(t)
-	llm := llmtest.NewServer(t)
-	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
-		return llmtest.Text("feishu answer to " + r.LastUserText())
-	})
-	startWithChannels(t, llm, map[string]any{
-		"feishu": map[string]any{"enabled": true, "appId": feishutest.AppID, "appSecret": feishutest.AppSecret,
-			"baseUrl": fs.URL, "allowFrom": []string{"ou_ada"}},
-		"web": map[string]any{"enabled": false},
-		"api": map[string]any{"enabled": false},
-	})
+	llm := answering(t, "feishu answer to ")
+	startChannel(t, llm, "feishu", map[string]any{"appId": feishutest.AppID, "appSecret": feishutest.AppSecret,
+		"baseUrl": fs.URL, "allowFrom": []string{"ou_ada"}})
 	fs.WaitConnected(t, 30*time.Second)
 	fs.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "hello from feishu"))
 	c := fs.Next(t, 30*time.Second, "reply")
@@ -45,19 +37,11 @@ func TestFeishuStreamsByUpdating(t *testing.T) {
 		t.Run("failing="+strconv.FormatBool(failing), func(t *testing.T) {
 			fs := feishutest.New(t)
 			if failing {
-				refusals := make([]feishutest.Failure, 100)
-				for i := range refusals {
-					refusals[i] = feishutest.Failure{Status: 400, Code: 230001, Msg: "card not updatable"}
-				}
-				fs.Fail("patch", refusals...)
+				fs.Fail("patch", refusals(feishutest.Failure{Status: 400, Code: 230001, Msg: "card not updatable"})...)
 			}
 			llm := newStreamingModel(t)
-			startWithChannels(t, llm.Server, map[string]any{
-				"feishu": map[string]any{"enabled": true, "appId": feishutest.AppID, "appSecret": feishutest.AppSecret,
-					"baseUrl": fs.URL, "allowFrom": []string{"ou_ada"}, "streaming": true, "streamEditInterval": editInterval.Seconds()},
-				"web": map[string]any{"enabled": false},
-				"api": map[string]any{"enabled": false},
-			})
+			startChannel(t, llm.Server, "feishu", map[string]any{"appId": feishutest.AppID, "appSecret": feishutest.AppSecret,
+				"baseUrl": fs.URL, "allowFrom": []string{"ou_ada"}, "streaming": true, "streamEditInterval": editInterval.Seconds()})
 			fs.WaitConnected(t, 30*time.Second)
 			fs.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "stream please"))
 			c := fs.Next(t, 30*time.Second, "reply")

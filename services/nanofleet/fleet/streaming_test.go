@@ -53,12 +53,8 @@ func TestDiscordStreamsByEditing(t *testing.T) {
 	const token = "FLEET.discord.stream"
 	dc := discordtest.New(t, token)
 	llm := newStreamingModel(t)
-	f := startWithChannels(t, llm.Server, map[string]any{
-		"discord": map[string]any{"enabled": true, "token": token, "apiBase": dc.URL, "allowFrom": []string{"*"},
-			"streaming": true, "streamEditInterval": editInterval.Seconds()},
-		"web": map[string]any{"enabled": false},
-		"api": map[string]any{"enabled": false},
-	})
+	f := startChannel(t, llm.Server, "discord", map[string]any{"token": token, "apiBase": dc.URL, "allowFrom": []string{"*"},
+		"streaming": true, "streamEditInterval": editInterval.Seconds()})
 	dc.WaitConnected(t, 30*time.Second)
 	dc.Send(discordtest.Message{ID: "1001", ChannelID: "77", AuthorID: "42", Content: "stream please"})
 
@@ -97,12 +93,8 @@ func TestDiscordStreamFallsBackWhenEditsFail(t *testing.T) {
 	dc := discordtest.New(t, token)
 	dc.FailAll("PATCH /channels/{id}/messages/{id}", discordtest.Failure{Status: 403, Code: 50005, Message: "Cannot edit a message authored by another user"})
 	llm := newStreamingModel(t)
-	startWithChannels(t, llm.Server, map[string]any{
-		"discord": map[string]any{"enabled": true, "token": token, "apiBase": dc.URL, "allowFrom": []string{"*"},
-			"streaming": true, "streamEditInterval": editInterval.Seconds()},
-		"web": map[string]any{"enabled": false},
-		"api": map[string]any{"enabled": false},
-	})
+	startChannel(t, llm.Server, "discord", map[string]any{"token": token, "apiBase": dc.URL, "allowFrom": []string{"*"},
+		"streaming": true, "streamEditInterval": editInterval.Seconds()})
 	dc.WaitConnected(t, 30*time.Second)
 	dc.Send(discordtest.Message{ID: "1001", ChannelID: "77", AuthorID: "42", Content: "stream please"})
 	for {
@@ -141,19 +133,11 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 				bot.Fail("editMessageText", telegramtest.TooManyRequests(1))
 			}
 			if failing {
-				fs := make([]telegramtest.Failure, 100)
-				for i := range fs {
-					fs[i] = telegramtest.Failure{Code: 400, Description: "Bad Request: message can't be edited"}
-				}
-				bot.Fail("editMessageText", fs...)
+				bot.Fail("editMessageText", refusals(telegramtest.Failure{Code: 400, Description: "Bad Request: message can't be edited"})...)
 			}
 			llm := newStreamingModel(t)
-			f := startWithChannels(t, llm.Server, map[string]any{
-				"telegram": map[string]any{"enabled": true, "token": token, "apiBase": bot.URL, "allowFrom": []string{"42"},
-					"streaming": true, "streamEditInterval": editInterval.Seconds()},
-				"web": map[string]any{"enabled": false},
-				"api": map[string]any{"enabled": false},
-			})
+			f := startChannel(t, llm.Server, "telegram", map[string]any{"token": token, "apiBase": bot.URL, "allowFrom": []string{"42"},
+				"streaming": true, "streamEditInterval": editInterval.Seconds()})
 			bot.Send(telegramtest.Message{UpdateID: 1, MessageID: 10, ChatID: 42, FromID: 42, Text: "stream please"})
 			c := bot.Next(t, 30*time.Second, "sendMessage")
 			if d := c.At.Sub(llm.firstChunk()); d > time.Second {
@@ -169,18 +153,8 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 				if bot.Text(partial) != "" {
 					t.Errorf("the partial message %d still shows %q", partial, bot.Text(partial))
 				}
-				quiet := time.After(time.Second)
-				for {
-					select {
-					case extra := <-bot.Calls():
-						if extra.Method == "sendMessage" {
-							t.Errorf("another message after the whole answer: %q", extra.Fields["text"])
-						}
-						continue
-					case <-quiet:
-					}
-					return
-				}
+				bot.None(t, time.Second, "sendMessage") // the whole answer once
+				return
 			}
 			last, edits, limitedAt := c.At, 0, time.Time{}
 			for bot.Text(c.MessageID) != streamedAnswer {
@@ -221,19 +195,11 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 		t.Run("failing="+strconv.FormatBool(failing), func(t *testing.T) {
 			sl := slacktest.New(t)
 			if failing {
-				fs := make([]slacktest.Failure, 100)
-				for i := range fs {
-					fs[i] = slacktest.Failure{Error: "cant_update_message"}
-				}
-				sl.Fail("chat.update", fs...)
+				sl.Fail("chat.update", refusals(slacktest.Failure{Error: "cant_update_message"})...)
 			}
 			llm := newStreamingModel(t)
-			startWithChannels(t, llm.Server, map[string]any{
-				"slack": map[string]any{"enabled": true, "botToken": "xoxb-test", "appToken": "xapp-test", "apiUrl": sl.APIURL,
-					"allowFrom": []string{"U1"}, "streaming": true, "streamEditInterval": editInterval.Seconds()},
-				"web": map[string]any{"enabled": false},
-				"api": map[string]any{"enabled": false},
-			})
+			startChannel(t, llm.Server, "slack", map[string]any{"botToken": "xoxb-test", "appToken": "xapp-test", "apiUrl": sl.APIURL,
+				"allowFrom": []string{"U1"}, "streaming": true, "streamEditInterval": editInterval.Seconds()})
 			sl.WaitConnected(t, 30*time.Second)
 			sl.Send(t, "Ev1", slacktest.Message("U1", "D1", "im", "1700000000.000100", "stream please"))
 			c := sl.Next(t, 30*time.Second, "chat.postMessage")
@@ -248,18 +214,8 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 				if sl.Text(partial) != "" {
 					t.Errorf("the partial message %s still shows %q", partial, sl.Text(partial))
 				}
-				quiet := time.After(time.Second)
-				for {
-					select {
-					case extra := <-sl.Calls():
-						if extra.Method == "chat.postMessage" {
-							t.Errorf("another message after the whole answer: %q", extra.Fields["text"])
-						}
-						continue
-					case <-quiet:
-					}
-					return
-				}
+				sl.None(t, time.Second, "chat.postMessage") // the whole answer once
+				return
 			}
 			last, edits := c.At, 0
 			for sl.Text(c.TS) != streamedAnswer {
@@ -278,6 +234,16 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refusals is f a hundred times over, for a fake to refuse every edit of
+// an answer.
+func refusals[F any](f F) []F {
+	fs := make([]F, 100)
+	for i := range fs {
+		fs[i] = f
+	}
+	return fs
 }
 
 // waitDelivered waits until the gateway has delivered a reply (it records

@@ -41,6 +41,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -457,6 +458,19 @@ func (s *Streams) finalEdit(ctx context.Context, st *stream, msg *nanofleetv1.Ou
 		st.mu.Unlock()
 	}
 	return false
+}
+
+// Start is where delivering the pieces (n of them) of msg starts: after
+// those tr counts as sent, or after the first when none was and the
+// streamed message became it (see Finish), which tr then counts. A nil s
+// streams nothing.
+func (s *Streams) Start(ctx context.Context, msg *nanofleetv1.OutboundMessage, n int, tr *parts.Tracker) int {
+	start := tr.Sent(msg.GetId())
+	if s != nil && start == 0 && msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && n > 0 && s.Finish(ctx, msg) {
+		start = 1
+		tr.Mark(msg.GetId(), 1)
+	}
+	return start
 }
 
 // Finish reports whether the first piece of msg, a final answer, was

@@ -179,7 +179,7 @@ func (l *Link) Write(t testing.TB, typ websocket.MessageType, data []byte) {
 	if c == nil {
 		t.Fatal("the event connection closed before the write")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if err := c.Write(ctx, typ, data); err != nil {
 		t.Fatalf("write on the event connection: %v", err)

@@ -30,6 +30,21 @@ type Build func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gatew
 // within StopTimeout.
 func Run(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) (stop func()) {
 	t.Helper()
+	return Start(t, b, log, build).Stop
+}
+
+// Gateway is a gateway running in a test.
+type Gateway struct {
+	t    testing.TB
+	b    *bus.Bus
+	stop context.CancelFunc
+	done chan error
+	once sync.Once
+}
+
+// Start is Run returning the gateway, which can also be killed.
+func Start(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) *Gateway {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	gate, err := access.Open(ctx, b, log)
 	if err != nil {
@@ -48,24 +63,37 @@ func Run(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) (stop func()) 
 		cancel()
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("gateway: %v", err)
-				}
-			case <-time.After(StopTimeout):
-				t.Error("gateway did not stop")
+	gw := &Gateway{t: t, b: b, stop: cancel, done: make(chan error, 1)}
+	go func() { gw.done <- g.Run(ctx) }()
+	t.Cleanup(gw.Stop)
+	return gw
+}
+
+// Stop stops the gateway and reports an error its Run returned or a
+// gateway that did not stop within StopTimeout. Stopping again does
+// nothing.
+func (g *Gateway) Stop() { g.end(false) }
+
+// Kill closes the gateway's bus connection before stopping it, so that
+// it cannot release what it holds (its leases), as when its process dies;
+// the error its Run returns then is not reported.
+func (g *Gateway) Kill() { g.end(true) }
+
+func (g *Gateway) end(kill bool) {
+	g.once.Do(func() {
+		if kill {
+			g.b.NC.Close()
+		}
+		g.stop()
+		select {
+		case err := <-g.done:
+			if err != nil && !kill {
+				g.t.Errorf("gateway: %v", err)
 			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+		case <-time.After(StopTimeout):
+			g.t.Error("gateway did not stop")
+		}
+	})
 }
 
 // Logs collects log output, safe for the gateway's goroutines; the zero

@@ -81,7 +81,9 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 	}
 	channel, _, _ := strings.Cut(key, "-")
 	waiting := false
-	pause := time.Second
+	// Connections that end soon after they were made are made again by a
+	// backoff from a second to 30 s; one that lasted starts it again.
+	backoff, short := bus.Backoff{Min: time.Second, Max: 30 * time.Second}, 0
 	for ctx.Err() == nil {
 		l, err := table.Acquire(ctx, key, owner)
 		if errors.Is(err, lease.ErrHeld) {
@@ -92,12 +94,12 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 			}
 			// Asked often, so that the takeover follows the lease's
 			// expiry closely: within the TTL of the holder's death.
-			sleep(ctx, ttl/10)
+			_ = bus.Sleep(ctx, ttl/10) // the loop checks ctx
 			continue
 		}
 		if err != nil {
 			log.Warn("connection lease", "err", err)
-			sleep(ctx, time.Second)
+			_ = bus.Sleep(ctx, time.Second) // the loop checks ctx
 			continue
 		}
 		waiting = false
@@ -105,18 +107,19 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 		ended := board.Holding(ctx, log, channel, owner, key, o.account)
 		start := time.Now()
 		err = holding(ctx, l, ttl, log, work, ended)
-		if err != nil && ctx.Err() == nil {
-			var fatal *Fatal
-			if errors.As(err, &fatal) {
-				return err
-			}
-			log.Warn("connection ended, reconnecting", "err", err, "in", pause)
+		var fatal *Fatal
+		if errors.As(err, &fatal) && ctx.Err() == nil {
+			return err
 		}
 		if time.Since(start) > time.Minute {
-			pause = time.Second
+			short = 0
 		}
-		sleep(ctx, pause)
-		pause = min(2*pause, 30*time.Second)
+		pause := backoff.Wait(short)
+		short++
+		if err != nil && ctx.Err() == nil {
+			log.Warn("connection ended, reconnecting", "err", err, "in", pause)
+		}
+		_ = bus.Sleep(ctx, pause) // the loop checks ctx
 	}
 	return nil
 }
@@ -168,13 +171,4 @@ func holding(ctx context.Context, l *lease.Lease, ttl time.Duration, log *slog.L
 func ownerName() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:6])
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -1,7 +1,6 @@
 package media_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -12,7 +11,7 @@ import (
 
 func TestPut(t *testing.T) {
 	b := bustest.StartJetStream(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	obj, err := b.Blobs(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -51,6 +51,21 @@ func (t *Tracker) Mark(id string, n int) {
 	}
 }
 
+// Send calls send(i) for the pieces of id from start to n-1, in order,
+// recording how many were sent, so that a retried delivery continues
+// after the last one sent (start is usually Sent(id)); it returns send's
+// first error.
+func (t *Tracker) Send(id string, start, n int, send func(i int) error) error {
+	for i := start; i < n; i++ {
+		if err := send(i); err != nil {
+			t.Mark(id, i)
+			return err
+		}
+	}
+	t.Mark(id, n)
+	return nil
+}
+
 // Done forgets id once it was delivered or given up.
 func (t *Tracker) Done(id string) {
 	t.mu.Lock()

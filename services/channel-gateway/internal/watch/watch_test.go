@@ -16,7 +16,7 @@ import (
 
 func TestWatcherMergesRepliesAndLive(t *testing.T) {
 	b := bustest.StartJetStream(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	publish := func(live bool, content string) {
 		t.Helper()
 		kind := nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL

@@ -125,6 +125,12 @@ func (s *Server) Next(t testing.TB, timeout time.Duration, methods ...string) Ca
 	return s.calls.Next(t, timeout, methods...)
 }
 
+// None reports an error for every call of one of methods during d.
+func (s *Server) None(t testing.TB, d time.Duration, methods ...string) {
+	t.Helper()
+	s.calls.None(t, d, methods...)
+}
+
 // WaitConnected waits until a Socket Mode client is connected.
 func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
 	t.Helper()
@@ -164,7 +170,7 @@ func (s *Server) Raw(t testing.TB, frame string) {
 	s.mu.Lock()
 	c := s.conn
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if err := c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
 		t.Fatalf("slacktest: write: %v", err)

@@ -111,6 +111,12 @@ func (s *Server) Next(t testing.TB, timeout time.Duration, methods ...string) Ca
 	return s.calls.Next(t, timeout, methods...)
 }
 
+// None reports an error for every call of one of methods during d.
+func (s *Server) None(t testing.TB, d time.Duration, methods ...string) {
+	t.Helper()
+	s.calls.None(t, d, methods...)
+}
+
 // Fail makes the next calls of method fail as given, in order.
 func (s *Server) Fail(method string, f ...Failure) { s.fail.Add(method, f...) }
 

@@ -1,0 +1,57 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
+)
+
+func TestUntil(t *testing.T) {
+	errDown := errors.New("platform down")
+	errToken := errors.New("token rejected")
+	tests := []struct {
+		name    string
+		results []error // what f returns at each call; nil once it answers
+		cancel  bool    // ctx ends at the first failure
+		want    error
+		calls   int
+		logged  int
+	}{
+		{"answers at once", []error{nil}, false, nil, 1, 0},
+		{"answers after failures", []error{errDown, errDown, nil}, false, nil, 3, 2},
+		{"final error ends the calls", []error{errDown, retry.Final(errToken)}, false, errToken, 2, 1},
+		{"ctx ends", []error{errDown}, true, context.Canceled, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &gatewaytest.Logs{}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			calls := 0
+			err := retry.Until(ctx, slog.New(slog.NewTextHandler(logs, nil)), "call failed", func(context.Context) error {
+				err := tt.results[calls]
+				calls++
+				if tt.cancel {
+					cancel()
+				}
+				return err
+			})
+			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Errorf("Until = %v, want %v", err, tt.want)
+			}
+			if calls != tt.calls {
+				t.Errorf("%d calls, want %d", calls, tt.calls)
+			}
+			if n := logs.Count("call failed"); n != tt.logged {
+				t.Errorf("%d failures logged, want %d:\n%s", n, tt.logged, logs)
+			}
+			if tt.want == errToken && err != errToken {
+				t.Errorf("Until = %q, want the error as it was before Final", err)
+			}
+		})
+	}
+}
