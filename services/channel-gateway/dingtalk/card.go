@@ -56,3 +56,7 @@ func (c cards) Edit(ctx context.Context, _ *nanofleetv1.OutboundMessage, id, md 
 	var out struct{}
 	return c.a.callMethod(ctx, http.MethodPut, "/v1.0/card/streaming", body, &out)
 }
+
+// FinalEditRequired: a card not finalized keeps showing that the answer
+// is still being written, even when its text is whole.
+func (cards) FinalEditRequired() bool { return true }

@@ -415,7 +415,7 @@ func (s *Streams) final(ctx context.Context, msg *nanofleetv1.OutboundMessage) {
 	ok := false
 	if pieces := markup.Split(msg.GetContent(), s.cfg.Limit); msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && id != "" && !failed {
 		switch {
-		case pieces[0] == shown:
+		case pieces[0] == shown && !mustFinalize(s.p):
 			ok = true // already on screen; some platforms refuse a no-op edit
 		default:
 			ok = s.finalEdit(ctx, st, msg, id, pieces[0])
@@ -437,6 +437,18 @@ func (s *Streams) final(ctx context.Context, msg *nanofleetv1.OutboundMessage) {
 	if _, err := s.kv.Put(context.WithoutCancel(ctx), k, data); err != nil {
 		s.log.Warn("record the end of a stream", "key", k, "err", err)
 	}
+}
+
+// Finalizer is a [Platform] whose streamed message stays open until the
+// final edit (DingTalk's AI card shows "generating" until finalized), so
+// that edit is made even when the whole answer is already shown.
+type Finalizer interface {
+	FinalEditRequired() bool
+}
+
+func mustFinalize(p Platform) bool {
+	f, ok := p.(Finalizer)
+	return ok && f.FinalEditRequired()
 }
 
 // finalEdit edits the final answer's first piece in, waiting out rate
