@@ -197,9 +197,8 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 	local = append(local, jb.tools...)
 	w, err := worker.New(ctx, cfg, worker.Deps{
 		Bus: b, Model: model, Tools: o.Tools, Profiles: profiles, Memory: mem,
-		Local: local, Commands: commands, Log: o.Log.With("worker", o.ID),
-		Observer: observer(o.Metrics),
-	})
+		Local: local, Commands: commands, Observer: observer(o.Metrics),
+	}, worker.WithLogger(o.Log.With("worker", o.ID)))
 	if err != nil {
 		profiles.Stop()
 		return nil, err
@@ -215,7 +214,7 @@ func openMemory(ctx context.Context, b *bus.Bus, file *config.File, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	return memory.New(ctx, b, mcfg, log)
+	return memory.New(ctx, mcfg, b, memory.WithLogger(log))
 }
 
 func observer(m *observe.Metrics) worker.Observer {

@@ -61,7 +61,7 @@ func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.
 	})
 	model := memtest.Model(t, srv)
 	log := memtest.Logger(t)
-	mem, err := memory.New(ctx, b, memory.Config{Scope: scope}, log)
+	mem, err := memory.New(ctx, memory.Config{Scope: scope}, b, memory.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

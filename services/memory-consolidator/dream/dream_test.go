@@ -137,7 +137,7 @@ func TestDreamRunsOnScheduleAndRestores(t *testing.T) {
 	}
 
 	// /dream-log lists it, /dream-restore undoes it.
-	st, err := memory.New(ctx, b, memory.Config{}, slog.New(slog.DiscardHandler))
+	st, err := memory.New(ctx, memory.Config{}, b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func (r *driver) baseline(ctx context.Context, sc scenario, fleetRes Result) (*B
 	if err != nil {
 		return nil, err
 	}
-	loop, err := agent.New(client, wcfg.Loop, r.fleetLog)
+	loop, err := agent.New(wcfg.Loop, client, agent.WithLogger(r.fleetLog))
 	if err != nil {
 		return nil, err
 	}

@@ -184,8 +184,8 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	// A full disk makes the server leave the publishes it cannot write
 	// unanswered, and the streams that failed a write keep failing once
 	// space is back until JetStream reopens them.
-	g, err := storeguard.New(storeguard.Config{Dir: ec.StoreDir, MinFree: o.StoreMinFree, Usage: e.StoreUsage}, o.Log, f.Registry,
-		func(context.Context) error { return e.RestartJetStream() })
+	g, err := storeguard.New(storeguard.Config{Dir: ec.StoreDir, MinFree: o.StoreMinFree, Usage: e.StoreUsage}, f.Registry,
+		func(context.Context) error { return e.RestartJetStream() }, storeguard.WithLogger(o.Log))
 	if err != nil {
 		return err
 	}
