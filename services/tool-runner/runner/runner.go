@@ -77,8 +77,14 @@ type Runner struct {
 // Option changes a Runner.
 type Option func(*Runner)
 
-// WithLogger sets the logger.
-func WithLogger(l *slog.Logger) Option { return func(r *Runner) { r.log = l } }
+// WithLogger sets the runner's logger; the default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(r *Runner) {
+		if l != nil {
+			r.log = l
+		}
+	}
+}
 
 // WithTools serves extra tools besides the built-in ones.
 func WithTools(ts ...tools.Tool) Option { return func(r *Runner) { r.extra = append(r.extra, ts...) } }
@@ -105,14 +111,12 @@ func New(cfg Config, b *bus.Bus, opts ...Option) (*Runner, error) {
 	}
 	r := &Runner{cfg: cfg, bus: b, id: nuid.Next(), sem: make(chan struct{}, cfg.Runner.MaxConcurrent),
 		quota: quota.NewMeter(quota.Limits{Bytes: cfg.Workspace.QuotaBytes, Files: cfg.Workspace.QuotaFiles}, quotaTTL)}
+	r.log = slog.New(slog.DiscardHandler)
 	for _, o := range opts {
 		o(r)
 	}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
-	}
 	r.log = r.log.With("component", "tool-runner", "runner", r.id)
-	ex, err := sandbox.NewExecutor(cfg.Exec.Config, r.log, r.exOpts...)
+	ex, err := sandbox.NewExecutor(cfg.Exec.Config, append([]sandbox.ExecutorOption{sandbox.WithLogger(r.log)}, r.exOpts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +124,8 @@ func New(cfg Config, b *bus.Bus, opts ...Option) (*Runner, error) {
 	if len(cfg.MCPServers) > 0 {
 		r.mcp, err = mcp.New(mcp.Options{
 			Servers: cfg.MCPServers, Sandbox: cfg.Exec.Config, Probe: ex.Probe,
-			DataDir: filepath.Clean(cfg.Workspace.Root) + "-mcp", Log: r.log,
-		}, r.mcpOpts...)
+			DataDir: filepath.Clean(cfg.Workspace.Root) + "-mcp",
+		}, append([]mcp.Option{mcp.WithLogger(r.log)}, r.mcpOpts...)...)
 		if err != nil {
 			return nil, err
 		}
