@@ -49,13 +49,7 @@ type Store struct {
 type Option func(*Store)
 
 // WithLogger sets the store's logger; the default discards.
-func WithLogger(l *slog.Logger) Option {
-	return func(s *Store) {
-		if l != nil {
-			s.log = l
-		}
-	}
-}
+func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
 
 // New returns the memory of the fleet b belongs to; the bus layout and
 // [Assets] must have been provisioned.

@@ -90,13 +90,7 @@ type Guard struct {
 type Option func(*Guard)
 
 // WithLogger sets the guard's logger; the default discards.
-func WithLogger(l *slog.Logger) Option {
-	return func(g *Guard) {
-		if l != nil {
-			g.log = l
-		}
-	}
-}
+func WithLogger(l *slog.Logger) Option { return func(g *Guard) { g.log = l } }
 
 // New returns a guard for cfg whose metrics are registered on reg.
 // onRecover, when not nil, runs once space is back; until it succeeds the

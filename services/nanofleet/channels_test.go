@@ -126,11 +126,11 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	}
 	var wcfg whatsapp.Config
 	wcfg.Enabled, wcfg.AllowFrom = true, []string{"*"}
-	wa, err := whatsapp.New(gctx, wcfg, whatsapp.Deps{Bus: b, Gate: gate, Log: log, Dial: phone.Dial})
+	wa, err := whatsapp.New(gctx, wcfg, whatsapp.Deps{Bus: b, Gate: gate}, whatsapp.WithLogger(log), whatsapp.WithDialer(phone.Dial))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gateway.New(b, gateway.DefaultConfig(), log, wa)
+	g, err := gateway.New(gateway.DefaultConfig(), b, []gateway.Adapter{wa}, gateway.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,13 +96,7 @@ type Loop struct {
 type Option func(*Loop)
 
 // WithLogger sets the loop's logger; the default discards.
-func WithLogger(l *slog.Logger) Option {
-	return func(lp *Loop) {
-		if l != nil {
-			lp.log = l
-		}
-	}
-}
+func WithLogger(l *slog.Logger) Option { return func(lp *Loop) { lp.log = l } }
 
 // New returns a loop calling model.
 func New(cfg Config, model llm.Client, opts ...Option) (*Loop, error) {

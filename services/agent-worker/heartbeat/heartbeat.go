@@ -95,13 +95,7 @@ type Service struct {
 type Option func(*Service)
 
 // WithLogger sets the heartbeat's logger; the default discards.
-func WithLogger(l *slog.Logger) Option {
-	return func(s *Service) {
-		if l != nil {
-			s.log = l
-		}
-	}
-}
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
 // New returns the heartbeat of cfg.Agent.
 func New(ctx context.Context, cfg Config, b *bus.Bus, sched *schedule.Scheduler, profiles *profile.Cache, opts ...Option) (*Service, error) {

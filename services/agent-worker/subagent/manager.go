@@ -49,13 +49,7 @@ type Manager struct {
 type Option func(*Manager)
 
 // WithLogger sets the manager's logger; the default discards.
-func WithLogger(l *slog.Logger) Option {
-	return func(m *Manager) {
-		if l != nil {
-			m.log = l
-		}
-	}
-}
+func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.log = l } }
 
 // New opens the bucket and streams; [Assets] must have been provisioned.
 func New(ctx context.Context, cfg Config, b *bus.Bus, opts ...Option) (*Manager, error) {

@@ -85,13 +85,7 @@ type Worker struct {
 type Option func(*Worker)
 
 // WithLogger sets the worker's logger; the default discards.
-func WithLogger(l *slog.Logger) Option {
-	return func(w *Worker) {
-		if l != nil {
-			w.log = l
-		}
-	}
-}
+func WithLogger(l *slog.Logger) Option { return func(w *Worker) { w.log = l } }
 
 // New prepares a worker: it opens the stores and creates or updates the
 // shared consumer. The fleet's layout must be provisioned.

@@ -54,7 +54,6 @@ type Deps struct {
 	// Bus is the fleet's connection; the layout and [Assets] must be
 	// provisioned.
 	Bus *bus.Bus
-	Log *slog.Logger
 	// Listen is the address the returned handler will be served on, for
 	// the login link the web chat prints (e.g. ":8080").
 	Listen string
@@ -69,27 +68,39 @@ type Deps struct {
 	MaxContentBytes int
 }
 
+// Option changes an optional setting of [Build].
+type Option func(*options)
+
+type options struct{ log *slog.Logger }
+
+// WithLogger sets the logger the channels log to; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
 // Build constructs the enabled channels: the adapters to pass to
 // [gateway.New], and the handler to serve on the gateway's HTTP listener
 // (nil when no enabled channel needs HTTP). It logs the web chat's login
 // link and the API's base URL.
-func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.Handler, error) {
+func Build(ctx context.Context, cfg Config, deps Deps, opts ...Option) ([]gateway.Adapter, http.Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	log := deps.Log
+	o := options{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	log := o.log
 	progress, hints := channelconfig.On(cfg.SendProgress, true), channelconfig.On(cfg.SendToolHints, false)
 	gate, err := access.Open(ctx, deps.Bus, log.With("component", "access"))
 	if err != nil {
 		return nil, nil, err
 	}
-	ad := adapterdeps.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints}
+	ad := adapterdeps.Deps{Bus: deps.Bus, Gate: gate, SendProgress: progress, SendToolHints: hints}
 	var adapters []gateway.Adapter
 	mux := http.NewServeMux()
 	serving := false
 
 	if c := cfg.Telegram; c.Enabled {
-		a, err := telegram.New(ctx, c, ad)
+		a, err := telegram.New(ctx, c, ad, telegram.WithLogger(log))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -100,21 +111,21 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 	}
 	if c := cfg.Slack; c.Enabled {
-		a, err := slack.New(ctx, c, ad)
+		a, err := slack.New(ctx, c, ad, slack.WithLogger(log))
 		if err != nil {
 			return nil, nil, err
 		}
 		adapters = append(adapters, a)
 	}
 	if c := cfg.Discord; c.Enabled {
-		a, err := discord.New(ctx, c, ad)
+		a, err := discord.New(ctx, c, ad, discord.WithLogger(log))
 		if err != nil {
 			return nil, nil, err
 		}
 		adapters = append(adapters, a)
 	}
 	if c := cfg.Feishu; c.Enabled {
-		a, err := feishu.New(ctx, c, ad)
+		a, err := feishu.New(ctx, c, ad, feishu.WithLogger(log))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -125,14 +136,14 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 	}
 	if c := cfg.DingTalk; c.Enabled {
-		a, err := dingtalk.New(ctx, c, ad)
+		a, err := dingtalk.New(ctx, c, ad, dingtalk.WithLogger(log))
 		if err != nil {
 			return nil, nil, err
 		}
 		adapters = append(adapters, a)
 	}
 	if c := cfg.WhatsApp; c.Enabled {
-		a, err := whatsapp.New(ctx, c, whatsapp.Deps{Bus: ad.Bus, Gate: ad.Gate, Log: ad.Log, SendProgress: ad.SendProgress, SendToolHints: ad.SendToolHints})
+		a, err := whatsapp.New(ctx, c, ad, whatsapp.WithLogger(log))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -155,7 +166,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 	if deps.MaxContentBytes > 0 {
 		gcfg.MaxContentBytes = deps.MaxContentBytes
 	}
-	inbox, err := gateway.New(deps.Bus, gcfg, log)
+	inbox, err := gateway.New(gcfg, deps.Bus, nil, gateway.WithLogger(log))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,7 +187,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 		// The page folds hints away, so it shows them unless told otherwise.
 		webHints := channelconfig.On(cfg.SendToolHints, true)
-		w, err := webchat.New(ctx, c, webchat.Deps{Bus: deps.Bus, Inbox: inbox, Sessions: store, Log: log, SendProgress: progress, SendToolHints: webHints})
+		w, err := webchat.New(ctx, c, webchat.Deps{Bus: deps.Bus, Inbox: inbox, Sessions: store, SendProgress: progress, SendToolHints: webHints}, webchat.WithLogger(log))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -184,7 +195,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		board.Serving(ctx, log, "web", webchat.BaseURL(c.PublicURL, deps.Listen))
 		log.Info("web chat ready: open this link to log in", "url", w.LoginURL(deps.Listen))
 		// The fleet dashboard shares the web chat's login.
-		dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{Bus: deps.Bus, Gate: w, Log: log.With("component", "dashboard")})
+		dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{Bus: deps.Bus, Gate: w}, dashboard.WithLogger(log.With("component", "dashboard")))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -202,7 +213,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 				return nil, nil, err
 			}
 		}
-		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Log: log, Storage: deps.Storage})
+		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Storage: deps.Storage}, openaiapi.WithLogger(log))
 		if err != nil {
 			return nil, nil, err
 		}

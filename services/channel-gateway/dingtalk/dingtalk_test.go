@@ -64,7 +64,7 @@ func (h *harness) gateway(t *testing.T, cfg dingtalk.Config) (stop func()) {
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Enabled, cfg.ClientID, cfg.ClientSecret, cfg.APIURL = true, dingtalktest.ClientID, dingtalktest.ClientSecret, h.fake.URL
 	return gatewaytest.Run(t, h.bus, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		return dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: h.bus, Gate: gate, Log: log})
+		return dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: h.bus, Gate: gate}, dingtalk.WithLogger(log))
 	})
 }
 
@@ -444,7 +444,7 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := dingtalk.Config{Common: channelconfig.Common{Enabled: true}, ClientID: dingtalktest.ClientID, ClientSecret: "wrong", APIURL: fake.URL}
-	a, err := dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate, Log: log})
+	a, err := dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate}, dingtalk.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *discordtest.Server, cfg discord.
 	t.Helper()
 	cfg.Enabled, cfg.Token, cfg.APIBase = true, token, fake.URL
 	return gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		return discord.New(ctx, cfg, discord.Deps{Bus: b, Gate: gate, Log: log}, discord.WithTyping(time.Second, 5*time.Second))
+		return discord.New(ctx, cfg, discord.Deps{Bus: b, Gate: gate}, discord.WithLogger(log), discord.WithTyping(time.Second, 5*time.Second))
 	})
 }
 
@@ -501,11 +501,11 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := discord.New(t.Context(), discord.Config{Common: channelconfig.Common{Enabled: true}, Token: tt.token, APIBase: fake.URL}, discord.Deps{Bus: b, Gate: gate, Log: log})
+			a, err := discord.New(t.Context(), discord.Config{Common: channelconfig.Common{Enabled: true}, Token: tt.token, APIBase: fake.URL}, discord.Deps{Bus: b, Gate: gate}, discord.WithLogger(log))
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, err := gateway.New(b, gateway.DefaultConfig(), log, a)
+			g, err := gateway.New(gateway.DefaultConfig(), b, []gateway.Adapter{a}, gateway.WithLogger(log))
 			if err != nil {
 				t.Fatal(err)
 			}

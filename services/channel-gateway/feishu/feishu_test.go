@@ -70,7 +70,7 @@ func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, s
 	cfg.Enabled, cfg.AppID, cfg.AppSecret, cfg.BaseURL = true, feishutest.AppID, feishutest.AppSecret, h.fake.URL
 	stop = gatewaytest.Run(t, h.bus, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
 		var err error
-		a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: h.bus, Gate: gate, Log: log})
+		a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: h.bus, Gate: gate}, feishu.WithLogger(log))
 		return a, err
 	})
 	return a, stop
@@ -527,7 +527,7 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	// An app id of its own: the SDK caches tenant tokens process-wide by
 	// app id, and other tests got one for feishutest.AppID.
 	cfg := feishu.Config{Common: channelconfig.Common{Enabled: true}, AppID: "cli_rejected", AppSecret: "wrong", BaseURL: fake.URL}
-	a, err := feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate, Log: log})
+	a, err := feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate}, feishu.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,13 +67,13 @@ func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gatewa
 	}
 	gcfg := gateway.DefaultConfig()
 	gcfg.MaxContentBytes = gateway.ContentLimit(file.Agents.Defaults.ContextWindowTokens)
-	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: ln.Addr().String(), Announce: o.Announce,
-		Storage: o.Storage, MaxContentBytes: gcfg.MaxContentBytes})
+	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Listen: ln.Addr().String(), Announce: o.Announce,
+		Storage: o.Storage, MaxContentBytes: gcfg.MaxContentBytes}, channels.WithLogger(o.Log))
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	g, err := gateway.New(b, gcfg, o.Log, adapters...)
+	g, err := gateway.New(gcfg, b, adapters, gateway.WithLogger(o.Log))
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func start(t *testing.T, cfg slack.Config, script workertest.Script, opts ...wor
 	h.worker = workertest.Start(t, h.bus, script, opts...)
 	cfg.Enabled, cfg.BotToken, cfg.AppToken, cfg.APIURL = true, "xoxb-test", "xapp-test", h.fake.APIURL
 	gatewaytest.Run(t, h.bus, slog.New(slog.DiscardHandler), func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		return slack.New(ctx, cfg, slack.Deps{Bus: h.bus, Gate: gate, Log: log})
+		return slack.New(ctx, cfg, slack.Deps{Bus: h.bus, Gate: gate}, slack.WithLogger(log))
 	})
 	h.fake.WaitConnected(t, wait)
 	return h

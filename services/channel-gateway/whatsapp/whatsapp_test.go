@@ -78,13 +78,13 @@ func (h *harness) gatewayOn(t *testing.T, b *bus.Bus, cfg whatsapp.Config) (stop
 		t.Fatal(err)
 	}
 	cfg.Enabled = true
-	a, err = whatsapp.New(ctx, cfg, whatsapp.Deps{Bus: b, Gate: gate, Log: log, Dial: h.fake.Dial})
+	a, err = whatsapp.New(ctx, cfg, whatsapp.Deps{Bus: b, Gate: gate}, whatsapp.WithLogger(log), whatsapp.WithDialer(h.fake.Dial))
 	if err != nil {
 		t.Fatal(err)
 	}
 	gcfg := gateway.DefaultConfig()
 	gcfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(b, gcfg, log, a)
+	g, err := gateway.New(gcfg, b, []gateway.Adapter{a}, gateway.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

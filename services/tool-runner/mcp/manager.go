@@ -71,13 +71,7 @@ type Option func(*Manager)
 
 // WithLogger sets the logger of warnings about servers and their stderr
 // (debug); the default discards.
-func WithLogger(l *slog.Logger) Option {
-	return func(m *Manager) {
-		if l != nil {
-			m.log = l
-		}
-	}
-}
+func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.log = l } }
 
 // WithConnectTimeout sets how long a server gets to start and answer the
 // handshake and listings (default [DefaultConnectTimeout]).

@@ -78,13 +78,7 @@ type Runner struct {
 type Option func(*Runner)
 
 // WithLogger sets the runner's logger; the default discards.
-func WithLogger(l *slog.Logger) Option {
-	return func(r *Runner) {
-		if l != nil {
-			r.log = l
-		}
-	}
-}
+func WithLogger(l *slog.Logger) Option { return func(r *Runner) { r.log = l } }
 
 // WithTools serves extra tools besides the built-in ones.
 func WithTools(ts ...tools.Tool) Option { return func(r *Runner) { r.extra = append(r.extra, ts...) } }

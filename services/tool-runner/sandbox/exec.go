@@ -126,13 +126,7 @@ func WithLookupEnv(f func(string) (string, bool)) ExecutorOption {
 }
 
 // WithLogger sets the executor's logger; the default discards.
-func WithLogger(l *slog.Logger) ExecutorOption {
-	return func(e *Executor) {
-		if l != nil {
-			e.log = l
-		}
-	}
-}
+func WithLogger(l *slog.Logger) ExecutorOption { return func(e *Executor) { e.log = l } }
 
 // NewExecutor validates cfg and returns an Executor. It does not probe;
 // the first [Executor.Run] or an explicit [Executor.Probe] does.

@@ -43,7 +43,7 @@ func Run(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) (stop func()) 
 	}
 	cfg := gateway.DefaultConfig()
 	cfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(b, cfg, log, a)
+	g, err := gateway.New(cfg, b, []gateway.Adapter{a}, gateway.WithLogger(log))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
