@@ -122,7 +122,6 @@ func (c Config) Pattern() string {
 type Deps struct {
 	Bus   *bus.Bus
 	Model llm.Client
-	Log   *slog.Logger
 	// Ran, when set, is told of every run with the revisions it stored.
 	Ran func(revisions []uint64, err error)
 }
@@ -140,18 +139,28 @@ type Job struct {
 	leases  *held.Leases
 	cons    jetstream.Consumer
 	stream  jetstream.Stream
+	log     *slog.Logger
 }
+
+// Option changes an optional setting of [New].
+type Option func(*Job)
+
+// WithLogger sets Dream's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(j *Job) { j.log = l } }
 
 // New prepares Dream: it opens the stores and creates or updates the
 // durable consumer of the fires. memory.Provision must have run.
-func New(ctx context.Context, cfg Config, d Deps) (*Job, error) {
+func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Job, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if d.Bus == nil || d.Model == nil || d.Log == nil {
-		return nil, errors.New("dream: Bus, Model and Log are required")
+	if d.Bus == nil || d.Model == nil {
+		return nil, errors.New("dream: Bus and Model are required")
 	}
-	j := &Job{cfg: cfg, d: d, names: memory.NamesOf(d.Bus.Space), hist: memory.OpenLog(d.Bus)}
+	j := &Job{cfg: cfg, d: d, names: memory.NamesOf(d.Bus.Space), hist: memory.OpenLog(d.Bus), log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(j)
+	}
 	var err error
 	if j.docs, err = memory.OpenDocs(ctx, d.Bus); err != nil {
 		return nil, err
@@ -212,7 +221,7 @@ func (j *Job) Schedule(ctx context.Context) error {
 	if _, err := j.d.Bus.JS.PublishMsg(ctx, m); err != nil {
 		return fmt.Errorf("dream: publish schedule %q: %w", j.cfg.Pattern(), err)
 	}
-	j.d.Log.Info("dream scheduled", "agent", j.cfg.Agent, "schedule", j.cfg.Pattern(), "timezone", j.cfg.TimeZone)
+	j.log.Info("dream scheduled", "agent", j.cfg.Agent, "schedule", j.cfg.Pattern(), "timezone", j.cfg.TimeZone)
 	return nil
 }
 
@@ -222,7 +231,7 @@ func (j *Job) Run(ctx context.Context) error {
 	// A cluster electing leaders delays the schedule; it does not stop
 	// the service.
 	err := bus.Retry(ctx, bus.Backoff{}, j.Schedule, func(err error, wait time.Duration) {
-		j.d.Log.Warn("dream schedule: nats not ready; retrying", "err", err, "retry_in", wait)
+		j.log.Warn("dream schedule: nats not ready; retrying", "err", err, "retry_in", wait)
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -234,7 +243,7 @@ func (j *Job) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if time.Since(lastCheck) > time.Minute {
 			if err := j.Schedule(ctx); err != nil && ctx.Err() == nil {
-				j.d.Log.Warn("dream schedule check", "err", err)
+				j.log.Warn("dream schedule check", "err", err)
 			}
 			lastCheck = time.Now()
 		}
@@ -242,7 +251,7 @@ func (j *Job) Run(ctx context.Context) error {
 		batch, err := j.cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
 			if ctx.Err() == nil {
-				j.d.Log.Warn("fetch dream fire", "err", err)
+				j.log.Warn("fetch dream fire", "err", err)
 				_ = bus.Sleep(ctx, time.Second)
 			}
 			continue
@@ -263,7 +272,7 @@ func (j *Job) fire(ctx context.Context, m jetstream.Msg) {
 		j.d.Ran(revs, err)
 	}
 	if err != nil && !errors.Is(err, lease.ErrHeld) {
-		j.d.Log.Warn("dream run failed; the next fire retries", "err", err)
+		j.log.Warn("dream run failed; the next fire retries", "err", err)
 	}
 	_ = m.Ack()
 }
@@ -306,7 +315,7 @@ func (j *Job) RunOnce(ctx context.Context) ([]uint64, error) {
 	for _, key := range scopes {
 		sc, err := memory.ParseScope(key)
 		if err != nil {
-			j.d.Log.Warn("dream: entries with a bad scope skipped", "scope", key, "err", err)
+			j.log.Warn("dream: entries with a bad scope skipped", "scope", key, "err", err)
 			continue
 		}
 		rev, err := j.refine(job, sc, byScope[key], from, to)
@@ -320,7 +329,7 @@ func (j *Job) RunOnce(ctx context.Context) ([]uint64, error) {
 	if err := j.setCursor(job, to, crev); err != nil {
 		return stored, err
 	}
-	j.d.Log.Info("dream ran", "agent", j.cfg.Agent, "entries", len(entries), "scopes", len(scopes), "revisions", stored)
+	j.log.Info("dream ran", "agent", j.cfg.Agent, "entries", len(entries), "scopes", len(scopes), "revisions", stored)
 	return stored, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -77,8 +76,8 @@ func TestDreamRunsOnScheduleAndRestores(t *testing.T) {
 	for i, bb := range []*bus.Bus{b, b2} {
 		cfg := dream.DefaultConfig()
 		cfg.ID, cfg.Every = fmt.Sprint("c", i), time.Second
-		j, err := dream.New(ctx, cfg, dream.Deps{Bus: bb, Model: memtest.Model(t, model), Log: memtest.Logger(t).With("c", i),
-			Ran: func(_ []uint64, err error) { ran <- err }})
+		j, err := dream.New(ctx, cfg, dream.Deps{Bus: bb, Model: memtest.Model(t, model),
+			Ran: func(_ []uint64, err error) { ran <- err }}, dream.WithLogger(memtest.Logger(t).With("c", i)))
 		if err != nil {
 			t.Fatal(err)
 		}

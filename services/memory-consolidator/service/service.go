@@ -166,22 +166,22 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Service, error) {
 	}
 	s := &Service{nc: b.NC, id: o.ID, log: o.Log}
 	s.Consolidator, err = consolidator.New(ctx, cc, consolidator.Deps{
-		Bus: b, Model: model, Log: o.Log.With("part", "consolidator"), Observer: observer(o.Metrics),
-	})
+		Bus: b, Model: model, Observer: observer(o.Metrics),
+	}, consolidator.WithLogger(o.Log.With("part", "consolidator")))
 	if err != nil {
 		return nil, err
 	}
 	if dreamOn {
-		if s.Dream, err = dream.New(ctx, dc, dream.Deps{Bus: b, Model: model, Log: o.Log.With("part", "dream")}); err != nil {
+		if s.Dream, err = dream.New(ctx, dc, dream.Deps{Bus: b, Model: model}, dream.WithLogger(o.Log.With("part", "dream"))); err != nil {
 			return nil, err
 		}
 	}
 	syncOn := o.Workspace != "" && (sec.Sync.Enabled == nil || *sec.Sync.Enabled)
 	if syncOn {
-		s.Sync, err = filesync.New(ctx, b, filesync.Config{
+		s.Sync, err = filesync.New(ctx, filesync.Config{
 			Workspace: o.Workspace, Agent: dc.Agent, Poll: time.Duration(sec.Sync.PollSeconds) * time.Second,
 			EditableProfile: o.File.EditableProfile(),
-		}, o.Log.With("part", "filesync"))
+		}, b, filesync.WithLogger(o.Log.With("part", "filesync")))
 		if err != nil {
 			return nil, err
 		}
