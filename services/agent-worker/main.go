@@ -15,7 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
-	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 )
 
 func main() {
@@ -51,7 +51,7 @@ func run(ctx context.Context, flags svc.Flags, id, workspace string) error {
 		return err
 	}
 	defer stopHTTP()
-	b, err := svc.Connect(ctx, file, "agent-worker", log, &ready, service.Assets)
+	b, err := svc.Connect(ctx, file, "agent-worker", log, &ready, agentworker.Assets)
 	if err != nil {
 		return err
 	}
@@ -60,12 +60,11 @@ func run(ctx context.Context, flags svc.Flags, id, workspace string) error {
 	if err != nil {
 		return err
 	}
-	var w *service.Worker
+	var w *agentworker.Worker
 	err = svc.Retry(ctx, log, &ready, "start agent-worker", func(ctx context.Context) error {
-		w, err = service.New(ctx, b, service.Options{
-			File: file, ID: id, Workspace: workspace, Tools: tools,
-			Metrics: metrics, Log: log,
-		})
+		w, err = agentworker.New(ctx, file, agentworker.Deps{
+			Bus: b, ID: id, Workspace: workspace, Tools: tools, Metrics: metrics,
+		}, agentworker.WithLogger(log))
 		return err
 	})
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/svc"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channelgateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/service"
 )
 
 func main() {
@@ -51,9 +51,9 @@ func run(flags svc.Flags, listen string) error {
 		return err
 	}
 	defer b.Close()
-	var g *service.Gateway
+	var g *channelgateway.Gateway
 	err = svc.Retry(ctx, log, &ready, "start channel-gateway", func(ctx context.Context) error {
-		g, err = service.New(ctx, b, file, service.Options{Listen: listen, Metrics: metrics, Log: log})
+		g, err = channelgateway.New(ctx, file, channelgateway.Deps{Bus: b, Listen: listen, Metrics: metrics}, channelgateway.WithLogger(log))
 		return err
 	})
 	if err != nil {

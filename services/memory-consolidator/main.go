@@ -15,7 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/svc"
-	"github.com/nanofleet/nanofleet/services/memory-consolidator/service"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/memoryconsolidator"
 )
 
 func main() {
@@ -54,11 +54,11 @@ func run(ctx context.Context, flags svc.Flags, id, workspace string) error {
 		return err
 	}
 	defer b.Close()
-	var s *service.Service
+	var s *memoryconsolidator.Service
 	err = svc.Retry(ctx, log, &ready, "start memory-consolidator", func(ctx context.Context) error {
-		s, err = service.New(ctx, b, service.Options{
-			File: file, ID: id, Workspace: workspace, Metrics: observe.NewMetrics(reg), Log: log,
-		})
+		s, err = memoryconsolidator.New(ctx, file, memoryconsolidator.Deps{
+			Bus: b, ID: id, Workspace: workspace, Metrics: observe.NewMetrics(reg),
+		}, memoryconsolidator.WithLogger(log))
 		return err
 	})
 	if err != nil {

@@ -39,6 +39,10 @@ const Channel = "discord"
 // Limit is the length of one Discord message.
 const Limit = 2000
 
+// inbox is where inbound messages go; connect.go, which speaks Discord's
+// own gateway package, names it this way.
+type inbox = gateway.Inbox
+
 // Deps are what the adapter needs from its surroundings.
 type Deps = adapterdeps.Deps
 

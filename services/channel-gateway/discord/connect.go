@@ -18,7 +18,6 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/nats-io/nats.go/jetstream"
 
-	gw "github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 )
 
@@ -30,7 +29,7 @@ var intents = []gateway.Intents{gateway.IntentGuildMessages, gateway.IntentDirec
 // Run receives gateway events until ctx ends, while holding the fleet's
 // connection lease for this bot (waiting while another gateway holds it;
 // see internal/hold).
-func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
+func (a *Adapter) Run(ctx context.Context, in inbox) error {
 	wsURL, account, err := a.discover(ctx)
 	if err != nil {
 		return err
@@ -107,7 +106,7 @@ type session struct {
 type conn struct {
 	a     *Adapter
 	ctx   context.Context
-	in    gw.Inbox
+	in    inbox
 	retry chan struct{} // an event could not be published: reconnect and resume
 	fatal chan error
 
@@ -118,7 +117,7 @@ type conn struct {
 
 // connect runs gateway connections until ctx ends, resuming the last
 // saved session so that no event is lost across reconnects and takeovers.
-func (a *Adapter) connect(ctx context.Context, in gw.Inbox, wsURL string) error {
+func (a *Adapter) connect(ctx context.Context, in inbox, wsURL string) error {
 	wait := time.Duration(0)
 	for ctx.Err() == nil {
 		if wait > 0 && !sleep(ctx, wait) {

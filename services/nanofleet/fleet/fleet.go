@@ -33,7 +33,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/storeguard"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/svc"
-	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 )
 
@@ -246,7 +246,7 @@ func (f *Fleet) join(ctx context.Context, o Options) error {
 // layout: what its services provision. The all-in-one provisions all of
 // them.
 func Assets(sp subject.Space, l bus.Layout) bus.Assets {
-	return bus.Join(service.Assets, memory.Assets, channels.Assets)(sp, l)
+	return bus.Join(agentworker.Assets, memory.Assets, channels.Assets)(sp, l)
 }
 
 // goRun runs part until the fleet stops, recording its first failure.

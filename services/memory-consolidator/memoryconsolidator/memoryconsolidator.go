@@ -1,7 +1,7 @@
-// Package service assembles the memory-consolidator from the fleet's
+// Package memoryconsolidator assembles the memory-consolidator from the fleet's
 // config: the consolidator of requests, Dream, and the workspace file
 // sync. The memory-consolidator binary and the all-in-one use it.
-package service
+package memoryconsolidator
 
 import (
 	"context"
@@ -65,9 +65,12 @@ type SyncSection struct {
 	PollSeconds int   `json:"pollSeconds,omitempty"`
 }
 
-// Options are what the config file does not say.
-type Options struct {
-	File   *config.File
+// Deps are what the process gives the service besides the config file.
+type Deps struct {
+	// Bus is the fleet's connection; the layout and memory.Assets must
+	// have been provisioned.
+	Bus *bus.Bus
+	// Getenv reads the model's API key; nil means os.Getenv.
 	Getenv func(string) string
 	// ID names this consolidator; default hostname-pid.
 	ID string
@@ -77,8 +80,13 @@ type Options struct {
 	// Model overrides the provider built from the config (tests).
 	Model   llm.Client
 	Metrics *observe.Metrics
-	Log     *slog.Logger
 }
+
+// Option changes an optional setting of [New].
+type Option func(*Service)
+
+// WithLogger sets the service's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
 // Service is an assembled memory-consolidator.
 type Service struct {
@@ -143,10 +151,15 @@ func setInt(dst *int, v int) {
 
 // New assembles the service. The bus layout and memory.Provision must
 // have run.
-func New(ctx context.Context, b *bus.Bus, o Options) (*Service, error) {
-	if o.Log == nil || o.File == nil {
-		return nil, errors.New("memory-consolidator: File and Log are required")
+func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Service, error) {
+	if file == nil || o.Bus == nil {
+		return nil, errors.New("memory-consolidator: the config file and the bus are required")
 	}
+	s := &Service{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(s)
+	}
+	b := o.Bus
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -154,25 +167,25 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Service, error) {
 		host, _ := os.Hostname()
 		o.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	cc, dc, dreamOn, sec, err := Configs(o.File, o.ID)
+	cc, dc, dreamOn, sec, err := Configs(file, o.ID)
 	if err != nil {
 		return nil, err
 	}
 	model := o.Model
 	if model == nil {
-		if model, err = Model(o.File, o.Getenv, o.Log); err != nil {
+		if model, err = Model(file, o.Getenv, s.log); err != nil {
 			return nil, err
 		}
 	}
-	s := &Service{nc: b.NC, id: o.ID, log: o.Log}
+	s.nc, s.id = b.NC, o.ID
 	s.Consolidator, err = consolidator.New(ctx, cc, consolidator.Deps{
 		Bus: b, Model: model, Observer: observer(o.Metrics),
-	}, consolidator.WithLogger(o.Log.With("part", "consolidator")))
+	}, consolidator.WithLogger(s.log.With("part", "consolidator")))
 	if err != nil {
 		return nil, err
 	}
 	if dreamOn {
-		if s.Dream, err = dream.New(ctx, dc, dream.Deps{Bus: b, Model: model}, dream.WithLogger(o.Log.With("part", "dream"))); err != nil {
+		if s.Dream, err = dream.New(ctx, dc, dream.Deps{Bus: b, Model: model}, dream.WithLogger(s.log.With("part", "dream"))); err != nil {
 			return nil, err
 		}
 	}
@@ -180,8 +193,8 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Service, error) {
 	if syncOn {
 		s.Sync, err = filesync.New(ctx, filesync.Config{
 			Workspace: o.Workspace, Agent: dc.Agent, Poll: time.Duration(sec.Sync.PollSeconds) * time.Second,
-			EditableProfile: o.File.EditableProfile(),
-		}, b, filesync.WithLogger(o.Log.With("part", "filesync")))
+			EditableProfile: file.EditableProfile(),
+		}, b, filesync.WithLogger(s.log.With("part", "filesync")))
 		if err != nil {
 			return nil, err
 		}
