@@ -15,7 +15,7 @@ build:
 	@mkdir -p bin
 	@for s in $(SERVICES); do \
 		echo "go build -o bin/$$s ./services/$$s"; \
-		(cd services/$$s && CGO_ENABLED=0 go build -trimpath -o ../../bin/$$s .) || exit 1; \
+		(cd services/$$s && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o ../../bin/$$s .) || exit 1; \
 	done
 
 # Every module's tests; fuzz targets run their seed corpora.
