@@ -87,7 +87,7 @@ func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Consolidator
 		Description:   "memory consolidators: condense old turns into memory",
 		FilterSubject: sp.ConsolidateAll(),
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       cfg.AckWait,
+		AckWait:       time.Duration(cfg.AckWait),
 		MaxAckPending: 1024,
 		MaxDeliver:    -1, // counted here, then dead-lettered with a reason
 		DeliverPolicy: jetstream.DeliverAllPolicy,

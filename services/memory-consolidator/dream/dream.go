@@ -55,44 +55,60 @@ import (
 // JobName is the system job's name.
 const JobName = "dream"
 
-// Config tunes Dream.
+// Config tunes Dream. The fields with a json tag are the config file's
+// memory.dream section, decoded straight into it; the rest are set by
+// code.
 type Config struct {
 	// ID names this consolidator in leases.
-	ID string
+	ID string `json:"-"`
 	// Agent whose memory Dream refines.
-	Agent string
-	// Every is the interval (at least 1s); ignored when Cron is set.
-	Every time.Duration
+	Agent string `json:"-"`
+	// Every is the interval, a Go duration ("2h", "90m") of at least 1s;
+	// ignored when Cron is set.
+	Every string `json:"every,omitempty"`
 	// Cron is a 6-field cron expression (seconds first) or @hourly,
 	// @daily, …; TimeZone is its IANA zone.
-	Cron, TimeZone string
+	Cron     string `json:"cron,omitempty"`
+	TimeZone string `json:"timeZone,omitempty"`
 	// MaxEntries and MaxInputChars bound the entries one run reads.
-	MaxEntries, MaxInputChars int
+	MaxEntries    int `json:"maxEntries,omitempty"`
+	MaxInputChars int `json:"-"`
 	// MaxSkillChars bounds the skills shown to the model.
-	MaxSkillChars int
+	MaxSkillChars int `json:"-"`
 	// Model overrides the provider's default model; MaxTokens bounds the
 	// answer.
-	Model     string
-	MaxTokens int
+	Model     string `json:"model,omitempty"`
+	MaxTokens int    `json:"-"`
 	// AckWait is how long a fire may go without InProgress.
-	AckWait time.Duration
+	AckWait time.Duration `json:"-"`
 }
 
 // DefaultConfig runs Dream every two hours, as nanobot does.
 func DefaultConfig() Config {
 	return Config{
-		Agent: "default", Every: 2 * time.Hour, MaxEntries: 200, MaxInputChars: 60000,
+		Agent: "default", Every: "2h", MaxEntries: 200, MaxInputChars: 60000,
 		MaxSkillChars: 20000, MaxTokens: 8192, AckWait: 5 * time.Minute,
 	}
 }
 
+// interval is Every as a duration; 0 when it does not parse.
+func (c Config) interval() time.Duration {
+	d, _ := time.ParseDuration(c.Every)
+	return d
+}
+
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
+	if c.Every != "" {
+		if _, err := time.ParseDuration(c.Every); err != nil {
+			return config.Invalid("memory.dream.every", "%w", err)
+		}
+	}
 	switch {
 	case c.ID == "" || c.Agent == "":
 		return errors.New("dream: id and agent must be set")
-	case c.Cron == "" && c.Every < time.Second:
-		return config.Invalid("memory.dream.every", "must be at least 1s, got %s", c.Every)
+	case c.Cron == "" && c.interval() < time.Second:
+		return config.Invalid("memory.dream.every", "must be at least 1s, got %s", c.interval())
 	case c.Cron == "" && c.TimeZone != "":
 		return config.Invalid("memory.dream.timeZone", "only with a cron schedule")
 	case c.MaxEntries < 1:
@@ -115,7 +131,7 @@ func (c Config) Pattern() string {
 	if c.Cron != "" {
 		return c.Cron
 	}
-	return "@every " + c.Every.String()
+	return "@every " + c.interval().String()
 }
 
 // Deps are Dream's collaborators.

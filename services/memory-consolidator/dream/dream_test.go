@@ -75,7 +75,7 @@ func TestDreamRunsOnScheduleAndRestores(t *testing.T) {
 	var jobs []*dream.Job
 	for i, bb := range []*bus.Bus{b, b2} {
 		cfg := dream.DefaultConfig()
-		cfg.ID, cfg.Every = fmt.Sprint("c", i), time.Second
+		cfg.ID, cfg.Every = fmt.Sprint("c", i), "1s"
 		j, err := dream.New(ctx, cfg, dream.Deps{Bus: bb, Model: memtest.Model(t, model),
 			Ran: func(_ []uint64, err error) { ran <- err }}, dream.WithLogger(memtest.Logger(t).With("c", i)))
 		if err != nil {
@@ -206,7 +206,8 @@ func TestConfigValidate(t *testing.T) {
 		ok   bool
 	}{
 		{"default", func(*dream.Config) {}, true},
-		{"sub-second", func(c *dream.Config) { c.Every = 500 * time.Millisecond }, false},
+		{"sub-second", func(c *dream.Config) { c.Every = "500ms" }, false},
+		{"not a duration", func(c *dream.Config) { c.Every = "soon" }, false},
 		{"cron with zone", func(c *dream.Config) { c.Cron, c.TimeZone = "0 0 3 * * *", "Europe/Lisbon" }, true},
 		{"zone without cron", func(c *dream.Config) { c.TimeZone = "Europe/Lisbon" }, false},
 		{"unknown zone", func(c *dream.Config) { c.Cron, c.TimeZone = "@daily", "Mars/Olympus" }, false},

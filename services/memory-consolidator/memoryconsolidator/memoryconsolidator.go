@@ -4,6 +4,7 @@
 package memoryconsolidator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,36 +27,20 @@ import (
 )
 
 // Section is the config file's "memory" section: the worker's settings
-// (memory.Config) and the consolidator's.
+// (memory.Config) and the consolidator's, each part decoded straight into
+// the Config of the package it tunes.
 type Section struct {
 	memory.Config
-	Consolidator ConsolidatorSection `json:"consolidator"`
+	Consolidator consolidator.Config `json:"consolidator"`
 	Dream        DreamSection        `json:"dream"`
 	Sync         SyncSection         `json:"sync"`
 }
 
-// ConsolidatorSection is memory.consolidator.
-type ConsolidatorSection struct {
-	// Model overrides agents.defaults.model for consolidation.
-	Model           string `json:"model,omitempty"`
-	Slots           int    `json:"slots,omitempty"`
-	AckWaitSeconds  int    `json:"ackWaitSeconds,omitempty"`
-	MaxDeliveries   int    `json:"maxDeliveries,omitempty"`
-	MaxRequestBytes int    `json:"maxRequestBytes,omitempty"`
-	ChunkTokens     int    `json:"chunkTokens,omitempty"`
-}
-
-// DreamSection is memory.dream.
+// DreamSection is memory.dream: Dream's config and whether it runs.
 type DreamSection struct {
+	dream.Config
 	// Enabled defaults to true.
 	Enabled *bool `json:"enabled,omitempty"`
-	// Every is a Go duration ("2h", "90m"); Cron (6 fields, seconds
-	// first, or @daily…) with TimeZone replaces it.
-	Every      string `json:"every,omitempty"`
-	Cron       string `json:"cron,omitempty"`
-	TimeZone   string `json:"timeZone,omitempty"`
-	MaxEntries int    `json:"maxEntries,omitempty"`
-	Model      string `json:"model,omitempty"`
 }
 
 // SyncSection is memory.sync.
@@ -101,52 +86,25 @@ type Service struct {
 // Configs turns the config file into the parts' configs; dream is
 // returned with ok false when disabled.
 func Configs(file *config.File, id string) (consolidator.Config, dream.Config, bool, Section, error) {
-	sec := Section{Config: memory.DefaultConfig()}
+	sec := Section{Config: memory.DefaultConfig(), Consolidator: consolidator.DefaultConfig(),
+		Dream: DreamSection{Config: dream.DefaultConfig()}}
 	if err := file.Section("memory", &sec); err != nil {
 		return consolidator.Config{}, dream.Config{}, false, sec, err
 	}
 	if err := sec.Config.Validate(); err != nil {
 		return consolidator.Config{}, dream.Config{}, false, sec, err
 	}
-	cc := consolidator.DefaultConfig()
+	cc := sec.Consolidator
 	cc.ID = id
-	cs := sec.Consolidator
-	cc.Model = cs.Model
-	setInt(&cc.Slots, cs.Slots)
-	setInt(&cc.MaxDeliveries, cs.MaxDeliveries)
-	setInt(&cc.MaxRequestBytes, cs.MaxRequestBytes)
-	setInt(&cc.ChunkTokens, cs.ChunkTokens)
-	if cs.AckWaitSeconds > 0 {
-		cc.AckWait = time.Duration(cs.AckWaitSeconds) * time.Second
-	}
 	if err := cc.Validate(); err != nil {
 		return cc, dream.Config{}, false, sec, err
 	}
-	dc := dream.DefaultConfig()
-	dc.ID, dc.Agent = id, sec.Agent
-	if dc.Agent == "" {
-		dc.Agent = memory.DefaultConfig().Agent
-	}
-	ds := sec.Dream
-	if ds.Every != "" {
-		d, err := time.ParseDuration(ds.Every)
-		if err != nil {
-			return cc, dc, false, sec, config.Invalid("memory.dream.every", "%w", err)
-		}
-		dc.Every = d
-	}
-	dc.Cron, dc.TimeZone, dc.Model = ds.Cron, ds.TimeZone, ds.Model
-	setInt(&dc.MaxEntries, ds.MaxEntries)
+	dc := sec.Dream.Config
+	dc.ID, dc.Agent = id, cmp.Or(sec.Agent, memory.DefaultConfig().Agent)
 	if err := dc.Validate(); err != nil {
 		return cc, dc, false, sec, err
 	}
-	return cc, dc, ds.Enabled == nil || *ds.Enabled, sec, nil
-}
-
-func setInt(dst *int, v int) {
-	if v != 0 {
-		*dst = v
-	}
+	return cc, dc, sec.Dream.Enabled == nil || *sec.Dream.Enabled, sec, nil
 }
 
 // New assembles the service. The bus layout and memory.Provision must
