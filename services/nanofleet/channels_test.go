@@ -120,7 +120,7 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	phone := whatsapptest.New()
 	gctx, gcancel := context.WithCancel(ctx)
 	log := slog.New(slog.DiscardHandler)
-	gate, err := access.Open(gctx, b, log)
+	gate, err := access.Open(gctx, b, access.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

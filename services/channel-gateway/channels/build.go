@@ -90,7 +90,7 @@ func Build(ctx context.Context, cfg Config, deps Deps, opts ...Option) ([]gatewa
 	}
 	log := o.log
 	progress, hints := channelconfig.On(cfg.SendProgress, true), channelconfig.On(cfg.SendToolHints, false)
-	gate, err := access.Open(ctx, deps.Bus, log.With("component", "access"))
+	gate, err := access.Open(ctx, deps.Bus, access.WithLogger(log.With("component", "access")))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -439,7 +439,7 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
-	gate, err := access.Open(ctx, b, log)
+	gate, err := access.Open(ctx, b, access.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

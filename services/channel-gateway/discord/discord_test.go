@@ -497,7 +497,7 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 			fake.Disallowed = tt.disallowed
 			b := bustest.StartJetStream(t, channels.Assets)
 			log := slog.New(slog.DiscardHandler)
-			gate, err := access.Open(t.Context(), b, log)
+			gate, err := access.Open(t.Context(), b, access.WithLogger(log))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -73,7 +73,7 @@ func (h *harness) gatewayOn(t *testing.T, b *bus.Bus, cfg whatsapp.Config) (stop
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	gate, err := access.Open(ctx, b, log)
+	gate, err := access.Open(ctx, b, access.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ type Build func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gatew
 func Run(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	gate, err := access.Open(ctx, b, log)
+	gate, err := access.Open(ctx, b, access.WithLogger(log))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
