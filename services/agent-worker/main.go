@@ -22,11 +22,6 @@ func main() {
 	svc.Main(flags, service(*id, *workspace))
 }
 
-// run runs the worker until ctx ends.
-func run(ctx context.Context, flags svc.Flags, id, workspace string) error {
-	return svc.Run(ctx, flags, service(id, workspace))
-}
-
 // service is the worker id, with workspace the path the tool runners see.
 func service(id, workspace string) svc.Service {
 	return svc.Service{Name: "agent-worker", Assets: []bus.Declare{agentworker.Assets}, Metrics: true,

@@ -18,6 +18,6 @@ import (
 func TestWaitsForTheCluster(t *testing.T) {
 	workspace := t.TempDir()
 	svctest.WaitsForTheCluster(t, func(ctx context.Context, flags svc.Flags) error {
-		return run(ctx, flags, "test", workspace)
+		return svc.Run(ctx, flags, service("test", workspace))
 	}, agentworker.Assets)
 }

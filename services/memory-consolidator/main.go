@@ -22,11 +22,6 @@ func main() {
 	svc.Main(flags, service(*id, *workspace))
 }
 
-// run runs the service until ctx ends.
-func run(ctx context.Context, flags svc.Flags, id, workspace string) error {
-	return svc.Run(ctx, flags, service(id, workspace))
-}
-
 // service is the consolidator id, syncing workspace unless it is empty.
 func service(id, workspace string) svc.Service {
 	return svc.Service{Name: "memory-consolidator", Assets: []bus.Declare{memory.Assets}, Metrics: true,
