@@ -116,6 +116,17 @@ func Join(decls ...Declare) Declare {
 	}
 }
 
+// KeyValue declares one KV bucket, cfg naming it by its short name (the
+// fleet's prefix is added): what a package owning a single bucket
+// declares.
+func KeyValue(cfg jetstream.KeyValueConfig) Declare {
+	return func(s subject.Space, _ Layout) Assets {
+		c := cfg
+		c.Bucket = s.Bucket(cfg.Bucket)
+		return Assets{Buckets: []jetstream.KeyValueConfig{c}}
+	}
+}
+
 // Declared is the layout's core assets and those of decls, with the
 // layout's replicas and file storage, in declaration order. An asset
 // declared twice the same way (two services of one process sharing a

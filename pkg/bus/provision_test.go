@@ -14,9 +14,7 @@ import (
 )
 
 func bucket(name string, ttl time.Duration) bus.Declare {
-	return func(sp subject.Space, _ bus.Layout) bus.Assets {
-		return bus.Assets{Buckets: []jetstream.KeyValueConfig{{Bucket: sp.Bucket(name), TTL: ttl}}}
-	}
+	return bus.KeyValue(jetstream.KeyValueConfig{Bucket: name, TTL: ttl})
 }
 
 func TestDeclared(t *testing.T) {
@@ -35,6 +33,7 @@ func TestDeclared(t *testing.T) {
 		{"one bucket", []bus.Declare{bucket("x", 0)}, 1, nil},
 		{"joined", []bus.Declare{bus.Join(bucket("x", 0), bucket("y", 0))}, 2, nil},
 		{"same bucket twice the same way", []bus.Declare{bucket("x", time.Hour), bucket("x", time.Hour)}, 1, nil},
+		{"one declaration used twice", func() []bus.Declare { x := bucket("x", 0); return []bus.Declare{x, x} }(), 1, nil},
 		{"same bucket twice differently", []bus.Declare{bucket("x", time.Hour), bucket("x", time.Minute)}, 0, bus.ErrLayout},
 	}
 	for _, tt := range tests {

@@ -38,7 +38,7 @@ const bucketSecrets = "gateway"
 // exports its own Assets and is added here.
 func Assets(sp subject.Space, l bus.Layout) bus.Assets {
 	return bus.Join(gateway.Assets, access.Assets, webchat.Assets, secretsAssets, editstream.Assets,
-		status.Assets, discord.Assets, whatsapp.Assets)(sp, l)
+		status.Assets, discord.Assets, feishu.Assets, whatsapp.Assets)(sp, l)
 }
 
 // secretsAssets declares the bucket of secrets the gateway generates at

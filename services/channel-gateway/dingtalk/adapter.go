@@ -23,6 +23,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -49,8 +50,12 @@ type Adapter struct {
 	media  *media.Store
 	groups access.Policy
 	dms    access.Policy
-	parts  parts.Tracker
-	now    func() time.Time
+	// sent counts the pieces of each reply sent, fleet-wide: DingTalk has
+	// no idempotency key to drop a piece sent twice.
+	sent *parts.Store
+	// streams is nil unless streaming into AI cards.
+	streams *editstream.Streams
+	now     func() time.Time
 
 	mu      sync.Mutex
 	token   string
@@ -88,6 +93,20 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("dingtalk: %w", err)
 	}
 	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
+	delivered, err := deps.Bus.KV(ctx, gateway.BucketDelivered)
+	if err != nil {
+		return nil, fmt.Errorf("dingtalk: %w", err)
+	}
+	a.sent = parts.NewStore(delivered)
+	switch {
+	case cfg.Streaming && cfg.CardTemplateID != "":
+		a.streams, err = editstream.New(ctx, deps.Bus, cards{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, a.log)
+		if err != nil {
+			return nil, fmt.Errorf("dingtalk: %w", err)
+		}
+	case cfg.Streaming:
+		a.log.Warn("dingtalk: streaming needs channels.dingtalk.cardTemplateId (an AI card template); answers are sent whole")
+	}
 	return a, nil
 }
 
@@ -98,6 +117,13 @@ func (a *Adapter) Channel() string { return Channel }
 // lease for the app, until ctx ends. The status board names the robot by
 // its robot code, the name DingTalk's robot API knows it by.
 func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
+	if a.streams != nil {
+		stopStreams, err := a.streams.Watch(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopStreams()
+	}
 	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.api+"/"+a.cfg.ClientID), a.log, func(ctx context.Context) error {
 		return a.connect(ctx, in)
 	}, hold.WithAccount(a.cfg.robotCode()))
@@ -171,6 +197,9 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, raw []byte) e
 		msg.Metadata["session_webhook"] = m.SessionWebhook
 		msg.Metadata["session_webhook_expires"] = strconv.FormatInt(m.SessionWebhookExpiredTime, 10)
 	}
+	if a.streams != nil {
+		msg.Metadata["stream"] = "true" // asks the worker for deltas
+	}
 	for i, f := range files {
 		ref, err := a.download(ctx, m.MsgId, i, f)
 		if err != nil {
@@ -239,22 +268,53 @@ func (a *Adapter) download(ctx context.Context, msgID string, i int, f file) (*n
 	return a.media.Fetch(ctx, a.http, out.DownloadURL, nil, object, f.name, "")
 }
 
+// sendTimeout bounds one piece's send, which is not cut off when the
+// delivery's context ends (the gateway stopping): DingTalk may have shown
+// a piece whose answer never arrived, and a redelivery would show it
+// again.
+const sendTimeout = 30 * time.Second
+
 // Deliver sends one durable reply as markdown, split, continuing after
-// the pieces an earlier attempt already sent: through the message's
-// session webhook while it is valid, else (expired, or refused) through
-// the robot send API.
+// the pieces an earlier attempt already sent, on this gateway or another:
+// through the message's session webhook while it is valid, else
+// (expired, or refused) through the robot send API. Each piece, once
+// DingTalk took it, is recorded before the next starts; a gateway stopping
+// finishes the piece in flight and records it, so a redelivery after a
+// lost ack sends nothing twice.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	id := msg.GetId()
 	pieces := markup.Split(msg.GetContent(), Limit)
-	for i := a.parts.Sent(msg.GetId()); i < len(pieces); i++ {
-		if err := a.send(ctx, msg, "markdown", pieces[i]); err != nil {
-			a.parts.Mark(msg.GetId(), i)
+	start, err := a.sent.Sent(ctx, id)
+	if err != nil {
+		return gateway.Retry(fmt.Errorf("dingtalk: %w", err), 0)
+	}
+	if a.streams != nil && start == 0 && msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
+		start = 1 // the streamed card holds the first piece
+		if err := a.sent.Mark(ctx, id, 1); err != nil {
+			a.log.Warn("dingtalk: streamed piece not recorded", "id", id, "err", err)
+		}
+	}
+	// The attachments follow the text, counted as pieces after it.
+	for i := start; i < len(pieces)+len(msg.GetMedia()); i++ {
+		if err := ctx.Err(); err != nil {
+			return gateway.Retry(fmt.Errorf("dingtalk: %w", err), 0)
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+		if i < len(pieces) {
+			err = a.send(sctx, msg, "markdown", pieces[i])
+		} else {
+			err = a.sendMedia(sctx, msg, msg.GetMedia()[i-len(pieces)])
+		}
+		if err == nil {
+			if rerr := a.sent.Mark(sctx, id, i+1); rerr != nil {
+				a.log.Warn("dingtalk: piece sent but not recorded; a redelivery would send it again", "id", id, "piece", i, "err", rerr)
+			}
+		}
+		cancel()
+		if err != nil {
 			return err
 		}
 	}
-	if n := len(msg.GetMedia()); n > 0 {
-		a.log.Warn("dingtalk: outbound attachments are not uploaded", "id", msg.GetId(), "count", n)
-	}
-	a.parts.Done(msg.GetId())
 	return nil
 }
 
@@ -296,21 +356,11 @@ func (a *Adapter) webhook(ctx context.Context, hook, kind, md string) error {
 		body = map[string]any{"msgtype": "markdown", "markdown": map[string]string{"title": title(md), "text": md}}
 	}
 	data, _ := json.Marshal(body) // maps of strings always encode
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook, bytes.NewReader(data))
+	resp, raw, err := a.post(ctx, "session webhook", hook, "application/json", bytes.NewReader(data), nil)
 	if err != nil {
-		return gateway.Permanent(fmt.Errorf("dingtalk: session webhook: %w", err))
+		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return gateway.Retry(fmt.Errorf("dingtalk: session webhook: %w", err), 0)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var out struct {
-		ErrCode int    `json:"errcode"`
-		ErrMsg  string `json:"errmsg"`
-	}
+	var out oapiAnswer
 	_ = json.Unmarshal(raw, &out)
 	if resp.StatusCode == http.StatusOK && out.ErrCode == 0 {
 		return nil
@@ -325,6 +375,13 @@ func (a *Adapter) webhook(ctx context.Context, hook, kind, md string) error {
 	return gateway.Permanent(e)
 }
 
+// oapiAnswer is how the older APIs (session webhooks, media upload)
+// answer: errcode 0, or an error.
+type oapiAnswer struct {
+	ErrCode int    `json:"errcode"`
+	ErrMsg  string `json:"errmsg"`
+}
+
 // errSendTooFast is the webhook's rate-limit errcode (20 messages a
 // minute per robot and chat); it names no wait, so the adapter waits
 // sendTooFastWait.
@@ -336,10 +393,14 @@ const (
 // robot sends through the robot API: to a group by its conversation id,
 // to a user by staff id.
 func (a *Adapter) robot(ctx context.Context, chat, kind, md string) error {
-	key, param := "sampleMarkdown", map[string]string{"title": title(md), "text": md}
 	if kind == "text" {
-		key, param = "sampleText", map[string]string{"content": md}
+		return a.robotSend(ctx, chat, "sampleText", map[string]string{"content": md})
 	}
+	return a.robotSend(ctx, chat, "sampleMarkdown", map[string]string{"title": title(md), "text": md})
+}
+
+// robotSend sends one robot message of template key with its parameters.
+func (a *Adapter) robotSend(ctx context.Context, chat, key string, param map[string]string) error {
 	p, _ := json.Marshal(param) // maps of strings always encode
 	body := map[string]any{"robotCode": a.cfg.robotCode(), "msgKey": key, "msgParam": string(p)}
 	path := "/v1.0/robot/oToMessages/batchSend"
@@ -378,6 +439,11 @@ func (e *apiError) Error() string {
 // call posts body to an open API path with the app's access token and
 // decodes the answer into out; errors are delivery errors.
 func (a *Adapter) call(ctx context.Context, path string, body, out any) error {
+	return a.callMethod(ctx, http.MethodPost, path, body, out)
+}
+
+// callMethod is call with another HTTP method.
+func (a *Adapter) callMethod(ctx context.Context, method, path string, body, out any) error {
 	tok, err := a.accessToken(ctx)
 	if err != nil {
 		return err
@@ -386,18 +452,10 @@ func (a *Adapter) call(ctx context.Context, path string, body, out any) error {
 	if err != nil {
 		return gateway.Permanent(fmt.Errorf("dingtalk: encode %s: %w", path, err))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.api+path, bytes.NewReader(data))
+	resp, raw, err := a.request(ctx, method, path, a.api+path, "application/json", bytes.NewReader(data), http.Header{"X-Acs-Dingtalk-Access-Token": {tok}})
 	if err != nil {
-		return gateway.Permanent(fmt.Errorf("dingtalk: %w", err))
+		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-acs-dingtalk-access-token", tok)
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return gateway.Retry(fmt.Errorf("dingtalk: %s: %w", path, err), 0)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode == http.StatusOK {
 		if err := json.Unmarshal(raw, out); err != nil {
 			return gateway.Retry(fmt.Errorf("dingtalk: %s answer: %w", path, err), 0)
@@ -420,6 +478,32 @@ func (a *Adapter) call(ctx context.Context, path string, body, out any) error {
 	return gateway.Permanent(e)
 }
 
+// post sends body to url with header and returns the answer, read (at
+// most 1 MiB) and closed; what names the call in errors, which are
+// delivery errors (a transport failure is worth a retry).
+func (a *Adapter) post(ctx context.Context, what, url, contentType string, body io.Reader, header http.Header) (*http.Response, []byte, error) {
+	return a.request(ctx, http.MethodPost, what, url, contentType, body, header)
+}
+
+// request is post with another HTTP method.
+func (a *Adapter) request(ctx context.Context, method, what, url, contentType string, body io.Reader, header http.Header) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return nil, nil, gateway.Permanent(fmt.Errorf("dingtalk: %s: %w", what, err))
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return nil, nil, gateway.Retry(fmt.Errorf("dingtalk: %s: %w", what, err), 0)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp, raw, nil
+}
+
 // accessToken returns the app's access token, fetching a new one when the
 // cached one is within five minutes of expiry.
 func (a *Adapter) accessToken(ctx context.Context) (string, error) {
@@ -430,17 +514,10 @@ func (a *Adapter) accessToken(ctx context.Context) (string, error) {
 	}
 	a.mu.Unlock()
 	data, _ := json.Marshal(map[string]string{"appKey": a.cfg.ClientID, "appSecret": a.cfg.ClientSecret})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.api+"/v1.0/oauth2/accessToken", bytes.NewReader(data))
+	resp, raw, err := a.post(ctx, "access token", a.api+"/v1.0/oauth2/accessToken", "application/json", bytes.NewReader(data), nil)
 	if err != nil {
-		return "", gateway.Permanent(fmt.Errorf("dingtalk: %w", err))
+		return "", err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return "", gateway.Retry(fmt.Errorf("dingtalk: access token: %w", err), 0)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var out struct {
 		AccessToken string `json:"accessToken"`
 		ExpireIn    int64  `json:"expireIn"`

@@ -16,8 +16,9 @@ const (
 
 // Config is the channels.dingtalk section, with nanobot's keys: the common
 // ones (allowFrom lists staff ids; groupAllowFrom lists conversation ids
-// cid…; streaming and streamEditInterval are accepted for nanobot
-// compatibility, answers are sent whole) and DingTalk's own.
+// cid…; streaming, with cardTemplateId, streams answers into an AI card,
+// updated at most once per streamEditInterval, by default a second;
+// without a template answers are sent whole) and DingTalk's own.
 type Config struct {
 	channelconfig.Common
 	// ClientID (AppKey) and ClientSecret (AppSecret) of the robot's app.
@@ -29,10 +30,21 @@ type Config struct {
 	// APIURL is the open API (default https://api.dingtalk.com), for
 	// tests and proxies.
 	APIURL string `json:"apiUrl,omitempty"`
+	// OAPIURL is the older open API that takes media uploads (default
+	// https://oapi.dingtalk.com, or apiUrl when that is set: a proxy or a
+	// test fake serves both).
+	OAPIURL string `json:"oapiUrl,omitempty"`
+	// CardTemplateID is the AI card template answers stream into when
+	// streaming is on; the template must have a markdown variable named
+	// "content" (the card platform's standard AI card template has one).
+	CardTemplateID string `json:"cardTemplateId,omitempty"`
 }
 
 // DefaultAPIURL is DingTalk's open API.
 const DefaultAPIURL = "https://api.dingtalk.com"
+
+// DefaultOAPIURL is its older open API, which takes media uploads.
+const DefaultOAPIURL = "https://oapi.dingtalk.com"
 
 // Validate reports the first invalid key of an enabled channel.
 func (c Config) Validate() error {
@@ -49,7 +61,7 @@ func (c Config) Validate() error {
 	if err := c.Common.Validate(channelconfig.Rules{Name: "dingtalk", GroupIDs: "conversation ids"}); err != nil {
 		return err
 	}
-	return channelconfig.CheckURLs("dingtalk", map[string]string{"apiUrl": c.APIURL})
+	return channelconfig.CheckURLs("dingtalk", map[string]string{"apiUrl": c.APIURL, "oapiUrl": c.OAPIURL})
 }
 
 func (c Config) apiURL() string {
@@ -57,6 +69,16 @@ func (c Config) apiURL() string {
 		return strings.TrimRight(c.APIURL, "/")
 	}
 	return DefaultAPIURL
+}
+
+func (c Config) oapiURL() string {
+	switch {
+	case c.OAPIURL != "":
+		return strings.TrimRight(c.OAPIURL, "/")
+	case c.APIURL != "":
+		return c.apiURL()
+	}
+	return DefaultOAPIURL
 }
 
 func (c Config) robotCode() string {

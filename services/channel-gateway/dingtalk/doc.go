@@ -36,7 +36,32 @@
 // group). Rate limits (HTTP 429 with Retry-After, the webhook's errcode
 // 130101, flow-controlled staff ids) are retried after the wait.
 //
+// DingTalk has no idempotency key, so a piece it took is recorded in the
+// gateway's delivered bucket (internal/parts.Store) before the next
+// starts, and a piece in flight is finished, not cut off, when the
+// gateway stops: a reply redelivered after a lost ack, on this gateway or
+// another, sends only what was not sent. What remains is a crash (not a
+// stop) between DingTalk's answer and that record.
+//
+// A reply's attachments follow its text through the robot API (a session
+// webhook takes neither pictures nor files): uploaded from the object
+// store with the older oapi's media/upload (oapiUrl), then sent as
+// sampleImageMsg (JPEG, PNG, GIF, BMP) or sampleFile (doc(x), xls(x),
+// ppt(x), pdf, zip, rar), up to 20 MB. Anything else, or an attachment the
+// store no longer holds, becomes a text message naming it.
+//
+// With streaming on and an AI card template (cardTemplateId, a template
+// with a markdown variable "content"), the inbound metadata asks the
+// worker for deltas (stream=true), and the answer is shown in one AI card
+// created and delivered at the first delta
+// (card/instances/createAndDeliver), its content replaced at most once
+// per streamEditInterval (default 1 s) through card/streaming, the final
+// update carrying the answer's first piece and finalizing the card;
+// internal/editstream coordinates this across gateways. When an update
+// fails, the answer is sent whole as usual. Streaming without a template
+// logs a warning and sends answers whole.
+//
 // Inbound metadata, which the worker copies onto its replies:
 // conversation_type, conversation_id, session_webhook,
-// session_webhook_expires (Unix milliseconds).
+// session_webhook_expires (Unix milliseconds), and stream when streaming.
 package dingtalk

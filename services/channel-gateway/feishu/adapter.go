@@ -20,6 +20,7 @@ import (
 	larkevent "github.com/larksuite/oapi-sdk-go/v3/event"
 	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
+	"github.com/nats-io/nats.go/jetstream"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -59,6 +60,8 @@ type Adapter struct {
 	parts  parts.Tracker
 	// streams is nil unless streaming.
 	streams *editstream.Streams
+	// nonces is nil unless in webhook mode.
+	nonces jetstream.KeyValue
 
 	mu    sync.Mutex
 	botID string          // the bot's open id, for mentions
@@ -105,6 +108,11 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("feishu: %w", err)
 	}
 	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
+	if cfg.Mode == ModeWebhook {
+		if a.nonces, err = deps.Bus.KV(ctx, bucketNonces); err != nil {
+			return nil, fmt.Errorf("feishu: %w", err)
+		}
+	}
 	if cfg.Streaming {
 		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
@@ -430,17 +438,24 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 			a.parts.Mark(msg.GetId(), 1)
 		}
 	}
-	for i := start; i < len(pieces); i++ {
-		if err := a.send(ctx, msg, a.cfg.ReplyFormat, pieces[i], pieceID(msg.GetId(), i)); err != nil {
+	for i := start; i < len(pieces)+len(msg.GetMedia()); i++ {
+		if err := a.sendPiece(ctx, msg, pieces, i); err != nil {
 			a.parts.Mark(msg.GetId(), i)
 			return err
 		}
 	}
-	if n := len(msg.GetMedia()); n > 0 {
-		a.log.Warn("feishu: outbound attachments are not uploaded", "id", msg.GetId(), "count", n)
-	}
 	a.parts.Done(msg.GetId())
 	return nil
+}
+
+// sendPiece sends piece i of a reply: the pieces of its text, then its
+// attachments, counted after them so that a retry continues with the
+// first one not sent.
+func (a *Adapter) sendPiece(ctx context.Context, msg *nanofleetv1.OutboundMessage, pieces []string, i int) error {
+	if i < len(pieces) {
+		return a.send(ctx, msg, a.cfg.ReplyFormat, pieces[i], pieceID(msg.GetId(), i))
+	}
+	return a.sendMedia(ctx, msg, msg.GetMedia()[i-len(pieces)], pieceID(msg.GetId(), i))
 }
 
 // DeliverLive sends progress and tool hints as text when enabled.
@@ -487,6 +502,12 @@ func (a *Adapter) send(ctx context.Context, msg *nanofleetv1.OutboundMessage, fo
 // sendID is send returning the new message's id.
 func (a *Adapter) sendID(ctx context.Context, msg *nanofleetv1.OutboundMessage, format, md, uuid string) (string, error) {
 	msgType, content := body(format, md)
+	return a.post(ctx, msg, msgType, content, uuid)
+}
+
+// post sends one message of msgType with its content JSON, as send does,
+// and returns the new message's id.
+func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, msgType, content, uuid string) (string, error) {
 	var resp *larkcore.ApiResp
 	var code int
 	var text, id string

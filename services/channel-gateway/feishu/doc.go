@@ -11,9 +11,11 @@
 // lease for the app connects, another takes over within the lease TTL.
 // "webhook" serves webhook.path (default /hooks/feishu) on the gateway's
 // HTTP listener: bodies are decrypted with encryptKey, requests without
-// a valid X-Lark-Signature are refused with 401, and the URL challenge is
-// answered when its verification token matches. Any gateway can take
-// webhook requests.
+// a valid X-Lark-Signature are refused with 401, and so are signed ones
+// replayed: a timestamp more than [ReplayWindow] (5 min) from now, or a
+// nonce already handled (kept fleet-wide in P_feishu-nonces). The URL
+// challenge is answered when its verification token matches. Any gateway
+// can take webhook requests.
 //
 // An event is answered (frame response or HTTP 200) only after it was
 // stored, or found malformed (logged and dropped); a failure to store
@@ -36,6 +38,14 @@
 // piece carries a uuid derived from the reply id, so the platform drops a
 // piece sent twice after a lost answer. Rate limits (HTTP 429, code
 // 99991400 or 230020) are retried after x-ogw-ratelimit-reset.
+//
+// A reply's attachments follow its text, read from the object store:
+// images up to 10 MB are uploaded to im/v1/images and sent as image
+// messages, other files (and larger images) up to 30 MB to im/v1/files
+// and sent as file messages, each with its own uuid. An attachment the
+// platform cannot take (over 30 MB, empty, refused) or the store no longer
+// holds becomes a text message naming it, so the reply still arrives
+// whole and the user knows what is missing.
 //
 // The SDK keeps tenant access tokens in a process-wide cache keyed by app
 // id; one gateway process runs one adapter per app, so that is harmless.

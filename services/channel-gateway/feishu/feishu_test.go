@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -401,23 +400,8 @@ func TestToolHints(t *testing.T) {
 }
 
 func TestWebhook(t *testing.T) {
-	const key = "encrypt-key-1"
-	cfg := feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}, Mode: feishu.ModeWebhook, EncryptKey: key, VerificationToken: "vt"}
-	h := start(t, cfg, workertest.Echo)
-	srv := httptest.NewServer(h.adapter.WebhookHandler())
-	t.Cleanup(srv.Close)
-	url := srv.URL + "/hooks/feishu"
-	deadline := time.Now().Add(wait)
-	for { // the handler answers 503 until Run has started
-		code := feishutest.Webhook(t, url, key, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "by hook"), true)
-		if code == 200 {
-			break
-		}
-		if code != 503 || time.Now().After(deadline) {
-			t.Fatalf("signed webhook: %d", code)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	const key = webhookKey
+	h, url := startWebhook(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "by hook"))
 	if code := feishutest.Webhook(t, url, key, feishutest.Text("ev-2", "ou_ada", "oc_p2p", "p2p", "om_2", "forged"), false); code != 401 {
 		t.Errorf("badly signed webhook: %d, want 401", code)
 	}

@@ -2,6 +2,7 @@ package feishu
 
 import (
 	"bytes"
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/sha256"
@@ -11,14 +12,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"time"
 
 	larkevent "github.com/larksuite/oapi-sdk-go/v3/event"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
 // WebhookHandler receives events the platform posts in webhook mode.
 // Every request must carry a valid signature (X-Lark-Signature over the
-// timestamp, nonce, encrypt key and body); others are refused with 401.
-// The URL challenge is answered when its verification token matches.
+// timestamp, nonce, encrypt key and body); others are refused with 401,
+// and so are signed ones replayed (a timestamp outside [ReplayWindow], a
+// nonce already handled). The URL challenge is answered when its verification token matches.
 // Malformed events are logged and acknowledged, so they are not sent
 // again; an event that could not be stored gets a 500, so it is.
 func (a *Adapter) WebhookHandler() http.Handler {
@@ -68,14 +76,74 @@ func (a *Adapter) WebhookHandler() http.Handler {
 			http.Error(w, "forbidden", http.StatusUnauthorized)
 			return
 		}
+		nonce, err := a.fresh(r.Context(), r.Header)
+		switch {
+		case errors.Is(err, errReplay):
+			a.log.Warn("Feishu webhook request refused as a replay", "err", err, "remote", r.RemoteAddr)
+			http.Error(w, "forbidden", http.StatusUnauthorized)
+			return
+		case err != nil: // the nonces could not be read: let the platform try again
+			a.log.Error("feishu webhook request not checked; the platform will send it again", "err", err)
+			http.Error(w, "try again", http.StatusInternalServerError)
+			return
+		}
 		if err := a.handleEvent(ctx, in, plain); err != nil {
 			a.log.Error("feishu event not stored; the platform will send it again", "err", err)
 			http.Error(w, "try again", http.StatusInternalServerError)
 			return
 		}
+		// Remembered only once handled: a request answered 500 may come
+		// again as it was, and its event id keeps it from being stored
+		// twice.
+		if _, err := a.nonces.Create(r.Context(), nonce, nil); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			a.log.Warn("feishu webhook nonce not remembered", "err", err)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"msg":"success"}`))
 	})
+}
+
+// ReplayWindow is how far a signed webhook request's timestamp may be
+// from the gateway's clock, as Slack's request signing allows; the nonces
+// of handled requests are remembered fleet-wide for twice as long, so a
+// request replayed inside the window is refused too.
+const ReplayWindow = 5 * time.Minute
+
+// bucketNonces is the short name of the bucket of handled webhook nonces.
+const bucketNonces = "feishu-nonces"
+
+// Assets declares the bucket of handled webhook nonces for
+// [bus.Provision].
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.KeyValue(jetstream.KeyValueConfig{
+		Bucket: bucketNonces, TTL: 2 * ReplayWindow,
+		Description: "nonces of handled Feishu webhook requests, refused if replayed",
+	})(sp, l)
+}
+
+// errReplay marks a webhook request refused as a possible replay.
+var errReplay = errors.New("feishu: webhook replay")
+
+// fresh checks a signed request's X-Lark-Request-Timestamp against
+// [ReplayWindow] and its nonce against those already handled, and returns
+// the key to remember the nonce by.
+func (a *Adapter) fresh(ctx context.Context, h http.Header) (string, error) {
+	ts, nonce := h.Get("X-Lark-Request-Timestamp"), h.Get("X-Lark-Request-Nonce")
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || nonce == "" {
+		return "", fmt.Errorf("%w: timestamp %q, nonce %q", errReplay, ts, nonce)
+	}
+	if skew := time.Since(time.Unix(sec, 0)); skew > ReplayWindow || skew < -ReplayWindow {
+		return "", fmt.Errorf("%w: timestamp %s is %s from now, outside %s", errReplay, ts, skew.Round(time.Second), ReplayWindow)
+	}
+	sum := sha256.Sum256([]byte(ts + "\x00" + nonce))
+	key := base64.RawURLEncoding.EncodeToString(sum[:16]) // characters a KV key may hold
+	if _, err := a.nonces.Get(ctx, key); err == nil {
+		return "", fmt.Errorf("%w: nonce %q already handled", errReplay, nonce)
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", fmt.Errorf("feishu: nonce lookup: %w", err)
+	}
+	return key, nil
 }
 
 // decrypt returns the plain event JSON of a webhook request body:

@@ -8,7 +8,8 @@
 // retried with backoff, honouring the platform's retry-after; a reply whose
 // retries are spent, or whose failure is permanent, goes to the dead-letter
 // subject with the platform's error. Each delivered reply id is remembered
-// for a day, so a reply redelivered after a lost ack is not sent twice.
+// for a day (also when the delivery ends as the gateway stops), so a reply
+// redelivered after a lost ack is not sent twice.
 //
 // Progress, tool hints and streaming deltas arrive on core NATS and are
 // handed to adapters that implement [LiveAdapter]; they are best effort.

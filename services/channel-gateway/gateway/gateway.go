@@ -80,15 +80,17 @@ func (c Config) Validate() error {
 // than a reply is ever redelivered.
 const deliveredTTL = 24 * time.Hour
 
-// bucketDelivered is the short name of the bucket of delivered reply ids.
-const bucketDelivered = "delivered"
+// BucketDelivered is the short name of the bucket of delivered reply
+// ids. Its keys starting "id-" and "seq-" are the gateway's; an adapter
+// may keep records of its own there under another prefix (internal/parts).
+const BucketDelivered = "delivered"
 
 // Assets declares the bucket of delivered reply ids for [bus.Provision],
 // and the channel status board Run reports to.
 func Assets(sp subject.Space, l bus.Layout) bus.Assets {
 	return bus.Join(status.Assets, func(sp subject.Space, _ bus.Layout) bus.Assets {
 		return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
-			Bucket:      sp.Bucket(bucketDelivered),
+			Bucket:      sp.Bucket(BucketDelivered),
 			Description: "reply ids already delivered to a platform",
 			TTL:         deliveredTTL,
 		}}}
@@ -217,7 +219,7 @@ func (g *Gateway) refusing(a Adapter) Inbox {
 func (g *Gateway) Run(ctx context.Context) error {
 	var delivered jetstream.KeyValue
 	err := g.setUp(ctx, func(ctx context.Context) (err error) {
-		delivered, err = g.bus.KV(ctx, bucketDelivered)
+		delivered, err = g.bus.KV(ctx, BucketDelivered)
 		return err
 	})
 	if err != nil {
@@ -344,9 +346,13 @@ func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
 	err = d.a.Deliver(callCtx, out)
 	cancel()
 	if err == nil {
-		if _, err := d.delivered.Put(ctx, key, nil); err != nil {
+		// Remembered even when the gateway is stopping: the platform has
+		// the reply, and a redelivery must not send it again.
+		putCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bus.CallTimeout)
+		if _, err := d.delivered.Put(putCtx, key, nil); err != nil {
 			d.log.Warn("remember delivered reply", "id", out.GetId(), "err", err)
 		}
+		cancel()
 		_ = m.Ack()
 		return
 	}

@@ -4,13 +4,17 @@
 // SYSTEM pings and CALLBACK robot messages, each acknowledged by the
 // client with a response frame of the same messageId), the app access
 // token, the robot send API (one-to-one batchSend and group send), the
-// message file download, and per-message session webhooks that expire.
-// Scripted failures include HTTP 429 with Retry-After.
+// message file download, the media upload (multipart media/upload on the
+// older oapi, whose media ids the robot's picture and file messages must
+// name), AI cards (card/instances/createAndDeliver, then card/streaming
+// updates replacing their content), and per-message session webhooks that
+// expire. Scripted failures include HTTP 429 with Retry-After.
 package dingtalktest
 
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -33,11 +37,19 @@ const (
 
 // Call is one request to the fake's send APIs.
 type Call struct {
-	// Kind is "webhook", "otosend", "groupsend", "token" or "download".
+	// Kind is "webhook", "otosend", "groupsend", "token", "download",
+	// "upload", "cardcreate" or "cardstream".
 	Kind string
 	// Session is the session webhook's id (webhook).
 	Session string
-	Body    map[string]any
+	// Body is the JSON body; for an upload, type and filename.
+	Body map[string]any
+	// Upload is an upload's bytes, and MediaID the id the fake gave them
+	// ("" when it refused them).
+	Upload  []byte
+	MediaID string
+	// At is when the fake received the call.
+	At time.Time
 	// Expired is true when a webhook call came after its expiry.
 	Expired bool
 }
@@ -69,6 +81,19 @@ type Failure struct {
 	// Code is the open API's error code, ErrCode the webhook's.
 	Code    string
 	ErrCode int
+	// Hold, when set, makes this no failure: the call is taken as usual
+	// and answered once Hold is closed, whether or not the client still
+	// waits (a send the platform made while its answer was lost).
+	Hold <-chan struct{}
+}
+
+// held waits for f's hold and reports whether f is only that.
+func (f *Failure) held() bool {
+	if f.Hold == nil {
+		return false
+	}
+	<-f.Hold
+	return true
 }
 
 // Ack is the client's response to a frame.
@@ -93,6 +118,8 @@ type Server struct {
 	frames   int
 	sessions map[string]time.Time
 	files    map[string][]byte
+	media    map[string][]byte // media id → uploaded bytes
+	cards    map[string]string // outTrackId → the card's content
 }
 
 // New starts a fake, stopped at the end of the test.
@@ -100,7 +127,7 @@ func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
 		calls: fakeplatform.NewCalls("dingtalktest", func(c Call) string { return c.Kind }), acks: make(chan Ack, 1000),
-		sessions: map[string]time.Time{}, files: map[string][]byte{},
+		sessions: map[string]time.Time{}, files: map[string][]byte{}, media: map[string][]byte{}, cards: map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1.0/gateway/connections/open", s.serveOpen)
@@ -111,6 +138,9 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("POST /v1.0/robot/messageFiles/download", s.api("download"))
 	mux.HandleFunc("POST /robot/sendBySession/{session}", s.serveWebhook)
 	mux.HandleFunc("GET /files/{code}", s.serveFile)
+	mux.HandleFunc("POST /media/upload", s.serveUpload)
+	mux.HandleFunc("POST /v1.0/card/instances/createAndDeliver", s.api("cardcreate"))
+	mux.HandleFunc("PUT /v1.0/card/streaming", s.api("cardstream"))
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
@@ -134,6 +164,12 @@ func (s *Server) AddFile(code string, data []byte) {
 func (s *Server) Next(t testing.TB, timeout time.Duration, kinds ...string) Call {
 	t.Helper()
 	return s.calls.Next(t, timeout, kinds...)
+}
+
+// None reports an error for every call of one of kinds during d.
+func (s *Server) None(t testing.TB, d time.Duration, kinds ...string) {
+	t.Helper()
+	s.calls.None(t, d, kinds...)
 }
 
 // WaitConnected waits until a stream connection is open.
@@ -328,14 +364,18 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"code": "InvalidAuthentication", "message": "no valid token"})
 			return
 		}
-		c := Call{Kind: kind, Body: map[string]any{}}
+		c := Call{Kind: kind, Body: map[string]any{}, At: time.Now()}
 		if err := json.NewDecoder(r.Body).Decode(&c.Body); err != nil {
 			writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter", "message": err.Error()})
 			return
 		}
 		s.calls.Add(c)
-		if f := s.fail.Take(kind); f != nil {
+		if f := s.fail.Take(kind); f != nil && !f.held() {
 			f.write(w)
+			return
+		}
+		if kind == "cardcreate" || kind == "cardstream" {
+			s.serveCard(w, c)
 			return
 		}
 		if c.Str("robotCode") != ClientID {
@@ -349,6 +389,10 @@ func (s *Server) api(kind string) http.HandlerFunc {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter.msgParam", "message": "bad msgParam"})
 				return
 			}
+			if msg := s.checkMedia(c.Str("msgKey"), p); msg != "" {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter.msgParam", "message": msg})
+				return
+			}
 			if kind == "groupsend" && !strings.HasPrefix(c.Str("openConversationId"), "cid") {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter.openConversationId", "message": "bad conversation"})
 				return
@@ -360,9 +404,119 @@ func (s *Server) api(kind string) http.HandlerFunc {
 	}
 }
 
+// MediaLimit is the media upload's size limit.
+const MediaLimit = 20 << 20
+
+// serveUpload serves media/upload: access_token and type (image, file,
+// voice, video) in the query, the bytes in the multipart part "media";
+// it answers errcode and media_id as the oapi does.
+func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("access_token") != token {
+		writeJSON(w, http.StatusOK, map[string]any{"errcode": 40014, "errmsg": "invalid access_token"})
+		return
+	}
+	c := Call{Kind: "upload", Body: map[string]any{"type": r.URL.Query().Get("type")}}
+	var errcode int
+	var errmsg string
+	if err := r.ParseMultipartForm(MediaLimit + 1<<20); err != nil {
+		errcode, errmsg = 40035, "bad multipart form: "+err.Error()
+	} else if f, h, err := r.FormFile("media"); err != nil {
+		errcode, errmsg = 41001, "no media part"
+	} else {
+		c.Body["filename"] = h.Filename
+		c.Upload, _ = io.ReadAll(f)
+		f.Close()
+	}
+	s.mu.Lock()
+	fail := s.fail.Take("upload")
+	switch t := c.Str("type"); {
+	case fail != nil || errcode != 0:
+	case t != "image" && t != "file" && t != "voice" && t != "video":
+		errcode, errmsg = 40004, "invalid media type"
+	case len(c.Upload) == 0 || len(c.Upload) > MediaLimit:
+		errcode, errmsg = 40006, "invalid file size"
+	default:
+		c.MediaID = fmt.Sprintf("@lAD_%s_%d", t, len(s.media)+1)
+		s.media[c.MediaID] = c.Upload
+	}
+	s.mu.Unlock()
+	s.calls.Add(c)
+	switch {
+	case fail != nil:
+		fail.write(w)
+	case c.MediaID == "":
+		writeJSON(w, http.StatusOK, map[string]any{"errcode": errcode, "errmsg": errmsg})
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"errcode": 0, "errmsg": "ok", "media_id": c.MediaID, "type": c.Str("type"), "created_at": time.Now().UnixMilli()})
+	}
+}
+
+// checkMedia returns why a robot message's picture or file parameters are
+// refused, or "": a picture names an uploaded media id (or a URL), a
+// file an uploaded media id, its name and type.
+func (s *Server) checkMedia(key string, p map[string]string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch key {
+	case "sampleImageMsg":
+		if _, ok := s.media[p["photoURL"]]; !ok && !strings.HasPrefix(p["photoURL"], "http") {
+			return "photoURL is neither a media id nor a URL"
+		}
+	case "sampleFile":
+		if _, ok := s.media[p["mediaId"]]; !ok || p["fileName"] == "" || p["fileType"] == "" {
+			return "sampleFile needs an uploaded mediaId, fileName and fileType"
+		}
+	}
+	return ""
+}
+
+// serveCard creates and delivers an AI card, or replaces its content.
+func (s *Server) serveCard(w http.ResponseWriter, c Call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := c.Str("outTrackId")
+	_, exists := s.cards[id]
+	switch {
+	case c.Kind == "cardcreate" && (exists || id == "" || c.Str("cardTemplateId") == "" || !strings.HasPrefix(c.Str("openSpaceId"), "dtv1.card//IM_")):
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": "param.invalid", "message": "outTrackId taken, or no template or open space"})
+	case c.Kind == "cardcreate":
+		data, _ := c.Body["cardData"].(map[string]any)
+		params, _ := data["cardParamMap"].(map[string]any)
+		content, _ := params["content"].(string)
+		s.cards[id] = content
+		writeJSON(w, http.StatusOK, map[string]any{"success": true, "result": map[string]any{"outTrackId": id}})
+	case !exists || c.Str("key") != "content" || c.Body["isFull"] != true:
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": "param.invalid", "message": "unknown card, key or not a full update"})
+	default:
+		s.cards[id] = c.Str("content")
+		writeJSON(w, http.StatusOK, map[string]any{"success": true, "result": true})
+	}
+}
+
+// Card returns the current content of an AI card, "" for an unknown one.
+func (s *Server) Card(outTrackID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cards[outTrackID]
+}
+
+// Uploaded returns the bytes uploaded under a media id, or nil.
+func (s *Server) Uploaded(mediaID string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.media[mediaID]
+}
+
+// Param decodes a robot send's msgParam.
+func (c Call) Param() map[string]string {
+	var p map[string]string
+	_ = json.Unmarshal([]byte(c.Str("msgParam")), &p)
+	return p
+}
+
 func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	session := r.PathValue("session")
-	c := Call{Kind: "webhook", Session: session, Body: map[string]any{}}
+	c := Call{Kind: "webhook", Session: session, Body: map[string]any{}, At: time.Now()}
 	if err := json.NewDecoder(r.Body).Decode(&c.Body); err != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"errcode": 40035, "errmsg": "bad json"})
 		return
@@ -372,7 +526,7 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	c.Expired = !ok || time.Now().After(expires)
 	s.calls.Add(c)
-	if f := s.fail.Take("webhook"); f != nil {
+	if f := s.fail.Take("webhook"); f != nil && !f.held() {
 		f.write(w)
 		return
 	}

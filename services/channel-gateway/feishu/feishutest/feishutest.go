@@ -4,7 +4,10 @@
 // (events as data frames, answered by the client with a response frame
 // of the same message id; pings answered with pongs), the tenant access
 // token, bot info, message create and reply (with uuid deduplication, as
-// the platform does within an hour) and message resources. Scripted
+// the platform does within an hour), message resources, and image and
+// file uploads (multipart im/v1/images and im/v1/files, with the
+// platform's size limits; an image or file message must name an uploaded
+// key). Scripted
 // failures include the gateway's rate-limit answer (HTTP 429, code
 // 99991400, x-ogw-ratelimit-reset). For webhook mode it signs and
 // encrypts event bodies the way the platform does.
@@ -21,6 +24,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -48,15 +52,20 @@ const (
 // Call is one open API request.
 type Call struct {
 	// Kind is "create", "reply", "patch" (a card update), "resource",
-	// "token" or "botinfo".
+	// "image" or "file" (an upload), "token" or "botinfo".
 	Kind string
 	// Parent is the message replied to (reply), updated (patch) or read
 	// (resource).
 	Parent string
 	// Query holds the query parameters (receive_id_type, type).
 	Query map[string]string
-	// Body is the JSON body: receive_id, msg_type, content, uuid.
+	// Body is the JSON body: receive_id, msg_type, content, uuid; for an
+	// upload, the form fields (image_type, or file_type and file_name).
 	Body map[string]any
+	// Upload is an upload's file part, and Key the key the fake gave it
+	// ("" when it refused it).
+	Upload []byte
+	Key    string
 	// Duplicate is true when the uuid was seen before, so the platform
 	// sent nothing.
 	Duplicate bool
@@ -113,6 +122,7 @@ type Server struct {
 	frames    uint64
 	resources map[string][]byte
 	contents  map[string]string // message id → its current content
+	uploads   map[string][]byte // image or file key → its bytes
 }
 
 // Ack is the client's response to an event frame.
@@ -126,7 +136,7 @@ func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
 		calls: fakeplatform.NewCalls("feishutest", func(c Call) string { return c.Kind }), acks: make(chan Ack, 1000),
-		seen: map[string]bool{}, resources: map[string][]byte{}, contents: map[string]string{},
+		seen: map[string]bool{}, resources: map[string][]byte{}, contents: map[string]string{}, uploads: map[string][]byte{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /callback/ws/endpoint", s.serveEndpoint)
@@ -137,6 +147,8 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("POST /open-apis/im/v1/messages/{id}/reply", s.api("reply"))
 	mux.HandleFunc("PATCH /open-apis/im/v1/messages/{id}", s.api("patch"))
 	mux.HandleFunc("GET /open-apis/im/v1/messages/{id}/resources/{key}", s.api("resource"))
+	mux.HandleFunc("POST /open-apis/im/v1/images", s.serveUpload("image", ImageLimit))
+	mux.HandleFunc("POST /open-apis/im/v1/files", s.serveUpload("file", FileLimit))
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
@@ -322,9 +334,16 @@ func Text(eventID, sender, chat, chatType, messageID, text string, mentions ...M
 // wrong signature). It returns the HTTP status.
 func Webhook(t testing.TB, url, encryptKey string, event map[string]any, sign bool) int {
 	t.Helper()
+	return WebhookAt(t, url, encryptKey, event, sign, time.Now(), rand.Text()[:8])
+}
+
+// WebhookAt is [Webhook] with the request's timestamp and nonce given, to
+// send a request as it was signed earlier (a replay).
+func WebhookAt(t testing.TB, url, encryptKey string, event map[string]any, sign bool, at time.Time, nonce string) int {
+	t.Helper()
 	plain, _ := json.Marshal(event)
 	body, _ := json.Marshal(map[string]string{"encrypt": Encrypt(plain, encryptKey)})
-	ts, nonce := strconv.FormatInt(time.Now().Unix(), 10), rand.Text()[:8]
+	ts := strconv.FormatInt(at.Unix(), 10)
 	sig := Signature(ts, nonce, encryptKey, body)
 	if !sign {
 		sig = Signature(ts, nonce, "another key", body)
@@ -425,14 +444,7 @@ func (s *Server) api(kind string) http.HandlerFunc {
 		}
 		s.calls.Add(c)
 		if f != nil {
-			if f.Reset > 0 {
-				w.Header().Set("x-ogw-ratelimit-reset", strconv.Itoa(f.Reset))
-			}
-			status := f.Status
-			if status == 0 {
-				status = http.StatusBadRequest
-			}
-			writeJSON(w, status, map[string]any{"code": f.Code, "msg": f.Msg})
+			f.write(w)
 			return
 		}
 		switch kind {
@@ -454,10 +466,20 @@ func (s *Server) api(kind string) http.HandlerFunc {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid receive_id_type"})
 				return
 			}
-			var probe any
+			var probe map[string]any
 			if err := json.Unmarshal([]byte(c.Str("content")), &probe); err != nil || c.Str("msg_type") == "" {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid content"})
 				return
+			}
+			if t := c.Str("msg_type"); t == "image" || t == "file" {
+				key, _ := probe[t+"_key"].(string)
+				s.mu.Lock()
+				_, uploaded := s.uploads[key]
+				s.mu.Unlock()
+				if !uploaded {
+					writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid " + t + "_key"})
+					return
+				}
 			}
 			s.mu.Lock()
 			s.contents[id] = c.Str("content")
@@ -475,6 +497,81 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			_, _ = w.Write(data)
 		}
 	}
+}
+
+// Upload limits of the platform.
+const (
+	ImageLimit = 10 << 20
+	FileLimit  = 30 << 20
+)
+
+// serveUpload serves im/v1/images (kind "image") or im/v1/files ("file"):
+// a multipart form with the bytes in the part named kind, refused when
+// empty, over limit or without the fields the platform requires.
+func (s *Server) serveUpload(kind string, limit int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"code": 99991663, "msg": "Invalid access token for authorization"})
+			return
+		}
+		if err := r.ParseMultipartForm(int64(limit) + 1<<20); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"code": 9499, "msg": "bad multipart form: " + err.Error()})
+			return
+		}
+		c := Call{Kind: kind, Query: map[string]string{}, Body: map[string]any{}, At: time.Now()}
+		for k, v := range r.MultipartForm.Value {
+			c.Body[k] = v[0]
+		}
+		file, _, ferr := r.FormFile(kind)
+		if ferr == nil {
+			c.Upload, ferr = io.ReadAll(file)
+			file.Close()
+		}
+		refusal := Failure{Code: 234001, Msg: "invalid request param"}
+		s.mu.Lock()
+		f := s.fail.Take(kind)
+		switch {
+		case f != nil:
+			refusal = *f
+		case ferr != nil:
+		case len(c.Upload) == 0:
+			refusal.Code, refusal.Msg = 234010, "file size can't be 0"
+		case len(c.Upload) > limit:
+			refusal.Code, refusal.Msg = 234006, "file size exceeds the limit"
+		case kind == "image" && c.Str("image_type") != "message":
+		case kind == "file" && (c.Str("file_type") == "" || c.Str("file_name") == ""):
+		default:
+			s.msgs++
+			c.Key = fmt.Sprintf("%s_v3_%d", kind, s.msgs)
+			s.uploads[c.Key] = c.Upload
+		}
+		s.mu.Unlock()
+		s.calls.Add(c)
+		if c.Key == "" {
+			refusal.write(w)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]string{kind + "_key": c.Key}})
+	}
+}
+
+// Uploaded returns the bytes uploaded under an image or file key, or nil.
+func (s *Server) Uploaded(key string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.uploads[key]
+}
+
+// write answers with the failure.
+func (f Failure) write(w http.ResponseWriter) {
+	if f.Reset > 0 {
+		w.Header().Set("x-ogw-ratelimit-reset", strconv.Itoa(f.Reset))
+	}
+	status := f.Status
+	if status == 0 {
+		status = http.StatusBadRequest
+	}
+	writeJSON(w, status, map[string]any{"code": f.Code, "msg": f.Msg})
 }
 
 func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {

@@ -2,9 +2,11 @@
 // sent, so that a retried delivery continues where the failed one stopped
 // instead of repeating the first pieces.
 //
-// The memory is per process and bounded: a reply retried on another gateway
-// starts again from its first piece (the platforms offer no idempotency key
-// to do better).
+// A [Tracker]'s memory is per process and bounded: a reply retried on
+// another gateway starts again from its first piece, shown twice unless
+// the platform drops a piece sent twice by its idempotency key (Feishu's
+// uuid, Discord's nonce). A [Store] keeps the count in
+// JetStream, for platforms without such a key (DingTalk).
 package parts
 
 import "sync"

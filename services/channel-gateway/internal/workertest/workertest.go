@@ -38,6 +38,46 @@ func Final(text string) *nanofleetv1.OutboundMessage {
 	return &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, Content: text}
 }
 
+// WithMedia answers every message with a final text carrying refs, the
+// attachments a tool left in the object store (see [StoreMedia]).
+func WithMedia(text string, refs ...*nanofleetv1.MediaRef) Script {
+	return func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		m := Final(text)
+		m.Media = refs
+		return []*nanofleetv1.OutboundMessage{m}
+	}
+}
+
+// Streamed answers every message with deltas, as a model streaming its
+// answer, then the final text.
+func Streamed(final string, deltas ...string) Script {
+	return func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		var out []*nanofleetv1.OutboundMessage
+		for _, d := range deltas {
+			out = append(out, Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, d))
+		}
+		return append(out, Final(final))
+	}
+}
+
+// StoreMedia puts data[i] in b's object store under refs[i]'s object; a
+// nil data[i] stores nothing, for an attachment gone from the store.
+func StoreMedia(t testing.TB, b *bus.Bus, refs []*nanofleetv1.MediaRef, data [][]byte) {
+	t.Helper()
+	blobs, err := b.Blobs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range data {
+		if d == nil {
+			continue
+		}
+		if _, err := blobs.PutBytes(t.Context(), refs[i].GetObject(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // Live is a live message of kind k.
 func Live(k nanofleetv1.OutboundKind, text string) *nanofleetv1.OutboundMessage {
 	return &nanofleetv1.OutboundMessage{Kind: k, Content: text}
