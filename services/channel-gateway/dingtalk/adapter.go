@@ -100,7 +100,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	a.sent = parts.NewStore(delivered)
 	switch {
 	case cfg.Streaming && cfg.CardTemplateID != "":
-		a.streams, err = editstream.New(ctx, deps.Bus, cards{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, a.log)
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, deps.Bus, cards{a}, editstream.WithLogger(a.log))
 		if err != nil {
 			return nil, fmt.Errorf("dingtalk: %w", err)
 		}
