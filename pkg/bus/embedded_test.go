@@ -1,26 +1,25 @@
 package bus_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 )
 
 // TestEmbeddedRequiresCredentials: a listening embedded server with a
 // user and password refuses a client without them or with a wrong
 // password, and accepts the right ones over the socket and in-process.
 func TestEmbeddedRequiresCredentials(t *testing.T) {
-	var logged syncBuffer
+	var logged syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, User: "nanofleet", Password: "s3cret"}, log)
 	if err != nil {
@@ -85,22 +84,4 @@ func TestEmbeddedConfigUserAndPasswordGoTogether(t *testing.T) {
 			t.Errorf("Validate(%+v) = nil, want an error", cfg)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer the server's goroutines may write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

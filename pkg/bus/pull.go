@@ -52,7 +52,7 @@ func Pull(ctx context.Context, cons jetstream.Consumer, slots int, log *slog.Log
 			}
 			continue
 		}
-		take(ctx, batch.Messages(), func(m jetstream.Msg) {
+		Take(ctx, batch.Messages(), func(m jetstream.Msg) {
 			sem <- struct{}{} // never blocks: at most free messages arrive
 			wg.Add(1)
 			go func() {
@@ -64,10 +64,11 @@ func Pull(ctx context.Context, cons jetstream.Consumer, slots int, log *slog.Log
 	return wg.Wait
 }
 
-// take starts each message of a fetch until the fetch ends or ctx does.
-// Stopping does not wait for the fetch's expiry (a one-shot `agent -m`
-// would spend its last second on it): what still arrives is nak'ed.
-func take(ctx context.Context, msgs <-chan jetstream.Msg, start func(jetstream.Msg)) {
+// Take starts each message of a fetch until the fetch ends or ctx does.
+// A fetch bounded by FetchMaxWait (see Pull) does not end with ctx, and
+// stopping must not wait for its expiry (a one-shot `agent -m` would spend
+// its last seconds on it): what still arrives is nak'ed.
+func Take(ctx context.Context, msgs <-chan jetstream.Msg, start func(jetstream.Msg)) {
 	for {
 		select {
 		case m, ok := <-msgs:

@@ -86,3 +86,34 @@ func TestPullHoldsNoMoreThanItsSlots(t *testing.T) {
 		t.Fatal("Pull did not return after its context ended")
 	}
 }
+
+// TestTakeEndsWithItsContext: a fetch bounded by FetchMaxWait outlives
+// the context, and Take does not wait for its expiry (a one-shot's
+// shutdown waited out a two-second fetch of Dream's this way).
+func TestTakeEndsWithItsContext(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	st, err := b.JS.CreateStream(t.Context(), jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := st.CreateOrUpdateConsumer(t.Context(), jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		bus.Take(ctx, batch.Messages(), func(m jetstream.Msg) { t.Errorf("started %s of an empty stream", m.Subject()) })
+	}()
+	cancel()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Take still waits for the fetch's expiry after its context ended")
+	}
+}

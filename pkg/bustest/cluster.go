@@ -44,7 +44,7 @@ func NewCluster(t testing.TB, n int, up ...int) *Cluster {
 		c.nodes = append(c.nodes, &clusterNode{opts: &server.Options{
 			ServerName: fmt.Sprintf("n%d", i+1),
 			Host:       "127.0.0.1",
-			Port:       freePort(t),
+			Port:       FreePort(t),
 			JetStream:  true,
 			StoreDir:   filepath.Join(dir, fmt.Sprintf("n%d", i+1)),
 			NoSigs:     true,
@@ -53,7 +53,7 @@ func NewCluster(t testing.TB, n int, up ...int) *Cluster {
 			Cluster: server.ClusterOpts{
 				Name: "bustest",
 				Host: "127.0.0.1",
-				Port: freePort(t),
+				Port: FreePort(t),
 			},
 		}})
 	}
@@ -151,8 +151,8 @@ func (c *Cluster) WaitJetStream(d time.Duration) {
 	}
 }
 
-// freePort returns a loopback port nothing listens on right now.
-func freePort(t testing.TB) int {
+// FreePort returns a loopback port nothing listens on right now.
+func FreePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path"
@@ -10,7 +9,6 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -99,38 +97,6 @@ func isImage(mime, u string) bool {
 		return true
 	}
 	return false
-}
-
-// convertTools maps tool definitions in toolschema's order (built-ins by
-// name, then MCP tools by name), so the prompt prefix is stable and
-// provider-side prompt caching works.
-func convertTools(defs []*nanofleetv1.ToolDefinition) ([]openai.Tool, error) {
-	if len(defs) == 0 {
-		return nil, nil
-	}
-	sorted := slices.Clone(defs)
-	toolschema.SortDefinitions(sorted)
-	out := make([]openai.Tool, 0, len(sorted))
-	for _, d := range sorted {
-		if d.GetName() == "" {
-			return nil, fmt.Errorf("%w: tool without a name", ErrInvalidRequest)
-		}
-		params := json.RawMessage(d.GetParametersJson())
-		if len(params) == 0 {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
-		} else if !json.Valid(params) {
-			return nil, fmt.Errorf("%w: tool %q: parameters are not valid JSON", ErrInvalidRequest, d.GetName())
-		}
-		out = append(out, openai.Tool{
-			Type: openai.ToolTypeFunction,
-			Function: &openai.FunctionDefinition{
-				Name:        d.GetName(),
-				Description: d.GetDescription(),
-				Parameters:  params,
-			},
-		})
-	}
-	return out, nil
 }
 
 // isReasoningModel matches the OpenAI reasoning families that go-openai

@@ -91,6 +91,7 @@ type Provider struct {
 	client *openai.Client
 	s      settings
 	lim    *limiter
+	tools  toolCache
 }
 
 var _ Client = (*Provider)(nil)
@@ -140,7 +141,7 @@ func (p *Provider) Chat(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llm: chat: %w", err)
 	}
-	tools, err := convertTools(req.Tools)
+	tools, err := p.tools.convert(req.Tools)
 	if err != nil {
 		return nil, fmt.Errorf("llm: chat: %w", err)
 	}
@@ -191,9 +192,9 @@ const maxLimitedTries = 30
 
 // chatModel calls one model, retrying temporary failures.
 func (p *Provider) chatModel(ctx context.Context, model string, req Request,
-	msgs []openai.ChatCompletionMessage, tools []openai.Tool,
+	msgs []openai.ChatCompletionMessage, tools toolSet,
 ) (*Response, error) {
-	creq := p.buildRequest(model, req, msgs, tools)
+	creq := p.buildRequest(model, req, msgs, tools.list)
 	attempts := p.cfg.MaxRetries + 1
 	// 429s are retried apart from the other failures, for as long as the
 	// rate-limit patience lasts: a busy provider slows turns down rather
@@ -203,7 +204,7 @@ func (p *Provider) chatModel(ctx context.Context, model string, req Request,
 		limitedTries int
 	)
 	for n, tries := 0, 0; ; tries++ {
-		resp, info, err := p.attempt(ctx, creq, req.OnDelta)
+		resp, info, err := p.attempt(ctx, creq, tools.encoded, req.OnDelta)
 		if err == nil {
 			if resp.Model == "" {
 				resp.Model = model
@@ -278,8 +279,9 @@ func (p *Provider) buildRequest(model string, req Request,
 	return creq
 }
 
-// attempt makes one HTTP call bounded by Config.Timeout.
-func (p *Provider) attempt(ctx context.Context, creq openai.ChatCompletionRequest,
+// attempt makes one HTTP call bounded by Config.Timeout. creq's tools are
+// checked by go-openai's validation, and sent as tools, their encoding.
+func (p *Provider) attempt(ctx context.Context, creq openai.ChatCompletionRequest, tools []byte,
 	onDelta func(content, reasoning string),
 ) (*Response, *callInfo, error) {
 	epoch, err := p.lim.acquire(ctx)
@@ -291,6 +293,13 @@ func (p *Provider) attempt(ctx context.Context, creq openai.ChatCompletionReques
 	ctx, info := withCallInfo(ctx)
 	limited := false
 	defer func() { p.lim.release(epoch, limited) }()
+	if len(creq.Tools) > 0 {
+		// go-openai validates what it sends; the doer adds the tools.
+		if err := openai.NewReasoningValidator().Validate(creq); err != nil {
+			return nil, info, err
+		}
+		creq.Tools, info.tools = nil, tools
+	}
 	var resp *Response
 	if onDelta != nil {
 		resp, err = p.stream(ctx, creq, onDelta)

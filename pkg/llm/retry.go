@@ -22,6 +22,8 @@ type callInfo struct {
 	retryAfter   string
 	retryAfterMs string
 	transportErr error
+	// tools is the encoded tools array the doer adds to the body.
+	tools []byte
 }
 
 type callInfoKey struct{}
@@ -32,7 +34,8 @@ func withCallInfo(ctx context.Context) (context.Context, *callInfo) {
 }
 
 // doer wraps the HTTP client handed to go-openai: it adds the extra headers
-// and records Retry-After and transport failures in the attempt's callInfo.
+// and the attempt's encoded tools, and records Retry-After and transport
+// failures in the attempt's callInfo.
 type doer struct {
 	next    openai.HTTPDoer
 	headers map[string]string
@@ -42,8 +45,14 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	for k, v := range d.headers {
 		req.Header.Set(k, v)
 	}
+	info, ok := req.Context().Value(callInfoKey{}).(*callInfo)
+	if ok && info.tools != nil {
+		if err := addTools(req, info.tools); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := d.next.Do(req)
-	if info, ok := req.Context().Value(callInfoKey{}).(*callInfo); ok {
+	if ok {
 		if err != nil {
 			info.transportErr = err
 		} else {

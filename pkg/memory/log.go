@@ -77,18 +77,28 @@ func (l *Log) Last(ctx context.Context, sessionKey string) (*Entry, error) {
 
 // Get returns the entry at seq.
 func (l *Log) Get(ctx context.Context, seq uint64) (*Entry, error) {
-	st, err := l.js.Stream(ctx, l.names.LogStream())
+	raw, err := getMsg(ctx, l.js, l.names.LogStream(), seq, "history log", "history entry")
 	if err != nil {
-		return nil, fmt.Errorf("history log: %w", err)
+		return nil, err
+	}
+	return decodeEntry(directget.Msg{Seq: raw.Sequence, Data: raw.Data})
+}
+
+// getMsg reads message seq of stream; a missing one is [ErrNotFound].
+// Errors name the stream and the message as streamName and msgName.
+func getMsg(ctx context.Context, js jetstream.JetStream, stream string, seq uint64, streamName, msgName string) (*jetstream.RawStreamMsg, error) {
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", streamName, err)
 	}
 	raw, err := st.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, fmt.Errorf("%w: history entry %d", ErrNotFound, seq)
+		return nil, fmt.Errorf("%w: %s %d", ErrNotFound, msgName, seq)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read history entry %d: %w", seq, err)
+		return nil, fmt.Errorf("read %s %d: %w", msgName, seq, err)
 	}
-	return decodeEntry(directget.Msg{Seq: raw.Sequence, Data: raw.Data})
+	return raw, nil
 }
 
 // Scope returns a scope's entries after seq, oldest first, at most max

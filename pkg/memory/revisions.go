@@ -88,16 +88,9 @@ func (r *Revisions) Append(ctx context.Context, rev *nanofleetv1.MemoryRevision,
 
 // Get returns revision seq.
 func (r *Revisions) Get(ctx context.Context, seq uint64) (*Revision, error) {
-	st, err := r.js.Stream(ctx, r.names.RevisionStream())
+	raw, err := getMsg(ctx, r.js, r.names.RevisionStream(), seq, "revisions", "revision")
 	if err != nil {
-		return nil, fmt.Errorf("revisions: %w", err)
-	}
-	raw, err := st.GetMsg(ctx, seq)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, fmt.Errorf("%w: revision %d", ErrNotFound, seq)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read revision %d: %w", seq, err)
+		return nil, err
 	}
 	rev := &nanofleetv1.MemoryRevision{}
 	if err := proto.Unmarshal(raw.Data, rev); err != nil {

@@ -18,6 +18,8 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/every"
 )
 
 // Config says how a Trimmer looks for quiet.
@@ -90,14 +92,8 @@ func Run(ctx context.Context, cfg Config) {
 		return
 	}
 	t := New(cfg)
-	tk := time.NewTicker(cfg.Every)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-			t.Tick()
-		}
-	}
+	every.Tick(ctx, cfg.Every, func() bool {
+		t.Tick()
+		return true
+	})
 }

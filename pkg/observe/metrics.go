@@ -118,10 +118,7 @@ var (
 // per registry. A nil reg leaves the metrics unregistered, as in tests.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		Turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nanofleet_turns_total",
-			Help: "Agent turns finished, by outcome.",
-		}, []string{"outcome"}),
+		Turns: counterVec("nanofleet_turns_total", "Agent turns finished, by outcome.", "outcome"),
 		TurnDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "nanofleet_turn_duration_seconds",
 			Help:    "Wall time of an agent turn, from lease to ack.",
@@ -132,43 +129,32 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Latency of model requests, by provider and model.",
 			Buckets: modelBuckets,
 		}, []string{"provider", "model"}),
-		ModelTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nanofleet_model_tokens_total",
-			Help: "Tokens reported by model providers, by provider, model and kind.",
-		}, []string{"provider", "model", "kind"}),
-		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nanofleet_tool_calls_total",
-			Help: "Tool calls, by tool and outcome.",
-		}, []string{"tool", "outcome"}),
-		SandboxRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nanofleet_sandbox_refusals_total",
-			Help: "Operations refused by the sandbox, by reason.",
-		}, []string{"reason"}),
-		ConsumerPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "nanofleet_consumer_pending",
-			Help: "Messages pending delivery to a JetStream consumer.",
-		}, []string{"stream", "consumer"}),
-		LeaseContention: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "nanofleet_lease_contention_total",
-			Help: "Messages put back because their session was leased by another turn.",
-		}),
-		Redeliveries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "nanofleet_redeliveries_total",
-			Help: "Messages received more than once.",
-		}),
-		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nanofleet_dead_letters_total",
-			Help: "Messages moved to the dead-letter stream, by source.",
-		}, []string{"source"}),
-		DeliveryRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nanofleet_delivery_retries_total",
-			Help: "Retried deliveries to chat platforms, by channel.",
-		}, []string{"channel"}),
+		ModelTokens:     counterVec("nanofleet_model_tokens_total", "Tokens reported by model providers, by provider, model and kind.", "provider", "model", "kind"),
+		ToolCalls:       counterVec("nanofleet_tool_calls_total", "Tool calls, by tool and outcome.", "tool", "outcome"),
+		SandboxRefusals: counterVec("nanofleet_sandbox_refusals_total", "Operations refused by the sandbox, by reason.", "reason"),
+		ConsumerPending: gaugeVec("nanofleet_consumer_pending", "Messages pending delivery to a JetStream consumer.", "stream", "consumer"),
+		LeaseContention: counter("nanofleet_lease_contention_total", "Messages put back because their session was leased by another turn."),
+		Redeliveries:    counter("nanofleet_redeliveries_total", "Messages received more than once."),
+		DeadLetters:     counterVec("nanofleet_dead_letters_total", "Messages moved to the dead-letter stream, by source.", "source"),
+		DeliveryRetries: counterVec("nanofleet_delivery_retries_total", "Retried deliveries to chat platforms, by channel.", "channel"),
 	}
 	if reg != nil {
 		reg.MustRegister(m.collectors()...)
 	}
 	return m
+}
+
+// counter, counterVec and gaugeVec keep NewMetrics one line a metric.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {

@@ -2,8 +2,6 @@ package schedule
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,12 +92,7 @@ type Job struct {
 // spec): the same parts give the same id, so a retried turn does not
 // create a second job.
 func JobID(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))[:8]
+	return bus.StableID(parts...)
 }
 
 // specJSON is the stored form of a Spec.

@@ -4,45 +4,19 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 	"github.com/nanofleet/nanofleet/pkg/storeguard"
+	"github.com/nanofleet/nanofleet/pkg/storeguard/storeguardtest"
 )
 
-// smallFS mounts a tmpfs of size bytes for the test, or skips it where
-// mounting is not allowed.
-func smallFS(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
-func fill(t *testing.T, path string, n int) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for range n {
-		if _, err := f.Write(buf); err != nil {
-			return // the filesystem is full: that is the point
-		}
-	}
-}
-
 func TestFullAndRecovered(t *testing.T) {
-	dir := smallFS(t, "8m")
+	dir := storeguardtest.SmallFS(t, "8m")
 	reg := prometheus.NewRegistry()
 	recovered := 0
 	recoverErr := errors.New("not yet")
@@ -58,7 +32,7 @@ func TestFullAndRecovered(t *testing.T) {
 		recovered int
 	}{
 		{"empty", func() {}, false, 0},
-		{"filled", func() { fill(t, filepath.Join(dir, "ballast"), 16) }, true, 0},
+		{"filled", func() { storeguardtest.Fill(t, filepath.Join(dir, "ballast")) }, true, 0},
 		{"freed, recovery fails", func() { _ = os.Remove(filepath.Join(dir, "ballast")) }, true, 1},
 		{"freed, recovery works", func() { recoverErr = nil }, false, 2},
 	}
@@ -77,25 +51,10 @@ func TestFullAndRecovered(t *testing.T) {
 		if s.full {
 			want = 1
 		}
-		if got := gauge(t, reg, "nanofleet_storage_full"); got != want {
+		if got := observetest.Gauge(t, reg, "nanofleet_storage_full"); got != want {
 			t.Fatalf("%s: nanofleet_storage_full = %v, want %v", s.name, got, want)
 		}
 	}
-}
-
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
 }
 
 func TestStoreLimit(t *testing.T) {

@@ -244,7 +244,7 @@ func (c *Client) Call(ctx context.Context, req *nanofleetv1.ToolRequest) (*nanof
 			if noResp < noResponderTries {
 				// A runner may be restarting; a cancelled wait is
 				// reported by the next attempt.
-				_ = sleep(callCtx, time.Duration(noResp)*100*time.Millisecond)
+				_ = bus.Sleep(callCtx, time.Duration(noResp)*100*time.Millisecond)
 				continue
 			}
 			return c.noRunner(callCtx, req), nil
@@ -366,15 +366,4 @@ func (c *Client) noRunner(ctx context.Context, req *nanofleetv1.ToolRequest) *na
 
 func errorResult(req *nanofleetv1.ToolRequest, kind nanofleetv1.ToolErrorKind, content string) *nanofleetv1.ToolResult {
 	return &nanofleetv1.ToolResult{CallId: req.GetCallId(), Content: content, IsError: true, ErrorKind: kind}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

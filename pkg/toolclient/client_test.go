@@ -201,18 +201,27 @@ func TestBadResponse(t *testing.T) {
 	}
 }
 
-func TestCatalogSorted(t *testing.T) {
-	f := newFleet(t)
-	f.catalog(&nanofleetv1.ToolDefinition{Name: "web_fetch"}, &nanofleetv1.ToolDefinition{Name: "exec"}, &nanofleetv1.ToolDefinition{Name: "grep"})
+// catalogNames asks the client for the catalog and lists its tools, each
+// as show writes it, comma separated.
+func (f *fakeFleet) catalogNames(t *testing.T, show func(*nanofleetv1.ToolDefinition) string) string {
+	t.Helper()
 	defs, err := f.client.Catalog(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, d := range defs {
-		names = append(names, d.GetName())
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = show(d)
 	}
-	if strings.Join(names, ",") != "exec,grep,web_fetch" {
+	return strings.Join(names, ",")
+}
+
+func name(d *nanofleetv1.ToolDefinition) string { return d.GetName() }
+
+func TestCatalogSorted(t *testing.T) {
+	f := newFleet(t)
+	f.catalog(&nanofleetv1.ToolDefinition{Name: "web_fetch"}, &nanofleetv1.ToolDefinition{Name: "exec"}, &nanofleetv1.ToolDefinition{Name: "grep"})
+	if names := f.catalogNames(t, name); names != "exec,grep,web_fetch" {
 		t.Errorf("catalog order %v", names)
 	}
 }
@@ -278,15 +287,8 @@ func TestCatalogMergesRunners(t *testing.T) {
 			answer(tc.second, firstDone, nil) // right after the first
 			answer(nil, nil, nil)             // a runner without tools
 			f.runner.NC.Flush()
-			defs, err := f.client.Catalog(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, d := range defs {
-				names = append(names, d.GetName()+"="+d.GetDescription())
-			}
-			if got := strings.Join(names, ","); got != "exec=,mcp_a_x=from runner 1,mcp_b_y=" {
+			nameDesc := func(d *nanofleetv1.ToolDefinition) string { return d.GetName() + "=" + d.GetDescription() }
+			if got := f.catalogNames(t, nameDesc); got != "exec=,mcp_a_x=from runner 1,mcp_b_y=" {
 				t.Fatalf("merged catalog %s", got)
 			}
 		})
@@ -323,15 +325,7 @@ func TestCatalogAllRunners(t *testing.T) {
 			answer(0, &nanofleetv1.ToolDefinition{Name: "exec"})
 			answer(20*time.Millisecond, &nanofleetv1.ToolDefinition{Name: "mcp_slow_x"})
 			f.runner.NC.Flush()
-			defs, err := f.client.Catalog(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, d := range defs {
-				names = append(names, d.GetName())
-			}
-			if got := strings.Join(names, ","); got != tt.wantTools {
+			if got := f.catalogNames(t, name); got != tt.wantTools {
 				t.Errorf("tools %s, want %s", got, tt.wantTools)
 			}
 		})

@@ -1,25 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
-	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
@@ -27,34 +24,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp/whatsapptest"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
-
-// syncBuffer is a writer read while a command is still writing.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // TestChannelsLoginAndStatus runs the whole fleet (Telegram against its
 // fake, the web chat and the API) and, on its NATS, a gateway with the
@@ -84,27 +53,14 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	if err := config.Parse(file, data, func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := l.Addr().String()
-	l.Close()
-	f, err := fleet.Start(ctx, fleet.Options{
-		File: file, Getenv: func(string) string { return "" }, Log: slog.New(slog.DiscardHandler),
-		DataDir: t.TempDir(), Workspace: t.TempDir(), Listen: true, Gateway: true, GatewayListen: listen,
-		Credentials: fleetdir.Credentials{User: "nanofleet", Password: "channels-test"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	f, url := startListening(ctx, t, file, fleet.Options{Gateway: true, GatewayListen: listen})
 	defer f.Stop()
-	url := fmt.Sprintf("nats://nanofleet:channels-test@127.0.0.1:%d", port)
 
 	// The operator's config names WhatsApp too; its gateway is this
 	// test's, dialling the fake.
 	env, _, _ := testEnv(t, nil)
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	env.stdout = out
 	chans["whatsapp"] = map[string]any{"enabled": true, "allowFrom": []string{"*"}}
 	data, _ = json.Marshal(doc)
@@ -177,7 +133,7 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 		t.Errorf("model requests = %d", len(reqs))
 	}
 
-	out = &syncBuffer{}
+	out = &syncbuf.Buffer{}
 	env.stdout = out
 	if err := dispatch(ctx, env, []string{"channels", "--config", cfgPath, "--nats", url, "status"}); err != nil {
 		t.Fatal(err)

@@ -18,18 +18,9 @@ import (
 var errCronUsage = errors.New("usage: nanofleet cron list [--session KEY] | nanofleet cron remove [--session KEY] JOB_ID")
 
 func cronCmd(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("cron", flag.ContinueOnError)
-	var c common
-	env.register(fs, &c)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	b, err := env.connect(ctx, &c)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	return runCron(ctx, b, fs.Args(), env.stdout)
+	return env.joinFleet(ctx, flag.NewFlagSet("cron", flag.ContinueOnError), args, nil, func(b *bus.Bus, _ *common, rest []string) error {
+		return runCron(ctx, b, rest, env.stdout)
+	})
 }
 
 // runCron is `nanofleet cron list|remove`: it lists jobs with their next

@@ -15,18 +15,9 @@ import (
 )
 
 func memoryCmd(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
-	var c common
-	env.register(fs, &c)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	b, err := env.connect(ctx, &c)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	return runMemory(ctx, b, fs.Args(), env.stdout)
+	return env.joinFleet(ctx, flag.NewFlagSet("memory", flag.ContinueOnError), args, nil, func(b *bus.Bus, _ *common, rest []string) error {
+		return runMemory(ctx, b, rest, env.stdout)
+	})
 }
 
 // errMemoryUsage means the memory command's arguments were wrong; the

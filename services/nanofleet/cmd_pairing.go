@@ -2,32 +2,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 )
 
 func pairingCmd(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("pairing", flag.ContinueOnError)
-	var c common
-	env.register(fs, &c)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	rest := fs.Args()
-	if len(rest) != 2 || rest[0] != "approve" {
-		return errors.New("usage: nanofleet pairing approve CODE")
-	}
-	b, err := env.connect(ctx, &c)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if err := access.Approve(ctx, b, rest[1]); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.stdout, "approved pairing code %s\n", rest[1])
-	return nil
+	check := argsAre("approve", 2, "usage: nanofleet pairing approve CODE")
+	return env.joinFleet(ctx, flag.NewFlagSet("pairing", flag.ContinueOnError), args, check, func(b *bus.Bus, _ *common, rest []string) error {
+		if err := access.Approve(ctx, b, rest[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "approved pairing code %s\n", rest[1])
+		return nil
+	})
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,21 +15,10 @@ import (
 // may not (tools.workspace.editableProfile off): review the workspace's
 // bootstrap files and skills, then copy them into the running fleet.
 func profileCmd(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
-	var c common
-	env.register(fs, &c)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 || fs.Arg(0) != "seed" {
-		return errors.New("usage: nanofleet profile seed [--workspace DIR]: copy the workspace's bootstrap files and skills into the fleet's profile; review them first, sessions can write the workspace")
-	}
-	b, err := env.connect(ctx, &c)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	return seedProfile(ctx, b, c.workspace, env.stdout, env.logger("warn"))
+	check := argsAre("seed", 1, "usage: nanofleet profile seed [--workspace DIR]: copy the workspace's bootstrap files and skills into the fleet's profile; review them first, sessions can write the workspace")
+	return env.joinFleet(ctx, flag.NewFlagSet("profile", flag.ContinueOnError), args, check, func(b *bus.Bus, c *common, _ []string) error {
+		return seedProfile(ctx, b, c.workspace, env.stdout, env.logger("warn"))
+	})
 }
 
 // seedProfile copies the workspace's profile files into the bucket, as

@@ -150,6 +150,42 @@ func (e *environment) connect(ctx context.Context, c *common) (*bus.Bus, error) 
 	return b, nil
 }
 
+// joinFleet is a command that reads or changes the running fleet: it
+// parses args with the common flags added to fs, refuses what check
+// refuses (nil: any arguments) before it connects, and runs run with the
+// connection and the arguments after the flags.
+func (e *environment) joinFleet(ctx context.Context, fs *flag.FlagSet, args []string, check func(rest []string) error,
+	run func(b *bus.Bus, c *common, rest []string) error,
+) error {
+	var c common
+	e.register(fs, &c)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if check != nil {
+		if err := check(fs.Args()); err != nil {
+			return err
+		}
+	}
+	b, err := e.connect(ctx, &c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return run(b, &c, fs.Args())
+}
+
+// argsAre is a check for [environment.joinFleet]: the arguments after the
+// flags are sub and n-1 more, else the error is usage.
+func argsAre(sub string, n int, usage string) func(rest []string) error {
+	return func(rest []string) error {
+		if len(rest) != n || rest[0] != sub {
+			return errors.New(usage)
+		}
+		return nil
+	}
+}
+
 // findFleet returns the NATS URL, with credentials, of the fleet running
 // on dataDir, waiting a while for one that is starting.
 func findFleet(ctx context.Context, dataDir string) (string, error) {

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
@@ -93,6 +93,24 @@ func TestBadConfigFailsNamingTheKey(t *testing.T) {
 	}
 }
 
+// freePort returns a loopback port nothing listens on right now.
+func freePort(t *testing.T) int { return bustest.FreePort(t) }
+
+// startListening starts an all-in-one on file whose NATS takes clients
+// on file's nats.port, with credentials; opts adds to the options. url
+// is that NATS with the credentials.
+func startListening(ctx context.Context, t *testing.T, file *config.File, opts fleet.Options) (_ *fleet.Fleet, url string) {
+	t.Helper()
+	opts.File, opts.Getenv, opts.Log = file, func(string) string { return "" }, slog.New(slog.DiscardHandler)
+	opts.DataDir, opts.Workspace, opts.Listen = t.TempDir(), t.TempDir(), true
+	opts.Credentials = fleetdir.Credentials{User: "nanofleet", Password: "test-password"}
+	f, err := fleet.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, fmt.Sprintf("nats://nanofleet:test-password@127.0.0.1:%d", file.NATS.Port)
+}
+
 func TestOnboardAndUnknownCommand(t *testing.T) {
 	env, out, _ := testEnv(t, nil)
 	if err := dispatch(t.Context(), env, []string{"onboard"}); err != nil {
@@ -127,6 +145,10 @@ func TestExitCodes(t *testing.T) {
 		{"unknown command", []string{"fly"}, 1, `nanofleet: unknown command "fly"`},
 		{"bad flag", []string{"agent", "--no-such-flag"}, 1, "nanofleet: flag provided but not defined: -no-such-flag"},
 		{"bench moved", []string{"bench"}, 1, "nanofleet: " + errBenchMoved.Error()},
+		// Commands that join the fleet refuse bad arguments before they
+		// look for one.
+		{"pairing without a code", []string{"pairing", "approve"}, 1, "nanofleet: usage: nanofleet pairing approve CODE"},
+		{"profile without seed", []string{"profile", "sow"}, 1, "nanofleet: usage: nanofleet profile seed [--workspace DIR]: copy the workspace's bootstrap files and skills into the fleet's profile; review them first, sessions can write the workspace"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -246,27 +268,13 @@ func TestStatusShowsTokenUsage(t *testing.T) {
 	llm.Enqueue(llmtest.Text("one").WithUsage(100, 10).WithTokenDetails(40, 2), llmtest.Text("two").WithUsage(200, 20))
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	file := config.Defaults()
-	data := fmt.Sprintf(`{"nats": {"port": %d}, "agents": {"defaults": {"model": "usage-model"}}, "providers": {"custom": {"apiKey": "k", "apiBase": %q}}}`, port, llm.URL())
+	data := fmt.Sprintf(`{"nats": {"port": %d}, "agents": {"defaults": {"model": "usage-model"}}, "providers": {"custom": {"apiKey": "k", "apiBase": %q}}}`, freePort(t), llm.URL())
 	if err := config.Parse(file, []byte(data), func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
-	f, err := fleet.Start(ctx, fleet.Options{
-		File: file, Getenv: func(string) string { return "" }, Log: slog.New(slog.DiscardHandler),
-		DataDir: t.TempDir(), Workspace: t.TempDir(), Listen: true,
-		Credentials: fleetdir.Credentials{User: "nanofleet", Password: "usage-test"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, url := startListening(ctx, t, file, fleet.Options{})
 	defer f.Stop()
-	url := fmt.Sprintf("nats://nanofleet:usage-test@127.0.0.1:%d", port)
 	env, out, _ := testEnv(t, nil)
 	for _, m := range []string{"first", "second"} {
 		if err := dispatch(ctx, env, []string{"agent", "--nats", url, "-m", m}); err != nil {

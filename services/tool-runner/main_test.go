@@ -94,10 +94,7 @@ func (p *runnerProc) kill(t *testing.T) {
 // other and succeeds; an exec is reported as interrupted, not re-run.
 func TestTwoRunnersOneKilled(t *testing.T) {
 	sandboxtest.RequireBwrap(t)
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		os.Chmod(d, 0o755)
-	}
+	dir := sandboxtest.BaseDir(t)
 	bin := filepath.Join(dir, "tool-runner")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

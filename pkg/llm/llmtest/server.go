@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // Option configures a Server.
@@ -22,6 +24,7 @@ type settings struct {
 	maxRecorded int // negative: unbounded
 	models      []string
 	apiKey      string
+	light       bool
 }
 
 // WithLatency delays every reply by d, unless the Reply sets its own
@@ -52,6 +55,16 @@ func WithModels(ids ...string) Option {
 // "Authorization: Bearer <key>".
 func WithAPIKey(key string) Option {
 	return func(s *settings) { s.apiKey = key }
+}
+
+// WithLightRequests makes the server read of each request only the model,
+// the stream settings, the tools' type, name and description (no schema)
+// and the last message (Messages holds only that one). A load generator
+// sets it so that the fake model, which shares the machine with the fleet
+// under test, does not spend on decoding every request's system prompt
+// and schemas what a remote model's machine would.
+func WithLightRequests() Option {
+	return func(s *settings) { s.light = true }
 }
 
 // Server is a fake OpenAI-compatible endpoint. Its methods are safe for
@@ -164,7 +177,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	seq := s.seq.Add(1)
 	rec := RecordedRequest{Seq: seq, Header: r.Header.Clone()}
-	if err := json.NewDecoder(r.Body).Decode(&rec.ChatCompletionRequest); err != nil {
+	if err := s.decode(r, &rec.ChatCompletionRequest); err != nil {
 		writeError(w, &Reply{Status: http.StatusBadRequest, Message: "llmtest: bad request body: " + err.Error()})
 		return
 	}
@@ -201,6 +214,47 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeCompletion(w, &rec, &reply)
+}
+
+// decode reads the request body into req, only in part under
+// WithLightRequests.
+func (s *Server) decode(r *http.Request, req *openai.ChatCompletionRequest) error {
+	if !s.set.light {
+		return json.NewDecoder(r.Body).Decode(req)
+	}
+	// The outer Messages and Tools shadow the embedded ones, so the
+	// decoder skips the messages' and schemas' bytes instead of building
+	// strings and maps of them.
+	var light struct {
+		*openai.ChatCompletionRequest
+		Messages []json.RawMessage `json:"messages"`
+		Tools    []struct {
+			Type     openai.ToolType `json:"type"`
+			Function *struct {
+				Name        string `json:"name"`
+				Description string `json:"description"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	light.ChatCompletionRequest = req
+	if err := json.NewDecoder(r.Body).Decode(&light); err != nil {
+		return err
+	}
+	if n := len(light.Messages); n > 0 {
+		var last openai.ChatCompletionMessage
+		if err := json.Unmarshal(light.Messages[n-1], &last); err != nil {
+			return err
+		}
+		req.Messages = []openai.ChatCompletionMessage{last}
+	}
+	for _, t := range light.Tools {
+		tool := openai.Tool{Type: t.Type}
+		if t.Function != nil {
+			tool.Function = &openai.FunctionDefinition{Name: t.Function.Name, Description: t.Function.Description}
+		}
+		req.Tools = append(req.Tools, tool)
+	}
+	return nil
 }
 
 // record keeps rec for Requests.

@@ -212,3 +212,47 @@ func BenchmarkServer(b *testing.B) {
 		}
 	})
 }
+
+func TestWithLightRequests(t *testing.T) {
+	t.Parallel()
+	const body = `{"model":"m","messages":[{"role":"system","content":"long prompt"},{"role":"user","content":"hi"}],"tools":[` +
+		`{"type":"function","function":{"name":"read_file","description":"Read a file.","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}}]}`
+	tests := []struct {
+		name       string
+		opts       []llmtest.Option
+		wantSchema bool
+		wantMsgs   int
+	}{
+		{"default", nil, true, 2},
+		{"light", []llmtest.Option{llmtest.WithLightRequests()}, false, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := llmtest.NewServer(t, tc.opts...)
+			if resp := post(t, srv, body); resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			req, ok := srv.LastRequest()
+			if !ok {
+				t.Fatal("no request recorded")
+			}
+			if got := req.LastUserText(); got != "hi" || req.Model != "m" {
+				t.Errorf("model %q, user text %q: want m, hi", req.Model, got)
+			}
+			if len(req.Messages) != tc.wantMsgs {
+				t.Errorf("%d messages recorded, want %d", len(req.Messages), tc.wantMsgs)
+			}
+			if len(req.Tools) != 1 || req.Tools[0].Type != "function" || req.Tools[0].Function == nil {
+				t.Fatalf("tools %+v: want one function", req.Tools)
+			}
+			f := req.Tools[0].Function
+			if f.Name != "read_file" || f.Description != "Read a file." {
+				t.Errorf("tool %q %q: want read_file, Read a file.", f.Name, f.Description)
+			}
+			if got := f.Parameters != nil; got != tc.wantSchema {
+				t.Errorf("schema decoded %v, want %v (%v)", got, tc.wantSchema, f.Parameters)
+			}
+		})
+	}
+}

@@ -6,22 +6,18 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 )
 
 // FreeAddr returns a loopback address nothing listens on right now, for a
 // service's --http.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free address: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", bustest.FreePort(t))
 }
 
 // WaitReadyz asks addr's /readyz every 100 ms until want accepts the

@@ -13,6 +13,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/profile/profiletest"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -36,17 +37,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := b.KV(ctx, bus.BucketProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := profile.Watch(ctx, kv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	bustest.Receive(t, c.Ready(), 10*time.Second)
-	return &env{b: b, sched: s, cache: c}
+	return &env{b: b, sched: s, cache: profiletest.Ready(ctx, t, b)}
 }
 
 func (e *env) service(t *testing.T, cfg heartbeat.Config) *heartbeat.Service {

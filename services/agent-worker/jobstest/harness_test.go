@@ -24,6 +24,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/profile/profiletest"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/heartbeat"
@@ -237,15 +238,7 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := b.KV(ctx, bus.BucketProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	profiles, err := profile.Watch(ctx, kv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bustest.Receive(t, profiles.Ready(), 10*time.Second)
+	profiles := profiletest.Ready(ctx, t, b)
 	sched, err := schedule.Open(ctx, b)
 	if err != nil {
 		t.Fatal(err)
@@ -374,17 +367,7 @@ func toolResults(r llmtest.RecordedRequest) []string {
 
 func profileCache(t *testing.T, f *fleet) *profile.Cache {
 	t.Helper()
-	kv, err := f.b.KV(t.Context(), bus.BucketProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := profile.Watch(t.Context(), kv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	bustest.Receive(t, c.Ready(), 10*time.Second)
-	return c
+	return profiletest.Ready(t.Context(), t, f.b)
 }
 
 func nopLog() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -2,8 +2,6 @@ package subagent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,15 +100,6 @@ type Child struct {
 	Wait       bool
 	Stopped    bool
 	Created    time.Time
-}
-
-func childID(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))[:8]
 }
 
 // childChat is the chat id of a child on [Channel].

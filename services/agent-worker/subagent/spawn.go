@@ -55,7 +55,7 @@ func (t spawnTool) Call(ctx context.Context, tc *agenttool.TurnContext, args map
 	}
 	wait, _ := args["wait"].(bool)
 	parent := tc.SessionKey
-	id := childID(parent, tc.TurnID, task, label)
+	id := bus.StableID(parent, tc.TurnID, task, label)
 	key := recordKey(parent, id)
 
 	// Reading the records and starting the child are a few requests,

@@ -53,6 +53,7 @@ func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleet
 		t.state.holdLease()
 		return err
 	}
+	w.markAnswered(t.key, rec.InboundSeq)
 	// The turn is durable and answered. The ack goes out first: the
 	// session's next message, often published the moment our reply
 	// arrived, then usually finds itself the oldest in the stream, and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/every"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 )
 
@@ -57,24 +58,17 @@ func (w *Worker) unclaim(key string) {
 // ends; if the lease is lost it stops the turn.
 func (t *turn) keepAlive(ctx context.Context, l *lease.Lease, stop context.CancelCauseFunc, done chan<- struct{}) {
 	defer close(done)
-	tick := time.NewTicker(t.w.cfg.renewEvery())
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every.Tick(ctx, t.w.cfg.renewEvery(), func() bool {
 		if err := l.Renew(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() == nil {
+				t.log.Warn("lease renewal failed; aborting turn", "err", err)
+				stop(errLeaseLost)
 			}
-			t.log.Warn("lease renewal failed; aborting turn", "err", err)
-			stop(errLeaseLost)
-			return
+			return false
 		}
 		_ = t.msg.InProgress()
-	}
+		return true
+	})
 }
 
 // hold is a running turn's hold on its session: the local claim, the

@@ -79,6 +79,10 @@ type Worker struct {
 
 	mu      sync.Mutex
 	running map[string]*localTurn // by session key
+	// answered is, by session key, the inbound sequence of the last turn
+	// this worker committed and answered; its ack may still be on the way
+	// (see oldest).
+	answered map[string]uint64
 }
 
 // Option changes an optional setting of [New].
@@ -130,7 +134,7 @@ func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Worker, erro
 		return nil, fmt.Errorf("worker: consumer: %w", err)
 	}
 	w.cfg, w.d, w.loop, w.sessions, w.leases = cfg, d, loop, sessions, lease.NewTable(leaseKV)
-	w.inbound, w.cons, w.running = st, cons, map[string]*localTurn{}
+	w.inbound, w.cons, w.running, w.answered = st, cons, map[string]*localTurn{}, map[string]uint64{}
 	w.catalog = &catalog{remote: d.Tools, local: d.Local, log: w.log}
 	if cfg.DailyTokenBudget > 0 {
 		if w.budget, err = openBudget(ctx, d.Bus, cfg.DailyTokenBudget); err != nil {

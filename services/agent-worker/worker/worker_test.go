@@ -19,7 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
-	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/profile/profiletest"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
@@ -35,9 +35,10 @@ func (noRunners) Call(_ context.Context, r *nanofleetv1.ToolRequest) (*nanofleet
 }
 
 type harness struct {
+	w   *worker.Worker
 	b   *bus.Bus
 	llm *llmtest.Server
-	out chan *nanofleetv1.OutboundMessage
+	out <-chan *nanofleetv1.OutboundMessage
 }
 
 func start(t *testing.T, opts ...llmtest.Option) *harness {
@@ -69,14 +70,7 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := b.KV(ctx, bus.BucketProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	profiles, err := profile.Watch(ctx, kv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	profiles := profiletest.Watch(ctx, t, b)
 	cfg := worker.DefaultConfig()
 	cfg.ID = id
 	cfg.Model = "test-model"
@@ -95,21 +89,9 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
-	h := &harness{b: b, llm: srv, out: make(chan *nanofleetv1.OutboundMessage, 1000)}
-	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.Space.OutboundAll()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		o := &nanofleetv1.OutboundMessage{}
-		if proto.Unmarshal(m.Data(), o) == nil {
-			h.out <- o
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := sync.OnceFunc(func() { cc.Stop(); cancel(); <-done; profiles.Stop() })
+	out, stopOut := bustest.Outbound(t, b, 1000)
+	h := &harness{w: w, b: b, llm: srv, out: out}
+	stop := sync.OnceFunc(func() { stopOut(); cancel(); <-done; profiles.Stop() })
 	t.Cleanup(stop)
 	return h, stop
 }
@@ -391,14 +373,13 @@ func TestShutdownCutOffLeavesTheTurnToAnotherWorker(t *testing.T) {
 	}
 }
 
-// TestCommittedButUnansweredTurnIsNotOvertaken: a turn whose history
-// append was stored although the worker saw it fail (a time-out during a
-// leader election) has no replies out yet. The session's next message must
-// wait for that turn's redelivery to publish them, even though the FIFO
-// guard finds the turn committed.
-func TestCommittedButUnansweredTurnIsNotOvertaken(t *testing.T) {
+// committedUnanswered sets up session cli:c with message a taken (not
+// acked) by a worker that appended its turn and then failed before its
+// replies went out, and message b behind it. It returns a's delivery, the
+// workers' consumer and a's inbound sequence.
+func committedUnanswered(t *testing.T, b *bus.Bus) (jetstream.Msg, jetstream.Consumer, uint64) {
+	t.Helper()
 	ctx := t.Context()
-	b := bustest.StartJetStream(t)
 	sp := b.Space
 	cons, err := b.JS.CreateOrUpdateConsumer(ctx, sp.InboundStream(), jetstream.ConsumerConfig{
 		Durable: sp.WorkerConsumer(), AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxDeliver: -1,
@@ -436,7 +417,35 @@ func TestCommittedButUnansweredTurnIsNotOvertaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	send(t, b, "c", "b", "b")
+	return first, cons, meta.Sequence.Stream
+}
 
+// TestTurnAnsweredHereLetsTheNextRun: the session's next message, arriving
+// before the ack of a turn this worker committed and answered, runs at
+// once, without the look at the history and the replies. (The test states
+// the answer with MarkAnswered; a's replies are not in the stream, so the
+// look would have made b wait for a's redelivery.)
+func TestTurnAnsweredHereLetsTheNextRun(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	_, _, seqA := committedUnanswered(t, b)
+	h := startOn(t, b, "w1")
+	h.llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("answer to " + r.LastUserText()) })
+	h.w.MarkAnswered("cli:c", seqA)
+	// b before a's redelivery (the ack wait, seconds away) replays a.
+	if o := h.next(t); o.GetContent() != "answer to b" {
+		t.Fatalf("first reply %q, want the answer to b", o.GetContent())
+	}
+}
+
+// TestCommittedButUnansweredTurnIsNotOvertaken: a turn whose history
+// append was stored although the worker saw it fail (a time-out during a
+// leader election) has no replies out yet. The session's next message must
+// wait for that turn's redelivery to publish them, even though the FIFO
+// guard finds the turn committed.
+func TestCommittedButUnansweredTurnIsNotOvertaken(t *testing.T) {
+	ctx := t.Context()
+	b := bustest.StartJetStream(t)
+	first, cons, _ := committedUnanswered(t, b)
 	h := startOn(t, b, "w1")
 	h.llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("answer to " + r.LastUserText()) })
 	// The worker looks at b and puts it back, and sends nothing.

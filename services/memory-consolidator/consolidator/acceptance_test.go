@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -16,7 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
-	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/profile/profiletest"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
@@ -30,7 +29,7 @@ type fleet struct {
 	b   *bus.Bus
 	llm *llmtest.Server
 	mem *memory.Store
-	out chan *nanofleetv1.OutboundMessage
+	out <-chan *nanofleetv1.OutboundMessage
 }
 
 type noRunners struct{}
@@ -65,11 +64,7 @@ func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, _ := b.KV(ctx, bus.BucketProfile)
-	profiles, err := profile.Watch(ctx, kv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	profiles := profiletest.Watch(ctx, t, b)
 	cfg := worker.DefaultConfig()
 	cfg.ID = "w1"
 	cfg.Model = "test-model"
@@ -94,21 +89,9 @@ func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.
 	wDone, cDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(wDone); _ = w.Run(ctx) }()
 	go func() { defer close(cDone); _ = c.Run(ctx) }()
-	f := &fleet{b: b, llm: srv, mem: mem, out: make(chan *nanofleetv1.OutboundMessage, 100)}
-	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.Space.OutboundAll()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	occ, err := cons.Consume(func(m jetstream.Msg) {
-		o := &nanofleetv1.OutboundMessage{}
-		if proto.Unmarshal(m.Data(), o) == nil {
-			f.out <- o
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { occ.Stop(); cancel(); <-wDone; <-cDone; profiles.Stop() })
+	out, stopOut := bustest.Outbound(t, b, 100)
+	f := &fleet{b: b, llm: srv, mem: mem, out: out}
+	t.Cleanup(func() { stopOut(); cancel(); <-wDone; <-cDone; profiles.Stop() })
 	return f
 }
 

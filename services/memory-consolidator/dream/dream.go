@@ -272,10 +272,12 @@ func (j *Job) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		for m := range batch.Messages() {
+		// Not a range over the messages: that waited out the fetch's
+		// expiry on shutdown.
+		bus.Take(ctx, batch.Messages(), func(m jetstream.Msg) {
 			// A run cut short by shutdown is safe: the cursor has not moved.
 			j.fire(ctx, m)
-		}
+		})
 	}
 	return nil
 }

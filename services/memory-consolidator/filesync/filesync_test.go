@@ -222,6 +222,25 @@ func TestProfileCopiesAreNeverReadBack(t *testing.T) {
 
 // TestSyncFollowsNoLink: links a sandboxed command plants where synced
 // files or their directory belong are never followed, in either mode.
+// linkHostFile replaces the workspace's name with a link (os.Symlink or
+// os.Link) to the host file.
+func linkHostFile(link func(oldname, newname string) error, name string) func(t *testing.T, ws, hostFile, _ string) {
+	return func(t *testing.T, ws, hostFile, _ string) {
+		must(t, os.Remove(filepath.Join(ws, name)))
+		must(t, link(hostFile, filepath.Join(ws, name)))
+	}
+}
+
+// keepsBucketCopy checks that the workspace's name is still the bucket's
+// content want.
+func keepsBucketCopy(name, want string) func(t *testing.T, e env, _ jetstream.KeyValue) {
+	return func(t *testing.T, e env, _ jetstream.KeyValue) {
+		if got := e.file(name); got != want {
+			t.Errorf("%s = %q, want the bucket's copy", name, got)
+		}
+	}
+}
+
 func TestSyncFollowsNoLink(t *testing.T) {
 	const secret = "root-only secret\n"
 	tests := []struct {
@@ -231,30 +250,9 @@ func TestSyncFollowsNoLink(t *testing.T) {
 		// check runs after a sync; the host paths are checked by the test.
 		check func(t *testing.T, e env, prof jetstream.KeyValue)
 	}{
-		{"USER.md symlink to a host file", false, func(t *testing.T, ws, hostFile, _ string) {
-			must(t, os.Remove(filepath.Join(ws, "USER.md")))
-			must(t, os.Symlink(hostFile, filepath.Join(ws, "USER.md")))
-		}, func(t *testing.T, e env, prof jetstream.KeyValue) {
-			if got := e.file("USER.md"); got != "Name: Ada\n" {
-				t.Errorf("USER.md = %q, want the bucket's copy", got)
-			}
-		}},
-		{"editable: SOUL.md symlink to a host file", true, func(t *testing.T, ws, hostFile, _ string) {
-			must(t, os.Remove(filepath.Join(ws, "SOUL.md")))
-			must(t, os.Symlink(hostFile, filepath.Join(ws, "SOUL.md")))
-		}, func(t *testing.T, e env, prof jetstream.KeyValue) {
-			if got := e.file("SOUL.md"); got != "I am kind.\n" {
-				t.Errorf("SOUL.md = %q, want the bucket's copy", got)
-			}
-		}},
-		{"editable: USER.md hard link to a host file", true, func(t *testing.T, ws, hostFile, _ string) {
-			must(t, os.Remove(filepath.Join(ws, "USER.md")))
-			must(t, os.Link(hostFile, filepath.Join(ws, "USER.md")))
-		}, func(t *testing.T, e env, prof jetstream.KeyValue) {
-			if got := e.file("USER.md"); got != "Name: Ada\n" {
-				t.Errorf("USER.md = %q, want the bucket's copy", got)
-			}
-		}},
+		{"USER.md symlink to a host file", false, linkHostFile(os.Symlink, "USER.md"), keepsBucketCopy("USER.md", "Name: Ada\n")},
+		{"editable: SOUL.md symlink to a host file", true, linkHostFile(os.Symlink, "SOUL.md"), keepsBucketCopy("SOUL.md", "I am kind.\n")},
+		{"editable: USER.md hard link to a host file", true, linkHostFile(os.Link, "USER.md"), keepsBucketCopy("USER.md", "Name: Ada\n")},
 		{"editable: memory directory swapped for a host directory", true, func(t *testing.T, ws, _, hostDir string) {
 			must(t, os.Rename(filepath.Join(ws, "memory"), filepath.Join(ws, "memory.old")))
 			must(t, os.Symlink(hostDir, filepath.Join(ws, "memory")))

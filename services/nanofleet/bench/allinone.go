@@ -102,26 +102,13 @@ type scenario struct {
 // are the bench process's, so they include the load generator and the
 // fake model.
 func (r *driver) allInOne(ctx context.Context, sc scenario) (Result, error) {
-	dir, err := os.MkdirTemp(r.tmp, "aio-")
+	bed, err := r.scenarioBed("aio-", sc)
 	if err != nil {
 		return Result{}, err
 	}
-	defer os.RemoveAll(dir)
-	model, err := startModel(sc.latency, sc.tool)
-	if err != nil {
-		return Result{}, err
-	}
-	defer model.Close()
-	ws, err := prepareWorkspace(dir)
-	if err != nil {
-		return Result{}, err
-	}
-	_, file, err := fleetSettings{modelURL: model.URL(), slots: sc.slots, limit: sc.limit}.write(dir)
-	if err != nil {
-		return Result{}, err
-	}
+	defer bed.close()
 	f, err := fleet.Start(ctx, fleet.Options{
-		File: file, Getenv: noEnv, Log: r.fleetLog, DataDir: filepath.Join(dir, "data"), Workspace: ws, Workers: sc.workers,
+		File: bed.file, Getenv: noEnv, Log: r.fleetLog, DataDir: filepath.Join(bed.dir, "data"), Workspace: bed.ws, Workers: sc.workers,
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("start all-in-one: %w", err)

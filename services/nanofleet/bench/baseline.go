@@ -26,24 +26,12 @@ import (
 // provider, fake model, prompt builder and tools, with the session
 // history kept in memory — no NATS, no leases, no commits.
 func (r *driver) baseline(ctx context.Context, sc scenario, fleetRes Result) (*Baseline, error) {
-	dir, err := os.MkdirTemp(r.tmp, "base-")
+	bed, err := r.scenarioBed("base-", sc)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	model, err := startModel(sc.latency, sc.tool)
-	if err != nil {
-		return nil, err
-	}
-	defer model.Close()
-	ws, err := prepareWorkspace(dir)
-	if err != nil {
-		return nil, err
-	}
-	_, file, err := fleetSettings{modelURL: model.URL(), slots: sc.slots, limit: sc.limit}.write(dir)
-	if err != nil {
-		return nil, err
-	}
+	defer bed.close()
+	file, ws := bed.file, bed.ws
 	wcfg, sec, err := agentworker.ConfigFrom(file, "baseline", ws)
 	if err != nil {
 		return nil, err

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"time"
-
-	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
 // Shapes of the memory suite's fleets.
@@ -49,28 +47,16 @@ func (r *driver) startMemFleet(ctx context.Context, shape string) (_ *memFleet, 
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(r.tmp, "memory-")
-	if err != nil {
-		return nil, err
-	}
-	undo = append(undo, func() { os.RemoveAll(dir) })
-	model, err := startModel(0, false)
-	if err != nil {
-		return nil, err
-	}
-	undo = append(undo, model.Close)
-	ws, err := prepareWorkspace(dir)
-	if err != nil {
-		return nil, err
-	}
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	cfgPath, file, err := fleetSettings{modelURL: model.URL(), natsPort: port, windows: r.cfg.MemoryWindow}.write(dir)
+	bed, err := r.newBed("memory-", 0, false, fleetSettings{natsPort: port, windows: r.cfg.MemoryWindow})
 	if err != nil {
 		return nil, err
 	}
+	undo = append(undo, bed.close)
+	dir, ws, cfgPath := bed.dir, bed.ws, bed.cfgPath
 	f := &memFleet{dir: dir, pids: []int{os.Getpid()}}
 	var url string
 	switch shape {
@@ -94,16 +80,11 @@ func (r *driver) startMemFleet(ctx context.Context, shape string) (_ *memFleet, 
 	default:
 		return nil, fmt.Errorf("unknown memory shape %q", shape)
 	}
-	b, err := dial(ctx, url, file)
+	cl, closeClient, err := connect(ctx, url, bed.file)
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, b.Close)
-	cl, err := fleet.NewClient(ctx, b, "bench")
-	if err != nil {
-		return nil, err
-	}
-	undo = append(undo, func() { cl.Close() })
+	undo = append(undo, closeClient)
 	for _, p := range f.procs {
 		f.pids = append(f.pids, p.pid())
 	}

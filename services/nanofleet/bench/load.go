@@ -17,9 +17,12 @@ const benchFile = "bench.txt"
 
 // startModel starts the fake OpenAI-compatible model: every reply after
 // latency; with tool, a turn's first call asks for one read_file and the
-// second answers.
+// second answers. It shares the machine with the fleet, so it reads of
+// each request (about 12 KB of JSON, the system prompt and the tool
+// schemas most of it) only the last message: decoding all of it cost the
+// bench process more CPU per turn than the worker's whole bus work.
 func startModel(latency time.Duration, tool bool) (*llmtest.Server, error) {
-	srv, err := llmtest.NewStandalone(llmtest.WithLatency(latency), llmtest.WithMaxRecorded(0))
+	srv, err := llmtest.NewStandalone(llmtest.WithLatency(latency), llmtest.WithMaxRecorded(0), llmtest.WithLightRequests())
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/svc"
-	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
 // cluster is a multi-process fleet: a nats-server process, a tool-runner
@@ -103,39 +102,21 @@ func (r *driver) multiProcess(ctx context.Context, sc scenario) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	dir, err := os.MkdirTemp(r.tmp, "mp-")
+	bed, err := r.scenarioBed("mp-", sc)
 	if err != nil {
 		return Result{}, err
 	}
-	defer os.RemoveAll(dir)
-	model, err := startModel(sc.latency, sc.tool)
-	if err != nil {
-		return Result{}, err
-	}
-	defer model.Close()
-	ws, err := prepareWorkspace(dir)
-	if err != nil {
-		return Result{}, err
-	}
-	cfgPath, file, err := fleetSettings{modelURL: model.URL(), slots: sc.slots, limit: sc.limit}.write(dir)
-	if err != nil {
-		return Result{}, err
-	}
-	cl, err := startCluster(ctx, bins, dir, cfgPath, ws, sc.workers)
+	defer bed.close()
+	cl, err := startCluster(ctx, bins, bed.dir, bed.cfgPath, bed.ws, sc.workers)
 	if err != nil {
 		return Result{}, err
 	}
 	defer cl.stop()
-	b, err := dial(ctx, cl.url, file)
+	c, closeClient, err := connect(ctx, cl.url, bed.file)
 	if err != nil {
 		return Result{}, err
 	}
-	defer b.Close()
-	c, err := fleet.NewClient(ctx, b, "bench")
-	if err != nil {
-		return Result{}, err
-	}
-	defer c.Close()
+	defer closeClient()
 	turn := fleetTurn(c)
 	if err := warmUp(ctx, turn, sc); err != nil {
 		return Result{}, errors.Join(err, workerLogs(cl))
@@ -166,54 +147,36 @@ func (r *driver) allInOneBinary(ctx context.Context, sc scenario) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
-	dir, err := os.MkdirTemp(r.tmp, "aiobin-")
-	if err != nil {
-		return Result{}, err
-	}
-	defer os.RemoveAll(dir)
-	model, err := startModel(sc.latency, sc.tool)
-	if err != nil {
-		return Result{}, err
-	}
-	defer model.Close()
-	ws, err := prepareWorkspace(dir)
-	if err != nil {
-		return Result{}, err
-	}
 	port, err := freePort()
 	if err != nil {
 		return Result{}, err
 	}
-	fs := fleetSettings{modelURL: model.URL(), slots: sc.slots, limit: sc.limit, natsPort: port}
+	fs := fleetSettings{slots: sc.slots, limit: sc.limit, natsPort: port}
 	if sc.shipped {
 		fs.slots, fs.limit = 0, 0
 	}
-	cfgPath, file, err := fs.write(dir)
+	bed, err := r.newBed("aiobin-", sc.latency, sc.tool, fs)
 	if err != nil {
 		return Result{}, err
 	}
-	aio, err := startAllInOne(ctx, bins, dir, cfgPath, ws)
+	defer bed.close()
+	aio, err := startAllInOne(ctx, bins, bed.dir, bed.cfgPath, bed.ws)
 	if err != nil {
 		return Result{}, err
 	}
 	defer aio.kill()
-	url, err := allInOneURL(ctx, dir)
+	url, err := allInOneURL(ctx, bed.dir)
 	if err != nil {
 		return Result{}, err
 	}
-	b, err := dial(ctx, url, file)
+	c, closeClient, err := connect(ctx, url, bed.file)
 	if err != nil {
 		return Result{}, err
 	}
-	defer b.Close()
-	c, err := fleet.NewClient(ctx, b, "bench")
-	if err != nil {
-		return Result{}, err
-	}
-	defer c.Close()
+	defer closeClient()
 	turn := fleetTurn(c)
 	if err := warmUp(ctx, turn, sc); err != nil {
-		return Result{}, fmt.Errorf("%w\n%s", err, aio.out.tail())
+		return Result{}, fmt.Errorf("%w\n%s", err, aio.out.Tail(4000))
 	}
 	meter := startCPU(os.Getpid(), aio.pid())
 	s := sc.load.run(ctx, turn)
@@ -259,7 +222,7 @@ func dial(ctx context.Context, url string, file *config.File) (*bus.Bus, error) 
 func workerLogs(c *cluster) error {
 	var errs []error
 	for _, p := range c.procs() {
-		errs = append(errs, fmt.Errorf("--- %s:\n%s", p.name, p.out.tail()))
+		errs = append(errs, fmt.Errorf("--- %s:\n%s", p.name, p.out.Tail(4000)))
 	}
 	return errors.Join(errs...)
 }

@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
@@ -61,7 +62,7 @@ type proc struct {
 	name string
 	cmd  *exec.Cmd
 	done chan struct{}
-	out  *capped
+	out  *syncbuf.Buffer
 }
 
 // startProc runs bin with args in its own process group, with env added
@@ -70,7 +71,7 @@ func startProc(name, bin string, env []string, args ...string) (*proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &capped{}
+	out := &syncbuf.Buffer{Max: 1 << 20} // the first 1 MiB
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -100,42 +101,13 @@ func (p *proc) waitOutput(ctx context.Context, s string, d time.Duration) error 
 	for !strings.Contains(p.out.String(), s) {
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before printing %q:\n%s", p.name, s, p.out.tail())
+			return fmt.Errorf("%s exited before printing %q:\n%s", p.name, s, p.out.Tail(4000))
 		case <-ctx.Done():
-			return fmt.Errorf("%s did not print %q within %s:\n%s", p.name, s, d, p.out.tail())
+			return fmt.Errorf("%s did not print %q within %s:\n%s", p.name, s, d, p.out.Tail(4000))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	return nil
-}
-
-// capped keeps the first 1 MiB a process prints.
-type capped struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (c *capped) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.buf.Len() < 1<<20 {
-		c.buf.Write(b)
-	}
-	return len(b), nil
-}
-
-func (c *capped) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.String()
-}
-
-func (c *capped) tail() string {
-	s := c.String()
-	if len(s) > 4000 {
-		s = "…" + s[len(s)-4000:]
-	}
-	return s
 }
 
 // binaries are the service binaries a bench run starts.

@@ -446,11 +446,11 @@ func startCluster(t *testing.T, bin, dir string, n int) *natsCluster {
 	routes := make([]string, n)
 	cports := make([]int, n)
 	for i := range n {
-		cports[i] = fleettest.FreePort(t)
+		cports[i] = bustest.FreePort(t)
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", cports[i])
 	}
 	for i := range n {
-		nd := &node{name: fmt.Sprint("n", i+1), port: fleettest.FreePort(t)}
+		nd := &node{name: fmt.Sprint("n", i+1), port: bustest.FreePort(t)}
 		nd.conf = filepath.Join(dir, nd.name+".conf")
 		conf := fmt.Sprintf(`server_name: %s
 listen: 127.0.0.1:%d

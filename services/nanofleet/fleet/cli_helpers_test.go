@@ -2,7 +2,6 @@ package fleet_test
 
 import (
 	"context"
-	"net"
 	"os/exec"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -50,12 +50,4 @@ func lastReplies(t *testing.T, js jetstream.JetStream, stream string) map[string
 }
 
 // listenAddr returns a loopback address that was free a moment ago.
-func listenAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func listenAddr(t *testing.T) string { return svctest.FreeAddr(t) }

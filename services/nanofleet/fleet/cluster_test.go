@@ -1,20 +1,19 @@
 package fleet_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
@@ -75,7 +74,7 @@ func TestClusterFleetKeepsItsReplicas(t *testing.T) {
 	checkReplicas("after the fleet started")
 
 	// The CLI's config: the same NATS, the default single replica.
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	client, err := fleet.Start(ctx, fleet.Options{
 		File:       loadConfig(t, testConfig(t, llm.URL(), map[string]any{"nats": map[string]any{"url": cluster.URLs()}})),
 		Getenv:     func(string) string { return "" },
@@ -120,24 +119,6 @@ func replicasOnServer(ctx context.Context, t *testing.T, b *bus.Bus) map[string]
 		t.Fatalf("list streams: %v", err)
 	}
 	return got
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestClientFindsNoFleet: a client connection to a NATS where no fleet

@@ -39,7 +39,7 @@ func TestDiscordGatewayKilledWhileHoldingTheLease(t *testing.T) {
 	fleettest.Start(t, "worker", bins.Path("agent-worker"), nil, append(common, "--log-level", "warn", "--id", "w0", "--workspace", ws)...)
 	gateway := func(name string) *fleettest.Proc {
 		return fleettest.Start(t, name, bins.Path("channel-gateway"), nil,
-			append(common, "--log-level", "info", "--listen", fmt.Sprintf("127.0.0.1:%d", fleettest.FreePort(t)))...)
+			append(common, "--log-level", "info", "--listen", fmt.Sprintf("127.0.0.1:%d", bustest.FreePort(t)))...)
 	}
 	first := gateway("gateway-1")
 	first.WaitOutput(t, "this gateway holds the account's connection lease", time.Minute)

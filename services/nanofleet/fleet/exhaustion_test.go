@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,7 +20,10 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/storeguard/storeguardtest"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
@@ -29,25 +31,7 @@ import (
 type apiFleet struct {
 	*fleet.Fleet
 	base, key string
-	logs      *logBuffer
-}
-
-// logBuffer keeps the fleet's log lines for the test to read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs      *syncbuf.Buffer
 }
 
 func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree int64) *apiFleet {
@@ -56,7 +40,7 @@ func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree in
 	var lines []string
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	logs := &logBuffer{}
+	logs := &syncbuf.Buffer{}
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
 		Log:     slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo})),
@@ -158,36 +142,6 @@ func clip(s string) string {
 	return s
 }
 
-// smallFS mounts a size-limited tmpfs for the test, or skips it where
-// mounting is not allowed.
-func smallFS(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs for the data directory (needs root): %v: %s", err, out)
-	}
-	// Registered after TempDir's cleanup, so it runs before it.
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
-// fillFS writes path until the filesystem is full.
-func fillFS(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for range 1 << 12 {
-		if _, err := f.Write(buf); err != nil {
-			return
-		}
-	}
-	t.Fatal("the filesystem did not fill")
-}
-
 // waitReady waits, bounded, until the fleet's readiness is as wanted and
 // returns its last error.
 func waitReady(t *testing.T, f *fleet.Fleet, ready bool, within time.Duration) error {
@@ -210,27 +164,12 @@ func readyz(t *testing.T, f *fleet.Fleet) (int, string) {
 	return rec.Code, rec.Body.String()
 }
 
-func gaugeValue(t *testing.T, f *fleet.Fleet, name string) float64 {
-	t.Helper()
-	mfs, err := f.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
-}
-
 // TestFullStoreFailsFastAndRecovers: the data directory sits on a small
 // filesystem that fills up. New requests get "storage full" at once and
 // /readyz says why; once space is freed the fleet answers again without a
 // restart, and the turns committed before are all still there.
 func TestFullStoreFailsFastAndRecovers(t *testing.T) {
-	dataDir := smallFS(t, "64m")
+	dataDir := storeguardtest.SmallFS(t, "64m")
 	llm := llmtest.NewServer(t)
 	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("ok: " + r.LastUserText()) })
 	f := startAPIFleet(t, llm, dataDir, 4<<20)
@@ -239,12 +178,12 @@ func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 		t.Fatalf("first answer %q", got)
 	}
 	ballast := filepath.Join(dataDir, "ballast")
-	fillFS(t, ballast)
+	storeguardtest.Fill(t, ballast)
 	err := waitReady(t, f.Fleet, false, 5*time.Second)
 	if code, body := readyz(t, f.Fleet); code != http.StatusServiceUnavailable || !strings.Contains(body, "storage full") {
 		t.Errorf("/readyz = %d %q, want 503 naming the full store (%v)", code, body, err)
 	}
-	if got := gaugeValue(t, f.Fleet, "nanofleet_storage_full"); got != 1 {
+	if got := observetest.Gauge(t, f.Fleet.Registry, "nanofleet_storage_full"); got != 1 {
 		t.Errorf("nanofleet_storage_full = %v while full", got)
 	}
 	if logs := f.logs.String(); !strings.Contains(logs, "storage full: new messages are refused") || !strings.Contains(logs, `full="the filesystem of `+dataDir) {
@@ -345,7 +284,7 @@ func TestOversizeRequests(t *testing.T) {
 // store filled cannot commit; its request is told at once, and once space
 // is freed the turn runs again and lands in the history.
 func TestTurnInFlightWhenTheStoreFills(t *testing.T) {
-	dataDir := smallFS(t, "64m")
+	dataDir := storeguardtest.SmallFS(t, "64m")
 	asked, proceed := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	llm := llmtest.NewServer(t)
@@ -369,7 +308,7 @@ func TestTurnInFlightWhenTheStoreFills(t *testing.T) {
 		t.Fatal("the turn never reached the model")
 	}
 	ballast := filepath.Join(dataDir, "ballast")
-	fillFS(t, ballast)
+	storeguardtest.Fill(t, ballast)
 	waitReady(t, f.Fleet, false, 5*time.Second)
 	close(proceed)
 	select {

@@ -162,7 +162,7 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	cfg := svc.BusConfig(o.File, "nanofleet")
 	cfg.Log = o.Log
 	if o.File.NATS.URL != "" {
-		b, err := svc.Connect(ctx, o.File, "nanofleet", o.Log, nil, Assets)
+		b, err := svc.Connect(ctx, o.File, "nanofleet", o.Log, nil, o.assets())
 		if err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	f.closer = append(f.closer, b.Close)
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return bus.Provision(pctx, b, svc.Layout(o.File), Assets)
+	return bus.Provision(pctx, b, svc.Layout(o.File), o.assets())
 }
 
 // ErrNoFleet means a client found NATS but no fleet there.
@@ -247,6 +247,16 @@ func (f *Fleet) join(ctx context.Context, o Options) error {
 // them.
 func Assets(sp subject.Space, l bus.Layout) bus.Assets {
 	return bus.Join(agentworker.Assets, memory.Assets, channels.Assets)(sp, l)
+}
+
+// assets is what this fleet's parts use: the channels' assets only with
+// the gateway. `agent -m` and `chat` run no gateway, so a cold one-shot
+// does not create its buckets (a gateway provisions them when it starts).
+func (o Options) assets() bus.Declare {
+	if o.Gateway {
+		return Assets
+	}
+	return bus.Join(agentworker.Assets, memory.Assets)
 }
 
 // goRun runs part until the fleet stops, recording its first failure.

@@ -65,10 +65,17 @@ func startFleetIn(t testing.TB, llm *llmtest.Server, dataDir, ws string, workers
 // startFleetWith starts a fleet whose config has extra sections merged in.
 func startFleetWith(t testing.TB, llm *llmtest.Server, dataDir, ws string, workers int, extra map[string]any) *testFleet {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	return startFleetFile(t, llm, loadConfig(t, testConfig(t, llm.URL(), extra)), dataDir, ws, workers, 30*time.Second)
+}
+
+// startFleetFile starts a fleet on file, given within to start, with a
+// client.
+func startFleetFile(t testing.TB, llm *llmtest.Server, file *config.File, dataDir, ws string, workers int, within time.Duration) *testFleet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
 	defer cancel()
 	f, err := fleet.Start(ctx, fleet.Options{
-		File: loadConfig(t, testConfig(t, llm.URL(), extra)), Getenv: func(string) string { return "" },
+		File: file, Getenv: func(string) string { return "" },
 		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		DataDir: dataDir, Workspace: ws, Workers: workers,
 	})

@@ -5,20 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
-	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
 // TestOpenAIAPIThroughTheFleet: an OpenAI client talks to the all-in-one's
@@ -26,30 +22,11 @@ import (
 func TestOpenAIAPIThroughTheFleet(t *testing.T) {
 	llm := llmtest.NewServer(t)
 	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("fleet says: " + r.LastUserText()) })
-	var mu sync.Mutex
-	var lines []string
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	port := listenAddr(t)
-	f, err := fleet.Start(ctx, fleet.Options{
-		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
-		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: port,
-		Announce: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Stop()
-	mu.Lock()
-	all := strings.Join(lines, "\n")
-	mu.Unlock()
-	m := regexp.MustCompile(`API: (\S+) \(api key (\S+)\)`).FindStringSubmatch(all)
-	if m == nil {
-		t.Fatalf("no API announcement in %q", all)
-	}
-	cfg := openai.DefaultConfig(m[2])
-	cfg.BaseURL = m[1]
+	base, key := startWithAPI(t, llm)
+	cfg := openai.DefaultConfig(key)
+	cfg.BaseURL = base
 	client := openai.NewClientWithConfig(cfg)
 	resp, err := client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
 		Model:    "nanofleet",
@@ -82,26 +59,9 @@ func TestTokenUsageThroughTheAPI(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	var mu sync.Mutex
-	var lines []string
-	f, err := fleet.Start(ctx, fleet.Options{
-		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
-		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
-		Announce: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Stop()
-	mu.Lock()
-	m := regexp.MustCompile(`API: (\S+) \(api key (\S+)\)`).FindStringSubmatch(strings.Join(lines, "\n"))
-	mu.Unlock()
-	if m == nil {
-		t.Fatal("no API announcement")
-	}
-	cfg := openai.DefaultConfig(m[2])
-	cfg.BaseURL = m[1]
+	base, key := startWithAPI(t, llm)
+	cfg := openai.DefaultConfig(key)
+	cfg.BaseURL = base
 	client := openai.NewClientWithConfig(cfg)
 	check := func(name string, u *openai.Usage) {
 		t.Helper()
@@ -214,26 +174,9 @@ func TestTokenUsageNodeSDK(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	var mu sync.Mutex
-	var lines []string
-	f, err := fleet.Start(ctx, fleet.Options{
-		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
-		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
-		Announce: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Stop()
-	mu.Lock()
-	m := regexp.MustCompile(`API: (\S+) \(api key (\S+)\)`).FindStringSubmatch(strings.Join(lines, "\n"))
-	mu.Unlock()
-	if m == nil {
-		t.Fatal("no API announcement")
-	}
+	base, key := startWithAPI(t, llm)
 	cmd := exec.CommandContext(ctx, "node", "-e", usageProgram)
-	cmd.Env = append(os.Environ(), "OPENAI_MODULE="+mod, "API_KEY="+m[2], "BASE_URL="+m[1])
+	cmd.Env = append(os.Environ(), "OPENAI_MODULE="+mod, "API_KEY="+key, "BASE_URL="+base)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node: %v: %s", err, out)
@@ -258,4 +201,12 @@ func TestTokenUsageNodeSDK(t *testing.T) {
 			t.Errorf("usage %d (%s): %+v", i, []string{"completion", "stream"}[i], u)
 		}
 	}
+}
+
+// startWithAPI runs the all-in-one with the gateway and returns the base
+// URL and key of the OpenAI-compatible API it announced.
+func startWithAPI(t *testing.T, llm *llmtest.Server) (base, key string) {
+	t.Helper()
+	f := startAPIFleet(t, llm, t.TempDir(), 0)
+	return f.base, f.key
 }

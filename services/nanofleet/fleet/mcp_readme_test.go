@@ -1,9 +1,7 @@
 package fleet_test
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +11,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
-	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 )
 
 // readmeMCPExample is the tools.mcpServers example of the README, as a
@@ -49,14 +47,9 @@ func TestMCPAsTheReadmeShows(t *testing.T) {
 			t.Skipf("skipping: %s is not installed (%v); npm install -g @modelcontextprotocol/server-memory @modelcontextprotocol/server-filesystem (.ci/npm-packages)", bin, err)
 		}
 	}
-	_, mode := mcpEverythingSandbox(t)
+	mode := mcpMemorySandbox(t)
 	t.Logf("sandbox: %s", mode)
-	home := t.TempDir()
-	for _, d := range []string{filepath.Dir(home), home} {
-		if err := os.Chmod(d, 0o755); err != nil { // the sandbox user passes through HOME
-			t.Fatal(err)
-		}
-	}
+	home := sandboxtest.BaseDir(t) // the sandbox user passes through HOME
 	ws := filepath.Join(home, ".nanofleet", "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -77,22 +70,7 @@ func TestMCPAsTheReadmeShows(t *testing.T) {
 	if err := config.Parse(file, data, func(k string) string { return map[string]string{"HOME": home}[k] }); err != nil {
 		t.Fatalf("the README's example does not load: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	f, err := fleet.Start(ctx, fleet.Options{
-		File: file, Getenv: func(string) string { return "" },
-		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		DataDir: filepath.Join(home, ".nanofleet", "data"), Workspace: ws, Workers: 1,
-	})
-	if err != nil {
-		t.Fatalf("start fleet: %v", err)
-	}
-	c, err := fleet.NewClient(ctx, f.Bus, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tf := &testFleet{Fleet: f, client: c, llm: llm, ws: ws}
-	t.Cleanup(tf.stop)
+	tf := startFleetFile(t, llm, file, filepath.Join(home, ".nanofleet", "data"), ws, 1, 90*time.Second)
 
 	llm.Enqueue(
 		llmtest.ToolCalls(llmtest.Call("mcp_memory_create_entities", `{"entities":[{"name":"Ada","entityType":"person","observations":["drinks tea"]}]}`)),

@@ -1,139 +1,41 @@
 package fleet_test
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"log/slog"
-	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+	"github.com/nanofleet/nanofleet/services/tool-runner/mcp/mcptest"
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 )
 
-// everythingPackage is the MCP test server CI installs (.ci/npm-packages).
-const everythingPackage = "@modelcontextprotocol/server-everything@2026.8.31"
-
-// mcpEverything finds server-everything and the sandbox to run it in:
-// bubblewrap when it runs here and node and the server live under /usr;
-// "none" otherwise. It skips only when node or the package is missing.
-func mcpEverything(t *testing.T) (bin, sandboxMode string) {
-	t.Helper()
-	bin, err := exec.LookPath("mcp-server-everything")
-	if err != nil {
-		t.Skipf("skipping: the MCP test server is not installed (%v); install it with `npm install -g %s` (CI installs .ci/npm-packages)", err, everythingPackage)
-	}
-	_, sandboxMode = mcpSandbox(t, bin)
-	return bin, sandboxMode
-}
-
-// mcpEverythingSandbox is the sandbox for the npm servers under /usr.
-func mcpEverythingSandbox(t *testing.T) (string, string) {
+// mcpMemorySandbox is the sandbox for the npm servers under /usr.
+func mcpMemorySandbox(t *testing.T) sandbox.Mode {
 	t.Helper()
 	bin, err := exec.LookPath("mcp-server-memory")
 	if err != nil {
 		t.Skip(err)
 	}
-	return mcpSandbox(t, bin)
-}
-
-// mcpSandbox picks bubblewrap when it runs here and node and bin live
-// under /usr (which the sandbox binds), "none" otherwise.
-func mcpSandbox(t *testing.T, bin string) (_, sandboxMode string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skipf("skipping: node is not installed (%v); %s needs it", err, everythingPackage)
-	}
-	sandboxMode = "bwrap"
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "bwrap", "--ro-bind", "/", "/", "true").CombinedOutput(); err != nil {
-		t.Logf("bubblewrap cannot run here (%v: %s): sandbox \"none\"", err, out)
-		sandboxMode = "none"
-	}
-	for _, p := range []string{bin, node} {
-		if real, err := filepath.EvalSymlinks(p); err != nil || !strings.HasPrefix(real, "/usr/") {
-			t.Logf("%s is not under /usr, which the sandbox binds: sandbox \"none\"", p)
-			sandboxMode = "none"
-		}
-	}
-	return bin, sandboxMode
-}
-
-// mcpHTTPServer runs server-everything over streamable HTTP on a free
-// loopback port; it is killed by pid at cleanup.
-func mcpHTTPServer(t *testing.T, bin string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "streamableHttp")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	var once sync.Once
-	kill := func() {
-		once.Do(func() {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-		})
-	}
-	t.Cleanup(kill)
-	listening := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening on port") {
-				close(listening)
-				break
-			}
-		}
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case <-listening:
-	case <-time.After(30 * time.Second):
-		kill()
-		t.Fatal("server-everything (streamable HTTP) did not listen within 30 s")
-	}
-	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	return mcptest.Sandbox(t, bin)
 }
 
 // TestMCPToolsInAFleetTurn: server-everything over stdio (in the sandbox)
 // and over streamable HTTP; the model sees their tools, calls them, and
 // gets their results, a resource, a prompt and a time-out.
 func TestMCPToolsInAFleetTurn(t *testing.T) {
-	bin, mode := mcpEverything(t)
-	url := mcpHTTPServer(t, bin)
+	bin, mode := mcptest.Everything(t)
+	url, _ := mcptest.HTTP(t, bin)
 	llm := llmtest.NewServer(t)
 
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil { // the sandbox user reaches the MCP dirs
-			t.Fatal(err)
-		}
-	}
+	base := sandboxtest.BaseDir(t) // the sandbox user reaches the MCP dirs
 	cfg := testConfig(t, llm.URL(), map[string]any{"tools": map[string]any{
 		"exec": map[string]any{"sandbox": mode},
 		"mcpServers": map[string]any{

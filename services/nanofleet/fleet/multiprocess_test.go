@@ -175,7 +175,7 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 	})
 	defer close(release)
 	home := t.TempDir()
-	port := fleettest.FreePort(t)
+	port := bustest.FreePort(t)
 	cfg := testConfig(t, llm.URL(), nil)
 	cfg["nats"] = map[string]any{"leaseTtlSeconds": 3, "port": port}
 	cfgPath := fleettest.WriteConfig(t, cfg)

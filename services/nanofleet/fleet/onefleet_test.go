@@ -39,7 +39,7 @@ func TestOneFleetPerDataDirectory(t *testing.T) {
 	})
 	home := t.TempDir()
 	dataDir := filepath.Join(home, ".nanofleet", "data")
-	web, metrics := fmt.Sprintf("127.0.0.1:%d", fleettest.FreePort(t)), fmt.Sprintf("127.0.0.1:%d", fleettest.FreePort(t))
+	web, metrics := fmt.Sprintf("127.0.0.1:%d", bustest.FreePort(t)), fmt.Sprintf("127.0.0.1:%d", bustest.FreePort(t))
 	cfg := testConfig(t, llm.URL(), map[string]any{
 		"channels":      map[string]any{"web": map[string]any{"listen": web}},
 		"observability": map[string]any{"listen": metrics},

@@ -38,13 +38,8 @@ type trustEnv struct {
 func newTrustEnv(t *testing.T) *trustEnv {
 	t.Helper()
 	sandboxtest.RequireBwrap(t)
-	base := t.TempDir()
+	base := sandboxtest.BaseDir(t)
 	// The sandbox user (tools.exec.hostUid) must reach the workspace.
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	e := &trustEnv{ws: filepath.Join(base, "ws"), data: filepath.Join(base, "data"), host: filepath.Join(base, "host")}
 	e.secret, e.config, e.hostDir = filepath.Join(e.host, "shadow"), filepath.Join(e.host, "config.json"), filepath.Join(e.host, "dir")
 	for _, d := range []string{e.ws, e.hostDir} {

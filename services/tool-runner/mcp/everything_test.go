@@ -1,16 +1,11 @@
 package mcp_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,44 +19,11 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
+	"github.com/nanofleet/nanofleet/services/tool-runner/mcp/mcptest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner/runnertest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 )
-
-// everythingPackage is what CI installs (.ci/npm-packages).
-const everythingPackage = "@modelcontextprotocol/server-everything@2026.8.31"
-
-// everything finds the server-everything binary from npm and picks the
-// sandbox to run it in: bubblewrap when it works and node and the server
-// live under /usr (which the sandbox binds), "none" otherwise. It skips
-// the test only when node or the package is not installed.
-func everything(t *testing.T) (string, sandbox.Mode) {
-	t.Helper()
-	bin, err := exec.LookPath("mcp-server-everything")
-	if err != nil {
-		t.Skipf("skipping: the MCP test server is not installed (%v); install it with `npm install -g %s` (CI installs the packages listed in .ci/npm-packages)", err, everythingPackage)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skipf("skipping: node is not installed (%v); the MCP test server %s needs it", err, everythingPackage)
-	}
-	mode := sandbox.ModeBwrap
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "bwrap", "--ro-bind", "/", "/", "true").CombinedOutput(); err != nil {
-		t.Logf("bubblewrap cannot run here (%v: %s); running the MCP server with sandbox \"none\"", err, out)
-		mode = sandbox.ModeNone
-	}
-	for _, p := range []string{bin, node} {
-		real, err := filepath.EvalSymlinks(p)
-		if err != nil || !strings.HasPrefix(real, "/usr/") {
-			t.Logf("%s (%s) is not under /usr, which the sandbox binds; running the MCP server with sandbox \"none\"", p, real)
-			mode = sandbox.ModeNone
-		}
-	}
-	return bin, mode
-}
 
 // rfix is a runner with MCP servers and a client, on an embedded NATS.
 type rfix struct {
@@ -202,7 +164,7 @@ func checkEverything(t *testing.T, f *rfix, name string) {
 // in the sandbox, served by a runner over NATS; enabledTools filters; the
 // server killed is restarted and the next calls succeed.
 func TestEverythingStdio(t *testing.T) {
-	bin, mode := everything(t)
+	bin, mode := mcptest.Everything(t)
 	f := newRunnerFixture(t, mode, map[string]mcp.ServerConfig{
 		"everything": {Command: filepath.Base(bin), ToolTimeout: 2},
 		"only":       {Command: filepath.Base(bin), EnabledTools: []string{"echo", "mcp_only_prompt_simple-prompt"}},
@@ -265,69 +227,12 @@ func TestEverythingStdio(t *testing.T) {
 	}
 }
 
-// httpEverything runs server-everything's streamable HTTP mode as a child
-// process on a free loopback port and returns its URL; the process is
-// killed by pid at cleanup.
-func httpEverything(t *testing.T, bin string) (string, *os.Process) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	proc := startHTTPEverything(t, bin, port)
-	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port), proc
-}
-
-func startHTTPEverything(t *testing.T, bin string, port int) *os.Process {
-	t.Helper()
-	cmd := exec.Command(bin, "streamableHttp")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	var once sync.Once
-	kill := func() {
-		once.Do(func() {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-		})
-	}
-	t.Cleanup(kill)
-	listening := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening on port") {
-				close(listening)
-				break
-			}
-		}
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case <-listening:
-	case <-time.After(30 * time.Second):
-		kill()
-		t.Fatal("server-everything (streamable HTTP) did not start listening within 30 s")
-	}
-	return cmd.Process
-}
-
 // TestEverythingStreamableHTTP: the real server-everything over streamable
 // HTTP (its own process), reached through the network guard with loopback
 // allowed for it.
 func TestEverythingStreamableHTTP(t *testing.T) {
-	bin, _ := everything(t)
-	url, _ := httpEverything(t, bin)
+	bin, _ := mcptest.Everything(t)
+	url, _ := mcptest.HTTP(t, bin)
 	f := newRunnerFixture(t, sandbox.ModeNone, map[string]mcp.ServerConfig{
 		"everything": {URL: url, ToolTimeout: 2, AllowCIDRs: []string{"127.0.0.1/32"}},
 	})
@@ -340,8 +245,8 @@ func TestEverythingStreamableHTTP(t *testing.T) {
 // TestRemoteServerRestarted: a remote server that goes away and comes
 // back on the same address is reconnected and its tools served again.
 func TestRemoteServerRestarted(t *testing.T) {
-	bin, _ := everything(t)
-	url, proc := httpEverything(t, bin)
+	bin, _ := mcptest.Everything(t)
+	url, proc := mcptest.HTTP(t, bin)
 	m, rec := startManager(t, sandboxNone(), map[string]mcp.ServerConfig{
 		"remote": {URL: url, AllowCIDRs: []string{"127.0.0.1/32"}},
 	})
@@ -350,7 +255,7 @@ func TestRemoteServerRestarted(t *testing.T) {
 	rec.await(t, "remote", func(names []string) bool { return len(names) == 0 }) // withdrawn
 	var port int
 	fmt.Sscanf(url, "http://127.0.0.1:%d/mcp", &port)
-	startHTTPEverything(t, bin, port)
+	mcptest.StartHTTP(t, bin, port)
 	rec.await(t, "remote", func(names []string) bool { return slices.Contains(names, "mcp_remote_echo") })
 	mustCall(t, m, "mcp_remote_echo", `{"message":"two"}`, "Echo: two")
 }
@@ -359,7 +264,7 @@ func TestRemoteServerRestarted(t *testing.T) {
 // union of the runners'; MCP calls reach the runner that has the server,
 // built-in calls either.
 func TestTwoRunnersOneHasTheServer(t *testing.T) {
-	bin, mode := everything(t)
+	bin, mode := mcptest.Everything(t)
 	f := newRunnerFixture(t, mode, map[string]mcp.ServerConfig{"everything": {Command: filepath.Base(bin)}})
 	plain := startRunner(t, f.srv, runnerConfig(t, mode, nil))
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
 
@@ -85,16 +86,7 @@ func testLog(t testing.TB) *slog.Logger {
 }
 
 // baseDir is a temp dir the sandbox's unprivileged user can traverse.
-func baseDir(t testing.TB) string {
-	t.Helper()
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return base
-}
+func baseDir(t testing.TB) string { return sandboxtest.BaseDir(t) }
 
 // testSandbox is the default sandbox config (a Go test binary needs more
 // than sandboxtest's 1 GB of address space) in the given mode.

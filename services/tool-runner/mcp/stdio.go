@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,27 +17,8 @@ import (
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 )
 
-const (
-	// sandboxID is the uid and gid of a server inside its user namespace.
-	sandboxID = 65534
-	// systemPath is the PATH of a stdio server unless its env sets one.
-	systemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-)
-
-// The read-only system of a server's sandbox: the same binds as the exec
-// sandbox (package sandbox), so whatever exec can run (node and npx under
-// /usr included) a server can too.
-var (
-	systemDirs = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
-	etcFiles   = []string{
-		"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-		"/etc/localtime", "/etc/nsswitch.conf", "/etc/mime.types", "/etc/hosts",
-		"/etc/os-release", "/etc/timezone",
-	}
-	etcNetworkFiles = []string{
-		"/etc/resolv.conf", "/etc/gai.conf", "/etc/host.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/pki",
-	}
-)
+// systemPath is the PATH of a stdio server unless its env sets one.
+const systemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // launcher builds the commands of stdio servers, confined as the runner's
 // sandbox config says (tools.exec: mode, limits, host uid).
@@ -48,11 +28,10 @@ type launcher struct {
 	lookupEnv func(string) (string, bool)
 	log       *slog.Logger
 
-	once           sync.Once
-	prlimit        string
-	prlimitErr     error
-	disableUserns  bool
-	unshareCgroupT bool
+	once       sync.Once
+	prlimit    string
+	prlimitErr error
+	bwrap      sandbox.BwrapFeatures
 }
 
 // owner returns the host ids servers run as when the runner is root.
@@ -71,9 +50,7 @@ func (l *launcher) init(ctx context.Context) {
 		}
 		l.prlimit, l.prlimitErr = p, err
 		if l.cfg.Sandbox == sandbox.ModeBwrap {
-			help, _ := exec.CommandContext(ctx, l.cfg.BwrapPath, "--help").CombinedOutput()
-			l.disableUserns = strings.Contains(string(help), "--disable-userns")
-			l.unshareCgroupT = strings.Contains(string(help), "--unshare-cgroup-try")
+			l.bwrap = sandbox.ProbeBwrap(ctx, l.cfg.BwrapPath)
 		}
 	})
 }
@@ -202,63 +179,15 @@ func (l *launcher) env(c ServerConfig, home string) []string {
 // prlimitArgs are the exec sandbox's rlimits, except the CPU time limit:
 // a server lives for days and would be killed by SIGXCPU.
 func (l *launcher) prlimitArgs() []string {
-	args := []string{l.prlimit}
 	lim := l.cfg.Limits
-	add := func(flag string, v int64) {
-		if v > 0 {
-			args = append(args, "--"+flag+"="+strconv.FormatInt(v, 10))
-		}
-	}
-	add("as", lim.AddressSpaceMB<<20)
-	add("fsize", lim.FileSizeMB<<20)
-	add("nofile", lim.OpenFiles)
-	add("nproc", lim.Processes)
-	return append(args, "--core=0", "--")
+	lim.CPUSeconds = 0
+	return lim.PrlimitArgs(l.prlimit, lim.FileSizeMB<<20)
 }
 
 // bwrapArgs confine a server as the exec sandbox confines a command, with
 // the server's home (and cwd) instead of a workspace.
 func (l *launcher) bwrapArgs(c ServerConfig, home, cwd string, env []string) []string {
-	a := []string{
-		"--unshare-user", "--uid", strconv.Itoa(sandboxID), "--gid", strconv.Itoa(sandboxID),
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox",
-		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
-	}
-	if l.disableUserns {
-		a = append(a, "--disable-userns")
-	}
-	if l.unshareCgroupT {
-		a = append(a, "--unshare-cgroup-try")
-	}
-	if !c.Network {
-		a = append(a, "--unshare-net")
-	}
-	a = append(a, "--ro-bind", "/usr", "/usr")
-	for _, d := range systemDirs {
-		fi, err := os.Lstat(d)
-		switch {
-		case err != nil:
-		case fi.Mode()&os.ModeSymlink != 0:
-			if target, err := os.Readlink(d); err == nil {
-				a = append(a, "--symlink", target, d)
-			}
-		case fi.IsDir():
-			a = append(a, "--ro-bind", d, d)
-		}
-	}
-	etc := etcFiles
-	if c.Network {
-		etc = append(slices.Clone(etcFiles), etcNetworkFiles...)
-	}
-	for _, f := range etc {
-		a = append(a, "--ro-bind-try", f, f)
-	}
-	a = append(a, "--ro-bind-data", "3", "/etc/passwd", "--ro-bind-data", "4", "/etc/group")
-	a = append(a, "--proc", "/proc", "--dev", "/dev")
-	if l.cfg.TmpSizeMB > 0 {
-		a = append(a, "--size", strconv.FormatInt(l.cfg.TmpSizeMB<<20, 10))
-	}
-	a = append(a, "--tmpfs", "/tmp")
+	a := l.bwrap.SystemArgs(c.Network, 3, l.cfg.TmpSizeMB)
 	for _, p := range c.ReadOnlyPaths {
 		a = append(a, "--ro-bind", p, p)
 	}
@@ -277,8 +206,8 @@ func (l *launcher) bwrapArgs(c ServerConfig, home, cwd string, env []string) []s
 // userFiles makes the generated /etc/passwd and /etc/group (fds 3 and 4
 // in the child) and returns the closers of the parent's copies.
 func userFiles(home string) ([]*os.File, []func(), error) {
-	passwd := fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nnobody:x:%d:%d:MCP server:%s:/bin/sh\n", sandboxID, sandboxID, home)
-	group := fmt.Sprintf("root:x:0:\nnogroup:x:%d:\n", sandboxID)
+	passwd := fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nnobody:x:%d:%d:MCP server:%s:/bin/sh\n", sandbox.UID, sandbox.GID, home)
+	group := fmt.Sprintf("root:x:0:\nnogroup:x:%d:\n", sandbox.GID)
 	var files []*os.File
 	var closers []func()
 	for _, content := range []string{passwd, group} {

@@ -36,12 +36,7 @@ type fixture struct {
 const secret = "TOP-SECRET-9f2c"
 
 func testConfig(t testing.TB) (runner.Config, string) {
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	base := sandboxtest.BaseDir(t)
 	cfg := runner.DefaultConfig()
 	cfg.Workspace.Root = filepath.Join(base, "root")
 	cfg.Exec.Config = sandboxtest.Config()

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/every"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
@@ -368,23 +369,13 @@ func (r *Runner) heartbeat(reply string) {
 
 func (r *Runner) handle(name string, req micro.Request) {
 	ctx, cancel := context.WithCancel(r.baseCtx)
-	beats := make(chan struct{})
-	go func() {
-		defer close(beats)
-		t := time.NewTicker(time.Duration(r.cfg.Runner.HeartbeatMs) * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				r.heartbeat(req.Reply())
-			}
-		}
-	}()
+	stopBeats := every.Go(ctx, time.Duration(r.cfg.Runner.HeartbeatMs)*time.Millisecond, func() bool {
+		r.heartbeat(req.Reply())
+		return true
+	})
 	res := r.call(ctx, name, req.Data())
 	cancel()
-	<-beats // the result is the last message on the inbox
+	stopBeats() // the result is the last message on the inbox
 	data, err := proto.Marshal(res)
 	if err != nil {
 		r.log.Error("encode result", "tool", name, "err", err)

@@ -18,10 +18,6 @@ import (
 )
 
 const (
-	// sandboxUID and sandboxGID are the ids a command runs as inside the
-	// user namespace ("nobody").
-	sandboxUID = 65534
-	sandboxGID = 65534
 	// systemPath is the PATH of every command.
 	systemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	// DefaultMaxOutput is how many bytes of output a command keeps.
@@ -107,13 +103,12 @@ type Executor struct {
 	log       *slog.Logger
 	lookupEnv func(string) (string, bool)
 
-	mu             sync.Mutex
-	probedAt       time.Time
-	probeErr       error
-	bwrapPath      string
-	prlimitPath    string
-	disableUserns  bool
-	unshareCgroupT bool
+	mu          sync.Mutex
+	probedAt    time.Time
+	probeErr    error
+	bwrapPath   string
+	prlimitPath string
+	bwrap       BwrapFeatures
 }
 
 // ExecutorOption changes an Executor.
@@ -201,9 +196,7 @@ func (e *Executor) probe(ctx context.Context) error {
 		return fmt.Errorf("%w: bubblewrap not found as %q (%v); install bubblewrap, or set tools.exec.sandbox to \"none\" to run commands unconfined", ErrSandboxUnavailable, e.cfg.BwrapPath, err)
 	}
 	e.bwrapPath = bw
-	help, _ := exec.CommandContext(ctx, bw, "--help").CombinedOutput()
-	e.disableUserns = strings.Contains(string(help), "--disable-userns")
-	e.unshareCgroupT = strings.Contains(string(help), "--unshare-cgroup-try")
+	e.bwrap = ProbeBwrap(ctx, bw)
 	dir, err := os.MkdirTemp("", "nanofleet-sandbox-probe-")
 	if err != nil {
 		return fmt.Errorf("%w: probe workspace: %v", ErrSandboxUnavailable, err)
@@ -363,8 +356,8 @@ func pipes(workspace string) (*os.File, []*os.File, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("status pipe: %w", err)
 	}
-	passwd := fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nnobody:x:%d:%d:sandbox:%s:/bin/sh\n", sandboxUID, sandboxGID, workspace)
-	group := fmt.Sprintf("root:x:0:\nnogroup:x:%d:\n", sandboxGID)
+	passwd := fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nnobody:x:%d:%d:sandbox:%s:/bin/sh\n", UID, GID, workspace)
+	group := fmt.Sprintf("root:x:0:\nnogroup:x:%d:\n", GID)
 	files := []*os.File{statusW}
 	for _, content := range []string{passwd, group} {
 		r, w, err := os.Pipe()
@@ -482,70 +475,18 @@ func (e *Executor) env(workspace string) []string {
 }
 
 func (e *Executor) prlimitArgs(fileSizeLimit int64) []string {
-	args := []string{e.prlimitPath}
-	l := e.cfg.Limits
-	add := func(flag string, v int64) {
-		if v > 0 {
-			args = append(args, "--"+flag+"="+strconv.FormatInt(v, 10))
-		}
-	}
-	add("as", l.AddressSpaceMB<<20)
-	add("cpu", l.CPUSeconds)
-	fsize := l.FileSizeMB << 20
+	fsize := e.cfg.Limits.FileSizeMB << 20
 	switch {
 	case fileSizeLimit < 0:
-		args = append(args, "--fsize=0")
-		fsize = 0
+		fsize = -1
 	case fileSizeLimit > 0 && (fsize == 0 || fileSizeLimit < fsize):
 		fsize = fileSizeLimit
 	}
-	add("fsize", fsize)
-	add("nofile", l.OpenFiles)
-	add("nproc", l.Processes)
-	return append(args, "--core=0", "--")
+	return e.cfg.Limits.PrlimitArgs(e.prlimitPath, fsize)
 }
 
 func (e *Executor) bwrapArgs(spec Spec, env []string) []string {
-	a := []string{
-		"--unshare-user", "--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxGID),
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox",
-		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
-	}
-	if e.disableUserns {
-		a = append(a, "--disable-userns")
-	}
-	if e.unshareCgroupT {
-		a = append(a, "--unshare-cgroup-try")
-	}
-	if !e.cfg.Network {
-		a = append(a, "--unshare-net")
-	}
-	a = append(a, "--ro-bind", "/usr", "/usr")
-	for _, d := range systemDirs {
-		fi, err := os.Lstat(d)
-		switch {
-		case err != nil:
-		case fi.Mode()&os.ModeSymlink != 0:
-			if target, err := os.Readlink(d); err == nil {
-				a = append(a, "--symlink", target, d)
-			}
-		case fi.IsDir():
-			a = append(a, "--ro-bind", d, d)
-		}
-	}
-	etc := etcFiles
-	if e.cfg.Network {
-		etc = append(append([]string(nil), etcFiles...), etcNetworkFiles...)
-	}
-	for _, f := range etc {
-		a = append(a, "--ro-bind-try", f, f)
-	}
-	a = append(a, "--ro-bind-data", "4", "/etc/passwd", "--ro-bind-data", "5", "/etc/group")
-	a = append(a, "--proc", "/proc", "--dev", "/dev")
-	if e.cfg.TmpSizeMB > 0 {
-		a = append(a, "--size", strconv.FormatInt(e.cfg.TmpSizeMB<<20, 10))
-	}
-	a = append(a, "--tmpfs", "/tmp")
+	a := e.bwrap.SystemArgs(e.cfg.Network, 4, e.cfg.TmpSizeMB)
 	// The workspace's parent is an empty read-only tmpfs, so that "../x"
 	// fails loudly instead of landing in a scratch directory.
 	parent := filepath.Dir(spec.Workspace)

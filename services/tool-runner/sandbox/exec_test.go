@@ -36,12 +36,7 @@ func newExecutor(t testing.TB, mutate func(*sandbox.Config)) *sandbox.Executor {
 // temp dirs are 0700 and owned by the test's user.
 func workspace(t testing.TB, e *sandbox.Executor) string {
 	t.Helper()
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	base := sandboxtest.BaseDir(t)
 	var opts []sandbox.WorkspaceOption
 	if uid, gid, ok := e.Owner(); ok {
 		opts = append(opts, sandbox.WithOwner(uid, gid))

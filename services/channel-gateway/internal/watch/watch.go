@@ -9,7 +9,9 @@
 // missed, and the ordered consumer recovers from a lost connection), and
 // the best-effort live messages (deltas, progress, tool hints) on the
 // chat's live subject. Replies are delivered in stream order; live messages
-// are dropped rather than blocking when the reader falls behind.
+// are dropped rather than blocking when the reader falls behind. A live
+// message that reached the connection before a reply reaches C before it:
+// a turn's deltas come before its final answer.
 package watch
 
 import (
@@ -32,14 +34,21 @@ type Watcher struct {
 	// C receives replies and live messages until Stop.
 	C <-chan *nanofleetv1.OutboundMessage
 
-	c    chan *nanofleetv1.OutboundMessage
-	done chan struct{}
-	once sync.Once
-	cc   jetstream.ConsumeContext
-	cons jetstream.Consumer
-	js   jetstream.JetStream
-	str  string
-	sub  *nats.Subscription
+	c chan *nanofleetv1.OutboundMessage
+	// live and replies feed merge. The live subscription writes to live
+	// from the connection's read loop, so a live message that arrived
+	// before a reply is in live by the time the reply's handler runs.
+	live    chan *nats.Msg
+	replies chan *nanofleetv1.OutboundMessage
+	log     *slog.Logger
+	chat    string
+	done    chan struct{}
+	once    sync.Once
+	cc      jetstream.ConsumeContext
+	cons    jetstream.Consumer
+	js      jetstream.JetStream
+	str     string
+	sub     *nats.Subscription
 }
 
 // Start begins watching channel/chatID. Call Stop when done.
@@ -51,21 +60,16 @@ func Start(ctx context.Context, b *bus.Bus, log *slog.Logger, channel, chatID st
 // given time (zero: from now on), for a request that may repeat one whose
 // answer is already out. Live messages start now either way.
 func StartSince(ctx context.Context, b *bus.Bus, log *slog.Logger, channel, chatID string, since time.Time) (*Watcher, error) {
-	w := &Watcher{c: make(chan *nanofleetv1.OutboundMessage, 256), done: make(chan struct{})}
+	w := &Watcher{
+		c: make(chan *nanofleetv1.OutboundMessage, 256), live: make(chan *nats.Msg, 256),
+		replies: make(chan *nanofleetv1.OutboundMessage), log: log, chat: chatID, done: make(chan struct{}),
+	}
 	w.C = w.c
-	sub, err := b.NC.Subscribe(b.Space.Live(channel, chatID), func(m *nats.Msg) {
-		out := &nanofleetv1.OutboundMessage{}
-		if err := proto.Unmarshal(m.Data, out); err != nil {
-			log.Warn("drop malformed live message", "subject", m.Subject, "err", err)
-			return
-		}
-		select {
-		case w.c <- out:
-		case <-w.done:
-		default:
-			log.Debug("watcher behind, live message dropped", "chat", chatID)
-		}
-	})
+	// A channel subscription, not a callback: nats.go dispatches each
+	// callback subscription on its own goroutine, and under load a turn's
+	// deltas waited there while its final answer, dispatched on the
+	// consumer's, overtook them (the bench saw it in 2 of 1,000 turns).
+	sub, err := b.NC.ChanSubscribe(b.Space.Live(channel, chatID), w.live)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s:%s: subscribe live: %w", channel, chatID, err)
 	}
@@ -99,7 +103,7 @@ func StartSince(ctx context.Context, b *bus.Bus, log *slog.Logger, channel, chat
 			return
 		}
 		select {
-		case w.c <- out:
+		case w.replies <- out:
 		case <-w.done:
 		}
 	})
@@ -108,7 +112,50 @@ func StartSince(ctx context.Context, b *bus.Bus, log *slog.Logger, channel, chat
 		return nil, fmt.Errorf("watch %s:%s: consume: %w", channel, chatID, err)
 	}
 	w.cc, w.cons, w.js, w.str = cc, cons, b.JS, b.Space.OutboundStream()
+	go w.merge()
 	return w, nil
+}
+
+// merge moves live messages and replies to C. Before a reply it moves
+// every live message already received, which arrived before it.
+func (w *Watcher) merge() {
+	for {
+		select {
+		case <-w.done:
+			return
+		case m := <-w.live:
+			w.forwardLive(m)
+		case out := <-w.replies:
+			for drained := false; !drained; {
+				select {
+				case m := <-w.live:
+					w.forwardLive(m)
+				default:
+					drained = true
+				}
+			}
+			select {
+			case w.c <- out:
+			case <-w.done:
+				return
+			}
+		}
+	}
+}
+
+// forwardLive passes a live message on, or drops it when the reader is
+// behind.
+func (w *Watcher) forwardLive(m *nats.Msg) {
+	out := &nanofleetv1.OutboundMessage{}
+	if err := proto.Unmarshal(m.Data, out); err != nil {
+		w.log.Warn("drop malformed live message", "subject", m.Subject, "err", err)
+		return
+	}
+	select {
+	case w.c <- out:
+	default:
+		w.log.Debug("watcher behind, live message dropped", "chat", w.chat)
+	}
 }
 
 // Stop ends the watch and deletes its consumer within ctx (pass a context

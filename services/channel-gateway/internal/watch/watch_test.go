@@ -2,6 +2,7 @@ package watch_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -68,5 +69,52 @@ func TestWatcherMergesRepliesAndLive(t *testing.T) {
 			t.Fatalf("%d consumers left after Stop", n)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A turn's deltas reach the reader before its final answer, although the
+// two come by different subscriptions.
+func TestWatcherKeepsLiveMessagesBeforeTheReplyAfterThem(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ctx := t.Context()
+	w, err := watch.Start(ctx, b, slog.New(slog.DiscardHandler), "web", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.WithoutCancel(ctx))
+	msg := func(kind nanofleetv1.OutboundKind, content string) []byte {
+		data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Kind: kind, Content: content})
+		return data
+	}
+	const turns, deltas = 100, 3
+	for turn := range turns {
+		for d := range deltas {
+			if err := b.NC.Publish(b.Space.Live("web", "c1"), msg(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, fmt.Sprint(turn, "/", d))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := b.JS.Publish(ctx, b.Space.Outbound("web", "c1"), msg(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, fmt.Sprint(turn))); err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for final := false; !final; {
+			select {
+			case m := <-w.C:
+				switch m.GetKind() {
+				case nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA:
+					if want := fmt.Sprint(turn, "/", seen); m.GetContent() != want {
+						t.Fatalf("turn %d: delta %q, want %q", turn, m.GetContent(), want)
+					}
+					seen++
+				default:
+					if m.GetContent() != fmt.Sprint(turn) || seen != deltas {
+						t.Fatalf("turn %d: reply %q after %d of %d deltas", turn, m.GetContent(), seen, deltas)
+					}
+					final = true
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("turn %d: nothing after %d deltas", turn, seen)
+			}
+		}
 	}
 }

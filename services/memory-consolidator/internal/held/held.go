@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/every"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 )
 
@@ -86,34 +87,22 @@ func (ls *Leases) Take(ctx context.Context, key, owner string, wait time.Duratio
 			tick()
 			lastTick = time.Now()
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil, ctx.Err()
-		case <-t.C:
+		if err := bus.Sleep(ctx, delay); err != nil {
+			return nil, nil, err
 		}
 		delay = min(delay*2, 500*time.Millisecond)
 	}
 }
 
-func (h *Lease) keep(ctx context.Context, every time.Duration) {
+func (h *Lease) keep(ctx context.Context, period time.Duration) {
 	defer close(h.done)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	every.Tick(ctx, period, func() bool {
+		err := h.l.Renew(ctx)
+		if err != nil && ctx.Err() == nil {
+			h.cancel(fmt.Errorf("%w: %v", ErrLost, err))
 		}
-		if err := h.l.Renew(ctx); err != nil {
-			if ctx.Err() == nil {
-				h.cancel(fmt.Errorf("%w: %v", ErrLost, err))
-			}
-			return
-		}
-	}
+		return err == nil
+	})
 }
 
 // Release stops renewing and gives the lease up.

@@ -7,12 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 )
 
 // Binaries builds the service binaries once into dir.
@@ -49,7 +48,7 @@ type Proc struct {
 	Name string
 	cmd  *exec.Cmd
 	done chan struct{}
-	log  *lockedBuffer
+	log  *syncbuf.Buffer
 }
 
 // Start runs bin with args and env added to a minimal environment; the
@@ -59,7 +58,7 @@ func Start(t testing.TB, name, bin string, env []string, args ...string) *Proc {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	lb := &lockedBuffer{}
+	lb := &syncbuf.Buffer{Max: 4 << 20} // the first 4 MiB: enough to debug
 	cmd.Stdout, cmd.Stderr = lb, lb
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -132,7 +131,7 @@ type NATS struct {
 // loopback port with its store in dir.
 func StartNATS(t testing.TB, dir string) *NATS {
 	t.Helper()
-	port := FreePort(t)
+	port := bustest.FreePort(t)
 	p := Start(t, "nats-server", bustest.ServerBinary(t), nil, "-js", "-sd", dir, "-a", "127.0.0.1", "-p", fmt.Sprint(port))
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	p.WaitOutput(t, "Server is ready", 30*time.Second)
@@ -172,17 +171,6 @@ func (n *NATS) Connect(t testing.TB, layout bus.Layout) *bus.Bus {
 	return b
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // WriteConfig writes v as a JSON config file and returns its path.
 func WriteConfig(t testing.TB, v any) string {
 	t.Helper()
@@ -195,24 +183,4 @@ func WriteConfig(t testing.TB, v any) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() > 4<<20 {
-		return len(p), nil // keep the first 4 MiB: enough to debug
-	}
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

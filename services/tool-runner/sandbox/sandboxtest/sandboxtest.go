@@ -4,7 +4,9 @@ package sandboxtest
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -34,4 +36,17 @@ func Config() sandbox.Config {
 	c.Limits.CPUSeconds = 30
 	c.TmpSizeMB = 32
 	return c
+}
+
+// BaseDir is a fresh temp dir the sandbox's unprivileged user can pass
+// through: the test's temp dirs are 0700 and owned by the test's user.
+func BaseDir(t testing.TB) string {
+	t.Helper()
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return base
 }

@@ -6,6 +6,9 @@
 package files
 
 import (
+	"context"
+	"io/fs"
+
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
 
@@ -29,6 +32,27 @@ const (
 var ignoredDirs = map[string]bool{
 	".git": true, "node_modules": true, "__pycache__": true, ".venv": true, "venv": true,
 	".tox": true, ".mypy_cache": true, ".pytest_cache": true, ".ruff_cache": true, ".hg": true, ".svn": true,
+}
+
+// walk visits what lies below root in fsys, directories included,
+// skipping ignoredDirs and entries it cannot read; it stops when ctx
+// ends or visit returns an error (fs.SkipDir skips a directory).
+func walk(ctx context.Context, fsys fs.FS, root string, visit func(p string, d fs.DirEntry) error) error {
+	return fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable entry: skip it
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if p == root {
+			return nil
+		}
+		if d.IsDir() && ignoredDirs[d.Name()] {
+			return fs.SkipDir
+		}
+		return visit(p, d)
+	})
 }
 
 // All returns the file tools.

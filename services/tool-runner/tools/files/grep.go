@@ -118,19 +118,7 @@ func grep(ctx context.Context, c *tools.Call) (tools.Result, error) {
 	}
 	root := filepath.ToSlash(rel)
 	if fi.IsDir() {
-		err = fs.WalkDir(c.Workspace.FS(), root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if d.IsDir() {
-				if p != root && ignoredDirs[d.Name()] {
-					return fs.SkipDir
-				}
-				return nil
-			}
+		err = walk(ctx, c.Workspace.FS(), root, func(p string, d fs.DirEntry) error {
 			if !d.Type().IsRegular() {
 				return nil
 			}

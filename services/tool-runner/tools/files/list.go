@@ -76,19 +76,7 @@ func listDir(ctx context.Context, c *tools.Call) (tools.Result, error) {
 		}
 	} else {
 		root := filepath.ToSlash(rel)
-		err := fs.WalkDir(c.Workspace.FS(), root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil // unreadable entry: skip it
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if p == root {
-				return nil
-			}
-			if d.IsDir() && ignoredDirs[d.Name()] {
-				return fs.SkipDir
-			}
+		err := walk(ctx, c.Workspace.FS(), root, func(p string, d fs.DirEntry) error {
 			add(relTo(root, p), d)
 			return nil
 		})
@@ -161,17 +149,8 @@ func glob(ctx context.Context, c *tools.Call) (tools.Result, error) {
 		mod  time.Time
 	}
 	var hits []hit
-	err = fs.WalkDir(c.Workspace.FS(), root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	err = walk(ctx, c.Workspace.FS(), root, func(p string, d fs.DirEntry) error {
 		if d.IsDir() {
-			if p != root && ignoredDirs[d.Name()] {
-				return fs.SkipDir
-			}
 			return nil
 		}
 		r := relTo(root, p)

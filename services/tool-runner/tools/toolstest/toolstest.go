@@ -13,6 +13,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
 
@@ -20,12 +21,7 @@ import (
 // reach, owned by the sandbox's host user when the test runs as root.
 func Workspace(t testing.TB) *sandbox.Workspace {
 	t.Helper()
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	base := sandboxtest.BaseDir(t)
 	var opts []sandbox.WorkspaceOption
 	if os.Geteuid() == 0 {
 		c := sandbox.DefaultConfig()
