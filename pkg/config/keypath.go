@@ -79,10 +79,12 @@ func mapsKeys(m map[string]any) func(func(string) bool) {
 }
 
 // fieldFor finds the field key decodes into, as encoding/json does: by its
-// json tag or name, exactly or ignoring case, embedded structs included.
+// json tag or name, exactly or ignoring case, embedded structs included;
+// a field of t wins over one of an embedded struct of the same name.
 func fieldFor(t reflect.Type, key string) (reflect.StructField, bool) {
 	var fold reflect.StructField
 	found := false
+	var embedded []reflect.Type
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -96,9 +98,7 @@ func fieldFor(t reflect.Type, key string) (reflect.StructField, bool) {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				if ef, ok := fieldFor(ft, key); ok {
-					return ef, true
-				}
+				embedded = append(embedded, ft)
 				continue
 			}
 		}
@@ -110,6 +110,14 @@ func fieldFor(t reflect.Type, key string) (reflect.StructField, bool) {
 		}
 		if !found && strings.EqualFold(name, key) {
 			fold, found = f, true
+		}
+	}
+	if found {
+		return fold, true
+	}
+	for _, et := range embedded {
+		if ef, ok := fieldFor(et, key); ok {
+			return ef, true
 		}
 	}
 	return fold, found

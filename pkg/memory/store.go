@@ -45,14 +45,17 @@ type Store struct {
 	asked *askedTable
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Store)
+
+// WithLogger sets the store's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
+
 // New returns the memory of the fleet b belongs to; the bus layout and
 // [Assets] must have been provisioned.
-func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Store, error) {
+func New(ctx context.Context, cfg Config, b *bus.Bus, opts ...Option) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if log == nil {
-		return nil, fmt.Errorf("%w: memory.New needs a logger", ErrInvalid)
 	}
 	if err := checkProvisioned(ctx, b); err != nil {
 		return nil, err
@@ -69,10 +72,14 @@ func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	return &Store{
-		cfg: cfg.withDefaults(), b: b, log: log, docs: docs, links: links,
+	s := &Store{
+		cfg: cfg.withDefaults(), b: b, log: slog.New(slog.DiscardHandler), docs: docs, links: links,
 		hist: OpenLog(b), revs: revs, callTimeout: bus.CallTimeout, asked: newAskedTable(askedKeep, time.Now),
-	}, nil
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
 
 // Links returns the identity-link table.

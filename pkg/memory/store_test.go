@@ -3,7 +3,6 @@ package memory_test
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 
@@ -29,7 +28,7 @@ func setup(t *testing.T) *bus.Bus {
 
 func newStore(t *testing.T, b *bus.Bus, cfg memory.Config) *memory.Store {
 	t.Helper()
-	s, err := memory.New(t.Context(), b, cfg, slog.New(slog.DiscardHandler))
+	s, err := memory.New(t.Context(), cfg, b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -24,7 +23,7 @@ func TestLostReplyDoesNotHoldTheTurn(t *testing.T) {
 	if err := bus.Provision(ctx, b, bustest.TestLayout(), Assets); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(ctx, b, DefaultConfig(), slog.New(slog.DiscardHandler))
+	s, err := New(ctx, DefaultConfig(), b)
 	if err != nil {
 		t.Fatal(err)
 	}

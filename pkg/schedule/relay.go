@@ -57,15 +57,26 @@ func WithPrepare(f PrepareFunc) RelayOption {
 	}
 }
 
+// WithRelayLogger sets the relay's logger; the default discards.
+func WithRelayLogger(l *slog.Logger) RelayOption {
+	return func(r *Relay) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+		}
+		r.log = l.With("component", "schedule-relay")
+		return nil
+	}
+}
+
 // ErrInvalidOption wraps a bad option value.
 var ErrInvalidOption = errors.New("schedule: invalid option")
 
 // NewRelay creates or updates the relays' shared consumer.
-func NewRelay(ctx context.Context, b *bus.Bus, log *slog.Logger, opts ...RelayOption) (*Relay, error) {
-	if b == nil || log == nil {
-		return nil, fmt.Errorf("%w: bus and logger are required", ErrInvalidOption)
+func NewRelay(ctx context.Context, b *bus.Bus, opts ...RelayOption) (*Relay, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: bus is required", ErrInvalidOption)
 	}
-	r := &Relay{b: b, log: log.With("component", "schedule-relay")}
+	r := &Relay{b: b, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		if err := o(r); err != nil {
 			return nil, err

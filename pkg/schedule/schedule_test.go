@@ -3,7 +3,6 @@ package schedule_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -212,7 +211,7 @@ func inbound(t *testing.T, b *bus.Bus) <-chan *nanofleetv1.InboundMessage {
 func runRelay(t *testing.T, b *bus.Bus, opts ...schedule.RelayOption) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	r, err := schedule.NewRelay(ctx, b, slog.New(slog.DiscardHandler), opts...)
+	r, err := schedule.NewRelay(ctx, b, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,10 +86,16 @@ type Guard struct {
 	err error
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Guard)
+
+// WithLogger sets the guard's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(g *Guard) { g.log = l } }
+
 // New returns a guard for cfg whose metrics are registered on reg.
 // onRecover, when not nil, runs once space is back; until it succeeds the
 // store stays full.
-func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, onRecover func(context.Context) error) (*Guard, error) {
+func New(cfg Config, reg prometheus.Registerer, onRecover func(context.Context) error, opts ...Option) (*Guard, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -100,7 +106,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, onRecover func
 		cfg.Interval = time.Second
 	}
 	g := &Guard{
-		cfg: cfg, log: log, onRecover: onRecover,
+		cfg: cfg, log: slog.New(slog.DiscardHandler), onRecover: onRecover,
 		full: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nanofleet_storage_full",
 			Help: "1 while the JetStream store's filesystem is full and new messages are refused.",
@@ -109,6 +115,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, onRecover func
 			Name: "nanofleet_storage_free_bytes",
 			Help: "Bytes the JetStream store can still take: free space on its filesystem, or below the server's store limit if that is less.",
 		}),
+	}
+	for _, o := range opts {
+		o(g)
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{g.full, g.free} {

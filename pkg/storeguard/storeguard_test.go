@@ -3,7 +3,6 @@ package storeguard_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +20,7 @@ func TestFullAndRecovered(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	recovered := 0
 	recoverErr := errors.New("not yet")
-	g, err := storeguard.New(storeguard.Config{Dir: dir, MinFree: 1 << 20}, slog.New(slog.DiscardHandler), reg,
+	g, err := storeguard.New(storeguard.Config{Dir: dir, MinFree: 1 << 20}, reg,
 		func(context.Context) error { recovered++; return recoverErr })
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +63,7 @@ func TestStoreLimit(t *testing.T) {
 	const limit = 100 << 20
 	g, err := storeguard.New(storeguard.Config{Dir: dir, MinFree: 10 << 20,
 		Usage: func() (int64, int64, error) { return used, limit, nil }},
-		slog.New(slog.DiscardHandler), nil, nil)
+		nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

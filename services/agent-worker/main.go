@@ -6,16 +6,11 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/nanofleet/nanofleet/pkg/memtrim"
-	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
-	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 )
 
 func main() {
@@ -24,57 +19,26 @@ func main() {
 	id := flag.String("id", "", "worker id, unique among running workers (default host-pid)")
 	workspace := flag.String("workspace", "/workspace", "workspace path as the tool runners see it")
 	flag.Parse()
-	log := flags.Logger("agent-worker")
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, flags, *id, *workspace); err != nil {
-		log.Error("agent-worker failed", "err", err)
-		fmt.Fprintln(os.Stderr, "agent-worker:", err)
-		stop()
-		os.Exit(1)
-	}
+	svc.Main(flags, service(*id, *workspace))
 }
 
-// run runs the worker until ctx ends.
-func run(ctx context.Context, flags svc.Flags, id, workspace string) error {
-	log := flags.Logger("agent-worker")
-	file, err := flags.LoadConfig()
-	if err != nil {
-		return err
-	}
-	reg := observe.NewRegistry()
-	metrics := observe.NewMetrics(reg)
-	// /readyz says why while NATS is not there yet.
-	var ready svc.Readiness
-	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, ready.Check)
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
-	b, err := svc.Connect(ctx, file, "agent-worker", log, &ready, service.Assets)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	tools, err := toolclient.New(b, toolclient.WithLogger(log))
-	if err != nil {
-		return err
-	}
-	var w *service.Worker
-	err = svc.Retry(ctx, log, &ready, "start agent-worker", func(ctx context.Context) error {
-		w, err = service.New(ctx, b, service.Options{
-			File: file, ID: id, Workspace: workspace, Tools: tools,
-			Metrics: metrics, Log: log,
-		})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	// Give the memory of a burst back once the process goes quiet.
-	go memtrim.Run(ctx, memtrim.DefaultConfig())
-	ready.Ready(svc.BusReady(b))
-	log.Info("agent-worker running")
-	return w.Run(ctx)
+// service is the worker id, with workspace the path the tool runners see.
+func service(id, workspace string) svc.Service {
+	return svc.Service{Name: "agent-worker", Assets: []bus.Declare{agentworker.Assets}, Metrics: true,
+		Start: func(ctx context.Context, env svc.Env) (func(context.Context) error, error) {
+			tools, err := toolclient.New(env.Bus, toolclient.WithLogger(env.Log))
+			if err != nil {
+				return nil, err
+			}
+			w, err := agentworker.New(ctx, env.File, agentworker.Deps{
+				Bus: env.Bus, ID: id, Workspace: workspace, Tools: tools, Metrics: env.Metrics,
+			}, agentworker.WithLogger(env.Log))
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) error {
+				defer w.Close()
+				return w.Run(ctx)
+			}, nil
+		}}
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
-	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 )
 
 // TestWaitsForTheCluster: started against a 3-node cluster of which only
@@ -18,6 +18,6 @@ import (
 func TestWaitsForTheCluster(t *testing.T) {
 	workspace := t.TempDir()
 	svctest.WaitsForTheCluster(t, func(ctx context.Context, flags svc.Flags) error {
-		return run(ctx, flags, "test", workspace)
-	}, service.Assets)
+		return svc.Run(ctx, flags, service("test", workspace))
+	}, agentworker.Assets)
 }

@@ -6,16 +6,11 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/memory"
-	"github.com/nanofleet/nanofleet/pkg/memtrim"
-	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/svc"
-	"github.com/nanofleet/nanofleet/services/memory-consolidator/service"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/memoryconsolidator"
 )
 
 func main() {
@@ -24,49 +19,19 @@ func main() {
 	id := flag.String("id", "", "consolidator id, unique among running ones (default host-pid)")
 	workspace := flag.String("workspace", "", "workspace whose MEMORY.md, SOUL.md and USER.md are synced (empty: no sync)")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, flags, *id, *workspace); err != nil {
-		flags.Logger("memory-consolidator").Error("memory-consolidator failed", "err", err)
-		fmt.Fprintln(os.Stderr, "memory-consolidator:", err)
-		stop()
-		os.Exit(1)
-	}
+	svc.Main(flags, service(*id, *workspace))
 }
 
-// run runs the service until ctx ends.
-func run(ctx context.Context, flags svc.Flags, id, workspace string) error {
-	log := flags.Logger("memory-consolidator")
-	file, err := flags.LoadConfig()
-	if err != nil {
-		return err
-	}
-	reg := observe.NewRegistry()
-	// /readyz says why while NATS is not there yet.
-	var ready svc.Readiness
-	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, ready.Check)
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
-	b, err := svc.Connect(ctx, file, "memory-consolidator", log, &ready, memory.Assets)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	var s *service.Service
-	err = svc.Retry(ctx, log, &ready, "start memory-consolidator", func(ctx context.Context) error {
-		s, err = service.New(ctx, b, service.Options{
-			File: file, ID: id, Workspace: workspace, Metrics: observe.NewMetrics(reg), Log: log,
-		})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	// Give the memory of a burst back once the process goes quiet.
-	go memtrim.Run(ctx, memtrim.DefaultConfig())
-	ready.Ready(svc.BusReady(b))
-	log.Info("memory-consolidator running")
-	return s.Run(ctx)
+// service is the consolidator id, syncing workspace unless it is empty.
+func service(id, workspace string) svc.Service {
+	return svc.Service{Name: "memory-consolidator", Assets: []bus.Declare{memory.Assets}, Metrics: true,
+		Start: func(ctx context.Context, env svc.Env) (func(context.Context) error, error) {
+			s, err := memoryconsolidator.New(ctx, env.File, memoryconsolidator.Deps{
+				Bus: env.Bus, ID: id, Workspace: workspace, Metrics: env.Metrics,
+			}, memoryconsolidator.WithLogger(env.Log))
+			if err != nil {
+				return nil, err
+			}
+			return s.Run, nil
+		}}
 }

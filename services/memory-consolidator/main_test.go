@@ -17,6 +17,6 @@ import (
 // cluster the same way, and stops cleanly when told to.
 func TestWaitsForTheCluster(t *testing.T) {
 	svctest.WaitsForTheCluster(t, func(ctx context.Context, flags svc.Flags) error {
-		return run(ctx, flags, "test", "")
+		return svc.Run(ctx, flags, service("test", ""))
 	}, memory.Assets)
 }

@@ -76,17 +76,17 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	phone := whatsapptest.New()
 	gctx, gcancel := context.WithCancel(ctx)
 	log := slog.New(slog.DiscardHandler)
-	gate, err := access.Open(gctx, b, log)
+	gate, err := access.Open(gctx, b, access.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wcfg whatsapp.Config
 	wcfg.Enabled, wcfg.AllowFrom = true, []string{"*"}
-	wa, err := whatsapp.New(gctx, wcfg, whatsapp.Deps{Bus: b, Gate: gate, Log: log, Dial: phone.Dial})
+	wa, err := whatsapp.New(gctx, wcfg, whatsapp.Deps{Bus: b, Gate: gate}, whatsapp.WithLogger(log), whatsapp.WithDialer(phone.Dial))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gateway.New(b, gateway.DefaultConfig(), log, wa)
+	g, err := gateway.New(gateway.DefaultConfig(), b, []gateway.Adapter{wa}, gateway.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

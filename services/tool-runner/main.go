@@ -6,15 +6,8 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/memtrim"
-	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
@@ -25,73 +18,44 @@ func main() {
 	flags.Register(flag.CommandLine)
 	workspace := flag.String("workspace", "", "workspace root (overrides tools.workspace.root)")
 	flag.Parse()
-	if err := run(flags, *workspace); err != nil {
-		flags.Logger("tool-runner").Error("tool-runner failed", "err", err)
-		fmt.Fprintln(os.Stderr, "tool-runner:", err)
-		os.Exit(1)
-	}
+	svc.Main(flags, service(*workspace))
 }
 
-func run(flags svc.Flags, workspace string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	log := flags.Logger("tool-runner")
-	file, err := flags.LoadConfig()
-	if err != nil {
-		return err
-	}
-	cfg, err := runner.FromFile(file, workspace)
-	if err != nil {
-		return err
-	}
-	reg := observe.NewRegistry()
-	// /readyz says why while NATS is not there yet.
-	var ready svc.Readiness
-	stopHTTP, err := svc.Observability(ctx, flags.HTTP, reg, ready.Check)
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
-	b, err := svc.Connect(ctx, file, "tool-runner", log, &ready)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	// The runners hold the workspace, so they seed the agent profile
-	// (bootstrap files, skills) that workers read from JetStream.
-	err = svc.Retry(ctx, log, &ready, "seed the agent profile", func(ctx context.Context) error {
-		kv, err := b.KV(ctx, bus.BucketProfile)
+// service is the runner of workspace (empty: tools.workspace.root).
+func service(workspace string) svc.Service {
+	return svc.Service{Name: "tool-runner", Start: func(ctx context.Context, env svc.Env) (func(context.Context) error, error) {
+		cfg, err := runner.FromFile(env.File, workspace)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		seed := profile.SeedOptions{Editable: cfg.Workspace.EditableProfile, Log: log}
-		n, err := profile.Seed(ctx, kv, profile.DefaultAgent, cfg.Workspace.Root, seed)
-		if err != nil && !bus.Transient(err) {
-			log.Warn("seed agent profile from workspace", "err", err)
-			return nil
+		// The runners hold the workspace, so they seed the agent profile
+		// (bootstrap files, skills) that workers read from JetStream.
+		if err := seed(ctx, env, cfg.Workspace); err != nil {
+			return nil, err
 		}
-		if n > 0 {
-			log.Info("agent profile seeded from workspace", "entries", n)
+		r, err := runner.New(cfg, env.Bus, runner.WithLogger(env.Log))
+		if err != nil {
+			return nil, err
 		}
-		return err
-	})
+		return r.Run, nil
+	}}
+}
+
+// seed copies the workspace's profile files into the profile bucket. Only
+// a transient failure is returned (to retry); others are logged.
+func seed(ctx context.Context, env svc.Env, ws runner.WorkspaceConfig) error {
+	kv, err := env.Bus.KV(ctx, bus.BucketProfile)
 	if err != nil {
 		return err
 	}
-	r, err := runner.New(cfg, b, runner.WithLogger(log))
-	if err != nil {
-		return err
+	opts := profile.SeedOptions{Editable: ws.EditableProfile, Log: env.Log}
+	n, err := profile.Seed(ctx, kv, profile.DefaultAgent, ws.Root, opts)
+	if err != nil && !bus.Transient(err) {
+		env.Log.Warn("seed agent profile from workspace", "err", err)
+		return nil
 	}
-	if err := svc.Retry(ctx, log, &ready, "start tool-runner", r.Start); err != nil {
-		return err
+	if n > 0 {
+		env.Log.Info("agent profile seeded from workspace", "entries", n)
 	}
-	// Give the memory of a burst back once the process goes quiet.
-	go memtrim.Run(ctx, memtrim.DefaultConfig())
-	ready.Ready(svc.BusReady(b))
-	log.Info("tool-runner running", "workspace", cfg.Workspace.Root)
-	<-ctx.Done()
-	log.Info("signal received; draining")
-	stopCtx, cancelStop := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancelStop()
-	return r.Stop(stopCtx)
+	return err
 }

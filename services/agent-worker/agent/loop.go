@@ -92,12 +92,22 @@ type Loop struct {
 	log   *slog.Logger
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Loop)
+
+// WithLogger sets the loop's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(lp *Loop) { lp.log = l } }
+
 // New returns a loop calling model.
-func New(model llm.Client, cfg Config, log *slog.Logger) (*Loop, error) {
+func New(cfg Config, model llm.Client, opts ...Option) (*Loop, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Loop{model: model, cfg: cfg, log: log}, nil
+	l := &Loop{model: model, cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(l)
+	}
+	return l, nil
 }
 
 // ErrModel wraps a model failure that ended the turn.

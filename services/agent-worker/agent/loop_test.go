@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +31,7 @@ func newLoop(t *testing.T, srv *llmtest.Server, maxIter int) *agent.Loop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := agent.New(p, agent.Config{MaxIterations: maxIter, MaxTokens: 100}, slog.New(slog.DiscardHandler))
+	l, err := agent.New(agent.Config{MaxIterations: maxIter, MaxTokens: 100}, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,19 +91,30 @@ type Service struct {
 	now      func() time.Time
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Service)
+
+// WithLogger sets the heartbeat's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
 // New returns the heartbeat of cfg.Agent.
-func New(ctx context.Context, b *bus.Bus, sched *schedule.Scheduler, profiles *profile.Cache, cfg Config, log *slog.Logger) (*Service, error) {
+func New(ctx context.Context, cfg Config, b *bus.Bus, sched *schedule.Scheduler, profiles *profile.Cache, opts ...Option) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if b == nil || sched == nil || profiles == nil || log == nil {
-		return nil, errors.New("heartbeat: bus, scheduler, profiles and logger are required")
+	if b == nil || sched == nil || profiles == nil {
+		return nil, errors.New("heartbeat: bus, scheduler and profiles are required")
 	}
 	hist, err := b.JS.Stream(ctx, b.Space.HistoryStream())
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: history stream: %w", err)
 	}
-	return &Service{b: b, cfg: cfg, log: log.With("component", "heartbeat", "agent", cfg.Agent), sched: sched, profiles: profiles, hist: hist, now: time.Now}, nil
+	s := &Service{b: b, cfg: cfg, log: slog.New(slog.DiscardHandler), sched: sched, profiles: profiles, hist: hist, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	s.log = s.log.With("component", "heartbeat", "agent", cfg.Agent)
+	return s, nil
 }
 
 // Ensure makes the stored job match the config: created, changed,

@@ -2,7 +2,6 @@ package heartbeat_test
 
 import (
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +42,7 @@ func setup(t *testing.T) *env {
 
 func (e *env) service(t *testing.T, cfg heartbeat.Config) *heartbeat.Service {
 	t.Helper()
-	s, err := heartbeat.New(t.Context(), e.b, e.sched, e.cache, cfg, slog.New(slog.DiscardHandler))
+	s, err := heartbeat.New(t.Context(), cfg, e.b, e.sched, e.cache)
 	if err != nil {
 		t.Fatal(err)
 	}

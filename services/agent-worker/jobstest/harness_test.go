@@ -255,14 +255,14 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 	if nc.subagents != nil {
 		scfg = *nc.subagents
 	}
-	subs, err := subagent.New(ctx, b, scfg, log)
+	subs, err := subagent.New(ctx, scfg, b, subagent.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := &node{t: t, id: id, b: b, sched: sched, subs: subs, cancel: cancel, done: make(chan struct{})}
 	var relayOpts []schedule.RelayOption
 	if nc.heartbeat != nil {
-		if n.hb, err = heartbeat.New(ctx, b, sched, profiles, *nc.heartbeat, log); err != nil {
+		if n.hb, err = heartbeat.New(ctx, *nc.heartbeat, b, sched, profiles, heartbeat.WithLogger(log)); err != nil {
 			t.Fatal(err)
 		}
 		if err := n.hb.Ensure(ctx); err != nil {
@@ -270,7 +270,7 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 		}
 		relayOpts = append(relayOpts, schedule.WithPrepare(n.hb.Prepare))
 	}
-	relay, err := schedule.NewRelay(ctx, b, log, relayOpts...)
+	relay, err := schedule.NewRelay(ctx, b, append(relayOpts, schedule.WithRelayLogger(log))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,8 +288,7 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 	w, err := worker.New(ctx, cfg, worker.Deps{
 		Bus: b, Model: client, Tools: rt, Profiles: profiles,
 		Local: []worker.LocalTool{worker.MessageTool{}, cronTool, subs.Tool()},
-		Log:   log,
-	})
+	}, worker.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,13 +43,19 @@ type Manager struct {
 	now      func() time.Time
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Manager)
+
+// WithLogger sets the manager's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.log = l } }
+
 // New opens the bucket and streams; [Assets] must have been provisioned.
-func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Manager, error) {
+func New(ctx context.Context, cfg Config, b *bus.Bus, opts ...Option) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if b == nil || log == nil {
-		return nil, errors.New("subagent: bus and logger are required")
+	if b == nil {
+		return nil, errors.New("subagent: bus is required")
 	}
 	kv, err := b.KV(ctx, BucketName)
 	if err != nil {
@@ -63,7 +69,12 @@ func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Manage
 	if err != nil {
 		return nil, fmt.Errorf("subagent: outbound stream: %w", err)
 	}
-	return &Manager{b: b, cfg: cfg, log: log.With("component", "subagent"), kv: kv, inbound: in, outbound: out, now: time.Now}, nil
+	m := &Manager{b: b, cfg: cfg, log: slog.New(slog.DiscardHandler), kv: kv, inbound: in, outbound: out, now: time.Now}
+	for _, o := range opts {
+		o(m)
+	}
+	m.log = m.log.With("component", "subagent")
+	return m, nil
 }
 
 // record is a child's entry in the bucket.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -99,7 +98,7 @@ func setup(t *testing.T, cfg subagent.Config) *env {
 	if err := bus.Provision(ctx, b, bustest.TestLayout(), subagent.Assets); err != nil {
 		t.Fatal(err)
 	}
-	m, err := subagent.New(ctx, b, cfg, slog.New(slog.DiscardHandler))
+	m, err := subagent.New(ctx, cfg, b)
 	if err != nil {
 		t.Fatal(err)
 	}

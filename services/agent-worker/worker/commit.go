@@ -136,13 +136,13 @@ func (w *Worker) deadLetter(ctx context.Context, m jetstream.Msg, meta *jetstrea
 		StreamSeq: meta.Sequence.Stream, Deliveries: meta.NumDelivered, Reason: reason,
 	})
 	if err != nil {
-		w.d.Log.Error("dead-letter inbound", "err", err)
+		w.log.Error("dead-letter inbound", "err", err)
 		if terminate {
 			_ = m.NakWithDelay(time.Second)
 		}
 		return
 	}
-	w.d.Log.Warn("inbound message dead-lettered", "subject", m.Subject(), "seq", meta.Sequence.Stream, "reason", reason)
+	w.log.Warn("inbound message dead-lettered", "subject", m.Subject(), "seq", meta.Sequence.Stream, "reason", reason)
 	if w.d.Observer.DeadLettered != nil {
 		w.d.Observer.DeadLettered("inbound")
 	}

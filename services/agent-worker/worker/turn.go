@@ -46,7 +46,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	start := time.Now()
 	meta, err := m.Metadata()
 	if err != nil {
-		w.d.Log.Error("inbound message without metadata", "err", err)
+		w.log.Error("inbound message without metadata", "err", err)
 		_ = m.Term()
 		return
 	}
@@ -60,7 +60,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	t := &turn{w: w, msg: m, meta: meta, in: in, key: SessionKey(in), id: turnID(meta.Sequence.Stream)}
-	t.log = w.d.Log.With("session", t.key, "turn", t.id)
+	t.log = w.log.With("session", t.key, "turn", t.id)
 	if meta.NumDelivered > 1 && w.d.Observer.Redelivered != nil {
 		w.d.Observer.Redelivered()
 	}

@@ -64,7 +64,6 @@ type Deps struct {
 	Local []LocalTool
 	// Commands extend the built-in slash commands.
 	Commands []Command
-	Log      *slog.Logger
 	Observer Observer
 }
 
@@ -79,6 +78,7 @@ type Worker struct {
 	cons     jetstream.Consumer
 	catalog  *catalog
 	budget   *budget // nil without worker.dailyTokenBudget
+	log      *slog.Logger
 
 	mu      sync.Mutex
 	running map[string]*localTurn // by session key
@@ -88,16 +88,26 @@ type Worker struct {
 	answered map[string]uint64
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Worker)
+
+// WithLogger sets the worker's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(w *Worker) { w.log = l } }
+
 // New prepares a worker: it opens the stores and creates or updates the
 // shared consumer. The fleet's layout must be provisioned.
-func New(ctx context.Context, cfg Config, d Deps) (*Worker, error) {
+func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if d.Bus == nil || d.Model == nil || d.Tools == nil || d.Profiles == nil || d.Log == nil {
-		return nil, errors.New("worker: Bus, Model, Tools, Profiles and Log are required")
+	if d.Bus == nil || d.Model == nil || d.Tools == nil || d.Profiles == nil {
+		return nil, errors.New("worker: Bus, Model, Tools and Profiles are required")
 	}
-	loop, err := agent.New(d.Model, cfg.Loop, d.Log)
+	w := &Worker{log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(w)
+	}
+	loop, err := agent.New(cfg.Loop, d.Model, agent.WithLogger(w.log))
 	if err != nil {
 		return nil, err
 	}
@@ -126,11 +136,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: consumer: %w", err)
 	}
-	w := &Worker{
-		cfg: cfg, d: d, loop: loop, sessions: sessions, leases: lease.NewTable(leaseKV),
-		inbound: st, cons: cons, running: map[string]*localTurn{}, answered: map[string]uint64{},
-	}
-	w.catalog = &catalog{remote: d.Tools, local: d.Local, log: d.Log}
+	w.cfg, w.d, w.loop, w.sessions, w.leases = cfg, d, loop, sessions, lease.NewTable(leaseKV)
+	w.inbound, w.cons, w.running, w.answered = st, cons, map[string]*localTurn{}, map[string]uint64{}
+	w.catalog = &catalog{remote: d.Tools, local: d.Local, log: w.log}
 	if cfg.DailyTokenBudget > 0 {
 		if w.budget, err = openBudget(ctx, d.Bus, cfg.DailyTokenBudget); err != nil {
 			return nil, err
@@ -152,7 +160,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// the turns already running.
 	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTurns()
-	wait := bus.Pull(ctx, w.cons, w.cfg.Slots, w.d.Log.With("consumer", "inbound"), func(m jetstream.Msg) {
+	wait := bus.Pull(ctx, w.cons, w.cfg.Slots, w.log.With("consumer", "inbound"), func(m jetstream.Msg) {
 		w.handle(turnCtx, m)
 	})
 	done := make(chan struct{})
@@ -160,7 +168,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-time.After(time.Duration(w.cfg.ShutdownGrace)):
-		w.d.Log.Warn("shutdown grace over; cancelling running turns")
+		w.log.Warn("shutdown grace over; cancelling running turns")
 		cancelTurns()
 		<-done
 	}
@@ -180,7 +188,7 @@ func (w *Worker) onStop(m *nats.Msg) {
 	}
 	w.mu.Unlock()
 	if cancel != nil {
-		w.d.Log.Info("stopping turn", "session", req.GetSessionKey())
+		w.log.Info("stopping turn", "session", req.GetSessionKey())
 		cancel(errStopped)
 	}
 }

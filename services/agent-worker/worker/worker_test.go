@@ -85,8 +85,7 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	w, err := worker.New(ctx, cfg, worker.Deps{
 		Bus: b, Model: model, Tools: noRunners{}, Profiles: profiles,
 		Local: []worker.LocalTool{worker.MessageTool{}},
-		Log:   slog.New(slog.NewTextHandler(testWriter{t}, nil)),
-	})
+	}, worker.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,6 +106,9 @@ type Gate struct {
 // Option configures a [Gate].
 type Option func(*Gate) error
 
+// WithLogger sets the gate's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(g *Gate) error { g.log = l; return nil } }
+
 // WithCodeTTL sets how long pairing codes live (at least a second).
 func WithCodeTTL(d time.Duration) Option {
 	return func(g *Gate) error {
@@ -146,8 +149,8 @@ func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
 
 // Open returns a gate keeping its state in b's JetStream; [Assets] must
 // have been provisioned.
-func Open(ctx context.Context, b *bus.Bus, log *slog.Logger, opts ...Option) (*Gate, error) {
-	g := &Gate{b: b, log: log, ttl: DefaultCodeTTL}
+func Open(ctx context.Context, b *bus.Bus, opts ...Option) (*Gate, error) {
+	g := &Gate{b: b, log: slog.New(slog.DiscardHandler), ttl: DefaultCodeTTL}
 	for _, o := range opts {
 		if err := o(g); err != nil {
 			return nil, err

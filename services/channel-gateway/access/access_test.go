@@ -2,7 +2,6 @@ package access_test
 
 import (
 	"errors"
-	"log/slog"
 	"regexp"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 func open(t *testing.T, opts ...access.Option) (*access.Gate, *bus.Bus) {
 	t.Helper()
 	b := bustest.StartJetStream(t, access.Assets)
-	g, err := access.Open(t.Context(), b, slog.New(slog.DiscardHandler), opts...)
+	g, err := access.Open(t.Context(), b, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +199,7 @@ func TestCodesExpire(t *testing.T) {
 
 func TestOpenRejectsShortTTL(t *testing.T) {
 	b := bustest.StartJetStream(t, access.Assets)
-	if _, err := access.Open(t.Context(), b, slog.New(slog.DiscardHandler), access.WithCodeTTL(time.Millisecond)); err == nil {
+	if _, err := access.Open(t.Context(), b, access.WithCodeTTL(time.Millisecond)); err == nil {
 		t.Error("Open accepted a 1ms code TTL")
 	}
 }

@@ -54,7 +54,6 @@ type Deps struct {
 	// Bus is the fleet's connection; the layout and [Assets] must be
 	// provisioned.
 	Bus *bus.Bus
-	Log *slog.Logger
 	// Listen is the address the returned handler will be served on, for
 	// the login link the web chat prints (e.g. ":8080").
 	Listen string
@@ -76,21 +75,33 @@ type webhooks interface {
 	WebhookHandler() http.Handler
 }
 
+// Option changes an optional setting of [Build].
+type Option func(*options)
+
+type options struct{ log *slog.Logger }
+
+// WithLogger sets the logger the channels log to; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
 // Build constructs the enabled channels: the adapters to pass to
 // [gateway.New], and the handler to serve on the gateway's HTTP listener
 // (nil when no enabled channel needs HTTP). It logs the web chat's login
 // link and the API's base URL.
-func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.Handler, error) {
+func Build(ctx context.Context, cfg Config, deps Deps, opts ...Option) ([]gateway.Adapter, http.Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	log := deps.Log
+	o := options{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	log := o.log
 	progress, hints := channelconfig.On(cfg.SendProgress, true), channelconfig.On(cfg.SendToolHints, false)
-	gate, err := access.Open(ctx, deps.Bus, log.With("component", "access"))
+	gate, err := access.Open(ctx, deps.Bus, access.WithLogger(log.With("component", "access")))
 	if err != nil {
 		return nil, nil, err
 	}
-	ad := adapterdeps.Deps{Bus: deps.Bus, Gate: gate, Log: log, SendProgress: progress, SendToolHints: hints}
+	ad := adapterdeps.Deps{Bus: deps.Bus, Gate: gate, SendProgress: progress, SendToolHints: hints}
 	var adapters []gateway.Adapter
 	mux := http.NewServeMux()
 	serving := false
@@ -101,14 +112,12 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		enabled bool
 		build   func() (gateway.Adapter, error)
 	}{
-		{cfg.Telegram.Enabled, func() (gateway.Adapter, error) { return telegram.New(ctx, cfg.Telegram, ad) }},
-		{cfg.Slack.Enabled, func() (gateway.Adapter, error) { return slack.New(ctx, cfg.Slack, ad) }},
-		{cfg.Discord.Enabled, func() (gateway.Adapter, error) { return discord.New(ctx, cfg.Discord, ad) }},
-		{cfg.Feishu.Enabled, func() (gateway.Adapter, error) { return feishu.New(ctx, cfg.Feishu, ad) }},
-		{cfg.DingTalk.Enabled, func() (gateway.Adapter, error) { return dingtalk.New(ctx, cfg.DingTalk, ad) }},
-		{cfg.WhatsApp.Enabled, func() (gateway.Adapter, error) {
-			return whatsapp.New(ctx, cfg.WhatsApp, whatsapp.Deps{Bus: ad.Bus, Gate: ad.Gate, Log: ad.Log, SendProgress: ad.SendProgress, SendToolHints: ad.SendToolHints})
-		}},
+		{cfg.Telegram.Enabled, func() (gateway.Adapter, error) { return telegram.New(ctx, cfg.Telegram, ad, telegram.WithLogger(log)) }},
+		{cfg.Slack.Enabled, func() (gateway.Adapter, error) { return slack.New(ctx, cfg.Slack, ad, slack.WithLogger(log)) }},
+		{cfg.Discord.Enabled, func() (gateway.Adapter, error) { return discord.New(ctx, cfg.Discord, ad, discord.WithLogger(log)) }},
+		{cfg.Feishu.Enabled, func() (gateway.Adapter, error) { return feishu.New(ctx, cfg.Feishu, ad, feishu.WithLogger(log)) }},
+		{cfg.DingTalk.Enabled, func() (gateway.Adapter, error) { return dingtalk.New(ctx, cfg.DingTalk, ad, dingtalk.WithLogger(log)) }},
+		{cfg.WhatsApp.Enabled, func() (gateway.Adapter, error) { return whatsapp.New(ctx, cfg.WhatsApp, ad, whatsapp.WithLogger(log)) }},
 	} {
 		if !c.enabled {
 			continue
@@ -142,7 +151,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 	if deps.MaxContentBytes > 0 {
 		gcfg.MaxContentBytes = deps.MaxContentBytes
 	}
-	inbox, err := gateway.New(deps.Bus, gcfg, log)
+	inbox, err := gateway.New(gcfg, deps.Bus, nil, gateway.WithLogger(log))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -163,7 +172,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		}
 		// The page folds hints away, so it shows them unless told otherwise.
 		webHints := channelconfig.On(cfg.SendToolHints, true)
-		w, err := webchat.New(ctx, c, webchat.Deps{Bus: deps.Bus, Inbox: inbox, Sessions: store, Log: log, SendProgress: progress, SendToolHints: webHints})
+		w, err := webchat.New(ctx, c, webchat.Deps{Bus: deps.Bus, Inbox: inbox, Sessions: store, SendProgress: progress, SendToolHints: webHints}, webchat.WithLogger(log))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -171,7 +180,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 		board.Serving(ctx, log, "web", webchat.BaseURL(c.PublicURL, deps.Listen))
 		log.Info("web chat ready: open this link to log in", "url", w.LoginURL(deps.Listen))
 		// The fleet dashboard shares the web chat's login.
-		dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{Bus: deps.Bus, Gate: w, Log: log.With("component", "dashboard")})
+		dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{Bus: deps.Bus, Gate: w}, dashboard.WithLogger(log.With("component", "dashboard")))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -189,7 +198,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) ([]gateway.Adapter, http.
 				return nil, nil, err
 			}
 		}
-		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Log: log, Storage: deps.Storage})
+		api, err := openaiapi.New(c, openaiapi.Deps{Bus: deps.Bus, Inbox: inbox, Storage: deps.Storage}, openaiapi.WithLogger(log))
 		if err != nil {
 			return nil, nil, err
 		}

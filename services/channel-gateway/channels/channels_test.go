@@ -3,7 +3,6 @@ package channels_test
 import (
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -117,7 +116,7 @@ func TestBuild(t *testing.T) {
 	cfg.Telegram.Enabled, cfg.Telegram.Token, cfg.Telegram.APIBase = true, "1:abc", fake.URL
 	cfg.Telegram.AllowFrom = []string{"*"}
 	cfg.Telegram.Webhook.URL, cfg.Telegram.Webhook.Secret = "https://example.com/hooks/telegram", "0123456789abcdef"
-	deps := channels.Deps{Bus: b, Log: slog.New(slog.DiscardHandler), Listen: ":8080"}
+	deps := channels.Deps{Bus: b, Listen: ":8080"}
 	adapters, handler, err := channels.Build(ctx, cfg, deps)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +182,7 @@ func TestBuildFeishuAndDingTalk(t *testing.T) {
 	cfg.Web.Enabled, cfg.API.Enabled = false, false
 	cfg.Feishu = feishu.Config{Common: channelconfig.Common{Enabled: true}, AppID: "cli_1", AppSecret: "s", Mode: feishu.ModeWebhook, EncryptKey: "k", VerificationToken: "v", Webhook: feishu.Webhook{Path: "/hooks/lark"}}
 	cfg.DingTalk = dingtalk.Config{Common: channelconfig.Common{Enabled: true}, ClientID: "ding1", ClientSecret: "s"}
-	adapters, handler, err := channels.Build(t.Context(), cfg, channels.Deps{Bus: b, Log: slog.New(slog.DiscardHandler), Listen: ":8080"})
+	adapters, handler, err := channels.Build(t.Context(), cfg, channels.Deps{Bus: b, Listen: ":8080"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -30,7 +29,7 @@ func gateway(t *testing.T, b *bus.Bus) *httptest.Server {
 	t.Helper()
 	cfg := channels.Defaults()
 	cfg.Web.Token = webToken
-	_, handler, err := channels.Build(ctxT(t), cfg, channels.Deps{Bus: b, Log: slog.New(slog.DiscardHandler), Listen: "127.0.0.1:0"})
+	_, handler, err := channels.Build(ctxT(t), cfg, channels.Deps{Bus: b, Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,6 @@ type Deps struct {
 	Bus *bus.Bus
 	// Gate checks the login.
 	Gate Gate
-	Log  *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -50,19 +49,28 @@ type Server struct {
 	mux   *http.ServeMux
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Server)
+
+// WithLogger sets the dashboard's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
 // New returns the dashboard.
-func New(cfg Config, deps Deps) (*Server, error) {
+func New(cfg Config, deps Deps, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Bus == nil || deps.Gate == nil || deps.Log == nil {
-		return nil, errors.New("dashboard: Deps.Bus, Deps.Gate and Deps.Log are required")
+	if deps.Bus == nil || deps.Gate == nil {
+		return nil, errors.New("dashboard: Deps.Bus and Deps.Gate are required")
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, deps: deps, log: deps.Log, snaps: newSnapshotter(cfg, deps.Bus, deps.Now)}
+	s := &Server{cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler), snaps: newSnapshotter(cfg, deps.Bus, deps.Now)}
+	for _, o := range opts {
+		o(s)
+	}
 	files, _ := fs.Sub(static, "static")
 	mux := http.NewServeMux()
 	index := webpage.Index{Files: files, Gate: deps.Gate, Home: "/dashboard",

@@ -56,7 +56,7 @@ func ctxT(t *testing.T) context.Context {
 
 func serve(t *testing.T, b *bus.Bus) *httptest.Server {
 	t.Helper()
-	d, err := dashboard.New(dashboard.Config{}, dashboard.Deps{Bus: b, Gate: gate{}, Log: slog.New(slog.DiscardHandler)})
+	d, err := dashboard.New(dashboard.Config{}, dashboard.Deps{Bus: b, Gate: gate{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestSnapshot(t *testing.T) {
 
 	// A later snapshot reads only what is new and still lists the rest.
 	publishTurn(t, b, "t4")
-	d, err := dashboard.New(dashboard.Config{RecentTurns: 2}, dashboard.Deps{Bus: b, Gate: gate{}, Log: slog.New(slog.DiscardHandler)})
+	d, err := dashboard.New(dashboard.Config{RecentTurns: 2}, dashboard.Deps{Bus: b, Gate: gate{}})
 	if err != nil {
 		t.Fatal(err)
 	}

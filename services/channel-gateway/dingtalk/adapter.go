@@ -62,18 +62,31 @@ type Adapter struct {
 	expires time.Time
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Adapter) error
+
+// WithLogger sets the adapter's logger; the default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(a *Adapter) error { a.log = l.With("channel", Channel); return nil }
+}
+
 // New returns the adapter for cfg, which must be valid and enabled.
-func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
+func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	a := &Adapter{
-		cfg: cfg, deps: deps, log: deps.Log.With("channel", Channel),
+		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		api:    cfg.apiURL(),
 		http:   &http.Client{Timeout: time.Minute},
 		groups: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: access.DMAllowlist},
 		dms:    access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
 		now:    time.Now,
+	}
+	for _, o := range opts {
+		if err := o(a); err != nil {
+			return nil, err
+		}
 	}
 	blobs, err := deps.Bus.Blobs(ctx)
 	if err != nil {
@@ -87,7 +100,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 	a.sent = parts.NewStore(delivered)
 	switch {
 	case cfg.Streaming && cfg.CardTemplateID != "":
-		a.streams, err = editstream.New(ctx, deps.Bus, cards{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, a.log)
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, deps.Bus, cards{a}, editstream.WithLogger(a.log))
 		if err != nil {
 			return nil, fmt.Errorf("dingtalk: %w", err)
 		}

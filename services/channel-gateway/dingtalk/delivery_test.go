@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -139,15 +138,14 @@ func TestRedeliveryAfterALostAckSendsNothingTwice(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := dingtalktest.New(t)
 			b := bustest.StartJetStream(t, gateway.Assets, access.Assets)
-			log := slog.New(slog.DiscardHandler)
-			gate, err := access.Open(t.Context(), b, log)
+			gate, err := access.Open(t.Context(), b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cfg := dingtalk.Config{ClientID: dingtalktest.ClientID, ClientSecret: dingtalktest.ClientSecret, APIURL: fake.URL}
 			cfg.Enabled = true
 			adapter := func() *dingtalk.Adapter {
-				a, err := dingtalk.New(t.Context(), cfg, dingtalk.Deps{Bus: b, Gate: gate, Log: log})
+				a, err := dingtalk.New(t.Context(), cfg, dingtalk.Deps{Bus: b, Gate: gate})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -56,7 +56,7 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *dingtalktest.Server, cfg dingtal
 	t.Helper()
 	cfg.Enabled, cfg.ClientID, cfg.ClientSecret, cfg.APIURL = true, dingtalktest.ClientID, dingtalktest.ClientSecret, fake.URL
 	return gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		return dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate, Log: log})
+		return dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate}, dingtalk.WithLogger(log))
 	})
 }
 
@@ -310,12 +310,12 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
-	gate, err := access.Open(ctx, b, log)
+	gate, err := access.Open(ctx, b, access.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := dingtalk.Config{Common: channelconfig.Common{Enabled: true}, ClientID: dingtalktest.ClientID, ClientSecret: "wrong", APIURL: fake.URL}
-	a, err := dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate, Log: log})
+	a, err := dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate}, dingtalk.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,10 @@ const Channel = "discord"
 // Limit is the length of one Discord message.
 const Limit = 2000
 
+// inbox is where inbound messages go; connect.go, which speaks Discord's
+// own gateway package, names it this way.
+type inbox = gateway.Inbox
+
 // Deps are what the adapter needs from its surroundings.
 type Deps = adapterdeps.Deps
 
@@ -65,6 +69,11 @@ type Adapter struct {
 
 // Option tunes an adapter, mostly for tests.
 type Option func(*Adapter) error
+
+// WithLogger sets the adapter's logger; the default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(a *Adapter) error { a.log = l.With("channel", Channel); return nil }
+}
 
 // WithTyping sets how often the typing indicator is renewed and for how
 // long at most (defaults 8s and 2m; Discord shows it for 10s).
@@ -99,7 +108,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, err
 	}
 	a := &Adapter{
-		cfg: cfg, deps: deps, log: deps.Log.With("channel", Channel),
+		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		http:        &http.Client{Timeout: 2 * time.Minute},
 		typingEvery: 8 * time.Second, typingMax: 2 * time.Minute,
 		policy: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
@@ -128,12 +137,12 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("discord: %w", err)
 	}
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, a.log)
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
 			return nil, fmt.Errorf("discord: %w", err)
 		}
 	}
-	a.typing = typing.New(deps.Bus, Channel, a.typingEvery, a.typingMax, a.log)
+	a.typing = typing.New(deps.Bus, Channel, a.typingEvery, a.typingMax, typing.WithLogger(a.log))
 	return a, nil
 }
 

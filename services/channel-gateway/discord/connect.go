@@ -19,7 +19,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	gw "github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 )
@@ -32,7 +31,7 @@ var intents = []gateway.Intents{gateway.IntentGuildMessages, gateway.IntentDirec
 // Run receives gateway events until ctx ends, while holding the fleet's
 // connection lease for this bot (waiting while another gateway holds it;
 // see internal/hold).
-func (a *Adapter) Run(ctx context.Context, in gw.Inbox) error {
+func (a *Adapter) Run(ctx context.Context, in inbox) error {
 	wsURL, account, err := a.discover(ctx)
 	if err != nil {
 		return err
@@ -106,7 +105,7 @@ type session struct {
 type conn struct {
 	a     *Adapter
 	ctx   context.Context
-	in    gw.Inbox
+	in    inbox
 	retry chan struct{} // an event could not be published: reconnect and resume
 	fatal chan error
 
@@ -117,7 +116,7 @@ type conn struct {
 
 // connect runs gateway connections until ctx ends, resuming the last
 // saved session so that no event is lost across reconnects and takeovers.
-func (a *Adapter) connect(ctx context.Context, in gw.Inbox, wsURL string) error {
+func (a *Adapter) connect(ctx context.Context, in inbox, wsURL string) error {
 	// Failed connections are retried by a backoff from a second to 30 s;
 	// a connection closed after it opened is made again after a second.
 	backoff := bus.Backoff{Min: time.Second, Max: 30 * time.Second}

@@ -63,7 +63,7 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *discordtest.Server, cfg discord.
 	t.Helper()
 	cfg.Enabled, cfg.Token, cfg.APIBase = true, token, fake.URL
 	return gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		return discord.New(ctx, cfg, discord.Deps{Bus: b, Gate: gate, Log: log}, discord.WithTyping(time.Second, 5*time.Second))
+		return discord.New(ctx, cfg, discord.Deps{Bus: b, Gate: gate}, discord.WithLogger(log), discord.WithTyping(time.Second, 5*time.Second))
 	})
 }
 
@@ -356,15 +356,15 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 			fake.Disallowed = tt.disallowed
 			b := bustest.StartJetStream(t, channels.Assets)
 			log := slog.New(slog.DiscardHandler)
-			gate, err := access.Open(t.Context(), b, log)
+			gate, err := access.Open(t.Context(), b, access.WithLogger(log))
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := discord.New(t.Context(), discord.Config{Common: channelconfig.Common{Enabled: true}, Token: tt.token, APIBase: fake.URL}, discord.Deps{Bus: b, Gate: gate, Log: log})
+			a, err := discord.New(t.Context(), discord.Config{Common: channelconfig.Common{Enabled: true}, Token: tt.token, APIBase: fake.URL}, discord.Deps{Bus: b, Gate: gate}, discord.WithLogger(log))
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, err := gateway.New(b, gateway.DefaultConfig(), log, a)
+			g, err := gateway.New(gateway.DefaultConfig(), b, []gateway.Adapter{a}, gateway.WithLogger(log))
 			if err != nil {
 				t.Fatal(err)
 			}

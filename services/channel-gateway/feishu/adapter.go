@@ -71,17 +71,30 @@ type Adapter struct {
 	run   context.Context // Run's context, for the webhook handler
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Adapter) error
+
+// WithLogger sets the adapter's logger; the default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(a *Adapter) error { a.log = l.With("channel", Channel); return nil }
+}
+
 // New returns the adapter for cfg, which must be valid and enabled.
-func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
+func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	a := &Adapter{
-		cfg: cfg, deps: deps, log: deps.Log.With("channel", Channel),
+		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		base:   cfg.baseURL(),
 		http:   &http.Client{Timeout: 2 * time.Minute},
 		groups: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: access.DMAllowlist},
 		dms:    access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
+	}
+	for _, o := range opts {
+		if err := o(a); err != nil {
+			return nil, err
+		}
 	}
 	a.api = lark.NewClient(cfg.AppID, cfg.AppSecret,
 		lark.WithOpenBaseUrl(a.base),
@@ -103,7 +116,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
 		}
 	}
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, a.log)
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
 			return nil, fmt.Errorf("feishu: %w", err)
 		}

@@ -60,7 +60,7 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *feishutest.Server, cfg feishu.Co
 	cfg.Enabled, cfg.AppID, cfg.AppSecret, cfg.BaseURL = true, feishutest.AppID, feishutest.AppSecret, fake.URL
 	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
 		var err error
-		a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate, Log: log})
+		a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate}, feishu.WithLogger(log))
 		return a, err
 	})
 	return a, stop
@@ -319,14 +319,14 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
-	gate, err := access.Open(ctx, b, log)
+	gate, err := access.Open(ctx, b, access.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An app id of its own: the SDK caches tenant tokens process-wide by
 	// app id, and other tests got one for feishutest.AppID.
 	cfg := feishu.Config{Common: channelconfig.Common{Enabled: true}, AppID: "cli_rejected", AppSecret: "wrong", BaseURL: fake.URL}
-	a, err := feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate, Log: log})
+	a, err := feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate}, feishu.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestRunWaitsForQuorum(t *testing.T) {
 
 	var logs lockedBuffer
 	r := newRecorder()
-	g, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.NewTextHandler(&logs, nil)), r)
+	g, err := gateway.New(gateway.DefaultConfig(), b, []gateway.Adapter{r}, gateway.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,9 +112,15 @@ type Gateway struct {
 	Storage func() error
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Gateway)
+
+// WithLogger sets the gateway's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(g *Gateway) { g.log = l } }
+
 // New returns a gateway for the given adapters; channel names must be
 // unique.
-func New(b *bus.Bus, cfg Config, log *slog.Logger, adapters ...Adapter) (*Gateway, error) {
+func New(cfg Config, b *bus.Bus, adapters []Adapter, opts ...Option) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -125,7 +131,11 @@ func New(b *bus.Bus, cfg Config, log *slog.Logger, adapters ...Adapter) (*Gatewa
 		}
 		seen[a.Channel()] = true
 	}
-	return &Gateway{bus: b, cfg: cfg, log: log, adapters: adapters}, nil
+	g := &Gateway{bus: b, cfg: cfg, log: slog.New(slog.DiscardHandler), adapters: adapters}
+	for _, o := range opts {
+		o(g)
+	}
+	return g, nil
 }
 
 // Publish stores an inbound message. The platform's event id is the

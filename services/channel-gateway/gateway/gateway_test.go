@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -58,7 +57,7 @@ func startGateway(t *testing.T, a gateway.Adapter) *bus.Bus {
 	cfg := gateway.DefaultConfig()
 	cfg.MaxDeliver = 3
 	cfg.MinBackoff = 10 * time.Millisecond
-	g, err := gateway.New(b, cfg, slog.New(slog.DiscardHandler), a)
+	g, err := gateway.New(cfg, b, []gateway.Adapter{a})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +157,7 @@ func TestRetriesSpentGoToDeadLetter(t *testing.T) {
 
 func TestPublishDeduplicatesPlatformEvents(t *testing.T) {
 	b := bustest.StartJetStream(t, gateway.Assets)
-	g, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
+	g, err := gateway.New(gateway.DefaultConfig(), b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +49,7 @@ func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
 			b := bustest.StartJetStream(t, gateway.Assets)
 			s := &sender{recorder: newRecorder(), results: make(chan error, 1),
 				send: []*nanofleetv1.InboundMessage{{Id: "e1", Channel: "test", ChatId: "c1", Content: tt.content}}}
-			g, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler), s)
+			g, err := gateway.New(gateway.DefaultConfig(), b, []gateway.Adapter{s})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +87,7 @@ func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
 
 func TestPublishRefusalsAreTyped(t *testing.T) {
 	b := bustest.StartJetStream(t, gateway.Assets)
-	g, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
+	g, err := gateway.New(gateway.DefaultConfig(), b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

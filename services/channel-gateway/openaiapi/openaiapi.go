@@ -33,7 +33,6 @@ type Deps struct {
 	Bus *bus.Bus
 	// Inbox publishes the requests' messages.
 	Inbox gateway.Inbox
-	Log   *slog.Logger
 	// Storage, when set, says whether the fleet's store has room. A
 	// request waiting for its answer when the store fills is answered
 	// 507 then: its turn cannot commit until space is freed.
@@ -54,15 +53,24 @@ type Server struct {
 	dupWindow atomic.Int64
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Server)
+
+// WithLogger sets the API's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l.With("channel", Channel) } }
+
 // New returns the API for cfg.
-func New(cfg Config, deps Deps) (*Server, error) {
+func New(cfg Config, deps Deps, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, deps: deps, log: deps.Log.With("channel", Channel),
+		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		token: cfg.Token, model: cfg.Model, timeout: time.Duration(cfg.TimeoutSeconds) * time.Second,
 		created: time.Now().Unix(),
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	if s.token == "" {
 		s.token = "nf-" + rand.Text()

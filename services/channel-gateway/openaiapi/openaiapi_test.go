@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -48,11 +47,11 @@ func start(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest
 func startBus(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest.Worker, string, *bus.Bus) {
 	t.Helper()
 	b := bustest.StartJetStream(t, channels.Assets)
-	pub, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
+	pub, err := gateway.New(gateway.DefaultConfig(), b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub, Log: slog.New(slog.DiscardHandler)})
+	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub})
 	if err != nil {
 		t.Fatal(err)
 	}

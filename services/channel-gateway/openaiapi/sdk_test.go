@@ -1,7 +1,6 @@
 package openaiapi_test
 
 import (
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -54,11 +53,11 @@ func openaiModule(t *testing.T) string {
 func TestOpenAINodeSDKRetry(t *testing.T) {
 	mod := openaiModule(t)
 	b := bustest.StartJetStream(t, channels.Assets)
-	pub, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
+	pub, err := gateway.New(gateway.DefaultConfig(), b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub, Log: slog.New(slog.DiscardHandler)})
+	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub})
 	if err != nil {
 		t.Fatal(err)
 	}

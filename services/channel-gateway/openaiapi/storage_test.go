@@ -1,7 +1,6 @@
 package openaiapi_test
 
 import (
-	"log/slog"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
@@ -27,11 +26,11 @@ func TestStoreFillsWhileWaiting(t *testing.T) {
 		}
 		return nil
 	}
-	pub, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
+	pub, err := gateway.New(gateway.DefaultConfig(), b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub, Log: slog.New(slog.DiscardHandler), Storage: storage})
+	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub, Storage: storage})
 	if err != nil {
 		t.Fatal(err)
 	}

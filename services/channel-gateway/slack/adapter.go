@@ -57,6 +57,11 @@ type Adapter struct {
 // Option tunes an adapter, mostly for tests.
 type Option func(*Adapter) error
 
+// WithLogger sets the adapter's logger; the default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(a *Adapter) error { a.log = l.With("channel", Channel); return nil }
+}
+
 // WithPingInterval sets how long Socket Mode may go without a ping from
 // Slack before reconnecting (default 30s).
 func WithPingInterval(d time.Duration) Option {
@@ -75,7 +80,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, err
 	}
 	a := &Adapter{
-		cfg: cfg, deps: deps, log: deps.Log.With("channel", Channel),
+		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		http:      &http.Client{Timeout: 2 * time.Minute},
 		pingEvery: 30 * time.Second,
 		groups:    access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: access.DMAllowlist},
@@ -112,7 +117,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	}
 	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(1200 * time.Millisecond), Limit: markup.SlackLimit}, a.log)
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(1200 * time.Millisecond), Limit: markup.SlackLimit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
 			return nil, fmt.Errorf("slack: %w", err)
 		}

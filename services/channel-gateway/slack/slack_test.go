@@ -42,7 +42,7 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *slacktest.Server, cfg slack.Conf
 	t.Helper()
 	cfg.Enabled, cfg.BotToken, cfg.AppToken, cfg.APIURL = true, "xoxb-test", "xapp-test", fake.APIURL
 	gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		return slack.New(ctx, cfg, slack.Deps{Bus: b, Gate: gate, Log: log})
+		return slack.New(ctx, cfg, slack.Deps{Bus: b, Gate: gate}, slack.WithLogger(log))
 	})
 	fake.WaitConnected(t, wait)
 }

@@ -61,6 +61,11 @@ type Adapter struct {
 // Option tunes an adapter, mostly for tests.
 type Option func(*Adapter) error
 
+// WithLogger sets the adapter's logger; the default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(a *Adapter) error { a.log = l.With("channel", Channel); return nil }
+}
+
 // WithPollTimeout sets the long-poll timeout (default 50s).
 func WithPollTimeout(d time.Duration) Option {
 	return func(a *Adapter) error {
@@ -90,7 +95,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, err
 	}
 	a := &Adapter{
-		cfg: cfg, deps: deps, log: deps.Log.With("channel", Channel),
+		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		apiBase:     strings.TrimRight(cfg.APIBase, "/"),
 		pollTimeout: 50 * time.Second,
 		typingEvery: 4 * time.Second,
@@ -127,9 +132,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	a.media = media.NewStore(blobs, cfg.MediaLimit(DefaultMaxMediaBytes))
-	a.typing = typing.New(deps.Bus, Channel, a.typingEvery, a.typingMax, a.log)
+	a.typing = typing.New(deps.Bus, Channel, a.typingEvery, a.typingMax, typing.WithLogger(a.log))
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, deps.Bus, streamer{a}, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: markup.TelegramLimit}, a.log)
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: markup.TelegramLimit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}

@@ -61,7 +61,7 @@ func runAdapterCancel(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg t
 	cfg.Enabled, cfg.Token, cfg.APIBase = true, token, fake.URL
 	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
 		var err error
-		a, err = telegram.New(ctx, cfg, telegram.Deps{Bus: b, Gate: gate, Log: log},
+		a, err = telegram.New(ctx, cfg, telegram.Deps{Bus: b, Gate: gate}, telegram.WithLogger(log),
 			telegram.WithPollTimeout(time.Second), telegram.WithTyping(time.Second, 5*time.Second))
 		return a, err
 	})

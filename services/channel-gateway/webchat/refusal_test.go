@@ -3,7 +3,6 @@ package webchat_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -40,7 +39,7 @@ func TestRefusalsReachThePage(t *testing.T) {
 			}
 			refuse := gateway.InboxFunc(func(context.Context, *nanofleetv1.InboundMessage) error { return tt.err })
 			s, err := webchat.New(t.Context(), webchat.Config{Enabled: true, Token: token},
-				webchat.Deps{Bus: b, Inbox: refuse, Sessions: store, Log: slog.New(slog.DiscardHandler)})
+				webchat.Deps{Bus: b, Inbox: refuse, Sessions: store})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,7 +44,6 @@ type Deps struct {
 	Inbox gateway.Inbox
 	// Sessions reads conversation history.
 	Sessions *session.Store
-	Log      *slog.Logger
 	// SendProgress and SendToolHints are the channels-wide defaults.
 	SendProgress, SendToolHints bool
 }
@@ -76,12 +75,21 @@ func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
 	}}}
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Server)
+
+// WithLogger sets the web chat's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l.With("channel", Channel) } }
+
 // New returns the web chat for cfg; [Assets] must have been provisioned.
-func New(ctx context.Context, cfg Config, deps Deps) (*Server, error) {
+func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, deps: deps, log: deps.Log.With("channel", Channel), token: cfg.Token}
+	s := &Server{cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler), token: cfg.Token}
+	for _, o := range opts {
+		o(s)
+	}
 	if s.token == "" {
 		s.token = rand.Text()
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
@@ -57,13 +56,13 @@ func start(t *testing.T, cfg webchat.Config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := gateway.New(b, gateway.DefaultConfig(), slog.New(slog.DiscardHandler))
+	pub, err := gateway.New(gateway.DefaultConfig(), b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	yes := true
 	cfg.Enabled, cfg.Token, cfg.SendToolHints = true, token, &yes
-	s, err := webchat.New(ctx, cfg, webchat.Deps{Bus: b, Inbox: pub, Sessions: store, Log: slog.New(slog.DiscardHandler)})
+	s, err := webchat.New(ctx, cfg, webchat.Deps{Bus: b, Inbox: pub, Sessions: store})
 	if err != nil {
 		t.Fatal(err)
 	}

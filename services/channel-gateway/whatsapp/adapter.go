@@ -25,6 +25,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -55,16 +56,8 @@ func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
 // reply's quote preview.
 const quoteLen = 200
 
-// Deps are what the adapter needs from its surroundings.
-type Deps struct {
-	Bus  *bus.Bus
-	Gate *access.Gate
-	Log  *slog.Logger
-	// SendProgress and SendToolHints are the channels-wide defaults.
-	SendProgress, SendToolHints bool
-	// Dial connects to WhatsApp; nil means [Dial] (tests pass a fake).
-	Dial Dialer
-}
+// Deps are what the adapter needs from the gateway.
+type Deps = adapterdeps.Deps
 
 // Adapter is the WhatsApp channel. It implements [gateway.LiveAdapter].
 type Adapter struct {
@@ -87,16 +80,33 @@ type Adapter struct {
 	self []string // the account's own user ids (phone number, LID)
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Adapter) error
+
+// WithLogger sets the adapter's logger; the default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(a *Adapter) error { a.log = l.With("channel", Channel); return nil }
+}
+
+// WithDialer replaces [Dial] as the way to connect to WhatsApp (tests
+// pass a fake).
+func WithDialer(d Dialer) Option { return func(a *Adapter) error { a.dial = d; return nil } }
+
 // New returns the adapter for cfg, which must be valid and enabled.
-func New(ctx context.Context, cfg Config, deps Deps) (*Adapter, error) {
+func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	a := &Adapter{
-		cfg: cfg, deps: deps, log: deps.Log.With("channel", Channel), dial: deps.Dial,
+		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		groups: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: access.DMAllowlist},
 		dms:    access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
 		route:  deps.Bus.Space.Prefix() + ".whatsapp.send." + cfg.account(),
+	}
+	for _, o := range opts {
+		if err := o(a); err != nil {
+			return nil, err
+		}
 	}
 	if a.dial == nil {
 		a.dial = Dial(a.log.With("component", "whatsmeow"))

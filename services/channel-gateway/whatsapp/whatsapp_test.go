@@ -81,7 +81,7 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *whatsapptest.Server, cfg whatsap
 	t.Helper()
 	cfg.Enabled = true
 	return gatewaytest.Start(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		adapter, err := whatsapp.New(ctx, cfg, whatsapp.Deps{Bus: b, Gate: gate, Log: log, Dial: fake.Dial})
+		adapter, err := whatsapp.New(ctx, cfg, whatsapp.Deps{Bus: b, Gate: gate}, whatsapp.WithLogger(log), whatsapp.WithDialer(fake.Dial))
 		if a != nil {
 			*a = adapter
 		}

@@ -62,7 +62,7 @@ func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.
 	})
 	model := memtest.Model(t, srv)
 	log := memtest.Logger(t)
-	mem, err := memory.New(ctx, b, memory.Config{Scope: scope}, log)
+	mem, err := memory.New(ctx, memory.Config{Scope: scope}, b, memory.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,14 +77,14 @@ func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.
 	cfg.ContextWindowTokens = budget + cfg.Loop.MaxTokens
 	w, err := worker.New(ctx, cfg, worker.Deps{
 		Bus: b, Model: model, Tools: noRunners{}, Profiles: profiles, Memory: mem,
-		Local: mem.Tools(), Commands: mem.Commands(), Log: log.With("part", "worker"),
-	})
+		Local: mem.Tools(), Commands: mem.Commands(),
+	}, worker.WithLogger(log.With("part", "worker")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cc := consolidator.DefaultConfig()
 	cc.ID = "c1"
-	c, err := consolidator.New(ctx, cc, consolidator.Deps{Bus: b, Model: model, Log: log.With("part", "consolidator")})
+	c, err := consolidator.New(ctx, cc, consolidator.Deps{Bus: b, Model: model}, consolidator.WithLogger(log.With("part", "consolidator")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,40 +7,43 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
-// Config tunes a consolidator.
+// Config tunes a consolidator. The fields with a json tag are the config
+// file's memory.consolidator section, decoded straight into it; the rest
+// are set by code.
 type Config struct {
 	// ID names the consolidator in leases and logs.
-	ID string
-	// Model overrides the provider's default model when set.
-	Model string
+	ID string `json:"-"`
+	// Model overrides the provider's default model when set
+	// (agents.defaults.model).
+	Model string `json:"model,omitempty"`
 	// MaxTokens bounds the model's answer.
-	MaxTokens int
+	MaxTokens int `json:"-"`
 	// Slots is how many requests this consolidator works on at once.
-	Slots int
+	Slots int `json:"slots,omitempty"`
 	// AckWait is how long a request may go without InProgress before it
 	// is redelivered.
-	AckWait time.Duration
+	AckWait config.Seconds `json:"ackWaitSeconds,omitempty"`
 	// LeaseWait is how long a request waits for a session another
 	// consolidator holds before it is put back.
-	LeaseWait time.Duration
+	LeaseWait time.Duration `json:"-"`
 	// MaxDeliveries is how often a request may be delivered before it is
 	// dead-lettered.
-	MaxDeliveries int
+	MaxDeliveries int `json:"maxDeliveries,omitempty"`
 	// MaxRequestBytes is the largest request accepted.
-	MaxRequestBytes int
+	MaxRequestBytes int `json:"maxRequestBytes,omitempty"`
 	// ChunkTokens bounds the turns sent to the model at once; a larger
 	// range is consolidated in several entries.
-	ChunkTokens int
+	ChunkTokens int `json:"chunkTokens,omitempty"`
 	// RecentEntries and RecentChars bound the entries kept in a MemoryDoc
 	// for the prompt.
-	RecentEntries, RecentChars int
+	RecentEntries, RecentChars int `json:"-"`
 	// ToolChars clips tool results in transcripts.
-	ToolChars int
+	ToolChars int `json:"-"`
 	// AppliedTTL is how long applied markers are kept.
-	AppliedTTL time.Duration
+	AppliedTTL time.Duration `json:"-"`
 	// ShutdownGrace is how long requests in progress may take to finish
 	// once Run is told to stop.
-	ShutdownGrace time.Duration
+	ShutdownGrace time.Duration `json:"-"`
 }
 
 // DefaultConfig returns the defaults.
@@ -48,7 +51,7 @@ func DefaultConfig() Config {
 	return Config{
 		MaxTokens:       4096,
 		Slots:           4,
-		AckWait:         time.Minute,
+		AckWait:         config.Seconds(time.Minute),
 		LeaseWait:       time.Minute,
 		MaxDeliveries:   10,
 		MaxRequestBytes: 16 << 10,
@@ -68,7 +71,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("consolidator: id must be set")
 	case c.Slots < 1:
 		return config.Invalid("memory.consolidator.slots", "must be at least 1, got %d", c.Slots)
-	case c.AckWait < time.Second:
+	case time.Duration(c.AckWait) < time.Second:
 		return config.Invalid("memory.consolidator.ackWaitSeconds", "must be at least 1, got %s", c.AckWait)
 	case c.MaxDeliveries < 1:
 		return config.Invalid("memory.consolidator.maxDeliveries", "must be at least 1, got %d", c.MaxDeliveries)

@@ -39,7 +39,6 @@ type Observer struct {
 type Deps struct {
 	Bus      *bus.Bus
 	Model    llm.Client
-	Log      *slog.Logger
 	Observer Observer
 }
 
@@ -52,16 +51,23 @@ type Consolidator struct {
 	docs     *memory.Docs
 	hist     *memory.Log
 	leases   *held.Leases
+	log      *slog.Logger
 }
+
+// Option changes an optional setting of [New].
+type Option func(*Consolidator)
+
+// WithLogger sets the consolidator's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(c *Consolidator) { c.log = l } }
 
 // New prepares a consolidator: it opens the stores and creates or updates
 // the shared consumer. The bus layout and memory.Provision must have run.
-func New(ctx context.Context, cfg Config, d Deps) (*Consolidator, error) {
+func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Consolidator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if d.Bus == nil || d.Model == nil || d.Log == nil {
-		return nil, errors.New("consolidator: Bus, Model and Log are required")
+	if d.Bus == nil || d.Model == nil {
+		return nil, errors.New("consolidator: Bus and Model are required")
 	}
 	sessions, err := session.Open(ctx, d.Bus)
 	if err != nil {
@@ -81,7 +87,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Consolidator, error) {
 		Description:   "memory consolidators: condense old turns into memory",
 		FilterSubject: sp.ConsolidateAll(),
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       cfg.AckWait,
+		AckWait:       time.Duration(cfg.AckWait),
 		MaxAckPending: 1024,
 		MaxDeliver:    -1, // counted here, then dead-lettered with a reason
 		DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -89,10 +95,14 @@ func New(ctx context.Context, cfg Config, d Deps) (*Consolidator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consolidator: consumer: %w", err)
 	}
-	return &Consolidator{
+	c := &Consolidator{
 		cfg: cfg, d: d, cons: cons, sessions: sessions, docs: docs,
-		hist: memory.OpenLog(d.Bus), leases: leases,
-	}, nil
+		hist: memory.OpenLog(d.Bus), leases: leases, log: slog.New(slog.DiscardHandler),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 // Run fetches and handles requests until ctx ends, then lets running ones
@@ -102,7 +112,7 @@ func (c *Consolidator) Run(ctx context.Context) error {
 	// ends; then they are cancelled and redelivered elsewhere (every write
 	// is conditional, so a cut-off request leaves nothing half done).
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	wait := bus.Pull(ctx, c.cons, c.cfg.Slots, c.d.Log.With("consumer", "consolidation requests"), func(m jetstream.Msg) {
+	wait := bus.Pull(ctx, c.cons, c.cfg.Slots, c.log.With("consumer", "consolidation requests"), func(m jetstream.Msg) {
 		c.Handle(work, m)
 	})
 	done := make(chan struct{})
@@ -112,7 +122,7 @@ func (c *Consolidator) Run(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-t.C:
-		c.d.Log.Warn("shutdown grace over; cancelling consolidations in progress")
+		c.log.Warn("shutdown grace over; cancelling consolidations in progress")
 	}
 	cancelWork()
 	<-done
@@ -131,7 +141,7 @@ func (c *Consolidator) Handle(ctx context.Context, m jetstream.Msg) {
 func (c *Consolidator) handle(ctx context.Context, m jetstream.Msg) string {
 	meta, err := m.Metadata()
 	if err != nil {
-		c.d.Log.Error("consolidation request without metadata", "err", err)
+		c.log.Error("consolidation request without metadata", "err", err)
 		_ = m.Term()
 		return "dead_letter"
 	}
@@ -142,7 +152,7 @@ func (c *Consolidator) handle(ctx context.Context, m jetstream.Msg) string {
 	if reason != "" {
 		return c.deadLetter(ctx, m, meta, reason)
 	}
-	log := c.d.Log.With("session", req.GetSessionKey(), "from", req.GetFromSeq(), "to", req.GetToSeq())
+	log := c.log.With("session", req.GetSessionKey(), "from", req.GetFromSeq(), "to", req.GetToSeq())
 	outcome, err := c.consolidate(ctx, m, req, log)
 	switch {
 	case err == nil:
@@ -190,11 +200,11 @@ func (c *Consolidator) deadLetter(ctx context.Context, m jetstream.Msg, meta *je
 		StreamSeq: meta.Sequence.Stream, Deliveries: meta.NumDelivered, Reason: reason,
 	})
 	if err != nil {
-		c.d.Log.Error("dead-letter consolidation request", "err", err)
+		c.log.Error("dead-letter consolidation request", "err", err)
 		_ = m.NakWithDelay(time.Second)
 		return "retry"
 	}
-	c.d.Log.Warn("consolidation request dead-lettered", "subject", m.Subject(), "seq", meta.Sequence.Stream, "reason", reason)
+	c.log.Warn("consolidation request dead-lettered", "subject", m.Subject(), "seq", meta.Sequence.Stream, "reason", reason)
 	_ = m.Term()
 	return "dead_letter"
 }

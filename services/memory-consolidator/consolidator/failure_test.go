@@ -77,7 +77,7 @@ func TestModelAnswers(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	cfg := consolidator.DefaultConfig()
 	cfg.ID = "c"
-	c, err := consolidator.New(t.Context(), cfg, consolidator.Deps{Bus: b, Model: memtest.Model(t, srv), Log: memtest.Logger(t)})
+	c, err := consolidator.New(t.Context(), cfg, consolidator.Deps{Bus: b, Model: memtest.Model(t, srv)}, consolidator.WithLogger(memtest.Logger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestBadRequestsAreDeadLettered(t *testing.T) {
 	cfg := consolidator.DefaultConfig()
 	cfg.ID = "c"
 	cfg.MaxRequestBytes = 512
-	c, err := consolidator.New(t.Context(), cfg, consolidator.Deps{Bus: b, Model: memtest.Model(t, srv), Log: memtest.Logger(t)})
+	c, err := consolidator.New(t.Context(), cfg, consolidator.Deps{Bus: b, Model: memtest.Model(t, srv)}, consolidator.WithLogger(memtest.Logger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

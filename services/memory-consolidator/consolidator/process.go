@@ -57,7 +57,7 @@ func (c *Consolidator) consolidate(ctx context.Context, m jetstream.Msg, req *na
 			log.Warn("release consolidation lease", "err", err)
 		}
 	}()
-	stop := bus.InProgress(job, m, c.cfg.AckWait/3)
+	stop := bus.InProgress(job, m, time.Duration(c.cfg.AckWait)/3)
 	defer stop()
 	return c.rounds(job, req, scope, log)
 }

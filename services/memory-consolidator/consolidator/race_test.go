@@ -45,7 +45,7 @@ func newConsolidator(t *testing.T, b *bus.Bus, id string, srv *llmtest.Server) *
 	cfg := DefaultConfig()
 	cfg.ID = id
 	cfg.ChunkTokens = 100 // a few turns per entry
-	c, err := New(t.Context(), cfg, Deps{Bus: b, Model: memtest.Model(t, srv), Log: memtest.Logger(t).With("c", id)})
+	c, err := New(t.Context(), cfg, Deps{Bus: b, Model: memtest.Model(t, srv)}, WithLogger(memtest.Logger(t).With("c", id)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestTwoConsolidatorsCommitEachEntryOnce(t *testing.T) {
 		for i := range 6 {
 			c := []*Consolidator{c1, c2}[i%2]
 			wg.Go(func() {
-				if _, err := c.rounds(t.Context(), req, memory.AgentScope("default"), c.d.Log); err != nil {
+				if _, err := c.rounds(t.Context(), req, memory.AgentScope("default"), c.log); err != nil {
 					t.Errorf("rounds: %v", err)
 				}
 			})

@@ -55,44 +55,60 @@ import (
 // JobName is the system job's name.
 const JobName = "dream"
 
-// Config tunes Dream.
+// Config tunes Dream. The fields with a json tag are the config file's
+// memory.dream section, decoded straight into it; the rest are set by
+// code.
 type Config struct {
 	// ID names this consolidator in leases.
-	ID string
+	ID string `json:"-"`
 	// Agent whose memory Dream refines.
-	Agent string
-	// Every is the interval (at least 1s); ignored when Cron is set.
-	Every time.Duration
+	Agent string `json:"-"`
+	// Every is the interval, a Go duration ("2h", "90m") of at least 1s;
+	// ignored when Cron is set.
+	Every string `json:"every,omitempty"`
 	// Cron is a 6-field cron expression (seconds first) or @hourly,
 	// @daily, …; TimeZone is its IANA zone.
-	Cron, TimeZone string
+	Cron     string `json:"cron,omitempty"`
+	TimeZone string `json:"timeZone,omitempty"`
 	// MaxEntries and MaxInputChars bound the entries one run reads.
-	MaxEntries, MaxInputChars int
+	MaxEntries    int `json:"maxEntries,omitempty"`
+	MaxInputChars int `json:"-"`
 	// MaxSkillChars bounds the skills shown to the model.
-	MaxSkillChars int
+	MaxSkillChars int `json:"-"`
 	// Model overrides the provider's default model; MaxTokens bounds the
 	// answer.
-	Model     string
-	MaxTokens int
+	Model     string `json:"model,omitempty"`
+	MaxTokens int    `json:"-"`
 	// AckWait is how long a fire may go without InProgress.
-	AckWait time.Duration
+	AckWait time.Duration `json:"-"`
 }
 
 // DefaultConfig runs Dream every two hours, as nanobot does.
 func DefaultConfig() Config {
 	return Config{
-		Agent: "default", Every: 2 * time.Hour, MaxEntries: 200, MaxInputChars: 60000,
+		Agent: "default", Every: "2h", MaxEntries: 200, MaxInputChars: 60000,
 		MaxSkillChars: 20000, MaxTokens: 8192, AckWait: 5 * time.Minute,
 	}
 }
 
+// interval is Every as a duration; 0 when it does not parse.
+func (c Config) interval() time.Duration {
+	d, _ := time.ParseDuration(c.Every)
+	return d
+}
+
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
+	if c.Every != "" {
+		if _, err := time.ParseDuration(c.Every); err != nil {
+			return config.Invalid("memory.dream.every", "%w", err)
+		}
+	}
 	switch {
 	case c.ID == "" || c.Agent == "":
 		return errors.New("dream: id and agent must be set")
-	case c.Cron == "" && c.Every < time.Second:
-		return config.Invalid("memory.dream.every", "must be at least 1s, got %s", c.Every)
+	case c.Cron == "" && c.interval() < time.Second:
+		return config.Invalid("memory.dream.every", "must be at least 1s, got %s", c.interval())
 	case c.Cron == "" && c.TimeZone != "":
 		return config.Invalid("memory.dream.timeZone", "only with a cron schedule")
 	case c.MaxEntries < 1:
@@ -115,14 +131,13 @@ func (c Config) Pattern() string {
 	if c.Cron != "" {
 		return c.Cron
 	}
-	return "@every " + c.Every.String()
+	return "@every " + c.interval().String()
 }
 
 // Deps are Dream's collaborators.
 type Deps struct {
 	Bus   *bus.Bus
 	Model llm.Client
-	Log   *slog.Logger
 	// Ran, when set, is told of every run with the revisions it stored.
 	Ran func(revisions []uint64, err error)
 }
@@ -140,18 +155,28 @@ type Job struct {
 	leases  *held.Leases
 	cons    jetstream.Consumer
 	stream  jetstream.Stream
+	log     *slog.Logger
 }
+
+// Option changes an optional setting of [New].
+type Option func(*Job)
+
+// WithLogger sets Dream's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(j *Job) { j.log = l } }
 
 // New prepares Dream: it opens the stores and creates or updates the
 // durable consumer of the fires. memory.Provision must have run.
-func New(ctx context.Context, cfg Config, d Deps) (*Job, error) {
+func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Job, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if d.Bus == nil || d.Model == nil || d.Log == nil {
-		return nil, errors.New("dream: Bus, Model and Log are required")
+	if d.Bus == nil || d.Model == nil {
+		return nil, errors.New("dream: Bus and Model are required")
 	}
-	j := &Job{cfg: cfg, d: d, names: memory.NamesOf(d.Bus.Space), hist: memory.OpenLog(d.Bus)}
+	j := &Job{cfg: cfg, d: d, names: memory.NamesOf(d.Bus.Space), hist: memory.OpenLog(d.Bus), log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(j)
+	}
 	var err error
 	if j.docs, err = memory.OpenDocs(ctx, d.Bus); err != nil {
 		return nil, err
@@ -212,7 +237,7 @@ func (j *Job) Schedule(ctx context.Context) error {
 	if _, err := j.d.Bus.JS.PublishMsg(ctx, m); err != nil {
 		return fmt.Errorf("dream: publish schedule %q: %w", j.cfg.Pattern(), err)
 	}
-	j.d.Log.Info("dream scheduled", "agent", j.cfg.Agent, "schedule", j.cfg.Pattern(), "timezone", j.cfg.TimeZone)
+	j.log.Info("dream scheduled", "agent", j.cfg.Agent, "schedule", j.cfg.Pattern(), "timezone", j.cfg.TimeZone)
 	return nil
 }
 
@@ -222,7 +247,7 @@ func (j *Job) Run(ctx context.Context) error {
 	// A cluster electing leaders delays the schedule; it does not stop
 	// the service.
 	err := bus.Retry(ctx, bus.Backoff{}, j.Schedule, func(err error, wait time.Duration) {
-		j.d.Log.Warn("dream schedule: nats not ready; retrying", "err", err, "retry_in", wait)
+		j.log.Warn("dream schedule: nats not ready; retrying", "err", err, "retry_in", wait)
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -234,7 +259,7 @@ func (j *Job) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if time.Since(lastCheck) > time.Minute {
 			if err := j.Schedule(ctx); err != nil && ctx.Err() == nil {
-				j.d.Log.Warn("dream schedule check", "err", err)
+				j.log.Warn("dream schedule check", "err", err)
 			}
 			lastCheck = time.Now()
 		}
@@ -242,7 +267,7 @@ func (j *Job) Run(ctx context.Context) error {
 		batch, err := j.cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
 			if ctx.Err() == nil {
-				j.d.Log.Warn("fetch dream fire", "err", err)
+				j.log.Warn("fetch dream fire", "err", err)
 				_ = bus.Sleep(ctx, time.Second)
 			}
 			continue
@@ -265,7 +290,7 @@ func (j *Job) fire(ctx context.Context, m jetstream.Msg) {
 		j.d.Ran(revs, err)
 	}
 	if err != nil && !errors.Is(err, lease.ErrHeld) {
-		j.d.Log.Warn("dream run failed; the next fire retries", "err", err)
+		j.log.Warn("dream run failed; the next fire retries", "err", err)
 	}
 	_ = m.Ack()
 }
@@ -308,7 +333,7 @@ func (j *Job) RunOnce(ctx context.Context) ([]uint64, error) {
 	for _, key := range scopes {
 		sc, err := memory.ParseScope(key)
 		if err != nil {
-			j.d.Log.Warn("dream: entries with a bad scope skipped", "scope", key, "err", err)
+			j.log.Warn("dream: entries with a bad scope skipped", "scope", key, "err", err)
 			continue
 		}
 		rev, err := j.refine(job, sc, byScope[key], from, to)
@@ -322,7 +347,7 @@ func (j *Job) RunOnce(ctx context.Context) ([]uint64, error) {
 	if err := j.setCursor(job, to, crev); err != nil {
 		return stored, err
 	}
-	j.d.Log.Info("dream ran", "agent", j.cfg.Agent, "entries", len(entries), "scopes", len(scopes), "revisions", stored)
+	j.log.Info("dream ran", "agent", j.cfg.Agent, "entries", len(entries), "scopes", len(scopes), "revisions", stored)
 	return stored, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -76,9 +75,9 @@ func TestDreamRunsOnScheduleAndRestores(t *testing.T) {
 	var jobs []*dream.Job
 	for i, bb := range []*bus.Bus{b, b2} {
 		cfg := dream.DefaultConfig()
-		cfg.ID, cfg.Every = fmt.Sprint("c", i), time.Second
-		j, err := dream.New(ctx, cfg, dream.Deps{Bus: bb, Model: memtest.Model(t, model), Log: memtest.Logger(t).With("c", i),
-			Ran: func(_ []uint64, err error) { ran <- err }})
+		cfg.ID, cfg.Every = fmt.Sprint("c", i), "1s"
+		j, err := dream.New(ctx, cfg, dream.Deps{Bus: bb, Model: memtest.Model(t, model),
+			Ran: func(_ []uint64, err error) { ran <- err }}, dream.WithLogger(memtest.Logger(t).With("c", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +136,7 @@ func TestDreamRunsOnScheduleAndRestores(t *testing.T) {
 	}
 
 	// /dream-log lists it, /dream-restore undoes it.
-	st, err := memory.New(ctx, b, memory.Config{}, slog.New(slog.DiscardHandler))
+	st, err := memory.New(ctx, memory.Config{}, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +206,8 @@ func TestConfigValidate(t *testing.T) {
 		ok   bool
 	}{
 		{"default", func(*dream.Config) {}, true},
-		{"sub-second", func(c *dream.Config) { c.Every = 500 * time.Millisecond }, false},
+		{"sub-second", func(c *dream.Config) { c.Every = "500ms" }, false},
+		{"not a duration", func(c *dream.Config) { c.Every = "soon" }, false},
 		{"cron with zone", func(c *dream.Config) { c.Cron, c.TimeZone = "0 0 3 * * *", "Europe/Lisbon" }, true},
 		{"zone without cron", func(c *dream.Config) { c.TimeZone = "Europe/Lisbon" }, false},
 		{"unknown zone", func(c *dream.Config) { c.Cron, c.TimeZone = "@daily", "Mars/Olympus" }, false},

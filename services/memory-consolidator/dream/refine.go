@@ -70,7 +70,7 @@ func (j *Job) refine(ctx context.Context, sc memory.Scope, entries []memory.Entr
 	if err != nil {
 		// An answer that cannot be read changes nothing; the entries stay
 		// in the log and memory as it is.
-		j.d.Log.Warn("dream: unusable answer; scope left as it is", "scope", sc.Key(), "err", err)
+		j.log.Warn("dream: unusable answer; scope left as it is", "scope", sc.Key(), "err", err)
 		return 0, nil
 	}
 	rev := &nanofleetv1.MemoryRevision{
@@ -85,7 +85,7 @@ func (j *Job) refine(ctx context.Context, sc memory.Scope, entries []memory.Entr
 		after = strings.TrimSpace(after) + "\n"
 		if err := j.apply(ctx, sc, f, doc, after); err != nil {
 			if errors.Is(err, memory.ErrConflict) {
-				j.d.Log.Info("dream: file edited meanwhile; its change is dropped", "file", f.name, "scope", sc.Key())
+				j.log.Info("dream: file edited meanwhile; its change is dropped", "file", f.name, "scope", sc.Key())
 				continue
 			}
 			return 0, err

@@ -125,10 +125,16 @@ type Syncer struct {
 	state map[string]pairState
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Syncer)
+
+// WithLogger sets the syncer's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(s *Syncer) { s.log = l } }
+
 // New returns a syncer; memory.Provision must have run.
-func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Syncer, error) {
-	if cfg.Workspace == "" || cfg.Agent == "" || log == nil {
-		return nil, errors.New("filesync: workspace, agent and log are required")
+func New(ctx context.Context, cfg Config, b *bus.Bus, opts ...Option) (*Syncer, error) {
+	if cfg.Workspace == "" || cfg.Agent == "" {
+		return nil, errors.New("filesync: workspace and agent are required")
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 2 * time.Second
@@ -164,11 +170,14 @@ func New(ctx context.Context, b *bus.Bus, cfg Config, log *slog.Logger) (*Syncer
 	if err != nil {
 		return nil, err
 	}
-	s := &Syncer{cfg: cfg, dir: dir, log: log, docs: docs, profile: prof, revs: revs, state: map[string]pairState{}}
+	s := &Syncer{cfg: cfg, dir: dir, log: slog.New(slog.DiscardHandler), docs: docs, profile: prof, revs: revs, state: map[string]pairState{}}
+	for _, o := range opts {
+		o(s)
+	}
 	ok = true
 	if data, _, err := dir.ReadFile(cfg.StateFile, 1<<20); err == nil {
 		if err := json.Unmarshal(data, &s.state); err != nil {
-			log.Warn("filesync: unreadable state file; starting fresh", "file", cfg.StateFile, "err", err)
+			s.log.Warn("filesync: unreadable state file; starting fresh", "file", cfg.StateFile, "err", err)
 			s.state = map[string]pairState{}
 		}
 	}

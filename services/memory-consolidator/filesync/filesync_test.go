@@ -28,7 +28,7 @@ type env struct {
 }
 
 func (e env) syncer() *filesync.Syncer {
-	s, err := filesync.New(e.t.Context(), e.b, filesync.Config{Workspace: e.ws, Agent: "default", EditableProfile: e.editable}, memtest.Logger(e.t))
+	s, err := filesync.New(e.t.Context(), filesync.Config{Workspace: e.ws, Agent: "default", EditableProfile: e.editable}, e.b, filesync.WithLogger(memtest.Logger(e.t)))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestRunFollowsJetStream(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	docs, _ := memory.OpenDocs(ctx, b)
 	e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
-	s, err := filesync.New(ctx, b, filesync.Config{Workspace: e.ws, Agent: "default", Poll: time.Hour}, memtest.Logger(t))
+	s, err := filesync.New(ctx, filesync.Config{Workspace: e.ws, Agent: "default", Poll: time.Hour}, b, filesync.WithLogger(memtest.Logger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 	"github.com/nanofleet/nanofleet/services/agent-worker/prompt"
-	"github.com/nanofleet/nanofleet/services/agent-worker/service"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
@@ -32,15 +32,15 @@ func (r *driver) baseline(ctx context.Context, sc scenario, fleetRes Result) (*B
 	}
 	defer bed.close()
 	file, ws := bed.file, bed.ws
-	wcfg, sec, err := service.Config(file, "baseline", ws)
+	wcfg, sec, err := agentworker.ConfigFrom(file, "baseline", ws)
 	if err != nil {
 		return nil, err
 	}
-	client, _, err := service.Model(file, noEnv, sec.ModelRetries, r.fleetLog)
+	client, _, err := agentworker.Model(file, noEnv, sec.ModelRetries, r.fleetLog)
 	if err != nil {
 		return nil, err
 	}
-	loop, err := agent.New(client, wcfg.Loop, r.fleetLog)
+	loop, err := agent.New(wcfg.Loop, client, agent.WithLogger(r.fleetLog))
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memtrim"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
-	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
@@ -119,7 +119,7 @@ func TestWorkerTurnsHeap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wb.Close()
-	if err := bus.Provision(ctx, wb, svc.Layout(file), service.Assets); err != nil {
+	if err := bus.Provision(ctx, wb, svc.Layout(file), agentworker.Assets); err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
@@ -127,7 +127,7 @@ func TestWorkerTurnsHeap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := service.New(ctx, wb, service.Options{File: file, Getenv: noEnv, ID: "heap", Workspace: ws, Tools: tools, Log: log})
+	w, err := agentworker.New(ctx, file, agentworker.Deps{Bus: wb, Getenv: noEnv, ID: "heap", Workspace: ws, Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}

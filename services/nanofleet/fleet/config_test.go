@@ -9,9 +9,9 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/svc"
-	worker "github.com/nanofleet/nanofleet/services/agent-worker/service"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
-	consolidator "github.com/nanofleet/nanofleet/services/memory-consolidator/service"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/memoryconsolidator"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 )
 
@@ -30,14 +30,14 @@ func loadAll(data string) error {
 	if err := svc.Layout(file).Validate(); err != nil {
 		return err
 	}
-	if _, _, err := worker.Config(file, "w", "/workspace"); err != nil {
+	if _, _, err := agentworker.ConfigFrom(file, "w", "/workspace"); err != nil {
 		return err
 	}
-	if _, err := worker.Schedule(file); err != nil {
+	if _, err := agentworker.Schedule(file); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if _, _, err := worker.Model(file, func(k string) string { return env[k] }, 0, log); err != nil {
+	if _, _, err := agentworker.Model(file, func(k string) string { return env[k] }, 0, log); err != nil {
 		return err
 	}
 	if _, err := runner.FromFile(file, ""); err != nil {
@@ -46,7 +46,7 @@ func loadAll(data string) error {
 	if _, err := channels.FromFile(file); err != nil {
 		return err
 	}
-	if _, _, _, _, err := consolidator.Configs(file, "c"); err != nil {
+	if _, _, _, _, err := memoryconsolidator.Configs(file, "c"); err != nil {
 		return err
 	}
 	return nil
@@ -161,6 +161,9 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 		{`{"memory":{"consolidator":{"maxDeliveries":-1}}}`, "memory.consolidator.maxDeliveries"},
 		{`{"memory":{"consolidator":{"maxRequestBytes":10}}}`, "memory.consolidator.maxRequestBytes"},
 		{`{"memory":{"consolidator":{"chunkTokens":10}}}`, "memory.consolidator.chunkTokens"},
+		{`{"memory":{"consolidator":{"ackWaitSeconds":0}}}`, "memory.consolidator.ackWaitSeconds"},
+		{`{"memory":{"consolidator":{"ackWaitSeconds":"1m"}}}`, "memory.consolidator.ackWaitSeconds"},
+		{`{"memory":{"consolidator":{"slot":1}}}`, "memory.consolidator.slot"},
 		{`{"memory":{"dream":{"every":"soon"}}}`, "memory.dream.every"},
 		{`{"memory":{"dream":{"every":"1ms"}}}`, "memory.dream.every"},
 		{`{"memory":{"dream":{"timeZone":"UTC"}}}`, "memory.dream.timeZone"},

@@ -33,7 +33,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/storeguard"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/svc"
-	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 )
 
@@ -184,8 +184,8 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	// A full disk makes the server leave the publishes it cannot write
 	// unanswered, and the streams that failed a write keep failing once
 	// space is back until JetStream reopens them.
-	g, err := storeguard.New(storeguard.Config{Dir: ec.StoreDir, MinFree: o.StoreMinFree, Usage: e.StoreUsage}, o.Log, f.Registry,
-		func(context.Context) error { return e.RestartJetStream() })
+	g, err := storeguard.New(storeguard.Config{Dir: ec.StoreDir, MinFree: o.StoreMinFree, Usage: e.StoreUsage}, f.Registry,
+		func(context.Context) error { return e.RestartJetStream() }, storeguard.WithLogger(o.Log))
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func (f *Fleet) join(ctx context.Context, o Options) error {
 // layout: what its services provision. The all-in-one provisions all of
 // them.
 func Assets(sp subject.Space, l bus.Layout) bus.Assets {
-	return bus.Join(service.Assets, memory.Assets, channels.Assets)(sp, l)
+	return bus.Join(agentworker.Assets, memory.Assets, channels.Assets)(sp, l)
 }
 
 // assets is what this fleet's parts use: the channels' assets only with
@@ -256,7 +256,7 @@ func (o Options) assets() bus.Declare {
 	if o.Gateway {
 		return Assets
 	}
-	return bus.Join(service.Assets, memory.Assets)
+	return bus.Join(agentworker.Assets, memory.Assets)
 }
 
 // goRun runs part until the fleet stops, recording its first failure.

@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/nanofleet/nanofleet/pkg/svc"
-	"github.com/nanofleet/nanofleet/services/agent-worker/service"
-	gatewaysvc "github.com/nanofleet/nanofleet/services/channel-gateway/service"
-	consolidator "github.com/nanofleet/nanofleet/services/memory-consolidator/service"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channelgateway"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/memoryconsolidator"
 )
 
 // startServices starts the parts in dependency order: tool runner, workers,
@@ -20,12 +20,12 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 	// With an external NATS, a cluster electing leaders is retried
 	// through, within setupCtx.
 	for i := range o.Workers {
-		var w *service.Worker
+		var w *agentworker.Worker
 		err := svc.Retry(setupCtx, o.Log, nil, "start agent worker", func(ctx context.Context) (err error) {
-			w, err = service.New(ctx, f.Bus, service.Options{
-				File: o.File, Getenv: o.Getenv, ID: fmt.Sprintf("%s-%d", node, i), Workspace: o.Workspace,
-				Tools: tools, Metrics: f.Metrics, Log: o.Log,
-			})
+			w, err = agentworker.New(ctx, o.File, agentworker.Deps{
+				Bus: f.Bus, Getenv: o.Getenv, ID: fmt.Sprintf("%s-%d", node, i), Workspace: o.Workspace,
+				Tools: tools, Metrics: f.Metrics,
+			}, agentworker.WithLogger(o.Log))
 			return err
 		})
 		if err != nil {
@@ -34,12 +34,11 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 		f.closer = append(f.closer, w.Close)
 		f.goRun("agent-worker", func() error { return w.Run(runCtx) })
 	}
-	var mem *consolidator.Service
+	var mem *memoryconsolidator.Service
 	err = svc.Retry(setupCtx, o.Log, nil, "start memory-consolidator", func(ctx context.Context) (err error) {
-		mem, err = consolidator.New(ctx, f.Bus, consolidator.Options{
-			File: o.File, Getenv: o.Getenv, ID: node + "-memory", Workspace: o.Workspace,
-			Metrics: f.Metrics, Log: o.Log.With("service", "memory-consolidator"),
-		})
+		mem, err = memoryconsolidator.New(ctx, o.File, memoryconsolidator.Deps{
+			Bus: f.Bus, Getenv: o.Getenv, ID: node + "-memory", Workspace: o.Workspace, Metrics: f.Metrics,
+		}, memoryconsolidator.WithLogger(o.Log.With("service", "memory-consolidator")))
 		return err
 	})
 	if err != nil {
@@ -47,12 +46,12 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 	}
 	f.goRun("memory-consolidator", func() error { return mem.Run(runCtx) })
 	if o.Gateway {
-		var gw *gatewaysvc.Gateway
+		var gw *channelgateway.Gateway
 		err := svc.Retry(setupCtx, o.Log, nil, "start channel-gateway", func(ctx context.Context) (err error) {
-			gw, err = gatewaysvc.New(ctx, f.Bus, o.File, gatewaysvc.Options{
-				Listen: o.GatewayListen, DefaultListen: "127.0.0.1:8080", Metrics: f.Metrics, Log: o.Log.With("service", "channel-gateway"), Announce: o.Announce,
+			gw, err = channelgateway.New(ctx, o.File, channelgateway.Deps{
+				Bus: f.Bus, Listen: o.GatewayListen, DefaultListen: "127.0.0.1:8080", Metrics: f.Metrics, Announce: o.Announce,
 				Storage: f.storageErr,
-			})
+			}, channelgateway.WithLogger(o.Log.With("service", "channel-gateway")))
 			return err
 		})
 		if err != nil {

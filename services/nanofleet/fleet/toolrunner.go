@@ -2,9 +2,9 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"time"
 
-	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
@@ -20,17 +20,30 @@ func (f *Fleet) startToolRunner(setupCtx, runCtx context.Context, o Options) (wo
 	if msg := runner.SharedDiskWarning(cfg.Workspace, o.DataDir); msg != "" && o.DataDir != "" {
 		o.Log.Warn(msg)
 	}
-	r, err := runner.New(cfg, f.Bus, runner.WithLogger(o.Log.With("service", "tool-runner")))
+	r, err := runner.New(cfg, f.Bus, runner.WithLogger(o.Log.With("service", "tool-runner")), runner.WithStopGrace(10*time.Second))
 	if err != nil {
 		return nil, err
 	}
-	if err := svc.Retry(setupCtx, o.Log, nil, "start tool-runner", r.Start); err != nil {
+	// The runner outlives runCtx: turns finishing after Stop cancelled it
+	// still call tools, so it stops in its closer, after the workers.
+	ctx, stop := context.WithCancel(context.WithoutCancel(runCtx))
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	select {
+	case <-r.Serving():
+	case err := <-done:
+		stop()
 		return nil, err
+	case <-setupCtx.Done():
+		stop()
+		<-done
+		return nil, fmt.Errorf("start tool-runner: %w", setupCtx.Err())
 	}
 	f.closer = append(f.closer, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = r.Stop(ctx)
+		stop()
+		if err := <-done; err != nil {
+			o.Log.Warn("tool-runner stopped", "err", err)
+		}
 	})
 	opts := []toolclient.Option{toolclient.WithLogger(o.Log)}
 	if f.Embedded != nil && !o.Listen {

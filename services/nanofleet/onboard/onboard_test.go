@@ -9,7 +9,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/profile"
-	"github.com/nanofleet/nanofleet/services/agent-worker/service"
+	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 	"github.com/nanofleet/nanofleet/services/nanofleet/onboard"
 )
@@ -105,7 +105,7 @@ func TestConfigTemplateKeepsDefaultSlots(t *testing.T) {
 	if err := config.Parse(f, []byte(onboard.ConfigTemplate), func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := service.Config(f, "w", "/workspace")
+	cfg, _, err := agentworker.ConfigFrom(f, "w", "/workspace")
 	if err != nil {
 		t.Fatal(err)
 	}

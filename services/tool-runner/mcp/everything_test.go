@@ -21,6 +21,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp/mcptest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
+	"github.com/nanofleet/nanofleet/services/tool-runner/runner/runnertest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 )
 
@@ -49,16 +50,9 @@ func startRunner(t *testing.T, srv *bustest.Server, cfg runner.Config) *runner.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	stop := runnertest.Run(t, r)
 	t.Cleanup(func() {
-		// Not t.Context(): it is already cancelled when cleanups run.
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := r.Stop(ctx); err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("stop runner: %v", err)
 		}
 	})

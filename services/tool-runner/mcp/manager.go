@@ -64,12 +64,14 @@ type Options struct {
 	// DataDir holds each stdio server's private directory (its HOME and
 	// default working directory), <DataDir>/<token(name)>.
 	DataDir string
-	// Log receives warnings about servers and their stderr (debug).
-	Log *slog.Logger
 }
 
 // Option tunes a Manager (tests).
 type Option func(*Manager)
+
+// WithLogger sets the logger of warnings about servers and their stderr
+// (debug); the default discards.
+func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.log = l } }
 
 // WithConnectTimeout sets how long a server gets to start and answer the
 // handshake and listings (default [DefaultConnectTimeout]).
@@ -119,22 +121,18 @@ func New(o Options, opts ...Option) (*Manager, error) {
 	if err := o.Sandbox.Validate(); err != nil {
 		return nil, err
 	}
-	log := o.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	log = log.With("component", "mcp")
 	m := &Manager{
-		log:            log,
-		launcher:       &launcher{cfg: o.Sandbox, probe: o.Probe, lookupEnv: os.LookupEnv, log: log},
+		log:            slog.New(slog.DiscardHandler),
+		launcher:       &launcher{cfg: o.Sandbox, probe: o.Probe, lookupEnv: os.LookupEnv},
 		dataDir:        o.DataDir,
 		connectTimeout: DefaultConnectTimeout,
 		startWait:      DefaultStartWait,
-		catalog:        newCatalog(log),
 	}
 	for _, opt := range opts {
 		opt(m)
 	}
+	log := m.log.With("component", "mcp")
+	m.log, m.launcher.log, m.catalog = log, log, newCatalog(log)
 	for _, name := range slices.Sorted(maps.Keys(o.Servers)) {
 		c := o.Servers[name]
 		if c.Disabled {

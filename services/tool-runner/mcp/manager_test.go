@@ -109,8 +109,8 @@ func fake(mods ...func(*mcp.ServerConfig)) mcp.ServerConfig {
 
 func startManager(t *testing.T, sb sandbox.Config, servers map[string]mcp.ServerConfig, opts ...mcp.Option) (*mcp.Manager, *recorder) {
 	t.Helper()
-	m, err := mcp.New(mcp.Options{Servers: servers, Sandbox: sb, DataDir: filepath.Join(baseDir(t), "ws-mcp"), Log: testLog(t)},
-		append([]mcp.Option{mcp.WithConnectTimeout(20 * time.Second), mcp.WithStartWait(30 * time.Second)}, opts...)...)
+	m, err := mcp.New(mcp.Options{Servers: servers, Sandbox: sb, DataDir: filepath.Join(baseDir(t), "ws-mcp")},
+		append([]mcp.Option{mcp.WithLogger(testLog(t)), mcp.WithConnectTimeout(20 * time.Second), mcp.WithStartWait(30 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,12 +60,12 @@ func TestStdioServerSandbox(t *testing.T) {
 func TestStdioRefusedWithoutSandbox(t *testing.T) {
 	sb := testSandbox(sandbox.ModeBwrap)
 	sb.BwrapPath = "/nonexistent/bwrap"
-	ex, err := sandbox.NewExecutor(sb, nil)
+	ex, err := sandbox.NewExecutor(sb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m, err := mcp.New(mcp.Options{Servers: map[string]mcp.ServerConfig{"fake": fake()}, Sandbox: sb, Probe: ex.Probe,
-		DataDir: filepath.Join(baseDir(t), "mcp"), Log: testLog(t)}, mcp.WithStartWait(10*time.Second))
+		DataDir: filepath.Join(baseDir(t), "mcp")}, mcp.WithLogger(testLog(t)), mcp.WithStartWait(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestServerUnderAClosedDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := mcp.New(mcp.Options{Servers: map[string]mcp.ServerConfig{"late": fake()}, Sandbox: sandboxNone(),
-		DataDir: filepath.Join(closed, "ws-mcp"), Log: testLog(t)}, mcp.WithStartWait(30*time.Second))
+		DataDir: filepath.Join(closed, "ws-mcp")}, mcp.WithLogger(testLog(t)), mcp.WithStartWait(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

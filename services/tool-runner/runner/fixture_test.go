@@ -14,6 +14,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
+	"github.com/nanofleet/nanofleet/services/tool-runner/runner/runnertest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 )
 
@@ -26,6 +27,7 @@ type fixture struct {
 	b       *bus.Bus
 	client  *toolclient.Client
 	runner  *runner.Runner
+	stop    func() error // ends the runner's Run
 	cfg     runner.Config
 	base    string
 	outside string
@@ -66,17 +68,7 @@ func start(t testing.TB, mutate func(*runner.Config), opts ...runner.Option) *fi
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// Not t.Context(): it is already cancelled when cleanups run.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		r.Stop(ctx)
-	})
+	f.stop = runnertest.Run(t, r)
 	f.runner = r
 	f.client, err = toolclient.New(f.b, toolclient.WithLivenessTimeout(time.Second))
 	if err != nil {

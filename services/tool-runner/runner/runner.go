@@ -46,10 +46,12 @@ const DefaultAgent = "default"
 // '-', so it cannot clash with one.
 const catalogEndpoint = "tool-catalog"
 
-// ErrNotStarted: Stop before Start.
-var ErrNotStarted = errors.New("runner: not started")
+// DefaultStopGrace is how long running calls get to finish once Run's
+// context ends.
+const DefaultStopGrace = 30 * time.Second
 
-// Runner serves tools over NATS. Create it with [New], then Start and Stop.
+// Runner serves tools over NATS. Create it with [New], then [Runner.Run]
+// it.
 type Runner struct {
 	cfg     Config
 	bus     *bus.Bus
@@ -65,6 +67,9 @@ type Runner struct {
 	mcpOpts []mcp.Option
 	quota   *quota.Meter
 
+	stopGrace time.Duration
+	serving   chan struct{} // closed once Run takes calls
+
 	mu       sync.Mutex
 	started  bool
 	stopping bool
@@ -78,8 +83,12 @@ type Runner struct {
 // Option changes a Runner.
 type Option func(*Runner)
 
-// WithLogger sets the logger.
+// WithLogger sets the runner's logger; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(r *Runner) { r.log = l } }
+
+// WithStopGrace sets how long running calls get to finish once Run's
+// context ends before they are cancelled (default [DefaultStopGrace]).
+func WithStopGrace(d time.Duration) Option { return func(r *Runner) { r.stopGrace = d } }
 
 // WithTools serves extra tools besides the built-in ones.
 func WithTools(ts ...tools.Tool) Option { return func(r *Runner) { r.extra = append(r.extra, ts...) } }
@@ -106,14 +115,12 @@ func New(cfg Config, b *bus.Bus, opts ...Option) (*Runner, error) {
 	}
 	r := &Runner{cfg: cfg, bus: b, id: nuid.Next(), sem: make(chan struct{}, cfg.Runner.MaxConcurrent),
 		quota: quota.NewMeter(quota.Limits{Bytes: cfg.Workspace.QuotaBytes, Files: cfg.Workspace.QuotaFiles}, quotaTTL)}
+	r.log, r.stopGrace, r.serving = slog.New(slog.DiscardHandler), DefaultStopGrace, make(chan struct{})
 	for _, o := range opts {
 		o(r)
 	}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
-	}
 	r.log = r.log.With("component", "tool-runner", "runner", r.id)
-	ex, err := sandbox.NewExecutor(cfg.Exec.Config, r.log, r.exOpts...)
+	ex, err := sandbox.NewExecutor(cfg.Exec.Config, append([]sandbox.ExecutorOption{sandbox.WithLogger(r.log)}, r.exOpts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +128,8 @@ func New(cfg Config, b *bus.Bus, opts ...Option) (*Runner, error) {
 	if len(cfg.MCPServers) > 0 {
 		r.mcp, err = mcp.New(mcp.Options{
 			Servers: cfg.MCPServers, Sandbox: cfg.Exec.Config, Probe: ex.Probe,
-			DataDir: filepath.Clean(cfg.Workspace.Root) + "-mcp", Log: r.log,
-		}, r.mcpOpts...)
+			DataDir: filepath.Clean(cfg.Workspace.Root) + "-mcp",
+		}, append([]mcp.Option{mcp.WithLogger(r.log)}, r.mcpOpts...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -153,10 +160,41 @@ func (r *Runner) Tools() *tools.Set { return r.set }
 // MCP is the manager of the runner's MCP servers; nil without any.
 func (r *Runner) MCP() *mcp.Manager { return r.mcp }
 
-// Start opens the object store, probes the sandbox and registers the
-// service's endpoints. A sandbox that cannot start is logged, not fatal:
-// exec calls are then refused with the reason.
-func (r *Runner) Start(ctx context.Context) error {
+// Run serves tool calls until ctx ends. It opens the object store, probes
+// the sandbox and registers the service's endpoints, retrying while NATS
+// fails for a transient reason; a sandbox that cannot start is logged, not
+// fatal: exec calls are then refused with the reason. [Runner.Serving] is
+// closed once calls are taken. When ctx ends Run stops taking calls, lets
+// running ones finish within the stop grace ([WithStopGrace]), cancels the
+// rest (killing their commands), stops the MCP servers and returns.
+func (r *Runner) Run(ctx context.Context) error {
+	err := bus.Retry(ctx, bus.Backoff{}, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, startTimeout)
+		defer cancel()
+		return r.start(ctx)
+	}, func(err error, wait time.Duration) {
+		r.log.Warn("tool-runner cannot register yet; retrying", "err", err, "retry_in", wait)
+	})
+	if err != nil {
+		return fmt.Errorf("start tool-runner: %w", err)
+	}
+	close(r.serving)
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.stopGrace)
+	defer cancel()
+	return r.stop(stopCtx)
+}
+
+// Serving is closed once [Runner.Run] takes calls.
+func (r *Runner) Serving() <-chan struct{} { return r.serving }
+
+// startTimeout bounds one attempt to start: a long wait for a server
+// that died must end in a retry, not hang the start.
+const startTimeout = 30 * time.Second
+
+// start opens the object store, probes the sandbox and registers the
+// service's endpoints.
+func (r *Runner) start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.started {
@@ -238,14 +276,10 @@ func (r *Runner) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops taking calls and waits for running ones until ctx ends; then
+// stop stops taking calls and waits for running ones until ctx ends; then
 // it cancels them (killing their commands) and returns ctx's error.
-func (r *Runner) Stop(ctx context.Context) error {
+func (r *Runner) stop(ctx context.Context) error {
 	r.mu.Lock()
-	if !r.started {
-		r.mu.Unlock()
-		return ErrNotStarted
-	}
 	if r.stopping {
 		r.mu.Unlock()
 		return nil

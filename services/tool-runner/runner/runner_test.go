@@ -1,7 +1,6 @@
 package runner_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -107,9 +106,7 @@ func TestArgumentErrorsNameTheField(t *testing.T) {
 func TestUnknownToolAndNoRunner(t *testing.T) {
 	f := start(t, nil)
 	expectErr(t, f.call("rm_rf", `{}`), kindUnknown, `unknown tool "rm_rf"`, "read_file, read_tool_output")
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := f.runner.Stop(ctx); err != nil {
+	if err := f.stop(); err != nil {
 		t.Fatal(err)
 	}
 	expectErr(t, f.call("read_file", `{"path":"x"}`), kindFailed, "no tool runner is available to run read_file")
@@ -226,9 +223,7 @@ func TestStopWaitsForRunningCalls(t *testing.T) {
 	done := make(chan *nanofleetv1.ToolResult, 1)
 	go func() { done <- f.call("exec", map[string]any{"command": "touch started; sleep 1; echo ok"}) }()
 	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(f.ws(), "started")); return err == nil })
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := f.runner.Stop(ctx); err != nil {
+	if err := f.stop(); err != nil {
 		t.Fatal(err)
 	}
 	expectOK(t, <-done, "ok")

@@ -120,16 +120,16 @@ func WithLookupEnv(f func(string) (string, bool)) ExecutorOption {
 	return func(e *Executor) { e.lookupEnv = f }
 }
 
+// WithLogger sets the executor's logger; the default discards.
+func WithLogger(l *slog.Logger) ExecutorOption { return func(e *Executor) { e.log = l } }
+
 // NewExecutor validates cfg and returns an Executor. It does not probe;
 // the first [Executor.Run] or an explicit [Executor.Probe] does.
-func NewExecutor(cfg Config, log *slog.Logger, opts ...ExecutorOption) (*Executor, error) {
+func NewExecutor(cfg Config, opts ...ExecutorOption) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	e := &Executor{cfg: cfg, log: log, lookupEnv: os.LookupEnv}
+	e := &Executor{cfg: cfg, log: slog.New(slog.DiscardHandler), lookupEnv: os.LookupEnv}
 	for _, o := range opts {
 		o(e)
 	}

@@ -25,7 +25,7 @@ func newExecutor(t testing.TB, mutate func(*sandbox.Config)) *sandbox.Executor {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	e, err := sandbox.NewExecutor(cfg, nil)
+	e, err := sandbox.NewExecutor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

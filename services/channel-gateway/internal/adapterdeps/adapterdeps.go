@@ -4,8 +4,6 @@
 package adapterdeps
 
 import (
-	"log/slog"
-
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 )
@@ -14,7 +12,6 @@ import (
 type Deps struct {
 	Bus  *bus.Bus
 	Gate *access.Gate
-	Log  *slog.Logger
 	// SendProgress and SendToolHints are the channels-wide defaults.
 	SendProgress, SendToolHints bool
 }

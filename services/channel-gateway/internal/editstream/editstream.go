@@ -125,9 +125,15 @@ func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
 	}}}
 }
 
+// Option changes an optional setting of [New].
+type Option func(*Streams)
+
+// WithLogger sets the streams' logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(s *Streams) { s.log = l } }
+
 // New returns the streams of one channel; [Assets] must have been
 // provisioned.
-func New(ctx context.Context, b *bus.Bus, p Platform, cfg Config, log *slog.Logger) (*Streams, error) {
+func New(ctx context.Context, cfg Config, b *bus.Bus, p Platform, opts ...Option) (*Streams, error) {
 	if cfg.Interval <= 0 || cfg.Limit < 16 || cfg.Channel == "" {
 		return nil, fmt.Errorf("editstream: invalid config %+v", cfg)
 	}
@@ -135,11 +141,15 @@ func New(ctx context.Context, b *bus.Bus, p Platform, cfg Config, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("editstream: %w", err)
 	}
-	return &Streams{
-		cfg: cfg, bus: b, kv: kv, p: p, log: log, owner: rand.Text()[:10],
+	s := &Streams{
+		cfg: cfg, bus: b, kv: kv, p: p, log: slog.New(slog.DiscardHandler), owner: rand.Text()[:10],
 		wait: 2*cfg.Interval + 10*time.Second,
 		live: map[string]*stream{}, ended: map[string]*stream{},
-	}, nil
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
 
 // stream is one turn's message.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -108,7 +107,7 @@ type harness struct {
 func startStreams(t *testing.T, b *bus.Bus, interval time.Duration, limit int) *harness {
 	t.Helper()
 	p := newPlatform()
-	s, err := editstream.New(t.Context(), b, p, editstream.Config{Channel: channel, Interval: interval, Limit: limit}, slog.New(slog.DiscardHandler))
+	s, err := editstream.New(t.Context(), editstream.Config{Channel: channel, Interval: interval, Limit: limit}, b, p)
 	if err != nil {
 		t.Fatal(err)
 	}

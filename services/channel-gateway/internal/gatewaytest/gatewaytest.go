@@ -46,7 +46,7 @@ type Gateway struct {
 func Start(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) *Gateway {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	gate, err := access.Open(ctx, b, log)
+	gate, err := access.Open(ctx, b, access.WithLogger(log))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func Start(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) *Gateway {
 	}
 	cfg := gateway.DefaultConfig()
 	cfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(b, cfg, log, a)
+	g, err := gateway.New(cfg, b, []gateway.Adapter{a}, gateway.WithLogger(log))
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -37,10 +37,20 @@ type Indicator struct {
 // typer is one chat's running loop.
 type typer struct{ cancel context.CancelFunc }
 
+// Option changes an optional setting of [New].
+type Option func(*Indicator)
+
+// WithLogger sets the indicator's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(t *Indicator) { t.log = l } }
+
 // New returns an indicator for the channel's chats, renewed every every
 // for at most most.
-func New(b *bus.Bus, channel string, every, most time.Duration, log *slog.Logger) *Indicator {
-	return &Indicator{bus: b, channel: channel, every: every, most: most, log: log, active: map[string]*typer{}}
+func New(b *bus.Bus, channel string, every, most time.Duration, opts ...Option) *Indicator {
+	t := &Indicator{bus: b, channel: channel, every: every, most: most, log: slog.New(slog.DiscardHandler), active: map[string]*typer{}}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
 }
 
 // Watch follows the channel's outbound subject to stop a chat's indicator

@@ -3,7 +3,6 @@ package typing_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -64,7 +63,7 @@ func TestStopsWhenTheTurnEnds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := bustest.StartJetStream(t)
-			ind := typing.New(b, "chat", 20*time.Millisecond, time.Minute, slog.New(slog.DiscardHandler))
+			ind := typing.New(b, "chat", 20*time.Millisecond, time.Minute)
 			stop, err := ind.Watch(t.Context())
 			if err != nil {
 				t.Fatal(err)
@@ -99,7 +98,7 @@ func TestStopsWhenTheTurnEnds(t *testing.T) {
 
 func TestStopsAtTheLimitAndCanStartAgain(t *testing.T) {
 	b := bustest.StartJetStream(t)
-	ind := typing.New(b, "chat", 10*time.Millisecond, 100*time.Millisecond, slog.New(slog.DiscardHandler))
+	ind := typing.New(b, "chat", 10*time.Millisecond, 100*time.Millisecond)
 	stop, err := ind.Watch(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +116,7 @@ func TestStopsAtTheLimitAndCanStartAgain(t *testing.T) {
 
 func TestNothingBeforeWatch(t *testing.T) {
 	b := bustest.StartJetStream(t)
-	ind := typing.New(b, "chat", 10*time.Millisecond, time.Minute, slog.New(slog.DiscardHandler))
+	ind := typing.New(b, "chat", 10*time.Millisecond, time.Minute)
 	ind.Start("c1", func(context.Context) error { t.Error("typing action without Watch"); return nil })
 	stop, err := ind.Watch(t.Context())
 	if err != nil {

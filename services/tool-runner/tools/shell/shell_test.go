@@ -26,7 +26,7 @@ func newExec(t *testing.T, mutate func(*shell.Config)) tools.Tool {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	ex, err := sandbox.NewExecutor(cfg.Config, nil)
+	ex, err := sandbox.NewExecutor(cfg.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

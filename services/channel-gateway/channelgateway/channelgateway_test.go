@@ -1,17 +1,16 @@
-package service_test
+package channelgateway_test
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channelgateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/service"
 )
 
 // TestListenPrecedence: the gateway listens where --listen says, else
@@ -44,7 +43,7 @@ func TestListenPrecedence(t *testing.T) {
 			if err := config.Parse(file, []byte(data), func(string) string { return "" }); err != nil {
 				t.Fatal(err)
 			}
-			g, err := service.New(t.Context(), b, file, service.Options{Listen: tt.flag, DefaultListen: tt.def, Log: slog.New(slog.DiscardHandler)})
+			g, err := channelgateway.New(t.Context(), file, channelgateway.Deps{Bus: b, Listen: tt.flag, DefaultListen: tt.def})
 			if err != nil {
 				t.Fatal(err)
 			}

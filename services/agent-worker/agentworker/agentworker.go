@@ -1,7 +1,7 @@
-// Package service assembles an agent worker from the fleet's config: the
+// Package agentworker assembles an agent worker from the fleet's config: the
 // model provider, the profile cache, the tool client and the worker-side
 // tools, with metrics. The agent-worker binary and the all-in-one use it.
-package service
+package agentworker
 
 import (
 	"context"
@@ -44,9 +44,12 @@ func DefaultSection() Section {
 	return Section{Config: worker.DefaultConfig(), ModelRetries: 2}
 }
 
-// Options are what the config file does not say.
-type Options struct {
-	File   *config.File
+// Deps are what the process gives the worker besides the config file.
+type Deps struct {
+	// Bus is the fleet's connection; the core layout and [Assets] must
+	// have been provisioned.
+	Bus *bus.Bus
+	// Getenv reads the model's API key; nil means os.Getenv.
 	Getenv func(string) string
 	// ID names the worker; default hostname-pid.
 	ID string
@@ -59,12 +62,17 @@ type Options struct {
 	Local    []agenttool.Tool
 	Commands []agenttool.Command
 	Metrics  *observe.Metrics
-	Log      *slog.Logger
 }
+
+// Option changes an optional setting of [New].
+type Option func(*Worker)
+
+// WithLogger sets the worker's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(w *Worker) { w.log = l } }
 
 // Worker is an assembled worker with the parts it owns.
 type Worker struct {
-	*worker.Worker
+	turns            *worker.Worker
 	profiles         *profile.Cache
 	metrics          *observe.Metrics
 	stream, consumer string
@@ -77,8 +85,8 @@ type Worker struct {
 // Close stops the profile watch.
 func (w *Worker) Close() { w.profiles.Stop() }
 
-// Config turns the config file into the worker's config.
-func Config(file *config.File, id, workspace string) (worker.Config, Section, error) {
+// ConfigFrom reads the worker's config from the config file.
+func ConfigFrom(file *config.File, id, workspace string) (worker.Config, Section, error) {
 	sec := DefaultSection()
 	if err := file.Section("worker", &sec); err != nil {
 		return worker.Config{}, sec, err
@@ -138,9 +146,13 @@ func Assets(sp subject.Space, l bus.Layout) bus.Assets {
 	return bus.Join(worker.Assets, memory.Assets, schedule.Assets, subagent.Assets)(sp, l)
 }
 
-// New assembles a worker; the core layout and [Assets] must have been
-// provisioned.
-func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
+// New assembles a worker from the config file.
+func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Worker, error) {
+	w := &Worker{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(w)
+	}
+	b := o.Bus
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -151,11 +163,11 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 		host, _ := os.Hostname()
 		o.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	cfg, sec, err := Config(o.File, o.ID, o.Workspace)
+	cfg, sec, err := ConfigFrom(file, o.ID, o.Workspace)
 	if err != nil {
 		return nil, err
 	}
-	model, provider, err := Model(o.File, o.Getenv, sec.ModelRetries, o.Log)
+	model, provider, err := Model(file, o.Getenv, sec.ModelRetries, w.log)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +192,7 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 	commands := o.Commands
 	mem := o.Memory
 	if mem == nil {
-		store, err := openMemory(ctx, b, o.File, o.Log)
+		store, err := openMemory(ctx, b, file, w.log)
 		if err != nil {
 			profiles.Stop()
 			return nil, err
@@ -189,23 +201,23 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Worker, error) {
 		local = append(local, store.Tools()...)
 		commands = append(commands, store.Commands()...)
 	}
-	jb, err := openJobs(ctx, b, o.File, cfg.Location, profiles, o.Log)
+	jb, err := openJobs(ctx, b, file, cfg.Location, profiles, w.log)
 	if err != nil {
 		profiles.Stop()
 		return nil, err
 	}
 	local = append(local, jb.tools...)
-	w, err := worker.New(ctx, cfg, worker.Deps{
+	turns, err := worker.New(ctx, cfg, worker.Deps{
 		Bus: b, Model: model, Tools: o.Tools, Profiles: profiles, Memory: mem,
-		Local: local, Commands: commands, Log: o.Log.With("worker", o.ID),
-		Observer: observer(o.Metrics),
-	})
+		Local: local, Commands: commands, Observer: observer(o.Metrics),
+	}, worker.WithLogger(w.log.With("worker", o.ID)))
 	if err != nil {
 		profiles.Stop()
 		return nil, err
 	}
-	return &Worker{Worker: w, profiles: profiles, metrics: o.Metrics,
-		stream: b.Space.InboundStream(), consumer: b.Space.WorkerConsumer(), nc: b.NC, id: o.ID, jobs: jb, log: o.Log}, nil
+	w.turns, w.profiles, w.metrics, w.jobs = turns, profiles, o.Metrics, jb
+	w.stream, w.consumer, w.nc, w.id = b.Space.InboundStream(), b.Space.WorkerConsumer(), b.NC, o.ID
+	return w, nil
 }
 
 // openMemory opens the fleet's long-term memory with the config's
@@ -215,7 +227,7 @@ func openMemory(ctx context.Context, b *bus.Bus, file *config.File, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	return memory.New(ctx, b, mcfg, log)
+	return memory.New(ctx, mcfg, b, memory.WithLogger(log))
 }
 
 func observer(m *observe.Metrics) worker.Observer {
@@ -268,7 +280,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	err = w.Worker.Run(ctx)
+	err = w.turns.Run(ctx)
 	stopJobs()
 	wg.Wait()
 	return err
@@ -278,7 +290,7 @@ func (w *Worker) sampleLag(ctx context.Context) {
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for {
-		if pending, _, err := w.Pending(ctx); err == nil {
+		if pending, _, err := w.turns.Pending(ctx); err == nil {
 			w.metrics.ConsumerPending.WithLabelValues(w.stream, w.consumer).Set(float64(pending))
 		}
 		select {

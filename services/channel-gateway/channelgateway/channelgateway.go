@@ -1,8 +1,8 @@
-// Package service assembles a channel-gateway from the fleet's config: the
+// Package channelgateway assembles a channel-gateway from the fleet's config: the
 // enabled channels, the delivery core and the HTTP listener of the web
 // chat, the OpenAI-compatible API and webhooks. The channel-gateway binary
 // and the all-in-one use it.
-package service
+package channelgateway
 
 import (
 	"cmp"
@@ -25,20 +25,28 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
 
-// Options are what the config file does not say.
-type Options struct {
+// Deps are what the process gives the gateway besides the config file.
+type Deps struct {
+	// Bus is the fleet's connection; the layout and channels.Assets must
+	// have been provisioned.
+	Bus *bus.Bus
 	// Listen overrides channels.web.listen.
 	Listen string
 	// DefaultListen is used when neither Listen nor channels.web.listen
 	// says; empty means ":8080".
 	DefaultListen string
 	Metrics       *observe.Metrics
-	Log           *slog.Logger
 	Announce      func(line string)
 	// Storage, when set, says whether the fleet's store has room: while
 	// it returns an error, new messages are refused as storage full.
 	Storage func() error
 }
+
+// Option changes an optional setting of [New].
+type Option func(*Gateway)
+
+// WithLogger sets the gateway's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(gw *Gateway) { gw.log = l } }
 
 // Gateway is an assembled gateway; its HTTP listener is bound.
 type Gateway struct {
@@ -53,7 +61,12 @@ type Gateway struct {
 
 // New builds the gateway and binds its HTTP listener, so that a taken port
 // fails at start-up.
-func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gateway, error) {
+func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Gateway, error) {
+	gw := &Gateway{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(gw)
+	}
+	b := o.Bus
 	chans, err := channels.FromFile(file)
 	if err != nil {
 		return nil, err
@@ -67,13 +80,13 @@ func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gatewa
 	}
 	gcfg := gateway.DefaultConfig()
 	gcfg.MaxContentBytes = gateway.ContentLimit(file.Agents.Defaults.ContextWindowTokens)
-	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Log: o.Log, Listen: ln.Addr().String(), Announce: o.Announce,
-		Storage: o.Storage, MaxContentBytes: gcfg.MaxContentBytes})
+	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Listen: ln.Addr().String(), Announce: o.Announce,
+		Storage: o.Storage, MaxContentBytes: gcfg.MaxContentBytes}, channels.WithLogger(gw.log))
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	g, err := gateway.New(b, gcfg, o.Log, adapters...)
+	g, err := gateway.New(gcfg, b, adapters, gateway.WithLogger(gw.log))
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +95,7 @@ func New(ctx context.Context, b *bus.Bus, file *config.File, o Options) (*Gatewa
 		g.OnRetry = func(ch string) { m.DeliveryRetries.WithLabelValues(ch).Inc() }
 		g.OnDeadLetter = func(string) { m.DeadLetters.WithLabelValues("outbound").Inc() }
 	}
-	gw := &Gateway{nc: b.NC, id: nuid.Next(), g: g, log: o.Log, addr: addr}
+	gw.nc, gw.id, gw.g, gw.addr = b.NC, nuid.Next(), g, addr
 	if handler == nil {
 		ln.Close()
 		return gw, nil

@@ -1,4 +1,4 @@
-package service
+package agentworker
 
 import (
 	"testing"
@@ -24,7 +24,7 @@ func TestDefaultSlotsMeetTheTarget(t *testing.T) {
 		{"issue 20: 200 sessions, 500 ms model, 90 %", 200, 500 * time.Millisecond, 0.9},
 		{"bench: 1,000 sessions, 500 ms model, 90 %", 1000, 500 * time.Millisecond, 0.9},
 	}
-	cfg, _, err := Config(config.Defaults(), "w", "/workspace")
+	cfg, _, err := ConfigFrom(config.Defaults(), "w", "/workspace")
 	if err != nil {
 		t.Fatalf("the default config does not validate: %v", err)
 	}

@@ -1,9 +1,10 @@
-// Package service assembles the memory-consolidator from the fleet's
+// Package memoryconsolidator assembles the memory-consolidator from the fleet's
 // config: the consolidator of requests, Dream, and the workspace file
 // sync. The memory-consolidator binary and the all-in-one use it.
-package service
+package memoryconsolidator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,36 +27,20 @@ import (
 )
 
 // Section is the config file's "memory" section: the worker's settings
-// (memory.Config) and the consolidator's.
+// (memory.Config) and the consolidator's, each part decoded straight into
+// the Config of the package it tunes.
 type Section struct {
 	memory.Config
-	Consolidator ConsolidatorSection `json:"consolidator"`
+	Consolidator consolidator.Config `json:"consolidator"`
 	Dream        DreamSection        `json:"dream"`
 	Sync         SyncSection         `json:"sync"`
 }
 
-// ConsolidatorSection is memory.consolidator.
-type ConsolidatorSection struct {
-	// Model overrides agents.defaults.model for consolidation.
-	Model           string `json:"model,omitempty"`
-	Slots           int    `json:"slots,omitempty"`
-	AckWaitSeconds  int    `json:"ackWaitSeconds,omitempty"`
-	MaxDeliveries   int    `json:"maxDeliveries,omitempty"`
-	MaxRequestBytes int    `json:"maxRequestBytes,omitempty"`
-	ChunkTokens     int    `json:"chunkTokens,omitempty"`
-}
-
-// DreamSection is memory.dream.
+// DreamSection is memory.dream: Dream's config and whether it runs.
 type DreamSection struct {
+	dream.Config
 	// Enabled defaults to true.
 	Enabled *bool `json:"enabled,omitempty"`
-	// Every is a Go duration ("2h", "90m"); Cron (6 fields, seconds
-	// first, or @daily…) with TimeZone replaces it.
-	Every      string `json:"every,omitempty"`
-	Cron       string `json:"cron,omitempty"`
-	TimeZone   string `json:"timeZone,omitempty"`
-	MaxEntries int    `json:"maxEntries,omitempty"`
-	Model      string `json:"model,omitempty"`
 }
 
 // SyncSection is memory.sync.
@@ -65,9 +50,12 @@ type SyncSection struct {
 	PollSeconds int   `json:"pollSeconds,omitempty"`
 }
 
-// Options are what the config file does not say.
-type Options struct {
-	File   *config.File
+// Deps are what the process gives the service besides the config file.
+type Deps struct {
+	// Bus is the fleet's connection; the layout and memory.Assets must
+	// have been provisioned.
+	Bus *bus.Bus
+	// Getenv reads the model's API key; nil means os.Getenv.
 	Getenv func(string) string
 	// ID names this consolidator; default hostname-pid.
 	ID string
@@ -77,8 +65,13 @@ type Options struct {
 	// Model overrides the provider built from the config (tests).
 	Model   llm.Client
 	Metrics *observe.Metrics
-	Log     *slog.Logger
 }
+
+// Option changes an optional setting of [New].
+type Option func(*Service)
+
+// WithLogger sets the service's logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
 // Service is an assembled memory-consolidator.
 type Service struct {
@@ -93,60 +86,38 @@ type Service struct {
 // Configs turns the config file into the parts' configs; dream is
 // returned with ok false when disabled.
 func Configs(file *config.File, id string) (consolidator.Config, dream.Config, bool, Section, error) {
-	sec := Section{Config: memory.DefaultConfig()}
+	sec := Section{Config: memory.DefaultConfig(), Consolidator: consolidator.DefaultConfig(),
+		Dream: DreamSection{Config: dream.DefaultConfig()}}
 	if err := file.Section("memory", &sec); err != nil {
 		return consolidator.Config{}, dream.Config{}, false, sec, err
 	}
 	if err := sec.Config.Validate(); err != nil {
 		return consolidator.Config{}, dream.Config{}, false, sec, err
 	}
-	cc := consolidator.DefaultConfig()
+	cc := sec.Consolidator
 	cc.ID = id
-	cs := sec.Consolidator
-	cc.Model = cs.Model
-	setInt(&cc.Slots, cs.Slots)
-	setInt(&cc.MaxDeliveries, cs.MaxDeliveries)
-	setInt(&cc.MaxRequestBytes, cs.MaxRequestBytes)
-	setInt(&cc.ChunkTokens, cs.ChunkTokens)
-	if cs.AckWaitSeconds > 0 {
-		cc.AckWait = time.Duration(cs.AckWaitSeconds) * time.Second
-	}
 	if err := cc.Validate(); err != nil {
 		return cc, dream.Config{}, false, sec, err
 	}
-	dc := dream.DefaultConfig()
-	dc.ID, dc.Agent = id, sec.Agent
-	if dc.Agent == "" {
-		dc.Agent = memory.DefaultConfig().Agent
-	}
-	ds := sec.Dream
-	if ds.Every != "" {
-		d, err := time.ParseDuration(ds.Every)
-		if err != nil {
-			return cc, dc, false, sec, config.Invalid("memory.dream.every", "%w", err)
-		}
-		dc.Every = d
-	}
-	dc.Cron, dc.TimeZone, dc.Model = ds.Cron, ds.TimeZone, ds.Model
-	setInt(&dc.MaxEntries, ds.MaxEntries)
+	dc := sec.Dream.Config
+	dc.ID, dc.Agent = id, cmp.Or(sec.Agent, memory.DefaultConfig().Agent)
 	if err := dc.Validate(); err != nil {
 		return cc, dc, false, sec, err
 	}
-	return cc, dc, ds.Enabled == nil || *ds.Enabled, sec, nil
-}
-
-func setInt(dst *int, v int) {
-	if v != 0 {
-		*dst = v
-	}
+	return cc, dc, sec.Dream.Enabled == nil || *sec.Dream.Enabled, sec, nil
 }
 
 // New assembles the service. The bus layout and memory.Provision must
 // have run.
-func New(ctx context.Context, b *bus.Bus, o Options) (*Service, error) {
-	if o.Log == nil || o.File == nil {
-		return nil, errors.New("memory-consolidator: File and Log are required")
+func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Service, error) {
+	if file == nil || o.Bus == nil {
+		return nil, errors.New("memory-consolidator: the config file and the bus are required")
 	}
+	s := &Service{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(s)
+	}
+	b := o.Bus
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -154,34 +125,34 @@ func New(ctx context.Context, b *bus.Bus, o Options) (*Service, error) {
 		host, _ := os.Hostname()
 		o.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	cc, dc, dreamOn, sec, err := Configs(o.File, o.ID)
+	cc, dc, dreamOn, sec, err := Configs(file, o.ID)
 	if err != nil {
 		return nil, err
 	}
 	model := o.Model
 	if model == nil {
-		if model, err = Model(o.File, o.Getenv, o.Log); err != nil {
+		if model, err = Model(file, o.Getenv, s.log); err != nil {
 			return nil, err
 		}
 	}
-	s := &Service{nc: b.NC, id: o.ID, log: o.Log}
+	s.nc, s.id = b.NC, o.ID
 	s.Consolidator, err = consolidator.New(ctx, cc, consolidator.Deps{
-		Bus: b, Model: model, Log: o.Log.With("part", "consolidator"), Observer: observer(o.Metrics),
-	})
+		Bus: b, Model: model, Observer: observer(o.Metrics),
+	}, consolidator.WithLogger(s.log.With("part", "consolidator")))
 	if err != nil {
 		return nil, err
 	}
 	if dreamOn {
-		if s.Dream, err = dream.New(ctx, dc, dream.Deps{Bus: b, Model: model, Log: o.Log.With("part", "dream")}); err != nil {
+		if s.Dream, err = dream.New(ctx, dc, dream.Deps{Bus: b, Model: model}, dream.WithLogger(s.log.With("part", "dream"))); err != nil {
 			return nil, err
 		}
 	}
 	syncOn := o.Workspace != "" && (sec.Sync.Enabled == nil || *sec.Sync.Enabled)
 	if syncOn {
-		s.Sync, err = filesync.New(ctx, b, filesync.Config{
+		s.Sync, err = filesync.New(ctx, filesync.Config{
 			Workspace: o.Workspace, Agent: dc.Agent, Poll: time.Duration(sec.Sync.PollSeconds) * time.Second,
-			EditableProfile: o.File.EditableProfile(),
-		}, o.Log.With("part", "filesync"))
+			EditableProfile: file.EditableProfile(),
+		}, b, filesync.WithLogger(s.log.With("part", "filesync")))
 		if err != nil {
 			return nil, err
 		}

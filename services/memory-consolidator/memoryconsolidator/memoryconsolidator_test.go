@@ -1,4 +1,4 @@
-package service_test
+package memoryconsolidator_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
-	"github.com/nanofleet/nanofleet/services/memory-consolidator/service"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/memoryconsolidator"
 )
 
 func parse(t *testing.T, doc string) *config.File {
@@ -34,9 +34,9 @@ func TestConfigs(t *testing.T) {
 		name  string
 		doc   string
 		ok    bool
-		check func(t *testing.T, c service.Section, dreamOn bool)
+		check func(t *testing.T, c memoryconsolidator.Section, dreamOn bool)
 	}{
-		{"defaults", `{}`, true, func(t *testing.T, c service.Section, dreamOn bool) {
+		{"defaults", `{}`, true, func(t *testing.T, c memoryconsolidator.Section, dreamOn bool) {
 			if !dreamOn || c.Scope != memory.KindAgent {
 				t.Errorf("defaults: dream %v, scope %q", dreamOn, c.Scope)
 			}
@@ -44,12 +44,12 @@ func TestConfigs(t *testing.T) {
 		{"everything", `{"memory": {"scope": "user", "consolidateShare": 0.6,
 			"consolidator": {"slots": 2, "ackWaitSeconds": 30, "chunkTokens": 8000},
 			"dream": {"every": "30m", "maxEntries": 50}, "sync": {"pollSeconds": 5}}}`, true,
-			func(t *testing.T, c service.Section, dreamOn bool) {
+			func(t *testing.T, c memoryconsolidator.Section, dreamOn bool) {
 				if c.Scope != memory.KindUser || c.Consolidator.Slots != 2 || c.Dream.Every != "30m" || c.Sync.PollSeconds != 5 || !dreamOn {
 					t.Errorf("section = %+v", c)
 				}
 			}},
-		{"dream off", `{"memory": {"dream": {"enabled": false}}}`, true, func(t *testing.T, _ service.Section, dreamOn bool) {
+		{"dream off", `{"memory": {"dream": {"enabled": false}}}`, true, func(t *testing.T, _ memoryconsolidator.Section, dreamOn bool) {
 			if dreamOn {
 				t.Error("dream still on")
 			}
@@ -61,7 +61,7 @@ func TestConfigs(t *testing.T) {
 		{"bad slots", `{"memory": {"consolidator": {"slots": -1}}}`, false, nil},
 	}
 	for _, tt := range tests {
-		_, _, dreamOn, sec, err := service.Configs(parse(t, tt.doc), "id")
+		_, _, dreamOn, sec, err := memoryconsolidator.Configs(parse(t, tt.doc), "id")
 		if (err == nil) != tt.ok {
 			t.Errorf("%s: %v", tt.name, err)
 			continue
@@ -86,10 +86,9 @@ func TestServiceConsolidatesAndSyncs(t *testing.T) {
 	model.Handle(memtest.Consolidate)
 	ws := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
-	s, err := service.New(ctx, b, service.Options{
-		File: parse(t, `{"memory": {"sync": {"pollSeconds": 1}}}`), ID: "c1", Workspace: ws,
-		Model: memtest.Model(t, model), Log: memtest.Logger(t),
-	})
+	s, err := memoryconsolidator.New(ctx, parse(t, `{"memory": {"sync": {"pollSeconds": 1}}}`), memoryconsolidator.Deps{
+		Bus: b, ID: "c1", Workspace: ws, Model: memtest.Model(t, model),
+	}, memoryconsolidator.WithLogger(memtest.Logger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
