@@ -10,8 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -26,13 +28,47 @@ var (
 // the client reconnects fails instead of hanging the holder.
 const callTimeout = 10 * time.Second
 
+// releasedMax bounds Table.released, which is emptied when full: it only
+// spares requests.
+const releasedMax = 4096
+
 // Table hands out leases from one KV bucket.
 type Table struct {
-	kv jetstream.KeyValue
+	kv  jetstream.KeyValue
+	pub jetstream.Publisher // nil: releases go through kv.Delete
+
+	mu sync.Mutex
+	// released is the revision of the delete marker this table's last
+	// release of a key wrote (known only with a publisher).
+	released map[string]uint64
+}
+
+// Option configures a Table.
+type Option func(*Table)
+
+// WithPublisher makes releases publish the key's delete marker through
+// js, the JetStream of kv's bucket, so that the table learns the marker's
+// revision: taking the same key again is then one request instead of
+// three (kv.Create's failed create, read of the marker and update). The
+// marker is the one kv.Delete writes. A js with a domain or an API prefix
+// is ignored (kv.Delete is used): its KV subjects are not the plain ones.
+func WithPublisher(js jetstream.JetStream) Option {
+	return func(t *Table) {
+		o := js.Options()
+		if o.Domain == "" && (o.APIPrefix == "" || o.APIPrefix == jetstream.DefaultAPIPrefix) {
+			t.pub = js
+		}
+	}
 }
 
 // NewTable returns leases kept in kv; the bucket's TTL is the lease TTL.
-func NewTable(kv jetstream.KeyValue) *Table { return &Table{kv: kv} }
+func NewTable(kv jetstream.KeyValue, opts ...Option) *Table {
+	t := &Table{kv: kv}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
 
 // Lease is a held lease.
 type Lease struct {
@@ -49,6 +85,14 @@ type Lease struct {
 func (t *Table) Acquire(ctx context.Context, key, owner string) (*Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	if rev, ok := t.takeReleased(key); ok {
+		// Our delete marker still the key's last revision means the key is
+		// free, which is what Create finds out in three requests.
+		if rev, err := t.kv.Update(ctx, key, []byte(owner), rev); err == nil {
+			return &Lease{t: t, key: key, owner: []byte(owner), rev: rev}, nil
+		}
+		// Written since, or expired: Create tells which.
+	}
 	rev, err := t.kv.Create(ctx, key, []byte(owner))
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		e, gerr := t.kv.Get(ctx, key)
@@ -102,9 +146,55 @@ func (l *Lease) Renew(ctx context.Context) error {
 func (l *Lease) Release(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	err := l.t.kv.Delete(ctx, l.key, jetstream.LastRevision(l.rev))
-	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if l.t.pub == nil {
+		err := l.t.kv.Delete(ctx, l.key, jetstream.LastRevision(l.rev))
+		if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("release lease %s: %w", l.key, err)
+		}
+		return nil
+	}
+	m := nats.NewMsg("$KV." + l.t.kv.Bucket() + "." + l.key)
+	m.Header.Set(kvOperation, kvDelete)
+	ack, err := l.t.pub.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(l.rev))
+	if err != nil {
+		if wrongLastSeq(err) {
+			return nil // not ours any more
+		}
 		return fmt.Errorf("release lease %s: %w", l.key, err)
 	}
+	l.t.remember(l.key, ack.Sequence)
 	return nil
+}
+
+// The delete marker of a KV entry, as nats.go's kv.Delete writes it.
+const (
+	kvOperation = "KV-Operation"
+	kvDelete    = "DEL"
+)
+
+// wrongLastSeq reports whether err is a compare-and-set conflict
+// (replicated streams report it under another code).
+func wrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+func (t *Table) remember(key string, rev uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.released == nil || len(t.released) >= releasedMax {
+		t.released = make(map[string]uint64)
+	}
+	t.released[key] = rev
+}
+
+// takeReleased returns and forgets the revision of key's delete marker
+// this table wrote last.
+func (t *Table) takeReleased(key string) (uint64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rev, ok := t.released[key]
+	delete(t.released, key)
+	return rev, ok
 }

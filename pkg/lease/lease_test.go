@@ -7,23 +7,45 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 )
 
-func newTable(t *testing.T, ttl time.Duration) *lease.Table {
-	t.Helper()
-	b := bustest.StartJetStream(t)
-	kv, err := b.JS.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "test_leases", TTL: ttl})
-	if err != nil {
-		t.Fatal(err)
+// releaseModes are the two ways a table releases: through kv.Delete, and
+// publishing the delete marker itself (WithPublisher). Every behaviour
+// test runs in both.
+var releaseModes = []struct {
+	name string
+	opts func(*bus.Bus) []lease.Option
+}{
+	{"kv.Delete", func(*bus.Bus) []lease.Option { return nil }},
+	{"publisher", func(b *bus.Bus) []lease.Option { return []lease.Option{lease.WithPublisher(b.JS)} }},
+}
+
+func forEachMode(t *testing.T, test func(t *testing.T, newTable func(ttl time.Duration) (*lease.Table, *bus.Bus))) {
+	for _, m := range releaseModes {
+		t.Run(m.name, func(t *testing.T) {
+			test(t, func(ttl time.Duration) (*lease.Table, *bus.Bus) {
+				t.Helper()
+				b := bustest.StartJetStream(t)
+				kv, err := b.JS.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "test_leases", TTL: ttl})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return lease.NewTable(kv, m.opts(b)...), b
+			})
+		})
 	}
-	return lease.NewTable(kv)
 }
 
 func TestOneHolderAtATime(t *testing.T) {
+	forEachMode(t, testOneHolderAtATime)
+}
+
+func testOneHolderAtATime(t *testing.T, newTable func(time.Duration) (*lease.Table, *bus.Bus)) {
 	ctx := t.Context()
-	tbl := newTable(t, time.Minute)
+	tbl, _ := newTable(time.Minute)
 	a, err := tbl.Acquire(ctx, "s1", "worker-a")
 	if err != nil {
 		t.Fatal(err)
@@ -57,8 +79,12 @@ func TestOneHolderAtATime(t *testing.T) {
 }
 
 func TestExpiredLeaseCanBeTaken(t *testing.T) {
+	forEachMode(t, testExpiredLeaseCanBeTaken)
+}
+
+func testExpiredLeaseCanBeTaken(t *testing.T, newTable func(time.Duration) (*lease.Table, *bus.Bus)) {
 	ctx := t.Context()
-	tbl := newTable(t, 2*time.Second)
+	tbl, _ := newTable(2 * time.Second)
 	if _, err := tbl.Acquire(ctx, "s1", "dead-worker"); err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +104,12 @@ func TestExpiredLeaseCanBeTaken(t *testing.T) {
 }
 
 func TestOwnerTakesOverItsOwnLease(t *testing.T) {
+	forEachMode(t, testOwnerTakesOverItsOwnLease)
+}
+
+func testOwnerTakesOverItsOwnLease(t *testing.T, newTable func(time.Duration) (*lease.Table, *bus.Bus)) {
 	ctx := t.Context()
-	tbl := newTable(t, time.Minute)
+	tbl, _ := newTable(time.Minute)
 	if _, err := tbl.Acquire(ctx, "s1", "worker-a"); err != nil {
 		t.Fatal(err)
 	}
@@ -93,5 +123,80 @@ func TestOwnerTakesOverItsOwnLease(t *testing.T) {
 	}
 	if _, err := tbl.Acquire(ctx, "s1", "worker-b"); !errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("other owner: %v, want ErrHeld", err)
+	}
+}
+
+// TestReleasedLeaseTakenAgain: a key this table released is taken again
+// in one request with a publisher (three without); and the release reads
+// as a free key to another table too, which learns nothing from it, and
+// whose taking the key makes this table's next acquire fail as held.
+func TestReleasedLeaseTakenAgain(t *testing.T) {
+	for _, m := range []struct {
+		name     string
+		opts     func(*bus.Bus) []lease.Option
+		requests int
+	}{
+		{"kv.Delete", releaseModes[0].opts, 3},
+		{"publisher", releaseModes[1].opts, 1},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := t.Context()
+			b := bustest.StartJetStream(t)
+			kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "test_leases", TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tbl, other := lease.NewTable(kv, m.opts(b)...), lease.NewTable(kv)
+			a, err := tbl.Acquire(ctx, "s1", "worker-a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if h, err := other.Holder(ctx, "s1"); err != nil || h != "" {
+				t.Fatalf("holder after release = %q, %v; want none", h, err)
+			}
+			// The KV writes and reads of the next acquire, seen by a
+			// subscriber on the same connection.
+			sub, err := b.NC.SubscribeSync("$KV.test_leases.>")
+			if err != nil {
+				t.Fatal(err)
+			}
+			gets, err := b.NC.SubscribeSync("$JS.API.>")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tbl.Acquire(ctx, "s1", "worker-a2"); err != nil {
+				t.Fatalf("acquire after release: %v", err)
+			}
+			if err := b.NC.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			writes, _, _ := sub.Pending()
+			reads, _, _ := gets.Pending()
+			if writes+reads != m.requests {
+				t.Errorf("acquire after release: %d writes + %d reads, want %d requests", writes, reads, m.requests)
+			}
+			if h, _ := other.Holder(ctx, "s1"); h != "worker-a2" {
+				t.Errorf("holder = %q, want worker-a2", h)
+			}
+
+			// Released again, then taken by another table: this table's
+			// remembered marker is no longer the key's last revision.
+			l, err := tbl.Acquire(ctx, "s2", "worker-a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.Acquire(ctx, "s2", "worker-b"); err != nil {
+				t.Fatalf("other table after release: %v", err)
+			}
+			if _, err := tbl.Acquire(ctx, "s2", "worker-a"); !errors.Is(err, lease.ErrHeld) {
+				t.Fatalf("acquire of a key taken since its release: %v, want ErrHeld", err)
+			}
+		})
 	}
 }

@@ -24,8 +24,8 @@ const localWait = 200 * time.Millisecond
 // same message redelivered to this worker must not run twice, whatever
 // the lease says.
 func (w *Worker) claim(ctx context.Context, key string) bool {
-	deadline := time.NewTimer(localWait)
-	defer deadline.Stop()
+	// The timer only when the session runs here: most claims find it free.
+	var deadline <-chan time.Time
 	for {
 		w.mu.Lock()
 		lt, ok := w.running[key]
@@ -35,9 +35,14 @@ func (w *Worker) claim(ctx context.Context, key string) bool {
 			return true
 		}
 		w.mu.Unlock()
+		if deadline == nil {
+			tm := time.NewTimer(localWait)
+			defer tm.Stop()
+			deadline = tm.C
+		}
 		select {
 		case <-lt.done:
-		case <-deadline.C:
+		case <-deadline:
 			return false
 		case <-ctx.Done():
 			return false

@@ -136,7 +136,7 @@ func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Worker, erro
 	if err != nil {
 		return nil, fmt.Errorf("worker: consumer: %w", err)
 	}
-	w.cfg, w.d, w.loop, w.sessions, w.leases = cfg, d, loop, sessions, lease.NewTable(leaseKV)
+	w.cfg, w.d, w.loop, w.sessions, w.leases = cfg, d, loop, sessions, lease.NewTable(leaseKV, lease.WithPublisher(d.Bus.JS))
 	w.inbound, w.cons, w.running, w.answered = st, cons, map[string]*localTurn{}, map[string]uint64{}
 	w.catalog = &catalog{remote: d.Tools, local: d.Local, log: w.log}
 	if cfg.DailyTokenBudget > 0 {
