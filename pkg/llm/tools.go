@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"unsafe"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -43,43 +44,102 @@ type encodedTool struct {
 // catalog has tens of tools, so only changing definitions fill it).
 const toolCacheMax = 512
 
-// toolCache keeps the encoding of every definition a provider has sent.
+// toolCache keeps the encoding of every definition a provider has sent,
+// and the last call's whole set.
 type toolCache struct {
 	mu sync.Mutex
 	m  map[toolKey]encodedTool
+	// last is reused while calls pass the same definitions with the same
+	// field values (the worker's catalog hands out one slice until it
+	// changes): keying each definition on its content hashes and compares
+	// every schema, about 12 KB, and the set was built anew on every call.
+	last *lastSet
+}
+
+// lastSet is a call's definitions, in the caller's order, with the field
+// values they were encoded from, and the set made of them.
+type lastSet struct {
+	defs []*nanofleetv1.ToolDefinition
+	keys []toolKey
+	set  toolSet
+}
+
+// matches reports whether defs are the definitions of ls with the very
+// same field values. Strings are immutable, so a field holding the same
+// bytes at the same address still says what was encoded; a field set
+// since holds another string (or an equal one elsewhere, which only
+// misses the shortcut).
+func (ls *lastSet) matches(defs []*nanofleetv1.ToolDefinition) bool {
+	if len(defs) != len(ls.defs) {
+		return false
+	}
+	for i, d := range defs {
+		k := ls.keys[i]
+		if d != ls.defs[i] || !sameString(d.GetName(), k.name) ||
+			!sameString(d.GetDescription(), k.description) || !sameString(d.GetParametersJson(), k.parameters) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameString reports whether a and b are the same string in memory, which
+// needs no look at their bytes.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b))
 }
 
 // convert maps definitions in toolschema's order (built-ins by name, then
 // MCP tools by name), so the prompt prefix is stable and provider-side
 // prompt caching works, to go-openai's tools and their encoded array.
+// The returned set is shared: callers only read it.
 func (c *toolCache) convert(defs []*nanofleetv1.ToolDefinition) (toolSet, error) {
 	if len(defs) == 0 {
 		return toolSet{}, nil
 	}
-	sorted := slices.Clone(defs)
-	toolschema.SortDefinitions(sorted)
+	c.mu.Lock()
+	last := c.last
+	c.mu.Unlock()
+	if last != nil && last.matches(defs) {
+		return last.set, nil
+	}
+	keys := make([]toolKey, len(defs))
+	for i, d := range defs {
+		keys[i] = toolKey{d.GetName(), d.GetDescription(), d.GetParametersJson()}
+	}
+	// toolschema.SortDefinitions's order, of the values read once.
+	sorted := slices.Clone(keys)
+	slices.SortStableFunc(sorted, func(a, b toolKey) int { return toolschema.Compare(a.name, b.name) })
 	set := toolSet{list: make([]openai.Tool, 0, len(sorted))}
-	parts := make([][]byte, 0, len(sorted))
-	size := 2
-	for _, d := range sorted {
-		e, err := c.encode(d)
+	encoded := make([][]byte, 0, len(sorted))
+	size := 1
+	for _, k := range sorted {
+		e, err := c.encode(k)
 		if err != nil {
 			return toolSet{}, err
 		}
 		set.list = append(set.list, e.tool)
-		parts = append(parts, e.encoded)
+		encoded = append(encoded, e.encoded)
 		size += len(e.encoded) + 1
 	}
 	set.encoded = make([]byte, 0, size)
 	set.encoded = append(set.encoded, '[')
-	set.encoded = append(set.encoded, bytes.Join(parts, []byte{','})...)
+	for i, e := range encoded {
+		if i > 0 {
+			set.encoded = append(set.encoded, ',')
+		}
+		set.encoded = append(set.encoded, e...)
+	}
 	set.encoded = append(set.encoded, ']')
+	c.mu.Lock()
+	c.last = &lastSet{defs: slices.Clone(defs), keys: keys, set: set}
+	c.mu.Unlock()
 	return set, nil
 }
 
-// encode returns d converted and encoded, from the cache when it can.
-func (c *toolCache) encode(d *nanofleetv1.ToolDefinition) (encodedTool, error) {
-	k := toolKey{d.GetName(), d.GetDescription(), d.GetParametersJson()}
+// encode returns the definition k converted and encoded, from the cache
+// when it can.
+func (c *toolCache) encode(k toolKey) (encodedTool, error) {
 	c.mu.Lock()
 	e, ok := c.m[k]
 	c.mu.Unlock()
@@ -125,19 +185,20 @@ func addTools(req *http.Request, tools []byte) error {
 	if req.Body == nil {
 		return errBodyNotObject
 	}
-	body, err := io.ReadAll(req.Body)
+	// One buffer for the body and the tools: go-openai said its length
+	// (ReadFrom wants MinRead free to see the end).
+	buf := bytes.NewBuffer(make([]byte, 0, max(req.ContentLength, 0)+int64(len(tools))+bytes.MinRead))
+	_, err := buf.ReadFrom(req.Body)
 	_ = req.Body.Close()
 	if err != nil {
 		return fmt.Errorf("llm: read request body: %w", err)
 	}
-	body = bytes.TrimRight(body, " \n\r\t")
+	body := bytes.TrimRight(buf.Bytes(), " \n\r\t")
 	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' {
 		return errBodyNotObject
 	}
-	head := bytes.TrimRight(body[:len(body)-1], " \n\r\t")
-	out := make([]byte, 0, len(body)+len(tools)+10)
-	out = append(out, head...)
-	if head[len(head)-1] != '{' {
+	out := bytes.TrimRight(body[:len(body)-1], " \n\r\t")
+	if out[len(out)-1] != '{' {
 		out = append(out, ',')
 	}
 	out = append(out, `"tools":`...)

@@ -126,3 +126,43 @@ func TestAddToolsRefusesWhatIsNoObject(t *testing.T) {
 		})
 	}
 }
+
+// The same definitions, unchanged, get the set made for the last call;
+// any change, a field set in place included, gets a set of its own.
+func TestToolCacheReusesTheLastSet(t *testing.T) {
+	t.Parallel()
+	a := &nanofleetv1.ToolDefinition{Name: "write_file", Description: "write", ParametersJson: `{"type":"object"}`}
+	b := &nanofleetv1.ToolDefinition{Name: "exec", Description: "run"}
+	defs := []*nanofleetv1.ToolDefinition{a, b}
+	var c toolCache
+	first, err := c.convert(defs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		change func() []*nanofleetv1.ToolDefinition
+		reused bool
+		want   string // in the encoded array
+	}{
+		{"same slice", func() []*nanofleetv1.ToolDefinition { return defs }, true, `"write"`},
+		{"same definitions, another slice", func() []*nanofleetv1.ToolDefinition { return []*nanofleetv1.ToolDefinition{a, b} }, true, `"write"`},
+		{"other order", func() []*nanofleetv1.ToolDefinition { return []*nanofleetv1.ToolDefinition{b, a} }, false, `"write"`},
+		{"field set in place", func() []*nanofleetv1.ToolDefinition { a.Description = "write it"; return defs }, false, `"write it"`},
+		{"one fewer", func() []*nanofleetv1.ToolDefinition { return defs[:1] }, false, `"write it"`},
+	}
+	prev := first
+	for _, tc := range tests {
+		set, err := c.convert(tc.change())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if reused := &set.encoded[0] == &prev.encoded[0]; reused != tc.reused {
+			t.Errorf("%s: reused the last set = %v, want %v", tc.name, reused, tc.reused)
+		}
+		if !strings.Contains(string(set.encoded), tc.want) {
+			t.Errorf("%s: encoded %s, want %s in it", tc.name, set.encoded, tc.want)
+		}
+		prev = set
+	}
+}
