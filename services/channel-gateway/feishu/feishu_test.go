@@ -432,8 +432,11 @@ var users = map[string]string{adaptertest.Owner: "ou_owner", adaptertest.Strange
 
 type suiteFake struct {
 	*feishutest.Server
-	chats  map[string]string // the chat of each message sent to the bot
-	refuse int               // replies to mark refused: the fake records them as any other
+	*adaptertest.Restarter
+	chats map[string]string // the chat of each message sent to the bot
+	// refuse says of each next reply whether to mark it refused: the
+	// fake records refused replies as any other.
+	refuse []bool
 }
 
 func (f *suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
@@ -466,15 +469,16 @@ func (f *suiteFake) Next(t *testing.T) adaptertest.Sent {
 			t.Errorf("message created for a %q, want a chat_id", c.Query["receive_id_type"])
 		}
 	}
-	if c.Kind == "reply" && f.refuse > 0 {
-		s.Refused, f.refuse = true, f.refuse-1
+	if c.Kind == "reply" && len(f.refuse) > 0 {
+		s.Refused, f.refuse = f.refuse[0], f.refuse[1:]
 	}
 	return s
 }
 
-func (f *suiteFake) RateLimit(t *testing.T) time.Duration {
+func (f *suiteFake) RateLimit(t *testing.T, after int) time.Duration {
+	f.Pass("reply", after)
 	f.Fail("reply", feishutest.RateLimited(1))
-	f.refuse++
+	f.refuse = append(f.refuse, append(make([]bool, after), true)...)
 	return time.Second
 }
 
@@ -506,7 +510,11 @@ func (f *suiteFake) Malformed(t *testing.T) ([]string, int) {
 // startSuite runs the adapter for a scenario.
 func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
 	f := &suiteFake{Server: feishutest.New(t), chats: map[string]string{}}
-	runAdapter(t, b, f.Server, feishu.Config{Common: common}, log)
-	f.WaitConnected(t, wait)
+	f.Restarter = adaptertest.NewRestarter(func() func() {
+		n := f.Connections()
+		_, stop := runAdapter(t, b, f.Server, feishu.Config{Common: common}, log)
+		f.WaitConnections(t, n+1, wait)
+		return stop
+	})
 	return f
 }

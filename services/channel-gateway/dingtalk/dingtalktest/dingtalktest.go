@@ -153,6 +153,10 @@ func New(t testing.TB) *Server {
 // Fail makes the next calls of kind fail as given, in order.
 func (s *Server) Fail(kind string, f ...Failure) { s.fail.Add(kind, f...) }
 
+// Pass lets the next n calls of kind through before the failures
+// scripted after.
+func (s *Server) Pass(kind string, n int) { s.fail.Pass(kind, n) }
+
 // AddFile makes a file downloadable by its download code.
 func (s *Server) AddFile(code string, data []byte) {
 	s.mu.Lock()

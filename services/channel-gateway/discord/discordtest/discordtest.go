@@ -111,7 +111,7 @@ type Server struct {
 	identifies int
 	resumes    int
 	intents    int
-	fail       map[string][]Failure
+	fail       fakeplatform.Script[Failure]
 	files      map[string][]byte
 	nextID     int64
 	texts      map[string]string // message id -> content, as edited
@@ -150,7 +150,7 @@ func New(t testing.TB, token string) *Server {
 	s := &Server{
 		Token: token, BotID: "900000000000000001", BotName: "nanobot", BotDiscriminator: "0",
 		calls: fakeplatform.NewCalls("discordtest", func(c Call) string { return c.Route }), conns: map[*conn]bool{}, sessions: map[string]*session{},
-		fail: map[string][]Failure{}, files: map[string][]byte{}, texts: map[string]string{}, nonces: map[string]string{},
+		files: map[string][]byte{}, texts: map[string]string{}, nonces: map[string]string{},
 		nextID: 1100000000000000000,
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -172,21 +172,19 @@ func (s *Server) Next(t testing.TB, timeout time.Duration, routes ...string) Cal
 }
 
 // Fail makes the next calls of route answer as given, in order.
-func (s *Server) Fail(route string, f ...Failure) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fail[route] = append(s.fail[route], f...)
-}
+func (s *Server) Fail(route string, f ...Failure) { s.fail.Add(route, f...) }
+
+// Pass lets the next n calls of route through before the failures
+// scripted after.
+func (s *Server) Pass(route string, n int) { s.fail.Pass(route, n) }
 
 // FailAll makes every call of route fail as f until the test ends.
 func (s *Server) FailAll(route string, f Failure) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	fs := make([]Failure, 10000)
 	for i := range fs {
 		fs[i] = f
 	}
-	s.fail[route] = fs
+	s.fail.Add(route, fs...)
 }
 
 // AddFile serves data at the returned attachment URL.
@@ -407,13 +405,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body: " + err.Error(), "code": 50035})
 		return
 	}
-	s.mu.Lock()
-	var f *Failure
-	if q := s.fail[call.Route]; len(q) > 0 {
-		f, s.fail[call.Route] = &q[0], q[1:]
-	}
-	s.mu.Unlock()
-	if f != nil {
+	if f := s.fail.Take(call.Route); f != nil {
 		call.Status = f.Status
 		s.calls.Add(call)
 		writeFailure(w, *f)

@@ -161,6 +161,10 @@ func New(t testing.TB) *Server {
 // Fail makes the next calls of kind fail as given, in order.
 func (s *Server) Fail(kind string, f ...Failure) { s.fail.Add(kind, f...) }
 
+// Pass lets the next n calls of kind through before the failures
+// scripted after.
+func (s *Server) Pass(kind string, n int) { s.fail.Pass(kind, n) }
+
 // AddResource makes a message's image or file downloadable.
 func (s *Server) AddResource(messageID, key string, data []byte) {
 	s.mu.Lock()
