@@ -554,6 +554,17 @@ func (s streamer) Edit(ctx context.Context, _ *nanofleetv1.OutboundMessage, id, 
 	return classify(nil, 0, "", err)
 }
 
+// Delete removes the card of a stream whose final update did not happen,
+// so that the answer sent whole is the only one shown (a bot may delete
+// the messages it sent).
+func (s streamer) Delete(ctx context.Context, _ *nanofleetv1.OutboundMessage, id string) error {
+	r, err := s.a.api.Im.V1.Message.Delete(ctx, larkim.NewDeleteMessageReqBuilder().MessageId(id).Build())
+	if r != nil {
+		return classify(r.ApiResp, r.Code, r.Msg, err)
+	}
+	return classify(nil, 0, "", err)
+}
+
 // Platform codes worth another try: rate limits, internal errors and
 // token trouble the SDK fixes by fetching a new token.
 var (

@@ -339,8 +339,8 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 // TestStreamingUpdatesOneCard: with streaming on, the answer appears in
 // one card, posted at the first delta and updated as the deltas come, at
 // most once per interval; the last update is the whole answer, and no
-// second message repeats it. With updates failing, the answer arrives
-// whole in a message of its own.
+// second message repeats it. With updates failing, the partial card is
+// deleted and the answer arrives whole in a message of its own.
 func TestStreamingUpdatesOneCard(t *testing.T) {
 	words := strings.Fields(strings.Repeat("streamed words ", 12))
 	// The final answer ends with more than the deltas carried, so that it
@@ -390,6 +390,9 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 				t.Fatalf("streamed card starts with %q", md)
 			}
 			if tt.failPatch {
+				if del := h.fake.Next(t, wait, "delete"); del.Parent != first.ID || h.fake.Content(first.ID) != "" {
+					t.Errorf("deleted %q, want the partial card %q gone", del.Parent, first.ID)
+				}
 				whole := h.fake.Next(t, wait, "reply", "create")
 				if md := markdown(t, whole); md != answer {
 					t.Errorf("after failed updates, message = %q, want the whole answer", md)

@@ -1,7 +1,8 @@
 // Package editstream shows an answer while the model writes it, on
-// platforms that can edit a sent message (Telegram, Slack, Discord): the
-// first delta of a turn posts one message at once, later deltas edit it at
-// most once per interval, and the final answer replaces its text whole.
+// platforms that can edit a sent message (Telegram, Slack, Discord,
+// Feishu, DingTalk): the first delta of a turn posts one message at once,
+// later deltas edit it at most once per interval, and the final answer
+// replaces its text whole.
 //
 // Fleet-wide: every gateway running the channel follows the channel's
 // live subject (deltas) and outbound subject (final answers) itself, so
