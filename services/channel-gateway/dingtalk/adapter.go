@@ -93,11 +93,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("dingtalk: %w", err)
 	}
 	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
-	delivered, err := deps.Bus.KV(ctx, gateway.BucketDelivered)
-	if err != nil {
+	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
 		return nil, fmt.Errorf("dingtalk: %w", err)
 	}
-	a.sent = parts.NewStore(delivered)
 	switch {
 	case cfg.Streaming && cfg.CardTemplateID != "":
 		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, deps.Bus, cards{a}, editstream.WithLogger(a.log))
@@ -268,54 +266,23 @@ func (a *Adapter) download(ctx context.Context, msgID string, i int, f file) (*n
 	return a.media.Fetch(ctx, a.http, out.DownloadURL, nil, object, f.name, "")
 }
 
-// sendTimeout bounds one piece's send, which is not cut off when the
-// delivery's context ends (the gateway stopping): DingTalk may have shown
-// a piece whose answer never arrived, and a redelivery would show it
-// again.
-const sendTimeout = 30 * time.Second
-
 // Deliver sends one durable reply as markdown, split, continuing after
-// the pieces an earlier attempt already sent, on this gateway or another:
-// through the message's session webhook while it is valid, else
-// (expired, or refused) through the robot send API. Each piece, once
-// DingTalk took it, is recorded before the next starts; a gateway stopping
-// finishes the piece in flight and records it, so a redelivery after a
-// lost ack sends nothing twice.
+// the pieces an earlier attempt already sent, on this gateway or another
+// (internal/parts): through the message's session webhook while it is
+// valid, else (expired, or refused) through the robot send API.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	id := msg.GetId()
 	pieces := markup.Split(msg.GetContent(), Limit)
-	start, err := a.sent.Sent(ctx, id)
+	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent) // the streamed card may hold the first piece
 	if err != nil {
-		return gateway.Retry(fmt.Errorf("dingtalk: %w", err), 0)
-	}
-	if a.streams != nil && start == 0 && msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && a.streams.Finish(ctx, msg) {
-		start = 1 // the streamed card holds the first piece
-		if err := a.sent.Mark(ctx, id, 1); err != nil {
-			a.log.Warn("dingtalk: streamed piece not recorded", "id", id, "err", err)
-		}
+		return err
 	}
 	// The attachments follow the text, counted as pieces after it.
-	for i := start; i < len(pieces)+len(msg.GetMedia()); i++ {
-		if err := ctx.Err(); err != nil {
-			return gateway.Retry(fmt.Errorf("dingtalk: %w", err), 0)
-		}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+	return a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(msg.GetMedia()), func(ctx context.Context, i int) error {
 		if i < len(pieces) {
-			err = a.send(sctx, msg, "markdown", pieces[i])
-		} else {
-			err = a.sendMedia(sctx, msg, msg.GetMedia()[i-len(pieces)])
+			return a.send(ctx, msg, "markdown", pieces[i])
 		}
-		if err == nil {
-			if rerr := a.sent.Mark(sctx, id, i+1); rerr != nil {
-				a.log.Warn("dingtalk: piece sent but not recorded; a redelivery would send it again", "id", id, "piece", i, "err", rerr)
-			}
-		}
-		cancel()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return a.sendMedia(ctx, msg, msg.GetMedia()[i-len(pieces)])
+	})
 }
 
 // DeliverLive sends progress and tool hints as text when enabled.

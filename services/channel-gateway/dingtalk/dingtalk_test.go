@@ -338,7 +338,10 @@ type suiteFake struct {
 	// sessions are the chats of the session webhooks, which the fake
 	// numbers from 1 in the order of the messages sent.
 	sessions []string
-	refuse   int // webhook calls to mark refused: the fake records them as any other
+	// refuse says of each next webhook call whether to mark it refused:
+	// the fake records refused calls as any other.
+	refuse []bool
+	*adaptertest.Restarter
 }
 
 func (f *suiteFake) send(t *testing.T, m dingtalktest.Message, chat string) {
@@ -367,8 +370,8 @@ func (f *suiteFake) Next(t *testing.T) adaptertest.Sent {
 		if _, err := fmt.Sscanf(c.Session, "sess-%d", &n); err == nil && n > 0 && n <= len(f.sessions) {
 			s.Chat = f.sessions[n-1]
 		}
-		if f.refuse > 0 {
-			s.Refused, f.refuse = true, f.refuse-1
+		if len(f.refuse) > 0 {
+			s.Refused, f.refuse = f.refuse[0], f.refuse[1:]
 		}
 	case "otosend":
 		if ids, _ := c.Body["userIds"].([]any); len(ids) == 1 {
@@ -382,9 +385,10 @@ func (f *suiteFake) Next(t *testing.T) adaptertest.Sent {
 
 // RateLimit refuses the next session webhook call as sending too fast,
 // which DingTalk answers without a wait: the adapter waits 3 s.
-func (f *suiteFake) RateLimit(t *testing.T) time.Duration {
+func (f *suiteFake) RateLimit(t *testing.T, after int) time.Duration {
+	f.Pass("webhook", after)
 	f.Fail("webhook", dingtalktest.Failure{ErrCode: 130101})
-	f.refuse++
+	f.refuse = append(f.refuse, append(make([]bool, after), true)...)
 	return 3 * time.Second
 }
 
@@ -415,7 +419,11 @@ func (f *suiteFake) Malformed(t *testing.T) ([]string, int) {
 // startSuite runs the adapter for a scenario.
 func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
 	f := &suiteFake{Server: dingtalktest.New(t)}
-	runAdapter(t, b, f.Server, dingtalk.Config{Common: common}, log)
-	f.WaitConnected(t, wait)
+	f.Restarter = adaptertest.NewRestarter(func() func() {
+		n := f.Connections()
+		stop := runAdapter(t, b, f.Server, dingtalk.Config{Common: common}, log)
+		f.WaitConnections(t, n+1, wait)
+		return stop
+	})
 	return f
 }

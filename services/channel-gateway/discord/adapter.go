@@ -60,7 +60,7 @@ type Adapter struct {
 
 	typingEvery, typingMax time.Duration
 
-	parts  parts.Tracker
+	sent   *parts.Store
 	typing *typing.Indicator
 
 	mu    sync.Mutex
@@ -136,6 +136,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
+	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
+	}
 	if cfg.Streaming {
 		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
@@ -164,8 +167,11 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 		a.typing.Stop(msg.GetChatId())
 	}
 	pieces := markup.Split(msg.GetContent(), Limit)
-	start := a.streams.Start(ctx, msg, len(pieces), &a.parts)
-	err := a.parts.Send(msg.GetId(), start, len(pieces), func(i int) error {
+	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent)
+	if err != nil {
+		return err
+	}
+	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces), func(ctx context.Context, i int) error {
 		_, err := a.post(ctx, msg, pieces[i], i == 0, nonce(msg.GetId(), i), nil)
 		return err
 	})
@@ -181,7 +187,6 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 			}
 		}
 	}
-	a.parts.Done(msg.GetId())
 	return nil
 }
 

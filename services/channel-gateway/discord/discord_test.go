@@ -395,7 +395,10 @@ var users = map[string]struct{ id, dm string }{
 	adaptertest.Alice:    {alice, dmChannel},
 }
 
-type suiteFake struct{ *discordtest.Server }
+type suiteFake struct {
+	*discordtest.Server
+	*adaptertest.Restarter
+}
 
 func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
 	u := users[user]
@@ -420,7 +423,8 @@ func (f suiteFake) Next(t *testing.T) adaptertest.Sent {
 	return adaptertest.Sent{Chat: c.ChannelID, Text: c.Content(), At: c.At, Refused: c.Status == 429, Quotes: quotes, Key: nonce}
 }
 
-func (f suiteFake) RateLimit(t *testing.T) time.Duration {
+func (f suiteFake) RateLimit(t *testing.T, after int) time.Duration {
+	f.Pass(create, after)
 	f.Fail(create, discordtest.TooManyRequests(time.Second))
 	return time.Second
 }
@@ -434,8 +438,12 @@ func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
 
 // startSuite runs the adapter for a scenario.
 func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
-	f := suiteFake{discordtest.New(t, token)}
-	runAdapter(t, b, f.Server, discord.Config{Common: common}, log)
+	f := suiteFake{Server: discordtest.New(t, token)}
+	// The fake keeps the events of a session whose connection is down
+	// for its resume, so a new gateway need not be waited for.
+	f.Restarter = adaptertest.NewRestarter(func() func() {
+		return runAdapter(t, b, f.Server, discord.Config{Common: common}, log)
+	})
 	f.WaitConnected(t, wait)
 	return f
 }

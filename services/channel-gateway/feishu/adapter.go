@@ -59,7 +59,7 @@ type Adapter struct {
 	media  *media.Store
 	groups access.Policy
 	dms    access.Policy
-	parts  parts.Tracker
+	sent   *parts.Store
 	// streams is nil unless streaming.
 	streams *editstream.Streams
 	// nonces is nil unless in webhook mode.
@@ -114,6 +114,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		if a.nonces, err = deps.Bus.KV(ctx, bucketNonces); err != nil {
 			return nil, fmt.Errorf("feishu: %w", err)
 		}
+	}
+	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
+		return nil, fmt.Errorf("feishu: %w", err)
 	}
 	if cfg.Streaming {
 		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
@@ -426,15 +429,13 @@ func (a *Adapter) download(ctx context.Context, msgID, eventID string, i int, f 
 // twice (after a lost answer) within the hour.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	pieces := markup.Split(msg.GetContent(), Limit)
-	start := a.streams.Start(ctx, msg, len(pieces), &a.parts) // the streamed card may hold the first piece
-	err := a.parts.Send(msg.GetId(), start, len(pieces)+len(msg.GetMedia()), func(i int) error {
-		return a.sendPiece(ctx, msg, pieces, i)
-	})
+	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent) // the streamed card may hold the first piece
 	if err != nil {
 		return err
 	}
-	a.parts.Done(msg.GetId())
-	return nil
+	return a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(msg.GetMedia()), func(ctx context.Context, i int) error {
+		return a.sendPiece(ctx, msg, pieces, i)
+	})
 }
 
 // sendPiece sends piece i of a reply: the pieces of its text, then its
@@ -547,6 +548,17 @@ func (s streamer) Edit(ctx context.Context, _ *nanofleetv1.OutboundMessage, id, 
 	_, content := body(FormatCard, md)
 	r, err := s.a.api.Im.V1.Message.Patch(ctx, larkim.NewPatchMessageReqBuilder().MessageId(id).
 		Body(larkim.NewPatchMessageReqBodyBuilder().Content(content).Build()).Build())
+	if r != nil {
+		return classify(r.ApiResp, r.Code, r.Msg, err)
+	}
+	return classify(nil, 0, "", err)
+}
+
+// Delete removes the card of a stream whose final update did not happen,
+// so that the answer sent whole is the only one shown (a bot may delete
+// the messages it sent).
+func (s streamer) Delete(ctx context.Context, _ *nanofleetv1.OutboundMessage, id string) error {
+	r, err := s.a.api.Im.V1.Message.Delete(ctx, larkim.NewDeleteMessageReqBuilder().MessageId(id).Build())
 	if r != nil {
 		return classify(r.ApiResp, r.Code, r.Msg, err)
 	}

@@ -36,7 +36,9 @@
 // with a markdown element (default), a post with an md element, or plain
 // text. Long answers are split on paragraph boundaries at [Limit]; each
 // piece carries a uuid derived from the reply id, so the platform drops a
-// piece sent twice after a lost answer. Rate limits (HTTP 429, code
+// piece sent twice after a lost answer, and each piece the platform took
+// is recorded fleet-wide (internal/parts) before the next, so a reply
+// redelivered to another gateway continues after it. Rate limits (HTTP 429, code
 // 99991400 or 230020) are retried after x-ogw-ratelimit-reset.
 //
 // A reply's attachments follow its text, read from the object store:
@@ -55,7 +57,8 @@
 // at the first delta and updated (PATCH, an update_multi card) at most
 // once per streamEditInterval (default 1 s), the final update carrying
 // the answer's first piece; internal/editstream coordinates this across
-// gateways. When an update fails, the answer is sent whole as usual.
+// gateways. When an update fails, the partial card is deleted (DELETE
+// im/v1/messages/:message_id) and the answer is sent whole as usual.
 //
 // Inbound metadata, which the worker copies onto its replies: message_id,
 // chat_type, thread_id, and stream when streaming.

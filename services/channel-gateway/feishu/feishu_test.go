@@ -339,8 +339,8 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 // TestStreamingUpdatesOneCard: with streaming on, the answer appears in
 // one card, posted at the first delta and updated as the deltas come, at
 // most once per interval; the last update is the whole answer, and no
-// second message repeats it. With updates failing, the answer arrives
-// whole in a message of its own.
+// second message repeats it. With updates failing, the partial card is
+// deleted and the answer arrives whole in a message of its own.
 func TestStreamingUpdatesOneCard(t *testing.T) {
 	words := strings.Fields(strings.Repeat("streamed words ", 12))
 	// The final answer ends with more than the deltas carried, so that it
@@ -390,6 +390,9 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 				t.Fatalf("streamed card starts with %q", md)
 			}
 			if tt.failPatch {
+				if del := h.fake.Next(t, wait, "delete"); del.Parent != first.ID || h.fake.Content(first.ID) != "" {
+					t.Errorf("deleted %q, want the partial card %q gone", del.Parent, first.ID)
+				}
 				whole := h.fake.Next(t, wait, "reply", "create")
 				if md := markdown(t, whole); md != answer {
 					t.Errorf("after failed updates, message = %q, want the whole answer", md)
@@ -432,8 +435,11 @@ var users = map[string]string{adaptertest.Owner: "ou_owner", adaptertest.Strange
 
 type suiteFake struct {
 	*feishutest.Server
-	chats  map[string]string // the chat of each message sent to the bot
-	refuse int               // replies to mark refused: the fake records them as any other
+	*adaptertest.Restarter
+	chats map[string]string // the chat of each message sent to the bot
+	// refuse says of each next reply whether to mark it refused: the
+	// fake records refused replies as any other.
+	refuse []bool
 }
 
 func (f *suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
@@ -466,15 +472,16 @@ func (f *suiteFake) Next(t *testing.T) adaptertest.Sent {
 			t.Errorf("message created for a %q, want a chat_id", c.Query["receive_id_type"])
 		}
 	}
-	if c.Kind == "reply" && f.refuse > 0 {
-		s.Refused, f.refuse = true, f.refuse-1
+	if c.Kind == "reply" && len(f.refuse) > 0 {
+		s.Refused, f.refuse = f.refuse[0], f.refuse[1:]
 	}
 	return s
 }
 
-func (f *suiteFake) RateLimit(t *testing.T) time.Duration {
+func (f *suiteFake) RateLimit(t *testing.T, after int) time.Duration {
+	f.Pass("reply", after)
 	f.Fail("reply", feishutest.RateLimited(1))
-	f.refuse++
+	f.refuse = append(f.refuse, append(make([]bool, after), true)...)
 	return time.Second
 }
 
@@ -506,7 +513,11 @@ func (f *suiteFake) Malformed(t *testing.T) ([]string, int) {
 // startSuite runs the adapter for a scenario.
 func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
 	f := &suiteFake{Server: feishutest.New(t), chats: map[string]string{}}
-	runAdapter(t, b, f.Server, feishu.Config{Common: common}, log)
-	f.WaitConnected(t, wait)
+	f.Restarter = adaptertest.NewRestarter(func() func() {
+		n := f.Connections()
+		_, stop := runAdapter(t, b, f.Server, feishu.Config{Common: common}, log)
+		f.WaitConnections(t, n+1, wait)
+		return stop
+	})
 	return f
 }

@@ -46,7 +46,7 @@ type Adapter struct {
 	dms       access.Policy
 	pingEvery time.Duration
 
-	parts   parts.Tracker
+	sent    *parts.Store
 	streams *editstream.Streams // nil unless streaming
 
 	mu      sync.Mutex
@@ -116,6 +116,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("slack: %w", err)
 	}
 	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
+	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
+		return nil, fmt.Errorf("slack: %w", err)
+	}
 	if cfg.Streaming {
 		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(1200 * time.Millisecond), Limit: markup.SlackLimit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
@@ -352,8 +355,11 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 // continuing after the pieces an earlier attempt already posted.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	pieces := markup.Split(msg.GetContent(), markup.SlackLimit)
-	start := a.streams.Start(ctx, msg, len(pieces), &a.parts)
-	err := a.parts.Send(msg.GetId(), start, len(pieces), func(i int) error {
+	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent)
+	if err != nil {
+		return err
+	}
+	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces), func(ctx context.Context, i int) error {
 		return a.post(ctx, msg, markup.SlackMrkdwn(pieces[i]))
 	})
 	if err != nil {
@@ -362,7 +368,6 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if n := len(msg.GetMedia()); n > 0 {
 		a.log.Warn("slack: outbound attachments are not uploaded", "id", msg.GetId(), "count", n)
 	}
-	a.parts.Done(msg.GetId())
 	return nil
 }
 

@@ -20,8 +20,10 @@
 // Replies go to the thread of the message that asked (replyInThread,
 // default true), and a channel thread is its own session
 // ("slack:<channel>:<thread ts>"). Markdown becomes mrkdwn, long answers
-// are split at about 4000 characters, rate limits (429 with Retry-After)
-// are retried after the requested wait. With streaming on, the answer is
+// are split at about 4000 characters (a retried delivery, on this gateway
+// or another, continues with the first piece not yet sent:
+// internal/parts), rate limits (429 with Retry-After) are retried after
+// the requested wait. With streaming on, the answer is
 // shown while it is written by updating one message (chat.update, at most
 // once per streamEditInterval; see internal/editstream).
 //

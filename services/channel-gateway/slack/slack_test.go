@@ -37,14 +37,15 @@ func start(t *testing.T, cfg slack.Config, script workertest.Script, opts ...wor
 }
 
 // runAdapter runs a gateway with a Slack adapter against fake and waits
-// until it is connected.
-func runAdapter(t *testing.T, b *bus.Bus, fake *slacktest.Server, cfg slack.Config, log *slog.Logger) {
+// until it is connected; stop stops the gateway.
+func runAdapter(t *testing.T, b *bus.Bus, fake *slacktest.Server, cfg slack.Config, log *slog.Logger) (stop func()) {
 	t.Helper()
 	cfg.Enabled, cfg.BotToken, cfg.AppToken, cfg.APIURL = true, "xoxb-test", "xapp-test", fake.APIURL
-	gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
 		return slack.New(ctx, cfg, slack.Deps{Bus: b, Gate: gate}, slack.WithLogger(log))
 	})
 	fake.WaitConnected(t, wait)
+	return stop
 }
 
 func (h *harness) expectPost(t *testing.T, text string) slacktest.Call {
@@ -186,7 +187,10 @@ func TestAdapter(t *testing.T) {
 // users are the scenarios' users as Slack user ids.
 var users = map[string]string{adaptertest.Owner: "UOWNER", adaptertest.Stranger: "UX", adaptertest.Alice: "U1"}
 
-type suiteFake struct{ *slacktest.Server }
+type suiteFake struct {
+	*slacktest.Server
+	*adaptertest.Restarter
+}
 
 func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
 	u := users[user]
@@ -213,7 +217,8 @@ func (f suiteFake) Next(t *testing.T) adaptertest.Sent {
 	}
 }
 
-func (f suiteFake) RateLimit(t *testing.T) time.Duration {
+func (f suiteFake) RateLimit(t *testing.T, after int) time.Duration {
+	f.Pass("chat.postMessage", after)
 	f.Fail("chat.postMessage", slacktest.Failure{Status: 429, RetryAfter: 1})
 	return time.Second
 }
@@ -230,7 +235,12 @@ func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
 
 // startSuite runs the adapter for a scenario.
 func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
-	f := suiteFake{slacktest.New(t)}
-	runAdapter(t, b, f.Server, slack.Config{Common: common}, log)
+	f := suiteFake{Server: slacktest.New(t)}
+	f.Restarter = adaptertest.NewRestarter(func() func() {
+		n := f.Connections()
+		stop := runAdapter(t, b, f.Server, slack.Config{Common: common}, log)
+		f.WaitConnections(t, n+1, wait)
+		return stop
+	})
 	return f
 }

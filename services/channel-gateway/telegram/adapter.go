@@ -48,7 +48,7 @@ type Adapter struct {
 	typingEvery time.Duration
 	typingMax   time.Duration
 
-	parts   parts.Tracker
+	sent    *parts.Store
 	typing  *typing.Indicator
 	streams *editstream.Streams // nil unless streaming
 
@@ -133,6 +133,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	}
 	a.media = media.NewStore(blobs, cfg.MediaLimit(DefaultMaxMediaBytes))
 	a.typing = typing.New(deps.Bus, Channel, a.typingEvery, a.typingMax, typing.WithLogger(a.log))
+	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
 	if cfg.Streaming {
 		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: markup.TelegramLimit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
@@ -234,8 +237,11 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if channelconfig.On(a.cfg.ReplyToMessage, true) {
 		replyTo = atoi(msg.GetMetadata()["message_id"])
 	}
-	start := a.streams.Start(ctx, msg, len(pieces), &a.parts)
-	err := a.parts.Send(msg.GetId(), start, len(pieces), func(i int) error {
+	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent)
+	if err != nil {
+		return err
+	}
+	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces), func(ctx context.Context, i int) error {
 		if i > 0 {
 			return a.send(ctx, chat, thread, 0, pieces[i])
 		}
@@ -252,7 +258,6 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 			}
 		}
 	}
-	a.parts.Done(msg.GetId())
 	return nil
 }
 

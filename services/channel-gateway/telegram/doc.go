@@ -19,7 +19,8 @@
 // Delivering: Markdown is rendered as Telegram HTML and, when Telegram
 // rejects the entities, sent again as plain text; answers longer than
 // about 4000 characters are split on paragraph boundaries, and a retried
-// delivery continues with the first piece not yet sent. The first piece
+// delivery, on this gateway or another, continues with the first piece
+// not yet sent (internal/parts). The first piece
 // replies to the message that asked (metadata "message_id"). Rate limits
 // (429) are retried after Telegram's retry_after. A typing indicator runs
 // from the moment a message is published until its answer appears on the

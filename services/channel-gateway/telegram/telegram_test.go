@@ -275,7 +275,10 @@ func TestAdapter(t *testing.T) {
 // users are the scenarios' users as Telegram user ids.
 var users = map[string]int64{adaptertest.Owner: 10, adaptertest.Stranger: 66, adaptertest.Alice: 42}
 
-type suiteFake struct{ *telegramtest.Server }
+type suiteFake struct {
+	*telegramtest.Server
+	*adaptertest.Restarter
+}
 
 func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
 	u := users[user]
@@ -299,7 +302,8 @@ func (f suiteFake) Next(t *testing.T) adaptertest.Sent {
 	}
 }
 
-func (f suiteFake) RateLimit(t *testing.T) time.Duration {
+func (f suiteFake) RateLimit(t *testing.T, after int) time.Duration {
+	f.Pass("sendMessage", after)
 	f.Fail("sendMessage", telegramtest.TooManyRequests(1))
 	return time.Second
 }
@@ -314,7 +318,10 @@ func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
 
 // startSuite runs the adapter for a scenario.
 func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
-	f := suiteFake{telegramtest.New(t, token)}
-	runAdapter(t, b, f.Server, telegram.Config{Common: common}, log)
+	f := suiteFake{Server: telegramtest.New(t, token)}
+	f.Restarter = adaptertest.NewRestarter(func() func() {
+		_, stop := runAdapterCancel(t, b, f.Server, telegram.Config{Common: common}, log)
+		return stop
+	})
 	return f
 }

@@ -70,7 +70,7 @@ type Adapter struct {
 	board   *status.Board
 	groups  access.Policy
 	dms     access.Policy
-	parts   parts.Tracker
+	sent    *parts.Store
 	// route is the core NATS subject on which the gateway holding the
 	// connection sends for the others.
 	route string
@@ -123,6 +123,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
 	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
+	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
+		return nil, fmt.Errorf("whatsapp: %w", err)
+	}
 	if a.board, err = status.Open(ctx, deps.Bus); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
@@ -502,7 +505,11 @@ func (a *Adapter) deliver(ctx context.Context, c Conn, msg *nanofleetv1.Outbound
 	// The pieces, then the attachments; a retry continues after the
 	// last one sent.
 	media := msg.GetMedia()
-	err = a.parts.Send(msg.GetId(), a.parts.Sent(msg.GetId()), len(pieces)+len(media), func(i int) error {
+	start, err := a.sent.Sent(ctx, msg.GetId())
+	if err != nil {
+		return err
+	}
+	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(media), func(ctx context.Context, i int) error {
 		if i >= len(pieces) {
 			return a.sendMedia(ctx, c, chat, media[i-len(pieces)])
 		}
@@ -514,7 +521,6 @@ func (a *Adapter) deliver(ctx context.Context, c Conn, msg *nanofleetv1.Outbound
 	if err != nil {
 		return err
 	}
-	a.parts.Done(msg.GetId())
 	if msg.GetLastOfTurn() || msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
 		if err := c.Composing(ctx, chat, false); err != nil {
 			a.log.Debug("paused presence", "err", err)

@@ -34,7 +34,9 @@
 //
 // Replies are rendered WhatsApp's way (*bold*, _italic_, ~strike~,
 // ```mono```) and split on paragraph boundaries at [Limit]; in groups the
-// first piece quotes the asking message. Attachments of a reply are read
+// first piece quotes the asking message; a retried delivery, on this
+// gateway or another, continues with the first piece (or attachment) not
+// yet sent (internal/parts). Attachments of a reply are read
 // from the object store, uploaded and sent after the text as image,
 // audio (Ogg as a voice note), video or document messages; one that
 // cannot be read is logged and skipped. "composing" presence is set

@@ -308,7 +308,7 @@ func TestTakeoverLosesNothingAndAnswersOnce(t *testing.T) {
 	for _, id := range []string{"3EB0-2", "3EB0-3"} {
 		h.fake.Emit(whatsapptest.DM(id, "15550001", "during "+id))
 	}
-	got := adaptertest.Texts(t, suiteFake{h.fake}, 2)
+	got := adaptertest.Texts(t, suiteFake{Server: h.fake}, 2)
 	// A dead holder's lease expires within the TTL and the waiting
 	// gateway looks every TTL/10; a second is allowed for connecting and
 	// answering on the slow test machine.
@@ -320,7 +320,7 @@ func TestTakeoverLosesNothingAndAnswersOnce(t *testing.T) {
 	}
 	h.fake.Emit(whatsapptest.DM("3EB0-4", "15550001", "sentinel"))
 	got["echo: sentinel"] = 0
-	for k, v := range adaptertest.Texts(t, suiteFake{h.fake}, 1) {
+	for k, v := range adaptertest.Texts(t, suiteFake{Server: h.fake}, 1) {
 		got[k] += v
 	}
 	want := map[string]int{"echo: during 3EB0-2": 1, "echo: during 3EB0-3": 1, "echo: sentinel": 1}
@@ -391,7 +391,7 @@ func TestDeliveryFromAGatewayWithoutTheConnection(t *testing.T) {
 		h.fake.Emit(whatsapptest.DM(id, "15550001", id))
 		want["echo: "+id] = 1
 	}
-	got := adaptertest.Texts(t, suiteFake{h.fake}, len(want))
+	got := adaptertest.Texts(t, suiteFake{Server: h.fake}, len(want))
 	for k := range want {
 		if got[k] != 1 {
 			t.Errorf("replies = %v", got)
@@ -430,7 +430,10 @@ func TestAdapter(t *testing.T) {
 // users are the scenarios' users as WhatsApp phone numbers.
 var users = map[string]string{adaptertest.Owner: "15550999", adaptertest.Stranger: "15550066", adaptertest.Alice: "15550001"}
 
-type suiteFake struct{ *whatsapptest.Server }
+type suiteFake struct {
+	*whatsapptest.Server
+	*adaptertest.Restarter
+}
 
 func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
 	id = fmt.Sprintf("3EB0%02d", n)
@@ -453,8 +456,8 @@ func (f suiteFake) Next(t *testing.T) adaptertest.Sent {
 
 // RateLimit fails the next send as over the rate limit, which WhatsApp
 // answers without a wait: the adapter waits 5 s.
-func (f suiteFake) RateLimit(t *testing.T) time.Duration {
-	f.FailSends(whatsmeow.ErrIQRateOverLimit)
+func (f suiteFake) RateLimit(t *testing.T, after int) time.Duration {
+	f.FailSends(append(make([]error, after), whatsmeow.ErrIQRateOverLimit)...)
 	return 5 * time.Second
 }
 
@@ -468,8 +471,12 @@ func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
 
 // startSuite runs the adapter for a scenario.
 func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
-	f := suiteFake{whatsapptest.New()}
-	runAdapter(t, b, f.Server, whatsapp.Config{Common: common}, log, nil)
+	f := suiteFake{Server: whatsapptest.New()}
+	// The fake keeps events until a device connects, so a new gateway
+	// need not be waited for; the device stays linked in JetStream.
+	f.Restarter = adaptertest.NewRestarter(func() func() {
+		return runAdapter(t, b, f.Server, whatsapp.Config{Common: common}, log, nil).Stop
+	})
 	f.Scan(t, wait)
 	return f
 }

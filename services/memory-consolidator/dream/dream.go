@@ -43,7 +43,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/memory"
@@ -54,85 +53,6 @@ import (
 
 // JobName is the system job's name.
 const JobName = "dream"
-
-// Config tunes Dream. The fields with a json tag are the config file's
-// memory.dream section, decoded straight into it; the rest are set by
-// code.
-type Config struct {
-	// ID names this consolidator in leases.
-	ID string `json:"-"`
-	// Agent whose memory Dream refines.
-	Agent string `json:"-"`
-	// Every is the interval, a Go duration ("2h", "90m") of at least 1s;
-	// ignored when Cron is set.
-	Every string `json:"every,omitempty"`
-	// Cron is a 6-field cron expression (seconds first) or @hourly,
-	// @daily, …; TimeZone is its IANA zone.
-	Cron     string `json:"cron,omitempty"`
-	TimeZone string `json:"timeZone,omitempty"`
-	// MaxEntries and MaxInputChars bound the entries one run reads.
-	MaxEntries    int `json:"maxEntries,omitempty"`
-	MaxInputChars int `json:"-"`
-	// MaxSkillChars bounds the skills shown to the model.
-	MaxSkillChars int `json:"-"`
-	// Model overrides the provider's default model; MaxTokens bounds the
-	// answer.
-	Model     string `json:"model,omitempty"`
-	MaxTokens int    `json:"-"`
-	// AckWait is how long a fire may go without InProgress.
-	AckWait time.Duration `json:"-"`
-}
-
-// DefaultConfig runs Dream every two hours, as nanobot does.
-func DefaultConfig() Config {
-	return Config{
-		Agent: "default", Every: "2h", MaxEntries: 200, MaxInputChars: 60000,
-		MaxSkillChars: 20000, MaxTokens: 8192, AckWait: 5 * time.Minute,
-	}
-}
-
-// interval is Every as a duration; 0 when it does not parse.
-func (c Config) interval() time.Duration {
-	d, _ := time.ParseDuration(c.Every)
-	return d
-}
-
-// Validate reports the first invalid field.
-func (c Config) Validate() error {
-	if c.Every != "" {
-		if _, err := time.ParseDuration(c.Every); err != nil {
-			return config.Invalid("memory.dream.every", "%w", err)
-		}
-	}
-	switch {
-	case c.ID == "" || c.Agent == "":
-		return errors.New("dream: id and agent must be set")
-	case c.Cron == "" && c.interval() < time.Second:
-		return config.Invalid("memory.dream.every", "must be at least 1s, got %s", c.interval())
-	case c.Cron == "" && c.TimeZone != "":
-		return config.Invalid("memory.dream.timeZone", "only with a cron schedule")
-	case c.MaxEntries < 1:
-		return config.Invalid("memory.dream.maxEntries", "must be at least 1, got %d", c.MaxEntries)
-	case c.MaxInputChars < 1000:
-		return fmt.Errorf("dream: maxInputChars must be at least 1000, got %d", c.MaxInputChars)
-	case c.AckWait < time.Second:
-		return fmt.Errorf("dream: ackWait must be at least 1s, got %s", c.AckWait)
-	}
-	if c.TimeZone != "" {
-		if _, err := time.LoadLocation(c.TimeZone); err != nil {
-			return config.Invalid("memory.dream.timeZone", "%w", err)
-		}
-	}
-	return nil
-}
-
-// Pattern is the schedule's Nats-Schedule value.
-func (c Config) Pattern() string {
-	if c.Cron != "" {
-		return c.Cron
-	}
-	return "@every " + c.interval().String()
-}
 
 // Deps are Dream's collaborators.
 type Deps struct {

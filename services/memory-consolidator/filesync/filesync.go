@@ -36,12 +36,9 @@ package filesync
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -49,14 +46,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/wsfile"
-	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
 // Pair is a workspace file and its copy in JetStream: a scope's memory
@@ -267,213 +261,8 @@ func (s *Syncer) SyncOnce(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// kvCopy is the JetStream side of a pair.
-type kvCopy struct {
-	content string
-	rev     uint64
-	at      time.Time
-	exists  bool
-	doc     *nanofleetv1.MemoryDoc
-}
-
-// key names a pair in the state file: its host path, as before pairs
-// were relative.
-func (s *Syncer) key(p Pair) string { return filepath.Join(s.cfg.Workspace, p.Rel) }
-
-// readFile reads a pair's file; a symlink, hard link or special file in
-// its place counts as no file (it is never followed).
-func (s *Syncer) readFile(p Pair) (data []byte, mod time.Time, exists bool, err error) {
-	data, fi, err := s.dir.ReadFile(p.Rel, maxFileBytes)
-	switch {
-	case err == nil:
-		return data, fi.ModTime(), true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, time.Time{}, false, nil
-	case errors.Is(err, wsfile.ErrSymlink) && !s.parentIsPlain(p):
-		return nil, time.Time{}, false, fmt.Errorf("not following a symlinked directory: %w", err)
-	case errors.Is(err, wsfile.ErrSymlink), errors.Is(err, wsfile.ErrHardLink), errors.Is(err, wsfile.ErrNotRegular), errors.Is(err, wsfile.ErrTooLarge):
-		s.log.Warn("filesync: not a regular file; it is replaced, not followed", "file", p.Rel, "reason", err)
-		return nil, time.Time{}, false, nil
-	}
-	return nil, time.Time{}, false, err
-}
-
-// parentIsPlain reports whether every directory on the way to p's file
-// is a real directory (the refusal, if any, is about the file itself).
-func (s *Syncer) parentIsPlain(p Pair) bool {
-	parent := filepath.Dir(p.Rel)
-	if parent == "." {
-		return true
-	}
-	fi, err := s.dir.Lstat(parent)
-	return err == nil && fi.IsDir()
-}
-
-func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
-	st := s.state[s.key(p)]
-	data, fmod, fexists, ferr := s.readFile(p)
-	if ferr != nil {
-		return false, ferr
-	}
-	fc := string(data)
-	k, err := s.read(ctx, p)
-	if err != nil {
-		return false, err
-	}
-	fh := hash(fc)
-	if p.ReadOnly {
-		// The file is a copy: make it the bucket's content, nothing more.
-		if !k.exists || (fexists && fh == hash(k.content)) {
-			return false, nil
-		}
-		if fexists && fh != st.Hash {
-			s.log.Warn("filesync: workspace copy of a profile file changed; restoring it (tools.workspace.editableProfile is off)", "file", p.Rel)
-		}
-		return s.toFile(p, k, data, fexists)
-	}
-	fileChanged := fexists && fh != st.Hash
-	kvChanged := k.exists && k.rev != st.Rev
-	switch {
-	case !fexists && !k.exists:
-		return false, nil
-	case fexists && k.exists && fh == hash(k.content):
-		if st.Hash == fh && st.Rev == k.rev {
-			return false, nil
-		}
-		s.state[s.key(p)] = pairState{Hash: fh, Rev: k.rev}
-		return true, nil
-	case fexists && !k.exists, fileChanged && !kvChanged:
-		return s.toKV(ctx, p, k, fc, fh)
-	case !fexists, kvChanged && !fileChanged:
-		return s.toFile(p, k, data, fexists)
-	}
-	// Both sides moved to different contents: the newer wins, the other
-	// is kept as a revision.
-	if fmod.After(k.at) {
-		s.log.Info("filesync: both sides changed; the file is newer", "file", p.Rel)
-		if err := s.keep(ctx, p, k.content, fc); err != nil {
-			return false, err
-		}
-		return s.toKV(ctx, p, k, fc, fh)
-	}
-	s.log.Info("filesync: both sides changed; JetStream is newer", "file", p.Rel)
-	if err := s.keep(ctx, p, fc, k.content); err != nil {
-		return false, err
-	}
-	return s.toFile(p, k, data, fexists)
-}
-
-func (s *Syncer) read(ctx context.Context, p Pair) (kvCopy, error) {
-	if p.Scope != nil {
-		e, err := s.docs.Entry(ctx, *p.Scope)
-		if errors.Is(err, memory.ErrNotFound) {
-			return kvCopy{doc: &nanofleetv1.MemoryDoc{}}, nil
-		}
-		if err != nil {
-			return kvCopy{}, err
-		}
-		doc := &nanofleetv1.MemoryDoc{}
-		if err := proto.Unmarshal(e.Value(), doc); err != nil {
-			return kvCopy{}, fmt.Errorf("decode memory: %w", err)
-		}
-		return kvCopy{content: doc.GetContent(), rev: e.Revision(), at: e.Created(), exists: true, doc: doc}, nil
-	}
-	e, err := s.profile.Get(ctx, p.ProfileKey)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return kvCopy{}, nil
-	}
-	if err != nil {
-		return kvCopy{}, fmt.Errorf("read %s: %w", p.ProfileKey, err)
-	}
-	return kvCopy{content: string(e.Value()), rev: e.Revision(), at: e.Created(), exists: true}, nil
-}
-
-// toKV writes the file's content to JetStream by compare-and-set on the
-// revision read; a conflict waits for the next round.
-func (s *Syncer) toKV(ctx context.Context, p Pair, k kvCopy, content, h string) (bool, error) {
-	var rev uint64
-	var err error
-	if p.Scope != nil {
-		next := proto.Clone(k.doc).(*nanofleetv1.MemoryDoc)
-		next.Content = content
-		next.UpdatedBy = memory.RevisionSync
-		next.UpdatedAt = timestamppb.Now()
-		rev, err = s.docs.Put(ctx, *p.Scope, next, k.rev)
-	} else {
-		if k.exists {
-			rev, err = s.profile.Update(ctx, p.ProfileKey, []byte(content), k.rev)
-		} else {
-			rev, err = s.profile.Create(ctx, p.ProfileKey, []byte(content))
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			err = memory.ErrConflict
-		}
-	}
-	if errors.Is(err, memory.ErrConflict) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	s.log.Info("filesync: file → JetStream", "file", p.Rel, "rev", rev)
-	s.state[s.key(p)] = pairState{Hash: h, Rev: rev}
-	return true, nil
-}
-
 // errChanged cancels a write to a file that changed since it was read.
 var errChanged = errors.New("file changed meanwhile")
 
-// toFile writes JetStream's content to the file, unless the file changed
-// since it was read.
-func (s *Syncer) toFile(p Pair, k kvCopy, read []byte, existed bool) (bool, error) {
-	err := s.dir.WriteFile(p.Rel, []byte(k.content), wsfile.WriteOptions{Unless: func(now []byte, ok bool) error {
-		if ok != existed || (ok && string(now) != string(read)) {
-			return errChanged
-		}
-		return nil
-	}})
-	if errors.Is(err, errChanged) {
-		return false, nil // edited meanwhile: the next round sees it
-	}
-	if err != nil {
-		return false, err
-	}
-	s.log.Info("filesync: JetStream → file", "file", p.Rel, "rev", k.rev)
-	s.state[s.key(p)] = pairState{Hash: hash(k.content), Rev: k.rev}
-	return true, nil
-}
-
-// keep saves the losing side of a conflict as a revision.
-func (s *Syncer) keep(ctx context.Context, p Pair, loser, winner string) error {
-	sc := memory.AgentScope(s.cfg.Agent)
-	change := &nanofleetv1.FileChange{Bucket: memory.ChangeProfile, Key: p.ProfileKey, Name: p.Name, Before: loser, After: winner}
-	if p.Scope != nil {
-		sc = *p.Scope
-		change.Bucket, change.Key = memory.ChangeMemory, memory.DocKey(sc)
-	}
-	_, err := s.revs.Append(ctx, &nanofleetv1.MemoryRevision{
-		Agent: s.cfg.Agent, Scope: sc.Key(), Kind: memory.RevisionSync,
-		Summary: fmt.Sprintf("%s was edited in the workspace and in JetStream; the newer edit was kept, the other is this revision's earlier content", p.Name),
-		Changes: []*nanofleetv1.FileChange{change},
-	}, "")
-	return err
-}
-
-func (s *Syncer) saveState() error {
-	data, err := json.MarshalIndent(s.state, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := s.dir.WriteFile(s.cfg.StateFile, data, wsfile.WriteOptions{}); err != nil {
-		return fmt.Errorf("save sync state: %w", err)
-	}
-	return nil
-}
-
 // maxFileBytes bounds a synced file read from the workspace.
 const maxFileBytes = 4 << 20
-
-func hash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
-}

@@ -51,11 +51,12 @@ const (
 
 // Call is one open API request.
 type Call struct {
-	// Kind is "create", "reply", "patch" (a card update), "resource",
+	// Kind is "create", "reply", "patch" (a card update), "delete",
+	// "resource",
 	// "image" or "file" (an upload), "token" or "botinfo".
 	Kind string
-	// Parent is the message replied to (reply), updated (patch) or read
-	// (resource).
+	// Parent is the message replied to (reply), updated (patch), deleted
+	// (delete) or read (resource).
 	Parent string
 	// Query holds the query parameters (receive_id_type, type).
 	Query map[string]string
@@ -146,6 +147,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("POST /open-apis/im/v1/messages", s.api("create"))
 	mux.HandleFunc("POST /open-apis/im/v1/messages/{id}/reply", s.api("reply"))
 	mux.HandleFunc("PATCH /open-apis/im/v1/messages/{id}", s.api("patch"))
+	mux.HandleFunc("DELETE /open-apis/im/v1/messages/{id}", s.api("delete"))
 	mux.HandleFunc("GET /open-apis/im/v1/messages/{id}/resources/{key}", s.api("resource"))
 	mux.HandleFunc("POST /open-apis/im/v1/images", s.serveUpload("image", ImageLimit))
 	mux.HandleFunc("POST /open-apis/im/v1/files", s.serveUpload("file", FileLimit))
@@ -160,6 +162,10 @@ func New(t testing.TB) *Server {
 
 // Fail makes the next calls of kind fail as given, in order.
 func (s *Server) Fail(kind string, f ...Failure) { s.fail.Add(kind, f...) }
+
+// Pass lets the next n calls of kind through before the failures
+// scripted after.
+func (s *Server) Pass(kind string, n int) { s.fail.Pass(kind, n) }
 
 // AddResource makes a message's image or file downloadable.
 func (s *Server) AddResource(messageID, key string, data []byte) {
@@ -264,7 +270,7 @@ func (s *Server) WaitAck(t testing.TB, id string, timeout time.Duration) int {
 }
 
 // Content returns the current content of a message the bot sent (after
-// its updates), or "" for an unknown id.
+// its updates), or "" for an unknown or deleted id.
 func (s *Server) Content(id string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -459,6 +465,15 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			}
 			s.mu.Lock()
 			s.contents[c.Parent] = c.Str("content")
+			s.mu.Unlock()
+			writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
+		case "delete":
+			if !exists {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "message not found"})
+				return
+			}
+			s.mu.Lock()
+			delete(s.contents, c.Parent)
 			s.mu.Unlock()
 			writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
 		case "create", "reply":

@@ -84,9 +84,15 @@ type Fake interface {
 	// Next returns the next message the adapter sent (or tried to send, for
 	// a platform whose fake records refused sends), waiting up to Wait.
 	Next(t *testing.T) Sent
-	// RateLimit makes the platform refuse the next send as over its rate
-	// limit, and returns how long it asks the adapter to wait.
-	RateLimit(t *testing.T) time.Duration
+	// RateLimit makes the platform take the next after sends and refuse
+	// the one after them as over its rate limit, and returns how long it
+	// asks the adapter to wait.
+	RateLimit(t *testing.T, after int) time.Duration
+	// Restart stops the gateway running the adapter and runs another,
+	// with a new adapter configured alike, on the same bus against this
+	// fake, as when a gateway stops and another takes its work over; it
+	// returns once the new adapter is connected.
+	Restart(t *testing.T)
 	// Malformed delivers payloads the adapter must drop, numbered from
 	// event 1 where they have numbers (at most 9 of them), and returns the
 	// lines the adapter logs when it drops one and how many of them it
@@ -94,6 +100,25 @@ type Fake interface {
 	// Telegram's fake serves an update without an update_id again, as it
 	// cannot be confirmed).
 	Malformed(t *testing.T) (logged []string, n int)
+}
+
+// Restarter runs a Fake's gateway and replaces it: embedded in a Fake, it
+// is the Fake's Restart.
+type Restarter struct {
+	run  func() (stop func())
+	stop func()
+}
+
+// NewRestarter runs the gateway run starts; run returns once the adapter
+// is connected, with a function that stops the gateway.
+func NewRestarter(run func() (stop func())) *Restarter {
+	return &Restarter{run: run, stop: run()}
+}
+
+// Restart stops the gateway and runs another.
+func (r *Restarter) Restart(*testing.T) {
+	r.stop()
+	r.stop = r.run()
 }
 
 // Sent is a message the adapter sent to the platform.

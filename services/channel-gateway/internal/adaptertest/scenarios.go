@@ -46,6 +46,7 @@ func Run(t *testing.T, p Platform) {
 		{"RepeatedEventAnsweredOnce", RepeatedEventAnsweredOnce},
 		{"RateLimitWaitedOut", RateLimitWaitedOut},
 		{"LongAnswerSplitOnParagraphs", LongAnswerSplitOnParagraphs},
+		{"SplitReplyContinuesOnAnotherGateway", SplitReplyContinuesOnAnotherGateway},
 		{"Strangers", Strangers},
 		{"GroupPolicy", GroupPolicy},
 		{"MalformedDropped", MalformedDropped},
@@ -90,7 +91,7 @@ func RepeatedEventAnsweredOnce(t *testing.T, p Platform) {
 // and delivered once.
 func RateLimitWaitedOut(t *testing.T, p Platform) {
 	h := start(t, p, everyone, workertest.Echo)
-	wait := h.fake.RateLimit(t)
+	wait := h.fake.RateLimit(t, 0)
 	first := time.Now()
 	h.fake.DM(t, 1, Alice, "x")
 	s, key := h.fake.Next(t), ""
@@ -118,12 +119,7 @@ func RateLimitWaitedOut(t *testing.T, p Platform) {
 // key of its own, referring to the message it answers as the platform
 // does.
 func LongAnswerSplitOnParagraphs(t *testing.T, p Platform) {
-	para := strings.Repeat("lorem ipsum ", 8) + "dolor."
-	var paras []string
-	for len(strings.Join(paras, "\n\n")) < 2*p.Limit+p.Limit/2 {
-		paras = append(paras, para)
-	}
-	answer := strings.Join(paras, "\n\n")
+	answer := essay(p.Limit)
 	h := start(t, p, everyone, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
 	})
@@ -153,6 +149,51 @@ func LongAnswerSplitOnParagraphs(t *testing.T, p Platform) {
 	if strings.Join(pieces, "\n\n") != answer {
 		t.Error("the pieces do not add up to the answer")
 	}
+}
+
+// essay is an answer of paragraphs that fills more than two and a half
+// messages of limit.
+func essay(limit int) string {
+	para := strings.Repeat("lorem ipsum ", 8) + "dolor."
+	var paras []string
+	for len(strings.Join(paras, "\n\n")) < 2*limit+limit/2 {
+		paras = append(paras, para)
+	}
+	return strings.Join(paras, "\n\n")
+}
+
+// SplitReplyContinuesOnAnotherGateway: the platform takes the first piece
+// of a long answer and refuses the second as over its rate limit; the
+// gateway stops before its retry, and the reply is redelivered to another
+// gateway, which must continue after the first piece: the platform gets
+// each piece exactly once, whether or not it has an idempotency key.
+func SplitReplyContinuesOnAnotherGateway(t *testing.T, p Platform) {
+	answer := essay(p.Limit)
+	h := start(t, p, everyone, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		if in.GetContent() == "essay please" {
+			return []*nanofleetv1.OutboundMessage{workertest.Final(answer)}
+		}
+		return workertest.Echo(in)
+	})
+	h.fake.RateLimit(t, 1)
+	h.fake.DM(t, 1, Alice, "essay please")
+	first := h.fake.Next(t)
+	if first.Refused {
+		t.Fatal("the first piece was refused; the platform was to take it")
+	}
+	h.fake.Restart(t)
+	pieces := []string{first.Text}
+	for len(strings.Join(pieces, "\n\n")) < len(answer) {
+		if s := h.fake.Next(t); !s.Refused {
+			pieces = append(pieces, s.Text)
+		}
+	}
+	if strings.Join(pieces, "\n\n") != answer {
+		t.Errorf("the platform got %d pieces that do not add up to the answer; first %.30q…", len(pieces), pieces)
+	}
+	// Nothing more: the next thing sent is the next answer.
+	h.fake.DM(t, 2, Alice, "sentinel")
+	h.expect(t, "echo: sentinel")
 }
 
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)

@@ -1,7 +1,8 @@
 // Package editstream shows an answer while the model writes it, on
-// platforms that can edit a sent message (Telegram, Slack, Discord): the
-// first delta of a turn posts one message at once, later deltas edit it at
-// most once per interval, and the final answer replaces its text whole.
+// platforms that can edit a sent message (Telegram, Slack, Discord,
+// Feishu, DingTalk): the first delta of a turn posts one message at once,
+// later deltas edit it at most once per interval, and the final answer
+// replaces its text whole.
 //
 // Fleet-wide: every gateway running the channel follows the channel's
 // live subject (deltas) and outbound subject (final answers) itself, so
@@ -483,16 +484,21 @@ func (s *Streams) finalEdit(ctx context.Context, st *stream, msg *nanofleetv1.Ou
 }
 
 // Start is where delivering the pieces (n of them) of msg starts: after
-// those tr counts as sent, or after the first when none was and the
-// streamed message became it (see Finish), which tr then counts. A nil s
-// streams nothing.
-func (s *Streams) Start(ctx context.Context, msg *nanofleetv1.OutboundMessage, n int, tr *parts.Tracker) int {
-	start := tr.Sent(msg.GetId())
+// those the fleet already sent (sent counts them), or after the first
+// when none was and the streamed message became it (see Finish), which
+// sent then counts. A nil s streams nothing. Its errors are sent's.
+func (s *Streams) Start(ctx context.Context, msg *nanofleetv1.OutboundMessage, n int, sent *parts.Store) (int, error) {
+	start, err := sent.Sent(ctx, msg.GetId())
+	if err != nil {
+		return 0, err
+	}
 	if s != nil && start == 0 && msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && n > 0 && s.Finish(ctx, msg) {
 		start = 1
-		tr.Mark(msg.GetId(), 1)
+		if err := sent.Mark(context.WithoutCancel(ctx), msg.GetId(), 1); err != nil {
+			s.log.Warn("streamed piece not recorded; a redelivery would send it again", "id", msg.GetId(), "err", err)
+		}
 	}
-	return start
+	return start, nil
 }
 
 // Finish reports whether the first piece of msg, a final answer, was

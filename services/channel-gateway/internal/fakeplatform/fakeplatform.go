@@ -81,20 +81,38 @@ func (r *Calls[C]) is(c C, kinds []string) bool {
 // The zero value is ready to use.
 type Script[F any] struct {
 	mu   sync.Mutex
-	fail map[string][]F
+	fail map[string][]*F // nil: a call let through
 }
 
 // Add queues failures for the next calls of kind.
 func (s *Script[F]) Add(kind string, f ...F) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.fail == nil {
-		s.fail = map[string][]F{}
+	for _, f := range f {
+		s.queue(kind, &f)
 	}
-	s.fail[kind] = append(s.fail[kind], f...)
 }
 
-// Take pops the next failure scripted for kind, or nil.
+// Pass queues n calls of kind let through, before the failures queued
+// after.
+func (s *Script[F]) Pass(kind string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.queue(kind, nil)
+	}
+}
+
+// queue appends f; called with s.mu held.
+func (s *Script[F]) queue(kind string, f *F) {
+	if s.fail == nil {
+		s.fail = map[string][]*F{}
+	}
+	s.fail[kind] = append(s.fail[kind], f)
+}
+
+// Take pops the next failure scripted for kind, or nil: none, or a call
+// let through.
 func (s *Script[F]) Take(kind string) *F {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,9 +120,8 @@ func (s *Script[F]) Take(kind string) *F {
 	if len(fs) == 0 {
 		return nil
 	}
-	f := fs[0]
 	s.fail[kind] = fs[1:]
-	return &f
+	return fs[0]
 }
 
 // Link is the one event connection a platform keeps per client: a new

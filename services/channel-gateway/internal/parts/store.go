@@ -1,34 +1,57 @@
+// Package parts remembers, fleet-wide, how many pieces of a split reply a
+// platform already took, so that a reply delivered again — retried after
+// a failed piece, or redelivered to another gateway after a lost ack or a
+// gateway stop — continues after them instead of showing them twice.
+//
+// The count lives in the gateway's delivered bucket (key parts-<id>),
+// which every gateway shares; it is written after each piece, before the
+// next starts. Most platforms have no idempotency key for a message
+// (Telegram, Slack, WhatsApp, DingTalk), and those that do (Feishu's
+// uuid, Discord's nonce) keep it only for a while, so every adapter counts
+// its pieces here.
 package parts
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
 
 // Store counts sent pieces per reply id in a KV bucket that every
-// gateway shares (the gateway's delivered bucket), so a reply redelivered
-// after a lost ack, to this gateway or another, continues after the
-// pieces already sent. It is for platforms without an idempotency key,
-// where a piece sent twice is shown twice. Records last as long as the
-// bucket keeps keys.
+// gateway shares. Records last as long as the bucket keeps keys.
 type Store struct {
-	kv jetstream.KeyValue
+	kv  jetstream.KeyValue
+	log *slog.Logger
 }
 
-// NewStore returns a store keeping its records in kv.
-func NewStore(kv jetstream.KeyValue) *Store { return &Store{kv: kv} }
+// NewStore returns a store keeping its records in kv, logging to log.
+func NewStore(kv jetstream.KeyValue, log *slog.Logger) *Store { return &Store{kv: kv, log: log} }
+
+// Open returns a store in the gateway's delivered bucket
+// ([gateway.Assets] must have been provisioned).
+func Open(ctx context.Context, b *bus.Bus, log *slog.Logger) (*Store, error) {
+	kv, err := b.KV(ctx, gateway.BucketDelivered)
+	if err != nil {
+		return nil, fmt.Errorf("parts: %w", err)
+	}
+	return NewStore(kv, log), nil
+}
 
 // key is distinct from the gateway's own keys in the bucket ("id-…").
 func key(id string) string { return "parts-" + subject.Token(id) }
 
 // Sent returns how many pieces of id were sent; a reply without an id is
-// not tracked.
+// not tracked. Its errors are delivery errors: a failed read is worth a
+// retry, a record that is not a count is not.
 func (s *Store) Sent(ctx context.Context, id string) (int, error) {
 	if id == "" {
 		return 0, nil
@@ -38,11 +61,11 @@ func (s *Store) Sent(ctx context.Context, id string) (int, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("parts: read %s: %w", id, err)
+		return 0, gateway.Retry(fmt.Errorf("parts: read %s: %w", id, err), 0)
 	}
 	n, err := strconv.Atoi(string(e.Value()))
 	if err != nil {
-		return 0, fmt.Errorf("parts: record of %s: %w", id, err)
+		return 0, gateway.Permanent(fmt.Errorf("parts: record of %s: %w", id, err))
 	}
 	return n, nil
 }
@@ -54,6 +77,39 @@ func (s *Store) Mark(ctx context.Context, id string, n int) error {
 	}
 	if _, err := s.kv.Put(ctx, key(id), []byte(strconv.Itoa(n))); err != nil {
 		return fmt.Errorf("parts: record %s: %w", id, err)
+	}
+	return nil
+}
+
+// sendTimeout bounds one piece's send once ctx has ended.
+const sendTimeout = 30 * time.Second
+
+// Send calls send(i) for the pieces of id from start to n-1, in order
+// (start is usually Sent(id)), recording each piece the platform took
+// before the next starts; it returns send's first error. ctx ending (the
+// gateway stopping) does not cut off the piece in flight, which the
+// platform may already show: it is finished, within ctx's deadline or
+// sendTimeout, and recorded, and Send returns a retry before the next.
+func (s *Store) Send(ctx context.Context, id string, start, n int, send func(ctx context.Context, i int) error) error {
+	for i := start; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return gateway.Retry(fmt.Errorf("parts: piece %d of %s: %w", i, id, err), 0)
+		}
+		timeout := sendTimeout
+		if d, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(d))
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		err := send(sctx, i)
+		if err == nil {
+			if merr := s.Mark(sctx, id, i+1); merr != nil {
+				s.log.Warn("piece sent but not recorded; a redelivery would send it again", "id", id, "piece", i, "err", merr)
+			}
+		}
+		cancel()
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,25 +1,38 @@
 package parts_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 )
 
-// TestStoreIsShared: what one gateway's store marks, another's reads;
-// ids of any characters are kept apart, an empty id is not tracked, and a
-// record that is not a count is an error rather than a guess.
-func TestStoreIsShared(t *testing.T) {
+// newStore starts JetStream with a delivered bucket and returns a store
+// on it and the bucket.
+func newStore(t *testing.T) (*parts.Store, jetstream.KeyValue) {
+	t.Helper()
 	b := bustest.StartJetStream(t, bus.KeyValue(jetstream.KeyValueConfig{Bucket: "delivered"}))
 	kv, err := b.KV(t.Context(), "delivered")
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, other := parts.NewStore(kv), parts.NewStore(kv)
+	return parts.NewStore(kv, slog.New(slog.DiscardHandler)), kv
+}
+
+// TestStoreIsShared: what one gateway's store marks, another's reads;
+// ids of any characters are kept apart, an empty id is not tracked, and a
+// record that is not a count is an error rather than a guess.
+func TestStoreIsShared(t *testing.T) {
+	one, kv := newStore(t)
+	other := parts.NewStore(kv, slog.New(slog.DiscardHandler))
 	tests := []struct {
 		name, id string
 		mark     int // 0: none
@@ -48,7 +61,67 @@ func TestStoreIsShared(t *testing.T) {
 	if _, err := kv.Put(t.Context(), "parts-bad", []byte("many")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.Sent(t.Context(), "bad"); err == nil {
-		t.Error("a record that is not a count read without an error")
+	var de *gateway.DeliveryError
+	if _, err := other.Sent(t.Context(), "bad"); !errors.As(err, &de) || de.Retryable {
+		t.Errorf("a record that is not a count read as %v, want a permanent delivery error", err)
+	}
+}
+
+// TestSend: pieces are sent in order from start, each one the platform
+// took is recorded before the next starts, so that a retry — on any
+// gateway — starts after the last one taken; a delivery stopped while a
+// piece is in flight finishes and records that piece, and sends no more.
+func TestSend(t *testing.T) {
+	errDown := errors.New("platform down")
+	tests := []struct {
+		name     string
+		start    int
+		failAt   int // -1: none fails
+		stopAt   int // the delivery's context ends while this piece is sent; -1: never
+		wantSent []int
+		wantRec  int
+		retry    bool // the error is a retry of the delivery, not send's
+	}{
+		{"all", 0, -1, -1, []int{0, 1, 2}, 3, false},
+		{"after a stream showed the first", 1, -1, -1, []int{1, 2}, 3, false},
+		{"stops at the failure", 0, 1, -1, []int{0, 1}, 1, false},
+		{"stopped while the platform takes a piece", 0, -1, 1, []int{0, 1}, 2, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store, _ := newStore(t)
+			id := fmt.Sprintf("r%d", i)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var sent []int
+			err := store.Send(ctx, id, tt.start, 3, func(ctx context.Context, i int) error {
+				sent = append(sent, i)
+				if i == tt.stopAt {
+					cancel()
+					if ctx.Err() != nil {
+						return ctx.Err() // the piece was cut off
+					}
+				}
+				if i == tt.failAt {
+					return errDown
+				}
+				return nil
+			})
+			var de *gateway.DeliveryError
+			switch {
+			case tt.failAt >= 0 && !errors.Is(err, errDown):
+				t.Errorf("Send = %v, want %v", err, errDown)
+			case tt.retry && (!errors.As(err, &de) || !de.Retryable):
+				t.Errorf("Send = %v, want a retry", err)
+			case tt.failAt < 0 && !tt.retry && err != nil:
+				t.Errorf("Send = %v", err)
+			}
+			if fmt.Sprint(sent) != fmt.Sprint(tt.wantSent) {
+				t.Errorf("sent pieces %v, want %v", sent, tt.wantSent)
+			}
+			if n, err := store.Sent(t.Context(), id); n != tt.wantRec || err != nil {
+				t.Errorf("Sent = %d, %v after Send, want %d: a retry must start there", n, err, tt.wantRec)
+			}
+		})
 	}
 }

@@ -57,9 +57,9 @@ type Server struct {
 	calls *fakeplatform.Calls[Call]
 	acks  chan string
 
+	link fakeplatform.Link
+
 	mu        sync.Mutex
-	conn      *websocket.Conn
-	connected chan struct{}
 	fail      fakeplatform.Script[Failure]
 	ts        int
 	envelopes int
@@ -70,7 +70,7 @@ type Server struct {
 // New starts a fake, stopped at the end of the test.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{calls: fakeplatform.NewCalls("slacktest", func(c Call) string { return c.Method }), acks: make(chan string, 1000), connected: make(chan struct{}), texts: map[string]string{}}
+	s := &Server{calls: fakeplatform.NewCalls("slacktest", func(c Call) string { return c.Method }), acks: make(chan string, 1000), texts: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)
 	mux.HandleFunc("/link", s.serveSocket)
@@ -79,11 +79,7 @@ func New(t testing.TB) *Server {
 	s.URL = s.srv.URL
 	s.APIURL = s.srv.URL + "/api/"
 	t.Cleanup(func() {
-		s.mu.Lock()
-		if s.conn != nil {
-			_ = s.conn.CloseNow()
-		}
-		s.mu.Unlock()
+		s.link.Close()
 		s.srv.Close()
 	})
 	return s
@@ -119,6 +115,10 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 // Fail makes the next calls of method fail as given, in order.
 func (s *Server) Fail(method string, f ...Failure) { s.fail.Add(method, f...) }
 
+// Pass lets the next n calls of method through before the failures
+// scripted after.
+func (s *Server) Pass(method string, n int) { s.fail.Pass(method, n) }
+
 // Next waits for the next call of one of methods, skipping others.
 func (s *Server) Next(t testing.TB, timeout time.Duration, methods ...string) Call {
 	t.Helper()
@@ -134,15 +134,18 @@ func (s *Server) None(t testing.TB, d time.Duration, methods ...string) {
 // WaitConnected waits until a Socket Mode client is connected.
 func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
 	t.Helper()
-	s.mu.Lock()
-	ch := s.connected
-	s.mu.Unlock()
-	select {
-	case <-ch:
-	case <-time.After(timeout):
-		t.Fatal("slacktest: no Socket Mode connection")
-	}
+	s.link.WaitConnected(t, timeout)
 }
+
+// WaitConnections waits until n Socket Mode connections were opened in
+// all.
+func (s *Server) WaitConnections(t testing.TB, n int, timeout time.Duration) {
+	t.Helper()
+	s.link.WaitConnections(t, n, timeout)
+}
+
+// Connections is how many Socket Mode connections were opened so far.
+func (s *Server) Connections() int { return s.link.Count() }
 
 // Send sends an Events API envelope carrying event (the inner event
 // object) with eventID, and returns the envelope id.
@@ -166,15 +169,7 @@ func (s *Server) Send(t testing.TB, eventID string, event map[string]any) string
 // Raw sends a raw frame on the Socket Mode connection.
 func (s *Server) Raw(t testing.TB, frame string) {
 	t.Helper()
-	s.WaitConnected(t, 10*time.Second)
-	s.mu.Lock()
-	c := s.conn
-	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if err := c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
-		t.Fatalf("slacktest: write: %v", err)
-	}
+	s.link.Write(t, websocket.MessageText, []byte(frame))
 }
 
 // WaitAck waits until envelope was acknowledged.
@@ -310,18 +305,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	if err := c.Write(ctx, websocket.MessageText, hello); err != nil {
 		return
 	}
-	s.mu.Lock()
-	s.conn = c
-	close(s.connected)
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.conn == c {
-			s.conn = nil
-			s.connected = make(chan struct{})
-		}
-		s.mu.Unlock()
-	}()
+	defer s.link.Open(c)()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { // Slack pings; the client reconnects without them

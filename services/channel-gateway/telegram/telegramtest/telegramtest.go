@@ -120,6 +120,10 @@ func (s *Server) None(t testing.TB, d time.Duration, methods ...string) {
 // Fail makes the next calls of method fail as given, in order.
 func (s *Server) Fail(method string, f ...Failure) { s.fail.Add(method, f...) }
 
+// Pass lets the next n calls of method through before the failures
+// scripted after.
+func (s *Server) Pass(method string, n int) { s.fail.Pass(method, n) }
+
 // AddFile makes a file downloadable by id.
 func (s *Server) AddFile(id, path string, data []byte) {
 	s.mu.Lock()
