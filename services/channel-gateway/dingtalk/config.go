@@ -7,13 +7,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 )
 
-// Group policies.
-const (
-	GroupMention   = channelconfig.GroupMention
-	GroupOpen      = channelconfig.GroupOpen
-	GroupAllowlist = channelconfig.GroupAllowlist
-)
-
 // Config is the channels.dingtalk section, with nanobot's keys: the common
 // ones (allowFrom lists staff ids; groupAllowFrom lists conversation ids
 // cid…; streaming, with cardTemplateId, streams answers into an AI card,

@@ -14,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk/dingtalktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -49,7 +50,7 @@ func TestOutboundAttachmentsAreUploaded(t *testing.T) {
 		refs, data = append(refs, tt.ref), append(data, tt.data)
 	}
 	cfg := dingtalk.Config{}
-	cfg.AllowFrom, cfg.GroupPolicy = []string{"*"}, dingtalk.GroupOpen
+	cfg.AllowFrom, cfg.GroupPolicy = []string{"*"}, channelconfig.GroupOpen
 	h := start(t, cfg, workertest.WithMedia("here", refs...))
 	workertest.StoreMedia(t, h.Bus, refs, data)
 	h.fake.Send(t, group("msg-1", "staff-ada", "files please", false))

@@ -288,7 +288,7 @@ func TestValidate(t *testing.T) {
 		{"client id", func(c *dingtalk.Config) { c.ClientID = "" }, "channels.dingtalk.clientId"},
 		{"client secret", func(c *dingtalk.Config) { c.ClientSecret = "" }, "channels.dingtalk.clientSecret"},
 		{"group policy", func(c *dingtalk.Config) { c.GroupPolicy = "all" }, "channels.dingtalk.groupPolicy"},
-		{"allowlist without groups", func(c *dingtalk.Config) { c.GroupPolicy = dingtalk.GroupAllowlist }, "channels.dingtalk.groupAllowFrom"},
+		{"allowlist without groups", func(c *dingtalk.Config) { c.GroupPolicy = channelconfig.GroupAllowlist }, "channels.dingtalk.groupAllowFrom"},
 		{"dm policy", func(c *dingtalk.Config) { c.DMPolicy = "maybe" }, "channels.dingtalk.dmPolicy"},
 		{"api url", func(c *dingtalk.Config) { c.APIURL = "api.dingtalk.com" }, "channels.dingtalk.apiUrl"},
 	}

@@ -7,13 +7,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 )
 
-// Group policies.
-const (
-	GroupMention   = channelconfig.GroupMention
-	GroupOpen      = channelconfig.GroupOpen
-	GroupAllowlist = channelconfig.GroupAllowlist
-)
-
 // Config is the channels.discord section, with nanobot's keys: the common
 // ones (allowFrom lists user ids or user names; groupAllowFrom lists channel
 // or guild ids; streaming edits one message, by default at most once a

@@ -129,7 +129,7 @@ func TestGroupMentions(t *testing.T) {
 	}{
 		{"nickname mention", discord.Config{}, discordtest.Message{Content: "<@!" + botUser + "> ping"}, "echo: ping", guildChannel},
 		{"reply to the bot", discord.Config{}, discordtest.Message{Content: "and then?", ReplyTo: "700000000000000001", ReplyToAuthor: botUser}, "echo: and then?", guildChannel},
-		{"bots are ignored", discord.Config{Common: channelconfig.Common{GroupPolicy: discord.GroupOpen}}, discordtest.Message{Content: "beep", Bot: true}, "", ""},
+		{"bots are ignored", discord.Config{Common: channelconfig.Common{GroupPolicy: channelconfig.GroupOpen}}, discordtest.Message{Content: "beep", Bot: true}, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

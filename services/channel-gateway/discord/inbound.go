@@ -12,6 +12,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -84,8 +85,8 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, raw []byte) erro
 	dm := m.GuildID == ""
 	if !dm {
 		switch a.cfg.GroupPolicy {
-		case GroupOpen:
-		case GroupAllowlist:
+		case channelconfig.GroupOpen:
+		case channelconfig.GroupAllowlist:
 			if !slices.Contains(a.cfg.GroupAllowFrom, m.ChannelID) && !slices.Contains(a.cfg.GroupAllowFrom, m.GuildID) {
 				return nil
 			}

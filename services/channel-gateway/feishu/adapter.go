@@ -27,6 +27,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
@@ -283,8 +284,8 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, eventID strin
 	text = strings.TrimSpace(text)
 	if !dm {
 		switch a.cfg.GroupPolicy {
-		case GroupOpen:
-		case GroupAllowlist:
+		case channelconfig.GroupOpen:
+		case channelconfig.GroupAllowlist:
 			if !slices.Contains(a.cfg.GroupAllowFrom, chat) {
 				return nil
 			}

@@ -7,13 +7,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 )
 
-// Group policies.
-const (
-	GroupMention   = channelconfig.GroupMention
-	GroupOpen      = channelconfig.GroupOpen
-	GroupAllowlist = channelconfig.GroupAllowlist
-)
-
 // Connection modes.
 const (
 	// ModeWebSocket holds a long connection to the open platform, so no

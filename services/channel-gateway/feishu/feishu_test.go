@@ -290,7 +290,7 @@ func TestValidate(t *testing.T) {
 		{"webhook without token", func(c *feishu.Config) { c.Mode, c.EncryptKey = feishu.ModeWebhook, "k" }, "channels.feishu.verificationToken"},
 		{"webhook path", func(c *feishu.Config) { c.Webhook.Path = "hooks" }, "channels.feishu.webhook.path"},
 		{"group policy", func(c *feishu.Config) { c.GroupPolicy = "all" }, "channels.feishu.groupPolicy"},
-		{"allowlist without chats", func(c *feishu.Config) { c.GroupPolicy = feishu.GroupAllowlist }, "channels.feishu.groupAllowFrom"},
+		{"allowlist without chats", func(c *feishu.Config) { c.GroupPolicy = channelconfig.GroupAllowlist }, "channels.feishu.groupAllowFrom"},
 		{"dm policy", func(c *feishu.Config) { c.DMPolicy = "maybe" }, "channels.feishu.dmPolicy"},
 		{"reply format", func(c *feishu.Config) { c.ReplyFormat = "html" }, "channels.feishu.replyFormat"},
 		{"base url", func(c *feishu.Config) { c.BaseURL = "open.feishu.cn" }, "channels.feishu.baseUrl"},

@@ -279,8 +279,8 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 			return nil // the app_mention event for the same message is used
 		}
 		switch a.cfg.GroupPolicy {
-		case GroupOpen:
-		case GroupAllowlist:
+		case channelconfig.GroupOpen:
+		case channelconfig.GroupAllowlist:
 			if !slices.Contains(a.cfg.GroupAllowFrom, e.Channel) {
 				return nil
 			}

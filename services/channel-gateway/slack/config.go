@@ -8,13 +8,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 )
 
-// Group policies.
-const (
-	GroupMention   = channelconfig.GroupMention
-	GroupOpen      = channelconfig.GroupOpen
-	GroupAllowlist = channelconfig.GroupAllowlist
-)
-
 // Config is the channels.slack section, with nanobot's keys: the common
 // ones (allowFrom lists user ids; groupAllowFrom lists channel ids;
 // streaming updates one message with chat.update, by default at most every

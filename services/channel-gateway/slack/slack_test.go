@@ -147,7 +147,7 @@ func TestValidate(t *testing.T) {
 		{"app token", func(c *slack.Config) { c.AppToken = "xoxb-2" }, "channels.slack.appToken"},
 		{"mode", func(c *slack.Config) { c.Mode = "http" }, "channels.slack.mode"},
 		{"group policy", func(c *slack.Config) { c.GroupPolicy = "all" }, "channels.slack.groupPolicy"},
-		{"allowlist without channels", func(c *slack.Config) { c.GroupPolicy = slack.GroupAllowlist }, "channels.slack.groupAllowFrom"},
+		{"allowlist without channels", func(c *slack.Config) { c.GroupPolicy = channelconfig.GroupAllowlist }, "channels.slack.groupAllowFrom"},
 		{"dm policy", func(c *slack.Config) { c.DM.Policy = "maybe" }, "channels.slack.dm.policy"},
 	}
 	for _, tt := range tests {

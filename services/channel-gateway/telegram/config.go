@@ -8,12 +8,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 )
 
-// Group policies.
-const (
-	GroupMention = channelconfig.GroupMention
-	GroupOpen    = channelconfig.GroupOpen
-)
-
 // Config is the channels.telegram section, with nanobot's keys: the common
 // ones (allowFrom lists user ids or user names; groupPolicy is "mention" or
 // "open"; streaming edits one message with editMessageText, by default at

@@ -17,6 +17,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -57,7 +58,7 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, upd *models.Upda
 	if text == "" {
 		text = msg.Caption
 	}
-	if !dm && a.groupPolicy() == GroupMention && !a.mentioned(msg, text) {
+	if !dm && a.groupPolicy() == channelconfig.GroupMention && !a.mentioned(msg, text) {
 		a.log.Debug("group message without mention ignored", "chat", chat)
 		return nil
 	}
@@ -107,7 +108,7 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, upd *models.Upda
 
 func (a *Adapter) groupPolicy() string {
 	if a.cfg.GroupPolicy == "" {
-		return GroupMention
+		return channelconfig.GroupMention
 	}
 	return a.cfg.GroupPolicy
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -360,11 +361,11 @@ func (a *Adapter) publish(ctx context.Context, in gateway.Inbox, msg *nanofleetv
 // groupAdmits applies groupPolicy to a group message.
 func (a *Adapter) groupAdmits(chat types.JID, ci *waE2E.ContextInfo) bool {
 	switch a.cfg.GroupPolicy {
-	case GroupOpen:
+	case channelconfig.GroupOpen:
 		return true
-	case GroupDisabled:
+	case channelconfig.GroupDisabled:
 		return false
-	case GroupAllowlist:
+	case channelconfig.GroupAllowlist:
 		return slices.Contains(a.cfg.GroupAllowFrom, chat.String())
 	}
 	for _, m := range ci.GetMentionedJID() {

@@ -7,14 +7,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 )
 
-// Group policies.
-const (
-	GroupMention   = channelconfig.GroupMention
-	GroupOpen      = channelconfig.GroupOpen
-	GroupAllowlist = channelconfig.GroupAllowlist
-	GroupDisabled  = channelconfig.GroupDisabled
-)
-
 // Config is the channels.whatsapp section, with nanobot's keys: the common
 // ones (allowFrom lists phone numbers, digits as in the JID, or LIDs;
 // groupPolicy may also be "disabled"; groupAllowFrom lists group JIDs

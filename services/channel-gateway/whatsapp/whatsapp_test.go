@@ -123,7 +123,7 @@ func TestDirectMessage(t *testing.T) {
 // message it answers, a direct answer nothing (adaptertest's GroupPolicy
 // covers the policies).
 func TestGroupAnswerQuotesTheMessage(t *testing.T) {
-	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, GroupPolicy: whatsapp.GroupOpen}}, workertest.Echo)
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, GroupPolicy: channelconfig.GroupOpen}}, workertest.Echo)
 	h.fake.Emit(whatsapptest.Group("3EB0G", "1203630001", "15550001", "chatter", false))
 	h.fake.Emit(whatsapptest.DM("3EB0S", "15550001", "sentinel"))
 	for range 2 {
@@ -409,7 +409,7 @@ func TestConfigValidation(t *testing.T) {
 		{whatsapp.Config{Common: channelconfig.Common{Enabled: true}, Account: "a.b"}, "channels.whatsapp.account"},
 		{whatsapp.Config{Common: channelconfig.Common{Enabled: true}, Account: "lid"}, "channels.whatsapp.account"},
 		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, GroupPolicy: "all"}}, "channels.whatsapp.groupPolicy"},
-		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, GroupPolicy: whatsapp.GroupAllowlist}}, "channels.whatsapp.groupAllowFrom"},
+		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, GroupPolicy: channelconfig.GroupAllowlist}}, "channels.whatsapp.groupAllowFrom"},
 		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, DMPolicy: "maybe"}}, "channels.whatsapp.dmPolicy"},
 		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, MaxMediaBytes: -1}}, "channels.whatsapp.maxMediaBytes"},
 		{whatsapp.Config{Common: channelconfig.Common{Enabled: false, GroupPolicy: "all"}}, ""},
