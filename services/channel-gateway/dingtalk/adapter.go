@@ -203,10 +203,8 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, raw []byte) e
 		ref, err := a.download(ctx, m.MsgId, i, f)
 		if err != nil {
 			a.log.Warn("dingtalk file download failed", "name", f.name, "err", err)
-			msg.Content = strings.TrimSpace(msg.Content + "\n\n[attachment " + f.name + " not downloaded]")
-			continue
 		}
-		msg.Media = append(msg.Media, ref)
+		media.Attach(msg, f.name, ref, err)
 	}
 	if msg.Content == "" && len(msg.Media) == 0 {
 		return nil

@@ -323,10 +323,8 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, eventID strin
 		ref, err := a.download(ctx, msgID, eventID, i, f)
 		if err != nil {
 			a.log.Warn("feishu resource download failed", "name", f.name, "err", err)
-			msg.Content = strings.TrimSpace(msg.Content + "\n\n[attachment " + f.name + " not downloaded]")
-			continue
 		}
-		msg.Media = append(msg.Media, ref)
+		media.Attach(msg, f.name, ref, err)
 	}
 	if msg.Content == "" && len(msg.Media) == 0 {
 		return nil

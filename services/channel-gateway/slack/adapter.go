@@ -329,10 +329,8 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 		ref, err := a.media.Fetch(ctx, a.http, f.URL, http.Header{"Authorization": {"Bearer " + a.cfg.BotToken}}, object, f.Name, f.Mimetype)
 		if err != nil {
 			a.log.Warn("slack file download failed", "name", f.Name, "err", err)
-			msg.Content = strings.TrimSpace(msg.Content + "\n\n[attachment " + f.Name + " not downloaded]")
-			continue
 		}
-		msg.Media = append(msg.Media, ref)
+		media.Attach(msg, f.Name, ref, err)
 	}
 	if msg.Content == "" && len(msg.Media) == 0 {
 		return nil

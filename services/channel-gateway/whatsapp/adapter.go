@@ -319,10 +319,8 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Mes
 		ref, err := a.download(ctx, info.ID, i, f)
 		if err != nil {
 			a.log.Warn("whatsapp attachment not downloaded", "name", f.name, "err", err)
-			msg.Content = strings.TrimSpace(msg.Content + "\n\n[attachment " + f.name + " not downloaded]")
-			continue
 		}
-		msg.Media = append(msg.Media, ref)
+		media.Attach(msg, f.name, ref, err)
 	}
 	if msg.Content == "" && len(msg.Media) == 0 {
 		return

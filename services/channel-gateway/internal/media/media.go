@@ -104,3 +104,14 @@ func (s *Store) Fetch(ctx context.Context, client *http.Client, url string, head
 	}
 	return s.Put(ctx, object, name, mimeType, resp.Body)
 }
+
+// Attach adds ref to msg's media or, when the download failed (err set),
+// a note in its text naming the attachment, so the model knows one is
+// missing instead of never hearing of it.
+func Attach(msg *nanofleetv1.InboundMessage, name string, ref *nanofleetv1.MediaRef, err error) {
+	if err != nil {
+		msg.Content = strings.TrimSpace(msg.Content + "\n\n[attachment " + name + " not downloaded]")
+		return
+	}
+	msg.Media = append(msg.Media, ref)
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -43,6 +44,29 @@ func TestPut(t *testing.T) {
 			info, err := s.Info(ctx, ref.GetObject())
 			if err != nil || info.GetMimeType() != tt.wantMime || info.GetName() != tt.file {
 				t.Errorf("Info = %v, %v", info, err)
+			}
+		})
+	}
+}
+
+func TestAttach(t *testing.T) {
+	ref := &nanofleetv1.MediaRef{Object: "o", Name: "a.png"}
+	for _, tt := range []struct {
+		name        string
+		content     string
+		err         error
+		wantContent string
+		wantMedia   int
+	}{
+		{"stored", "look", nil, "look", 1},
+		{"failed, with text", "look", errors.New("boom"), "look\n\n[attachment a.png not downloaded]", 0},
+		{"failed, no text", "", errors.New("boom"), "[attachment a.png not downloaded]", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := &nanofleetv1.InboundMessage{Content: tt.content}
+			media.Attach(msg, "a.png", ref, tt.err)
+			if msg.Content != tt.wantContent || len(msg.Media) != tt.wantMedia {
+				t.Errorf("content %q, %d media; want %q, %d", msg.Content, len(msg.Media), tt.wantContent, tt.wantMedia)
 			}
 		})
 	}
