@@ -122,6 +122,10 @@ func (c Config) presetName() string {
 	}
 }
 
+// ProviderName is the preset the provider built from c uses, as
+// [Provider.Name] reports it.
+func (c Config) ProviderName() string { return c.presetName() }
+
 // withDefaults returns c with the zero fields filled.
 func (c Config) withDefaults() Config {
 	c.Name = c.presetName()

@@ -118,25 +118,14 @@ func Model(file *config.File, getenv func(string) string, retries int, log *slog
 		retries = -1
 	}
 	pc.MaxRetries = retries
-	p, err := llm.New(pc, llm.WithLogger(log))
-	var ce *llm.ConfigError
-	if errors.As(err, &ce) && ce.Field == "APIKey" {
-		// A fleet without a key still starts, so that a new user sees it
-		// run; every turn then says which key to set.
-		log.Warn("no model API key configured; turns will answer with an error until one is set", "provider", pc.Name)
-		return noKey{provider: pc.Name}, pc.Name, nil
-	}
+	p, keyless, err := llm.NewOrKeyless(pc, llm.WithLogger(log))
 	if err != nil {
 		return nil, "", config.ProviderInvalid(pc, err)
 	}
-	return p, p.Name(), nil
-}
-
-// noKey is the model of a fleet without an API key.
-type noKey struct{ provider string }
-
-func (n noKey) Chat(context.Context, llm.Request) (*llm.Response, error) {
-	return nil, fmt.Errorf("no API key for provider %q: set OPENAI_API_KEY (or providers.%s.apiKey in the config)", n.provider, n.provider)
+	if keyless {
+		log.Warn("no model API key configured; turns will answer with an error until one is set", "provider", pc.Name)
+	}
+	return p, pc.ProviderName(), nil
 }
 
 // Assets declares the JetStream assets a worker uses besides the core

@@ -165,22 +165,14 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Servi
 // raw turns, so nothing is lost until a key is set.
 func Model(file *config.File, getenv func(string) string, log *slog.Logger) (llm.Client, error) {
 	pc := file.ModelProvider(getenv)
-	p, err := llm.New(pc, llm.WithLogger(log))
-	var ce *llm.ConfigError
-	if errors.As(err, &ce) && ce.Field == "APIKey" {
-		log.Warn("no model API key configured; consolidations archive raw turns until one is set", "provider", pc.Name)
-		return noKey{provider: pc.Name}, nil
-	}
+	p, keyless, err := llm.NewOrKeyless(pc, llm.WithLogger(log))
 	if err != nil {
 		return nil, config.ProviderInvalid(pc, err)
 	}
+	if keyless {
+		log.Warn("no model API key configured; consolidations archive raw turns until one is set", "provider", pc.Name)
+	}
 	return p, nil
-}
-
-type noKey struct{ provider string }
-
-func (n noKey) Chat(context.Context, llm.Request) (*llm.Response, error) {
-	return nil, fmt.Errorf("no API key for provider %q", n.provider)
 }
 
 // Run runs the parts until ctx ends; the first part to fail stops the
