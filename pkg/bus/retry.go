@@ -3,56 +3,22 @@ package bus
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 )
 
-// Backoff is a capped, jittered exponential backoff: the n-th wait (from
-// 0) is drawn from [d/2, d], d = Min·2ⁿ capped at Max. The jitter keeps
-// services restarted together from retrying in step. Zero fields take the
-// defaults: from a quarter second up to 15 s, so a node restart or a
-// leader election is answered within a few waits, and a cluster that is
-// down for minutes costs a request every 15 s.
-type Backoff struct {
-	Min, Max time.Duration
-}
+// Backoff is the bus's retry wait: [backoff.Backoff], named here for the
+// callers of [Retry].
+type Backoff = backoff.Backoff
 
-const (
-	defaultMinWait = 250 * time.Millisecond
-	defaultMaxWait = 15 * time.Second
-)
-
-// Wait is how long to wait before retry n (from 0).
-func (b Backoff) Wait(n int) time.Duration {
-	lo, hi := b.Min, b.Max
-	if lo <= 0 {
-		lo = defaultMinWait
-	}
-	if hi <= 0 {
-		hi = defaultMaxWait
-	}
-	hi = max(hi, lo)
-	d := lo
-	for i := 0; i < n && d < hi; i++ {
-		d *= 2
-	}
-	d = min(d, hi)
-	return d/2 + rand.N(d/2+1)
-}
-
-// Sleep waits d, or until ctx ends, and returns ctx's error in that case.
+// Sleep waits d, or until ctx ends: [backoff.Sleep], for the callers that
+// pace their own retries with a [Backoff].
 func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return backoff.Sleep(ctx, d)
 }
 
 // Transient reports whether err is a bus failure that passes by itself:
@@ -114,7 +80,7 @@ func Retry(ctx context.Context, b Backoff, f func(context.Context) error, failed
 		if failed != nil {
 			failed(err, wait)
 		}
-		if err := Sleep(ctx, wait); err != nil {
+		if err := backoff.Sleep(ctx, wait); err != nil {
 			return err
 		}
 	}

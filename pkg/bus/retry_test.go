@@ -13,36 +13,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 )
 
-func TestBackoffWait(t *testing.T) {
-	tests := []struct {
-		name   string
-		b      bus.Backoff
-		n      int
-		lo, hi time.Duration
-	}{
-		{"first wait", bus.Backoff{Min: 100 * time.Millisecond, Max: time.Second}, 0, 50 * time.Millisecond, 100 * time.Millisecond},
-		{"doubles", bus.Backoff{Min: 100 * time.Millisecond, Max: time.Second}, 2, 200 * time.Millisecond, 400 * time.Millisecond},
-		{"capped", bus.Backoff{Min: 100 * time.Millisecond, Max: time.Second}, 40, 500 * time.Millisecond, time.Second},
-		{"zero value: defaults", bus.Backoff{}, 0, 125 * time.Millisecond, 250 * time.Millisecond},
-		{"zero value capped at 15s", bus.Backoff{}, 100, 7500 * time.Millisecond, 15 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			seen := map[time.Duration]bool{}
-			for range 50 {
-				d := tt.b.Wait(tt.n)
-				if d < tt.lo || d > tt.hi {
-					t.Fatalf("Wait(%d) = %s, want in [%s, %s]", tt.n, d, tt.lo, tt.hi)
-				}
-				seen[d] = true
-			}
-			if len(seen) < 2 {
-				t.Errorf("Wait(%d) gave the same wait 50 times: no jitter", tt.n)
-			}
-		})
-	}
-}
-
 func TestTransient(t *testing.T) {
 	tests := []struct {
 		name string

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 )
 
 // Option configures optional Provider behaviour. Options are validated by
@@ -20,8 +22,7 @@ type settings struct {
 	logger        *slog.Logger
 	sleep         SleepFunc
 	now           func() time.Time
-	backoffBase   time.Duration
-	backoffMax    time.Duration
+	backoff       backoff.Backoff
 	maxRetryAfter time.Duration
 	// rateLimitPatience is how long a call keeps retrying 429s before they
 	// count as ordinary failures.
@@ -39,10 +40,9 @@ func defaultSettings() settings {
 	return settings{
 		httpClient:    &http.Client{Transport: tr},
 		logger:        slog.New(slog.DiscardHandler),
-		sleep:         sleepContext,
+		sleep:         backoff.Sleep,
 		now:           time.Now,
-		backoffBase:   500 * time.Millisecond,
-		backoffMax:    20 * time.Second,
+		backoff:       backoff.Backoff{Min: 500 * time.Millisecond, Max: 20 * time.Second},
 		maxRetryAfter: 60 * time.Second,
 		// Under the turn's ten minutes, so a turn that cannot get through
 		// still answers with the error.
@@ -103,7 +103,7 @@ func WithBackoff(base, maxWait time.Duration) Option {
 		if base <= 0 || maxWait < base {
 			return errors.New("WithBackoff: need 0 < base <= max")
 		}
-		s.backoffBase, s.backoffMax = base, maxWait
+		s.backoff = backoff.Backoff{Min: base, Max: maxWait}
 		return nil
 	}
 }
@@ -130,20 +130,6 @@ func WithRateLimitPatience(d time.Duration) Option {
 			return errors.New("WithRateLimitPatience: negative duration")
 		}
 		s.rateLimitPatience = d
-		return nil
-	}
-}
-
-func sleepContext(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
 		return nil
 	}
 }

@@ -216,9 +216,9 @@ func (p *Provider) chatModel(ctx context.Context, model string, req Request,
 		if (!limited && n+1 >= attempts) || !retryable(ctx, err, info) {
 			return nil, err
 		}
-		wait := p.s.backoff(n)
+		wait := p.s.backoff.Wait(n)
 		if limited {
-			wait = p.s.backoff(min(tries, 30))
+			wait = p.s.backoff.Wait(tries)
 		}
 		var ae *APIError
 		if errors.As(err, &ae) && ae.HasRetryAfter() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -163,14 +162,4 @@ func fallbackable(parent context.Context, err error) bool {
 		return false
 	}
 	return true
-}
-
-// backoff is the wait before retry n (from 0) when the provider did not say.
-func (s *settings) backoff(n int) time.Duration {
-	d := s.backoffMax
-	if n < 30 {
-		d = min(s.backoffBase<<n, s.backoffMax)
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
 }

@@ -29,25 +29,3 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
-
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	s := settings{backoffBase: 100 * time.Millisecond, backoffMax: time.Second}
-	tests := []struct {
-		n      int
-		lo, hi time.Duration
-	}{
-		{0, 50 * time.Millisecond, 100 * time.Millisecond},
-		{1, 100 * time.Millisecond, 200 * time.Millisecond},
-		{3, 400 * time.Millisecond, 800 * time.Millisecond},
-		{4, 500 * time.Millisecond, time.Second},
-		{100, 500 * time.Millisecond, time.Second},
-	}
-	for _, tt := range tests {
-		for range 50 {
-			if d := s.backoff(tt.n); d < tt.lo || d > tt.hi {
-				t.Fatalf("backoff(%d) = %v, want in [%v, %v]", tt.n, d, tt.lo, tt.hi)
-			}
-		}
-	}
-}

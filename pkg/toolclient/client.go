@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
@@ -237,7 +238,7 @@ func (c *Client) Call(ctx context.Context, req *nanofleetv1.ToolRequest) (*nanof
 			if noResp < noResponderTries {
 				// A runner may be restarting; a cancelled wait is
 				// reported by the next attempt.
-				_ = bus.Sleep(callCtx, time.Duration(noResp)*100*time.Millisecond)
+				_ = backoff.Sleep(callCtx, time.Duration(noResp)*100*time.Millisecond)
 				continue
 			}
 			return c.noRunner(callCtx, req), nil

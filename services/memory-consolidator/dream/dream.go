@@ -42,6 +42,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/llm"
@@ -188,7 +189,7 @@ func (j *Job) Run(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() == nil {
 				j.log.Warn("fetch dream fire", "err", err)
-				_ = bus.Sleep(ctx, time.Second)
+				_ = backoff.Sleep(ctx, time.Second)
 			}
 			continue
 		}

@@ -81,7 +81,7 @@
 // Restart: each server has one supervisor goroutine, the only writer of
 // its state (starting, ready, restarting, down, stopped). A failed
 // attempt is retried after a backoff of 1 s doubling to 1 min, each wait
-// jittered down by up to half (bus.Backoff, as the bus's retries); a
+// jittered down by up to half (backoff.Backoff, as the bus's retries); a
 // connection that lasted 30 s or more is remade at once with the backoff
 // reset, one that ended sooner waits the backoff. While a server
 // restarts its tools stay published and calls wait; while it is down they

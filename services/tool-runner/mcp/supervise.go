@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
 
@@ -44,7 +44,7 @@ func (c *conn) ended(grace time.Duration) bool {
 func (s *server) supervise(ctx context.Context) {
 	defer s.m.wg.Done()
 	defer s.shutdown()
-	backoff := bus.Backoff{Min: minBackoff, Max: maxBackoff}
+	waits := backoff.Backoff{Min: minBackoff, Max: maxBackoff}
 	failures := 0 // attempts since the server last ran for stableAfter
 	for ctx.Err() == nil {
 		start := time.Now()
@@ -53,11 +53,11 @@ func (s *server) supervise(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			wait := backoff.Wait(failures)
+			wait := waits.Wait(failures)
 			failures++
 			s.down(err, wait)
 			s.firstOnce.Do(func() { close(s.firstDone) })
-			if bus.Sleep(ctx, wait) != nil {
+			if backoff.Sleep(ctx, wait) != nil {
 				return
 			}
 			continue
@@ -72,7 +72,7 @@ func (s *server) supervise(ctx context.Context) {
 			failures = 0
 			continue
 		}
-		if bus.Sleep(ctx, backoff.Wait(failures)) != nil {
+		if backoff.Sleep(ctx, waits.Wait(failures)) != nil {
 			return
 		}
 		failures++

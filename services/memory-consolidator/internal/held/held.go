@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/every"
 	"github.com/nanofleet/nanofleet/pkg/lease"
@@ -87,7 +88,7 @@ func (ls *Leases) Take(ctx context.Context, key, owner string, wait time.Duratio
 			tick()
 			lastTick = time.Now()
 		}
-		if err := bus.Sleep(ctx, delay); err != nil {
+		if err := backoff.Sleep(ctx, delay); err != nil {
 			return nil, nil, err
 		}
 		delay = min(delay*2, 500*time.Millisecond)
