@@ -10,14 +10,12 @@ import (
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
 )
 
-// maxRedirects bounds the redirects of a remote server's requests.
-const maxRedirects = 5
-
 // httpClient returns the client of a remote server: every connection goes
 // through a netguard.Guard allowing only c.AllowCIDRs among the blocked
 // ranges, no proxy from the environment (it would dial unchecked), the
-// configured headers on every request. It has no overall timeout: an SSE
-// stream lives as long as the session; calls are bounded by their ctx.
+// configured headers on every request, and the guard's redirect policy.
+// It has no overall timeout: an SSE stream lives as long as the session;
+// calls are bounded by their ctx.
 func httpClient(c ServerConfig, opts ...netguard.Option) (*http.Client, error) {
 	g, err := netguard.New(netguard.Config{AllowCIDRs: c.AllowCIDRs}, opts...)
 	if err != nil {
@@ -36,16 +34,8 @@ func httpClient(c ServerConfig, opts ...netguard.Option) (*http.Client, error) {
 		return nil, fmt.Errorf("url %q: %w", c.URL, err)
 	}
 	return &http.Client{
-		Transport: &headerTransport{base: tr, headers: c.Headers, host: u.Host},
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= maxRedirects {
-				return fmt.Errorf("stopped after %d redirects", maxRedirects)
-			}
-			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-				return fmt.Errorf("redirect to a %s: URL refused: only http and https are allowed", req.URL.Scheme)
-			}
-			return nil
-		},
+		Transport:     &headerTransport{base: tr, headers: c.Headers, host: u.Host},
+		CheckRedirect: netguard.CheckRedirect,
 	}, nil
 }
 

@@ -267,16 +267,21 @@ func (g *Guard) HTTPClient(timeout time.Duration) *http.Client {
 		ResponseHeaderTimeout: timeout,
 	}
 	return &http.Client{
-		Transport: tr,
-		Timeout:   timeout,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= MaxRedirects {
-				return fmt.Errorf("stopped after %d redirects", MaxRedirects)
-			}
-			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-				return fmt.Errorf("redirect to a %s: URL refused: only http and https are allowed", req.URL.Scheme)
-			}
-			return nil
-		},
+		Transport:     tr,
+		Timeout:       timeout,
+		CheckRedirect: CheckRedirect,
 	}
+}
+
+// CheckRedirect is the redirect policy of the guarded clients, for
+// [http.Client.CheckRedirect]: at most [MaxRedirects], and only to http
+// and https URLs.
+func CheckRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= MaxRedirects {
+		return fmt.Errorf("stopped after %d redirects", MaxRedirects)
+	}
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return fmt.Errorf("redirect to a %s: URL refused: only http and https are allowed", req.URL.Scheme)
+	}
+	return nil
 }

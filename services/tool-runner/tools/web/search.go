@@ -193,21 +193,11 @@ func (p *provider) tavily(ctx context.Context, query string, count int) ([]Hit, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+p.cfg.APIKey)
-	var out struct {
-		Results []struct {
-			Title   string `json:"title"`
-			URL     string `json:"url"`
-			Content string `json:"content"`
-		} `json:"results"`
-	}
+	var out contentResults
 	if _, err := p.do(req, &out); err != nil {
 		return nil, err
 	}
-	hits := make([]Hit, 0, len(out.Results))
-	for _, r := range out.Results {
-		hits = append(hits, Hit{Title: r.Title, URL: r.URL, Snippet: r.Content})
-	}
-	return hits, nil
+	return out.hits(), nil
 }
 
 // searxng: GET /search?format=json on the operator's instance.
@@ -218,24 +208,30 @@ func (p *provider) searxng(ctx context.Context, query string, count int) ([]Hit,
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	var out struct {
-		Results []struct {
-			Title   string `json:"title"`
-			URL     string `json:"url"`
-			Content string `json:"content"`
-		} `json:"results"`
-	}
+	var out contentResults
 	if _, err := p.do(req, &out); err != nil {
 		return nil, err
 	}
-	hits := make([]Hit, 0, min(count, len(out.Results)))
-	for _, r := range out.Results {
-		if len(hits) == count {
-			break
-		}
+	return out.hits(), nil // Run keeps the first count
+}
+
+// contentResults is how Tavily and SearXNG both answer: results with a
+// title, a URL and an extract of the page.
+type contentResults struct {
+	Results []struct {
+		Title   string `json:"title"`
+		URL     string `json:"url"`
+		Content string `json:"content"`
+	} `json:"results"`
+}
+
+// hits are the results as hits, the extract as snippet.
+func (a contentResults) hits() []Hit {
+	hits := make([]Hit, 0, len(a.Results))
+	for _, r := range a.Results {
 		hits = append(hits, Hit{Title: r.Title, URL: r.URL, Snippet: r.Content})
 	}
-	return hits, nil
+	return hits
 }
 
 // duckduckgo: POST the query to the HTML endpoint and read the result
