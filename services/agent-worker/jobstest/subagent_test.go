@@ -29,6 +29,38 @@ func count(m *llmtest.Server, pred func(*llmtest.RecordedRequest) bool) int {
 	return n
 }
 
+// spawnModel is the model of a parent session and its children: a child's
+// turn is answered with child, an announcement with a text saying it was
+// not expected, the parent's turn after its spawn call with afterSpawn,
+// and any other request with a spawn call of the arguments spawnArgs.
+func spawnModel(t *testing.T, child llmtest.Reply, afterSpawn func(*llmtest.RecordedRequest) llmtest.Reply, spawnArgs func(*llmtest.RecordedRequest) string) *llmtest.Server {
+	model := llmtest.NewServer(t)
+	model.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		switch {
+		case isChildRequest(r):
+			return child
+		case isAnnouncement(r):
+			return llmtest.Text("unexpected announcement")
+		case lastIsTool(r):
+			return afterSpawn(r)
+		}
+		return llmtest.ToolCalls(llmtest.Call("spawn", spawnArgs(r)))
+	})
+	return model
+}
+
+// echoToolResult answers with the tool result the request ends with.
+func echoToolResult(prefix string) func(*llmtest.RecordedRequest) llmtest.Reply {
+	return func(r *llmtest.RecordedRequest) llmtest.Reply {
+		return llmtest.Text(prefix + llmtest.MessageText(r.LastMessage()))
+	}
+}
+
+// spawns always spawns with args.
+func spawns(args string) func(*llmtest.RecordedRequest) string {
+	return func(*llmtest.RecordedRequest) string { return args }
+}
+
 func toCLI(chat string) func(*nanofleetv1.OutboundMessage) bool {
 	return func(o *nanofleetv1.OutboundMessage) bool { return o.GetChannel() == "cli" && o.GetChatId() == chat }
 }
@@ -40,16 +72,8 @@ func TestSubagentAnnouncedOnce(t *testing.T) {
 	f := newFleet(t)
 	// Worker A runs the parent turn, starts the child, and crashes while
 	// running the child.
-	modelA := llmtest.NewServer(t)
-	modelA.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
-		switch {
-		case isChildRequest(r):
-			return llmtest.Text("too late").WithLatency(time.Minute)
-		case lastIsTool(r):
-			return llmtest.Text("On it: " + llmtest.MessageText(r.LastMessage()))
-		}
-		return llmtest.ToolCalls(llmtest.Call("spawn", `{"task":"find the answer to X","label":"research"}`))
-	})
+	modelA := spawnModel(t, llmtest.Text("too late").WithLatency(time.Minute), echoToolResult("On it: "),
+		spawns(`{"task":"find the answer to X","label":"research"}`))
 	a := f.startNode("A", modelA, nodeConfig{slots: 2})
 	f.send("c1", "1", "research X in the background")
 	started := f.await(10*time.Second, "parent reply", replyTo("1"))
@@ -108,18 +132,9 @@ func TestSubagentAnnouncedOnce(t *testing.T) {
 // result, in the same turn, and nothing is announced.
 func TestSubagentWait(t *testing.T) {
 	f := newFleet(t)
-	model := llmtest.NewServer(t)
-	model.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
-		switch {
-		case isChildRequest(r):
-			return llmtest.Text("child result: 7")
-		case isAnnouncement(r):
-			return llmtest.Text("unexpected announcement")
-		case lastIsTool(r):
-			return llmtest.Text("The answer is 7.")
-		}
-		return llmtest.ToolCalls(llmtest.Call("spawn", `{"task":"compute it","label":"calc","wait":true}`))
-	})
+	model := spawnModel(t, llmtest.Text("child result: 7"),
+		func(*llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("The answer is 7.") },
+		spawns(`{"task":"compute it","label":"calc","wait":true}`))
 	n := f.startNode("w1", model, nodeConfig{slots: 2})
 	f.send("c1", "1", "compute it and tell me")
 	got := f.await(15*time.Second, "reply", replyTo("1"))
@@ -148,16 +163,8 @@ func TestSubagentWait(t *testing.T) {
 // TestSubagentLimit: a session runs at most MaxPerSession children.
 func TestSubagentLimit(t *testing.T) {
 	f := newFleet(t)
-	model := llmtest.NewServer(t)
-	model.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
-		switch {
-		case isChildRequest(r):
-			return llmtest.Text("slow").WithLatency(time.Minute)
-		case lastIsTool(r):
-			return llmtest.Text(llmtest.MessageText(r.LastMessage()))
-		}
-		return llmtest.ToolCalls(llmtest.Call("spawn", `{"task":"`+r.LastUserText()+`"}`))
-	})
+	model := spawnModel(t, llmtest.Text("slow").WithLatency(time.Minute), echoToolResult(""),
+		func(r *llmtest.RecordedRequest) string { return `{"task":"` + r.LastUserText() + `"}` })
 	cfg := subagent.DefaultConfig()
 	cfg.MaxPerSession = 1
 	f.startNode("w1", model, nodeConfig{slots: 3, subagents: &cfg})
