@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 )
 
 // Shapes of the memory suite's fleets.
@@ -136,7 +138,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 		l := load{Concurrency: c.MemoryConcurrency, Chats: step - sessions, TurnsPerChat: 1, Prefix: fmt.Sprint("i", i)}
 		record(l.run(ctx, f.turn))
 		sessions = step
-		sleep(ctx, c.memorySettle())
+		_ = backoff.Sleep(ctx, c.memorySettle())
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -168,7 +170,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	meter = startCPU(f.pids...)
 	first := load{Concurrency: c.MemoryConcurrency, Chats: c.TurnSessions, TurnsPerChat: max(1, c.TurnsFirst/c.TurnSessions), Prefix: "t"}
 	record(first.run(ctx, f.turn))
-	sleep(ctx, c.memorySettle())
+	_ = backoff.Sleep(ctx, c.memorySettle())
 	if err := ctx.Err(); err != nil {
 		return nil, err // not the turns the figures would claim
 	}
@@ -179,7 +181,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	rest := first
 	rest.TurnsPerChat = max(1, (c.TurnsAll-c.TurnsFirst)/c.TurnSessions)
 	record(rest.run(ctx, f.turn))
-	sleep(ctx, c.memorySettle())
+	_ = backoff.Sleep(ctx, c.memorySettle())
 	if err := ctx.Err(); err != nil {
 		return nil, err // not the turns the figures would claim
 	}

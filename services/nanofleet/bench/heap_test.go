@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/memtrim"
@@ -54,7 +55,7 @@ func TestHeapGrowth(t *testing.T) {
 	// As `nanofleet run` does, and as long as the growth suite waits.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
 	profile := func(name string) {
-		sleep(ctx, settleAfterLoad(window))
+		_ = backoff.Sleep(ctx, settleAfterLoad(window))
 		writeHeap(t, dir, name)
 	}
 	for i, l := range []load{
@@ -155,7 +156,7 @@ func TestWorkerTurnsHeap(t *testing.T) {
 			t.Fatalf("%d turns failed: %v", s.Errors, s.FirstErr)
 		}
 		t.Logf("%d turns in %s", len(s.Latencies), s.Elapsed.Round(time.Second))
-		sleep(ctx, settleAfterLoad(window))
+		_ = backoff.Sleep(ctx, settleAfterLoad(window))
 		writeHeap(t, dir, []string{"turns-first", "turns-all"}[i])
 	}
 	select {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 )
 
 // idle starts each service binary against a nats-server process, and then
@@ -67,7 +69,7 @@ func (r *driver) idle(ctx context.Context) ([]IdleRSS, error) {
 			continue
 		}
 	}
-	sleep(ctx, r.cfg.Settle)
+	_ = backoff.Sleep(ctx, r.cfg.Settle)
 	for _, p := range append([]*proc{nats}, started...) {
 		kb, err := memKB(p.pid(), "VmRSS")
 		if err != nil {
@@ -102,7 +104,7 @@ func (r *driver) idle(ctx context.Context) ([]IdleRSS, error) {
 		return nil, err
 	}
 	defer aio.kill()
-	sleep(ctx, r.cfg.Settle)
+	_ = backoff.Sleep(ctx, r.cfg.Settle)
 	kb, err := memKB(aio.pid(), "VmRSS")
 	if err != nil {
 		return nil, err
@@ -152,13 +154,4 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
@@ -122,11 +123,7 @@ func (m *streamModel) serve(w http.ResponseWriter, r *http.Request) {
 		m.mu.Unlock()
 	}
 	send(`{"content":"Hello"}`, "")
-	t := time.NewTimer(m.rest)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-r.Context().Done():
+	if backoff.Sleep(r.Context(), m.rest) != nil {
 		return
 	}
 	send(`{"content":", world."}`, "")
