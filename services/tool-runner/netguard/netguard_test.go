@@ -1,18 +1,17 @@
 package netguard_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
+	"github.com/nanofleet/nanofleet/services/tool-runner/netguard/netguardtest"
 )
 
 func TestCheck(t *testing.T) {
@@ -79,39 +78,27 @@ func TestAllowList(t *testing.T) {
 	}
 }
 
-// fakeResolver answers every name with fixed addresses.
-type fakeResolver struct{ addrs []netip.Addr }
-
-func (r fakeResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
-	return r.addrs, nil
-}
-
 func TestLoopbackRefusedWithoutAllowList(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
-	defer srv.Close()
+	srv := netguardtest.NewTarget(t, "")
 	g, _ := netguard.New(netguard.Config{})
 	_, err := g.HTTPClient(5 * time.Second).Get(srv.URL)
 	if !errors.Is(err, netguard.ErrBlocked) {
 		t.Fatalf("GET %s: %v, want blocked", srv.URL, err)
 	}
-	if hits.Load() != 0 {
+	if srv.Hits() != 0 {
 		t.Fatal("the server was reached")
 	}
 }
 
 func TestNameResolvingToLoopbackRefused(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
-	defer srv.Close()
-	port := netip.MustParseAddrPort(srv.Listener.Addr().String()).Port()
-	g, _ := netguard.New(netguard.Config{}, netguard.WithResolver(fakeResolver{[]netip.Addr{netip.MustParseAddr("127.0.0.1")}}))
-	_, err := g.HTTPClient(5 * time.Second).Get("http://rebind.example.com:" + strconv.Itoa(int(port)) + "/")
+	srv := netguardtest.NewTarget(t, "")
+	g, _ := netguard.New(netguard.Config{}, netguard.WithResolver(netguardtest.Resolver{"rebind.example.com": "127.0.0.1"}))
+	_, err := g.HTTPClient(5 * time.Second).Get("http://rebind.example.com:" + strconv.Itoa(int(srv.Port())) + "/")
 	var be *netguard.BlockedError
 	if !errors.As(err, &be) || be.Host != "rebind.example.com" {
 		t.Fatalf("err = %v, want blocked naming the host", err)
 	}
-	if hits.Load() != 0 {
+	if srv.Hits() != 0 {
 		t.Fatal("the server was reached")
 	}
 }

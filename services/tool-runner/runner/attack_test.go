@@ -5,12 +5,10 @@ package runner_test
 // harmless result), with nothing outside the workspace read or changed.
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +19,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
+	"github.com/nanofleet/nanofleet/services/tool-runner/netguard/netguardtest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/web"
@@ -208,25 +207,11 @@ func TestAttackLoopbackTCPFromExec(t *testing.T) {
 	}
 }
 
-type rebindResolver map[string]string
-
-func (r rebindResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if ip, ok := r[host]; ok {
-		return []netip.Addr{netip.MustParseAddr(ip)}, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
-
 func TestAttackDNSRebindingFetch(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		fmt.Fprint(w, secret)
-	}))
-	defer srv.Close()
-	port := netip.MustParseAddrPort(srv.Listener.Addr().String()).Port()
+	srv := netguardtest.NewTarget(t, secret)
+	port := srv.Port()
 	f := attack(t, func(c *runner.Config) { c.Web.Fetch.AllowCIDRs = nil },
-		runner.WithWebOptions(web.WithGuardOptions(netguard.WithResolver(rebindResolver{"totally-public.example.com": "127.0.0.1"}))))
+		runner.WithWebOptions(web.WithGuardOptions(netguard.WithResolver(netguardtest.Resolver{"totally-public.example.com": "127.0.0.1"}))))
 	for _, u := range []string{
 		fmt.Sprintf("http://totally-public.example.com:%d/", port),
 		fmt.Sprintf("http://127.0.0.1:%d/", port),
@@ -240,8 +225,8 @@ func TestAttackDNSRebindingFetch(t *testing.T) {
 		}
 	}
 	expectErr(t, f.call("web_fetch", map[string]any{"url": fmt.Sprintf("http://totally-public.example.com:%d/", port)}), kindDenied, "resolves to 127.0.0.1", "loopback")
-	if hits.Load() != 0 {
-		t.Fatalf("the loopback server was reached %d times", hits.Load())
+	if srv.Hits() != 0 {
+		t.Fatalf("the loopback server was reached %d times", srv.Hits())
 	}
 }
 

@@ -1,14 +1,12 @@
 package web_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
+	"github.com/nanofleet/nanofleet/services/tool-runner/netguard/netguardtest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/toolstest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/web"
@@ -125,39 +124,25 @@ func TestFetchArticle(t *testing.T) {
 }
 
 func TestFetchLoopbackRefusedWithoutAllowList(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
-	defer srv.Close()
+	srv := netguardtest.NewTarget(t, "")
 	fetch, _ := toolsFor(t, nil)
 	_, err := toolstest.Run(t, fetch, toolstest.Workspace(t), fmt.Sprintf(`{"url":%q}`, srv.URL))
 	if !errors.Is(err, netguard.ErrBlocked) || tools.ErrorKind(err).String() != "TOOL_ERROR_KIND_DENIED" {
 		t.Fatalf("err = %v", err)
 	}
-	if !strings.Contains(err.Error(), "loopback") || hits.Load() != 0 {
-		t.Errorf("err %q, server hits %d", err, hits.Load())
+	if !strings.Contains(err.Error(), "loopback") || srv.Hits() != 0 {
+		t.Errorf("err %q, server hits %d", err, srv.Hits())
 	}
-}
-
-type staticResolver map[string]string
-
-func (r staticResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if ip, ok := r[host]; ok {
-		return []netip.Addr{netip.MustParseAddr(ip)}, nil
-	}
-	return nil, fmt.Errorf("no such host %s", host)
 }
 
 func TestFetchNameResolvingToPrivateRefused(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
-	defer srv.Close()
-	port := netip.MustParseAddrPort(srv.Listener.Addr().String()).Port()
-	fetch, _ := toolsFor(t, nil, web.WithGuardOptions(netguard.WithResolver(staticResolver{"innocent.example.com": "127.0.0.1"})))
-	_, err := toolstest.Run(t, fetch, toolstest.Workspace(t), fmt.Sprintf(`{"url":"http://innocent.example.com:%d/"}`, port))
+	srv := netguardtest.NewTarget(t, "")
+	fetch, _ := toolsFor(t, nil, web.WithGuardOptions(netguard.WithResolver(netguardtest.Resolver{"innocent.example.com": "127.0.0.1"})))
+	_, err := toolstest.Run(t, fetch, toolstest.Workspace(t), fmt.Sprintf(`{"url":"http://innocent.example.com:%d/"}`, srv.Port()))
 	if !errors.Is(err, netguard.ErrBlocked) || !strings.Contains(err.Error(), "innocent.example.com (resolves to 127.0.0.1)") {
 		t.Fatalf("err = %v", err)
 	}
-	if hits.Load() != 0 {
+	if srv.Hits() != 0 {
 		t.Fatal("server reached")
 	}
 }
