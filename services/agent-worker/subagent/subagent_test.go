@@ -133,6 +133,17 @@ func (e *env) next(t *testing.T) (*nanofleetv1.InboundMessage, jetstream.Msg) {
 	}
 }
 
+// none fails the test if an inbound message arrives within d: what says
+// what it would mean.
+func (e *env) none(t *testing.T, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case extra := <-e.inbox:
+		t.Fatalf("%s: %s", what, extra.Subject())
+	case <-time.After(d):
+	}
+}
+
 func (e *env) spawn(ctx context.Context, t *testing.T, argsJSON string) (string, error) {
 	t.Helper()
 	args, err := toolschema.MustCompile(e.tool.Tool().Parameters).Parse(argsJSON)
@@ -189,11 +200,7 @@ func TestSpawnAndAnnounce(t *testing.T) {
 		!strings.Contains(ann.GetContent(), "3 errors, all timeouts") || !strings.Contains(ann.GetContent(), "[Subagent 'logs' completed successfully]") {
 		t.Fatalf("announcement = %v", ann)
 	}
-	select {
-	case extra := <-e.inbox:
-		t.Fatalf("second inbound %s", extra.Subject())
-	case <-time.After(500 * time.Millisecond):
-	}
+	e.none(t, 500*time.Millisecond, "second inbound")
 	if kids, _ := e.m.Children(t.Context(), "telegram:9"); len(kids) != 0 {
 		t.Errorf("children after announcement: %v", kids)
 	}
@@ -203,11 +210,7 @@ func TestSpawnAndAnnounce(t *testing.T) {
 	if err != nil || !strings.Contains(out, "already finished") || !strings.Contains(out, "3 errors") {
 		t.Errorf("spawn after the child finished = %q, %v", out, err)
 	}
-	select {
-	case extra := <-e.inbox:
-		t.Fatalf("child started again: %s", extra.Subject())
-	case <-time.After(300 * time.Millisecond):
-	}
+	e.none(t, 300*time.Millisecond, "child started again")
 }
 
 func TestSpawnWait(t *testing.T) {
@@ -232,11 +235,7 @@ func TestSpawnWait(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("spawn(wait) did not return")
 	}
-	select {
-	case extra := <-e.inbox:
-		t.Fatalf("announced although awaited: %s", extra.Subject())
-	case <-time.After(500 * time.Millisecond):
-	}
+	e.none(t, 500*time.Millisecond, "announced although awaited")
 }
 
 func TestSpawnWaitTimeoutAnnouncesLater(t *testing.T) {
@@ -303,11 +302,7 @@ func TestStopChildren(t *testing.T) {
 		return nil
 	})
 	e.reply(t, child, "⏹ Stopped.")
-	select {
-	case extra := <-e.inbox:
-		t.Fatalf("stopped child announced: %s", extra.Subject())
-	case <-time.After(500 * time.Millisecond):
-	}
+	e.none(t, 500*time.Millisecond, "stopped child announced")
 	if kids, _ := e.m.Children(t.Context(), "telegram:9"); len(kids) != 0 {
 		t.Errorf("stopped children still counted: %v", kids)
 	}
