@@ -3,8 +3,6 @@ package netguard_test
 import (
 	"errors"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"strconv"
 	"testing"
@@ -104,10 +102,7 @@ func TestNameResolvingToLoopbackRefused(t *testing.T) {
 }
 
 func TestRedirectToMetadataRefused(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
-	}))
-	defer srv.Close()
+	srv := netguardtest.NewRedirector(t, "http://169.254.169.254/latest/meta-data/")
 	g, _ := netguard.New(netguard.Config{AllowCIDRs: []string{"127.0.0.0/8"}})
 	resp, err := g.HTTPClient(5 * time.Second).Get(srv.URL)
 	if err == nil {
@@ -121,10 +116,7 @@ func TestRedirectToMetadataRefused(t *testing.T) {
 }
 
 func TestRedirectToOtherSchemeRefused(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
-	}))
-	defer srv.Close()
+	srv := netguardtest.NewRedirector(t, "file:///etc/passwd")
 	g, _ := netguard.New(netguard.Config{AllowCIDRs: []string{"127.0.0.0/8"}})
 	if _, err := g.HTTPClient(5 * time.Second).Get(srv.URL); err == nil {
 		t.Fatal("redirect to file: followed")

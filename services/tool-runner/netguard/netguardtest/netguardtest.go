@@ -1,6 +1,7 @@
 // Package netguardtest holds what the tests of guarded clients share: a
-// resolver that answers as the test says, and a loopback server that
-// counts the requests that reached it (a guard that works lets none by).
+// resolver that answers as the test says, a loopback server that counts
+// the requests that reached it (a guard that works lets none by), and one
+// that redirects every request elsewhere.
 package netguardtest
 
 import (
@@ -50,4 +51,14 @@ func (s *Target) Hits() int32 { return s.hits.Load() }
 // Port is the server's port, to reach it under another name or address.
 func (s *Target) Port() uint16 {
 	return netip.MustParseAddrPort(s.Listener.Addr().String()).Port()
+}
+
+// NewRedirector starts a loopback server that redirects every request to
+// to (302); it is closed when the test ends.
+func NewRedirector(t testing.TB, to string) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, to, http.StatusFound)
+	}))
+	t.Cleanup(s.Close)
+	return s
 }

@@ -148,10 +148,7 @@ func TestFetchNameResolvingToPrivateRefused(t *testing.T) {
 }
 
 func TestFetchRedirectToMetadataRefused(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/iam/security-credentials/", http.StatusFound)
-	}))
-	defer srv.Close()
+	srv := netguardtest.NewRedirector(t, "http://169.254.169.254/latest/meta-data/iam/security-credentials/")
 	fetch, _ := toolsFor(t, allowLoopback)
 	_, err := toolstest.Run(t, fetch, toolstest.Workspace(t), fmt.Sprintf(`{"url":%q}`, srv.URL))
 	if !errors.Is(err, netguard.ErrBlocked) || !strings.Contains(err.Error(), "cloud metadata") {
