@@ -2,6 +2,7 @@ package fleetstatus
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -23,4 +24,11 @@ func Register(nc *nats.Conn, name, id string) (stop func(), err error) {
 		return nil, fmt.Errorf("register %s with discovery: %w", name, err)
 	}
 	return func() { _ = svc.Stop() }, nil
+}
+
+// DefaultID is the id of an instance not given one: hostname-pid, unique
+// among the running instances and telling the operator where each runs.
+func DefaultID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }

@@ -1,6 +1,8 @@
 package fleetstatus_test
 
 import (
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -25,5 +27,15 @@ func TestRegisterIsDiscovered(t *testing.T) {
 	found, _ = fleetstatus.Discover(t.Context(), b.NC, 300*time.Millisecond)
 	if len(found) != 0 {
 		t.Fatalf("still discovered after stop: %+v", found)
+	}
+}
+
+func TestDefaultIDIsHostAndPid(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skipf("no hostname: %v", err)
+	}
+	if got, want := fleetstatus.DefaultID(), fmt.Sprintf("%s-%d", host, os.Getpid()); got != want {
+		t.Errorf("DefaultID() = %q, want %q", got, want)
 	}
 }

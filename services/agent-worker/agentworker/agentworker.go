@@ -6,7 +6,6 @@ package agentworker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -149,8 +148,7 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Worke
 		return nil, errors.New("agent-worker: no tool client")
 	}
 	if o.ID == "" {
-		host, _ := os.Hostname()
-		o.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		o.ID = fleetstatus.DefaultID()
 	}
 	cfg, sec, err := ConfigFrom(file, o.ID, o.Workspace)
 	if err != nil {

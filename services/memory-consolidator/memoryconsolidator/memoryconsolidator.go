@@ -122,8 +122,7 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Servi
 		o.Getenv = os.Getenv
 	}
 	if o.ID == "" {
-		host, _ := os.Hostname()
-		o.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		o.ID = fleetstatus.DefaultID()
 	}
 	cc, dc, dreamOn, sec, err := Configs(file, o.ID)
 	if err != nil {
