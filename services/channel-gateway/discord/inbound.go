@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -83,19 +81,9 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, raw []byte) erro
 		return nil // bots, webhooks, ourselves, joins and pins
 	}
 	dm := m.GuildID == ""
-	if !dm {
-		switch a.cfg.GroupPolicy {
-		case channelconfig.GroupOpen:
-		case channelconfig.GroupAllowlist:
-			if !slices.Contains(a.cfg.GroupAllowFrom, m.ChannelID) && !slices.Contains(a.cfg.GroupAllowFrom, m.GuildID) {
-				return nil
-			}
-		default:
-			if !a.mentioned(m, bot) {
-				a.log.Debug("guild message without mention ignored", "chat", m.ChannelID)
-				return nil
-			}
-		}
+	if !dm && !a.cfg.AdmitsGroup(a.mentioned(m, bot), m.ChannelID, m.GuildID) {
+		a.log.Debug("guild message not admitted by groupPolicy", "chat", m.ChannelID)
+		return nil
 	}
 	name := m.Author.GlobalName
 	if name == "" {

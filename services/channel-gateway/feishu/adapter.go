@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +26,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
@@ -58,8 +56,9 @@ type Adapter struct {
 	api    *lark.Client
 	events *dispatcher.EventDispatcher
 	media  *media.Store
-	groups access.Policy
-	dms    access.Policy
+	// policy admits senders; its DM policy applies to direct messages
+	// only (see access.Gate.Check), so groups and DMs share it.
+	policy access.Policy
 	sent   *parts.Store
 	// streams is nil unless streaming.
 	streams *editstream.Streams
@@ -89,8 +88,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		base:   cfg.baseURL(),
 		http:   &http.Client{Timeout: 2 * time.Minute},
-		groups: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: access.DMAllowlist},
-		dms:    access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
+		policy: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
 	}
 	for _, o := range opts {
 		if err := o(a); err != nil {
@@ -282,24 +280,10 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, eventID strin
 		}
 	}
 	text = strings.TrimSpace(text)
-	if !dm {
-		switch a.cfg.GroupPolicy {
-		case channelconfig.GroupOpen:
-		case channelconfig.GroupAllowlist:
-			if !slices.Contains(a.cfg.GroupAllowFrom, chat) {
-				return nil
-			}
-		default:
-			if !mentioned {
-				return nil
-			}
-		}
+	if !dm && !a.cfg.AdmitsGroup(mentioned, chat) {
+		return nil
 	}
-	policy := a.groups
-	if dm {
-		policy = a.dms
-	}
-	verdict, err := a.deps.Gate.Check(ctx, policy, access.Sender{
+	verdict, err := a.deps.Gate.Check(ctx, a.policy, access.Sender{
 		ID: user, Aliases: nonEmpty(str(sender.SenderId.UserId), str(sender.SenderId.UnionId)), ChatID: chat, DM: dm,
 	}, text)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -278,16 +277,8 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 		if e.Type == "message" && strings.Contains(e.Text, mention) {
 			return nil // the app_mention event for the same message is used
 		}
-		switch a.cfg.GroupPolicy {
-		case channelconfig.GroupOpen:
-		case channelconfig.GroupAllowlist:
-			if !slices.Contains(a.cfg.GroupAllowFrom, e.Channel) {
-				return nil
-			}
-		default:
-			if e.Type != "app_mention" && !strings.Contains(e.Text, mention) {
-				return nil
-			}
+		if !a.cfg.AdmitsGroup(e.Type == "app_mention" || strings.Contains(e.Text, mention), e.Channel) {
+			return nil
 		}
 	}
 	text := strings.TrimSpace(strings.ReplaceAll(e.Text, mention, ""))

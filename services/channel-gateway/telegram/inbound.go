@@ -17,7 +17,6 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -58,7 +57,7 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, upd *models.Upda
 	if text == "" {
 		text = msg.Caption
 	}
-	if !dm && a.groupPolicy() == channelconfig.GroupMention && !a.mentioned(msg, text) {
+	if !dm && !a.cfg.AdmitsGroup(a.mentioned(msg, text)) {
 		a.log.Debug("group message without mention ignored", "chat", chat)
 		return nil
 	}
@@ -104,13 +103,6 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, upd *models.Upda
 	}
 	a.startTyping(chat, atoi(meta["thread_id"]))
 	return nil
-}
-
-func (a *Adapter) groupPolicy() string {
-	if a.cfg.GroupPolicy == "" {
-		return channelconfig.GroupMention
-	}
-	return a.cfg.GroupPolicy
 }
 
 // mentioned reports whether a group message addresses the bot: an
