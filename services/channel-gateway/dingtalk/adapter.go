@@ -87,11 +87,10 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 			return nil, err
 		}
 	}
-	blobs, err := deps.Bus.Blobs(ctx)
-	if err != nil {
+	var err error
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("dingtalk: %w", err)
 	}
-	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
 	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
 		return nil, fmt.Errorf("dingtalk: %w", err)
 	}
@@ -114,13 +113,11 @@ func (a *Adapter) Channel() string { return Channel }
 // lease for the app, until ctx ends. The status board names the robot by
 // its robot code, the name DingTalk's robot API knows it by.
 func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
-	if a.streams != nil {
-		stopStreams, err := a.streams.Watch(ctx)
-		if err != nil {
-			return err
-		}
-		defer stopStreams()
+	stopStreams, err := a.streams.Watch(ctx)
+	if err != nil {
+		return err
 	}
+	defer stopStreams()
 	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.api+"/"+a.cfg.ClientID), a.log, func(ctx context.Context) error {
 		return a.connect(ctx, in)
 	}, hold.WithAccount(a.cfg.robotCode()))

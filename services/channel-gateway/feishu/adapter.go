@@ -104,11 +104,10 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	)
 	a.events = dispatcher.NewEventDispatcher(cfg.VerificationToken, cfg.EncryptKey)
 	a.events.InitConfig(larkevent.WithLogger(logAdapter{a.log}), larkevent.WithLogLevel(larkcore.LogLevelDebug))
-	blobs, err := deps.Bus.Blobs(ctx)
-	if err != nil {
+	var err error
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("feishu: %w", err)
 	}
-	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
 	if cfg.Mode == ModeWebhook {
 		if a.nonces, err = deps.Bus.KV(ctx, bucketNonces); err != nil {
 			return nil, fmt.Errorf("feishu: %w", err)
@@ -149,13 +148,11 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 		}
 		return err
 	}
-	if a.streams != nil {
-		stopStreams, err := a.streams.Watch(ctx)
-		if err != nil {
-			return err
-		}
-		defer stopStreams()
+	stopStreams, err := a.streams.Watch(ctx)
+	if err != nil {
+		return err
 	}
+	defer stopStreams()
 	a.mu.Lock()
 	a.inbox, a.run = in, ctx
 	a.mu.Unlock()

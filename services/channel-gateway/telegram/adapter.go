@@ -127,11 +127,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	a.bot = b
-	blobs, err := deps.Bus.Blobs(ctx)
-	if err != nil {
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(DefaultMaxMediaBytes)); err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
-	a.media = media.NewStore(blobs, cfg.MediaLimit(DefaultMaxMediaBytes))
 	a.typing = typing.New(deps.Bus, Channel, a.typingEvery, a.typingMax, typing.WithLogger(a.log))
 	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
@@ -175,13 +173,11 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 		return err
 	}
 	defer stop()
-	if a.streams != nil {
-		stopStreams, err := a.streams.Watch(ctx)
-		if err != nil {
-			return err
-		}
-		defer stopStreams()
+	stopStreams, err := a.streams.Watch(ctx)
+	if err != nil {
+		return err
 	}
+	defer stopStreams()
 	if _, ok := a.Webhook(); ok {
 		return a.runWebhook(ctx)
 	}

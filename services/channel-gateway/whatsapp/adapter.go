@@ -118,11 +118,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if a.devices, err = kvstore.New(kv, cfg.account(), logger{a.log.With("component", "whatsmeow-store")}); err != nil {
 		return nil, err
 	}
-	blobs, err := deps.Bus.Blobs(ctx)
-	if err != nil {
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
-	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
 	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}

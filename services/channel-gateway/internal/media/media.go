@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -32,6 +33,16 @@ type Store struct {
 // limit bytes.
 func NewStore(obj jetstream.ObjectStore, limit int64) *Store {
 	return &Store{obj: obj, limit: limit}
+}
+
+// Open returns a store in the fleet's object store (as [bus.Bus.Blobs]
+// opens it) refusing attachments over limit bytes.
+func Open(ctx context.Context, b *bus.Bus, limit int64) (*Store, error) {
+	obj, err := b.Blobs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("media: %w", err)
+	}
+	return NewStore(obj, limit), nil
 }
 
 // Limit is the size limit in bytes.

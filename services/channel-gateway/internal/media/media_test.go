@@ -13,11 +13,10 @@ import (
 func TestPut(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	ctx := t.Context()
-	obj, err := b.Blobs(ctx)
+	s, err := media.Open(ctx, b, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := media.NewStore(obj, 64)
 	tests := []struct {
 		name, file, mime, body string
 		wantMime               string
