@@ -54,7 +54,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 			Data    string            `json:"data"`
 		}
 		if json.Unmarshal(data, &resp) == nil {
-			s.acks <- Ack{MessageID: resp.Headers["messageId"], Code: resp.Code, Data: resp.Data}
+			s.acks.Add(Ack{MessageID: resp.Headers["messageId"], Code: resp.Code, Data: resp.Data})
 		}
 	}
 }

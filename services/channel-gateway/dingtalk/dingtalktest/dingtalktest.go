@@ -114,7 +114,7 @@ type Server struct {
 	fakeplatform.Link
 
 	srv  *httptest.Server
-	acks chan Ack
+	acks *fakeplatform.Recorder[Ack] // by the frame id answered
 
 	mu       sync.Mutex
 	frames   int
@@ -128,7 +128,7 @@ type Server struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
-		Recorder: fakeplatform.NewRecorder("dingtalktest", func(c Call) string { return c.Kind }), acks: make(chan Ack, 1000),
+		Recorder: fakeplatform.NewRecorder("dingtalktest calls", func(c Call) string { return c.Kind }), acks: fakeplatform.NewRecorder("dingtalktest acks", func(a Ack) string { return a.MessageID }),
 		sessions: map[string]time.Time{}, files: map[string][]byte{}, media: map[string][]byte{}, cards: map[string]string{},
 	}
 	mux := http.NewServeMux()
@@ -241,18 +241,7 @@ func (s *Server) Raw(t testing.TB, data []byte) {
 // WaitAck waits until the client answered frame id and returns its answer.
 func (s *Server) WaitAck(t testing.TB, id string, timeout time.Duration) Ack {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case a := <-s.acks:
-			if a.MessageID == id {
-				return a
-			}
-		case <-deadline:
-			t.Fatalf("dingtalktest: frame %s not acknowledged within %s", id, timeout)
-			return Ack{}
-		}
-	}
+	return s.acks.Next(t, timeout, id)
 }
 
 // MediaLimit is the media upload's size limit.

@@ -122,7 +122,7 @@ func New(t testing.TB, token string) *Server {
 	t.Helper()
 	s := &Server{
 		Token: token, BotID: "900000000000000001", BotName: "nanobot", BotDiscriminator: "0",
-		Recorder: fakeplatform.NewRecorder("discordtest", func(c Call) string { return c.Route }), conns: map[*conn]bool{}, sessions: map[string]*session{},
+		Recorder: fakeplatform.NewRecorder("discordtest calls", func(c Call) string { return c.Route }), conns: map[*conn]bool{}, sessions: map[string]*session{},
 		files: map[string][]byte{}, texts: map[string]string{}, nonces: map[string]string{},
 		nextID: 1100000000000000000,
 	}

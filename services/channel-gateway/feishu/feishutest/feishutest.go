@@ -119,7 +119,7 @@ type Server struct {
 	fakeplatform.Link
 
 	srv  *httptest.Server
-	acks chan Ack
+	acks *fakeplatform.Recorder[Ack] // by the frame id answered
 
 	mu        sync.Mutex
 	seen      map[string]bool
@@ -140,7 +140,7 @@ type Ack struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
-		Recorder: fakeplatform.NewRecorder("feishutest", func(c Call) string { return c.Kind }), acks: make(chan Ack, 1000),
+		Recorder: fakeplatform.NewRecorder("feishutest calls", func(c Call) string { return c.Kind }), acks: fakeplatform.NewRecorder("feishutest acks", func(a Ack) string { return a.MessageID }),
 		seen: map[string]bool{}, resources: map[string][]byte{}, contents: map[string]string{}, uploads: map[string][]byte{},
 	}
 	mux := http.NewServeMux()
@@ -223,18 +223,7 @@ func (s *Server) Raw(t testing.TB, data []byte) {
 // the code it answered with.
 func (s *Server) WaitAck(t testing.TB, id string, timeout time.Duration) int {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case a := <-s.acks:
-			if a.MessageID == id {
-				return a.Code
-			}
-		case <-deadline:
-			t.Fatalf("feishutest: event frame %s not answered within %s", id, timeout)
-			return 0
-		}
-	}
+	return s.acks.Next(t, timeout, id).Code
 }
 
 // Content returns the current content of a message the bot sent (after
@@ -593,7 +582,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		case larkws.FrameTypeData:
 			var resp larkws.Response
 			if json.Unmarshal(f.Payload, &resp) == nil {
-				s.acks <- Ack{MessageID: hs.GetString(larkws.HeaderMessageID), Code: resp.StatusCode}
+				s.acks.Add(Ack{MessageID: hs.GetString(larkws.HeaderMessageID), Code: resp.StatusCode})
 			}
 		}
 	}

@@ -16,16 +16,17 @@ import (
 	"github.com/coder/websocket"
 )
 
-// Recorder records a fake's calls in order; kind names a call's kind (an
-// API method, a route).
+// Recorder records what a fake received in order (its API calls, the
+// client's acknowledgements), for tests to wait on; kind names an item's
+// kind (an API method, a route, the id acknowledged).
 type Recorder[C any] struct {
 	name string
 	kind func(C) string
 	ch   chan C
 }
 
-// NewRecorder returns a record for the fake called name (in failure
-// messages), holding up to 1000 calls not yet waited for.
+// NewRecorder returns a record named name in failure messages (e.g.
+// "slacktest calls"), holding up to 1000 items not yet waited for.
 func NewRecorder[C any](name string, kind func(C) string) *Recorder[C] {
 	return &Recorder[C]{name: name, kind: kind, ch: make(chan C, 1000)}
 }
@@ -33,10 +34,10 @@ func NewRecorder[C any](name string, kind func(C) string) *Recorder[C] {
 // Add records c.
 func (r *Recorder[C]) Add(c C) { r.ch <- c }
 
-// Calls is the calls not yet taken, for tests that read them directly.
+// Calls is the items not yet taken, for tests that read them directly.
 func (r *Recorder[C]) Calls() <-chan C { return r.ch }
 
-// Next waits for the next call of one of kinds, skipping others.
+// Next waits for the next item of one of kinds, skipping others.
 func (r *Recorder[C]) Next(t testing.TB, timeout time.Duration, kinds ...string) C {
 	t.Helper()
 	deadline := time.After(timeout)
@@ -47,14 +48,14 @@ func (r *Recorder[C]) Next(t testing.TB, timeout time.Duration, kinds ...string)
 				return c
 			}
 		case <-deadline:
-			t.Fatalf("%s: no %v call within %s", r.name, kinds, timeout)
+			t.Fatalf("%s: no %v within %s", r.name, kinds, timeout)
 			var zero C
 			return zero
 		}
 	}
 }
 
-// None reports an error for every call of one of kinds during d.
+// None reports an error for every item of one of kinds during d.
 func (r *Recorder[C]) None(t testing.TB, d time.Duration, kinds ...string) {
 	t.Helper()
 	deadline := time.After(d)
@@ -62,7 +63,7 @@ func (r *Recorder[C]) None(t testing.TB, d time.Duration, kinds ...string) {
 		select {
 		case c := <-r.ch:
 			if r.is(c, kinds) {
-				t.Errorf("%s: unexpected %s call: %+v", r.name, r.kind(c), c)
+				t.Errorf("%s: unexpected %s: %+v", r.name, r.kind(c), c)
 			}
 		case <-deadline:
 			return

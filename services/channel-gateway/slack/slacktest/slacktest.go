@@ -61,7 +61,7 @@ type Server struct {
 	fakeplatform.Link
 
 	srv  *httptest.Server
-	acks chan string
+	acks *fakeplatform.Recorder[string] // envelope ids acknowledged
 
 	mu        sync.Mutex
 	ts        int
@@ -73,7 +73,7 @@ type Server struct {
 // New starts a fake, stopped at the end of the test.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{Recorder: fakeplatform.NewRecorder("slacktest", func(c Call) string { return c.Method }), acks: make(chan string, 1000), texts: map[string]string{}}
+	s := &Server{Recorder: fakeplatform.NewRecorder("slacktest calls", func(c Call) string { return c.Method }), acks: fakeplatform.NewRecorder("slacktest acks", func(id string) string { return id }), texts: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)
 	mux.HandleFunc("/link", s.serveSocket)
@@ -143,17 +143,7 @@ func (s *Server) Raw(t testing.TB, frame string) {
 // WaitAck waits until envelope was acknowledged.
 func (s *Server) WaitAck(t testing.TB, envelope string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case id := <-s.acks:
-			if id == envelope {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("slacktest: envelope %s not acknowledged within %s", envelope, timeout)
-		}
-	}
+	s.acks.Next(t, timeout, envelope)
 }
 
 // Message is an inner message event.
@@ -296,7 +286,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 			EnvelopeID string `json:"envelope_id"`
 		}
 		if json.Unmarshal(data, &ack) == nil && ack.EnvelopeID != "" {
-			s.acks <- ack.EnvelopeID
+			s.acks.Add(ack.EnvelopeID)
 		}
 	}
 }

@@ -96,7 +96,7 @@ func New(t testing.TB, token string) *Server {
 	t.Helper()
 	s := &Server{
 		Token: token, BotID: 777, BotUsername: "nano_bot",
-		Recorder: fakeplatform.NewRecorder("telegramtest", func(c Call) string { return c.Method }), newUpdate: make(chan struct{}),
+		Recorder: fakeplatform.NewRecorder("telegramtest calls", func(c Call) string { return c.Method }), newUpdate: make(chan struct{}),
 		files: map[string]file{}, nextMsgID: 1000, texts: map[int]string{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
