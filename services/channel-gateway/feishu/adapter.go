@@ -31,6 +31,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/webhook"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
@@ -65,10 +66,10 @@ type Adapter struct {
 	// nonces is nil unless in webhook mode.
 	nonces jetstream.KeyValue
 
+	hook webhook.Receiver // Run's inbox, for the webhook handler
+
 	mu    sync.Mutex
-	botID string          // the bot's open id, for mentions
-	inbox gateway.Inbox   // set by Run, for the webhook handler
-	run   context.Context // Run's context, for the webhook handler
+	botID string // the bot's open id, for mentions
 }
 
 // Option changes an optional setting of [New].
@@ -153,9 +154,7 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 		return err
 	}
 	defer stopStreams()
-	a.mu.Lock()
-	a.inbox, a.run = in, ctx
-	a.mu.Unlock()
+	a.hook.Serve(ctx, in)
 	if a.cfg.Mode == ModeWebhook {
 		a.log.Info("feishu events by webhook", "path", a.cfg.WebhookPath())
 		if board, err := status.Open(ctx, a.deps.Bus); err == nil {

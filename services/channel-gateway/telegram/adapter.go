@@ -25,6 +25,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/typing"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/webhook"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -51,11 +52,10 @@ type Adapter struct {
 	sent    *parts.Store
 	typing  *typing.Indicator
 	streams *editstream.Streams // nil unless streaming
+	hook    webhook.Receiver    // Run's inbox, for webhook requests
 
-	mu    sync.Mutex
-	me    *models.User
-	inbox gateway.Inbox
-	run   context.Context // Run's context, for work started by webhooks
+	mu sync.Mutex
+	me *models.User
 }
 
 // Option tunes an adapter, mostly for tests.
@@ -165,9 +165,7 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	if err := a.identify(ctx); err != nil {
 		return err
 	}
-	a.mu.Lock()
-	a.inbox, a.run = in, ctx
-	a.mu.Unlock()
+	a.hook.Serve(ctx, in)
 	stop, err := a.typing.Watch(ctx)
 	if err != nil {
 		return err
