@@ -241,14 +241,7 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	data, ok := s.files[r.PathValue("code")]
-	s.mu.Unlock()
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	_, _ = w.Write(data)
+	s.files.Serve(w, r, r.PathValue("code"))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -113,13 +113,13 @@ type Server struct {
 	fakeplatform.Script[Failure]
 	fakeplatform.Link
 
-	srv  *httptest.Server
-	acks *fakeplatform.Recorder[Ack] // by the frame id answered
+	srv   *httptest.Server
+	files fakeplatform.Files          // downloadable
+	acks  *fakeplatform.Recorder[Ack] // by the frame id answered
 
 	mu       sync.Mutex
 	frames   int
 	sessions map[string]time.Time
-	files    map[string][]byte
 	media    map[string][]byte // media id → uploaded bytes
 	cards    map[string]string // outTrackId → the card's content
 }
@@ -129,7 +129,7 @@ func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
 		Recorder: fakeplatform.NewRecorder("dingtalktest calls", func(c Call) string { return c.Kind }), acks: fakeplatform.NewRecorder("dingtalktest acks", func(a Ack) string { return a.MessageID }),
-		sessions: map[string]time.Time{}, files: map[string][]byte{}, media: map[string][]byte{}, cards: map[string]string{},
+		sessions: map[string]time.Time{}, media: map[string][]byte{}, cards: map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1.0/gateway/connections/open", s.serveOpen)
@@ -153,11 +153,7 @@ func New(t testing.TB) *Server {
 }
 
 // AddFile makes a file downloadable by its download code.
-func (s *Server) AddFile(code string, data []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.files[code] = data
-}
+func (s *Server) AddFile(code string, data []byte) { s.files.Add(code, data) }
 
 // Message is a robot message.
 type Message struct {

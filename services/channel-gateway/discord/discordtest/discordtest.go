@@ -100,7 +100,8 @@ type Server struct {
 	*fakeplatform.Recorder[Call]
 	fakeplatform.Script[Failure]
 
-	srv *httptest.Server
+	srv   *httptest.Server
+	files fakeplatform.Files // downloadable
 
 	mu         sync.Mutex
 	conns      map[*conn]bool
@@ -109,7 +110,6 @@ type Server struct {
 	identifies int
 	resumes    int
 	intents    int
-	files      map[string][]byte
 	nextID     int64
 	texts      map[string]string // message id -> content, as edited
 	nonces     map[string]string // channel + nonce -> message id
@@ -123,7 +123,7 @@ func New(t testing.TB, token string) *Server {
 	s := &Server{
 		Token: token, BotID: "900000000000000001", BotName: "nanobot", BotDiscriminator: "0",
 		Recorder: fakeplatform.NewRecorder("discordtest calls", func(c Call) string { return c.Route }), conns: map[*conn]bool{}, sessions: map[string]*session{},
-		files: map[string][]byte{}, texts: map[string]string{}, nonces: map[string]string{},
+		texts: map[string]string{}, nonces: map[string]string{},
 		nextID: 1100000000000000000,
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -146,9 +146,7 @@ func (s *Server) FailAll(route string, f Failure) {
 
 // AddFile serves data at the returned attachment URL.
 func (s *Server) AddFile(name string, data []byte) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.files[name] = data
+	s.files.Add(name, data)
 	return s.srv.URL + "/cdn/" + name
 }
 

@@ -17,14 +17,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.gateway(w, r)
 		return
 	case strings.HasPrefix(r.URL.Path, "/cdn/"):
-		s.mu.Lock()
-		data, ok := s.files[strings.TrimPrefix(r.URL.Path, "/cdn/")]
-		s.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(data)
+		s.files.Serve(w, r, strings.TrimPrefix(r.URL.Path, "/cdn/"))
 		return
 	}
 	if r.Header.Get("Authorization") != "Bot "+s.Token {

@@ -9,6 +9,7 @@ package fakeplatform
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -239,4 +240,33 @@ func (l *Link) WaitConnections(t testing.TB, n int, timeout time.Duration) {
 			t.Fatalf("%d event connections within %s, want %d", got, timeout, n)
 		}
 	}
+}
+
+// Files are the files a fake serves for download, by name. The zero
+// value is ready to use.
+type Files struct {
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+// Add makes data downloadable as name.
+func (f *Files) Add(name string, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.data == nil {
+		f.data = map[string][]byte{}
+	}
+	f.data[name] = data
+}
+
+// Serve answers with the file called name, or 404.
+func (f *Files) Serve(w http.ResponseWriter, r *http.Request, name string) {
+	f.mu.Lock()
+	data, ok := f.data[name]
+	f.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	_, _ = w.Write(data)
 }

@@ -95,3 +95,23 @@ func TestLinkWritesOnTheOpenConnection(t *testing.T) {
 		}
 	}
 }
+
+func TestFilesServeByName(t *testing.T) {
+	var files fakeplatform.Files
+	files.Add("a.txt", []byte("hello"))
+	tests := []struct {
+		name     string
+		wantCode int
+		wantBody string
+	}{
+		{"a.txt", http.StatusOK, "hello"},
+		{"b.txt", http.StatusNotFound, "404 page not found\n"},
+	}
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		files.Serve(w, httptest.NewRequest(http.MethodGet, "/files/"+tt.name, nil), tt.name)
+		if w.Code != tt.wantCode || w.Body.String() != tt.wantBody {
+			t.Errorf("%s: %d %q, want %d %q", tt.name, w.Code, w.Body.String(), tt.wantCode, tt.wantBody)
+		}
+	}
+}

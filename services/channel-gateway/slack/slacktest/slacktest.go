@@ -60,13 +60,13 @@ type Server struct {
 	fakeplatform.Script[Failure]
 	fakeplatform.Link
 
-	srv  *httptest.Server
-	acks *fakeplatform.Recorder[string] // envelope ids acknowledged
+	srv   *httptest.Server
+	files fakeplatform.Files             // downloadable
+	acks  *fakeplatform.Recorder[string] // envelope ids acknowledged
 
 	mu        sync.Mutex
 	ts        int
 	envelopes int
-	files     map[string][]byte
 	texts     map[string]string // message ts -> text, as updated
 }
 
@@ -91,12 +91,7 @@ func New(t testing.TB) *Server {
 // AddFile makes a file downloadable at the URL returned, for the bot token
 // only, as Slack's url_private_download is.
 func (s *Server) AddFile(name string, data []byte) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.files == nil {
-		s.files = map[string][]byte{}
-	}
-	s.files[name] = data
+	s.files.Add(name, data)
 	return s.URL + "/files/" + name
 }
 
@@ -105,14 +100,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not authed", http.StatusForbidden)
 		return
 	}
-	s.mu.Lock()
-	data, ok := s.files[r.PathValue("name")]
-	s.mu.Unlock()
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	_, _ = w.Write(data)
+	s.files.Serve(w, r, r.PathValue("name"))
 }
 
 // Send sends an Events API envelope carrying event (the inner event
