@@ -160,19 +160,15 @@ func (a *Adapter) download(ctx context.Context, m *message) ([]*nanofleetv1.Medi
 		if f.URL == "" {
 			continue
 		}
-		if f.Size > a.media.Limit() {
-			notes = append(notes, fmt.Sprintf("[attachment %s not downloaded: %d MB is over the %d MB limit]", f.Filename, f.Size>>20, a.media.Limit()>>20))
+		if note := a.media.OverLimit(f.Filename, f.Size); note != "" {
+			notes = append(notes, note)
 			continue
 		}
 		object := fmt.Sprintf("discord/%s/%s/%s", m.ChannelID, m.ID, f.ID)
 		ref, err := a.media.Fetch(ctx, a.http, f.URL, nil, object, f.Filename, f.ContentType)
 		if err != nil {
 			a.log.Warn("discord attachment download failed", "chat", m.ChannelID, "name", f.Filename, "err", err)
-			reason := "download failed"
-			if errors.Is(err, media.ErrTooLarge) {
-				reason = "over the size limit"
-			}
-			notes = append(notes, fmt.Sprintf("[attachment %s not downloaded: %s]", f.Filename, reason))
+			notes = append(notes, media.NotDownloaded(f.Filename, err))
 			continue
 		}
 		refs = append(refs, ref)

@@ -168,18 +168,14 @@ func (a *Adapter) download(ctx context.Context, updateID int64, chat string, msg
 	var refs []*nanofleetv1.MediaRef
 	var notes []string
 	for _, f := range attachments(msg) {
-		if f.size > a.media.Limit() {
-			notes = append(notes, fmt.Sprintf("[attachment %s not downloaded: %d MB is over the %d MB limit]", f.name, f.size>>20, a.media.Limit()>>20))
+		if note := a.media.OverLimit(f.name, f.size); note != "" {
+			notes = append(notes, note)
 			continue
 		}
 		ref, err := a.fetch(ctx, updateID, chat, f)
 		if err != nil {
 			a.log.Warn("telegram attachment download failed", "chat", chat, "name", f.name, "err", err)
-			reason := "download failed"
-			if errors.Is(err, media.ErrTooLarge) {
-				reason = "over the size limit"
-			}
-			notes = append(notes, fmt.Sprintf("[attachment %s not downloaded: %s]", f.name, reason))
+			notes = append(notes, media.NotDownloaded(f.name, err))
 			continue
 		}
 		refs = append(refs, ref)

@@ -116,6 +116,26 @@ func (s *Store) Fetch(ctx context.Context, client *http.Client, url string, head
 	return s.Put(ctx, object, name, mimeType, resp.Body)
 }
 
+// OverLimit is the note telling the model that attachment name, of size
+// bytes as the platform announced it, was not downloaded for being over
+// the limit; "" when it is not over.
+func (s *Store) OverLimit(name string, size int64) string {
+	if size <= s.limit {
+		return ""
+	}
+	return fmt.Sprintf("[attachment %s not downloaded: %d MB is over the %d MB limit]", name, size>>20, s.limit>>20)
+}
+
+// NotDownloaded is the note telling the model that attachment name was
+// not downloaded, err saying why.
+func NotDownloaded(name string, err error) string {
+	reason := "download failed"
+	if errors.Is(err, ErrTooLarge) {
+		reason = "over the size limit"
+	}
+	return fmt.Sprintf("[attachment %s not downloaded: %s]", name, reason)
+}
+
 // Attach adds ref to msg's media or, when the download failed (err set),
 // a note in its text naming the attachment, so the model knows one is
 // missing instead of never hearing of it.
