@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +22,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
@@ -43,14 +41,15 @@ type Deps = adapterdeps.Deps
 
 // Adapter is the DingTalk channel. It implements [gateway.LiveAdapter].
 type Adapter struct {
-	cfg    Config
-	deps   Deps
-	log    *slog.Logger
-	api    string
-	http   *http.Client
-	media  *media.Store
-	groups access.Policy
-	dms    access.Policy
+	cfg   Config
+	deps  Deps
+	log   *slog.Logger
+	api   string
+	http  *http.Client
+	media *media.Store
+	// policy admits senders; its DM policy applies to direct messages
+	// only (see access.Gate.Check), so groups and DMs share it.
+	policy access.Policy
 	// sent counts the pieces of each reply sent, fleet-wide: DingTalk has
 	// no idempotency key to drop a piece sent twice.
 	sent *parts.Store
@@ -80,8 +79,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		api:    cfg.apiURL(),
 		http:   &http.Client{Timeout: time.Minute},
-		groups: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: access.DMAllowlist},
-		dms:    access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
+		policy: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
 		now:    time.Now,
 	}
 	for _, o := range opts {
@@ -89,11 +87,10 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 			return nil, err
 		}
 	}
-	blobs, err := deps.Bus.Blobs(ctx)
-	if err != nil {
+	var err error
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("dingtalk: %w", err)
 	}
-	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
 	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
 		return nil, fmt.Errorf("dingtalk: %w", err)
 	}
@@ -116,13 +113,11 @@ func (a *Adapter) Channel() string { return Channel }
 // lease for the app, until ctx ends. The status board names the robot by
 // its robot code, the name DingTalk's robot API knows it by.
 func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
-	if a.streams != nil {
-		stopStreams, err := a.streams.Watch(ctx)
-		if err != nil {
-			return err
-		}
-		defer stopStreams()
+	stopStreams, err := a.streams.Watch(ctx)
+	if err != nil {
+		return err
 	}
+	defer stopStreams()
 	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.api+"/"+a.cfg.ClientID), a.log, func(ctx context.Context) error {
 		return a.connect(ctx, in)
 	}, hold.WithAccount(a.cfg.robotCode()))
@@ -158,27 +153,16 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, raw []byte) e
 		return nil
 	}
 	text, files := a.text(&m)
-	if !dm {
-		switch a.cfg.GroupPolicy {
-		case channelconfig.GroupOpen:
-		case channelconfig.GroupAllowlist:
-			if !slices.Contains(a.cfg.GroupAllowFrom, m.ConversationId) {
-				return nil
-			}
-		default:
-			if !m.IsInAtList {
-				return nil
-			}
-		}
+	if !dm && !a.cfg.AdmitsGroup(m.IsInAtList, m.ConversationId) {
+		return nil
 	}
 	// A one-to-one chat is addressed by the user's staff id (the send API
 	// takes user ids), a group by its conversation id.
 	chat := m.ConversationId
-	policy := a.groups
 	if dm {
-		chat, policy = m.SenderStaffId, a.dms
+		chat = m.SenderStaffId
 	}
-	verdict, err := a.deps.Gate.Check(ctx, policy, access.Sender{
+	verdict, err := a.deps.Gate.Check(ctx, a.policy, access.Sender{
 		ID: m.SenderStaffId, Aliases: nonEmpty(m.SenderId), Name: m.SenderNick, ChatID: chat, DM: dm,
 	}, text)
 	if err != nil {

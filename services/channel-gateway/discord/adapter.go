@@ -127,11 +127,10 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		rest.WithHTTPClient(a.http),
 		rest.WithLogger(a.log.With("source", "disgo")),
 	))
-	blobs, err := deps.Bus.Blobs(ctx)
-	if err != nil {
+	var err error
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(DefaultMaxMediaBytes)); err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
-	a.media = media.NewStore(blobs, cfg.MediaLimit(DefaultMaxMediaBytes))
 	a.state, err = deps.Bus.KV(ctx, bucketSessions)
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
@@ -326,11 +325,7 @@ func limited(err error) error {
 }
 
 func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id, text string, _ bool) error {
-	ch, err := snowflake.Parse(msg.GetChatId())
-	if err != nil {
-		return err
-	}
-	mid, err := snowflake.Parse(id)
+	ch, mid, err := messageIDs(msg, id)
 	if err != nil {
 		return err
 	}
@@ -339,13 +334,20 @@ func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id
 }
 
 func (s streamer) Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, id string) error {
-	ch, err := snowflake.Parse(msg.GetChatId())
-	if err != nil {
-		return err
-	}
-	mid, err := snowflake.Parse(id)
+	ch, mid, err := messageIDs(msg, id)
 	if err != nil {
 		return err
 	}
 	return s.a.rest.DeleteMessage(ch, mid, rest.WithCtx(ctx))
+}
+
+// messageIDs parses the channel of msg and the streamed message id.
+func messageIDs(msg *nanofleetv1.OutboundMessage, id string) (ch, mid snowflake.ID, err error) {
+	if ch, err = snowflake.Parse(msg.GetChatId()); err != nil {
+		return 0, 0, err
+	}
+	if mid, err = snowflake.Parse(id); err != nil {
+		return 0, 0, err
+	}
+	return ch, mid, nil
 }

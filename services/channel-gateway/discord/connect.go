@@ -41,13 +41,11 @@ func (a *Adapter) Run(ctx context.Context, in inbox) error {
 		return err
 	}
 	defer stop()
-	if a.streams != nil {
-		stopStreams, err := a.streams.Watch(ctx)
-		if err != nil {
-			return err
-		}
-		defer stopStreams()
+	stopStreams, err := a.streams.Watch(ctx)
+	if err != nil {
+		return err
 	}
+	defer stopStreams()
 	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.cfg.Token), a.log, func(ctx context.Context) error {
 		return a.connect(ctx, in, wsURL)
 	}, hold.WithAccount(account))

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -83,19 +81,9 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, raw []byte) erro
 		return nil // bots, webhooks, ourselves, joins and pins
 	}
 	dm := m.GuildID == ""
-	if !dm {
-		switch a.cfg.GroupPolicy {
-		case channelconfig.GroupOpen:
-		case channelconfig.GroupAllowlist:
-			if !slices.Contains(a.cfg.GroupAllowFrom, m.ChannelID) && !slices.Contains(a.cfg.GroupAllowFrom, m.GuildID) {
-				return nil
-			}
-		default:
-			if !a.mentioned(m, bot) {
-				a.log.Debug("guild message without mention ignored", "chat", m.ChannelID)
-				return nil
-			}
-		}
+	if !dm && !a.cfg.AdmitsGroup(a.mentioned(m, bot), m.ChannelID, m.GuildID) {
+		a.log.Debug("guild message not admitted by groupPolicy", "chat", m.ChannelID)
+		return nil
 	}
 	name := m.Author.GlobalName
 	if name == "" {
@@ -172,19 +160,15 @@ func (a *Adapter) download(ctx context.Context, m *message) ([]*nanofleetv1.Medi
 		if f.URL == "" {
 			continue
 		}
-		if f.Size > a.media.Limit() {
-			notes = append(notes, fmt.Sprintf("[attachment %s not downloaded: %d MB is over the %d MB limit]", f.Filename, f.Size>>20, a.media.Limit()>>20))
+		if note := a.media.OverLimit(f.Filename, f.Size); note != "" {
+			notes = append(notes, note)
 			continue
 		}
 		object := fmt.Sprintf("discord/%s/%s/%s", m.ChannelID, m.ID, f.ID)
 		ref, err := a.media.Fetch(ctx, a.http, f.URL, nil, object, f.Filename, f.ContentType)
 		if err != nil {
 			a.log.Warn("discord attachment download failed", "chat", m.ChannelID, "name", f.Filename, "err", err)
-			reason := "download failed"
-			if errors.Is(err, media.ErrTooLarge) {
-				reason = "over the size limit"
-			}
-			notes = append(notes, fmt.Sprintf("[attachment %s not downloaded: %s]", f.Filename, reason))
+			notes = append(notes, media.NotDownloaded(f.Filename, err))
 			continue
 		}
 		refs = append(refs, ref)

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,12 +26,12 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/webhook"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
@@ -58,18 +57,19 @@ type Adapter struct {
 	api    *lark.Client
 	events *dispatcher.EventDispatcher
 	media  *media.Store
-	groups access.Policy
-	dms    access.Policy
+	// policy admits senders; its DM policy applies to direct messages
+	// only (see access.Gate.Check), so groups and DMs share it.
+	policy access.Policy
 	sent   *parts.Store
 	// streams is nil unless streaming.
 	streams *editstream.Streams
 	// nonces is nil unless in webhook mode.
 	nonces jetstream.KeyValue
 
+	hook webhook.Receiver // Run's inbox, for the webhook handler
+
 	mu    sync.Mutex
-	botID string          // the bot's open id, for mentions
-	inbox gateway.Inbox   // set by Run, for the webhook handler
-	run   context.Context // Run's context, for the webhook handler
+	botID string // the bot's open id, for mentions
 }
 
 // Option changes an optional setting of [New].
@@ -89,8 +89,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		base:   cfg.baseURL(),
 		http:   &http.Client{Timeout: 2 * time.Minute},
-		groups: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: access.DMAllowlist},
-		dms:    access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
+		policy: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
 	}
 	for _, o := range opts {
 		if err := o(a); err != nil {
@@ -106,11 +105,10 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	)
 	a.events = dispatcher.NewEventDispatcher(cfg.VerificationToken, cfg.EncryptKey)
 	a.events.InitConfig(larkevent.WithLogger(logAdapter{a.log}), larkevent.WithLogLevel(larkcore.LogLevelDebug))
-	blobs, err := deps.Bus.Blobs(ctx)
-	if err != nil {
+	var err error
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("feishu: %w", err)
 	}
-	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
 	if cfg.Mode == ModeWebhook {
 		if a.nonces, err = deps.Bus.KV(ctx, bucketNonces); err != nil {
 			return nil, fmt.Errorf("feishu: %w", err)
@@ -151,16 +149,12 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 		}
 		return err
 	}
-	if a.streams != nil {
-		stopStreams, err := a.streams.Watch(ctx)
-		if err != nil {
-			return err
-		}
-		defer stopStreams()
+	stopStreams, err := a.streams.Watch(ctx)
+	if err != nil {
+		return err
 	}
-	a.mu.Lock()
-	a.inbox, a.run = in, ctx
-	a.mu.Unlock()
+	defer stopStreams()
+	a.hook.Serve(ctx, in)
 	if a.cfg.Mode == ModeWebhook {
 		a.log.Info("feishu events by webhook", "path", a.cfg.WebhookPath())
 		if board, err := status.Open(ctx, a.deps.Bus); err == nil {
@@ -282,24 +276,10 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, eventID strin
 		}
 	}
 	text = strings.TrimSpace(text)
-	if !dm {
-		switch a.cfg.GroupPolicy {
-		case channelconfig.GroupOpen:
-		case channelconfig.GroupAllowlist:
-			if !slices.Contains(a.cfg.GroupAllowFrom, chat) {
-				return nil
-			}
-		default:
-			if !mentioned {
-				return nil
-			}
-		}
+	if !dm && !a.cfg.AdmitsGroup(mentioned, chat) {
+		return nil
 	}
-	policy := a.groups
-	if dm {
-		policy = a.dms
-	}
-	verdict, err := a.deps.Gate.Check(ctx, policy, access.Sender{
+	verdict, err := a.deps.Gate.Check(ctx, a.policy, access.Sender{
 		ID: user, Aliases: nonEmpty(str(sender.SenderId.UserId), str(sender.SenderId.UnionId)), ChatID: chat, DM: dm,
 	}, text)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -35,16 +34,8 @@ func (a *Adapter) WebhookHandler() http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		a.mu.Lock()
-		in, ctx := a.inbox, a.run
-		a.mu.Unlock()
-		if in == nil || ctx.Err() != nil {
-			http.Error(w, "not running", http.StatusServiceUnavailable)
-			return
-		}
-		raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, "read error", http.StatusBadRequest)
+		ctx, in, raw, ok := a.hook.Accept(w, r)
+		if !ok {
 			return
 		}
 		req := &larkevent.EventReq{Header: r.Header, Body: raw, RequestURI: r.RequestURI}

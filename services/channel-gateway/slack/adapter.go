@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -111,11 +110,10 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		slack.OptionHTTPClient(a.http),
 		slack.OptionLog(logAdapter{a.log}),
 	)
-	blobs, err := deps.Bus.Blobs(ctx)
-	if err != nil {
+	var err error
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
-	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
 	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
@@ -142,13 +140,11 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	if board, err := status.Open(ctx, a.deps.Bus); err == nil {
 		board.Serving(ctx, a.log, Channel, a.botName)
 	}
-	if a.streams != nil {
-		stopStreams, err := a.streams.Watch(ctx)
-		if err != nil {
-			return err
-		}
-		defer stopStreams()
+	stopStreams, err := a.streams.Watch(ctx)
+	if err != nil {
+		return err
 	}
+	defer stopStreams()
 	sm := socketmode.New(a.api, socketmode.OptionPingInterval(a.pingEvery), socketmode.OptionLog(logAdapter{a.log}))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -278,16 +274,8 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 		if e.Type == "message" && strings.Contains(e.Text, mention) {
 			return nil // the app_mention event for the same message is used
 		}
-		switch a.cfg.GroupPolicy {
-		case channelconfig.GroupOpen:
-		case channelconfig.GroupAllowlist:
-			if !slices.Contains(a.cfg.GroupAllowFrom, e.Channel) {
-				return nil
-			}
-		default:
-			if e.Type != "app_mention" && !strings.Contains(e.Text, mention) {
-				return nil
-			}
+		if !a.cfg.AdmitsGroup(e.Type == "app_mention" || strings.Contains(e.Text, mention), e.Channel) {
+			return nil
 		}
 	}
 	text := strings.TrimSpace(strings.ReplaceAll(e.Text, mention, ""))

@@ -25,6 +25,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/typing"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/webhook"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -51,11 +52,10 @@ type Adapter struct {
 	sent    *parts.Store
 	typing  *typing.Indicator
 	streams *editstream.Streams // nil unless streaming
+	hook    webhook.Receiver    // Run's inbox, for webhook requests
 
-	mu    sync.Mutex
-	me    *models.User
-	inbox gateway.Inbox
-	run   context.Context // Run's context, for work started by webhooks
+	mu sync.Mutex
+	me *models.User
 }
 
 // Option tunes an adapter, mostly for tests.
@@ -127,11 +127,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	a.bot = b
-	blobs, err := deps.Bus.Blobs(ctx)
-	if err != nil {
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(DefaultMaxMediaBytes)); err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
-	a.media = media.NewStore(blobs, cfg.MediaLimit(DefaultMaxMediaBytes))
 	a.typing = typing.New(deps.Bus, Channel, a.typingEvery, a.typingMax, typing.WithLogger(a.log))
 	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
@@ -167,21 +165,17 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	if err := a.identify(ctx); err != nil {
 		return err
 	}
-	a.mu.Lock()
-	a.inbox, a.run = in, ctx
-	a.mu.Unlock()
+	a.hook.Serve(ctx, in)
 	stop, err := a.typing.Watch(ctx)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if a.streams != nil {
-		stopStreams, err := a.streams.Watch(ctx)
-		if err != nil {
-			return err
-		}
-		defer stopStreams()
+	stopStreams, err := a.streams.Watch(ctx)
+	if err != nil {
+		return err
 	}
+	defer stopStreams()
 	if _, ok := a.Webhook(); ok {
 		return a.runWebhook(ctx)
 	}

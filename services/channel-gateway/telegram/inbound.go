@@ -17,7 +17,6 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -58,7 +57,7 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, upd *models.Upda
 	if text == "" {
 		text = msg.Caption
 	}
-	if !dm && a.groupPolicy() == channelconfig.GroupMention && !a.mentioned(msg, text) {
+	if !dm && !a.cfg.AdmitsGroup(a.mentioned(msg, text)) {
 		a.log.Debug("group message without mention ignored", "chat", chat)
 		return nil
 	}
@@ -104,13 +103,6 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, upd *models.Upda
 	}
 	a.startTyping(chat, atoi(meta["thread_id"]))
 	return nil
-}
-
-func (a *Adapter) groupPolicy() string {
-	if a.cfg.GroupPolicy == "" {
-		return channelconfig.GroupMention
-	}
-	return a.cfg.GroupPolicy
 }
 
 // mentioned reports whether a group message addresses the bot: an
@@ -176,18 +168,14 @@ func (a *Adapter) download(ctx context.Context, updateID int64, chat string, msg
 	var refs []*nanofleetv1.MediaRef
 	var notes []string
 	for _, f := range attachments(msg) {
-		if f.size > a.media.Limit() {
-			notes = append(notes, fmt.Sprintf("[attachment %s not downloaded: %d MB is over the %d MB limit]", f.name, f.size>>20, a.media.Limit()>>20))
+		if note := a.media.OverLimit(f.name, f.size); note != "" {
+			notes = append(notes, note)
 			continue
 		}
 		ref, err := a.fetch(ctx, updateID, chat, f)
 		if err != nil {
 			a.log.Warn("telegram attachment download failed", "chat", chat, "name", f.name, "err", err)
-			reason := "download failed"
-			if errors.Is(err, media.ErrTooLarge) {
-				reason = "over the size limit"
-			}
-			notes = append(notes, fmt.Sprintf("[attachment %s not downloaded: %s]", f.name, reason))
+			notes = append(notes, media.NotDownloaded(f.name, err))
 			continue
 		}
 		refs = append(refs, ref)

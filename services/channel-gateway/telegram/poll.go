@@ -182,16 +182,8 @@ func (a *Adapter) WebhookHandler() http.Handler {
 			http.Error(w, "forbidden", http.StatusUnauthorized)
 			return
 		}
-		a.mu.Lock()
-		in, ctx := a.inbox, a.run
-		a.mu.Unlock()
-		if in == nil || ctx.Err() != nil {
-			http.Error(w, "not running", http.StatusServiceUnavailable)
-			return
-		}
-		raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, "read error", http.StatusBadRequest)
+		ctx, in, raw, ok := a.hook.Accept(w, r)
+		if !ok {
 			return
 		}
 		id, upd, err := decodeUpdate(raw)

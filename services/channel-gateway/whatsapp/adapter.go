@@ -26,7 +26,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -69,9 +68,10 @@ type Adapter struct {
 	devices *kvstore.Container
 	media   *media.Store
 	board   *status.Board
-	groups  access.Policy
-	dms     access.Policy
-	sent    *parts.Store
+	// policy admits senders; its DM policy applies to direct messages
+	// only (see access.Gate.Check), so groups and DMs share it.
+	policy access.Policy
+	sent   *parts.Store
 	// route is the core NATS subject on which the gateway holding the
 	// connection sends for the others.
 	route string
@@ -100,8 +100,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	}
 	a := &Adapter{
 		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
-		groups: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: access.DMAllowlist},
-		dms:    access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
+		policy: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
 		route:  deps.Bus.Space.Prefix() + ".whatsapp.send." + cfg.account(),
 	}
 	for _, o := range opts {
@@ -119,11 +118,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if a.devices, err = kvstore.New(kv, cfg.account(), logger{a.log.With("component", "whatsmeow-store")}); err != nil {
 		return nil, err
 	}
-	blobs, err := deps.Bus.Blobs(ctx)
-	if err != nil {
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
-	a.media = media.NewStore(blobs, cfg.MediaLimit(20<<20))
 	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
@@ -277,7 +274,7 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Mes
 		return // our own messages (echoed from other devices) and status updates
 	}
 	text, ctxInfo, files := content(e.Message)
-	if info.IsGroup && !a.groupAdmits(info.Chat, ctxInfo) {
+	if info.IsGroup && !a.cfg.AdmitsGroup(a.mentioned(ctxInfo), info.Chat.String()) {
 		return
 	}
 	sender := info.Sender.ToNonAD()
@@ -285,11 +282,7 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Mes
 	if alt := info.SenderAlt; alt.User != "" {
 		aliases = append(aliases, alt.User)
 	}
-	policy := a.dms
-	if info.IsGroup {
-		policy = a.groups
-	}
-	verdict, err := a.deps.Gate.Check(ctx, policy, access.Sender{
+	verdict, err := a.deps.Gate.Check(ctx, a.policy, access.Sender{
 		ID: sender.User, Aliases: aliases, Name: info.PushName, ChatID: info.Chat.String(), DM: !info.IsGroup,
 	}, text)
 	if err != nil {
@@ -356,16 +349,9 @@ func (a *Adapter) publish(ctx context.Context, in gateway.Inbox, msg *nanofleetv
 	return err
 }
 
-// groupAdmits applies groupPolicy to a group message.
-func (a *Adapter) groupAdmits(chat types.JID, ci *waE2E.ContextInfo) bool {
-	switch a.cfg.GroupPolicy {
-	case channelconfig.GroupOpen:
-		return true
-	case channelconfig.GroupDisabled:
-		return false
-	case channelconfig.GroupAllowlist:
-		return slices.Contains(a.cfg.GroupAllowFrom, chat.String())
-	}
+// mentioned reports whether a group message addresses the account: a
+// mention of it, or a reply to one of its messages.
+func (a *Adapter) mentioned(ci *waE2E.ContextInfo) bool {
 	for _, m := range ci.GetMentionedJID() {
 		if id, err := types.ParseJID(m); err == nil && a.isSelf(id) {
 			return true

@@ -42,7 +42,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	defer s.link.Open(c)()
+	defer s.Link.Open(c)()
 	for {
 		_, data, err := c.Read(r.Context())
 		if err != nil {
@@ -54,7 +54,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 			Data    string            `json:"data"`
 		}
 		if json.Unmarshal(data, &resp) == nil {
-			s.acks <- Ack{MessageID: resp.Headers["messageId"], Code: resp.Code, Data: resp.Data}
+			s.acks.Add(Ack{MessageID: resp.Headers["messageId"], Code: resp.Code, Data: resp.Data})
 		}
 	}
 }
@@ -62,7 +62,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	var req struct{ AppKey, AppSecret string }
 	_ = json.NewDecoder(r.Body).Decode(&req)
-	s.calls.Add(Call{Kind: "token"})
+	s.Recorder.Add(Call{Kind: "token"})
 	if req.AppKey != ClientID || req.AppSecret != ClientSecret {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidClientIdOrSecret", "message": "bad app key or secret"})
 		return
@@ -96,8 +96,8 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter", "message": err.Error()})
 			return
 		}
-		s.calls.Add(c)
-		if f := s.fail.Take(kind); f != nil && !f.held() {
+		s.Recorder.Add(c)
+		if f := s.Script.Take(kind); f != nil && !f.held() {
 			f.write(w)
 			return
 		}
@@ -152,7 +152,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		f.Close()
 	}
 	s.mu.Lock()
-	fail := s.fail.Take("upload")
+	fail := s.Script.Take("upload")
 	switch t := c.Str("type"); {
 	case fail != nil || errcode != 0:
 	case t != "image" && t != "file" && t != "voice" && t != "video":
@@ -164,7 +164,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		s.media[c.MediaID] = c.Upload
 	}
 	s.mu.Unlock()
-	s.calls.Add(c)
+	s.Recorder.Add(c)
 	switch {
 	case fail != nil:
 		fail.write(w)
@@ -228,8 +228,8 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	expires, ok := s.sessions[session]
 	s.mu.Unlock()
 	c.Expired = !ok || time.Now().After(expires)
-	s.calls.Add(c)
-	if f := s.fail.Take("webhook"); f != nil && !f.held() {
+	s.Recorder.Add(c)
+	if f := s.Script.Take("webhook"); f != nil && !f.held() {
 		f.write(w)
 		return
 	}
@@ -241,14 +241,7 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	data, ok := s.files[r.PathValue("code")]
-	s.mu.Unlock()
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	_, _ = w.Write(data)
+	s.files.Serve(w, r, r.PathValue("code"))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

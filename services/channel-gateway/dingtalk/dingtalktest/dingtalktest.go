@@ -101,21 +101,25 @@ type Ack struct {
 	Data      string
 }
 
-// Server is a fake DingTalk.
+// Server is a fake DingTalk. Tests read the API calls it received by
+// kind (Calls, Next, None), script failures per kind (Fail, Pass), and
+// wait for stream connections (WaitConnected, WaitConnections,
+// Connections).
 type Server struct {
 	// URL is the open API base (what channels.dingtalk.apiUrl takes).
 	URL string
 
+	*fakeplatform.Recorder[Call]
+	fakeplatform.Script[Failure]
+	fakeplatform.Link
+
 	srv   *httptest.Server
-	calls *fakeplatform.Calls[Call]
-	acks  chan Ack
+	files fakeplatform.Files          // downloadable
+	acks  *fakeplatform.Recorder[Ack] // by the frame id answered
 
 	mu       sync.Mutex
-	link     fakeplatform.Link
-	fail     fakeplatform.Script[Failure]
 	frames   int
 	sessions map[string]time.Time
-	files    map[string][]byte
 	media    map[string][]byte // media id → uploaded bytes
 	cards    map[string]string // outTrackId → the card's content
 }
@@ -124,8 +128,8 @@ type Server struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
-		calls: fakeplatform.NewCalls("dingtalktest", func(c Call) string { return c.Kind }), acks: make(chan Ack, 1000),
-		sessions: map[string]time.Time{}, files: map[string][]byte{}, media: map[string][]byte{}, cards: map[string]string{},
+		Recorder: fakeplatform.NewRecorder("dingtalktest calls", func(c Call) string { return c.Kind }), acks: fakeplatform.NewRecorder("dingtalktest acks", func(a Ack) string { return a.MessageID }),
+		sessions: map[string]time.Time{}, media: map[string][]byte{}, cards: map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1.0/gateway/connections/open", s.serveOpen)
@@ -142,54 +146,14 @@ func New(t testing.TB) *Server {
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
-		s.link.Close()
+		s.Link.Close()
 		s.srv.Close()
 	})
 	return s
 }
 
-// Fail makes the next calls of kind fail as given, in order.
-func (s *Server) Fail(kind string, f ...Failure) { s.fail.Add(kind, f...) }
-
-// Pass lets the next n calls of kind through before the failures
-// scripted after.
-func (s *Server) Pass(kind string, n int) { s.fail.Pass(kind, n) }
-
 // AddFile makes a file downloadable by its download code.
-func (s *Server) AddFile(code string, data []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.files[code] = data
-}
-
-// Next waits for the next call of one of kinds, skipping others.
-func (s *Server) Next(t testing.TB, timeout time.Duration, kinds ...string) Call {
-	t.Helper()
-	return s.calls.Next(t, timeout, kinds...)
-}
-
-// None reports an error for every call of one of kinds during d.
-func (s *Server) None(t testing.TB, d time.Duration, kinds ...string) {
-	t.Helper()
-	s.calls.None(t, d, kinds...)
-}
-
-// WaitConnected waits until a stream connection is open.
-func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
-	t.Helper()
-	s.link.WaitConnected(t, timeout)
-}
-
-// WaitConnections waits until n stream connections were opened in all.
-func (s *Server) WaitConnections(t testing.TB, n int, timeout time.Duration) {
-	t.Helper()
-	s.link.WaitConnections(t, n, timeout)
-}
-
-// Connections is how many stream connections were opened so far.
-func (s *Server) Connections() int {
-	return s.link.Count()
-}
+func (s *Server) AddFile(code string, data []byte) { s.files.Add(code, data) }
 
 // Message is a robot message.
 type Message struct {
@@ -267,24 +231,13 @@ func (s *Server) Frame(t testing.TB, typ, topic, data string) string {
 // Raw writes a raw text frame on the stream connection.
 func (s *Server) Raw(t testing.TB, data []byte) {
 	t.Helper()
-	s.link.Write(t, websocket.MessageText, data)
+	s.Link.Write(t, websocket.MessageText, data)
 }
 
 // WaitAck waits until the client answered frame id and returns its answer.
 func (s *Server) WaitAck(t testing.TB, id string, timeout time.Duration) Ack {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case a := <-s.acks:
-			if a.MessageID == id {
-				return a
-			}
-		case <-deadline:
-			t.Fatalf("dingtalktest: frame %s not acknowledged within %s", id, timeout)
-			return Ack{}
-		}
-	}
+	return s.acks.Next(t, timeout, id)
 }
 
 // MediaLimit is the media upload's size limit.

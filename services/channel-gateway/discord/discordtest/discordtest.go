@@ -78,7 +78,9 @@ func TooManyRequests(d time.Duration) Failure {
 	return Failure{Status: http.StatusTooManyRequests, Message: "You are being rate limited.", RetryAfter: d}
 }
 
-// Server is a fake Discord.
+// Server is a fake Discord. Tests read the REST calls it received, the
+// gateway and user look-ups excepted, by route (Calls, Next, None) and
+// script failures per route (Fail, Pass, FailAll).
 type Server struct {
 	// URL is the REST base (…/api/v10) to configure the adapter with.
 	URL string
@@ -95,8 +97,11 @@ type Server struct {
 	// closed with 4014, as Discord does. Set before the client connects.
 	Disallowed int
 
+	*fakeplatform.Recorder[Call]
+	fakeplatform.Script[Failure]
+
 	srv   *httptest.Server
-	calls *fakeplatform.Calls[Call]
+	files fakeplatform.Files // downloadable
 
 	mu         sync.Mutex
 	conns      map[*conn]bool
@@ -105,8 +110,6 @@ type Server struct {
 	identifies int
 	resumes    int
 	intents    int
-	fail       fakeplatform.Script[Failure]
-	files      map[string][]byte
 	nextID     int64
 	texts      map[string]string // message id -> content, as edited
 	nonces     map[string]string // channel + nonce -> message id
@@ -119,8 +122,8 @@ func New(t testing.TB, token string) *Server {
 	t.Helper()
 	s := &Server{
 		Token: token, BotID: "900000000000000001", BotName: "nanobot", BotDiscriminator: "0",
-		calls: fakeplatform.NewCalls("discordtest", func(c Call) string { return c.Route }), conns: map[*conn]bool{}, sessions: map[string]*session{},
-		files: map[string][]byte{}, texts: map[string]string{}, nonces: map[string]string{},
+		Recorder: fakeplatform.NewRecorder("discordtest calls", func(c Call) string { return c.Route }), conns: map[*conn]bool{}, sessions: map[string]*session{},
+		texts: map[string]string{}, nonces: map[string]string{},
 		nextID: 1100000000000000000,
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -132,36 +135,18 @@ func New(t testing.TB, token string) *Server {
 	return s
 }
 
-// Calls receives every REST call except the gateway and user look-ups.
-func (s *Server) Calls() <-chan Call { return s.calls.Chan() }
-
-// Next waits for the next call of one of routes, skipping others.
-func (s *Server) Next(t testing.TB, timeout time.Duration, routes ...string) Call {
-	t.Helper()
-	return s.calls.Next(t, timeout, routes...)
-}
-
-// Fail makes the next calls of route answer as given, in order.
-func (s *Server) Fail(route string, f ...Failure) { s.fail.Add(route, f...) }
-
-// Pass lets the next n calls of route through before the failures
-// scripted after.
-func (s *Server) Pass(route string, n int) { s.fail.Pass(route, n) }
-
 // FailAll makes every call of route fail as f until the test ends.
 func (s *Server) FailAll(route string, f Failure) {
 	fs := make([]Failure, 10000)
 	for i := range fs {
 		fs[i] = f
 	}
-	s.fail.Add(route, fs...)
+	s.Fail(route, fs...)
 }
 
 // AddFile serves data at the returned attachment URL.
 func (s *Server) AddFile(name string, data []byte) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.files[name] = data
+	s.files.Add(name, data)
 	return s.srv.URL + "/cdn/" + name
 }
 

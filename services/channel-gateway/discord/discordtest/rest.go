@@ -17,14 +17,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.gateway(w, r)
 		return
 	case strings.HasPrefix(r.URL.Path, "/cdn/"):
-		s.mu.Lock()
-		data, ok := s.files[strings.TrimPrefix(r.URL.Path, "/cdn/")]
-		s.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(data)
+		s.files.Serve(w, r, strings.TrimPrefix(r.URL.Path, "/cdn/"))
 		return
 	}
 	if r.Header.Get("Authorization") != "Bot "+s.Token {
@@ -62,13 +55,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := readBody(r, &call); err != nil {
 		call.Status = http.StatusBadRequest
-		s.calls.Add(call)
+		s.Recorder.Add(call)
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body: " + err.Error(), "code": 50035})
 		return
 	}
-	if f := s.fail.Take(call.Route); f != nil {
+	if f := s.Script.Take(call.Route); f != nil {
 		call.Status = f.Status
-		s.calls.Add(call)
+		s.Recorder.Add(call)
 		writeFailure(w, *f)
 		return
 	}
@@ -76,7 +69,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch call.Route {
 	case "POST /channels/{id}/typing":
 		call.Status = http.StatusNoContent
-		s.calls.Add(call)
+		s.Recorder.Add(call)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	case "DELETE /channels/{id}/messages/{id}":
@@ -89,7 +82,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			call.Status = http.StatusNotFound
 		}
-		s.calls.Add(call)
+		s.Recorder.Add(call)
 		if !ok {
 			writeJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Message", "code": 10008})
 			return
@@ -100,7 +93,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	content := call.Content()
 	if len([]rune(content)) > 2000 {
 		call.Status = http.StatusBadRequest
-		s.calls.Add(call)
+		s.Recorder.Add(call)
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035,
 			"errors": map[string]any{"content": map[string]any{"_errors": []any{map[string]any{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}}}}})
 		return
@@ -124,14 +117,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	} else if _, ok := s.texts[id]; !ok {
 		s.mu.Unlock()
 		call.Status = http.StatusNotFound
-		s.calls.Add(call)
+		s.Recorder.Add(call)
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Message", "code": 10008})
 		return
 	}
 	s.texts[id] = content
 	s.mu.Unlock()
 	call.Status = http.StatusOK
-	s.calls.Add(call)
+	s.Recorder.Add(call)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": id, "channel_id": call.ChannelID, "content": content, "type": 0,
 		"author": s.user(), "mentions": []any{}, "attachments": []any{}, "embeds": []any{}, "mention_roles": []any{},

@@ -106,18 +106,22 @@ func RateLimited(reset int) Failure {
 	return Failure{Status: http.StatusTooManyRequests, Code: 99991400, Msg: "request trigger frequency limit", Reset: reset}
 }
 
-// Server is a fake open platform.
+// Server is a fake open platform. Tests read the open API calls it
+// received by kind (Calls, Next, None), script failures per kind (Fail,
+// Pass), and wait for long connections (WaitConnected, WaitConnections,
+// Connections).
 type Server struct {
 	// URL is the base URL (what channels.feishu.baseUrl takes).
 	URL string
 
-	srv   *httptest.Server
-	calls *fakeplatform.Calls[Call]
-	acks  chan Ack
+	*fakeplatform.Recorder[Call]
+	fakeplatform.Script[Failure]
+	fakeplatform.Link
+
+	srv  *httptest.Server
+	acks *fakeplatform.Recorder[Ack] // by the frame id answered
 
 	mu        sync.Mutex
-	link      fakeplatform.Link
-	fail      fakeplatform.Script[Failure]
 	seen      map[string]bool
 	msgs      int
 	frames    uint64
@@ -136,7 +140,7 @@ type Ack struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
-		calls: fakeplatform.NewCalls("feishutest", func(c Call) string { return c.Kind }), acks: make(chan Ack, 1000),
+		Recorder: fakeplatform.NewRecorder("feishutest calls", func(c Call) string { return c.Kind }), acks: fakeplatform.NewRecorder("feishutest acks", func(a Ack) string { return a.MessageID }),
 		seen: map[string]bool{}, resources: map[string][]byte{}, contents: map[string]string{}, uploads: map[string][]byte{},
 	}
 	mux := http.NewServeMux()
@@ -154,53 +158,17 @@ func New(t testing.TB) *Server {
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
-		s.link.Close()
+		s.Link.Close()
 		s.srv.Close()
 	})
 	return s
 }
-
-// Fail makes the next calls of kind fail as given, in order.
-func (s *Server) Fail(kind string, f ...Failure) { s.fail.Add(kind, f...) }
-
-// Pass lets the next n calls of kind through before the failures
-// scripted after.
-func (s *Server) Pass(kind string, n int) { s.fail.Pass(kind, n) }
 
 // AddResource makes a message's image or file downloadable.
 func (s *Server) AddResource(messageID, key string, data []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resources[messageID+"/"+key] = data
-}
-
-// Next waits for the next call of one of kinds, skipping others.
-func (s *Server) Next(t testing.TB, timeout time.Duration, kinds ...string) Call {
-	t.Helper()
-	return s.calls.Next(t, timeout, kinds...)
-}
-
-// None reports an error for every call of one of kinds during d.
-func (s *Server) None(t testing.TB, d time.Duration, kinds ...string) {
-	t.Helper()
-	s.calls.None(t, d, kinds...)
-}
-
-// WaitConnected waits until a long connection is open.
-func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
-	t.Helper()
-	s.link.WaitConnected(t, timeout)
-}
-
-// WaitConnections waits until n long connections were opened in all.
-func (s *Server) WaitConnections(t testing.TB, n int, timeout time.Duration) {
-	t.Helper()
-	s.link.WaitConnections(t, n, timeout)
-}
-
-// Connections is how many long connections were opened so far.
-func (s *Server) Connections() int {
-	return s.link.Count()
 }
 
 // Send sends an event (the whole schema 2.0 JSON object) as one data
@@ -248,25 +216,14 @@ func (s *Server) SendPayload(t testing.TB, payload []byte, parts int) string {
 // Raw writes a raw binary message on the long connection.
 func (s *Server) Raw(t testing.TB, data []byte) {
 	t.Helper()
-	s.link.Write(t, websocket.MessageBinary, data)
+	s.Link.Write(t, websocket.MessageBinary, data)
 }
 
 // WaitAck waits until the client answered the event frame id, and returns
 // the code it answered with.
 func (s *Server) WaitAck(t testing.TB, id string, timeout time.Duration) int {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case a := <-s.acks:
-			if a.MessageID == id {
-				return a.Code
-			}
-		case <-deadline:
-			t.Fatalf("feishutest: event frame %s not answered within %s", id, timeout)
-			return 0
-		}
-	}
+	return s.acks.Next(t, timeout, id).Code
 }
 
 // Content returns the current content of a message the bot sent (after
@@ -408,7 +365,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		AppSecret string `json:"app_secret"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&req)
-	s.calls.Add(Call{Kind: "token"})
+	s.Recorder.Add(Call{Kind: "token"})
 	if !strings.HasPrefix(req.AppID, "cli_") || req.AppSecret != AppSecret {
 		writeJSON(w, http.StatusOK, map[string]any{"code": 10014, "msg": "app secret invalid"})
 		return
@@ -434,7 +391,7 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			}
 		}
 		s.mu.Lock()
-		f := s.fail.Take(kind)
+		f := s.Script.Take(kind)
 		uuid := c.Str("uuid")
 		if f == nil && uuid != "" {
 			c.Duplicate = s.seen[uuid]
@@ -448,7 +405,7 @@ func (s *Server) api(kind string) http.HandlerFunc {
 		if kind == "create" || kind == "reply" {
 			c.ID = id
 		}
-		s.calls.Add(c)
+		s.Recorder.Add(c)
 		if f != nil {
 			f.write(w)
 			return
@@ -544,7 +501,7 @@ func (s *Server) serveUpload(kind string, limit int) http.HandlerFunc {
 		}
 		refusal := Failure{Code: 234001, Msg: "invalid request param"}
 		s.mu.Lock()
-		f := s.fail.Take(kind)
+		f := s.Script.Take(kind)
 		switch {
 		case f != nil:
 			refusal = *f
@@ -561,7 +518,7 @@ func (s *Server) serveUpload(kind string, limit int) http.HandlerFunc {
 			s.uploads[c.Key] = c.Upload
 		}
 		s.mu.Unlock()
-		s.calls.Add(c)
+		s.Recorder.Add(c)
 		if c.Key == "" {
 			refusal.write(w)
 			return
@@ -599,7 +556,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(16 << 20)
-	defer s.link.Open(c)() // the platform keeps one connection per client here
+	defer s.Link.Open(c)() // the platform keeps one connection per client here
 	ctx := r.Context()
 	for {
 		kind, data, err := c.Read(ctx)
@@ -625,7 +582,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		case larkws.FrameTypeData:
 			var resp larkws.Response
 			if json.Unmarshal(f.Payload, &resp) == nil {
-				s.acks <- Ack{MessageID: hs.GetString(larkws.HeaderMessageID), Code: resp.StatusCode}
+				s.acks.Add(Ack{MessageID: hs.GetString(larkws.HeaderMessageID), Code: resp.StatusCode})
 			}
 		}
 	}

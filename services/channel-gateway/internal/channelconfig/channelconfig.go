@@ -106,6 +106,23 @@ func (c Common) Validate(r Rules) error {
 	return nil
 }
 
+// AdmitsGroup applies groupPolicy to a group message: "open" admits it,
+// "disabled" does not, "allowlist" admits it when one of chats (the ids
+// a platform's groupAllowFrom may name: the chat, its server…) is
+// listed, and "mention", the default, when mentioned says the message
+// addresses the bot.
+func (c Common) AdmitsGroup(mentioned bool, chats ...string) bool {
+	switch c.GroupPolicy {
+	case GroupOpen:
+		return true
+	case GroupDisabled:
+		return false
+	case GroupAllowlist:
+		return slices.ContainsFunc(chats, func(chat string) bool { return slices.Contains(c.GroupAllowFrom, chat) })
+	}
+	return mentioned
+}
+
 // EditInterval is StreamEditInterval as a duration, def when unset.
 func (c Common) EditInterval(def time.Duration) time.Duration {
 	if c.StreamEditInterval == 0 {

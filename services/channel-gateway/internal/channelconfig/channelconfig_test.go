@@ -129,3 +129,31 @@ func TestGroupDisabledWhereAllowed(t *testing.T) {
 		t.Errorf("disabled where not allowed: %v, want config.ErrInvalid naming channels.chat.groupPolicy", err)
 	}
 }
+
+func TestAdmitsGroup(t *testing.T) {
+	listed := []string{"g1", "srv1"}
+	tests := []struct {
+		name      string
+		policy    string
+		mentioned bool
+		chats     []string
+		want      bool
+	}{
+		{"mention by default, mentioned", "", true, []string{"g9"}, true},
+		{"mention by default, not mentioned", "", false, []string{"g1"}, false},
+		{"mention, mentioned", channelconfig.GroupMention, true, nil, true},
+		{"mention, not mentioned", channelconfig.GroupMention, false, []string{"g1"}, false},
+		{"open without mention", channelconfig.GroupOpen, false, []string{"g9"}, true},
+		{"disabled even when mentioned", channelconfig.GroupDisabled, true, []string{"g1"}, false},
+		{"allowlist, chat listed", channelconfig.GroupAllowlist, false, []string{"g1"}, true},
+		{"allowlist, its server listed", channelconfig.GroupAllowlist, false, []string{"c5", "srv1"}, true},
+		{"allowlist, not listed though mentioned", channelconfig.GroupAllowlist, true, []string{"g9"}, false},
+		{"allowlist, no chat", channelconfig.GroupAllowlist, true, nil, false},
+	}
+	for _, tt := range tests {
+		c := channelconfig.Common{GroupPolicy: tt.policy, GroupAllowFrom: listed}
+		if got := c.AdmitsGroup(tt.mentioned, tt.chats...); got != tt.want {
+			t.Errorf("%s: AdmitsGroup = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

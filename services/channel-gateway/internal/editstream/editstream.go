@@ -186,8 +186,12 @@ func (s *Streams) key(msg *nanofleetv1.OutboundMessage) string {
 }
 
 // Watch follows the channel's deltas and final answers until ctx ends or
-// the returned function is called.
+// the returned function is called. A nil s (streaming off) follows
+// nothing.
 func (s *Streams) Watch(ctx context.Context) (func(), error) {
+	if s == nil {
+		return func() {}, nil
+	}
 	decode := func(m *nats.Msg) *nanofleetv1.OutboundMessage {
 		out := &nanofleetv1.OutboundMessage{}
 		if proto.Unmarshal(m.Data, out) != nil {

@@ -327,3 +327,17 @@ func TestRateLimitedEditsWait(t *testing.T) {
 		})
 	}
 }
+
+// An adapter with streaming off holds a nil *Streams and watches it like
+// a real one.
+func TestNilStreamsWatchNothing(t *testing.T) {
+	var s *editstream.Streams
+	stop, err := s.Watch(t.Context())
+	if err != nil {
+		t.Fatalf("Watch on nil Streams: %v", err)
+	}
+	if stop == nil {
+		t.Fatal("Watch on nil Streams returned no stop function")
+	}
+	stop()
+}

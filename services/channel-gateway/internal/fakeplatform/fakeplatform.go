@@ -1,11 +1,15 @@
 // Package fakeplatform holds what the chat platforms' fakes (feishutest,
 // dingtalktest, …) share: the calls they received, which tests wait on;
 // failures scripted per kind of call; and the one event connection a
-// platform keeps per client.
+// platform keeps per client. A fake's Server embeds them, so that their
+// methods for tests (Calls, Next, None; Fail, Pass; WaitConnected,
+// WaitConnections, Connections) are the fake's, the same on every
+// platform.
 package fakeplatform
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -13,28 +17,29 @@ import (
 	"github.com/coder/websocket"
 )
 
-// Calls records a fake's calls in order; kind names a call's kind (an API
-// method, a route).
-type Calls[C any] struct {
+// Recorder records what a fake received in order (its API calls, the
+// client's acknowledgements), for tests to wait on; kind names an item's
+// kind (an API method, a route, the id acknowledged).
+type Recorder[C any] struct {
 	name string
 	kind func(C) string
 	ch   chan C
 }
 
-// NewCalls returns a record for the fake called name (in failure
-// messages), holding up to 1000 calls not yet waited for.
-func NewCalls[C any](name string, kind func(C) string) *Calls[C] {
-	return &Calls[C]{name: name, kind: kind, ch: make(chan C, 1000)}
+// NewRecorder returns a record named name in failure messages (e.g.
+// "slacktest calls"), holding up to 1000 items not yet waited for.
+func NewRecorder[C any](name string, kind func(C) string) *Recorder[C] {
+	return &Recorder[C]{name: name, kind: kind, ch: make(chan C, 1000)}
 }
 
 // Add records c.
-func (r *Calls[C]) Add(c C) { r.ch <- c }
+func (r *Recorder[C]) Add(c C) { r.ch <- c }
 
-// Chan is the calls not yet taken, for tests that read them directly.
-func (r *Calls[C]) Chan() <-chan C { return r.ch }
+// Calls is the items not yet taken, for tests that read them directly.
+func (r *Recorder[C]) Calls() <-chan C { return r.ch }
 
-// Next waits for the next call of one of kinds, skipping others.
-func (r *Calls[C]) Next(t testing.TB, timeout time.Duration, kinds ...string) C {
+// Next waits for the next item of one of kinds, skipping others.
+func (r *Recorder[C]) Next(t testing.TB, timeout time.Duration, kinds ...string) C {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {
@@ -44,22 +49,22 @@ func (r *Calls[C]) Next(t testing.TB, timeout time.Duration, kinds ...string) C 
 				return c
 			}
 		case <-deadline:
-			t.Fatalf("%s: no %v call within %s", r.name, kinds, timeout)
+			t.Fatalf("%s: no %v within %s", r.name, kinds, timeout)
 			var zero C
 			return zero
 		}
 	}
 }
 
-// None reports an error for every call of one of kinds during d.
-func (r *Calls[C]) None(t testing.TB, d time.Duration, kinds ...string) {
+// None reports an error for every item of one of kinds during d.
+func (r *Recorder[C]) None(t testing.TB, d time.Duration, kinds ...string) {
 	t.Helper()
 	deadline := time.After(d)
 	for {
 		select {
 		case c := <-r.ch:
 			if r.is(c, kinds) {
-				t.Errorf("%s: unexpected %s call: %+v", r.name, r.kind(c), c)
+				t.Errorf("%s: unexpected %s: %+v", r.name, r.kind(c), c)
 			}
 		case <-deadline:
 			return
@@ -67,7 +72,7 @@ func (r *Calls[C]) None(t testing.TB, d time.Duration, kinds ...string) {
 	}
 }
 
-func (r *Calls[C]) is(c C, kinds []string) bool {
+func (r *Recorder[C]) is(c C, kinds []string) bool {
 	k := r.kind(c)
 	for _, want := range kinds {
 		if k == want {
@@ -84,8 +89,8 @@ type Script[F any] struct {
 	fail map[string][]*F // nil: a call let through
 }
 
-// Add queues failures for the next calls of kind.
-func (s *Script[F]) Add(kind string, f ...F) {
+// Fail makes the next calls of kind fail as given, in order.
+func (s *Script[F]) Fail(kind string, f ...F) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range f {
@@ -93,8 +98,8 @@ func (s *Script[F]) Add(kind string, f ...F) {
 	}
 }
 
-// Pass queues n calls of kind let through, before the failures queued
-// after.
+// Pass lets the next n calls of kind through, before the failures
+// scripted after.
 func (s *Script[F]) Pass(kind string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -180,8 +185,8 @@ func (l *Link) Close() {
 	}
 }
 
-// Count is how many connections were opened so far.
-func (l *Link) Count() int {
+// Connections is how many connections were opened so far.
+func (l *Link) Connections() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.n
@@ -235,4 +240,33 @@ func (l *Link) WaitConnections(t testing.TB, n int, timeout time.Duration) {
 			t.Fatalf("%d event connections within %s, want %d", got, timeout, n)
 		}
 	}
+}
+
+// Files are the files a fake serves for download, by name. The zero
+// value is ready to use.
+type Files struct {
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+// Add makes data downloadable as name.
+func (f *Files) Add(name string, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.data == nil {
+		f.data = map[string][]byte{}
+	}
+	f.data[name] = data
+}
+
+// Serve answers with the file called name, or 404.
+func (f *Files) Serve(w http.ResponseWriter, r *http.Request, name string) {
+	f.mu.Lock()
+	data, ok := f.data[name]
+	f.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	_, _ = w.Write(data)
 }

@@ -15,7 +15,7 @@ import (
 type call struct{ kind, body string }
 
 func TestNextSkipsOtherKinds(t *testing.T) {
-	calls := fakeplatform.NewCalls("fake", func(c call) string { return c.kind })
+	calls := fakeplatform.NewRecorder("fake", func(c call) string { return c.kind })
 	calls.Add(call{"token", ""})
 	calls.Add(call{"send", "one"})
 	calls.Add(call{"send", "two"})
@@ -25,7 +25,7 @@ func TestNextSkipsOtherKinds(t *testing.T) {
 	if c := calls.Next(t, time.Second, "edit", "send"); c.body != "two" {
 		t.Fatalf("next send = %q, want two", c.body)
 	}
-	if n := len(calls.Chan()); n != 0 {
+	if n := len(calls.Calls()); n != 0 {
 		t.Fatalf("%d calls left, want 0", n)
 	}
 }
@@ -35,8 +35,8 @@ func TestScriptTakesInOrderPerKind(t *testing.T) {
 	if f := s.Take("send"); f != nil {
 		t.Fatalf("empty script gave %d", *f)
 	}
-	s.Add("send", 429, 500)
-	s.Add("edit", 400)
+	s.Fail("send", 429, 500)
+	s.Fail("edit", 400)
 	for _, want := range []int{429, 500} {
 		if f := s.Take("send"); f == nil || *f != want {
 			t.Fatalf("Take(send) = %v, want %d", f, want)
@@ -92,6 +92,26 @@ func TestLinkWritesOnTheOpenConnection(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("client read nothing; want %q", want)
+		}
+	}
+}
+
+func TestFilesServeByName(t *testing.T) {
+	var files fakeplatform.Files
+	files.Add("a.txt", []byte("hello"))
+	tests := []struct {
+		name     string
+		wantCode int
+		wantBody string
+	}{
+		{"a.txt", http.StatusOK, "hello"},
+		{"b.txt", http.StatusNotFound, "404 page not found\n"},
+	}
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		files.Serve(w, httptest.NewRequest(http.MethodGet, "/files/"+tt.name, nil), tt.name)
+		if w.Code != tt.wantCode || w.Body.String() != tt.wantBody {
+			t.Errorf("%s: %d %q, want %d %q", tt.name, w.Code, w.Body.String(), tt.wantCode, tt.wantBody)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -32,6 +33,16 @@ type Store struct {
 // limit bytes.
 func NewStore(obj jetstream.ObjectStore, limit int64) *Store {
 	return &Store{obj: obj, limit: limit}
+}
+
+// Open returns a store in the fleet's object store (as [bus.Bus.Blobs]
+// opens it) refusing attachments over limit bytes.
+func Open(ctx context.Context, b *bus.Bus, limit int64) (*Store, error) {
+	obj, err := b.Blobs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("media: %w", err)
+	}
+	return NewStore(obj, limit), nil
 }
 
 // Limit is the size limit in bytes.
@@ -103,6 +114,26 @@ func (s *Store) Fetch(ctx context.Context, client *http.Client, url string, head
 		return nil, fmt.Errorf("%w: %s is %d bytes, over %d", ErrTooLarge, name, resp.ContentLength, s.limit)
 	}
 	return s.Put(ctx, object, name, mimeType, resp.Body)
+}
+
+// OverLimit is the note telling the model that attachment name, of size
+// bytes as the platform announced it, was not downloaded for being over
+// the limit; "" when it is not over.
+func (s *Store) OverLimit(name string, size int64) string {
+	if size <= s.limit {
+		return ""
+	}
+	return fmt.Sprintf("[attachment %s not downloaded: %d MB is over the %d MB limit]", name, size>>20, s.limit>>20)
+}
+
+// NotDownloaded is the note telling the model that attachment name was
+// not downloaded, err saying why.
+func NotDownloaded(name string, err error) string {
+	reason := "download failed"
+	if errors.Is(err, ErrTooLarge) {
+		reason = "over the size limit"
+	}
+	return fmt.Sprintf("[attachment %s not downloaded: %s]", name, reason)
 }
 
 // Attach adds ref to msg's media or, when the download failed (err set),

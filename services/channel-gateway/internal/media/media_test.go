@@ -2,6 +2,7 @@ package media_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,11 +14,10 @@ import (
 func TestPut(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	ctx := t.Context()
-	obj, err := b.Blobs(ctx)
+	s, err := media.Open(ctx, b, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := media.NewStore(obj, 64)
 	tests := []struct {
 		name, file, mime, body string
 		wantMime               string
@@ -69,5 +69,26 @@ func TestAttach(t *testing.T) {
 				t.Errorf("content %q, %d media; want %q, %d", msg.Content, len(msg.Media), tt.wantContent, tt.wantMedia)
 			}
 		})
+	}
+}
+
+func TestNotes(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	s, err := media.Open(t.Context(), b, 20<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, got, want string
+	}{
+		{"at the limit", s.OverLimit("a.pdf", 20<<20), ""},
+		{"over the limit", s.OverLimit("a.pdf", 30<<20), "[attachment a.pdf not downloaded: 30 MB is over the 20 MB limit]"},
+		{"download failed", media.NotDownloaded("a.pdf", errors.New("503")), "[attachment a.pdf not downloaded: download failed]"},
+		{"too large once read", media.NotDownloaded("a.pdf", fmt.Errorf("put: %w", media.ErrTooLarge)), "[attachment a.pdf not downloaded: over the size limit]"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, tt.got, tt.want)
+		}
 	}
 }

@@ -47,30 +47,33 @@ type Failure struct {
 	Error      string
 }
 
-// Server is a fake Slack.
+// Server is a fake Slack. Tests read the Web API calls it received by
+// method (Calls, Next, None), script failures per method (Fail, Pass),
+// and wait for Socket Mode connections (WaitConnected, WaitConnections,
+// Connections).
 type Server struct {
 	URL string
 	// APIURL is what slack.OptionAPIURL takes.
 	APIURL string
 
-	srv   *httptest.Server
-	calls *fakeplatform.Calls[Call]
-	acks  chan string
+	*fakeplatform.Recorder[Call]
+	fakeplatform.Script[Failure]
+	fakeplatform.Link
 
-	link fakeplatform.Link
+	srv   *httptest.Server
+	files fakeplatform.Files             // downloadable
+	acks  *fakeplatform.Recorder[string] // envelope ids acknowledged
 
 	mu        sync.Mutex
-	fail      fakeplatform.Script[Failure]
 	ts        int
 	envelopes int
-	files     map[string][]byte
 	texts     map[string]string // message ts -> text, as updated
 }
 
 // New starts a fake, stopped at the end of the test.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{calls: fakeplatform.NewCalls("slacktest", func(c Call) string { return c.Method }), acks: make(chan string, 1000), texts: map[string]string{}}
+	s := &Server{Recorder: fakeplatform.NewRecorder("slacktest calls", func(c Call) string { return c.Method }), acks: fakeplatform.NewRecorder("slacktest acks", func(id string) string { return id }), texts: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)
 	mux.HandleFunc("/link", s.serveSocket)
@@ -79,7 +82,7 @@ func New(t testing.TB) *Server {
 	s.URL = s.srv.URL
 	s.APIURL = s.srv.URL + "/api/"
 	t.Cleanup(func() {
-		s.link.Close()
+		s.Link.Close()
 		s.srv.Close()
 	})
 	return s
@@ -88,12 +91,7 @@ func New(t testing.TB) *Server {
 // AddFile makes a file downloadable at the URL returned, for the bot token
 // only, as Slack's url_private_download is.
 func (s *Server) AddFile(name string, data []byte) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.files == nil {
-		s.files = map[string][]byte{}
-	}
-	s.files[name] = data
+	s.files.Add(name, data)
 	return s.URL + "/files/" + name
 }
 
@@ -102,50 +100,8 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not authed", http.StatusForbidden)
 		return
 	}
-	s.mu.Lock()
-	data, ok := s.files[r.PathValue("name")]
-	s.mu.Unlock()
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	_, _ = w.Write(data)
+	s.files.Serve(w, r, r.PathValue("name"))
 }
-
-// Fail makes the next calls of method fail as given, in order.
-func (s *Server) Fail(method string, f ...Failure) { s.fail.Add(method, f...) }
-
-// Pass lets the next n calls of method through before the failures
-// scripted after.
-func (s *Server) Pass(method string, n int) { s.fail.Pass(method, n) }
-
-// Next waits for the next call of one of methods, skipping others.
-func (s *Server) Next(t testing.TB, timeout time.Duration, methods ...string) Call {
-	t.Helper()
-	return s.calls.Next(t, timeout, methods...)
-}
-
-// None reports an error for every call of one of methods during d.
-func (s *Server) None(t testing.TB, d time.Duration, methods ...string) {
-	t.Helper()
-	s.calls.None(t, d, methods...)
-}
-
-// WaitConnected waits until a Socket Mode client is connected.
-func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
-	t.Helper()
-	s.link.WaitConnected(t, timeout)
-}
-
-// WaitConnections waits until n Socket Mode connections were opened in
-// all.
-func (s *Server) WaitConnections(t testing.TB, n int, timeout time.Duration) {
-	t.Helper()
-	s.link.WaitConnections(t, n, timeout)
-}
-
-// Connections is how many Socket Mode connections were opened so far.
-func (s *Server) Connections() int { return s.link.Count() }
 
 // Send sends an Events API envelope carrying event (the inner event
 // object) with eventID, and returns the envelope id.
@@ -169,23 +125,13 @@ func (s *Server) Send(t testing.TB, eventID string, event map[string]any) string
 // Raw sends a raw frame on the Socket Mode connection.
 func (s *Server) Raw(t testing.TB, frame string) {
 	t.Helper()
-	s.link.Write(t, websocket.MessageText, []byte(frame))
+	s.Link.Write(t, websocket.MessageText, []byte(frame))
 }
 
 // WaitAck waits until envelope was acknowledged.
 func (s *Server) WaitAck(t testing.TB, envelope string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case id := <-s.acks:
-			if id == envelope {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("slacktest: envelope %s not acknowledged within %s", envelope, timeout)
-		}
-	}
+	s.acks.Next(t, timeout, envelope)
 }
 
 // Message is an inner message event.
@@ -200,9 +146,6 @@ func Message(user, channel, channelType, ts, text string) map[string]any {
 func AppMention(user, channel, ts, text string) map[string]any {
 	return map[string]any{"type": "app_mention", "user": user, "channel": channel, "ts": ts, "event_ts": ts, "text": text}
 }
-
-// Calls receives every Web API call, in order.
-func (s *Server) Calls() <-chan Call { return s.calls.Chan() }
 
 // Text is a posted message's current text, after updates.
 func (s *Server) Text(ts string) string {
@@ -225,7 +168,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		c.Token = c.Fields["token"]
 	}
 	s.mu.Lock()
-	f := s.fail.Take(method)
+	f := s.Script.Take(method)
 	ts, known := c.Fields["ts"], false
 	switch {
 	case f != nil:
@@ -244,7 +187,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		delete(s.texts, ts)
 	}
 	s.mu.Unlock()
-	s.calls.Add(c)
+	s.Recorder.Add(c)
 	if f != nil {
 		if f.Status != 0 {
 			if f.RetryAfter > 0 {
@@ -305,7 +248,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	if err := c.Write(ctx, websocket.MessageText, hello); err != nil {
 		return
 	}
-	defer s.link.Open(c)()
+	defer s.Link.Open(c)()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { // Slack pings; the client reconnects without them
@@ -331,7 +274,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 			EnvelopeID string `json:"envelope_id"`
 		}
 		if json.Unmarshal(data, &ack) == nil && ack.EnvelopeID != "" {
-			s.acks <- ack.EnvelopeID
+			s.acks.Add(ack.EnvelopeID)
 		}
 	}
 }

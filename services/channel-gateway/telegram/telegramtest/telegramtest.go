@@ -58,7 +58,9 @@ func CantParseEntities() Failure {
 	return Failure{Code: 400, Description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"}
 }
 
-// Server is a fake Bot API.
+// Server is a fake Bot API. Tests read the API calls it received,
+// getUpdates excepted, by method (Calls, Next, None) and script failures
+// per method (Fail, Pass).
 type Server struct {
 	URL   string
 	Token string
@@ -66,8 +68,10 @@ type Server struct {
 	BotID       int64
 	BotUsername string
 
-	srv   *httptest.Server
-	calls *fakeplatform.Calls[Call]
+	*fakeplatform.Recorder[Call]
+	fakeplatform.Script[Failure]
+
+	srv *httptest.Server
 
 	mu        sync.Mutex
 	updates   []json.RawMessage
@@ -75,7 +79,6 @@ type Server struct {
 	newUpdate chan struct{}
 	polling   bool
 	conflicts int
-	fail      fakeplatform.Script[Failure]
 	files     map[string]file
 	nextMsgID int
 	webhook   string
@@ -93,7 +96,7 @@ func New(t testing.TB, token string) *Server {
 	t.Helper()
 	s := &Server{
 		Token: token, BotID: 777, BotUsername: "nano_bot",
-		calls: fakeplatform.NewCalls("telegramtest", func(c Call) string { return c.Method }), newUpdate: make(chan struct{}),
+		Recorder: fakeplatform.NewRecorder("telegramtest calls", func(c Call) string { return c.Method }), newUpdate: make(chan struct{}),
 		files: map[string]file{}, nextMsgID: 1000, texts: map[int]string{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -101,28 +104,6 @@ func New(t testing.TB, token string) *Server {
 	t.Cleanup(s.srv.Close)
 	return s
 }
-
-// Calls receives every API call except getUpdates, in order.
-func (s *Server) Calls() <-chan Call { return s.calls.Chan() }
-
-// Next waits for the next call of one of methods, skipping others.
-func (s *Server) Next(t testing.TB, timeout time.Duration, methods ...string) Call {
-	t.Helper()
-	return s.calls.Next(t, timeout, methods...)
-}
-
-// None reports an error for every call of one of methods during d.
-func (s *Server) None(t testing.TB, d time.Duration, methods ...string) {
-	t.Helper()
-	s.calls.None(t, d, methods...)
-}
-
-// Fail makes the next calls of method fail as given, in order.
-func (s *Server) Fail(method string, f ...Failure) { s.fail.Add(method, f...) }
-
-// Pass lets the next n calls of method through before the failures
-// scripted after.
-func (s *Server) Pass(method string, n int) { s.fail.Pass(method, n) }
 
 // AddFile makes a file downloadable by id.
 func (s *Server) AddFile(id, path string, data []byte) {
@@ -214,10 +195,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	f := s.fail.Take(method)
+	f := s.Script.Take(method)
 	s.mu.Unlock()
 	if f != nil {
-		s.calls.Add(call)
+		s.Recorder.Add(call)
 		reply(w, f.Code, nil, *f)
 		return
 	}
@@ -232,7 +213,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.texts[call.MessageID] = call.Fields["text"]
 		s.mu.Unlock()
 	}
-	s.calls.Add(call)
+	s.Recorder.Add(call)
 	switch method {
 	case "getMe":
 		reply(w, 200, map[string]any{"id": s.BotID, "is_bot": true, "first_name": "Nano", "username": s.BotUsername}, Failure{})
@@ -292,7 +273,7 @@ func (s *Server) editText(w http.ResponseWriter, call Call) {
 		call.MessageID = id
 	}
 	s.mu.Unlock()
-	s.calls.Add(call)
+	s.Recorder.Add(call)
 	switch {
 	case !ok:
 		reply(w, 400, nil, Failure{Code: 400, Description: "Bad Request: message to edit not found"})

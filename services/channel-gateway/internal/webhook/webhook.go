@@ -1,0 +1,53 @@
+// Package webhook is what the adapters that receive a platform's events
+// by webhook (Telegram, Feishu) share: handing the inbox of a running
+// Run to the HTTP handler, which the gateway serves whether or not Run
+// is running.
+package webhook
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+)
+
+// MaxBody is how much of a request body is read; platforms' events are
+// far smaller.
+const MaxBody = 1 << 20
+
+// Receiver hands webhook requests to the adapter's Run. The zero value
+// is ready to use: no Run serving.
+type Receiver struct {
+	mu  sync.Mutex
+	in  gateway.Inbox
+	ctx context.Context // Run's, for the work a request starts
+}
+
+// Serve makes requests publish to in, under ctx (Run's), until ctx ends.
+func (r *Receiver) Serve(ctx context.Context, in gateway.Inbox) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.in, r.ctx = in, ctx
+}
+
+// Accept reads req's body, at most [MaxBody], and returns it with the
+// serving Run's context and inbox. When there is none (no Run, or its
+// context ended) it answers 503, when the body cannot be read 400, and
+// returns ok false.
+func (r *Receiver) Accept(w http.ResponseWriter, req *http.Request) (ctx context.Context, in gateway.Inbox, body []byte, ok bool) {
+	r.mu.Lock()
+	in, ctx = r.in, r.ctx
+	r.mu.Unlock()
+	if in == nil || ctx.Err() != nil {
+		http.Error(w, "not running", http.StatusServiceUnavailable)
+		return nil, nil, nil, false
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, MaxBody))
+	if err != nil {
+		http.Error(w, "read error", http.StatusBadRequest)
+		return nil, nil, nil, false
+	}
+	return ctx, in, body, true
+}
