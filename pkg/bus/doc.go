@@ -14,6 +14,6 @@
 // calls [CheckLayout] instead and changes nothing.
 //
 // [Retry] retries a call while it fails for a [Transient] reason, waiting
-// by a capped, jittered [Backoff]: a slow or restarting cluster delays a
+// by a capped, jittered [backoff.Backoff]: a slow or restarting cluster delays a
 // service, it does not stop it.
 package bus

@@ -11,16 +11,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 )
 
-// Backoff is the bus's retry wait: [backoff.Backoff], named here for the
-// callers of [Retry].
-type Backoff = backoff.Backoff
-
-// Sleep waits d, or until ctx ends: [backoff.Sleep], for the callers that
-// pace their own retries with a [Backoff].
-func Sleep(ctx context.Context, d time.Duration) error {
-	return backoff.Sleep(ctx, d)
-}
-
 // Transient reports whether err is a bus failure that passes by itself:
 // no server reachable, a request that timed out or found no responder, a
 // cluster without a leader or with a stream offline for now. Anything
@@ -67,7 +57,7 @@ func Transient(err error) bool {
 // attempt (to log it, or to report not ready). f should bound each attempt
 // with its own deadline: a request lost with a server that died must fail
 // and be retried.
-func Retry(ctx context.Context, b Backoff, f func(context.Context) error, failed func(err error, wait time.Duration)) error {
+func Retry(ctx context.Context, b backoff.Backoff, f func(context.Context) error, failed func(err error, wait time.Duration)) error {
 	for n := 0; ; n++ {
 		err := f(ctx)
 		if err == nil || !Transient(err) {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 )
 
@@ -46,7 +47,7 @@ func TestTransient(t *testing.T) {
 }
 
 func TestRetry(t *testing.T) {
-	fast := bus.Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond}
+	fast := backoff.Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond}
 	permanent := errors.New("refused")
 	tests := []struct {
 		name      string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 )
 
@@ -175,7 +176,7 @@ func (c *Cluster) Connect(t testing.TB, prefix string, l bus.Layout, decls ...bu
 		t.Fatalf("connect to the cluster: %v", err)
 	}
 	t.Cleanup(func() { b.NC.Close() })
-	err = bus.Retry(ctx, bus.Backoff{}, func(ctx context.Context) error {
+	err = bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		return bus.Provision(pctx, b, l, decls...)

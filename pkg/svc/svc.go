@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
@@ -176,7 +177,7 @@ func Connect(ctx context.Context, file *config.File, name string, log *slog.Logg
 }
 
 // Retry runs step until it succeeds, retrying transient bus failures
-// ([bus.Transient]) with [bus.Backoff] until ctx ends. Each attempt gets
+// ([bus.Transient]) with [backoff.Backoff] until ctx ends. Each attempt gets
 // 30 s, so step must not tie anything that outlives it to its ctx.
 // Meanwhile ready (which may be nil) reports not ready with the reason,
 // and each failure is logged. A service wraps every start-up step that
@@ -188,7 +189,7 @@ func Retry(ctx context.Context, log *slog.Logger, ready *Readiness, what string,
 		defer cancel()
 		return step(ctx)
 	}
-	err := bus.Retry(ctx, bus.Backoff{}, attempt, func(err error, wait time.Duration) {
+	err := bus.Retry(ctx, backoff.Backoff{}, attempt, func(err error, wait time.Duration) {
 		err = fmt.Errorf("%s: %w", what, err)
 		ready.NotReady(err)
 		log.Warn("nats not ready; retrying", "step", what, "err", err, "retry_in", wait.Round(time.Millisecond))

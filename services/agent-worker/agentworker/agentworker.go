@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
@@ -259,7 +260,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := bus.Retry(jobCtx, bus.Backoff{}, run, func(err error, wait time.Duration) {
+			err := bus.Retry(jobCtx, backoff.Backoff{}, run, func(err error, wait time.Duration) {
 				w.log.Warn("schedule job part failed; starting it again", "err", err, "retry_in", wait)
 			})
 			if err != nil && jobCtx.Err() == nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 )
@@ -117,10 +117,10 @@ type conn struct {
 func (a *Adapter) connect(ctx context.Context, in inbox, wsURL string) error {
 	// Failed connections are retried by a backoff from a second to 30 s;
 	// a connection closed after it opened is made again after a second.
-	backoff := bus.Backoff{Min: time.Second, Max: 30 * time.Second}
+	pace := backoff.Backoff{Min: time.Second, Max: 30 * time.Second}
 	wait, failed := time.Duration(0), 0
 	for ctx.Err() == nil {
-		if wait > 0 && bus.Sleep(ctx, wait) != nil {
+		if wait > 0 && backoff.Sleep(ctx, wait) != nil {
 			return nil
 		}
 		c := &conn{a: a, ctx: ctx, in: in, retry: make(chan struct{}, 1), fatal: make(chan error, 1)}
@@ -151,7 +151,7 @@ func (a *Adapter) connect(ctx context.Context, in inbox, wsURL string) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			wait = backoff.Wait(failed)
+			wait = pace.Wait(failed)
 			failed++
 			a.log.Warn("discord gateway connection failed", "err", err, "retry_in", wait)
 			continue

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -52,7 +53,7 @@ func TestRunWaitsForQuorum(t *testing.T) {
 	cluster.Start(1)
 	cluster.Start(2)
 	out, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "test", ChatId: "c1", Content: "back", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
-	err = bus.Retry(ctx, bus.Backoff{}, func(ctx context.Context) error {
+	err = bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		_, err := b.JS.Publish(pctx, b.Space.Outbound("test", "c1"), out)

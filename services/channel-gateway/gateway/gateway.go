@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -282,7 +283,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 // transient reason: a cluster electing leaders delays delivery, it does
 // not stop the gateway.
 func (g *Gateway) setUp(ctx context.Context, call func(context.Context) error) error {
-	return bus.Retry(ctx, bus.Backoff{}, func(ctx context.Context) error {
+	return bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
 		defer cancel()
 		return call(cctx)
@@ -362,7 +363,7 @@ func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	if after <= 0 {
-		after = backoff(d.g.cfg.MinBackoff, d.g.cfg.MaxBackoff, meta.NumDelivered)
+		after = backoff.Backoff{Min: d.g.cfg.MinBackoff, Max: d.g.cfg.MaxBackoff}.Wait(int(meta.NumDelivered) - 1)
 	}
 	if d.g.OnRetry != nil {
 		d.g.OnRetry(d.a.Channel())
@@ -393,16 +394,4 @@ func deliveredKey(id string, seq uint64) string {
 		return fmt.Sprintf("seq-%d", seq)
 	}
 	return "id-" + subject.Token(id)
-}
-
-// backoff doubles from min per attempt, capped at max.
-func backoff(min, max time.Duration, attempt uint64) time.Duration {
-	d := min
-	for i := uint64(1); i < attempt && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	return d
 }

@@ -15,7 +15,7 @@ import (
 
 	tgbot "github.com/go-telegram/bot"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
@@ -49,10 +49,10 @@ func (a *Adapter) poll(ctx context.Context, in gateway.Inbox) {
 	var offset int64
 	// Failed polls wait as Telegram asks, else by a backoff from 200 ms
 	// to 5 s.
-	backoff := bus.Backoff{Min: 200 * time.Millisecond, Max: 5 * time.Second}
+	pace := backoff.Backoff{Min: 200 * time.Millisecond, Max: 5 * time.Second}
 	wait, failed := time.Duration(0), 0
 	for ctx.Err() == nil {
-		if wait > 0 && bus.Sleep(ctx, wait) != nil {
+		if wait > 0 && backoff.Sleep(ctx, wait) != nil {
 			return
 		}
 		raws, err := a.getUpdates(ctx, offset)
@@ -65,7 +65,7 @@ func (a *Adapter) poll(ctx context.Context, in gateway.Inbox) {
 			case errors.As(err, &api) && api.RetryAfter > 0:
 				wait = time.Duration(api.RetryAfter) * time.Second
 			default:
-				wait = backoff.Wait(failed)
+				wait = pace.Wait(failed)
 			}
 			failed++
 			a.log.Warn("getUpdates failed", "err", err, "retry_in", wait)

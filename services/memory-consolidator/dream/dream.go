@@ -167,7 +167,7 @@ func (j *Job) Schedule(ctx context.Context) error {
 func (j *Job) Run(ctx context.Context) error {
 	// A cluster electing leaders delays the schedule; it does not stop
 	// the service.
-	err := bus.Retry(ctx, bus.Backoff{}, j.Schedule, func(err error, wait time.Duration) {
+	err := bus.Retry(ctx, backoff.Backoff{}, j.Schedule, func(err error, wait time.Duration) {
 		j.log.Warn("dream schedule: nats not ready; retrying", "err", err, "retry_in", wait)
 	})
 	if err != nil {

@@ -47,6 +47,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/profile"
@@ -188,7 +189,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 		// A cluster electing leaders delays the sync; it does not stop
 		// the service.
 		var w jetstream.KeyWatcher
-		err := bus.Retry(ctx, bus.Backoff{}, func(ctx context.Context) error {
+		err := bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
 			var err error
 			w, err = s.watch(ctx, p)
 			return err

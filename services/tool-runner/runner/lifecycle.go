@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 
@@ -23,7 +24,7 @@ import (
 // running ones finish within the stop grace ([WithStopGrace]), cancels the
 // rest (killing their commands), stops the MCP servers and returns.
 func (r *Runner) Run(ctx context.Context) error {
-	err := bus.Retry(ctx, bus.Backoff{}, func(ctx context.Context) error {
+	err := bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, startTimeout)
 		defer cancel()
 		return r.start(ctx)

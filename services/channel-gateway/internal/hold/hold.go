@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
@@ -83,7 +84,7 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 	waiting := false
 	// Connections that end soon after they were made are made again by a
 	// backoff from a second to 30 s; one that lasted starts it again.
-	backoff, short := bus.Backoff{Min: time.Second, Max: 30 * time.Second}, 0
+	pace, short := backoff.Backoff{Min: time.Second, Max: 30 * time.Second}, 0
 	for ctx.Err() == nil {
 		l, err := table.Acquire(ctx, key, owner)
 		if errors.Is(err, lease.ErrHeld) {
@@ -94,12 +95,12 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 			}
 			// Asked often, so that the takeover follows the lease's
 			// expiry closely: within the TTL of the holder's death.
-			_ = bus.Sleep(ctx, ttl/10) // the loop checks ctx
+			_ = backoff.Sleep(ctx, ttl/10) // the loop checks ctx
 			continue
 		}
 		if err != nil {
 			log.Warn("connection lease", "err", err)
-			_ = bus.Sleep(ctx, time.Second) // the loop checks ctx
+			_ = backoff.Sleep(ctx, time.Second) // the loop checks ctx
 			continue
 		}
 		waiting = false
@@ -114,12 +115,12 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 		if time.Since(start) > time.Minute {
 			short = 0
 		}
-		pause := backoff.Wait(short)
+		pause := pace.Wait(short)
 		short++
 		if err != nil && ctx.Err() == nil {
 			log.Warn("connection ended, reconnecting", "err", err, "in", pause)
 		}
-		_ = bus.Sleep(ctx, pause) // the loop checks ctx
+		_ = backoff.Sleep(ctx, pause) // the loop checks ctx
 	}
 	return nil
 }

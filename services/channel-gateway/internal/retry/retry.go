@@ -1,7 +1,7 @@
 // Package retry calls a platform's API until it answers, for the calls an
 // adapter makes before it can serve (who the bot is, where to connect,
 // register the webhook): a failure that may pass is retried with
-// bus.Backoff's capped, jittered waits; one the platform means for good (a
+// backoff.Backoff's capped, jittered waits; one the platform means for good (a
 // rejected token) ends the calls.
 package retry
 
@@ -11,13 +11,13 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 )
 
 // Backoff is the waits between calls: from half a second, doubling up to
 // 30 s, so a platform that is down for long is asked twice a minute.
-func Backoff() bus.Backoff {
-	return bus.Backoff{Min: 500 * time.Millisecond, Max: 30 * time.Second}
+func Backoff() backoff.Backoff {
+	return backoff.Backoff{Min: 500 * time.Millisecond, Max: 30 * time.Second}
 }
 
 // final is an error retrying cannot help.
@@ -46,7 +46,7 @@ func Until(ctx context.Context, log *slog.Logger, msg string, f func(context.Con
 		}
 		wait := b.Wait(n)
 		log.Warn(msg, "err", err, "in", wait)
-		if err := bus.Sleep(ctx, wait); err != nil {
+		if err := backoff.Sleep(ctx, wait); err != nil {
 			return err
 		}
 	}
