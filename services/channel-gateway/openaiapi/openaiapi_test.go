@@ -97,12 +97,7 @@ func TestChatCompletionStream(t *testing.T) {
 	// The worker holds the final answer back until the client has seen the
 	// deltas, as a model would while it writes.
 	release := make(chan struct{})
-	client, w, _ := start(t, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-		select {
-		case <-release:
-		case <-time.After(10 * time.Second):
-		}
-	}))
+	client, w, _ := start(t, workertest.HoldUntil(release, 10*time.Second))
 	stream, err := client.CreateChatCompletionStream(ctx(t), openai.ChatCompletionRequest{
 		Model:    "nanofleet",
 		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "stream me"}},

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
-	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
@@ -71,12 +70,7 @@ func TestOpenAINodeSDKRetry(t *testing.T) {
 		s.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	w := workertest.Start(t, b, script, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-		select {
-		case <-retried:
-		case <-time.After(20 * time.Second):
-		}
-	}))
+	w := workertest.Start(t, b, script, workertest.HoldUntil(retried, 20*time.Second))
 	cmd := exec.CommandContext(ctx(t), "node", "-e", sdkProgram)
 	cmd.Env = append(os.Environ(), "OPENAI_MODULE="+mod, "API_KEY="+key, "BASE_URL="+srv.URL+"/v1")
 	out, err := cmd.CombinedOutput()

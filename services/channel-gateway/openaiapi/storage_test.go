@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
-	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
@@ -37,12 +36,7 @@ func TestStoreFillsWhileWaiting(t *testing.T) {
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	release := make(chan struct{})
-	w := workertest.Start(t, b, script, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-		select {
-		case <-release:
-		case <-time.After(10 * time.Second):
-		}
-	}))
+	w := workertest.Start(t, b, script, workertest.HoldUntil(release, 10*time.Second))
 	// Registered after the worker's, so it runs first and frees it.
 	t.Cleanup(func() { close(release) })
 	done := make(chan error, 1)
