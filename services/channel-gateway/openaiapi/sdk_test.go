@@ -13,9 +13,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 )
 
 // sdkProgram asks one question with the npm openai client, whose timeout
@@ -52,14 +50,7 @@ func openaiModule(t *testing.T) string {
 func TestOpenAINodeSDKRetry(t *testing.T) {
 	mod := openaiModule(t)
 	b := bustest.StartJetStream(t, channels.Assets)
-	pub, err := gateway.New(gateway.DefaultConfig(), b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newServer(t, b, nil)
 	// The turn's answer waits until the client's retry has arrived.
 	retried := make(chan struct{})
 	var once sync.Once

@@ -247,7 +247,7 @@ func TestWebhook(t *testing.T) {
 	if c := fake.Next(t, wait, "sendMessage"); c.Fields["text"] != "echo: via hook" {
 		t.Errorf("reply %q", c.Fields["text"])
 	}
-	if in := <-w.Inbound; in.GetId() != "11" {
+	if in := w.Next(t); in.GetId() != "11" {
 		t.Errorf("inbound id %q", in.GetId())
 	}
 }
