@@ -233,23 +233,26 @@ func TestOneConnectionPerApp(t *testing.T) {
 		t.Errorf("status = %+v, want connected as the app's name, nano", rec)
 	}
 	h.gateway(t, cfg)
-	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "first"))
-	h.Worker.ContentsUntil(t, "first", wait)
-	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: first"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
+	h.answered(t, 1, "first")
 	if n := h.fake.Connections(); n != 1 {
 		t.Errorf("%d long connections for one app, want 1", n)
 	}
 	stopFirst()
 	h.fake.WaitConnections(t, 2, wait) // the lease TTL in tests is 3s
-	h.fake.Send(t, feishutest.Text("ev-2", "ou_ada", "oc_p2p", "p2p", "om_2", "second"))
-	h.Worker.ContentsUntil(t, "second", wait)
-	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: second"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
+	h.answered(t, 2, "second")
 	if n := h.fake.Connections(); n != 2 {
 		t.Errorf("%d long connections opened, want 2", n)
+	}
+}
+
+// answered sends event n, a direct message with text, and checks that the
+// worker got it and the echo came back once.
+func (h *harness) answered(t *testing.T, n int, text string) {
+	t.Helper()
+	h.fake.Send(t, feishutest.Text(fmt.Sprintf("ev-%d", n), "ou_ada", "oc_p2p", "p2p", fmt.Sprintf("om_%d", n), text))
+	h.Worker.ContentsUntil(t, text, wait)
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: "+text] != 1 {
+		t.Errorf("replies = %v", got)
 	}
 }
 
