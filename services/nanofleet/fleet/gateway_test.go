@@ -24,10 +24,7 @@ func TestOpenAIAPIThroughTheFleet(t *testing.T) {
 	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("fleet says: " + r.LastUserText()) })
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	base, key := startWithAPI(t, llm)
-	cfg := openai.DefaultConfig(key)
-	cfg.BaseURL = base
-	client := openai.NewClientWithConfig(cfg)
+	client := apiClient(t, llm)
 	resp, err := client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
 		Model:    "nanofleet",
 		User:     "api-user-1",
@@ -59,10 +56,7 @@ func TestTokenUsageThroughTheAPI(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	base, key := startWithAPI(t, llm)
-	cfg := openai.DefaultConfig(key)
-	cfg.BaseURL = base
-	client := openai.NewClientWithConfig(cfg)
+	client := apiClient(t, llm)
 	check := func(name string, u *openai.Usage) {
 		t.Helper()
 		if u == nil {
@@ -201,6 +195,16 @@ func TestTokenUsageNodeSDK(t *testing.T) {
 			t.Errorf("usage %d (%s): %+v", i, []string{"completion", "stream"}[i], u)
 		}
 	}
+}
+
+// apiClient runs the all-in-one with the gateway and returns an OpenAI
+// client of the API it announced.
+func apiClient(t *testing.T, llm *llmtest.Server) *openai.Client {
+	t.Helper()
+	base, key := startWithAPI(t, llm)
+	cfg := openai.DefaultConfig(key)
+	cfg.BaseURL = base
+	return openai.NewClientWithConfig(cfg)
 }
 
 // startWithAPI runs the all-in-one with the gateway and returns the base
