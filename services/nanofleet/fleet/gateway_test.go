@@ -20,8 +20,7 @@ import (
 // TestOpenAIAPIThroughTheFleet: an OpenAI client talks to the all-in-one's
 // gateway; the turn runs on the real worker and the fake model.
 func TestOpenAIAPIThroughTheFleet(t *testing.T) {
-	llm := llmtest.NewServer(t)
-	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("fleet says: " + r.LastUserText()) })
+	llm := answering(t, "fleet says: ")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	client := apiClient(t, llm)
