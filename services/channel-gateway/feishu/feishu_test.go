@@ -461,10 +461,8 @@ func (f *suiteFake) Malformed(t *testing.T) ([]string, int) {
 // startSuite runs the adapter for a scenario.
 func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
 	f := &suiteFake{Server: feishutest.New(t), chats: map[string]string{}}
-	f.Restarter = adaptertest.NewRestarter(func() func() {
-		n := f.Connections()
+	f.Restarter = adaptertest.NewConnectedRestarter(t, f.Server, func() func() {
 		_, stop := runAdapter(t, b, f.Server, feishu.Config{Common: common}, log)
-		f.WaitConnections(t, n+1, wait)
 		return stop
 	})
 	return f

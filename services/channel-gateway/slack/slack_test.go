@@ -213,11 +213,8 @@ func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
 // startSuite runs the adapter for a scenario.
 func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
 	f := suiteFake{Server: slacktest.New(t)}
-	f.Restarter = adaptertest.NewRestarter(func() func() {
-		n := f.Connections()
-		stop := runAdapter(t, b, f.Server, slack.Config{Common: common}, log)
-		f.WaitConnections(t, n+1, wait)
-		return stop
+	f.Restarter = adaptertest.NewConnectedRestarter(t, f.Server, func() func() {
+		return runAdapter(t, b, f.Server, slack.Config{Common: common}, log)
 	})
 	return f
 }
