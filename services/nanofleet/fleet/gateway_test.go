@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi/openaiapitest"
 )
 
 // TestOpenAIAPIThroughTheFleet: an OpenAI client talks to the all-in-one's
@@ -150,17 +148,7 @@ const client = new OpenAI({apiKey: process.env.API_KEY, baseURL: process.env.BAS
 // TestTokenUsageNodeSDK: the official npm openai client reads the usage
 // of a completion and of a stream's last chunk (issue 16.7).
 func TestTokenUsageNodeSDK(t *testing.T) {
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("skipping: node is not installed")
-	}
-	root, err := exec.Command("npm", "root", "-g").Output()
-	if err != nil {
-		t.Skipf("skipping: npm root -g: %v", err)
-	}
-	mod := filepath.Join(strings.TrimSpace(string(root)), "openai")
-	if _, err := os.Stat(mod); err != nil {
-		t.Skipf("skipping: the npm openai package is not installed (%v); CI installs .ci/npm-packages", err)
-	}
+	sdk := openaiapitest.NodeSDK(t)
 	llm := llmtest.NewServer(t)
 	llm.Handle(func(*llmtest.RecordedRequest) llmtest.Reply {
 		return llmtest.Text("counted").WithUsage(70, 7).WithTokenDetails(30, 2)
@@ -168,12 +156,7 @@ func TestTokenUsageNodeSDK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	base, key := startWithAPI(t, llm)
-	cmd := exec.CommandContext(ctx, "node", "-e", usageProgram)
-	cmd.Env = append(os.Environ(), "OPENAI_MODULE="+mod, "API_KEY="+key, "BASE_URL="+base)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v: %s", err, out)
-	}
+	out := sdk.Run(ctx, t, usageProgram, key, base)
 	var got []struct {
 		PromptTokens        int `json:"prompt_tokens"`
 		CompletionTokens    int `json:"completion_tokens"`
