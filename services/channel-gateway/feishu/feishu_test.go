@@ -178,12 +178,7 @@ func TestReplyFormats(t *testing.T) {
 func TestToolHints(t *testing.T) {
 	yes := true
 	release := make(chan struct{})
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		return []*nanofleetv1.OutboundMessage{
-			workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, "read src/main.go"),
-			workertest.Final("done"),
-		}
-	}, workertest.HoldUntil(release, wait))
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}}, workertest.AfterHint("read src/main.go", "done"), workertest.HoldUntil(release, wait))
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "go"))
 	hint := h.fake.Next(t, wait, "reply")
 	if hint.Str("msg_type") != "text" || hint.Content()["text"] != "read src/main.go" {

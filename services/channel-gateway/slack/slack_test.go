@@ -115,12 +115,7 @@ func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 func TestToolHintsInThread(t *testing.T) {
 	yes := true
 	release := make(chan struct{})
-	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		return []*nanofleetv1.OutboundMessage{
-			workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, "read src/main.go"),
-			workertest.Final("done"),
-		}
-	}, workertest.HoldUntil(release, wait))
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}}, workertest.AfterHint("read src/main.go", "done"), workertest.HoldUntil(release, wait))
 	h.fake.Send(t, "Ev1", slacktest.AppMention("U1", "C1", "7.7", "<@UBOT> go"))
 	if c := h.expectPost(t, "`read src/main.go`"); c.Fields["thread_ts"] != "7.7" {
 		t.Errorf("hint thread_ts = %q", c.Fields["thread_ts"])

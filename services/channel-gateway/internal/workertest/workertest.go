@@ -61,6 +61,14 @@ func Streamed(final string, deltas ...string) Script {
 	}
 }
 
+// AfterHint answers every message with a tool hint, as a model calling a
+// tool shows it, then the final text.
+func AfterHint(hint, final string) Script {
+	return func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		return []*nanofleetv1.OutboundMessage{Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, hint), Final(final)}
+	}
+}
+
 // StoreMedia puts data[i] in b's object store under refs[i]'s object; a
 // nil data[i] stores nothing, for an attachment gone from the store.
 func StoreMedia(t testing.TB, b *bus.Bus, refs []*nanofleetv1.MediaRef, data [][]byte) {
