@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nats.go/micro"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus/fleetstatustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -26,43 +26,18 @@ func ctxT(t *testing.T) context.Context {
 
 func register(t *testing.T, b *bus.Bus, name, runner string) {
 	t.Helper()
-	svc, err := micro.AddService(b.NC, micro.Config{Name: name, Version: "1.2.3", Metadata: map[string]string{"runner": runner}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop() })
+	fleetstatustest.Online(t, b, name, map[string]string{"runner": runner})
 }
 
 func TestGet(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	ctx := ctxT(t)
-	cons, err := b.JS.CreateOrUpdateConsumer(ctx, b.Space.InboundStream(), jetstream.ConsumerConfig{
-		Durable: b.Space.WorkerConsumer(), AckPolicy: jetstream.AckExplicitPolicy,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		if _, err := b.JS.Publish(ctx, b.Space.Inbound("web", "c1"), []byte("x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range batch.Messages() { // delivered, never acked: in flight
-	}
+	fleetstatustest.InFlight(t, b, 3)
 	register(t, b, fleetstatus.WorkerService, "w1")
 	register(t, b, fleetstatus.WorkerService, "w2")
 	register(t, b, fleetstatus.ToolRunnerService, "r1")
 	// r1's MCP server's tools: a service of the runner's name, not a runner.
-	mcpTools, err := micro.AddService(b.NC, micro.Config{Name: fleetstatus.ToolRunnerService, Version: "1.2.3",
-		Metadata: map[string]string{"runner": "r1", fleetstatus.MCPServerKey: "memory"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mcpTools.Stop() })
+	fleetstatustest.Online(t, b, fleetstatus.ToolRunnerService, map[string]string{"runner": "r1", fleetstatus.MCPServerKey: "memory"})
 
 	st, err := fleetstatus.Get(ctx, b, 300*time.Millisecond)
 	if err != nil {
@@ -83,7 +58,7 @@ func TestGet(t *testing.T) {
 		t.Errorf("online: %d workers, %d tool runners; want 2 and 1", w, r)
 	}
 	for _, svc := range st.Services {
-		if svc.Version != "1.2.3" || svc.ID == "" || svc.Metadata["runner"] == "" {
+		if svc.Version != fleetstatustest.Version || svc.ID == "" || svc.Metadata["runner"] == "" {
 			t.Errorf("service = %+v", svc)
 		}
 	}

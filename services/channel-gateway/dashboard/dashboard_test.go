@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nats.go/micro"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus/fleetstatustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
@@ -143,33 +142,13 @@ func fleet(t *testing.T, b *bus.Bus) {
 		{fleetstatus.ToolRunnerService, map[string]string{"instance": "r1", "runner": "aio-Yx3kqPzL8d2fVbN0aRt6uWm1cJ4hG7sE-toolrunner-0"}},
 		{fleetstatus.ToolRunnerService, map[string]string{"instance": "r1", fleetstatus.MCPServerKey: "memory"}},
 	} {
-		svc, err := micro.AddService(b.NC, micro.Config{Name: s.name, Version: "0.1.0", Metadata: s.meta})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = svc.Stop() })
+		fleetstatustest.Online(t, b, s.name, s.meta)
 	}
-	cons, err := b.JS.CreateOrUpdateConsumer(ctx, b.Space.InboundStream(), jetstream.ConsumerConfig{
-		Durable: b.Space.WorkerConsumer(), AckPolicy: jetstream.AckExplicitPolicy,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if _, err := b.JS.Publish(ctx, b.Space.Inbound("web", "c1"), []byte("hello")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range batch.Messages() { // a worker holds it: in flight
-	}
+	fleetstatustest.InFlight(t, b, 2)
 	for _, id := range []string{"t1", "t2", "t3"} {
 		publishTurn(t, b, id)
 	}
-	err = b.DeadLetter(ctx, "inbound", bus.Letter{Subject: b.Space.Inbound("web", "c9"), Data: []byte{1}, StreamSeq: 42, Deliveries: 4, Reason: "turn failed 3 times: worker crashed"})
+	err := b.DeadLetter(ctx, "inbound", bus.Letter{Subject: b.Space.Inbound("web", "c9"), Data: []byte{1}, StreamSeq: 42, Deliveries: 4, Reason: "turn failed 3 times: worker crashed"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,12 +208,7 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			posted := make(chan struct{})
 			cfg := dingtalk.Config{CardTemplateID: "tpl.schema"}
 			cfg.AllowFrom, cfg.Streaming, cfg.StreamEditInterval = []string{"*"}, true, 0.2
-			h := start(t, cfg, workertest.Streamed(answer, deltas...), workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-				select {
-				case <-posted:
-				case <-time.After(wait):
-				}
-			}))
+			h := start(t, cfg, workertest.Streamed(answer, deltas...), workertest.HoldUntil(posted, wait))
 			if failing {
 				h.fake.Fail("cardstream", dingtalktest.Failure{Status: 400, Code: "param.invalid"})
 			}

@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk/dingtalktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -81,7 +79,7 @@ func TestDirectMessage(t *testing.T) {
 	if c.Kind != "webhook" || c.Str("msgtype") != "markdown" || text != "## Hi\n\n**hello** hello" || title != "Hi" || c.Expired {
 		t.Errorf("reply = %+v", c)
 	}
-	in := <-h.Worker.Inbound
+	in := h.Worker.Next(t)
 	if in.GetId() != "msg-1" || in.GetChatId() != "staff-ada" || in.GetSenderId() != "staff-ada" || in.GetMetadata()["conversation_id"] != "cid-dm-staff-ada" {
 		t.Errorf("inbound = %v", in)
 	}
@@ -201,23 +199,10 @@ func TestPicturesAndFilesAreStored(t *testing.T) {
 	m = dm("msg-2", "staff-ada", "")
 	m.Type, m.Content = "file", map[string]any{"downloadCode": "dl-doc", "fileName": "report.pdf"}
 	h.fake.Send(t, m)
-	blobs, err := h.Bus.Blobs(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i, want := range []struct{ data, mime string }{{"\x89PNG\r\n\x1a\nfake", "image/png"}, {"%PDF-1.4 fake", "application/pdf"}} {
-		select {
-		case in := <-h.Worker.Inbound:
-			if len(in.GetMedia()) != 1 {
-				t.Fatalf("message %d media = %v", i, in.GetMedia())
-			}
-			ref := in.GetMedia()[0]
-			data, err := blobs.GetBytes(t.Context(), ref.GetObject())
-			if err != nil || string(data) != want.data || ref.GetMimeType() != want.mime {
-				t.Errorf("message %d: stored %q (%s), %v", i, data, ref.GetMimeType(), err)
-			}
-		case <-time.After(wait):
-			t.Fatal("no inbound message")
+		ref, data := adaptertest.Stored(t, h.Bus, h.Worker.Next(t))
+		if string(data) != want.data || ref.GetMimeType() != want.mime {
+			t.Errorf("message %d: stored %q (%s)", i, data, ref.GetMimeType())
 		}
 	}
 }
@@ -278,50 +263,26 @@ func (h *harness) waitDelivered(t *testing.T, n int) {
 
 func TestValidate(t *testing.T) {
 	ok := dingtalk.Config{Common: channelconfig.Common{Enabled: true}, ClientID: "ding1", ClientSecret: "s"}
-	tests := []struct {
-		name   string
-		change func(*dingtalk.Config)
-		key    string
-	}{
-		{"valid", func(*dingtalk.Config) {}, ""},
-		{"disabled needs nothing", func(c *dingtalk.Config) { *c = dingtalk.Config{} }, ""},
-		{"client id", func(c *dingtalk.Config) { c.ClientID = "" }, "channels.dingtalk.clientId"},
-		{"client secret", func(c *dingtalk.Config) { c.ClientSecret = "" }, "channels.dingtalk.clientSecret"},
-		{"group policy", func(c *dingtalk.Config) { c.GroupPolicy = "all" }, "channels.dingtalk.groupPolicy"},
-		{"allowlist without groups", func(c *dingtalk.Config) { c.GroupPolicy = channelconfig.GroupAllowlist }, "channels.dingtalk.groupAllowFrom"},
-		{"dm policy", func(c *dingtalk.Config) { c.DMPolicy = "maybe" }, "channels.dingtalk.dmPolicy"},
-		{"api url", func(c *dingtalk.Config) { c.APIURL = "api.dingtalk.com" }, "channels.dingtalk.apiUrl"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := ok
-			tt.change(&c)
-			err := c.Validate()
-			if (err == nil) != (tt.key == "") || (err != nil && !strings.Contains(err.Error(), tt.key)) {
-				t.Errorf("Validate() = %v, want error naming %q", err, tt.key)
-			}
-		})
-	}
+	adaptertest.Validate(t, ok, []adaptertest.ConfigCase[dingtalk.Config]{
+		{Name: "valid", Change: func(*dingtalk.Config) {}},
+		{Name: "disabled needs nothing", Change: func(c *dingtalk.Config) { *c = dingtalk.Config{} }},
+		{Name: "client id", Change: func(c *dingtalk.Config) { c.ClientID = "" }, Key: "channels.dingtalk.clientId"},
+		{Name: "client secret", Change: func(c *dingtalk.Config) { c.ClientSecret = "" }, Key: "channels.dingtalk.clientSecret"},
+		{Name: "group policy", Change: func(c *dingtalk.Config) { c.GroupPolicy = "all" }, Key: "channels.dingtalk.groupPolicy"},
+		{Name: "allowlist without groups", Change: func(c *dingtalk.Config) { c.GroupPolicy = channelconfig.GroupAllowlist }, Key: "channels.dingtalk.groupAllowFrom"},
+		{Name: "dm policy", Change: func(c *dingtalk.Config) { c.DMPolicy = "maybe" }, Key: "channels.dingtalk.dmPolicy"},
+		{Name: "api url", Change: func(c *dingtalk.Config) { c.APIURL = "api.dingtalk.com" }, Key: "channels.dingtalk.apiUrl"},
+	})
 }
 
 func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	fake := dingtalktest.New(t)
-	b := bustest.StartJetStream(t, channels.Assets)
-	log := slog.New(slog.DiscardHandler)
-	ctx, cancel := context.WithTimeout(t.Context(), wait)
-	defer cancel()
-	gate, err := access.Open(ctx, b, access.WithLogger(log))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := dingtalk.Config{Common: channelconfig.Common{Enabled: true}, ClientID: dingtalktest.ClientID, ClientSecret: "wrong", APIURL: fake.URL}
-	a, err := dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate}, dingtalk.WithLogger(log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = a.Run(ctx, gateway.InboxFunc(func(context.Context, *nanofleetv1.InboundMessage) error { return nil }))
-	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "rejected") {
-		t.Errorf("Run = %v, want the credentials refused before the deadline", err)
+	err := adaptertest.Refused(t, func(ctx context.Context, b *bus.Bus, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		return dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate}, dingtalk.WithLogger(log))
+	})
+	if err == nil || !strings.Contains(err.Error(), "rejected") {
+		t.Errorf("Run = %v, want the credentials refused", err)
 	}
 }
 
@@ -419,11 +380,8 @@ func (f *suiteFake) Malformed(t *testing.T) ([]string, int) {
 // startSuite runs the adapter for a scenario.
 func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
 	f := &suiteFake{Server: dingtalktest.New(t)}
-	f.Restarter = adaptertest.NewRestarter(func() func() {
-		n := f.Connections()
-		stop := runAdapter(t, b, f.Server, dingtalk.Config{Common: common}, log)
-		f.WaitConnections(t, n+1, wait)
-		return stop
+	f.Restarter = adaptertest.NewConnectedRestarter(t, f.Server, func() func() {
+		return runAdapter(t, b, f.Server, dingtalk.Config{Common: common}, log)
 	})
 	return f
 }

@@ -84,17 +84,12 @@ func TestConversation(t *testing.T) {
 	release := make(chan struct{})
 	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{alice}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**Hi** " + in.GetContent())}
-	}, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-		select {
-		case <-release:
-		case <-time.After(wait):
-		}
-	}))
+	}, workertest.HoldUntil(release, wait))
 	if got := h.fake.Intents(); got&discordtest.IntentMessageContent == 0 {
 		t.Errorf("IDENTIFY intents %b lack MESSAGE_CONTENT", got)
 	}
 	h.fake.Send(h.dm("600000000000000001", "hello @everyone"))
-	in := <-h.Worker.Inbound
+	in := h.Worker.Next(t)
 	if in.GetId() != "600000000000000001" || in.GetChatId() != dmChannel || in.GetSenderId() != alice ||
 		in.GetMetadata()["message_id"] != "600000000000000001" || in.GetSenderName() != "alice" {
 		t.Errorf("inbound = %v", in)
@@ -165,18 +160,13 @@ func TestAttachmentIsStored(t *testing.T) {
 	m := h.dm("600000000000000001", "look")
 	m.Attachments = []discordtest.Attachment{{ID: "800000000000000001", Filename: "cat.png", ContentType: "image/png", URL: url, Size: len(img)}}
 	h.fake.Send(m)
-	in := <-h.Worker.Inbound
-	if in.GetContent() != "look" || len(in.GetMedia()) != 1 {
-		t.Fatalf("inbound = %v", in)
+	in := h.Worker.Next(t)
+	if in.GetContent() != "look" {
+		t.Errorf("inbound = %v", in)
 	}
-	ref := in.GetMedia()[0]
-	blobs, err := h.Bus.Blobs(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := blobs.GetBytes(t.Context(), ref.GetObject())
-	if err != nil || !bytes.Equal(data, img) || ref.GetMimeType() != "image/png" || ref.GetName() != "cat.png" {
-		t.Errorf("stored %d bytes (%v), mime %q, name %q", len(data), err, ref.GetMimeType(), ref.GetName())
+	ref, data := adaptertest.Stored(t, h.Bus, in)
+	if !bytes.Equal(data, img) || ref.GetMimeType() != "image/png" || ref.GetName() != "cat.png" {
+		t.Errorf("stored %d bytes, mime %q, name %q", len(data), ref.GetMimeType(), ref.GetName())
 	}
 }
 
@@ -269,18 +259,8 @@ func TestStreamingWithTwoGateways(t *testing.T) {
 	fake := discordtest.New(t, token)
 	srv := bustest.StartServer(t)
 	b1, b2 := srv.Connect(t, "", channels.Assets), srv.Connect(t, "", channels.Assets)
-	words := strings.Fields(strings.Repeat("streamed words ", 15))
-	answer := strings.Join(words, " ")
-	workertest.Start(t, b1, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		var out []*nanofleetv1.OutboundMessage
-		for i, w := range words {
-			if i > 0 {
-				w = " " + w
-			}
-			out = append(out, workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, w))
-		}
-		return append(out, workertest.Final(answer))
-	})
+	answer := strings.TrimSpace(strings.Repeat("streamed words ", 15))
+	workertest.Start(t, b1, workertest.Streamed(answer, workertest.Deltas(answer)...))
 	cfg := discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}}
 	logs := &gatewaytest.Logs{}
 	runAdapter(t, b1, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
@@ -354,29 +334,11 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := discordtest.New(t, token)
 			fake.Disallowed = tt.disallowed
-			b := bustest.StartJetStream(t, channels.Assets)
-			log := slog.New(slog.DiscardHandler)
-			gate, err := access.Open(t.Context(), b, access.WithLogger(log))
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, err := discord.New(t.Context(), discord.Config{Common: channelconfig.Common{Enabled: true}, Token: tt.token, APIBase: fake.URL}, discord.Deps{Bus: b, Gate: gate}, discord.WithLogger(log))
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := gateway.New(gateway.DefaultConfig(), b, []gateway.Adapter{a}, gateway.WithLogger(log))
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- g.Run(t.Context()) }()
-			select {
-			case err := <-done:
-				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Errorf("gateway stopped with %v, want an error saying %q", err, tt.want)
-				}
-			case <-time.After(wait):
-				t.Fatalf("the adapter still runs after %s", wait)
+			err := adaptertest.Refused(t, func(ctx context.Context, b *bus.Bus, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+				return discord.New(ctx, discord.Config{Common: channelconfig.Common{Enabled: true}, Token: tt.token, APIBase: fake.URL}, discord.Deps{Bus: b, Gate: gate}, discord.WithLogger(log))
+			})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("gateway stopped with %v, want an error saying %q", err, tt.want)
 			}
 		})
 	}

@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu/feishutest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -96,7 +94,7 @@ func TestDirectMessage(t *testing.T) {
 	if c.Kind != "reply" || c.Parent != "om_in1" || markdown(t, c) != "**Hi** hello" || len(c.Str("uuid")) == 0 {
 		t.Errorf("reply = %+v", c)
 	}
-	in := <-h.Worker.Inbound
+	in := h.Worker.Next(t)
 	if in.GetId() != "ev-1" || in.GetChatId() != "oc_p2p" || in.GetSenderId() != "ou_ada" || in.GetMetadata()["message_id"] != "om_in1" {
 		t.Errorf("inbound = %v", in)
 	}
@@ -133,24 +131,11 @@ func TestImagesAndFilesAreStored(t *testing.T) {
 	h.fake.Send(t, feishutest.Message("ev-3", "ou_ada", "oc_p2p", "p2p", "om_post", "post", map[string]any{
 		"title": "Plan", "content": [][]map[string]string{{{"tag": "text", "text": "see "}, {"tag": "a", "text": "docs", "href": "https://x.test"}}},
 	}))
-	blobs, err := h.Bus.Blobs(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := []struct{ data, mime string }{{"\x89PNG\r\n\x1a\nfake", "image/png"}, {"%PDF-1.4 fake", "application/pdf"}}
 	for i, w := range want {
-		select {
-		case in := <-h.Worker.Inbound:
-			if len(in.GetMedia()) != 1 {
-				t.Fatalf("message %d media = %v", i, in.GetMedia())
-			}
-			ref := in.GetMedia()[0]
-			data, err := blobs.GetBytes(t.Context(), ref.GetObject())
-			if err != nil || string(data) != w.data || ref.GetMimeType() != w.mime {
-				t.Errorf("message %d: stored %q (%s), %v", i, data, ref.GetMimeType(), err)
-			}
-		case <-time.After(wait):
-			t.Fatal("no inbound message")
+		ref, data := adaptertest.Stored(t, h.Bus, h.Worker.Next(t))
+		if string(data) != w.data || ref.GetMimeType() != w.mime {
+			t.Errorf("message %d: stored %q (%s)", i, data, ref.GetMimeType())
 		}
 	}
 	if got := h.Worker.ContentsUntil(t, "Plan\nsee [docs](https://x.test)", wait); len(got) != 1 {
@@ -193,17 +178,7 @@ func TestReplyFormats(t *testing.T) {
 func TestToolHints(t *testing.T) {
 	yes := true
 	release := make(chan struct{})
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		return []*nanofleetv1.OutboundMessage{
-			workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, "read src/main.go"),
-			workertest.Final("done"),
-		}
-	}, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-		select {
-		case <-release:
-		case <-time.After(wait):
-		}
-	}))
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}}, workertest.AfterHint("read src/main.go", "done"), workertest.HoldUntil(release, wait))
 	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "go"))
 	hint := h.fake.Next(t, wait, "reply")
 	if hint.Str("msg_type") != "text" || hint.Content()["text"] != "read src/main.go" {
@@ -253,59 +228,48 @@ func TestOneConnectionPerApp(t *testing.T) {
 		t.Errorf("status = %+v, want connected as the app's name, nano", rec)
 	}
 	h.gateway(t, cfg)
-	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "first"))
-	h.Worker.ContentsUntil(t, "first", wait)
-	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: first"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
+	h.answered(t, 1, "first")
 	if n := h.fake.Connections(); n != 1 {
 		t.Errorf("%d long connections for one app, want 1", n)
 	}
 	stopFirst()
 	h.fake.WaitConnections(t, 2, wait) // the lease TTL in tests is 3s
-	h.fake.Send(t, feishutest.Text("ev-2", "ou_ada", "oc_p2p", "p2p", "om_2", "second"))
-	h.Worker.ContentsUntil(t, "second", wait)
-	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: second"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
+	h.answered(t, 2, "second")
 	if n := h.fake.Connections(); n != 2 {
 		t.Errorf("%d long connections opened, want 2", n)
 	}
 }
 
+// answered sends event n, a direct message with text, and checks that the
+// worker got it and the echo came back once.
+func (h *harness) answered(t *testing.T, n int, text string) {
+	t.Helper()
+	h.fake.Send(t, feishutest.Text(fmt.Sprintf("ev-%d", n), "ou_ada", "oc_p2p", "p2p", fmt.Sprintf("om_%d", n), text))
+	h.Worker.ContentsUntil(t, text, wait)
+	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: "+text] != 1 {
+		t.Errorf("replies = %v", got)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	ok := feishu.Config{Common: channelconfig.Common{Enabled: true}, AppID: "cli_1", AppSecret: "s"}
-	tests := []struct {
-		name   string
-		change func(*feishu.Config)
-		key    string
-	}{
-		{"valid", func(*feishu.Config) {}, ""},
-		{"disabled needs nothing", func(c *feishu.Config) { *c = feishu.Config{} }, ""},
-		{"app id", func(c *feishu.Config) { c.AppID = "" }, "channels.feishu.appId"},
-		{"app secret", func(c *feishu.Config) { c.AppSecret = " " }, "channels.feishu.appSecret"},
-		{"domain", func(c *feishu.Config) { c.Domain = "larksuite" }, "channels.feishu.domain"},
-		{"mode", func(c *feishu.Config) { c.Mode = "poll" }, "channels.feishu.mode"},
-		{"webhook without encrypt key", func(c *feishu.Config) { c.Mode, c.VerificationToken = feishu.ModeWebhook, "v" }, "channels.feishu.encryptKey"},
-		{"webhook without token", func(c *feishu.Config) { c.Mode, c.EncryptKey = feishu.ModeWebhook, "k" }, "channels.feishu.verificationToken"},
-		{"webhook path", func(c *feishu.Config) { c.Webhook.Path = "hooks" }, "channels.feishu.webhook.path"},
-		{"group policy", func(c *feishu.Config) { c.GroupPolicy = "all" }, "channels.feishu.groupPolicy"},
-		{"allowlist without chats", func(c *feishu.Config) { c.GroupPolicy = channelconfig.GroupAllowlist }, "channels.feishu.groupAllowFrom"},
-		{"dm policy", func(c *feishu.Config) { c.DMPolicy = "maybe" }, "channels.feishu.dmPolicy"},
-		{"reply format", func(c *feishu.Config) { c.ReplyFormat = "html" }, "channels.feishu.replyFormat"},
-		{"base url", func(c *feishu.Config) { c.BaseURL = "open.feishu.cn" }, "channels.feishu.baseUrl"},
-		{"stream edit interval", func(c *feishu.Config) { c.StreamEditInterval = -1 }, "channels.feishu.streamEditInterval"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := ok
-			tt.change(&c)
-			err := c.Validate()
-			if (err == nil) != (tt.key == "") || (err != nil && !strings.Contains(err.Error(), tt.key)) {
-				t.Errorf("Validate() = %v, want error naming %q", err, tt.key)
-			}
-		})
-	}
+	adaptertest.Validate(t, ok, []adaptertest.ConfigCase[feishu.Config]{
+		{Name: "valid", Change: func(*feishu.Config) {}},
+		{Name: "disabled needs nothing", Change: func(c *feishu.Config) { *c = feishu.Config{} }},
+		{Name: "app id", Change: func(c *feishu.Config) { c.AppID = "" }, Key: "channels.feishu.appId"},
+		{Name: "app secret", Change: func(c *feishu.Config) { c.AppSecret = " " }, Key: "channels.feishu.appSecret"},
+		{Name: "domain", Change: func(c *feishu.Config) { c.Domain = "larksuite" }, Key: "channels.feishu.domain"},
+		{Name: "mode", Change: func(c *feishu.Config) { c.Mode = "poll" }, Key: "channels.feishu.mode"},
+		{Name: "webhook without encrypt key", Change: func(c *feishu.Config) { c.Mode, c.VerificationToken = feishu.ModeWebhook, "v" }, Key: "channels.feishu.encryptKey"},
+		{Name: "webhook without token", Change: func(c *feishu.Config) { c.Mode, c.EncryptKey = feishu.ModeWebhook, "k" }, Key: "channels.feishu.verificationToken"},
+		{Name: "webhook path", Change: func(c *feishu.Config) { c.Webhook.Path = "hooks" }, Key: "channels.feishu.webhook.path"},
+		{Name: "group policy", Change: func(c *feishu.Config) { c.GroupPolicy = "all" }, Key: "channels.feishu.groupPolicy"},
+		{Name: "allowlist without chats", Change: func(c *feishu.Config) { c.GroupPolicy = channelconfig.GroupAllowlist }, Key: "channels.feishu.groupAllowFrom"},
+		{Name: "dm policy", Change: func(c *feishu.Config) { c.DMPolicy = "maybe" }, Key: "channels.feishu.dmPolicy"},
+		{Name: "reply format", Change: func(c *feishu.Config) { c.ReplyFormat = "html" }, Key: "channels.feishu.replyFormat"},
+		{Name: "base url", Change: func(c *feishu.Config) { c.BaseURL = "open.feishu.cn" }, Key: "channels.feishu.baseUrl"},
+		{Name: "stream edit interval", Change: func(c *feishu.Config) { c.StreamEditInterval = -1 }, Key: "channels.feishu.streamEditInterval"},
+	})
 }
 
 func toJSON(v any) string {
@@ -315,24 +279,14 @@ func toJSON(v any) string {
 
 func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 	fake := feishutest.New(t)
-	b := bustest.StartJetStream(t, channels.Assets)
-	log := slog.New(slog.DiscardHandler)
-	ctx, cancel := context.WithTimeout(t.Context(), wait)
-	defer cancel()
-	gate, err := access.Open(ctx, b, access.WithLogger(log))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// An app id of its own: the SDK caches tenant tokens process-wide by
 	// app id, and other tests got one for feishutest.AppID.
 	cfg := feishu.Config{Common: channelconfig.Common{Enabled: true}, AppID: "cli_rejected", AppSecret: "wrong", BaseURL: fake.URL}
-	a, err := feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate}, feishu.WithLogger(log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = a.Run(ctx, gateway.InboxFunc(func(context.Context, *nanofleetv1.InboundMessage) error { return nil }))
-	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "rejected") {
-		t.Errorf("Run = %v, want the credentials refused before the deadline", err)
+	err := adaptertest.Refused(t, func(ctx context.Context, b *bus.Bus, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+		return feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate}, feishu.WithLogger(log))
+	})
+	if err == nil || !strings.Contains(err.Error(), "rejected") {
+		t.Errorf("Run = %v, want the credentials refused", err)
 	}
 }
 
@@ -342,22 +296,16 @@ func TestRejectedCredentialsStopTheAdapter(t *testing.T) {
 // second message repeats it. With updates failing, the partial card is
 // deleted and the answer arrives whole in a message of its own.
 func TestStreamingUpdatesOneCard(t *testing.T) {
-	words := strings.Fields(strings.Repeat("streamed words ", 12))
+	streamed := strings.TrimSpace(strings.Repeat("streamed words ", 12))
 	// The final answer ends with more than the deltas carried, so that it
 	// always takes an update, however many deltas the first post shows.
-	answer := strings.Join(words, " ") + " (end)"
+	answer := streamed + " (end)"
+	stream := workertest.Streamed(answer, workertest.Deltas(streamed)...)
 	script := func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		if in.GetMetadata()["stream"] != "true" {
 			t.Errorf("inbound metadata %v does not ask for deltas", in.GetMetadata())
 		}
-		var out []*nanofleetv1.OutboundMessage
-		for i, w := range words {
-			if i > 0 {
-				w = " " + w
-			}
-			out = append(out, workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, w))
-		}
-		return append(out, workertest.Final(answer))
+		return stream(in)
 	}
 	tests := []struct {
 		name      string
@@ -374,12 +322,7 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			// is then (correctly) sent whole.
 			posted := make(chan struct{})
 			h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}}, script,
-				workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-					select {
-					case <-posted:
-					case <-time.After(wait):
-					}
-				}))
+				workertest.HoldUntil(posted, wait))
 			if tt.failPatch {
 				h.fake.Fail("patch", feishutest.Failure{Status: 400, Code: 230001, Msg: "not editable"})
 			}
@@ -513,10 +456,8 @@ func (f *suiteFake) Malformed(t *testing.T) ([]string, int) {
 // startSuite runs the adapter for a scenario.
 func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
 	f := &suiteFake{Server: feishutest.New(t), chats: map[string]string{}}
-	f.Restarter = adaptertest.NewRestarter(func() func() {
-		n := f.Connections()
+	f.Restarter = adaptertest.NewConnectedRestarter(t, f.Server, func() func() {
 		_, stop := runAdapter(t, b, f.Server, feishu.Config{Common: common}, log)
-		f.WaitConnections(t, n+1, wait)
 		return stop
 	})
 	return f

@@ -1,6 +1,7 @@
 package markup_test
 
 import (
+	"fmt"
 	"html"
 	"regexp"
 	"strings"
@@ -188,16 +189,28 @@ func quoteAt(s string, i int) string {
 // FuzzTelegramHTML: rendering never panics and always gives HTML that
 // Telegram's parse_mode "HTML" accepts.
 func FuzzTelegramHTML(f *testing.F) {
+	fuzzRenderer(f, "TelegramHTML", markup.TelegramHTML, func(md, out string) string {
+		if msg := checkTelegramHTML(out); msg != "" {
+			return msg
+		}
+		if utf8.ValidString(md) && !utf8.ValidString(out) {
+			return "invalid UTF-8 from valid input"
+		}
+		return ""
+	})
+}
+
+// fuzzRenderer fuzzes render from the Markdown seeds: it must never
+// panic, and check says what is wrong with what it gives for md, "" for
+// nothing.
+func fuzzRenderer(f *testing.F, name string, render func(string) string, check func(md, out string) string) {
 	for _, s := range append(markdownSeeds, longFence) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, md string) {
-		out := markup.TelegramHTML(md)
-		if msg := checkTelegramHTML(out); msg != "" {
-			t.Fatalf("TelegramHTML(%q) = %q: %s", md, out, msg)
-		}
-		if utf8.ValidString(md) && !utf8.ValidString(out) {
-			t.Fatalf("TelegramHTML(%q) = %q: invalid UTF-8 from valid input", md, out)
+		out := render(md)
+		if msg := check(md, out); msg != "" {
+			t.Fatalf("%s(%q) = %q: %s", name, md, out, msg)
 		}
 	})
 }
@@ -205,15 +218,7 @@ func FuzzTelegramHTML(f *testing.F) {
 // FuzzSlackMrkdwn: rendering never panics and escapes every character
 // Slack treats as markup outside the links it writes.
 func FuzzSlackMrkdwn(f *testing.F) {
-	for _, s := range append(markdownSeeds, longFence) {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, md string) {
-		out := markup.SlackMrkdwn(md)
-		if msg := checkSlackMrkdwn(out); msg != "" {
-			t.Fatalf("SlackMrkdwn(%q) = %q: %s", md, out, msg)
-		}
-	})
+	fuzzRenderer(f, "SlackMrkdwn", markup.SlackMrkdwn, func(_, out string) string { return checkSlackMrkdwn(out) })
 }
 
 // unsafeHTML finds what must never reach the web chat's page.
@@ -226,13 +231,9 @@ var urlAttr = regexp.MustCompile(`(?i)\s(?:href|src|action|formaction)\s*=\s*("[
 // and every URL in it is relative or of a safe scheme, whatever the
 // Markdown holds.
 func FuzzHTML(f *testing.F) {
-	for _, s := range append(markdownSeeds, longFence) {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, md string) {
-		out := markup.HTML(md)
+	fuzzRenderer(f, "HTML", markup.HTML, func(_, out string) string {
 		if loc := unsafeHTML.FindStringIndex(out); loc != nil {
-			t.Fatalf("HTML(%q) = %q: unsafe %q", md, out, out[loc[0]:loc[1]])
+			return fmt.Sprintf("unsafe %q", out[loc[0]:loc[1]])
 		}
 		for _, m := range urlAttr.FindAllStringSubmatch(out, -1) {
 			v := m[1]
@@ -240,9 +241,10 @@ func FuzzHTML(f *testing.F) {
 				v = v[1 : len(v)-1]
 			}
 			if s := linkScheme(v); s != "" && !safeSchemes[s] {
-				t.Fatalf("HTML(%q) = %q: %s: URL of scheme %q", md, out, m[0], s)
+				return fmt.Sprintf("%s: URL of scheme %q", m[0], s)
 			}
 		}
+		return ""
 	})
 }
 

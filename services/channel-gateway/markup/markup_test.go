@@ -7,8 +7,23 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
+// renderCase is Markdown in and what a renderer must give for it.
+type renderCase struct{ name, in, want string }
+
+// checkRender runs each case through render as a subtest.
+func checkRender(t *testing.T, name string, render func(string) string, tests []renderCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := render(tt.in); got != tt.want {
+				t.Errorf("%s(%q)\n got %q\nwant %q", name, tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestTelegramHTML(t *testing.T) {
-	tests := []struct{ name, in, want string }{
+	checkRender(t, "TelegramHTML", markup.TelegramHTML, []renderCase{
 		{"plain", "hello", "hello"},
 		{"escapes", "a < b & c > d", "a &lt; b &amp; c &gt; d"},
 		{"bold italic", "**bold** and *it*", "<b>bold</b> and <i>it</i>"},
@@ -25,18 +40,11 @@ func TestTelegramHTML(t *testing.T) {
 		{"escaped markdown", `\*not bold\*`, "*not bold*"},
 		{"paragraphs", "one\n\ntwo", "one\n\ntwo"},
 		{"table", "| a | b |\n|---|---|\n| 1 | 22 |", "<pre>a | b \n--+---\n1 | 22</pre>"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := markup.TelegramHTML(tt.in); got != tt.want {
-				t.Errorf("TelegramHTML(%q)\n got %q\nwant %q", tt.in, got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestSlackMrkdwn(t *testing.T) {
-	tests := []struct{ name, in, want string }{
+	checkRender(t, "SlackMrkdwn", markup.SlackMrkdwn, []renderCase{
 		{"bold italic", "**bold** and *it*", "*bold* and _it_"},
 		{"strike", "~~gone~~", "~gone~"},
 		{"escapes", "a < b & c", "a &lt; b &amp; c"},
@@ -47,18 +55,11 @@ func TestSlackMrkdwn(t *testing.T) {
 		{"code block", "```\nx := 1\n```", "```\nx := 1\n```"},
 		{"quote", "> a\n> b", "> a\n> b"},
 		{"list", "* a\n* b", "• a\n• b"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := markup.SlackMrkdwn(tt.in); got != tt.want {
-				t.Errorf("SlackMrkdwn(%q)\n got %q\nwant %q", tt.in, got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestWhatsApp(t *testing.T) {
-	tests := []struct{ name, in, want string }{
+	checkRender(t, "WhatsApp", markup.WhatsApp, []renderCase{
 		{"bold italic", "**bold** and *it*", "*bold* and _it_"},
 		{"strike", "~~gone~~", "~gone~"},
 		{"no escapes", "a < b & c", "a < b & c"},
@@ -69,14 +70,7 @@ func TestWhatsApp(t *testing.T) {
 		{"heading", "## Head", "*Head*"},
 		{"quote", "> a\n> b", "> a\n> b"},
 		{"list", "- a\n- b", "• a\n• b"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := markup.WhatsApp(tt.in); got != tt.want {
-				t.Errorf("WhatsApp(%q)\n got %q\nwant %q", tt.in, got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestHTMLIsSafe(t *testing.T) {

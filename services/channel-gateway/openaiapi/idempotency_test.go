@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -68,12 +67,7 @@ func TestIdempotencyKeyRetry(t *testing.T) {
 			if !running {
 				close(release)
 			}
-			_, w, url, b := startBus(t, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-				select {
-				case <-release:
-				case <-time.After(10 * time.Second):
-				}
-			}))
+			_, w, url, b := startBus(t, workertest.HoldUntil(release, 10*time.Second))
 			type result struct {
 				answer string
 				err    error

@@ -47,20 +47,27 @@ func start(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest
 func startBus(t *testing.T, opts ...workertest.Option) (*openai.Client, *workertest.Worker, string, *bus.Bus) {
 	t.Helper()
 	b := bustest.StartJetStream(t, channels.Assets)
-	pub, err := gateway.New(gateway.DefaultConfig(), b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(s)
+	srv := httptest.NewServer(newServer(t, b, nil))
 	t.Cleanup(srv.Close)
 	w := workertest.Start(t, b, script, opts...)
 	cfg := openai.DefaultConfig(key)
 	cfg.BaseURL = srv.URL + "/v1"
 	return openai.NewClientWithConfig(cfg), w, srv.URL, b
+}
+
+// newServer is the API on b, publishing through a gateway, with storage
+// saying whether the store is full (nil: never).
+func newServer(t *testing.T, b *bus.Bus, storage func() error) *openaiapi.Server {
+	t.Helper()
+	pub, err := gateway.New(gateway.DefaultConfig(), b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub, Storage: storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func ctx(t *testing.T) context.Context {
@@ -87,7 +94,7 @@ func TestChatCompletion(t *testing.T) {
 	if len(resp.Choices) != 1 || resp.Choices[0].Message.Content != "You said: hello there" || resp.Choices[0].FinishReason != openai.FinishReasonStop {
 		t.Errorf("response = %+v", resp)
 	}
-	in := <-w.Inbound
+	in := w.Next(t)
 	if in.GetChannel() != "api" || in.GetChatId() != "alice" || in.GetContent() != "hello there" || in.GetMetadata()["stream"] != "" {
 		t.Errorf("inbound = %v", in)
 	}
@@ -97,12 +104,7 @@ func TestChatCompletionStream(t *testing.T) {
 	// The worker holds the final answer back until the client has seen the
 	// deltas, as a model would while it writes.
 	release := make(chan struct{})
-	client, w, _ := start(t, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-		select {
-		case <-release:
-		case <-time.After(10 * time.Second):
-		}
-	}))
+	client, w, _ := start(t, workertest.HoldUntil(release, 10*time.Second))
 	stream, err := client.CreateChatCompletionStream(ctx(t), openai.ChatCompletionRequest{
 		Model:    "nanofleet",
 		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "stream me"}},
@@ -130,7 +132,7 @@ func TestChatCompletionStream(t *testing.T) {
 			finish = r.Choices[0].FinishReason
 		}
 	}
-	if in := <-w.Inbound; in.GetMetadata()["stream"] != "true" {
+	if in := w.Next(t); in.GetMetadata()["stream"] != "true" {
 		t.Errorf("a streaming request did not ask for deltas: %v", in.GetMetadata())
 	}
 	if got := strings.Join(chunks, ""); got != "You said: stream me" {
@@ -192,7 +194,7 @@ func TestSessionHeader(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	if in := <-w.Inbound; in.GetChatId() != "project.x" || in.GetContent() != "parts\nwork" {
+	if in := w.Next(t); in.GetChatId() != "project.x" || in.GetContent() != "parts\nwork" {
 		t.Errorf("inbound = %v", in)
 	}
 }

@@ -3,20 +3,15 @@ package openaiapi_test
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
-	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi/openaiapitest"
 )
 
 // sdkProgram asks one question with the npm openai client, whose timeout
@@ -30,37 +25,13 @@ client.chat.completions.create({model: 'nanofleet', user: 'sdk', messages: [{rol
   .catch(e => { console.error(String(e)); process.exit(1); });
 `
 
-// openaiModule is the installed npm openai package, or the test skips.
-func openaiModule(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("skipping: node is not installed")
-	}
-	root, err := exec.Command("npm", "root", "-g").Output()
-	if err != nil {
-		t.Skipf("skipping: npm root -g: %v", err)
-	}
-	mod := filepath.Join(strings.TrimSpace(string(root)), "openai")
-	if _, err := os.Stat(mod); err != nil {
-		t.Skipf("skipping: the npm openai package is not installed (%v); CI installs .ci/npm-packages", err)
-	}
-	return mod
-}
-
 // TestOpenAINodeSDKRetry: the official client times out on a slow turn
 // and retries; the retry gets the first request's answer, and the fleet
 // runs the turn once.
 func TestOpenAINodeSDKRetry(t *testing.T) {
-	mod := openaiModule(t)
+	sdk := openaiapitest.NodeSDK(t)
 	b := bustest.StartJetStream(t, channels.Assets)
-	pub, err := gateway.New(gateway.DefaultConfig(), b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newServer(t, b, nil)
 	// The turn's answer waits until the client's retry has arrived.
 	retried := make(chan struct{})
 	var once sync.Once
@@ -71,18 +42,8 @@ func TestOpenAINodeSDKRetry(t *testing.T) {
 		s.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	w := workertest.Start(t, b, script, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-		select {
-		case <-retried:
-		case <-time.After(20 * time.Second):
-		}
-	}))
-	cmd := exec.CommandContext(ctx(t), "node", "-e", sdkProgram)
-	cmd.Env = append(os.Environ(), "OPENAI_MODULE="+mod, "API_KEY="+key, "BASE_URL="+srv.URL+"/v1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v: %s", err, out)
-	}
+	w := workertest.Start(t, b, script, workertest.HoldUntil(retried, 20*time.Second))
+	out := sdk.Run(ctx(t), t, sdkProgram, key, srv.URL+"/v1")
 	if got := strings.TrimSpace(string(out)); got != "You said: via the sdk" {
 		t.Errorf("answer %q", got)
 	}

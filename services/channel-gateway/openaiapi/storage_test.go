@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
-	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi"
 )
 
 // TestStoreFillsWhileWaiting: a request waiting for its answer when the
@@ -26,23 +24,10 @@ func TestStoreFillsWhileWaiting(t *testing.T) {
 		}
 		return nil
 	}
-	pub, err := gateway.New(gateway.DefaultConfig(), b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := openaiapi.New(openaiapi.Config{Enabled: true, Token: key}, openaiapi.Deps{Bus: b, Inbox: pub, Storage: storage})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(s)
+	srv := httptest.NewServer(newServer(t, b, storage))
 	t.Cleanup(srv.Close)
 	release := make(chan struct{})
-	w := workertest.Start(t, b, script, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-		select {
-		case <-release:
-		case <-time.After(10 * time.Second):
-		}
-	}))
+	w := workertest.Start(t, b, script, workertest.HoldUntil(release, 10*time.Second))
 	// Registered after the worker's, so it runs first and frees it.
 	t.Cleanup(func() { close(release) })
 	done := make(chan error, 1)
@@ -50,11 +35,7 @@ func TestStoreFillsWhileWaiting(t *testing.T) {
 		_, err := postKeyed(ctx(t), srv.URL, "k", "hello")
 		done <- err
 	}()
-	select {
-	case <-w.Inbound:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the request reached no worker")
-	}
+	w.Next(t) // the request reached the worker
 	full.Store(true)
 	start := time.Now()
 	select {

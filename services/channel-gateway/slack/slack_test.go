@@ -67,7 +67,7 @@ func TestDirectMessage(t *testing.T) {
 	if c.Fields["channel"] != "D1" || c.Fields["thread_ts"] != "" || c.Token != "xoxb-test" {
 		t.Errorf("chat.postMessage = %+v", c)
 	}
-	in := <-h.Worker.Inbound
+	in := h.Worker.Next(t)
 	if in.GetId() != "Ev1" || in.GetChatId() != "D1" || in.GetSenderId() != "U1" || in.GetSessionKey() != "" {
 		t.Errorf("inbound = %v", in)
 	}
@@ -83,7 +83,7 @@ func TestMentionInChannelRepliesInThread(t *testing.T) {
 	if c.Fields["channel"] != "C1" || c.Fields["thread_ts"] != "200.5" {
 		t.Errorf("reply fields = %v, want thread 200.5 in C1", c.Fields)
 	}
-	in := <-h.Worker.Inbound
+	in := h.Worker.Next(t)
 	if in.GetSessionKey() != "slack:C1:200.5" {
 		t.Errorf("session key = %q", in.GetSessionKey())
 	}
@@ -115,17 +115,7 @@ func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 func TestToolHintsInThread(t *testing.T) {
 	yes := true
 	release := make(chan struct{})
-	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		return []*nanofleetv1.OutboundMessage{
-			workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, "read src/main.go"),
-			workertest.Final("done"),
-		}
-	}, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-		select {
-		case <-release:
-		case <-time.After(wait):
-		}
-	}))
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}}, workertest.AfterHint("read src/main.go", "done"), workertest.HoldUntil(release, wait))
 	h.fake.Send(t, "Ev1", slacktest.AppMention("U1", "C1", "7.7", "<@UBOT> go"))
 	if c := h.expectPost(t, "`read src/main.go`"); c.Fields["thread_ts"] != "7.7" {
 		t.Errorf("hint thread_ts = %q", c.Fields["thread_ts"])
@@ -136,30 +126,16 @@ func TestToolHintsInThread(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	ok := slack.Config{Common: channelconfig.Common{Enabled: true}, BotToken: "xoxb-1", AppToken: "xapp-1"}
-	tests := []struct {
-		name   string
-		change func(*slack.Config)
-		key    string
-	}{
-		{"valid", func(*slack.Config) {}, ""},
-		{"disabled needs nothing", func(c *slack.Config) { *c = slack.Config{} }, ""},
-		{"bot token", func(c *slack.Config) { c.BotToken = "" }, "channels.slack.botToken"},
-		{"app token", func(c *slack.Config) { c.AppToken = "xoxb-2" }, "channels.slack.appToken"},
-		{"mode", func(c *slack.Config) { c.Mode = "http" }, "channels.slack.mode"},
-		{"group policy", func(c *slack.Config) { c.GroupPolicy = "all" }, "channels.slack.groupPolicy"},
-		{"allowlist without channels", func(c *slack.Config) { c.GroupPolicy = channelconfig.GroupAllowlist }, "channels.slack.groupAllowFrom"},
-		{"dm policy", func(c *slack.Config) { c.DM.Policy = "maybe" }, "channels.slack.dm.policy"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := ok
-			tt.change(&c)
-			err := c.Validate()
-			if (err == nil) != (tt.key == "") || (err != nil && !strings.Contains(err.Error(), tt.key)) {
-				t.Errorf("Validate() = %v, want error naming %q", err, tt.key)
-			}
-		})
-	}
+	adaptertest.Validate(t, ok, []adaptertest.ConfigCase[slack.Config]{
+		{Name: "valid", Change: func(*slack.Config) {}},
+		{Name: "disabled needs nothing", Change: func(c *slack.Config) { *c = slack.Config{} }},
+		{Name: "bot token", Change: func(c *slack.Config) { c.BotToken = "" }, Key: "channels.slack.botToken"},
+		{Name: "app token", Change: func(c *slack.Config) { c.AppToken = "xoxb-2" }, Key: "channels.slack.appToken"},
+		{Name: "mode", Change: func(c *slack.Config) { c.Mode = "http" }, Key: "channels.slack.mode"},
+		{Name: "group policy", Change: func(c *slack.Config) { c.GroupPolicy = "all" }, Key: "channels.slack.groupPolicy"},
+		{Name: "allowlist without channels", Change: func(c *slack.Config) { c.GroupPolicy = channelconfig.GroupAllowlist }, Key: "channels.slack.groupAllowFrom"},
+		{Name: "dm policy", Change: func(c *slack.Config) { c.DM.Policy = "maybe" }, Key: "channels.slack.dm.policy"},
+	})
 }
 
 func TestFilesAreStored(t *testing.T) {
@@ -169,13 +145,9 @@ func TestFilesAreStored(t *testing.T) {
 	ev["subtype"] = "file_share"
 	ev["files"] = []map[string]any{{"id": "F1", "name": "report.pdf", "mimetype": "application/pdf", "size": 13, "url_private_download": url}}
 	h.fake.Send(t, "Ev1", ev)
-	in := <-h.Worker.Inbound
-	if len(in.GetMedia()) != 1 || in.GetMedia()[0].GetMimeType() != "application/pdf" {
-		t.Fatalf("inbound media = %v", in.GetMedia())
-	}
-	blobs, _ := h.Bus.Blobs(t.Context())
-	if data, err := blobs.GetBytes(t.Context(), in.GetMedia()[0].GetObject()); err != nil || string(data) != "%PDF-1.4 fake" {
-		t.Errorf("stored %q, %v", data, err)
+	ref, data := adaptertest.Stored(t, h.Bus, h.Worker.Next(t))
+	if ref.GetMimeType() != "application/pdf" || string(data) != "%PDF-1.4 fake" {
+		t.Errorf("stored %q (%s)", data, ref.GetMimeType())
 	}
 }
 
@@ -236,11 +208,8 @@ func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
 // startSuite runs the adapter for a scenario.
 func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
 	f := suiteFake{Server: slacktest.New(t)}
-	f.Restarter = adaptertest.NewRestarter(func() func() {
-		n := f.Connections()
-		stop := runAdapter(t, b, f.Server, slack.Config{Common: common}, log)
-		f.WaitConnections(t, n+1, wait)
-		return stop
+	f.Restarter = adaptertest.NewConnectedRestarter(t, f.Server, func() func() {
+		return runAdapter(t, b, f.Server, slack.Config{Common: common}, log)
 	})
 	return f
 }

@@ -86,15 +86,10 @@ func TestConversation(t *testing.T) {
 	release := make(chan struct{})
 	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"42"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**Hi** <" + in.GetContent() + ">")}
-	}, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-		select {
-		case <-release:
-		case <-time.After(wait):
-		}
-	}))
+	}, workertest.HoldUntil(release, wait))
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 5, ChatID: 42, FromID: 42, Username: "alice", Text: "hello"})
 
-	in := <-h.Worker.Inbound
+	in := h.Worker.Next(t)
 	if in.GetId() != "1" || in.GetChatId() != "42" || in.GetSenderId() != "42" || in.GetMetadata()["message_id"] != "5" {
 		t.Errorf("inbound = %v", in)
 	}
@@ -155,12 +150,7 @@ func TestProgressAndToolHints(t *testing.T) {
 			workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, "do"),
 			workertest.Final("done"),
 		}
-	}, workertest.BeforeDurable(func(*nanofleetv1.OutboundMessage) {
-		select {
-		case <-release:
-		case <-time.After(wait):
-		}
-	}))
+	}, workertest.HoldUntil(release, wait))
 	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 4, FromID: 4, Text: "list"})
 	h.expectText(t, "<code>$ ls -la</code>")
 	close(release) // the answer comes after the hint, as when a tool runs
@@ -175,18 +165,13 @@ func TestMediaIsStored(t *testing.T) {
 		"caption": "look",
 		"photo":   []map[string]any{{"file_id": "PHOTO1", "file_unique_id": "U1", "width": 90, "height": 90, "file_size": len(img)}},
 	}})
-	in := <-h.Worker.Inbound
-	if in.GetContent() != "look" || len(in.GetMedia()) != 1 {
-		t.Fatalf("inbound = %v", in)
+	in := h.Worker.Next(t)
+	if in.GetContent() != "look" {
+		t.Errorf("inbound = %v", in)
 	}
-	ref := in.GetMedia()[0]
-	blobs, err := h.Bus.Blobs(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := blobs.GetBytes(t.Context(), ref.GetObject())
-	if err != nil || !bytes.Equal(data, img) || ref.GetMimeType() != "image/jpeg" {
-		t.Errorf("stored %d bytes (%v), mime %q", len(data), err, ref.GetMimeType())
+	ref, data := adaptertest.Stored(t, h.Bus, in)
+	if !bytes.Equal(data, img) || ref.GetMimeType() != "image/jpeg" {
+		t.Errorf("stored %d bytes, mime %q", len(data), ref.GetMimeType())
 	}
 }
 
@@ -262,7 +247,7 @@ func TestWebhook(t *testing.T) {
 	if c := fake.Next(t, wait, "sendMessage"); c.Fields["text"] != "echo: via hook" {
 		t.Errorf("reply %q", c.Fields["text"])
 	}
-	if in := <-w.Inbound; in.GetId() != "11" {
+	if in := w.Next(t); in.GetId() != "11" {
 		t.Errorf("inbound id %q", in.GetId())
 	}
 }

@@ -2,7 +2,6 @@ package webchat_test
 
 import (
 	"bytes"
-	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,19 +17,7 @@ import (
 func TestCrossOriginRequestsAreRefused(t *testing.T) {
 	h := start(t, webchat.Config{AllowedOrigins: []string{"https://chat.example.com"}})
 	c := h.client(t)
-	resp, err := c.Post(h.srv.URL+"/api/web/conversations", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv := decode[struct{ ID string }](t, resp)
-	uploadBody := func() (string, *bytes.Buffer) {
-		var body bytes.Buffer
-		mw := multipart.NewWriter(&body)
-		fw, _ := mw.CreateFormFile("file", "x.txt")
-		fw.Write([]byte("x"))
-		mw.Close()
-		return mw.FormDataContentType(), &body
-	}
+	conv, _ := h.conversation(t, c)
 	tests := []struct {
 		name, path string
 		header     map[string]string
@@ -38,18 +25,18 @@ func TestCrossOriginRequestsAreRefused(t *testing.T) {
 	}{
 		{"new conversation from another site", "/api/web/conversations", map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
 		{"new conversation, fetch metadata cross-site", "/api/web/conversations", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
-		{"upload from another site", "/api/web/conversations/" + conv.ID + "/files", map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
+		{"upload from another site", "/api/web/conversations/" + conv + "/files", map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
 		{"new conversation, same origin", "/api/web/conversations", map[string]string{"Origin": h.srv.URL}, http.StatusCreated},
 		{"new conversation, allowed origin", "/api/web/conversations", map[string]string{"Origin": "https://chat.example.com"}, http.StatusCreated},
 		{"new conversation, no browser", "/api/web/conversations", nil, http.StatusCreated},
-		{"upload, same origin", "/api/web/conversations/" + conv.ID + "/files", map[string]string{"Origin": h.srv.URL, "Sec-Fetch-Site": "same-origin"}, http.StatusCreated},
+		{"upload, same origin", "/api/web/conversations/" + conv + "/files", map[string]string{"Origin": h.srv.URL, "Sec-Fetch-Site": "same-origin"}, http.StatusCreated},
 		{"upload to a conversation that does not exist", "/api/web/conversations/abcdefabcdef/files", map[string]string{"Origin": h.srv.URL}, http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctype, body := "", &bytes.Buffer{}
 			if strings.HasSuffix(tt.path, "/files") {
-				ctype, body = uploadBody()
+				ctype, body = file("x.txt", []byte("x"))
 			}
 			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.srv.URL+tt.path, body)
 			if err != nil {
@@ -74,12 +61,7 @@ func TestCrossOriginRequestsAreRefused(t *testing.T) {
 func TestWebSocketOrigins(t *testing.T) {
 	h := start(t, webchat.Config{AllowedOrigins: []string{"https://chat.example.com"}})
 	c := h.client(t)
-	resp, err := c.Post(h.srv.URL+"/api/web/conversations", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv := decode[struct{ ID string }](t, resp)
-	u := "ws" + strings.TrimPrefix(h.srv.URL, "http") + "/api/web/conversations/" + conv.ID + "/ws"
+	_, u := h.conversation(t, c)
 	tests := []struct {
 		origin string
 		ok     bool

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
@@ -46,22 +45,10 @@ func TestRefusalsReachThePage(t *testing.T) {
 			h := &harness{srv: httptest.NewServer(s), bus: b}
 			t.Cleanup(h.srv.Close)
 			c := h.client(t)
-			resp, err := c.Post(h.srv.URL+"/api/web/conversations", "", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conv := decode[struct{ ID string }](t, resp)
-			u := "ws" + strings.TrimPrefix(h.srv.URL, "http") + "/api/web/conversations/" + conv.ID + "/ws"
+			_, u := h.conversation(t, c)
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ws.CloseNow()
-			if err := wsjson.Write(ctx, ws, map[string]any{"type": "send", "text": "hi"}); err != nil {
-				t.Fatal(err)
-			}
+			ws := send(ctx, t, c, u, "hi")
 			var f struct{ Type, Text string }
 			if err := wsjson.Read(ctx, ws, &f); err != nil {
 				t.Fatal(err)

@@ -68,13 +68,7 @@ func start(t *testing.T, cfg webchat.Config) *harness {
 	}
 	h := &harness{srv: httptest.NewServer(s), bus: b, release: make(chan struct{})}
 	t.Cleanup(h.srv.Close)
-	hold := func(*nanofleetv1.OutboundMessage) {
-		select {
-		case <-h.release:
-		case <-time.After(10 * time.Second):
-		}
-	}
-	h.worker = workertest.Start(t, b, streamed, workertest.WithHistory(store), workertest.BeforeDurable(hold))
+	h.worker = workertest.Start(t, b, streamed, workertest.WithHistory(store), workertest.HoldUntil(h.release, 10*time.Second))
 	return h
 }
 
@@ -92,6 +86,44 @@ func (h *harness) client(t *testing.T) *http.Client {
 		t.Fatalf("login ended at %s with %d", resp.Request.URL, resp.StatusCode)
 	}
 	return c
+}
+
+// conversation starts a conversation as the user of c and returns its id
+// and the URL of its WebSocket.
+func (h *harness) conversation(t *testing.T, c *http.Client) (id, ws string) {
+	t.Helper()
+	resp, err := c.Post(h.srv.URL+"/api/web/conversations", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := decode[struct{ ID string }](t, resp)
+	return conv.ID, "ws" + strings.TrimPrefix(h.srv.URL, "http") + "/api/web/conversations/" + conv.ID + "/ws"
+}
+
+// send opens the WebSocket at u as the user of c, as the page does, and
+// sends text on it; the socket closes when the test ends.
+func send(ctx context.Context, t *testing.T, c *http.Client, u, text string) *websocket.Conn {
+	t.Helper()
+	ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	if err := wsjson.Write(ctx, ws, map[string]any{"type": "send", "text": text}); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+// file is a multipart form body holding one file, as the page uploads it,
+// and its content type.
+func file(name string, data []byte) (contentType string, body *bytes.Buffer) {
+	body = &bytes.Buffer{}
+	mw := multipart.NewWriter(body)
+	fw, _ := mw.CreateFormFile("file", name)
+	fw.Write(data)
+	mw.Close()
+	return mw.FormDataContentType(), body
 }
 
 func decode[T any](t *testing.T, resp *http.Response) T {
@@ -144,27 +176,14 @@ func TestAccessNeedsTheToken(t *testing.T) {
 func TestConversationOverWebSocket(t *testing.T) {
 	h := start(t, webchat.Config{})
 	c := h.client(t)
-	resp, err := c.Post(h.srv.URL+"/api/web/conversations", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv := decode[struct{ ID string }](t, resp)
-
+	conv, u := h.conversation(t, c)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	u := "ws" + strings.TrimPrefix(h.srv.URL, "http") + "/api/web/conversations/" + conv.ID + "/ws"
 	// Another site's page cannot use the user's cookie.
 	if _, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c, HTTPHeader: http.Header{"Origin": {"https://evil.example"}}}); err == nil {
 		t.Error("cross-origin WebSocket accepted")
 	}
-	ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	if err := wsjson.Write(ctx, ws, map[string]any{"type": "send", "text": "hi"}); err != nil {
-		t.Fatal(err)
-	}
+	ws := send(ctx, t, c, u, "hi")
 	var kinds []string
 	for {
 		var f struct{ Type, Text, HTML, Reply string }
@@ -187,12 +206,12 @@ func TestConversationOverWebSocket(t *testing.T) {
 	if got := strings.Join(kinds, ","); got != "tool_hint,delta,delta,delta,final" {
 		t.Errorf("frames = %s", got)
 	}
-	in := <-h.worker.Inbound
-	if in.GetChannel() != "web" || in.GetChatId() != conv.ID || in.GetContent() != "hi" || in.GetMetadata()["stream"] != "true" {
+	in := h.worker.Next(t)
+	if in.GetChannel() != "web" || in.GetChatId() != conv || in.GetContent() != "hi" || in.GetMetadata()["stream"] != "true" {
 		t.Errorf("inbound = %v", in)
 	}
 	// The history is what a reload shows.
-	resp, err = c.Get(h.srv.URL + "/api/web/conversations/" + conv.ID + "/messages")
+	resp, err := c.Get(h.srv.URL + "/api/web/conversations/" + conv + "/messages")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,15 +229,10 @@ func TestConversationOverWebSocket(t *testing.T) {
 func TestUploads(t *testing.T) {
 	h := start(t, webchat.Config{MaxUploadBytes: 1024})
 	c := h.client(t)
-	resp, _ := c.Post(h.srv.URL+"/api/web/conversations", "", nil)
-	conv := decode[struct{ ID string }](t, resp)
+	conv, _ := h.conversation(t, c)
 	upload := func(size int) *http.Response {
-		var body bytes.Buffer
-		mw := multipart.NewWriter(&body)
-		fw, _ := mw.CreateFormFile("file", "notes.txt")
-		fw.Write(bytes.Repeat([]byte("a"), size))
-		mw.Close()
-		resp, err := c.Post(h.srv.URL+"/api/web/conversations/"+conv.ID+"/files", mw.FormDataContentType(), &body)
+		ctype, body := file("notes.txt", bytes.Repeat([]byte("a"), size))
+		resp, err := c.Post(h.srv.URL+"/api/web/conversations/"+conv+"/files", ctype, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +245,7 @@ func TestUploads(t *testing.T) {
 	}
 	ok := upload(100)
 	ref := decode[struct{ Object, Name string }](t, ok)
-	if ok.StatusCode != http.StatusCreated || ref.Name != "notes.txt" || !strings.HasPrefix(ref.Object, "web/"+conv.ID+"/") {
+	if ok.StatusCode != http.StatusCreated || ref.Name != "notes.txt" || !strings.HasPrefix(ref.Object, "web/"+conv+"/") {
 		t.Errorf("upload: %d %+v", ok.StatusCode, ref)
 	}
 }

@@ -170,18 +170,11 @@ func TestMediaGoesToTheObjectStore(t *testing.T) {
 	h.fake.Emit(whatsapptest.Message("3EB0V", from, from, &waE2E.Message{AudioMessage: &waE2E.AudioMessage{
 		PTT: proto.Bool(true), Mimetype: proto.String("audio/ogg; codecs=opus"), DirectPath: proto.String("/v/voice"), FileLength: proto.Uint64(9),
 	}}))
-	blobs, err := h.bus.Blobs(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, want := range []struct{ content, name, data string }{{"look", "image.jpg", "jpeg bytes"}, {"", "voice.ogg", "ogg bytes"}} {
 		in := h.worker.Next(t)
-		if in.GetContent() != want.content || len(in.GetMedia()) != 1 || in.GetMedia()[0].GetName() != want.name {
-			t.Fatalf("inbound = %v", in)
-		}
-		data, err := blobs.GetBytes(t.Context(), in.GetMedia()[0].GetObject())
-		if err != nil || string(data) != want.data {
-			t.Errorf("object %s = %q, %v", in.GetMedia()[0].GetObject(), data, err)
+		ref, data := adaptertest.Stored(t, h.bus, in)
+		if in.GetContent() != want.content || ref.GetName() != want.name || string(data) != want.data {
+			t.Errorf("inbound %q with %s = %q, want %q with %s = %q", in.GetContent(), ref.GetName(), data, want.content, want.name, want.data)
 		}
 	}
 }

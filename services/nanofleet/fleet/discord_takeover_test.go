@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
-	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet/fleettest"
 )
@@ -26,8 +25,7 @@ func TestDiscordGatewayKilledWhileHoldingTheLease(t *testing.T) {
 	bins := fleettest.Build(t, "agent-worker", "tool-runner", "channel-gateway")
 	nats := fleettest.StartNATS(t, t.TempDir())
 	nats.Connect(t, bustest.TestLayout())
-	llm := llmtest.NewServer(t)
-	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("answer to " + r.LastUserText()) })
+	llm := answering(t, "answer to ")
 	cfgPath := fleettest.WriteConfig(t, testConfig(t, llm.URL(), map[string]any{"channels": map[string]any{
 		"discord": map[string]any{"enabled": true, "token": token, "apiBase": dc.URL, "allowFrom": []string{"*"}},
 		"web":     map[string]any{"enabled": false},

@@ -170,8 +170,7 @@ func readyz(t *testing.T, f *fleet.Fleet) (int, string) {
 // restart, and the turns committed before are all still there.
 func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 	dataDir := storeguardtest.SmallFS(t, "64m")
-	llm := llmtest.NewServer(t)
-	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("ok: " + r.LastUserText()) })
+	llm := answering(t, "ok: ")
 	f := startAPIFleet(t, llm, dataDir, 4<<20)
 
 	if got := answer(t, f.post(t, "POST", "/chat/completions", chatBody(t, "alice", "before"), nil)); got != "ok: before" {

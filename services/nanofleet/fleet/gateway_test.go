@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,19 +12,16 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/openaiapi/openaiapitest"
 )
 
 // TestOpenAIAPIThroughTheFleet: an OpenAI client talks to the all-in-one's
 // gateway; the turn runs on the real worker and the fake model.
 func TestOpenAIAPIThroughTheFleet(t *testing.T) {
-	llm := llmtest.NewServer(t)
-	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("fleet says: " + r.LastUserText()) })
+	llm := answering(t, "fleet says: ")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	base, key := startWithAPI(t, llm)
-	cfg := openai.DefaultConfig(key)
-	cfg.BaseURL = base
-	client := openai.NewClientWithConfig(cfg)
+	client := apiClient(t, llm)
 	resp, err := client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
 		Model:    "nanofleet",
 		User:     "api-user-1",
@@ -59,10 +53,7 @@ func TestTokenUsageThroughTheAPI(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	base, key := startWithAPI(t, llm)
-	cfg := openai.DefaultConfig(key)
-	cfg.BaseURL = base
-	client := openai.NewClientWithConfig(cfg)
+	client := apiClient(t, llm)
 	check := func(name string, u *openai.Usage) {
 		t.Helper()
 		if u == nil {
@@ -157,17 +148,7 @@ const client = new OpenAI({apiKey: process.env.API_KEY, baseURL: process.env.BAS
 // TestTokenUsageNodeSDK: the official npm openai client reads the usage
 // of a completion and of a stream's last chunk (issue 16.7).
 func TestTokenUsageNodeSDK(t *testing.T) {
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("skipping: node is not installed")
-	}
-	root, err := exec.Command("npm", "root", "-g").Output()
-	if err != nil {
-		t.Skipf("skipping: npm root -g: %v", err)
-	}
-	mod := filepath.Join(strings.TrimSpace(string(root)), "openai")
-	if _, err := os.Stat(mod); err != nil {
-		t.Skipf("skipping: the npm openai package is not installed (%v); CI installs .ci/npm-packages", err)
-	}
+	sdk := openaiapitest.NodeSDK(t)
 	llm := llmtest.NewServer(t)
 	llm.Handle(func(*llmtest.RecordedRequest) llmtest.Reply {
 		return llmtest.Text("counted").WithUsage(70, 7).WithTokenDetails(30, 2)
@@ -175,12 +156,7 @@ func TestTokenUsageNodeSDK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	base, key := startWithAPI(t, llm)
-	cmd := exec.CommandContext(ctx, "node", "-e", usageProgram)
-	cmd.Env = append(os.Environ(), "OPENAI_MODULE="+mod, "API_KEY="+key, "BASE_URL="+base)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v: %s", err, out)
-	}
+	out := sdk.Run(ctx, t, usageProgram, key, base)
 	var got []struct {
 		PromptTokens        int `json:"prompt_tokens"`
 		CompletionTokens    int `json:"completion_tokens"`
@@ -201,6 +177,16 @@ func TestTokenUsageNodeSDK(t *testing.T) {
 			t.Errorf("usage %d (%s): %+v", i, []string{"completion", "stream"}[i], u)
 		}
 	}
+}
+
+// apiClient runs the all-in-one with the gateway and returns an OpenAI
+// client of the API it announced.
+func apiClient(t *testing.T, llm *llmtest.Server) *openai.Client {
+	t.Helper()
+	base, key := startWithAPI(t, llm)
+	cfg := openai.DefaultConfig(key)
+	cfg.BaseURL = base
+	return openai.NewClientWithConfig(cfg)
 }
 
 // startWithAPI runs the all-in-one with the gateway and returns the base

@@ -1,8 +1,6 @@
 package fleet_test
 
 import (
-	"context"
-	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -11,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
-	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp/mcptest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
@@ -43,22 +40,7 @@ func TestMCPToolsInAFleetTurn(t *testing.T) {
 			"remote":     map[string]any{"url": url, "allowCIDRs": []string{"127.0.0.1/32"}, "enabledTools": []string{"get-sum"}},
 		},
 	}})
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	f, err := fleet.Start(ctx, fleet.Options{
-		File: loadConfig(t, cfg), Getenv: func(string) string { return "" },
-		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		DataDir: filepath.Join(base, "data"), Workspace: filepath.Join(base, "ws"), Workers: 1,
-	})
-	if err != nil {
-		t.Fatalf("start fleet: %v", err)
-	}
-	c, err := fleet.NewClient(ctx, f.Bus, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tf := &testFleet{Fleet: f, client: c, llm: llm, ws: filepath.Join(base, "ws")}
-	t.Cleanup(tf.stop)
+	tf := startFleetFile(t, llm, loadConfig(t, cfg), filepath.Join(base, "data"), filepath.Join(base, "ws"), 1, 60*time.Second)
 
 	llm.Enqueue(
 		llmtest.ToolCalls(llmtest.Call("mcp_everything_echo", `{"message":"hello over stdio"}`)),

@@ -17,7 +17,6 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
-	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet/fleettest"
 )
@@ -33,10 +32,7 @@ func TestOneFleetPerDataDirectory(t *testing.T) {
 		t.Skip("multi-process test")
 	}
 	bins := fleettest.Build(t, "nanofleet")
-	llm := llmtest.NewServer(t)
-	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
-		return llmtest.Text("hi, " + r.LastUserText())
-	})
+	llm := answering(t, "hi, ")
 	home := t.TempDir()
 	dataDir := filepath.Join(home, ".nanofleet", "data")
 	web, metrics := fmt.Sprintf("127.0.0.1:%d", bustest.FreePort(t)), fmt.Sprintf("127.0.0.1:%d", bustest.FreePort(t))

@@ -44,7 +44,35 @@ func (m *streamingModel) firstChunk() time.Time {
 	return m.started
 }
 
+// checkFirst checks that the stream's first message, sent at, came within
+// a second of the model's first chunk.
+func (m *streamingModel) checkFirst(t *testing.T, at time.Time, what string) {
+	t.Helper()
+	if d := at.Sub(m.firstChunk()); d > time.Second {
+		t.Errorf("first %s %s after the first chunk, want within 1s", what, d)
+	}
+}
+
 const editInterval = 500 * time.Millisecond
+
+// followEdits follows a streamed message, sent at first, until shown
+// returns the whole answer; next waits for the next edit of the message
+// (failing the test on any other call) and returns when it came. Each
+// edit must come at least editInterval after the one before. It returns
+// how many edits there were.
+func followEdits(t *testing.T, edit string, first time.Time, shown func() string, next func() time.Time) int {
+	t.Helper()
+	last, edits := first, 0
+	for shown() != streamedAnswer {
+		at := next()
+		if d := at.Sub(last); d < editInterval {
+			t.Errorf("%s %d came %s after the one before, under streamEditInterval %s", edit, edits+1, d, editInterval)
+		}
+		last = at
+		edits++
+	}
+	return edits
+}
 
 // TestDiscordStreamsByEditing: with streaming on, Discord sees one reply
 // created within a second of the first chunk, edited at most once per
@@ -59,24 +87,17 @@ func TestDiscordStreamsByEditing(t *testing.T) {
 	dc.Send(discordtest.Message{ID: "1001", ChannelID: "77", AuthorID: "42", Content: "stream please"})
 
 	c := dc.Next(t, 30*time.Second, "POST /channels/{id}/messages")
-	if d := c.At.Sub(llm.firstChunk()); d > time.Second {
-		t.Errorf("first message %s after the first chunk, want within 1s", d)
-	}
+	llm.checkFirst(t, c.At, "message")
 	if ref, _ := c.Body["message_reference"].(map[string]any); ref["message_id"] != "1001" {
 		t.Errorf("streamed message is not a reply: %v", c.Body)
 	}
-	last, edits := c.At, 0
-	for dc.Text(c.MessageID) != streamedAnswer {
+	edits := followEdits(t, "edit", c.At, func() string { return dc.Text(c.MessageID) }, func() time.Time {
 		e := dc.Next(t, 30*time.Second, "PATCH /channels/{id}/messages/{id}", "POST /channels/{id}/messages")
 		if e.Route != "PATCH /channels/{id}/messages/{id}" || e.MessageID != c.MessageID {
 			t.Fatalf("unexpected %s %s %q", e.Route, e.MessageID, e.Content())
 		}
-		if d := e.At.Sub(last); d < editInterval {
-			t.Errorf("edit %d came %s after the one before, under streamEditInterval %s", edits+1, d, editInterval)
-		}
-		last = e.At
-		edits++
-	}
+		return e.At
+	})
 	if edits < 3 {
 		t.Errorf("%d edits over a 4s answer, want it shown as it grows", edits)
 	}
@@ -140,9 +161,7 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 				"streaming": true, "streamEditInterval": editInterval.Seconds()})
 			bot.Send(telegramtest.Message{UpdateID: 1, MessageID: 10, ChatID: 42, FromID: 42, Text: "stream please"})
 			c := bot.Next(t, 30*time.Second, "sendMessage")
-			if d := c.At.Sub(llm.firstChunk()); d > time.Second {
-				t.Errorf("first message %s after the first chunk, want within 1s", d)
-			}
+			llm.checkFirst(t, c.At, "message")
 			if failing {
 				// The partial message is deleted; the answer follows whole,
 				// once.
@@ -156,14 +175,11 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 				bot.None(t, time.Second, "sendMessage") // the whole answer once
 				return
 			}
-			last, edits, limitedAt := c.At, 0, time.Time{}
-			for bot.Text(c.MessageID) != streamedAnswer {
+			n, limitedAt := 0, time.Time{}
+			edits := followEdits(t, "edit", c.At, func() string { return bot.Text(c.MessageID) }, func() time.Time {
 				e := bot.Next(t, 30*time.Second, "editMessageText", "sendMessage")
 				if e.Method != "editMessageText" {
 					t.Fatalf("unexpected %s %q", e.Method, e.Fields["text"])
-				}
-				if d := e.At.Sub(last); d < editInterval {
-					t.Errorf("edit %d came %s after the one before, under streamEditInterval %s", edits+1, d, editInterval)
 				}
 				if !limitedAt.IsZero() {
 					if d := e.At.Sub(limitedAt); d < time.Second {
@@ -171,12 +187,12 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 					}
 					limitedAt = time.Time{}
 				}
-				if mode == "rate-limited" && edits == 0 {
+				if mode == "rate-limited" && n == 0 {
 					limitedAt = e.At // the first edit is answered 429
 				}
-				last = e.At
-				edits++
-			}
+				n++
+				return e.At
+			})
 			if edits < 3 {
 				t.Errorf("%d edits over a 4s answer", edits)
 			}
@@ -203,9 +219,7 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 			sl.WaitConnected(t, 30*time.Second)
 			sl.Send(t, "Ev1", slacktest.Message("U1", "D1", "im", "1700000000.000100", "stream please"))
 			c := sl.Next(t, 30*time.Second, "chat.postMessage")
-			if d := c.At.Sub(llm.firstChunk()); d > time.Second {
-				t.Errorf("first message %s after the first chunk, want within 1s", d)
-			}
+			llm.checkFirst(t, c.At, "message")
 			if failing {
 				partial := c.TS
 				for c.Fields["text"] != streamedAnswer {
@@ -217,18 +231,13 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 				sl.None(t, time.Second, "chat.postMessage") // the whole answer once
 				return
 			}
-			last, edits := c.At, 0
-			for sl.Text(c.TS) != streamedAnswer {
+			edits := followEdits(t, "update", c.At, func() string { return sl.Text(c.TS) }, func() time.Time {
 				e := sl.Next(t, 30*time.Second, "chat.update", "chat.postMessage")
 				if e.Method != "chat.update" || e.Fields["ts"] != c.TS {
 					t.Fatalf("unexpected %s %q", e.Method, e.Fields["text"])
 				}
-				if d := e.At.Sub(last); d < editInterval {
-					t.Errorf("update %d came %s after the one before, under streamEditInterval %s", edits+1, d, editInterval)
-				}
-				last = e.At
-				edits++
-			}
+				return e.At
+			})
 			if edits < 3 {
 				t.Errorf("%d updates over a 4s answer", edits)
 			}

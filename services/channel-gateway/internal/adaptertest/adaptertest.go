@@ -121,6 +121,24 @@ func (r *Restarter) Restart(*testing.T) {
 	r.stop = r.run()
 }
 
+// Connections is a fake that counts the adapter's connections to it.
+type Connections interface {
+	Connections() int
+	WaitConnections(t testing.TB, n int, timeout time.Duration)
+}
+
+// NewConnectedRestarter is NewRestarter for a platform the adapter holds a
+// connection to: each gateway run starts counts as up once its adapter
+// has made a new connection to fake.
+func NewConnectedRestarter(t *testing.T, fake Connections, run func() (stop func())) *Restarter {
+	return NewRestarter(func() func() {
+		n := fake.Connections()
+		stop := run()
+		fake.WaitConnections(t, n+1, Wait)
+		return stop
+	})
+}
+
 // Sent is a message the adapter sent to the platform.
 type Sent struct {
 	Chat, Text string

@@ -146,6 +146,15 @@ func (h *harness) final(t *testing.T, text string) *nanofleetv1.OutboundMessage 
 	return m
 }
 
+// finishes publishes the final answer text and fails the test unless
+// Finish reports the stream delivered it.
+func (h *harness) finishes(t *testing.T, text string) {
+	t.Helper()
+	if !h.s.Finish(t.Context(), h.final(t, text)) {
+		t.Fatalf("Finish(%.30q…) = false, want the stream to have delivered it", text)
+	}
+}
+
 // feed sends n word deltas every gap and returns the whole text.
 func (h *harness) feed(t *testing.T, n int, gap time.Duration) string {
 	t.Helper()
@@ -258,9 +267,7 @@ func TestLateDeltasAreDropped(t *testing.T) {
 	h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 50*time.Millisecond, 4000)
 	h.delta(t, "hello")
 	h.p.next(t)
-	if !h.s.Finish(t.Context(), h.final(t, "hello world")) {
-		t.Fatal("Finish = false")
-	}
+	h.finishes(t, "hello world")
 	if o := h.p.next(t); o.text != "hello world" {
 		t.Fatalf("op %+v, want the final edit", o)
 	}
@@ -286,9 +293,7 @@ func TestUnchangedFinalNeedsNoEdit(t *testing.T) {
 	h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 10*time.Millisecond, 4000)
 	h.delta(t, "all of it")
 	h.p.next(t)
-	if !h.s.Finish(t.Context(), h.final(t, "all of it")) {
-		t.Fatal("Finish = false")
-	}
+	h.finishes(t, "all of it")
 	if ops := h.p.all(); len(ops) != 1 {
 		t.Errorf("ops = %v, want the post only", ops)
 	}
@@ -312,9 +317,7 @@ func TestRateLimitedEditsWait(t *testing.T) {
 			h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 50*time.Millisecond, 4000)
 			h.p.limited, h.p.wait = limited, wait
 			text := h.feed(t, 10, 20*time.Millisecond)
-			if !h.s.Finish(t.Context(), h.final(t, text+" end")) {
-				t.Fatal("Finish = false, want the final edit after the waits")
-			}
+			h.finishes(t, text+" end") // the final edit, after the waits
 			ops := h.p.all()
 			for i := 1; i < len(ops); i++ {
 				if ops[i-1].kind == "edit" && i-1 < limited+1 && ops[i].at.Sub(ops[i-1].at) < wait {

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/typing"
@@ -50,6 +51,20 @@ func stops(t *testing.T, ch chan struct{}, every time.Duration, why string) {
 	})
 }
 
+// watching is an indicator for channel "chat" renewing every every for at
+// most limit, watching for turns' ends until the test ends.
+func watching(t *testing.T, every, limit time.Duration) (*bus.Bus, *typing.Indicator) {
+	t.Helper()
+	b := bustest.StartJetStream(t)
+	ind := typing.New(b, "chat", every, limit)
+	stop, err := ind.Watch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return b, ind
+}
+
 func TestStopsWhenTheTurnEnds(t *testing.T) {
 	tests := []struct {
 		name string
@@ -62,13 +77,7 @@ func TestStopsWhenTheTurnEnds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := bustest.StartJetStream(t)
-			ind := typing.New(b, "chat", 20*time.Millisecond, time.Minute)
-			stop, err := ind.Watch(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stop()
+			b, ind := watching(t, 20*time.Millisecond, time.Minute)
 			ch, send := sends()
 			ind.Start("c1", send)
 			next(t, ch, "at start")
@@ -97,13 +106,7 @@ func TestStopsWhenTheTurnEnds(t *testing.T) {
 }
 
 func TestStopsAtTheLimitAndCanStartAgain(t *testing.T) {
-	b := bustest.StartJetStream(t)
-	ind := typing.New(b, "chat", 10*time.Millisecond, 100*time.Millisecond)
-	stop, err := ind.Watch(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	_, ind := watching(t, 10*time.Millisecond, 100*time.Millisecond)
 	ch, send := sends()
 	ind.Start("c1", send)
 	next(t, ch, "at start")

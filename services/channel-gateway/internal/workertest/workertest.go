@@ -9,6 +9,7 @@ package workertest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,6 +61,14 @@ func Streamed(final string, deltas ...string) Script {
 	}
 }
 
+// AfterHint answers every message with a tool hint, as a model calling a
+// tool shows it, then the final text.
+func AfterHint(hint, final string) Script {
+	return func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		return []*nanofleetv1.OutboundMessage{Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, hint), Final(final)}
+	}
+}
+
 // StoreMedia puts data[i] in b's object store under refs[i]'s object; a
 // nil data[i] stores nothing, for an attachment gone from the store.
 func StoreMedia(t testing.TB, b *bus.Bus, refs []*nanofleetv1.MediaRef, data [][]byte) {
@@ -76,6 +85,16 @@ func StoreMedia(t testing.TB, b *bus.Bus, refs []*nanofleetv1.MediaRef, data [][
 			t.Fatal(err)
 		}
 	}
+}
+
+// Deltas cuts text before each space, as a model streams an answer word
+// by word: the pieces join back to text.
+func Deltas(text string) []string {
+	words := strings.Split(text, " ")
+	for i := 1; i < len(words); i++ {
+		words[i] = " " + words[i]
+	}
+	return words
 }
 
 // Live is a live message of kind k.
@@ -107,6 +126,18 @@ func WithHistory(s *session.Store) Option { return func(w *Worker) { w.history =
 // has seen the stream.
 func BeforeDurable(f func(*nanofleetv1.OutboundMessage)) Option {
 	return func(w *Worker) { w.before = f }
+}
+
+// HoldUntil holds each durable reply back until release is closed, or
+// for at most timeout, so that a test sees what comes before the answer
+// (typing, tool hints, a streamed message) before the answer itself.
+func HoldUntil(release <-chan struct{}, timeout time.Duration) Option {
+	return BeforeDurable(func(*nanofleetv1.OutboundMessage) {
+		select {
+		case <-release:
+		case <-time.After(timeout):
+		}
+	})
 }
 
 // Next returns the next inbound message the worker took, failing the

@@ -1,0 +1,97 @@
+package adaptertest
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+)
+
+// ConfigCase is a change to a valid config and the key that Validate must
+// then name, "" when the changed config is still valid.
+type ConfigCase[C any] struct {
+	Name   string
+	Change func(*C)
+	Key    string
+}
+
+// Validate runs each case as a subtest: ok with the case's change either
+// validates or fails naming the case's key.
+func Validate[C interface{ Validate() error }](t *testing.T, ok C, cases []ConfigCase[C]) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.Name, func(t *testing.T) {
+			c := ok
+			tt.Change(&c)
+			err := c.Validate()
+			if (err == nil) != (tt.Key == "") || (err != nil && !strings.Contains(err.Error(), tt.Key)) {
+				t.Errorf("Validate() = %v, want error naming %q", err, tt.Key)
+			}
+		})
+	}
+}
+
+// Stored returns the one attachment of in and the bytes the object store
+// on b holds for it, failing the test unless in has exactly one and it
+// was stored.
+func Stored(t *testing.T, b *bus.Bus, in *nanofleetv1.InboundMessage) (*nanofleetv1.MediaRef, []byte) {
+	t.Helper()
+	if len(in.GetMedia()) != 1 {
+		t.Fatalf("inbound %v has %d attachments, want 1", in, len(in.GetMedia()))
+	}
+	ref := in.GetMedia()[0]
+	blobs, err := b.Blobs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := blobs.GetBytes(t.Context(), ref.GetObject())
+	if err != nil {
+		t.Fatalf("stored attachment %s: %v", ref.GetObject(), err)
+	}
+	return ref, data
+}
+
+// Build constructs the adapter under test on b with the gateway's
+// context, access gate and logger.
+type Build func(ctx context.Context, b *bus.Bus, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error)
+
+// Refused runs a gateway with the adapter build returns, on a bus of its
+// own, and returns the error the gateway stopped with, failing the test if
+// it still runs after Wait: an adapter the platform refuses (credentials,
+// permissions) must stop, saying why, rather than reconnect forever.
+func Refused(t *testing.T, build Build) error {
+	t.Helper()
+	b := bustest.StartJetStream(t, channels.Assets)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	gate, err := access.Open(ctx, b, access.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := build(ctx, b, gate, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(gateway.DefaultConfig(), b, []gateway.Adapter{a}, gateway.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(Wait):
+		t.Fatalf("the adapter still runs after %s", Wait)
+		return nil
+	}
+}
