@@ -281,21 +281,14 @@ func IsOK(reply string) bool {
 // ctx ends.
 func (s *Service) Run(ctx context.Context) error {
 	err := s.b.ConsumeOutbound(ctx, NotifyConsumer, "forwards heartbeat results that need attention", Channel,
-		func(m jetstream.Msg) { s.notify(ctx, m) }, s.log)
+		s.notify, s.log)
 	if err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
 	return nil
 }
 
-func (s *Service) notify(ctx context.Context, m jetstream.Msg) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	out := &nanofleetv1.OutboundMessage{}
-	if err := proto.Unmarshal(m.Data(), out); err != nil {
-		_ = m.Term()
-		return
-	}
+func (s *Service) notify(ctx context.Context, m jetstream.Msg, out *nanofleetv1.OutboundMessage) {
 	switch out.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE:
 	default:

@@ -1,6 +1,7 @@
 package heartbeat_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -175,5 +176,45 @@ func TestLastActiveChat(t *testing.T) {
 		if err != nil || ch != tt.channel || chat != tt.chat {
 			t.Errorf("skip %v: %q %q %v; want %q %q", tt.skip, ch, chat, err, tt.channel, tt.chat)
 		}
+	}
+}
+
+// TestNotifyDeadLettersUndecodable: a heartbeat reply that does not decode
+// is dead-lettered with the reason, and the next reply still notifies.
+func TestNotifyDeadLettersUndecodable(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cfg := heartbeat.DefaultConfig()
+	cfg.NotifyChannel, cfg.NotifyChat = "telegram", "1"
+	s := e.service(t, cfg)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := bustest.Receive(t, done, 10*time.Second); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	outbound, _ := bustest.Outbound(t, e.b, 100)
+	subj := e.b.Space.Outbound(heartbeat.Channel, "default")
+	for _, tt := range bustest.Malformed {
+		t.Run(tt.Name, func(t *testing.T) {
+			bustest.Publish(t, e.b, subj, tt.Data)
+			good, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: tt.Name, Channel: heartbeat.Channel, ChatId: "default",
+				Content: "disk full", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
+			bustest.Publish(t, e.b, subj, good)
+			// Replies are notified one at a time in stream order: once the
+			// good one is, the bad one is done.
+			for {
+				note := bustest.Receive(t, outbound, 10*time.Second)
+				if note.GetChannel() == "telegram" {
+					if note.GetId() != "heartbeat:"+tt.Name || note.GetContent() != "disk full" {
+						t.Fatalf("notice = %v", note)
+					}
+					break
+				}
+			}
+			bustest.WantDeadLetter(t, e.b, "outbound", subj, tt.Data, "decode outbound message: ")
+		})
 	}
 }

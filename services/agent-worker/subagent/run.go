@@ -33,7 +33,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	err = m.b.ConsumeOutbound(ctx, AnnounceConsumer, "announces finished subagents to their origin chat", Channel,
-		func(msg jetstream.Msg) { m.announce(ctx, msg) }, m.log)
+		m.announce, m.log)
 	if err != nil {
 		return fmt.Errorf("subagent: %w", err)
 	}
@@ -42,11 +42,8 @@ func (m *Manager) Run(ctx context.Context) error {
 
 // announce turns a child's final reply into an inbound message of its
 // parent session: publish (deduplicated by id), forget the child, ack.
-func (m *Manager) announce(ctx context.Context, msg jetstream.Msg) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	out := &nanofleetv1.OutboundMessage{}
-	if err := proto.Unmarshal(msg.Data(), out); err != nil || !final(out) {
+func (m *Manager) announce(ctx context.Context, msg jetstream.Msg, out *nanofleetv1.OutboundMessage) {
+	if !final(out) {
 		_ = msg.Ack()
 		return
 	}

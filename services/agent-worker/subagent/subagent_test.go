@@ -315,3 +315,30 @@ func TestSpawnRefusedInChild(t *testing.T) {
 		t.Fatalf("spawn in a child = %v", err)
 	}
 }
+
+// TestAnnounceDeadLettersUndecodable: a child's reply that does not decode
+// is dead-lettered with the reason, and the child's next reply is still
+// announced.
+func TestAnnounceDeadLettersUndecodable(t *testing.T) {
+	e := setup(t, subagent.DefaultConfig())
+	for _, tt := range bustest.Malformed {
+		t.Run(tt.Name, func(t *testing.T) {
+			if _, err := e.spawn(t.Context(), t, `{"task":"count `+tt.Name+`","label":"`+tt.Name+`"}`); err != nil {
+				t.Fatal(err)
+			}
+			child, msg := e.next(t)
+			_ = msg.Ack()
+			subj := e.b.Space.Outbound(child.GetChannel(), child.GetChatId())
+			bustest.Publish(t, e.b, subj, tt.Data)
+			e.reply(t, child, "42 of "+tt.Name)
+			// Replies are announced one at a time in stream order: once
+			// the good one is, the bad one is done.
+			ann, msg := e.next(t)
+			_ = msg.Ack()
+			if !strings.Contains(ann.GetContent(), "42 of "+tt.Name) {
+				t.Fatalf("announcement = %v", ann)
+			}
+			bustest.WantDeadLetter(t, e.b, "outbound", subj, tt.Data, "decode outbound message: ")
+		})
+	}
+}

@@ -232,9 +232,9 @@ func TestHangingAndMalformedDoNotBlock(t *testing.T) {
 		!strings.Contains(err.Error(), "mcp_fake_hang did not finish within 2s") {
 		t.Fatalf("hanging call: %v", err)
 	}
-	// The time-out is the contract here: the call ends at toolTimeout, not
-	// before and not never.
-	if took < 2*time.Second || took > 10*time.Second {
+	// The call ends at toolTimeout: not before, and (the error above is
+	// the toolTimeout's own, the receive's timeout the hang guard) not never.
+	if took < 2*time.Second {
 		t.Errorf("hanging call ended after %s, want about 2s", took)
 	}
 }
