@@ -115,7 +115,7 @@ func sampleReport() *Report {
 		Idle: []IdleRSS{{Name: "agent-worker", RSSMB: 15}, {Name: "nanofleet (all-in-one)", RSSMB: 33}},
 		Memory: []*Memory{
 			{Shape: shapeAllInOne, TurnSessions: 100, TurnsFirst: 1000, TurnsAll: 100000, Consolidations: 24000,
-				TurnsHistory: []HistoryState{{MeanTurns: 4.5, MaxTurns: 7}, {MeanTurns: 4.4, MaxTurns: 8}}, Procs: []MemoryProc{
+				TurnsHistory: []HistoryState{{MeanTurns: 4.5, MaxTurns: 7}, {MeanTurns: 4.4, MaxTurns: 8, Pending: 3}}, Procs: []MemoryProc{
 					{Name: "nanofleet", Service: true, SessionRSSMB: []float64{40, 60, 150}, KBPerSession: 2.3, TurnsFirstRSSMB: 40, TurnsAllRSSMB: 43, TurnsRatio: 1.075}}},
 			{Shape: shapeMultiProcess, TurnSessions: 100, TurnsFirst: 1000, TurnsAll: 100000, Procs: []MemoryProc{
 				{Name: "nats-server", SessionRSSMB: []float64{20, 30, 70}, KBPerSession: 1.1, TurnsFirstRSSMB: 20, TurnsAllRSSMB: 30, TurnsRatio: 1.5},
@@ -143,7 +143,7 @@ func TestMarkdownShowsTargets(t *testing.T) {
 		"multi-process: RSS after 100000 turns over 100 sessions within 10% of after 1000 | agent-worker 18.0 vs 15.0 MB = +20% | **no**",
 		"| multi-process | nats-server | 20.0 → 30.0 → 70.0 | 1.10 | 20.0 | 30.0 | 1.50 |",
 		"with contextWindowTokens 8192, maxTokens 2048 and answers of 2000 bytes",
-		"Unconsolidated turns per session (what a turn loads): mean 4.5, max 7 after 1000 turns; mean 4.4, max 8 after 100000; 24000 consolidations.",
+		"Unconsolidated turns per session (what a turn loads): mean 4.5, max 7, 0 consolidations pending after 1000 turns; mean 4.4, max 8, 3 pending after 100000; 24000 consolidations.",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)

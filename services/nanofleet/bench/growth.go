@@ -160,19 +160,25 @@ func (f *memFleet) history(ctx context.Context, prefix string, chats int) (Histo
 		h.MaxTurns = max(h.MaxTurns, len(hist.Turns))
 	}
 	h.MeanTurns = float64(total) / float64(max(1, chats))
-	return h, nil
+	h.Pending, err = f.messages(ctx, f.bus.Space.MemoryStream())
+	return h, err
 }
 
 // consolidations counts the history log's entries: one per consolidated
 // range.
 func (f *memFleet) consolidations(ctx context.Context) (uint64, error) {
-	s, err := f.bus.JS.Stream(ctx, memory.NamesOf(f.bus.Space).LogStream())
+	return f.messages(ctx, memory.NamesOf(f.bus.Space).LogStream())
+}
+
+// messages is the number of messages stream holds.
+func (f *memFleet) messages(ctx context.Context, stream string) (uint64, error) {
+	s, err := f.bus.JS.Stream(ctx, stream)
 	if err != nil {
-		return 0, fmt.Errorf("history log: %w", err)
+		return 0, fmt.Errorf("stream %s: %w", stream, err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("history log: %w", err)
+		return 0, fmt.Errorf("stream %s: %w", stream, err)
 	}
 	return info.State.Msgs, nil
 }
@@ -302,8 +308,8 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	if m.ElapsedS > 0 {
 		m.TurnsPerS = float64(m.Turns) / m.ElapsedS
 	}
-	r.logf("  memory (%s): unconsolidated turns per session mean %.1f, max %d after %d turns; mean %.1f, max %d after %d; %d consolidations",
-		shape, h1.MeanTurns, h1.MaxTurns, m.TurnsFirst, h2.MeanTurns, h2.MaxTurns, m.TurnsAll, m.Consolidations)
+	r.logf("  memory (%s): unconsolidated turns per session mean %.1f, max %d, %d consolidations pending after %d turns; mean %.1f, max %d, %d pending after %d; %d consolidations",
+		shape, h1.MeanTurns, h1.MaxTurns, h1.Pending, m.TurnsFirst, h2.MeanTurns, h2.MaxTurns, h2.Pending, m.TurnsAll, m.Consolidations)
 	for _, p := range m.Procs {
 		r.logf("  memory (%s): %s %.2f KB per idle session; RSS %.1f MB after %d turns over %d sessions, %.2f× the %.1f MB after %d",
 			shape, p.Name, p.KBPerSession, p.TurnsAllRSSMB, m.TurnsAll, m.TurnSessions, p.TurnsRatio, p.TurnsFirstRSSMB, m.TurnsFirst)

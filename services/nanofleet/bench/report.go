@@ -207,8 +207,8 @@ func markdown(rep *Report, notes bool) string {
 		for _, m := range rep.Memory {
 			w("%s: %d turns at %.0f turns/s, %d errors, store %.0f MB, others' CPU %.0f %%.", m.Shape, m.Turns, m.TurnsPerS, m.Errors, m.StoreMB, m.OtherCPUPercent)
 			if h := m.TurnsHistory; len(h) == 2 {
-				w(" Unconsolidated turns per session (what a turn loads): mean %.1f, max %d after %d turns; mean %.1f, max %d after %d; %d consolidations.",
-					h[0].MeanTurns, h[0].MaxTurns, m.TurnsFirst, h[1].MeanTurns, h[1].MaxTurns, m.TurnsAll, m.Consolidations)
+				w(" Unconsolidated turns per session (what a turn loads): mean %.1f, max %d, %d consolidations pending after %d turns; mean %.1f, max %d, %d pending after %d; %d consolidations.",
+					h[0].MeanTurns, h[0].MaxTurns, h[0].Pending, m.TurnsFirst, h[1].MeanTurns, h[1].MaxTurns, h[1].Pending, m.TurnsAll, m.Consolidations)
 			}
 			if m.FirstError != "" {
 				w(" First error: `%s`", m.FirstError)

@@ -245,6 +245,9 @@ type HistoryState struct {
 	// (and after the last /new) per session.
 	MeanTurns float64 `json:"mean_turns"`
 	MaxTurns  int     `json:"max_turns"`
+	// Pending is the consolidation requests not yet done: the consolidator
+	// is still catching up when it is not 0.
+	Pending uint64 `json:"pending_consolidations"`
 }
 
 // MemoryProc is one process's figures in a memory run.
