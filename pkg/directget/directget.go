@@ -89,12 +89,28 @@ func NewReader(nc *nats.Conn, opts ...Option) *Reader {
 // oldest first, using the server's batched direct get (one request per
 // page; the stream needs AllowDirect).
 func (r *Reader) Range(ctx context.Context, stream, filter string, from, to uint64, max int) ([]Msg, error) {
-	const page = 256
 	var out []Msg
+	err := r.Scan(ctx, stream, filter, from, to, max, func(m Msg) error {
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Scan is [Reader.Range] handing each message to fn as its page arrives,
+// so that a caller that decodes what it reads holds one page of raw
+// messages at a time, not the whole range. An error from fn ends the scan
+// and is returned as is.
+func (r *Reader) Scan(ctx context.Context, stream, filter string, from, to uint64, max int, fn func(Msg) error) error {
+	const page = 256
+	seen := 0
 	for {
 		n := page
-		if max > 0 && max-len(out) < n {
-			n = max - len(out)
+		if max > 0 && max-seen < n {
+			n = max - seen
 		}
 		req, _ := json.Marshal(struct {
 			Seq     uint64 `json:"seq"`
@@ -103,17 +119,20 @@ func (r *Reader) Range(ctx context.Context, stream, filter string, from, to uint
 		}{from, filter, n})
 		got, pending, err := r.request(ctx, stream, req, n)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", filter, err)
+			return fmt.Errorf("read %s: %w", filter, err)
 		}
 		for _, m := range got {
 			if to > 0 && m.Seq > to {
-				return out, nil
+				return nil
 			}
-			out = append(out, m)
+			if err := fn(m); err != nil {
+				return err
+			}
+			seen++
 			from = m.Seq + 1
 		}
-		if len(got) == 0 || pending == 0 || (max > 0 && len(out) >= max) {
-			return out, nil
+		if len(got) == 0 || pending == 0 || (max > 0 && seen >= max) {
+			return nil
 		}
 	}
 }

@@ -187,3 +187,53 @@ func TestLostReplyFailsWithinTimeout(t *testing.T) {
 		t.Errorf("Last after a timeout = %q, found %v, err %v", m.Data, ok, err)
 	}
 }
+
+// TestScanStopsAtItsCallersError: Scan hands over a range across pages in
+// order, as Range returns it, and an error from the callback ends the
+// scan at once and comes back unwrapped.
+func TestScanStopsAtItsCallersError(t *testing.T) {
+	ctx := t.Context()
+	b := bustest.StartJetStream(t)
+	r := directget.NewReader(b.NC)
+	stream, subj := b.Space.OutboundStream(), b.Space.Outbound("cli", "c")
+	const n = 600 // more than two pages of 256
+	for i := range n {
+		if _, err := b.JS.Publish(ctx, subj, fmt.Appendf(nil, "%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errStop := errors.New("enough")
+	tests := []struct {
+		name    string
+		stopAt  int // the callback fails on this message; -1 never
+		wantN   int
+		wantErr error
+	}{
+		{"whole range", -1, n, nil},
+		{"stop on the first page", 10, 11, errStop},
+		{"stop on the third page", 520, 521, errStop},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			err := r.Scan(ctx, stream, subj, 1, 0, 0, func(m directget.Msg) error {
+				got = append(got, string(m.Data))
+				if len(got)-1 == tt.stopAt {
+					return errStop
+				}
+				return nil
+			})
+			if err != tt.wantErr { // the callback's own error, not wrapped
+				t.Errorf("Scan err = %v, want %v", err, tt.wantErr)
+			}
+			if len(got) != tt.wantN {
+				t.Fatalf("Scan handed over %d messages, want %d", len(got), tt.wantN)
+			}
+			for i, d := range got {
+				if d != fmt.Sprint(i) {
+					t.Fatalf("message %d = %q, want %d", i, d, i)
+				}
+			}
+		})
+	}
+}

@@ -83,23 +83,27 @@ func (h *History) Find(inboundSeq uint64) *nanofleetv1.TurnRecord {
 func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*History, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	msgs, err := s.direct.Range(ctx, s.space.HistoryStream(), s.space.History(key), after+1, 0, 0)
-	if err != nil {
-		return nil, fmt.Errorf("load history of %s: %w", key, err)
-	}
-	h := &History{Turns: make([]Turn, 0, len(msgs))}
-	for _, m := range msgs {
+	h := &History{}
+	// Each record is decoded as its page arrives: the raw messages of a
+	// long history are never all held beside their decoded records.
+	err := s.direct.Scan(ctx, s.space.HistoryStream(), s.space.History(key), after+1, 0, 0, func(m directget.Msg) error {
 		rec := &nanofleetv1.TurnRecord{}
 		if err := proto.Unmarshal(m.Data, rec); err != nil {
-			return nil, fmt.Errorf("load history of %s: record %d: %w", key, m.Seq, err)
+			return fmt.Errorf("record %d: %w", m.Seq, err)
 		}
 		h.LastSeq = m.Seq
 		if rec.GetClearsHistory() {
+			// The cleared turns are garbage now, not held by the array.
+			clear(h.Turns)
 			h.Turns = h.Turns[:0]
 		}
 		h.Turns = append(h.Turns, Turn{Seq: m.Seq, Record: rec})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load history of %s: %w", key, err)
 	}
-	if len(msgs) == 0 && after > 0 {
+	if h.LastSeq == 0 && after > 0 {
 		// Everything up to the cursor may be all there is; the next append
 		// must still expect the true last sequence.
 		last, err := s.lastSeq(ctx, key)

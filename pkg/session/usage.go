@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/directget"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -15,21 +16,21 @@ import (
 func (s *Store) Usage(ctx context.Context, key string) (*nanofleetv1.TokenUsage, int, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	msgs, err := s.direct.Range(ctx, s.space.HistoryStream(), s.space.History(key), 1, 0, 0)
-	if err != nil {
-		return nil, 0, fmt.Errorf("usage of %s: %w", key, err)
-	}
 	total := &nanofleetv1.TokenUsage{}
 	turns := 0
-	for _, m := range msgs {
+	err := s.direct.Scan(ctx, s.space.HistoryStream(), s.space.History(key), 1, 0, 0, func(m directget.Msg) error {
 		rec := &nanofleetv1.TurnRecord{}
 		if err := proto.Unmarshal(m.Data, rec); err != nil {
-			return nil, 0, fmt.Errorf("usage of %s: record %d: %w", key, m.Seq, err)
+			return fmt.Errorf("record %d: %w", m.Seq, err)
 		}
 		if u := rec.GetUsage(); u != nil {
 			AddUsage(total, u)
 			turns++
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("usage of %s: %w", key, err)
 	}
 	return total, turns, nil
 }

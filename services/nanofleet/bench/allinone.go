@@ -25,6 +25,9 @@ type fleetSettings struct {
 	// twice the lease TTL): the growth suite shortens it so that it can
 	// read RSS after the window's message ids are gone.
 	windows time.Duration
+	// contextWindow, if set, is agents.defaults.contextWindowTokens, with
+	// maxTokens a quarter of it.
+	contextWindow int
 }
 
 // configJSON is the fleet's config file: the fake model as the custom
@@ -45,8 +48,13 @@ func (s fleetSettings) configJSON() ([]byte, error) {
 		nats["replayWindowSeconds"] = w
 		nats["leaseTtlSeconds"] = max(1, w/2)
 	}
+	defaults := map[string]any{"model": "fake-model"}
+	if s.contextWindow > 0 {
+		defaults["contextWindowTokens"] = s.contextWindow
+		defaults["maxTokens"] = s.contextWindow / 4
+	}
 	return json.MarshalIndent(map[string]any{
-		"agents":    map[string]any{"defaults": map[string]any{"model": "fake-model"}},
+		"agents":    map[string]any{"defaults": defaults},
 		"providers": map[string]any{"custom": map[string]any{"apiKey": "bench", "apiBase": s.modelURL}},
 		"nats":      nats,
 		"worker":    worker,

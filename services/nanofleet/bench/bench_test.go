@@ -2,15 +2,21 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sashabaranov/go-openai"
+
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 )
 
 func TestPercentiles(t *testing.T) {
@@ -98,6 +104,7 @@ func sampleReport() *Report {
 	}
 	return &Report{
 		Command: "go run . bench", Started: "2026-01-01T00:00:00Z", Machine: Machine{Cores: 2},
+		Config: ConfigJSON{TurnsContextWindow: 8192, TurnsAnswerBytes: 2000},
 		Scenarios: []Result{
 			res(SuiteZero, "aio 0ms s=1", ShapeAllInOne, 1, 1, 0, 400, 8),
 			res(SuiteZero, "aio 0ms s=100", ShapeAllInOne, 1, 100, 0, 900, 300),
@@ -107,8 +114,9 @@ func sampleReport() *Report {
 		},
 		Idle: []IdleRSS{{Name: "agent-worker", RSSMB: 15}, {Name: "nanofleet (all-in-one)", RSSMB: 33}},
 		Memory: []*Memory{
-			{Shape: shapeAllInOne, TurnSessions: 100, TurnsFirst: 1000, TurnsAll: 100000, Procs: []MemoryProc{
-				{Name: "nanofleet", Service: true, SessionRSSMB: []float64{40, 60, 150}, KBPerSession: 2.3, TurnsFirstRSSMB: 40, TurnsAllRSSMB: 43, TurnsRatio: 1.075}}},
+			{Shape: shapeAllInOne, TurnSessions: 100, TurnsFirst: 1000, TurnsAll: 100000, Consolidations: 24000,
+				TurnsHistory: []HistoryState{{MeanTurns: 4.5, MaxTurns: 7}, {MeanTurns: 4.4, MaxTurns: 8, Pending: 3}}, Procs: []MemoryProc{
+					{Name: "nanofleet", Service: true, SessionRSSMB: []float64{40, 60, 150}, KBPerSession: 2.3, TurnsFirstRSSMB: 40, TurnsAllRSSMB: 43, TurnsRatio: 1.075}}},
 			{Shape: shapeMultiProcess, TurnSessions: 100, TurnsFirst: 1000, TurnsAll: 100000, Procs: []MemoryProc{
 				{Name: "nats-server", SessionRSSMB: []float64{20, 30, 70}, KBPerSession: 1.1, TurnsFirstRSSMB: 20, TurnsAllRSSMB: 30, TurnsRatio: 1.5},
 				{Name: "agent-worker", Service: true, SessionRSSMB: []float64{15, 16, 20}, KBPerSession: 0.1, TurnsFirstRSSMB: 15, TurnsAllRSSMB: 18, TurnsRatio: 1.2}}},
@@ -134,6 +142,8 @@ func TestMarkdownShowsTargets(t *testing.T) {
 		"all-in-one binary: RSS after 100000 turns over 100 sessions within 10% of after 1000 | nanofleet 43.0 vs 40.0 MB = +7% | yes",
 		"multi-process: RSS after 100000 turns over 100 sessions within 10% of after 1000 | agent-worker 18.0 vs 15.0 MB = +20% | **no**",
 		"| multi-process | nats-server | 20.0 → 30.0 → 70.0 | 1.10 | 20.0 | 30.0 | 1.50 |",
+		"with contextWindowTokens 8192, maxTokens 2048 and answers of 2000 bytes",
+		"Unconsolidated turns per session (what a turn loads): mean 4.5, max 7, 0 consolidations pending after 1000 turns; mean 4.4, max 8, 3 pending after 100000; 24000 consolidations.",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
@@ -189,9 +199,47 @@ func TestConfigValidate(t *testing.T) {
 	c.WorkerCounts = []int{0}
 	c.MemorySessions = []int{10000, 1000}
 	c.TurnsAll = c.TurnsFirst
+	c.TurnsContextWindow = 1000
 	err := c.Validate()
 	if err == nil || !strings.Contains(err.Error(), "--suites") || !strings.Contains(err.Error(), "--workers") ||
-		!strings.Contains(err.Error(), "--memory-sessions") || !strings.Contains(err.Error(), "--turns-all") {
+		!strings.Contains(err.Error(), "--memory-sessions") || !strings.Contains(err.Error(), "--turns-all") ||
+		!strings.Contains(err.Error(), "--turns-context-window") {
 		t.Errorf("Validate = %v", err)
+	}
+}
+
+// TestConversationModel: the memory suite's model answers a turn with
+// text of the set length and a consolidation with a save_memory call, so
+// that the consolidator gets a usable answer.
+func TestConversationModel(t *testing.T) {
+	model := conversationModel(2000)
+	tests := []struct {
+		name      string
+		tools     []string
+		wantText  int
+		wantCalls []string
+	}{
+		{"turn", nil, 2000, nil},
+		{"turn with tools", []string{"read_file", "exec"}, 2000, nil},
+		{"consolidation", []string{"save_memory"}, 0, []string{"save_memory"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &llmtest.RecordedRequest{}
+			for _, name := range tt.tools {
+				req.Tools = append(req.Tools, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: name}})
+			}
+			reply := model(req)
+			var calls []string
+			for _, c := range reply.ToolCalls {
+				calls = append(calls, c.Name)
+				if !json.Valid([]byte(c.Arguments)) {
+					t.Errorf("%s arguments are not JSON: %s", c.Name, c.Arguments)
+				}
+			}
+			if len(reply.Content) != tt.wantText || !slices.Equal(calls, tt.wantCalls) {
+				t.Errorf("reply: %d bytes of text, calls %v; want %d bytes, calls %v", len(reply.Content), calls, tt.wantText, tt.wantCalls)
+			}
+		})
 	}
 }

@@ -80,6 +80,17 @@ type Config struct {
 	// and after TurnsAll turns over the same TurnSessions sessions; it
 	// should not grow with turns.
 	TurnSessions, TurnsFirst, TurnsAll int
+	// TurnsContextWindow is agents.defaults.contextWindowTokens of the
+	// turns' fleet (maxTokens a quarter of it), TurnsAnswerBytes the length
+	// of the fake model's answers. A session's unconsolidated history is
+	// bounded by the context budget, not by its turns: with answers of a
+	// realistic length and a window this size, consolidation keeps every
+	// session's history at its steady state from the first reading on, as
+	// in a long real conversation. 0 keeps the fleet's window (200,000
+	// tokens) and 0 answers "ok": then no session reaches the budget in
+	// the suite's turns, each turn loads its session's whole history, and
+	// RSS follows history length.
+	TurnsContextWindow, TurnsAnswerBytes int
 	// MemoryConcurrency is how many sessions talk at once in the memory
 	// suite.
 	MemoryConcurrency int
@@ -104,32 +115,37 @@ type Config struct {
 // idles 90 s before each of its ten RSS readings.
 func DefaultConfig() Config {
 	return Config{
-		Suites:            slices.Clone(AllSuites),
-		ZeroSessions:      []int{1, 10, 100},
-		ZeroTurns:         6000,
-		TurnsPerSession:   20,
-		SlowLatency:       500 * time.Millisecond,
-		SlotSessions:      []int{10, 100, 1000},
-		SlotTurns:         5,
-		Slots:             256,
-		ShippedSessions:   []int{10, 50, 200, 1000},
-		ShippedTurns:      3,
-		TTFTSessions:      []int{1, 200},
-		TTFTTurns:         5,
-		TTFTRest:          50 * time.Millisecond,
-		OneShotRuns:       5,
-		WorkerCounts:      []int{1, 2, 4},
-		SlotsPerWorker:    16,
-		WorkerSessions:    128,
-		WorkerTurns:       8,
-		MemorySessions:    []int{1000, 10_000, 50_000},
-		TurnSessions:      100,
-		TurnsFirst:        1000,
-		TurnsAll:          100_000,
-		MemoryConcurrency: 100,
-		MemoryWindow:      20 * time.Second,
-		Settle:            5 * time.Second,
-		Baseline:          true,
+		Suites:          slices.Clone(AllSuites),
+		ZeroSessions:    []int{1, 10, 100},
+		ZeroTurns:       6000,
+		TurnsPerSession: 20,
+		SlowLatency:     500 * time.Millisecond,
+		SlotSessions:    []int{10, 100, 1000},
+		SlotTurns:       5,
+		Slots:           256,
+		ShippedSessions: []int{10, 50, 200, 1000},
+		ShippedTurns:    3,
+		TTFTSessions:    []int{1, 200},
+		TTFTTurns:       5,
+		TTFTRest:        50 * time.Millisecond,
+		OneShotRuns:     5,
+		WorkerCounts:    []int{1, 2, 4},
+		SlotsPerWorker:  16,
+		WorkerSessions:  128,
+		WorkerTurns:     8,
+		MemorySessions:  []int{1000, 10_000, 50_000},
+		TurnSessions:    100,
+		TurnsFirst:      1000,
+		TurnsAll:        100_000,
+		// About 510 tokens a turn against a consolidation share of
+		// 3,072 (half of 8,192 − 2,048): a session's history is
+		// consolidated every few turns.
+		TurnsContextWindow: 8192,
+		TurnsAnswerBytes:   2000,
+		MemoryConcurrency:  100,
+		MemoryWindow:       20 * time.Second,
+		Settle:             5 * time.Second,
+		Baseline:           true,
 	}
 }
 
@@ -172,6 +188,15 @@ func (c Config) Validate() error {
 		func() error {
 			if !slices.IsSorted(c.MemorySessions) || len(slices.Compact(slices.Clone(c.MemorySessions))) != len(c.MemorySessions) {
 				return fmt.Errorf("--memory-sessions: %v must be increasing", c.MemorySessions)
+			}
+			return nil
+		}(),
+		func() error {
+			if c.TurnsContextWindow != 0 && c.TurnsContextWindow < 1024 {
+				return fmt.Errorf("--turns-context-window: %d is below 1024 (0: the fleet's default)", c.TurnsContextWindow)
+			}
+			if c.TurnsAnswerBytes < 0 {
+				return errors.New("--turns-answer-bytes: must not be negative")
 			}
 			return nil
 		}(),

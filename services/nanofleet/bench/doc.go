@@ -10,8 +10,16 @@
 // time), every process's peak RSS (VmHWM) and CPU (utime+stime from
 // /proc), and for all-in-one scenarios the same turns run through the
 // agent loop alone, without NATS, as a baseline. Two more suites read the
-// idle RSS of every binary and the all-in-one's RSS after a small and a
-// large number of turns over many sessions.
+// idle RSS of every binary and, in the all-in-one and the multi-process
+// fleet (memory-consolidator included), the resident cost of an idle
+// session and RSS growth with turns at a fixed session count. A
+// session's unconsolidated history, which every turn loads and sends to
+// the model, is bounded by consolidation, not by its number of turns: the
+// memory suite's turns therefore run with answers of a realistic length
+// and a stated context window (Config.TurnsContextWindow), so that the
+// consolidator keeps every session at the steady state a long
+// conversation reaches before the first reading, and the suite reports
+// the unconsolidated turns per session it found at each reading.
 //
 // [Run] measures; [Write] renders the [Report] as Markdown, JSON and an
 // SVG plot. A scenario that fails is recorded in the report and the run

@@ -4,9 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
 // Shapes of the memory suite's fleets.
@@ -27,13 +33,23 @@ func settleAfterLoad(window time.Duration) time.Duration {
 type memFleet struct {
 	procs []*proc
 	turn  turnFunc
+	bus   *bus.Bus
 	pids  []int
 	dir   string
 	close func()
 }
 
-// startMemFleet starts a fleet of the given shape against a 0 ms model.
-func (r *driver) startMemFleet(ctx context.Context, shape string) (_ *memFleet, err error) {
+// memSettings are what the memory suite's two phases set differently.
+type memSettings struct {
+	// contextWindow and answerBytes: see Config.TurnsContextWindow and
+	// Config.TurnsAnswerBytes; zero keeps the fleet's window and "ok".
+	contextWindow, answerBytes int
+}
+
+// startMemFleet starts a fleet of the given shape against a 0 ms model:
+// the all-in-one, or a nats-server, tool-runner, agent-worker and
+// memory-consolidator process each, so that both shapes consolidate.
+func (r *driver) startMemFleet(ctx context.Context, shape string, ms memSettings) (_ *memFleet, err error) {
 	var undo []func()
 	cleanup := func() {
 		for i := len(undo) - 1; i >= 0; i-- {
@@ -53,11 +69,14 @@ func (r *driver) startMemFleet(ctx context.Context, shape string) (_ *memFleet, 
 	if err != nil {
 		return nil, err
 	}
-	bed, err := r.newBed("memory-", 0, false, fleetSettings{natsPort: port, windows: r.cfg.MemoryWindow})
+	bed, err := r.newBed("memory-", 0, false, fleetSettings{natsPort: port, windows: r.cfg.MemoryWindow, contextWindow: ms.contextWindow})
 	if err != nil {
 		return nil, err
 	}
 	undo = append(undo, bed.close)
+	if ms.answerBytes > 0 {
+		bed.model.Handle(conversationModel(ms.answerBytes))
+	}
 	dir, ws, cfgPath := bed.dir, bed.ws, bed.cfgPath
 	f := &memFleet{dir: dir, pids: []int{os.Getpid()}}
 	var url string
@@ -78,20 +97,91 @@ func (r *driver) startMemFleet(ctx context.Context, shape string) (_ *memFleet, 
 			return nil, err
 		}
 		undo = append(undo, cl.stop)
+		if err := cl.startConsolidator(ctx, bins, cfgPath); err != nil {
+			return nil, err
+		}
 		f.procs, url = cl.procs(), cl.url
 	default:
 		return nil, fmt.Errorf("unknown memory shape %q", shape)
 	}
-	cl, closeClient, err := connect(ctx, url, bed.file)
+	b, err := dial(ctx, url, bed.file)
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, closeClient)
+	undo = append(undo, b.Close)
+	cl, err := fleet.NewClient(ctx, b, "bench")
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, cl.Close)
 	for _, p := range f.procs {
 		f.pids = append(f.pids, p.pid())
 	}
-	f.turn, f.close = fleetTurn(cl), cleanup
+	f.turn, f.bus, f.close = fleetTurn(cl), b, cleanup
 	return f, nil
+}
+
+// conversationModel answers a turn with answerBytes of text, and a
+// consolidation (a request offering save_memory) with a short history
+// entry and MEMORY.md unchanged, as a real model would call the tool.
+func conversationModel(answerBytes int) func(*llmtest.RecordedRequest) llmtest.Reply {
+	const sentence = "Here is a considered answer with the detail a person asked for, in plain words. "
+	answer := strings.Repeat(sentence, answerBytes/len(sentence)+1)[:answerBytes]
+	return func(r *llmtest.RecordedRequest) llmtest.Reply {
+		for _, t := range r.Tools {
+			if t.Function != nil && t.Function.Name == "save_memory" {
+				return llmtest.ToolCalls(llmtest.Call("save_memory",
+					`{"history_entry":"[2026-01-01 00:00] The user sent numbered messages and got long answers.","memory_update":""}`))
+			}
+		}
+		return llmtest.Text(answer)
+	}
+}
+
+// history reads the unconsolidated history of the sessions chats of
+// the load with prefix: what each of their turns loads.
+func (f *memFleet) history(ctx context.Context, prefix string, chats int) (HistoryState, error) {
+	st, err := session.Open(ctx, f.bus)
+	if err != nil {
+		return HistoryState{}, err
+	}
+	var h HistoryState
+	total := 0
+	for i := range chats {
+		key := session.Key("bench", fmt.Sprintf("%s-%d", prefix, i))
+		info, _, err := st.Info(ctx, key)
+		if err != nil {
+			return HistoryState{}, err
+		}
+		hist, err := st.LoadHistory(ctx, key, info.GetConsolidatedSeq())
+		if err != nil {
+			return HistoryState{}, err
+		}
+		total += len(hist.Turns)
+		h.MaxTurns = max(h.MaxTurns, len(hist.Turns))
+	}
+	h.MeanTurns = float64(total) / float64(max(1, chats))
+	h.Pending, err = f.messages(ctx, f.bus.Space.MemoryStream())
+	return h, err
+}
+
+// consolidations counts the history log's entries: one per consolidated
+// range.
+func (f *memFleet) consolidations(ctx context.Context) (uint64, error) {
+	return f.messages(ctx, memory.NamesOf(f.bus.Space).LogStream())
+}
+
+// messages is the number of messages stream holds.
+func (f *memFleet) messages(ctx context.Context, stream string) (uint64, error) {
+	s, err := f.bus.JS.Stream(ctx, stream)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	return info.State.Msgs, nil
 }
 
 // readRSS reads every process's VmRSS in MB.
@@ -126,7 +216,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	}
 
 	// Idle sessions: each step adds sessions of one turn each.
-	f, err := r.startMemFleet(ctx, shape)
+	f, err := r.startMemFleet(ctx, shape, memSettings{})
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +253,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	f.close()
 
 	// Turns at a fixed session count: the same sessions go on talking.
-	if f, err = r.startMemFleet(ctx, shape); err != nil {
+	if f, err = r.startMemFleet(ctx, shape, memSettings{contextWindow: c.TurnsContextWindow, answerBytes: c.TurnsAnswerBytes}); err != nil {
 		return nil, err
 	}
 	defer f.close()
@@ -178,6 +268,10 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	if err != nil {
 		return nil, err
 	}
+	h1, err := f.history(ctx, first.Prefix, first.Chats)
+	if err != nil {
+		return nil, err
+	}
 	rest := first
 	rest.TurnsPerChat = max(1, (c.TurnsAll-c.TurnsFirst)/c.TurnSessions)
 	record(rest.run(ctx, f.turn))
@@ -187,6 +281,14 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	}
 	rss2, err := f.readRSS()
 	if err != nil {
+		return nil, err
+	}
+	h2, err := f.history(ctx, first.Prefix, first.Chats)
+	if err != nil {
+		return nil, err
+	}
+	m.TurnsHistory = []HistoryState{h1, h2}
+	if m.Consolidations, err = f.consolidations(ctx); err != nil {
 		return nil, err
 	}
 	_, other2 := meter.stop()
@@ -207,6 +309,8 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	if m.ElapsedS > 0 {
 		m.TurnsPerS = float64(m.Turns) / m.ElapsedS
 	}
+	r.logf("  memory (%s): unconsolidated turns per session mean %.1f, max %d, %d consolidations pending after %d turns; mean %.1f, max %d, %d pending after %d; %d consolidations",
+		shape, h1.MeanTurns, h1.MaxTurns, h1.Pending, m.TurnsFirst, h2.MeanTurns, h2.MaxTurns, h2.Pending, m.TurnsAll, m.Consolidations)
 	for _, p := range m.Procs {
 		r.logf("  memory (%s): %s %.2f KB per idle session; RSS %.1f MB after %d turns over %d sessions, %.2f× the %.1f MB after %d",
 			shape, p.Name, p.KBPerSession, p.TurnsAllRSSMB, m.TurnsAll, m.TurnSessions, p.TurnsRatio, p.TurnsFirstRSSMB, m.TurnsFirst)

@@ -21,11 +21,13 @@ type cluster struct {
 	nats    *proc
 	runner  *proc
 	workers []*proc
+	// consolidator runs only when startConsolidator was called.
+	consolidator *proc
 }
 
 func (c *cluster) procs() []*proc {
 	var all []*proc
-	for _, p := range append([]*proc{c.nats, c.runner}, c.workers...) {
+	for _, p := range append(append([]*proc{c.nats, c.runner}, c.workers...), c.consolidator) {
 		if p != nil {
 			all = append(all, p)
 		}
@@ -93,6 +95,18 @@ func startCluster(ctx context.Context, bins binaries, dir, cfgPath, ws string, n
 	}
 	ok = true
 	return c, nil
+}
+
+// startConsolidator adds a memory-consolidator process to the cluster
+// and waits until it says it is running; stop kills it first.
+func (c *cluster) startConsolidator(ctx context.Context, bins binaries, cfgPath string) error {
+	p, err := startProc("memory-consolidator", bins.path("memory-consolidator"), nil,
+		"--nats", c.url, "--config", cfgPath, "--http", "", "--log-level", "info", "--id", "bench")
+	if err != nil {
+		return err
+	}
+	c.consolidator = p
+	return p.waitOutput(ctx, "memory-consolidator running", time.Minute)
 }
 
 // multiProcess runs sc against a multi-process fleet with sc.workers

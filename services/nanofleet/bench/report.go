@@ -184,7 +184,13 @@ func markdown(rep *Report, notes bool) string {
 			steps[i] = fmt.Sprint(n)
 		}
 		w("**Idle sessions**: RSS after %s sessions of one turn each; the cost of an idle session is the least-squares slope. ", strings.Join(steps, ", "))
-		w("**Turns**: a fresh fleet, RSS after %d and after %d turns over the same %d sessions. Peak is VmHWM, under load.\n\n", m0.TurnsFirst, m0.TurnsAll, m0.TurnSessions)
+		w("**Turns**: a fresh fleet, RSS after %d and after %d turns over the same %d sessions", m0.TurnsFirst, m0.TurnsAll, m0.TurnSessions)
+		if cw := rep.Config.TurnsContextWindow; cw > 0 {
+			w(", with contextWindowTokens %d, maxTokens %d and answers of %d bytes, so that consolidation bounds each session's history (a session's history is bounded by the context budget, not by its turns)", cw, cw/4, rep.Config.TurnsAnswerBytes)
+		} else {
+			w(" at the fleet's default context window, so that no session's history is consolidated")
+		}
+		w(". Peak is VmHWM, under load.\n\n")
 		w("| fleet | process | RSS at each session step MB | KB per idle session | RSS after %d turns MB | after %d MB | ratio | peak MB |\n", m0.TurnsFirst, m0.TurnsAll)
 		w("|---|---|---|---|---|---|---|---|\n")
 		for _, m := range rep.Memory {
@@ -200,6 +206,10 @@ func markdown(rep *Report, notes bool) string {
 		w("\n")
 		for _, m := range rep.Memory {
 			w("%s: %d turns at %.0f turns/s, %d errors, store %.0f MB, others' CPU %.0f %%.", m.Shape, m.Turns, m.TurnsPerS, m.Errors, m.StoreMB, m.OtherCPUPercent)
+			if h := m.TurnsHistory; len(h) == 2 {
+				w(" Unconsolidated turns per session (what a turn loads): mean %.1f, max %d, %d consolidations pending after %d turns; mean %.1f, max %d, %d pending after %d; %d consolidations.",
+					h[0].MeanTurns, h[0].MaxTurns, h[0].Pending, m.TurnsFirst, h[1].MeanTurns, h[1].MaxTurns, h[1].Pending, m.TurnsAll, m.Consolidations)
+			}
 			if m.FirstError != "" {
 				w(" First error: `%s`", m.FirstError)
 			}

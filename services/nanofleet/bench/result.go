@@ -42,35 +42,37 @@ type Machine struct {
 
 // ConfigJSON is Config with durations in milliseconds.
 type ConfigJSON struct {
-	Suites            []string `json:"suites"`
-	ZeroSessions      []int    `json:"zero_sessions"`
-	ZeroTurns         int      `json:"zero_turns"`
-	TurnsPerSession   int      `json:"turns_per_session"`
-	SlowLatencyMs     float64  `json:"slow_latency_ms"`
-	SlotSessions      []int    `json:"slot_sessions"`
-	SlotTurns         int      `json:"slot_turns"`
-	Slots             int      `json:"slots"`
-	ShippedSessions   []int    `json:"shipped_sessions,omitempty"`
-	ShippedTurns      int      `json:"shipped_turns,omitempty"`
-	TTFTSessions      []int    `json:"ttft_sessions,omitempty"`
-	TTFTTurns         int      `json:"ttft_turns,omitempty"`
-	WorkerCounts      []int    `json:"worker_counts"`
-	SlotsPerWorker    int      `json:"slots_per_worker"`
-	WorkerSessions    int      `json:"worker_sessions"`
-	WorkerTurns       int      `json:"worker_turns"`
-	GrowthFirst       int      `json:"growth_first"`
-	GrowthTurns       int      `json:"growth_turns"`
-	GrowthSessions    int      `json:"growth_sessions"`
-	GrowthConcurrency int      `json:"growth_concurrency"`
-	GrowthWindowMs    float64  `json:"growth_window_ms"`
-	MemorySessions    []int    `json:"memory_sessions,omitempty"`
-	TurnSessions      int      `json:"turn_sessions,omitempty"`
-	TurnsFirst        int      `json:"turns_first,omitempty"`
-	TurnsAll          int      `json:"turns_all,omitempty"`
-	MemoryConcurrency int      `json:"memory_concurrency,omitempty"`
-	MemoryWindowMs    float64  `json:"memory_window_ms,omitempty"`
-	SettleMs          float64  `json:"settle_ms"`
-	Baseline          bool     `json:"baseline"`
+	Suites             []string `json:"suites"`
+	ZeroSessions       []int    `json:"zero_sessions"`
+	ZeroTurns          int      `json:"zero_turns"`
+	TurnsPerSession    int      `json:"turns_per_session"`
+	SlowLatencyMs      float64  `json:"slow_latency_ms"`
+	SlotSessions       []int    `json:"slot_sessions"`
+	SlotTurns          int      `json:"slot_turns"`
+	Slots              int      `json:"slots"`
+	ShippedSessions    []int    `json:"shipped_sessions,omitempty"`
+	ShippedTurns       int      `json:"shipped_turns,omitempty"`
+	TTFTSessions       []int    `json:"ttft_sessions,omitempty"`
+	TTFTTurns          int      `json:"ttft_turns,omitempty"`
+	WorkerCounts       []int    `json:"worker_counts"`
+	SlotsPerWorker     int      `json:"slots_per_worker"`
+	WorkerSessions     int      `json:"worker_sessions"`
+	WorkerTurns        int      `json:"worker_turns"`
+	GrowthFirst        int      `json:"growth_first"`
+	GrowthTurns        int      `json:"growth_turns"`
+	GrowthSessions     int      `json:"growth_sessions"`
+	GrowthConcurrency  int      `json:"growth_concurrency"`
+	GrowthWindowMs     float64  `json:"growth_window_ms"`
+	MemorySessions     []int    `json:"memory_sessions,omitempty"`
+	TurnSessions       int      `json:"turn_sessions,omitempty"`
+	TurnsFirst         int      `json:"turns_first,omitempty"`
+	TurnsAll           int      `json:"turns_all,omitempty"`
+	TurnsContextWindow int      `json:"turns_context_window,omitempty"`
+	TurnsAnswerBytes   int      `json:"turns_answer_bytes,omitempty"`
+	MemoryConcurrency  int      `json:"memory_concurrency,omitempty"`
+	MemoryWindowMs     float64  `json:"memory_window_ms,omitempty"`
+	SettleMs           float64  `json:"settle_ms"`
+	Baseline           bool     `json:"baseline"`
 }
 
 func (c Config) json() ConfigJSON {
@@ -82,6 +84,7 @@ func (c Config) json() ConfigJSON {
 		WorkerCounts: c.WorkerCounts, SlotsPerWorker: c.SlotsPerWorker, WorkerSessions: c.WorkerSessions,
 		WorkerTurns: c.WorkerTurns, MemorySessions: c.MemorySessions, TurnSessions: c.TurnSessions,
 		TurnsFirst: c.TurnsFirst, TurnsAll: c.TurnsAll, MemoryConcurrency: c.MemoryConcurrency,
+		TurnsContextWindow: c.TurnsContextWindow, TurnsAnswerBytes: c.TurnsAnswerBytes,
 		MemoryWindowMs: ms(c.MemoryWindow), SettleMs: ms(c.Settle),
 		Baseline: c.Baseline,
 	}
@@ -229,6 +232,22 @@ type Memory struct {
 	// OtherCPUPercent is the CPU the rest of the machine used meanwhile.
 	OtherCPUPercent float64      `json:"other_cpu_pct"`
 	Procs           []MemoryProc `json:"processes"`
+	// TurnsHistory is the turns' sessions' unconsolidated history at each
+	// of the two readings, what a turn loads; Consolidations the history
+	// log's entries at the end, one per consolidated range.
+	TurnsHistory   []HistoryState `json:"turns_history,omitempty"`
+	Consolidations uint64         `json:"consolidations"`
+}
+
+// HistoryState is the unconsolidated history of a set of sessions.
+type HistoryState struct {
+	// MeanTurns and MaxTurns are turns after the consolidation cursor
+	// (and after the last /new) per session.
+	MeanTurns float64 `json:"mean_turns"`
+	MaxTurns  int     `json:"max_turns"`
+	// Pending is the consolidation requests not yet done: the consolidator
+	// is still catching up when it is not 0.
+	Pending uint64 `json:"pending_consolidations"`
 }
 
 // MemoryProc is one process's figures in a memory run.

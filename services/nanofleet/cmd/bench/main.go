@@ -146,6 +146,8 @@ func parseBenchFlags(stderr io.Writer, args []string, c bench.Config) (*benchFla
 	fs.IntVar(&p.TurnSessions, "turn-sessions", c.TurnSessions, "sessions the memory suite's turns go to")
 	fs.IntVar(&p.TurnsFirst, "turns-first", c.TurnsFirst, "turns over --turn-sessions after which the first RSS is read")
 	fs.IntVar(&p.TurnsAll, "turns-all", c.TurnsAll, "turns over --turn-sessions after which the second RSS is read")
+	fs.IntVar(&p.TurnsContextWindow, "turns-context-window", c.TurnsContextWindow, "agents.defaults.contextWindowTokens of the memory suite's turns (maxTokens a quarter of it), so that consolidation bounds each session's history; 0: the fleet's default")
+	fs.IntVar(&p.TurnsAnswerBytes, "turns-answer-bytes", c.TurnsAnswerBytes, "length of the fake model's answers in the memory suite's turns (0: \"ok\")")
 	fs.IntVar(&p.MemoryConcurrency, "memory-concurrency", c.MemoryConcurrency, "sessions talking at once in the memory suite")
 	fs.DurationVar(&p.MemoryWindow, "memory-window", c.MemoryWindow, "duplicate windows of the memory suite's fleet")
 	fs.DurationVar(&p.MemorySettle, "memory-settle", c.MemorySettle, "idle time before each RSS reading of the memory suite (0: --memory-window + 70s, so the windows pass, block caches expire and the idle trim runs)")
