@@ -178,6 +178,14 @@ func (s *Store) AfterTurn(ctx context.Context, in *nanofleetv1.InboundMessage, s
 		s.asked.forget(sessionKey, info.GetConsolidatedSeq())
 		return nil
 	}
+	if s.asked.get(sessionKey) > info.GetConsolidatedSeq() {
+		// One request at a time per session: the one outstanding brings
+		// the history down to half its share. Asking for a later range on
+		// every turn meanwhile queued a request a turn that the
+		// consolidator worked through one by one (with a fast model it fell
+		// behind for good); the prompt keeps to the budget meanwhile.
+		return nil
+	}
 	target := share / 2
 	cut := 0
 	for cut < len(hist.Turns)-1 && total > target {

@@ -106,10 +106,20 @@ func TestAfterTurnRequestsOldestTurns(t *testing.T) {
 	if first.FromSeq != 1 || first.ToSeq != hist.Turns[3].Seq || first.Reason != memory.ReasonBudget || first.Scope != memory.AgentScope("default").Key() {
 		t.Fatalf("first request = %v", first)
 	}
-	for _, r := range reqs[1:] {
-		if r.ToSeq <= first.ToSeq {
-			t.Errorf("request %v does not extend the first", r)
-		}
+	// While that request is outstanding (the cursor has not passed it),
+	// the later turns ask for nothing more.
+	if len(reqs) != 1 {
+		t.Errorf("%d requests while the first was outstanding, want 1: %v", len(reqs), reqs)
+	}
+	// Once the consolidator moved the cursor past it, the next turn asks
+	// for the rest.
+	done := &nanofleetv1.SessionInfo{SessionKey: key, ConsolidatedSeq: first.ToSeq}
+	if err := st.AfterTurn(ctx, in, key, done, &session.History{Turns: hist.Turns[4:], LastSeq: hist.LastSeq}, 2000); err != nil {
+		t.Fatal(err)
+	}
+	reqs = requests(t, b)
+	if next := reqs[len(reqs)-1]; len(reqs) != 2 || next.FromSeq != first.ToSeq+1 || next.ToSeq <= first.ToSeq {
+		t.Fatalf("after the cursor moved: requests %v, want a second from %d", reqs, first.ToSeq+1)
 	}
 	// The same range is asked once however often AfterTurn runs.
 	before := len(reqs)
