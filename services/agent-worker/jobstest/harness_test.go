@@ -176,6 +176,8 @@ func replyTo(id string) func(*nanofleetv1.OutboundMessage) bool {
 // must not get.
 type runners struct {
 	execStarted chan struct{}
+	// execEnded, when set, gets the error of the context that ended exec.
+	execEnded chan error
 }
 
 func (r *runners) CachedCatalog(context.Context) ([]*nanofleetv1.ToolDefinition, error) {
@@ -196,6 +198,12 @@ func (r *runners) Call(ctx context.Context, req *nanofleetv1.ToolRequest) (*nano
 			}
 		}
 		<-ctx.Done()
+		if r.execEnded != nil {
+			select {
+			case r.execEnded <- ctx.Err():
+			default:
+			}
+		}
 		return &nanofleetv1.ToolResult{CallId: req.GetCallId(), Content: "killed", IsError: true}, nil
 	}
 	return &nanofleetv1.ToolResult{CallId: req.GetCallId(), Content: "contents of " + req.GetArgumentsJson()}, nil

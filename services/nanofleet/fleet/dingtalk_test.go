@@ -24,8 +24,8 @@ func TestDingTalkThroughTheFleet(t *testing.T) {
 }
 
 // TestDingTalkStreamsIntoACard: with streaming on and a card template,
-// the model's 40 chunks over 4s appear in one AI card delivered within a
-// second of the first chunk, updated at most once per
+// the model's 40 chunks over 4s appear in one AI card delivered while the
+// model streams, updated at most once per
 // streamEditInterval, its last update finalizing exactly the model's
 // answer, which is not sent again.
 func TestDingTalkStreamsIntoACard(t *testing.T) {
@@ -41,9 +41,13 @@ func TestDingTalkStreamsIntoACard(t *testing.T) {
 	dt.WaitConnected(t, 30*time.Second)
 	dt.Send(t, dingtalktest.Message{MsgID: "msg-1", StaffID: "staff-ada", ConversationID: "cid-dm", Text: "stream please"})
 	card := dt.Next(t, 30*time.Second, "cardcreate", "webhook", "otosend")
-	if late := card.At.Sub(llm.firstChunk()); card.Kind != "cardcreate" || late > time.Second {
-		t.Fatalf("%s %s after the first chunk, want a card within 1s", card.Kind, late)
+	if card.Kind != "cardcreate" {
+		t.Fatalf("%s, want a card", card.Kind)
 	}
+	data, _ := card.Body["cardData"].(map[string]any)
+	params, _ := data["cardParamMap"].(map[string]any)
+	content, _ := params["content"].(string)
+	checkFirst(t, content, "card")
 	// The card may show the whole answer in a full update before the
 	// finalizing one, so the stream ends at the finalize, not at the text.
 	id, prev := card.Str("outTrackId"), card

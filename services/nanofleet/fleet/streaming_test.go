@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,37 +18,27 @@ import (
 // 100ms apart: 40 chunks over 4s.
 var streamedAnswer = strings.TrimSpace(strings.Repeat("word ", 40))
 
-// streamingModel answers with streamedAnswer and records when it started
-// streaming, which is when the first chunk leaves.
+// streamingModel answers with streamedAnswer.
 type streamingModel struct {
 	*llmtest.Server
-	mu      sync.Mutex
-	started time.Time
 }
 
 func newStreamingModel(t *testing.T) *streamingModel {
 	m := &streamingModel{Server: llmtest.NewServer(t)}
 	m.Handle(func(*llmtest.RecordedRequest) llmtest.Reply {
-		m.mu.Lock()
-		m.started = time.Now()
-		m.mu.Unlock()
 		return llmtest.Text(streamedAnswer).WithChunkDelay(100 * time.Millisecond)
 	})
 	return m
 }
 
-func (m *streamingModel) firstChunk() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.started
-}
-
-// checkFirst checks that the stream's first message, sent at, came within
-// a second of the model's first chunk.
-func (m *streamingModel) checkFirst(t *testing.T, at time.Time, what string) {
+// checkFirst checks that the stream's first message, showing text, came
+// while the model was still streaming: it shows a part of the answer, not
+// all of it. (How soon after the first chunk is a benchmark's matter: a
+// wall-clock bound fails on a loaded machine.)
+func checkFirst(t *testing.T, text, what string) {
 	t.Helper()
-	if d := at.Sub(m.firstChunk()); d > time.Second {
-		t.Errorf("first %s %s after the first chunk, want within 1s", what, d)
+	if text == "" || text == streamedAnswer || !strings.HasPrefix(streamedAnswer, text) {
+		t.Errorf("first %s shows %q, want a part of the answer, shown while the model streams", what, text)
 	}
 }
 
@@ -75,7 +64,7 @@ func followEdits(t *testing.T, edit string, first time.Time, shown func() string
 }
 
 // TestDiscordStreamsByEditing: with streaming on, Discord sees one reply
-// created within a second of the first chunk, edited at most once per
+// created while the model streams, edited at most once per
 // streamEditInterval, ending with exactly the model's answer.
 func TestDiscordStreamsByEditing(t *testing.T) {
 	const token = "FLEET.discord.stream"
@@ -87,7 +76,7 @@ func TestDiscordStreamsByEditing(t *testing.T) {
 	dc.Send(discordtest.Message{ID: "1001", ChannelID: "77", AuthorID: "42", Content: "stream please"})
 
 	c := dc.Next(t, 30*time.Second, "POST /channels/{id}/messages")
-	llm.checkFirst(t, c.At, "message")
+	checkFirst(t, c.Content(), "message")
 	if ref, _ := c.Body["message_reference"].(map[string]any); ref["message_id"] != "1001" {
 		t.Errorf("streamed message is not a reply: %v", c.Body)
 	}
@@ -161,7 +150,7 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 				"streaming": true, "streamEditInterval": editInterval.Seconds()})
 			bot.Send(telegramtest.Message{UpdateID: 1, MessageID: 10, ChatID: 42, FromID: 42, Text: "stream please"})
 			c := bot.Next(t, 30*time.Second, "sendMessage")
-			llm.checkFirst(t, c.At, "message")
+			checkFirst(t, c.Fields["text"], "message")
 			if failing {
 				// The partial message is deleted; the answer follows whole,
 				// once.
@@ -219,7 +208,7 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 			sl.WaitConnected(t, 30*time.Second)
 			sl.Send(t, "Ev1", slacktest.Message("U1", "D1", "im", "1700000000.000100", "stream please"))
 			c := sl.Next(t, 30*time.Second, "chat.postMessage")
-			llm.checkFirst(t, c.At, "message")
+			checkFirst(t, c.Fields["text"], "message")
 			if failing {
 				partial := c.TS
 				for c.Fields["text"] != streamedAnswer {
