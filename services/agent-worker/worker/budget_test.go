@@ -1,10 +1,13 @@
 package worker_test
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -22,12 +25,13 @@ func TestDailyTokenBudget(t *testing.T) {
 	steps := []struct {
 		chat, id   string
 		wantBudget bool
-		wantCalls  int // model requests so far
+		wantCalls  int   // model requests so far
+		wantTokens int64 // the user's tokens counted so far
 	}{
-		{"c1", "1", false, 1}, // 60 tokens
-		{"c1", "2", false, 2}, // 120: crosses the budget, still answered
-		{"c1", "3", true, 2},  // refused without the model
-		{"c2", "4", true, 2},  // the same user in another chat
+		{"c1", "1", false, 1, 60},  // 60 tokens
+		{"c1", "2", false, 2, 120}, // 120: crosses the budget, still answered
+		{"c1", "3", true, 2, 120},  // refused without the model
+		{"c2", "4", true, 2, 120},  // the same user in another chat
 	}
 	for _, s := range steps {
 		h.send(t, s.chat, s.id, "hello "+s.id)
@@ -39,10 +43,46 @@ func TestDailyTokenBudget(t *testing.T) {
 		if n := h.llm.RequestCount(); n != s.wantCalls {
 			t.Errorf("message %s: %d model requests, want %d", s.id, n, s.wantCalls)
 		}
+		// A turn's tokens are counted after it lets its session go (the
+		// next message need not wait for the bookkeeping), so a message
+		// sent the instant the reply arrived may start before the count:
+		// wait for it, as a user's next message would come later.
+		waitCounted(t, b, s.wantTokens)
 	}
 	// Another user has their own budget.
 	sendAs(t, h, "c3", "5", "other-user", "hello")
 	if o := h.next(t); o.GetContent() != "fine" {
 		t.Errorf("another user: %q", o.GetContent())
 	}
+}
+
+// waitCounted waits until the usage bucket holds want tokens in all.
+func waitCounted(t *testing.T, b *bus.Bus, want int64) {
+	t.Helper()
+	kv, err := b.KV(t.Context(), worker.BucketUsage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, 10*time.Second, func() error {
+		keys, err := kv.ListKeys(t.Context())
+		if err != nil {
+			return err
+		}
+		var total int64
+		for k := range keys.Keys() {
+			e, err := kv.Get(t.Context(), k)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.ParseInt(string(e.Value()), 10, 64)
+			if err != nil {
+				return err
+			}
+			total += n
+		}
+		if total != want {
+			return fmt.Errorf("usage bucket counts %d tokens, want %d", total, want)
+		}
+		return nil
+	})
 }
