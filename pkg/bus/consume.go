@@ -69,11 +69,7 @@ func (b *Bus) ConsumeOutbound(ctx context.Context, durable, description, channel
 // and terminates it; if the dead letter cannot be stored, m comes back
 // later so that it is not lost.
 func (b *Bus) deadLetterReply(ctx context.Context, m jetstream.Msg, reason string, log *slog.Logger) {
-	l := Letter{Subject: m.Subject(), Data: m.Data(), Header: m.Headers(), Reason: reason}
-	if meta, err := m.Metadata(); err == nil {
-		l.StreamSeq, l.Deliveries = meta.Sequence.Stream, meta.NumDelivered
-	}
-	if err := b.DeadLetter(ctx, "outbound", l); err != nil {
+	if err := b.DeadLetter(ctx, "outbound", LetterOf(m, reason)); err != nil {
 		log.Error("dead-letter reply", "subject", m.Subject(), "err", err)
 		_ = m.NakWithDelay(time.Second)
 		return

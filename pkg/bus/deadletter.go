@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -20,6 +21,16 @@ type Letter struct {
 	StreamSeq  uint64
 	Deliveries uint64
 	Reason     string
+}
+
+// LetterOf is the letter of a JetStream message given up on for reason,
+// with its stream sequence and deliveries when m carries them.
+func LetterOf(m jetstream.Msg, reason string) Letter {
+	l := Letter{Subject: m.Subject(), Data: m.Data(), Header: m.Headers(), Reason: reason}
+	if meta, err := m.Metadata(); err == nil {
+		l.StreamSeq, l.Deliveries = meta.Sequence.Stream, meta.NumDelivered
+	}
+	return l
 }
 
 // DeadLetter stores l on the dead-letter subject of source with its reason,

@@ -132,7 +132,7 @@ func (r *Relay) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	in := &nanofleetv1.InboundMessage{}
 	if err := proto.Unmarshal(m.Data(), in); err != nil || in.GetChannel() == "" || in.GetChatId() == "" {
-		r.drop(ctx, m, meta, fmt.Sprintf("fire is not a job's InboundMessage (decode: %v)", err))
+		r.drop(ctx, m, fmt.Sprintf("fire is not a job's InboundMessage (decode: %v)", err))
 		return
 	}
 	id := m.Headers().Get(hdrJobID)
@@ -173,7 +173,7 @@ func (r *Relay) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	data, err := proto.Marshal(in)
 	if err != nil {
-		r.drop(ctx, m, meta, "encode inbound: "+err.Error())
+		r.drop(ctx, m, "encode inbound: "+err.Error())
 		return
 	}
 	out := nats.NewMsg(r.b.Space.Inbound(in.GetChannel(), in.GetChatId()))
@@ -188,11 +188,8 @@ func (r *Relay) handle(ctx context.Context, m jetstream.Msg) {
 	_ = m.Ack()
 }
 
-func (r *Relay) drop(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata, reason string) {
-	err := r.b.DeadLetter(ctx, "schedule", bus.Letter{
-		Subject: m.Subject(), Data: m.Data(), Header: m.Headers(),
-		StreamSeq: meta.Sequence.Stream, Deliveries: meta.NumDelivered, Reason: reason,
-	})
+func (r *Relay) drop(ctx context.Context, m jetstream.Msg, reason string) {
+	err := r.b.DeadLetter(ctx, "schedule", bus.LetterOf(m, reason))
 	if err != nil {
 		r.log.Error("dead-letter fire", "err", err)
 		_ = m.NakWithDelay(time.Second)

@@ -131,10 +131,7 @@ func (t *turn) tooLarge(ctx context.Context, hist *session.History, cause error)
 // deadLetter stores the message with its reason. With terminate it also
 // ends the message's deliveries; otherwise the caller commits and acks it.
 func (w *Worker) deadLetter(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata, reason string, terminate bool) {
-	err := w.d.Bus.DeadLetter(ctx, "inbound", bus.Letter{
-		Subject: m.Subject(), Data: m.Data(), Header: m.Headers(),
-		StreamSeq: meta.Sequence.Stream, Deliveries: meta.NumDelivered, Reason: reason,
-	})
+	err := w.d.Bus.DeadLetter(ctx, "inbound", bus.LetterOf(m, reason))
 	if err != nil {
 		w.log.Error("dead-letter inbound", "err", err)
 		if terminate {

@@ -335,7 +335,7 @@ func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	out := &nanofleetv1.OutboundMessage{}
 	if err := proto.Unmarshal(m.Data(), out); err != nil {
-		d.deadLetter(ctx, m, meta, fmt.Sprintf("decode outbound: %v", err))
+		d.deadLetter(ctx, m, fmt.Sprintf("decode outbound: %v", err))
 		return
 	}
 	key := deliveredKey(out.GetId(), meta.Sequence.Stream)
@@ -359,7 +359,7 @@ func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	retry, after := retryable(err)
 	if !retry || int(meta.NumDelivered) >= d.g.cfg.MaxDeliver {
-		d.deadLetter(ctx, m, meta, err.Error())
+		d.deadLetter(ctx, m, err.Error())
 		return
 	}
 	if after <= 0 {
@@ -372,11 +372,8 @@ func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
 	_ = m.NakWithDelay(after)
 }
 
-func (d *deliverer) deadLetter(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata, reason string) {
-	err := d.g.bus.DeadLetter(ctx, "outbound", bus.Letter{
-		Subject: m.Subject(), Data: m.Data(), Header: m.Headers(),
-		StreamSeq: meta.Sequence.Stream, Deliveries: meta.NumDelivered, Reason: reason,
-	})
+func (d *deliverer) deadLetter(ctx context.Context, m jetstream.Msg, reason string) {
+	err := d.g.bus.DeadLetter(ctx, "outbound", bus.LetterOf(m, reason))
 	if err != nil {
 		d.log.Error("dead-letter reply", "err", err)
 		_ = m.Nak()

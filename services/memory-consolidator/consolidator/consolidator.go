@@ -195,10 +195,7 @@ func (c *Consolidator) decode(m jetstream.Msg) (*nanofleetv1.ConsolidationReques
 }
 
 func (c *Consolidator) deadLetter(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata, reason string) string {
-	err := c.d.Bus.DeadLetter(ctx, DeadLetterSource, bus.Letter{
-		Subject: m.Subject(), Data: m.Data(), Header: m.Headers(),
-		StreamSeq: meta.Sequence.Stream, Deliveries: meta.NumDelivered, Reason: reason,
-	})
+	err := c.d.Bus.DeadLetter(ctx, DeadLetterSource, bus.LetterOf(m, reason))
 	if err != nil {
 		c.log.Error("dead-letter consolidation request", "err", err)
 		_ = m.NakWithDelay(time.Second)
