@@ -216,7 +216,8 @@ func BenchmarkServer(b *testing.B) {
 func TestWithLightRequests(t *testing.T) {
 	t.Parallel()
 	const body = `{"model":"m","messages":[{"role":"system","content":"long prompt"},{"role":"user","content":"hi"}],"tools":[` +
-		`{"type":"function","function":{"name":"read_file","description":"Read a file.","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}}]}`
+		`{"type":"function","function":{"name":"read_file","description":"Read a file.","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}}],` +
+		`"max_tokens":7,"stream":false,"stream_options":null,"temperature":0.5}`
 	tests := []struct {
 		name       string
 		opts       []llmtest.Option
@@ -253,6 +254,39 @@ func TestWithLightRequests(t *testing.T) {
 			if got := f.Parameters != nil; got != tc.wantSchema {
 				t.Errorf("schema decoded %v, want %v (%v)", got, tc.wantSchema, f.Parameters)
 			}
+			if req.MaxTokens != 7 || req.Temperature != 0.5 {
+				t.Errorf("max_tokens %d, temperature %v: want 7, 0.5", req.MaxTokens, req.Temperature)
+			}
 		})
+	}
+}
+
+// TestLightRequestsRefuseMalformed checks that reading only part of a
+// request does not make the server accept what the full decode refuses.
+func TestLightRequestsRefuseMalformed(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, body string }{
+		{"truncated", `{"model":"m","messages":[{"role":"user","content":"hi"}`},
+		{"not an object", `["model"]`},
+		{"bad last message", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":7}]}`},
+		{"bad field", `{"model":7,"messages":[{"role":"user","content":"hi"}]}`},
+	}
+	for _, light := range []bool{false, true} {
+		for _, tc := range tests {
+			t.Run(fmt.Sprintf("%s/light=%v", tc.name, light), func(t *testing.T) {
+				t.Parallel()
+				var opts []llmtest.Option
+				if light {
+					opts = append(opts, llmtest.WithLightRequests())
+				}
+				srv := llmtest.NewServer(t, opts...)
+				if resp := post(t, srv, tc.body); resp.StatusCode != http.StatusBadRequest {
+					t.Errorf("status %d, want 400", resp.StatusCode)
+				}
+				if n := len(srv.Requests()); n != 0 {
+					t.Errorf("%d requests recorded, want 0", n)
+				}
+			})
+		}
 	}
 }
