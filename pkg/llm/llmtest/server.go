@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/tidwall/gjson"
@@ -249,7 +250,9 @@ func decodeLight(body []byte, req *openai.ChatCompletionRequest) error {
 	if !gjson.ValidBytes(body) {
 		return errors.New("invalid JSON")
 	}
-	root := gjson.ParseBytes(body)
+	// The body's own bytes, not a copy: every string kept below is cloned
+	// or decoded by encoding/json before the buffer goes back to the pool.
+	root := gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
 	if !root.IsObject() {
 		return errors.New("request body is not a JSON object")
 	}
@@ -272,9 +275,9 @@ func decodeLight(body []byte, req *openai.ChatCompletionRequest) error {
 			}
 		case "tools":
 			value.ForEach(func(_, t gjson.Result) bool {
-				tool := openai.Tool{Type: openai.ToolType(t.Get("type").Str)}
+				tool := openai.Tool{Type: openai.ToolType(strings.Clone(t.Get("type").Str))}
 				if f := t.Get("function"); f.IsObject() {
-					tool.Function = &openai.FunctionDefinition{Name: f.Get("name").Str, Description: f.Get("description").Str}
+					tool.Function = &openai.FunctionDefinition{Name: strings.Clone(f.Get("name").Str), Description: strings.Clone(f.Get("description").Str)}
 				}
 				req.Tools = append(req.Tools, tool)
 				return true
