@@ -73,7 +73,7 @@ func TestRunWaitsForQuorum(t *testing.T) {
 		t.Fatalf("reply never delivered; log:\n%s", logs.String())
 	}
 	stop()
-	if err := <-done; err != nil {
+	if err := bustest.Receive(t, done, 30*time.Second); err != nil {
 		t.Errorf("Run after stop = %v", err)
 	}
 }
