@@ -336,6 +336,7 @@ func (f *composeFleet) composeOut(ctx context.Context, args ...string) string {
 // down removes the project, its volumes and its network, and logs the
 // services' output first when the test failed.
 func (f *composeFleet) down() {
+	// Not t.Context(): down runs as a cleanup, when it is already cancelled.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if f.t.Failed() {

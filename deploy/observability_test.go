@@ -34,7 +34,12 @@ func fleetMetrics(t *testing.T) map[string][]string {
 		}
 		ch := make(chan *prometheus.Desc, 1)
 		c.Describe(ch)
-		d := <-ch
+		var d *prometheus.Desc
+		select { // Describe has returned: its description is there or never comes
+		case d = <-ch:
+		default:
+			t.Fatalf("observe.Metrics.%s describes nothing", v.Type().Field(i).Name)
+		}
 		match := descRE.FindStringSubmatch(d.String())
 		if match == nil {
 			t.Fatalf("cannot read %s", d)

@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -55,56 +56,53 @@ func TestLimiterAIMD(t *testing.T) {
 
 func TestLimiterWaitersInOrder(t *testing.T) {
 	t.Parallel()
-	l := newLimiter(1)
-	e, err := l.acquire(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A waiter that gives up leaves no trace.
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if _, err := l.acquire(ctx); err == nil {
-		t.Fatal("acquire with a done context succeeded while full")
-	}
-	got := make(chan int, 3)
-	for i := range 3 {
-		go func() {
-			e, err := l.acquire(t.Context())
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			got <- i
-			l.release(e, false)
-		}()
-		// Queue them in order: wait until this one waits.
-		deadline := time.After(5 * time.Second)
-		for {
+	// In a bubble: synctest.Wait says when a waiter has queued, and the
+	// timeouts run on the bubble's clock.
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(1)
+		e, err := l.acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A waiter that gives up leaves no trace.
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := l.acquire(ctx); err == nil {
+			t.Fatal("acquire with a done context succeeded while full")
+		}
+		got := make(chan int, 3)
+		for i := range 3 {
+			go func() {
+				e, err := l.acquire(t.Context())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got <- i
+				l.release(e, false)
+			}()
+			// Queue them in order: this one waits before the next starts.
+			synctest.Wait()
 			l.mu.Lock()
 			n := l.waiters.Len()
 			l.mu.Unlock()
-			if n == i+1 {
-				break
+			if n != i+1 {
+				t.Fatalf("waiter %d never queued: %d waiting", i, n)
 			}
+		}
+		l.release(e, false)
+		for want := range 3 {
 			select {
-			case <-deadline:
-				t.Fatalf("waiter %d never queued", i)
-			case <-time.After(time.Millisecond):
+			case i := <-got:
+				if i != want {
+					t.Fatalf("waiter %d served before %d", i, want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("waiter %d never served", want)
 			}
 		}
-	}
-	l.release(e, false)
-	for want := range 3 {
-		select {
-		case i := <-got:
-			if i != want {
-				t.Fatalf("waiter %d served before %d", i, want)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("waiter %d never served", want)
+		if _, inflight := l.current(); inflight != 0 {
+			t.Errorf("%d in flight after all released", inflight)
 		}
-	}
-	if _, inflight := l.current(); inflight != 0 {
-		t.Errorf("%d in flight after all released", inflight)
-	}
+	})
 }

@@ -217,7 +217,7 @@ func runRelay(t *testing.T, b *bus.Bus, opts ...schedule.RelayOption) {
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); bustest.Receive(t, done, 30*time.Second) })
 }
 
 func TestRelayTurnsFireIntoInbound(t *testing.T) {

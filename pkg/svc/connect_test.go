@@ -3,6 +3,7 @@ package svc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 )
@@ -40,19 +42,17 @@ func TestConnectWaitsForNATS(t *testing.T) {
 	}()
 
 	// Not ready, saying why, and still trying.
-	for {
-		err := ready.Check(ctx)
-		if err != nil && strings.Contains(err.Error(), "connect to nats") {
-			break
-		}
+	bustest.Eventually(t, 30*time.Second, func() error {
 		select {
 		case r := <-done:
 			t.Fatalf("Connect returned before a server was up: %v", r.err)
-		case <-ctx.Done():
-			t.Fatalf("readiness never said why: %v", err)
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-	}
+		if err := ready.Check(ctx); err == nil || !strings.Contains(err.Error(), "connect to nats") {
+			return fmt.Errorf("readiness never said why: %v", err)
+		}
+		return nil
+	})
 
 	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: port}, nil)
 	if err != nil {

@@ -97,7 +97,16 @@ func TestCronEveryTwoSeconds(t *testing.T) {
 	}
 	job := jobs[0]
 
-	checkFires := func(phase string, want int, onTime func(i int) bool) []received {
+	// checkFires waits for want fires and checks the fire times they name
+	// (the server's, in their ids) against the job's schedule: each fire
+	// counted on time lands on the schedule's grid, when one is given
+	// (fire times the server missed while it was down are skipped and the
+	// grid restarts, so a restart gives none), and comes one interval
+	// after the counted fire before it: none skipped, none doubled. How
+	// long a turn took after its fire is not checked: a loaded machine may
+	// take any time, and that is for the bench to measure.
+	every := job.Spec.Every
+	checkFires := func(phase string, want int, grid time.Time, onTime func(i int) bool) []received {
 		t.Helper()
 		f.await(15*time.Second, fmt.Sprintf("%d fires (%s)", want, phase), func(*nanofleetv1.OutboundMessage) bool {
 			return len(distinct(f.all(isFire))) >= want
@@ -108,18 +117,21 @@ func TestCronEveryTwoSeconds(t *testing.T) {
 				continue
 			}
 			at := fireSecond(t, r.msg)
-			if late := r.at.Sub(at); late < -time.Second || late > time.Second {
-				t.Errorf("%s: fire at %s answered at %s (%s off)", phase, at.Format(time.TimeOnly), r.at.Format(time.StampMilli), late)
+			if r.at.Before(at) {
+				t.Errorf("%s: fire at %s answered before it fired, at %s", phase, at.Format(time.TimeOnly), r.at.Format(time.StampMilli))
+			}
+			if !grid.IsZero() && at.Sub(grid)%every != 0 {
+				t.Errorf("%s: fire at %s, off the schedule of every %s from %s", phase, at.Format(time.TimeOnly), every, grid.Format(time.TimeOnly))
 			}
 			if i > 0 && onTime(i-1) {
-				if gap := at.Sub(fireSecond(t, got[i-1].msg)); gap < time.Second || gap > 3*time.Second {
-					t.Errorf("%s: %s between fires", phase, gap)
+				if gap := at.Sub(fireSecond(t, got[i-1].msg)); gap != every {
+					t.Errorf("%s: %s between fires, want %s", phase, gap, every)
 				}
 			}
 		}
 		return got
 	}
-	checkFires("3 workers", 3, func(int) bool { return true })
+	checkFires("3 workers", 3, job.Next, func(int) bool { return true })
 
 	// Everything stops: workers, relays, the NATS server.
 	for _, n := range nodes {
@@ -133,7 +145,7 @@ func TestCronEveryTwoSeconds(t *testing.T) {
 		nodes = append(nodes, f.startNode(fmt.Sprint("w", i+4), model, nodeConfig{slots: 2}))
 	}
 	// The first fire after the restart may be one that waited for a relay.
-	after := checkFires("after restart", 3, func(i int) bool { return i > 0 })
+	after := checkFires("after restart", 3, time.Time{}, func(i int) bool { return i > 0 })
 	if fireSecond(t, after[0].msg).Before(fireSecond(t, before[len(before)-1].msg)) {
 		t.Errorf("fires went back in time across the restart")
 	}
@@ -220,8 +232,10 @@ func TestOneTimeJobInAnotherZone(t *testing.T) {
 	if at := fireSecond(t, fire.msg); !at.Equal(target) {
 		t.Errorf("fired at %s, want %s", at, target)
 	}
-	if late := fire.at.Sub(target); late < 0 || late > time.Second {
-		t.Errorf("answered %s after the target", late)
+	// The fire time above proves the instant; how soon the turn answered
+	// is not a unit test's to time.
+	if fire.at.Before(target) {
+		t.Errorf("answered at %s, before the target %s", fire.at.Format(time.StampMilli), target.Format(time.TimeOnly))
 	}
 	if jobs, _ := n.sched.List(t.Context(), "cli:c1"); len(jobs) != 0 {
 		t.Errorf("one-time job still listed after firing: %v", jobs)

@@ -93,7 +93,7 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	go func() { defer close(done); _ = w.Run(ctx) }()
 	out, stopOut := bustest.Outbound(t, b, 1000)
 	h := &harness{w: w, b: b, llm: srv, out: out}
-	stop := sync.OnceFunc(func() { stopOut(); cancel(); <-done; profiles.Stop() })
+	stop := sync.OnceFunc(func() { stopOut(); cancel(); bustest.Receive(t, done, grace+30*time.Second); profiles.Stop() })
 	t.Cleanup(stop)
 	return h, stop
 }

@@ -1,10 +1,12 @@
 package feishu_test
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu/feishutest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
@@ -31,17 +33,17 @@ func startWebhook(t *testing.T, event map[string]any) (*harness, string) {
 // answers 503 until Run has started.
 func waitWebhook(t *testing.T, url, key string, event map[string]any) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		code := feishutest.Webhook(t, url, key, event, true)
-		if code == 200 {
-			return
-		}
-		if code != 503 || time.Now().After(deadline) {
+	bustest.Eventually(t, wait, func() error {
+		switch code := feishutest.Webhook(t, url, key, event, true); code {
+		case 200:
+			return nil
+		case 503:
+			return fmt.Errorf("signed webhook: %d", code)
+		default:
 			t.Fatalf("signed webhook: %d", code)
+			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	})
 }
 
 // TestWebhookReplaysAreRefused: a signed request whose timestamp is

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -40,15 +41,17 @@ func TestRunWaitsForQuorum(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- g.Run(runCtx) }()
-	for !strings.Contains(logs.String(), "nats not ready; retrying") {
+	bustest.Eventually(t, time.Minute, func() error {
 		select {
 		case err := <-done:
 			t.Fatalf("Run returned while the cluster had no quorum: %v", err)
-		case <-ctx.Done():
-			t.Fatalf("the gateway never said it was waiting; log:\n%s", logs.String())
-		case <-time.After(50 * time.Millisecond):
+		default:
 		}
-	}
+		if !strings.Contains(logs.String(), "nats not ready; retrying") {
+			return fmt.Errorf("the gateway never said it was waiting; log:\n%s", logs.String())
+		}
+		return nil
+	})
 
 	cluster.Start(1)
 	cluster.Start(2)
@@ -73,7 +76,7 @@ func TestRunWaitsForQuorum(t *testing.T) {
 		t.Fatalf("reply never delivered; log:\n%s", logs.String())
 	}
 	stop()
-	if err := <-done; err != nil {
+	if err := bustest.Receive(t, done, 30*time.Second); err != nil {
 		t.Errorf("Run after stop = %v", err)
 	}
 }

@@ -66,7 +66,7 @@ func startGateway(t *testing.T, a gateway.Adapter) *bus.Bus {
 	go func() { done <- g.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err := bustest.Receive(t, done, 30*time.Second); err != nil {
 			t.Errorf("gateway run: %v", err)
 		}
 	})

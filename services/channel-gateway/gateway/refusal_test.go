@@ -57,7 +57,7 @@ func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan error, 1)
 			go func() { done <- g.Run(ctx) }()
-			defer func() { cancel(); <-done }()
+			defer func() { cancel(); bustest.Receive(t, done, 30*time.Second) }()
 			select {
 			case err := <-s.results:
 				if err != nil {

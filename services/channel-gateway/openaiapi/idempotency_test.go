@@ -3,6 +3,7 @@ package openaiapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -126,20 +128,16 @@ func TestIdempotencyKeyRetry(t *testing.T) {
 // each waiting request has one.
 func waitConsumers(t *testing.T, b *bus.Bus, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	bustest.Eventually(t, 10*time.Second, func() error {
 		info, err := b.JS.Stream(t.Context(), b.Space.OutboundStream())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.CachedInfo().State.Consumers >= n {
-			return
+		if got := info.CachedInfo().State.Consumers; got < n {
+			return fmt.Errorf("%d consumers on the outbound stream, want %d", got, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d consumers on the outbound stream, want %d", info.CachedInfo().State.Consumers, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestSDKRetry: the OpenAI SDKs retry with the same body and a higher

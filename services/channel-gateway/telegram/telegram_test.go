@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -237,13 +238,12 @@ func TestWebhook(t *testing.T) {
 	if code := post(secret, `{"update_id": 10, "message": 5}`); code != http.StatusOK {
 		t.Errorf("malformed update: %d, want 200 (dropped)", code)
 	}
-	deadline := time.Now().Add(wait)
-	for code := post(secret, msg); code != http.StatusOK; code = post(secret, msg) {
-		if time.Now().After(deadline) { // 503 until Run has identified the bot
-			t.Fatalf("webhook update: %d", code)
+	bustest.Eventually(t, wait, func() error { // 503 until Run has identified the bot
+		if code := post(secret, msg); code != http.StatusOK {
+			return fmt.Errorf("webhook update: %d", code)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if c := fake.Next(t, wait, "sendMessage"); c.Fields["text"] != "echo: via hook" {
 		t.Errorf("reply %q", c.Fields["text"])
 	}

@@ -93,7 +93,13 @@ func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.
 	go func() { defer close(cDone); _ = c.Run(ctx) }()
 	out, stopOut := bustest.Outbound(t, b, 100)
 	f := &fleet{b: b, llm: srv, mem: mem, out: out}
-	t.Cleanup(func() { stopOut(); cancel(); <-wDone; <-cDone; profiles.Stop() })
+	t.Cleanup(func() {
+		stopOut()
+		cancel()
+		bustest.Receive(t, wDone, 30*time.Second)
+		bustest.Receive(t, cDone, 30*time.Second)
+		profiles.Stop()
+	})
 	return f
 }
 

@@ -84,7 +84,7 @@ func TestModelAnswers(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); bustest.Receive(t, done, 30*time.Second) }()
 	sessions, _ := session.Open(ctx, b)
 	docs, _ := memory.OpenDocs(ctx, b)
 	for i, tt := range tests {
@@ -135,7 +135,7 @@ func TestBadRequestsAreDeadLettered(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); bustest.Receive(t, done, 30*time.Second) }()
 
 	agent := memory.AgentScope("default").Key()
 	encode := func(r *nanofleetv1.ConsolidationRequest) []byte { d, _ := proto.Marshal(r); return d }

@@ -168,7 +168,7 @@ func TestRunFollowsJetStream(t *testing.T) {
 	defer s.Close()
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); bustest.Receive(t, done, 30*time.Second) }()
 	// A KV change reaches the file without waiting for the (hour-long)
 	// poll: the syncer watches the key.
 	if _, _, err := docs.SetContent(ctx, memory.AgentScope("default"), "- pushed\n", "dream"); err != nil {

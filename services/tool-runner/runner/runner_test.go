@@ -226,7 +226,7 @@ func TestStopWaitsForRunningCalls(t *testing.T) {
 	if err := f.stop(); err != nil {
 		t.Fatal(err)
 	}
-	expectOK(t, <-done, "ok")
+	expectOK(t, bustest.Receive(t, done, 30*time.Second), "ok")
 }
 
 func TestConfigValidateAndLoad(t *testing.T) {
