@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
@@ -57,7 +58,9 @@ type Server struct {
 type Option func(*Server)
 
 // WithLogger sets the API's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l.With("channel", Channel) } }
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Server) { s.log = observe.OrDiscard(l).With("channel", Channel) }
+}
 
 // New returns the API for cfg.
 func New(cfg Config, deps Deps, opts ...Option) (*Server, error) {

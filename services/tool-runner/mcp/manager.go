@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
@@ -71,7 +72,7 @@ type Option func(*Manager)
 
 // WithLogger sets the logger of warnings about servers and their stderr
 // (debug); the default discards.
-func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.log = observe.OrDiscard(l) } }
 
 // WithConnectTimeout sets how long a server gets to start and answer the
 // handshake and listings (default [DefaultConnectTimeout]).
