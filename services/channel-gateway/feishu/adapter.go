@@ -115,7 +115,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 			return nil, fmt.Errorf("feishu: %w", err)
 		}
 	}
-	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
+	if a.sent, err = parts.Open(ctx, deps.Bus, parts.WithLogger(a.log)); err != nil {
 		return nil, fmt.Errorf("feishu: %w", err)
 	}
 	if cfg.Streaming {

@@ -132,7 +132,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	a.typing = typing.New(deps.Bus, Channel, a.typingEvery, a.typingMax, typing.WithLogger(a.log))
-	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
+	if a.sent, err = parts.Open(ctx, deps.Bus, parts.WithLogger(a.log)); err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	if cfg.Streaming {

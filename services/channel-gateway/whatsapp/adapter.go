@@ -90,7 +90,7 @@ func WithLogger(l *slog.Logger) Option {
 	return func(a *Adapter) error { a.log = observe.OrDiscard(l).With("channel", Channel); return nil }
 }
 
-// WithDialer replaces [Dial] as the way to connect to WhatsApp (tests
+// WithDialer replaces whatsmeow as the way to connect to WhatsApp (tests
 // pass a fake).
 func WithDialer(d Dialer) Option { return func(a *Adapter) error { a.dial = d; return nil } }
 
@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		}
 	}
 	if a.dial == nil {
-		a.dial = Dial(a.log.With("component", "whatsmeow"))
+		a.dial = whatsmeowDialer(a.log.With("component", "whatsmeow"))
 	}
 	kv, err := deps.Bus.KV(ctx, Bucket)
 	if err != nil {
@@ -122,7 +122,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
-	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
+	if a.sent, err = parts.Open(ctx, deps.Bus, parts.WithLogger(a.log)); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
 	if a.board, err = status.Open(ctx, deps.Bus); err != nil {
