@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/storeguard"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
@@ -85,6 +86,13 @@ func TestWithLoggerNil(t *testing.T) {
 		{"memory.New", func(ctx context.Context) (run, error) {
 			_, err := memory.New(ctx, memory.DefaultConfig(), b, memory.WithLogger(nil))
 			return nil, err
+		}},
+		{"schedule.NewRelay", func(ctx context.Context) (run, error) {
+			r, err := schedule.NewRelay(ctx, b, schedule.WithRelayLogger(nil))
+			if err != nil {
+				return nil, err
+			}
+			return r.Run, nil
 		}},
 		{"agent.New", func(context.Context) (run, error) {
 			model, err := llm.New(llm.Config{APIKey: "k", Model: "m"})
