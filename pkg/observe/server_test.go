@@ -3,7 +3,6 @@ package observe_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 )
 
 var errNoBus = errors.New("nats: no servers available")
@@ -107,26 +107,11 @@ func TestLifecycle(t *testing.T) {
 	}
 	base := "http://" + s.Addr().String()
 
-	steps := []struct {
-		name     string
-		before   func()
-		path     string
-		wantCode int
-		wantBody string
-	}{
-		{"alive", nil, "/healthz", 200, "ok"},
-		{"ready", nil, "/readyz", 200, "ready"},
-		{"runtime metrics", nil, "/metrics", 200, "go_goroutines"},
-	}
-	for _, st := range steps {
-		if st.before != nil {
-			st.before()
-		}
-		code, body := get(t, base+st.path)
-		if code != st.wantCode || !strings.Contains(body, st.wantBody) {
-			t.Fatalf("%s: GET %s = %d %q, want %d containing %q", st.name, st.path, code, body, st.wantCode, st.wantBody)
-		}
-	}
+	observetest.Walk(t, base, []observetest.Step{
+		{Name: "alive", Path: "/healthz", WantCode: 200, WantBody: "ok"},
+		{Name: "ready", Path: "/readyz", WantCode: 200, WantBody: "ready"},
+		{Name: "runtime metrics", Path: "/metrics", WantCode: 200, WantBody: "go_goroutines"},
+	})
 
 	stop()
 	select {
@@ -163,18 +148,4 @@ func TestRunPortTaken(t *testing.T) {
 		t.Fatal("Listening closed although the listen failed")
 	default:
 	}
-}
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
 }

@@ -120,18 +120,14 @@ func startManager(t *testing.T, sb sandbox.Config, servers map[string]mcp.Server
 			t.Errorf("stop: %v", err)
 		}
 	})
-	select {
-	case <-m.Started():
-	case <-time.After(40 * time.Second):
-		t.Fatal("servers not started after 40s")
-	}
 	rec := newRecorder()
 	m.Serve(rec)
 	return m, rec
 }
 
-// runManager runs m until the returned stop is called, which returns
-// Run's error; Run must return within 15 s.
+// runManager runs m and waits until its servers' first attempts are in;
+// Run goes on until the returned stop is called, which returns Run's
+// error (Run must return within 15 s).
 func runManager(t *testing.T, m *mcp.Manager) (stop func() error) {
 	t.Helper()
 	// Not t.Context(): it is already cancelled when cleanups run, and the
@@ -139,6 +135,12 @@ func runManager(t *testing.T, m *mcp.Manager) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	ran := make(chan error, 1)
 	go func() { ran <- m.Run(ctx) }()
+	select {
+	case <-m.Started():
+	case <-time.After(40 * time.Second):
+		cancel()
+		t.Fatal("first attempts not in after 40s")
+	}
 	return sync.OnceValue(func() error {
 		cancel()
 		select {
@@ -360,11 +362,6 @@ func TestRunEndWithdrawsAndStops(t *testing.T) {
 	}
 	stop := runManager(t, m)
 	defer stop()
-	select {
-	case <-m.Started():
-	case <-time.After(40 * time.Second):
-		t.Fatal("servers not started after 40s")
-	}
 	rec := newRecorder()
 	m.Serve(rec)
 	rec.await(t, "fake", func(names []string) bool { return len(names) > 0 })
