@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,10 +28,10 @@ type Server struct {
 	ready     func(context.Context) error
 	srv       *http.Server
 	listening chan struct{} // closed once Run has bound its listener
+	started   atomic.Bool
 
-	mu      sync.Mutex
-	started bool
-	ln      net.Listener
+	mu sync.Mutex // guards ln
+	ln net.Listener
 }
 
 // NewServer returns a server for addr (host:port; ":0" picks a free port)
@@ -72,23 +73,20 @@ func (s *Server) Handler() http.Handler { return s.srv.Handler }
 // error if serving failed. A server runs once: a second Run returns
 // [ErrStarted].
 func (s *Server) Run(ctx context.Context) error {
-	s.mu.Lock()
-	if s.started {
-		s.mu.Unlock()
+	if !s.started.CompareAndSwap(false, true) {
 		return ErrStarted
 	}
-	s.started = true
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.addr)
 	if err != nil {
-		s.mu.Unlock()
 		return fmt.Errorf("observe: listen %s: %w", s.addr, err)
 	}
+	s.mu.Lock()
 	s.ln = ln
+	s.mu.Unlock()
 	// Requests are not cancelled when ctx ends: the shutdown lets those in
 	// flight finish.
 	s.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
-	s.mu.Unlock()
 	close(s.listening)
 
 	served := make(chan error, 1)
