@@ -25,8 +25,17 @@ const (
 	defaultMax = 15 * time.Second
 )
 
-// Wait is how long to wait before retry n (from 0).
+// Wait is how long to wait before retry n (from 0): [Backoff.Delay]
+// with jitter.
 func (b Backoff) Wait(n int) time.Duration {
+	d := b.Delay(n)
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// Delay is the n-th wait (from 0) without jitter, Min·2ⁿ capped at Max:
+// for a caller with no herd of retries to spread.
+func (b Backoff) Delay(n int) time.Duration {
 	lo, hi := b.Min, b.Max
 	if lo <= 0 {
 		lo = defaultMin
@@ -40,9 +49,7 @@ func (b Backoff) Wait(n int) time.Duration {
 	for i := 0; i < n && d < hi; i++ {
 		d *= 2
 	}
-	d = min(d, hi)
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return min(d, hi)
 }
 
 // Sleep waits d, or until ctx ends, and returns ctx's error in that case.

@@ -44,6 +44,32 @@ func TestWait(t *testing.T) {
 	}
 }
 
+func TestDelay(t *testing.T) {
+	b := backoff.Backoff{Min: 20 * time.Millisecond, Max: 2 * time.Second}
+	tests := []struct {
+		name string
+		b    backoff.Backoff
+		n    int
+		want time.Duration
+	}{
+		{"first", b, 0, 20 * time.Millisecond},
+		{"doubles", b, 1, 40 * time.Millisecond},
+		{"doubles again", b, 3, 160 * time.Millisecond},
+		{"last below the cap", b, 6, 1280 * time.Millisecond},
+		{"capped", b, 7, 2 * time.Second},
+		{"no overflow", b, 1 << 40, 2 * time.Second},
+		{"zero value: defaults", backoff.Backoff{}, 0, 250 * time.Millisecond},
+		{"zero value capped at 15s", backoff.Backoff{}, 100, 15 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.b.Delay(tt.n); got != tt.want {
+				t.Errorf("Delay(%d) = %s, want %s", tt.n, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestSleep(t *testing.T) {
 	done, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
 // EmbeddedConfig configures a nats-server started inside the process.
@@ -59,11 +60,28 @@ type Embedded struct {
 	user, password string
 }
 
+// EmbeddedOption changes how [StartEmbedded] starts the server.
+type EmbeddedOption func(*embeddedOptions)
+
+type embeddedOptions struct {
+	log *slog.Logger // nil: the server logs nothing
+}
+
+// WithLogger makes the server log to l (its notices at debug level); the
+// default, and nil, log nothing.
+func WithLogger(l *slog.Logger) EmbeddedOption {
+	return func(o *embeddedOptions) { o.log = observe.OrDiscard(l) }
+}
+
 // StartEmbedded starts a nats-server with JetStream and waits until it
 // accepts connections.
-func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
+func StartEmbedded(cfg EmbeddedConfig, opts ...EmbeddedOption) (*Embedded, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	var o embeddedOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
 	host := cfg.Host
 	if host == "" {
@@ -73,7 +91,7 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 	if name == "" {
 		name = "nanofleet-embedded"
 	}
-	opts := &server.Options{
+	so := &server.Options{
 		ServerName:         name,
 		Host:               host,
 		Port:               cfg.Port,
@@ -94,14 +112,14 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 		if err != nil {
 			return nil, fmt.Errorf("embedded nats: hash password: %w", err)
 		}
-		opts.Password = string(hash)
+		so.Password = string(hash)
 	}
-	srv, err := server.NewServer(opts)
+	srv, err := server.NewServer(so)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
-	if log != nil {
-		srv.SetLoggerV2(&serverLogger{log: log.With("component", "nats-server")}, false, false, false)
+	if o.log != nil {
+		srv.SetLoggerV2(&serverLogger{log: o.log.With("component", "nats-server")}, false, false, false)
 	}
 	go srv.Start()
 	if !srv.ReadyForConnections(30 * time.Second) {

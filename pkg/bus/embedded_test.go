@@ -21,7 +21,7 @@ import (
 func TestEmbeddedRequiresCredentials(t *testing.T) {
 	var logged syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, User: "nanofleet", Password: "s3cret"}, log)
+	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, User: "nanofleet", Password: "s3cret"}, bus.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func ExampleProvision() {
 
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: dir, NoListen: true}, nil)
+	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: dir, NoListen: true})
 	if err != nil {
 		fmt.Println(err)
 		return

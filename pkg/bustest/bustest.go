@@ -34,7 +34,7 @@ func StartServer(t testing.TB) *Server {
 // StartServerIn is [StartServer] with a given store dir, for restart tests.
 func StartServerIn(t testing.TB, dir string) *Server {
 	t.Helper()
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: dir, Port: -1}, nil)
+	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: dir, Port: -1})
 	if err != nil {
 		t.Fatalf("start nats: %v", err)
 	}

@@ -64,7 +64,6 @@ func TestNewOptions(t *testing.T) {
 	}{
 		{"nil sleep", llm.WithSleep(nil)},
 		{"nil clock", llm.WithClock(nil)},
-		{"nil logger", llm.WithLogger(nil)},
 		{"nil http client", llm.WithHTTPClient(nil)},
 		{"bad backoff", llm.WithBackoff(time.Second, time.Millisecond)},
 		{"negative retry-after cap", llm.WithMaxRetryAfter(-1)},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
 // Option configures optional Provider behaviour. Options are validated by
@@ -62,13 +63,11 @@ func WithHTTPClient(c *http.Client) Option {
 	}
 }
 
-// WithLogger sets the logger for retries and fallbacks (default: discard).
+// WithLogger sets the logger for retries and fallbacks (default, and
+// nil: discard).
 func WithLogger(l *slog.Logger) Option {
 	return func(s *settings) error {
-		if l == nil {
-			return errors.New("WithLogger: nil logger")
-		}
-		s.logger = l
+		s.logger = observe.OrDiscard(l)
 		return nil
 	}
 }

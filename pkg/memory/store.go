@@ -14,6 +14,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -49,7 +50,7 @@ type Store struct {
 type Option func(*Store)
 
 // WithLogger sets the store's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = observe.OrDiscard(l) } }
 
 // New returns the memory of the fleet b belongs to; the bus layout and
 // [Assets] must have been provisioned.

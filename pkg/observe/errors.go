@@ -2,6 +2,6 @@ package observe
 
 import "errors"
 
-// ErrStarted is returned by [Server.Start] when the server is already
-// running or has been shut down.
+// ErrStarted is returned by [Server.Run] when the server is running or
+// has run.
 var ErrStarted = errors.New("observe: server already started")

@@ -11,7 +11,7 @@ import (
 )
 
 // A service builds its registry and metrics once, serves them on its
-// operator port, and shuts the server down last.
+// operator port, and stops the server last.
 func Example() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -21,7 +21,11 @@ func Example() {
 	srv := observe.NewServer("127.0.0.1:0", reg, func(ctx context.Context) error {
 		return nil // e.g. check the NATS connection and the inbound consumer
 	})
-	if err := srv.Start(ctx); err != nil {
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(ctx) }()
+	select {
+	case <-srv.Listening():
+	case err := <-ran:
 		fmt.Println(err)
 		return
 	}
@@ -35,9 +39,8 @@ func Example() {
 	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	fmt.Print(rec.Code, " ", rec.Body)
 
-	shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
-	defer done()
-	fmt.Println(srv.Shutdown(shutdown))
+	cancel() // Run stops the server, waiting for requests in flight
+	fmt.Println(<-ran)
 	// Output:
 	// 200 ready
 	// <nil>

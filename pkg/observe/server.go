@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,16 +18,20 @@ import (
 // ReadyTimeout bounds one call of the readiness function.
 const ReadyTimeout = 5 * time.Second
 
+// ShutdownTimeout bounds the wait for requests in flight once
+// [Server.Run]'s context has ended.
+const ShutdownTimeout = 5 * time.Second
+
 // Server serves /metrics, /healthz and /readyz on one address.
 type Server struct {
-	addr  string
-	ready func(context.Context) error
-	srv   *http.Server
+	addr      string
+	ready     func(context.Context) error
+	srv       *http.Server
+	listening chan struct{} // closed once Run has bound its listener
+	started   atomic.Bool
 
-	mu      sync.Mutex
-	started bool
-	ln      net.Listener
-	served  chan error // receives Serve's result once
+	mu sync.Mutex // guards ln
+	ln net.Listener
 }
 
 // NewServer returns a server for addr (host:port; ":0" picks a free port)
@@ -39,7 +44,7 @@ func NewServer(addr string, reg *prometheus.Registry, ready func(ctx context.Con
 	if ready == nil {
 		ready = func(context.Context) error { return nil }
 	}
-	s := &Server{addr: addr, ready: ready}
+	s := &Server{addr: addr, ready: ready, listening: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		EnableOpenMetrics: true,
@@ -61,14 +66,14 @@ func NewServer(addr string, reg *prometheus.Registry, ready func(ctx context.Con
 // another server.
 func (s *Server) Handler() http.Handler { return s.srv.Handler }
 
-// Start listens on the server's address and serves in the background until
-// [Server.Shutdown]. It returns once the listener is bound, so a port that
-// is taken fails here. ctx is the parent of every request's context: cancel
-// it to make /readyz report 503 while the service drains.
-func (s *Server) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
+// Run listens on the server's address and serves until ctx ends; then it
+// stops accepting connections, waits up to [ShutdownTimeout] for requests
+// in flight, and returns. A port that is taken fails at once;
+// [Server.Listening] is closed once the listener is bound. It returns an
+// error if serving failed. A server runs once: a second Run returns
+// [ErrStarted].
+func (s *Server) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
 		return ErrStarted
 	}
 	var lc net.ListenConfig
@@ -76,16 +81,37 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("observe: listen %s: %w", s.addr, err)
 	}
-	s.started = true
+	s.mu.Lock()
 	s.ln = ln
-	s.served = make(chan error, 1)
-	s.srv.BaseContext = func(net.Listener) context.Context { return ctx }
-	go func() { s.served <- s.srv.Serve(ln) }()
+	s.mu.Unlock()
+	// Requests are not cancelled when ctx ends: the shutdown lets those in
+	// flight finish.
+	s.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	close(s.listening)
+
+	served := make(chan error, 1)
+	go func() { served <- s.srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("observe: serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
+	defer cancel()
+	if err := s.srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("observe: shutdown: %w", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("observe: serve: %w", err)
+	}
 	return nil
 }
 
+// Listening is closed once [Server.Run] has bound its listener.
+func (s *Server) Listening() <-chan struct{} { return s.listening }
+
 // Addr returns the address the server listens on, or nil before
-// [Server.Start].
+// [Server.Run] has bound it.
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,39 +121,10 @@ func (s *Server) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// Shutdown stops accepting connections and waits, until ctx is done, for
-// requests in flight to finish. It returns an error if serving had failed.
-// Calling it on a server that never started does nothing.
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	started, served := s.started, s.served
-	s.mu.Unlock()
-	if !started {
-		return nil
-	}
-	if err := s.srv.Shutdown(ctx); err != nil {
-		return fmt.Errorf("observe: shutdown: %w", err)
-	}
-	select {
-	case err := <-served:
-		served <- http.ErrServerClosed // later calls see a clean close
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("observe: serve: %w", err)
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("observe: shutdown: %w", ctx.Err())
-	}
-}
-
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
 	defer cancel()
-	err := ctx.Err() // the service is draining: not ready, whatever ready says
-	if err == nil {
-		err = s.ready(ctx)
-	}
-	if err != nil {
+	if err := s.ready(ctx); err != nil {
 		writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
 		return
 	}

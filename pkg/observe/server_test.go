@@ -3,7 +3,6 @@ package observe_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 )
 
 var errNoBus = errors.New("nats: no servers available")
@@ -83,88 +83,69 @@ func TestNilArgumentsServe(t *testing.T) {
 	}
 }
 
-// TestLifecycle runs the server on loopback: it serves after Start, reports
-// not ready once the start context is cancelled, and stops on Shutdown.
+// TestLifecycle runs the server on loopback: it serves once Run listens
+// and stops when Run's context ends. (Draining is svc.Observability's:
+// TestObservabilityDrains.)
 func TestLifecycle(t *testing.T) {
-	ctx, drain := context.WithCancel(t.Context())
-	defer drain()
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
 	s := observe.NewServer("127.0.0.1:0", observe.NewRegistry(), nil)
 	if s.Addr() != nil {
-		t.Fatalf("Addr before Start = %v, want nil", s.Addr())
+		t.Fatalf("Addr before Run = %v, want nil", s.Addr())
 	}
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	select {
+	case <-s.Listening():
+	case err := <-ran:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not listening after 10s")
 	}
-	if err := s.Start(ctx); !errors.Is(err, observe.ErrStarted) {
-		t.Fatalf("second Start: %v, want ErrStarted", err)
+	if err := s.Run(ctx); !errors.Is(err, observe.ErrStarted) {
+		t.Fatalf("second Run: %v, want ErrStarted", err)
 	}
 	base := "http://" + s.Addr().String()
 
-	steps := []struct {
-		name     string
-		before   func()
-		path     string
-		wantCode int
-		wantBody string
-	}{
-		{"alive", nil, "/healthz", 200, "ok"},
-		{"ready", nil, "/readyz", 200, "ready"},
-		{"runtime metrics", nil, "/metrics", 200, "go_goroutines"},
-		{"draining is not ready", drain, "/readyz", 503, "context canceled"},
-		{"draining is alive", nil, "/healthz", 200, "ok"},
-	}
-	for _, st := range steps {
-		if st.before != nil {
-			st.before()
-		}
-		code, body := get(t, base+st.path)
-		if code != st.wantCode || !strings.Contains(body, st.wantBody) {
-			t.Fatalf("%s: GET %s = %d %q, want %d containing %q", st.name, st.path, code, body, st.wantCode, st.wantBody)
-		}
-	}
+	observetest.Walk(t, base, []observetest.Step{
+		{Name: "alive", Path: "/healthz", WantCode: 200, WantBody: "ok"},
+		{Name: "ready", Path: "/readyz", WantCode: 200, WantBody: "ready"},
+		{Name: "runtime metrics", Path: "/metrics", WantCode: 200, WantBody: "go_goroutines"},
+	})
 
-	sctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if err := s.Shutdown(sctx); err != nil {
-		t.Fatalf("Shutdown: %v", err)
-	}
-	if err := s.Shutdown(sctx); err != nil {
-		t.Fatalf("second Shutdown: %v", err)
+	stop()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatalf("Run after its context ended: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
 	}
 	if _, err := http.Get(base + "/healthz"); err == nil {
-		t.Fatal("server still answers after Shutdown")
+		t.Fatal("server still answers after Run returned")
 	}
-	if err := s.Start(t.Context()); !errors.Is(err, observe.ErrStarted) {
-		t.Fatalf("Start after Shutdown: %v, want ErrStarted", err)
+	if err := s.Run(t.Context()); !errors.Is(err, observe.ErrStarted) {
+		t.Fatalf("Run after Run returned: %v, want ErrStarted", err)
 	}
 }
 
-func TestStartPortTaken(t *testing.T) {
+func TestRunPortTaken(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	s := observe.NewServer(ln.Addr().String(), nil, nil)
-	if err := s.Start(t.Context()); err == nil {
-		_ = s.Shutdown(t.Context())
-		t.Fatal("Start on a taken port succeeded")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	// Run must fail at once, not serve until ctx ends.
+	if err := s.Run(ctx); err == nil || ctx.Err() != nil {
+		t.Fatalf("Run on a taken port = %v (ctx: %v), want an error at once", err, ctx.Err())
 	}
-	if err := s.Shutdown(t.Context()); err != nil {
-		t.Fatalf("Shutdown of a server that never started: %v", err)
+	select {
+	case <-s.Listening():
+		t.Fatal("Listening closed although the listen failed")
+	default:
 	}
-}
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
 }

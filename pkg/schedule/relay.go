@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -57,13 +58,10 @@ func WithPrepare(f PrepareFunc) RelayOption {
 	}
 }
 
-// WithRelayLogger sets the relay's logger; the default discards.
+// WithRelayLogger sets the relay's logger; the default, and nil, discard.
 func WithRelayLogger(l *slog.Logger) RelayOption {
 	return func(r *Relay) error {
-		if l == nil {
-			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
-		}
-		r.log = l.With("component", "schedule-relay")
+		r.log = observe.OrDiscard(l).With("component", "schedule-relay")
 		return nil
 	}
 }

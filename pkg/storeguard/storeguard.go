@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 )
@@ -90,7 +91,7 @@ type Guard struct {
 type Option func(*Guard)
 
 // WithLogger sets the guard's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(g *Guard) { g.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(g *Guard) { g.log = observe.OrDiscard(l) } }
 
 // New returns a guard for cfg whose metrics are registered on reg.
 // onRecover, when not nil, runs once space is back; until it succeeds the

@@ -54,7 +54,7 @@ func TestConnectWaitsForNATS(t *testing.T) {
 		return nil
 	})
 
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: port}, nil)
+	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: port})
 	if err != nil {
 		t.Fatal(err)
 	}

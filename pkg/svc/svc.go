@@ -248,20 +248,36 @@ func (r *Readiness) Check(ctx context.Context) error {
 }
 
 // Observability starts the /metrics, /healthz and /readyz server on addr
-// (nothing when addr is empty); ready reports readiness.
+// (nothing when addr is empty) and returns once it listens; ready reports
+// readiness. The server outlives ctx: once ctx ends it reports not ready
+// while the service drains, and stop stops it (waiting up to
+// [observe.ShutdownTimeout] for requests in flight).
 func Observability(ctx context.Context, addr string, reg *prometheus.Registry, ready func(context.Context) error) (stop func(), err error) {
 	if addr == "" {
 		return func() {}, nil
 	}
-	srv := observe.NewServer(addr, reg, ready)
-	if err := srv.Start(ctx); err != nil {
+	if ready == nil {
+		ready = func(context.Context) error { return nil }
+	}
+	srv := observe.NewServer(addr, reg, func(rctx context.Context) error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("draining: %w", err)
+		}
+		return ready(rctx)
+	})
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(runCtx) }()
+	select {
+	case <-srv.Listening():
+	case err := <-ran:
+		cancel()
 		return nil, fmt.Errorf("observability server: %w", err)
 	}
-	return func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}, nil
+	return sync.OnceFunc(func() {
+		cancel()
+		<-ran
+	}), nil
 }
 
 // BusReady is a readiness check: the NATS connection is up.

@@ -233,7 +233,6 @@ func TestOptionsValidate(t *testing.T) {
 		toolclient.WithLivenessTimeout(time.Millisecond),
 		toolclient.WithCallTimeout(0),
 		toolclient.WithMaxRetries(-1),
-		toolclient.WithLogger(nil),
 		toolclient.WithAllRunners(-1),
 	} {
 		if _, err := toolclient.New(b, opt); !errors.Is(err, toolclient.ErrInvalidOption) {

@@ -4,18 +4,17 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
 // Option configures a Client.
 type Option func(*Client) error
 
-// WithLogger sets the client's logger.
+// WithLogger sets the client's logger; nil discards, as the default.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *Client) error {
-		if l == nil {
-			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
-		}
-		c.log = l
+		c.log = observe.OrDiscard(l)
 		return nil
 	}
 }

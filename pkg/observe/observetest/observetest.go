@@ -1,7 +1,11 @@
-// Package observetest reads metrics back in tests.
+// Package observetest reads metrics and the operator routes back in
+// tests.
 package observetest
 
 import (
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,4 +26,45 @@ func Gauge(t testing.TB, g prometheus.Gatherer, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// Step is one request of [Walk]: Before (if any) runs first, then GET
+// Path must answer WantCode with a body containing WantBody.
+type Step struct {
+	Name     string
+	Before   func()
+	Path     string
+	WantCode int
+	WantBody string
+}
+
+// Walk makes the steps' requests to base in order and fails the test at
+// the first unexpected answer.
+func Walk(t testing.TB, base string, steps []Step) {
+	t.Helper()
+	for _, st := range steps {
+		if st.Before != nil {
+			st.Before()
+		}
+		code, body := Get(t, base+st.Path)
+		if code != st.WantCode || !strings.Contains(body, st.WantBody) {
+			t.Fatalf("%s: GET %s = %d %q, want %d containing %q", st.Name, st.Path, code, body, st.WantCode, st.WantBody)
+		}
+	}
+}
+
+// Get returns the status and body of GET url; the test fails if the
+// request does.
+func Get(t testing.TB, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }

@@ -1,6 +1,9 @@
 package observetest_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,5 +20,27 @@ func TestGauge(t *testing.T) {
 		if got := observetest.Gauge(t, reg, "x_bytes"); got != want {
 			t.Errorf("Gauge = %v, want %v", got, want)
 		}
+	}
+}
+
+func TestWalk(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/here" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, "hello there")
+	}))
+	defer srv.Close()
+	before := false
+	observetest.Walk(t, srv.URL, []observetest.Step{
+		{Name: "found", Before: func() { before = true }, Path: "/here", WantCode: 200, WantBody: "there"},
+		{Name: "not found", Path: "/gone", WantCode: 404, WantBody: "not found"},
+	})
+	if !before {
+		t.Error("Before did not run")
+	}
+	if code, body := observetest.Get(t, srv.URL+"/here"); code != 200 || body != "hello there" {
+		t.Errorf("Get = %d %q", code, body)
 	}
 }

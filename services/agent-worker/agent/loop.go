@@ -13,6 +13,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -96,7 +97,7 @@ type Loop struct {
 type Option func(*Loop)
 
 // WithLogger sets the loop's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(lp *Loop) { lp.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(lp *Loop) { lp.log = observe.OrDiscard(l) } }
 
 // New returns a loop calling model.
 func New(cfg Config, model llm.Client, opts ...Option) (*Loop, error) {

@@ -68,7 +68,7 @@ type Deps struct {
 type Option func(*Worker)
 
 // WithLogger sets the worker's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(w *Worker) { w.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(w *Worker) { w.log = observe.OrDiscard(l) } }
 
 // Worker is an assembled worker with the parts it owns.
 type Worker struct {

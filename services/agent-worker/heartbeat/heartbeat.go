@@ -16,6 +16,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/session"
@@ -95,7 +96,7 @@ type Service struct {
 type Option func(*Service)
 
 // WithLogger sets the heartbeat's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = observe.OrDiscard(l) } }
 
 // New returns the heartbeat of cfg.Agent.
 func New(ctx context.Context, cfg Config, b *bus.Bus, sched *schedule.Scheduler, profiles *profile.Cache, opts ...Option) (*Service, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
@@ -47,7 +48,7 @@ type Manager struct {
 type Option func(*Manager)
 
 // WithLogger sets the manager's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.log = observe.OrDiscard(l) } }
 
 // New opens the bucket and streams; [Assets] must have been provisioned.
 func New(ctx context.Context, cfg Config, b *bus.Bus, opts ...Option) (*Manager, error) {

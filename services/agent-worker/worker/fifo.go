@@ -6,16 +6,17 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
-// busy puts the message back to wait for its session.
+// busy puts the message back to wait for its session, the delay doubling
+// with each delivery. Not jittered: the messages waiting for one session
+// are already taken one at a time by the FIFO guard, so there is no herd
+// to spread, and a wait cut to half would only add FIFO checks.
 func (t *turn) busy() {
-	d := t.w.cfg.BusyDelay
-	for i := uint64(1); i < t.meta.NumDelivered && d < t.w.cfg.MaxBusyDelay; i++ {
-		d *= 2
-	}
-	_ = t.msg.NakWithDelay(min(d, t.w.cfg.MaxBusyDelay))
+	waits := backoff.Backoff{Min: t.w.cfg.BusyDelay, Max: t.w.cfg.MaxBusyDelay}
+	_ = t.msg.NakWithDelay(waits.Delay(int(t.meta.NumDelivered) - 1))
 }
 
 // oldest is the FIFO guard: only the oldest message still in the inbound

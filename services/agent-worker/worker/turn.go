@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/session"
@@ -131,8 +132,10 @@ func (t *turn) held(ctx context.Context, l *lease.Lease) string {
 		}
 		// Mostly the bus itself (a stream leader election after a server
 		// restart takes seconds): back off so that the attempts a message
-		// has are not all spent during one outage.
-		delay := min(time.Second<<min(t.meta.NumDelivered, 5), 30*time.Second)
+		// has are not all spent during one outage: 2, 4, 8… s (at most
+		// 30 s), jittered so that the turns one outage failed do not all
+		// come back at once.
+		delay := backoff.Backoff{Min: 2 * time.Second, Max: 30 * time.Second}.Wait(int(t.meta.NumDelivered) - 1)
 		t.log.Error("turn failed; will retry", "err", err, "after", delay)
 		_ = t.msg.NakWithDelay(delay)
 		return "failed"

@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
@@ -92,7 +93,7 @@ type Worker struct {
 type Option func(*Worker)
 
 // WithLogger sets the worker's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(w *Worker) { w.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(w *Worker) { w.log = observe.OrDiscard(l) } }
 
 // New prepares a worker: it opens the stores and creates or updates the
 // shared consumer. The fleet's layout must be provisioned.

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -107,7 +108,9 @@ type Gate struct {
 type Option func(*Gate) error
 
 // WithLogger sets the gate's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(g *Gate) error { g.log = l; return nil } }
+func WithLogger(l *slog.Logger) Option {
+	return func(g *Gate) error { g.log = observe.OrDiscard(l); return nil }
+}
 
 // WithCodeTTL sets how long pairing codes live (at least a second).
 func WithCodeTTL(d time.Duration) Option {

@@ -46,7 +46,7 @@ type Deps struct {
 type Option func(*Gateway)
 
 // WithLogger sets the gateway's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(gw *Gateway) { gw.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(gw *Gateway) { gw.log = observe.OrDiscard(l) } }
 
 // Gateway is an assembled gateway; its HTTP listener is bound.
 type Gateway struct {

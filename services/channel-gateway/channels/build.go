@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -81,7 +82,7 @@ type Option func(*options)
 type options struct{ log *slog.Logger }
 
 // WithLogger sets the logger the channels log to; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = observe.OrDiscard(l) } }
 
 // Build constructs the enabled channels: the adapters to pass to
 // [gateway.New], and the handler to serve on the gateway's HTTP listener

@@ -12,6 +12,7 @@ import (
 	"rsc.io/qr"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/webpage"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
@@ -53,7 +54,7 @@ type Server struct {
 type Option func(*Server)
 
 // WithLogger sets the dashboard's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = observe.OrDiscard(l) } }
 
 // New returns the dashboard.
 func New(cfg Config, deps Deps, opts ...Option) (*Server, error) {

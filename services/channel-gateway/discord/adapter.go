@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -72,7 +73,7 @@ type Option func(*Adapter) error
 
 // WithLogger sets the adapter's logger; the default discards.
 func WithLogger(l *slog.Logger) Option {
-	return func(a *Adapter) error { a.log = l.With("channel", Channel); return nil }
+	return func(a *Adapter) error { a.log = observe.OrDiscard(l).With("channel", Channel); return nil }
 }
 
 // WithTyping sets how often the typing indicator is renewed and for how
@@ -135,7 +136,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
-	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
+	if a.sent, err = parts.Open(ctx, deps.Bus, parts.WithLogger(a.log)); err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
 	if cfg.Streaming {

@@ -22,6 +22,7 @@ import (
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -77,7 +78,7 @@ type Option func(*Adapter) error
 
 // WithLogger sets the adapter's logger; the default discards.
 func WithLogger(l *slog.Logger) Option {
-	return func(a *Adapter) error { a.log = l.With("channel", Channel); return nil }
+	return func(a *Adapter) error { a.log = observe.OrDiscard(l).With("channel", Channel); return nil }
 }
 
 // New returns the adapter for cfg, which must be valid and enabled.
@@ -114,7 +115,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 			return nil, fmt.Errorf("feishu: %w", err)
 		}
 	}
-	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
+	if a.sent, err = parts.Open(ctx, deps.Bus, parts.WithLogger(a.log)); err != nil {
 		return nil, fmt.Errorf("feishu: %w", err)
 	}
 	if cfg.Streaming {

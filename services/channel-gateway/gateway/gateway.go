@@ -15,6 +15,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
@@ -117,7 +118,7 @@ type Gateway struct {
 type Option func(*Gateway)
 
 // WithLogger sets the gateway's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(g *Gateway) { g.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(g *Gateway) { g.log = observe.OrDiscard(l) } }
 
 // New returns a gateway for the given adapters; channel names must be
 // unique.

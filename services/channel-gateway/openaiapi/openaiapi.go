@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
@@ -57,7 +58,9 @@ type Server struct {
 type Option func(*Server)
 
 // WithLogger sets the API's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l.With("channel", Channel) } }
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Server) { s.log = observe.OrDiscard(l).With("channel", Channel) }
+}
 
 // New returns the API for cfg.
 func New(cfg Config, deps Deps, opts ...Option) (*Server, error) {
@@ -288,13 +291,15 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
 	defer cancel()
-	wch, err := watch.StartSince(ctx, s.deps.Bus, s.log, Channel, chat, since)
+	wch, err := watch.New(ctx, s.deps.Bus, Channel, chat, watch.WithSince(since), watch.WithLogger(s.log))
 	if err != nil {
 		s.log.Error("api watch", "err", err)
 		apiError(w, http.StatusServiceUnavailable, "server_error", "", "The fleet is not reachable.")
 		return
 	}
-	defer wch.Stop(context.WithoutCancel(ctx))
+	// It ends with ctx (cancelled when this handler returns), deleting its
+	// consumer after the response is out.
+	go func() { _ = wch.Run(ctx) }()
 	in := &nanofleetv1.InboundMessage{
 		Id: id, Channel: Channel, ChatId: chat, SenderId: "api", SenderName: req.User, Content: text,
 		Metadata: map[string]string{"model": req.Model},

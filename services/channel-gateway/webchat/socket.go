@@ -56,13 +56,15 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 	c.SetReadLimit(maxText + 16<<10)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	wch, err := watch.Start(ctx, s.deps.Bus, s.log, Channel, id)
+	wch, err := watch.New(ctx, s.deps.Bus, Channel, id, watch.WithLogger(s.log))
 	if err != nil {
 		s.log.Error("web socket watch", "err", err)
 		_ = c.Close(websocket.StatusInternalError, "cannot follow the conversation")
 		return
 	}
-	defer wch.Stop(context.WithoutCancel(ctx))
+	// It ends with ctx (cancelled when the socket closes), deleting its
+	// consumer after this handler returned.
+	go func() { _ = wch.Run(ctx) }()
 	go func() {
 		defer cancel()
 		for {

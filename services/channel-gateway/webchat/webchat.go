@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -79,7 +80,9 @@ func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
 type Option func(*Server)
 
 // WithLogger sets the web chat's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l.With("channel", Channel) } }
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Server) { s.log = observe.OrDiscard(l).With("channel", Channel) }
+}
 
 // New returns the web chat for cfg; [Assets] must have been provisioned.
 func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Server, error) {

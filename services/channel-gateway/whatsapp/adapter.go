@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -86,10 +87,10 @@ type Option func(*Adapter) error
 
 // WithLogger sets the adapter's logger; the default discards.
 func WithLogger(l *slog.Logger) Option {
-	return func(a *Adapter) error { a.log = l.With("channel", Channel); return nil }
+	return func(a *Adapter) error { a.log = observe.OrDiscard(l).With("channel", Channel); return nil }
 }
 
-// WithDialer replaces [Dial] as the way to connect to WhatsApp (tests
+// WithDialer replaces whatsmeow as the way to connect to WhatsApp (tests
 // pass a fake).
 func WithDialer(d Dialer) Option { return func(a *Adapter) error { a.dial = d; return nil } }
 
@@ -109,7 +110,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		}
 	}
 	if a.dial == nil {
-		a.dial = Dial(a.log.With("component", "whatsmeow"))
+		a.dial = whatsmeowDialer(a.log.With("component", "whatsmeow"))
 	}
 	kv, err := deps.Bus.KV(ctx, Bucket)
 	if err != nil {
@@ -121,7 +122,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
-	if a.sent, err = parts.Open(ctx, deps.Bus, a.log); err != nil {
+	if a.sent, err = parts.Open(ctx, deps.Bus, parts.WithLogger(a.log)); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
 	if a.board, err = status.Open(ctx, deps.Bus); err != nil {

@@ -56,8 +56,10 @@ type Dialer func(ctx context.Context, dev *store.Device, h Handlers) (Conn, erro
 // it must be linked again with a new QR code.
 var ErrLoggedOut = errors.New("whatsapp: logged out; link the account again")
 
-// Dial is the [Dialer] that connects to WhatsApp with whatsmeow.
-func Dial(log *slog.Logger) Dialer {
+// whatsmeowDialer is the adapter's [Dialer]: it connects to WhatsApp with
+// whatsmeow, which logs to log on the adapter's behalf. Unexported: it is
+// the default [WithDialer] replaces, not a component of its own.
+func whatsmeowDialer(log *slog.Logger) Dialer {
 	return func(ctx context.Context, dev *store.Device, h Handlers) (Conn, error) {
 		cli := whatsmeow.NewClient(dev, logger{log})
 		c := &client{cli: cli, done: make(chan struct{})}

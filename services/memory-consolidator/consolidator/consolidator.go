@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -58,7 +59,7 @@ type Consolidator struct {
 type Option func(*Consolidator)
 
 // WithLogger sets the consolidator's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(c *Consolidator) { c.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(c *Consolidator) { c.log = observe.OrDiscard(l) } }
 
 // New prepares a consolidator: it opens the stores and creates or updates
 // the shared consumer. The bus layout and memory.Provision must have run.

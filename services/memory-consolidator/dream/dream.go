@@ -47,6 +47,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/held"
@@ -83,7 +84,7 @@ type Job struct {
 type Option func(*Job)
 
 // WithLogger sets Dream's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(j *Job) { j.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(j *Job) { j.log = observe.OrDiscard(l) } }
 
 // New prepares Dream: it opens the stores and creates or updates the
 // durable consumer of the fires. memory.Provision must have run.

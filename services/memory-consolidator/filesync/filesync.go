@@ -50,6 +50,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/wsfile"
 )
@@ -124,7 +125,7 @@ type Syncer struct {
 type Option func(*Syncer)
 
 // WithLogger sets the syncer's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(s *Syncer) { s.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(s *Syncer) { s.log = observe.OrDiscard(l) } }
 
 // New returns a syncer; memory.Provision must have run.
 func New(ctx context.Context, cfg Config, b *bus.Bus, opts ...Option) (*Syncer, error) {

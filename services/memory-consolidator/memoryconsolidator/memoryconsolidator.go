@@ -71,7 +71,7 @@ type Deps struct {
 type Option func(*Service)
 
 // WithLogger sets the service's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = observe.OrDiscard(l) } }
 
 // Service is an assembled memory-consolidator.
 type Service struct {

@@ -175,7 +175,7 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	}
 	ec := bus.EmbeddedConfig{StoreDir: filepath.Join(o.DataDir, "jetstream"), NoListen: !o.Listen,
 		Host: o.File.NATS.Host, Port: o.File.NATS.Port, User: o.Credentials.User, Password: o.Credentials.Password}
-	e, err := bus.StartEmbedded(ec, o.Log)
+	e, err := bus.StartEmbedded(ec, bus.WithLogger(o.Log))
 	if err != nil {
 		return err
 	}

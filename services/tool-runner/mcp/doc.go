@@ -31,8 +31,9 @@
 //
 // # Servers
 //
-// A [Manager] starts every enabled server in the background ([Manager.Connect]
-// waits a bounded time for the first attempts). A stdio server runs in
+// A [Manager] starts every enabled server in the background when it runs
+// ([Manager.Started] tells when the first attempts are in, waiting a
+// bounded time). A stdio server runs in
 // the exec sandbox (tools.exec): in bubblewrap with the same read-only
 // system binds as exec (so node and npx under /usr work), its private
 // directory <workspace root>-mcp/<server> as HOME and working directory
@@ -90,9 +91,9 @@
 // Ordering: a server's listings reach the [Publisher] in the order they
 // were made, one Publish at a time across all servers; [Manager.Serve]
 // publishes what is connected, then every change. [Manager.Get] and
-// [Manager.Definitions] see a listing whole or not at all. [Manager.Stop]
-// withdraws every server's tools before it stops the servers, and nothing
-// is published after it.
+// [Manager.Definitions] see a listing whole or not at all. When
+// [Manager.Run]'s context ends it withdraws every server's tools before it
+// stops the servers, and nothing is published after that.
 //
 // Concurrency: a [Manager] is safe for concurrent use; lookups never wait
 // for a Publish; calls of one server run concurrently on its connection.

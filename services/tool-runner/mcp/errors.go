@@ -18,8 +18,10 @@ var (
 	ErrMalformed = errors.New("malformed MCP result")
 	// ErrConnectionLost: the server's connection ended during the call.
 	ErrConnectionLost = errors.New("MCP server connection lost")
-	// ErrStopped: the manager is stopped.
+	// ErrStopped: the manager has stopped (its Run ended).
 	ErrStopped = errors.New("MCP manager stopped")
+	// ErrRunning is returned by a second call of [Manager.Run].
+	ErrRunning = errors.New("MCP manager already running")
 )
 
 // ToolError is a call the server itself reported as failed (isError in

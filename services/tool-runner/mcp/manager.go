@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
@@ -25,9 +27,13 @@ const (
 	// DefaultConnectTimeout bounds starting a server, the MCP handshake
 	// and listing what it offers.
 	DefaultConnectTimeout = 60 * time.Second
-	// DefaultStartWait is how long [Manager.Connect] waits for servers
-	// before it returns; slower ones join when they are ready.
+	// DefaultStartWait is how long [Manager.Run] waits for servers
+	// before it closes [Manager.Started]; slower ones join when they are
+	// ready.
 	DefaultStartWait = 20 * time.Second
+	// stopTimeout bounds the wait for the servers to stop once Run's
+	// context has ended.
+	stopTimeout = 10 * time.Second
 	// minBackoff and maxBackoff bound the wait between attempts to
 	// start a server that failed.
 	minBackoff = time.Second
@@ -71,14 +77,15 @@ type Option func(*Manager)
 
 // WithLogger sets the logger of warnings about servers and their stderr
 // (debug); the default discards.
-func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.log = observe.OrDiscard(l) } }
 
 // WithConnectTimeout sets how long a server gets to start and answer the
 // handshake and listings (default [DefaultConnectTimeout]).
 func WithConnectTimeout(d time.Duration) Option { return func(m *Manager) { m.connectTimeout = d } }
 
-// WithStartWait sets how long [Manager.Connect] waits for the servers'
-// first attempts (default [DefaultStartWait]).
+// WithStartWait sets how long [Manager.Run] waits for the servers' first
+// attempts before it closes [Manager.Started] (default
+// [DefaultStartWait]).
 func WithStartWait(d time.Duration) Option { return func(m *Manager) { m.startWait = d } }
 
 // WithLookupEnv replaces os.LookupEnv as the source of the pass-through
@@ -105,15 +112,13 @@ type Manager struct {
 
 	catalog *catalog
 
-	mu      sync.Mutex // guards started, stopped and cancel
-	started bool
-	stopped bool
-	cancel  context.CancelFunc
+	running atomic.Bool
+	started chan struct{} // closed once the first attempts are in, see Started
 	wg      sync.WaitGroup
 }
 
 // New validates the servers' configs and returns a Manager. It starts
-// nothing; [Manager.Connect] does.
+// nothing; [Manager.Run] does.
 func New(o Options, opts ...Option) (*Manager, error) {
 	if err := ValidateServers(o.Servers); err != nil {
 		return nil, err
@@ -127,6 +132,7 @@ func New(o Options, opts ...Option) (*Manager, error) {
 		dataDir:        o.DataDir,
 		connectTimeout: DefaultConnectTimeout,
 		startWait:      DefaultStartWait,
+		started:        make(chan struct{}),
 	}
 	for _, opt := range opts {
 		opt(m)
@@ -154,27 +160,50 @@ func New(o Options, opts ...Option) (*Manager, error) {
 	return m, nil
 }
 
-// Connect starts every server in the background and waits until each has
-// connected or failed a first time, at most the start wait (20 s) or
-// until ctx ends. Servers that failed are logged and retried with backoff;
-// their tools appear when they connect. Connect returns at once without
-// servers.
-func (m *Manager) Connect(ctx context.Context) {
-	m.mu.Lock()
-	if m.started || m.stopped {
-		m.mu.Unlock()
-		return
+// Run starts every server in the background and keeps them connected
+// until ctx ends: servers that failed are logged and retried with backoff,
+// and their tools appear when they connect. [Manager.Started] is closed
+// once each server has connected or failed a first time, or after the
+// start wait (20 s). When ctx ends Run withdraws every tool, stops the
+// servers (stdio servers get their stdin closed, then SIGTERM, then
+// SIGKILL for their whole sandbox) and waits for that, at most 10 s,
+// before it returns. A Manager runs once: a second Run returns
+// [ErrRunning].
+func (m *Manager) Run(ctx context.Context) error {
+	if !m.running.CompareAndSwap(false, true) {
+		return ErrRunning
 	}
-	m.started = true
-	// The servers outlive the caller's ctx: they run until Stop.
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	m.cancel = cancel
+	// The servers stop after their tools are withdrawn, not with ctx.
+	srvCtx, stopServers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServers()
 	for _, s := range m.servers {
 		m.wg.Add(1)
-		go s.supervise(runCtx)
+		go s.supervise(srvCtx)
 	}
-	m.mu.Unlock()
+	m.awaitFirstAttempts(ctx)
+	close(m.started)
+	<-ctx.Done()
 
+	m.catalog.close(m.servers)
+	stopServers()
+	done := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(stopTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("mcp: servers still stopping after %s", stopTimeout)
+	}
+}
+
+// awaitFirstAttempts waits until every server has connected or failed a
+// first time, at most the start wait or until ctx ends.
+func (m *Manager) awaitFirstAttempts(ctx context.Context) {
 	wait := time.NewTimer(m.startWait)
 	defer wait.Stop()
 	for _, s := range m.servers {
@@ -188,6 +217,11 @@ func (m *Manager) Connect(ctx context.Context) {
 		}
 	}
 }
+
+// Started is closed once [Manager.Run]'s servers have each connected or
+// failed a first time, or the start wait has passed, or Run's context
+// ended first.
+func (m *Manager) Started() <-chan struct{} { return m.started }
 
 // Serve publishes the tools of the connected servers with p, and from then
 // on every change: a server's tools are withdrawn while it cannot be
@@ -220,36 +254,6 @@ func (m *Manager) Status() []ServerStatus {
 		out = append(out, s.status())
 	}
 	return out
-}
-
-// Stop withdraws every tool, stops the servers (stdio servers get their
-// stdin closed, then SIGTERM, then SIGKILL for their whole sandbox) and
-// waits for that until ctx ends.
-func (m *Manager) Stop(ctx context.Context) error {
-	m.mu.Lock()
-	if m.stopped {
-		m.mu.Unlock()
-		return nil
-	}
-	m.stopped = true
-	cancel := m.cancel
-	m.mu.Unlock()
-	m.catalog.close(m.servers)
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	done := make(chan struct{})
-	go func() {
-		m.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("mcp: servers still stopping: %w", ctx.Err())
-	}
 }
 
 // home is a stdio server's private directory.

@@ -114,20 +114,42 @@ func startManager(t *testing.T, sb sandbox.Config, servers map[string]mcp.Server
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
-	defer cancel()
-	m.Connect(ctx)
-	rec := newRecorder()
-	m.Serve(rec)
+	stop := runManager(t, m)
 	t.Cleanup(func() {
-		// Not t.Context(): it is already cancelled when cleanups run.
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := m.Stop(ctx); err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("stop: %v", err)
 		}
 	})
+	rec := newRecorder()
+	m.Serve(rec)
 	return m, rec
+}
+
+// runManager runs m and waits until its servers' first attempts are in;
+// Run goes on until the returned stop is called, which returns Run's
+// error (Run must return within 15 s).
+func runManager(t *testing.T, m *mcp.Manager) (stop func() error) {
+	t.Helper()
+	// Not t.Context(): it is already cancelled when cleanups run, and the
+	// manager must stop when the test says.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
+	select {
+	case <-m.Started():
+	case <-time.After(40 * time.Second):
+		cancel()
+		t.Fatal("first attempts not in after 40s")
+	}
+	return sync.OnceValue(func() error {
+		cancel()
+		select {
+		case err := <-ran:
+			return err
+		case <-time.After(15 * time.Second):
+			return errors.New("Run did not return 15 s after its context ended")
+		}
+	})
 }
 
 // call runs a published tool as the runner would.
@@ -327,4 +349,35 @@ func TestUnavailableServerRetried(t *testing.T) {
 	}
 	rec.await(t, "late", func(names []string) bool { return slices.Contains(names, "mcp_late_echo") })
 	mustCall(t, m, "mcp_late_echo", `{"message":"finally"}`, "echo: finally")
+}
+
+// TestRunEndWithdrawsAndStops: once Run's context ends, every tool is
+// withdrawn (an empty listing published, none served), the servers are
+// stopped when Run returns, and the manager does not run again.
+func TestRunEndWithdrawsAndStops(t *testing.T) {
+	m, err := mcp.New(mcp.Options{Servers: map[string]mcp.ServerConfig{"fake": fake()}, Sandbox: sandboxNone(),
+		DataDir: filepath.Join(baseDir(t), "ws-mcp")}, mcp.WithLogger(testLog(t)), mcp.WithStartWait(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runManager(t, m)
+	defer stop()
+	rec := newRecorder()
+	m.Serve(rec)
+	rec.await(t, "fake", func(names []string) bool { return len(names) > 0 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := rec.names("fake"); len(got) != 0 {
+		t.Errorf("still published after Run returned: %v", got)
+	}
+	if got := m.Names(); len(got) != 0 {
+		t.Errorf("still served after Run returned: %v", got)
+	}
+	if st := m.Status()[0]; st.State != mcp.StateStopped {
+		t.Errorf("server %s after Run returned, want %s", st.State, mcp.StateStopped)
+	}
+	if err := m.Run(t.Context()); !errors.Is(err, mcp.ErrRunning) {
+		t.Errorf("second Run: %v, want ErrRunning", err)
+	}
 }

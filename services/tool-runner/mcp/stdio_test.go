@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,8 +68,7 @@ func TestStdioRefusedWithoutSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Connect(t.Context())
-	defer m.Stop(t.Context())
+	defer runManager(t, m)()
 	st := m.Status()[0]
 	if st.State != mcp.StateDown || !strings.Contains(st.LastError, "sandbox unavailable") || len(m.Names()) != 0 {
 		t.Fatalf("status %+v, tools %v", st, m.Names())
@@ -93,15 +91,10 @@ func TestServerUnderAClosedDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Connect(t.Context())
+	stop := runManager(t, m)
+	t.Cleanup(func() { _ = stop() })
 	rec := newRecorder()
 	m.Serve(rec)
-	t.Cleanup(func() {
-		// Not t.Context(): it is already cancelled when cleanups run.
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		_ = m.Stop(ctx)
-	})
 	if st := m.Status()[0]; st.State != mcp.StateDown || !strings.Contains(st.LastError, "chmod o+x "+closed) {
 		t.Fatalf("server under a closed directory: %+v; want it down naming `chmod o+x %s`", st, closed)
 	}

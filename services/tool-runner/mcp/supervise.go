@@ -147,7 +147,7 @@ func (s *server) open(ctx context.Context) (*conn, error) {
 	go func() {
 		c.err = sess.Wait()
 		close(c.done)
-		cancel() // sessCtx also ends with ctx (Stop)
+		cancel() // sessCtx also ends with ctx (Run ending)
 	}()
 	items, err := s.discover(sessCtx, sess)
 	if err != nil {

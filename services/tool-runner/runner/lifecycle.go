@@ -24,6 +24,9 @@ import (
 // running ones finish within the stop grace ([WithStopGrace]), cancels the
 // rest (killing their commands), stops the MCP servers and returns.
 func (r *Runner) Run(ctx context.Context) error {
+	// The MCP servers run from the first attempt to start until the calls
+	// have drained, across the attempts.
+	stopMCP := r.runMCP(ctx)
 	err := bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, startTimeout)
 		defer cancel()
@@ -32,13 +35,30 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.log.Warn("tool-runner cannot register yet; retrying", "err", err, "retry_in", wait)
 	})
 	if err != nil {
-		return fmt.Errorf("start tool-runner: %w", err)
+		return errors.Join(fmt.Errorf("start tool-runner: %w", err), stopMCP())
 	}
 	close(r.serving)
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.stopGrace)
 	defer cancel()
-	return r.stop(stopCtx)
+	err = errors.Join(r.stop(stopCtx), stopMCP())
+	r.log.Info("tool-runner stopped")
+	return err
+}
+
+// runMCP runs the MCP servers, if any, until the returned stop is called;
+// stop returns once they have stopped (withdrawn, then ended).
+func (r *Runner) runMCP(ctx context.Context) (stop func() error) {
+	if r.mcp == nil {
+		return func() error { return nil }
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ran := make(chan error, 1)
+	go func() { ran <- r.mcp.Run(ctx) }()
+	return func() error {
+		cancel()
+		return <-ran
+	}
 }
 
 // Serving is closed once [Runner.Run] takes calls.
@@ -66,12 +86,11 @@ func (r *Runner) start(ctx context.Context) error {
 		r.log.Warn("exec will fail in workspaces under this root", "err", err)
 	}
 	if r.mcp != nil {
-		r.mcp.Connect(ctx)
-		defer func() {
-			if !r.started { // Start failed
-				_ = r.mcp.Stop(context.WithoutCancel(ctx))
-			}
-		}()
+		// Slow servers join when they are ready.
+		select {
+		case <-r.mcp.Started():
+		case <-ctx.Done():
+		}
 	}
 	r.baseCtx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	svcCfg := micro.Config{
@@ -129,7 +148,8 @@ func (r *Runner) start(ctx context.Context) error {
 }
 
 // stop stops taking calls and waits for running ones until ctx ends; then
-// it cancels them (killing their commands) and returns ctx's error.
+// it cancels them (killing their commands) and returns ctx's error. The
+// MCP servers stop after it (Run).
 func (r *Runner) stop(ctx context.Context) error {
 	r.mu.Lock()
 	if r.stopping {
@@ -155,11 +175,5 @@ func (r *Runner) stop(ctx context.Context) error {
 		err = errors.Join(err, ctx.Err())
 	}
 	r.cancel()
-	if r.mcp != nil {
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		err = errors.Join(err, r.mcp.Stop(mctx))
-		cancel()
-	}
-	r.log.Info("tool-runner stopped")
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -77,7 +78,7 @@ type Runner struct {
 type Option func(*Runner)
 
 // WithLogger sets the runner's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(r *Runner) { r.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(r *Runner) { r.log = observe.OrDiscard(l) } }
 
 // WithStopGrace sets how long running calls get to finish once Run's
 // context ends before they are cancelled (default [DefaultStopGrace]).

@@ -280,7 +280,7 @@ func TestConfigValidateAndLoad(t *testing.T) {
 
 func TestClientOptions(t *testing.T) {
 	f := start(t, nil)
-	for _, opt := range []toolclient.Option{toolclient.WithLivenessTimeout(0), toolclient.WithCallTimeout(-1), toolclient.WithMaxRetries(99), toolclient.WithLogger(nil)} {
+	for _, opt := range []toolclient.Option{toolclient.WithLivenessTimeout(0), toolclient.WithCallTimeout(-1), toolclient.WithMaxRetries(99)} {
 		if _, err := toolclient.New(f.b, opt); err == nil {
 			t.Error("invalid option accepted")
 		}

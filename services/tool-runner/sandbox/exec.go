@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
 const (
@@ -118,7 +120,9 @@ func WithLookupEnv(f func(string) (string, bool)) ExecutorOption {
 }
 
 // WithLogger sets the executor's logger; the default discards.
-func WithLogger(l *slog.Logger) ExecutorOption { return func(e *Executor) { e.log = l } }
+func WithLogger(l *slog.Logger) ExecutorOption {
+	return func(e *Executor) { e.log = observe.OrDiscard(l) }
+}
 
 // NewExecutor validates cfg and returns an Executor. It does not probe;
 // the first [Executor.Run] or an explicit [Executor.Probe] does.

@@ -40,6 +40,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -130,7 +131,7 @@ func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
 type Option func(*Streams)
 
 // WithLogger sets the streams' logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(s *Streams) { s.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(s *Streams) { s.log = observe.OrDiscard(l) } }
 
 // New returns the streams of one channel; [Assets] must have been
 // provisioned.

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
@@ -33,17 +34,30 @@ type Store struct {
 	log *slog.Logger
 }
 
-// NewStore returns a store keeping its records in kv, logging to log.
-func NewStore(kv jetstream.KeyValue, log *slog.Logger) *Store { return &Store{kv: kv, log: log} }
+// Option changes a Store.
+type Option func(*Store)
+
+// WithLogger sets the logger of pieces sent but not recorded; the default,
+// and nil, discard.
+func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = observe.OrDiscard(l) } }
+
+// NewStore returns a store keeping its records in kv.
+func NewStore(kv jetstream.KeyValue, opts ...Option) *Store {
+	s := &Store{kv: kv, log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
 
 // Open returns a store in the gateway's delivered bucket
 // ([gateway.Assets] must have been provisioned).
-func Open(ctx context.Context, b *bus.Bus, log *slog.Logger) (*Store, error) {
+func Open(ctx context.Context, b *bus.Bus, opts ...Option) (*Store, error) {
 	kv, err := b.KV(ctx, gateway.BucketDelivered)
 	if err != nil {
 		return nil, fmt.Errorf("parts: %w", err)
 	}
-	return NewStore(kv, log), nil
+	return NewStore(kv, opts...), nil
 }
 
 // key is distinct from the gateway's own keys in the bucket ("id-…").

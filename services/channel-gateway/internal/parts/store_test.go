@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,7 +23,7 @@ func newStore(t *testing.T) (*parts.Store, jetstream.KeyValue) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return parts.NewStore(kv, slog.New(slog.DiscardHandler)), kv
+	return parts.NewStore(kv), kv
 }
 
 // TestStoreIsShared: what one gateway's store marks, another's reads;
@@ -32,7 +31,7 @@ func newStore(t *testing.T) (*parts.Store, jetstream.KeyValue) {
 // record that is not a count is an error rather than a guess.
 func TestStoreIsShared(t *testing.T) {
 	one, kv := newStore(t)
-	other := parts.NewStore(kv, slog.New(slog.DiscardHandler))
+	other := parts.NewStore(kv)
 	tests := []struct {
 		name, id string
 		mark     int // 0: none

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -41,7 +42,7 @@ type typer struct{ cancel context.CancelFunc }
 type Option func(*Indicator)
 
 // WithLogger sets the indicator's logger; the default discards.
-func WithLogger(l *slog.Logger) Option { return func(t *Indicator) { t.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(t *Indicator) { t.log = observe.OrDiscard(l) } }
 
 // New returns an indicator for the channel's chats, renewed every every
 // for at most most.

@@ -5,7 +5,7 @@
 //
 // A [Watcher] merges two sources: the durable replies on the chat's
 // outbound subject, read with an ordered consumer that starts at the moment
-// the watcher is created (so a reply published after Start is never
+// the watcher is created (so a reply published after New is never
 // missed, and the ordered consumer recovers from a lost connection), and
 // the best-effort live messages (deltas, progress, tool hints) on the
 // chat's live subject. Replies are delivered in stream order; live messages
@@ -18,7 +18,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,24 +26,26 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
 // Watcher delivers one chat's replies and live messages on C.
 type Watcher struct {
-	// C receives replies and live messages until Stop.
+	// C receives replies and live messages while Run runs.
 	C <-chan *nanofleetv1.OutboundMessage
 
 	c chan *nanofleetv1.OutboundMessage
-	// live and replies feed merge. The live subscription writes to live
+	// live and replies feed Run. The live subscription writes to live
 	// from the connection's read loop, so a live message that arrived
 	// before a reply is in live by the time the reply's handler runs.
 	live    chan *nats.Msg
 	replies chan *nanofleetv1.OutboundMessage
 	log     *slog.Logger
+	since   time.Time
 	chat    string
-	done    chan struct{}
-	once    sync.Once
+	done    chan struct{} // closed when Run ends; unblocks the reply handler
+	running atomic.Bool
 	cc      jetstream.ConsumeContext
 	cons    jetstream.Consumer
 	js      jetstream.JetStream
@@ -51,18 +53,28 @@ type Watcher struct {
 	sub     *nats.Subscription
 }
 
-// Start begins watching channel/chatID. Call Stop when done.
-func Start(ctx context.Context, b *bus.Bus, log *slog.Logger, channel, chatID string) (*Watcher, error) {
-	return StartSince(ctx, b, log, channel, chatID, time.Time{})
-}
+// Option changes a Watcher.
+type Option func(*Watcher)
 
-// StartSince is [Start] whose replies begin with those stored since the
-// given time (zero: from now on), for a request that may repeat one whose
-// answer is already out. Live messages start now either way.
-func StartSince(ctx context.Context, b *bus.Bus, log *slog.Logger, channel, chatID string, since time.Time) (*Watcher, error) {
+// WithLogger sets the logger of dropped messages; the default, and nil,
+// discard.
+func WithLogger(l *slog.Logger) Option { return func(w *Watcher) { w.log = observe.OrDiscard(l) } }
+
+// WithSince makes the replies begin with those stored since t (zero: from
+// now on, the default), for a request that may repeat one whose answer is
+// already out. Live messages start now either way.
+func WithSince(t time.Time) Option { return func(w *Watcher) { w.since = t } }
+
+// New begins watching channel/chatID: from its return on, no reply or
+// live message of the chat is missed. [Watcher.Run] delivers them; call
+// it, or the watch stays on the server until its consumer is reaped.
+func New(ctx context.Context, b *bus.Bus, channel, chatID string, opts ...Option) (*Watcher, error) {
 	w := &Watcher{
 		c: make(chan *nanofleetv1.OutboundMessage, 256), live: make(chan *nats.Msg, 256),
-		replies: make(chan *nanofleetv1.OutboundMessage), log: log, chat: chatID, done: make(chan struct{}),
+		replies: make(chan *nanofleetv1.OutboundMessage), log: slog.New(slog.DiscardHandler), chat: chatID, done: make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(w)
 	}
 	w.C = w.c
 	// A channel subscription, not a callback: nats.go dispatches each
@@ -85,11 +97,11 @@ func StartSince(ctx context.Context, b *bus.Bus, log *slog.Logger, channel, chat
 	occ := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.Outbound(channel, chatID)},
 		DeliverPolicy:  jetstream.DeliverNewPolicy,
-		// Stop deletes it; this reaps one left by a crashed gateway.
+		// Run deletes it; this reaps one left by a crashed gateway.
 		InactiveThreshold: 30 * time.Second,
 	}
-	if !since.IsZero() {
-		occ.DeliverPolicy, occ.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	if !w.since.IsZero() {
+		occ.DeliverPolicy, occ.OptStartTime = jetstream.DeliverByStartTimePolicy, &w.since
 	}
 	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), occ)
 	if err != nil {
@@ -99,7 +111,7 @@ func StartSince(ctx context.Context, b *bus.Bus, log *slog.Logger, channel, chat
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		out := &nanofleetv1.OutboundMessage{}
 		if err := proto.Unmarshal(m.Data(), out); err != nil {
-			log.Warn("drop malformed reply", "subject", m.Subject(), "err", err)
+			w.log.Warn("drop malformed reply", "subject", m.Subject(), "err", err)
 			return
 		}
 		select {
@@ -112,17 +124,23 @@ func StartSince(ctx context.Context, b *bus.Bus, log *slog.Logger, channel, chat
 		return nil, fmt.Errorf("watch %s:%s: consume: %w", channel, chatID, err)
 	}
 	w.cc, w.cons, w.js, w.str = cc, cons, b.JS, b.Space.OutboundStream()
-	go w.merge()
 	return w, nil
 }
 
-// merge moves live messages and replies to C. Before a reply it moves
-// every live message already received, which arrived before it.
-func (w *Watcher) merge() {
+// Run moves live messages and replies to C until ctx ends; before a reply
+// it moves every live message already received, which arrived before it.
+// Then it ends the watch, deletes its consumer (within 5 s) and returns.
+// C is not closed: readers select on their own context too. Run runs
+// once; a second call returns [ErrRunning].
+func (w *Watcher) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer w.stop(context.WithoutCancel(ctx))
 	for {
 		select {
-		case <-w.done:
-			return
+		case <-ctx.Done():
+			return nil
 		case m := <-w.live:
 			w.forwardLive(m)
 		case out := <-w.replies:
@@ -136,8 +154,8 @@ func (w *Watcher) merge() {
 			}
 			select {
 			case w.c <- out:
-			case <-w.done:
-				return
+			case <-ctx.Done():
+				return nil
 			}
 		}
 	}
@@ -158,22 +176,18 @@ func (w *Watcher) forwardLive(m *nats.Msg) {
 	}
 }
 
-// Stop ends the watch and deletes its consumer within ctx (pass a context
-// that is not cancelled yet, e.g. context.WithoutCancel). C is not closed:
-// select on your own context too.
-func (w *Watcher) Stop(ctx context.Context) {
-	w.once.Do(func() {
-		close(w.done)
-		_ = w.sub.Unsubscribe()
-		w.cc.Stop()
-		// Stopping an ordered consumer leaves it on the server until it is
-		// inactive; delete it now, so that busy APIs do not pile them up.
-		if info := w.cons.CachedInfo(); info != nil {
-			go func(name string) {
-				ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				defer cancel()
-				_ = w.js.DeleteConsumer(ctx, w.str, name)
-			}(info.Name)
+// stop ends the watch and deletes its consumer within ctx.
+func (w *Watcher) stop(ctx context.Context) {
+	close(w.done)
+	_ = w.sub.Unsubscribe()
+	w.cc.Stop()
+	// Stopping an ordered consumer leaves it on the server until it is
+	// inactive; delete it now, so that busy APIs do not pile them up.
+	if info := w.cons.CachedInfo(); info != nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := w.js.DeleteConsumer(ctx, w.str, info.Name); err != nil {
+			w.log.Debug("watch consumer not deleted; the server reaps it", "chat", w.chat, "err", err)
 		}
-	})
+	}
 }

@@ -2,6 +2,7 @@ package watch_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -35,10 +36,14 @@ func TestWatcherMergesRepliesAndLive(t *testing.T) {
 		}
 	}
 	publish(false, "before") // not seen: the watch starts after it
-	w, err := watch.Start(ctx, b, slog.New(slog.DiscardHandler), "api", "s.1")
+	w, err := watch.New(ctx, b, "api", "s.1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(runCtx) }()
 	publish(true, "delta")
 	publish(false, "after")
 	got := map[string]bool{}
@@ -53,22 +58,29 @@ func TestWatcherMergesRepliesAndLive(t *testing.T) {
 	if !got["delta"] || !got["after"] {
 		t.Errorf("got %v", got)
 	}
-	w.Stop(ctx)
-	// Stop removes the watcher's consumer from the server.
-	st, _ := b.JS.Stream(ctx, b.Space.OutboundStream())
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n := 0
-		for range st.ListConsumers(ctx).Info() {
-			n++
+	stop()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
 		}
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d consumers left after Stop", n)
-		}
-		time.Sleep(50 * time.Millisecond)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	// Run removes the watcher's consumer from the server before it returns.
+	st, err := b.JS.Stream(ctx, b.Space.OutboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for range st.ListConsumers(ctx).Info() {
+		n++
+	}
+	if n != 0 {
+		t.Fatalf("%d consumers left after Run returned", n)
+	}
+	if err := w.Run(ctx); !errors.Is(err, watch.ErrRunning) {
+		t.Errorf("second Run: %v, want ErrRunning", err)
 	}
 }
 
@@ -77,11 +89,11 @@ func TestWatcherMergesRepliesAndLive(t *testing.T) {
 func TestWatcherKeepsLiveMessagesBeforeTheReplyAfterThem(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	ctx := t.Context()
-	w, err := watch.Start(ctx, b, slog.New(slog.DiscardHandler), "web", "c1")
+	w, err := watch.New(ctx, b, "web", "c1", watch.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop(context.WithoutCancel(ctx))
+	go func() { _ = w.Run(ctx) }()
 	msg := func(kind nanofleetv1.OutboundKind, content string) []byte {
 		data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Kind: kind, Content: content})
 		return data

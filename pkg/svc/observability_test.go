@@ -1,0 +1,37 @@
+package svc_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
+	"github.com/nanofleet/nanofleet/pkg/svc"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
+)
+
+// TestObservabilityDrains: the server answers once Observability returns,
+// reports not ready once the service's context ends (it drains) while
+// staying alive, and stops on stop.
+func TestObservabilityDrains(t *testing.T) {
+	addr := svctest.FreeAddr(t)
+	ctx, drain := context.WithCancel(t.Context())
+	defer drain()
+	stop, err := svc.Observability(ctx, addr, observe.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	observetest.Walk(t, "http://"+addr, []observetest.Step{
+		{Name: "alive", Path: "/healthz", WantCode: 200, WantBody: "ok"},
+		{Name: "ready", Path: "/readyz", WantCode: 200, WantBody: "ready"},
+		{Name: "draining is not ready", Before: drain, Path: "/readyz", WantCode: 503, WantBody: "draining: context canceled"},
+		{Name: "draining is alive", Path: "/healthz", WantCode: 200, WantBody: "ok"},
+	})
+	stop()
+	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		t.Fatal("server still answers after stop")
+	}
+}
