@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -200,6 +201,25 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return bus.Provision(pctx, b, svc.Layout(o.File), o.assets())
+}
+
+// dial opens another connection to the fleet's server, named name, closed
+// with the fleet: for a part whose round trips must not queue behind the
+// workers' (the consolidator's took about 20 ms at the median on their
+// connection under 100 sessions' turns, 1–2 ms on its own).
+func (f *Fleet) dial(ctx context.Context, o Options, name string) (*bus.Bus, error) {
+	cfg := svc.BusConfig(o.File, name)
+	cfg.Log = o.Log
+	var extra []nats.Option
+	if f.Embedded != nil {
+		extra = append(extra, f.Embedded.ConnectOption())
+	}
+	b, err := bus.Connect(ctx, cfg, extra...)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", name, err)
+	}
+	f.closer = append(f.closer, b.Close)
+	return b, nil
 }
 
 // ErrNoFleet means a client found NATS but no fleet there.

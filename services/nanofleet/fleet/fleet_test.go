@@ -2,12 +2,16 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -123,4 +127,59 @@ func TestStatusSeesEveryService(t *testing.T) {
 	if !inbound {
 		t.Errorf("streams = %+v", st.Streams)
 	}
+}
+
+// TestConsolidatorOnItsOwnConnection: the all-in-one's consolidator talks
+// to the server on a connection of its own, as it does in its own
+// process; on the workers' connection its requests queued behind their
+// turns' and it fell behind them (docs/bench/issue18-turns). A
+// consolidation through it moves the session's cursor.
+func TestConsolidatorOnItsOwnConnection(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	answer := strings.Repeat("A long answer that fills the context budget. ", 40)
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		for _, tool := range r.Tools {
+			if tool.Function != nil && tool.Function.Name == "save_memory" {
+				return llmtest.ToolCalls(llmtest.Call("save_memory", `{"history_entry":"[2026-01-01 00:00] Long answers.","memory_update":""}`))
+			}
+		}
+		return llmtest.Text(answer)
+	})
+	// About 500 tokens a turn against a share of 384: the second turn
+	// asks for the first to be consolidated.
+	tf := startFleetWith(t, llm, t.TempDir(), t.TempDir(), 1, map[string]any{
+		"agents": map[string]any{"defaults": map[string]any{"model": "fake-model", "contextWindowTokens": 1024, "maxTokens": 256}},
+	})
+
+	conns, err := tf.Embedded.Server().Connz(&server.ConnzOptions{Limit: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]int{}
+	for _, c := range conns.Conns {
+		names[c.Name]++
+	}
+	if names["nanofleet-memory-consolidator"] != 1 || names["nanofleet"] != 1 {
+		t.Errorf("connections by name %v, want one nanofleet and one nanofleet-memory-consolidator", names)
+	}
+
+	const chat = "long"
+	for _, text := range []string{"one", "two", "three"} {
+		ask(t, tf, chat, text)
+	}
+	sessions, err := session.Open(t.Context(), tf.Bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := session.Key("test", chat)
+	bustest.Eventually(t, 30*time.Second, func() error {
+		info, _, err := sessions.Info(t.Context(), key)
+		if err != nil {
+			return err
+		}
+		if info.GetConsolidatedSeq() == 0 {
+			return fmt.Errorf("session %s not consolidated yet", key)
+		}
+		return nil
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channelgateway"
@@ -34,10 +35,20 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 		f.closer = append(f.closer, w.Close)
 		f.goRun("agent-worker", func() error { return w.Run(runCtx) })
 	}
+	// The consolidator on a connection of its own, as in its own process:
+	// on the workers' it fell behind their turns (see dial).
+	var memBus *bus.Bus
+	err = svc.Retry(setupCtx, o.Log, nil, "connect memory-consolidator", func(ctx context.Context) (err error) {
+		memBus, err = f.dial(ctx, o, "nanofleet-memory-consolidator")
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	var mem *memoryconsolidator.Service
 	err = svc.Retry(setupCtx, o.Log, nil, "start memory-consolidator", func(ctx context.Context) (err error) {
 		mem, err = memoryconsolidator.New(ctx, o.File, memoryconsolidator.Deps{
-			Bus: f.Bus, Getenv: o.Getenv, ID: node + "-memory", Workspace: o.Workspace, Metrics: f.Metrics,
+			Bus: memBus, Getenv: o.Getenv, ID: node + "-memory", Workspace: o.Workspace, Metrics: f.Metrics,
 		}, memoryconsolidator.WithLogger(o.Log.With("service", "memory-consolidator")))
 		return err
 	})
