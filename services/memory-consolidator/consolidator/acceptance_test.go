@@ -149,8 +149,7 @@ func TestSixtyTurnsConsolidateAndKeepEveryFact(t *testing.T) {
 	for i := 2; i <= 61; i++ {
 		f.say(t, "cli", chat, "ada", fmt.Sprint(i), fmt.Sprintf("T%03d: just chatting, %s", i, filler))
 	}
-	// The reply to turn 61 comes after turn 60's requests (the session's
-	// lease is held until AfterTurn returns); a flush brings them here.
+	// The requests published so far; a flush brings them here.
 	if err := f.b.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -165,13 +164,29 @@ func TestSixtyTurnsConsolidateAndKeepEveryFact(t *testing.T) {
 		t.Fatalf("%d consolidation requests in 60 turns, want several", n)
 	}
 	memtest.WaitCursor(t, f.b, key, upTo, 20*time.Second)
-
-	sessions, _ := session.Open(ctx, f.b)
-	info, _, _ := sessions.Info(ctx, key)
+	// The model sees the facts, though turn 1 left the history long ago.
+	f.say(t, "cli", chat, "ada", "62", "T062: what is my cat called?")
+	req, _ := f.llm.LastRequest()
+	if sys := req.Messages[0].Content; !strings.Contains(sys, "# Memory") || !strings.Contains(sys, "my cat is called Miso") {
+		t.Errorf("prompt after consolidation lacks the memory:\n%s", sys)
+	}
+	for _, m := range req.Messages[1:] {
+		if strings.Contains(m.Content, "T001:") {
+			t.Errorf("turn 1 is still in the prompt's history")
+		}
+	}
 	turns, err := memory.ReadTurns(ctx, f.b, key, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A turn asks for consolidation after it has let its session go, and
+	// only when no request of the session is outstanding, so the request
+	// that takes the cursor past turn 41 may come after turn 61's reply,
+	// or from turn 62: wait for it rather than read the cursor once.
+	memtest.WaitCursor(t, f.b, key, turns[40].Seq, 20*time.Second)
+
+	sessions, _ := session.Open(ctx, f.b)
+	info, _, _ := sessions.Info(ctx, key)
 	entries := memtest.Coverage(t, f.b, key)
 	if len(entries) < 3 {
 		t.Fatalf("%d consolidations in 60 turns, want several:\n%s", len(entries), memtest.Describe(entries))
@@ -195,17 +210,6 @@ func TestSixtyTurnsConsolidateAndKeepEveryFact(t *testing.T) {
 	for _, fact := range []string{"my name is Ada", "my cat is called Miso", "I live in Lisbon"} {
 		if !strings.Contains(doc.GetContent(), fact) && memtest.Count(entries, fact) == 0 {
 			t.Errorf("fact %q lost: memory %q", fact, doc.GetContent())
-		}
-	}
-	// And the model sees them, though turn 1 left the history long ago.
-	f.say(t, "cli", chat, "ada", "62", "T062: what is my cat called?")
-	req, _ := f.llm.LastRequest()
-	if sys := req.Messages[0].Content; !strings.Contains(sys, "# Memory") || !strings.Contains(sys, "my cat is called Miso") {
-		t.Errorf("prompt after consolidation lacks the memory:\n%s", sys)
-	}
-	for _, m := range req.Messages[1:] {
-		if strings.Contains(m.Content, "T001:") {
-			t.Errorf("turn 1 is still in the prompt's history")
 		}
 	}
 }
