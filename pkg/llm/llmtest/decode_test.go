@@ -14,7 +14,7 @@ import (
 // prompt, a dozen tool schemas, a short history and the user's message
 // (about 12 KB).
 func benchRequest(b *testing.B) []byte {
-	req := openai.ChatCompletionRequest{Model: "m", MaxTokens: 2048}
+	req := openai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 2048}
 	req.Messages = append(req.Messages, openai.ChatCompletionMessage{Role: "system", Content: strings.Repeat("You are a helpful assistant. ", 230)})
 	for i := range 4 {
 		req.Messages = append(req.Messages,

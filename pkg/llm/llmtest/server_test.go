@@ -217,7 +217,7 @@ func TestWithLightRequests(t *testing.T) {
 	t.Parallel()
 	const body = `{"model":"m","messages":[{"role":"system","content":"long prompt"},{"role":"user","content":"hi"}],"tools":[` +
 		`{"type":"function","function":{"name":"read_file","description":"Read a file.","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}}],` +
-		`"max_tokens":7,"stream":false,"stream_options":null,"temperature":0.5}`
+		`"max_completion_tokens":7,"stream":false,"stream_options":null,"temperature":0.5}`
 	tests := []struct {
 		name       string
 		opts       []llmtest.Option
@@ -254,8 +254,8 @@ func TestWithLightRequests(t *testing.T) {
 			if got := f.Parameters != nil; got != tc.wantSchema {
 				t.Errorf("schema decoded %v, want %v (%v)", got, tc.wantSchema, f.Parameters)
 			}
-			if req.MaxTokens != 7 || req.Temperature != 0.5 {
-				t.Errorf("max_tokens %d, temperature %v: want 7, 0.5", req.MaxTokens, req.Temperature)
+			if req.MaxCompletionTokens != 7 || req.Temperature != 0.5 {
+				t.Errorf("max_completion_tokens %d, temperature %v: want 7, 0.5", req.MaxCompletionTokens, req.Temperature)
 			}
 		})
 	}
