@@ -38,14 +38,9 @@ type Config struct {
 }
 
 // DefaultConfig looks every 10 s, trims on each of the first six quiet
-// periods after activity, then every five minutes. A quiet period
-// allocates less than 8 MiB: an idle all-in-one allocates about 0.8 MiB
-// per 10 s on its own (the consumers' pulls expiring and being renewed,
-// the server's housekeeping) and 1.0–1.4 MiB with a metrics scrape every
-// 10 s, so at the former 1 MiB it was never quiet and never trimmed; a
-// turn allocates about 140 KiB, so 8 MiB is still a few turns a second.
+// periods after activity, then every five minutes.
 func DefaultConfig() Config {
-	return Config{Every: 10 * time.Second, IdleBytes: 8 << 20, AfterBusy: 6, IdleEvery: 30}
+	return Config{Every: 10 * time.Second, IdleBytes: 1 << 20, AfterBusy: 6, IdleEvery: 30}
 }
 
 // Trimmer decides, one period at a time, whether to trim.
