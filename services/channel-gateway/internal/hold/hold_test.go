@@ -15,12 +15,10 @@ import (
 
 const wait = 10 * time.Second
 
-var log = slog.New(slog.DiscardHandler)
-
 // run starts hold.Run in the background and returns its result channel.
 func run(ctx context.Context, b *bus.Bus, key string, work func(context.Context) error) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- hold.Run(ctx, b, key, log, work) }()
+	go func() { done <- hold.Run(ctx, b, key, slog.New(slog.DiscardHandler), work) }()
 	return done
 }
 
@@ -134,7 +132,7 @@ func TestStatusNamesTheAccount(t *testing.T) {
 	done := make(chan error, 1)
 	ctx, stop := context.WithCancel(t.Context())
 	go func() {
-		done <- hold.Run(ctx, b, key, log, func(ctx context.Context) error {
+		done <- hold.Run(ctx, b, key, slog.New(slog.DiscardHandler), func(ctx context.Context) error {
 			close(held)
 			<-ctx.Done()
 			return nil
