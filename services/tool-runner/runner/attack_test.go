@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 
@@ -291,14 +292,18 @@ func TestAttackHugeOutput(t *testing.T) {
 func TestAttackIgnoresSIGTERM(t *testing.T) {
 	sandboxtest.RequireBwrap(t)
 	f := attack(t, nil)
-	res := f.call("exec", map[string]any{"command": "trap '' TERM INT HUP; (trap '' TERM; sleep 300) & sleep 301; wait", "timeout": 1})
+	// Durations no other process on the machine sleeps, so that the
+	// search below finds only this command's children.
+	frac := fmt.Sprintf(".%09d", time.Now().UnixNano()%1e9)
+	child, parent := "300"+frac, "301"+frac
+	res := f.call("exec", map[string]any{"command": "trap '' TERM INT HUP; (trap '' TERM; sleep " + child + ") & sleep " + parent + "; wait", "timeout": 1})
 	expectErr(t, res, kindTimeout, "timed out after 1s")
 	// A command that ignores SIGTERM is still killed: the answer comes
 	// whether or not its children die, so the proof is that none is left.
 	waitFor(t, func() bool {
 		for _, d := range mustGlob("/proc/[0-9]*/cmdline") {
 			data, _ := os.ReadFile(d)
-			if s := string(data); strings.HasPrefix(s, "sleep\x00300") || strings.HasPrefix(s, "sleep\x00301") {
+			if s := string(data); s == "sleep\x00"+child+"\x00" || s == "sleep\x00"+parent+"\x00" {
 				return false
 			}
 		}
