@@ -265,19 +265,13 @@ func Observability(ctx context.Context, addr string, reg *prometheus.Registry, r
 		}
 		return ready(rctx)
 	})
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	ran := make(chan error, 1)
-	go func() { ran <- srv.Run(runCtx) }()
-	select {
-	case <-srv.Listening():
-	case err := <-ran:
-		cancel()
+	// Started from ctx without its cancellation: the server reports the
+	// drain once ctx ends, and stops only on stop.
+	stopRun, err := Background(context.WithoutCancel(ctx), srv.Run, srv.Listening())
+	if err != nil {
 		return nil, fmt.Errorf("observability server: %w", err)
 	}
-	return sync.OnceFunc(func() {
-		cancel()
-		<-ran
-	}), nil
+	return func() { _ = stopRun() }, nil
 }
 
 // BusReady is a readiness check: the NATS connection is up.

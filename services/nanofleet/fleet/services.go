@@ -14,7 +14,7 @@ import (
 // startServices starts the parts in dependency order: tool runner, workers,
 // consolidator, gateway. setupCtx bounds start-up; runCtx lives until Stop.
 func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node string) error {
-	tools, err := f.startToolRunner(setupCtx, runCtx, o)
+	tools, err := f.startToolRunner(setupCtx, o)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
@@ -12,7 +13,7 @@ import (
 
 // startToolRunner starts the tool runner on the workspace and returns the
 // client workers call it with.
-func (f *Fleet) startToolRunner(setupCtx, runCtx context.Context, o Options) (worker.RemoteTools, error) {
+func (f *Fleet) startToolRunner(setupCtx context.Context, o Options) (worker.RemoteTools, error) {
 	cfg, err := runner.FromFile(o.File, o.Workspace)
 	if err != nil {
 		return nil, err
@@ -24,24 +25,14 @@ func (f *Fleet) startToolRunner(setupCtx, runCtx context.Context, o Options) (wo
 	if err != nil {
 		return nil, err
 	}
-	// The runner outlives runCtx: turns finishing after Stop cancelled it
-	// still call tools, so it stops in its closer, after the workers.
-	ctx, stop := context.WithCancel(context.WithoutCancel(runCtx))
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	select {
-	case <-r.Serving():
-	case err := <-done:
-		stop()
-		return nil, err
-	case <-setupCtx.Done():
-		stop()
-		<-done
-		return nil, fmt.Errorf("start tool-runner: %w", setupCtx.Err())
+	// The runner outlives the fleet's run context: turns finishing after Stop
+	// cancelled it still call tools, so it stops in its closer, after the workers.
+	stop, err := svc.Background(setupCtx, r.Run, r.Serving())
+	if err != nil {
+		return nil, fmt.Errorf("start tool-runner: %w", err)
 	}
 	f.closer = append(f.closer, func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			o.Log.Warn("tool-runner stopped", "err", err)
 		}
 	})
