@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,6 +43,9 @@ type Manager struct {
 	inbound  jetstream.Stream
 	outbound jetstream.Stream
 	now      func() time.Time
+	// listening is closed once a Run forwards /stop (see Listening).
+	listening     chan struct{}
+	listeningOnce sync.Once
 }
 
 // Option changes an optional setting of [New].
@@ -70,7 +74,7 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, opts ...Option) (*Manager,
 	if err != nil {
 		return nil, fmt.Errorf("subagent: outbound stream: %w", err)
 	}
-	m := &Manager{b: b, cfg: cfg, log: slog.New(slog.DiscardHandler), kv: kv, inbound: in, outbound: out, now: time.Now}
+	m := &Manager{b: b, cfg: cfg, log: slog.New(slog.DiscardHandler), kv: kv, inbound: in, outbound: out, now: time.Now, listening: make(chan struct{})}
 	for _, o := range opts {
 		o(m)
 	}

@@ -32,6 +32,12 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("subagent: subscribe stop: %w", err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	// A /stop published before the server has the subscription is lost:
+	// Listening says when it has.
+	if err := m.b.NC.Flush(); err != nil {
+		return fmt.Errorf("subagent: subscribe stop: %w", err)
+	}
+	m.listeningOnce.Do(func() { close(m.listening) })
 	err = m.b.ConsumeOutbound(ctx, AnnounceConsumer, "announces finished subagents to their origin chat", Channel,
 		m.announce, m.log)
 	if err != nil {
@@ -39,6 +45,10 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Listening is closed once a [Manager.Run] of this manager forwards
+// /stop requests to children.
+func (m *Manager) Listening() <-chan struct{} { return m.listening }
 
 // announce turns a child's final reply into an inbound message of its
 // parent session: publish (deduplicated by id), forget the child, ack.

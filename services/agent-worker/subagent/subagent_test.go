@@ -105,6 +105,8 @@ func setup(t *testing.T, cfg subagent.Config) *env {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = m.Run(ctx) }()
 	t.Cleanup(func() { cancel(); bustest.Receive(t, done, 30*time.Second) })
+	// A parent's /stop published before Run subscribed would be lost.
+	bustest.Receive(t, m.Listening(), 30*time.Second)
 	cons, err := b.JS.CreateOrUpdateConsumer(ctx, b.Space.InboundStream(), jetstream.ConsumerConfig{Durable: "test", AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
 		t.Fatal(err)
