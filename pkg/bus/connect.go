@@ -11,6 +11,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/directget"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
@@ -30,9 +31,6 @@ type Config struct {
 	Domain string
 	// Name identifies the connection in server monitoring.
 	Name string
-	// Log receives asynchronous connection errors (e.g. a watcher whose
-	// consumer went away); nil discards them instead of printing to stderr.
-	Log *slog.Logger
 }
 
 // TLSConfig holds client TLS files.
@@ -72,8 +70,9 @@ type Bus struct {
 	closed chan struct{}
 }
 
-// Connect dials NATS. Extra options (e.g. [Embedded.ConnectOption]) are
-// applied after the configured ones.
+// Connect dials NATS. Extra options (e.g. [Embedded.ConnectOption],
+// [LogAsyncErrors]) are applied after the configured ones; without
+// LogAsyncErrors asynchronous errors are discarded, not printed to stderr.
 func Connect(ctx context.Context, cfg Config, extra ...nats.Option) (*Bus, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -94,16 +93,7 @@ func Connect(ctx context.Context, cfg Config, extra ...nats.Option) (*Bus, error
 	if cfg.TLS.CAFile != "" {
 		opts = append(opts, nats.RootCAs(cfg.TLS.CAFile))
 	}
-	opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-		if cfg.Log == nil {
-			return
-		}
-		subj := ""
-		if sub != nil {
-			subj = sub.Subject
-		}
-		cfg.Log.Debug("nats async error", "subject", subj, "err", err)
-	}))
+	opts = append(opts, LogAsyncErrors(nil))
 	closed := make(chan struct{})
 	opts = append(opts, nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
 	opts = append(opts, extra...)
@@ -129,6 +119,20 @@ func Connect(ctx context.Context, cfg Config, extra ...nats.Option) (*Bus, error
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	return &Bus{NC: nc, JS: js, Space: space, Direct: directget.NewReader(nc, directget.WithDomain(cfg.Domain)), closed: closed}, nil
+}
+
+// LogAsyncErrors is a [Connect] option that logs the connection's
+// asynchronous errors (e.g. a watcher whose consumer went away) to l at
+// debug level; nil discards them.
+func LogAsyncErrors(l *slog.Logger) nats.Option {
+	l = observe.OrDiscard(l)
+	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		subj := ""
+		if sub != nil {
+			subj = sub.Subject
+		}
+		l.Debug("nats async error", "subject", subj, "err", err)
+	})
 }
 
 // Close drains the connection, so that in-flight publishes and acks reach

@@ -2,7 +2,7 @@
 // files (AGENTS.md, SOUL.md, USER.md, TOOLS.md, IDENTITY.md, HEARTBEAT.md)
 // and its skills (skills/<name>/SKILL.md). The workspace directory seeds the
 // profile once (at every start only when the operator made it editable;
-// see [SeedOptions]); workers read it from the profile bucket, never from
+// see [WithEditable]); workers read it from the profile bucket, never from
 // a disk, so any worker on any machine builds the same context.
 //
 // Keys in the bucket are "<agent>.file.<name>" and "<agent>.skill.<name>",
@@ -24,6 +24,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/wsfile"
 )
@@ -45,19 +46,29 @@ func SkillKey(agent, name string) string {
 	return subject.Token(agent) + ".skill." + subject.Token(name)
 }
 
-// SeedOptions say how [Seed] treats the workspace.
-type SeedOptions struct {
-	// Editable makes the workspace the profile's source at every start,
-	// as in nanobot: whatever is in the workspace's bootstrap files and
-	// skills (which sessions can then change) replaces the bucket's copy.
-	// Without it the workspace seeds the profile once, when the bucket
-	// holds none for the agent; after that the bucket is the profile and
-	// the workspace's files are copies that are never read back, so no
-	// session can change what every session's prompt says.
-	Editable bool
-	// Log receives the files refused (symlinks, hard links, special
-	// files); default: discarded.
-	Log *slog.Logger
+// SeedOption changes how [Seed] treats the workspace.
+type SeedOption func(*seedOptions)
+
+type seedOptions struct {
+	editable bool
+	log      *slog.Logger
+}
+
+// WithEditable(true) makes the workspace the profile's source at every
+// start, as in nanobot: whatever is in the workspace's bootstrap files and
+// skills (which sessions can then change) replaces the bucket's copy.
+// Without it the workspace seeds the profile once, when the bucket holds
+// none for the agent; after that the bucket is the profile and the
+// workspace's files are copies that are never read back, so no session
+// can change what every session's prompt says.
+func WithEditable(editable bool) SeedOption {
+	return func(o *seedOptions) { o.editable = editable }
+}
+
+// WithLogger makes Seed log the files it refuses (symlinks, hard links,
+// special files) to l; the default, and nil, log nothing.
+func WithLogger(l *slog.Logger) SeedOption {
+	return func(o *seedOptions) { o.log = observe.OrDiscard(l) }
 }
 
 // maxFileBytes bounds a bootstrap file or skill read from the workspace.
@@ -69,16 +80,17 @@ func seededKey(agent string) string { return subject.Token(agent) + ".seeded" }
 
 // Seed copies the workspace's bootstrap files and skills into the bucket,
 // writing only what differs, and returns how many entries it wrote; see
-// [SeedOptions] for when it reads the workspace at all. Files are read
+// [WithEditable] for when it reads the workspace at all. Files are read
 // beneath the workspace without following symlinks; a symlink, hard link
 // or special file in place of a profile file is skipped with a warning,
 // never followed (it may point at a host file such as the config).
-func Seed(ctx context.Context, kv jetstream.KeyValue, agent, workspace string, o SeedOptions) (int, error) {
-	log := o.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+func Seed(ctx context.Context, kv jetstream.KeyValue, agent, workspace string, opts ...SeedOption) (int, error) {
+	o := seedOptions{log: observe.OrDiscard(nil)}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	if !o.Editable {
+	log := o.log
+	if !o.editable {
 		seeded, err := hasProfile(ctx, kv, agent)
 		if err != nil {
 			return 0, err

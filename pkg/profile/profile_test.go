@@ -67,11 +67,11 @@ func TestSeedAndWatch(t *testing.T) {
 	must(os.MkdirAll(filepath.Join(ws, "skills", "weather"), 0o755))
 	must(os.WriteFile(filepath.Join(ws, "skills", "weather", "SKILL.md"), []byte("---\nname: weather\ndescription: forecast\n---\nbody"), 0o644))
 
-	n, err := profile.Seed(ctx, kv, "default", ws, profile.SeedOptions{})
+	n, err := profile.Seed(ctx, kv, "default", ws)
 	if err != nil || n != 2 {
 		t.Fatalf("Seed = %d, %v; want 2 entries", n, err)
 	}
-	if n, _ := profile.Seed(ctx, kv, "default", ws, profile.SeedOptions{Editable: true}); n != 0 {
+	if n, _ := profile.Seed(ctx, kv, "default", ws, profile.WithEditable(true)); n != 0 {
 		t.Errorf("re-seeding unchanged files wrote %d entries", n)
 	}
 
@@ -160,11 +160,11 @@ func TestSeedTrustsNoSessionWrite(t *testing.T) {
 			write(t, host, secret)
 			write(t, filepath.Join(ws, "AGENTS.md"), "Be good.")
 			write(t, filepath.Join(ws, "SOUL.md"), "Be kind.")
-			if n, err := profile.Seed(ctx, kv, "default", ws, profile.SeedOptions{}); err != nil || n != 2 {
+			if n, err := profile.Seed(ctx, kv, "default", ws); err != nil || n != 2 {
 				t.Fatalf("first Seed = %d, %v", n, err)
 			}
 			tt.change(t, ws, host)
-			if _, err := profile.Seed(ctx, kv, "default", ws, profile.SeedOptions{Editable: tt.editable}); err != nil {
+			if _, err := profile.Seed(ctx, kv, "default", ws, profile.WithEditable(tt.editable)); err != nil {
 				t.Fatalf("second Seed: %v", err)
 			}
 			cache, err := profile.Watch(ctx, kv)
@@ -207,7 +207,7 @@ func TestSeedUpgradedBucket(t *testing.T) {
 	}
 	ws := t.TempDir()
 	write(t, filepath.Join(ws, "SOUL.md"), "from a session")
-	if n, err := profile.Seed(ctx, kv, "default", ws, profile.SeedOptions{}); err != nil || n != 0 {
+	if n, err := profile.Seed(ctx, kv, "default", ws); err != nil || n != 0 {
 		t.Fatalf("Seed = %d, %v; want nothing written", n, err)
 	}
 	if e, err := kv.Get(ctx, profile.FileKey("default", "SOUL.md")); err != nil || string(e.Value()) != "old" {

@@ -157,10 +157,8 @@ func Connect(ctx context.Context, file *config.File, name string, log *slog.Logg
 	}
 	var b *bus.Bus
 	err := Retry(ctx, log, ready, "connect to nats", func(ctx context.Context) error {
-		cfg := BusConfig(file, name)
-		cfg.Log = log
 		var err error
-		b, err = bus.Connect(ctx, cfg)
+		b, err = bus.Connect(ctx, BusConfig(file, name), bus.LogAsyncErrors(log))
 		return err
 	})
 	if err != nil {

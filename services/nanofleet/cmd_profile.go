@@ -28,7 +28,7 @@ func seedProfile(ctx context.Context, b *bus.Bus, workspace string, out io.Write
 	if err != nil {
 		return err
 	}
-	n, err := profile.Seed(ctx, kv, profile.DefaultAgent, workspace, profile.SeedOptions{Editable: true, Log: log})
+	n, err := profile.Seed(ctx, kv, profile.DefaultAgent, workspace, profile.WithEditable(true), profile.WithLogger(log))
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func TestProfileSeedCopiesReviewedFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "SOUL.md"), []byte("v2"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := profile.Seed(ctx, kv, profile.DefaultAgent, ws, profile.SeedOptions{}); err != nil || n != 0 {
+	if n, err := profile.Seed(ctx, kv, profile.DefaultAgent, ws); err != nil || n != 0 {
 		t.Fatalf("start-up Seed = %d, %v; want nothing read", n, err)
 	}
 	if err := os.Symlink(secret, filepath.Join(ws, "AGENTS.md")); err != nil {

@@ -48,8 +48,7 @@ func seed(ctx context.Context, env svc.Env, ws runner.WorkspaceConfig) error {
 	if err != nil {
 		return err
 	}
-	opts := profile.SeedOptions{Editable: ws.EditableProfile, Log: env.Log}
-	n, err := profile.Seed(ctx, kv, profile.DefaultAgent, ws.Root, opts)
+	n, err := profile.Seed(ctx, kv, profile.DefaultAgent, ws.Root, profile.WithEditable(ws.EditableProfile), profile.WithLogger(env.Log))
 	if err != nil && !bus.Transient(err) {
 		env.Log.Warn("seed agent profile from workspace", "err", err)
 		return nil

@@ -134,8 +134,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	seed := profile.SeedOptions{Editable: o.File.EditableProfile(), Log: o.Log}
-	if _, err := profile.Seed(ctx, kv, profile.DefaultAgent, o.Workspace, seed); err != nil {
+	if _, err := profile.Seed(ctx, kv, profile.DefaultAgent, o.Workspace, profile.WithEditable(o.File.EditableProfile()), profile.WithLogger(o.Log)); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -160,8 +159,6 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	if o.ClientOnly {
 		return f.join(ctx, o)
 	}
-	cfg := svc.BusConfig(o.File, "nanofleet")
-	cfg.Log = o.Log
 	if o.File.NATS.URL != "" {
 		b, err := svc.Connect(ctx, o.File, "nanofleet", o.Log, nil, o.assets())
 		if err != nil {
@@ -192,7 +189,7 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	}
 	g.Check(ctx)
 	f.Storage = g
-	b, err := bus.Connect(ctx, cfg, e.ConnectOption())
+	b, err := bus.Connect(ctx, svc.BusConfig(o.File, "nanofleet"), bus.LogAsyncErrors(o.Log), e.ConnectOption())
 	if err != nil {
 		return err
 	}
@@ -208,13 +205,11 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 // workers' (the consolidator's took about 20 ms at the median on their
 // connection under 100 sessions' turns, 1–2 ms on its own).
 func (f *Fleet) dial(ctx context.Context, o Options, name string) (*bus.Bus, error) {
-	cfg := svc.BusConfig(o.File, name)
-	cfg.Log = o.Log
-	var extra []nats.Option
+	extra := []nats.Option{bus.LogAsyncErrors(o.Log)}
 	if f.Embedded != nil {
 		extra = append(extra, f.Embedded.ConnectOption())
 	}
-	b, err := bus.Connect(ctx, cfg, extra...)
+	b, err := bus.Connect(ctx, svc.BusConfig(o.File, name), extra...)
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", name, err)
 	}
@@ -230,11 +225,9 @@ var ErrNoFleet = errors.New("no fleet")
 // the fleet's, and provisioning with it would remap the fleet's streams.
 // It checks the layout instead and says once how it differs.
 func (f *Fleet) join(ctx context.Context, o Options) error {
-	cfg := svc.BusConfig(o.File, "nanofleet-cli")
-	cfg.Log = o.Log
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	b, err := bus.Connect(cctx, cfg)
+	b, err := bus.Connect(cctx, svc.BusConfig(o.File, "nanofleet-cli"), bus.LogAsyncErrors(o.Log))
 	if err != nil {
 		return fmt.Errorf("is the fleet running? %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/storeguard"
 	"github.com/nanofleet/nanofleet/pkg/svc"
@@ -66,6 +68,19 @@ func TestWithLoggerNil(t *testing.T) {
 			if err == nil {
 				e.Shutdown()
 			}
+			return nil, err
+		}},
+		{"profile.Seed", func(ctx context.Context) (run, error) {
+			// A symlinked bootstrap file is refused with a warning.
+			dir := t.TempDir()
+			if err := os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(dir, "AGENTS.md")); err != nil {
+				return nil, err
+			}
+			kv, err := b.KV(ctx, bus.BucketProfile)
+			if err != nil {
+				return nil, err
+			}
+			_, err = profile.Seed(ctx, kv, "nil-logger", dir, profile.WithEditable(true), profile.WithLogger(nil))
 			return nil, err
 		}},
 		{"llm.New", func(context.Context) (run, error) {
