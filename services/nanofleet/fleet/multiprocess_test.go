@@ -159,13 +159,12 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 	bins := fleettest.Build(t, "nanofleet")
 	llm := llmtest.NewServer(t)
 	release := make(chan struct{})
-	var calls sync.WaitGroup
-	calls.Add(1)
+	atModel := make(chan struct{})
 	var once sync.Once
 	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
 		if r.LastUserText() == "slow question" {
 			first := false
-			once.Do(func() { first = true; calls.Done() })
+			once.Do(func() { first = true; close(atModel) })
 			if first {
 				<-release // hold the first attempt until the process is dead
 			}
@@ -199,7 +198,11 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls.Wait() // the turn is at the model
+	select {
+	case <-atModel:
+	case <-ctx.Done():
+		t.Fatal("the slow question never reached the model")
+	}
 	client.Close()
 	aio.Kill()
 
