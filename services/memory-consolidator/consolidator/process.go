@@ -71,7 +71,8 @@ type holder func(ctx context.Context, scope memory.Scope, log *slog.Logger) (con
 // holdDocument takes the scope's document lease, fleet-wide, waiting up
 // to Config.LeaseWait while another consolidation holds it: the model is
 // then asked against the document the round will write, and its
-// compare-and-set fails only if the lease was lost. The caller holds its
+// compare-and-set fails only if the lease was lost or another writer
+// (Dream, the file sync) wrote. The caller holds its
 // session's lease already (always session, then document: no cycle). The
 // request's InProgress keeps running meanwhile, so nothing needs a tick.
 func (c *Consolidator) holdDocument(ctx context.Context, scope memory.Scope, log *slog.Logger) (context.Context, func(), error) {
