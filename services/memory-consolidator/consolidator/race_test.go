@@ -157,18 +157,24 @@ func TestTwoConsolidatorsCommitEachEntryOnce(t *testing.T) {
 // compare-and-set, and every entry applied once.
 func TestSharedDocumentTakesTurns(t *testing.T) {
 	tests := []struct {
-		name          string
-		consolidators int
-		slots         int
+		name            string
+		consolidators   int
+		slots           int
+		sessions, turns int
+		latency         time.Duration
 	}{
-		{"one consolidator, four slots", 1, 4},
-		{"two consolidators, four slots each", 2, 4},
+		{"one consolidator, four slots", 1, 4, 8, 6, 20 * time.Millisecond},
+		{"two consolidators, four slots each", 2, 4, 8, 6, 20 * time.Millisecond},
+		// The document lease is renewed while the model works (the test
+		// layout's lease TTL is 3 s), so the other waits instead of taking
+		// it over and then losing the compare-and-set.
+		{"model slower than the lease TTL", 2, 1, 2, 2, 4 * time.Second},
 	}
-	const sessions, turns = 8, 6
 	for _, tt := range tests {
+		sessions, turns := tt.sessions, tt.turns
 		t.Run(tt.name, func(t *testing.T) {
 			srv, b := memtest.Start(t)
-			model := llmtest.NewServer(t, llmtest.WithLatency(20*time.Millisecond))
+			model := llmtest.NewServer(t, llmtest.WithLatency(tt.latency))
 			model.Handle(memtest.Consolidate)
 			ctx, cancel := context.WithCancel(t.Context())
 			var wg sync.WaitGroup
