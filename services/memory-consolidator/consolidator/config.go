@@ -23,8 +23,8 @@ type Config struct {
 	// AckWait is how long a request may go without InProgress before it
 	// is redelivered.
 	AckWait config.Seconds `json:"ackWaitSeconds,omitempty"`
-	// LeaseWait is how long a request waits for a session another
-	// consolidator holds before it is put back.
+	// LeaseWait is how long a request waits for a session, or a memory
+	// document, another consolidation holds before it is put back.
 	LeaseWait time.Duration `json:"-"`
 	// MaxDeliveries is how often a request may be delivered before it is
 	// dead-lettered.

@@ -162,7 +162,7 @@ func (c *Consolidator) handle(ctx context.Context, m jetstream.Msg) string {
 		}
 		return outcome
 	case errors.Is(err, lease.ErrHeld):
-		log.Debug("session busy with another consolidator; later")
+		log.Debug("session or its memory busy with another consolidator; later")
 		_ = m.NakWithDelay(time.Second)
 		return "retry"
 	default:
@@ -209,6 +209,10 @@ func (c *Consolidator) deadLetter(ctx context.Context, m jetstream.Msg, meta *je
 
 // leaseKey is the per-session consolidation lease.
 func leaseKey(sessionKey string) string { return "memory.consolidate." + subject.Token(sessionKey) }
+
+// documentLeaseKey is the lease on a scope's MEMORY.md, held from reading
+// it to writing it.
+func documentLeaseKey(scope memory.Scope) string { return "memory.document." + scope.Key() }
 
 func backoff(delivered uint64) time.Duration {
 	d := time.Second

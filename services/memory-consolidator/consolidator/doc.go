@@ -25,7 +25,20 @@
 //     entry is appended with the session's newest entry as expected last
 //     sequence, MEMORY.md is updated by compare-and-set with an applied
 //     marker, and the cursor moves forward by compare-and-set.
-//  4. If the model fails or its answer cannot be repaired, the raw messages
+//  4. Per-document lease "memory.document.<scope key>": a round holds it
+//     from reading MEMORY.md, through the model call, to the Put (and
+//     while it finishes a logged entry), renewed while held and released
+//     right after the Put. Consolidations of one document thus take turns
+//     fleet-wide and the model sees the document the round writes: the
+//     compare-and-set fails only if the lease was lost or another writer
+//     (Dream, the file sync) wrote, and then the model merges the entry's
+//     turns into the new content. The session's lease is always taken
+//     first and the document's second, never the reverse, so waits never
+//     form a cycle. A round waits for the document
+//     up to Config.LeaseWait with the request in progress, then the
+//     request is put back as for a held session; a document lease lost
+//     under a slow model ends the round and the request is retried.
+//  5. If the model fails or its answer cannot be repaired, the raw messages
 //     are the entry and MEMORY.md stays as it was: a turn is never lost, and
 //     the cursor still moves, so the session stays usable.
 //

@@ -57,14 +57,43 @@ func (c *Consolidator) consolidate(ctx context.Context, m jetstream.Msg, req *na
 			log.Warn("release consolidation lease", "err", err)
 		}
 	}()
+	// InProgress also covers the waits for the document lease in rounds.
 	stop := bus.InProgress(job, m, time.Duration(c.cfg.AckWait)/3)
 	defer stop()
-	return c.rounds(job, req, scope, log)
+	return c.rounds(job, req, scope, c.holdDocument, log)
 }
 
-// rounds consolidates the request's range chunk by chunk; it relies on the
-// conditional writes alone, the lease only keeps others from wasting work.
-func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.ConsolidationRequest, scope memory.Scope, log *slog.Logger) (string, error) {
+// holder holds a memory document while a round reads it, asks the model
+// and writes it. It returns the context of that work, which ends if the
+// hold is lost, and the function that lets go.
+type holder func(ctx context.Context, scope memory.Scope, log *slog.Logger) (context.Context, func(), error)
+
+// holdDocument takes the scope's document lease, fleet-wide, waiting up
+// to Config.LeaseWait while another consolidation holds it: the model is
+// then asked against the document the round will write, and its
+// compare-and-set fails only if the lease was lost or another writer
+// (Dream, the file sync) wrote. The caller holds its
+// session's lease already (always session, then document: no cycle). The
+// request's InProgress keeps running meanwhile, so nothing needs a tick.
+func (c *Consolidator) holdDocument(ctx context.Context, scope memory.Scope, log *slog.Logger) (context.Context, func(), error) {
+	l, job, err := c.leases.Take(ctx, documentLeaseKey(scope), c.cfg.ID, c.cfg.LeaseWait, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("memory document %s: %w", scope, err)
+	}
+	return job, func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := l.Release(rctx); err != nil {
+			log.Warn("release memory document lease", "scope", scope.Key(), "err", err)
+		}
+	}, nil
+}
+
+// rounds consolidates the request's range chunk by chunk, holding the
+// memory document with hold while it is read, summarised against and
+// written; it relies on the conditional writes alone, the leases only keep
+// others from wasting work (model calls above all).
+func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.ConsolidationRequest, scope memory.Scope, hold holder, log *slog.Logger) (string, error) {
 	key := req.GetSessionKey()
 	outcome := "skipped"
 	for range maxRounds {
@@ -86,7 +115,7 @@ func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.Consolidatio
 		if last != nil && last.GetToSeq() > cursor {
 			// An earlier attempt logged this entry and stopped: finish it.
 			log.Info("finishing a logged entry", "entry", last.Seq, "to", last.GetToSeq())
-			if err := c.finish(job, last, nil, log); err != nil {
+			if err := c.finishHeld(job, last, hold, log); err != nil {
 				return "", err
 			}
 			if err := c.advance(job, key, last.GetToSeq()); err != nil {
@@ -112,52 +141,86 @@ func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.Consolidatio
 			}
 			continue
 		}
-		doc, _, err := c.docs.Get(job, scope)
-		if err != nil {
-			return "", err
-		}
-		transcript := memory.Transcript(chunk, c.cfg.ToolChars)
-		entry := &nanofleetv1.HistoryEntry{
-			SessionKey: key, Scope: scope.Key(), FromSeq: cursor + 1, ToSeq: chunkTo,
-			Reason: req.GetReason(), CreatedAt: timestamppb.Now(),
-		}
-		var upd *update
-		res, merr := summarise(job, c.d.Model, c.cfg, doc.GetContent(), transcript)
-		if merr != nil {
-			if job.Err() != nil {
-				return "", context.Cause(job)
-			}
-			log.Warn("model failed; archiving the raw turns", "err", oneLine(merr))
-			entry.Text, entry.Raw = transcript, true
-			outcome = "raw"
-		} else {
-			entry.Text = res.Entry
-			upd = &update{base: doc.GetContent(), memory: res.Memory}
-			if outcome != "raw" {
-				outcome = "ok"
-			}
-		}
 		var expect uint64
 		if last != nil {
 			expect = last.Seq
 		}
-		seq, err := c.hist.Append(job, entry, expect)
-		if errors.Is(err, memory.ErrConflict) {
-			log.Info("another consolidator logged this range first")
-			continue
-		}
+		e, err := c.commit(job, req, scope, cursor, chunk, expect, hold, log)
 		if err != nil {
 			return "", err
 		}
-		if err := c.finish(job, &memory.Entry{Seq: seq, HistoryEntry: entry}, upd, log); err != nil {
-			return "", err
+		if e == nil {
+			log.Info("another consolidator logged this range first")
+			continue
+		}
+		switch {
+		case e.GetRaw():
+			outcome = "raw"
+		case outcome != "raw":
+			outcome = "ok"
 		}
 		if err := c.advance(job, key, chunkTo); err != nil {
 			return "", err
 		}
-		log.Info("consolidated", "entry", seq, "from", entry.GetFromSeq(), "to", chunkTo, "raw", entry.GetRaw())
+		log.Info("consolidated", "entry", e.Seq, "from", e.GetFromSeq(), "to", chunkTo, "raw", e.GetRaw())
 	}
 	return "", fmt.Errorf("consolidation of %s did not finish in %d rounds", key, maxRounds)
+}
+
+// commit holds the memory document while it asks the model for the
+// chunk's entry and memory update, logs the entry after the session's
+// entry expect (0: none) and applies it. A nil entry means another
+// consolidator logged this range first.
+func (c *Consolidator) commit(ctx context.Context, req *nanofleetv1.ConsolidationRequest, scope memory.Scope, cursor uint64, chunk []session.Turn, expect uint64, hold holder, log *slog.Logger) (*memory.Entry, error) {
+	job, release, err := hold(ctx, scope, log)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	doc, _, err := c.docs.Get(job, scope)
+	if err != nil {
+		return nil, err
+	}
+	transcript := memory.Transcript(chunk, c.cfg.ToolChars)
+	entry := &nanofleetv1.HistoryEntry{
+		SessionKey: req.GetSessionKey(), Scope: scope.Key(), FromSeq: cursor + 1, ToSeq: chunk[len(chunk)-1].Seq,
+		Reason: req.GetReason(), CreatedAt: timestamppb.Now(),
+	}
+	var upd *update
+	res, merr := summarise(job, c.d.Model, c.cfg, doc.GetContent(), transcript)
+	if merr != nil {
+		if job.Err() != nil {
+			return nil, context.Cause(job)
+		}
+		log.Warn("model failed; archiving the raw turns", "err", oneLine(merr))
+		entry.Text, entry.Raw = transcript, true
+	} else {
+		entry.Text = res.Entry
+		upd = &update{base: doc.GetContent(), memory: res.Memory}
+	}
+	seq, err := c.hist.Append(job, entry, expect)
+	if errors.Is(err, memory.ErrConflict) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := &memory.Entry{Seq: seq, HistoryEntry: entry}
+	return e, c.finish(job, e, upd, log)
+}
+
+// finishHeld is finish of an entry logged earlier, holding its document.
+func (c *Consolidator) finishHeld(ctx context.Context, e *memory.Entry, hold holder, log *slog.Logger) error {
+	scope, err := memory.ParseScope(e.GetScope())
+	if err != nil {
+		return err
+	}
+	job, release, err := hold(ctx, scope, log)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return c.finish(job, e, nil, log)
 }
 
 // finish applies a logged entry to its scope's MEMORY.md, once: the

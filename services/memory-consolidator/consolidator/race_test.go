@@ -3,6 +3,8 @@ package consolidator
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +17,9 @@ import (
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
 )
 
-// appendTurns commits n turns "R001: … FACT: fact 1." … to the session.
+// appendTurns commits n turns "R001: … FACT: fact 1 of <key>." … to the
+// session: no two sessions have a fact in common, so every consolidation
+// really changes a memory document they share.
 func appendTurns(t *testing.T, b *bus.Bus, key string, n int) []uint64 {
 	t.Helper()
 	ctx := t.Context()
@@ -27,7 +31,7 @@ func appendTurns(t *testing.T, b *bus.Bus, key string, n int) []uint64 {
 	var last uint64
 	for i := 1; i <= n; i++ {
 		rec := &nanofleetv1.TurnRecord{TurnId: fmt.Sprint(key, i), Messages: []*nanofleetv1.ChatMessage{
-			{Role: "user", Content: fmt.Sprintf("R%03d: hello. FACT: fact %d.", i, i)},
+			{Role: "user", Content: fmt.Sprintf("R%03d: hello. FACT: fact %d of %s.", i, i, key)},
 			{Role: "assistant", Content: "noted"},
 		}}
 		seq, err := sessions.Append(ctx, key, rec, last)
@@ -42,14 +46,26 @@ func appendTurns(t *testing.T, b *bus.Bus, key string, n int) []uint64 {
 
 func newConsolidator(t *testing.T, b *bus.Bus, id string, srv *llmtest.Server) *Consolidator {
 	t.Helper()
+	return newConsolidatorWith(t, b, id, srv, func(*Config) {})
+}
+
+// newConsolidatorWith is newConsolidator with set changing the config.
+func newConsolidatorWith(t *testing.T, b *bus.Bus, id string, srv *llmtest.Server, set func(*Config)) *Consolidator {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.ID = id
 	cfg.ChunkTokens = 100 // a few turns per entry
+	set(&cfg)
 	c, err := New(t.Context(), cfg, Deps{Bus: b, Model: memtest.Model(t, srv)}, WithLogger(memtest.Logger(t).With("c", id)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// holdNothing is a holder that holds no document.
+func holdNothing(ctx context.Context, _ memory.Scope, _ *slog.Logger) (context.Context, func(), error) {
+	return ctx, func() {}, nil
 }
 
 // checkExactlyOnce asserts every turn is in exactly one entry and every
@@ -108,9 +124,11 @@ func TestTwoConsolidatorsCommitEachEntryOnce(t *testing.T) {
 		checkExactlyOnce(t, b1, key, 24)
 	})
 
-	t.Run("without the lease", func(t *testing.T) {
+	t.Run("without the leases", func(t *testing.T) {
 		// The conditional writes alone keep the entries exactly once, as
-		// when a lease expires under a slow consolidator.
+		// when a session's or document's lease expires under a slow
+		// consolidator: rounds runs without the one and holds nothing for
+		// the other.
 		const key = "cli:cas"
 		seqs := appendTurns(t, b1, key, 16)
 		req := &nanofleetv1.ConsolidationRequest{SessionKey: key, FromSeq: 1, ToSeq: seqs[15], Reason: "new", Scope: memory.AgentScope("default").Key()}
@@ -118,7 +136,7 @@ func TestTwoConsolidatorsCommitEachEntryOnce(t *testing.T) {
 		for i := range 6 {
 			c := []*Consolidator{c1, c2}[i%2]
 			wg.Go(func() {
-				if _, err := c.rounds(t.Context(), req, memory.AgentScope("default"), c.log); err != nil {
+				if _, err := c.rounds(t.Context(), req, memory.AgentScope("default"), holdNothing, c.log); err != nil {
 					t.Errorf("rounds: %v", err)
 				}
 			})
@@ -131,4 +149,95 @@ func TestTwoConsolidatorsCommitEachEntryOnce(t *testing.T) {
 			t.Errorf("cursor %d, want %d", info.GetConsolidatedSeq(), seqs[15])
 		}
 	})
+}
+
+// TestSharedDocumentTakesTurns: consolidations of many sessions into one
+// MEMORY.md take turns on it, so that each model call is made against the
+// document it updates: one call per entry, never a merge after a lost
+// compare-and-set, and every entry applied once.
+func TestSharedDocumentTakesTurns(t *testing.T) {
+	tests := []struct {
+		name            string
+		consolidators   int
+		slots           int
+		sessions, turns int
+		latency         time.Duration
+	}{
+		{"one consolidator, four slots", 1, 4, 8, 6, 20 * time.Millisecond},
+		{"two consolidators, four slots each", 2, 4, 8, 6, 20 * time.Millisecond},
+		// The document lease is renewed while the model works (the test
+		// layout's lease TTL is 3 s), so the other waits instead of taking
+		// it over and then losing the compare-and-set.
+		{"model slower than the lease TTL", 2, 1, 2, 2, 4 * time.Second},
+	}
+	for _, tt := range tests {
+		sessions, turns := tt.sessions, tt.turns
+		t.Run(tt.name, func(t *testing.T) {
+			srv, b := memtest.Start(t)
+			model := llmtest.NewServer(t, llmtest.WithLatency(tt.latency))
+			model.Handle(memtest.Consolidate)
+			ctx, cancel := context.WithCancel(t.Context())
+			var wg sync.WaitGroup
+			defer func() { cancel(); wg.Wait() }()
+			for i := range tt.consolidators {
+				cb := b
+				if i > 0 {
+					cb = srv.Connect(t, "")
+				}
+				c := newConsolidatorWith(t, cb, fmt.Sprint("c", i+1), model, func(cfg *Config) {
+					cfg.Slots = tt.slots
+					cfg.RecentEntries = sessions * turns // every applied entry stays countable
+				})
+				wg.Go(func() { _ = c.Run(ctx) })
+			}
+			keys := make([]string, sessions)
+			last := make([]uint64, sessions)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("cli:shared%d", i)
+				seqs := appendTurns(t, b, keys[i], turns)
+				last[i] = seqs[len(seqs)-1]
+			}
+			start := time.Now()
+			for i, key := range keys {
+				req := &nanofleetv1.ConsolidationRequest{SessionKey: key, FromSeq: 1, ToSeq: last[i], Reason: "budget", Scope: memory.AgentScope("default").Key()}
+				if err := memory.PublishRequest(t.Context(), b, req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, key := range keys {
+				memtest.WaitCursor(t, b, key, last[i], 30*time.Second)
+			}
+			took := time.Since(start)
+			entries := 0
+			for _, key := range keys {
+				checkExactlyOnce(t, b, key, turns)
+				for _, e := range memtest.Coverage(t, b, key) {
+					if e.GetRaw() {
+						t.Errorf("%s: entry %d is raw; the model was to answer every call", key, e.Seq)
+					}
+					entries++
+				}
+			}
+			docs, err := memory.OpenDocs(t.Context(), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc, _, err := docs.Get(t.Context(), memory.AgentScope("default"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range keys {
+				for i := 1; i <= turns; i++ {
+					if fact := fmt.Sprintf("- fact %d of %s", i, key); !strings.Contains(doc.GetContent(), fact) {
+						t.Errorf("MEMORY.md lost %q:\n%s", fact, doc.GetContent())
+					}
+				}
+			}
+			calls := model.RequestCount()
+			t.Logf("%d model calls for %d entries (%.2f per consolidation) in %s", calls, entries, float64(calls)/float64(entries), took.Round(time.Millisecond))
+			if calls != entries {
+				t.Errorf("%d model calls for %d entries, want one each (no merge after a lost race)", calls, entries)
+			}
+		})
+	}
 }

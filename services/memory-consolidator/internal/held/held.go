@@ -1,6 +1,7 @@
 // Package held keeps a lease from pkg/lease for the length of a job: it
-// waits for a lease someone else holds, renews it in the background, and
-// cancels the job's context when the lease is lost.
+// waits for a lease someone else holds (woken by its release, polling for
+// its expiry), renews it in the background, and cancels the job's context
+// when the lease is lost.
 package held
 
 import (
@@ -13,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/every"
 	"github.com/nanofleet/nanofleet/pkg/lease"
@@ -26,7 +26,11 @@ var ErrLost = errors.New("held: lease lost")
 // Leases hands out held leases from the fleet's lease bucket.
 type Leases struct {
 	t     *lease.Table
+	kv    jetstream.KeyValue
 	renew time.Duration
+	// poll is the first wait between attempts on a held lease, doubling
+	// up to pollMax.
+	poll, pollMax time.Duration
 	// n makes each Take's owner name unique: pkg/lease hands a lease held
 	// under the same name to its asker (a restarted holder), and the jobs
 	// of one process must not share a lease.
@@ -53,7 +57,7 @@ func Open(ctx context.Context, b *bus.Bus) (*Leases, error) {
 
 // New returns leases from kv renewed every renew.
 func New(kv jetstream.KeyValue, renew time.Duration) *Leases {
-	return &Leases{t: lease.NewTable(kv), renew: renew}
+	return &Leases{t: lease.NewTable(kv), kv: kv, renew: renew, poll: 50 * time.Millisecond, pollMax: 500 * time.Millisecond}
 }
 
 // Lease is a held lease and the context of the job under it.
@@ -65,14 +69,18 @@ type Lease struct {
 
 // Take acquires key for owner, waiting up to wait while another holds it
 // and calling tick about every second meanwhile (e.g. to tell JetStream the
-// message is in progress). The returned context ends when the lease is
-// lost or released. lease.ErrHeld means the wait was not enough. The
-// lease is held as "<owner>/<n>", unique within the process.
+// message is in progress). A waiter watches the key and tries again as
+// soon as the holder releases it; it also polls, for a lease that expires
+// (expiry writes nothing a watch sees). The returned context ends when
+// the lease is lost or released. lease.ErrHeld means the wait was not
+// enough. The lease is held as "<owner>/<n>", unique within the process.
 func (ls *Leases) Take(ctx context.Context, key, owner string, wait time.Duration, tick func()) (*Lease, context.Context, error) {
 	owner = owner + "/" + strconv.FormatUint(ls.n.Add(1), 10)
 	deadline := time.Now().Add(wait)
 	lastTick := time.Now()
-	delay := 50 * time.Millisecond
+	delay := ls.poll
+	var released <-chan jetstream.KeyValueEntry
+	watched := false
 	for {
 		l, err := ls.t.Acquire(ctx, key, owner)
 		if err == nil {
@@ -84,14 +92,45 @@ func (ls *Leases) Take(ctx context.Context, key, owner string, wait time.Duratio
 		if !errors.Is(err, lease.ErrHeld) || time.Now().After(deadline) {
 			return nil, nil, err
 		}
+		if !watched && wait > 0 {
+			watched = true
+			// Without the watch the poll alone finds the release.
+			if w, err := ls.kv.Watch(ctx, key, jetstream.UpdatesOnly()); err == nil {
+				defer func() { _ = w.Stop() }()
+				released = w.Updates()
+				continue // a release before the watch began is not in it
+			}
+		}
 		if tick != nil && time.Since(lastTick) >= time.Second {
 			tick()
 			lastTick = time.Now()
 		}
-		if err := backoff.Sleep(ctx, delay); err != nil {
+		if err := waitRelease(ctx, released, delay); err != nil {
 			return nil, nil, err
 		}
-		delay = min(delay*2, 500*time.Millisecond)
+		delay = min(delay*2, ls.pollMax)
+	}
+}
+
+// waitRelease waits for d or until updates brings a delete (a release),
+// whichever comes first; a nil updates waits d.
+func waitRelease(ctx context.Context, updates <-chan jetstream.KeyValueEntry, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		case e, ok := <-updates:
+			switch {
+			case !ok:
+				updates = nil // the watch ended: the timer is left
+			case e != nil && e.Operation() != jetstream.KeyValuePut:
+				return nil
+			}
+		}
 	}
 }
 
