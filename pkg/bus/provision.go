@@ -89,7 +89,7 @@ func CoreAssets(s subject.Space, l Layout) Assets {
 			},
 		},
 		Buckets: []jetstream.KeyValueConfig{
-			{Bucket: s.Bucket(BucketLeases), Description: "session leases: one turn at a time per session", TTL: l.LeaseTTL, History: 1},
+			{Bucket: s.Bucket(BucketLeases), Description: "leases: one turn at a time per session, one consolidation at a time per session and per memory document", TTL: l.LeaseTTL, History: 1},
 			{Bucket: s.Bucket(BucketSessions), Description: "session metadata", History: 1},
 			{Bucket: s.Bucket(BucketCheckpoints), Description: "turns in progress", History: 1, LimitMarkerTTL: l.CheckpointMarkerTTL},
 			{Bucket: s.Bucket(BucketProfile), Description: "agent profile: bootstrap files and skills", History: 5},
