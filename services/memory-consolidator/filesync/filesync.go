@@ -6,7 +6,9 @@
 // For each pair the syncer remembers the content hash of the file and the
 // KV revision it last saw in sync (in memory/.nanofleet-sync.json of the
 // workspace, so a restart knows which side moved while it was down). On
-// each poll (and at once when the KV entry changes):
+// each poll (and at once when the KV entry changes) it reads the file, and
+// the KV entry only if its watcher reported a change since the last read
+// (every poll without a watcher):
 //
 //   - only the file changed: the file is written to KV, by compare-and-set
 //     on the revision read;
@@ -119,6 +121,19 @@ type Syncer struct {
 
 	mu    sync.Mutex
 	state map[string]pairState
+
+	// kv holds, between polls, the KV copy of each pair that Run
+	// watches: read on every poll, the bucket's last block (up to 4 MB
+	// of the memory document's old revisions) stayed in the server's
+	// cache for good, as the poll came back before the cache's 10 s
+	// expiry. The pair's watcher drops the copy on every change (gen
+	// counts them, so that a read that raced a change is not kept); a
+	// pair without a watcher (SyncOnce alone, or a watcher that
+	// stopped) is read on every poll.
+	kvMu    sync.Mutex
+	kv      map[string]kvCopy
+	gen     map[string]uint64
+	watched map[string]bool
 }
 
 // Option changes an optional setting of [New].
@@ -166,7 +181,8 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, opts ...Option) (*Syncer, 
 	if err != nil {
 		return nil, err
 	}
-	s := &Syncer{cfg: cfg, dir: dir, log: slog.New(slog.DiscardHandler), docs: docs, profile: prof, revs: revs, state: map[string]pairState{}}
+	s := &Syncer{cfg: cfg, dir: dir, log: slog.New(slog.DiscardHandler), docs: docs, profile: prof, revs: revs, state: map[string]pairState{},
+		kv: map[string]kvCopy{}, gen: map[string]uint64{}, watched: map[string]bool{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -203,12 +219,16 @@ func (s *Syncer) Run(ctx context.Context) error {
 			}
 			return err
 		}
+		key := s.key(p)
+		s.setWatched(key, true)
 		go func() {
 			defer func() { _ = w.Stop() }()
+			defer s.setWatched(key, false)
 			for e := range w.Updates() {
 				if e == nil {
 					continue
 				}
+				s.forget(key)
 				select {
 				case kick <- struct{}{}:
 				default:
@@ -252,6 +272,11 @@ func (s *Syncer) SyncOnce(ctx context.Context) error {
 		c, err := s.syncPair(ctx, p)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
+		}
+		if c || err != nil {
+			// What this round wrote or failed on is read again, not
+			// taken from before the write.
+			s.forget(s.key(p))
 		}
 		changed = changed || c
 	}

@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -185,6 +187,90 @@ func TestRunFollowsJetStream(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestRunReadsJetStreamOnlyOnChange: while Run watches the pairs, a poll
+// that finds nothing changed does not read the KV copies again (read on
+// every poll, they kept the server's cache of the memory bucket's last
+// block loaded for good), and changes on either side still go across.
+func TestRunReadsJetStreamOnlyOnChange(t *testing.T) {
+	srv, b := memtest.Start(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	docs, _ := memory.OpenDocs(ctx, b)
+	scope := memory.AgentScope("default")
+	if _, _, err := docs.SetContent(ctx, scope, "- first\n", "dream"); err != nil {
+		t.Fatal(err)
+	}
+	// Every KV read, direct or not, as the server sees it.
+	var mu sync.Mutex
+	reads := 0
+	watch := srv.Connect(t, "")
+	for _, subj := range []string{"$JS.API.DIRECT.GET.>", "$JS.API.STREAM.MSG.GET.>"} {
+		if _, err := watch.NC.Subscribe(subj, func(*nats.Msg) { mu.Lock(); reads++; mu.Unlock() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := watch.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return reads }
+
+	const poll = 10 * time.Millisecond
+	e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
+	s, err := filesync.New(ctx, filesync.Config{Workspace: e.ws, Agent: "default", Poll: poll}, b, filesync.WithLogger(memtest.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx) }()
+	defer func() { cancel(); bustest.Receive(t, done, 30*time.Second) }()
+	fileIs := func(want string) func() error {
+		return func() error {
+			data, err := os.ReadFile(filepath.Join(e.ws, "memory", "MEMORY.md"))
+			if err != nil {
+				return err
+			}
+			if string(data) != want {
+				return fmt.Errorf("MEMORY.md = %q, want %q", data, want)
+			}
+			return nil
+		}
+	}
+	bustest.Eventually(t, 10*time.Second, fileIs("- first\n"))
+
+	// Once in sync, 30 polls in a row read nothing (without the kept
+	// copies every poll reads each pair).
+	bustest.Eventually(t, 10*time.Second, func() error {
+		before := count()
+		time.Sleep(30 * poll)
+		if n := count() - before; n != 0 {
+			return fmt.Errorf("%d KV reads in 30 polls with nothing changed", n)
+		}
+		return nil
+	})
+
+	// A KV change still reaches the file, and a file edit the KV.
+	if _, _, err := docs.SetContent(ctx, scope, "- second\n", "dream"); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, 10*time.Second, fileIs("- second\n"))
+	e.write(filepath.Join("memory", "MEMORY.md"), "- edited\n", time.Now())
+	bustest.Eventually(t, 10*time.Second, func() error {
+		doc, _, err := docs.Get(ctx, scope)
+		if err != nil {
+			return err
+		}
+		if doc.GetContent() != "- edited\n" {
+			return fmt.Errorf("KV copy = %q", doc.GetContent())
+		}
+		return nil
+	})
+	// And the KV's next change after the syncer's own write too.
+	if _, _, err := docs.SetContent(ctx, scope, "- third\n", "dream"); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, 10*time.Second, fileIs("- third\n"))
 }
 
 // TestProfileCopiesAreNeverReadBack: without editableProfile the

@@ -69,7 +69,7 @@ func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
 		return false, ferr
 	}
 	fc := string(data)
-	k, err := s.read(ctx, p)
+	k, err := s.kvCopy(ctx, p)
 	if err != nil {
 		return false, err
 	}
@@ -114,6 +114,46 @@ func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
 		return false, err
 	}
 	return s.toFile(p, k, data, fexists)
+}
+
+// kvCopy is the pair's KV copy: the one kept since the last read while
+// the pair's watcher saw no change, else read now.
+func (s *Syncer) kvCopy(ctx context.Context, p Pair) (kvCopy, error) {
+	key := s.key(p)
+	s.kvMu.Lock()
+	k, ok := s.kv[key]
+	gen, watched := s.gen[key], s.watched[key]
+	s.kvMu.Unlock()
+	if ok {
+		return k, nil
+	}
+	k, err := s.read(ctx, p)
+	if err != nil || !watched {
+		return k, err
+	}
+	s.kvMu.Lock()
+	if s.watched[key] && s.gen[key] == gen {
+		s.kv[key] = k
+	}
+	s.kvMu.Unlock()
+	return k, nil
+}
+
+// forget drops the pair's kept KV copy: it changed, or may have.
+func (s *Syncer) forget(key string) {
+	s.kvMu.Lock()
+	delete(s.kv, key)
+	s.gen[key]++
+	s.kvMu.Unlock()
+}
+
+// setWatched records whether a watcher drops the pair's copy on change.
+func (s *Syncer) setWatched(key string, on bool) {
+	s.kvMu.Lock()
+	s.watched[key] = on
+	delete(s.kv, key)
+	s.gen[key]++
+	s.kvMu.Unlock()
 }
 
 func (s *Syncer) read(ctx context.Context, p Pair) (kvCopy, error) {

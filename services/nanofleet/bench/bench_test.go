@@ -118,7 +118,8 @@ func sampleReport() *Report {
 				TurnsHistory: []HistoryState{{MeanTurns: 4.5, MaxTurns: 7}, {MeanTurns: 4.4, MaxTurns: 8, Pending: 3}}, Procs: []MemoryProc{
 					{Name: "nanofleet", Service: true, SessionRSSMB: []float64{40, 60, 150}, KBPerSession: 2.3, TurnsFirstRSSMB: 40, TurnsAllRSSMB: 43, TurnsRatio: 1.075}}},
 			{Shape: shapeMultiProcess, TurnSessions: 100, TurnsFirst: 1000, TurnsAll: 100000, Procs: []MemoryProc{
-				{Name: "nats-server", SessionRSSMB: []float64{20, 30, 70}, KBPerSession: 1.1, TurnsFirstRSSMB: 20, TurnsAllRSSMB: 30, TurnsRatio: 1.5},
+				{Name: "nats-server", SessionRSSMB: []float64{20, 30, 70}, KBPerSession: 1.1, TurnsFirstRSSMB: 20, TurnsAllRSSMB: 30, TurnsRatio: 1.5,
+					TurnsFirstAnonMB: 8, TurnsAllAnonMB: 18},
 				{Name: "agent-worker", Service: true, SessionRSSMB: []float64{15, 16, 20}, KBPerSession: 0.1, TurnsFirstRSSMB: 15, TurnsAllRSSMB: 18, TurnsRatio: 1.2}}},
 		},
 		Growth: []*Growth{
@@ -141,7 +142,8 @@ func TestMarkdownShowsTargets(t *testing.T) {
 		"multi-process: resident cost of an idle session ≤ 0.25 KB per process | agent-worker 0.10 KB | yes",
 		"all-in-one binary: RSS after 100000 turns over 100 sessions within 10% of after 1000 | nanofleet 43.0 vs 40.0 MB = +7% | yes",
 		"multi-process: RSS after 100000 turns over 100 sessions within 10% of after 1000 | agent-worker 18.0 vs 15.0 MB = +20% | **no**",
-		"| multi-process | nats-server | 20.0 → 30.0 → 70.0 | 1.10 | 20.0 | 30.0 | 1.50 |",
+		"| multi-process | nats-server | 20.0 → 30.0 → 70.0 | 1.10 | 20.0 | 30.0 | 1.50 | 8.0 → 18.0 |",
+		"| multi-process | agent-worker | 15.0 → 16.0 → 20.0 | 0.10 | 15.0 | 18.0 | 1.20 | – |",
 		"with contextWindowTokens 8192, maxTokens 2048 and answers of 2000 bytes",
 		"Unconsolidated turns per session (what a turn loads): mean 4.5, max 7, 0 consolidations pending after 1000 turns; mean 4.4, max 8, 3 pending after 100000; 24000 consolidations.",
 	} {

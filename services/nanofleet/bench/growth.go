@@ -184,17 +184,22 @@ func (f *memFleet) messages(ctx context.Context, stream string) (uint64, error) 
 	return info.State.Msgs, nil
 }
 
-// readRSS reads every process's VmRSS in MB.
-func (f *memFleet) readRSS() ([]float64, error) {
-	out := make([]float64, len(f.procs))
+// readRSS reads every process's VmRSS and its anonymous part (RssAnon)
+// in MB.
+func (f *memFleet) readRSS() (rss, anon []float64, err error) {
+	rss, anon = make([]float64, len(f.procs)), make([]float64, len(f.procs))
 	for i, p := range f.procs {
 		kb, err := memKB(p.pid(), "VmRSS")
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.name, err)
+			return nil, nil, fmt.Errorf("%s: %w", p.name, err)
 		}
-		out[i] = mb(kb)
+		akb, err := memKB(p.pid(), "RssAnon")
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		rss[i], anon[i] = mb(kb), mb(akb)
 	}
-	return out, nil
+	return rss, anon, nil
 }
 
 // memory measures a fleet of the given shape twice, each on a fresh
@@ -232,7 +237,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		vs, err := f.readRSS()
+		vs, _, err := f.readRSS()
 		if err != nil {
 			return nil, err
 		}
@@ -264,7 +269,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // not the turns the figures would claim
 	}
-	rss1, err := f.readRSS()
+	rss1, anon1, err := f.readRSS()
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +284,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // not the turns the figures would claim
 	}
-	rss2, err := f.readRSS()
+	rss2, anon2, err := f.readRSS()
 	if err != nil {
 		return nil, err
 	}
@@ -299,6 +304,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	for i, p := range f.procs {
 		m.Procs[i].TurnsFirstRSSMB, m.Procs[i].TurnsAllRSSMB = rss1[i], rss2[i]
 		m.Procs[i].TurnsRatio = rss2[i] / rss1[i]
+		m.Procs[i].TurnsFirstAnonMB, m.Procs[i].TurnsAllAnonMB = anon1[i], anon2[i]
 		if peak, err := memKB(p.pid(), "VmHWM"); err == nil {
 			m.Procs[i].PeakRSSMB = max(m.Procs[i].PeakRSSMB, mb(peak))
 		}
@@ -312,8 +318,8 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	r.logf("  memory (%s): unconsolidated turns per session mean %.1f, max %d, %d consolidations pending after %d turns; mean %.1f, max %d, %d pending after %d; %d consolidations",
 		shape, h1.MeanTurns, h1.MaxTurns, h1.Pending, m.TurnsFirst, h2.MeanTurns, h2.MaxTurns, h2.Pending, m.TurnsAll, m.Consolidations)
 	for _, p := range m.Procs {
-		r.logf("  memory (%s): %s %.2f KB per idle session; RSS %.1f MB after %d turns over %d sessions, %.2f× the %.1f MB after %d",
-			shape, p.Name, p.KBPerSession, p.TurnsAllRSSMB, m.TurnsAll, m.TurnSessions, p.TurnsRatio, p.TurnsFirstRSSMB, m.TurnsFirst)
+		r.logf("  memory (%s): %s %.2f KB per idle session; RSS %.1f MB after %d turns over %d sessions, %.2f× the %.1f MB after %d (anonymous %.1f → %.1f MB)",
+			shape, p.Name, p.KBPerSession, p.TurnsAllRSSMB, m.TurnsAll, m.TurnSessions, p.TurnsRatio, p.TurnsFirstRSSMB, m.TurnsFirst, p.TurnsFirstAnonMB, p.TurnsAllAnonMB)
 	}
 	return m, nil
 }

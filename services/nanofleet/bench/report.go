@@ -190,17 +190,21 @@ func markdown(rep *Report, notes bool) string {
 		} else {
 			w(" at the fleet's default context window, so that no session's history is consolidated")
 		}
-		w(". Peak is VmHWM, under load.\n\n")
-		w("| fleet | process | RSS at each session step MB | KB per idle session | RSS after %d turns MB | after %d MB | ratio | peak MB |\n", m0.TurnsFirst, m0.TurnsAll)
-		w("|---|---|---|---|---|---|---|---|\n")
+		w(". Anonymous is the part of those two readings that is not the binary's pages (RssAnon: heap, stacks, runtime metadata). Peak is VmHWM, under load.\n\n")
+		w("| fleet | process | RSS at each session step MB | KB per idle session | RSS after %d turns MB | after %d MB | ratio | anonymous MB | peak MB |\n", m0.TurnsFirst, m0.TurnsAll)
+		w("|---|---|---|---|---|---|---|---|---|\n")
 		for _, m := range rep.Memory {
 			for _, p := range m.Procs {
 				steps := make([]string, len(p.SessionRSSMB))
 				for i, v := range p.SessionRSSMB {
 					steps[i] = fmt.Sprintf("%.1f", v)
 				}
-				w("| %s | %s | %s | %.2f | %.1f | %.1f | %.2f | %.1f |\n",
-					m.Shape, p.Name, strings.Join(steps, " → "), p.KBPerSession, p.TurnsFirstRSSMB, p.TurnsAllRSSMB, p.TurnsRatio, p.PeakRSSMB)
+				anon := "–" // results written before the anonymous part was read
+				if p.TurnsAllAnonMB > 0 {
+					anon = fmt.Sprintf("%.1f → %.1f", p.TurnsFirstAnonMB, p.TurnsAllAnonMB)
+				}
+				w("| %s | %s | %s | %.2f | %.1f | %.1f | %.2f | %s | %.1f |\n",
+					m.Shape, p.Name, strings.Join(steps, " → "), p.KBPerSession, p.TurnsFirstRSSMB, p.TurnsAllRSSMB, p.TurnsRatio, anon, p.PeakRSSMB)
 			}
 		}
 		w("\n")

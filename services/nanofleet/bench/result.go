@@ -265,7 +265,13 @@ type MemoryProc struct {
 	TurnsFirstRSSMB float64 `json:"turns_first_rss_mb"`
 	TurnsAllRSSMB   float64 `json:"turns_all_rss_mb"`
 	TurnsRatio      float64 `json:"turns_ratio"`
-	PeakRSSMB       float64 `json:"peak_rss_mb"`
+	// TurnsFirstAnonMB and TurnsAllAnonMB are the anonymous part of those
+	// two readings (RssAnon): the heap, stacks and runtime metadata. The
+	// rest is the binary's pages the process has touched, which grow
+	// with the code paths run, not with what the process holds.
+	TurnsFirstAnonMB float64 `json:"turns_first_anon_mb,omitempty"`
+	TurnsAllAnonMB   float64 `json:"turns_all_anon_mb,omitempty"`
+	PeakRSSMB        float64 `json:"peak_rss_mb"`
 }
 
 // Percentiles of a latency distribution, in milliseconds.
