@@ -163,14 +163,7 @@ func TestRunFollowsJetStream(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	docs, _ := memory.OpenDocs(ctx, b)
 	e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
-	s, err := filesync.New(ctx, filesync.Config{Workspace: e.ws, Agent: "default", Poll: time.Hour}, b, filesync.WithLogger(memtest.Logger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Run(ctx) }()
-	defer func() { cancel(); bustest.Receive(t, done, 30*time.Second) }()
+	runSyncer(t, ctx, cancel, e, time.Hour)
 	// A KV change reaches the file without waiting for the (hour-long)
 	// poll: the syncer watches the key.
 	if _, _, err := docs.SetContent(ctx, memory.AgentScope("default"), "- pushed\n", "dream"); err != nil {
@@ -217,14 +210,7 @@ func TestRunReadsJetStreamOnlyOnChange(t *testing.T) {
 
 	const poll = 10 * time.Millisecond
 	e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
-	s, err := filesync.New(ctx, filesync.Config{Workspace: e.ws, Agent: "default", Poll: poll}, b, filesync.WithLogger(memtest.Logger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Run(ctx) }()
-	defer func() { cancel(); bustest.Receive(t, done, 30*time.Second) }()
+	runSyncer(t, ctx, cancel, e, poll)
 	fileIs := func(want string) func() error {
 		return func() error {
 			data, err := os.ReadFile(filepath.Join(e.ws, "memory", "MEMORY.md"))
@@ -393,4 +379,21 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runSyncer runs a syncer of e's workspace polling every poll until the
+// test ends: it cancels ctx and waits for Run to return.
+func runSyncer(t *testing.T, ctx context.Context, cancel context.CancelFunc, e env, poll time.Duration) {
+	t.Helper()
+	s, err := filesync.New(ctx, filesync.Config{Workspace: e.ws, Agent: "default", Poll: poll}, e.b, filesync.WithLogger(memtest.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		bustest.Receive(t, done, 30*time.Second)
+		s.Close()
+	})
 }
