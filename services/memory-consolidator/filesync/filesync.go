@@ -122,18 +122,22 @@ type Syncer struct {
 	mu    sync.Mutex
 	state map[string]pairState
 
-	// kv holds, between polls, the KV copy of each pair that Run
+	// kept holds, between polls, the KV copy of each pair that Run
 	// watches: read on every poll, the bucket's last block (up to 4 MB
 	// of the memory document's old revisions) stayed in the server's
 	// cache for good, as the poll came back before the cache's 10 s
-	// expiry. The pair's watcher drops the copy on every change (gen
-	// counts them, so that a read that raced a change is not kept); a
-	// pair without a watcher (SyncOnce alone, or a watcher that
-	// stopped) is read on every poll.
-	kvMu    sync.Mutex
-	kv      map[string]kvCopy
-	gen     map[string]uint64
-	watched map[string]bool
+	// expiry. A pair without a watcher (SyncOnce alone, or a watcher
+	// that stopped) is read on every poll.
+	keptMu sync.Mutex
+	kept   map[string]*keptCopy
+}
+
+// keptCopy is a pair's KV copy kept between polls.
+type keptCopy struct {
+	copy    kvCopy
+	ok      bool   // copy is current as far as the watcher knows
+	gen     uint64 // changes seen: a read that raced one is not kept
+	watched bool   // a watcher drops the copy on every change
 }
 
 // Option changes an optional setting of [New].
@@ -182,7 +186,7 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, opts ...Option) (*Syncer, 
 		return nil, err
 	}
 	s := &Syncer{cfg: cfg, dir: dir, log: slog.New(slog.DiscardHandler), docs: docs, profile: prof, revs: revs, state: map[string]pairState{},
-		kv: map[string]kvCopy{}, gen: map[string]uint64{}, watched: map[string]bool{}}
+		kept: map[string]*keptCopy{}}
 	for _, o := range opts {
 		o(s)
 	}

@@ -119,11 +119,10 @@ func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
 // kvCopy is the pair's KV copy: the one kept since the last read while
 // the pair's watcher saw no change, else read now.
 func (s *Syncer) kvCopy(ctx context.Context, p Pair) (kvCopy, error) {
-	key := s.key(p)
-	s.kvMu.Lock()
-	k, ok := s.kv[key]
-	gen, watched := s.gen[key], s.watched[key]
-	s.kvMu.Unlock()
+	s.keptMu.Lock()
+	c := s.keptLocked(s.key(p))
+	k, ok, gen, watched := c.copy, c.ok, c.gen, c.watched
+	s.keptMu.Unlock()
 	if ok {
 		return k, nil
 	}
@@ -131,29 +130,43 @@ func (s *Syncer) kvCopy(ctx context.Context, p Pair) (kvCopy, error) {
 	if err != nil || !watched {
 		return k, err
 	}
-	s.kvMu.Lock()
-	if s.watched[key] && s.gen[key] == gen {
-		s.kv[key] = k
+	s.keptMu.Lock()
+	if c.watched && c.gen == gen {
+		c.copy, c.ok = k, true
 	}
-	s.kvMu.Unlock()
+	s.keptMu.Unlock()
 	return k, nil
 }
 
 // forget drops the pair's kept KV copy: it changed, or may have.
 func (s *Syncer) forget(key string) {
-	s.kvMu.Lock()
-	delete(s.kv, key)
-	s.gen[key]++
-	s.kvMu.Unlock()
+	s.keptMu.Lock()
+	s.keptLocked(key).forget()
+	s.keptMu.Unlock()
 }
 
 // setWatched records whether a watcher drops the pair's copy on change.
 func (s *Syncer) setWatched(key string, on bool) {
-	s.kvMu.Lock()
-	s.watched[key] = on
-	delete(s.kv, key)
-	s.gen[key]++
-	s.kvMu.Unlock()
+	s.keptMu.Lock()
+	c := s.keptLocked(key)
+	c.watched = on
+	c.forget()
+	s.keptMu.Unlock()
+}
+
+func (s *Syncer) keptLocked(key string) *keptCopy {
+	c, ok := s.kept[key]
+	if !ok {
+		c = &keptCopy{}
+		s.kept[key] = c
+	}
+	return c
+}
+
+// forget drops the copy; the caller holds keptMu.
+func (c *keptCopy) forget() {
+	c.copy, c.ok = kvCopy{}, false
+	c.gen++
 }
 
 func (s *Syncer) read(ctx context.Context, p Pair) (kvCopy, error) {
