@@ -34,7 +34,7 @@ func openConversation(ctx context.Context, env *environment, c *common, command,
 	}
 	cv := &conversation{session: sessionKey, chat: strings.TrimPrefix(sessionKey, "cli:")}
 	opts := fleet.Options{
-		File: file, Getenv: env.getenv, Log: env.logger(c.logLevel), DataDir: c.dataDir, Workspace: c.workspace,
+		File: file, Getenv: env.getenv, DataDir: c.dataDir, Workspace: c.workspace,
 		Workers: 1, ClientOnly: file.NATS.URL != "",
 	}
 	if !opts.ClientOnly {
@@ -57,7 +57,7 @@ func openConversation(ctx context.Context, env *environment, c *common, command,
 	if opts.ClientOnly && c.model != "" {
 		return nil, errors.New("--model sets the model of a fleet this command starts, but it joins a running one: restart that fleet with --model, or say /model NAME in the session")
 	}
-	f, err := fleet.Start(ctx, opts)
+	f, err := fleet.Start(ctx, opts, fleet.WithLogger(env.logger(c.logLevel)))
 	if err != nil {
 		cv.close()
 		return nil, err

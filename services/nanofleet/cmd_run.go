@@ -38,7 +38,7 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	}
 	log := env.logger(c.logLevel)
 	opts := fleet.Options{
-		File: file, Getenv: env.getenv, Log: log, DataDir: c.dataDir, Workspace: c.workspace,
+		File: file, Getenv: env.getenv, DataDir: c.dataDir, Workspace: c.workspace,
 		Listen: true, Workers: *workers, Gateway: !*noGateway, GatewayListen: *listen,
 		Announce: func(line string) { fmt.Fprintln(env.stderr, line) },
 	}
@@ -50,7 +50,7 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 		}
 		defer lock.Release()
 	}
-	f, err := fleet.Start(ctx, opts)
+	f, err := fleet.Start(ctx, opts, fleet.WithLogger(log))
 	if err != nil {
 		return err
 	}

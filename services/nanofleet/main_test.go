@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,7 +100,7 @@ func freePort(t *testing.T) int { return bustest.FreePort(t) }
 // is that NATS with the credentials.
 func startListening(ctx context.Context, t *testing.T, file *config.File, opts fleet.Options) (_ *fleet.Fleet, url string) {
 	t.Helper()
-	opts.File, opts.Getenv, opts.Log = file, func(string) string { return "" }, slog.New(slog.DiscardHandler)
+	opts.File, opts.Getenv = file, func(string) string { return "" }
 	opts.DataDir, opts.Workspace, opts.Listen = t.TempDir(), t.TempDir(), true
 	opts.Credentials = fleetdir.Credentials{User: "nanofleet", Password: "test-password"}
 	f, err := fleet.Start(ctx, opts)

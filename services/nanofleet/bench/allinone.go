@@ -116,8 +116,8 @@ func (r *driver) allInOne(ctx context.Context, sc scenario) (Result, error) {
 	}
 	defer bed.close()
 	f, err := fleet.Start(ctx, fleet.Options{
-		File: bed.file, Getenv: noEnv, Log: r.fleetLog, DataDir: filepath.Join(bed.dir, "data"), Workspace: bed.ws, Workers: sc.workers,
-	})
+		File: bed.file, Getenv: noEnv, DataDir: filepath.Join(bed.dir, "data"), Workspace: bed.ws, Workers: sc.workers,
+	}, fleet.WithLogger(r.fleetLog))
 	if err != nil {
 		return Result{}, fmt.Errorf("start all-in-one: %w", err)
 	}

@@ -41,8 +41,8 @@ func TestHeapGrowth(t *testing.T) {
 	h := newHeapFleet(t, fleetSettings{slots: 16, limit: 4096, windows: window})
 	ctx := t.Context()
 	f, err := fleet.Start(ctx, fleet.Options{
-		File: h.file, Getenv: noEnv, Log: slog.New(slog.DiscardHandler), DataDir: filepath.Join(h.tmp, "data"), Workspace: h.ws, Workers: 1,
-	})
+		File: h.file, Getenv: noEnv, DataDir: filepath.Join(h.tmp, "data"), Workspace: h.ws, Workers: 1,
+	}, fleet.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,10 +166,10 @@ func (r *driver) ttft(ctx context.Context) ([]TTFT, error) {
 	var mu sync.Mutex
 	var lines []string
 	f, err := fleet.Start(ctx, fleet.Options{
-		File: file, Getenv: noEnv, Log: r.fleetLog, DataDir: filepath.Join(dir, "data"), Workspace: ws,
+		File: file, Getenv: noEnv, DataDir: filepath.Join(dir, "data"), Workspace: ws,
 		Gateway: true, GatewayListen: fmt.Sprintf("127.0.0.1:%d", port),
 		Announce: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
-	})
+	}, fleet.WithLogger(r.fleetLog))
 	if err != nil {
 		return nil, fmt.Errorf("start all-in-one: %w", err)
 	}

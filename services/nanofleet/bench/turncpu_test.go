@@ -75,9 +75,9 @@ func turnCPURun(t *testing.T, path string, l load, latency time.Duration) (time.
 	}
 	ctx := t.Context()
 	f, err := fleet.Start(ctx, fleet.Options{
-		File: file, Getenv: noEnv, Log: slog.New(slog.DiscardHandler), DataDir: filepath.Join(tmp, "data"), Workspace: ws,
+		File: file, Getenv: noEnv, DataDir: filepath.Join(tmp, "data"), Workspace: ws,
 		Workers: 1, Gateway: true, GatewayListen: "127.0.0.1:0",
-	})
+	}, fleet.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}

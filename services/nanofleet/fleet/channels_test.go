@@ -23,9 +23,8 @@ func startWithChannels(t *testing.T, llm *llmtest.Server, channels map[string]an
 	f, err := fleet.Start(ctx, fleet.Options{
 		File:    loadConfig(t, testConfig(t, llm.URL(), map[string]any{"channels": channels})),
 		Getenv:  func(string) string { return "" },
-		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
-	})
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		t.Fatal(err)
 	}

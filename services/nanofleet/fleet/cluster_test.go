@@ -38,9 +38,8 @@ func TestClusterFleetKeepsItsReplicas(t *testing.T) {
 	f, err := fleet.Start(ctx, fleet.Options{
 		File:    loadConfig(t, testConfig(t, llm.URL(), map[string]any{"nats": nats, "channels": channels})),
 		Getenv:  func(string) string { return "" },
-		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
-	})
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		t.Fatalf("start the fleet on the cluster: %v", err)
 	}
@@ -78,9 +77,8 @@ func TestClusterFleetKeepsItsReplicas(t *testing.T) {
 	client, err := fleet.Start(ctx, fleet.Options{
 		File:       loadConfig(t, testConfig(t, llm.URL(), map[string]any{"nats": map[string]any{"url": cluster.URLs()}})),
 		Getenv:     func(string) string { return "" },
-		Log:        slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		ClientOnly: true,
-	})
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		t.Fatalf("client connection: %v", err)
 	}

@@ -43,11 +43,10 @@ func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree in
 	logs := &syncbuf.Buffer{}
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: loadConfig(t, testConfig(t, llm.URL(), nil)), Getenv: func(string) string { return "" },
-		Log:     slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo})),
 		DataDir: dataDir, Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
 		Announce:     func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
 		StoreMinFree: minFree,
-	})
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,6 @@ import (
 type Options struct {
 	File   *config.File
 	Getenv func(string) string
-	Log    *slog.Logger
 	// DataDir holds the embedded server's JetStream store.
 	DataDir string
 	// Workspace is the agent's workspace directory.
@@ -93,16 +92,22 @@ type Fleet struct {
 	closer []func()
 }
 
+// Option adjusts how Start runs the fleet.
+type Option func(*Fleet)
+
+// WithLogger sets the logger the fleet passes to every part; without it, or
+// with nil, the fleet logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(f *Fleet) { f.log = observe.OrDiscard(l) }
+}
+
 // Start brings the fleet up. It returns once every part is serving.
-func Start(ctx context.Context, o Options) (*Fleet, error) {
+func Start(ctx context.Context, o Options, opts ...Option) (*Fleet, error) {
 	if o.File == nil {
 		return nil, errors.New("fleet: no config")
 	}
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.Workers <= 0 {
 		o.Workers = 1
@@ -113,7 +118,10 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if reg == nil {
 		reg = observe.NewRegistry()
 	}
-	f := &Fleet{log: o.Log, Registry: reg, Metrics: observe.NewMetrics(reg), done: make(chan struct{})}
+	f := &Fleet{log: observe.OrDiscard(nil), Registry: reg, Metrics: observe.NewMetrics(reg), done: make(chan struct{})}
+	for _, opt := range opts {
+		opt(f)
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -134,7 +142,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := profile.Seed(ctx, kv, profile.DefaultAgent, o.Workspace, profile.WithEditable(o.File.EditableProfile()), profile.WithLogger(o.Log)); err != nil {
+	if _, err := profile.Seed(ctx, kv, profile.DefaultAgent, o.Workspace, profile.WithEditable(o.File.EditableProfile()), profile.WithLogger(f.log)); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -160,7 +168,7 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 		return f.join(ctx, o)
 	}
 	if o.File.NATS.URL != "" {
-		b, err := svc.Connect(ctx, o.File, "nanofleet", o.Log, nil, o.assets())
+		b, err := svc.Connect(ctx, o.File, "nanofleet", f.log, nil, o.assets())
 		if err != nil {
 			return err
 		}
@@ -173,7 +181,7 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	}
 	ec := bus.EmbeddedConfig{StoreDir: filepath.Join(o.DataDir, "jetstream"), NoListen: !o.Listen,
 		Host: o.File.NATS.Host, Port: o.File.NATS.Port, User: o.Credentials.User, Password: o.Credentials.Password}
-	e, err := bus.StartEmbedded(ec, bus.WithLogger(o.Log))
+	e, err := bus.StartEmbedded(ec, bus.WithLogger(f.log))
 	if err != nil {
 		return err
 	}
@@ -183,13 +191,13 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	// unanswered, and the streams that failed a write keep failing once
 	// space is back until JetStream reopens them.
 	g, err := storeguard.New(storeguard.Config{Dir: ec.StoreDir, MinFree: o.StoreMinFree, Usage: e.StoreUsage}, f.Registry,
-		func(context.Context) error { return e.RestartJetStream() }, storeguard.WithLogger(o.Log))
+		func(context.Context) error { return e.RestartJetStream() }, storeguard.WithLogger(f.log))
 	if err != nil {
 		return err
 	}
 	g.Check(ctx)
 	f.Storage = g
-	b, err := bus.Connect(ctx, svc.BusConfig(o.File, "nanofleet"), bus.LogAsyncErrors(o.Log), e.ConnectOption())
+	b, err := bus.Connect(ctx, svc.BusConfig(o.File, "nanofleet"), bus.LogAsyncErrors(f.log), e.ConnectOption())
 	if err != nil {
 		return err
 	}
@@ -205,7 +213,7 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 // workers' (the consolidator's took about 20 ms at the median on their
 // connection under 100 sessions' turns, 1–2 ms on its own).
 func (f *Fleet) dial(ctx context.Context, o Options, name string) (*bus.Bus, error) {
-	extra := []nats.Option{bus.LogAsyncErrors(o.Log)}
+	extra := []nats.Option{bus.LogAsyncErrors(f.log)}
 	if f.Embedded != nil {
 		extra = append(extra, f.Embedded.ConnectOption())
 	}
@@ -227,7 +235,7 @@ var ErrNoFleet = errors.New("no fleet")
 func (f *Fleet) join(ctx context.Context, o Options) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	b, err := bus.Connect(cctx, svc.BusConfig(o.File, "nanofleet-cli"), bus.LogAsyncErrors(o.Log))
+	b, err := bus.Connect(cctx, svc.BusConfig(o.File, "nanofleet-cli"), bus.LogAsyncErrors(f.log))
 	if err != nil {
 		return fmt.Errorf("is the fleet running? %w", err)
 	}
@@ -235,7 +243,7 @@ func (f *Fleet) join(ctx context.Context, o Options) error {
 	f.closer = append(f.closer, b.Close)
 	diffs, err := bus.CheckLayout(cctx, b, svc.Layout(o.File))
 	if err != nil {
-		o.Log.Warn("could not check the fleet's layout", "err", err)
+		f.log.Warn("could not check the fleet's layout", "err", err)
 		return nil
 	}
 	for _, d := range diffs {
@@ -249,7 +257,7 @@ func (f *Fleet) join(ctx context.Context, o Options) error {
 		for i, d := range diffs {
 			s[i] = d.String()
 		}
-		o.Log.Warn("the fleet's JetStream layout differs from this config; left as it is (only the fleet's services provision it)",
+		f.log.Warn("the fleet's JetStream layout differs from this config; left as it is (only the fleet's services provision it)",
 			"differences", strings.Join(s, "; "))
 	}
 	return nil

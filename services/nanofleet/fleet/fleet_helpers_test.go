@@ -76,9 +76,8 @@ func startFleetFile(t testing.TB, llm *llmtest.Server, file *config.File, dataDi
 	defer cancel()
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: file, Getenv: func(string) string { return "" },
-		Log:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		DataDir: dataDir, Workspace: ws, Workers: workers,
-	})
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		t.Fatalf("start fleet: %v", err)
 	}

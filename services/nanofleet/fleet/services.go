@@ -22,11 +22,11 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 	// through, within setupCtx.
 	for i := range o.Workers {
 		var w *agentworker.Worker
-		err := svc.Retry(setupCtx, o.Log, nil, "start agent worker", func(ctx context.Context) (err error) {
+		err := svc.Retry(setupCtx, f.log, nil, "start agent worker", func(ctx context.Context) (err error) {
 			w, err = agentworker.New(ctx, o.File, agentworker.Deps{
 				Bus: f.Bus, Getenv: o.Getenv, ID: fmt.Sprintf("%s-%d", node, i), Workspace: o.Workspace,
 				Tools: tools, Metrics: f.Metrics,
-			}, agentworker.WithLogger(o.Log))
+			}, agentworker.WithLogger(f.log))
 			return err
 		})
 		if err != nil {
@@ -38,7 +38,7 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 	// The consolidator on a connection of its own, as in its own process:
 	// on the workers' it fell behind their turns (see dial).
 	var memBus *bus.Bus
-	err = svc.Retry(setupCtx, o.Log, nil, "connect memory-consolidator", func(ctx context.Context) (err error) {
+	err = svc.Retry(setupCtx, f.log, nil, "connect memory-consolidator", func(ctx context.Context) (err error) {
 		memBus, err = f.dial(ctx, o, "nanofleet-memory-consolidator")
 		return err
 	})
@@ -46,10 +46,10 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 		return err
 	}
 	var mem *memoryconsolidator.Service
-	err = svc.Retry(setupCtx, o.Log, nil, "start memory-consolidator", func(ctx context.Context) (err error) {
+	err = svc.Retry(setupCtx, f.log, nil, "start memory-consolidator", func(ctx context.Context) (err error) {
 		mem, err = memoryconsolidator.New(ctx, o.File, memoryconsolidator.Deps{
 			Bus: memBus, Getenv: o.Getenv, ID: node + "-memory", Workspace: o.Workspace, Metrics: f.Metrics,
-		}, memoryconsolidator.WithLogger(o.Log.With("service", "memory-consolidator")))
+		}, memoryconsolidator.WithLogger(f.log.With("service", "memory-consolidator")))
 		return err
 	})
 	if err != nil {
@@ -58,11 +58,11 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 	f.goRun("memory-consolidator", func() error { return mem.Run(runCtx) })
 	if o.Gateway {
 		var gw *channelgateway.Gateway
-		err := svc.Retry(setupCtx, o.Log, nil, "start channel-gateway", func(ctx context.Context) (err error) {
+		err := svc.Retry(setupCtx, f.log, nil, "start channel-gateway", func(ctx context.Context) (err error) {
 			gw, err = channelgateway.New(ctx, o.File, channelgateway.Deps{
 				Bus: f.Bus, Listen: o.GatewayListen, DefaultListen: "127.0.0.1:8080", Metrics: f.Metrics, Announce: o.Announce,
 				Storage: f.storageErr,
-			}, channelgateway.WithLogger(o.Log.With("service", "channel-gateway")))
+			}, channelgateway.WithLogger(f.log.With("service", "channel-gateway")))
 			return err
 		})
 		if err != nil {

@@ -19,9 +19,9 @@ func (f *Fleet) startToolRunner(setupCtx context.Context, o Options) (worker.Rem
 		return nil, err
 	}
 	if msg := runner.SharedDiskWarning(cfg.Workspace, o.DataDir); msg != "" && o.DataDir != "" {
-		o.Log.Warn(msg)
+		f.log.Warn(msg)
 	}
-	r, err := runner.New(cfg, f.Bus, runner.WithLogger(o.Log.With("service", "tool-runner")), runner.WithStopGrace(10*time.Second))
+	r, err := runner.New(cfg, f.Bus, runner.WithLogger(f.log.With("service", "tool-runner")), runner.WithStopGrace(10*time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -33,10 +33,10 @@ func (f *Fleet) startToolRunner(setupCtx context.Context, o Options) (worker.Rem
 	}
 	f.closer = append(f.closer, func() {
 		if err := stop(); err != nil {
-			o.Log.Warn("tool-runner stopped", "err", err)
+			f.log.Warn("tool-runner stopped", "err", err)
 		}
 	})
-	opts := []toolclient.Option{toolclient.WithLogger(o.Log)}
+	opts := []toolclient.Option{toolclient.WithLogger(f.log)}
 	if f.Embedded != nil && !o.Listen {
 		// No other process can reach this server: its one runner is all
 		// there is, and the first turn need not wait out the catalog's

@@ -70,6 +70,16 @@ func TestWithLoggerNil(t *testing.T) {
 			}
 			return nil, err
 		}},
+		{"fleet.Start", func(ctx context.Context) (run, error) {
+			// The whole all-in-one, which hands the logger to every part.
+			f, err := fleet.Start(ctx, fleet.Options{
+				File: file, Getenv: getenv, DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: "127.0.0.1:0",
+			}, fleet.WithLogger(nil))
+			if err == nil {
+				f.Stop()
+			}
+			return nil, err
+		}},
 		{"profile.Seed", func(ctx context.Context) (run, error) {
 			// A symlinked bootstrap file is refused with a warning.
 			dir := t.TempDir()
