@@ -16,11 +16,9 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/nanofleet/nanofleet/pkg/observe"
-	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -220,211 +218,14 @@ func (a *Adapter) botID() int64 {
 	return a.me.ID
 }
 
-// Deliver sends one durable reply, split and rendered, continuing after
-// the pieces an earlier attempt already sent.
-func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
-	if k := msg.GetKind(); k == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || k == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
-		a.typing.Stop(chat)
-	}
-	pieces := markup.Split(msg.GetContent(), markup.TelegramLimit)
-	replyTo := 0
-	if channelconfig.On(a.cfg.ReplyToMessage, true) {
-		replyTo = atoi(msg.GetMetadata()["message_id"])
-	}
-	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent)
-	if err != nil {
-		return err
-	}
-	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces), func(ctx context.Context, i int) error {
-		if i > 0 {
-			return a.send(ctx, chat, thread, 0, pieces[i])
-		}
-		return a.send(ctx, chat, thread, replyTo, pieces[i])
-	})
-	if err != nil {
-		return classify(err)
-	}
-	for i, m := range msg.GetMedia() {
-		if err := a.sendMedia(ctx, chat, thread, m); err != nil {
-			a.log.Warn("send attachment failed", "chat", chat, "n", i, "name", m.GetName(), "err", err)
-			if de := classify(err); isRetry(de) {
-				return de
-			}
-		}
-	}
-	return nil
-}
-
-// DeliverLive shows progress and tool hints as separate messages when
-// enabled; deltas are followed by the streams themselves (see
-// internal/editstream).
-func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
-		return nil
-	}
-	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
-	var html string
-	switch msg.GetKind() {
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		html = "<i>" + escape(truncate(msg.GetContent(), markup.TelegramLimit)) + "</i>"
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		html = "<code>" + escape(truncate(msg.GetContent(), markup.TelegramLimit)) + "</code>"
-	default:
-		return nil
-	}
-	_, err := a.bot.SendMessage(ctx, &tgbot.SendMessageParams{
-		ChatID: chat, MessageThreadID: thread, Text: html, ParseMode: models.ParseModeHTML,
-		LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: tgbot.True()},
-	})
-	if err == nil {
-		a.startTyping(chat, thread) // the chat action ends with a message
-	}
-	return err
-}
-
-// send sends one piece as HTML, and as plain text if Telegram rejects the
-// HTML.
-func (a *Adapter) send(ctx context.Context, chat string, thread, replyTo int, md string) error {
-	_, err := a.sendID(ctx, chat, thread, replyTo, md)
-	return err
-}
-
-// sendID is send returning the new message's id.
-func (a *Adapter) sendID(ctx context.Context, chat string, thread, replyTo int, md string) (int, error) {
-	p := &tgbot.SendMessageParams{
-		ChatID: chat, MessageThreadID: thread, Text: markup.TelegramHTML(md), ParseMode: models.ParseModeHTML,
-	}
-	if replyTo != 0 {
-		p.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
-	}
-	m, err := a.bot.SendMessage(ctx, p)
-	if err == nil {
-		return m.ID, nil
-	}
-	if !errors.Is(err, tgbot.ErrorBadRequest) {
-		return 0, err
-	}
-	// 400 is how Telegram says "can't parse entities"; whatever the cause,
-	// plain text is the fallback, and a second 400 is final.
-	a.log.Info("telegram rejected HTML, sending plain text", "chat", chat, "err", err)
-	p.Text, p.ParseMode = plain(md), ""
-	m, err = a.bot.SendMessage(ctx, p)
-	if err != nil {
-		return 0, err
-	}
-	return m.ID, nil
-}
-
-func plain(md string) string {
-	if s := markup.Plain(md); strings.TrimSpace(s) != "" {
-		return s
-	}
-	return md
-}
-
-// streamer lets [editstream] post and edit Telegram messages. Partial
-// texts are rendered like the final one, so that an unchanged final text
-// needs no edit (Telegram refuses an edit that changes nothing).
-type streamer struct{ a *Adapter }
-
-func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md string) (string, error) {
-	replyTo := 0
-	if channelconfig.On(s.a.cfg.ReplyToMessage, true) {
-		replyTo = atoi(msg.GetMetadata()["message_id"])
-	}
-	id, err := s.a.sendID(ctx, msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"]), replyTo, md)
-	return strconv.Itoa(id), limited(err)
-}
-
-// limited marks Telegram's 429 as a wait for the stream, not a failure.
-func limited(err error) error {
-	var tooMany *tgbot.TooManyRequestsError
-	if errors.As(err, &tooMany) {
-		return &editstream.RetryAfter{After: time.Duration(tooMany.RetryAfter) * time.Second, Err: err}
-	}
-	return err
-}
-
-func (s streamer) Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, id string) error {
-	_, err := s.a.bot.DeleteMessage(ctx, &tgbot.DeleteMessageParams{ChatID: msg.GetChatId(), MessageID: atoi(id)})
-	return err
-}
-
-func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id, md string, _ bool) error {
-	p := &tgbot.EditMessageTextParams{
-		ChatID: msg.GetChatId(), MessageID: atoi(id), Text: markup.TelegramHTML(md), ParseMode: models.ParseModeHTML,
-	}
-	_, err := s.a.bot.EditMessageText(ctx, p)
-	if err == nil || !errors.Is(err, tgbot.ErrorBadRequest) {
-		return limited(err)
-	}
-	p.Text, p.ParseMode = plain(md), ""
-	_, err = s.a.bot.EditMessageText(ctx, p)
-	return limited(err)
-}
-
-// sendMedia uploads an attachment from the object store.
-func (a *Adapter) sendMedia(ctx context.Context, chat string, thread int, m *nanofleetv1.MediaRef) error {
-	if m.GetObject() == "" {
-		if m.GetUrl() == "" {
-			return nil
-		}
-		_, err := a.bot.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: chat, MessageThreadID: thread, Document: &models.InputFileString{Data: m.GetUrl()}})
-		return err
-	}
-	data, err := a.media.Get(ctx, m.GetObject())
-	if err != nil {
-		return err
-	}
-	name := m.GetName()
-	if name == "" {
-		name = "file"
-	}
-	upload := &models.InputFileUpload{Filename: name, Data: strings.NewReader(string(data))}
-	if strings.HasPrefix(m.GetMimeType(), "image/") {
-		_, err = a.bot.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: chat, MessageThreadID: thread, Photo: upload})
-		return err
-	}
-	_, err = a.bot.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: chat, MessageThreadID: thread, Document: upload})
-	return err
-}
-
-// classify turns a Bot API error into a delivery error.
-func classify(err error) error {
-	var tooMany *tgbot.TooManyRequestsError
-	var migrate *tgbot.MigrateError
-	switch {
-	case errors.As(err, &tooMany):
-		return gateway.Retry(err, time.Duration(tooMany.RetryAfter)*time.Second)
-	case errors.As(err, &migrate),
-		errors.Is(err, tgbot.ErrorBadRequest),
-		errors.Is(err, tgbot.ErrorForbidden),
-		errors.Is(err, tgbot.ErrorUnauthorized),
-		errors.Is(err, tgbot.ErrorNotFound):
-		return gateway.Permanent(err)
-	}
-	return gateway.Retry(err, 0)
-}
-
-func isRetry(err error) bool {
-	var de *gateway.DeliveryError
-	return errors.As(err, &de) && de.Retryable
-}
-
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
 }
 
-func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
-
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+func clip(raw []byte) string {
+	if len(raw) > 200 {
+		return string(raw[:200]) + "…"
 	}
-	return string(r[:n-1]) + "…"
+	return string(raw)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,8 +17,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // pollerKey is the lease key of a bot's poller; the token is hashed so
@@ -95,17 +92,6 @@ func (a *Adapter) poll(ctx context.Context, in gateway.Inbox) {
 	}
 }
 
-// apiError is a Bot API error response.
-type apiError struct {
-	Code        int
-	Description string
-	RetryAfter  int
-}
-
-func (e *apiError) Error() string {
-	return fmt.Sprintf("telegram api %d: %s", e.Code, e.Description)
-}
-
 // getUpdates calls the Bot API directly rather than through the library:
 // the updates come back as raw JSON, so one malformed update is skipped
 // instead of failing the whole batch forever.
@@ -145,67 +131,6 @@ func (a *Adapter) getUpdates(ctx context.Context, offset int64) ([]json.RawMessa
 		return nil, &apiError{Code: r.ErrorCode, Description: r.Description, RetryAfter: r.Parameters.RetryAfter}
 	}
 	return r.Result, nil
-}
-
-// runWebhook registers the webhook and waits; updates arrive through
-// [Adapter.WebhookHandler].
-func (a *Adapter) runWebhook(ctx context.Context) error {
-	err := retry.Until(ctx, a.log, "setWebhook failed, retrying", func(ctx context.Context) error {
-		_, err := a.bot.SetWebhook(ctx, &tgbot.SetWebhookParams{
-			URL: a.cfg.Webhook.URL, SecretToken: a.cfg.Webhook.Secret, AllowedUpdates: []string{"message"},
-		})
-		return err
-	})
-	if err != nil { // only ctx ends it
-		return nil
-	}
-	a.log.Info("telegram webhook set", "url", a.cfg.Webhook.URL)
-	if board, err := status.Open(ctx, a.deps.Bus); err == nil {
-		board.Serving(ctx, a.log, Channel, "@"+a.username())
-	}
-	<-ctx.Done()
-	return nil
-}
-
-// WebhookHandler receives updates Telegram posts. Requests without the
-// configured secret token are refused; malformed updates are logged and
-// acknowledged so that Telegram does not send them again.
-func (a *Adapter) WebhookHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
-		if subtle.ConstantTimeCompare([]byte(got), []byte(a.cfg.Webhook.Secret)) != 1 || a.cfg.Webhook.Secret == "" {
-			a.log.Warn("telegram webhook request with a wrong secret token", "remote", r.RemoteAddr)
-			http.Error(w, "forbidden", http.StatusUnauthorized)
-			return
-		}
-		ctx, in, raw, ok := a.hook.Accept(w, r)
-		if !ok {
-			return
-		}
-		id, upd, err := decodeUpdate(raw)
-		if err != nil {
-			a.log.Warn("dropping malformed Telegram update", "update_id", id, "err", err, "raw", clip(raw))
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		if err := a.handle(ctx, in, upd); err != nil {
-			a.log.Warn("could not handle webhook update", "update_id", id, "err", err)
-			http.Error(w, "try again", http.StatusInternalServerError)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
-}
-
-func clip(raw []byte) string {
-	if len(raw) > 200 {
-		return string(raw[:200]) + "…"
-	}
-	return string(raw)
 }
 
 func redact(s, token string) string {

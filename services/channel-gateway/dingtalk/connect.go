@@ -18,6 +18,20 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 )
 
+// Run holds the stream connection while this gateway holds the fleet's
+// lease for the app, until ctx ends. The status board names the robot by
+// its robot code, the name DingTalk's robot API knows it by.
+func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
+	stopStreams, err := a.streams.Watch(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopStreams()
+	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.api+"/"+a.cfg.ClientID), a.log, func(ctx context.Context) error {
+		return a.connect(ctx, in)
+	}, hold.WithAccount(a.cfg.robotCode()))
+}
+
 // The stream connection is held here rather than by the SDK's
 // StreamClient: that client reconnects on its own with a background
 // context, handles frames concurrently (out of order) with no context,

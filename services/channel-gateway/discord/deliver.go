@@ -1,0 +1,122 @@
+package discord
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/disgoorg/disgo/discord"
+	"github.com/disgoorg/disgo/rest"
+	"github.com/disgoorg/snowflake/v2"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
+)
+
+// Deliver sends one durable reply, split at 2000 characters, continuing
+// after the pieces an earlier attempt already sent. A streamed answer's
+// first piece replaces the streamed message's text.
+func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	kind := msg.GetKind()
+	if kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
+		a.typing.Stop(msg.GetChatId())
+	}
+	pieces := markup.Split(msg.GetContent(), Limit)
+	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent)
+	if err != nil {
+		return err
+	}
+	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces), func(ctx context.Context, i int) error {
+		_, err := a.post(ctx, msg, pieces[i], i == 0, nonce(msg.GetId(), i), nil)
+		return err
+	})
+	if err != nil {
+		return classify(err)
+	}
+	for i, m := range msg.GetMedia() {
+		if err := a.sendMedia(ctx, msg, i, m); err != nil {
+			a.log.Warn("send attachment failed", "chat", msg.GetChatId(), "n", i, "name", m.GetName(), "err", err)
+			var de *gateway.DeliveryError
+			if errors.As(classify(err), &de) && de.Retryable {
+				return de
+			}
+		}
+	}
+	return nil
+}
+
+// DeliverLive shows progress and tool hints as separate messages when
+// enabled; deltas are followed by the streams themselves (see
+// internal/editstream).
+func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
+		return nil
+	}
+	var text string
+	switch msg.GetKind() {
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
+		text = "*" + strings.ReplaceAll(truncate(msg.GetContent(), Limit-2), "*", "\\*") + "*"
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
+		text = "`" + strings.ReplaceAll(truncate(msg.GetContent(), Limit-2), "`", "'") + "`"
+	default:
+		return nil
+	}
+	_, err := a.post(ctx, msg, text, false, "", nil)
+	if err == nil {
+		a.startTyping(msg.GetChatId()) // Discord ends the indicator with a message
+	}
+	return err
+}
+
+// post creates one message in msg's chat; reply makes it a reply to the
+// asking message. A non-empty nonce is enforced, so Discord creates the
+// message once even when a retry repeats the request.
+func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, text string, reply bool, nonce string, files []*discord.File) (string, error) {
+	ch, err := snowflake.Parse(msg.GetChatId())
+	if err != nil {
+		return "", gateway.Permanent(fmt.Errorf("chat id %q is not a Discord channel id: %w", msg.GetChatId(), err))
+	}
+	mc := discord.MessageCreate{
+		Content: text, Files: files,
+		// Answers never ping @everyone, roles or users, whatever the model
+		// wrote; a reply notifies the asker as usual.
+		AllowedMentions: &discord.AllowedMentions{Parse: []discord.AllowedMentionType{}, RepliedUser: true},
+	}
+	if nonce != "" {
+		mc.Nonce, mc.EnforceNonce = nonce, true
+	}
+	if reply && channelconfig.On(a.cfg.ReplyToMessage, true) {
+		if id, err := snowflake.Parse(msg.GetMetadata()["message_id"]); err == nil {
+			mc.MessageReference = &discord.MessageReference{MessageID: &id, ChannelID: &ch, FailIfNotExists: false}
+		}
+	}
+	m, err := a.rest.CreateMessage(ch, mc, rest.WithCtx(ctx))
+	if err != nil {
+		return "", err
+	}
+	return m.ID.String(), nil
+}
+
+// nonce is the idempotency key of piece i of reply id: Discord allows 25
+// characters.
+func nonce(id string, i int) string {
+	if id == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(id + "#" + strconv.Itoa(i)))
+	return hex.EncodeToString(sum[:])[:25]
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

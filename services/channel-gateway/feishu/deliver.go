@@ -1,0 +1,124 @@
+package feishu
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+
+	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
+	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
+)
+
+// Deliver sends one durable reply, split and rendered, continuing after
+// the pieces an earlier attempt already sent. Each piece carries a uuid
+// derived from the reply id, so the platform itself drops a piece sent
+// twice (after a lost answer) within the hour.
+func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	pieces := markup.Split(msg.GetContent(), Limit)
+	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent) // the streamed card may hold the first piece
+	if err != nil {
+		return err
+	}
+	return a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(msg.GetMedia()), func(ctx context.Context, i int) error {
+		return a.sendPiece(ctx, msg, pieces, i)
+	})
+}
+
+// sendPiece sends piece i of a reply: the pieces of its text, then its
+// attachments, counted after them so that a retry continues with the
+// first one not sent.
+func (a *Adapter) sendPiece(ctx context.Context, msg *nanofleetv1.OutboundMessage, pieces []string, i int) error {
+	if i < len(pieces) {
+		return a.send(ctx, msg, a.cfg.ReplyFormat, pieces[i], pieceID(msg.GetId(), i))
+	}
+	return a.sendMedia(ctx, msg, msg.GetMedia()[i-len(pieces)], pieceID(msg.GetId(), i))
+}
+
+// DeliverLive sends progress and tool hints as text when enabled.
+func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
+		return nil
+	}
+	return a.send(ctx, msg, FormatText, msg.GetContent(), "")
+}
+
+// pieceID is the idempotency uuid of piece i of reply id (at most 50
+// characters, as the API allows).
+func pieceID(id string, i int) string {
+	sum := sha256.Sum256([]byte(id + "#" + strconv.Itoa(i)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// body renders Markdown as a message of format: its msg_type and content.
+func body(format, md string) (string, string) {
+	var v any
+	switch format {
+	case FormatText:
+		v = map[string]string{"text": markup.Plain(md)}
+	case FormatPost:
+		v = map[string]any{"zh_cn": map[string]any{"content": [][]map[string]string{{{"tag": "md", "text": md}}}}}
+	default:
+		format = "interactive"
+		v = map[string]any{
+			"config":   map[string]any{"wide_screen_mode": true, "update_multi": true},
+			"elements": []map[string]string{{"tag": "markdown", "content": md}},
+		}
+	}
+	data, _ := json.Marshal(v) // maps of strings always encode
+	return format, string(data)
+}
+
+// send posts one message: a reply to the asking message when the reply
+// carries its message_id, else a new message in the chat.
+func (a *Adapter) send(ctx context.Context, msg *nanofleetv1.OutboundMessage, format, md, uuid string) error {
+	_, err := a.sendID(ctx, msg, format, md, uuid)
+	return err
+}
+
+// sendID is send returning the new message's id.
+func (a *Adapter) sendID(ctx context.Context, msg *nanofleetv1.OutboundMessage, format, md, uuid string) (string, error) {
+	msgType, content := body(format, md)
+	return a.post(ctx, msg, msgType, content, uuid)
+}
+
+// post sends one message of msgType with its content JSON, as send does,
+// and returns the new message's id.
+func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, msgType, content, uuid string) (string, error) {
+	var resp *larkcore.ApiResp
+	var code int
+	var text, id string
+	var err error
+	if parent := msg.GetMetadata()["message_id"]; parent != "" {
+		b := larkim.NewReplyMessageReqBodyBuilder().MsgType(msgType).Content(content)
+		if uuid != "" {
+			b = b.Uuid(uuid)
+		}
+		var r *larkim.ReplyMessageResp
+		r, err = a.api.Im.V1.Message.Reply(ctx, larkim.NewReplyMessageReqBuilder().MessageId(parent).Body(b.Build()).Build())
+		if r != nil {
+			resp, code, text = r.ApiResp, r.Code, r.Msg
+			if r.Data != nil {
+				id = str(r.Data.MessageId)
+			}
+		}
+	} else {
+		b := larkim.NewCreateMessageReqBodyBuilder().ReceiveId(msg.GetChatId()).MsgType(msgType).Content(content)
+		if uuid != "" {
+			b = b.Uuid(uuid)
+		}
+		var r *larkim.CreateMessageResp
+		r, err = a.api.Im.V1.Message.Create(ctx, larkim.NewCreateMessageReqBuilder().ReceiveIdType("chat_id").Body(b.Build()).Build())
+		if r != nil {
+			resp, code, text = r.ApiResp, r.Code, r.Msg
+			if r.Data != nil {
+				id = str(r.Data.MessageId)
+			}
+		}
+	}
+	return id, classify(resp, code, text, err)
+}

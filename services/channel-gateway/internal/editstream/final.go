@@ -1,0 +1,98 @@
+package editstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
+)
+
+// maxFinalWait bounds how long the final edit waits out rate limits; the
+// delivering gateway waits for it (see Streams.wait).
+const maxFinalWait = 5 * time.Second
+
+// final ends msg's turn on this gateway; the owner makes the final edit
+// (for a final answer) and records how it went.
+func (s *Streams) final(ctx context.Context, msg *nanofleetv1.OutboundMessage) {
+	k := s.key(msg)
+	s.mu.Lock()
+	st := s.live[k]
+	if st == nil {
+		if s.ended[k] == nil {
+			// No delta seen: remember the turn so late ones are dropped.
+			st = &stream{done: make(chan struct{}), claimed: make(chan struct{}), settled: make(chan struct{}), seen: time.Now()}
+			close(st.done)
+			close(st.claimed)
+			close(st.settled)
+			s.ended[k] = st
+		}
+		s.mu.Unlock()
+		return
+	}
+	delete(s.live, k)
+	s.ended[k] = st
+	close(st.stop)
+	s.mu.Unlock()
+
+	defer close(st.settled)
+	select {
+	case <-st.done:
+	case <-ctx.Done():
+		return
+	}
+	st.mu.Lock()
+	owner, id, failed, shown := st.owner, st.id, st.failed, st.shown
+	st.mu.Unlock()
+	if !owner {
+		return
+	}
+	ok := false
+	if pieces := markup.Split(msg.GetContent(), s.cfg.Limit); msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && id != "" && !failed {
+		switch {
+		case pieces[0] == shown && !mustFinalize(s.p):
+			ok = true // already on screen; some platforms refuse a no-op edit
+		default:
+			ok = s.finalEdit(ctx, st, msg, id, pieces[0])
+		}
+	}
+	if d, can := s.p.(Deleter); can && !ok && id != "" {
+		if err := d.Delete(ctx, msg, id); err != nil {
+			s.log.Info("could not delete the partial message of a failed stream", "chat", msg.GetChatId(), "err", err)
+		}
+	}
+	st.mu.Lock()
+	st.ok = ok
+	st.mu.Unlock()
+	state := "failed"
+	if ok {
+		state = "done"
+	}
+	data, _ := json.Marshal(entry{Owner: s.owner, State: state})
+	if _, err := s.kv.Put(context.WithoutCancel(ctx), k, data); err != nil {
+		s.log.Warn("record the end of a stream", "key", k, "err", err)
+	}
+}
+
+// finalEdit edits the final answer's first piece in, waiting out rate
+// limits up to maxFinalWait.
+func (s *Streams) finalEdit(ctx context.Context, st *stream, msg *nanofleetv1.OutboundMessage, id, piece string) bool {
+	deadline := time.Now().Add(maxFinalWait)
+	for s.waitTurn(ctx, st, nil) {
+		err := s.p.Edit(ctx, msg, id, piece, true)
+		if err == nil {
+			return true
+		}
+		var limited *RetryAfter
+		if !errors.As(err, &limited) || time.Now().Add(limited.After).After(deadline) {
+			s.log.Info("final streaming edit failed; the answer will be sent whole", "chat", msg.GetChatId(), "err", err)
+			return false
+		}
+		st.mu.Lock()
+		st.next = time.Now().Add(limited.After)
+		st.mu.Unlock()
+	}
+	return false
+}

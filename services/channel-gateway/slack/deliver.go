@@ -1,0 +1,64 @@
+package slack
+
+import (
+	"context"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
+)
+
+// Deliver posts one durable reply in its thread, split and rendered,
+// continuing after the pieces an earlier attempt already posted.
+func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	pieces := markup.Split(msg.GetContent(), markup.SlackLimit)
+	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent)
+	if err != nil {
+		return err
+	}
+	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces), func(ctx context.Context, i int) error {
+		return a.post(ctx, msg, markup.SlackMrkdwn(pieces[i]))
+	})
+	if err != nil {
+		return classify(err)
+	}
+	if n := len(msg.GetMedia()); n > 0 {
+		a.log.Warn("slack: outbound attachments are not uploaded", "id", msg.GetId(), "count", n)
+	}
+	return nil
+}
+
+// DeliverLive posts progress and tool hints in the thread when enabled,
+// deltas are followed by the streams themselves (see internal/editstream).
+func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
+		return nil
+	}
+	var text string
+	switch msg.GetKind() {
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
+		text = "_" + markup.SlackMrkdwn(msg.GetContent()) + "_"
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
+		text = "`" + strings.ReplaceAll(msg.GetContent(), "`", "'") + "`"
+	default:
+		return nil
+	}
+	return a.post(ctx, msg, text)
+}
+
+func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, text string) error {
+	_, err := a.postTS(ctx, msg, text)
+	return err
+}
+
+// postTS is post returning the new message's ts.
+func (a *Adapter) postTS(ctx context.Context, msg *nanofleetv1.OutboundMessage, text string) (string, error) {
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if ts := msg.GetMetadata()["thread_ts"]; ts != "" {
+		opts = append(opts, slack.MsgOptionTS(ts))
+	}
+	_, ts, err := a.api.PostMessageContext(ctx, msg.GetChatId(), opts...)
+	return ts, err
+}

@@ -1,0 +1,127 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
+)
+
+// event is the part of an Events API callback the adapter reads.
+type event struct {
+	EventID string `json:"event_id"`
+	Event   struct {
+		Type        string `json:"type"`
+		Subtype     string `json:"subtype"`
+		User        string `json:"user"`
+		BotID       string `json:"bot_id"`
+		Text        string `json:"text"`
+		TS          string `json:"ts"`
+		ThreadTS    string `json:"thread_ts"`
+		Channel     string `json:"channel"`
+		ChannelType string `json:"channel_type"`
+		Files       []struct {
+			ID       string `json:"id"`
+			Name     string `json:"name"`
+			Mimetype string `json:"mimetype"`
+			Size     int64  `json:"size"`
+			URL      string `json:"url_private_download"`
+		} `json:"files"`
+	} `json:"event"`
+}
+
+// onEvent applies the policies to one event and publishes it.
+func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.RawMessage) error {
+	var ev event
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		a.log.Warn("dropping malformed Slack event", "err", err, "raw", clip(payload))
+		return nil
+	}
+	e := ev.Event
+	if e.Type != "message" && e.Type != "app_mention" {
+		return nil
+	}
+	if ev.EventID == "" || e.Channel == "" || e.User == "" || e.TS == "" {
+		a.log.Warn("dropping Slack event without id, channel, user or ts", "event_id", ev.EventID, "raw", clip(payload))
+		return nil
+	}
+	if (e.Subtype != "" && e.Subtype != "file_share") || e.BotID != "" || e.User == a.bot() {
+		return nil // edits, joins, bots, ourselves
+	}
+	mention := "<@" + a.bot() + ">"
+	dm := e.ChannelType == "im"
+	if !dm {
+		if e.Type == "message" && strings.Contains(e.Text, mention) {
+			return nil // the app_mention event for the same message is used
+		}
+		if !a.cfg.AdmitsGroup(e.Type == "app_mention" || strings.Contains(e.Text, mention), e.Channel) {
+			return nil
+		}
+	}
+	text := strings.TrimSpace(strings.ReplaceAll(e.Text, mention, ""))
+	policy := a.groups
+	if dm {
+		policy = a.dms
+	}
+	verdict, err := a.deps.Gate.Check(ctx, policy, access.Sender{ID: e.User, ChatID: e.Channel, DM: dm}, text)
+	if err != nil {
+		return fmt.Errorf("access check: %w", err)
+	}
+	if verdict != access.Allow {
+		a.log.Debug("message not admitted", "chat", e.Channel, "sender", e.User, "verdict", verdict)
+		return nil
+	}
+	thread := e.ThreadTS
+	if thread == "" && !dm && channelconfig.On(a.cfg.ReplyInThread, true) {
+		thread = e.TS
+	}
+	meta := map[string]string{"ts": e.TS, "channel_type": e.ChannelType}
+	if a.cfg.Streaming {
+		meta["stream"] = "true" // asks the worker for deltas
+	}
+	if thread != "" {
+		meta["thread_ts"] = thread
+	}
+	msg := &nanofleetv1.InboundMessage{
+		Id: ev.EventID, Channel: Channel, ChatId: e.Channel, SenderId: e.User,
+		Content: text, Metadata: meta,
+	}
+	if !dm && thread != "" {
+		msg.SessionKey = Channel + ":" + e.Channel + ":" + thread
+	}
+	for _, f := range e.Files {
+		if f.URL == "" {
+			continue
+		}
+		object := fmt.Sprintf("slack/%s/%s/%s", e.Channel, ev.EventID, f.ID)
+		ref, err := a.media.Fetch(ctx, a.http, f.URL, http.Header{"Authorization": {"Bearer " + a.cfg.BotToken}}, object, f.Name, f.Mimetype)
+		if err != nil {
+			a.log.Warn("slack file download failed", "name", f.Name, "err", err)
+		}
+		media.Attach(msg, f.Name, ref, err)
+	}
+	if msg.Content == "" && len(msg.Media) == 0 {
+		return nil
+	}
+	if err := in.Publish(ctx, msg); err != nil {
+		return err
+	}
+	if emoji := a.cfg.ReactEmoji; emoji != "none" {
+		if emoji == "" {
+			emoji = "eyes"
+		}
+		if err := a.api.AddReactionContext(ctx, emoji, slack.NewRefToMessage(e.Channel, e.TS)); err != nil {
+			a.log.Debug("slack reaction failed", "err", err)
+		}
+	}
+	return nil
+}

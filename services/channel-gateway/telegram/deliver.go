@@ -1,0 +1,129 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	tgbot "github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
+)
+
+// Deliver sends one durable reply, split and rendered, continuing after
+// the pieces an earlier attempt already sent.
+func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
+	if k := msg.GetKind(); k == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || k == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
+		a.typing.Stop(chat)
+	}
+	pieces := markup.Split(msg.GetContent(), markup.TelegramLimit)
+	replyTo := 0
+	if channelconfig.On(a.cfg.ReplyToMessage, true) {
+		replyTo = atoi(msg.GetMetadata()["message_id"])
+	}
+	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent)
+	if err != nil {
+		return err
+	}
+	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces), func(ctx context.Context, i int) error {
+		if i > 0 {
+			return a.send(ctx, chat, thread, 0, pieces[i])
+		}
+		return a.send(ctx, chat, thread, replyTo, pieces[i])
+	})
+	if err != nil {
+		return classify(err)
+	}
+	for i, m := range msg.GetMedia() {
+		if err := a.sendMedia(ctx, chat, thread, m); err != nil {
+			a.log.Warn("send attachment failed", "chat", chat, "n", i, "name", m.GetName(), "err", err)
+			if de := classify(err); isRetry(de) {
+				return de
+			}
+		}
+	}
+	return nil
+}
+
+// DeliverLive shows progress and tool hints as separate messages when
+// enabled; deltas are followed by the streams themselves (see
+// internal/editstream).
+func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
+	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
+		return nil
+	}
+	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
+	var html string
+	switch msg.GetKind() {
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
+		html = "<i>" + escape(truncate(msg.GetContent(), markup.TelegramLimit)) + "</i>"
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
+		html = "<code>" + escape(truncate(msg.GetContent(), markup.TelegramLimit)) + "</code>"
+	default:
+		return nil
+	}
+	_, err := a.bot.SendMessage(ctx, &tgbot.SendMessageParams{
+		ChatID: chat, MessageThreadID: thread, Text: html, ParseMode: models.ParseModeHTML,
+		LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: tgbot.True()},
+	})
+	if err == nil {
+		a.startTyping(chat, thread) // the chat action ends with a message
+	}
+	return err
+}
+
+// send sends one piece as HTML, and as plain text if Telegram rejects the
+// HTML.
+func (a *Adapter) send(ctx context.Context, chat string, thread, replyTo int, md string) error {
+	_, err := a.sendID(ctx, chat, thread, replyTo, md)
+	return err
+}
+
+// sendID is send returning the new message's id.
+func (a *Adapter) sendID(ctx context.Context, chat string, thread, replyTo int, md string) (int, error) {
+	p := &tgbot.SendMessageParams{
+		ChatID: chat, MessageThreadID: thread, Text: markup.TelegramHTML(md), ParseMode: models.ParseModeHTML,
+	}
+	if replyTo != 0 {
+		p.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
+	}
+	m, err := a.bot.SendMessage(ctx, p)
+	if err == nil {
+		return m.ID, nil
+	}
+	if !errors.Is(err, tgbot.ErrorBadRequest) {
+		return 0, err
+	}
+	// 400 is how Telegram says "can't parse entities"; whatever the cause,
+	// plain text is the fallback, and a second 400 is final.
+	a.log.Info("telegram rejected HTML, sending plain text", "chat", chat, "err", err)
+	p.Text, p.ParseMode = plain(md), ""
+	m, err = a.bot.SendMessage(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	return m.ID, nil
+}
+
+func plain(md string) string {
+	if s := markup.Plain(md); strings.TrimSpace(s) != "" {
+		return s
+	}
+	return md
+}
+
+func escape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
