@@ -1,6 +1,9 @@
 package observe
 
-import "log/slog"
+import (
+	"log/slog"
+	"unicode/utf8"
+)
 
 // OrDiscard returns l, or a logger that discards everything when l is
 // nil. Every WithLogger option stores what it returns, so that
@@ -10,4 +13,21 @@ func OrDiscard(l *slog.Logger) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return l
+}
+
+// excerptBytes is how much of a payload Excerpt keeps.
+const excerptBytes = 200
+
+// Excerpt returns the start of a payload for a log line about it (a
+// malformed event, a refused request): enough to recognise it, never a
+// whole body. It cuts at a rune boundary and marks the cut with "…".
+func Excerpt(raw []byte) string {
+	if len(raw) <= excerptBytes {
+		return string(raw)
+	}
+	cut := excerptBytes
+	for cut > 0 && !utf8.RuneStart(raw[cut]) {
+		cut--
+	}
+	return string(raw[:cut]) + "…"
 }

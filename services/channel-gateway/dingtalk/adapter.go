@@ -105,10 +105,3 @@ func nonEmpty(ss ...string) []string {
 	}
 	return out
 }
-
-func clip(raw []byte) string {
-	if len(raw) > 200 {
-		return string(raw[:200]) + "…"
-	}
-	return string(raw)
-}

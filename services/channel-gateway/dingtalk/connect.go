@@ -14,6 +14,7 @@ import (
 	"github.com/open-dingtalk/dingtalk-stream-sdk-go/payload"
 	"github.com/open-dingtalk/dingtalk-stream-sdk-go/utils"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 )
@@ -72,10 +73,10 @@ func (a *Adapter) open(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("open connection: %w", err)
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		return "", &hold.Fatal{Err: fmt.Errorf("dingtalk: client credentials rejected: %s: %s", resp.Status, clip(raw))}
+		return "", &hold.Fatal{Err: fmt.Errorf("dingtalk: client credentials rejected: %s: %s", resp.Status, observe.Excerpt(raw))}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("open connection: %s: %s", resp.Status, clip(raw))
+		return "", fmt.Errorf("open connection: %s: %s", resp.Status, observe.Excerpt(raw))
 	}
 	var ep payload.ConnectionEndpointResponse
 	if err := json.Unmarshal(raw, &ep); err != nil {
@@ -125,7 +126,7 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 		}
 		df, err := payload.DecodeDataFrame(data)
 		if err != nil || df.Headers == nil {
-			a.log.Warn("dropping malformed DingTalk frame", "err", err, "raw", clip(data))
+			a.log.Warn("dropping malformed DingTalk frame", "err", err, "raw", observe.Excerpt(data))
 			continue
 		}
 		ack := payload.NewSuccessDataFrameResponse()

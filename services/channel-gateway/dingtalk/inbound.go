@@ -11,6 +11,7 @@ import (
 
 	"github.com/open-dingtalk/dingtalk-stream-sdk-go/chatbot"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -38,12 +39,12 @@ type file struct{ code, name string }
 func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, raw []byte) error {
 	var m chatbot.BotCallbackDataModel
 	if err := json.Unmarshal(raw, &m); err != nil {
-		a.log.Warn("dropping malformed DingTalk robot message", "err", err, "raw", clip(raw))
+		a.log.Warn("dropping malformed DingTalk robot message", "err", err, "raw", observe.Excerpt(raw))
 		return nil
 	}
 	dm := m.ConversationType == "1"
 	if m.MsgId == "" || m.ConversationId == "" || m.SenderStaffId == "" || (!dm && m.ConversationType != "2") {
-		a.log.Warn("dropping DingTalk robot message without id, conversation, sender or type", "raw", clip(raw))
+		a.log.Warn("dropping DingTalk robot message without id, conversation, sender or type", "raw", observe.Excerpt(raw))
 		return nil
 	}
 	text, files := a.text(&m)

@@ -61,9 +61,9 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 	var text string
 	switch msg.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		text = "*" + strings.ReplaceAll(truncate(msg.GetContent(), Limit-2), "*", "\\*") + "*"
+		text = "*" + strings.ReplaceAll(markup.Truncate(msg.GetContent(), Limit-2), "*", "\\*") + "*"
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		text = "`" + strings.ReplaceAll(truncate(msg.GetContent(), Limit-2), "`", "'") + "`"
+		text = "`" + strings.ReplaceAll(markup.Truncate(msg.GetContent(), Limit-2), "`", "'") + "`"
 	default:
 		return nil
 	}
@@ -111,12 +111,4 @@ func nonce(id string, i int) string {
 	}
 	sum := sha256.Sum256([]byte(id + "#" + strconv.Itoa(i)))
 	return hex.EncodeToString(sum[:])[:25]
-}
-
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

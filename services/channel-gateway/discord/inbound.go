@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -73,7 +74,7 @@ func decodeMessage(raw []byte) (*message, error) {
 func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, raw []byte) error {
 	m, err := decodeMessage(raw)
 	if err != nil {
-		a.log.Warn("dropping malformed Discord message", "err", err, "raw", clip(raw))
+		a.log.Warn("dropping malformed Discord message", "err", err, "raw", observe.Excerpt(raw))
 		return nil
 	}
 	bot := a.bot()
@@ -174,11 +175,4 @@ func (a *Adapter) download(ctx context.Context, m *message) ([]*nanofleetv1.Medi
 		refs = append(refs, ref)
 	}
 	return refs, notes
-}
-
-func clip(raw []byte) string {
-	if len(raw) > 200 {
-		return string(raw[:200]) + "…"
-	}
-	return string(raw)
 }

@@ -231,13 +231,6 @@ func nonEmpty(ss ...string) []string {
 	return out
 }
 
-func clip(raw []byte) string {
-	if len(raw) > 200 {
-		return string(raw[:200]) + "…"
-	}
-	return string(raw)
-}
-
 // logAdapter sends the SDK's log lines to slog at debug level; the
 // adapter logs what matters itself.
 type logAdapter struct{ log *slog.Logger }

@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 )
@@ -99,12 +100,12 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 			return fmt.Errorf("read: %w", err)
 		}
 		if kind != websocket.MessageBinary {
-			a.log.Warn("dropping non-binary Feishu frame", "raw", clip(data))
+			a.log.Warn("dropping non-binary Feishu frame", "raw", observe.Excerpt(data))
 			continue
 		}
 		var f larkws.Frame
 		if err := f.Unmarshal(data); err != nil {
-			a.log.Warn("dropping malformed Feishu frame", "err", err, "raw", clip(data))
+			a.log.Warn("dropping malformed Feishu frame", "err", err, "raw", observe.Excerpt(data))
 			continue
 		}
 		hs := larkws.Headers(f.Headers)

@@ -9,6 +9,7 @@ import (
 
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -21,11 +22,11 @@ import (
 func (a *Adapter) handleEvent(ctx context.Context, in gateway.Inbox, payload []byte) error {
 	var ev larkim.P2MessageReceiveV1
 	if err := json.Unmarshal(payload, &ev); err != nil {
-		a.log.Warn("dropping malformed Feishu event", "err", err, "raw", clip(payload))
+		a.log.Warn("dropping malformed Feishu event", "err", err, "raw", observe.Excerpt(payload))
 		return nil
 	}
 	if ev.EventV2Base == nil || ev.EventV2Base.Header == nil {
-		a.log.Warn("dropping Feishu event without a header", "raw", clip(payload))
+		a.log.Warn("dropping Feishu event without a header", "raw", observe.Excerpt(payload))
 		return nil
 	}
 	if ev.EventV2Base.Header.EventType != "im.message.receive_v1" {
@@ -128,7 +129,7 @@ func (a *Adapter) content(msgType, raw string) (string, []resource) {
 		} `json:"content"`
 	}
 	if err := json.Unmarshal([]byte(raw), &c); err != nil {
-		a.log.Warn("malformed Feishu message content", "type", msgType, "err", err, "raw", clip([]byte(raw)))
+		a.log.Warn("malformed Feishu message content", "type", msgType, "err", err, "raw", observe.Excerpt([]byte(raw)))
 		return "", nil
 	}
 	switch msgType {

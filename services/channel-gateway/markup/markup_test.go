@@ -91,6 +91,27 @@ func TestPlain(t *testing.T) {
 	}
 }
 
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		n    int
+		want string
+	}{
+		{"short is whole", "hello", 10, "hello"},
+		{"exactly n is whole", "hello", 5, "hello"},
+		{"long is cut to n with the ellipsis", "hello world", 6, "hello…"},
+		{"runes, not bytes", "héllo wörld", 6, "héllo…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := markup.Truncate(tt.in, tt.n); got != tt.want {
+				t.Errorf("Truncate(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestSplit(t *testing.T) {
 	para := strings.Repeat("word ", 19) + "end." // 99 chars
 	var paras []string

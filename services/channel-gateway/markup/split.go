@@ -190,3 +190,14 @@ func cutLine(line string, limit int) []string {
 	}
 	return out
 }
+
+// Truncate returns s cut to at most n runes, the last of them "…" when it
+// was cut: for a one-message preview (progress, tool hints) where a Split
+// into several messages would be noise.
+func Truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -129,13 +129,6 @@ func (a *Adapter) bot() string {
 	return a.botID
 }
 
-func clip(raw []byte) string {
-	if len(raw) > 200 {
-		return string(raw[:200]) + "…"
-	}
-	return string(raw)
-}
-
 // logAdapter sends slack-go's log lines to slog at debug level.
 type logAdapter struct{ log *slog.Logger }
 

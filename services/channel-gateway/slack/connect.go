@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
@@ -90,7 +91,7 @@ func (a *Adapter) dispatch(ctx context.Context, sm *socketmode.Client, in gatewa
 		if bad == nil {
 			return
 		}
-		a.log.Warn("dropping malformed Slack envelope", "err", bad.Cause, "raw", clip(bad.Message))
+		a.log.Warn("dropping malformed Slack envelope", "err", bad.Cause, "raw", observe.Excerpt(bad.Message))
 		var env struct {
 			EnvelopeID string `json:"envelope_id"`
 		}

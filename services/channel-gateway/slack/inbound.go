@@ -9,6 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -43,7 +44,7 @@ type event struct {
 func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.RawMessage) error {
 	var ev event
 	if err := json.Unmarshal(payload, &ev); err != nil {
-		a.log.Warn("dropping malformed Slack event", "err", err, "raw", clip(payload))
+		a.log.Warn("dropping malformed Slack event", "err", err, "raw", observe.Excerpt(payload))
 		return nil
 	}
 	e := ev.Event
@@ -51,7 +52,7 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 		return nil
 	}
 	if ev.EventID == "" || e.Channel == "" || e.User == "" || e.TS == "" {
-		a.log.Warn("dropping Slack event without id, channel, user or ts", "event_id", ev.EventID, "raw", clip(payload))
+		a.log.Warn("dropping Slack event without id, channel, user or ts", "event_id", ev.EventID, "raw", observe.Excerpt(payload))
 		return nil
 	}
 	if (e.Subtype != "" && e.Subtype != "file_share") || e.BotID != "" || e.User == a.bot() {

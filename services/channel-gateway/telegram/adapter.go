@@ -222,10 +222,3 @@ func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
 }
-
-func clip(raw []byte) string {
-	if len(raw) > 200 {
-		return string(raw[:200]) + "…"
-	}
-	return string(raw)
-}

@@ -60,9 +60,9 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 	var html string
 	switch msg.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		html = "<i>" + escape(truncate(msg.GetContent(), markup.TelegramLimit)) + "</i>"
+		html = "<i>" + escape(markup.Truncate(msg.GetContent(), markup.TelegramLimit)) + "</i>"
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		html = "<code>" + escape(truncate(msg.GetContent(), markup.TelegramLimit)) + "</code>"
+		html = "<code>" + escape(markup.Truncate(msg.GetContent(), markup.TelegramLimit)) + "</code>"
 	default:
 		return nil
 	}
@@ -118,12 +118,4 @@ func plain(md string) string {
 
 func escape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
-
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

@@ -15,6 +15,7 @@ import (
 	tgbot "github.com/go-telegram/bot"
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 )
@@ -73,7 +74,7 @@ func (a *Adapter) poll(ctx context.Context, in gateway.Inbox) {
 		for _, raw := range raws {
 			id, upd, err := decodeUpdate(raw)
 			if err != nil {
-				a.log.Warn("dropping malformed Telegram update", "update_id", id, "err", err, "raw", clip(raw))
+				a.log.Warn("dropping malformed Telegram update", "update_id", id, "err", err, "raw", observe.Excerpt(raw))
 				if id >= offset {
 					offset = id + 1
 				}

@@ -7,6 +7,7 @@ import (
 
 	tgbot "github.com/go-telegram/bot"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
@@ -52,7 +53,7 @@ func (a *Adapter) WebhookHandler() http.Handler {
 		}
 		id, upd, err := decodeUpdate(raw)
 		if err != nil {
-			a.log.Warn("dropping malformed Telegram update", "update_id", id, "err", err, "raw", clip(raw))
+			a.log.Warn("dropping malformed Telegram update", "update_id", id, "err", err, "raw", observe.Excerpt(raw))
 			w.WriteHeader(http.StatusOK)
 			return
 		}
