@@ -61,7 +61,8 @@ type Policy struct {
 type Sender struct {
 	// ID is the platform's user id.
 	ID string
-	// Aliases are other names allowFrom may use, e.g. the user name.
+	// Aliases are other names allowFrom may use, e.g. the user name;
+	// empty ones (a platform field not set) match nothing.
 	Aliases []string
 	// Name is a display name, for the operator's eyes.
 	Name string
@@ -227,8 +228,13 @@ func listed(allow []string, s Sender) bool {
 		if a == "*" {
 			return true
 		}
+		// An empty entry (an unset variable) or name (a field the platform
+		// left unset) names nobody.
+		if a = strings.TrimPrefix(a, "@"); a == "" {
+			continue
+		}
 		for _, n := range names {
-			if n != "" && strings.EqualFold(strings.TrimPrefix(a, "@"), strings.TrimPrefix(n, "@")) {
+			if strings.EqualFold(a, strings.TrimPrefix(n, "@")) {
 				return true
 			}
 		}

@@ -53,21 +53,26 @@ func sent(t *testing.T, b *bus.Bus, channel, chat string) []*nanofleetv1.Outboun
 func TestAllowed(t *testing.T) {
 	g, _ := open(t)
 	alice := access.Sender{ID: "42", Aliases: []string{"Alice"}}
+	// A platform that leaves a name unset passes it empty.
+	unnamed := access.Sender{ID: "43", Aliases: []string{"", "@"}}
 	tests := []struct {
-		name  string
-		allow []string
-		want  bool
+		name   string
+		allow  []string
+		sender access.Sender
+		want   bool
 	}{
-		{"empty admits nobody", nil, false},
-		{"star", []string{"*"}, true},
-		{"id", []string{"7", "42"}, true},
-		{"user name with at", []string{"@alice"}, true},
-		{"user name bare", []string{"ALICE"}, true},
-		{"other", []string{"bob", "43"}, false},
+		{"empty admits nobody", nil, alice, false},
+		{"star", []string{"*"}, alice, true},
+		{"id", []string{"7", "42"}, alice, true},
+		{"user name with at", []string{"@alice"}, alice, true},
+		{"user name bare", []string{"ALICE"}, alice, true},
+		{"other", []string{"bob", "43"}, alice, false},
+		{"an empty alias matches no empty entry", []string{"", " ", "@"}, unnamed, false},
+		{"an unnamed sender by id", []string{"43"}, unnamed, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := g.Allowed(t.Context(), access.Policy{Channel: "telegram", AllowFrom: tt.allow}, alice)
+			got, err := g.Allowed(t.Context(), access.Policy{Channel: "telegram", AllowFrom: tt.allow}, tt.sender)
 			if err != nil || got != tt.want {
 				t.Errorf("Allowed = %v, %v; want %v", got, err, tt.want)
 			}

@@ -95,13 +95,3 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 
 // Channel returns "dingtalk".
 func (a *Adapter) Channel() string { return Channel }
-
-func nonEmpty(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}

@@ -58,7 +58,7 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, raw []byte) e
 		chat = m.SenderStaffId
 	}
 	verdict, err := a.deps.Gate.Check(ctx, a.policy, access.Sender{
-		ID: m.SenderStaffId, Aliases: nonEmpty(m.SenderId), Name: m.SenderNick, ChatID: chat, DM: dm,
+		ID: m.SenderStaffId, Aliases: []string{m.SenderId}, Name: m.SenderNick, ChatID: chat, DM: dm,
 	}, text)
 	if err != nil {
 		return fmt.Errorf("access check: %w", err)

@@ -221,16 +221,6 @@ func str(p *string) string {
 	return *p
 }
 
-func nonEmpty(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // logAdapter sends the SDK's log lines to slog at debug level; the
 // adapter logs what matters itself.
 type logAdapter struct{ log *slog.Logger }

@@ -73,7 +73,7 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, eventID strin
 		return nil
 	}
 	verdict, err := a.deps.Gate.Check(ctx, a.policy, access.Sender{
-		ID: user, Aliases: nonEmpty(str(sender.SenderId.UserId), str(sender.SenderId.UnionId)), ChatID: chat, DM: dm,
+		ID: user, Aliases: []string{str(sender.SenderId.UserId), str(sender.SenderId.UnionId)}, ChatID: chat, DM: dm,
 	}, text)
 	if err != nil {
 		return fmt.Errorf("access check: %w", err)
