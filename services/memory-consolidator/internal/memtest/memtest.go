@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -220,4 +221,50 @@ func Describe(entries []memory.Entry) string {
 		fmt.Fprintf(&b, "#%d %s %d-%d raw=%v: %s\n", e.Seq, e.GetScope(), e.GetFromSeq(), e.GetToSeq(), e.GetRaw(), memory.Clip(e.GetText(), 300))
 	}
 	return b.String()
+}
+
+// Chain wraps a consolidation script and records, call by call, the
+// memory each call was shown and the memory it answered: a call that was
+// not shown what the call before answered saw a stale document (a lost
+// update), unless something else wrote in between.
+type Chain struct {
+	script llmtest.Script
+	mu     sync.Mutex
+	last   string
+	calls  int
+	breaks []string
+}
+
+// NewChain returns a Chain around script.
+func NewChain(script llmtest.Script) *Chain { return &Chain{script: script} }
+
+// Script answers req with the wrapped script and records the link.
+func (c *Chain) Script(req *llmtest.RecordedRequest) llmtest.Reply {
+	reply := c.script(req)
+	shown := Between(req.LastUserText(), "## Current Long-term Memory\n", "\n\n## Conversation")
+	if shown == "(empty)" {
+		shown = ""
+	}
+	var args struct {
+		MemoryUpdate string `json:"memory_update"`
+	}
+	if len(reply.ToolCalls) > 0 {
+		_ = json.Unmarshal([]byte(reply.ToolCalls[0].Arguments), &args)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	if shown != c.last {
+		c.breaks = append(c.breaks, fmt.Sprintf("call %d was shown\n%s\nbut the call before answered\n%s", c.calls, shown, c.last))
+	}
+	c.last = args.MemoryUpdate
+	return reply
+}
+
+// Breaks returns the calls that were not shown the memory the call
+// before answered.
+func (c *Chain) Breaks() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.breaks)
 }
