@@ -78,21 +78,48 @@ func IsDream(req *llmtest.RecordedRequest) bool {
 }
 
 // Consolidate is a consolidation model that calls save_memory as told: the
-// history entry quotes every
-// user line of the conversation, and every "FACT: x." of a user line
-// becomes a "- x" line of the memory.
+// history entry quotes every user line of the conversation, and every
+// "FACT: x." of a user line becomes a "- x" line of the memory. Asked for
+// several labelled conversations (save_memories), it answers an entry per
+// conversation likewise and one memory with the facts of them all.
 func Consolidate(req *llmtest.RecordedRequest) llmtest.Reply {
 	u := req.LastUserText()
-	mem := Between(u, "## Current Long-term Memory\n", "\n\n## Conversation to Process")
+	mem := Between(u, "## Current Long-term Memory\n", "\n\n## Conversation")
 	if mem == "(empty)" {
 		mem = ""
 	}
-	_, conv, _ := strings.Cut(u, "## Conversation to Process\n")
-	var users []string
 	lines := strings.Split(strings.TrimSpace(mem), "\n")
 	if mem == "" {
 		lines = nil
 	}
+	if _, convs, batch := strings.Cut(u, "## Conversations to Process\n"); batch {
+		type entry struct {
+			Conversation string `json:"conversation"`
+			HistoryEntry string `json:"history_entry"`
+		}
+		var entries []entry
+		for _, section := range strings.Split(convs, "\n### Conversation ")[1:] {
+			label, conv, _ := strings.Cut(section, "\n")
+			var users []string
+			users, lines = learn(conv, lines)
+			entries = append(entries, entry{label, "[2026-01-01 00:00] The user said: " + strings.Join(users, " | ")})
+		}
+		out, _ := json.Marshal(map[string]any{"history_entries": entries, "memory_update": strings.Join(lines, "\n")})
+		return llmtest.ToolCalls(llmtest.Call("save_memories", string(out)))
+	}
+	_, conv, _ := strings.Cut(u, "## Conversation to Process\n")
+	users, lines := learn(conv, lines)
+	out, _ := json.Marshal(map[string]string{
+		"history_entry": "[2026-01-01 00:00] The user said: " + strings.Join(users, " | "),
+		"memory_update": strings.Join(lines, "\n"),
+	})
+	return llmtest.ToolCalls(llmtest.Call("save_memory", string(out)))
+}
+
+// learn returns the user lines of a transcript, and lines with a "- x"
+// added for each "FACT: x." of theirs it lacked.
+func learn(conv string, lines []string) ([]string, []string) {
+	var users []string
 	for l := range strings.SplitSeq(conv, "\n") {
 		_, text, ok := strings.Cut(l, "USER: ")
 		if !ok {
@@ -106,11 +133,7 @@ func Consolidate(req *llmtest.RecordedRequest) llmtest.Reply {
 			}
 		}
 	}
-	out, _ := json.Marshal(map[string]string{
-		"history_entry": "[2026-01-01 00:00] The user said: " + strings.Join(users, " | "),
-		"memory_update": strings.Join(lines, "\n"),
-	})
-	return llmtest.ToolCalls(llmtest.Call("save_memory", string(out)))
+	return users, lines
 }
 
 // Between returns the text of s between the markers.
