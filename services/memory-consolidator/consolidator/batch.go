@@ -87,8 +87,8 @@ type group struct {
 // member is a round's standing with its document's group.
 type member struct {
 	key string
-	// due is guarded by groups.mu.
-	due bool
+	// due and gone are guarded by groups.mu.
+	due, gone bool
 }
 
 func newGroups() *groups {
@@ -100,6 +100,7 @@ func (gs *groups) leave(m *member) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	gs.back(m)
+	m.gone = true
 }
 
 // back marks a due round as back; gs.mu is held.
@@ -216,9 +217,12 @@ func (c *Consolidator) lead(scope memory.Scope, g *group, p *part) (*memory.Entr
 	release()
 	c.groups.mu.Lock()
 	for i, q := range batch {
-		// Due back: the next leader waits for it.
-		q.member.due = true
-		c.groups.due[q.member.key]++
+		// Due back: the next leader waits for it, unless its round has
+		// ended already (a waiter whose context ended in the batch).
+		if !q.member.gone {
+			q.member.due = true
+			c.groups.due[q.member.key]++
+		}
 		if i == 0 {
 			continue
 		}

@@ -19,18 +19,23 @@ import (
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
 )
 
-// gate holds the first model call until open is closed, so that rounds
+// gate holds the at-th model call until open is closed, so that rounds
 // queue behind the round that leads the document.
 type gate struct {
 	entered, open chan struct{}
-	first         atomic.Bool
+	at            int32
+	calls         atomic.Int32
 }
 
-func newGate() *gate { return &gate{entered: make(chan struct{}), open: make(chan struct{})} }
+func newGate() *gate { return newGateAt(1) }
+
+func newGateAt(at int32) *gate {
+	return &gate{entered: make(chan struct{}), open: make(chan struct{}), at: at}
+}
 
 func (g *gate) script(next llmtest.Script) llmtest.Script {
 	return func(req *llmtest.RecordedRequest) llmtest.Reply {
-		if g.first.CompareAndSwap(false, true) {
+		if g.calls.Add(1) == g.at {
 			close(g.entered)
 			select {
 			case <-g.open:
@@ -266,5 +271,48 @@ func TestCancelledWaiterLeavesTheBatch(t *testing.T) {
 	checkExactlyOnce(t, b, keys[1], 2)
 	if n := waiting(c); n != 0 {
 		t.Errorf("%d rounds left queued", n)
+	}
+}
+
+// TestCancelledRoundInABatch: a round whose context ends while a batch
+// has its chunk returns at once; the batch still logs and applies the
+// chunk, and the document's next rounds do not wait for the round that
+// left.
+func TestCancelledRoundInABatch(t *testing.T) {
+	_, b := memtest.Start(t)
+	first, second := newGate(), newGateAt(2)
+	model := llmtest.NewServer(t)
+	model.Handle(second.script(first.script(memtest.Consolidate)))
+	c := newConsolidatorWith(t, b, "c1", model, func(cfg *Config) { cfg.ChunkTokens = 1000 })
+	keys := []string{"cli:lead", "cli:b", "cli:gone"}
+	gone, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	last, done := queueBehindLeader(t, b, c, first, keys, 2, []context.Context{nil, nil, gone})
+	close(first.open)
+	bustest.Receive(t, second.entered, 10*time.Second) // the batch of cli:b and cli:gone
+	cancel()
+	if err := bustest.Receive(t, done[2], 10*time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled round ended with %v, want context.Canceled", err)
+	}
+	close(second.open)
+	for _, i := range []int{0, 1} {
+		if err := bustest.Receive(t, done[i], 20*time.Second); err != nil {
+			t.Fatalf("round of %s: %v", keys[i], err)
+		}
+	}
+	if reqs := model.Requests(); len(reqs) != 2 || !strings.Contains(reqs[1].LastUserText(), "cli:gone") {
+		t.Fatalf("%d model calls, want 2, the second with the cancelled session", len(reqs))
+	}
+	// The batch logged and applied the cancelled round's chunk; its next
+	// round only moves the cursor, and a new session's round goes ahead.
+	seqs := appendTurns(t, b, "cli:later", 2)
+	for key, to := range map[string]uint64{keys[2]: last[2], "cli:later": seqs[1]} {
+		if err := bustest.Receive(t, startRound(t.Context(), c, key, to), 20*time.Second); err != nil {
+			t.Fatalf("later round of %s: %v", key, err)
+		}
+		checkExactlyOnce(t, b, key, 2)
+	}
+	if n := model.RequestCount(); n != 3 {
+		t.Errorf("%d model calls, want 3 (the cancelled session's chunk consolidated once)", n)
 	}
 }
