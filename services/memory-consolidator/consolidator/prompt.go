@@ -70,26 +70,40 @@ func consolidationPrompt(memory, conversation string) string {
 // (some OpenAI-compatible servers ignore tool_choice) is read as the JSON
 // object the prompt describes, repaired where it can be.
 func summarise(ctx context.Context, model llm.Client, cfg Config, memory, conversation string) (result, error) {
+	args, called, text, err := forceTool(ctx, model, cfg, saveMemory, systemPrompt, consolidationPrompt(memory, conversation))
+	if err != nil {
+		return result{}, err
+	}
+	if called {
+		return parseCall(args)
+	}
+	return parseAnswer(text)
+}
+
+// forceTool asks the model with the prompts, forcing a call of tool, and
+// returns the call's arguments, or the text of a model that answered in
+// text anyway.
+func forceTool(ctx context.Context, model llm.Client, cfg Config, tool toolschema.Tool, system, user string) (args string, called bool, text string, err error) {
 	resp, err := model.Chat(ctx, llm.Request{
 		Model: cfg.Model,
 		Messages: []*nanofleetv1.ChatMessage{
-			{Role: "system", Content: systemPrompt},
-			{Role: "user", Content: consolidationPrompt(memory, conversation)},
+			{Role: "system", Content: system},
+			{Role: "user", Content: user},
 		},
-		Tools:       []*nanofleetv1.ToolDefinition{saveMemory.Definition()},
-		ToolChoice:  saveMemory.Name,
+		Tools:       []*nanofleetv1.ToolDefinition{tool.Definition()},
+		ToolChoice:  tool.Name,
 		Temperature: 0.1,
 		MaxTokens:   cfg.MaxTokens,
 	})
 	if err != nil {
-		return result{}, fmt.Errorf("consolidation model: %w", err)
+		return "", false, "", fmt.Errorf("consolidation model: %w", err)
 	}
 	for _, call := range resp.ToolCalls {
-		if call.GetName() == saveMemory.Name {
-			return parseCall(call.GetArgumentsJson())
+		if call.GetName() == tool.Name {
+			return call.GetArgumentsJson(), true, "", nil
 		}
 	}
-	return parseAnswer(resp.Content)
+	return "", false, resp.Content, nil
 }
 
 // parseCall reads save_memory's arguments, checked by its schema.
@@ -226,26 +240,14 @@ func batchPrompt(memory string, conversations []string) string {
 // where it can be. An answer that lacks an entry for some conversation is
 // unusable as a whole.
 func summariseBatch(ctx context.Context, model llm.Client, cfg Config, memory string, conversations []string) (batchResult, error) {
-	resp, err := model.Chat(ctx, llm.Request{
-		Model: cfg.Model,
-		Messages: []*nanofleetv1.ChatMessage{
-			{Role: "system", Content: batchSystemPrompt},
-			{Role: "user", Content: batchPrompt(memory, conversations)},
-		},
-		Tools:       []*nanofleetv1.ToolDefinition{saveMemories.Definition()},
-		ToolChoice:  saveMemories.Name,
-		Temperature: 0.1,
-		MaxTokens:   cfg.MaxTokens,
-	})
+	args, called, text, err := forceTool(ctx, model, cfg, saveMemories, batchSystemPrompt, batchPrompt(memory, conversations))
 	if err != nil {
-		return batchResult{}, fmt.Errorf("consolidation model: %w", err)
+		return batchResult{}, err
 	}
-	for _, call := range resp.ToolCalls {
-		if call.GetName() == saveMemories.Name {
-			return parseBatchCall(call.GetArgumentsJson(), len(conversations))
-		}
+	if called {
+		return parseBatchCall(args, len(conversations))
 	}
-	obj, err := jsonrepair.Object(resp.Content)
+	obj, err := jsonrepair.Object(text)
 	if err != nil {
 		return batchResult{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
 	}
