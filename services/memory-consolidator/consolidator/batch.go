@@ -39,7 +39,6 @@ type part struct {
 	expect uint64
 	hold   holder
 	log    *slog.Logger
-	member *member
 
 	// state is guarded by groups.mu.
 	state partState
@@ -72,11 +71,10 @@ type groups struct {
 	mu sync.Mutex
 	// docs holds a group for each document some round leads.
 	docs map[string]*group
-	// due counts, per document, the rounds a batch served that have not
-	// yet handed in their next chunk or ended.
-	due map[string]int
-	// changed is closed, and replaced, when a round queues or a due round
-	// comes back.
+	// running counts, per document, the rounds of this process between
+	// their start and their end (rounds).
+	running map[string]int
+	// changed is closed, and replaced, when a round queues or ends.
 	changed chan struct{}
 }
 
@@ -84,33 +82,24 @@ type group struct {
 	queue []*part // oldest first
 }
 
-// member is a round's standing with its document's group.
-type member struct {
-	key string
-	// due and gone are guarded by groups.mu.
-	due, gone bool
-}
-
 func newGroups() *groups {
-	return &groups{docs: map[string]*group{}, due: map[string]int{}, changed: make(chan struct{})}
+	return &groups{docs: map[string]*group{}, running: map[string]int{}, changed: make(chan struct{})}
 }
 
-// leave ends a round's standing: it will hand in no more chunks.
-func (gs *groups) leave(m *member) {
+// enter counts a round of the document key in.
+func (gs *groups) enter(key string) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	gs.back(m)
-	m.gone = true
+	gs.running[key]++
 }
 
-// back marks a due round as back; gs.mu is held.
-func (gs *groups) back(m *member) {
-	if !m.due {
-		return
-	}
-	m.due = false
-	if gs.due[m.key]--; gs.due[m.key] == 0 {
-		delete(gs.due, m.key)
+// leave counts a round of the document key out: it hands in no more
+// chunks.
+func (gs *groups) leave(key string) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if gs.running[key]--; gs.running[key] == 0 {
+		delete(gs.running, key)
 	}
 	gs.notify()
 }
@@ -132,7 +121,6 @@ func (c *Consolidator) commit(scope memory.Scope, p *part) (*memory.Entry, error
 	gs := c.groups
 	key := scope.Key()
 	gs.mu.Lock()
-	gs.back(p.member)
 	g, busy := gs.docs[key]
 	if !busy {
 		g = &group{}
@@ -168,19 +156,20 @@ func (c *Consolidator) commit(scope memory.Scope, p *part) (*memory.Entry, error
 	return nil, context.Cause(p.ctx)
 }
 
-// awaitDue waits until every round the last batch served has handed in
-// its next chunk or ended, or a batch is full: the rounds of one batch
-// come back within their own reads of the bus, and the first back would
-// otherwise lead alone. The leader holds nothing meanwhile, so a due round
-// that must first finish an entry (finishHeld) can take the document.
-func (c *Consolidator) awaitDue(ctx context.Context, key string, g *group) error {
+// awaitRounds waits until every other running round of the document has
+// queued or ended, or a batch is full: the rounds a batch served come back
+// within their own reads of the bus, and new rounds start within theirs,
+// and the first one to want the document would otherwise lead alone. The
+// leader holds nothing meanwhile, so a round that must first finish an
+// entry (finishHeld) can take the document.
+func (c *Consolidator) awaitRounds(ctx context.Context, key string, g *group) error {
 	gs := c.groups
 	for {
 		gs.mu.Lock()
-		due, full := gs.due[key], len(g.queue)+1 >= c.cfg.BatchMax
+		others, queued := gs.running[key]-1, len(g.queue)
 		changed := gs.changed
 		gs.mu.Unlock()
-		if due == 0 || full {
+		if others <= queued || queued+1 >= c.cfg.BatchMax {
 			return nil
 		}
 		select {
@@ -195,7 +184,7 @@ func (c *Consolidator) awaitDue(ctx context.Context, key string, g *group) error
 // group to the next leader.
 func (c *Consolidator) lead(scope memory.Scope, g *group, p *part) (*memory.Entry, error) {
 	defer c.handOff(scope.Key(), g)
-	if err := c.awaitDue(p.ctx, scope.Key(), g); err != nil {
+	if err := c.awaitRounds(p.ctx, scope.Key(), g); err != nil {
 		return nil, err
 	}
 	job, release, err := p.hold(p.ctx, scope, p.log)
@@ -215,24 +204,13 @@ func (c *Consolidator) lead(scope memory.Scope, g *group, p *part) (*memory.Entr
 	batch := c.drain(g, p)
 	results := c.commitBatch(job, scope, batch)
 	release()
-	c.groups.mu.Lock()
-	for i, q := range batch {
-		// Due back: the next leader waits for it, unless its round has
-		// ended already (a waiter whose context ended in the batch).
-		if !q.member.gone {
-			q.member.due = true
-			c.groups.due[q.member.key]++
-		}
-		if i == 0 {
-			continue
-		}
-		r := results[i]
+	for i, q := range batch[1:] {
+		r := results[i+1]
 		if r.err != nil && p.ctx.Err() != nil {
 			r.err = errLeaderGone
 		}
 		q.done <- r
 	}
-	c.groups.mu.Unlock()
 	return results[0].entry, results[0].err
 }
 

@@ -41,9 +41,9 @@
 //  5. Group commit, per document within a process: a round hands its chunk
 //     (with its cursor, expected last entry and job context) to the
 //     document's queue. If no round of the process leads the document, it
-//     leads: it first waits (holding nothing) until the rounds the last
-//     batch served have handed in their next chunk or ended, so that they
-//     come back together; then it takes the document lease as in 4, drains
+//     leads: it first waits (holding nothing) until every other round of
+//     the process running for the document has queued or ended, so that
+//     the rounds a batch served come back together; then it takes the document lease as in 4, drains
 //     the queue (its own chunk first, then the oldest waiters, up to
 //     Config.BatchMax chunks and three Config.ChunkTokens of turns; never
 //     two chunks of one session), reads MEMORY.md once and asks the model

@@ -95,9 +95,10 @@ func (c *Consolidator) holdDocument(ctx context.Context, scope memory.Scope, log
 // others from wasting work (model calls above all).
 func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.ConsolidationRequest, scope memory.Scope, hold holder, log *slog.Logger) (string, error) {
 	key := req.GetSessionKey()
-	// Its standing with the document's group, for batches (see commit).
-	m := &member{key: scope.Key()}
-	defer c.groups.leave(m)
+	// Counted with the document's group, whose leaders wait for the rounds
+	// running (see commit).
+	c.groups.enter(scope.Key())
+	defer c.groups.leave(scope.Key())
 	outcome := "skipped"
 	for range maxRounds {
 		if job.Err() != nil {
@@ -148,7 +149,7 @@ func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.Consolidatio
 		if last != nil {
 			expect = last.Seq
 		}
-		e, err := c.commit(scope, &part{ctx: job, req: req, cursor: cursor, chunk: chunk, expect: expect, hold: hold, log: log, member: m})
+		e, err := c.commit(scope, &part{ctx: job, req: req, cursor: cursor, chunk: chunk, expect: expect, hold: hold, log: log})
 		if errors.Is(err, errLeaderGone) {
 			continue
 		}
