@@ -34,6 +34,9 @@ type Config struct {
 	// ChunkTokens bounds the turns sent to the model at once; a larger
 	// range is consolidated in several entries.
 	ChunkTokens int `json:"chunkTokens,omitempty"`
+	// BatchMax bounds the rounds of one process that one model call
+	// consolidates into a memory document together (group commit).
+	BatchMax int `json:"batchMax,omitempty"`
 	// RecentEntries and RecentChars bound the entries kept in a MemoryDoc
 	// for the prompt.
 	RecentEntries, RecentChars int `json:"-"`
@@ -56,6 +59,7 @@ func DefaultConfig() Config {
 		MaxDeliveries:   10,
 		MaxRequestBytes: 16 << 10,
 		ChunkTokens:     24000,
+		BatchMax:        8,
 		RecentEntries:   20,
 		RecentChars:     2000,
 		ToolChars:       500,
@@ -79,6 +83,8 @@ func (c Config) Validate() error {
 		return config.Invalid("memory.consolidator.maxRequestBytes", "must be at least 64, got %d", c.MaxRequestBytes)
 	case c.ChunkTokens < 100:
 		return config.Invalid("memory.consolidator.chunkTokens", "must be at least 100, got %d", c.ChunkTokens)
+	case c.BatchMax < 1:
+		return config.Invalid("memory.consolidator.batchMax", "must be at least 1, got %d", c.BatchMax)
 	case c.RecentEntries < 0 || c.RecentChars < 0 || c.ToolChars < 0:
 		return fmt.Errorf("consolidator: recent entries and chars must not be negative")
 	case c.ShutdownGrace < 0:

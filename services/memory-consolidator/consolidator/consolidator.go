@@ -52,6 +52,7 @@ type Consolidator struct {
 	docs     *memory.Docs
 	hist     *memory.Log
 	leases   *held.Leases
+	groups   *groups
 	log      *slog.Logger
 }
 
@@ -98,7 +99,7 @@ func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Consolidator
 	}
 	c := &Consolidator{
 		cfg: cfg, d: d, cons: cons, sessions: sessions, docs: docs,
-		hist: memory.OpenLog(d.Bus), leases: leases, log: slog.New(slog.DiscardHandler),
+		hist: memory.OpenLog(d.Bus), leases: leases, groups: newGroups(), log: slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {
 		o(c)

@@ -38,8 +38,33 @@
 //     up to Config.LeaseWait with the request in progress, then the
 //     request is put back as for a held session; a document lease lost
 //     under a slow model ends the round and the request is retried.
-//  5. If the model fails or its answer cannot be repaired, the raw messages
-//     are the entry and MEMORY.md stays as it was: a turn is never lost, and
+//  5. Group commit, per document within a process: a round hands its chunk
+//     (with its cursor, expected last entry and job context) to the
+//     document's queue. If no round of the process leads the document, it
+//     leads: it first waits (holding nothing) until every other round of
+//     the process running for the document has queued or ended, so that
+//     the rounds a batch served come back together; then it takes the document lease as in 4, drains
+//     the queue (its own chunk first, then the oldest waiters, up to
+//     Config.BatchMax chunks and three Config.ChunkTokens of turns; never
+//     two chunks of one session), reads MEMORY.md once and asks the model
+//     once. A batch thus holds at most Config.Slots chunks. One chunk is
+//     asked exactly as above (save_memory); several go under labels C1, C2,
+//     … to save_memories, whose schema asks for one entry per label and one
+//     memory_update. Each chunk's entry is appended with its own expected
+//     last sequence (a conflict voids that chunk alone, and the others'
+//     entries are then merged into memory one by one, so memory learns only
+//     from logged entries), and every logged entry is applied in ONE
+//     compare-and-set Put (each entry's applied marker and recent entry).
+//     The leader releases the lease, hands each waiter its result and the
+//     lead to the oldest waiter left. A waiter waits under its own job
+//     context: one that ends while queued leaves the queue untouched; one
+//     already in a batch is finished by it. If the leader's own job ends
+//     mid-batch, its waiters look at their session again (finishing an
+//     entry logged but not applied, as in 3). Other processes still take
+//     turns on the fleet-wide lease.
+//  6. If the model fails or its answer cannot be repaired (for a batch: an
+//     entry missing, doubled or for no label), the raw messages are every
+//     chunk's entry and MEMORY.md stays as it was: a turn is never lost, and
 //     the cursor still moves, so the session stays usable.
 //
 // Every write being conditional, a retry, a redelivery after a crash or a

@@ -95,6 +95,10 @@ func (c *Consolidator) holdDocument(ctx context.Context, scope memory.Scope, log
 // others from wasting work (model calls above all).
 func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.ConsolidationRequest, scope memory.Scope, hold holder, log *slog.Logger) (string, error) {
 	key := req.GetSessionKey()
+	// Counted with the document's group, whose leaders wait for the rounds
+	// running (see commit).
+	c.groups.enter(scope.Key())
+	defer c.groups.leave(scope.Key())
 	outcome := "skipped"
 	for range maxRounds {
 		if job.Err() != nil {
@@ -145,7 +149,10 @@ func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.Consolidatio
 		if last != nil {
 			expect = last.Seq
 		}
-		e, err := c.commit(job, req, scope, cursor, chunk, expect, hold, log)
+		e, err := c.commit(scope, &part{ctx: job, req: req, cursor: cursor, chunk: chunk, expect: expect, hold: hold, log: log})
+		if errors.Is(err, errLeaderGone) {
+			continue
+		}
 		if err != nil {
 			return "", err
 		}
@@ -167,48 +174,6 @@ func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.Consolidatio
 	return "", fmt.Errorf("consolidation of %s did not finish in %d rounds", key, maxRounds)
 }
 
-// commit holds the memory document while it asks the model for the
-// chunk's entry and memory update, logs the entry after the session's
-// entry expect (0: none) and applies it. A nil entry means another
-// consolidator logged this range first.
-func (c *Consolidator) commit(ctx context.Context, req *nanofleetv1.ConsolidationRequest, scope memory.Scope, cursor uint64, chunk []session.Turn, expect uint64, hold holder, log *slog.Logger) (*memory.Entry, error) {
-	job, release, err := hold(ctx, scope, log)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	doc, _, err := c.docs.Get(job, scope)
-	if err != nil {
-		return nil, err
-	}
-	transcript := memory.Transcript(chunk, c.cfg.ToolChars)
-	entry := &nanofleetv1.HistoryEntry{
-		SessionKey: req.GetSessionKey(), Scope: scope.Key(), FromSeq: cursor + 1, ToSeq: chunk[len(chunk)-1].Seq,
-		Reason: req.GetReason(), CreatedAt: timestamppb.Now(),
-	}
-	var upd *update
-	res, merr := summarise(job, c.d.Model, c.cfg, doc.GetContent(), transcript)
-	if merr != nil {
-		if job.Err() != nil {
-			return nil, context.Cause(job)
-		}
-		log.Warn("model failed; archiving the raw turns", "err", oneLine(merr))
-		entry.Text, entry.Raw = transcript, true
-	} else {
-		entry.Text = res.Entry
-		upd = &update{base: doc.GetContent(), memory: res.Memory}
-	}
-	seq, err := c.hist.Append(job, entry, expect)
-	if errors.Is(err, memory.ErrConflict) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	e := &memory.Entry{Seq: seq, HistoryEntry: entry}
-	return e, c.finish(job, e, upd, log)
-}
-
 // finishHeld is finish of an entry logged earlier, holding its document.
 func (c *Consolidator) finishHeld(ctx context.Context, e *memory.Entry, hold holder, log *slog.Logger) error {
 	scope, err := memory.ParseScope(e.GetScope())
@@ -220,15 +185,16 @@ func (c *Consolidator) finishHeld(ctx context.Context, e *memory.Entry, hold hol
 		return err
 	}
 	defer release()
-	return c.finish(job, e, nil, log)
+	return c.finish(job, []*memory.Entry{e}, nil, log)
 }
 
-// finish applies a logged entry to its scope's MEMORY.md, once: the
-// document's applied marker says whether it was. upd is the model's update
-// and the memory it saw; when the memory changed since (or upd is nil) the
-// model merges the entry's turns into the current memory again.
-func (c *Consolidator) finish(ctx context.Context, e *memory.Entry, upd *update, log *slog.Logger) error {
-	scope, err := memory.ParseScope(e.GetScope())
+// finish applies logged entries of one scope to its MEMORY.md in one
+// write, each once: the document's applied markers say which were. upd is
+// the model's update for all of them and the memory it saw; when the
+// memory changed since (or upd is nil) the model merges each entry's turns
+// into the current memory again, one by one.
+func (c *Consolidator) finish(ctx context.Context, es []*memory.Entry, upd *update, log *slog.Logger) error {
+	scope, err := memory.ParseScope(es[0].GetScope())
 	if err != nil {
 		return err
 	}
@@ -237,33 +203,44 @@ func (c *Consolidator) finish(ctx context.Context, e *memory.Entry, upd *update,
 		if err != nil {
 			return err
 		}
-		if memory.AppliedUpTo(doc, e.GetSessionKey()) >= e.GetToSeq() {
+		var pending []*memory.Entry
+		for _, e := range es {
+			if memory.AppliedUpTo(doc, e.GetSessionKey()) < e.GetToSeq() {
+				pending = append(pending, e)
+			}
+		}
+		if len(pending) == 0 {
 			return nil
 		}
 		content := doc.GetContent()
-		switch {
-		case e.GetRaw():
-			// Nothing learned: the turns are in the log as they were.
-		case upd != nil && upd.base == content:
+		if upd != nil && upd.base == content {
 			if upd.memory != "" {
 				content = upd.memory
 			}
-		default:
-			merged, err := c.merge(ctx, e, content, log)
-			if err != nil {
-				return err
+		} else {
+			base := content
+			for _, e := range pending {
+				if e.GetRaw() {
+					continue // nothing learned: the turns are in the log as they were
+				}
+				merged, err := c.merge(ctx, e, content, log)
+				if err != nil {
+					return err
+				}
+				if merged != "" {
+					content = merged
+				}
 			}
-			upd = &update{base: content, memory: merged}
-			if merged != "" {
-				content = merged
-			}
+			upd = &update{base: base, memory: content}
 		}
 		next := proto.Clone(doc).(*nanofleetv1.MemoryDoc)
 		next.Content = content
 		next.UpdatedAt = timestamppb.Now()
 		next.UpdatedBy = "consolidation"
-		memory.PushRecent(next, e.HistoryEntry, c.cfg.RecentEntries, c.cfg.RecentChars)
-		memory.MarkApplied(next, e.GetSessionKey(), e.GetToSeq(), time.Now(), c.cfg.AppliedTTL)
+		for _, e := range pending {
+			memory.PushRecent(next, e.HistoryEntry, c.cfg.RecentEntries, c.cfg.RecentChars)
+			memory.MarkApplied(next, e.GetSessionKey(), e.GetToSeq(), time.Now(), c.cfg.AppliedTTL)
+		}
 		_, err = c.docs.Put(ctx, scope, next, rev)
 		if err == nil {
 			return nil

@@ -20,7 +20,7 @@ import (
 // appendTurns commits n turns "R001: … FACT: fact 1 of <key>." … to the
 // session: no two sessions have a fact in common, so every consolidation
 // really changes a memory document they share.
-func appendTurns(t *testing.T, b *bus.Bus, key string, n int) []uint64 {
+func appendTurns(t testing.TB, b *bus.Bus, key string, n int) []uint64 {
 	t.Helper()
 	ctx := t.Context()
 	sessions, err := session.Open(ctx, b)
@@ -50,7 +50,7 @@ func newConsolidator(t *testing.T, b *bus.Bus, id string, srv *llmtest.Server) *
 }
 
 // newConsolidatorWith is newConsolidator with set changing the config.
-func newConsolidatorWith(t *testing.T, b *bus.Bus, id string, srv *llmtest.Server, set func(*Config)) *Consolidator {
+func newConsolidatorWith(t testing.TB, b *bus.Bus, id string, srv *llmtest.Server, set func(*Config)) *Consolidator {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.ID = id
@@ -70,7 +70,7 @@ func holdNothing(ctx context.Context, _ memory.Scope, _ *slog.Logger) (context.C
 
 // checkExactlyOnce asserts every turn is in exactly one entry and every
 // entry was applied to memory once.
-func checkExactlyOnce(t *testing.T, b *bus.Bus, key string, n int) {
+func checkExactlyOnce(t testing.TB, b *bus.Bus, key string, n int) {
 	t.Helper()
 	entries := memtest.Coverage(t, b, key)
 	for i := 1; i <= n; i++ {
@@ -151,93 +151,145 @@ func TestTwoConsolidatorsCommitEachEntryOnce(t *testing.T) {
 	})
 }
 
+// sharedRow is a run of sessions consolidated into one MEMORY.md.
+type sharedRow struct {
+	name            string
+	consolidators   int
+	slots           int
+	sessions, turns int
+	latency         time.Duration
+}
+
+// sharedRun is what a sharedRow measured.
+type sharedRun struct {
+	calls, entries int
+	took           time.Duration
+}
+
+// shareDocument runs row: every session's turns are consolidated into the
+// agent's MEMORY.md by the model memtest.Consolidate, which rewrites it
+// every call. It checks that every entry is logged and applied exactly
+// once, none raw, that MEMORY.md holds every fact, and that every model
+// call was shown the document as the call before left it (no lost
+// update).
+func shareDocument(t testing.TB, row sharedRow, within time.Duration) sharedRun {
+	t.Helper()
+	srv, b := memtest.Start(t)
+	model := llmtest.NewServer(t, llmtest.WithLatency(row.latency))
+	chain := memtest.NewChain(memtest.Consolidate)
+	model.Handle(chain.Script)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for i := range row.consolidators {
+		cb := b
+		if i > 0 {
+			cb = srv.Connect(t, "")
+		}
+		c := newConsolidatorWith(t, cb, fmt.Sprint("c", i+1), model, func(cfg *Config) {
+			cfg.Slots = row.slots
+			cfg.RecentEntries = row.sessions * row.turns // every applied entry stays countable
+		})
+		wg.Go(func() { _ = c.Run(ctx) })
+	}
+	keys := make([]string, row.sessions)
+	last := make([]uint64, row.sessions)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("cli:shared%d", i)
+		seqs := appendTurns(t, b, keys[i], row.turns)
+		last[i] = seqs[len(seqs)-1]
+	}
+	start := time.Now()
+	for i, key := range keys {
+		req := &nanofleetv1.ConsolidationRequest{SessionKey: key, FromSeq: 1, ToSeq: last[i], Reason: "budget", Scope: memory.AgentScope("default").Key()}
+		if err := memory.PublishRequest(t.Context(), b, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, key := range keys {
+		memtest.WaitCursor(t, b, key, last[i], within)
+	}
+	run := sharedRun{took: time.Since(start)}
+	for _, key := range keys {
+		checkExactlyOnce(t, b, key, row.turns)
+		for _, e := range memtest.Coverage(t, b, key) {
+			if e.GetRaw() {
+				t.Errorf("%s: entry %d is raw; the model was to answer every call", key, e.Seq)
+			}
+			run.entries++
+		}
+	}
+	docs, err := memory.OpenDocs(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, err := docs.Get(t.Context(), memory.AgentScope("default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range keys {
+		for i := 1; i <= row.turns; i++ {
+			if fact := fmt.Sprintf("- fact %d of %s", i, key); !strings.Contains(doc.GetContent(), fact) {
+				t.Errorf("MEMORY.md lost %q:\n%s", fact, doc.GetContent())
+			}
+		}
+	}
+	for _, br := range chain.Breaks() {
+		t.Errorf("lost update: %s", br)
+	}
+	run.calls = int(model.RequestCount())
+	return run
+}
+
 // TestSharedDocumentTakesTurns: consolidations of many sessions into one
 // MEMORY.md take turns on it, so that each model call is made against the
-// document it updates: one call per entry, never a merge after a lost
-// compare-and-set, and every entry applied once.
+// document it updates (never a merge after a lost compare-and-set), and
+// every entry is applied once. The rounds of one consolidator waiting for
+// the document join one batch: fewer model calls than entries.
 func TestSharedDocumentTakesTurns(t *testing.T) {
 	tests := []struct {
-		name            string
-		consolidators   int
-		slots           int
-		sessions, turns int
-		latency         time.Duration
+		sharedRow
+		batches bool // some model call must consolidate several entries
 	}{
-		{"one consolidator, four slots", 1, 4, 8, 6, 20 * time.Millisecond},
-		{"two consolidators, four slots each", 2, 4, 8, 6, 20 * time.Millisecond},
+		{sharedRow{"one consolidator, four slots", 1, 4, 8, 6, 20 * time.Millisecond}, true},
+		{sharedRow{"one consolidator, eight slots", 1, 8, 8, 6, 20 * time.Millisecond}, true},
+		{sharedRow{"two consolidators, four slots each", 2, 4, 8, 6, 20 * time.Millisecond}, false},
 		// The document lease is renewed while the model works (the test
 		// layout's lease TTL is 3 s), so the other waits instead of taking
 		// it over and then losing the compare-and-set.
-		{"model slower than the lease TTL", 2, 1, 2, 2, 4 * time.Second},
+		{sharedRow{"model slower than the lease TTL", 2, 1, 2, 2, 4 * time.Second}, false},
 	}
 	for _, tt := range tests {
-		sessions, turns := tt.sessions, tt.turns
 		t.Run(tt.name, func(t *testing.T) {
-			srv, b := memtest.Start(t)
-			model := llmtest.NewServer(t, llmtest.WithLatency(tt.latency))
-			model.Handle(memtest.Consolidate)
-			ctx, cancel := context.WithCancel(t.Context())
-			var wg sync.WaitGroup
-			defer func() { cancel(); wg.Wait() }()
-			for i := range tt.consolidators {
-				cb := b
-				if i > 0 {
-					cb = srv.Connect(t, "")
-				}
-				c := newConsolidatorWith(t, cb, fmt.Sprint("c", i+1), model, func(cfg *Config) {
-					cfg.Slots = tt.slots
-					cfg.RecentEntries = sessions * turns // every applied entry stays countable
-				})
-				wg.Go(func() { _ = c.Run(ctx) })
+			run := shareDocument(t, tt.sharedRow, 30*time.Second)
+			t.Logf("%d model calls for %d entries (%.2f per consolidation) in %s", run.calls, run.entries, float64(run.calls)/float64(run.entries), run.took.Round(time.Millisecond))
+			if run.calls > run.entries {
+				t.Errorf("%d model calls for %d entries, want at most one each (no merge after a lost race)", run.calls, run.entries)
 			}
-			keys := make([]string, sessions)
-			last := make([]uint64, sessions)
-			for i := range keys {
-				keys[i] = fmt.Sprintf("cli:shared%d", i)
-				seqs := appendTurns(t, b, keys[i], turns)
-				last[i] = seqs[len(seqs)-1]
-			}
-			start := time.Now()
-			for i, key := range keys {
-				req := &nanofleetv1.ConsolidationRequest{SessionKey: key, FromSeq: 1, ToSeq: last[i], Reason: "budget", Scope: memory.AgentScope("default").Key()}
-				if err := memory.PublishRequest(t.Context(), b, req); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for i, key := range keys {
-				memtest.WaitCursor(t, b, key, last[i], 30*time.Second)
-			}
-			took := time.Since(start)
-			entries := 0
-			for _, key := range keys {
-				checkExactlyOnce(t, b, key, turns)
-				for _, e := range memtest.Coverage(t, b, key) {
-					if e.GetRaw() {
-						t.Errorf("%s: entry %d is raw; the model was to answer every call", key, e.Seq)
-					}
-					entries++
-				}
-			}
-			docs, err := memory.OpenDocs(t.Context(), b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			doc, _, err := docs.Get(t.Context(), memory.AgentScope("default"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, key := range keys {
-				for i := 1; i <= turns; i++ {
-					if fact := fmt.Sprintf("- fact %d of %s", i, key); !strings.Contains(doc.GetContent(), fact) {
-						t.Errorf("MEMORY.md lost %q:\n%s", fact, doc.GetContent())
-					}
-				}
-			}
-			calls := model.RequestCount()
-			t.Logf("%d model calls for %d entries (%.2f per consolidation) in %s", calls, entries, float64(calls)/float64(entries), took.Round(time.Millisecond))
-			if calls != entries {
-				t.Errorf("%d model calls for %d entries, want one each (no merge after a lost race)", calls, entries)
+			if tt.batches && run.calls >= run.entries {
+				t.Errorf("%d model calls for %d entries, want fewer: waiting rounds join a batch", run.calls, run.entries)
 			}
 		})
+	}
+}
+
+// BenchmarkSharedDocument measures one consolidator (four slots) bringing
+// many sessions' turns into one MEMORY.md: model calls per entry and the
+// time until every cursor is at the end.
+func BenchmarkSharedDocument(b *testing.B) {
+	for _, latency := range []time.Duration{20 * time.Millisecond, 200 * time.Millisecond} {
+		for _, sessions := range []int{8, 32} {
+			b.Run(fmt.Sprintf("model=%s/sessions=%d", latency, sessions), func(b *testing.B) {
+				var calls, entries int
+				var took time.Duration
+				for b.Loop() {
+					run := shareDocument(b, sharedRow{"", 1, 4, sessions, 6, latency}, 5*time.Minute)
+					calls, entries, took = calls+run.calls, entries+run.entries, took+run.took
+				}
+				b.ReportMetric(float64(calls)/float64(entries), "calls/entry")
+				b.ReportMetric(float64(entries)/float64(b.N), "entries")
+				b.ReportMetric(took.Seconds()/float64(b.N), "s/all")
+			})
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,21 +78,48 @@ func IsDream(req *llmtest.RecordedRequest) bool {
 }
 
 // Consolidate is a consolidation model that calls save_memory as told: the
-// history entry quotes every
-// user line of the conversation, and every "FACT: x." of a user line
-// becomes a "- x" line of the memory.
+// history entry quotes every user line of the conversation, and every
+// "FACT: x." of a user line becomes a "- x" line of the memory. Asked for
+// several labelled conversations (save_memories), it answers an entry per
+// conversation likewise and one memory with the facts of them all.
 func Consolidate(req *llmtest.RecordedRequest) llmtest.Reply {
 	u := req.LastUserText()
-	mem := Between(u, "## Current Long-term Memory\n", "\n\n## Conversation to Process")
+	mem := Between(u, "## Current Long-term Memory\n", "\n\n## Conversation")
 	if mem == "(empty)" {
 		mem = ""
 	}
-	_, conv, _ := strings.Cut(u, "## Conversation to Process\n")
-	var users []string
 	lines := strings.Split(strings.TrimSpace(mem), "\n")
 	if mem == "" {
 		lines = nil
 	}
+	if _, convs, batch := strings.Cut(u, "## Conversations to Process\n"); batch {
+		type entry struct {
+			Conversation string `json:"conversation"`
+			HistoryEntry string `json:"history_entry"`
+		}
+		var entries []entry
+		for _, section := range strings.Split(convs, "\n### Conversation ")[1:] {
+			label, conv, _ := strings.Cut(section, "\n")
+			var users []string
+			users, lines = learn(conv, lines)
+			entries = append(entries, entry{label, "[2026-01-01 00:00] The user said: " + strings.Join(users, " | ")})
+		}
+		out, _ := json.Marshal(map[string]any{"history_entries": entries, "memory_update": strings.Join(lines, "\n")})
+		return llmtest.ToolCalls(llmtest.Call("save_memories", string(out)))
+	}
+	_, conv, _ := strings.Cut(u, "## Conversation to Process\n")
+	users, lines := learn(conv, lines)
+	out, _ := json.Marshal(map[string]string{
+		"history_entry": "[2026-01-01 00:00] The user said: " + strings.Join(users, " | "),
+		"memory_update": strings.Join(lines, "\n"),
+	})
+	return llmtest.ToolCalls(llmtest.Call("save_memory", string(out)))
+}
+
+// learn returns the user lines of a transcript, and lines with a "- x"
+// added for each "FACT: x." of theirs it lacked.
+func learn(conv string, lines []string) ([]string, []string) {
+	var users []string
 	for l := range strings.SplitSeq(conv, "\n") {
 		_, text, ok := strings.Cut(l, "USER: ")
 		if !ok {
@@ -105,11 +133,7 @@ func Consolidate(req *llmtest.RecordedRequest) llmtest.Reply {
 			}
 		}
 	}
-	out, _ := json.Marshal(map[string]string{
-		"history_entry": "[2026-01-01 00:00] The user said: " + strings.Join(users, " | "),
-		"memory_update": strings.Join(lines, "\n"),
-	})
-	return llmtest.ToolCalls(llmtest.Call("save_memory", string(out)))
+	return users, lines
 }
 
 // Between returns the text of s between the markers.
@@ -220,4 +244,50 @@ func Describe(entries []memory.Entry) string {
 		fmt.Fprintf(&b, "#%d %s %d-%d raw=%v: %s\n", e.Seq, e.GetScope(), e.GetFromSeq(), e.GetToSeq(), e.GetRaw(), memory.Clip(e.GetText(), 300))
 	}
 	return b.String()
+}
+
+// Chain wraps a consolidation script and records, call by call, the
+// memory each call was shown and the memory it answered: a call that was
+// not shown what the call before answered saw a stale document (a lost
+// update), unless something else wrote in between.
+type Chain struct {
+	script llmtest.Script
+	mu     sync.Mutex
+	last   string
+	calls  int
+	breaks []string
+}
+
+// NewChain returns a Chain around script.
+func NewChain(script llmtest.Script) *Chain { return &Chain{script: script} }
+
+// Script answers req with the wrapped script and records the link.
+func (c *Chain) Script(req *llmtest.RecordedRequest) llmtest.Reply {
+	reply := c.script(req)
+	shown := Between(req.LastUserText(), "## Current Long-term Memory\n", "\n\n## Conversation")
+	if shown == "(empty)" {
+		shown = ""
+	}
+	var args struct {
+		MemoryUpdate string `json:"memory_update"`
+	}
+	if len(reply.ToolCalls) > 0 {
+		_ = json.Unmarshal([]byte(reply.ToolCalls[0].Arguments), &args)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	if shown != c.last {
+		c.breaks = append(c.breaks, fmt.Sprintf("call %d was shown\n%s\nbut the call before answered\n%s", c.calls, shown, c.last))
+	}
+	c.last = args.MemoryUpdate
+	return reply
+}
+
+// Breaks returns the calls that were not shown the memory the call
+// before answered.
+func (c *Chain) Breaks() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.breaks)
 }

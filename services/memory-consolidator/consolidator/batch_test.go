@@ -1,0 +1,318 @@
+package consolidator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/session"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
+)
+
+// gate holds the at-th model call until open is closed, so that rounds
+// queue behind the round that leads the document.
+type gate struct {
+	entered, open chan struct{}
+	at            int32
+	calls         atomic.Int32
+}
+
+func newGate() *gate { return newGateAt(1) }
+
+func newGateAt(at int32) *gate {
+	return &gate{entered: make(chan struct{}), open: make(chan struct{}), at: at}
+}
+
+func (g *gate) script(next llmtest.Script) llmtest.Script {
+	return func(req *llmtest.RecordedRequest) llmtest.Reply {
+		if g.calls.Add(1) == g.at {
+			close(g.entered)
+			select {
+			case <-g.open:
+			case <-time.After(30 * time.Second):
+			}
+		}
+		return next(req)
+	}
+}
+
+// waiting is how many rounds wait for the agent's document in c.
+func waiting(c *Consolidator) int {
+	c.groups.mu.Lock()
+	defer c.groups.mu.Unlock()
+	if g, ok := c.groups.docs[memory.AgentScope("default").Key()]; ok {
+		return len(g.queue)
+	}
+	return 0
+}
+
+// startRound runs rounds for all of key's turns under ctx; its error
+// arrives on the channel.
+func startRound(ctx context.Context, c *Consolidator, key string, to uint64) <-chan error {
+	done := make(chan error, 1)
+	req := &nanofleetv1.ConsolidationRequest{SessionKey: key, FromSeq: 1, ToSeq: to, Reason: "budget", Scope: memory.AgentScope("default").Key()}
+	go func() {
+		_, err := c.rounds(ctx, req, memory.AgentScope("default"), c.holdDocument, c.log.With("session", key))
+		done <- err
+	}()
+	return done
+}
+
+// queueBehindLeader appends turns to the sessions, starts the first one's
+// round and, once its model call is held by g, the others', which queue
+// behind it (each under its context of ctxs, t's when nil). It returns
+// each session's last turn and its round's error channel.
+func queueBehindLeader(t *testing.T, b *bus.Bus, c *Consolidator, g *gate, keys []string, turns int, ctxs []context.Context) ([]uint64, []<-chan error) {
+	t.Helper()
+	last := make([]uint64, len(keys))
+	done := make([]<-chan error, len(keys))
+	for i, key := range keys {
+		seqs := appendTurns(t, b, key, turns)
+		last[i] = seqs[len(seqs)-1]
+	}
+	for i, key := range keys {
+		ctx := t.Context()
+		if i < len(ctxs) && ctxs[i] != nil {
+			ctx = ctxs[i]
+		}
+		done[i] = startRound(ctx, c, key, last[i])
+		if i == 0 {
+			bustest.Receive(t, g.entered, 10*time.Second)
+			continue
+		}
+		bustest.Eventually(t, 10*time.Second, func() error {
+			if n := waiting(c); n != i {
+				return fmt.Errorf("%d rounds queued, want %d", n, i)
+			}
+			return nil
+		})
+	}
+	return last, done
+}
+
+func memoryOf(t *testing.T, b *bus.Bus) string {
+	t.Helper()
+	docs, err := memory.OpenDocs(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, err := docs.Get(t.Context(), memory.AgentScope("default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc.GetContent()
+}
+
+// TestBatchAnswers: rounds queued behind a leader are consolidated by one
+// save_memories call; an answer that cannot serve every conversation
+// archives them all raw, memory as it was, and loses no turn.
+func TestBatchAnswers(t *testing.T) {
+	tests := []struct {
+		name   string
+		answer func(entries [][2]string, memory string) llmtest.Reply
+		raw    bool
+		calls  int // the model client retries a failed call once
+	}{
+		{"one entry per conversation", func(es [][2]string, mem string) llmtest.Reply {
+			return llmtest.ToolCalls(llmtest.Call("save_memories", batchArgs(es, mem)))
+		}, false, 2},
+		{"text answer, repaired", func(es [][2]string, mem string) llmtest.Reply {
+			return llmtest.Text("```json\n" + batchArgs(es, mem) + "\n```")
+		}, false, 2},
+		{"entry of one conversation missing", func(es [][2]string, mem string) llmtest.Reply {
+			return llmtest.ToolCalls(llmtest.Call("save_memories", batchArgs(es[:len(es)-1], mem)))
+		}, true, 2},
+		{"one conversation twice", func(es [][2]string, mem string) llmtest.Reply {
+			es[1][0] = es[0][0]
+			return llmtest.ToolCalls(llmtest.Call("save_memories", batchArgs(es, mem)))
+		}, true, 2},
+		{"unknown label", func(es [][2]string, mem string) llmtest.Reply {
+			es[0][0] = "C9"
+			return llmtest.ToolCalls(llmtest.Call("save_memories", batchArgs(es, mem)))
+		}, true, 2},
+		{"empty entry", func(es [][2]string, mem string) llmtest.Reply {
+			es[0][1] = " "
+			return llmtest.ToolCalls(llmtest.Call("save_memories", batchArgs(es, mem)))
+		}, true, 2},
+		{"prose", func([][2]string, string) llmtest.Reply { return llmtest.Text("I cannot help with that.") }, true, 2},
+		{"model error", func([][2]string, string) llmtest.Reply { return llmtest.Fail(500, "") }, true, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, b := memtest.Start(t)
+			g := newGate()
+			model := llmtest.NewServer(t)
+			model.Handle(g.script(func(req *llmtest.RecordedRequest) llmtest.Reply {
+				if len(req.ToolNames()) != 1 || req.ToolNames()[0] != "save_memories" {
+					return memtest.Consolidate(req)
+				}
+				// The answer memtest.Consolidate would give, then spoilt.
+				var args struct {
+					HistoryEntries []struct {
+						Conversation string `json:"conversation"`
+						HistoryEntry string `json:"history_entry"`
+					} `json:"history_entries"`
+					MemoryUpdate string `json:"memory_update"`
+				}
+				if err := json.Unmarshal([]byte(memtest.Consolidate(req).ToolCalls[0].Arguments), &args); err != nil {
+					t.Error(err)
+				}
+				var es [][2]string
+				for _, e := range args.HistoryEntries {
+					es = append(es, [2]string{e.Conversation, e.HistoryEntry})
+				}
+				return tt.answer(es, args.MemoryUpdate)
+			}))
+			c := newConsolidatorWith(t, b, "c1", model, func(cfg *Config) { cfg.ChunkTokens = 1000 })
+			keys := []string{"cli:lead", "cli:b", "cli:c", "cli:d"}
+			last, done := queueBehindLeader(t, b, c, g, keys, 2, nil)
+			led := memoryOf(t, b) // nothing yet: the leader's call is held
+			close(g.open)
+			for i := range keys {
+				if err := bustest.Receive(t, done[i], 20*time.Second); err != nil {
+					t.Fatalf("round of %s: %v", keys[i], err)
+				}
+				memtest.WaitCursor(t, b, keys[i], last[i], 10*time.Second)
+			}
+			if led != "" {
+				t.Fatalf("memory before the leader's call: %q", led)
+			}
+			if n := model.RequestCount(); n != tt.calls {
+				t.Errorf("%d model requests, want %d (the leader's, then the batch's)", n, tt.calls)
+			}
+			mem := memoryOf(t, b)
+			for i, key := range keys {
+				checkExactlyOnce(t, b, key, 2)
+				entries := memtest.Coverage(t, b, key)
+				wantRaw := tt.raw && i > 0
+				if len(entries) != 1 || entries[0].GetRaw() != wantRaw {
+					t.Errorf("%s: want one entry, raw %v:\n%s", key, wantRaw, memtest.Describe(entries))
+				}
+				for turn := 1; turn <= 2; turn++ {
+					fact := fmt.Sprintf("- fact %d of %s", turn, key)
+					if learnt := strings.Contains(mem, fact); learnt != !wantRaw {
+						t.Errorf("MEMORY.md has %q: %v, want %v:\n%s", fact, learnt, !wantRaw, mem)
+					}
+				}
+			}
+		})
+	}
+}
+
+// batchArgs is save_memories' arguments for entries of (label, text).
+func batchArgs(entries [][2]string, memory string) string {
+	var b strings.Builder
+	b.WriteString(`{"history_entries": [`)
+	for i, e := range entries {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `{"conversation": %q, "history_entry": %q}`, e[0], e[1])
+	}
+	fmt.Fprintf(&b, `], "memory_update": %q}`, memory)
+	return b.String()
+}
+
+// TestCancelledWaiterLeavesTheBatch: a round whose context ends while it
+// waits for the document leaves the queue; the leader's next batch commits
+// the others, and the cancelled session's turns wait, whole, for its next
+// request.
+func TestCancelledWaiterLeavesTheBatch(t *testing.T) {
+	_, b := memtest.Start(t)
+	g := newGate()
+	model := llmtest.NewServer(t)
+	model.Handle(g.script(memtest.Consolidate))
+	c := newConsolidatorWith(t, b, "c1", model, func(cfg *Config) { cfg.ChunkTokens = 1000 })
+	keys := []string{"cli:lead", "cli:gone", "cli:c", "cli:d"}
+	gone, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	last, done := queueBehindLeader(t, b, c, g, keys, 2, []context.Context{nil, gone})
+	cancel()
+	if err := bustest.Receive(t, done[1], 10*time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled round ended with %v, want context.Canceled", err)
+	}
+	if n := waiting(c); n != 2 {
+		t.Fatalf("%d rounds queued after one left, want 2", n)
+	}
+	close(g.open)
+	for _, i := range []int{0, 2, 3} {
+		if err := bustest.Receive(t, done[i], 20*time.Second); err != nil {
+			t.Fatalf("round of %s: %v", keys[i], err)
+		}
+		checkExactlyOnce(t, b, keys[i], 2)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 || strings.Contains(reqs[1].LastUserText(), "cli:gone") {
+		t.Fatalf("%d model calls, want 2, the second without the cancelled session", len(reqs))
+	}
+	if e := memtest.Coverage(t, b, keys[1]); len(e) != 0 {
+		t.Errorf("the cancelled session has entries:\n%s", memtest.Describe(e))
+	}
+	sessions, err := session.Open(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _, err := sessions.Info(t.Context(), keys[1]); err != nil || info.GetConsolidatedSeq() != 0 {
+		t.Errorf("cursor of the cancelled session %d, %v; want 0", info.GetConsolidatedSeq(), err)
+	}
+	if err := bustest.Receive(t, startRound(t.Context(), c, keys[1], last[1]), 20*time.Second); err != nil {
+		t.Fatalf("later round of %s: %v", keys[1], err)
+	}
+	checkExactlyOnce(t, b, keys[1], 2)
+	if n := waiting(c); n != 0 {
+		t.Errorf("%d rounds left queued", n)
+	}
+}
+
+// TestCancelledRoundInABatch: a round whose context ends while a batch
+// has its chunk returns at once; the batch still logs and applies the
+// chunk, and the document's next rounds do not wait for the round that
+// left.
+func TestCancelledRoundInABatch(t *testing.T) {
+	_, b := memtest.Start(t)
+	first, second := newGate(), newGateAt(2)
+	model := llmtest.NewServer(t)
+	model.Handle(second.script(first.script(memtest.Consolidate)))
+	c := newConsolidatorWith(t, b, "c1", model, func(cfg *Config) { cfg.ChunkTokens = 1000 })
+	keys := []string{"cli:lead", "cli:b", "cli:gone"}
+	gone, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	last, done := queueBehindLeader(t, b, c, first, keys, 2, []context.Context{nil, nil, gone})
+	close(first.open)
+	bustest.Receive(t, second.entered, 10*time.Second) // the batch of cli:b and cli:gone
+	cancel()
+	if err := bustest.Receive(t, done[2], 10*time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled round ended with %v, want context.Canceled", err)
+	}
+	close(second.open)
+	for _, i := range []int{0, 1} {
+		if err := bustest.Receive(t, done[i], 20*time.Second); err != nil {
+			t.Fatalf("round of %s: %v", keys[i], err)
+		}
+	}
+	if reqs := model.Requests(); len(reqs) != 2 || !strings.Contains(reqs[1].LastUserText(), "cli:gone") {
+		t.Fatalf("%d model calls, want 2, the second with the cancelled session", len(reqs))
+	}
+	// The batch logged and applied the cancelled round's chunk; its next
+	// round only moves the cursor, and a new session's round goes ahead.
+	seqs := appendTurns(t, b, "cli:later", 2)
+	for key, to := range map[string]uint64{keys[2]: last[2], "cli:later": seqs[1]} {
+		if err := bustest.Receive(t, startRound(t.Context(), c, key, to), 20*time.Second); err != nil {
+			t.Fatalf("later round of %s: %v", key, err)
+		}
+		checkExactlyOnce(t, b, key, 2)
+	}
+	if n := model.RequestCount(); n != 3 {
+		t.Errorf("%d model calls, want 3 (the cancelled session's chunk consolidated once)", n)
+	}
+}
