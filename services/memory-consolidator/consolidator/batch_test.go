@@ -1,6 +1,7 @@
 package consolidator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -227,6 +228,42 @@ func batchArgs(entries [][2]string, memory string) string {
 // waits for the document leaves the queue; the leader's next batch commits
 // the others, and the cancelled session's turns wait, whole, for its next
 // request.
+// TestBatchAnswerBudget: a batched call may answer an entry per
+// conversation besides the memory, so its max_tokens grows with the batch;
+// a single conversation keeps the configured budget.
+func TestBatchAnswerBudget(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.Handle(memtest.Consolidate)
+	cfg := DefaultConfig()
+	model := memtest.Model(t, srv)
+	tests := []struct {
+		conversations int
+		want          int
+	}{
+		{1, cfg.MaxTokens},
+		{2, cfg.MaxTokens + entryAnswerTokens},
+		{4, cfg.MaxTokens + 3*entryAnswerTokens},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.conversations), func(t *testing.T) {
+			var convs []string
+			for i := range tt.conversations {
+				convs = append(convs, fmt.Sprintf("USER: fact %d\nASSISTANT: noted", i))
+			}
+			if _, _, err := (&Consolidator{cfg: cfg, d: Deps{Model: model}}).summariseParts(t.Context(), "", convs); err != nil {
+				t.Fatal(err)
+			}
+			r := srv.Requests()[len(srv.Requests())-1]
+			// Providers send one of the two fields (see pkg/llm).
+			//lint:ignore SA1019 max_tokens is what a custom provider sends
+			got := cmp.Or(r.MaxCompletionTokens, r.MaxTokens)
+			if got != tt.want {
+				t.Errorf("max_tokens = %d for %d conversations, want %d", got, tt.conversations, tt.want)
+			}
+		})
+	}
+}
+
 func TestCancelledWaiterLeavesTheBatch(t *testing.T) {
 	_, b := memtest.Start(t)
 	g := newGate()

@@ -208,6 +208,11 @@ var saveMemories = toolschema.Tool{
 
 var saveMemoriesSchema = toolschema.MustCompile(saveMemories.Parameters)
 
+// entryAnswerTokens is what one more history entry adds to a batched
+// answer: a 2-5 sentence paragraph with its timestamp and label, with room
+// to spare.
+const entryAnswerTokens = 256
+
 // label names the i-th conversation of a batch.
 func label(i int) string { return fmt.Sprintf("C%d", i+1) }
 
@@ -240,6 +245,10 @@ func batchPrompt(memory string, conversations []string) string {
 // where it can be. An answer that lacks an entry for some conversation is
 // unusable as a whole.
 func summariseBatch(ctx context.Context, model llm.Client, cfg Config, memory string, conversations []string) (batchResult, error) {
+	// The answer holds an entry per conversation besides the memory: the
+	// budget of one call would cut a long memory off, and a cut answer
+	// archives every conversation raw.
+	cfg.MaxTokens += (len(conversations) - 1) * entryAnswerTokens
 	args, called, text, err := forceTool(ctx, model, cfg, saveMemories, batchSystemPrompt, batchPrompt(memory, conversations))
 	if err != nil {
 		return batchResult{}, err
