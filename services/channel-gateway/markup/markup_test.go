@@ -102,11 +102,18 @@ func TestTruncate(t *testing.T) {
 		{"exactly n is whole", "hello", 5, "hello"},
 		{"long is cut to n with the ellipsis", "hello world", 6, "hello…"},
 		{"runes, not bytes", "héllo wörld", 6, "héllo…"},
+		// Telegram counts UTF-16 units: an emoji outside the BMP is two.
+		{"UTF-16 units, as Len", "ab😀😀😀", 5, "ab😀…"},
+		{"an emoji that would cross n is left out whole", "ab😀😀😀", 4, "ab…"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := markup.Truncate(tt.in, tt.n); got != tt.want {
+			got := markup.Truncate(tt.in, tt.n)
+			if got != tt.want {
 				t.Errorf("Truncate(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+			}
+			if markup.Len(got) > tt.n {
+				t.Errorf("Truncate(%q, %d) is %d UTF-16 units long", tt.in, tt.n, markup.Len(got))
 			}
 		})
 	}

@@ -191,13 +191,20 @@ func cutLine(line string, limit int) []string {
 	return out
 }
 
-// Truncate returns s cut to at most n runes, the last of them "…" when it
-// was cut: for a one-message preview (progress, tool hints) where a Split
-// into several messages would be noise.
+// Truncate returns s cut to at most n UTF-16 code units (the unit of Len
+// and the limits above), the last of them "…" when it was cut: for a
+// one-message preview (progress, tool hints) where a Split into several
+// messages would be noise. A rune is never split.
 func Truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
+	if Len(s) <= n {
 		return s
 	}
-	return string(r[:n-1]) + "…"
+	used := 1 // the ellipsis
+	for i, r := range s {
+		if used+u16(r) > n {
+			return s[:i] + "…"
+		}
+		used += u16(r)
+	}
+	return s
 }
