@@ -20,6 +20,17 @@ import (
 // after its own shutdown grace if it has one. A failed fetch is logged
 // and tried again; it never ends the loop.
 func Pull(ctx context.Context, cons jetstream.Consumer, slots int, log *slog.Logger, handle func(jetstream.Msg)) (wait func()) {
+	return PullReleasing(ctx, cons, slots, log, func(m jetstream.Msg, _ func()) { handle(m) })
+}
+
+// PullReleasing is [Pull] for a handler that may give its slot back before
+// it returns: handle gets release, which frees the message's slot at once
+// (later calls do nothing), so that Pull fetches another message. It is
+// for a handler that goes on only waiting on work other handlers do (a
+// group commit's waiters): the message stays unacknowledged until handle
+// returns, and a released slot is never taken back, so the caller bounds
+// how many it releases.
+func PullReleasing(ctx context.Context, cons jetstream.Consumer, slots int, log *slog.Logger, handle func(m jetstream.Msg, release func())) (wait func()) {
 	sem := make(chan struct{}, slots)
 	var wg sync.WaitGroup
 	for ctx.Err() == nil {
@@ -56,8 +67,10 @@ func Pull(ctx context.Context, cons jetstream.Consumer, slots int, log *slog.Log
 			sem <- struct{}{} // never blocks: at most free messages arrive
 			wg.Add(1)
 			go func() {
-				defer func() { <-sem; wg.Done() }()
-				handle(m)
+				var once sync.Once
+				release := func() { once.Do(func() { <-sem }) }
+				defer func() { release(); wg.Done() }()
+				handle(m, release)
 			}()
 		})
 	}

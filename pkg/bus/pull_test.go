@@ -90,6 +90,80 @@ func TestPullHoldsNoMoreThanItsSlots(t *testing.T) {
 	}
 }
 
+// TestPullReleasingFetchesForReleasedSlots: a handler that releases its
+// slot lets Pull fetch another message while the handler still runs, and
+// one that does not keeps its slot; the messages stay unacknowledged until
+// their handlers return.
+func TestPullReleasingFetchesForReleasedSlots(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	st, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two slots; the first four messages release theirs, so six start:
+	// four released and two holding the slots.
+	const messages, slots, releasing = 8, 2, 4
+	for i := range messages {
+		if _, err := b.JS.Publish(ctx, fmt.Sprint("jobs.", i), []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, messages)
+	finish := make(chan struct{})
+	pulled := make(chan func())
+	go func() {
+		pulled <- bus.PullReleasing(ctx, cons, slots, slog.New(slog.DiscardHandler), func(m jetstream.Msg, release func()) {
+			var n int
+			_, _ = fmt.Sscan(string(m.Data()), &n)
+			if n < releasing {
+				release()
+				release() // a second call does nothing
+			}
+			started <- struct{}{}
+			select { // a test that failed early never finishes
+			case <-finish:
+			case <-ctx.Done():
+			}
+			_ = m.Ack()
+		})
+	}()
+	for range releasing + slots {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("released slots were not used")
+		}
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != releasing+slots {
+		t.Errorf("%d messages taken, want %d: %d released slots and %d busy", info.NumAckPending, releasing+slots, releasing, slots)
+	}
+	close(finish)
+	for range messages - releasing - slots {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("not every message was handled")
+		}
+	}
+	cancel()
+	select {
+	case wait := <-pulled:
+		wait()
+	case <-time.After(10 * time.Second):
+		t.Fatal("PullReleasing did not return after its context ended")
+	}
+}
+
 // TestTakeEndsWithItsContext: a fetch bounded by FetchMaxWait outlives
 // the context, and Take does not wait for its expiry (a one-shot's
 // shutdown waited out a two-second fetch of Dream's this way).

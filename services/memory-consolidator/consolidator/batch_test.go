@@ -13,6 +13,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
@@ -63,7 +64,7 @@ func startRound(ctx context.Context, c *Consolidator, key string, to uint64) <-c
 	done := make(chan error, 1)
 	req := &nanofleetv1.ConsolidationRequest{SessionKey: key, FromSeq: 1, ToSeq: to, Reason: "budget", Scope: memory.AgentScope("default").Key()}
 	go func() {
-		_, err := c.rounds(ctx, req, memory.AgentScope("default"), c.holdDocument, c.log.With("session", key))
+		_, err := c.rounds(ctx, req, memory.AgentScope("default"), c.holdDocument, nil, c.log.With("session", key))
 		done <- err
 	}()
 	return done
@@ -351,5 +352,222 @@ func TestCancelledRoundInABatch(t *testing.T) {
 	}
 	if n := model.RequestCount(); n != 3 {
 		t.Errorf("%d model calls, want 3 (the cancelled session's chunk consolidated once)", n)
+	}
+}
+
+// runConsolidator runs c until the test ends.
+func runConsolidator(t *testing.T, c *Consolidator) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		bustest.Receive(t, done, 30*time.Second)
+	})
+}
+
+// publishRounds appends turns to each session and publishes a request
+// for them all into scope, returning each session's last turn.
+func publishRounds(t *testing.T, b *bus.Bus, scope memory.Scope, keys []string, turns int) []uint64 {
+	t.Helper()
+	last := make([]uint64, len(keys))
+	for i, key := range keys {
+		seqs := appendTurns(t, b, key, turns)
+		last[i] = seqs[len(seqs)-1]
+		req := &nanofleetv1.ConsolidationRequest{SessionKey: key, FromSeq: 1, ToSeq: last[i], Reason: "budget", Scope: scope.Key()}
+		if err := memory.PublishRequest(t.Context(), b, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return last
+}
+
+// conversations is how many conversations a model call consolidates.
+func conversations(req llmtest.RecordedRequest) int {
+	if n := strings.Count(req.LastUserText(), "\n### Conversation "); n > 0 {
+		return n
+	}
+	return 1
+}
+
+// TestBatchesBeyondSlots: requests whose chunks wait in a document's queue
+// give their pull slots back, so that more requests are pulled and a batch
+// holds more chunks than the consolidator has slots, up to BatchMax; the
+// requests held stay within Slots plus BatchMax given back per document.
+func TestBatchesBeyondSlots(t *testing.T) {
+	tests := []struct {
+		name                      string
+		slots, batchMax, sessions int
+		queued                    int // rounds queued behind the first round's model call
+		held                      int // requests pulled and not yet acknowledged meanwhile
+		batch                     int // conversations of the second model call
+	}{
+		{"a batch of more chunks than slots", 4, 8, 8, 7, 8, 7},
+		{"a batch of BatchMax, the rest holding slots", 4, 8, 20, 11, 12, 8},
+		{"a smaller BatchMax bounds what is given back", 2, 3, 8, 4, 5, 3},
+		{"one slot, held by the leader", 1, 8, 4, 0, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, b := memtest.Start(t)
+			g := newGate()
+			model := llmtest.NewServer(t)
+			model.Handle(g.script(memtest.Consolidate))
+			c := newConsolidatorWith(t, b, "c1", model, func(cfg *Config) {
+				cfg.ChunkTokens = 1000 // one chunk per session
+				cfg.Slots, cfg.BatchMax = tt.slots, tt.batchMax
+				cfg.RecentEntries = tt.sessions
+			})
+			runConsolidator(t, c)
+			keys := make([]string, tt.sessions)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("cli:s%d", i)
+			}
+			scope := memory.AgentScope("default")
+			last := publishRounds(t, b, scope, keys[:1], 2)
+			bustest.Receive(t, g.entered, 10*time.Second)
+			last = append(last, publishRounds(t, b, scope, keys[1:], 2)...)
+			bustest.Eventually(t, 10*time.Second, func() error {
+				if n := waiting(c); n != tt.queued {
+					return fmt.Errorf("%d rounds queued, want %d", n, tt.queued)
+				}
+				return nil
+			})
+			info, err := c.cons.Info(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.NumAckPending != tt.held {
+				t.Errorf("%d requests held, want %d", info.NumAckPending, tt.held)
+			}
+			close(g.open)
+			for i, key := range keys {
+				memtest.WaitCursor(t, b, key, last[i], 20*time.Second)
+				checkExactlyOnce(t, b, key, 2)
+			}
+			reqs := model.Requests()
+			if len(reqs) < 2 {
+				t.Fatalf("%d model calls", len(reqs))
+			}
+			if n := conversations(reqs[1]); n != tt.batch {
+				t.Errorf("the second model call consolidated %d conversations, want %d", n, tt.batch)
+			}
+		})
+	}
+}
+
+// inFlight is a model client that counts its calls in flight.
+type inFlight struct {
+	llm.Client
+	now, most atomic.Int32
+}
+
+func (f *inFlight) Chat(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	n := f.now.Add(1)
+	defer f.now.Add(-1)
+	for {
+		if m := f.most.Load(); n <= m || f.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	return f.Client.Chat(ctx, req)
+}
+
+// TestModelCallsWithinSlots: requests that gave their slots back lead
+// batches of their documents, yet a consolidator never asks the model
+// more than Slots times at once.
+func TestModelCallsWithinSlots(t *testing.T) {
+	_, b := memtest.Start(t)
+	srv := llmtest.NewServer(t, llmtest.WithLatency(20*time.Millisecond))
+	srv.Handle(memtest.Consolidate)
+	model := &inFlight{Client: memtest.Model(t, srv)}
+	const slots, docs, sessions, turns = 2, 4, 4, 6
+	cfg := DefaultConfig()
+	cfg.ID, cfg.Slots, cfg.ChunkTokens = "c1", slots, 100 // two chunks per session
+	c, err := New(t.Context(), cfg, Deps{Bus: b, Model: model}, WithLogger(memtest.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runConsolidator(t, c)
+	type session struct {
+		scope memory.Scope
+		key   string
+		last  uint64
+	}
+	var all []session
+	for d := range docs {
+		// A document's sessions in a row: its first request leads, the
+		// others queue behind it and give their slots back.
+		scope := memory.AgentScope(fmt.Sprint("a", d))
+		keys := make([]string, sessions)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("cli:a%d-%d", d, i)
+		}
+		for i, last := range publishRounds(t, b, scope, keys, turns) {
+			all = append(all, session{scope, keys[i], last})
+		}
+	}
+	entries := 0
+	for _, s := range all {
+		memtest.WaitCursor(t, b, s.key, s.last, 30*time.Second)
+		checkExactlyOnceIn(t, b, s.scope, s.key, turns)
+		entries += len(memtest.Coverage(t, b, s.key))
+	}
+	if m := model.most.Load(); m > slots {
+		t.Errorf("%d model calls at once with %d slots", m, slots)
+	}
+	if calls := srv.RequestCount(); calls >= entries {
+		t.Errorf("%d model calls for %d entries, want fewer: rounds batched", calls, entries)
+	}
+	t.Logf("%d model calls for %d entries, at most %d at once", srv.RequestCount(), entries, model.most.Load())
+}
+
+// TestGiveBackBounds: a queued round gives its slot back once, and only
+// while its document and the process have fewer given back than their
+// bounds; a round that ends no longer counts.
+func TestGiveBackBounds(t *testing.T) {
+	tests := []struct {
+		name         string
+		noRelease    bool
+		given        bool // the slot was given back already
+		doc, process int  // slots given back before
+		want         bool
+	}{
+		{"given back", false, false, 1, 1, true},
+		{"nothing to give", true, false, 0, 0, false},
+		{"given already", false, true, 1, 1, false},
+		{"document at its bound", false, false, 2, 2, false},
+		{"process at its bound", false, false, 0, 4, false},
+	}
+	const perDoc, all = 2, 4
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gs := newGroups(1)
+			gs.given["doc"], gs.givenAll = tt.doc, tt.process
+			released := 0
+			s := &slot{given: tt.given, release: func() { released++ }}
+			if tt.noRelease {
+				s.release = nil
+			}
+			gs.enter("doc")
+			gs.mu.Lock()
+			gs.giveBack("doc", s, perDoc, all)
+			gs.mu.Unlock()
+			if got := released == 1; got != tt.want || released > 1 || s.given != (tt.want || tt.given) {
+				t.Fatalf("released %d times, given %v; want given back: %v", released, s.given, tt.want)
+			}
+			if tt.want && (gs.given["doc"] != tt.doc+1 || gs.givenAll != tt.process+1) {
+				t.Errorf("counts %d, %d after giving back; want %d, %d", gs.given["doc"], gs.givenAll, tt.doc+1, tt.process+1)
+			}
+			gs.leave("doc", s)
+			wantDoc, wantAll := tt.doc, tt.process
+			if tt.given {
+				wantDoc, wantAll = wantDoc-1, wantAll-1 // counted until the round ends
+			}
+			if gs.given["doc"] != wantDoc || gs.givenAll != wantAll {
+				t.Errorf("counts %d, %d after the round ended; want %d, %d", gs.given["doc"], gs.givenAll, wantDoc, wantAll)
+			}
+		})
 	}
 }

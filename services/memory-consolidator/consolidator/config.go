@@ -18,7 +18,9 @@ type Config struct {
 	Model string `json:"model,omitempty"`
 	// MaxTokens bounds the model's answer.
 	MaxTokens int `json:"-"`
-	// Slots is how many requests this consolidator works on at once.
+	// Slots is how many requests this consolidator works on at once and
+	// how many model calls it makes at once; a request only waiting for
+	// a batch gives its slot back (see the package doc).
 	Slots int `json:"slots,omitempty"`
 	// AckWait is how long a request may go without InProgress before it
 	// is redelivered.

@@ -99,7 +99,7 @@ func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Consolidator
 	}
 	c := &Consolidator{
 		cfg: cfg, d: d, cons: cons, sessions: sessions, docs: docs,
-		hist: memory.OpenLog(d.Bus), leases: leases, groups: newGroups(), log: slog.New(slog.DiscardHandler),
+		hist: memory.OpenLog(d.Bus), leases: leases, groups: newGroups(cfg.Slots), log: slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {
 		o(c)
@@ -114,8 +114,10 @@ func (c *Consolidator) Run(ctx context.Context) error {
 	// ends; then they are cancelled and redelivered elsewhere (every write
 	// is conditional, so a cut-off request leaves nothing half done).
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	wait := bus.Pull(ctx, c.cons, c.cfg.Slots, c.log.With("consumer", "consolidation requests"), func(m jetstream.Msg) {
-		c.Handle(work, m)
+	// A request waiting in a document's queue gives its slot back (see
+	// slot), so that the queue can fill to Config.BatchMax.
+	wait := bus.PullReleasing(ctx, c.cons, c.cfg.Slots, c.log.With("consumer", "consolidation requests"), func(m jetstream.Msg, release func()) {
+		c.serve(work, m, release)
 	})
 	done := make(chan struct{})
 	go func() { wait(); close(done) }()
@@ -132,15 +134,19 @@ func (c *Consolidator) Run(ctx context.Context) error {
 }
 
 // Handle processes one request message and acks, naks or dead-letters it.
-func (c *Consolidator) Handle(ctx context.Context, m jetstream.Msg) {
+func (c *Consolidator) Handle(ctx context.Context, m jetstream.Msg) { c.serve(ctx, m, nil) }
+
+// serve is Handle for a request pulled into a slot that release gives
+// back to the pull loop (nil: it keeps the slot to the end).
+func (c *Consolidator) serve(ctx context.Context, m jetstream.Msg, release func()) {
 	start := time.Now()
-	outcome := c.handle(ctx, m)
+	outcome := c.handle(ctx, m, release)
 	if c.d.Observer.Done != nil {
 		c.d.Observer.Done(outcome, time.Since(start))
 	}
 }
 
-func (c *Consolidator) handle(ctx context.Context, m jetstream.Msg) string {
+func (c *Consolidator) handle(ctx context.Context, m jetstream.Msg, release func()) string {
 	meta, err := m.Metadata()
 	if err != nil {
 		c.log.Error("consolidation request without metadata", "err", err)
@@ -155,7 +161,7 @@ func (c *Consolidator) handle(ctx context.Context, m jetstream.Msg) string {
 		return c.deadLetter(ctx, m, meta, reason)
 	}
 	log := c.log.With("session", req.GetSessionKey(), "from", req.GetFromSeq(), "to", req.GetToSeq())
-	outcome, err := c.consolidate(ctx, m, req, log)
+	outcome, err := c.consolidate(ctx, m, req, &slot{release: release}, log)
 	switch {
 	case err == nil:
 		if err := m.Ack(); err != nil {

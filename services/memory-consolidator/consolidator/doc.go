@@ -47,10 +47,9 @@
 //     the queue (its own chunk first, then the oldest waiters, up to
 //     Config.BatchMax chunks and three Config.ChunkTokens of turns; never
 //     two chunks of one session), reads MEMORY.md once and asks the model
-//     once. A batch thus holds at most Config.Slots chunks. One chunk is
-//     asked exactly as above (save_memory); several go under labels C1, C2,
-//     … to save_memories, whose schema asks for one entry per label and one
-//     memory_update. Each chunk's entry is appended with its own expected
+//     once. One chunk is asked exactly as above (save_memory); several go
+//     under labels C1, C2, … to save_memories, whose schema asks for one
+//     entry per label and one memory_update. Each chunk's entry is appended with its own expected
 //     last sequence (a conflict voids that chunk alone, and the others'
 //     entries are then merged into memory one by one, so memory learns only
 //     from logged entries), and every logged entry is applied in ONE
@@ -62,7 +61,23 @@
 //     mid-batch, its waiters look at their session again (finishing an
 //     entry logged but not applied, as in 3). Other processes still take
 //     turns on the fleet-wide lease.
-//  6. If the model fails or its answer cannot be repaired (for a batch: an
+//  6. Slots: a request holds one of Config.Slots from its pull until it
+//     hands a chunk to a document's queue behind another round; then it
+//     gives the slot back and the process pulls another request, so that
+//     a batch can reach Config.BatchMax chunks (a request keeping its slot
+//     while queued capped a batch at Slots). A slot is never taken back; a
+//     round holds instead one of Slots holds of a document (taken before
+//     the document's lease) while it reads the document, asks the model
+//     and writes, so no more than Slots model calls run at once. At most
+//     BatchMax requests per document and Slots × BatchMax in all give
+//     their slot back, so a process holds at most Slots × (BatchMax+1)
+//     requests unacknowledged (36 at the defaults, within the consumer's
+//     MaxAckPending of 1024 for up to 28 processes; beyond, JetStream only
+//     holds the rest back until acks come), and the rest stay in the
+//     stream for other processes. A request waiting in a queue is still
+//     kept in progress (InProgress every AckWait/3) and its session's
+//     lease renewed, so it is not redelivered while it waits.
+//  7. If the model fails or its answer cannot be repaired (for a batch: an
 //     entry missing, doubled or for no label), the raw messages are every
 //     chunk's entry and MEMORY.md stays as it was: a turn is never lost, and
 //     the cursor still moves, so the session stays usable.

@@ -33,7 +33,7 @@ type update struct {
 }
 
 // consolidate runs the protocol of the package doc for one request.
-func (c *Consolidator) consolidate(ctx context.Context, m jetstream.Msg, req *nanofleetv1.ConsolidationRequest, log *slog.Logger) (string, error) {
+func (c *Consolidator) consolidate(ctx context.Context, m jetstream.Msg, req *nanofleetv1.ConsolidationRequest, s *slot, log *slog.Logger) (string, error) {
 	key := req.GetSessionKey()
 	scope, err := memory.ParseScope(req.GetScope())
 	if err != nil {
@@ -57,10 +57,11 @@ func (c *Consolidator) consolidate(ctx context.Context, m jetstream.Msg, req *na
 			log.Warn("release consolidation lease", "err", err)
 		}
 	}()
-	// InProgress also covers the waits for the document lease in rounds.
+	// InProgress also covers the waits for the document lease in rounds,
+	// and those in its queue after the request gave its slot back.
 	stop := bus.InProgress(job, m, time.Duration(c.cfg.AckWait)/3)
 	defer stop()
-	return c.rounds(job, req, scope, c.holdDocument, log)
+	return c.rounds(job, req, scope, c.holdDocument, s, log)
 }
 
 // holder holds a memory document while a round reads it, asks the model
@@ -92,13 +93,19 @@ func (c *Consolidator) holdDocument(ctx context.Context, scope memory.Scope, log
 // rounds consolidates the request's range chunk by chunk, holding the
 // memory document with hold while it is read, summarised against and
 // written; it relies on the conditional writes alone, the leases only keep
-// others from wasting work (model calls above all).
-func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.ConsolidationRequest, scope memory.Scope, hold holder, log *slog.Logger) (string, error) {
+// others from wasting work (model calls above all). s is the request's
+// pull slot, given back while the request waits in the document's queue
+// (nil: none to give).
+func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.ConsolidationRequest, scope memory.Scope, hold holder, s *slot, log *slog.Logger) (string, error) {
 	key := req.GetSessionKey()
+	if s == nil {
+		s = &slot{}
+	}
 	// Counted with the document's group, whose leaders wait for the rounds
 	// running (see commit).
 	c.groups.enter(scope.Key())
-	defer c.groups.leave(scope.Key())
+	defer c.groups.leave(scope.Key(), s)
+	hold = c.groups.holding(hold)
 	outcome := "skipped"
 	for range maxRounds {
 		if job.Err() != nil {
@@ -149,7 +156,7 @@ func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.Consolidatio
 		if last != nil {
 			expect = last.Seq
 		}
-		e, err := c.commit(scope, &part{ctx: job, req: req, cursor: cursor, chunk: chunk, expect: expect, hold: hold, log: log})
+		e, err := c.commit(scope, &part{ctx: job, req: req, cursor: cursor, chunk: chunk, expect: expect, hold: hold, slot: s, log: log})
 		if errors.Is(err, errLeaderGone) {
 			continue
 		}

@@ -72,6 +72,12 @@ func holdNothing(ctx context.Context, _ memory.Scope, _ *slog.Logger) (context.C
 // entry was applied to memory once.
 func checkExactlyOnce(t testing.TB, b *bus.Bus, key string, n int) {
 	t.Helper()
+	checkExactlyOnceIn(t, b, memory.AgentScope("default"), key, n)
+}
+
+// checkExactlyOnceIn is checkExactlyOnce for a session of scope.
+func checkExactlyOnceIn(t testing.TB, b *bus.Bus, scope memory.Scope, key string, n int) {
+	t.Helper()
 	entries := memtest.Coverage(t, b, key)
 	for i := 1; i <= n; i++ {
 		if c := memtest.Count(entries, fmt.Sprintf("R%03d:", i)); c != 1 {
@@ -79,7 +85,7 @@ func checkExactlyOnce(t testing.TB, b *bus.Bus, key string, n int) {
 		}
 	}
 	docs, _ := memory.OpenDocs(t.Context(), b)
-	doc, _, _ := docs.Get(t.Context(), memory.AgentScope("default"))
+	doc, _, _ := docs.Get(t.Context(), scope)
 	applied := 0
 	for _, r := range doc.GetRecent() {
 		if r.GetSessionKey() == key {
@@ -136,7 +142,7 @@ func TestTwoConsolidatorsCommitEachEntryOnce(t *testing.T) {
 		for i := range 6 {
 			c := []*Consolidator{c1, c2}[i%2]
 			wg.Go(func() {
-				if _, err := c.rounds(t.Context(), req, memory.AgentScope("default"), holdNothing, c.log); err != nil {
+				if _, err := c.rounds(t.Context(), req, memory.AgentScope("default"), holdNothing, nil, c.log); err != nil {
 					t.Errorf("rounds: %v", err)
 				}
 			})
