@@ -31,6 +31,10 @@ import (
 // Channel is the channel name in subjects and session keys.
 const Channel = "telegram"
 
+// maxText is the longest text Telegram takes: 4,096 UTF-16 units after
+// entity parsing (https://core.telegram.org/bots/api#sendmessage).
+const maxText = 4096
+
 // Deps are what the adapter needs from its surroundings.
 type Deps = adapterdeps.Deps
 
