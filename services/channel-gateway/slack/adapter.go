@@ -24,6 +24,11 @@ import (
 // Channel is the channel name in subjects and session keys.
 const Channel = "slack"
 
+// maxText is the longest message text Slack takes: 40,000 characters
+// (https://api.slack.com/methods/chat.postMessage), counted here in UTF-16
+// units, never fewer.
+const maxText = 40000
+
 // Deps are what the adapter needs from its surroundings.
 type Deps = adapterdeps.Deps
 

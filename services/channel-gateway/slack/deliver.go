@@ -13,7 +13,7 @@ import (
 // Deliver posts one durable reply in its thread, split and rendered,
 // continuing after the pieces an earlier attempt already posted.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	pieces := markup.Split(msg.GetContent(), markup.SlackLimit)
+	pieces := markup.SplitRendered(msg.GetContent(), markup.SlackLimit, maxText, shown)
 	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent)
 	if err != nil {
 		return err
@@ -39,13 +39,32 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 	var text string
 	switch msg.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		text = "_" + markup.SlackMrkdwn(msg.GetContent()) + "_"
+		text = italic(msg.GetContent())
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		text = "`" + strings.ReplaceAll(msg.GetContent(), "`", "'") + "`"
+		text = "`" + strings.ReplaceAll(markup.Truncate(msg.GetContent(), maxText-2), "`", "'") + "`"
 	default:
 		return nil
 	}
 	return a.post(ctx, msg, text)
+}
+
+// shown is how long Slack counts md once rendered: escaping &, < and >
+// and padding tables can make it several times longer.
+func shown(md string) int { return markup.Len(markup.SlackMrkdwn(md)) }
+
+// italic shows progress in italics within maxText. It is cut on the
+// Markdown and measured once rendered, shorter each time until it fits, as
+// rendering can make it several times longer; progress that fits is
+// shown whole.
+func italic(md string) string {
+	for n := maxText - 2; ; {
+		text := "_" + markup.SlackMrkdwn(markup.Truncate(md, n)) + "_"
+		l := markup.Len(text)
+		if l <= maxText || n <= 16 {
+			return text
+		}
+		n = min(n-1, n*maxText/l)
+	}
 }
 
 func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, text string) error {
