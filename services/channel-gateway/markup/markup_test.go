@@ -200,6 +200,36 @@ func TestSplitRendered(t *testing.T) {
 	}
 }
 
+// TestTruncateRendered: text is cut until what it renders to fits, and
+// text that fits comes back whole.
+func TestTruncateRendered(t *testing.T) {
+	shown := func(md string) int { return markup.Len(markup.SlackMrkdwn(md)) }
+	tests := []struct {
+		name string
+		md   string
+		most int
+	}{
+		{"fits whole", "a & b", 100},
+		{"escapes grow fivefold", strings.Repeat("&", 10000), 40000},
+		{"emoji outside the BMP", strings.Repeat("😀&", 5000), 10000},
+		{"plain", strings.Repeat("word ", 2000), 4000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := markup.TruncateRendered(tt.md, tt.most, shown)
+			if n := shown(got); n > tt.most {
+				t.Errorf("renders to %d units, most %d", n, tt.most)
+			}
+			if shown(tt.md) <= tt.most && got != tt.md {
+				t.Errorf("text that fits was cut: %q", got)
+			}
+			if got != tt.md && (!strings.HasSuffix(got, "…") || !strings.HasPrefix(tt.md, strings.TrimSuffix(got, "…"))) {
+				t.Errorf("not a prefix and an ellipsis: %.20q…", got)
+			}
+		})
+	}
+}
+
 func TestSplitKeepsParagraphsWhole(t *testing.T) {
 	a, b := strings.Repeat("a", 60), strings.Repeat("b", 60)
 	parts := markup.Split(a+"\n\n"+b, 100)

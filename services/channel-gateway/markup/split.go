@@ -240,3 +240,18 @@ func Truncate(s string, n int) string {
 	}
 	return s
 }
+
+// TruncateRendered is Truncate for a platform that counts what md renders
+// to: size measures that in the platform's unit, and md is cut shorter, in
+// proportion, until its size is within most (or it is down to 16 units).
+// Text that fits comes back whole.
+func TruncateRendered(md string, most int, size func(md string) int) string {
+	for n := Len(md); ; {
+		cut := Truncate(md, n)
+		m := size(cut)
+		if m <= most || n <= 16 {
+			return cut
+		}
+		n = min(n-1, n*most/m)
+	}
+}

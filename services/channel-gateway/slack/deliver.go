@@ -52,19 +52,10 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 // and padding tables can make it several times longer.
 func shown(md string) int { return markup.Len(markup.SlackMrkdwn(md)) }
 
-// italic shows progress in italics within maxText. It is cut on the
-// Markdown and measured once rendered, shorter each time until it fits, as
-// rendering can make it several times longer; progress that fits is
-// shown whole.
+// italic shows progress in italics within maxText: cut on the Markdown but
+// measured rendered, as rendering can make it several times longer.
 func italic(md string) string {
-	for n := maxText - 2; ; {
-		text := "_" + markup.SlackMrkdwn(markup.Truncate(md, n)) + "_"
-		l := markup.Len(text)
-		if l <= maxText || n <= 16 {
-			return text
-		}
-		n = min(n-1, n*maxText/l)
-	}
+	return "_" + markup.SlackMrkdwn(markup.TruncateRendered(md, maxText-2, shown)) + "_"
 }
 
 func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, text string) error {
