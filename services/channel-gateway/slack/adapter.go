@@ -117,7 +117,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("slack: %w", err)
 	}
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(1200 * time.Millisecond), Limit: markup.SlackLimit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(1200 * time.Millisecond), Limit: markup.SlackLimit, Size: shown, Most: maxText}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
 			return nil, fmt.Errorf("slack: %w", err)
 		}

@@ -138,7 +138,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: markup.TelegramLimit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: markup.TelegramLimit, Size: shown, Most: maxText}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}

@@ -169,6 +169,42 @@ func TestRepliesWithinLimit(t *testing.T) {
 	}
 }
 
+// TestStreamedTableWithinLimit: an answer streamed by editing one message
+// stays within Telegram's limit once rendered at every post and edit, and
+// the rest of it follows in messages of its own.
+func TestStreamedTableWithinLimit(t *testing.T) {
+	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 60) + "|"}
+	for i := range 60 {
+		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
+	}
+	answer := strings.Join(rows, "\n") + "\n\nEND"
+	release := make(chan struct{})
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.1}},
+		workertest.Streamed(answer, workertest.Deltas(answer)...), workertest.HoldUntil(release, wait))
+	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 8, FromID: 8, Text: "table please"})
+	var edits, sends int
+	for {
+		c := h.fake.Next(t, wait, "sendMessage", "editMessageText")
+		if n := telegramtest.TextLen(c.Fields["text"], c.Fields["parse_mode"]); c.MessageID == 0 {
+			t.Fatalf("%s of %d units refused (after %d sends, %d edits)", c.Method, n, sends, edits)
+		}
+		if c.Method == "sendMessage" {
+			sends++
+		} else {
+			edits++
+		}
+		if sends+edits == 1 {
+			close(release) // the answer comes once the stream is under way
+		}
+		if strings.HasSuffix(c.Fields["text"], "END") {
+			break
+		}
+	}
+	if edits == 0 || sends < 2 {
+		t.Errorf("%d sends and %d edits, want the streamed message edited and the rest sent", sends, edits)
+	}
+}
+
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestOwnerApprovesByCommand(t *testing.T) {
