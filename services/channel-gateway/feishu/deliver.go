@@ -19,8 +19,7 @@ import (
 // derived from the reply id, so the platform itself drops a piece sent
 // twice (after a lost answer) within the hour.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	format := a.cfg.ReplyFormat
-	pieces := markup.SplitRendered(msg.GetContent(), Limit, maxBody(format), requestBytes(format))
+	pieces := markup.SplitRendered(msg.GetContent(), Limit, maxBody(FormatCard), a.size)
 	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent) // the streamed card may hold the first piece
 	if err != nil {
 		return err
@@ -76,6 +75,21 @@ func requestBytes(format string) func(md string) int {
 		_, content := body(format, md)
 		data, _ := json.Marshal(content) // a string always encodes
 		return len(data)
+	}
+}
+
+// measure returns how a piece of an answer is measured against
+// maxBody(FormatCard): as a message of format, scaled to the card's limit,
+// and, when streamed, also as the card the stream shows the first piece in,
+// so that the stream and the reply cut the answer alike.
+func measure(format string, streamed bool) func(md string) int {
+	msg, card := requestBytes(format), requestBytes(FormatCard)
+	return func(md string) int {
+		n := msg(md) * maxBody(FormatCard) / maxBody(format)
+		if streamed {
+			n = max(n, card(md))
+		}
+		return n
 	}
 }
 

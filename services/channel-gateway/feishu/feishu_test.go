@@ -236,6 +236,41 @@ func TestWithinRequestLimits(t *testing.T) {
 	}
 }
 
+// TestStreamedTextRepliesOnce: a streamed answer in text format is shown
+// in a card, then the reply sends what the card did not hold. A piece that
+// fits a card may need cutting as text (its plain text pads a table to
+// the widest cell on every row); the stream's card and the reply must cut
+// alike, or the reply repeats part of what the card shows.
+func TestStreamedTextRepliesOnce(t *testing.T) {
+	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 800) + "|"}
+	for i := range 350 {
+		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
+	}
+	answer := strings.Join(rows, "\n") + "\n\nEND"
+	posted := make(chan struct{})
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.1}, ReplyFormat: feishu.FormatText},
+		workertest.Streamed(answer, workertest.Deltas(answer)...), workertest.HoldUntil(posted, wait))
+	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "table please"))
+	card := h.fake.Next(t, wait, "reply")
+	close(posted)
+	var texts []string
+	for len(texts) == 0 || !strings.HasSuffix(texts[len(texts)-1], "END") {
+		c := h.fake.Next(t, wait, "reply", "patch")
+		if c.TooLong {
+			t.Fatalf("%s of %d bytes refused", c.Kind, c.Size)
+		}
+		if c.Kind == "patch" {
+			continue
+		}
+		text, _ := c.Content()["text"].(string)
+		texts = append(texts, text)
+	}
+	shown := feishutest.CardText(h.fake.Content(card.ID)) + strings.Join(texts, "")
+	if n := strings.Count(shown, "wide"); n != 800 {
+		t.Errorf("the card and %d text messages show %d of the table's 800 words", len(texts), n)
+	}
+}
+
 func TestWebhook(t *testing.T) {
 	const key = webhookKey
 	h, url := startWebhook(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "by hook"))
