@@ -167,6 +167,42 @@ func TestWithinLimit(t *testing.T) {
 	}
 }
 
+// TestStreamedTableWithinLimit: an answer streamed by updating one
+// message stays within Slack's 40,000 characters once rendered at every
+// post and update, and the rest of it follows in messages of its own.
+func TestStreamedTableWithinLimit(t *testing.T) {
+	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 120) + "|"}
+	for i := range 200 {
+		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
+	}
+	answer := strings.Join(rows, "\n") + "\n\nEND"
+	release := make(chan struct{})
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.1}},
+		workertest.Streamed(answer, workertest.Deltas(answer)...), workertest.HoldUntil(release, wait))
+	h.fake.Send(t, "Ev1", slacktest.AppMention("U1", "C1", "9.9", "<@UBOT> table please"))
+	var updates, posts int
+	for {
+		c := h.fake.Next(t, wait, "chat.postMessage", "chat.update")
+		if c.TS == "" {
+			t.Fatalf("%s of %d characters refused (after %d posts, %d updates)", c.Method, len([]rune(c.Fields["text"])), posts, updates)
+		}
+		if c.Method == "chat.postMessage" {
+			posts++
+		} else {
+			updates++
+		}
+		if posts+updates == 1 {
+			close(release) // the answer comes once the stream is under way
+		}
+		if strings.HasSuffix(c.Fields["text"], "END") {
+			break
+		}
+	}
+	if updates == 0 || posts < 2 {
+		t.Errorf("%d posts and %d updates, want the streamed message updated and the rest posted", posts, updates)
+	}
+}
+
 func TestToolHintsInThread(t *testing.T) {
 	yes := true
 	release := make(chan struct{})
