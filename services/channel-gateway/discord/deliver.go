@@ -61,7 +61,7 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 	var text string
 	switch msg.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		text = "*" + strings.ReplaceAll(markup.Truncate(msg.GetContent(), Limit-2), "*", "\\*") + "*"
+		text = italic(msg.GetContent())
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
 		text = "`" + strings.ReplaceAll(markup.Truncate(msg.GetContent(), Limit-2), "`", "'") + "`"
 	default:
@@ -72,6 +72,25 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 		a.startTyping(msg.GetChatId()) // Discord ends the indicator with a message
 	}
 	return err
+}
+
+// italic shows progress text in italics within Limit. Its backslashes and
+// asterisks are escaped, so that none ends the italics early, and only
+// then cut, as escaping doubles them (1,998 asterisks cut first became
+// 3,996 characters, which Discord refuses). The cut never parts a
+// backslash from what it escapes, which would escape the closing asterisk.
+func italic(s string) string {
+	esc := strings.NewReplacer(`\`, `\\`, "*", `\*`).Replace(s)
+	cut := markup.Truncate(esc, Limit-2) // UTF-16 units, never fewer than Discord's code points
+	if cut != esc {
+		// Every backslash of esc opens a pair: an odd run of them before
+		// the ellipsis is a pair cut in two.
+		body := strings.TrimSuffix(cut, "…")
+		if n := len(body) - len(strings.TrimRight(body, `\`)); n%2 == 1 {
+			cut = body[:len(body)-1] + "…"
+		}
+	}
+	return "*" + cut + "*"
 }
 
 // post creates one message in msg's chat; reply makes it a reply to the

@@ -153,6 +153,43 @@ func TestGroupMentions(t *testing.T) {
 	}
 }
 
+// TestProgressWithinLimit: progress is shown in italics with its
+// backslashes and asterisks escaped, cut so that Discord takes it (the
+// fake refuses over 2,000 characters, as Discord does) and never between
+// an escape and what it escapes.
+func TestProgressWithinLimit(t *testing.T) {
+	tests := []struct {
+		name, progress, want string
+	}{
+		{"short", "looking it up", "*looking it up*"},
+		{"asterisks double when escaped", strings.Repeat("*", 1998), "*" + strings.Repeat(`\*`, 998) + "…*"},
+		{"cut after a whole escape", "a" + strings.Repeat("*", 1998), "*a" + strings.Repeat(`\*`, 998) + "…*"},
+		{"trailing backslash", `saved to C:\`, `*saved to C:\\*`},
+		{"backslashes cut", strings.Repeat(`\`, 1998), "*" + strings.Repeat(`\\`, 998) + "…*"},
+		{"emoji outside the BMP", strings.Repeat("😀*", 1000), "*" + strings.Repeat(`😀\*`, 499) + "…*"},
+	}
+	yes := true
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		i, _ := strconv.Atoi(in.GetContent())
+		return []*nanofleetv1.OutboundMessage{workertest.Live(nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, tests[i].progress)}
+	})
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.fake.Send(h.dm(fmt.Sprintf("6000000000000001%02d", i), strconv.Itoa(i)))
+			c := h.fake.Next(t, wait, create)
+			if c.Status != 200 || c.Content() != tt.want {
+				t.Errorf("sent %d characters ending %q, status %d; want %d ending %q", len([]rune(c.Content())), tail(c.Content()), c.Status, len([]rune(tt.want)), tail(tt.want))
+			}
+		})
+	}
+}
+
+// tail is the end of a long text, for messages.
+func tail(s string) string {
+	r := []rune(s)
+	return string(r[max(0, len(r)-12):])
+}
+
 func TestAttachmentIsStored(t *testing.T) {
 	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
 	img := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 100)

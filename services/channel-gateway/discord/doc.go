@@ -43,7 +43,8 @@
 // roles or users. A typing indicator runs while a turn does. With
 // streaming on, the answer is shown while it is written by editing one
 // message (see internal/editstream). Progress and tool hints are sent as
-// separate messages when enabled.
+// separate messages when enabled, progress in italics with its asterisks
+// and backslashes escaped, then cut to fit.
 //
 // Inbound metadata, which the worker copies onto its replies: message_id,
 // guild_id (not in DMs), username, and stream=true when streaming.

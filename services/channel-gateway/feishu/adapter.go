@@ -58,6 +58,9 @@ type Adapter struct {
 	sent   *parts.Store
 	// streams is nil unless streaming.
 	streams *editstream.Streams
+	// size measures a piece of an answer against maxBody(FormatCard) (see
+	// measure).
+	size func(md string) int
 	// nonces is nil unless in webhook mode.
 	nonces jetstream.KeyValue
 
@@ -112,8 +115,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if a.sent, err = parts.Open(ctx, deps.Bus, parts.WithLogger(a.log)); err != nil {
 		return nil, fmt.Errorf("feishu: %w", err)
 	}
+	a.size = measure(cfg.ReplyFormat, cfg.Streaming)
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit, Size: a.size, Most: maxBody(FormatCard)}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
 			return nil, fmt.Errorf("feishu: %w", err)
 		}

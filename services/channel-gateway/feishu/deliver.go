@@ -19,7 +19,7 @@ import (
 // derived from the reply id, so the platform itself drops a piece sent
 // twice (after a lost answer) within the hour.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	pieces := markup.Split(msg.GetContent(), Limit)
+	pieces := markup.SplitRendered(msg.GetContent(), Limit, maxBody(FormatCard), a.size)
 	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent) // the streamed card may hold the first piece
 	if err != nil {
 		return err
@@ -44,7 +44,7 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
 		return nil
 	}
-	return a.send(ctx, msg, FormatText, msg.GetContent(), "")
+	return a.send(ctx, msg, FormatText, markup.TruncateRendered(msg.GetContent(), maxBody(FormatText), requestBytes(FormatText)), "")
 }
 
 // pieceID is the idempotency uuid of piece i of reply id (at most 50
@@ -52,6 +52,45 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 func pieceID(id string, i int) string {
 	sum := sha256.Sum256([]byte(id + "#" + strconv.Itoa(i)))
 	return hex.EncodeToString(sum[:16])
+}
+
+// maxBody is the most requestBytes may be for a message of format: the
+// platform takes a request body of 150 KB for text, 30 KB for a post or
+// card (code 230025 beyond;
+// https://open.feishu.cn/document/server-docs/im-v1/message/create), and
+// 1 KB is left for the request's other fields.
+func maxBody(format string) int {
+	if format == FormatText {
+		return 150<<10 - 1<<10
+	}
+	return 30<<10 - 1<<10
+}
+
+// requestBytes measures md as a message of format in a request: its
+// content JSON as a JSON string, where escaping can make it several times
+// longer than md (json.Marshal writes < as \u003c, which the request
+// writes as \\u003c).
+func requestBytes(format string) func(md string) int {
+	return func(md string) int {
+		_, content := body(format, md)
+		data, _ := json.Marshal(content) // a string always encodes
+		return len(data)
+	}
+}
+
+// measure returns how a piece of an answer is measured against
+// maxBody(FormatCard): as a message of format, scaled to the card's limit,
+// and, when streamed, also as the card the stream shows the first piece in,
+// so that the stream and the reply cut the answer alike.
+func measure(format string, streamed bool) func(md string) int {
+	msg, card := requestBytes(format), requestBytes(FormatCard)
+	return func(md string) int {
+		n := msg(md) * maxBody(FormatCard) / maxBody(format)
+		if streamed {
+			n = max(n, card(md))
+		}
+		return n
+	}
 }
 
 // body renders Markdown as a message of format: its msg_type and content.

@@ -34,7 +34,9 @@
 // Replies quote the asking message (im/v1 reply) or, without one (pairing
 // codes), are sent to the chat. replyFormat picks an interactive card
 // with a markdown element (default), a post with an md element, or plain
-// text. Long answers are split on paragraph boundaries at [Limit]; each
+// text. Long answers are split on paragraph boundaries at [Limit], and
+// again where a piece's request would be over the platform's 150 KB
+// (text) or 30 KB (card, post) once its content is JSON-escaped; each
 // piece carries a uuid derived from the reply id, so the platform drops a
 // piece sent twice after a lost answer, and each piece the platform took
 // is recorded fleet-wide (internal/parts) before the next, so a reply

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -187,6 +188,86 @@ func TestToolHints(t *testing.T) {
 	close(release)
 	if md := markdown(t, h.fake.Next(t, wait, "reply")); md != "done" {
 		t.Errorf("answer = %q", md)
+	}
+}
+
+// TestWithinRequestLimits: progress and every piece of a reply fit the
+// platform's request limits (150 KB for text, 30 KB for a card; the fake
+// refuses more with 230025, as the platform does), however much JSON
+// escaping adds: json.Marshal writes < as \u003c, six bytes, seven in the
+// request.
+func TestWithinRequestLimits(t *testing.T) {
+	progress, final := nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL
+	tests := []struct {
+		name    string
+		kind    nanofleetv1.OutboundKind
+		content string
+		pieces  int // of a reply; 0: more than one
+	}{
+		{"short progress", progress, "looking it up", 1},
+		{"long progress", progress, strings.Repeat("a", 200000), 1},
+		{"progress of less-than signs", progress, strings.Repeat("<", 25000), 1},
+		{"reply in Chinese", final, strings.Repeat("中", 9000), 2},
+		{"reply of less-than signs", final, strings.Repeat("<", 8000), 0},
+	}
+	yes := true
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		i, _ := strconv.Atoi(in.GetContent())
+		if tests[i].kind == final {
+			return []*nanofleetv1.OutboundMessage{workertest.Final(tests[i].content + "\n\nEND")}
+		}
+		return []*nanofleetv1.OutboundMessage{workertest.Live(tests[i].kind, tests[i].content)}
+	})
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.fake.Send(t, feishutest.Text(fmt.Sprintf("ev-%d", i), "ou_ada", "oc_p2p", "p2p", fmt.Sprintf("om_%d", i), strconv.Itoa(i)))
+			var sent []string
+			for len(sent) == 0 || (tt.kind == final && !strings.HasSuffix(feishutest.CardText(sent[len(sent)-1]), "END")) {
+				c := h.fake.Next(t, wait, "reply")
+				if c.TooLong {
+					t.Fatalf("piece %d of %d bytes (%s) refused", len(sent), c.Size, c.Str("msg_type"))
+				}
+				sent = append(sent, c.Str("content"))
+			}
+			if (tt.pieces > 0 && len(sent) != tt.pieces) || (tt.pieces == 0 && len(sent) < 2) {
+				t.Errorf("%d pieces, want %d (0: more than one)", len(sent), tt.pieces)
+			}
+		})
+	}
+}
+
+// TestStreamedTextRepliesOnce: a streamed answer in text format is shown
+// in a card, then the reply sends what the card did not hold. A piece that
+// fits a card may need cutting as text (its plain text pads a table to
+// the widest cell on every row); the stream's card and the reply must cut
+// alike, or the reply repeats part of what the card shows.
+func TestStreamedTextRepliesOnce(t *testing.T) {
+	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 800) + "|"}
+	for i := range 350 {
+		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
+	}
+	answer := strings.Join(rows, "\n") + "\n\nEND"
+	posted := make(chan struct{})
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.1}, ReplyFormat: feishu.FormatText},
+		workertest.Streamed(answer, workertest.Deltas(answer)...), workertest.HoldUntil(posted, wait))
+	h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "table please"))
+	card := h.fake.Next(t, wait, "reply")
+	close(posted)
+	var texts []string
+	for len(texts) == 0 || !strings.HasSuffix(texts[len(texts)-1], "END") {
+		c := h.fake.Next(t, wait, "reply", "patch")
+		if c.TooLong {
+			t.Fatalf("%s of %d bytes refused", c.Kind, c.Size)
+		}
+		if c.Kind == "patch" {
+			continue
+		}
+		text, _ := c.Content()["text"].(string)
+		texts = append(texts, text)
+	}
+	shown := feishutest.CardText(h.fake.Content(card.ID)) + strings.Join(texts, "")
+	if n := strings.Count(shown, "wide"); n != 800 {
+		t.Errorf("the card and %d text messages show %d of the table's 800 words", len(texts), n)
 	}
 }
 

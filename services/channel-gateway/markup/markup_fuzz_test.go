@@ -282,6 +282,36 @@ func FuzzSplit(f *testing.F) {
 	})
 }
 
+// FuzzSplitRendered: every piece renders within most, unless it is down
+// to 16 units, and is within the limit.
+func FuzzSplitRendered(f *testing.F) {
+	for _, s := range markdownSeeds {
+		f.Add(s, uint16(40))
+	}
+	f.Add("| n | note |\n|---|---|\n| 0 | "+strings.Repeat("wide ", 60)+"|\n"+strings.Repeat("| 1 | x |\n", 60), uint16(400))
+	f.Add(strings.Repeat("---\n\n", 100), uint16(200))
+	shown := func(md string) int { return markup.Len(markup.Plain(md)) }
+	f.Fuzz(func(t *testing.T, md string, limit uint16) {
+		lim := max(16, int(limit)%5000)
+		done := make(chan []string, 1)
+		go func() { done <- markup.SplitRendered(md, lim, lim, shown) }()
+		var pieces []string
+		select {
+		case pieces = <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("SplitRendered(%q, %d) did not return within 5s", md, lim)
+		}
+		for i, p := range pieces {
+			if strings.TrimSpace(p) == "" {
+				t.Fatalf("SplitRendered(%q, %d): piece %d is empty", md, lim, i)
+			}
+			if n := shown(p); markup.Len(p) > lim || (n > lim && markup.Len(p) > 16) {
+				t.Fatalf("SplitRendered(%q, %d): piece %d has %d units, renders to %d: %q", md, lim, i, markup.Len(p), n, p)
+			}
+		}
+	})
+}
+
 func TestSplitLongFenceTerminates(t *testing.T) {
 	text := "```" + strings.Repeat("l", 20) + "\n" + strings.Repeat("x ", 30) + "\n```"
 	parts := markup.Split(text, 16)

@@ -1,6 +1,8 @@
 package markup_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,6 +155,76 @@ func TestSplit(t *testing.T) {
 			}
 			if want := len(strings.Join(strings.Fields(tt.in), "")); total != want {
 				t.Errorf("non-space chars: got %d, want %d", total, want)
+			}
+		})
+	}
+}
+
+// TestSplitRendered: pieces are cut again until what they render to fits,
+// and pieces that fit are Split's.
+func TestSplitRendered(t *testing.T) {
+	// A table is padded to its widest cell on every row: 60 short rows
+	// and one of 300 characters render to over 18,000.
+	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 60) + "|"}
+	for i := range 60 {
+		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
+	}
+	table := strings.Join(rows, "\n")
+	shown := func(md string) int { return markup.Len(markup.Plain(md)) }
+	tests := []struct {
+		name   string
+		md     string
+		pieces int // 0: more than one
+	}{
+		{"plain text is Split's", strings.Repeat("word ", 300), 1},
+		{"padded table", table, 0},
+		{"thematic breaks", strings.Repeat("---\n\n", 700), 0},
+		{"emoji outside the BMP in a table", strings.ReplaceAll(table, "wide", "😀😀"), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const limit, most = 4000, 4096
+			got := markup.SplitRendered(tt.md, limit, most, shown)
+			if tt.pieces > 0 && !slices.Equal(got, markup.Split(tt.md, limit)) {
+				t.Errorf("got %d pieces, not Split's", len(got))
+			}
+			if tt.pieces == 0 && len(got) < 2 {
+				t.Errorf("got %d piece of %d rendered units", len(got), shown(tt.md))
+			}
+			for i, p := range got {
+				if n := shown(p); n > most || markup.Len(p) > limit {
+					t.Errorf("piece %d renders to %d units (most %d), Markdown %d (limit %d)", i, n, most, markup.Len(p), limit)
+				}
+			}
+		})
+	}
+}
+
+// TestTruncateRendered: text is cut until what it renders to fits, and
+// text that fits comes back whole.
+func TestTruncateRendered(t *testing.T) {
+	shown := func(md string) int { return markup.Len(markup.SlackMrkdwn(md)) }
+	tests := []struct {
+		name string
+		md   string
+		most int
+	}{
+		{"fits whole", "a & b", 100},
+		{"escapes grow fivefold", strings.Repeat("&", 10000), 40000},
+		{"emoji outside the BMP", strings.Repeat("😀&", 5000), 10000},
+		{"plain", strings.Repeat("word ", 2000), 4000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := markup.TruncateRendered(tt.md, tt.most, shown)
+			if n := shown(got); n > tt.most {
+				t.Errorf("renders to %d units, most %d", n, tt.most)
+			}
+			if shown(tt.md) <= tt.most && got != tt.md {
+				t.Errorf("text that fits was cut: %q", got)
+			}
+			if got != tt.md && (!strings.HasSuffix(got, "…") || !strings.HasPrefix(tt.md, strings.TrimSuffix(got, "…"))) {
+				t.Errorf("not a prefix and an ellipsis: %.20q…", got)
 			}
 		})
 	}

@@ -66,6 +66,38 @@ func Split(md string, limit int) []string {
 	return out
 }
 
+// SplitRendered is Split for a platform that counts what a piece renders
+// to, not its Markdown: size measures that in the platform's unit, and a
+// piece whose size is over most is split again, at a limit shrunk in
+// proportion, until it fits (or is down to 16 units). Rendering mostly
+// shortens Markdown, but a table is padded to its widest cell on every
+// row and a thematic break becomes ten characters, so a piece within limit
+// can render to several times most. Pieces that fit are Split's.
+func SplitRendered(md string, limit, most int, size func(md string) int) []string {
+	var out []string
+	for _, p := range Split(md, limit) {
+		out = append(out, refit(p, most, size)...)
+	}
+	return out
+}
+
+// refit splits piece p again until every part's size is within most.
+func refit(p string, most int, size func(string) int) []string {
+	n, units := size(p), Len(p)
+	if n <= most || units <= 16 {
+		return []string{p}
+	}
+	parts := Split(p, min(units-1, units*most/n))
+	if len(parts) == 1 && parts[0] == p {
+		return parts // cannot be cut any finer
+	}
+	var out []string
+	for _, q := range parts {
+		out = append(out, refit(q, most, size)...)
+	}
+	return out
+}
+
 // block is a paragraph-level unit of Markdown: text between blank lines,
 // or a whole fenced code block.
 type block struct {
@@ -207,4 +239,19 @@ func Truncate(s string, n int) string {
 		used += u16(r)
 	}
 	return s
+}
+
+// TruncateRendered is Truncate for a platform that counts what md renders
+// to: size measures that in the platform's unit, and md is cut shorter, in
+// proportion, until its size is within most (or it is down to 16 units).
+// Text that fits comes back whole.
+func TruncateRendered(md string, most int, size func(md string) int) string {
+	for n := Len(md); ; {
+		cut := Truncate(md, n)
+		m := size(cut)
+		if m <= most || n <= 16 {
+			return cut
+		}
+		n = min(n-1, n*most/m)
+	}
 }

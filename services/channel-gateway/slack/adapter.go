@@ -24,6 +24,11 @@ import (
 // Channel is the channel name in subjects and session keys.
 const Channel = "slack"
 
+// maxText is the longest message text Slack takes: 40,000 characters
+// (https://api.slack.com/methods/chat.postMessage), counted here in UTF-16
+// units, never fewer.
+const maxText = 40000
+
 // Deps are what the adapter needs from its surroundings.
 type Deps = adapterdeps.Deps
 
@@ -112,7 +117,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("slack: %w", err)
 	}
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(1200 * time.Millisecond), Limit: markup.SlackLimit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(1200 * time.Millisecond), Limit: markup.SlackLimit, Size: shown, Most: maxText}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
 			return nil, fmt.Errorf("slack: %w", err)
 		}

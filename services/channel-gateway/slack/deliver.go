@@ -13,7 +13,7 @@ import (
 // Deliver posts one durable reply in its thread, split and rendered,
 // continuing after the pieces an earlier attempt already posted.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	pieces := markup.Split(msg.GetContent(), markup.SlackLimit)
+	pieces := markup.SplitRendered(msg.GetContent(), markup.SlackLimit, maxText, shown)
 	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent)
 	if err != nil {
 		return err
@@ -39,13 +39,23 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 	var text string
 	switch msg.GetKind() {
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		text = "_" + markup.SlackMrkdwn(msg.GetContent()) + "_"
+		text = italic(msg.GetContent())
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		text = "`" + strings.ReplaceAll(msg.GetContent(), "`", "'") + "`"
+		text = "`" + strings.ReplaceAll(markup.Truncate(msg.GetContent(), maxText-2), "`", "'") + "`"
 	default:
 		return nil
 	}
 	return a.post(ctx, msg, text)
+}
+
+// shown is how long Slack counts md once rendered: escaping &, < and >
+// and padding tables can make it several times longer.
+func shown(md string) int { return markup.Len(markup.SlackMrkdwn(md)) }
+
+// italic shows progress in italics within maxText: cut on the Markdown but
+// measured rendered, as rendering can make it several times longer.
+func italic(md string) string {
+	return "_" + markup.SlackMrkdwn(markup.TruncateRendered(md, maxText-2, shown)) + "_"
 }
 
 func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, text string) error {

@@ -20,7 +20,8 @@
 // Replies go to the thread of the message that asked (replyInThread,
 // default true), and a channel thread is its own session
 // ("slack:<channel>:<thread ts>"). Markdown becomes mrkdwn, long answers
-// are split at about 4000 characters (a retried delivery, on this gateway
+// are split at about 4000 characters, and again where a piece would render
+// to more than Slack's 40,000 (a retried delivery, on this gateway
 // or another, continues with the first piece not yet sent:
 // internal/parts), rate limits (429 with Retry-After) are retried after
 // the requested wait. With streaming on, the answer is

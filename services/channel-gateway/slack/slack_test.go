@@ -3,6 +3,7 @@ package slack_test
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +110,96 @@ func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 	}
 	if want := len(strings.Join(strings.Fields(answer), "")); total != want {
 		t.Errorf("pieces hold %d non-space chars, answer %d", total, want)
+	}
+}
+
+// TestWithinLimit: progress, tool hints and every piece of a reply are
+// within Slack's 40,000 characters once rendered (the fake refuses more
+// with msg_too_long, as Slack does), however much escaping or a table's
+// padding adds.
+func TestWithinLimit(t *testing.T) {
+	// A table is padded to its widest cell on every row.
+	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 120) + "|"}
+	for i := range 200 {
+		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
+	}
+	progress, hint, final := nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL
+	tests := []struct {
+		name    string
+		kind    nanofleetv1.OutboundKind
+		content string
+		pieces  int // of a reply; 0: more than one
+	}{
+		{"short progress", progress, "looking it up", 1},
+		{"long progress", progress, strings.Repeat("a", 50000), 1},
+		{"progress of ampersands", progress, strings.Repeat("&", 10000), 1},
+		{"progress with a padded table", progress, strings.Join(rows, "\n"), 1},
+		{"long tool hint", hint, strings.Repeat("x", 50000), 1},
+		{"reply of ampersands", final, strings.Repeat("& ", 4500), 3},
+		{"reply with a padded table", final, strings.Join(rows, "\n"), 0},
+	}
+	yes := true
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes, SendToolHints: &yes}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		i, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(in.GetContent(), "<@UBOT>")))
+		if tests[i].kind == final {
+			return []*nanofleetv1.OutboundMessage{workertest.Final(tests[i].content + "\n\nEND")}
+		}
+		return []*nanofleetv1.OutboundMessage{workertest.Live(tests[i].kind, tests[i].content)}
+	})
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.fake.Send(t, fmt.Sprintf("Ev%d", i), slacktest.AppMention("U1", "C1", fmt.Sprintf("%d.1", i+1), fmt.Sprintf("<@UBOT> %d", i)))
+			var texts []string
+			for len(texts) == 0 || (tt.kind == final && !strings.HasSuffix(texts[len(texts)-1], "END")) {
+				c := h.fake.Next(t, wait, "chat.postMessage")
+				if n := len([]rune(c.Fields["text"])); c.TS == "" {
+					t.Fatalf("piece %d of %d characters refused", len(texts), n)
+				}
+				texts = append(texts, c.Fields["text"])
+			}
+			if (tt.pieces > 0 && len(texts) != tt.pieces) || (tt.pieces == 0 && len(texts) < 2) {
+				t.Errorf("%d pieces, want %d (0: more than one)", len(texts), tt.pieces)
+			}
+			if tt.kind == progress && (!strings.HasPrefix(texts[0], "_") || !strings.HasSuffix(texts[0], "_")) {
+				t.Errorf("progress not in italics: %.20q…%q", texts[0], texts[0][max(0, len(texts[0])-20):])
+			}
+		})
+	}
+}
+
+// TestStreamedTableWithinLimit: an answer streamed by updating one
+// message stays within Slack's 40,000 characters once rendered at every
+// post and update, and the rest of it follows in messages of its own.
+func TestStreamedTableWithinLimit(t *testing.T) {
+	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 120) + "|"}
+	for i := range 200 {
+		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
+	}
+	answer := strings.Join(rows, "\n") + "\n\nEND"
+	release := make(chan struct{})
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.1}},
+		workertest.Streamed(answer, workertest.Deltas(answer)...), workertest.HoldUntil(release, wait))
+	h.fake.Send(t, "Ev1", slacktest.AppMention("U1", "C1", "9.9", "<@UBOT> table please"))
+	var updates, posts int
+	for {
+		c := h.fake.Next(t, wait, "chat.postMessage", "chat.update")
+		if c.TS == "" {
+			t.Fatalf("%s of %d characters refused (after %d posts, %d updates)", c.Method, len([]rune(c.Fields["text"])), posts, updates)
+		}
+		if c.Method == "chat.postMessage" {
+			posts++
+		} else {
+			updates++
+		}
+		if posts+updates == 1 {
+			close(release) // the answer comes once the stream is under way
+		}
+		if strings.HasSuffix(c.Fields["text"], "END") {
+			break
+		}
+	}
+	if updates == 0 || posts < 2 {
+		t.Errorf("%d posts and %d updates, want the streamed message updated and the rest posted", posts, updates)
 	}
 }
 

@@ -31,6 +31,10 @@ import (
 // Channel is the channel name in subjects and session keys.
 const Channel = "telegram"
 
+// maxText is the longest text Telegram takes: 4,096 UTF-16 units after
+// entity parsing (https://core.telegram.org/bots/api#sendmessage).
+const maxText = 4096
+
 // Deps are what the adapter needs from its surroundings.
 type Deps = adapterdeps.Deps
 
@@ -134,7 +138,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: markup.TelegramLimit}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: markup.TelegramLimit, Size: shown, Most: maxText}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}

@@ -20,7 +20,7 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if k := msg.GetKind(); k == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || k == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
 		a.typing.Stop(chat)
 	}
-	pieces := markup.Split(msg.GetContent(), markup.TelegramLimit)
+	pieces := markup.SplitRendered(msg.GetContent(), markup.TelegramLimit, maxText, shown)
 	replyTo := 0
 	if channelconfig.On(a.cfg.ReplyToMessage, true) {
 		replyTo = atoi(msg.GetMetadata()["message_id"])
@@ -108,6 +108,11 @@ func (a *Adapter) sendID(ctx context.Context, chat string, thread, replyTo int, 
 	}
 	return m.ID, nil
 }
+
+// shown is how long Telegram counts md once sent: the length of its plain
+// text, the fallback, which is never shorter than the HTML's text after
+// entity parsing (it spells links out and marks quotes).
+func shown(md string) int { return markup.Len(plain(md)) }
 
 func plain(md string) string {
 	if s := markup.Plain(md); strings.TrimSpace(s) != "" {

@@ -18,7 +18,9 @@
 //
 // Delivering: Markdown is rendered as Telegram HTML and, when Telegram
 // rejects the entities, sent again as plain text; answers longer than
-// about 4000 characters are split on paragraph boundaries, and a retried
+// about 4000 characters are split on paragraph boundaries (a piece whose
+// text would still be over Telegram's 4,096 once rendered, as a table
+// padded to its widest cell can be, is split again), and a retried
 // delivery, on this gateway or another, continues with the first piece
 // not yet sent (internal/parts). The first piece
 // replies to the message that asked (metadata "message_id"). Rate limits

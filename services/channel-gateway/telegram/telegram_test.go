@@ -125,6 +125,86 @@ func TestPlainTextWhenEntitiesAreRejected(t *testing.T) {
 	}
 }
 
+// TestRepliesWithinLimit: every piece of a reply is within Telegram's
+// 4,096 UTF-16 units once its HTML is parsed (the fake refuses more, as
+// Telegram does), however much rendering adds; escapes count once.
+func TestRepliesWithinLimit(t *testing.T) {
+	// A table is padded to its widest cell on every row.
+	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 60) + "|"}
+	for i := range 60 {
+		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
+	}
+	tests := []struct {
+		name   string
+		answer string
+		pieces int // 0: more than one
+	}{
+		{"escapes count once", strings.Repeat("a < b & c ", 390), 1},
+		{"emoji outside the BMP", strings.Repeat("😀", 2100), 2},
+		{"padded table", strings.Join(rows, "\n"), 0},
+		{"thematic breaks", strings.Repeat("---\n\n", 700), 0},
+	}
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		i, _ := strconv.Atoi(in.GetContent())
+		return []*nanofleetv1.OutboundMessage{workertest.Final(tests[i].answer + "\n\nEND")}
+	})
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.fake.Send(telegramtest.Message{UpdateID: int64(i + 1), MessageID: i + 1, ChatID: 7, FromID: 7, Text: strconv.Itoa(i)})
+			var texts []string
+			for len(texts) == 0 || !strings.HasSuffix(texts[len(texts)-1], "END") {
+				c := h.nextSend(t)
+				if n := telegramtest.TextLen(c.Fields["text"], c.Fields["parse_mode"]); c.MessageID == 0 || c.Fields["parse_mode"] != "HTML" {
+					t.Fatalf("piece %d of %d units (parse_mode %q) refused, or sent as plain text after a refusal", len(texts), n, c.Fields["parse_mode"])
+				}
+				texts = append(texts, c.Fields["text"])
+			}
+			if (tt.pieces > 0 && len(texts) != tt.pieces) || (tt.pieces == 0 && len(texts) < 2) {
+				t.Errorf("%d pieces, want %d (0: more than one)", len(texts), tt.pieces)
+			}
+			if n := strings.Count(strings.Join(texts, ""), "wide"); n != strings.Count(tt.answer, "wide") {
+				t.Errorf("%d of the table's %d words sent", n, strings.Count(tt.answer, "wide"))
+			}
+		})
+	}
+}
+
+// TestStreamedTableWithinLimit: an answer streamed by editing one message
+// stays within Telegram's limit once rendered at every post and edit, and
+// the rest of it follows in messages of its own.
+func TestStreamedTableWithinLimit(t *testing.T) {
+	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 60) + "|"}
+	for i := range 60 {
+		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
+	}
+	answer := strings.Join(rows, "\n") + "\n\nEND"
+	release := make(chan struct{})
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.1}},
+		workertest.Streamed(answer, workertest.Deltas(answer)...), workertest.HoldUntil(release, wait))
+	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 8, FromID: 8, Text: "table please"})
+	var edits, sends int
+	for {
+		c := h.fake.Next(t, wait, "sendMessage", "editMessageText")
+		if n := telegramtest.TextLen(c.Fields["text"], c.Fields["parse_mode"]); c.MessageID == 0 {
+			t.Fatalf("%s of %d units refused (after %d sends, %d edits)", c.Method, n, sends, edits)
+		}
+		if c.Method == "sendMessage" {
+			sends++
+		} else {
+			edits++
+		}
+		if sends+edits == 1 {
+			close(release) // the answer comes once the stream is under way
+		}
+		if strings.HasSuffix(c.Fields["text"], "END") {
+			break
+		}
+	}
+	if edits == 0 || sends < 2 {
+		t.Errorf("%d sends and %d edits, want the streamed message edited and the rest sent", sends, edits)
+	}
+}
+
 var codeRE = regexp.MustCompile(`\b[A-HJ-NP-Z2-9]{8}\b`)
 
 func TestOwnerApprovesByCommand(t *testing.T) {

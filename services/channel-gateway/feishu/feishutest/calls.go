@@ -20,6 +20,11 @@ type Call struct {
 	// Body is the JSON body: receive_id, msg_type, content, uuid; for an
 	// upload, the form fields (image_type, or file_type and file_name).
 	Body map[string]any
+	// Size is the length of a JSON body in bytes, what the platform's
+	// limits count, and TooLong is set when the fake refused the call as
+	// over them.
+	Size    int
+	TooLong bool
 	// Upload is an upload's file part, and Key the key the fake gave it
 	// ("" when it refused it).
 	Upload []byte

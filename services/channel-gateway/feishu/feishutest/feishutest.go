@@ -7,7 +7,8 @@
 // the platform does within an hour), message resources, and image and
 // file uploads (multipart im/v1/images and im/v1/files, with the
 // platform's size limits; an image or file message must name an uploaded
-// key). Scripted
+// key), refusing a message over the platform's request size limits
+// ([MaxTextBody], [MaxCardBody]) with code 230025. Scripted
 // failures include the gateway's rate-limit answer (HTTP 429, code
 // 99991400, x-ogw-ratelimit-reset). For webhook mode it signs and
 // encrypts event bodies the way the platform does.

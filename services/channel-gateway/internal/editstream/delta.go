@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"time"
-	"unicode/utf16"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -159,20 +158,12 @@ func (s *Streams) waitTurn(ctx context.Context, st *stream, stop <-chan struct{}
 	}
 }
 
-// clip cuts a partial text to the limit.
+// clip cuts a partial text to the limit, and to what the platform takes
+// once it is rendered.
 func (s *Streams) clip(text string) string {
-	text = strings.TrimSpace(text)
-	if markup.Len(text) <= s.cfg.Limit {
-		return text
+	text = markup.Truncate(strings.TrimSpace(text), s.cfg.Limit)
+	if s.cfg.Size != nil {
+		text = markup.TruncateRendered(text, s.cfg.Most, s.cfg.Size)
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range text {
-		n += max(1, utf16.RuneLen(r))
-		if n > s.cfg.Limit-1 { // room for the ellipsis
-			break
-		}
-		b.WriteRune(r)
-	}
-	return b.String() + "…"
+	return text
 }

@@ -29,6 +29,13 @@ type Config struct {
 	// [markup.Split]; longer partial texts are cut, and the final edit
 	// carries the answer's first piece as the adapter splits it.
 	Limit int
+	// Size, when set, measures a text as the platform counts it once the
+	// adapter has rendered it, and Most is the most it may measure:
+	// partial texts are cut until they fit, and the final edit carries the
+	// first piece of [markup.SplitRendered] (Limit, Most, Size), which the
+	// adapter then splits its answers with too.
+	Size func(md string) int
+	Most int
 }
 
 // Streams follows the streams of one channel. Create it with [New] and
@@ -73,7 +80,7 @@ func WithLogger(l *slog.Logger) Option { return func(s *Streams) { s.log = obser
 // New returns the streams of one channel; [Assets] must have been
 // provisioned.
 func New(ctx context.Context, cfg Config, b *bus.Bus, p Platform, opts ...Option) (*Streams, error) {
-	if cfg.Interval <= 0 || cfg.Limit < 16 || cfg.Channel == "" {
+	if cfg.Interval <= 0 || cfg.Limit < 16 || cfg.Channel == "" || (cfg.Size != nil && cfg.Most < 16) {
 		return nil, fmt.Errorf("editstream: invalid config %+v", cfg)
 	}
 	kv, err := b.KV(ctx, bucketStreams)

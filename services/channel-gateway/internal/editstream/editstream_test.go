@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
 // op is one post or edit the platform saw.
@@ -106,8 +107,14 @@ type harness struct {
 
 func startStreams(t *testing.T, b *bus.Bus, interval time.Duration, limit int) *harness {
 	t.Helper()
+	return startStreamsWith(t, b, editstream.Config{Channel: channel, Interval: interval, Limit: limit})
+}
+
+// startStreamsWith is startStreams for any config.
+func startStreamsWith(t *testing.T, b *bus.Bus, cfg editstream.Config) *harness {
+	t.Helper()
 	p := newPlatform()
-	s, err := editstream.New(t.Context(), editstream.Config{Channel: channel, Interval: interval, Limit: limit}, b, p)
+	s, err := editstream.New(t.Context(), cfg, b, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,6 +320,26 @@ func TestLongPartialTextIsCut(t *testing.T) {
 	o := h.p.next(t)
 	if n := len([]rune(o.text)); n != 50 || !strings.HasSuffix(o.text, "…") {
 		t.Errorf("posted %d runes: %q", n, o.text)
+	}
+}
+
+// TestRenderedSizeIsCut: with a Size, partial texts are cut until they
+// measure within Most, and the final edit carries the first piece of
+// markup.SplitRendered, as the adapter splits.
+func TestRenderedSizeIsCut(t *testing.T) {
+	// Rendering that triples the text, as escaping can.
+	size := func(md string) int { return 3 * markup.Len(md) }
+	const limit, most = 50, 60
+	h := startStreamsWith(t, bustest.StartJetStream(t, editstream.Assets), editstream.Config{Channel: channel, Interval: 10 * time.Millisecond, Limit: limit, Size: size, Most: most})
+	h.delta(t, strings.Repeat("é", 40))
+	if o := h.p.next(t); size(o.text) > most || !strings.HasSuffix(o.text, "…") {
+		t.Errorf("posted %q, of size %d (most %d)", o.text, size(o.text), most)
+	}
+	answer := strings.Repeat("é", 40) + "\n\n" + strings.Repeat("a", 10)
+	h.finishes(t, answer)
+	ops := h.p.all()
+	if last, want := ops[len(ops)-1], markup.SplitRendered(answer, limit, most, size)[0]; !last.final || last.text != want {
+		t.Errorf("final edit %+v, want %q", last, want)
 	}
 }
 

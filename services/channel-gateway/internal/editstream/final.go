@@ -50,7 +50,7 @@ func (s *Streams) final(ctx context.Context, msg *nanofleetv1.OutboundMessage) {
 		return
 	}
 	ok := false
-	if pieces := markup.Split(msg.GetContent(), s.cfg.Limit); msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && id != "" && !failed {
+	if pieces := s.split(msg.GetContent()); msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && len(pieces) > 0 && id != "" && !failed {
 		switch {
 		case pieces[0] == shown && !mustFinalize(s.p):
 			ok = true // already on screen; some platforms refuse a no-op edit
@@ -74,6 +74,14 @@ func (s *Streams) final(ctx context.Context, msg *nanofleetv1.OutboundMessage) {
 	if _, err := s.kv.Put(context.WithoutCancel(ctx), k, data); err != nil {
 		s.log.Warn("record the end of a stream", "key", k, "err", err)
 	}
+}
+
+// split cuts an answer into pieces as the adapter does.
+func (s *Streams) split(md string) []string {
+	if s.cfg.Size != nil {
+		return markup.SplitRendered(md, s.cfg.Limit, s.cfg.Most, s.cfg.Size)
+	}
+	return markup.Split(md, s.cfg.Limit)
 }
 
 // finalEdit edits the final answer's first piece in, waiting out rate

@@ -4,7 +4,8 @@
 // Socket Mode WebSocket at the URL apps.connections.open hands out, which
 // says hello, pings, sends Events API envelopes and records the
 // acknowledgements. Scripted failures include 429 with a Retry-After
-// header.
+// header. A message or update whose text is over [MaxText] characters is
+// refused with msg_too_long.
 package slacktest
 
 import (
@@ -18,11 +19,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/fakeplatform"
 )
+
+// MaxText is the longest message text Slack takes, in characters
+// (https://api.slack.com/methods/chat.postMessage: "no more than 40,000
+// characters"); longer text is answered with msg_too_long.
+const MaxText = 40000
 
 // BotUserID is the bot's user id that auth.test reports.
 const BotUserID = "UBOT"
@@ -170,8 +177,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	f := s.Script.Take(method)
 	ts, known := c.Fields["ts"], false
+	tooLong := (method == "chat.postMessage" || method == "chat.update") && utf8.RuneCountInString(c.Fields["text"]) > MaxText
 	switch {
 	case f != nil:
+	case tooLong:
 	case method == "chat.postMessage":
 		s.ts++
 		ts = fmt.Sprintf("1700000000.%06d", s.ts)
@@ -198,6 +207,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, map[string]any{"ok": false, "error": f.Error})
+		return
+	}
+	if tooLong {
+		writeJSON(w, map[string]any{"ok": false, "error": "msg_too_long"})
 		return
 	}
 	switch method {

@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"mime"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 )
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -39,6 +42,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.Recorder.Add(call)
 		reply(w, f.Code, nil, *f)
 		return
+	}
+	if method == "sendMessage" || method == "editMessageText" {
+		if n := TextLen(call.Fields["text"], call.Fields["parse_mode"]); n > MaxText {
+			s.Recorder.Add(call)
+			desc := "Bad Request: message is too long"
+			if method == "editMessageText" {
+				desc = "Bad Request: MESSAGE_TOO_LONG"
+			}
+			reply(w, 400, nil, Failure{Code: 400, Description: desc})
+			return
+		}
 	}
 	if method == "editMessageText" {
 		s.editText(w, call)
@@ -99,6 +113,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, 404, nil, Failure{Code: 404, Description: "Not Found: method " + method})
 	}
 }
+
+// MaxText is the longest message text Telegram takes: 4,096 characters
+// after entity parsing (https://core.telegram.org/bots/api#sendmessage),
+// counted in UTF-16 code units as the entity offsets are.
+const MaxText = 4096
+
+// TextLen is how long Telegram counts text sent with parseMode: for HTML,
+// the text once tags are removed and entities decoded.
+func TextLen(text, parseMode string) int {
+	if parseMode == "HTML" {
+		text = html.UnescapeString(tag.ReplaceAllString(text, ""))
+	}
+	n := 0
+	for _, r := range text {
+		n += max(1, utf16.RuneLen(r))
+	}
+	return n
+}
+
+var tag = regexp.MustCompile(`<[^>]*>`)
 
 // editText edits a sent message's text, refusing an unknown message or
 // an edit that changes nothing, as Telegram does.

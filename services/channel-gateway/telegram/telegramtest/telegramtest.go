@@ -4,7 +4,9 @@
 // form parameters and answering {"ok":...,"result":...}; getUpdates long
 // polling with offsets that confirm updates; files at
 // /file/bot<token>/<path>; scripted failures such as 429 with
-// parameters.retry_after, or 400 "can't parse entities".
+// parameters.retry_after, or 400 "can't parse entities". Like Telegram,
+// it refuses a message or edit whose text is over 4,096 UTF-16 units
+// after entity parsing ([MaxText]).
 //
 // Like Telegram, it answers a second concurrent getUpdates with 409
 // Conflict and counts it, so tests can prove there is one poller.
