@@ -41,12 +41,22 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
 		text = italic(msg.GetContent())
 	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		text = "`" + strings.ReplaceAll(markup.Truncate(msg.GetContent(), maxText-2), "`", "'") + "`"
+		text = "`" + hintText(markup.TruncateRendered(msg.GetContent(), maxText-2, hintLen)) + "`"
 	default:
 		return nil
 	}
 	return a.post(ctx, msg, text)
 }
+
+// hintText is a tool hint as Slack must get it inside backticks: a
+// backtick would end the code span, and &, < and > are escaped as Slack
+// requires of all text, so that a hint the model wrote (a tool's
+// arguments) cannot mention <!channel> or show a link under another name.
+func hintText(s string) string {
+	return strings.NewReplacer("`", "'", "&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+func hintLen(s string) int { return markup.Len(hintText(s)) }
 
 // shown is how long Slack counts md once rendered: escaping &, < and >
 // and padding tables can make it several times longer.

@@ -135,6 +135,7 @@ func TestWithinLimit(t *testing.T) {
 		{"progress of ampersands", progress, strings.Repeat("&", 10000), 1},
 		{"progress with a padded table", progress, strings.Join(rows, "\n"), 1},
 		{"long tool hint", hint, strings.Repeat("x", 50000), 1},
+		{"tool hint of ampersands", hint, strings.Repeat("&", 10000), 1},
 		{"reply of ampersands", final, strings.Repeat("& ", 4500), 3},
 		{"reply with a padded table", final, strings.Join(rows, "\n"), 0},
 	}
@@ -212,6 +213,17 @@ func TestToolHintsInThread(t *testing.T) {
 		t.Errorf("hint thread_ts = %q", c.Fields["thread_ts"])
 	}
 	close(release) // the answer comes after the hint, as when a tool runs
+	h.expectPost(t, "done")
+}
+
+// TestToolHintsEscaped: a hint is the model's text (a tool's arguments):
+// it must not reach Slack as a mention, a link or the end of its code span.
+func TestToolHintsEscaped(t *testing.T) {
+	yes := true
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}},
+		workertest.AfterHint("fetch <!channel> <https://evil.example|docs> a&b `x`", "done"))
+	h.fake.Send(t, "Ev1", slacktest.AppMention("U1", "C1", "7.7", "<@UBOT> go"))
+	h.expectPost(t, "`fetch &lt;!channel&gt; &lt;https://evil.example|docs&gt; a&amp;b 'x'`")
 	h.expectPost(t, "done")
 }
 
