@@ -113,7 +113,8 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, raw []byte) erro
 	if text == "" && len(refs) == 0 {
 		return nil
 	}
-	meta := map[string]string{"message_id": m.ID, "username": m.Author.Username}
+	// is_group tells memory a guild channel from a DM (memory.IsGroup).
+	meta := map[string]string{"message_id": m.ID, "username": m.Author.Username, "is_group": fmt.Sprint(!dm)}
 	if !dm {
 		meta["guild_id"] = m.GuildID
 	}

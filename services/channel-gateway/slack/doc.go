@@ -31,5 +31,6 @@
 // once per streamEditInterval; see internal/editstream).
 //
 // Inbound metadata, which the worker copies onto its replies: ts,
-// thread_ts, channel_type, and stream=true when streaming.
+// thread_ts, channel_type (absent from mentions), is_group, and
+// stream=true when streaming.
 package slack

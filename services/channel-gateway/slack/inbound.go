@@ -86,7 +86,9 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 	if thread == "" && !dm && channelconfig.On(a.cfg.ReplyInThread, true) {
 		thread = e.TS
 	}
-	meta := map[string]string{"ts": e.TS, "channel_type": e.ChannelType}
+	// is_group tells memory a channel from a private chat (memory.IsGroup):
+	// app_mention events carry no channel_type.
+	meta := map[string]string{"ts": e.TS, "channel_type": e.ChannelType, "is_group": fmt.Sprint(!dm)}
 	if a.cfg.Streaming {
 		meta["stream"] = "true" // asks the worker for deltas
 	}
