@@ -62,6 +62,6 @@
 // logs a warning and sends answers whole.
 //
 // Inbound metadata, which the worker copies onto its replies:
-// conversation_type, conversation_id, session_webhook,
+// conversation_type, conversation_id, is_group, session_webhook,
 // session_webhook_expires (Unix milliseconds), and stream when streaming.
 package dingtalk

@@ -69,7 +69,8 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, raw []byte) e
 	}
 	msg := &nanofleetv1.InboundMessage{
 		Id: m.MsgId, Channel: Channel, ChatId: chat, SenderId: m.SenderStaffId, Content: text,
-		Metadata: map[string]string{"conversation_type": m.ConversationType, "conversation_id": m.ConversationId},
+		// is_group tells memory a group from a private chat (memory.IsGroup).
+		Metadata: map[string]string{"conversation_type": m.ConversationType, "conversation_id": m.ConversationId, "is_group": fmt.Sprint(!dm)},
 	}
 	if m.SessionWebhook != "" {
 		msg.Metadata["session_webhook"] = m.SessionWebhook

@@ -8,7 +8,8 @@ import (
 )
 
 // Config is the channels.discord section, with nanobot's keys: the common
-// ones (allowFrom lists user ids or user names; groupAllowFrom lists channel
+// ones (allowFrom lists user ids or user names, a name of digits only
+// matching nothing since it could pose as an id; groupAllowFrom lists channel
 // or guild ids; streaming edits one message, by default at most once a
 // second, where Discord allows about five edits per five seconds per
 // channel; maxMediaBytes defaults to 25 MB, Discord's upload limit without

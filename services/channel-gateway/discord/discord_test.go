@@ -112,6 +112,20 @@ func TestConversation(t *testing.T) {
 	}
 }
 
+// TestUserNamesDoNotPassForIDs is an attack on allowFrom, which lists
+// user ids or user names: a Discord user name may be all digits, so a
+// stranger could name themselves after an allowed user's id. Only the
+// id itself passes for an id; names still pass for names.
+func TestUserNamesDoNotPassForIDs(t *testing.T) {
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{alice, "bob"}}}, workertest.Echo)
+	h.fake.Send(discordtest.Message{ID: "600000000000000010", ChannelID: dmChannel, AuthorID: stranger, Username: alice, Content: "posing as alice"})
+	h.fake.Send(discordtest.Message{ID: "600000000000000011", ChannelID: dmChannel, AuthorID: "500000000000000077", Username: "bob", Content: "bob by name"})
+	h.fake.Send(h.dm("600000000000000012", "sentinel"))
+	if got := h.Worker.ContentsUntil(t, "sentinel", wait); len(got) != 2 || got[0] != "bob by name" {
+		t.Errorf("worker got %q, want bob's message and the sentinel only", got)
+	}
+}
+
 // TestGroupMentions: what counts as addressing the bot in a guild channel
 // besides a mention (adaptertest's GroupPolicy), and bots never do.
 func TestGroupMentions(t *testing.T) {

@@ -47,5 +47,6 @@
 // and backslashes escaped, then cut to fit.
 //
 // Inbound metadata, which the worker copies onto its replies: message_id,
-// guild_id (not in DMs), username, and stream=true when streaming.
+// guild_id (not in DMs), username, is_group, and stream=true when
+// streaming.
 package discord

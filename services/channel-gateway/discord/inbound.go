@@ -90,7 +90,13 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, raw []byte) erro
 	if name == "" {
 		name = m.Author.Username
 	}
-	sender := access.Sender{ID: m.Author.ID, Aliases: []string{m.Author.Username}, Name: name, ChatID: m.ChannelID, DM: dm}
+	// A user name may be all digits, as ids are: such a name could pose
+	// as another user's id in allowFrom, so it is no alias.
+	var aliases []string
+	if strings.Trim(m.Author.Username, "0123456789") != "" {
+		aliases = []string{m.Author.Username}
+	}
+	sender := access.Sender{ID: m.Author.ID, Aliases: aliases, Name: name, ChatID: m.ChannelID, DM: dm}
 	text := stripMention(m.Content, bot)
 	verdict, err := a.deps.Gate.Check(ctx, a.policy, sender, text)
 	if err != nil {
@@ -107,7 +113,8 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, raw []byte) erro
 	if text == "" && len(refs) == 0 {
 		return nil
 	}
-	meta := map[string]string{"message_id": m.ID, "username": m.Author.Username}
+	// is_group tells memory a guild channel from a DM (memory.IsGroup).
+	meta := map[string]string{"message_id": m.ID, "username": m.Author.Username, "is_group": fmt.Sprint(!dm)}
 	if !dm {
 		meta["guild_id"] = m.GuildID
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,7 @@ type Adapter struct {
 	log       *slog.Logger
 	api       *slack.Client
 	http      *http.Client
+	apiURL    *url.URL // the Web API's: files are fetched from its host only
 	media     *media.Store
 	groups    access.Policy
 	dms       access.Policy
@@ -96,6 +98,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 			return nil, err
 		}
 	}
+	var err error
 	apiURL := cfg.APIURL
 	if apiURL == "" {
 		apiURL = DefaultAPIURL
@@ -103,13 +106,15 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if !strings.HasSuffix(apiURL, "/") {
 		apiURL += "/"
 	}
+	if a.apiURL, err = url.Parse(apiURL); err != nil {
+		return nil, fmt.Errorf("slack: api URL: %w", err)
+	}
 	a.api = slack.New(cfg.BotToken,
 		slack.OptionAppLevelToken(cfg.AppToken),
 		slack.OptionAPIURL(apiURL),
 		slack.OptionHTTPClient(a.http),
 		slack.OptionLog(logAdapter{a.log}),
 	)
-	var err error
 	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}

@@ -15,7 +15,10 @@
 // messages ("open"), or all messages of the channels in groupAllowFrom
 // ("allowlist"). Slack sends both a message and an app_mention event for a
 // mention; the app_mention is the one used. Then the access gate admits
-// the sender or not (pairing codes in DMs).
+// the sender or not (pairing codes in DMs). Shared files are downloaded
+// with the bot token into the object store, only from the Web API's host
+// or its subdomains (files.slack.com); a file elsewhere (a remote file's
+// URL is its app's) is named in a note instead.
 //
 // Replies go to the thread of the message that asked (replyInThread,
 // default true), and a channel thread is its own session
@@ -29,5 +32,6 @@
 // once per streamEditInterval; see internal/editstream).
 //
 // Inbound metadata, which the worker copies onto its replies: ts,
-// thread_ts, channel_type, and stream=true when streaming.
+// thread_ts, channel_type (absent from mentions), is_group, and
+// stream=true when streaming.
 package slack

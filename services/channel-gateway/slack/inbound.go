@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -85,7 +86,9 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 	if thread == "" && !dm && channelconfig.On(a.cfg.ReplyInThread, true) {
 		thread = e.TS
 	}
-	meta := map[string]string{"ts": e.TS, "channel_type": e.ChannelType}
+	// is_group tells memory a channel from a private chat (memory.IsGroup):
+	// app_mention events carry no channel_type.
+	meta := map[string]string{"ts": e.TS, "channel_type": e.ChannelType, "is_group": fmt.Sprint(!dm)}
 	if a.cfg.Streaming {
 		meta["stream"] = "true" // asks the worker for deltas
 	}
@@ -104,7 +107,11 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 			continue
 		}
 		object := fmt.Sprintf("slack/%s/%s/%s", e.Channel, ev.EventID, f.ID)
-		ref, err := a.media.Fetch(ctx, a.http, f.URL, http.Header{"Authorization": {"Bearer " + a.cfg.BotToken}}, object, f.Name, f.Mimetype)
+		var ref *nanofleetv1.MediaRef
+		err := fmt.Errorf("file URL %q is not on Slack's host", f.URL)
+		if a.onAPIHost(f.URL) {
+			ref, err = a.media.Fetch(ctx, a.http, f.URL, http.Header{"Authorization": {"Bearer " + a.cfg.BotToken}}, object, f.Name, f.Mimetype)
+		}
 		if err != nil {
 			a.log.Warn("slack file download failed", "name", f.Name, "err", err)
 		}
@@ -125,4 +132,18 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 		}
 	}
 	return nil
+}
+
+// onAPIHost reports whether a file's URL is on the Web API's host or one
+// of its subdomains (files.slack.com), with its scheme and port: the bot
+// token goes with the download, and a remote file's URL is whatever the
+// app that registered it gave.
+func (a *Adapter) onAPIHost(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host, api := strings.ToLower(u.Hostname()), strings.ToLower(a.apiURL.Hostname())
+	return u.Scheme == a.apiURL.Scheme && u.Port() == a.apiURL.Port() &&
+		(host == api || strings.HasSuffix(host, "."+api))
 }

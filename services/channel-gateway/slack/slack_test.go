@@ -3,6 +3,8 @@ package slack_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -251,6 +253,41 @@ func TestFilesAreStored(t *testing.T) {
 	ref, data := adaptertest.Stored(t, h.Bus, h.Worker.Next(t))
 	if ref.GetMimeType() != "application/pdf" || string(data) != "%PDF-1.4 fake" {
 		t.Errorf("stored %q (%s)", data, ref.GetMimeType())
+	}
+}
+
+// TestFilesComeOnlyFromSlack is an attack: a file in an event whose URL
+// is not on Slack's host (a remote file's URL is whatever its app
+// registered) must not be fetched, and above all not with the bot token.
+func TestFilesComeOnlyFromSlack(t *testing.T) {
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
+	tokens := make(chan string, 10)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokens <- r.Header.Get("Authorization")
+		_, _ = w.Write([]byte("stolen"))
+	}))
+	defer other.Close()
+	tests := []struct{ name, url string }{
+		{"another host", strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/files/x"},
+		{"another port of the host", other.URL + "/files/x"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := fmt.Sprintf("5.%d", i)
+			ev := slacktest.Message("U1", "D1", "im", ts, "see attached")
+			ev["subtype"] = "file_share"
+			ev["files"] = []map[string]any{{"id": "F9", "name": "x.txt", "mimetype": "text/plain", "size": 6, "url_private_download": tt.url}}
+			h.fake.Send(t, "EvX"+ts, ev)
+			in := h.Worker.Next(t)
+			if len(in.GetMedia()) != 0 || !strings.Contains(in.GetContent(), "[attachment x.txt not downloaded]") {
+				t.Errorf("inbound %q with %d media, want the note and none", in.GetContent(), len(in.GetMedia()))
+			}
+			select {
+			case auth := <-tokens:
+				t.Errorf("the gateway fetched %s (Authorization %q)", tt.url, auth)
+			default:
+			}
+		})
 	}
 }
 

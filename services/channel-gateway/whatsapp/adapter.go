@@ -89,9 +89,6 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 			return nil, err
 		}
 	}
-	if a.dial == nil {
-		a.dial = whatsmeowDialer(a.log.With("component", "whatsmeow"))
-	}
 	kv, err := deps.Bus.KV(ctx, Bucket)
 	if err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
@@ -101,6 +98,9 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	}
 	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
+	}
+	if a.dial == nil {
+		a.dial = whatsmeowDialer(a.log.With("component", "whatsmeow"), a.media.Limit())
 	}
 	if a.sent, err = parts.Open(ctx, deps.Bus, parts.WithLogger(a.log)); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)

@@ -2,9 +2,12 @@ package whatsapp
 
 import (
 	"context"
+	"crypto/aes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"go.mau.fi/whatsmeow"
@@ -13,6 +16,8 @@ import (
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 	waLog "go.mau.fi/whatsmeow/util/log"
+
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
 // Conn is the part of a connected whatsmeow client the adapter uses:
@@ -57,11 +62,15 @@ type Dialer func(ctx context.Context, dev *store.Device, h Handlers) (Conn, erro
 var ErrLoggedOut = errors.New("whatsapp: logged out; link the account again")
 
 // whatsmeowDialer is the adapter's [Dialer]: it connects to WhatsApp with
-// whatsmeow, which logs to log on the adapter's behalf. Unexported: it is
-// the default [WithDialer] replaces, not a component of its own.
-func whatsmeowDialer(log *slog.Logger) Dialer {
+// whatsmeow, which logs to log on the adapter's behalf, and downloads
+// media of at most limit bytes. Unexported: it is the default
+// [WithDialer] replaces, not a component of its own.
+func whatsmeowDialer(log *slog.Logger, limit int64) Dialer {
 	return func(ctx context.Context, dev *store.Device, h Handlers) (Conn, error) {
 		cli := whatsmeow.NewClient(dev, logger{log})
+		cli.SetMediaHTTPClient(&http.Client{Transport: limitBodies{
+			base: http.DefaultTransport.(*http.Transport).Clone(), max: limit + encryptionOverhead,
+		}})
 		c := &client{cli: cli, done: make(chan struct{})}
 		cli.AddEventHandler(func(evt any) {
 			switch e := evt.(type) {
@@ -149,13 +158,75 @@ func (c *client) Composing(ctx context.Context, chat types.JID, on bool) error {
 	return c.cli.SendChatPresence(ctx, chat, state, types.ChatPresenceMediaText)
 }
 
+// Download fetches msg's media by its direct path from the media hosts
+// WhatsApp's server names, never from the message's URL: the sender
+// writes the message, and whatsmeow's Download fetches a URL from any
+// host (as plain bytes when the message has no media key), which would
+// let a chat user make the gateway read its own network.
 func (c *client) Download(ctx context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error) {
-	return c.cli.Download(ctx, msg)
+	kind := whatsmeow.GetMediaType(msg)
+	if kind == "" {
+		return nil, fmt.Errorf("%w %T", whatsmeow.ErrUnknownMediaType, msg)
+	}
+	size := -1
+	if m, ok := msg.(interface{ GetFileLength() uint64 }); ok {
+		size = int(m.GetFileLength())
+	}
+	return c.cli.DownloadMediaWithPath(ctx, msg.GetDirectPath(), msg.GetFileEncSHA256(), msg.GetFileSHA256(), msg.GetMediaKey(), size, kind, "")
 }
 
 func (c *client) Upload(ctx context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error) {
 	return c.cli.Upload(ctx, data, kind)
 }
+
+// encryptionOverhead is what encrypted media add to the file: AES-CBC
+// padding and the 10-byte MAC.
+const encryptionOverhead = aes.BlockSize + 10
+
+// limitBodies makes the responses of base fail to read beyond max bytes:
+// whatsmeow reads media whole into memory, and the file length a message
+// announces, written by its sender, bounds nothing.
+type limitBodies struct {
+	base http.RoundTripper
+	max  int64
+}
+
+func (l limitBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	// The read fails rather than the round trip: whatsmeow retries a
+	// failed round trip as a network error.
+	resp.Body = &limitedBody{body: resp.Body, left: l.max, over: resp.ContentLength > l.max, max: l.max}
+	return resp, nil
+}
+
+// limitedBody fails with [media.ErrTooLarge] once more than max bytes
+// came, or at once when the announced length is over.
+type limitedBody struct {
+	body io.ReadCloser
+	left int64
+	over bool
+	max  int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.over {
+		return 0, fmt.Errorf("%w: media over %d bytes", media.ErrTooLarge, b.max)
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.body.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		b.over = true
+		return 0, fmt.Errorf("%w: media over %d bytes", media.ErrTooLarge, b.max)
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.body.Close() }
 
 // logger adapts slog to whatsmeow's logger; whatsmeow's info lines are
 // chatty protocol detail, so they are logged at debug.

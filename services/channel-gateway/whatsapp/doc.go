@@ -27,7 +27,10 @@
 // without id, chat, sender or message is logged and dropped. Text,
 // captions, quoted messages (prefixed as a "> " quote), images, voice
 // notes, audio, documents, video and stickers are taken; media are
-// downloaded and decrypted by whatsmeow and copied into the object store.
+// downloaded by their direct path from the media hosts WhatsApp's server
+// names (never from the URL the sender wrote into the message), read up
+// to the media limit whatever length the message announces, decrypted by
+// whatsmeow and copied into the object store.
 // WhatsApp does not send a message again, so publishing is retried a few
 // times before the message is given up with an error log. The message id
 // is the inbound id, so a message delivered twice is stored once.

@@ -76,8 +76,12 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Mes
 			msg.Content = "> " + strings.ReplaceAll(quoted, "\n", "\n> ") + "\n\n" + msg.Content
 		}
 	}
+	// The sender's client chooses the message id, and a group sees it:
+	// under the chat and sender, one sender's media never replace
+	// another's.
+	objects := fmt.Sprintf("whatsapp/%s/%s/%s", info.Chat.String(), sender.String(), info.ID)
 	for i, f := range files {
-		ref, err := a.download(ctx, info.ID, i, f)
+		ref, err := a.download(ctx, objects, i, f)
 		if err != nil {
 			a.log.Warn("whatsapp attachment not downloaded", "name", f.name, "err", err)
 		}
@@ -203,8 +207,9 @@ func ext(mime string) string {
 	return ""
 }
 
-// download copies an attachment into the object store.
-func (a *Adapter) download(ctx context.Context, msgID string, i int, f attachment) (*nanofleetv1.MediaRef, error) {
+// download copies a message's i-th attachment into the object store,
+// under the prefix objects.
+func (a *Adapter) download(ctx context.Context, objects string, i int, f attachment) (*nanofleetv1.MediaRef, error) {
 	if f.size > uint64(a.media.Limit()) {
 		return nil, fmt.Errorf("%d bytes: %w", f.size, media.ErrTooLarge)
 	}
@@ -217,5 +222,5 @@ func (a *Adapter) download(ctx context.Context, msgID string, i int, f attachmen
 		return nil, err
 	}
 	mime, _, _ := strings.Cut(f.mime, ";")
-	return a.media.Put(ctx, fmt.Sprintf("whatsapp/%s/%d", msgID, i), f.name, mime, bytes.NewReader(data))
+	return a.media.Put(ctx, fmt.Sprintf("%s/%d", objects, i), f.name, mime, bytes.NewReader(data))
 }

@@ -179,6 +179,28 @@ func TestMediaGoesToTheObjectStore(t *testing.T) {
 	}
 }
 
+// TestMediaOfOthersAreNotOverwritten is an attack: a WhatsApp message id
+// is chosen by the sender's client, and ids are seen by everyone in a
+// group. A stranger who sends media under the id of Ada's message must
+// not replace what Ada's message refers to in the object store.
+func TestMediaOfOthersAreNotOverwritten(t *testing.T) {
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.Echo)
+	h.fake.File("/v/ada", []byte("ada's photo"))
+	h.fake.File("/v/mallory", []byte("mallory's photo"))
+	ada, mallory := types.NewJID("15550001", types.DefaultUserServer), types.NewJID("15550066", types.DefaultUserServer)
+	image := func(path string) *waE2E.Message {
+		return &waE2E.Message{ImageMessage: &waE2E.ImageMessage{Mimetype: proto.String("image/jpeg"), DirectPath: proto.String(path), FileLength: proto.Uint64(11)}}
+	}
+	h.fake.Emit(whatsapptest.Message("3EB0ADA", ada, ada, image("/v/ada")))
+	in := h.worker.Next(t)
+	h.fake.Emit(whatsapptest.Message("3EB0ADA", mallory, mallory, image("/v/mallory")))
+	h.fake.Emit(whatsapptest.DM("3EB0END", "15550066", "sentinel"))
+	h.worker.ContentsUntil(t, "sentinel", wait) // Mallory's message was handled
+	if _, data := adaptertest.Stored(t, h.bus, in); string(data) != "ada's photo" {
+		t.Errorf("Ada's attachment now holds %q", data)
+	}
+}
+
 func TestAttachmentsAreSent(t *testing.T) {
 	h := newHarness(t, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		out := workertest.Final("here you are: " + in.GetContent())

@@ -325,6 +325,9 @@ func TestSyncFollowsNoLink(t *testing.T) {
 		{"USER.md symlink to a host file", false, linkHostFile(os.Symlink, "USER.md"), keepsBucketCopy("USER.md", "Name: Ada\n")},
 		{"editable: SOUL.md symlink to a host file", true, linkHostFile(os.Symlink, "SOUL.md"), keepsBucketCopy("SOUL.md", "I am kind.\n")},
 		{"editable: USER.md hard link to a host file", true, linkHostFile(os.Link, "USER.md"), keepsBucketCopy("USER.md", "Name: Ada\n")},
+		{"MEMORY.md symlink to a host file", false, linkHostFile(os.Symlink, "memory/MEMORY.md"), keepsBucketCopy("memory/MEMORY.md", "- model's memory, updated\n")},
+		{"MEMORY.md hard link to a host file", false, linkHostFile(os.Link, "memory/MEMORY.md"), keepsBucketCopy("memory/MEMORY.md", "- model's memory, updated\n")},
+		{"state file symlink to a host file", false, linkHostFile(os.Symlink, "memory/.nanofleet-sync.json"), func(t *testing.T, e env, prof jetstream.KeyValue) {}},
 		{"editable: memory directory swapped for a host directory", true, func(t *testing.T, ws, _, hostDir string) {
 			must(t, os.Rename(filepath.Join(ws, "memory"), filepath.Join(ws, "memory.old")))
 			must(t, os.Symlink(hostDir, filepath.Join(ws, "memory")))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/memory"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
@@ -49,6 +50,7 @@ func Run(t *testing.T, p Platform) {
 		{"SplitReplyContinuesOnAnotherGateway", SplitReplyContinuesOnAnotherGateway},
 		{"Strangers", Strangers},
 		{"GroupPolicy", GroupPolicy},
+		{"GroupsAreMarked", GroupsAreMarked},
 		{"MalformedDropped", MalformedDropped},
 	} {
 		t.Run(s.name, func(t *testing.T) { s.run(t, p) })
@@ -268,6 +270,23 @@ func GroupPolicy(t *testing.T, p Platform) {
 				t.Errorf("answers in %v, want the group's in %q", got, p.Group)
 			}
 		})
+	}
+}
+
+// GroupsAreMarked: a group message carries the metadata by which memory
+// knows a group ([memory.IsGroup]), and a direct message does not. In
+// user scope a message not known for a group's gets its sender's personal
+// memory, which the group would then read in the answers.
+func GroupsAreMarked(t *testing.T, p Platform) {
+	h := start(t, p, channelconfig.Common{AllowFrom: []string{"*"}, GroupPolicy: channelconfig.GroupOpen}, workertest.Echo)
+	h.fake.Group(t, 1, Alice, "in the group", true)
+	h.fake.DM(t, 2, Alice, "in private")
+	for range 2 {
+		in := h.worker.Next(t)
+		group := strings.HasSuffix(in.GetContent(), "in the group")
+		if memory.IsGroup(in) != group {
+			t.Errorf("%q: memory.IsGroup = %v, want %v (metadata %v)", in.GetContent(), !group, group, in.GetMetadata())
+		}
 	}
 }
 

@@ -3,6 +3,9 @@ package media_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,6 +47,73 @@ func TestPut(t *testing.T) {
 			info, err := s.Info(ctx, ref.GetObject())
 			if err != nil || info.GetMimeType() != tt.wantMime || info.GetName() != tt.file {
 				t.Errorf("Info = %v, %v", info, err)
+			}
+		})
+	}
+}
+
+// TestFetch is an attack on downloads: the server announces a size it
+// does not send, sends more than the limit without announcing it, or
+// never stops. Nothing over the limit is stored, and an endless body
+// ends the download.
+func TestFetch(t *testing.T) {
+	const limit = 64
+	b := bustest.StartJetStream(t)
+	ctx := t.Context()
+	s, err := media.Open(ctx, b, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		n, _ := strconv.Atoi(q.Get("send"))
+		if cl := q.Get("announce"); cl != "" {
+			// Written by hand: net/http refuses a body unlike its length.
+			conn, buf, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s", cl, strings.Repeat("a", n))
+			_ = buf.Flush()
+			return
+		}
+		for sent := 0; n < 0 || sent < n; sent++ { // unannounced, chunked
+			if _, err := w.Write([]byte("a")); err != nil {
+				return // the client stopped reading
+			}
+		}
+	}))
+	defer srv.Close()
+	tests := []struct {
+		name     string
+		query    string
+		wantSize int64
+		wantErr  bool
+	}{
+		{"announced and sent", "announce=10&send=10", 10, false},
+		{"announces less than it sends", "announce=10&send=1000", 10, false},
+		{"announces more than the limit", "announce=100000&send=10", 0, true},
+		{"announces more than it sends", "announce=60&send=10", 0, true},
+		{"sends over the limit unannounced", "send=65", 0, true},
+		{"never stops", "send=-1", 0, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			object := fmt.Sprintf("test/fetch/%d", i)
+			ref, err := s.Fetch(ctx, srv.Client(), srv.URL+"/?"+tt.query, nil, object, "f.txt", "")
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Fetch = %v, %v; want error %v", ref, err, tt.wantErr)
+			}
+			if err != nil {
+				if _, err := s.Info(ctx, object); err == nil {
+					t.Errorf("a refused download was stored")
+				}
+				return
+			}
+			if ref.GetSize() != tt.wantSize {
+				t.Errorf("stored %d bytes, want %d", ref.GetSize(), tt.wantSize)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
@@ -16,6 +17,12 @@ import (
 // MaxBody is how much of a request body is read; platforms' events are
 // far smaller.
 const MaxBody = 1 << 20
+
+// BodyTimeout is how long a request body may take to arrive: anyone can
+// post to a webhook, and Feishu's body is read before its signature can
+// be checked, so a body that never ends would hold its request (and
+// connection) for good. Platforms send their small events at once.
+const BodyTimeout = 10 * time.Second
 
 // Receiver hands webhook requests to the adapter's Run. The zero value
 // is ready to use: no Run serving.
@@ -34,8 +41,8 @@ func (r *Receiver) Serve(ctx context.Context, in gateway.Inbox) {
 
 // Accept reads req's body, at most [MaxBody], and returns it with the
 // serving Run's context and inbox. When there is none (no Run, or its
-// context ended) it answers 503, when the body cannot be read 400, and
-// returns ok false.
+// context ended) it answers 503, when the body cannot be read within
+// [BodyTimeout] 400, and returns ok false.
 func (r *Receiver) Accept(w http.ResponseWriter, req *http.Request) (ctx context.Context, in gateway.Inbox, body []byte, ok bool) {
 	r.mu.Lock()
 	in, ctx = r.in, r.ctx
@@ -44,6 +51,9 @@ func (r *Receiver) Accept(w http.ResponseWriter, req *http.Request) (ctx context
 		http.Error(w, "not running", http.StatusServiceUnavailable)
 		return nil, nil, nil, false
 	}
+	// Not supported by every ResponseWriter (a test's recorder): then the
+	// server's own timeouts are all there is.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyTimeout))
 	body, err := io.ReadAll(io.LimitReader(req.Body, MaxBody))
 	if err != nil {
 		http.Error(w, "read error", http.StatusBadRequest)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -63,5 +65,35 @@ func TestAccept(t *testing.T) {
 				t.Errorf("body = %d bytes, want %d", len(body), len(tt.wantBody))
 			}
 		})
+	}
+}
+
+// TestAcceptEndsASlowBody is an attack: anyone can post to a webhook, and
+// Feishu's handler reads the body before it can check the signature. A
+// body that starts and never ends must not hold the request for good.
+func TestAcceptEndsASlowBody(t *testing.T) {
+	var r webhook.Receiver
+	r.Serve(t.Context(), gateway.InboxFunc(func(context.Context, *nanofleetv1.InboundMessage) error { return nil }))
+	done := make(chan bool, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _, _, ok := r.Accept(w, req)
+		done <- ok
+	}))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /hook HTTP/1.1\r\nHost: gateway\r\nContent-Length: 100\r\n\r\n{\"update_id\":"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ok := <-done:
+		if ok {
+			t.Error("a body cut short was accepted")
+		}
+	case <-time.After(webhook.BodyTimeout + 5*time.Second):
+		t.Fatalf("the request still reads its body after %s", webhook.BodyTimeout+5*time.Second)
 	}
 }
