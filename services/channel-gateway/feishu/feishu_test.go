@@ -242,11 +242,8 @@ func TestWithinRequestLimits(t *testing.T) {
 // the widest cell on every row); the stream's card and the reply must cut
 // alike, or the reply repeats part of what the card shows.
 func TestStreamedTextRepliesOnce(t *testing.T) {
-	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 800) + "|"}
-	for i := range 350 {
-		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
-	}
-	answer := strings.Join(rows, "\n") + "\n\nEND"
+	table := adaptertest.PaddedTable(800, 350)
+	answer := table + "\n\nEND"
 	posted := make(chan struct{})
 	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.1}, ReplyFormat: feishu.FormatText},
 		workertest.Streamed(answer, workertest.Deltas(answer)...), workertest.HoldUntil(posted, wait))

@@ -120,11 +120,7 @@ func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 // with msg_too_long, as Slack does), however much escaping or a table's
 // padding adds.
 func TestWithinLimit(t *testing.T) {
-	// A table is padded to its widest cell on every row.
-	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 120) + "|"}
-	for i := range 200 {
-		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
-	}
+	table := adaptertest.PaddedTable(120, 200)
 	progress, hint, final := nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL
 	tests := []struct {
 		name    string
@@ -135,11 +131,11 @@ func TestWithinLimit(t *testing.T) {
 		{"short progress", progress, "looking it up", 1},
 		{"long progress", progress, strings.Repeat("a", 50000), 1},
 		{"progress of ampersands", progress, strings.Repeat("&", 10000), 1},
-		{"progress with a padded table", progress, strings.Join(rows, "\n"), 1},
+		{"progress with a padded table", progress, table, 1},
 		{"long tool hint", hint, strings.Repeat("x", 50000), 1},
 		{"tool hint of ampersands", hint, strings.Repeat("&", 10000), 1},
 		{"reply of ampersands", final, strings.Repeat("& ", 4500), 3},
-		{"reply with a padded table", final, strings.Join(rows, "\n"), 0},
+		{"reply with a padded table", final, table, 0},
 	}
 	yes := true
 	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes, SendToolHints: &yes}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
@@ -174,11 +170,8 @@ func TestWithinLimit(t *testing.T) {
 // message stays within Slack's 40,000 characters once rendered at every
 // post and update, and the rest of it follows in messages of its own.
 func TestStreamedTableWithinLimit(t *testing.T) {
-	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 120) + "|"}
-	for i := range 200 {
-		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
-	}
-	answer := strings.Join(rows, "\n") + "\n\nEND"
+	table := adaptertest.PaddedTable(120, 200)
+	answer := table + "\n\nEND"
 	release := make(chan struct{})
 	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.1}},
 		workertest.Streamed(answer, workertest.Deltas(answer)...), workertest.HoldUntil(release, wait))

@@ -129,11 +129,7 @@ func TestPlainTextWhenEntitiesAreRejected(t *testing.T) {
 // 4,096 UTF-16 units once its HTML is parsed (the fake refuses more, as
 // Telegram does), however much rendering adds; escapes count once.
 func TestRepliesWithinLimit(t *testing.T) {
-	// A table is padded to its widest cell on every row.
-	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 60) + "|"}
-	for i := range 60 {
-		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
-	}
+	table := adaptertest.PaddedTable(60, 60)
 	tests := []struct {
 		name   string
 		answer string
@@ -141,7 +137,7 @@ func TestRepliesWithinLimit(t *testing.T) {
 	}{
 		{"escapes count once", strings.Repeat("a < b & c ", 390), 1},
 		{"emoji outside the BMP", strings.Repeat("😀", 2100), 2},
-		{"padded table", strings.Join(rows, "\n"), 0},
+		{"padded table", table, 0},
 		{"thematic breaks", strings.Repeat("---\n\n", 700), 0},
 	}
 	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
@@ -173,11 +169,8 @@ func TestRepliesWithinLimit(t *testing.T) {
 // stays within Telegram's limit once rendered at every post and edit, and
 // the rest of it follows in messages of its own.
 func TestStreamedTableWithinLimit(t *testing.T) {
-	rows := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", 60) + "|"}
-	for i := range 60 {
-		rows = append(rows, fmt.Sprintf("| %d | x |", i+1))
-	}
-	answer := strings.Join(rows, "\n") + "\n\nEND"
+	table := adaptertest.PaddedTable(60, 60)
+	answer := table + "\n\nEND"
 	release := make(chan struct{})
 	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.1}},
 		workertest.Streamed(answer, workertest.Deltas(answer)...), workertest.HoldUntil(release, wait))

@@ -2,6 +2,7 @@ package adaptertest
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -94,4 +95,16 @@ func Refused(t *testing.T, build Build) error {
 		t.Fatalf("the adapter still runs after %s", Wait)
 		return nil
 	}
+}
+
+// PaddedTable is a Markdown table of rows short rows and one of wide
+// words: it renders several times longer than it is, as a platform pads
+// every row to the widest cell, which is what a length limit measured on
+// the Markdown misses.
+func PaddedTable(wide, rows int) string {
+	lines := []string{"| n | note |", "|---|---|", "| 0 | " + strings.Repeat("wide ", wide) + "|"}
+	for i := range rows {
+		lines = append(lines, fmt.Sprintf("| %d | x |", i+1))
+	}
+	return strings.Join(lines, "\n")
 }
