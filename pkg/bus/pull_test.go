@@ -21,20 +21,8 @@ func TestPullHoldsNoMoreThanItsSlots(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	st, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const messages, slots = 6, 2
-	for i := range messages {
-		if _, err := b.JS.Publish(ctx, fmt.Sprint("jobs.", i), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := jobs(t, b, messages)
 	started := make(chan struct{}, messages)
 	release := make(chan struct{})
 	var running, most atomic.Int32
@@ -98,22 +86,10 @@ func TestPullReleasingFetchesForReleasedSlots(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	st, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Two slots; the first four messages release theirs, so six start:
 	// four released and two holding the slots.
 	const messages, slots, releasing = 8, 2, 4
-	for i := range messages {
-		if _, err := b.JS.Publish(ctx, fmt.Sprint("jobs.", i), []byte(fmt.Sprint(i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := jobs(t, b, messages)
 	started := make(chan struct{}, messages)
 	finish := make(chan struct{})
 	pulled := make(chan func())
@@ -193,4 +169,24 @@ func TestTakeEndsWithItsContext(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Take still waits for the fetch's expiry after its context ended")
 	}
+}
+
+// jobs publishes messages numbered 0… on a stream of their own and
+// returns a consumer of them with explicit acks.
+func jobs(t *testing.T, b *bus.Bus, messages int) jetstream.Consumer {
+	t.Helper()
+	st, err := b.JS.CreateStream(t.Context(), jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range messages {
+		if _, err := b.JS.Publish(t.Context(), fmt.Sprint("jobs.", i), []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := st.CreateOrUpdateConsumer(t.Context(), jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cons
 }
