@@ -85,8 +85,12 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	}
 	a := &Adapter{
 		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
-		base:   cfg.baseURL(),
-		http:   &http.Client{Timeout: 2 * time.Minute},
+		base: cfg.baseURL(),
+		// The SDK reads a download whole before the media store's limit
+		// applies, and the sender chose its size: bound every body at the
+		// limit (API answers are far below a megabyte).
+		http: &http.Client{Timeout: 2 * time.Minute, Transport: media.LimitBodies(
+			http.DefaultTransport.(*http.Transport).Clone(), max(cfg.MediaLimit(20<<20), 1<<20))},
 		policy: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
 	}
 	for _, o := range opts {

@@ -150,6 +150,22 @@ func TestImagesAndFilesAreStored(t *testing.T) {
 	}
 }
 
+// TestLargeResourceIsNotRead: Feishu's SDK reads a download whole before
+// the media store's limit applies, and the sender chose the file's size.
+// A file far over the limit must be refused without reading it.
+func TestLargeResourceIsNotRead(t *testing.T) {
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, MaxMediaBytes: 1000}}, workertest.Echo)
+	const size = 64 << 20
+	h.fake.AddResource("om_big", "file_big", make([]byte, size))
+	h.fake.Send(t, feishutest.Message("ev-1", "ou_ada", "oc_p2p", "p2p", "om_big", "file", map[string]string{"file_key": "file_big", "file_name": "big.bin"}))
+	if got := h.Worker.ContentsUntil(t, "[attachment big.bin not downloaded]", wait); len(got) != 1 {
+		t.Errorf("worker got %q", got)
+	}
+	if n := h.fake.Served("om_big", "file_big"); n > 16<<20 {
+		t.Errorf("the gateway took %d bytes of a %d-byte file over its 1,000-byte limit", n, size)
+	}
+}
+
 func TestReplyFormats(t *testing.T) {
 	tests := []struct {
 		format, msgType string

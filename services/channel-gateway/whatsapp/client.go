@@ -5,7 +5,6 @@ import (
 	"crypto/aes"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -68,9 +67,7 @@ var ErrLoggedOut = errors.New("whatsapp: logged out; link the account again")
 func whatsmeowDialer(log *slog.Logger, limit int64) Dialer {
 	return func(ctx context.Context, dev *store.Device, h Handlers) (Conn, error) {
 		cli := whatsmeow.NewClient(dev, logger{log})
-		cli.SetMediaHTTPClient(&http.Client{Transport: limitBodies{
-			base: http.DefaultTransport.(*http.Transport).Clone(), max: limit + encryptionOverhead,
-		}})
+		cli.SetMediaHTTPClient(&http.Client{Transport: media.LimitBodies(http.DefaultTransport.(*http.Transport).Clone(), limit+encryptionOverhead)})
 		c := &client{cli: cli, done: make(chan struct{})}
 		cli.AddEventHandler(func(evt any) {
 			switch e := evt.(type) {
@@ -182,51 +179,6 @@ func (c *client) Upload(ctx context.Context, data []byte, kind whatsmeow.MediaTy
 // encryptionOverhead is what encrypted media add to the file: AES-CBC
 // padding and the 10-byte MAC.
 const encryptionOverhead = aes.BlockSize + 10
-
-// limitBodies makes the responses of base fail to read beyond max bytes:
-// whatsmeow reads media whole into memory, and the file length a message
-// announces, written by its sender, bounds nothing.
-type limitBodies struct {
-	base http.RoundTripper
-	max  int64
-}
-
-func (l limitBodies) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := l.base.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	// The read fails rather than the round trip: whatsmeow retries a
-	// failed round trip as a network error.
-	resp.Body = &limitedBody{body: resp.Body, left: l.max, over: resp.ContentLength > l.max, max: l.max}
-	return resp, nil
-}
-
-// limitedBody fails with [media.ErrTooLarge] once more than max bytes
-// came, or at once when the announced length is over.
-type limitedBody struct {
-	body io.ReadCloser
-	left int64
-	over bool
-	max  int64
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.over {
-		return 0, fmt.Errorf("%w: media over %d bytes", media.ErrTooLarge, b.max)
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.body.Read(p)
-	if b.left -= int64(n); b.left < 0 {
-		b.over = true
-		return 0, fmt.Errorf("%w: media over %d bytes", media.ErrTooLarge, b.max)
-	}
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.body.Close() }
 
 // logger adapts slog to whatsmeow's logger; whatsmeow's info lines are
 // chatty protocol detail, so they are logged at debug.

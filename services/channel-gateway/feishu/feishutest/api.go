@@ -127,7 +127,7 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			}
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Header().Set("Content-Disposition", `attachment; filename="`+r.PathValue("key")+`.bin"`)
-			_, _ = w.Write(data)
+			s.serve(w, c.Parent+"/"+r.PathValue("key"), data)
 		}
 	}
 }
@@ -234,4 +234,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// serve writes a resource in pieces, counting what the client took.
+func (s *Server) serve(w http.ResponseWriter, key string, data []byte) {
+	for len(data) > 0 {
+		n, err := w.Write(data[:min(len(data), 64<<10)])
+		s.mu.Lock()
+		s.served[key] += int64(n)
+		s.mu.Unlock()
+		if err != nil {
+			return
+		}
+		data = data[n:]
+	}
 }

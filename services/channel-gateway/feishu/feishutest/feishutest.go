@@ -53,6 +53,7 @@ type Server struct {
 	msgs      int
 	frames    uint64
 	resources map[string][]byte
+	served    map[string]int64  // bytes of each resource written to a client
 	contents  map[string]string // message id → its current content
 	uploads   map[string][]byte // image or file key → its bytes
 }
@@ -62,7 +63,7 @@ func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
 		Recorder: fakeplatform.NewRecorder("feishutest calls", func(c Call) string { return c.Kind }), acks: fakeplatform.NewRecorder("feishutest acks", func(a Ack) string { return a.MessageID }),
-		seen: map[string]bool{}, resources: map[string][]byte{}, contents: map[string]string{}, uploads: map[string][]byte{},
+		seen: map[string]bool{}, resources: map[string][]byte{}, served: map[string]int64{}, contents: map[string]string{}, uploads: map[string][]byte{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /callback/ws/endpoint", s.serveEndpoint)
@@ -90,6 +91,15 @@ func (s *Server) AddResource(messageID, key string, data []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resources[messageID+"/"+key] = data
+}
+
+// Served is how many bytes of a resource the server has written to
+// clients: a client that stops reading a download it will not keep makes
+// the writes fail early.
+func (s *Server) Served(messageID, key string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.served[messageID+"/"+key]
 }
 
 // Content returns the current content of a message the bot sent (after
