@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
 // callInfo records, for one attempt, what go-openai's errors do not carry:
@@ -75,10 +78,9 @@ func apiErrorFrom(err error, info *callInfo, now time.Time) *APIError {
 	case errors.As(err, &oe) && oe.HTTPStatusCode != 0:
 		status, msg = oe.HTTPStatusCode, oe.Message
 	case errors.As(err, &re) && re.HTTPStatusCode != 0:
-		status, msg = re.HTTPStatusCode, strings.TrimSpace(string(re.Body))
-		if len(msg) > 200 {
-			msg = msg[:200] + "…"
-		}
+		// Excerpt cuts on a character boundary: the message reaches the
+		// user in a proto string, which refuses half a character.
+		status, msg = re.HTTPStatusCode, observe.Excerpt(bytes.TrimSpace(re.Body))
 	default:
 		return nil
 	}

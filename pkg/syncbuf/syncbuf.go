@@ -6,6 +6,7 @@ package syncbuf
 import (
 	"bytes"
 	"sync"
+	"unicode/utf8"
 )
 
 // Buffer is safe for concurrent use. The zero value keeps everything.
@@ -35,11 +36,17 @@ func (b *Buffer) String() string {
 	return b.buf.String()
 }
 
-// Tail is the last n bytes kept, after "…" when there were more.
+// Tail is at most the last n bytes kept, after "…" when there were more.
+// It starts at a character: the tail is shown to the operator, and half a
+// character at its start was shown as garbage.
 func (b *Buffer) Tail(n int) string {
 	s := b.String()
 	if len(s) > n {
-		s = "…" + s[len(s)-n:]
+		from := len(s) - n
+		for from < len(s) && !utf8.RuneStart(s[from]) {
+			from++
+		}
+		s = "…" + s[from:]
 	}
 	return s
 }

@@ -19,6 +19,9 @@ func TestBuffer(t *testing.T) {
 		{"short", &syncbuf.Buffer{}, []string{"ab"}, "ab", "ab"},
 		{"stops at max", &syncbuf.Buffer{Max: 4}, []string{"ab", "cd", "ef"}, "abcd", "abcd"},
 		{"a write that crosses max is kept whole", &syncbuf.Buffer{Max: 3}, []string{"ab", "cd", "ef"}, "abcd", "abcd"},
+		{"tail starts inside a chinese character", &syncbuf.Buffer{}, []string{"a你好"}, "a你好", "…好"},
+		{"tail starts inside an emoji", &syncbuf.Buffer{}, []string{"ab😀c"}, "ab😀c", "…c"},
+		{"tail starts at an emoji", &syncbuf.Buffer{}, []string{"a😀😀"}, "a😀😀", "…😀"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

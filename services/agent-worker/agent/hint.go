@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nanofleet/nanofleet/pkg/memory"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -35,10 +36,9 @@ func Hint(c *nanofleetv1.ToolCall) string {
 	return h.prefix + clip(s, 80)
 }
 
+// clip puts s on one line of at most n bytes, cut on a character
+// boundary: the hint goes out in an OutboundMessage, and proto.Marshal
+// refuses a string ending in half a character.
 func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return memory.Clip(strings.ReplaceAll(s, "\n", " "), n)
 }

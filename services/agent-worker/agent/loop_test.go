@@ -204,6 +204,11 @@ func TestHint(t *testing.T) {
 		{"exec", `{"command":"ls -la"}`, "$ ls -la"},
 		{"read_file", `{"path":"src/main.go"}`, "read src/main.go"},
 		{"cron", `{"action":"list"}`, `cron({"action":"list"})`},
+		// Cut at 80 and 60 bytes, which fall inside a character: the cut
+		// moves back to the character's start.
+		{"exec", `{"command":"echo a` + strings.Repeat("你", 30) + `"}`, "$ echo a" + strings.Repeat("你", 24) + "…"},
+		{"cron", `{"q":"` + strings.Repeat("😀", 20) + `"}`, `cron({"q":"` + strings.Repeat("😀", 13) + "…)"},
+		{"read_file", `{"path":"` + strings.Repeat("文", 27) + `"}`, "read " + strings.Repeat("文", 26) + "…"},
 	}
 	for _, tt := range tests {
 		if got := agent.Hint(&nanofleetv1.ToolCall{Name: tt.name, ArgumentsJson: tt.args}); got != tt.want {

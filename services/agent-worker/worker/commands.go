@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
+	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -142,7 +143,8 @@ func formatHistory(hist *session.History, n int) string {
 	for _, tr := range hist.Turns {
 		for _, m := range tr.Record.GetMessages() {
 			if (m.GetRole() == "user" || m.GetRole() == "assistant") && strings.TrimSpace(m.GetContent()) != "" {
-				lines = append(lines, m.GetRole()+": "+clip(m.GetContent(), 200))
+				// Cut on a character boundary: proto refuses half a one.
+				lines = append(lines, m.GetRole()+": "+memory.Clip(strings.ReplaceAll(m.GetContent(), "\n", " "), 200))
 			}
 		}
 	}
@@ -153,12 +155,4 @@ func formatHistory(hist *session.History, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

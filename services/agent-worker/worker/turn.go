@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
+	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -340,8 +341,5 @@ func shortError(err error) string {
 	if i := strings.LastIndex(s, ": "); i > 0 && len(s) > 160 {
 		s = s[i+2:]
 	}
-	if len(s) > 160 {
-		s = s[:160] + "…"
-	}
-	return s
+	return memory.Clip(s, 160) // on a character boundary: proto refuses half a one
 }

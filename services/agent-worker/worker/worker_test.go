@@ -335,6 +335,49 @@ func TestMessageToolSuppressesFinal(t *testing.T) {
 	}
 }
 
+// TestToolHintInChineseReachesTheChannel: a tool hint is cut to 60 bytes
+// of the call's arguments; cut inside a character, the OutboundMessage
+// failed proto.Marshal and the hint never reached the live subject.
+func TestToolHintInChineseReachesTheChannel(t *testing.T) {
+	h := start(t)
+	live := make(chan *nats.Msg, 64)
+	sub, err := h.b.NC.ChanSubscribe(h.b.Space.Live("cli", "c1"), live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := h.b.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// `{"content":"a` is 13 bytes: the cut at 60 falls 2 bytes into the
+	// 16th character.
+	h.llm.Enqueue(
+		llmtest.ToolCalls(llmtest.Call("message", `{"content":"a`+strings.Repeat("你好", 20)+`"}`)),
+		llmtest.Text("done"),
+	)
+	h.send(t, "c1", "1", "tell me")
+	want := `message({"content":"a` + strings.Repeat("你好", 7) + "你…)"
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case m := <-live:
+			o := &nanofleetv1.OutboundMessage{}
+			if err := proto.Unmarshal(m.Data, o); err != nil {
+				t.Fatalf("live message: %v", err)
+			}
+			if o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT {
+				continue
+			}
+			if o.GetContent() != want {
+				t.Fatalf("tool hint %q, want %q", o.GetContent(), want)
+			}
+			return
+		case <-timeout:
+			t.Fatal("no tool hint within 15s")
+		}
+	}
+}
+
 // waitForModelRequest returns once the fake model has a request.
 func waitForModelRequest(t *testing.T, h *harness) {
 	t.Helper()

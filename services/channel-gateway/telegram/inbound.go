@@ -121,7 +121,7 @@ func (a *Adapter) stripMention(text string) string {
 	if name == "" {
 		return strings.TrimSpace(text)
 	}
-	lower, at := strings.ToLower(text), "@"+strings.ToLower(name)
+	lower, at := lowerASCII(text), "@"+strings.ToLower(name)
 	var b strings.Builder
 	for {
 		i := strings.Index(lower, at)
@@ -133,6 +133,20 @@ func (a *Adapter) stripMention(text string) string {
 		text, lower = text[i+len(at):], lower[i+len(at):]
 	}
 	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// lowerASCII lowers ASCII letters only, so that an offset in the result
+// is one in s: strings.ToLower changes some characters' length (İ grows,
+// the Kelvin sign shrinks), and cutting s at an offset found in its
+// lower case split characters. Bot usernames are ASCII.
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // attachment is one file of a message.

@@ -325,6 +325,29 @@ func TestWebhook(t *testing.T) {
 	}
 }
 
+// TestMentionStripped: "@botname" is found in the lower-cased text and cut
+// out of the text itself. strings.ToLower changes the length of some
+// characters (İ grows by a byte, the Kelvin sign K shrinks by two), so the
+// offsets no longer matched and the cut split characters: the inbound
+// message was invalid UTF-8, which proto.Marshal refuses, and was lost.
+func TestMentionStripped(t *testing.T) {
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"42"}}}, workertest.Echo)
+	tests := []struct{ name, text, want string }{
+		{"ascii", "@Nano_Bot hello", "hello"},
+		{"emoji around", "😀@nano_bot😀 hi", "😀😀 hi"},
+		{"text that grows when lowered", "İİ @nano_bot 你好", "İİ 你好"},
+		{"text that shrinks when lowered", "\u212A @NANO_BOT 好", "\u212A 好"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.fake.Send(telegramtest.Message{UpdateID: int64(i + 1), MessageID: i + 1, ChatID: -100, ChatType: "supergroup", FromID: 42, Text: tt.text})
+			if in := h.Worker.Next(t); in.GetContent() != tt.want {
+				t.Errorf("inbound content %q, want %q", in.GetContent(), tt.want)
+			}
+		})
+	}
+}
+
 // TestAdapter runs the scenarios every adapter passes.
 func TestAdapter(t *testing.T) {
 	adaptertest.Run(t, adaptertest.Platform{Limit: markup.TelegramLimit, Quotes: adaptertest.QuotesFirst, Group: "-100", Start: startSuite})

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 const (
@@ -46,9 +47,17 @@ func (w *stderrLog) Write(p []byte) (int, error) {
 }
 
 func (w *stderrLog) line(s string) {
-	s = strings.TrimRight(s, "\r")
+	// Lines end up in errors sent in proto strings, which refuse invalid
+	// UTF-8: a write may end inside a character (a long line is flushed
+	// at a write's end), a server may write another encoding, and the cut
+	// below keeps whole characters.
+	s = strings.ToValidUTF8(strings.TrimRight(s, "\r"), "\uFFFD")
 	if len(s) > stderrLineMax {
-		s = s[:stderrLineMax] + "…"
+		cut := stderrLineMax
+		for !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
 	if strings.TrimSpace(s) == "" {
 		return
@@ -76,7 +85,7 @@ func (w *stderrLog) Tail() string {
 	}
 	lines = append(lines, w.tail...)
 	if len(w.partial) > 0 {
-		lines = append(lines, string(w.partial))
+		lines = append(lines, strings.ToValidUTF8(string(w.partial), "\uFFFD"))
 	}
 	w.head, w.tail, w.partial, w.dropped = nil, nil, nil, 0
 	return strings.Join(lines, " | ")

@@ -84,7 +84,16 @@ func (t *fetchTool) Run(ctx context.Context, c *tools.Call) (tools.Result, error
 	}
 	cutBytes := int64(len(body)) > t.cfg.MaxBytes
 	if cutBytes {
-		body = body[:t.cfg.MaxBytes]
+		// Cut on a character boundary: an HTML page's text is not made
+		// valid below, and the result goes out in a proto string, which
+		// refuses half a character. A character has at most 3
+		// continuation bytes; going no further back bounds the loss on a
+		// page in another encoding.
+		n := int(t.cfg.MaxBytes)
+		for back := 0; back < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(body[n]); back++ {
+			n--
+		}
+		body = body[:n]
 	}
 	final := resp.Request.URL
 	if resp.StatusCode >= 400 {

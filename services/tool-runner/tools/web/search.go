@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
@@ -148,13 +149,10 @@ func (p *provider) do(req *http.Request, v any) ([]byte, error) {
 	return body, nil
 }
 
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
-}
+// snippet is the start of an error body for the error the model reads,
+// cut on a character boundary: the result goes out in a proto string,
+// which refuses half a character.
+func snippet(b []byte) string { return observe.Excerpt(bytes.TrimSpace(b)) }
 
 // brave: GET /res/v1/web/search with the X-Subscription-Token header.
 func (p *provider) brave(ctx context.Context, query string, count int) ([]Hit, error) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
@@ -256,6 +257,71 @@ func TestSearchErrors(t *testing.T) {
 	})
 	if _, err := toolstest.Run(t, guarded, ws, `{"query":"x"}`); !errors.Is(err, netguard.ErrBlocked) {
 		t.Errorf("searxng on loopback without allow-list: %v", err)
+	}
+}
+
+// TestSearchErrorBodyCutOnCharacters: a provider's error body is kept to
+// 200 bytes in the error the model reads; cut inside a character, the
+// result was invalid UTF-8, which proto.Marshal refuses, and the runner
+// sent no result at all.
+func TestSearchErrorBodyCutOnCharacters(t *testing.T) {
+	tests := []struct{ name, body, want string }{
+		{"short", "quota exceeded", "quota exceeded"},
+		{"chinese cut inside a character", "a" + strings.Repeat("配额已用完", 20), "a" + strings.Repeat("配额已用完", 13) + "配…"},
+		{"emoji cut inside a character", "ab" + strings.Repeat("🚫", 60), "ab" + strings.Repeat("🚫", 49) + "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, tt.body, http.StatusTooManyRequests)
+			}))
+			defer srv.Close()
+			_, search := toolsFor(t, func(c *web.Config) {
+				allowLoopback(c)
+				c.Search = web.SearchConfig{Provider: web.ProviderBrave, APIKey: "k", BaseURL: srv.URL, MaxResults: 5, Timeout: 5}
+			})
+			_, err := toolstest.Run(t, search, toolstest.Workspace(t), `{"query":"x"}`)
+			if !errors.Is(err, web.ErrSearch) || !strings.HasSuffix(err.Error(), "429 Too Many Requests: "+tt.want) {
+				t.Errorf("err = %v, want it to end with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestFetchCutOnCharacters: a page over maxBytes is cut to maxBytes; cut
+// inside a character, an HTML page's text was invalid UTF-8 (proto.Marshal
+// refuses the result) and a plain one ended in U+FFFD.
+func TestFetchCutOnCharacters(t *testing.T) {
+	tests := []struct{ name, ctype, body, want string }{
+		// The first 1,024 bytes are "ab", 340 characters and 2 bytes of
+		// the next; with 15 bytes of markup before them, 252 emoji and 1
+		// byte, 336 characters and 1 byte.
+		{"plain chinese", "text/plain; charset=utf-8", "ab" + strings.Repeat("你", 400), "ab" + strings.Repeat("你", 340)},
+		{"html emoji", "text/html; charset=utf-8", "<html><body><p>" + strings.Repeat("😀", 300) + "</p></body></html>", strings.Repeat("😀", 252)},
+		{"html chinese", "text/html; charset=utf-8", "<html><body><p>" + strings.Repeat("好", 400) + "</p></body></html>", strings.Repeat("好", 336)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tt.ctype)
+				io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			fetch, _ := toolsFor(t, func(c *web.Config) {
+				allowLoopback(c)
+				c.Fetch.MaxBytes = 1024
+			})
+			res, err := toolstest.Run(t, fetch, toolstest.Workspace(t), fmt.Sprintf(`{"url":%q}`, srv.URL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !utf8.ValidString(res.Text) || strings.ContainsRune(res.Text, utf8.RuneError) {
+				t.Errorf("text is not whole characters:\n%q", res.Text)
+			}
+			if !strings.Contains(res.Text, tt.want) {
+				t.Errorf("text lacks the %d bytes before the cut:\n%s", len(tt.want), res.Text)
+			}
+		})
 	}
 }
 

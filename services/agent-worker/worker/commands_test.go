@@ -1,0 +1,31 @@
+package worker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nanofleet/nanofleet/pkg/session"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+)
+
+// TestFormatHistoryCutsOnCharacters: /history cuts each message to 200
+// bytes; a cut inside a character made the reply invalid UTF-8, which
+// proto.Marshal refuses.
+func TestFormatHistoryCutsOnCharacters(t *testing.T) {
+	tests := []struct{ name, content, want string }{
+		{"short", "hello\nthere", "user: hello there"},
+		{"chinese cut inside a character", "a" + strings.Repeat("你", 100), "user: a" + strings.Repeat("你", 66) + "…"},
+		{"emoji cut inside a character", "ab" + strings.Repeat("😀", 60), "user: ab" + strings.Repeat("😀", 49) + "…"},
+		{"chinese cut at a boundary", "ab" + strings.Repeat("好", 80), "user: ab" + strings.Repeat("好", 66) + "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hist := &session.History{Turns: []session.Turn{{Record: &nanofleetv1.TurnRecord{
+				Messages: []*nanofleetv1.ChatMessage{{Role: "user", Content: tt.content}},
+			}}}}
+			if got := formatHistory(hist, 10); got != tt.want {
+				t.Errorf("formatHistory = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
