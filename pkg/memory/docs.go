@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -139,7 +140,7 @@ func MarkApplied(doc *nanofleetv1.MemoryDoc, sessionKey string, toSeq uint64, no
 // maxChars and keeping at most keep entries.
 func PushRecent(doc *nanofleetv1.MemoryDoc, e *nanofleetv1.HistoryEntry, keep, maxChars int) {
 	c := proto.Clone(e).(*nanofleetv1.HistoryEntry)
-	c.Text = Clip(c.GetText(), maxChars)
+	c.Text = textcut.Clip(c.GetText(), maxChars)
 	doc.Recent = append(doc.Recent, c)
 	if over := len(doc.Recent) - keep; over > 0 {
 		doc.Recent = doc.Recent[over:]

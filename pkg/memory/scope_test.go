@@ -110,21 +110,3 @@ func TestLineDelta(t *testing.T) {
 		}
 	}
 }
-
-func TestClip(t *testing.T) {
-	tests := []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"hello", 10, "hello"},
-		{"hello", 3, "hel…"},
-		{"héllo", 2, "h…"},
-		{"hello", 0, "hello"},
-	}
-	for _, tt := range tests {
-		if got := memory.Clip(tt.in, tt.n); got != tt.want {
-			t.Errorf("Clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
-		}
-	}
-}

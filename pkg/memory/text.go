@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -31,18 +31,6 @@ func EstimateTurn(t session.Turn) int {
 
 // EstimateText is the approximate token cost of text.
 func EstimateText(s string) int { return len(s) / 4 }
-
-// Clip shortens s to at most n bytes on a rune boundary, marking the cut.
-func Clip(s string, n int) string {
-	if n <= 0 || len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
 
 // Transcript renders turns the way nanobot archives them:
 // "[2006-01-02 15:04] USER: text", tool calls named, tool results clipped.
@@ -69,7 +57,7 @@ func Transcript(turns []session.Turn, toolChars int) string {
 			role := strings.ToUpper(m.GetRole())
 			if m.GetRole() == "tool" {
 				role = "TOOL " + m.GetName()
-				content = Clip(content, toolChars)
+				content = textcut.Clip(content, toolChars)
 			}
 			if len(tools) > 0 {
 				role += " [tools: " + strings.Join(tools, ", ") + "]"

@@ -2,7 +2,8 @@ package observe
 
 import (
 	"log/slog"
-	"unicode/utf8"
+
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 )
 
 // OrDiscard returns l, or a logger that discards everything when l is
@@ -21,13 +22,4 @@ const excerptBytes = 200
 // Excerpt returns the start of a payload for a log line about it (a
 // malformed event, a refused request): enough to recognise it, never a
 // whole body. It cuts at a rune boundary and marks the cut with "…".
-func Excerpt(raw []byte) string {
-	if len(raw) <= excerptBytes {
-		return string(raw)
-	}
-	cut := excerptBytes
-	for cut > 0 && !utf8.RuneStart(raw[cut]) {
-		cut--
-	}
-	return string(raw[:cut]) + "…"
-}
+func Excerpt(raw []byte) string { return textcut.Clip(raw, excerptBytes) }

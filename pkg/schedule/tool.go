@@ -10,6 +10,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -161,7 +162,7 @@ func (t *Tool) add(ctx context.Context, tc *agenttool.TurnContext, args map[stri
 	if err != nil {
 		return "", invalid(err)
 	}
-	return fmt.Sprintf("Created job %q (id: %s, %s). Next run: %s.", clip(msg, 60), j.ID, j.Spec, j.NextString()), nil
+	return fmt.Sprintf("Created job %q (id: %s, %s). Next run: %s.", textcut.Line(msg, 60), j.ID, j.Spec, j.NextString()), nil
 }
 
 // spec reads the timing arguments.
@@ -210,7 +211,7 @@ func (t *Tool) list(ctx context.Context, tc *agenttool.TurnContext) (string, err
 	var b strings.Builder
 	b.WriteString("Scheduled jobs:")
 	for _, j := range jobs {
-		fmt.Fprintf(&b, "\n- %s (id: %s, %s, next: %s)", clip(j.Message, 80), j.ID, j.Spec, j.NextString())
+		fmt.Fprintf(&b, "\n- %s (id: %s, %s, next: %s)", textcut.Line(j.Message, 80), j.ID, j.Spec, j.NextString())
 	}
 	return b.String(), nil
 }
@@ -233,12 +234,4 @@ func (j Job) NextString() string {
 }
 
 // MessageLine is the job's message on one line, cut to n characters.
-func (j Job) MessageLine(n int) string { return clip(j.Message, n) }
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
-}
+func (j Job) MessageLine(n int) string { return textcut.Line(j.Message, n) }

@@ -6,7 +6,8 @@ package syncbuf
 import (
 	"bytes"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 )
 
 // Buffer is safe for concurrent use. The zero value keeps everything.
@@ -42,11 +43,7 @@ func (b *Buffer) String() string {
 func (b *Buffer) Tail(n int) string {
 	s := b.String()
 	if len(s) > n {
-		from := len(s) - n
-		for from < len(s) && !utf8.RuneStart(s[from]) {
-			from++
-		}
-		s = "…" + s[from:]
+		s = "…" + textcut.Suffix(s, n)
 	}
 	return s
 }

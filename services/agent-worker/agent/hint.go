@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -40,5 +40,5 @@ func Hint(c *nanofleetv1.ToolCall) string {
 // boundary: the hint goes out in an OutboundMessage, and proto.Marshal
 // refuses a string ending in half a character.
 func clip(s string, n int) string {
-	return memory.Clip(strings.ReplaceAll(s, "\n", " "), n)
+	return textcut.Clip(strings.ReplaceAll(s, "\n", " "), n)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -51,7 +52,7 @@ func (t spawnTool) Call(ctx context.Context, tc *agenttool.TurnContext, args map
 	label, _ := args["label"].(string)
 	label = strings.TrimSpace(label)
 	if label == "" {
-		label = clip(task, 30)
+		label = textcut.Line(task, 30)
 	}
 	wait, _ := args["wait"].(bool)
 	parent := tc.SessionKey
@@ -233,12 +234,4 @@ func taskPrompt(task, label string) string {
 You are a subagent spawned by the main agent to complete one task. Stay focused on it: you cannot talk to the user and cannot spawn subagents. When you are done, answer with a clear, concise report of what you did and found; it is passed back to the main agent.
 
 Task: %s`, label, task)
-}
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }

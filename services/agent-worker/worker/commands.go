@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
-	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -144,7 +144,7 @@ func formatHistory(hist *session.History, n int) string {
 		for _, m := range tr.Record.GetMessages() {
 			if (m.GetRole() == "user" || m.GetRole() == "assistant") && strings.TrimSpace(m.GetContent()) != "" {
 				// Cut on a character boundary: proto refuses half a one.
-				lines = append(lines, m.GetRole()+": "+memory.Clip(strings.ReplaceAll(m.GetContent(), "\n", " "), 200))
+				lines = append(lines, m.GetRole()+": "+textcut.Clip(strings.ReplaceAll(m.GetContent(), "\n", " "), 200))
 			}
 		}
 	}

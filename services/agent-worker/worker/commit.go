@@ -11,6 +11,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -119,7 +120,7 @@ func (t *turn) tooLarge(ctx context.Context, hist *session.History, cause error)
 		"Sorry, this turn produced more than the fleet can store ("+shortError(cause)+"), so it was set aside. Please ask for less at once.")
 	um := userMessage(t.in)
 	if c := um.GetContent(); len(c) > tooLargeKeep {
-		um.Content = cutUTF8(c, tooLargeKeep) + fmt.Sprintf("\n\n[nanofleet: cut from %d bytes; the turn was too large to store]", len(c))
+		um.Content = textcut.Prefix(c, tooLargeKeep) + fmt.Sprintf("\n\n[nanofleet: cut from %d bytes; the turn was too large to store]", len(c))
 	}
 	um.Media = nil
 	if err := t.commit(ctx, hist, &nanofleetv1.TurnRecord{Messages: []*nanofleetv1.ChatMessage{um}}, nil); err != nil {

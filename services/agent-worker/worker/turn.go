@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
@@ -15,9 +14,9 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
-	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
 )
@@ -315,21 +314,10 @@ func (t *turn) fitUser(m *nanofleetv1.ChatMessage) *nanofleetv1.ChatMessage {
 	if len(c) <= limit {
 		return m
 	}
-	kept := cutUTF8(c, limit)
+	kept := textcut.Prefix(c, limit)
 	m.Content = kept + fmt.Sprintf("\n\n[nanofleet: the message was cut here. It had %d bytes (about %d tokens); only the first %d fit in the context window of %d tokens. Tell the user that the rest was not read.]",
 		len(c), len(c)/4, len(kept), t.w.cfg.ContextWindowTokens)
 	return m
-}
-
-// cutUTF8 returns at most n bytes of s, not splitting a character.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 func userMessage(in *nanofleetv1.InboundMessage) *nanofleetv1.ChatMessage {
@@ -341,5 +329,5 @@ func shortError(err error) string {
 	if i := strings.LastIndex(s, ": "); i > 0 && len(s) > 160 {
 		s = s[i+2:]
 	}
-	return memory.Clip(s, 160) // on a character boundary: proto refuses half a one
+	return textcut.Clip(s, 160) // on a character boundary: proto refuses half a one
 }

@@ -119,11 +119,3 @@ func (a *Adapter) current() Conn {
 	defer a.mu.Unlock()
 	return a.conn
 }
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
-}

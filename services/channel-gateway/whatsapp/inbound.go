@@ -13,6 +13,7 @@ import (
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -67,7 +68,7 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Mes
 			"sender":     sender.String(),
 			"is_group":   fmt.Sprint(info.IsGroup),
 			"push_name":  info.PushName,
-			"quote_text": clip(markup.Plain(text), quoteLen),
+			"quote_text": textcut.Runes(markup.Plain(text), quoteLen),
 		},
 	}
 	if q := ctxInfo.GetStanzaID(); q != "" {
@@ -180,7 +181,7 @@ func quotedText(m *waE2E.Message) string {
 	if text == "" && len(files) > 0 {
 		text = "[" + files[0].name + "]"
 	}
-	return clip(text, quoteLen)
+	return textcut.Runes(text, quoteLen)
 }
 
 // ext is a file extension for the MIME types WhatsApp sends.

@@ -5,7 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 )
 
 const (
@@ -52,13 +53,7 @@ func (w *stderrLog) line(s string) {
 	// at a write's end), a server may write another encoding, and the cut
 	// below keeps whole characters.
 	s = strings.ToValidUTF8(strings.TrimRight(s, "\r"), "\uFFFD")
-	if len(s) > stderrLineMax {
-		cut := stderrLineMax
-		for !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
+	s = textcut.Clip(s, stderrLineMax)
 	if strings.TrimSpace(s) == "" {
 		return
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -241,7 +242,7 @@ func Count(entries []memory.Entry, sub string) int {
 func Describe(entries []memory.Entry) string {
 	var b strings.Builder
 	for _, e := range entries {
-		fmt.Fprintf(&b, "#%d %s %d-%d raw=%v: %s\n", e.Seq, e.GetScope(), e.GetFromSeq(), e.GetToSeq(), e.GetRaw(), memory.Clip(e.GetText(), 300))
+		fmt.Fprintf(&b, "#%d %s %d-%d raw=%v: %s\n", e.Seq, e.GetScope(), e.GetFromSeq(), e.GetToSeq(), e.GetRaw(), textcut.Clip(e.GetText(), 300))
 	}
 	return b.String()
 }

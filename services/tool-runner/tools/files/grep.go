@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
@@ -190,14 +191,8 @@ func grepFile(c *tools.Call, p string, re *regexp.Regexp, a grepArgs) ([]string,
 }
 
 func clip(s string) string {
-	if len(s) <= maxGrepLineChars {
-		return s
+	if cut := textcut.Prefix(s, maxGrepLineChars); len(cut) < len(s) {
+		return cut + " …"
 	}
-	cut := maxGrepLineChars
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + " …"
+	return s
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

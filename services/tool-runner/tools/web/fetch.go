@@ -17,6 +17,7 @@ import (
 	"codeberg.org/readeck/go-readability/v2/render"
 	"golang.org/x/net/html"
 
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
@@ -86,14 +87,8 @@ func (t *fetchTool) Run(ctx context.Context, c *tools.Call) (tools.Result, error
 	if cutBytes {
 		// Cut on a character boundary: an HTML page's text is not made
 		// valid below, and the result goes out in a proto string, which
-		// refuses half a character. A character has at most 3
-		// continuation bytes; going no further back bounds the loss on a
-		// page in another encoding.
-		n := int(t.cfg.MaxBytes)
-		for back := 0; back < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(body[n]); back++ {
-			n--
-		}
-		body = body[:n]
+		// refuses half a character.
+		body = textcut.Prefix(body, int(t.cfg.MaxBytes))
 	}
 	final := resp.Request.URL
 	if resp.StatusCode >= 400 {
