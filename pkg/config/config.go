@@ -42,6 +42,8 @@ type File struct {
 	Tools    json.RawMessage `json:"tools,omitempty"`
 	Channels json.RawMessage `json:"channels,omitempty"`
 	Memory   json.RawMessage `json:"memory,omitempty"`
+	// Gateway is nanobot's gateway section, refused key by key (see
+	// gatewaySection).
 	Gateway  json.RawMessage `json:"gateway,omitempty"`
 	Schedule json.RawMessage `json:"schedule,omitempty"`
 }
@@ -90,8 +92,10 @@ type Agents struct {
 
 // AgentDefaults are the model and loop settings of the agent.
 type AgentDefaults struct {
-	Workspace           string   `json:"workspace,omitempty"`
-	Model               string   `json:"model,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+	Model     string `json:"model,omitempty"`
+	// Provider names the entry of providers to use; "" or nanobot's
+	// "auto" infers it from the model name.
 	Provider            string   `json:"provider,omitempty"`
 	MaxTokens           int      `json:"maxTokens,omitempty"`
 	Temperature         float32  `json:"temperature,omitempty"`
@@ -165,6 +169,11 @@ func Parse(f *File, data []byte, getenv func(string) string) error {
 		return fmt.Errorf("re-encode config: %w", err)
 	}
 	if err := decodeStrict(expanded, f, ""); err != nil {
+		return err
+	}
+	// No service owns nanobot's gateway section: each of its keys is
+	// refused naming where that setting is in nanofleet.
+	if err := f.Section("gateway", &gatewaySection{}); err != nil {
 		return err
 	}
 	f.applyEnv(getenv)
@@ -249,9 +258,13 @@ func (f *File) Section(name string, v any) error {
 func DecodeStrict(data []byte, v any, section string) error { return decodeStrict(data, v, section) }
 
 func decodeStrict(data []byte, v any, section string) error {
+	data, err := camelKeys(data, reflect.TypeOf(v), section)
+	if err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	err = dec.Decode(v)
 	if err == nil {
 		return nil
 	}
@@ -269,11 +282,15 @@ func decodeStrict(data []byte, v any, section string) error {
 	// `json: unknown field "x"`; find its path.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		var tree any
-		key := ""
+		key, in := "", reflect.Type(nil)
 		if json.Unmarshal(data, &tree) == nil {
-			key = unknownKey(tree, reflect.TypeOf(v), section)
+			key, in = unknownKey(tree, reflect.TypeOf(v), section)
 		}
-		return Invalid(cmp.Or(key, join(section, strings.Trim(name, `"`))), "unknown key (check spelling; keys are camelCase)")
+		key = cmp.Or(key, join(section, strings.Trim(name, `"`)))
+		if hint, ok := hintFor(in, lastKey(key)); ok {
+			return Invalid(key, "%s", hint)
+		}
+		return Invalid(key, "unknown key (check spelling; keys are camelCase)")
 	}
 	return &Error{Key: section, Err: err}
 }
