@@ -258,7 +258,7 @@ func (f *File) Section(name string, v any) error {
 func DecodeStrict(data []byte, v any, section string) error { return decodeStrict(data, v, section) }
 
 func decodeStrict(data []byte, v any, section string) error {
-	data, err := camelKeys(data, reflect.TypeOf(v), section)
+	data, renamed, err := camelKeys(data, reflect.TypeOf(v), section)
 	if err != nil {
 		return err
 	}
@@ -271,12 +271,13 @@ func decodeStrict(data []byte, v any, section string) error {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		key := keyPath(reflect.TypeOf(v), typeErr.Field)
-		// The offset's path has map keys, which Field lacks; it is wrong
-		// when a type's own UnmarshalJSON failed (an offset into its value).
-		if at := keyAt(data, typeErr.Offset); at != "" && lastKey(at) == lastKey(key) {
+		// The offset's path has map keys, which Field lacks (and for a
+		// map's value, the key within the map); it is wrong when a type's
+		// own UnmarshalJSON failed (an offset into its value).
+		if at := keyAt(data, typeErr.Offset); at != "" && strings.Contains("."+at+".", "."+lastKey(key)+".") {
 			key = at
 		}
-		return Invalid(join(section, key), "must be %s, got %s", jsonKind(typeErr.Type), jsonValueKind(typeErr.Value))
+		return Invalid(renamed.written(join(section, key)), "must be %s, got %s", jsonKind(typeErr.Type), jsonValueKind(typeErr.Value))
 	}
 	// encoding/json reports an unknown key only by its last element:
 	// `json: unknown field "x"`; find its path.
@@ -286,7 +287,7 @@ func decodeStrict(data []byte, v any, section string) error {
 		if json.Unmarshal(data, &tree) == nil {
 			key, in = unknownKey(tree, reflect.TypeOf(v), section)
 		}
-		key = cmp.Or(key, join(section, strings.Trim(name, `"`)))
+		key = renamed.written(cmp.Or(key, join(section, strings.Trim(name, `"`))))
 		if hint, ok := hintFor(in, lastKey(key)); ok {
 			return Invalid(key, "%s", hint)
 		}

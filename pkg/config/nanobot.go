@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -61,37 +62,55 @@ func CamelCase(key string) string {
 // (provider, server and variable names) are the user's and are left as
 // they are, as are the values of raw sections (their owner decodes them
 // with DecodeStrict, which calls this again) and of types that decode
-// themselves. It returns data unchanged when nothing was renamed, and an
-// error naming both keys when one is written both ways.
-func camelKeys(data []byte, t reflect.Type, path string) ([]byte, error) {
+// themselves. It returns data unchanged when nothing was renamed, the
+// renames (the new key's path → the path as written, for errors to name
+// what the user wrote), and an error naming both keys when one is written
+// both ways.
+func camelKeys(data []byte, t reflect.Type, path string) ([]byte, renames, error) {
 	if !bytes.Contains(data, []byte("_")) {
-		return data, nil
+		return data, nil, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber() // re-encoded as written: no float rounding
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
-		return data, nil // the strict decode reports it
+		return data, nil, nil // the strict decode reports it
 	}
-	changed, err := camelTree(tree, t, path)
-	if err != nil || !changed {
-		return data, err
+	r := renames{}
+	if err := camelTree(tree, t, path, r); err != nil || len(r) == 0 {
+		return data, nil, err
 	}
 	out, err := json.Marshal(tree)
 	if err != nil {
-		return nil, &Error{Key: path, Err: err}
+		return nil, nil, &Error{Key: path, Err: err}
 	}
-	return out, nil
+	return out, r, nil
 }
 
-func camelTree(tree any, t reflect.Type, path string) (bool, error) {
+// renames maps the path of a key renamed by camelKeys to the path as the
+// file wrote it.
+type renames map[string]string
+
+// written turns key, a path in the renamed data, into the path as the
+// file wrote it: the deepest rename first, as its path has its parents'
+// new names.
+func (r renames) written(key string) string {
+	paths := slices.SortedFunc(maps.Keys(r), func(a, b string) int { return len(b) - len(a) })
+	for _, p := range paths {
+		if key == p || strings.HasPrefix(key, p+".") || strings.HasPrefix(key, p+"[") {
+			key = r[p] + key[len(p):]
+		}
+	}
+	return key
+}
+
+func camelTree(tree any, t reflect.Type, path string, r renames) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t == rawMessage || reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
-		return false, nil
+		return nil
 	}
-	changed := false
 	switch v := tree.(type) {
 	case map[string]any:
 		switch t.Kind() {
@@ -102,11 +121,12 @@ func camelTree(tree any, t reflect.Type, path string) (bool, error) {
 					if camel := CamelCase(k); camel != k {
 						if _, ok := fieldFor(t, camel); ok {
 							if _, both := v[camel]; both {
-								return false, Invalid(join(path, k), "is %s in snake_case; keep one of the two", join(path, camel))
+								return Invalid(join(path, k), "is %s in snake_case; keep one of the two", join(path, camel))
 							}
 							v[camel] = v[k]
 							delete(v, k)
-							key, changed = camel, true
+							key = camel
+							r[join(path, camel)] = join(path, k)
 						}
 					}
 				}
@@ -114,33 +134,27 @@ func camelTree(tree any, t reflect.Type, path string) (bool, error) {
 				if !ok {
 					continue // reported as unknown by the strict decode
 				}
-				c, err := camelTree(v[key], f.Type, join(path, key))
-				if err != nil {
-					return false, err
+				if err := camelTree(v[key], f.Type, join(path, key), r); err != nil {
+					return err
 				}
-				changed = changed || c
 			}
 		case reflect.Map:
 			for _, k := range slices.Sorted(mapsKeys(v)) {
-				c, err := camelTree(v[k], t.Elem(), join(path, k))
-				if err != nil {
-					return false, err
+				if err := camelTree(v[k], t.Elem(), join(path, k), r); err != nil {
+					return err
 				}
-				changed = changed || c
 			}
 		}
 	case []any:
 		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			for i, e := range v {
-				c, err := camelTree(e, t.Elem(), path+"["+strconv.Itoa(i)+"]")
-				if err != nil {
-					return false, err
+				if err := camelTree(e, t.Elem(), path+"["+strconv.Itoa(i)+"]", r); err != nil {
+					return err
 				}
-				changed = changed || c
 			}
 		}
 	}
-	return changed, nil
+	return nil
 }
 
 // KeyHints names nanobot's top-level sections nanofleet has elsewhere or

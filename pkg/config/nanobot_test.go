@@ -87,6 +87,10 @@ func TestNanobotKeysRefused(t *testing.T) {
 		{`{"gateway": {"restart_mode": "auto"}}`, "gateway.restart_mode", "remove the key"},
 		{`{"gateway": {"prot": 1}}`, "gateway.prot", "check spelling"},
 		{`{"agents": {"defaults": {"modle": "x"}}}`, "agents.defaults.modle", "check spelling"},
+		// A key is named as the file wrote it, also below a renamed one.
+		{`{"agents": {"defaults": {"max_tokens": "lots"}}}`, "agents.defaults.max_tokens", "must be a whole number"},
+		{`{"nats": {"tls": {"cert_file": 5}}}`, "nats.tls.cert_file", "must be a string"},
+		{`{"providers": {"openai": {"extra_headers": {"A": 1}}}}`, "providers.openai.extra_headers.A", "must be a string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
@@ -117,6 +121,29 @@ func TestProviderAuto(t *testing.T) {
 		c := f.ModelProvider(env(nil))
 		if err := c.Validate(); err != nil || c.Name != "deepseek" || c.APIKey != "k" {
 			t.Errorf("provider %q: %+v, %v", provider, c, err)
+		}
+	}
+}
+
+// TestSectionNamesKeysAsWritten: below a renamed key, an unknown or
+// mistyped key of a section is named with the path the file wrote.
+func TestSectionNamesKeysAsWritten(t *testing.T) {
+	type server struct {
+		ToolTimeout int `json:"toolTimeout"`
+	}
+	var v struct {
+		MCPServers map[string]server `json:"mcpServers"`
+	}
+	tests := []struct{ json, key string }{
+		{`{"mcp_servers": {"my_server": {"tool_timeout": "soon"}}}`, "tools.mcp_servers.my_server.tool_timeout"},
+		{`{"mcp_servers": {"my_server": {"auth": "oauth"}}}`, "tools.mcp_servers.my_server.auth"},
+	}
+	for _, tt := range tests {
+		f := &File{Tools: []byte(tt.json)}
+		err := f.Section("tools", &v)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Key != tt.key {
+			t.Errorf("Section(%s) = %v, want it to name %s", tt.json, err, tt.key)
 		}
 	}
 }
