@@ -113,6 +113,9 @@ type Provider struct {
 	// MaxConcurrent bounds the model calls in flight from each worker
 	// process; 0 takes the provider's default, -1 means no bound.
 	MaxConcurrent int `json:"maxConcurrent,omitempty"`
+	// APIType is nanobot's choice of request API: only its default,
+	// "auto", is taken (nanofleet speaks chat completions).
+	APIType string `json:"apiType,omitempty"`
 }
 
 // Defaults returns the configuration used when no file exists.
@@ -217,6 +220,9 @@ func (f *File) Validate() error {
 	for _, name := range slices.Sorted(maps.Keys(f.Providers)) {
 		if n := f.Providers[name].MaxConcurrent; n < -1 || n > 1_000_000 {
 			return Invalid("providers."+name+".maxConcurrent", "must be -1 (no bound), 0 (the provider's default) or 1..1000000, got %d", n)
+		}
+		if a := f.Providers[name].APIType; a != "" && a != "auto" {
+			return Invalid("providers."+name+".apiType", "nanofleet speaks chat completions only; remove the key or set it to \"auto\", got %q", a)
 		}
 	}
 	if _, err := subject.NewSpace(f.NATS.Prefix); err != nil || f.NATS.Prefix == "" {

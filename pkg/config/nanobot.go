@@ -56,35 +56,39 @@ func CamelCase(key string) string {
 	return b.String()
 }
 
-// camelKeys renames, in data decoded for t, every snake_case key of an
-// object decoded into a struct to its camelCase form when the struct has
-// a field for that form and none for the key as written. Keys of maps
-// (provider, server and variable names) are the user's and are left as
-// they are, as are the values of raw sections (their owner decodes them
-// with DecodeStrict, which calls this again) and of types that decode
-// themselves. It returns data unchanged when nothing was renamed, the
-// renames (the new key's path → the path as written, for errors to name
-// what the user wrote), and an error naming both keys when one is written
-// both ways.
+// camelKeys prepares data, decoded for t, for the strict decode.
+//
+// It renames every snake_case key of an object decoded into a struct to
+// its camelCase form when the struct has a field for that form and none
+// for the key as written. Keys of maps (provider, server and variable
+// names) are the user's and are left as they are, as are the values of
+// raw sections (their owner decodes them with DecodeStrict, which calls
+// this again) and of types that decode themselves.
+//
+// It drops a key the struct has a hint for (see [KeyHints]) when its
+// value is empty: null, "", [] or {}. nanobot writes every key of its
+// schema into its config.json, most of them unset, and an unset setting
+// asks for nothing, which is what nanofleet does without it.
+//
+// It returns data unchanged when nothing changed, the renames (the new
+// key's path → the path as written, for errors to name what the user
+// wrote), and an error naming both keys when one is written both ways.
 func camelKeys(data []byte, t reflect.Type, path string) ([]byte, renames, error) {
-	if !bytes.Contains(data, []byte("_")) {
-		return data, nil, nil
-	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber() // re-encoded as written: no float rounding
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
 		return data, nil, nil // the strict decode reports it
 	}
-	r := renames{}
-	if err := camelTree(tree, t, path, r); err != nil || len(r) == 0 {
+	p := prepass{renames: renames{}}
+	if err := p.walk(tree, t, path); err != nil || !p.changed {
 		return data, nil, err
 	}
 	out, err := json.Marshal(tree)
 	if err != nil {
 		return nil, nil, &Error{Key: path, Err: err}
 	}
-	return out, r, nil
+	return out, p.renames, nil
 }
 
 // renames maps the path of a key renamed by camelKeys to the path as the
@@ -104,7 +108,14 @@ func (r renames) written(key string) string {
 	return key
 }
 
-func camelTree(tree any, t reflect.Type, path string, r renames) error {
+// prepass is camelKeys' walk: what it renamed and whether it changed
+// anything.
+type prepass struct {
+	renames renames
+	changed bool
+}
+
+func (p *prepass) walk(tree any, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -125,22 +136,26 @@ func camelTree(tree any, t reflect.Type, path string, r renames) error {
 							}
 							v[camel] = v[k]
 							delete(v, k)
-							key = camel
-							r[join(path, camel)] = join(path, k)
+							key, p.changed = camel, true
+							p.renames[join(path, camel)] = join(path, k)
 						}
 					}
 				}
 				f, ok := fieldFor(t, key)
 				if !ok {
-					continue // reported as unknown by the strict decode
+					if _, hinted := hintFor(t, key); hinted && empty(v[key]) {
+						delete(v, key)
+						p.changed = true
+					}
+					continue // otherwise reported as unknown by the strict decode
 				}
-				if err := camelTree(v[key], f.Type, join(path, key), r); err != nil {
+				if err := p.walk(v[key], f.Type, join(path, key)); err != nil {
 					return err
 				}
 			}
 		case reflect.Map:
 			for _, k := range slices.Sorted(mapsKeys(v)) {
-				if err := camelTree(v[k], t.Elem(), join(path, k), r); err != nil {
+				if err := p.walk(v[k], t.Elem(), join(path, k)); err != nil {
 					return err
 				}
 			}
@@ -148,13 +163,28 @@ func camelTree(tree any, t reflect.Type, path string, r renames) error {
 	case []any:
 		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			for i, e := range v {
-				if err := camelTree(e, t.Elem(), path+"["+strconv.Itoa(i)+"]", r); err != nil {
+				if err := p.walk(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// empty says whether a decoded JSON value is null, "", [] or {}.
+func empty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
 }
 
 // KeyHints names nanobot's top-level sections nanofleet has elsewhere or
@@ -197,7 +227,6 @@ func (AgentDefaults) KeyHints() map[string]string {
 func (Provider) KeyHints() map[string]string {
 	const remove = "nanofleet has no such provider setting; remove the key"
 	return map[string]string{
-		"apiType":       "nanofleet speaks chat completions only; remove the key",
 		"extraBody":     remove,
 		"extraQuery":    remove,
 		"proxy":         "set HTTPS_PROXY in the environment instead",

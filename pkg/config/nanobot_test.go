@@ -75,11 +75,12 @@ func TestNanobotKeysRefused(t *testing.T) {
 		{`{"agents": {"defaults": {"modelPreset": "fast"}}}`, "agents.defaults.modelPreset", "no model presets"},
 		{`{"agents": {"defaults": {"dream": {"intervalH": 2}}}}`, "agents.defaults.dream", "memory.dream"},
 		{`{"agents": {"defaults": {"consolidationRatio": 0.5}}}`, "agents.defaults.consolidationRatio", "memory.consolidateShare"},
-		{`{"providers": {"openai": {"apiType": "responses"}}}`, "providers.openai.apiType", "chat completions"},
 		{`{"providers": {"openai": {"proxy": "http://p:1"}}}`, "providers.openai.proxy", "HTTPS_PROXY"},
 		{`{"mcpServers": {"fs": {"command": "npx"}}}`, "mcpServers", "tools.mcpServers"},
-		{`{"modelPresets": {}}`, "modelPresets", "agents.defaults.model"},
-		{`{"model_presets": {}}`, "model_presets", "agents.defaults.model"},
+		{`{"modelPresets": {"fast": {"model": "m"}}}`, "modelPresets", "agents.defaults.model"},
+		{`{"model_presets": {"fast": {"model": "m"}}}`, "model_presets", "agents.defaults.model"},
+		{`{"providers": {"openai": {"apiType": "responses"}}}`, "providers.openai.apiType", "chat completions"},
+		{`{"providers": {"openai": {"extraBody": {"a": 1}}}}`, "providers.openai.extraBody", "remove the key"},
 		{`{"api": {"port": 8900}}`, "api", "channels.api"},
 		{`{"transcription": {"enabled": true}}`, "transcription", "remove the section"},
 		{`{"gateway": {"port": 18790}}`, "gateway.port", "channels.web.listen"},
@@ -145,5 +146,23 @@ func TestSectionNamesKeysAsWritten(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Key != tt.key {
 			t.Errorf("Section(%s) = %v, want it to name %s", tt.json, err, tt.key)
 		}
+	}
+}
+
+// TestNanobotUnsetKeys: nanobot's config.json holds every key of its
+// schema, most unset; a key nanofleet does not take loads when its value
+// asks for nothing (null, "", [], {}; "auto" for apiType).
+func TestNanobotUnsetKeys(t *testing.T) {
+	doc := `{"agents": {"defaults": {"modelPreset": null, "reasoningEffort": null, "contextBlockLimit": null, "disabledSkills": [],
+	                                 "model": "gpt-4o", "provider": "auto"}},
+	         "modelPresets": {}, "model_presets": null,
+	         "providers": {"openai": {"apiKey": "k", "apiBase": null, "apiType": "auto", "extraHeaders": null, "extraBody": null,
+	                                  "extraQuery": null, "proxy": null, "thinkingStyle": null, "display_name": ""}}}`
+	f := Defaults()
+	if err := Parse(f, []byte(doc), env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Providers["openai"]; p.APIKey != "k" || f.Agents.Defaults.Model != "gpt-4o" {
+		t.Errorf("decoded %+v, %+v", p, f.Agents.Defaults)
 	}
 }

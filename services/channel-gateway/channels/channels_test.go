@@ -207,14 +207,16 @@ func TestBuildFeishuAndDingTalk(t *testing.T) {
 }
 
 // TestNanobotSnakeCase: nanobot takes snake_case keys as their camelCase
-// form; a pasted section using them loads the same.
+// form; a pasted section using them loads the same, as do keys nanofleet
+// does not take when unset ("", null).
 func TestNanobotSnakeCase(t *testing.T) {
 	c, err := parse(t, `{"channels": {
 		"send_progress": false, "send_tool_hints": true, "extract_document_text": true,
-		"telegram": {"enabled": true, "token": "1:abc", "allow_from": ["42"], "group_policy": "open", "reply_to_message": false},
+		"telegram": {"enabled": true, "token": "1:abc", "allow_from": ["42"], "group_policy": "open", "reply_to_message": false,
+		             "webhookUrl": "", "webhook_secret_token": ""},
 		"slack": {"enabled": true, "bot_token": "xoxb-1", "app_token": "xapp-1", "reply_in_thread": false,
 		          "group_allow_from": ["C1"], "group_policy": "allowlist", "dm": {"policy": "allowlist", "allow_from": ["U2"]}},
-		"discord": {"enabled": true, "token": "t", "allow_from": ["1"], "allowChannels": [], "stream_edit_interval": 2},
+		"discord": {"enabled": true, "token": "t", "allow_from": ["1"], "allowChannels": [], "stream_edit_interval": 2, "proxy": null},
 		"feishu": {"enabled": true, "app_id": "cli_1", "app_secret": "s", "encrypt_key": "k", "verification_token": "v"},
 		"dingtalk": {"enabled": true, "client_id": "ding1", "client_secret": "s", "groupUserIsolation": false},
 		"whatsapp": {"enabled": true, "allow_from": ["1234"], "group_policy": "disabled"},

@@ -18,12 +18,14 @@ func fromNanobot(data string) (runner.Config, error) {
 }
 
 // TestNanobotToolsSection: a pasted nanobot tools section, in camelCase
-// or snake_case, with a Claude Desktop mcpServers block, loads the same.
+// or snake_case, with a Claude Desktop mcpServers block, loads the same;
+// keys nanofleet does not take load when unset (null, "", []), as
+// nanobot writes them.
 func TestNanobotToolsSection(t *testing.T) {
 	cfg, err := fromNanobot(`{"tools": {
-		"restrict_to_workspace": true,
-		"exec": {"timeout": 30, "deny_patterns": ["rm -rf /"]},
-		"web": {"search": {"provider": "brave", "api_key": "k", "max_results": 3, "base_url": "https://search.example/v1"}},
+		"restrict_to_workspace": true, "ssrfWhitelist": [],
+		"exec": {"timeout": 30, "deny_patterns": ["rm -rf /"], "pathAppend": "", "allowPatterns": [], "sandboxRoBinds": []},
+		"web": {"proxy": null, "userAgent": null, "search": {"provider": "brave", "api_key": "k", "max_results": 3, "base_url": "https://search.example/v1"}},
 		"mcp_servers": {
 			"github_tools": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "t"}, "tool_timeout": 10, "enabled_tools": ["create_issue"]},
 			"remote": {"url": "https://example.com/mcp/", "headers": {"X_Api_Key": "h"}}
@@ -52,7 +54,7 @@ func TestNanobotToolsKeysRefused(t *testing.T) {
 		{`{"tools": {"restrictToWorkspace": false}}`, "tools.restrictToWorkspace", "always stay in the workspace"},
 		{`{"tools": {"restrictToWorkspace": true, "exec": {"sandbox": "none"}}}`, "tools.restrictToWorkspace", "bwrap"},
 		{`{"tools": {"ssrfWhitelist": ["100.64.0.0/10"]}}`, "tools.ssrfWhitelist", "tools.web.fetch.allowCIDRs"},
-		{`{"tools": {"ssrf_whitelist": []}}`, "tools.ssrf_whitelist", "tools.web.fetch.allowCIDRs"},
+		{`{"tools": {"ssrf_whitelist": ["10.0.0.0/8"]}}`, "tools.ssrf_whitelist", "tools.web.fetch.allowCIDRs"},
 		{`{"tools": {"imageGeneration": {"enabled": false}}}`, "tools.imageGeneration", "remove the section"},
 		{`{"tools": {"exec": {"allowedEnvKeys": ["GOPATH"]}}}`, "tools.exec.allowedEnvKeys", "tools.exec.env"},
 		{`{"tools": {"exec": {"pathAppend": "/usr/sbin"}}}`, "tools.exec.pathAppend", "remove the key"},
