@@ -42,6 +42,8 @@ type File struct {
 	Tools    json.RawMessage `json:"tools,omitempty"`
 	Channels json.RawMessage `json:"channels,omitempty"`
 	Memory   json.RawMessage `json:"memory,omitempty"`
+	// Gateway is nanobot's gateway section, refused key by key (see
+	// gatewaySection).
 	Gateway  json.RawMessage `json:"gateway,omitempty"`
 	Schedule json.RawMessage `json:"schedule,omitempty"`
 }
@@ -90,8 +92,10 @@ type Agents struct {
 
 // AgentDefaults are the model and loop settings of the agent.
 type AgentDefaults struct {
-	Workspace           string   `json:"workspace,omitempty"`
-	Model               string   `json:"model,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+	Model     string `json:"model,omitempty"`
+	// Provider names the entry of providers to use; "" or nanobot's
+	// "auto" infers it from the model name.
 	Provider            string   `json:"provider,omitempty"`
 	MaxTokens           int      `json:"maxTokens,omitempty"`
 	Temperature         float32  `json:"temperature,omitempty"`
@@ -109,6 +113,9 @@ type Provider struct {
 	// MaxConcurrent bounds the model calls in flight from each worker
 	// process; 0 takes the provider's default, -1 means no bound.
 	MaxConcurrent int `json:"maxConcurrent,omitempty"`
+	// APIType is nanobot's choice of request API: only its default,
+	// "auto", is taken (nanofleet speaks chat completions).
+	APIType string `json:"apiType,omitempty"`
 }
 
 // Defaults returns the configuration used when no file exists.
@@ -167,6 +174,11 @@ func Parse(f *File, data []byte, getenv func(string) string) error {
 	if err := decodeStrict(expanded, f, ""); err != nil {
 		return err
 	}
+	// No service owns nanobot's gateway section: each of its keys is
+	// refused naming where that setting is in nanofleet.
+	if err := f.Section("gateway", &gatewaySection{}); err != nil {
+		return err
+	}
 	f.applyEnv(getenv)
 	return f.Validate()
 }
@@ -209,6 +221,9 @@ func (f *File) Validate() error {
 		if n := f.Providers[name].MaxConcurrent; n < -1 || n > 1_000_000 {
 			return Invalid("providers."+name+".maxConcurrent", "must be -1 (no bound), 0 (the provider's default) or 1..1000000, got %d", n)
 		}
+		if a := f.Providers[name].APIType; a != "" && a != "auto" {
+			return Invalid("providers."+name+".apiType", "nanofleet speaks chat completions only; remove the key or set it to \"auto\", got %q", a)
+		}
 	}
 	if _, err := subject.NewSpace(f.NATS.Prefix); err != nil || f.NATS.Prefix == "" {
 		return Invalid("nats.prefix", "must be 1-32 letters, digits, '-' or '_', got %q", f.NATS.Prefix)
@@ -249,31 +264,40 @@ func (f *File) Section(name string, v any) error {
 func DecodeStrict(data []byte, v any, section string) error { return decodeStrict(data, v, section) }
 
 func decodeStrict(data []byte, v any, section string) error {
+	data, renamed, err := camelKeys(data, reflect.TypeOf(v), section)
+	if err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	err = dec.Decode(v)
 	if err == nil {
 		return nil
 	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		key := keyPath(reflect.TypeOf(v), typeErr.Field)
-		// The offset's path has map keys, which Field lacks; it is wrong
-		// when a type's own UnmarshalJSON failed (an offset into its value).
-		if at := keyAt(data, typeErr.Offset); at != "" && lastKey(at) == lastKey(key) {
+		// The offset's path has map keys, which Field lacks (and for a
+		// map's value, the key within the map); it is wrong when a type's
+		// own UnmarshalJSON failed (an offset into its value).
+		if at := keyAt(data, typeErr.Offset); at != "" && strings.Contains("."+at+".", "."+lastKey(key)+".") {
 			key = at
 		}
-		return Invalid(join(section, key), "must be %s, got %s", jsonKind(typeErr.Type), jsonValueKind(typeErr.Value))
+		return Invalid(renamed.written(join(section, key)), "must be %s, got %s", jsonKind(typeErr.Type), jsonValueKind(typeErr.Value))
 	}
 	// encoding/json reports an unknown key only by its last element:
 	// `json: unknown field "x"`; find its path.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		var tree any
-		key := ""
+		key, in := "", reflect.Type(nil)
 		if json.Unmarshal(data, &tree) == nil {
-			key = unknownKey(tree, reflect.TypeOf(v), section)
+			key, in = unknownKey(tree, reflect.TypeOf(v), section)
 		}
-		return Invalid(cmp.Or(key, join(section, strings.Trim(name, `"`))), "unknown key (check spelling; keys are camelCase)")
+		key = renamed.written(cmp.Or(key, join(section, strings.Trim(name, `"`))))
+		if hint, ok := hintFor(in, lastKey(key)); ok {
+			return Invalid(key, "%s", hint)
+		}
+		return Invalid(key, "unknown key (check spelling; keys are camelCase)")
 	}
 	return &Error{Key: section, Err: err}
 }

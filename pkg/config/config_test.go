@@ -25,6 +25,7 @@ func TestParseNamesTheBadKey(t *testing.T) {
 		{"unknown nested key", `{"agents": {"defaults": {"modle": "x"}}}`, "agents.defaults.modle", "config: agents.defaults.modle:"},
 		{"unknown provider key", `{"providers": {"openai": {"apikey2": "x"}}}`, "providers.openai.apikey2", "config: providers.openai.apikey2:"},
 		{"wrong type", `{"agents": {"defaults": {"maxTokens": "lots"}}}`, "agents.defaults.maxTokens", "config: agents.defaults.maxTokens: must be a whole number, got a string"},
+		{"wrong type in a map's value", `{"providers": {"openai": {"extraHeaders": {"A": 1}}}}`, "providers.openai.extraHeaders.A", "config: providers.openai.extraHeaders.A: must be a string, got a number"},
 		{"out of range", `{"agents": {"defaults": {"maxToolIterations": 0}}}`, "agents.defaults.maxToolIterations", ""},
 		{"bad prefix", `{"nats": {"prefix": "a.b"}}`, "nats.prefix", ""},
 		{"zero duplicate window", `{"nats": {"duplicateWindowSeconds": -5}}`, "nats.duplicateWindowSeconds", ""},

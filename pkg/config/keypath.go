@@ -21,14 +21,15 @@ var (
 )
 
 // unknownKey returns the dotted path of the first key of tree (in sorted
-// order) that t has no field for, or "". Values decoded by their own
-// UnmarshalJSON, raw sections and free-form values are not looked into.
-func unknownKey(tree any, t reflect.Type, path string) string {
+// order) that t has no field for, or "", and the struct type it is
+// missing from. Values decoded by their own UnmarshalJSON, raw sections
+// and free-form values are not looked into.
+func unknownKey(tree any, t reflect.Type, path string) (string, reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t == rawMessage || reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
-		return ""
+		return "", nil
 	}
 	join := func(k string) string {
 		if path == "" {
@@ -43,29 +44,29 @@ func unknownKey(tree any, t reflect.Type, path string) string {
 			for _, k := range slices.Sorted(mapsKeys(v)) {
 				f, ok := fieldFor(t, k)
 				if !ok {
-					return join(k)
+					return join(k), t
 				}
-				if p := unknownKey(v[k], f.Type, join(k)); p != "" {
-					return p
+				if p, in := unknownKey(v[k], f.Type, join(k)); p != "" {
+					return p, in
 				}
 			}
 		case reflect.Map:
 			for _, k := range slices.Sorted(mapsKeys(v)) {
-				if p := unknownKey(v[k], t.Elem(), join(k)); p != "" {
-					return p
+				if p, in := unknownKey(v[k], t.Elem(), join(k)); p != "" {
+					return p, in
 				}
 			}
 		}
 	case []any:
 		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			for i, e := range v {
-				if p := unknownKey(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); p != "" {
-					return p
+				if p, in := unknownKey(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); p != "" {
+					return p, in
 				}
 			}
 		}
 	}
-	return ""
+	return "", nil
 }
 
 func mapsKeys(m map[string]any) func(func(string) bool) {

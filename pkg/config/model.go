@@ -15,6 +15,9 @@ import (
 // loaded, and a flag may have overridden both since.
 func (f *File) ModelProvider(getenv func(string) string) llm.Config {
 	d := f.Agents.Defaults
+	if d.Provider == "auto" {
+		d.Provider = "" // nanobot's word for inferring it, written by its onboard
+	}
 	cfg := llm.Config{Name: d.Provider, Model: d.Model, FallbackModels: d.FallbackModels}
 	name := d.Provider
 	if name == "" {

@@ -205,3 +205,83 @@ func TestBuildFeishuAndDingTalk(t *testing.T) {
 		t.Errorf("unsigned Feishu webhook request: %d", resp.StatusCode)
 	}
 }
+
+// TestNanobotSnakeCase: nanobot takes snake_case keys as their camelCase
+// form; a pasted section using them loads the same, as do keys nanofleet
+// does not take when unset ("", null).
+func TestNanobotSnakeCase(t *testing.T) {
+	c, err := parse(t, `{"channels": {
+		"send_progress": false, "send_tool_hints": true, "extract_document_text": true,
+		"telegram": {"enabled": true, "token": "1:abc", "allow_from": ["42"], "group_policy": "open", "reply_to_message": false,
+		             "webhookUrl": "", "webhook_secret_token": ""},
+		"slack": {"enabled": true, "bot_token": "xoxb-1", "app_token": "xapp-1", "reply_in_thread": false,
+		          "group_allow_from": ["C1"], "group_policy": "allowlist", "dm": {"policy": "allowlist", "allow_from": ["U2"]}},
+		"discord": {"enabled": true, "token": "t", "allow_from": ["1"], "allowChannels": [], "stream_edit_interval": 2, "proxy": null},
+		"feishu": {"enabled": true, "app_id": "cli_1", "app_secret": "s", "encrypt_key": "k", "verification_token": "v"},
+		"dingtalk": {"enabled": true, "client_id": "ding1", "client_secret": "s", "groupUserIsolation": false},
+		"whatsapp": {"enabled": true, "allow_from": ["1234"], "group_policy": "disabled"},
+		"weixin": {"enabled": false}, "msteams": {"enabled": false}, "websocket": {"enabled": false}
+	}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case c.SendProgress == nil || *c.SendProgress || c.SendToolHints == nil || !*c.SendToolHints:
+		t.Errorf("channels-wide keys: %v %v", c.SendProgress, c.SendToolHints)
+	case c.Telegram.AllowFrom[0] != "42" || c.Telegram.GroupPolicy != "open" || c.Telegram.ReplyToMessage == nil || *c.Telegram.ReplyToMessage:
+		t.Errorf("telegram = %+v", c.Telegram)
+	case c.Slack.BotToken != "xoxb-1" || c.Slack.AppToken != "xapp-1" || *c.Slack.ReplyInThread || c.Slack.GroupAllowFrom[0] != "C1" || c.Slack.DM.AllowFrom[0] != "U2":
+		t.Errorf("slack = %+v", c.Slack)
+	case c.Discord.AllowFrom[0] != "1" || c.Discord.StreamEditInterval != 2:
+		t.Errorf("discord = %+v", c.Discord)
+	case c.Feishu.AppID != "cli_1" || c.Feishu.EncryptKey != "k" || c.Feishu.VerificationToken != "v":
+		t.Errorf("feishu = %+v", c.Feishu)
+	case c.DingTalk.ClientID != "ding1" || c.DingTalk.ClientSecret != "s":
+		t.Errorf("dingtalk = %+v", c.DingTalk)
+	case c.WhatsApp.AllowFrom[0] != "1234" || c.WhatsApp.GroupPolicy != "disabled":
+		t.Errorf("whatsapp = %+v", c.WhatsApp)
+	}
+}
+
+// TestNanobotKeysRefused: a key nanobot documents and nanofleet does not
+// take fails at start naming its whole path and what to use instead, in
+// either case style.
+func TestNanobotKeysRefused(t *testing.T) {
+	tests := []struct{ doc, key, says string }{
+		{`{"channels": {"telegram": {"mode": "webhook", "webhookUrl": "https://x/t"}}}`, "channels.telegram.mode", "webhook.url"},
+		{`{"channels": {"telegram": {"webhookUrl": "https://x/t"}}}`, "channels.telegram.webhookUrl", "use webhook.url"},
+		{`{"channels": {"telegram": {"webhook_secret_token": "s"}}}`, "channels.telegram.webhook_secret_token", "use webhook.secret"},
+		{`{"channels": {"telegram": {"webhookListenPort": 8081}}}`, "channels.telegram.webhookListenPort", "channels.web.listen"},
+		{`{"channels": {"telegram": {"reactEmoji": "x"}}}`, "channels.telegram.reactEmoji", "remove the key"},
+		{`{"channels": {"telegram": {"showReasoning": true}}}`, "channels.telegram.showReasoning", "reasoning"},
+		{`{"channels": {"telegram": {"allowFrom": ["1"], "allow_from": ["2"]}}}`, "channels.telegram.allow_from", "keep one"},
+		{`{"channels": {"slack": {"doneEmoji": "x"}}}`, "channels.slack.doneEmoji", "remove the key"},
+		{`{"channels": {"slack": {"webhookPath": "/slack/events"}}}`, "channels.slack.webhookPath", "Socket Mode"},
+		{`{"channels": {"slack": {"groupRequireMention": true}}}`, "channels.slack.groupRequireMention", "allowlist"},
+		{`{"channels": {"discord": {"enabled": true, "token": "t", "allowChannels": ["1"]}}}`, "channels.discord.allowChannels", "groupAllowFrom"},
+		{`{"channels": {"discord": {"proxy": "http://p:1"}}}`, "channels.discord.proxy", "remove the key"},
+		{`{"channels": {"discord": {"working_emoji": "x"}}}`, "channels.discord.working_emoji", "remove the key"},
+		{`{"channels": {"feishu": {"reactEmoji": "OnIt"}}}`, "channels.feishu.reactEmoji", "remove the key"},
+		{`{"channels": {"feishu": {"toolHintPrefix": "x"}}}`, "channels.feishu.toolHintPrefix", "remove the key"},
+		{`{"channels": {"dingtalk": {"enabled": true, "clientId": "c", "clientSecret": "s", "groupUserIsolation": true}}}`, "channels.dingtalk.groupUserIsolation", "one session per group"},
+		{`{"channels": {"dingtalk": {"disablePrivateChat": true}}}`, "channels.dingtalk.disablePrivateChat", "dmPolicy"},
+		{`{"channels": {"whatsapp": {"databasePath": "~/x.db"}}}`, "channels.whatsapp.databasePath", "channels login whatsapp"},
+		{`{"channels": {"whatsapp": {"lidMappings": {"1": "2"}}}}`, "channels.whatsapp.lidMappings", "allowFrom"},
+		{`{"channels": {"weixin": {"enabled": true}}}`, "channels.weixin.enabled", "no weixin channel"},
+		{`{"channels": {"signal": {"enabled": true}}}`, "channels.signal.enabled", "no signal channel"},
+		{`{"channels": {"websocket": {"enabled": true}}}`, "channels.websocket.enabled", "channels.web"},
+		{`{"channels": {"showReasoning": true}}`, "channels.showReasoning", "reasoning"},
+		{`{"channels": {"send_max_retries": 3}}`, "channels.send_max_retries", "remove the key"},
+		{`{"channels": {"sendProgress": true, "send_progress": false}}`, "channels.send_progress", "keep one"},
+		{`{"channels": {"telegrm": {}}}`, "channels.telegrm", "check spelling"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			_, err := parse(t, tt.doc)
+			var ce *config.Error
+			if !errors.As(err, &ce) || ce.Key != tt.key || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("error = %v, want one naming %s and saying %q", err, tt.key, tt.says)
+			}
+		})
+	}
+}

@@ -3,6 +3,8 @@ package channels
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
@@ -36,12 +38,24 @@ type Config struct {
 	DingTalk dingtalk.Config  `json:"dingtalk"`
 	WhatsApp whatsapp.Config  `json:"whatsapp"`
 
-	// Channels nanobot has and nanofleet does not: accepted so that a
+	// Unsupported holds, by name, the sections of the channels nanobot
+	// has and nanofleet does not (see [nanobotOnly]): accepted so that a
 	// nanobot configuration loads, refused when enabled.
-	Email  json.RawMessage `json:"email,omitempty"`
-	QQ     json.RawMessage `json:"qq,omitempty"`
-	Matrix json.RawMessage `json:"matrix,omitempty"`
-	Mochat json.RawMessage `json:"mochat,omitempty"`
+	Unsupported map[string]json.RawMessage `json:"-"`
+}
+
+// nanobotOnly says whether name is one of nanobot's channels that
+// nanofleet does not have.
+func nanobotOnly(name string) bool {
+	return slices.Contains([]string{"email", "qq", "matrix", "mochat", "mattermost", "msteams", "napcat", "signal", "websocket", "wecom", "weixin"}, name)
+}
+
+// KeyHints names nanobot's channels-wide keys nanofleet does not take.
+func (Config) KeyHints() map[string]string {
+	return map[string]string{
+		"showReasoning":  "nanofleet does not show the model's reasoning; remove the key",
+		"sendMaxRetries": "nanofleet retries a delivery by itself until it succeeds or the platform refuses it for good; remove the key",
+	}
 }
 
 // Defaults is the section when the file has none: the web chat and the
@@ -67,7 +81,8 @@ func FromFile(f *config.File) (Config, error) {
 		"transcriptionProvider": &c.TranscriptionProvider, "transcriptionLanguage": &c.TranscriptionLanguage,
 		"telegram": &c.Telegram, "slack": &c.Slack, "web": &c.Web, "api": &c.API,
 		"discord": &c.Discord, "whatsapp": &c.WhatsApp, "feishu": &c.Feishu, "dingtalk": &c.DingTalk,
-		"email": &c.Email, "qq": &c.QQ, "matrix": &c.Matrix, "mochat": &c.Mochat,
+		// Deprecated in nanobot and ignored there too.
+		"extractDocumentText": new(bool),
 	}
 	keys := make([]string, 0, len(sections))
 	for k := range sections {
@@ -75,8 +90,23 @@ func FromFile(f *config.File) (Config, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		target, ok := targets[k]
+		// nanobot takes snake_case keys as their camelCase form.
+		name := config.CamelCase(k)
+		if _, both := sections[name]; both && name != k {
+			return Config{}, config.Invalid("channels."+k, "is channels.%s in snake_case; keep one of the two", name)
+		}
+		if nanobotOnly(name) {
+			if c.Unsupported == nil {
+				c.Unsupported = map[string]json.RawMessage{}
+			}
+			c.Unsupported[name] = sections[k]
+			continue
+		}
+		target, ok := targets[name]
 		if !ok {
+			if hint, ok := c.KeyHints()[name]; ok {
+				return Config{}, config.Invalid("channels."+k, "%s", hint)
+			}
 			return Config{}, config.Invalid("channels."+k, "unknown key (check spelling; keys are camelCase)")
 		}
 		if err := decodeStrict("channels."+k, sections[k], target); err != nil {
@@ -117,11 +147,9 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
-	unsupported := map[string]json.RawMessage{
-		"email": c.Email, "qq": c.QQ, "matrix": c.Matrix, "mochat": c.Mochat,
-	}
-	for name, raw := range unsupported {
-		if len(raw) == 0 {
+	for _, name := range slices.Sorted(maps.Keys(c.Unsupported)) {
+		raw := c.Unsupported[name]
+		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
 		var probe struct {
@@ -130,7 +158,10 @@ func (c Config) Validate() error {
 		if err := json.Unmarshal(raw, &probe); err != nil {
 			return config.Invalid("channels."+name, "not an object: %w", err)
 		}
-		if probe.Enabled {
+		switch {
+		case probe.Enabled && name == "websocket":
+			return config.Invalid("channels.websocket.enabled", "nanobot's WebUI channel is nanofleet's web chat, channels.web; set this to false")
+		case probe.Enabled:
 			return config.Invalid(fmt.Sprintf("channels.%s.enabled", name), "nanofleet has no %s channel (yet); set it to false", name)
 		}
 	}

@@ -31,6 +31,9 @@ type Config struct {
 	// streaming is on; the template must have a markdown variable named
 	// "content" (the card platform's standard AI card template has one).
 	CardTemplateID string `json:"cardTemplateId,omitempty"`
+	// GroupUserIsolation is nanobot's session per user in a group; false
+	// (one session per group, as here) is accepted, true refused.
+	GroupUserIsolation bool `json:"groupUserIsolation,omitempty"`
 }
 
 // DefaultAPIURL is DingTalk's open API.
@@ -50,6 +53,8 @@ func (c Config) Validate() error {
 		return config.Invalid(p+"clientId", "required when the channel is enabled")
 	case strings.TrimSpace(c.ClientSecret) == "":
 		return config.Invalid(p+"clientSecret", "required when the channel is enabled")
+	case c.GroupUserIsolation:
+		return config.Invalid(p+"groupUserIsolation", "nanofleet keeps one session per group chat; remove the key or set it to false")
 	}
 	if err := c.Common.Validate(channelconfig.Rules{Name: "dingtalk", GroupIDs: "conversation ids"}); err != nil {
 		return err
@@ -79,4 +84,14 @@ func (c Config) robotCode() string {
 		return c.RobotCode
 	}
 	return c.ClientID
+}
+
+// KeyHints names nanobot's DingTalk keys nanofleet does not take.
+func (Config) KeyHints() map[string]string {
+	const media = "nanofleet's DingTalk adapter has no such setting; remove the key"
+	return channelconfig.Hints(map[string]string{
+		"disablePrivateChat":              "use dmPolicy \"disabled\"",
+		"allowRemoteMediaRedirects":       media,
+		"remoteMediaRedirectAllowedHosts": media,
+	})
 }

@@ -29,6 +29,9 @@ type Config struct {
 	// Intents is accepted for nanobot compatibility; the adapter always
 	// asks for guild messages, direct messages and message content.
 	Intents int `json:"intents,omitempty"`
+	// AllowChannels is nanobot's list of the channels answered in (empty:
+	// all, as here); a list is refused for groupPolicy "allowlist".
+	AllowChannels []string `json:"allowChannels,omitempty"`
 }
 
 // DefaultAPIBase is Discord's REST API.
@@ -48,9 +51,25 @@ func (c Config) Validate() error {
 		return config.Invalid(p+"token", "required when the channel is enabled")
 	case strings.ContainsAny(c.Token, " \t\n") || strings.HasPrefix(c.Token, "Bot "):
 		return config.Invalid(p+"token", "the bare bot token, without \"Bot \" or spaces")
+	case len(c.AllowChannels) > 0:
+		return config.Invalid(p+"allowChannels", "use groupPolicy \"allowlist\" with groupAllowFrom listing the channel or guild ids")
 	}
 	if err := c.Common.Validate(channelconfig.Rules{Name: "discord", GroupIDs: "channel or guild ids"}); err != nil {
 		return err
 	}
 	return channelconfig.CheckURLs("discord", map[string]string{"apiBase": c.APIBase, "gatewayUrl": c.GatewayURL})
+}
+
+// KeyHints names nanobot's Discord keys nanofleet does not take.
+func (Config) KeyHints() map[string]string {
+	const react = "nanofleet's Discord adapter does not react to messages; remove the key"
+	const proxy = "nanofleet's Discord adapter takes no proxy; remove the key"
+	return channelconfig.Hints(map[string]string{
+		"readReceiptEmoji":  react,
+		"workingEmoji":      react,
+		"workingEmojiDelay": react,
+		"proxy":             proxy,
+		"proxyUsername":     proxy,
+		"proxyPassword":     proxy,
+	})
 }

@@ -126,3 +126,19 @@ func (c Config) WebhookPath() string {
 	}
 	return DefaultWebhookPath
 }
+
+// KeyHints names nanobot's Feishu keys nanofleet does not take.
+func (Config) KeyHints() map[string]string {
+	const remove = "nanofleet's Feishu adapter has no such setting; remove the key"
+	const react = "nanofleet's Feishu adapter does not react to messages; remove the key"
+	return channelconfig.Hints(map[string]string{
+		"reactEmoji":     react,
+		"doneEmoji":      react,
+		"toolHintPrefix": remove,
+		"replyToMessage": "nanofleet's Feishu adapter always answers as a reply to the message that asked; remove the key",
+		"topicIsolation": remove,
+		"instanceId":     "nanofleet runs one Feishu app per fleet; remove the key",
+		"name":           remove,
+		"identityKey":    remove,
+	})
+}

@@ -72,3 +72,16 @@ func (c Config) Validate() error {
 	}
 	return channelconfig.CheckURLs("slack", map[string]string{"apiUrl": c.APIURL})
 }
+
+// KeyHints names nanobot's Slack keys nanofleet does not take.
+func (Config) KeyHints() map[string]string {
+	const remove = "nanofleet's Slack adapter has no such setting; remove the key"
+	return channelconfig.Hints(map[string]string{
+		"webhookPath":          "nanofleet's Slack adapter uses Socket Mode only; remove the key",
+		"userTokenReadOnly":    remove,
+		"doneEmoji":            "nanofleet's Slack adapter adds only reactEmoji, when a message is taken; remove the key",
+		"includeThreadContext": remove,
+		"threadContextLimit":   remove,
+		"groupRequireMention":  "groupPolicy \"allowlist\" answers every message of the channels in groupAllowFrom; \"mention\" answers mentions anywhere; remove the key",
+	})
+}

@@ -71,3 +71,23 @@ func (c Config) Validate() error {
 }
 
 var secretSyntax = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// KeyHints names nanobot's Telegram keys nanofleet does not take.
+func (Config) KeyHints() map[string]string {
+	const listener = "the webhook is served at webhook.url's path on the gateway's listener, channels.web.listen; remove the key"
+	const remove = "nanofleet's Telegram adapter has no such setting; remove the key"
+	return channelconfig.Hints(map[string]string{
+		"mode":                  "nanofleet polls unless webhook.url is set; remove the key (for a webhook set webhook.url and webhook.secret)",
+		"webhookUrl":            "use webhook.url",
+		"webhookSecretToken":    "use webhook.secret",
+		"webhookPath":           listener,
+		"webhookListenHost":     listener,
+		"webhookListenPort":     listener,
+		"webhookMaxConnections": remove,
+		"reactEmoji":            "nanofleet's Telegram adapter does not react to messages; remove the key",
+		"connectionPoolSize":    remove,
+		"poolTimeout":           remove,
+		"inlineKeyboards":       remove,
+		"richMessages":          remove,
+	})
+}

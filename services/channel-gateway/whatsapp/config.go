@@ -48,3 +48,11 @@ func (c Config) account() string {
 	}
 	return c.Account
 }
+
+// KeyHints names nanobot's WhatsApp keys nanofleet does not take.
+func (Config) KeyHints() map[string]string {
+	return channelconfig.Hints(map[string]string{
+		"databasePath": "nanofleet keeps the linked device in the fleet's store: link it with `nanofleet channels login whatsapp` and remove the key",
+		"lidMappings":  "allowFrom takes LIDs as well as phone numbers; list them there and remove the key",
+	})
+}

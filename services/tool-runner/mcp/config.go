@@ -102,6 +102,13 @@ type ServerConfig struct {
 	Disabled bool `json:"disabled,omitempty"`
 }
 
+// KeyHints names nanobot's MCP server keys nanofleet does not take.
+func (ServerConfig) KeyHints() map[string]string {
+	return map[string]string{
+		"auth": "nanofleet has no MCP OAuth; send a token in headers (e.g. \"Authorization\": \"Bearer ${TOKEN}\") and remove the key",
+	}
+}
+
 // serverName: letters, digits, '-' and '_', not starting or ending with
 // '_' and without "__" (tool names collapse runs of '_').
 var serverName = regexp.MustCompile(`^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$`)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/shell"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/web"
 )
@@ -60,6 +61,27 @@ type Config struct {
 	// MCPServers are the MCP servers whose tools, resources and prompts
 	// this runner serves, by name; see package mcp.
 	MCPServers map[string]mcp.ServerConfig `json:"mcpServers,omitempty"`
+	// RestrictToWorkspace is nanobot's switch keeping tools in the
+	// workspace. nanofleet's file tools always are, and exec is in its
+	// sandbox: true is accepted (unless the sandbox is off), false
+	// refused.
+	RestrictToWorkspace *bool `json:"restrictToWorkspace,omitempty"`
+}
+
+// KeyHints names nanobot's tools keys nanofleet does not take.
+func (Config) KeyHints() map[string]string {
+	const remove = "nanofleet has no such tool setting; remove the key"
+	return map[string]string{
+		"ssrfWhitelist":                  "use tools.web.fetch.allowCIDRs (and allowCIDRs of a remote MCP server)",
+		"file":                           "nanofleet's file tools are always on, in the workspace; remove the section",
+		"imageGeneration":                "nanofleet has no image generation tool; remove the section",
+		"cliApps":                        remove,
+		"my":                             remove,
+		"maxSessionMessagesPerMinute":    remove,
+		"webuiAllowLocalServiceAccess":   remove,
+		"webuiAllowRemotePackageInstall": remove,
+		"allowLocalPreviewAccess":        remove,
+	}
 }
 
 // DefaultConfig is a per-agent workspace under ~/.nanofleet/workspace, the
@@ -113,6 +135,12 @@ func (c Config) Validate() error {
 	}
 	if err := c.Exec.Validate(); err != nil {
 		return err
+	}
+	switch r := c.RestrictToWorkspace; {
+	case r != nil && !*r:
+		return config.Invalid("tools.restrictToWorkspace", "nanofleet's tools always stay in the workspace (exec in its sandbox); remove the key or set it to true")
+	case r != nil && c.Exec.Sandbox == sandbox.ModeNone:
+		return config.Invalid("tools.restrictToWorkspace", "exec can leave the workspace with tools.exec.sandbox \"none\"; use \"bwrap\" or remove this key")
 	}
 	if err := c.Web.Validate(); err != nil {
 		return err

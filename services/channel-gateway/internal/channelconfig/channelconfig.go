@@ -187,3 +187,15 @@ func CheckURLs(name string, urls map[string]string) error {
 	}
 	return nil
 }
+
+// Hints returns the platform's hints for nanobot's keys it does not take
+// (see [config.KeyHints]) with those every platform shares.
+func Hints(own map[string]string) map[string]string {
+	h := map[string]string{
+		"showReasoning": "nanofleet does not show the model's reasoning; remove the key",
+	}
+	for k, v := range own {
+		h[k] = v
+	}
+	return h
+}

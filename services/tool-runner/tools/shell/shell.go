@@ -173,3 +173,17 @@ func Format(out *sandbox.Outcome) string {
 	}
 	return b.String()
 }
+
+// KeyHints names nanobot's tools.exec keys nanofleet does not take.
+func (Config) KeyHints() map[string]string {
+	const binds = "the sandbox sees the workspace and the system's programs only; for an MCP server use tools.mcpServers.<name>.readOnlyPaths; remove the key"
+	return map[string]string{
+		"enable":         "nanofleet always offers exec, confined to its sandbox; remove the key",
+		"pathAppend":     "commands get the sandbox's PATH; remove the key",
+		"pathPrepend":    "commands get the sandbox's PATH; remove the key",
+		"sandboxRoBinds": binds,
+		"sandboxRwBinds": binds,
+		"allowedEnvKeys": "use tools.exec.env",
+		"allowPatterns":  "nanofleet has deny patterns only (tools.exec.denyPatterns); the sandbox is the protection; remove the key",
+	}
+}

@@ -1,0 +1,168 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestNanobotSnakeCase: nanobot reads snake_case keys as their camelCase
+// form, so a pasted file using them loads the same; names chosen by the
+// user (providers, header names) keep their underscores.
+func TestNanobotSnakeCase(t *testing.T) {
+	tests := []struct {
+		name, json string
+		check      func(*File) bool
+	}{
+		{"agent defaults", `{"agents": {"defaults": {"max_tokens": 100, "max_tool_iterations": 7, "context_window_tokens": 4096}}}`,
+			func(f *File) bool {
+				d := f.Agents.Defaults
+				return d.MaxTokens == 100 && d.MaxToolIterations == 7 && d.ContextWindowTokens == 4096
+			}},
+		{"provider keys, not provider names", `{"providers": {"azure_openai": {"api_key": "k", "api_base": "https://x.example/v1", "extra_headers": {"X_Team": "a"}}}}`,
+			func(f *File) bool {
+				p, ok := f.Providers["azure_openai"]
+				return ok && p.APIKey == "k" && p.APIBase == "https://x.example/v1" && p.ExtraHeaders["X_Team"] == "a"
+			}},
+		{"fallback models", `{"agents": {"defaults": {"fallback_models": ["gpt-4o"]}}}`,
+			func(f *File) bool { return len(f.Agents.Defaults.FallbackModels) == 1 }},
+		{"camelCase unchanged", `{"agents": {"defaults": {"maxTokens": 99}}}`,
+			func(f *File) bool { return f.Agents.Defaults.MaxTokens == 99 }},
+		{"big numbers kept", `{"nats": {"lease_ttl_seconds": 31, "replay_window_seconds": 86400}}`,
+			func(f *File) bool { return f.NATS.LeaseTTLSeconds == 31 && f.NATS.ReplayWindowSeconds == 86400 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Defaults()
+			if err := Parse(f, []byte(tt.json), env(nil)); err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if !tt.check(f) {
+				t.Errorf("decoded %+v, %+v", f.Agents.Defaults, f.Providers)
+			}
+		})
+	}
+}
+
+// TestSectionSnakeCase: a raw section decoded by its owner takes
+// snake_case keys too, below maps and in lists.
+func TestSectionSnakeCase(t *testing.T) {
+	type server struct {
+		ToolTimeout  int      `json:"toolTimeout"`
+		EnabledTools []string `json:"enabledTools"`
+	}
+	var v struct {
+		MCPServers map[string]server `json:"mcpServers"`
+		List       []server          `json:"list"`
+	}
+	f := &File{Tools: []byte(`{"mcp_servers": {"my_server": {"tool_timeout": 10, "enabled_tools": ["a_b"]}}, "list": [{"tool_timeout": 3}]}`)}
+	if err := f.Section("tools", &v); err != nil {
+		t.Fatal(err)
+	}
+	s, ok := v.MCPServers["my_server"]
+	if !ok || s.ToolTimeout != 10 || s.EnabledTools[0] != "a_b" || v.List[0].ToolTimeout != 3 {
+		t.Errorf("decoded %+v", v)
+	}
+}
+
+// TestNanobotKeysRefused: a nanobot key nanofleet does not take fails
+// naming its whole path and what to use instead.
+func TestNanobotKeysRefused(t *testing.T) {
+	tests := []struct{ json, key, says string }{
+		{`{"agents": {"defaults": {"maxTokens": 5, "max_tokens": 6}}}`, "agents.defaults.max_tokens", "keep one"},
+		{`{"agents": {"defaults": {"reasoningEffort": "high"}}}`, "agents.defaults.reasoningEffort", "remove the key"},
+		{`{"agents": {"defaults": {"reasoning_effort": "high"}}}`, "agents.defaults.reasoning_effort", "remove the key"},
+		{`{"agents": {"defaults": {"modelPreset": "fast"}}}`, "agents.defaults.modelPreset", "no model presets"},
+		{`{"agents": {"defaults": {"dream": {"intervalH": 2}}}}`, "agents.defaults.dream", "memory.dream"},
+		{`{"agents": {"defaults": {"consolidationRatio": 0.5}}}`, "agents.defaults.consolidationRatio", "memory.consolidateShare"},
+		{`{"providers": {"openai": {"proxy": "http://p:1"}}}`, "providers.openai.proxy", "HTTPS_PROXY"},
+		{`{"mcpServers": {"fs": {"command": "npx"}}}`, "mcpServers", "tools.mcpServers"},
+		{`{"modelPresets": {"fast": {"model": "m"}}}`, "modelPresets", "agents.defaults.model"},
+		{`{"model_presets": {"fast": {"model": "m"}}}`, "model_presets", "agents.defaults.model"},
+		{`{"providers": {"openai": {"apiType": "responses"}}}`, "providers.openai.apiType", "chat completions"},
+		{`{"providers": {"openai": {"extraBody": {"a": 1}}}}`, "providers.openai.extraBody", "remove the key"},
+		{`{"api": {"port": 8900}}`, "api", "channels.api"},
+		{`{"transcription": {"enabled": true}}`, "transcription", "remove the section"},
+		{`{"gateway": {"port": 18790}}`, "gateway.port", "channels.web.listen"},
+		{`{"gateway": {"heartbeat": {"intervalS": 1800}}}`, "gateway.heartbeat", "schedule.heartbeat"},
+		{`{"gateway": {"restart_mode": "auto"}}`, "gateway.restart_mode", "remove the key"},
+		{`{"gateway": {"prot": 1}}`, "gateway.prot", "check spelling"},
+		{`{"agents": {"defaults": {"modle": "x"}}}`, "agents.defaults.modle", "check spelling"},
+		// A key is named as the file wrote it, also below a renamed one.
+		{`{"agents": {"defaults": {"max_tokens": "lots"}}}`, "agents.defaults.max_tokens", "must be a whole number"},
+		{`{"nats": {"tls": {"cert_file": 5}}}`, "nats.tls.cert_file", "must be a string"},
+		{`{"providers": {"openai": {"extra_headers": {"A": 1}}}}`, "providers.openai.extra_headers.A", "must be a string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			err := Parse(Defaults(), []byte(tt.json), env(nil))
+			var ce *Error
+			if !errors.Is(err, ErrInvalid) || !errors.As(err, &ce) {
+				t.Fatalf("Parse(%s) = %v, want a *config.Error", tt.json, err)
+			}
+			if ce.Key != tt.key || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("Parse(%s) = %v, want it to name %s and say %q", tt.json, err, tt.key, tt.says)
+			}
+		})
+	}
+	if err := Parse(Defaults(), []byte(`{"gateway": {}}`), env(nil)); err != nil {
+		t.Errorf("an empty gateway section: %v", err)
+	}
+}
+
+// TestProviderAuto: nanobot's onboard writes "provider": "auto", its word
+// for inferring the provider from the model name.
+func TestProviderAuto(t *testing.T) {
+	for _, provider := range []string{"auto", ""} {
+		f := Defaults()
+		doc := `{"agents": {"defaults": {"model": "deepseek/deepseek-chat", "provider": "` + provider + `"}}, "providers": {"deepseek": {"apiKey": "k"}}}`
+		if err := Parse(f, []byte(doc), env(nil)); err != nil {
+			t.Fatal(err)
+		}
+		c := f.ModelProvider(env(nil))
+		if err := c.Validate(); err != nil || c.Name != "deepseek" || c.APIKey != "k" {
+			t.Errorf("provider %q: %+v, %v", provider, c, err)
+		}
+	}
+}
+
+// TestSectionNamesKeysAsWritten: below a renamed key, an unknown or
+// mistyped key of a section is named with the path the file wrote.
+func TestSectionNamesKeysAsWritten(t *testing.T) {
+	type server struct {
+		ToolTimeout int `json:"toolTimeout"`
+	}
+	var v struct {
+		MCPServers map[string]server `json:"mcpServers"`
+	}
+	tests := []struct{ json, key string }{
+		{`{"mcp_servers": {"my_server": {"tool_timeout": "soon"}}}`, "tools.mcp_servers.my_server.tool_timeout"},
+		{`{"mcp_servers": {"my_server": {"auth": "oauth"}}}`, "tools.mcp_servers.my_server.auth"},
+	}
+	for _, tt := range tests {
+		f := &File{Tools: []byte(tt.json)}
+		err := f.Section("tools", &v)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Key != tt.key {
+			t.Errorf("Section(%s) = %v, want it to name %s", tt.json, err, tt.key)
+		}
+	}
+}
+
+// TestNanobotUnsetKeys: nanobot's config.json holds every key of its
+// schema, most unset; a key nanofleet does not take loads when its value
+// asks for nothing (null, "", [], {}; "auto" for apiType).
+func TestNanobotUnsetKeys(t *testing.T) {
+	doc := `{"agents": {"defaults": {"modelPreset": null, "reasoningEffort": null, "contextBlockLimit": null, "disabledSkills": [],
+	                                 "model": "gpt-4o", "provider": "auto"}},
+	         "modelPresets": {}, "model_presets": null,
+	         "providers": {"openai": {"apiKey": "k", "apiBase": null, "apiType": "auto", "extraHeaders": null, "extraBody": null,
+	                                  "extraQuery": null, "proxy": null, "thinkingStyle": null, "display_name": ""}}}`
+	f := Defaults()
+	if err := Parse(f, []byte(doc), env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Providers["openai"]; p.APIKey != "k" || f.Agents.Defaults.Model != "gpt-4o" {
+		t.Errorf("decoded %+v, %+v", p, f.Agents.Defaults)
+	}
+}
