@@ -147,6 +147,13 @@ func TestBatchAnswers(t *testing.T) {
 			es[0][1] = " "
 			return llmtest.ToolCalls(llmtest.Call("save_memories", batchArgs(es, mem)))
 		}, true, 2},
+		{"memory update above the server's max payload", func(es [][2]string, mem string) llmtest.Reply {
+			return llmtest.ToolCalls(llmtest.Call("save_memories", batchArgs(es, mem+"\n"+strings.Repeat("- a fact\n", 9<<20/9))))
+		}, true, 2},
+		{"entry above the log's max message size", func(es [][2]string, mem string) llmtest.Reply {
+			es[1][1] = strings.Repeat("Ada talked. ", 5<<20/12)
+			return llmtest.ToolCalls(llmtest.Call("save_memories", batchArgs(es, mem)))
+		}, true, 2},
 		{"prose", func([][2]string, string) llmtest.Reply { return llmtest.Text("I cannot help with that.") }, true, 2},
 		{"model error", func([][2]string, string) llmtest.Reply { return llmtest.Fail(500, "") }, true, 3},
 	}
