@@ -37,6 +37,20 @@ func limitMemory(t *testing.T, b *bus.Bus, max int32) {
 	}
 }
 
+// limitLog gives the history log stream a smaller max message size.
+func limitLog(t *testing.T, b *bus.Bus, max int32) {
+	t.Helper()
+	st, err := b.JS.Stream(t.Context(), memory.NamesOf(b.Space).LogStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgSize = max
+	if _, err := b.JS.UpdateStream(t.Context(), cfg); err != nil {
+		t.Fatalf("limit the history log: %v", err)
+	}
+}
+
 // seedMemory writes the agent's MEMORY.md.
 func seedMemory(t *testing.T, b *bus.Bus, content string) {
 	t.Helper()
@@ -67,21 +81,22 @@ func TestOversizedAnswer(t *testing.T) {
 	tests := []struct {
 		name       string
 		valueMax   int32  // the memory bucket's max value size; 0: none of its own
+		logMax     int32  // the history log's max message size; 0: the layout's
 		seed       string // MEMORY.md before
 		answer     llmtest.Reply
 		deadLetter bool
 		log        string // in the log line that says why
 	}{
-		{"memory update over the server's max payload", 0, seed,
+		{"memory update over the server's max payload", 0, 0, seed,
 			savedAs("[2026-01-01 00:00] Ada talked.", strings.Repeat("- a fact\n", 9<<20/9)), false, "memory of agent default is"},
-		{"memory update over the bucket's max value size", 64 << 10, seed,
+		{"memory update over the bucket's max value size", 64 << 10, 0, seed,
 			savedAs("[2026-01-01 00:00] Ada talked.", strings.Repeat("- a fact\n", 100<<10/9)), false, "memory of agent default is"},
-		{"text answer with a memory update over the bucket's max value size", 64 << 10, seed,
+		{"text answer with a memory update over the bucket's max value size", 64 << 10, 0, seed,
 			llmtest.Text(`{"history_entry": "[2026-01-01 00:00] Ada talked.", "memory_update": "` + strings.Repeat("- a fact. ", 100<<10/10) + `"}`), false, "memory of agent default is"},
-		{"history entry over the log's max message size", 0, seed,
-			savedAs(strings.Repeat("Ada talked. ", 5<<20/12), seed), false, "history entry of cli:a is"},
+		{"history entry over the log's max message size", 0, 64 << 10, seed,
+			savedAs(strings.Repeat("Ada talked. ", 100<<10/12), seed), false, "history entry of cli:a is"},
 		// Room for the write's headers, not for a recent entry more.
-		{"memory at the bucket's limit before", 64 << 10, strings.Repeat("m", 64<<10-150),
+		{"memory at the bucket's limit before", 64 << 10, 0, strings.Repeat("m", 64<<10-150),
 			savedAs("[2026-01-01 00:00] Ada talked.", ""), true, "cannot be stored"},
 	}
 	for _, tt := range tests {
@@ -89,6 +104,9 @@ func TestOversizedAnswer(t *testing.T) {
 			_, b := memtest.Start(t)
 			if tt.valueMax > 0 {
 				limitMemory(t, b, tt.valueMax)
+			}
+			if tt.logMax > 0 {
+				limitLog(t, b, tt.logMax)
 			}
 			seedMemory(t, b, tt.seed)
 			model := llmtest.NewServer(t)
@@ -123,7 +141,10 @@ func TestOversizedAnswer(t *testing.T) {
 					t.Errorf("cursor %d, %v; want 0 (the turns stay unconsolidated)", info.GetConsolidatedSeq(), err)
 				}
 			} else {
-				memtest.WaitCursor(t, b, "cli:a", last[0], 20*time.Second)
+				// 9 MiB answers take seconds to encode and decode (tens
+				// under the race detector); the wait ends when the cursor
+				// moves.
+				memtest.WaitCursor(t, b, "cli:a", last[0], time.Minute)
 				checkExactlyOnce(t, b, "cli:a", 2)
 				if e := memtest.Coverage(t, b, "cli:a"); len(e) != 1 || !e[0].GetRaw() || !strings.Contains(e[0].GetText(), "FACT: fact 1 of cli:a") {
 					t.Errorf("want the turns archived raw in one entry:\n%s", memtest.Describe(e))
