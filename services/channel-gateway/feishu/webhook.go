@@ -53,7 +53,12 @@ func (a *Adapter) WebhookHandler() http.Handler {
 				a.refuse(w, r, "Feishu webhook request without a valid signature", "err", err)
 				return
 			}
-			a.challenge(w, r, plain, "Feishu webhook request without a valid signature that is no URL challenge")
+			c, ok := urlChallenge(plain)
+			if !ok {
+				a.refuse(w, r, "Feishu webhook request without a valid signature is no URL challenge")
+				return
+			}
+			a.answerChallenge(w, r, c)
 			return
 		}
 		plain, err := a.decrypt(raw)
@@ -61,7 +66,8 @@ func (a *Adapter) WebhookHandler() http.Handler {
 			a.refuse(w, r, "signed Feishu webhook request that does not decrypt", "err", err)
 			return
 		}
-		if a.challenge(w, r, plain, "") {
+		if c, ok := urlChallenge(plain); ok {
+			a.answerChallenge(w, r, c)
 			return
 		}
 		nonce, err := a.fresh(r.Context(), r.Header)
@@ -101,31 +107,31 @@ func (a *Adapter) signed(h http.Header, raw []byte) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-// challenge answers plain if it is the URL challenge with the app's
-// verification token, and refuses it if it is one with another token. If
-// plain is no challenge, a request that may only be one (notChallenge is
-// why it may not be anything else) is refused; otherwise challenge
-// returns false and leaves the answer to the caller.
-func (a *Adapter) challenge(w http.ResponseWriter, r *http.Request, plain []byte, notChallenge string) bool {
-	var probe struct {
-		Type      string `json:"type"`
-		Token     string `json:"token"`
-		Challenge string `json:"challenge"`
+// challenge is the platform's URL challenge.
+type challenge struct {
+	Type      string `json:"type"`
+	Token     string `json:"token"`
+	Challenge string `json:"challenge"`
+}
+
+// urlChallenge reads plain as the URL challenge; false if it is none.
+func urlChallenge(plain []byte) (challenge, bool) {
+	var c challenge
+	if json.Unmarshal(plain, &c) != nil || c.Type != "url_verification" {
+		return challenge{}, false
 	}
-	if json.Unmarshal(plain, &probe) != nil || probe.Type != "url_verification" {
-		if notChallenge == "" {
-			return false
-		}
-		a.refuse(w, r, notChallenge)
-		return true
-	}
-	if subtle.ConstantTimeCompare([]byte(probe.Token), []byte(a.cfg.VerificationToken)) != 1 {
+	return c, true
+}
+
+// answerChallenge echoes the challenge if it carries the app's
+// verification token, and refuses it if not.
+func (a *Adapter) answerChallenge(w http.ResponseWriter, r *http.Request, c challenge) {
+	if subtle.ConstantTimeCompare([]byte(c.Token), []byte(a.cfg.VerificationToken)) != 1 {
 		a.refuse(w, r, "Feishu URL challenge with a wrong verification token")
-		return true
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"challenge": probe.Challenge})
-	return true
+	_ = json.NewEncoder(w).Encode(map[string]string{"challenge": c.Challenge})
 }
 
 // refuse logs why a webhook request is refused and answers it as every
