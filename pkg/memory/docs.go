@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -18,6 +19,7 @@ import (
 // Docs reads and writes the scopes' MemoryDocs in the memory bucket.
 type Docs struct {
 	kv jetstream.KeyValue
+	nc *nats.Conn
 }
 
 // OpenDocs returns the documents of the fleet b belongs to.
@@ -26,7 +28,7 @@ func OpenDocs(ctx context.Context, b *bus.Bus) (*Docs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Docs{kv: kv}, nil
+	return &Docs{kv: kv, nc: b.NC}, nil
 }
 
 // Get returns the scope's document and its revision; a scope never written
@@ -61,10 +63,26 @@ func (d *Docs) Put(ctx context.Context, s Scope, doc *nanofleetv1.MemoryDoc, rev
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, fmt.Errorf("%w: memory of %s", ErrConflict, s)
 	}
+	if bus.TooLarge(err) {
+		return 0, fmt.Errorf("%w: memory of %s, %d bytes: %w", ErrTooLarge, s, len(data), err)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("write memory of %s: %w", s, err)
 	}
 	return rev, nil
+}
+
+// Fits returns nil if [Docs.Put] can store doc as the scope's document,
+// else an error wrapping ErrTooLarge that names its size and the limit:
+// the server's max payload or the bucket's max value size, less room for
+// the write's headers. It lets a writer refuse what the bus would refuse
+// before it commits to anything else.
+func (d *Docs) Fits(ctx context.Context, s Scope, doc *nanofleetv1.MemoryDoc) error {
+	st, err := d.kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("memory bucket status: %w", err)
+	}
+	return fits(d.nc, int64(st.Config().MaxValueSize), "memory of "+s.String(), proto.Size(doc))
 }
 
 // SetContent replaces the scope's MEMORY.md with compare-and-set, retrying

@@ -18,4 +18,8 @@ var (
 	ErrForbidden = errors.New("memory: not in your scope")
 	// ErrInvalid means an argument is not acceptable.
 	ErrInvalid = errors.New("memory: invalid argument")
+	// ErrTooLarge means a record is larger than the bus accepts (the
+	// server's max payload, or its bucket's or stream's max message
+	// size): writing it again can never succeed.
+	ErrTooLarge = errors.New("memory: too large for the bus")
 )

@@ -61,9 +61,23 @@ func (l *Log) Append(ctx context.Context, e *nanofleetv1.HistoryEntry, expectLas
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
 			return 0, fmt.Errorf("%w: history log of %s moved past %d", ErrConflict, e.GetSessionKey(), expectLast)
 		}
+		if bus.TooLarge(err) {
+			return 0, fmt.Errorf("%w: history entry of %s, %d bytes: %w", ErrTooLarge, e.GetSessionKey(), len(data), err)
+		}
 		return 0, fmt.Errorf("append history entry of %s: %w", e.GetSessionKey(), err)
 	}
 	return ack.Sequence, nil
+}
+
+// Fits returns nil if [Log.Append] can store e, else an error wrapping
+// ErrTooLarge that names its size and the limit: the server's max payload
+// or the log stream's max message size, less room for the headers.
+func (l *Log) Fits(ctx context.Context, e *nanofleetv1.HistoryEntry) error {
+	st, err := l.js.Stream(ctx, l.names.LogStream())
+	if err != nil {
+		return fmt.Errorf("history log: %w", err)
+	}
+	return fits(l.js.Conn(), int64(st.CachedInfo().Config.MaxMsgSize), "history entry of "+e.GetSessionKey(), proto.Size(e))
 }
 
 // Last returns the session's newest entry in any scope, or nil.

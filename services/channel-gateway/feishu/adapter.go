@@ -14,8 +14,6 @@ import (
 
 	lark "github.com/larksuite/oapi-sdk-go/v3"
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
-	larkevent "github.com/larksuite/oapi-sdk-go/v3/event"
-	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/observe"
@@ -44,14 +42,13 @@ type Deps = adapterdeps.Deps
 // Adapter is the Feishu / Lark channel. It implements
 // [gateway.LiveAdapter].
 type Adapter struct {
-	cfg    Config
-	deps   Deps
-	log    *slog.Logger
-	base   string
-	http   *http.Client
-	api    *lark.Client
-	events *dispatcher.EventDispatcher
-	media  *media.Store
+	cfg   Config
+	deps  Deps
+	log   *slog.Logger
+	base  string
+	http  *http.Client
+	api   *lark.Client
+	media *media.Store
 	// policy admits senders; its DM policy applies to direct messages
 	// only (see access.Gate.Check), so groups and DMs share it.
 	policy access.Policy
@@ -105,8 +102,6 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		lark.WithLogLevel(larkcore.LogLevelDebug),
 		lark.WithReqTimeout(30*time.Second),
 	)
-	a.events = dispatcher.NewEventDispatcher(cfg.VerificationToken, cfg.EncryptKey)
-	a.events.InitConfig(larkevent.WithLogger(logAdapter{a.log}), larkevent.WithLogLevel(larkcore.LogLevelDebug))
 	var err error
 	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("feishu: %w", err)

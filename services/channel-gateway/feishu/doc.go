@@ -10,12 +10,14 @@
 // be neither cancelled nor stopped; only the gateway holding the fleet's
 // lease for the app connects, another takes over within the lease TTL.
 // "webhook" serves webhook.path (default /hooks/feishu) on the gateway's
-// HTTP listener: bodies are decrypted with encryptKey, requests without
-// a valid X-Lark-Signature are refused with 401, and so are signed ones
-// replayed: a timestamp more than [ReplayWindow] (5 min) from now, or a
-// nonce already handled (kept fleet-wide in P_feishu-nonces). The URL
-// challenge is answered when its verification token matches. Any gateway
-// can take webhook requests.
+// HTTP listener: an event's X-Lark-Signature is checked over the raw body
+// before the body is decrypted with encryptKey, and signed requests
+// replayed are refused (a timestamp more than [ReplayWindow] (5 min) from
+// now, or a nonce already handled, kept fleet-wide in P_feishu-nonces).
+// The URL challenge, which the platform does not sign, is answered when
+// it decrypts to its verification token. Every refusal is the same 401,
+// whatever failed, so that no answer tells whether a forged body
+// decrypted. Any gateway can take webhook requests.
 //
 // An event is answered (frame response or HTTP 200) only after it was
 // stored, or found malformed (logged and dropped); a failure to store

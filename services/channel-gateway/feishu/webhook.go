@@ -6,6 +6,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -22,12 +23,18 @@ import (
 )
 
 // WebhookHandler receives events the platform posts in webhook mode.
-// Every request must carry a valid signature (X-Lark-Signature over the
-// timestamp, nonce, encrypt key and body); others are refused with 401,
-// and so are signed ones replayed (a timestamp outside [ReplayWindow], a
-// nonce already handled). The URL challenge is answered when its verification token matches.
-// Malformed events are logged and acknowledged, so they are not sent
-// again; an event that could not be stored gets a 500, so it is.
+// An event must carry a valid signature (X-Lark-Signature: SHA-256 over
+// the timestamp, nonce, encrypt key and raw body), checked before the
+// body is decrypted; a signed one replayed (a timestamp outside
+// [ReplayWindow], a nonce already handled) is refused too. The URL
+// challenge, which the platform does not sign, is the one request taken
+// without a valid signature, and only when it decrypts to
+// url_verification with the app's verification token. Every refusal is the
+// same 401 without detail, whatever failed (signature, decryption, JSON,
+// token, replay), so that no answer tells whether a forged body decrypted:
+// a padding oracle. Malformed events that are signed are logged and
+// acknowledged, so they are not sent again; an event that could not be
+// stored gets a 500, so it is.
 func (a *Adapter) WebhookHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -38,40 +45,35 @@ func (a *Adapter) WebhookHandler() http.Handler {
 		if !ok {
 			return
 		}
-		req := &larkevent.EventReq{Header: r.Header, Body: raw, RequestURI: r.RequestURI}
-		plain, err := a.decrypt(raw)
-		if err != nil {
-			a.log.Warn("dropping undecryptable Feishu webhook request", "err", err, "remote", r.RemoteAddr)
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		var probe struct {
-			Type      string `json:"type"`
-			Token     string `json:"token"`
-			Challenge string `json:"challenge"`
-		}
-		_ = json.Unmarshal(plain, &probe)
-		if probe.Type == "url_verification" {
-			// The challenge is not signed; its token proves it.
-			if probe.Token != a.cfg.VerificationToken {
-				a.log.Warn("Feishu URL challenge with a wrong verification token", "remote", r.RemoteAddr)
-				http.Error(w, "forbidden", http.StatusUnauthorized)
+		if !a.signed(r.Header, raw) {
+			// Feishu's signature check leaves out the URL challenge: an
+			// unsigned request may be that, and nothing else.
+			plain, err := a.decrypt(raw)
+			if err != nil {
+				a.refuse(w, r, "Feishu webhook request without a valid signature", "err", err)
 				return
 			}
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(map[string]string{"challenge": probe.Challenge})
+			c, ok := urlChallenge(plain)
+			if !ok {
+				a.refuse(w, r, "Feishu webhook request without a valid signature is no URL challenge")
+				return
+			}
+			a.answerChallenge(w, r, c)
 			return
 		}
-		if err := a.events.VerifySign(r.Context(), req); err != nil {
-			a.log.Warn("Feishu webhook request with a bad signature", "remote", r.RemoteAddr)
-			http.Error(w, "forbidden", http.StatusUnauthorized)
+		plain, err := a.decrypt(raw)
+		if err != nil {
+			a.refuse(w, r, "signed Feishu webhook request that does not decrypt", "err", err)
+			return
+		}
+		if c, ok := urlChallenge(plain); ok {
+			a.answerChallenge(w, r, c)
 			return
 		}
 		nonce, err := a.fresh(r.Context(), r.Header)
 		switch {
 		case errors.Is(err, errReplay):
-			a.log.Warn("Feishu webhook request refused as a replay", "err", err, "remote", r.RemoteAddr)
-			http.Error(w, "forbidden", http.StatusUnauthorized)
+			a.refuse(w, r, "Feishu webhook request refused as a replay", "err", err)
 			return
 		case err != nil: // the nonces could not be read: let the platform try again
 			a.log.Error("feishu webhook request not checked; the platform will send it again", "err", err)
@@ -92,6 +94,51 @@ func (a *Adapter) WebhookHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"msg":"success"}`))
 	})
+}
+
+// signed reports whether the request carries the platform's signature
+// of raw, compared in constant time.
+func (a *Adapter) signed(h http.Header, raw []byte) bool {
+	got := h.Get("X-Lark-Signature")
+	if got == "" {
+		return false
+	}
+	want := larkevent.Signature(h.Get("X-Lark-Request-Timestamp"), h.Get("X-Lark-Request-Nonce"), a.cfg.EncryptKey, string(raw))
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// challenge is the platform's URL challenge.
+type challenge struct {
+	Type      string `json:"type"`
+	Token     string `json:"token"`
+	Challenge string `json:"challenge"`
+}
+
+// urlChallenge reads plain as the URL challenge; false if it is none.
+func urlChallenge(plain []byte) (challenge, bool) {
+	var c challenge
+	if json.Unmarshal(plain, &c) != nil || c.Type != "url_verification" {
+		return challenge{}, false
+	}
+	return c, true
+}
+
+// answerChallenge echoes the challenge if it carries the app's
+// verification token, and refuses it if not.
+func (a *Adapter) answerChallenge(w http.ResponseWriter, r *http.Request, c challenge) {
+	if subtle.ConstantTimeCompare([]byte(c.Token), []byte(a.cfg.VerificationToken)) != 1 {
+		a.refuse(w, r, "Feishu URL challenge with a wrong verification token")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]string{"challenge": c.Challenge})
+}
+
+// refuse logs why a webhook request is refused and answers it as every
+// refusal is answered (see WebhookHandler).
+func (a *Adapter) refuse(w http.ResponseWriter, r *http.Request, why string, args ...any) {
+	a.log.Warn(why, append(args, "remote", r.RemoteAddr)...)
+	http.Error(w, "unauthorized", http.StatusUnauthorized)
 }
 
 // ReplayWindow is how far a signed webhook request's timestamp may be

@@ -367,18 +367,33 @@ func (c *Consolidator) commitBatch(job context.Context, scope memory.Scope, batc
 	}
 	var upd *update
 	texts, mem, merr := c.summariseParts(job, doc.GetContent(), transcripts)
+	if merr == nil {
+		for i, e := range entries {
+			e.Text = texts[i]
+		}
+		// An answer the bus cannot store is unusable like any other:
+		// checked before anything is logged, so that no retry asks the
+		// model again for what can never be written.
+		if err := c.fits(job, scope, doc, entries, mem); err != nil {
+			if !errors.Is(err, memory.ErrTooLarge) {
+				return fail(err)
+			}
+			merr = err
+		}
+	}
 	if merr != nil {
 		if job.Err() != nil {
 			return fail(context.Cause(job))
 		}
-		log.Warn("model failed; archiving the raw turns", "parts", len(batch), "err", oneLine(merr))
+		msg := "model failed; archiving the raw turns"
+		if errors.Is(merr, memory.ErrTooLarge) {
+			msg = "model's answer larger than the bus accepts; archiving the raw turns"
+		}
+		log.Warn(msg, "parts", len(batch), "err", oneLine(merr))
 		for i, e := range entries {
 			e.Text, e.Raw = transcripts[i], true
 		}
 	} else {
-		for i, e := range entries {
-			e.Text = texts[i]
-		}
 		upd = &update{base: doc.GetContent(), memory: mem}
 	}
 	var logged []*memory.Entry
@@ -413,6 +428,24 @@ func (c *Consolidator) commitBatch(job context.Context, scope memory.Scope, batc
 		}
 	}
 	return results
+}
+
+// fits checks that the model's answer can be stored: each of entries,
+// with the model's text, in the history log, and the document with mem
+// (unless empty: memory unchanged) and every entry applied in the memory
+// bucket. An answer too large for either gives an error wrapping
+// memory.ErrTooLarge.
+func (c *Consolidator) fits(ctx context.Context, scope memory.Scope, doc *nanofleetv1.MemoryDoc, entries []*nanofleetv1.HistoryEntry, mem string) error {
+	for _, e := range entries {
+		if err := c.hist.Fits(ctx, e); err != nil {
+			return err
+		}
+	}
+	content := doc.GetContent()
+	if mem != "" {
+		content = mem
+	}
+	return c.docs.Fits(ctx, scope, c.nextDoc(doc, content, entries))
 }
 
 // summariseParts asks the model for an entry per transcript and the new

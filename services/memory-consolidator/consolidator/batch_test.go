@@ -147,12 +147,24 @@ func TestBatchAnswers(t *testing.T) {
 			es[0][1] = " "
 			return llmtest.ToolCalls(llmtest.Call("save_memories", batchArgs(es, mem)))
 		}, true, 2},
+		{"memory update above the bucket's max value size", func(es [][2]string, mem string) llmtest.Reply {
+			return llmtest.ToolCalls(llmtest.Call("save_memories", batchArgs(es, mem+"\n"+strings.Repeat("- a fact\n", 100<<10/9))))
+		}, true, 2},
+		{"entry above the log's max message size", func(es [][2]string, mem string) llmtest.Reply {
+			es[1][1] = strings.Repeat("Ada talked. ", 100<<10/12)
+			return llmtest.ToolCalls(llmtest.Call("save_memories", batchArgs(es, mem)))
+		}, true, 2},
 		{"prose", func([][2]string, string) llmtest.Reply { return llmtest.Text("I cannot help with that.") }, true, 2},
 		{"model error", func([][2]string, string) llmtest.Reply { return llmtest.Fail(500, "") }, true, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, b := memtest.Start(t)
+			// Far above every answer but the oversized ones, which stay
+			// small thereby (see TestOversizedAnswer for the server's max
+			// payload).
+			limitMemory(t, b, 64<<10)
+			limitLog(t, b, 64<<10)
 			g := newGate()
 			model := llmtest.NewServer(t)
 			model.Handle(g.script(func(req *llmtest.RecordedRequest) llmtest.Reply {

@@ -168,6 +168,10 @@ func (c *Consolidator) handle(ctx context.Context, m jetstream.Msg, release func
 			log.Warn("ack consolidation request", "err", err)
 		}
 		return outcome
+	case errors.Is(err, memory.ErrTooLarge):
+		// Even the raw turns, or the document with memory kept, are more
+		// than the bus accepts: no retry can store them.
+		return c.deadLetter(ctx, m, meta, "consolidation cannot be stored: "+oneLine(err))
 	case errors.Is(err, lease.ErrHeld):
 		log.Debug("session or its memory busy with another consolidator; later")
 		_ = m.NakWithDelay(time.Second)

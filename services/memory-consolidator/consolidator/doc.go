@@ -78,9 +78,17 @@
 //     kept in progress (InProgress every AckWait/3) and its session's
 //     lease renewed, so it is not redelivered while it waits.
 //  7. If the model fails or its answer cannot be repaired (for a batch: an
-//     entry missing, doubled or for no label), the raw messages are every
-//     chunk's entry and MEMORY.md stays as it was: a turn is never lost, and
-//     the cursor still moves, so the session stays usable.
+//     entry missing, doubled or for no label), or is larger than the bus
+//     accepts (an entry above the log's max message size, a memory update
+//     that makes the document larger than the server's max payload or the
+//     bucket's max value size; checked before anything is logged), the raw
+//     messages are every chunk's entry and MEMORY.md stays as it was: a
+//     turn is never lost, and the cursor still moves, so the session stays
+//     usable. A memory the model merges when finishing a logged entry that
+//     the bus refuses leaves memory as it was likewise. Only what cannot
+//     be stored whatever the model says (the raw entry, or the document
+//     with memory kept) fails the request, and it is dead-lettered: no
+//     retry could store it.
 //
 // Every write being conditional, a retry, a redelivery after a crash or a
 // second consolidator holding an expired lease commits each entry exactly

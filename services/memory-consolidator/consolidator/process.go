@@ -240,23 +240,40 @@ func (c *Consolidator) finish(ctx context.Context, es []*memory.Entry, upd *upda
 			}
 			upd = &update{base: base, memory: content}
 		}
-		next := proto.Clone(doc).(*nanofleetv1.MemoryDoc)
-		next.Content = content
-		next.UpdatedAt = timestamppb.Now()
-		next.UpdatedBy = "consolidation"
-		for _, e := range pending {
-			memory.PushRecent(next, e.HistoryEntry, c.cfg.RecentEntries, c.cfg.RecentChars)
-			memory.MarkApplied(next, e.GetSessionKey(), e.GetToSeq(), time.Now(), c.cfg.AppliedTTL)
+		applied := make([]*nanofleetv1.HistoryEntry, len(pending))
+		for i, e := range pending {
+			applied[i] = e.HistoryEntry
 		}
-		_, err = c.docs.Put(ctx, scope, next, rev)
-		if err == nil {
+		_, err = c.docs.Put(ctx, scope, c.nextDoc(doc, content, applied), rev)
+		switch {
+		case err == nil:
 			return nil
-		}
-		if !errors.Is(err, memory.ErrConflict) {
+		case errors.Is(err, memory.ErrTooLarge) && content != doc.GetContent():
+			// A merged memory the bus refuses can never be written: the
+			// entries are applied to memory as it is, as when the model
+			// fails to merge (their turns are in the log), and the model
+			// is not asked again.
+			log.Warn("memory update larger than the bus accepts; memory kept, the turns are in the history log", "scope", scope.Key(), "err", oneLine(err))
+			upd = &update{base: doc.GetContent()}
+		case !errors.Is(err, memory.ErrConflict):
 			return err
 		}
 	}
 	return fmt.Errorf("%w: %s", ErrContention, scope)
+}
+
+// nextDoc is doc with content as MEMORY.md and entries applied: each one
+// among the recent entries, with its applied marker.
+func (c *Consolidator) nextDoc(doc *nanofleetv1.MemoryDoc, content string, entries []*nanofleetv1.HistoryEntry) *nanofleetv1.MemoryDoc {
+	next := proto.Clone(doc).(*nanofleetv1.MemoryDoc)
+	next.Content = content
+	next.UpdatedAt = timestamppb.Now()
+	next.UpdatedBy = "consolidation"
+	for _, e := range entries {
+		memory.PushRecent(next, e, c.cfg.RecentEntries, c.cfg.RecentChars)
+		memory.MarkApplied(next, e.GetSessionKey(), e.GetToSeq(), time.Now(), c.cfg.AppliedTTL)
+	}
+	return next
 }
 
 // merge asks the model to fold an entry's turns into memory; "" means
