@@ -14,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
 )
@@ -154,7 +155,7 @@ func TestOversizedAnswer(t *testing.T) {
 				}
 			}
 			if got := memoryOf(t, b); got != tt.seed {
-				t.Errorf("memory changed to %d bytes starting %q", len(got), memory.Clip(got, 40))
+				t.Errorf("memory changed to %d bytes starting %q", len(got), textcut.Clip(got, 40))
 			}
 			if n := model.RequestCount(); n != 1 {
 				t.Errorf("%d model calls, want 1", n)
@@ -191,7 +192,7 @@ func TestOversizedMergeKeepsMemory(t *testing.T) {
 	memtest.WaitCursor(t, b, "cli:a", seqs[1], 10*time.Second)
 	checkExactlyOnce(t, b, "cli:a", 2)
 	if got := memoryOf(t, b); got != seed {
-		t.Errorf("memory changed to %d bytes starting %q", len(got), memory.Clip(got, 40))
+		t.Errorf("memory changed to %d bytes starting %q", len(got), textcut.Clip(got, 40))
 	}
 	if n := model.RequestCount(); n != 1 {
 		t.Errorf("%d model calls, want 1", n)
