@@ -86,6 +86,18 @@ func (r *Revisions) Append(ctx context.Context, rev *nanofleetv1.MemoryRevision,
 	return ack.Sequence, nil
 }
 
+// Fits returns nil if [Revisions.Append] can store rev, else an error
+// wrapping ErrTooLarge that names its size and the limit: the server's max
+// payload or the revision stream's max message size, less room for the
+// headers.
+func (r *Revisions) Fits(ctx context.Context, rev *nanofleetv1.MemoryRevision) error {
+	st, err := r.js.Stream(ctx, r.names.RevisionStream())
+	if err != nil {
+		return fmt.Errorf("memory revisions: %w", err)
+	}
+	return fits(r.js.Conn(), int64(st.CachedInfo().Config.MaxMsgSize), "revision of "+rev.GetScope(), proto.Size(rev))
+}
+
 // Get returns revision seq.
 func (r *Revisions) Get(ctx context.Context, seq uint64) (*Revision, error) {
 	raw, err := getMsg(ctx, r.js, r.names.RevisionStream(), seq, "revisions", "revision")

@@ -225,3 +225,44 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("default pattern %q", c.Pattern())
 	}
 }
+
+// TestOversizedAnswerIsNotRetried: a Dream answer whose revision the bus
+// cannot store (a MEMORY.md over the server's 8 MiB payload) would fail
+// the same way at every fire, each asking the model again. It is unusable:
+// memory stays as it was and the entries count as dreamed.
+func TestOversizedAnswerIsNotRetried(t *testing.T) {
+	_, b := memtest.Start(t)
+	ctx := t.Context()
+	model := llmtest.NewServer(t)
+	huge := strings.Repeat("- a fact\n", (9<<20)/9)
+	model.Handle(func(req *llmtest.RecordedRequest) llmtest.Reply {
+		data, _ := json.Marshal(map[string]any{"summary": "grew", "memory": huge})
+		return llmtest.Text(string(data))
+	})
+	docs, _ := memory.OpenDocs(ctx, b)
+	agent := memory.AgentScope("default")
+	if _, _, err := docs.SetContent(ctx, agent, "- Ada lives in Lisbon\n", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := memory.OpenLog(b).Append(ctx, &nanofleetv1.HistoryEntry{SessionKey: "cli:1", Scope: agent.Key(), FromSeq: 1, ToSeq: 2, Text: "Ada talked a lot."}, 0); err != nil {
+		t.Fatal(err)
+	}
+	cfg := dream.DefaultConfig()
+	cfg.ID = "c0"
+	j, err := dream.New(ctx, cfg, dream.Deps{Bus: b, Model: memtest.Model(t, model)}, dream.WithLogger(memtest.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run := range 2 {
+		revs, err := j.RunOnce(ctx)
+		if err != nil || len(revs) != 0 {
+			t.Fatalf("run %d: revisions %v, err %v; want none and no error", run, revs, err)
+		}
+	}
+	if n := len(model.Requests()); n != 1 {
+		t.Errorf("%d model calls, want 1: the second run must find the entries dreamed", n)
+	}
+	if doc, _, _ := docs.Get(ctx, agent); doc.GetContent() != "- Ada lives in Lisbon\n" {
+		t.Errorf("memory changed to %d bytes", len(doc.GetContent()))
+	}
+}

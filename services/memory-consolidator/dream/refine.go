@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/profile"
@@ -77,35 +78,69 @@ func (j *Job) refine(ctx context.Context, sc memory.Scope, entries []memory.Entr
 		Agent: sc.Agent, Scope: sc.Key(), Kind: memory.RevisionDream,
 		Summary: strings.TrimSpace(str(obj["summary"])), EntriesFrom: from, EntriesTo: to, CreatedAt: now(),
 	}
-	for _, f := range files {
-		after, ok := obj[f.field].(string)
-		if !ok || strings.TrimSpace(after) == "" || trimEq(after, f.content) {
-			continue
-		}
-		after = strings.TrimSpace(after) + "\n"
-		if err := j.apply(ctx, sc, f, doc, after); err != nil {
-			if errors.Is(err, memory.ErrConflict) {
-				j.log.Info("dream: file edited meanwhile; its change is dropped", "file", f.name, "scope", sc.Key())
-				continue
-			}
-			return 0, err
-		}
-		rev.Changes = append(rev.Changes, &nanofleetv1.FileChange{Bucket: f.bucket, Key: f.key, Name: f.name, Before: f.content, After: after})
-	}
+	changes := proposed(files, obj)
 	if sc.Kind == memory.KindAgent {
-		changed, err := j.applySkills(ctx, sc, skills, obj["skills"])
-		if err != nil {
-			return 0, err
-		}
-		rev.Changes = append(rev.Changes, changed...)
+		changes = append(changes, proposedSkills(sc, skills, obj["skills"])...)
 	}
-	if len(rev.Changes) == 0 {
+	if len(changes) == 0 {
 		return 0, nil
 	}
 	if rev.Summary == "" {
 		rev.Summary = fmt.Sprintf("refined memory from %d history entries", len(entries))
 	}
+	// Every change Dream makes can be undone from its revision, which
+	// holds each file before and after. An answer whose revision the bus
+	// cannot store would fail the same way at every fire, each asking the
+	// model again: it is unusable, and nothing is written.
+	for _, c := range changes {
+		rev.Changes = append(rev.Changes, &nanofleetv1.FileChange{Bucket: c.f.bucket, Key: c.f.key, Name: c.f.name, Before: c.f.content, After: c.after})
+	}
+	if err := j.revs.Fits(ctx, rev); err != nil {
+		if !errors.Is(err, memory.ErrTooLarge) {
+			return 0, err
+		}
+		j.log.Warn("dream: answer too large to keep as a revision; scope left as it is", "scope", sc.Key(), "err", err)
+		return 0, nil
+	}
+	rev.Changes = rev.Changes[:0]
+	for _, c := range changes {
+		if err := j.apply(ctx, sc, c.f, doc, c.after); err != nil {
+			if errors.Is(err, memory.ErrConflict) {
+				j.log.Info("dream: file edited meanwhile; its change is dropped", "file", c.f.name, "scope", sc.Key())
+				continue
+			}
+			if bus.TooLarge(err) {
+				j.log.Warn("dream: change too large to store; dropped", "file", c.f.name, "scope", sc.Key(), "err", err)
+				continue
+			}
+			return 0, err
+		}
+		rev.Changes = append(rev.Changes, &nanofleetv1.FileChange{Bucket: c.f.bucket, Key: c.f.key, Name: c.f.name, Before: c.f.content, After: c.after})
+	}
+	if len(rev.Changes) == 0 {
+		return 0, nil
+	}
 	return j.revs.Append(ctx, rev, fmt.Sprintf("dream:%s:%d-%d", sc.Key(), from, to))
+}
+
+// change is a new content the model proposed for a file.
+type change struct {
+	f     file
+	after string
+}
+
+// proposed are the answer's changes to files: a non-empty text that
+// differs from the file's.
+func proposed(files []file, obj map[string]any) []change {
+	var out []change
+	for _, f := range files {
+		after, ok := obj[f.field].(string)
+		if !ok || strings.TrimSpace(after) == "" || trimEq(after, f.content) {
+			continue
+		}
+		out = append(out, change{f: f, after: strings.TrimSpace(after) + "\n"})
+	}
+	return out
 }
 
 // apply writes one file by compare-and-set on the revision the model saw.
@@ -133,14 +168,16 @@ func (j *Job) apply(ctx context.Context, sc memory.Scope, f file, doc *nanofleet
 	return nil
 }
 
-func (j *Job) applySkills(ctx context.Context, sc memory.Scope, current []file, v any) ([]*nanofleetv1.FileChange, error) {
+// proposedSkills are the answer's skills (a map of name to text): new
+// ones and changed ones, under a valid name.
+func proposedSkills(sc memory.Scope, current []file, v any) []change {
 	m, _ := v.(map[string]any)
 	names := make([]string, 0, len(m))
 	for n := range m {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var out []*nanofleetv1.FileChange
+	var out []change
 	for _, name := range names {
 		after, ok := m[name].(string)
 		if !ok || strings.TrimSpace(after) == "" || !skillName.MatchString(name) {
@@ -155,16 +192,9 @@ func (j *Job) applySkills(ctx context.Context, sc memory.Scope, current []file, 
 		if trimEq(after, f.content) {
 			continue
 		}
-		after = strings.TrimSpace(after) + "\n"
-		if err := j.apply(ctx, sc, f, nil, after); err != nil {
-			if errors.Is(err, memory.ErrConflict) {
-				continue
-			}
-			return nil, err
-		}
-		out = append(out, &nanofleetv1.FileChange{Bucket: f.bucket, Key: f.key, Name: f.name, Before: f.content, After: after})
+		out = append(out, change{f: f, after: strings.TrimSpace(after) + "\n"})
 	}
-	return out, nil
+	return out
 }
 
 func (j *Job) profileFile(ctx context.Context, key string) (file, error) {
