@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
@@ -318,5 +320,48 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGrepFileGrowingWhileRead: a file under the size limit when grep
+// opens it and extended while grep reads it (another session's command
+// appending, or a sparse extension that costs no quota) is not read past
+// MaxGrepFileBytes. The extension is made as soon as grep first reads the
+// file (inotify), far beyond the limit, with the match at its end.
+func TestGrepFileGrowingWhileRead(t *testing.T) {
+	ws := toolstest.Workspace(t)
+	line := "filler line without the word\n"
+	toolstest.WriteFile(t, ws, "grow.txt", strings.Repeat(line, (files.MaxGrepFileBytes-1)/len(line)))
+	p := filepath.Join(ws.Dir(), "grow.txt")
+	in, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	must(t, err)
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, p, unix.IN_ACCESS); err != nil {
+		t.Fatal(err)
+	}
+	grown := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		if _, err := unix.Read(in, buf); err != nil { // grep's first read
+			grown <- err
+			return
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			grown <- err
+			return
+		}
+		_, err = f.WriteAt([]byte("\nneedle\n"), 8*files.MaxGrepFileBytes)
+		grown <- errors.Join(err, f.Close())
+	}()
+	res, err := toolstest.Run(t, files.Grep(), ws, `{"pattern":"needle","output_mode":"count"}`)
+	select {
+	case gerr := <-grown:
+		must(t, gerr)
+	case <-time.After(30 * time.Second):
+		t.Fatal("grep never read the file")
+	}
+	if err != nil || strings.Contains(res.Text, "grow.txt") {
+		t.Fatalf("grep = %q, %v; want the file read no further than %d bytes", res.Text, err, files.MaxGrepFileBytes)
 	}
 }
