@@ -270,6 +270,11 @@ func TestMatchGlob(t *testing.T) {
 		{"a/*/c.go", "a/x/y/c.go", false},
 		{"src/*.ts", "src/a.go", false},
 		{"**/**/**/**/**/**/**/**/**/**/**/**/**/x", strings.Repeat("a/", 30) + "y", false},
+		// "**" apart: exponential without memory of what failed (ten of
+		// them against 40 levels took 21 s, twenty would not end).
+		{strings.Repeat("**/a/", 20) + "b", strings.Repeat("a/", 40) + "a", false},
+		{strings.Repeat("**/a/", 20) + "a", strings.Repeat("a/", 40) + "a", true},
+		{strings.Repeat("**/a/", 20) + "a", strings.Repeat("a/", 19) + "a", false},
 	}
 	for _, tt := range tests {
 		if got := files.MatchGlob(tt.pattern, tt.path); got != tt.want {
