@@ -174,6 +174,11 @@ func TestEditFile(t *testing.T) {
 		{"crlf kept", "one\r\ntwo\r\n", `{"path":"f","old_text":"one\ntwo","new_text":"1\n2"}`, "1\r\n2\r\n", ""},
 		{"whitespace-tolerant", "func f() {\n\treturn 1\n}\n", `{"path":"f","old_text":"    return 1\n}","new_text":"\treturn 2\n}"}`, "func f() {\n\treturn 2\n}\n", ""},
 		{"empty old_text", "a\n", `{"path":"f","old_text":"","new_text":"b"}`, "a\n", `argument "old_text": must be at least 1 characters long`},
+		// One character made 128 times over: the result would be 32 MB,
+		// past what edit_file writes (16 MB of one character and a
+		// 1,000-character new_text would be 16 GB, built in memory).
+		{"result too large", strings.Repeat("a", 256<<10), `{"path":"f","old_text":"a","new_text":"` + strings.Repeat("b", 128) + `","replace_all":true}`,
+			strings.Repeat("a", 256<<10), "more than the"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
