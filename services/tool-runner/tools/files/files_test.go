@@ -375,3 +375,27 @@ func TestGrepFileGrowingWhileRead(t *testing.T) {
 		t.Fatalf("grep = %q, %v; want the file read no further than %d bytes", res.Text, err, files.MaxGrepFileBytes)
 	}
 }
+
+// TestEditLongOldTextOfEqualLines: an old_text of 40,000 blank lines and
+// a line the file lacks, against a file of 400,000 blank lines, is found
+// missing at once; the whitespace-tolerant search, window by window, was
+// still comparing after 20 s (100,000 by 10,000 lines took 3.5 s), and
+// nothing stops it.
+func TestEditLongOldTextOfEqualLines(t *testing.T) {
+	ws := toolstest.Workspace(t)
+	toolstest.WriteFile(t, ws, "blank.txt", strings.Repeat("\n", 400_000))
+	args := `{"path":"blank.txt","old_text":"` + strings.Repeat(`\n`, 40_000) + `x","new_text":"y"}`
+	done := make(chan error, 1)
+	go func() {
+		_, err := toolstest.Run(t, files.EditFile(), ws, args)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, files.ErrNoMatch) {
+			t.Fatalf("err = %v, want ErrNoMatch", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("edit_file still searching after 20 s")
+	}
+}

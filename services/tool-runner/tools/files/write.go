@@ -10,6 +10,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools/linematch"
 )
 
 // WriteFile is write_file: replace a file's content, creating parent
@@ -151,21 +152,13 @@ func trimmedLineMatch(content, old string) (string, int) {
 		return "", 0
 	}
 	lines := strings.Split(content, "\n")
-	first, count := "", 0
-	for i := 0; i+len(oldLines) <= len(lines); i++ {
-		ok := true
-		for j, want := range oldLines {
-			if strings.TrimSpace(lines[i+j]) != want {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			if count == 0 {
-				first = strings.Join(lines[i:i+len(oldLines)], "\n")
-			}
-			count++
-		}
+	trimmed := make([]string, len(lines))
+	for i, l := range lines {
+		trimmed[i] = strings.TrimSpace(l)
 	}
-	return first, count
+	first, count := linematch.Count(trimmed, oldLines)
+	if count == 0 {
+		return "", 0
+	}
+	return strings.Join(lines[first:first+len(oldLines)], "\n"), count
 }
