@@ -57,7 +57,11 @@ func NewServer(addr string, reg *prometheus.Registry, ready func(ctx context.Con
 	s.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       time.Minute,
+		// The routes take no body, but net/http reads what a handler
+		// left unread before it answers: without a deadline, a request
+		// declaring a body it never sends held its connection for good.
+		ReadTimeout: 10 * time.Second,
+		IdleTimeout: time.Minute,
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package observe_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -147,5 +148,38 @@ func TestRunPortTaken(t *testing.T) {
 	case <-s.Listening():
 		t.Fatal("Listening closed although the listen failed")
 	default:
+	}
+}
+
+// TestUnsentBodyHoldsNothing: a request that declares a body and never
+// sends it is answered and its connection closed once the read timeout
+// passes; the server does not wait for the body for good.
+func TestUnsentBodyHoldsNothing(t *testing.T) {
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	s := observe.NewServer("127.0.0.1:0", observe.NewRegistry(), nil)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	select {
+	case <-s.Listening():
+	case err := <-ran:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not listening after 10s")
+	}
+	conn, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	answer, err := io.ReadAll(conn)
+	if err != nil || !strings.HasPrefix(string(answer), "HTTP/1.1 200") {
+		t.Fatalf("answer %q, %v; want 200 and the connection closed", answer, err)
 	}
 }

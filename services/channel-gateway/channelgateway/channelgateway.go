@@ -48,6 +48,22 @@ type Option func(*Gateway)
 // WithLogger sets the gateway's logger; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(gw *Gateway) { gw.log = observe.OrDiscard(l) } }
 
+// DefaultReadTimeout is how long a request (headers and body) may take to
+// arrive on the gateway's listener, and how long an idle connection is
+// kept; an upload at the web chat's 10 MB limit needs 170 KB/s.
+const DefaultReadTimeout = time.Minute
+
+// WithReadTimeout sets how long a request may take to arrive, and an idle
+// connection is kept (default [DefaultReadTimeout]); zero or less keeps
+// the default.
+func WithReadTimeout(d time.Duration) Option {
+	return func(gw *Gateway) {
+		if d > 0 {
+			gw.readTimeout = d
+		}
+	}
+}
+
 // Gateway is an assembled gateway; its HTTP listener is bound.
 type Gateway struct {
 	nc   *nats.Conn
@@ -57,12 +73,14 @@ type Gateway struct {
 	ln   net.Listener
 	log  *slog.Logger
 	addr string
+
+	readTimeout time.Duration
 }
 
 // New builds the gateway and binds its HTTP listener, so that a taken port
 // fails at start-up.
 func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Gateway, error) {
-	gw := &Gateway{log: slog.New(slog.DiscardHandler)}
+	gw := &Gateway{log: slog.New(slog.DiscardHandler), readTimeout: DefaultReadTimeout}
 	for _, opt := range opts {
 		opt(gw)
 	}
@@ -101,7 +119,14 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Gatew
 		return gw, nil
 	}
 	gw.ln = ln
-	gw.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// ReadTimeout bounds a request's body too, and so the idle wait for
+	// the next request: without it, a client that declared a body and
+	// never sent it held its connection and a goroutine for good, on any
+	// route and before any login (the server reads what a handler left
+	// unread before it answers), and so did an idle keep-alive. net/http
+	// lifts the deadline once the body is read (and on a WebSocket's
+	// hijack), so it never ends a long answer.
+	gw.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: gw.readTimeout}
 	return gw, nil
 }
 

@@ -3,7 +3,10 @@ package channelgateway_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channelgateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
 // TestListenPrecedence: the gateway listens where --listen says, else
@@ -60,5 +64,106 @@ func TestListenPrecedence(t *testing.T) {
 				t.Fatal("gateway did not stop")
 			}
 		})
+	}
+}
+
+// TestSlowClientsHoldNothing: a client that declares a body and never
+// sends it, on routes that answer without reading it (before any login),
+// gets its answer once the read timeout passes and its connection
+// closed, and an idle keep-alive connection is closed too; the server no
+// longer waits on either for good.
+func TestSlowClientsHoldNothing(t *testing.T) {
+	b := bustest.StartServer(t).Connect(t, "nanofleet", channels.Assets)
+	file := config.Defaults()
+	data := `{"channels":{"web":{"enabled":true,"listen":"127.0.0.1:0"},"api":{"enabled":true}}}`
+	if err := config.Parse(file, []byte(data), func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	g, err := channelgateway.New(t.Context(), file, channelgateway.Deps{Bus: b}, channelgateway.WithReadTimeout(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("gateway did not stop")
+		}
+	})
+	const unsent = "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+	for _, tt := range []struct{ name, req string }{
+		{"api without key", "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n" + unsent},
+		{"web chat without login", "POST /api/web/conversations HTTP/1.1\r\nHost: localhost\r\n" + unsent},
+		{"dashboard without login", "GET /dashboard/api/snapshot HTTP/1.1\r\nHost: localhost\r\n" + unsent},
+		{"static file", "GET /static/nothing-here HTTP/1.1\r\nHost: localhost\r\n" + unsent},
+		{"unknown route", "POST /no/such/route HTTP/1.1\r\nHost: localhost\r\n" + unsent},
+		{"idle keep-alive", "GET /static/nothing-here HTTP/1.1\r\nHost: localhost\r\n\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", g.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(conn, tt.req); err != nil {
+				t.Fatal(err)
+			}
+			if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			answer, err := io.ReadAll(conn)
+			if err != nil || !strings.HasPrefix(string(answer), "HTTP/1.1 4") {
+				t.Fatalf("answer %q, %v; want a 4xx and the connection closed", answer, err)
+			}
+		})
+	}
+}
+
+// TestLongAnswerOutlivesReadTimeout: the read timeout ends with the
+// body; an API request whose turn takes longer still gets its answer.
+func TestLongAnswerOutlivesReadTimeout(t *testing.T) {
+	const readTimeout = 300 * time.Millisecond
+	b := bustest.StartJetStream(t, channels.Assets)
+	// The worker holds the answer back for well over the read timeout.
+	workertest.Start(t, b, workertest.Echo, workertest.HoldUntil(nil, 6*readTimeout))
+	file := config.Defaults()
+	data := `{"channels":{"web":{"listen":"127.0.0.1:0"},"api":{"enabled":true,"token":"sk-test-12345"}}}`
+	if err := config.Parse(file, []byte(data), func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	g, err := channelgateway.New(t.Context(), file, channelgateway.Deps{Bus: b}, channelgateway.WithReadTimeout(readTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("gateway did not stop")
+		}
+	})
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+g.Addr().String()+"/v1/chat/completions",
+		strings.NewReader(`{"model":"nanofleet","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer sk-test-12345")
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "echo: hi") {
+		t.Fatalf("%s %q, %v; want 200 with the echo", resp.Status, body, err)
 	}
 }

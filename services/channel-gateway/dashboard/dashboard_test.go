@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -312,5 +313,39 @@ func TestChannels(t *testing.T) {
 	}
 	if w := got["web"]; w.State != status.Connected || w.Holder != status.EveryGateway || len(snap.Channels) != 2 {
 		t.Errorf("channels = %+v", snap.Channels)
+	}
+}
+
+// TestLiveRefusesOtherOrigins: a page of another site, in a browser that
+// holds the operator's login cookie, cannot open the live socket and
+// read the fleet (cross-site WebSocket hijacking); the dashboard's own
+// origin can.
+func TestLiveRefusesOtherOrigins(t *testing.T) {
+	srv := serve(t, bustest.StartJetStream(t, channels.Assets))
+	u := "ws" + strings.TrimPrefix(srv.URL, "http") + "/dashboard/api/live"
+	tests := []struct {
+		origin string
+		ok     bool
+	}{
+		{"https://evil.example", false},
+		{"http://" + strings.TrimPrefix(srv.URL, "http://") + ".evil.example", false},
+		{"null", false},
+		{srv.URL, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.origin, func(t *testing.T) {
+			h := http.Header{"Origin": {tt.origin}, "Cookie": {"login=ok"}}
+			ws, resp, err := websocket.Dial(ctxT(t), u, &websocket.DialOptions{HTTPHeader: h})
+			if (err == nil) != tt.ok {
+				t.Fatalf("dial: %v (%v), want accepted %v", err, resp, tt.ok)
+			}
+			if ws == nil {
+				return
+			}
+			defer ws.Close(websocket.StatusNormalClosure, "")
+			if _, data, err := ws.Read(ctxT(t)); err != nil || !bytes.Contains(data, []byte(`"streams"`)) {
+				t.Fatalf("first push %.80q, %v", data, err)
+			}
+		})
 	}
 }

@@ -249,3 +249,52 @@ func TestUploads(t *testing.T) {
 		t.Errorf("upload: %d %+v", ok.StatusCode, ref)
 	}
 }
+
+// TestOversizeMessages: a message over the page's limit is refused with a
+// frame the page shows, a frame beyond the socket's read limit closes the
+// socket (1009, message too big), and neither reaches the fleet: the
+// first message the worker gets is the one sent after them.
+func TestOversizeMessages(t *testing.T) {
+	h := start(t, webchat.Config{})
+	c := h.client(t)
+	_, u := h.conversation(t, c)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	tests := []struct {
+		name string
+		size int
+		// refusal is the error frame's text; "" when the socket closes.
+		refusal string
+	}{
+		{"over the message limit", 70 << 10, "That message is too long."},
+		{"over the frame limit", 1 << 20, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ws.CloseNow()
+			var f struct{ Type, Text string }
+			err = wsjson.Write(ctx, ws, map[string]any{"type": "send", "text": strings.Repeat("x", tt.size)})
+			if err != nil && tt.refusal == "" {
+				return // the server closed the socket before the frame was out
+			}
+			if err == nil {
+				err = wsjson.Read(ctx, ws, &f)
+			}
+			switch {
+			case tt.refusal != "" && (err != nil || f.Type != "error" || f.Text != tt.refusal):
+				t.Fatalf("frame %+v, %v; want the error %q", f, err, tt.refusal)
+			case tt.refusal == "" && websocket.CloseStatus(err) != websocket.StatusMessageTooBig:
+				t.Fatalf("frame %+v, %v; want the socket closed as 1009", f, err)
+			}
+		})
+	}
+	close(h.release) // the worker answers at once
+	send(ctx, t, c, u, "after")
+	if in := h.worker.Next(t); in.GetContent() != "after" {
+		t.Fatalf("the worker got %.40q first, want \"after\"", in.GetContent())
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -115,8 +114,16 @@ func (l *launcher) command(ctx context.Context, name string, c ServerConfig, hom
 		if err != nil {
 			return nil, err
 		}
-		p.closeFn = closers
-		args := l.bwrapArgs(c, home, cwd, env)
+		envR, err := sandbox.EnvArgs(env)
+		if err != nil {
+			for _, c := range closers {
+				c()
+			}
+			return nil, err
+		}
+		files = append(files, envR)
+		p.closeFn = append(closers, func() { envR.Close() })
+		args := l.bwrapArgs(c, home, cwd)
 		cmd = exec.Command(l.cfg.BwrapPath, append(append(args, "--"), inner...)...)
 		cmd.ExtraFiles = files
 		cmd.Env = []string{"PATH=" + systemPath}
@@ -185,8 +192,9 @@ func (l *launcher) prlimitArgs() []string {
 }
 
 // bwrapArgs confine a server as the exec sandbox confines a command, with
-// the server's home (and cwd) instead of a workspace.
-func (l *launcher) bwrapArgs(c ServerConfig, home, cwd string, env []string) []string {
+// the server's home (and cwd) instead of a workspace; its environment
+// comes through fd 5 (see [sandbox.EnvArgs]), after passwd and group.
+func (l *launcher) bwrapArgs(c ServerConfig, home, cwd string) []string {
 	a := l.bwrap.SystemArgs(c.Network, 3, l.cfg.TmpSizeMB)
 	for _, p := range c.ReadOnlyPaths {
 		a = append(a, "--ro-bind", p, p)
@@ -195,12 +203,7 @@ func (l *launcher) bwrapArgs(c ServerConfig, home, cwd string, env []string) []s
 	if cwd != home {
 		a = append(a, "--bind", cwd, cwd)
 	}
-	a = append(a, "--remount-ro", "/", "--chdir", cwd, "--clearenv")
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		a = append(a, "--setenv", k, v)
-	}
-	return a
+	return append(a, "--remount-ro", "/", "--chdir", cwd, "--args", "5")
 }
 
 // userFiles makes the generated /etc/passwd and /etc/group (fds 3 and 4

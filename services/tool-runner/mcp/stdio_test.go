@@ -1,12 +1,16 @@
 package mcp_test
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
@@ -103,4 +107,30 @@ func TestServerUnderAClosedDirectory(t *testing.T) {
 	}
 	rec.await(t, "late", func(names []string) bool { return slices.Contains(names, "mcp_late_echo") })
 	mustCall(t, m, "mcp_late_echo", `{"message":"through"}`, "echo: through")
+}
+
+// TestStdioServerEnvNotOnCommandLine: a server's env (an API key in its
+// config) reaches the server but not bubblewrap's command line, which
+// every host user can read in /proc for as long as the server runs, nor
+// the debug log that records the command.
+func TestStdioServerEnvNotOnCommandLine(t *testing.T) {
+	sandboxtest.RequireBwrap(t)
+	const key = "sk-mcp-secret-7c1d"
+	var logs syncbuf.Buffer
+	m, _ := startManager(t, testSandbox(sandbox.ModeBwrap), map[string]mcp.ServerConfig{"box": fake(func(c *mcp.ServerConfig) {
+		c.ReadOnlyPaths = []string{filepath.Dir(fakeBinary)}
+		c.Env["SERVICE_TOKEN"] = key
+	})}, mcp.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	mustCall(t, m, "mcp_box_env", ``, "SERVICE_TOKEN="+key)
+	st := m.Status()[0]
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", st.PID))
+	if err != nil || !strings.Contains(string(cmdline), "bwrap") {
+		t.Fatalf("bubblewrap's command line (pid %d): %q, %v", st.PID, cmdline, err)
+	}
+	if strings.Contains(string(cmdline), key) {
+		t.Errorf("the key is on bubblewrap's command line: %q", strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+	if strings.Contains(logs.String(), key) {
+		t.Errorf("the key is in the log:\n%s", logs.String())
+	}
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -101,4 +102,31 @@ func (l Limits) PrlimitArgs(path string, fsize int64) []string {
 	add("nofile", l.OpenFiles)
 	add("nproc", l.Processes)
 	return append(args, "--core=0", "--")
+}
+
+// EnvArgs is a pipe holding bubblewrap's environment arguments
+// (--clearenv, then --setenv for each NAME=value of env), NUL-separated,
+// for bubblewrap's "--args FD". On the command line the values (an MCP
+// server's API key, a variable passed through to exec) would be readable
+// by every host user in /proc for as long as the sandbox runs, and be in
+// any log of the command. The child gets the file; the caller closes its
+// copy once the child has started.
+func EnvArgs(env []string) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("environment pipe: %w", err)
+	}
+	b := []byte("--clearenv\x00")
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		b = append(append(append(b, "--setenv\x00"...), k+"\x00"...), v+"\x00"...)
+	}
+	// Written beside the start: an environment larger than the pipe's
+	// buffer would block a synchronous write; without a reader (bwrap
+	// did not start and the caller closed its copy) the write fails.
+	go func() {
+		_, _ = w.Write(b)
+		w.Close()
+	}()
+	return r, nil
 }

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"path/filepath"
 	"strconv"
-	"strings"
 )
 
 // env builds the command's environment from the allow-list.
@@ -36,7 +35,7 @@ func (e *Executor) prlimitArgs(fileSizeLimit int64) []string {
 	return e.cfg.Limits.PrlimitArgs(e.prlimitPath, fsize)
 }
 
-func (e *Executor) bwrapArgs(spec Spec, env []string) []string {
+func (e *Executor) bwrapArgs(spec Spec) []string {
 	a := e.bwrap.SystemArgs(e.cfg.Network, 4, e.cfg.TmpSizeMB)
 	// The workspace's parent is an empty read-only tmpfs, so that "../x"
 	// fails loudly instead of landing in a scratch directory.
@@ -55,10 +54,8 @@ func (e *Executor) bwrapArgs(spec Spec, env []string) []string {
 	}
 	a = append(a, "--remount-ro", "/")
 	a = append(a, "--chdir", spec.Dir)
-	a = append(a, "--clearenv")
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		a = append(a, "--setenv", k, v)
-	}
+	// The environment comes through a pipe (see EnvArgs), after the
+	// read-only binds.
+	a = append(a, "--args", strconv.Itoa(6+len(spec.ReadOnly)))
 	return append(a, "--json-status-fd", "3")
 }

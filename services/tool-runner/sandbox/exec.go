@@ -273,13 +273,21 @@ func (e *Executor) run(ctx context.Context, spec Spec) (*Outcome, error) {
 			return nil, err
 		}
 		defer statusR.Close()
-		parentEnd = files
-		args := append(e.bwrapArgs(spec, env), "--")
+		envR, err := EnvArgs(env)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, err
+		}
+		parentEnd = append(files, envR)
+		args := append(e.bwrapArgs(spec), "--")
 		cmd = exec.CommandContext(runCtx, e.bwrapPath, append(args, inner...)...)
 		cmd.ExtraFiles = files
 		for _, b := range spec.ReadOnly {
 			cmd.ExtraFiles = append(cmd.ExtraFiles, b.File)
 		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, envR)
 	} else {
 		cmd = exec.CommandContext(runCtx, inner[0], inner[1:]...)
 		cmd.Dir = spec.Dir

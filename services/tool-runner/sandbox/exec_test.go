@@ -153,6 +153,53 @@ func TestExecEnvironmentScrubbed(t *testing.T) {
 	}
 }
 
+// TestExecEnvNotOnCommandLine: a variable passed through to commands
+// (an API key the operator lists in tools.exec.env) reaches the command
+// but not bubblewrap's command line, which every host user can read in
+// /proc while the command runs.
+func TestExecEnvNotOnCommandLine(t *testing.T) {
+	sandboxtest.RequireBwrap(t)
+	const secret = "pass-through-secret-51a0"
+	t.Setenv("NANOFLEET_PASS_TOKEN", secret)
+	e := newExecutor(t, func(c *sandbox.Config) { c.Env = append(c.Env, "NANOFLEET_PASS_TOKEN") })
+	ws := workspace(t, e)
+	type result struct {
+		out *sandbox.Outcome
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		out, err := e.Run(ctx, sandbox.Spec{Workspace: ws, Timeout: 30 * time.Second,
+			Command: `printenv NANOFLEET_PASS_TOKEN > seen; while [ ! -e go ]; do sleep 0.05; done; echo done`})
+		done <- result{out, err}
+	}()
+	bustest.Eventually(t, 30*time.Second, func() error {
+		if seen, err := os.ReadFile(filepath.Join(ws, "seen")); err != nil || string(seen) != secret+"\n" {
+			return fmt.Errorf("the command saw %q (%v)", seen, err)
+		}
+		return nil
+	})
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if cmdline, err := os.ReadFile(p); err == nil && strings.Contains(string(cmdline), secret) {
+			t.Errorf("%s holds the secret: %q", p, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ws, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || !strings.Contains(r.out.Output, "done") {
+			t.Fatalf("command: %v, %v", r.out, r.err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the command did not end")
+	}
+}
+
 func TestExecReadOnlySystemAndNoWayOut(t *testing.T) {
 	sandboxtest.RequireBwrap(t)
 	e := newExecutor(t, nil)

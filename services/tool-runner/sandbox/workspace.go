@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -57,7 +58,13 @@ func (w *Workspace) checkWritable(p, rel string) error {
 	if len(w.readOnly) == 0 {
 		return nil
 	}
-	for _, cand := range []string{rel, w.resolve(rel)} {
+	return w.refuseReadOnly(p, rel, w.resolve(rel))
+}
+
+// refuseReadOnly refuses a write to p when one of cands (paths relative
+// to the workspace) is a read-only path or lies beneath one.
+func (w *Workspace) refuseReadOnly(p string, cands ...string) error {
+	for _, cand := range cands {
 		for _, ro := range w.readOnly {
 			if cand == ro || strings.HasPrefix(cand, ro+string(filepath.Separator)) {
 				return denied(p, ErrReadOnly, fmt.Sprintf("%s is part of the agent's profile, which shapes every session's prompt; sessions may not change it (the operator can allow it with tools.workspace.editableProfile)", ro))
@@ -65,6 +72,41 @@ func (w *Workspace) checkWritable(p, rel string) error {
 		}
 	}
 	return nil
+}
+
+// checkIn refuses a change to name in the opened directory dir when that
+// is a read-only path. It judges the directory the kernel opened, not
+// the path that led to it: a symlink swapped after [Workspace.checkWritable]
+// (a command running beside the file tool) cannot carry the change into
+// the profile.
+func (w *Workspace) checkIn(p string, dir *os.Root, name string) error {
+	if len(w.readOnly) == 0 {
+		return nil
+	}
+	f, err := dir.Open(".")
+	if err != nil {
+		return fmt.Errorf("open the directory of %s: %w", p, err)
+	}
+	defer f.Close()
+	canon, err := w.canonical(p, f)
+	if err != nil {
+		return err
+	}
+	return w.refuseReadOnly(p, filepath.Join(canon, name))
+}
+
+// canonical is where the open file f lies in the workspace now, as the
+// kernel names it (/proc/self/fd), every symlink resolved.
+func (w *Workspace) canonical(p string, f *os.File) (string, error) {
+	host, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		return "", fmt.Errorf("locate %s: %w", p, err)
+	}
+	rel, err := filepath.Rel(w.dir, host)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", denied(p, ErrOutsideWorkspace, "it resolves to outside the workspace")
+	}
+	return rel, nil
 }
 
 // OpenWorkspace creates dir (and its parents) if needed and opens it.
@@ -112,23 +154,36 @@ func (w *Workspace) MkdirAll(p string) (string, error) {
 	if err := w.checkWritable(p, rel); err != nil {
 		return "", err
 	}
-	if err := w.mkdirAll(rel); err != nil {
+	if err := w.mkdirAll(p, rel); err != nil {
 		return "", w.classify(p, rel, err)
 	}
 	return rel, nil
 }
 
-func (w *Workspace) mkdirAll(rel string) error {
-	if err := w.root.MkdirAll(rel, 0o755); err != nil {
-		return err
-	}
-	if w.owner == nil || rel == "." {
+// mkdirAll creates rel and its missing parents one by one, each in its
+// parent opened beforehand and checked by [Workspace.checkIn], and gives
+// every directory on the way (all inside the workspace) to the owner.
+func (w *Workspace) mkdirAll(p, rel string) error {
+	if rel == "." {
 		return nil
 	}
-	// Give every directory on the way to the owner; they are all inside
-	// the workspace.
-	for p := rel; p != "." && p != string(filepath.Separator); p = filepath.Dir(p) {
-		if err := w.chown(p); err != nil {
+	parts := strings.Split(rel, string(filepath.Separator))
+	for i, name := range parts {
+		parent, err := w.root.OpenRoot(filepath.Join(append([]string{"."}, parts[:i]...)...))
+		if err != nil {
+			return err
+		}
+		err = w.checkIn(p, parent, name)
+		if err == nil {
+			if err = parent.Mkdir(name, 0o755); errors.Is(err, fs.ErrExist) {
+				err = nil
+			}
+		}
+		if err == nil && w.owner != nil {
+			err = parent.Lchown(name, w.owner.uid, w.owner.gid)
+		}
+		parent.Close()
+		if err != nil {
 			return err
 		}
 	}
@@ -274,12 +329,21 @@ func (w *Workspace) WriteFile(p string, data []byte) error {
 	if err := w.checkWritable(p, rel); err != nil {
 		return err
 	}
-	dir := filepath.Dir(rel)
-	if err := w.mkdirAll(dir); err != nil {
+	dir, base := filepath.Dir(rel), filepath.Base(rel)
+	if err := w.mkdirAll(p, dir); err != nil {
 		return w.classify(p, dir, err)
 	}
+	// Everything below happens in this one directory, the one checked.
+	parent, err := w.root.OpenRoot(dir)
+	if err != nil {
+		return w.classify(p, rel, err)
+	}
+	defer parent.Close()
+	if err := w.checkIn(p, parent, base); err != nil {
+		return err
+	}
 	perm := fs.FileMode(0o644)
-	if fi, err := w.root.Lstat(rel); err == nil {
+	if fi, err := parent.Lstat(base); err == nil {
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			return w.writeThrough(p, rel, data)
@@ -292,8 +356,8 @@ func (w *Workspace) WriteFile(p string, data []byte) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return w.classify(p, rel, err)
 	}
-	tmp := filepath.Join(dir, ".nanofleet-"+randomHex()+".tmp")
-	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	tmp := ".nanofleet-" + randomHex() + ".tmp"
+	f, err := parent.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return w.classify(p, rel, err)
 	}
@@ -304,11 +368,11 @@ func (w *Workspace) WriteFile(p string, data []byte) error {
 	}
 	cerr := f.Close()
 	if err := errors.Join(werr, oerr, cerr); err != nil {
-		w.root.Remove(tmp)
+		parent.Remove(tmp)
 		return fmt.Errorf("write %s: %w", p, err)
 	}
-	if err := w.root.Rename(tmp, rel); err != nil {
-		w.root.Remove(tmp)
+	if err := parent.Rename(tmp, base); err != nil {
+		parent.Remove(tmp)
 		return w.classify(p, rel, err)
 	}
 	return nil
@@ -328,6 +392,17 @@ func (w *Workspace) writeThrough(p, rel string, data []byte) error {
 	}
 	if err := checkRegular(p, fi); err != nil {
 		return err
+	}
+	// The link may have been swapped since it was checked: judge the
+	// file that was opened.
+	if len(w.readOnly) > 0 {
+		canon, err := w.canonical(p, f)
+		if err != nil {
+			return err
+		}
+		if err := w.refuseReadOnly(p, canon); err != nil {
+			return err
+		}
 	}
 	if err := f.Truncate(0); err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
@@ -363,7 +438,15 @@ func (w *Workspace) Remove(p string) error {
 	if err := w.checkWritable(p, rel); err != nil {
 		return err
 	}
-	if err := w.root.Remove(rel); err != nil {
+	parent, err := w.root.OpenRoot(filepath.Dir(rel))
+	if err != nil {
+		return w.classify(p, rel, err)
+	}
+	defer parent.Close()
+	if err := w.checkIn(p, parent, filepath.Base(rel)); err != nil {
+		return err
+	}
+	if err := parent.Remove(filepath.Base(rel)); err != nil {
 		return w.classify(p, rel, err)
 	}
 	return nil

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
@@ -172,6 +174,11 @@ func TestEditFile(t *testing.T) {
 		{"crlf kept", "one\r\ntwo\r\n", `{"path":"f","old_text":"one\ntwo","new_text":"1\n2"}`, "1\r\n2\r\n", ""},
 		{"whitespace-tolerant", "func f() {\n\treturn 1\n}\n", `{"path":"f","old_text":"    return 1\n}","new_text":"\treturn 2\n}"}`, "func f() {\n\treturn 2\n}\n", ""},
 		{"empty old_text", "a\n", `{"path":"f","old_text":"","new_text":"b"}`, "a\n", `argument "old_text": must be at least 1 characters long`},
+		// One character made 128 times over: the result would be 32 MB,
+		// past what edit_file writes (16 MB of one character and a
+		// 1,000-character new_text would be 16 GB, built in memory).
+		{"result too large", strings.Repeat("a", 256<<10), `{"path":"f","old_text":"a","new_text":"` + strings.Repeat("b", 128) + `","replace_all":true}`,
+			strings.Repeat("a", 256<<10), "more than the"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,6 +275,11 @@ func TestMatchGlob(t *testing.T) {
 		{"a/*/c.go", "a/x/y/c.go", false},
 		{"src/*.ts", "src/a.go", false},
 		{"**/**/**/**/**/**/**/**/**/**/**/**/**/x", strings.Repeat("a/", 30) + "y", false},
+		// "**" apart: exponential without memory of what failed (ten of
+		// them against 40 levels took 21 s, twenty would not end).
+		{strings.Repeat("**/a/", 20) + "b", strings.Repeat("a/", 40) + "a", false},
+		{strings.Repeat("**/a/", 20) + "a", strings.Repeat("a/", 40) + "a", true},
+		{strings.Repeat("**/a/", 20) + "a", strings.Repeat("a/", 19) + "a", false},
 	}
 	for _, tt := range tests {
 		if got := files.MatchGlob(tt.pattern, tt.path); got != tt.want {
@@ -318,5 +330,72 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGrepFileGrowingWhileRead: a file under the size limit when grep
+// opens it and extended while grep reads it (another session's command
+// appending, or a sparse extension that costs no quota) is not read past
+// MaxGrepFileBytes. The extension is made as soon as grep first reads the
+// file (inotify), far beyond the limit, with the match at its end.
+func TestGrepFileGrowingWhileRead(t *testing.T) {
+	ws := toolstest.Workspace(t)
+	line := "filler line without the word\n"
+	toolstest.WriteFile(t, ws, "grow.txt", strings.Repeat(line, (files.MaxGrepFileBytes-1)/len(line)))
+	p := filepath.Join(ws.Dir(), "grow.txt")
+	in, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	must(t, err)
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, p, unix.IN_ACCESS); err != nil {
+		t.Fatal(err)
+	}
+	grown := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		if _, err := unix.Read(in, buf); err != nil { // grep's first read
+			grown <- err
+			return
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			grown <- err
+			return
+		}
+		_, err = f.WriteAt([]byte("\nneedle\n"), 8*files.MaxGrepFileBytes)
+		grown <- errors.Join(err, f.Close())
+	}()
+	res, err := toolstest.Run(t, files.Grep(), ws, `{"pattern":"needle","output_mode":"count"}`)
+	select {
+	case gerr := <-grown:
+		must(t, gerr)
+	case <-time.After(30 * time.Second):
+		t.Fatal("grep never read the file")
+	}
+	if err != nil || strings.Contains(res.Text, "grow.txt") {
+		t.Fatalf("grep = %q, %v; want the file read no further than %d bytes", res.Text, err, files.MaxGrepFileBytes)
+	}
+}
+
+// TestEditLongOldTextOfEqualLines: an old_text of 40,000 blank lines and
+// a line the file lacks, against a file of 400,000 blank lines, is found
+// missing at once; the whitespace-tolerant search, window by window, was
+// still comparing after 20 s (100,000 by 10,000 lines took 3.5 s), and
+// nothing stops it.
+func TestEditLongOldTextOfEqualLines(t *testing.T) {
+	ws := toolstest.Workspace(t)
+	toolstest.WriteFile(t, ws, "blank.txt", strings.Repeat("\n", 400_000))
+	args := `{"path":"blank.txt","old_text":"` + strings.Repeat(`\n`, 40_000) + `x","new_text":"y"}`
+	done := make(chan error, 1)
+	go func() {
+		_, err := toolstest.Run(t, files.EditFile(), ws, args)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, files.ErrNoMatch) {
+			t.Fatalf("err = %v, want ErrNoMatch", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("edit_file still searching after 20 s")
 	}
 }

@@ -156,9 +156,14 @@ func grepFile(c *tools.Call, p string, re *regexp.Regexp, a grepArgs) ([]string,
 	if sniff, _ := br.Peek(8192); looksBinary(sniff) {
 		return nil, 0, ErrBinary
 	}
-	data, err := io.ReadAll(br)
+	// The size above is the file's at open: one that grows meanwhile is
+	// read no further than the limit.
+	data, err := io.ReadAll(io.LimitReader(br, MaxGrepFileBytes+1))
 	if err != nil {
 		return nil, 0, err
+	}
+	if len(data) > MaxGrepFileBytes {
+		return nil, 0, errors.New("too large")
 	}
 	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
 	if n := len(lines); n > 0 && lines[n-1] == "" {

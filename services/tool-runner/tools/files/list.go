@@ -207,23 +207,34 @@ func MatchGlob(pattern, p string) bool {
 }
 
 func matchSegments(pat, segs []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			rest := pat[1:]
-			for i := 0; i <= len(segs); i++ {
-				if matchSegments(rest, segs[i:]) {
-					return true
+	// failed remembers where a "**" could not lead to a match, so that
+	// each is tried once from each segment: without it, "**" apart in
+	// the pattern ("**/a/" ten times) took exponential time.
+	failed := map[[2]int]bool{}
+	var match func(i, j int) bool
+	match = func(i, j int) bool {
+		for i < len(pat) {
+			if pat[i] == "**" {
+				if failed[[2]int{i, j}] {
+					return false
 				}
+				for k := j; k <= len(segs); k++ {
+					if match(i+1, k) {
+						return true
+					}
+				}
+				failed[[2]int{i, j}] = true
+				return false
 			}
-			return false
+			if j == len(segs) {
+				return false
+			}
+			if ok, _ := path.Match(pat[i], segs[j]); !ok {
+				return false
+			}
+			i, j = i+1, j+1
 		}
-		if len(segs) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], segs[0]); !ok {
-			return false
-		}
-		pat, segs = pat[1:], segs[1:]
+		return j == len(segs)
 	}
-	return len(segs) == 0
+	return match(0, 0)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools/linematch"
 )
 
 // WriteFile is write_file: replace a file's content, creating parent
@@ -115,9 +116,15 @@ func editFile(ctx context.Context, c *tools.Call) (tools.Result, error) {
 	case count > 1 && !a.ReplaceAll && !a.HasExpected:
 		return tools.Result{}, fmt.Errorf("%w: old_text appears %d times in %s; include more surrounding lines to make it unique, or set replace_all=true", ErrAmbiguous, count, a.Path)
 	}
-	n := 1
+	n, replaced := 1, 1
 	if a.ReplaceAll || a.HasExpected {
-		n = -1
+		n, replaced = -1, count
+	}
+	// The result is bounded as the file read is: replacing every one of
+	// a large file's characters by a long text would build a string of
+	// gigabytes in the runner's memory before anything is written.
+	if size := len(content) + replaced*(len(repl)-len(match)); size > MaxEditBytes {
+		return tools.Result{}, fmt.Errorf("%w: the edit would make %s %d bytes, more than the %d bytes edit_file writes; edit fewer places at once or use write_file", toolschema.ErrInvalidArguments, a.Path, size, MaxEditBytes)
 	}
 	updated := strings.Replace(content, match, repl, n)
 	if crlf {
@@ -125,10 +132,6 @@ func editFile(ctx context.Context, c *tools.Call) (tools.Result, error) {
 	}
 	if err := c.Workspace.WriteFile(a.Path, []byte(updated)); err != nil {
 		return tools.Result{}, err
-	}
-	replaced := 1
-	if n < 0 {
-		replaced = count
 	}
 	msg := fmt.Sprintf("Edited %s: replaced %d occurrence(s)", a.Path, replaced)
 	if fuzzy {
@@ -149,21 +152,13 @@ func trimmedLineMatch(content, old string) (string, int) {
 		return "", 0
 	}
 	lines := strings.Split(content, "\n")
-	first, count := "", 0
-	for i := 0; i+len(oldLines) <= len(lines); i++ {
-		ok := true
-		for j, want := range oldLines {
-			if strings.TrimSpace(lines[i+j]) != want {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			if count == 0 {
-				first = strings.Join(lines[i:i+len(oldLines)], "\n")
-			}
-			count++
-		}
+	trimmed := make([]string, len(lines))
+	for i, l := range lines {
+		trimmed[i] = strings.TrimSpace(l)
 	}
-	return first, count
+	first, count := linematch.Count(trimmed, oldLines)
+	if count == 0 {
+		return "", 0
+	}
+	return strings.Join(lines[first:first+len(oldLines)], "\n"), count
 }

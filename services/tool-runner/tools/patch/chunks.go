@@ -3,6 +3,8 @@ package patch
 import (
 	"fmt"
 	"strings"
+
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools/linematch"
 )
 
 // applyChunks applies an update's chunks to content.
@@ -77,13 +79,19 @@ func find(lines, want []string, from int, eof bool) int {
 				return at
 			}
 		}
-		for at := from; at+len(want) <= len(lines); at++ {
-			if equalLines(lines[at:at+len(want)], want, norm) {
-				return at
-			}
+		if at := linematch.Index(normalized(lines, norm), normalized(want, norm), from); at >= 0 {
+			return at
 		}
 	}
 	return -1
+}
+
+func normalized(lines []string, norm func(string) string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = norm(l)
+	}
+	return out
 }
 
 func equalLines(a, b []string, norm func(string) string) bool {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/patch"
@@ -149,5 +150,28 @@ func TestApplyPatchFence(t *testing.T) {
 	}
 	if got := toolstest.ReadFile(t, ws, "a.txt"); got != "one  \n2\n" {
 		t.Errorf("a.txt = %q", got)
+	}
+}
+
+// TestApplyPatchLongContextOfEqualLines: a chunk of 40,000 blank context
+// lines and a line the file lacks, against a file of 400,000 blank lines,
+// is refused at once; the window-by-window search was still comparing
+// after 20 s, and nothing stops it.
+func TestApplyPatchLongContextOfEqualLines(t *testing.T) {
+	ws := toolstest.Workspace(t)
+	toolstest.WriteFile(t, ws, "blank.txt", strings.Repeat("\n", 400_000))
+	p := "*** Begin Patch\n*** Update File: blank.txt\n" + strings.Repeat(" \n", 40_000) + "-x\n+y\n*** End Patch"
+	done := make(chan error, 1)
+	go func() {
+		_, err := toolstest.Run(t, patch.Tool(), ws, args(p, false))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, patch.ErrBadPatch) {
+			t.Fatalf("err = %v, want ErrBadPatch", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("apply_patch still searching after 20 s")
 	}
 }

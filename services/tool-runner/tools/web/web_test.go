@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -133,6 +134,36 @@ func TestFetchLoopbackRefusedWithoutAllowList(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "loopback") || srv.Hits() != 0 {
 		t.Errorf("err %q, server hits %d", err, srv.Hits())
+	}
+}
+
+// TestFetchLoopbackSpellingsRefused: the other ways to write 127.0.0.1 or
+// ::1 in a URL never reach a server on the loopback: address forms are
+// refused by the guard, and the numeric forms only libc would read as an
+// address (decimal, hex, octal, short) are names to Go's resolver, whose
+// lookup fails (a resolver answering them meets the guard as in
+// TestFetchNameResolvingToPrivateRefused).
+func TestFetchLoopbackSpellingsRefused(t *testing.T) {
+	srv := netguardtest.NewTarget(t, "")
+	fetch, _ := toolsFor(t, nil)
+	tests := []struct {
+		host    string
+		blocked bool // else: a failed lookup
+	}{
+		{"[::ffff:127.0.0.1]", true}, {"[::ffff:7f00:1]", true}, {"[0:0:0:0:0:0:0:1]", true}, {"localhost", true},
+		{"2130706433", false}, {"0x7f000001", false}, {"0x7f.1", false}, {"0177.0.0.1", false}, {"127.1", false}, {"127.0.0.1.", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.host, func(t *testing.T) {
+			_, err := toolstest.Run(t, fetch, toolstest.Workspace(t), fmt.Sprintf(`{"url":"http://%s:%d/"}`, tt.host, srv.Port()))
+			var dnsErr *net.DNSError
+			if tt.blocked && !errors.Is(err, netguard.ErrBlocked) || !tt.blocked && !errors.As(err, &dnsErr) {
+				t.Fatalf("err = %v, want blocked %v (else a failed lookup)", err, tt.blocked)
+			}
+		})
+	}
+	if srv.Hits() != 0 {
+		t.Fatalf("the loopback server was reached %d times", srv.Hits())
 	}
 }
 
