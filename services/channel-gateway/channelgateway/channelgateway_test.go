@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channelgateway"
@@ -74,26 +75,7 @@ func TestListenPrecedence(t *testing.T) {
 // longer waits on either for good.
 func TestSlowClientsHoldNothing(t *testing.T) {
 	b := bustest.StartServer(t).Connect(t, "nanofleet", channels.Assets)
-	file := config.Defaults()
-	data := `{"channels":{"web":{"enabled":true,"listen":"127.0.0.1:0"},"api":{"enabled":true}}}`
-	if err := config.Parse(file, []byte(data), func(string) string { return "" }); err != nil {
-		t.Fatal(err)
-	}
-	g, err := channelgateway.New(t.Context(), file, channelgateway.Deps{Bus: b}, channelgateway.WithReadTimeout(500*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Error("gateway did not stop")
-		}
-	})
+	g := runGateway(t, b, `{"channels":{"web":{"enabled":true,"listen":"127.0.0.1:0"},"api":{"enabled":true}}}`, 500*time.Millisecond)
 	const unsent = "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
 	for _, tt := range []struct{ name, req string }{
 		{"api without key", "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n" + unsent},
@@ -130,8 +112,30 @@ func TestLongAnswerOutlivesReadTimeout(t *testing.T) {
 	b := bustest.StartJetStream(t, channels.Assets)
 	// The worker holds the answer back for well over the read timeout.
 	workertest.Start(t, b, workertest.Echo, workertest.HoldUntil(nil, 6*readTimeout))
+	g := runGateway(t, b, `{"channels":{"web":{"listen":"127.0.0.1:0"},"api":{"enabled":true,"token":"sk-test-12345"}}}`, readTimeout)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+g.Addr().String()+"/v1/chat/completions",
+		strings.NewReader(`{"model":"nanofleet","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer sk-test-12345")
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "echo: hi") {
+		t.Fatalf("%s %q, %v; want 200 with the echo", resp.Status, body, err)
+	}
+}
+
+// runGateway runs a gateway of the config data with the given read
+// timeout until the test ends.
+func runGateway(t *testing.T, b *bus.Bus, data string, readTimeout time.Duration) *channelgateway.Gateway {
+	t.Helper()
 	file := config.Defaults()
-	data := `{"channels":{"web":{"listen":"127.0.0.1:0"},"api":{"enabled":true,"token":"sk-test-12345"}}}`
 	if err := config.Parse(file, []byte(data), func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
@@ -150,20 +154,5 @@ func TestLongAnswerOutlivesReadTimeout(t *testing.T) {
 			t.Error("gateway did not stop")
 		}
 	})
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+g.Addr().String()+"/v1/chat/completions",
-		strings.NewReader(`{"model":"nanofleet","messages":[{"role":"user","content":"hi"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer sk-test-12345")
-	client := &http.Client{Timeout: 30 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "echo: hi") {
-		t.Fatalf("%s %q, %v; want 200 with the echo", resp.Status, body, err)
-	}
+	return g
 }
