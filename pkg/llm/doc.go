@@ -47,7 +47,9 @@
 // request is invalid (ErrInvalidRequest), the credentials are refused (401,
 // 403) — every model would fail alike — or a stream failed after OnDelta
 // had been called (ErrStreamInterrupted): the caller has already shown part
-// of an answer, so nothing is replayed.
+// of an answer, so nothing is replayed. A stream whose body ends without a
+// finish reason was cut (a dropped connection, our own deadline), not
+// finished: it fails, with io.ErrUnexpectedEOF or the context's error.
 //
 // # Errors
 //

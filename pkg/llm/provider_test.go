@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -539,6 +540,45 @@ func TestChatStreamInterrupted(t *testing.T) {
 	}
 	if n := srv.RequestCount(); n != 1 || len(sleeps.waits()) != 0 {
 		t.Errorf("%d requests, %d waits: partial streams must not be replayed", n, len(sleeps.waits()))
+	}
+}
+
+// TestChatStreamCut: a stream whose body ends without a finish reason
+// and [DONE] (a proxy or the provider dropped the connection) was cut,
+// and must not pass for a whole answer.
+func TestChatStreamCut(t *testing.T) {
+	t.Parallel()
+	chunk := func(content string) string {
+		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"` + content + `"}}]}` + "\n\n"
+	}
+	tests := []struct {
+		name    string
+		body    string
+		emitted bool
+	}{
+		{"cut after some words", chunk("half ") + chunk("an "), true},
+		{"cut before any word", `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}` + "\n\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			p, err := llm.New(llm.Config{APIBase: srv.URL, Model: "m"}, llm.WithSleep(func(context.Context, time.Duration) error { return nil }), llm.WithBackoff(time.Millisecond, time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d deltas
+			res, err := p.Chat(t.Context(), llm.Request{Messages: userMsg("x"), OnDelta: d.on})
+			if err == nil {
+				t.Fatalf("answer %q taken whole", res.Content)
+			}
+			if errors.Is(err, llm.ErrStreamInterrupted) != tt.emitted {
+				t.Errorf("err %v: interrupted %v, want %v", err, !tt.emitted, tt.emitted)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,17 @@ func (p *Provider) stream(ctx context.Context, creq openai.ChatCompletionRequest
 	}
 	if !acc.sawChoice {
 		return nil, ErrNoChoices
+	}
+	if acc.finish == "" {
+		// go-openai reads a body that ends without [DONE] as the end of
+		// the stream: a connection cut by a proxy, the provider or our own
+		// deadline would pass for a whole answer. Every chat completions
+		// stream ends its choice with a finish reason; one without was cut.
+		err := cmp.Or(ctx.Err(), io.ErrUnexpectedEOF)
+		if acc.emitted {
+			return nil, fmt.Errorf("%w: %w", ErrStreamInterrupted, err)
+		}
+		return nil, err
 	}
 	return acc.response(), nil
 }
