@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -85,7 +86,7 @@ func (r *Runner) handle(name string, req micro.Request) {
 	res := r.call(ctx, name, req.Data())
 	cancel()
 	stopBeats() // the result is the last message on the inbox
-	data, err := proto.Marshal(res)
+	data, err := encodeResult(res)
 	if err != nil {
 		r.log.Error("encode result", "tool", name, "err", err)
 		return
@@ -93,6 +94,23 @@ func (r *Runner) handle(name string, req micro.Request) {
 	if err := req.Respond(data, micro.WithHeaders(r.headers(toolclient.StatusDone))); err != nil {
 		r.log.Warn("send result", "tool", name, "err", err)
 	}
+}
+
+// encodeResult marshals res. A tool's text that is not UTF-8 (a page in
+// another encoding, a program's raw output) is refused by proto: unsent,
+// the call would wait out its timeout, so the text is sent with U+FFFD in
+// place of the bytes that are not UTF-8.
+func encodeResult(res *nanofleetv1.ToolResult) ([]byte, error) {
+	data, err := proto.Marshal(res)
+	if err == nil {
+		return data, nil
+	}
+	valid := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+	res.CallId, res.Content, res.FullObject = valid(res.GetCallId()), valid(res.GetContent()), valid(res.GetFullObject())
+	for _, m := range res.GetMedia() {
+		m.Object, m.MimeType, m.Name, m.Url = valid(m.GetObject()), valid(m.GetMimeType()), valid(m.GetName()), valid(m.GetUrl())
+	}
+	return proto.Marshal(res)
 }
 
 // call runs one tool call and always returns a result.

@@ -1,6 +1,8 @@
 package runner_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,10 +15,12 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
+	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
+	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
 
 const (
@@ -296,4 +300,27 @@ func waitFor(t testing.TB, cond func() bool) {
 		}
 		return nil
 	})
+}
+
+// rawTool answers with text that is not UTF-8, as a page in another
+// encoding or a program's raw output can be.
+type rawTool struct{}
+
+func (rawTool) Definition() toolschema.Tool {
+	return toolschema.Tool{Name: "raw_bytes", Description: "answers with bytes that are not UTF-8", Parameters: json.RawMessage(`{"type":"object"}`), ReadOnly: true}
+}
+
+func (rawTool) Run(context.Context, *tools.Call) (tools.Result, error) {
+	return tools.Result{Text: "caf\xe9 \xff end"}, nil
+}
+
+// TestResultNotUTF8IsAnswered: proto refuses a string that is not UTF-8;
+// the result must still reach the caller (with U+FFFD in place of the bad
+// bytes), not leave the call to wait out its timeout.
+func TestResultNotUTF8IsAnswered(t *testing.T) {
+	f := start(t, nil, runner.WithTools(rawTool{}))
+	res := f.call("raw_bytes", map[string]any{})
+	if res.GetIsError() || res.GetContent() != "caf\uFFFD \uFFFD end" {
+		t.Errorf("result %q (error %v), want the text with U+FFFD for the bad bytes", res.GetContent(), res.GetIsError())
+	}
 }
