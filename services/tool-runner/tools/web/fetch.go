@@ -16,6 +16,7 @@ import (
 	readability "codeberg.org/readeck/go-readability/v2"
 	"codeberg.org/readeck/go-readability/v2/render"
 	"golang.org/x/net/html"
+	"golang.org/x/net/html/charset"
 
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
@@ -90,6 +91,7 @@ func (t *fetchTool) Run(ctx context.Context, c *tools.Call) (tools.Result, error
 		// refuses half a character.
 		body = textcut.Prefix(body, int(t.cfg.MaxBytes))
 	}
+	body = toUTF8(body, resp.Header.Get("Content-Type"))
 	final := resp.Request.URL
 	if resp.StatusCode >= 400 {
 		return tools.Result{}, fmt.Errorf("%w: %s answered %s", ErrHTTP, final.Redacted(), resp.Status)
@@ -129,6 +131,22 @@ func (t *fetchTool) Run(ctx context.Context, c *tools.Call) (tools.Result, error
 		fmt.Fprintf(&b, "\n\n[content cut at %d characters; pass a larger maxChars to read more]", len([]rune(text)))
 	}
 	return tools.Result{Text: Untrusted(final.Redacted(), b.String())}, nil
+}
+
+// toUTF8 decodes a page in another encoding (GBK, Shift_JIS, Latin-1…),
+// as its Content-Type, a byte-order mark or a <meta> charset declares it,
+// to UTF-8: read as UTF-8 its text would be replacement characters. A page
+// that declares nothing and is valid UTF-8 is taken as it is.
+func toUTF8(body []byte, contentType string) []byte {
+	enc, name, certain := charset.DetermineEncoding(body, contentType)
+	if name == "utf-8" || (!certain && utf8.Valid(body)) {
+		return body
+	}
+	decoded, err := enc.NewDecoder().Bytes(body)
+	if err != nil {
+		return body
+	}
+	return decoded
 }
 
 // extract finds the readable part of an HTML page and renders it; when

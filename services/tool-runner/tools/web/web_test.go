@@ -15,6 +15,8 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
+	"golang.org/x/text/encoding/japanese"
+	"golang.org/x/text/encoding/simplifiedchinese"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard/netguardtest"
@@ -376,5 +378,49 @@ func TestConfigValidate(t *testing.T) {
 		if err := c.Validate(); !errors.As(err, &ce) || ce.Key != tt.key {
 			t.Errorf("Validate = %v, want %s", err, tt.key)
 		}
+	}
+}
+
+// TestFetchOtherEncodings: a page in another encoding, declared by its
+// Content-Type or a <meta> charset, is read as its characters, not as
+// replacement characters.
+func TestFetchOtherEncodings(t *testing.T) {
+	gbk := func(s string) string {
+		b, err := simplifiedchinese.GBK.NewEncoder().String(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	sjis := func(s string) string {
+		b, err := japanese.ShiftJIS.NewEncoder().String(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	page := "<html><head><title>t</title></head><body><article><p>你好，世界。这是一个用来测试编码的段落，内容足够长，可以被正文提取识别出来。</p></article></body></html>"
+	tests := []struct{ name, ctype, body, want string }{
+		{"gbk in the header", "text/html; charset=gbk", gbk(page), "你好，世界"},
+		{"gbk in a meta", "text/html", gbk(strings.Replace(page, "<head>", `<head><meta charset="gbk">`, 1)), "你好，世界"},
+		{"shift_jis text", "text/plain; charset=shift_jis", sjis("こんにちは、世界"), "こんにちは、世界"},
+		{"undeclared utf-8", "text/plain", "café 你好", "café 你好"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tt.ctype)
+				io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			fetch, _ := toolsFor(t, allowLoopback)
+			res, err := toolstest.Run(t, fetch, toolstest.Workspace(t), fmt.Sprintf(`{"url":%q}`, srv.URL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(res.Text, tt.want) || strings.ContainsRune(res.Text, utf8.RuneError) {
+				t.Errorf("text lacks %q or has replacement characters:\n%s", tt.want, res.Text)
+			}
+		})
 	}
 }
