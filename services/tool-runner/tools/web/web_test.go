@@ -335,19 +335,7 @@ func TestFetchCutOnCharacters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", tt.ctype)
-				io.WriteString(w, tt.body)
-			}))
-			defer srv.Close()
-			fetch, _ := toolsFor(t, func(c *web.Config) {
-				allowLoopback(c)
-				c.Fetch.MaxBytes = 1024
-			})
-			res, err := toolstest.Run(t, fetch, toolstest.Workspace(t), fmt.Sprintf(`{"url":%q}`, srv.URL))
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := fetchPage(t, tt.ctype, tt.body, func(c *web.Config) { c.Fetch.MaxBytes = 1024 })
 			if !utf8.ValidString(res.Text) || strings.ContainsRune(res.Text, utf8.RuneError) {
 				t.Errorf("text is not whole characters:\n%q", res.Text)
 			}
@@ -408,19 +396,32 @@ func TestFetchOtherEncodings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", tt.ctype)
-				io.WriteString(w, tt.body)
-			}))
-			defer srv.Close()
-			fetch, _ := toolsFor(t, allowLoopback)
-			res, err := toolstest.Run(t, fetch, toolstest.Workspace(t), fmt.Sprintf(`{"url":%q}`, srv.URL))
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := fetchPage(t, tt.ctype, tt.body, nil)
 			if !strings.Contains(res.Text, tt.want) || strings.ContainsRune(res.Text, utf8.RuneError) {
 				t.Errorf("text lacks %q or has replacement characters:\n%s", tt.want, res.Text)
 			}
 		})
 	}
+}
+
+// fetchPage runs web_fetch, loopback allowed and the config edited by
+// mutate, on a server answering body as ctype.
+func fetchPage(t *testing.T, ctype, body string, mutate func(*web.Config)) tools.Result {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ctype)
+		io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	fetch, _ := toolsFor(t, func(c *web.Config) {
+		allowLoopback(c)
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+	res, err := toolstest.Run(t, fetch, toolstest.Workspace(t), fmt.Sprintf(`{"url":%q}`, srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
