@@ -166,7 +166,9 @@ func TestSixtyTurnsConsolidateAndKeepEveryFact(t *testing.T) {
 	memtest.WaitCursor(t, f.b, key, upTo, 20*time.Second)
 	// The model sees the facts, though turn 1 left the history long ago.
 	f.say(t, "cli", chat, "ada", "62", "T062: what is my cat called?")
-	req, _ := f.llm.LastRequest()
+	// The turn's request, not the last one: a consolidation the turns
+	// before asked for may still call the model.
+	req := turnRequest(t, f.llm, "T062:")
 	if sys := req.Messages[0].Content; !strings.Contains(sys, "# Memory") || !strings.Contains(sys, "my cat is called Miso") {
 		t.Errorf("prompt after consolidation lacks the memory:\n%s", sys)
 	}
@@ -282,4 +284,18 @@ func TestPerUserScopeNeverMixesUsers(t *testing.T) {
 	if err != nil || len(hits) != 0 {
 		t.Errorf("user 200 found user 100's entries: %v, %v", hits, err)
 	}
+}
+
+// turnRequest is the newest model request of the turn whose user message
+// contains text.
+func turnRequest(t *testing.T, s *llmtest.Server, text string) llmtest.RecordedRequest {
+	t.Helper()
+	reqs := s.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if strings.Contains(reqs[i].LastUserText(), text) {
+			return reqs[i]
+		}
+	}
+	t.Fatalf("no model request of the turn %q", text)
+	return llmtest.RecordedRequest{}
 }

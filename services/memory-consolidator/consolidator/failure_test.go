@@ -42,7 +42,7 @@ func TestModelFailureArchivesRawTurns(t *testing.T) {
 	if o := f.say(t, "cli", "x", "ada", "3", "hello again"); o.GetContent() != "ok, noted." {
 		t.Fatalf("reply after failed consolidation = %v", o)
 	}
-	req, _ := f.llm.LastRequest()
+	req := turnRequest(t, f.llm, "hello again")
 	if !strings.Contains(req.Messages[0].Content, "X123") {
 		t.Errorf("the raw entry is not in the prompt's recent history:\n%s", req.Messages[0].Content)
 	}
