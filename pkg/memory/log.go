@@ -69,15 +69,21 @@ func (l *Log) Append(ctx context.Context, e *nanofleetv1.HistoryEntry, expectLas
 	return ack.Sequence, nil
 }
 
-// Fits returns nil if [Log.Append] can store e, else an error wrapping
-// ErrTooLarge that names its size and the limit: the server's max payload
-// or the log stream's max message size, less room for the headers.
-func (l *Log) Fits(ctx context.Context, e *nanofleetv1.HistoryEntry) error {
+// Fits returns nil if [Log.Append] can store each of entries, else an
+// error wrapping ErrTooLarge that names the first too large, its size and
+// the limit: the server's max payload or the log stream's max message
+// size, less room for the headers. It looks the stream up once.
+func (l *Log) Fits(ctx context.Context, entries ...*nanofleetv1.HistoryEntry) error {
 	st, err := l.js.Stream(ctx, l.names.LogStream())
 	if err != nil {
 		return fmt.Errorf("history log: %w", err)
 	}
-	return fits(l.js.Conn(), int64(st.CachedInfo().Config.MaxMsgSize), "history entry of "+e.GetSessionKey(), proto.Size(e))
+	for _, e := range entries {
+		if err := fits(l.js.Conn(), int64(st.CachedInfo().Config.MaxMsgSize), "history entry of "+e.GetSessionKey(), proto.Size(e)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Last returns the session's newest entry in any scope, or nil.

@@ -314,10 +314,8 @@ func (c *Consolidator) commitBatch(job context.Context, scope memory.Scope, batc
 // bucket. An answer too large for either gives an error wrapping
 // memory.ErrTooLarge.
 func (c *Consolidator) fits(ctx context.Context, scope memory.Scope, doc *nanofleetv1.MemoryDoc, entries []*nanofleetv1.HistoryEntry, mem string) error {
-	for _, e := range entries {
-		if err := c.hist.Fits(ctx, e); err != nil {
-			return err
-		}
+	if err := c.hist.Fits(ctx, entries...); err != nil {
+		return err
 	}
 	content := doc.GetContent()
 	if mem != "" {
