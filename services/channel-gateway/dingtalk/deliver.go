@@ -36,12 +36,14 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	})
 }
 
-// DeliverLive sends progress and tool hints as text when enabled.
+// DeliverLive sends progress and tool hints as text when enabled, cut to
+// one message of at most [Limit]: a preview split in several would be
+// noise, and the model's text is not bounded.
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
 		return nil
 	}
-	return a.send(ctx, msg, "text", msg.GetContent())
+	return a.send(ctx, msg, "text", markup.Truncate(msg.GetContent(), Limit))
 }
 
 // webhookMargin is how long before its expiry a session webhook is no

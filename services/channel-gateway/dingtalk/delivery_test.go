@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,10 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk/dingtalktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
 // TestOutboundAttachmentsAreUploaded: after the text (by session
@@ -243,6 +246,28 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			}
 			h.waitDelivered(t, 1)
 			h.fake.None(t, 300*time.Millisecond, "webhook", "otosend", "groupsend", "cardcreate")
+		})
+	}
+}
+
+// TestLiveMessagesWithinLimit: progress and tool hints go out as one text
+// message each, cut to Limit: the model's text is not bounded.
+func TestLiveMessagesWithinLimit(t *testing.T) {
+	cases := adaptertest.LiveCases(dingtalk.Limit)
+	yes := true
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes, SendToolHints: &yes}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		i, _ := strconv.Atoi(in.GetContent())
+		return []*nanofleetv1.OutboundMessage{workertest.Live(cases[i].Kind, cases[i].Text)}
+	})
+	for i, tt := range cases {
+		t.Run(tt.Name, func(t *testing.T) {
+			h.fake.Send(t, dm(fmt.Sprintf("msg-live-%d", i), "staff-ada", strconv.Itoa(i)))
+			c := h.fake.Next(t, wait, "webhook", "otosend")
+			text, _ := c.Body["text"].(map[string]any)
+			got, _ := text["content"].(string)
+			if c.Str("msgtype") != "text" || got != tt.Want {
+				t.Errorf("sent %s of %d units ending %q; want text of %d units ending %q", c.Str("msgtype"), markup.Len(got), adaptertest.Tail(got), markup.Len(tt.Want), adaptertest.Tail(tt.Want))
+			}
 		})
 	}
 }

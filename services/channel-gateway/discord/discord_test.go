@@ -192,16 +192,10 @@ func TestProgressWithinLimit(t *testing.T) {
 			h.fake.Send(h.dm(fmt.Sprintf("6000000000000001%02d", i), strconv.Itoa(i)))
 			c := h.fake.Next(t, wait, create)
 			if c.Status != 200 || c.Content() != tt.want {
-				t.Errorf("sent %d characters ending %q, status %d; want %d ending %q", len([]rune(c.Content())), tail(c.Content()), c.Status, len([]rune(tt.want)), tail(tt.want))
+				t.Errorf("sent %d characters ending %q, status %d; want %d ending %q", len([]rune(c.Content())), adaptertest.Tail(c.Content()), c.Status, len([]rune(tt.want)), adaptertest.Tail(tt.want))
 			}
 		})
 	}
-}
-
-// tail is the end of a long text, for messages.
-func tail(s string) string {
-	r := []rune(s)
-	return string(r[max(0, len(r)-12):])
 }
 
 func TestAttachmentIsStored(t *testing.T) {

@@ -77,7 +77,10 @@ func (a *Adapter) deliverLive(ctx context.Context, c Conn, msg *nanofleetv1.Outb
 	}
 	send := a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints)
 	if send && strings.TrimSpace(msg.GetContent()) != "" {
-		if err := c.Send(ctx, chat, &waE2E.Message{Conversation: proto.String(markup.WhatsApp(msg.GetContent()))}); err != nil {
+		// One message of at most Limit, cut before it is rendered as an
+		// answer's pieces are: the model's text is not bounded.
+		text := markup.WhatsApp(markup.Truncate(msg.GetContent(), Limit))
+		if err := c.Send(ctx, chat, &waE2E.Message{Conversation: proto.String(text)}); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp/whatsapptest"
@@ -488,4 +490,24 @@ func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog
 	})
 	f.Scan(t, wait)
 	return f
+}
+
+// TestLiveMessagesWithinLimit: progress and tool hints go out as one
+// message each, cut to Limit: the model's text is not bounded.
+func TestLiveMessagesWithinLimit(t *testing.T) {
+	cases := adaptertest.LiveCases(whatsapp.Limit)
+	yes := true
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes, SendToolHints: &yes}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		i, _ := strconv.Atoi(in.GetContent())
+		return []*nanofleetv1.OutboundMessage{workertest.Live(cases[i].Kind, cases[i].Text)}
+	})
+	for i, tt := range cases {
+		t.Run(tt.Name, func(t *testing.T) {
+			h.fake.Emit(whatsapptest.DM(fmt.Sprintf("3EB0L%d", i), "15550001", strconv.Itoa(i)))
+			got := h.fake.Next(t, wait).Msg.GetConversation()
+			if got != tt.Want {
+				t.Errorf("sent %d units ending %q; want %d ending %q", markup.Len(got), adaptertest.Tail(got), markup.Len(tt.Want), adaptertest.Tail(tt.Want))
+			}
+		})
+	}
 }

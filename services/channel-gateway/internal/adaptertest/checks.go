@@ -108,3 +108,34 @@ func PaddedTable(wide, rows int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// LiveCase is a progress or tool hint message and the one message a
+// platform that sends it as plain text within limit shows for it.
+type LiveCase struct {
+	Name       string
+	Kind       nanofleetv1.OutboundKind
+	Text, Want string
+}
+
+// LiveCases are live messages at and over limit (UTF-16 units, as
+// markup.Len counts; limit even and over 8): each arrives as one message
+// within the limit, cut with "…" where it was longer, never inside a
+// character.
+func LiveCases(limit int) []LiveCase {
+	words := strings.Repeat("word ", limit/5+2)
+	at := "x" + words[:limit-1] // ends in a letter: platforms trim spaces
+	return []LiveCase{
+		{"short progress", nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, "looking it up", "looking it up"},
+		{"progress at the limit", nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, at, at},
+		{"long progress", nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, words, words[:limit-1] + "…"},
+		{"long tool hint", nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, "exec(" + words + ")", ("exec(" + words)[:limit-1] + "…"},
+		// Two units each: the cut falls between two of them.
+		{"emoji outside the BMP", nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, strings.Repeat("😀", limit), strings.Repeat("😀", limit/2-1) + "…"},
+	}
+}
+
+// Tail is the end of a long text, for a test's message.
+func Tail(s string) string {
+	r := []rune(s)
+	return string(r[max(0, len(r)-12):])
+}
