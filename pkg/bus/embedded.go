@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -114,17 +116,30 @@ func StartEmbedded(cfg EmbeddedConfig, opts ...EmbeddedOption) (*Embedded, error
 		}
 		so.Password = string(hash)
 	}
+	if !cfg.NoListen && cfg.Port > 0 {
+		// A taken port is the likeliest failure (another fleet or NATS
+		// server on 4222): name it with the error's own type.
+		addr := net.JoinHostPort(host, strconv.Itoa(cfg.Port))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: %w", err) // names the address
+		}
+		_ = l.Close()
+	}
 	srv, err := server.NewServer(so)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
-	if o.log != nil {
-		srv.SetLoggerV2(&serverLogger{log: o.log.With("component", "nats-server")}, false, false, false)
+	log := o.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
+	fatal := make(chan string, 1)
+	srv.SetLoggerV2(&serverLogger{log: log.With("component", "nats-server"), fatal: fatal}, false, false, false)
 	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
+	if err := awaitReady(srv, fatal, 30*time.Second); err != nil {
 		srv.Shutdown()
-		return nil, errors.New("embedded nats: not ready for connections after 30s")
+		return nil, err
 	}
 	js := srv.JetStreamConfig()
 	if js == nil {
@@ -202,12 +217,42 @@ func (e *Embedded) Shutdown() {
 	e.srv.WaitForShutdown()
 }
 
-// serverLogger adapts slog to the nats-server logger interface.
-type serverLogger struct{ log *slog.Logger }
+// awaitReady waits until srv accepts connections, or until it reports an
+// error it cannot start after (a port taken since the check, a store it
+// cannot open), which it only logs: without this the wait would run out
+// its whole timeout and then say nothing of why.
+func awaitReady(srv *server.Server, fatal <-chan string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for !srv.ReadyForConnections(50 * time.Millisecond) {
+		select {
+		case msg := <-fatal:
+			return fmt.Errorf("embedded nats: %s", msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("embedded nats: not ready for connections after %s", timeout)
+		}
+	}
+	return nil
+}
+
+// serverLogger adapts slog to the nats-server logger interface, and
+// passes the first fatal error on to fatal.
+type serverLogger struct {
+	log   *slog.Logger
+	fatal chan<- string
+}
 
 func (l *serverLogger) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
 func (l *serverLogger) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
-func (l *serverLogger) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l *serverLogger) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l *serverLogger) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
-func (l *serverLogger) Tracef(format string, v ...any)  {}
+func (l *serverLogger) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.log.Error(msg)
+	select {
+	case l.fatal <- msg:
+	default:
+	}
+}
+func (l *serverLogger) Errorf(format string, v ...any) { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l *serverLogger) Debugf(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *serverLogger) Tracef(format string, v ...any) {}

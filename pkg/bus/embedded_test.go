@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,5 +87,41 @@ func TestEmbeddedConfigUserAndPasswordGoTogether(t *testing.T) {
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil, want an error", cfg)
 		}
+	}
+}
+
+// TestStartEmbeddedSaysWhyItCannotStart: a server that cannot start fails
+// at once with the reason, instead of waiting out the 30 s readiness
+// timeout and saying only that it was not ready.
+func TestStartEmbeddedSaysWhyItCannotStart(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cfg  bus.EmbeddedConfig
+		is   error
+		want string
+	}{
+		{"port taken", bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: taken.Addr().(*net.TCPAddr).Port}, syscall.EADDRINUSE, "listen tcp 127.0.0.1:"},
+		{"store is a file", bus.EmbeddedConfig{StoreDir: notADir, Port: -1}, nil, "JetStream"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := bus.StartEmbedded(tt.cfg)
+			if err == nil {
+				e.Shutdown()
+				t.Fatal("started")
+			}
+			if (tt.is != nil && !errors.Is(err, tt.is)) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q, want one saying %q (is %v)", err, tt.want, tt.is)
+			}
+		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -182,6 +183,11 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	ec := bus.EmbeddedConfig{StoreDir: filepath.Join(o.DataDir, "jetstream"), NoListen: !o.Listen,
 		Host: o.File.NATS.Host, Port: o.File.NATS.Port, User: o.Credentials.User, Password: o.Credentials.Password}
 	e, err := bus.StartEmbedded(ec, bus.WithLogger(f.log))
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// Not this data directory's fleet (that one is refused before),
+		// so another fleet or a NATS server of the user's.
+		return fmt.Errorf("%w: another NATS server, or a fleet with another data directory, listens there; set nats.port for another port, or nats.url to use that server", err)
+	}
 	if err != nil {
 		return err
 	}

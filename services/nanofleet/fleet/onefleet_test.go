@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet/fleettest"
 )
@@ -164,5 +167,30 @@ func writeJSON(t *testing.T, path string, v any) {
 	}
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunOnATakenPort: with its NATS port taken by another process (a
+// NATS server of the user's, or a fleet with another data directory), the
+// all-in-one fails at once saying so and naming the keys that fix it,
+// instead of waiting out the server's 30 s readiness timeout.
+func TestRunOnATakenPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg := testConfig(t, "http://127.0.0.1:1/v1", nil)
+	cfg["nats"] = map[string]any{"port": taken.Addr().(*net.TCPAddr).Port}
+	f, err := fleet.Start(t.Context(), fleet.Options{
+		File: loadConfig(t, cfg), Getenv: func(string) string { return "" }, DataDir: t.TempDir(), Workspace: t.TempDir(),
+		Listen: true, Credentials: fleetdir.Credentials{User: "nanofleet", Password: "s3cret"},
+	})
+	if err == nil {
+		f.Stop()
+		t.Fatal("started on a taken port")
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), "nats.port") || !strings.Contains(err.Error(), "nats.url") {
+		t.Errorf("error %q, want address in use naming nats.port and nats.url", err)
 	}
 }
