@@ -126,7 +126,9 @@ func Start(ctx context.Context, o Options, opts ...Option) (*Fleet, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			f.close()
+			// The parts already running stop before their connection
+			// closes, so that they do not fail (and say so) on it.
+			f.Stop()
 		}
 	}()
 	if err := f.connect(ctx, o); err != nil {

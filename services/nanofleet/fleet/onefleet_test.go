@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -20,6 +21,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet/fleettest"
 )
@@ -192,5 +194,32 @@ func TestRunOnATakenPort(t *testing.T) {
 	}
 	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), "nats.port") || !strings.Contains(err.Error(), "nats.url") {
 		t.Errorf("error %q, want address in use naming nats.port and nats.url", err)
+	}
+}
+
+// TestFailedStartStopsItsParts: when a part cannot start (here the
+// gateway, its port taken), the parts already running stop before the
+// fleet's connection closes, instead of failing on it and logging errors
+// that hide the one that matters.
+func TestFailedStartStopsItsParts(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	var logs syncbuf.Buffer
+	f, err := fleet.Start(t.Context(), fleet.Options{
+		File: loadConfig(t, testConfig(t, "http://127.0.0.1:1/v1", nil)), Getenv: func(string) string { return "" },
+		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: taken.Addr().String(),
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	if err == nil {
+		f.Stop()
+		t.Fatal("started with the gateway's port taken")
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("error %q, want address in use", err)
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a failed start logged errors besides its own:\n%s", logs.String())
 	}
 }
