@@ -13,6 +13,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/memtrim"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
@@ -50,6 +51,16 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 		}
 		defer lock.Release()
 	}
+	// The metrics server listens first: a taken port then stops the
+	// start before anything else runs or is announced; /readyz says
+	// "starting" until the fleet runs.
+	opts.Registry = observe.NewRegistry()
+	var ready svc.Readiness
+	stopHTTP, err := svc.Observability(ctx, *httpAddr, opts.Registry, ready.Check)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
 	f, err := fleet.Start(ctx, opts, fleet.WithLogger(log))
 	if err != nil {
 		return err
@@ -61,13 +72,9 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 			return err
 		}
 	}
+	ready.Ready(f.Ready)
 	// Give the memory of a burst back once the process goes quiet.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
-	stopHTTP, err := svc.Observability(ctx, *httpAddr, f.Registry, f.Ready)
-	if err != nil {
-		f.Stop()
-		return err
-	}
 	if *httpAddr != "" {
 		fmt.Fprintf(env.stderr, "metrics: http://%s/metrics (also /healthz, /readyz)\n", *httpAddr)
 	}
@@ -83,7 +90,6 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	case <-f.Done():
 	}
 	fmt.Fprintln(env.stderr, "nanofleet: stopping; running turns finish first")
-	stopHTTP()
 	f.Stop()
 	return f.Err()
 }

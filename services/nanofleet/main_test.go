@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -334,5 +336,25 @@ func TestModelFlagWhenJoining(t *testing.T) {
 	err = dispatch(t.Context(), env, []string{"agent", "--model", "other", "-m", "hi"})
 	if err == nil || !strings.Contains(err.Error(), "--model sets the model of a fleet this command starts") {
 		t.Fatalf("agent --model joining a running fleet: %v", err)
+	}
+}
+
+// TestRunWithTheMetricsPortTaken: `run` binds its metrics port before the
+// fleet starts, so a taken one stops it at once, before it announces any
+// address or starts a part (which then failed on the stop and said so).
+func TestRunWithTheMetricsPortTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	env, _, errOut := testEnv(t, map[string]string{"OPENAI_API_KEY": "k"})
+	args := []string{"run", "--http", taken.Addr().String(), "--listen", "127.0.0.1:0", "--log-level", "warn"}
+	err = dispatch(t.Context(), env, args)
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("run: %v, want address in use", err)
+	}
+	if out := errOut.String(); out != "" {
+		t.Errorf("run printed before failing:\n%s", out)
 	}
 }

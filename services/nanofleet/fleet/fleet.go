@@ -151,7 +151,7 @@ func Start(ctx context.Context, o Options, opts ...Option) (*Fleet, error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
 	if f.Storage != nil {
-		f.goRun("storage guard", func() error { return f.Storage.Run(runCtx) })
+		f.goRun(runCtx, "storage guard", f.Storage.Run)
 	}
 	node, err := nodeID(o.DataDir)
 	if err != nil {
@@ -288,12 +288,14 @@ func (o Options) assets() bus.Declare {
 	return bus.Join(agentworker.Assets, memory.Assets)
 }
 
-// goRun runs part until the fleet stops, recording its first failure.
-func (f *Fleet) goRun(name string, part func() error) {
+// goRun runs part until the fleet stops (ctx ends), recording its first
+// failure. A part cut short by the stop, as one still starting is, did
+// not fail.
+func (f *Fleet) goRun(ctx context.Context, name string, part func(context.Context) error) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		if err := part(); err != nil {
+		if err := part(ctx); err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {
 			f.log.Error("fleet part failed", "part", name, "err", err)
 			f.mu.Lock()
 			if f.err == nil {

@@ -223,3 +223,24 @@ func TestFailedStartStopsItsParts(t *testing.T) {
 		t.Errorf("a failed start logged errors besides its own:\n%s", logs.String())
 	}
 }
+
+// TestStopRightAfterStartIsQuiet: a fleet stopped as soon as it started
+// (its caller failed next, say) stops its parts as a stop, not as
+// failures: the parts that were still opening their buckets log nothing.
+func TestStopRightAfterStartIsQuiet(t *testing.T) {
+	var logs syncbuf.Buffer
+	f, err := fleet.Start(t.Context(), fleet.Options{
+		File: loadConfig(t, testConfig(t, "http://127.0.0.1:1/v1", nil)), Getenv: func(string) string { return "" },
+		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: "127.0.0.1:0",
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Stop()
+	if err := f.Err(); err != nil {
+		t.Errorf("a stop right after the start ended with %v", err)
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a stop right after the start logged errors:\n%s", logs.String())
+	}
+}

@@ -33,7 +33,7 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 			return err
 		}
 		f.closer = append(f.closer, w.Close)
-		f.goRun("agent-worker", func() error { return w.Run(runCtx) })
+		f.goRun(runCtx, "agent-worker", w.Run)
 	}
 	// The consolidator on a connection of its own, as in its own process:
 	// on the workers' it fell behind their turns (see dial).
@@ -55,7 +55,7 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 	if err != nil {
 		return err
 	}
-	f.goRun("memory-consolidator", func() error { return mem.Run(runCtx) })
+	f.goRun(runCtx, "memory-consolidator", mem.Run)
 	if o.Gateway {
 		var gw *channelgateway.Gateway
 		err := svc.Retry(setupCtx, f.log, nil, "start channel-gateway", func(ctx context.Context) (err error) {
@@ -68,7 +68,7 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 		if err != nil {
 			return err
 		}
-		f.goRun("channel-gateway", func() error { return gw.Run(runCtx) })
+		f.goRun(runCtx, "channel-gateway", gw.Run)
 	}
 	return nil
 }
