@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -149,15 +150,23 @@ func chatCmd(ctx context.Context, env *environment, args []string) error {
 	}
 	defer cv.close()
 	fmt.Fprintf(env.stdout, "nanofleet chat — session %s. /help for commands, Ctrl-D to leave.\n", *sess)
-	in := bufio.NewScanner(env.stdin)
-	in.Buffer(make([]byte, 64<<10), 1<<20)
+	in := bufio.NewReader(env.stdin)
 	for {
 		fmt.Fprint(env.stdout, "› ")
-		if !in.Scan() {
-			fmt.Fprintln(env.stdout)
-			return in.Err()
+		line, err := readLine(in, maxChatLine)
+		if errors.Is(err, errLineTooLong) {
+			// One message lost is better than the whole chat.
+			fmt.Fprintf(env.stderr, "error: a message is at most %d bytes; that one was not sent\n", maxChatLine)
+			continue
 		}
-		text := strings.TrimSpace(in.Text())
+		if err != nil {
+			fmt.Fprintln(env.stdout)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		text := strings.TrimSpace(line)
 		if text == "" {
 			continue
 		}
@@ -173,5 +182,39 @@ func chatCmd(ctx context.Context, env *environment, args []string) error {
 			continue
 		}
 		fmt.Fprintf(env.stdout, "%s\n\n", out.GetContent())
+	}
+}
+
+// maxChatLine bounds a message typed or piped into chat.
+const maxChatLine = 1 << 20
+
+// errLineTooLong is a line over readLine's limit, read past and dropped.
+var errLineTooLong = errors.New("line too long")
+
+// readLine returns r's next line without its end. A line over limit bytes
+// is read to its end and reported as errLineTooLong, so that the next
+// call reads the line after it; the last line may lack its end.
+func readLine(r *bufio.Reader, limit int) (string, error) {
+	var line []byte
+	over := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !over {
+			line = append(line, chunk...)
+			if len(bytes.TrimRight(line, "\r\n")) > limit {
+				over, line = true, nil
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == nil, errors.Is(err, io.EOF) && (over || len(line) > 0):
+			if over {
+				return "", errLineTooLong
+			}
+			return strings.TrimRight(string(line), "\r\n"), nil
+		default:
+			return "", err
+		}
 	}
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -356,5 +359,66 @@ func TestRunWithTheMetricsPortTaken(t *testing.T) {
 	}
 	if out := errOut.String(); out != "" {
 		t.Errorf("run printed before failing:\n%s", out)
+	}
+}
+
+// TestChatDropsAnOverlongLine: a message over chat's limit is refused with
+// an error and the chat goes on with the next line (it used to end the
+// chat with "bufio.Scanner: token too long" and lose what followed).
+func TestChatDropsAnOverlongLine(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	llm.Enqueue(llmtest.Text("one"))
+	env, out, errOut := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
+	env.stdin = strings.NewReader(strings.Repeat("a", maxChatLine+1) + "\nsecond\n")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := dispatch(ctx, env, []string{"chat"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "that one was not sent") {
+		t.Errorf("stderr = %q, want the refusal", errOut.String())
+	}
+	if !strings.Contains(out.String(), "one\n") {
+		t.Fatalf("the next line was not answered: %q", out.String())
+	}
+	if req, ok := llm.LastRequest(); !ok || req.Messages[len(req.Messages)-1].Content != "second" {
+		t.Errorf("model asked %v, want the line after the long one", req.Messages)
+	}
+}
+
+func TestReadLine(t *testing.T) {
+	tests := []struct {
+		name, in string
+		limit    int
+		want     []string // "!" for errLineTooLong
+	}{
+		{"lines", "a\nb\n", 10, []string{"a", "b"}},
+		{"crlf and no last end", "a\r\nb", 10, []string{"a", "b"}},
+		{"at the limit", "abcd\n", 4, []string{"abcd"}},
+		{"over the limit, then more", "abcde\nok\n", 4, []string{"!", "ok"}},
+		{"over the limit at the end", "ok\nabcdefghijklmnopqrstuvwxyz0123456789", 4, []string{"ok", "!"}},
+		{"longer than the buffer", strings.Repeat("x", 100) + "\ny\n", 200, []string{strings.Repeat("x", 100), "y"}},
+		{"far over, buffer by buffer", strings.Repeat("x", 100) + "\ny\n", 20, []string{"!", "y"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := bufio.NewReaderSize(strings.NewReader(tt.in), 16)
+			var got []string
+			for {
+				line, err := readLine(r, tt.limit)
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if errors.Is(err, errLineTooLong) {
+					line = "!"
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, line)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("lines %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
