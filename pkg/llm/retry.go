@@ -152,6 +152,11 @@ func retryable(parent context.Context, err error, info *callInfo) bool {
 	return errors.As(err, &ne)
 }
 
+// Temporary reports whether err, a model call's failure, may pass when the
+// call is made again later (a rate limit, a server error, the network);
+// refused credentials, a missing key or a malformed request will not.
+func Temporary(err error) bool { return retryable(context.Background(), err, nil) }
+
 // fallbackable reports whether, after a model has failed, another model is
 // worth trying: not when the caller gave up, the credentials are wrong, the
 // request itself is malformed, or part of a stream was already delivered.

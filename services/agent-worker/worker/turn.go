@@ -14,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
+	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
@@ -221,8 +222,7 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	case errors.Is(runErr, agent.ErrModel):
 		outcome = "model_error"
 		t.log.Warn("model failed", "err", runErr)
-		t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR,
-			"Sorry, I could not get an answer from the model ("+shortError(runErr)+"). Please try again in a moment.")
+		t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR, modelFailure(runErr))
 	default:
 		return "", runErr
 	}
@@ -322,6 +322,16 @@ func (t *turn) fitUser(m *nanofleetv1.ChatMessage) *nanofleetv1.ChatMessage {
 
 func userMessage(in *nanofleetv1.InboundMessage) *nanofleetv1.ChatMessage {
 	return &nanofleetv1.ChatMessage{Role: "user", Content: in.GetContent(), Media: in.GetMedia(), CreatedAt: in.GetReceivedAt()}
+}
+
+// modelFailure is the reply to a turn the model failed: "try again" only
+// where trying again may help.
+func modelFailure(err error) string {
+	next := "Please try again in a moment."
+	if !llm.Temporary(err) {
+		next = "Trying again will not help until that is fixed."
+	}
+	return "Sorry, I could not get an answer from the model (" + shortError(err) + "). " + next
 }
 
 func shortError(err error) string {

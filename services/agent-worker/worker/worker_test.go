@@ -206,20 +206,36 @@ func TestMalformedEnvelopeIsDeadLettered(t *testing.T) {
 	}
 }
 
+// TestModelFailingGivesErrorReply: a turn the model fails is answered
+// with an error that says whether trying again may help, and the session
+// stays usable.
 func TestModelFailingGivesErrorReply(t *testing.T) {
-	h := start(t, llmtest.WithFailures(3, 500))
-	h.send(t, "c1", "1", "hello")
-	o := h.next(t)
-	if o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR || !strings.Contains(o.GetContent(), "could not get an answer from the model") {
-		t.Fatalf("reply = %v", o)
+	tests := []struct {
+		name   string
+		status int
+		calls  int
+		next   string
+	}{
+		{"server error, retried", 500, 3, "Please try again in a moment."},
+		{"key refused, not retried", 401, 1, "Trying again will not help until that is fixed."},
 	}
-	if n := h.llm.RequestCount(); n != 3 {
-		t.Errorf("model called %d times, want 3", n)
-	}
-	// The session stays usable.
-	h.send(t, "c1", "2", "again")
-	if o := h.next(t); o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
-		t.Fatalf("after failure: %v", o)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, llmtest.WithFailures(tt.calls, tt.status))
+			h.send(t, "c1", "1", "hello")
+			o := h.next(t)
+			if o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR || !strings.Contains(o.GetContent(), "could not get an answer from the model") ||
+				!strings.HasSuffix(o.GetContent(), tt.next) {
+				t.Fatalf("reply = %v, want an error ending %q", o, tt.next)
+			}
+			if n := h.llm.RequestCount(); n != tt.calls {
+				t.Errorf("model called %d times, want %d", n, tt.calls)
+			}
+			h.send(t, "c1", "2", "again")
+			if o := h.next(t); o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
+				t.Fatalf("after failure: %v", o)
+			}
+		})
 	}
 }
 
