@@ -89,7 +89,7 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	case <-ctx.Done():
 	case <-f.Done():
 	}
-	fmt.Fprintln(env.stderr, "nanofleet: stopping; running turns finish first")
+	fmt.Fprintln(env.stderr, "nanofleet: stopping; running turns finish first (Ctrl-C again stops now; they resume at the next start)")
 	f.Stop()
 	return f.Err()
 }

@@ -38,6 +38,13 @@ func commands() map[string]command {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal stops gracefully; the next one gets the
+		// default handling and ends the process at once (running turns
+		// are in JetStream and resume at the next start).
+		<-ctx.Done()
+		stop()
+	}()
 	env := newEnvironment(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	os.Exit(exitCode(dispatch(ctx, env, os.Args[1:]), os.Stderr))
 }

@@ -149,13 +149,36 @@ func countFinals(t *testing.T, js jetstream.JetStream, stream string) map[string
 	return out
 }
 
-// TestAllInOneRestartCompletesTheTurn: the all-in-one killed mid-turn and
+// TestAllInOneRestartCompletesTheTurn: the all-in-one stopped mid-turn
+// (killed, or by a second Ctrl-C, which does not wait for the turn) and
 // started again on the same data directory completes the turn, and the
 // history is intact.
 func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
 	}
+	tests := []struct {
+		name string
+		stop func(t *testing.T, aio *fleettest.Proc)
+	}{
+		{"killed", func(t *testing.T, aio *fleettest.Proc) { aio.Kill() }},
+		{"two Ctrl-Cs", func(t *testing.T, aio *fleettest.Proc) {
+			_ = aio.Signal(syscall.SIGINT)
+			aio.WaitOutput(t, "Ctrl-C again stops now", 30*time.Second)
+			_ = aio.Signal(syscall.SIGINT)
+			// The turn is held at the model until the test ends: only
+			// the second Ctrl-C can end the process before that.
+			if exited, _ := aio.Wait(30 * time.Second); !exited {
+				t.Fatal("a second Ctrl-C did not stop the all-in-one while a turn ran")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { restartCompletesTheTurn(t, tt.stop) })
+	}
+}
+
+func restartCompletesTheTurn(t *testing.T, stop func(t *testing.T, aio *fleettest.Proc)) {
 	bins := fleettest.Build(t, "nanofleet")
 	llm := llmtest.NewServer(t)
 	release := make(chan struct{})
@@ -204,7 +227,7 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 		t.Fatal("the slow question never reached the model")
 	}
 	client.Close()
-	aio.Kill()
+	stop(t, aio)
 
 	aio2 := fleettest.Start(t, "nanofleet-2", bins.Path("nanofleet"), env, args...)
 	aio2.WaitOutput(t, "nanofleet is running", 30*time.Second)
