@@ -60,22 +60,29 @@ func openConversation(ctx context.Context, env *environment, c *common, command,
 	}
 	f, err := fleet.Start(ctx, opts, fleet.WithLogger(env.logger(c.logLevel)))
 	if err != nil {
-		cv.close()
+		cv.close(ctx)
 		return nil, err
 	}
 	cv.fleet = f
 	if cv.client, err = fleet.NewClient(ctx, f.Bus, "cli"); err != nil {
-		cv.close()
+		cv.close(ctx)
 		return nil, err
 	}
 	return cv, nil
 }
 
-func (cv *conversation) close() {
+// close ends the conversation. A fleet of its own stops at once when ctx
+// ended (the user interrupted): nobody here waits for a running turn any
+// more, and it resumes at the next start.
+func (cv *conversation) close(ctx context.Context) {
 	if cv.client != nil {
 		cv.client.Close()
 	}
-	if cv.fleet != nil {
+	switch {
+	case cv.fleet == nil:
+	case ctx.Err() != nil:
+		cv.fleet.StopNow()
+	default:
 		cv.fleet.Stop()
 	}
 	if cv.lock != nil {
@@ -124,8 +131,11 @@ func agentCmd(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cv.close()
+	defer cv.close(ctx)
 	out, err := cv.ask(ctx, *msg, nil)
+	if err != nil && ctx.Err() != nil {
+		return errInterrupted // not the context's "context canceled"
+	}
 	if err != nil {
 		return err
 	}
@@ -148,7 +158,7 @@ func chatCmd(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cv.close()
+	defer cv.close(ctx)
 	fmt.Fprintf(env.stdout, "nanofleet chat — session %s. /help for commands, Ctrl-D to leave.\n", *sess)
 	in := bufio.NewReader(env.stdin)
 	for {

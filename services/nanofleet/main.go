@@ -49,6 +49,9 @@ func main() {
 	os.Exit(exitCode(dispatch(ctx, env, os.Args[1:]), os.Stderr))
 }
 
+// errInterrupted: a command that waited was stopped by a signal.
+var errInterrupted = errors.New("interrupted")
+
 // errNoCommand: nanofleet was run without a command; the usage is printed.
 var errNoCommand = errors.New("no command given")
 
@@ -64,6 +67,9 @@ func exitCode(err error, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errNoCommand):
 		return 2
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintln(stderr, "nanofleet: interrupted")
+		return 130 // the shell's code for a command ended by Ctrl-C
 	default:
 		fmt.Fprintln(stderr, "nanofleet:", err)
 		return 1

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -420,5 +421,55 @@ func TestReadLine(t *testing.T) {
 				t.Errorf("lines %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestAgentInterrupted: `agent -m` stopped by Ctrl-C while it waits for
+// the answer (running a fleet of its own) exits at once with the shell's
+// code for it, 130, saying so, not after the turn with "context canceled"
+// and 1; the next `agent -m` finishes the interrupted turn first.
+func TestAgentInterrupted(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	atModel, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	var once sync.Once
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		first := false
+		once.Do(func() { first = true; close(atModel) })
+		if first {
+			<-release // held until the test ends
+		}
+		return llmtest.Text("answer to " + r.LastUserText())
+	})
+	env, out, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
+	// The interrupted turn is taken again once its ack wait is over.
+	if err := os.WriteFile(filepath.Join(env.home(), "config.json"), []byte(`{"worker":{"ackWaitSeconds":3}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, interrupt := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- dispatch(ctx, env, []string{"agent", "-m", "Hello"}) }()
+	select {
+	case <-atModel:
+	case <-time.After(time.Minute):
+		t.Fatal("the turn never reached the model")
+	}
+	interrupt()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("agent did not return after the interrupt")
+	}
+	var stderr bytes.Buffer
+	if code := exitCode(err, &stderr); code != 130 || strings.TrimSpace(stderr.String()) != "nanofleet: interrupted" {
+		t.Errorf("exit %d, stderr %q; want 130, %q", code, stderr.String(), "nanofleet: interrupted")
+	}
+	out.Reset()
+	if err := dispatch(t.Context(), env, []string{"agent", "-m", "/history 5"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "assistant: answer to Hello") {
+		t.Errorf("history after the interrupted turn:\n%s", out.String())
 	}
 }

@@ -85,6 +85,10 @@ type Worker struct {
 // Close stops the profile watch.
 func (w *Worker) Close() { w.profiles.Stop() }
 
+// StopTurns makes Run cancel the running turns as it stops instead of
+// letting them finish (see [worker.Worker.StopTurns]).
+func (w *Worker) StopTurns() { w.turns.StopTurns() }
+
 // ConfigFrom reads the worker's config from the config file.
 func ConfigFrom(file *config.File, id, workspace string) (worker.Config, Section, error) {
 	sec := DefaultSection()

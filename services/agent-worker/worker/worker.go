@@ -81,6 +81,11 @@ type Worker struct {
 	budget   *budget // nil without worker.dailyTokenBudget
 	log      *slog.Logger
 
+	// stopTurns is closed by StopTurns: the running turns are cancelled
+	// as Run stops instead of finishing within the grace.
+	stopTurns     chan struct{}
+	stopTurnsOnce sync.Once
+
 	mu      sync.Mutex
 	running map[string]*localTurn // by session key
 	// answered is, by session key, the inbound sequence of the last turn
@@ -104,7 +109,7 @@ func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Worker, erro
 	if d.Bus == nil || d.Model == nil || d.Tools == nil || d.Profiles == nil {
 		return nil, errors.New("worker: Bus, Model, Tools and Profiles are required")
 	}
-	w := &Worker{log: slog.New(slog.DiscardHandler)}
+	w := &Worker{log: slog.New(slog.DiscardHandler), stopTurns: make(chan struct{})}
 	for _, o := range opts {
 		o(w)
 	}
@@ -168,6 +173,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() { wait(); close(done) }()
 	select {
 	case <-done:
+	case <-w.stopTurns:
+		cancelTurns()
+		<-done
 	case <-time.After(time.Duration(w.cfg.ShutdownGrace)):
 		w.log.Warn("shutdown grace over; cancelling running turns")
 		cancelTurns()
@@ -175,6 +183,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// StopTurns makes Run, once its context ends, cancel the running turns
+// instead of letting them finish within the shutdown grace: for a process
+// told to stop now. A cancelled turn is not acknowledged, so it resumes
+// from its checkpoint when redelivered.
+func (w *Worker) StopTurns() { w.stopTurnsOnce.Do(func() { close(w.stopTurns) }) }
 
 // onStop cancels the session's running turn if it runs here.
 func (w *Worker) onStop(m *nats.Msg) {

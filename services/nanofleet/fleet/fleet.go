@@ -84,9 +84,10 @@ type Fleet struct {
 	Metrics  *observe.Metrics
 	Registry *prometheus.Registry
 
-	log    *slog.Logger
-	done   chan struct{}
-	cancel context.CancelFunc
+	log     *slog.Logger
+	done    chan struct{}
+	workers []*agentworker.Worker
+	cancel  context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	err    error
@@ -333,6 +334,15 @@ func (f *Fleet) Err() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.err
+}
+
+// StopNow is Stop without waiting for running turns: they are cancelled
+// and, unacknowledged, resume from their checkpoints at the next start.
+func (f *Fleet) StopNow() {
+	for _, w := range f.workers {
+		w.StopTurns()
+	}
+	f.Stop()
 }
 
 // Stop stops fetching new work, lets running turns finish, and takes the

@@ -33,6 +33,7 @@ func (f *Fleet) startServices(setupCtx, runCtx context.Context, o Options, node 
 			return err
 		}
 		f.closer = append(f.closer, w.Close)
+		f.workers = append(f.workers, w)
 		f.goRun(runCtx, "agent-worker", w.Run)
 	}
 	// The consolidator on a connection of its own, as in its own process:
