@@ -88,10 +88,10 @@ type Fleet struct {
 	done    chan struct{}
 	workers []*agentworker.Worker
 	cancel  context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	err    error
-	closer []func()
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	err     error
+	closer  []func()
 }
 
 // Option adjusts how Start runs the fleet.
