@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -372,6 +373,53 @@ func TestSyncFollowsNoLink(t *testing.T) {
 			}
 			if entries, _ := os.ReadDir(hostDir); len(entries) != 1 {
 				t.Errorf("host directory holds %d entries, want 1", len(entries))
+			}
+		})
+	}
+}
+
+// TestOversizedFileIsReplacedNotRead: a sandboxed command can make a
+// synced file as large as its file size limit at no quota cost
+// (truncate -s 900M memory/MEMORY.md). Such a file counts as none: it
+// is replaced by JetStream's copy, and never read whole. Before, the
+// check that the file had not changed meanwhile read it whole and
+// refused the write, on every poll (the all-in-one grew to 2.2 GB).
+func TestOversizedFileIsReplacedNotRead(t *testing.T) {
+	const size = 64 << 20
+	tests := []struct {
+		name, file, want string
+	}{
+		{"MEMORY.md, both ways", "memory/MEMORY.md", "- model's memory\n"},
+		{"USER.md, a copy of the profile", "USER.md", "Name: Ada\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, b := memtest.Start(t)
+			ctx := t.Context()
+			docs, _ := memory.OpenDocs(ctx, b)
+			e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
+			prof, _ := b.KV(ctx, bus.BucketProfile)
+			if _, err := prof.Put(ctx, profile.FileKey("default", "USER.md"), []byte("Name: Ada\n")); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := docs.SetContent(ctx, memory.AgentScope("default"), "- model's memory\n", "consolidation"); err != nil {
+				t.Fatal(err)
+			}
+			s := e.syncer()
+			e.sync(s)
+			must(t, os.Truncate(filepath.Join(e.ws, tt.file), size))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			e.sync(s)
+			runtime.ReadMemStats(&after)
+			if got := e.file(tt.file); got != tt.want {
+				t.Errorf("%s = %d bytes, want the bucket's copy", tt.file, len(got))
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > size/2 {
+				t.Errorf("the sync allocated %d bytes over a %d-byte file", n, size)
+			}
+			if e.memory() != "- model's memory\n" {
+				t.Errorf("memory = %q", e.memory())
 			}
 		})
 	}

@@ -229,7 +229,9 @@ func (s *Syncer) toKV(ctx context.Context, p Pair, k kvCopy, content, h string) 
 // toFile writes JetStream's content to the file, unless the file changed
 // since it was read.
 func (s *Syncer) toFile(p Pair, k kvCopy, read []byte, existed bool) (bool, error) {
-	err := s.dir.WriteFile(p.Rel, []byte(k.content), wsfile.WriteOptions{Unless: func(now []byte, ok bool) error {
+	// UnlessMax as readFile's bound: a file too large to read counts as
+	// none there and here, so it is replaced, and never read whole.
+	err := s.dir.WriteFile(p.Rel, []byte(k.content), wsfile.WriteOptions{UnlessMax: maxFileBytes, Unless: func(now []byte, ok bool) error {
 		if ok != existed || (ok && string(now) != string(read)) {
 			return errChanged
 		}
