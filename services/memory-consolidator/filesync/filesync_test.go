@@ -3,11 +3,13 @@ package filesync_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/filesync"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
 )
@@ -422,6 +425,38 @@ func TestOversizedFileIsReplacedNotRead(t *testing.T) {
 				t.Errorf("memory = %q", e.memory())
 			}
 		})
+	}
+}
+
+// TestFileMissingFromProfileIsLeftUnread: a sandboxed command can put a
+// link or a FIFO where a bootstrap file the profile does not have would
+// go (TOOLS.md); there is nothing to copy there, so the sync leaves it
+// alone, unread. Before, it was read and warned about on every poll (three
+// such files: three warnings every 2 s against the real all-in-one).
+func TestFileMissingFromProfileIsLeftUnread(t *testing.T) {
+	_, b := memtest.Start(t)
+	ctx := t.Context()
+	docs, _ := memory.OpenDocs(ctx, b)
+	e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
+	must(t, os.Symlink("/etc/passwd", filepath.Join(e.ws, "TOOLS.md")))
+	must(t, syscall.Mkfifo(filepath.Join(e.ws, "IDENTITY.md"), 0o644))
+	logs := &syncbuf.Buffer{}
+	s, err := filesync.New(ctx, filesync.Config{Workspace: e.ws, Agent: "default"}, b,
+		filesync.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for range 3 {
+		e.sync(s)
+	}
+	for _, name := range []string{"TOOLS.md", "IDENTITY.md"} {
+		if strings.Contains(logs.String(), name) {
+			t.Errorf("the sync logged about %s, which the profile does not have:\n%s", name, logs.String())
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(e.ws, "TOOLS.md")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("TOOLS.md was changed: %v, %v", fi, err)
 	}
 }
 
