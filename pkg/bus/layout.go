@@ -39,6 +39,13 @@ type Layout struct {
 	// checkpoint stays: without an end, every session that ever ran a turn
 	// would keep one in the server's subject index.
 	CheckpointMarkerTTL time.Duration
+	// BlobsMaxBytes (0: none) and BlobsMaxAge bound the object store of
+	// attachments and oversize tool output: a model can fill it at will
+	// (read_file of a 20 MiB image, many times a turn), and nothing else
+	// removes what is stored there. JetStream reserves BlobsMaxBytes of
+	// the server's store, so it must fit there.
+	BlobsMaxBytes int64
+	BlobsMaxAge   time.Duration
 }
 
 // DefaultLayout is the layout of a single-server fleet.
@@ -51,6 +58,7 @@ func DefaultLayout() Layout {
 		DeadLetterMaxAge: 30 * 24 * time.Hour,
 		LeaseTTL:         30 * time.Second,
 		MaxMsgSize:       4 << 20,
+		BlobsMaxAge:      7 * 24 * time.Hour,
 		// Nothing reads a cleared checkpoint's marker; a minute is the
 		// server's floor (1 s) with room for a clock step.
 		CheckpointMarkerTTL: time.Minute,
@@ -70,6 +78,8 @@ func (l Layout) Validate() error {
 		return fmt.Errorf("checkpoint marker TTL: %s is below 1s", l.CheckpointMarkerTTL)
 	case l.ReplayWindow < 2*l.LeaseTTL:
 		return config.Invalid("nats.replayWindowSeconds", "%s is below twice the lease TTL %s", l.ReplayWindow, l.LeaseTTL)
+	case l.BlobsMaxBytes < 0:
+		return config.Invalid("nats.blobsMaxMB", "must not be negative")
 	}
 	return nil
 }

@@ -96,7 +96,7 @@ func CoreAssets(s subject.Space, l Layout) Assets {
 			{Bucket: s.Bucket(BucketMemory), Description: "long-term memory per scope", History: 16},
 		},
 		Objects: []jetstream.ObjectStoreConfig{
-			{Bucket: s.Bucket(BucketBlobs), Description: "attachments and oversize tool output"},
+			{Bucket: s.Bucket(BucketBlobs), Description: "attachments and oversize tool output", MaxBytes: l.BlobsMaxBytes, TTL: l.BlobsMaxAge},
 		},
 	}
 }

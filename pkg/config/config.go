@@ -73,6 +73,12 @@ type NATS struct {
 	// when it replays a committed turn is stored once within it; at least
 	// twice leaseTtlSeconds.
 	ReplayWindowSeconds int `json:"replayWindowSeconds,omitempty"`
+	// BlobsMaxMB bounds the object store of attachments and oversize tool
+	// output, which tools fill at a model's will, so that a session
+	// cannot fill the store every conversation needs. 0: a quarter of the
+	// embedded server's store, at most 1 GiB; no bound on an external
+	// server, whose store the operator sized.
+	BlobsMaxMB int `json:"blobsMaxMB,omitempty"`
 	// Embedded server listen address, for other processes to join.
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port,omitempty"`
@@ -204,6 +210,9 @@ func (f *File) Validate() error {
 		return Invalid("nats.duplicateWindowSeconds", "must be 1..86400, got %d", f.NATS.DuplicateWindowSeconds)
 	case f.NATS.ReplayWindowSeconds < 2*f.NATS.LeaseTTLSeconds || f.NATS.ReplayWindowSeconds > 86400:
 		return Invalid("nats.replayWindowSeconds", "must be at least twice nats.leaseTtlSeconds (%d) and at most 86400, got %d", 2*f.NATS.LeaseTTLSeconds, f.NATS.ReplayWindowSeconds)
+	case f.NATS.BlobsMaxMB != 0 && (f.NATS.BlobsMaxMB < 64 || f.NATS.BlobsMaxMB > 1<<20):
+		// 64: room for a few of the largest objects (a 20 MiB image).
+		return Invalid("nats.blobsMaxMB", "must be 0 (the default) or 64..1048576, got %d", f.NATS.BlobsMaxMB)
 	case f.NATS.Port < -1 || f.NATS.Port > 65535:
 		return Invalid("nats.port", "must be a port number, got %d", f.NATS.Port)
 	case d.Model == "":

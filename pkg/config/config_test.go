@@ -30,6 +30,7 @@ func TestParseNamesTheBadKey(t *testing.T) {
 		{"bad prefix", `{"nats": {"prefix": "a.b"}}`, "nats.prefix", ""},
 		{"zero duplicate window", `{"nats": {"duplicateWindowSeconds": -5}}`, "nats.duplicateWindowSeconds", ""},
 		{"replay window under two lease TTLs", `{"nats": {"leaseTtlSeconds": 90, "replayWindowSeconds": 120}}`, "nats.replayWindowSeconds", ""},
+		{"object store bound under the largest object", `{"nats": {"blobsMaxMB": 10}}`, "nats.blobsMaxMB", ""},
 		{"provider bound below -1", `{"providers": {"ollama": {"maxConcurrent": -2}}}`, "providers.ollama.maxConcurrent", ""},
 		{"unset variable", `{"providers": {"openai": {"apiKey": "${NO_SUCH_VAR}"}}}`, "providers.openai.apiKey", ""},
 		{"not json", `{"agents": `, "", "invalid config: "},

@@ -130,6 +130,13 @@ func New(cfg Config, reg prometheus.Registerer, onRecover func(context.Context) 
 	return g, nil
 }
 
+// Dir is the directory whose file system the guard watches.
+func (g *Guard) Dir() string { return g.cfg.Dir }
+
+// MinFree is the free space below which the store counts as full (the
+// configured value, or its default); it counts as recovered at twice it.
+func (g *Guard) MinFree() int64 { return g.cfg.MinFree }
+
 // Err returns a *FullError while the store is full, else nil.
 func (g *Guard) Err() error {
 	g.mu.Lock()

@@ -137,6 +137,7 @@ func Layout(file *config.File) bus.Layout {
 	l.LeaseTTL = time.Duration(file.NATS.LeaseTTLSeconds) * time.Second
 	l.DuplicateWindow = time.Duration(file.NATS.DuplicateWindowSeconds) * time.Second
 	l.ReplayWindow = time.Duration(file.NATS.ReplayWindowSeconds) * time.Second
+	l.BlobsMaxBytes = int64(file.NATS.BlobsMaxMB) << 20
 	return l
 }
 

@@ -248,7 +248,16 @@ type WriteOptions struct {
 	// target's current content (ok false when there is no regular file
 	// to read); an error from it cancels the write and is returned.
 	Unless func(current []byte, ok bool) error
+	// UnlessMax bounds what Unless is given: a current file larger
+	// than this (or growing past it while read) is passed as no regular
+	// file, as [Dir.ReadFile] with the same bound refuses it. The target
+	// is the sandbox's to fill (a sparse file costs no quota), so it is
+	// never read whole. Default 4 MiB.
+	UnlessMax int64
 }
+
+// DefaultUnlessMax is [WriteOptions.UnlessMax] when unset.
+const DefaultUnlessMax = 4 << 20
 
 // WriteFile replaces rel with data, creating missing parent directories.
 // The data goes to a temporary file in rel's directory, opened without
@@ -280,16 +289,10 @@ func (d *Dir) WriteFile(rel string, data []byte, o WriteOptions) error {
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
 	if o.Unless != nil {
-		var cur []byte
-		g, _, err := openIn(p, rel, base)
-		ok := err == nil
-		if ok {
-			cur, err = io.ReadAll(g)
-			g.Close()
-			if err != nil {
-				_ = p.Remove(tmp)
-				return fmt.Errorf("read %s: %w", rel, err)
-			}
+		cur, ok, err := readBounded(p, rel, base, o.UnlessMax)
+		if err != nil {
+			_ = p.Remove(tmp)
+			return err
 		}
 		if err := o.Unless(cur, ok); err != nil {
 			_ = p.Remove(tmp)
@@ -301,6 +304,31 @@ func (d *Dir) WriteFile(rel string, data []byte, o WriteOptions) error {
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
 	return nil
+}
+
+// readBounded reads the regular file base in p for [WriteOptions.Unless]:
+// ok false when there is none, or when it holds more than max bytes
+// (default DefaultUnlessMax).
+func readBounded(p *os.Root, rel, base string, max int64) (data []byte, ok bool, err error) {
+	if max <= 0 {
+		max = DefaultUnlessMax
+	}
+	g, fi, err := openIn(p, rel, base)
+	if err != nil || fi.Size() > max {
+		if g != nil {
+			g.Close()
+		}
+		return nil, false, nil
+	}
+	defer g.Close()
+	data, err = io.ReadAll(io.LimitReader(g, max+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", rel, err)
+	}
+	if int64(len(data)) > max {
+		return nil, false, nil
+	}
+	return data, true, nil
 }
 
 func randomHex() string {

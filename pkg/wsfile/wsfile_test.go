@@ -159,6 +159,43 @@ func TestWriteUnlessCancels(t *testing.T) {
 	}
 }
 
+// TestWriteUnlessBoundsTheRead: the target is the sandbox's to fill, and
+// a sparse file costs it no quota; Unless is never given more than
+// UnlessMax bytes of it (the file sync read a 900 MB MEMORY.md whole on
+// every poll).
+func TestWriteUnlessBoundsTheRead(t *testing.T) {
+	tests := []struct {
+		name   string
+		size   int64 // of a sparse USER.md
+		max    int64
+		wantOK bool
+	}{
+		{"at the bound", 8, 8, true},
+		{"one byte over", 9, 8, false},
+		{"64 MiB sparse file, default bound", 64 << 20, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, ws, _ := layout(t)
+			must(t, os.Truncate(filepath.Join(ws, "USER.md"), tt.size))
+			called := false
+			err := d.WriteFile("USER.md", []byte("new"), wsfile.WriteOptions{UnlessMax: tt.max, Unless: func(cur []byte, ok bool) error {
+				called = true
+				if ok != tt.wantOK || (ok && int64(len(cur)) != tt.size) || (!ok && cur != nil) {
+					t.Errorf("Unless got %d bytes, ok %v; want ok %v", len(cur), ok, tt.wantOK)
+				}
+				return nil
+			}})
+			if err != nil || !called {
+				t.Fatalf("WriteFile = %v, Unless called %v", err, called)
+			}
+			if got, _ := os.ReadFile(filepath.Join(ws, "USER.md")); string(got) != "new" {
+				t.Fatalf("USER.md = %d bytes, want replaced", len(got))
+			}
+		})
+	}
+}
+
 func TestReadDirRefusesSymlinkedDirectory(t *testing.T) {
 	d, ws, host := layout(t)
 	must(t, os.Symlink(host, filepath.Join(ws, "skills")))

@@ -30,7 +30,8 @@
 // changing the same workspace, so every access goes through package
 // wsfile: beneath the workspace, no symlink followed in any component, no
 // hard-linked file read, writes renamed into the directory opened. A
-// symlink or hard link where a synced file belongs counts as no file: it
+// symlink, hard link or file over 4 MB (maxFileBytes; a sparse one costs
+// the sandbox no quota) where a synced file belongs counts as no file: it
 // is replaced by JetStream's copy (or left alone when there is none),
 // never followed. A symlinked directory on the way (memory -> /elsewhere)
 // makes that pair fail with a warning until it is removed.

@@ -3,10 +3,13 @@ package filesync_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/filesync"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
 )
@@ -374,6 +378,85 @@ func TestSyncFollowsNoLink(t *testing.T) {
 				t.Errorf("host directory holds %d entries, want 1", len(entries))
 			}
 		})
+	}
+}
+
+// TestOversizedFileIsReplacedNotRead: a sandboxed command can make a
+// synced file as large as its file size limit at no quota cost
+// (truncate -s 900M memory/MEMORY.md). Such a file counts as none: it
+// is replaced by JetStream's copy, and never read whole. Before, the
+// check that the file had not changed meanwhile read it whole and
+// refused the write, on every poll (the all-in-one grew to 2.2 GB).
+func TestOversizedFileIsReplacedNotRead(t *testing.T) {
+	const size = 64 << 20
+	tests := []struct {
+		name, file, want string
+	}{
+		{"MEMORY.md, both ways", "memory/MEMORY.md", "- model's memory\n"},
+		{"USER.md, a copy of the profile", "USER.md", "Name: Ada\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, b := memtest.Start(t)
+			ctx := t.Context()
+			docs, _ := memory.OpenDocs(ctx, b)
+			e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
+			prof, _ := b.KV(ctx, bus.BucketProfile)
+			if _, err := prof.Put(ctx, profile.FileKey("default", "USER.md"), []byte("Name: Ada\n")); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := docs.SetContent(ctx, memory.AgentScope("default"), "- model's memory\n", "consolidation"); err != nil {
+				t.Fatal(err)
+			}
+			s := e.syncer()
+			e.sync(s)
+			must(t, os.Truncate(filepath.Join(e.ws, tt.file), size))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			e.sync(s)
+			runtime.ReadMemStats(&after)
+			if got := e.file(tt.file); got != tt.want {
+				t.Errorf("%s = %d bytes, want the bucket's copy", tt.file, len(got))
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > size/2 {
+				t.Errorf("the sync allocated %d bytes over a %d-byte file", n, size)
+			}
+			if e.memory() != "- model's memory\n" {
+				t.Errorf("memory = %q", e.memory())
+			}
+		})
+	}
+}
+
+// TestFileMissingFromProfileIsLeftUnread: a sandboxed command can put a
+// link or a FIFO where a bootstrap file the profile does not have would
+// go (TOOLS.md); there is nothing to copy there, so the sync leaves it
+// alone, unread. Before, it was read and warned about on every poll (three
+// such files: three warnings every 2 s against the real all-in-one).
+func TestFileMissingFromProfileIsLeftUnread(t *testing.T) {
+	_, b := memtest.Start(t)
+	ctx := t.Context()
+	docs, _ := memory.OpenDocs(ctx, b)
+	e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
+	must(t, os.Symlink("/etc/passwd", filepath.Join(e.ws, "TOOLS.md")))
+	must(t, syscall.Mkfifo(filepath.Join(e.ws, "IDENTITY.md"), 0o644))
+	logs := &syncbuf.Buffer{}
+	s, err := filesync.New(ctx, filesync.Config{Workspace: e.ws, Agent: "default"}, b,
+		filesync.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for range 3 {
+		e.sync(s)
+	}
+	for _, name := range []string{"TOOLS.md", "IDENTITY.md"} {
+		if strings.Contains(logs.String(), name) {
+			t.Errorf("the sync logged about %s, which the profile does not have:\n%s", name, logs.String())
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(e.ws, "TOOLS.md")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("TOOLS.md was changed: %v, %v", fi, err)
 	}
 }
 

@@ -64,6 +64,9 @@ func (s *Syncer) parentIsPlain(p Pair) bool {
 
 func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
 	st := s.state[s.key(p)]
+	if p.ReadOnly {
+		return s.syncCopy(ctx, p, st)
+	}
 	data, fmod, fexists, ferr := s.readFile(p)
 	if ferr != nil {
 		return false, ferr
@@ -74,16 +77,6 @@ func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
 		return false, err
 	}
 	fh := hash(fc)
-	if p.ReadOnly {
-		// The file is a copy: make it the bucket's content, nothing more.
-		if !k.exists || (fexists && fh == hash(k.content)) {
-			return false, nil
-		}
-		if fexists && fh != st.Hash {
-			s.log.Warn("filesync: workspace copy of a profile file changed; restoring it (tools.workspace.editableProfile is off)", "file", p.Rel)
-		}
-		return s.toFile(p, k, data, fexists)
-	}
 	fileChanged := fexists && fh != st.Hash
 	kvChanged := k.exists && k.rev != st.Rev
 	switch {
@@ -112,6 +105,29 @@ func (s *Syncer) syncPair(ctx context.Context, p Pair) (bool, error) {
 	s.log.Info("filesync: both sides changed; JetStream is newer", "file", p.Rel)
 	if err := s.keep(ctx, p, fc, k.content); err != nil {
 		return false, err
+	}
+	return s.toFile(p, k, data, fexists)
+}
+
+// syncCopy makes a read-only pair's file the bucket's content, nothing
+// more. The bucket is read first: a file the profile does not have is
+// left alone unread, so that what a session put there (a link, a FIFO)
+// is not warned about on every poll.
+func (s *Syncer) syncCopy(ctx context.Context, p Pair, st pairState) (bool, error) {
+	k, err := s.kvCopy(ctx, p)
+	if err != nil || !k.exists {
+		return false, err
+	}
+	data, _, fexists, err := s.readFile(p)
+	if err != nil {
+		return false, err
+	}
+	fh := hash(string(data))
+	if fexists && fh == hash(k.content) {
+		return false, nil
+	}
+	if fexists && fh != st.Hash {
+		s.log.Warn("filesync: workspace copy of a profile file changed; restoring it (tools.workspace.editableProfile is off)", "file", p.Rel)
 	}
 	return s.toFile(p, k, data, fexists)
 }
@@ -229,7 +245,9 @@ func (s *Syncer) toKV(ctx context.Context, p Pair, k kvCopy, content, h string) 
 // toFile writes JetStream's content to the file, unless the file changed
 // since it was read.
 func (s *Syncer) toFile(p Pair, k kvCopy, read []byte, existed bool) (bool, error) {
-	err := s.dir.WriteFile(p.Rel, []byte(k.content), wsfile.WriteOptions{Unless: func(now []byte, ok bool) error {
+	// UnlessMax as readFile's bound: a file too large to read counts as
+	// none there and here, so it is replaced, and never read whole.
+	err := s.dir.WriteFile(p.Rel, []byte(k.content), wsfile.WriteOptions{UnlessMax: maxFileBytes, Unless: func(now []byte, ok bool) error {
 		if ok != existed || (ok && string(now) != string(read)) {
 			return errChanged
 		}

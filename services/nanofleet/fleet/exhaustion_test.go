@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/observe"
@@ -336,5 +338,37 @@ func TestTurnInFlightWhenTheStoreFills(t *testing.T) {
 	}
 	if err := f.Err(); err != nil {
 		t.Errorf("a part of the fleet stopped: %v", err)
+	}
+}
+
+// TestObjectStoreIsBounded: tools fill the object store at a model's will
+// (read_file of an image, oversize output), and nothing removed what they
+// stored: against the real all-in-one, one turn of twelve 15 MB images
+// left a 192 MiB store full, refusing every user's messages. The
+// all-in-one bounds it to a quarter of its store (at most 1 GiB) and
+// keeps objects 7 days.
+func TestObjectStoreIsBounded(t *testing.T) {
+	f := startAPIFleet(t, answering(t, "ok: "), storeguardtest.SmallFS(t, "64m"), 4<<20)
+	blobs, err := f.Bus.Blobs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := blobs.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, limit, err := f.Embedded.StoreUsage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := st.(*jetstream.ObjectBucketStatus)
+	if !ok {
+		t.Fatalf("status %T", st)
+	}
+	if got := s.StreamInfo().Config.MaxBytes; limit <= 0 || got != limit/4 {
+		t.Errorf("object store bound %d, want a quarter of the store's %d", got, limit)
+	}
+	if s.TTL() != 7*24*time.Hour {
+		t.Errorf("objects kept %s, want 7 days", s.TTL())
 	}
 }

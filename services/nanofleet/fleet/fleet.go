@@ -214,8 +214,20 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	f.closer = append(f.closer, b.Close)
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return bus.Provision(pctx, b, svc.Layout(o.File), o.assets())
+	l := svc.Layout(o.File)
+	if l.BlobsMaxBytes == 0 {
+		// Tools fill the object store at a model's will: bounded, a
+		// session cannot fill the store every conversation needs.
+		if _, limit, err := e.StoreUsage(); err == nil && limit > 0 {
+			l.BlobsMaxBytes = min(maxBlobs, limit/4)
+		}
+	}
+	return bus.Provision(pctx, b, l, o.assets())
 }
+
+// maxBlobs bounds the embedded store's object store (nats.blobsMaxMB
+// unset).
+const maxBlobs = 1 << 30
 
 // dial opens another connection to the fleet's server, named name, closed
 // with the fleet: for a part whose round trips must not queue behind the

@@ -21,7 +21,13 @@ func (f *Fleet) startToolRunner(setupCtx context.Context, o Options) (worker.Rem
 	if msg := runner.SharedDiskWarning(cfg.Workspace, o.DataDir); msg != "" && o.DataDir != "" {
 		f.log.Warn(msg)
 	}
-	r, err := runner.New(cfg, f.Bus, runner.WithLogger(f.log.With("service", "tool-runner")), runner.WithStopGrace(10*time.Second))
+	ropts := []runner.Option{runner.WithLogger(f.log.With("service", "tool-runner")), runner.WithStopGrace(10 * time.Second)}
+	if f.Storage != nil {
+		// Tools leave free what the guard needs to count the store as
+		// recovered, so that a session never fills the store's disk.
+		ropts = append(ropts, runner.WithStoreDisk(f.Storage.Dir(), 2*f.Storage.MinFree()))
+	}
+	r, err := runner.New(cfg, f.Bus, ropts...)
 	if err != nil {
 		return nil, err
 	}

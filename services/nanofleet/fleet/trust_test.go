@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/storeguard/storeguardtest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 )
 
@@ -365,5 +367,46 @@ func TestAttackWorkspaceQuota(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestAttackFillTheStoresDisk: the workspace shares its file system with
+// the message store (the all-in-one's default: both under ~/.nanofleet),
+// and the workspace quota (1 GiB by default) is more than the disk has.
+// One command writing one large file filled the disk: the store refused
+// the turn's checkpoint and the conversation stalled, retried, until an
+// operator freed space. Writes and commands now leave twice the store's
+// reserve free on that file system: the command cannot grow its file past
+// it, the turn is answered and the store stays ready.
+func TestAttackFillTheStoresDisk(t *testing.T) {
+	sandboxtest.RequireBwrap(t)
+	disk := storeguardtest.SmallFS(t, "160m")
+	// The sandbox user (tools.exec.hostUid) must reach the workspace.
+	for _, d := range []string{filepath.Dir(disk), disk} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, data := filepath.Join(disk, "ws"), filepath.Join(disk, "data")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tf := startFleetWith(t, llmtest.NewServer(t), data, ws, 1, map[string]any{
+		"tools": map[string]any{"exec": map[string]any{"sandbox": "bwrap"}},
+	})
+	res := run(t, tf, "attacker", execCall("head -c 200000000 /dev/zero > big; ls -l big"))
+	if !strings.Contains(res[0], "File size limit exceeded") {
+		t.Errorf("the command's result does not say its file was stopped:\n%s", res[0])
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(disk, &st); err != nil {
+		t.Fatal(err)
+	}
+	// The store counts as full below its reserve (32 MiB by default).
+	if free := int64(st.Bavail) * int64(st.Bsize); free < 32<<20 {
+		t.Errorf("%d bytes free after the command: the store's disk is full", free)
+	}
+	if err := tf.Ready(t.Context()); err != nil {
+		t.Errorf("the fleet is not ready after the command: %v", err)
 	}
 }

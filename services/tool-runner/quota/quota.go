@@ -11,6 +11,12 @@
 // about to add, and measures again after every command, which may have
 // written anything, and while it runs: a command that takes the
 // workspace over its quota is stopped.
+//
+// A quota bounds one workspace, not the disk: where the workspaces share
+// a file system with the message store, [Limits.KeepFree] keeps that much
+// of it free whatever the quotas allow (the file system's free space is
+// read with statfs, cheap enough to look at every 10 ms while a
+// command runs).
 package quota
 
 import (
@@ -18,23 +24,36 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// ErrExceeded is wrapped by every refusal.
+// ErrExceeded is wrapped by every refusal for the quota.
 var ErrExceeded = errors.New("workspace quota exceeded")
+
+// ErrDiskLow is wrapped by every refusal for [Limits.KeepFree].
+var ErrDiskLow = errors.New("the disk holding the workspace is nearly full")
 
 // Limits of one workspace; zero means no limit.
 type Limits struct {
 	Bytes int64
 	Files int64
+	// KeepFree is how many bytes of the workspace's file system writes
+	// and commands leave free (the message store's room when the two
+	// share it).
+	KeepFree int64
 }
 
 // On reports whether any limit is set.
-func (l Limits) On() bool { return l.Bytes > 0 || l.Files > 0 }
+func (l Limits) On() bool { return l.counted() || l.KeepFree > 0 }
+
+// counted reports whether a limit needs the workspace measured.
+func (l Limits) counted() bool { return l.Bytes > 0 || l.Files > 0 }
 
 // Usage of one workspace.
 type Usage struct {
@@ -129,7 +148,12 @@ func (m *Meter) Usage(dir string, root *os.Root, fresh bool) (Usage, error) {
 // Reserve checks that adding add to dir's usage stays within the limits
 // and counts it as added. The error says what to do.
 func (m *Meter) Reserve(dir string, root *os.Root, add Usage) error {
-	if !m.limits.On() {
+	if room, err := m.room(dir); err != nil {
+		return err
+	} else if room < add.Bytes {
+		return m.diskRefusal(room, fmt.Sprintf("writing about %s more would leave less", Bytes(add.Bytes)))
+	}
+	if !m.limits.counted() {
 		return nil
 	}
 	u, err := m.Usage(dir, root, false)
@@ -153,10 +177,20 @@ func (m *Meter) Reserve(dir string, root *os.Root, add Usage) error {
 }
 
 // Left is how many bytes dir may still grow by (negative: over the
-// quota, no file may grow; 0: no byte limit).
+// quota or into the room kept free, no file may grow; 0: no byte limit).
 func (m *Meter) Left(dir string, root *os.Root) (int64, error) {
-	if !m.limits.On() {
-		return 0, nil
+	room, err := m.room(dir)
+	if err != nil {
+		return 0, err
+	}
+	if room <= 0 {
+		return -1, nil
+	}
+	if !m.limits.counted() {
+		if room == math.MaxInt64 {
+			return 0, nil
+		}
+		return room, nil
 	}
 	u, err := m.Usage(dir, root, false)
 	if err != nil {
@@ -166,9 +200,25 @@ func (m *Meter) Left(dir string, root *os.Root) (int64, error) {
 	case u.Over(m.limits):
 		return -1, nil
 	case m.limits.Bytes == 0:
-		return 0, nil
+		if room == math.MaxInt64 {
+			return 0, nil
+		}
+		return room, nil
 	}
-	return max(m.limits.Bytes-u.Bytes, 1), nil
+	return max(min(m.limits.Bytes-u.Bytes, room), 1), nil
+}
+
+// room is how many bytes may still be written to dir's file system
+// before it holds less than KeepFree (MaxInt64 without KeepFree).
+func (m *Meter) room(dir string) (int64, error) {
+	if m.limits.KeepFree <= 0 {
+		return math.MaxInt64, nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("free space of %s: %w", dir, err)
+	}
+	return int64(st.Bavail)*int64(st.Bsize) - m.limits.KeepFree, nil
 }
 
 // WatchEvery is how often [Meter.Watch] measures a workspace at least;
@@ -176,22 +226,38 @@ func (m *Meter) Left(dir string, root *os.Root) (int64, error) {
 // a fifth of the time goes to measuring).
 const WatchEvery = time.Second
 
+// FreeEvery is how often [Meter.Watch] reads the free space of the file
+// system when [Limits.KeepFree] is set.
+const FreeEvery = 10 * time.Millisecond
+
 // Watch measures dir while a command runs and calls stop with the refusal
-// as soon as dir is over its quota; it returns then or when ctx ends.
-// RLIMIT_FSIZE bounds each file a command writes; this bounds how far
-// several files together go past the quota (what the command writes
-// between two measurements).
+// as soon as dir is over its quota or its file system holds less than
+// KeepFree; it returns then or when ctx ends. RLIMIT_FSIZE bounds each
+// file a command writes; this bounds how far several files together go
+// past the limits (what the command writes between two looks).
 func (m *Meter) Watch(ctx context.Context, dir string, root *os.Root, stop func(error)) {
 	if !m.limits.On() {
 		return
 	}
-	t := time.NewTimer(WatchEvery)
+	step := WatchEvery
+	if m.limits.KeepFree > 0 {
+		step = FreeEvery
+	}
+	t := time.NewTicker(step)
 	defer t.Stop()
+	nextWalk := time.Now().Add(WatchEvery)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if room, err := m.room(dir); err == nil && room < 0 {
+			stop(m.diskRefusal(room, ""))
+			return
+		}
+		if !m.limits.counted() || time.Now().Before(nextWalk) {
+			continue
 		}
 		start := time.Now()
 		u, err := m.Usage(dir, root, true)
@@ -199,14 +265,19 @@ func (m *Meter) Watch(ctx context.Context, dir string, root *os.Root, stop func(
 			stop(m.refusal(u, ""))
 			return
 		}
-		t.Reset(max(WatchEvery, 5*time.Since(start)))
+		nextWalk = time.Now().Add(max(WatchEvery, 5*time.Since(start)))
 	}
 }
 
 // AfterCommand measures dir again (a command may have written anything)
 // and returns a note for the model when it is over the quota.
 func (m *Meter) AfterCommand(dir string, root *os.Root) (string, error) {
-	if !m.limits.On() {
+	if room, err := m.room(dir); err != nil {
+		return "", err
+	} else if room < 0 {
+		return m.diskRefusal(room, "").Error(), nil
+	}
+	if !m.limits.counted() {
 		return "", nil
 	}
 	u, err := m.Usage(dir, root, true)
@@ -223,6 +294,20 @@ func (m *Meter) refusal(u Usage, what string) error {
 	return fmt.Errorf("%w: the workspace holds %s in %d files and directories; %s its quota of %s (tools.workspace.quotaBytes, quotaFiles). "+
 		"Writes are refused and commands cannot grow files until you delete what is no longer needed (for example with exec: rm -r build outputs, downloads, caches), or ask the operator to raise the quota",
 		ErrExceeded, Bytes(u.Bytes), u.Files, what, m.describeLimits())
+}
+
+// diskRefusal says that the workspace's file system is down to the room
+// kept free (room bytes above it; negative: below it); what, when set,
+// is the write that would go below it.
+func (m *Meter) diskRefusal(room int64, what string) error {
+	free, keep := Bytes(max(room+m.limits.KeepFree, 0)), Bytes(m.limits.KeepFree)
+	how := fmt.Sprintf("%s free on it, less than the %s", free, keep)
+	if what != "" {
+		how = fmt.Sprintf("%s free on it; %s than the %s", free, what, keep)
+	}
+	return fmt.Errorf("%w: %s the fleet keeps free there for its message store (conversations, memory). "+
+		"Writes are refused and commands cannot grow files until you delete what is no longer needed (for example with exec: rm -r build outputs, downloads, caches)",
+		ErrDiskLow, how)
 }
 
 func (m *Meter) describeLimits() string {

@@ -194,7 +194,8 @@ func (r *Runner) run(ctx context.Context, log *slog.Logger, name string, tr *nan
 // to the built-in tools that write (MCP servers keep their files
 // elsewhere): a file tool is refused when it would pass the quota; exec
 // may grow no file past what is left, is stopped while it runs once the
-// workspace is over, and its result says when it left it over.
+// workspace is over, and its result says when it left it over. The same
+// holds for the room kept free on the store's disk (WithStoreDisk).
 func (r *Runner) runInQuota(ctx context.Context, log *slog.Logger, name string, tool tools.Tool, call *tools.Call, tr *nanofleetv1.ToolRequest) (tools.Result, error) {
 	ws := call.Workspace
 	_, _, builtin := r.set.Get(name)
@@ -224,8 +225,8 @@ func (r *Runner) runInQuota(ctx context.Context, log *slog.Logger, name string, 
 	out, err := tool.Run(qctx, call)
 	endWatch()
 	<-watched // the workspace is closed after this returns
-	if cause := context.Cause(qctx); errors.Is(cause, quota.ErrExceeded) {
-		log.Warn("command stopped: workspace over its quota", "workspace", ws.Dir())
+	if cause := context.Cause(qctx); errors.Is(cause, quota.ErrExceeded) || errors.Is(cause, quota.ErrDiskLow) {
+		log.Warn("command stopped: workspace over its quota or its disk nearly full", "workspace", ws.Dir(), "err", cause)
 		return out, fmt.Errorf("the command was stopped: %w", cause)
 	}
 	note, qerr := r.quota.AfterCommand(ws.Dir(), ws.Root())

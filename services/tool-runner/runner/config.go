@@ -169,9 +169,7 @@ func (c Config) Validate() error {
 // sessions write there: no quota, or one quota per session with no bound
 // on the number of sessions. A full store stops the fleet. "" otherwise.
 func SharedDiskWarning(w WorkspaceConfig, dataDir string) string {
-	wdev, ok1 := device(w.Root)
-	ddev, ok2 := device(dataDir)
-	if !ok1 || !ok2 || wdev != ddev {
+	if !sameDevice(w.Root, dataDir) {
 		return ""
 	}
 	switch {
@@ -181,6 +179,14 @@ func SharedDiskWarning(w WorkspaceConfig, dataDir string) string {
 		return fmt.Sprintf("the workspaces (%s) and the data directory (%s) share a file system and tools.workspace.perSession gives every session its own %d-byte quota, so many sessions together can fill the disk the JetStream store needs; use a file system quota or move one of them", w.Root, dataDir, w.QuotaBytes)
 	}
 	return ""
+}
+
+// sameDevice reports whether a and b (or their nearest existing
+// parents) are on one file system.
+func sameDevice(a, b string) bool {
+	adev, ok1 := device(a)
+	bdev, ok2 := device(b)
+	return ok1 && ok2 && adev == bdev
 }
 
 // device is the device of p or of its nearest existing parent.

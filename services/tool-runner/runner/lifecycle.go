@@ -76,7 +76,7 @@ func (r *Runner) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.blobs = blobs
+	r.blobs = boundedBlobs{blobs}
 	if err := os.MkdirAll(r.cfg.Workspace.Root, 0o755); err != nil {
 		return fmt.Errorf("tools.workspace.root: %w", err)
 	}

@@ -60,6 +60,10 @@ type Runner struct {
 	mcp     *mcp.Manager // nil without MCP servers
 	mcpOpts []mcp.Option
 	quota   *quota.Meter
+	// keepFree: bytes left free on storeDir's file system when the
+	// workspaces share it (WithStoreDisk).
+	storeDir string
+	keepFree int64
 
 	stopGrace time.Duration
 	serving   chan struct{} // closed once Run takes calls
@@ -102,17 +106,30 @@ func WithMCPOptions(opts ...mcp.Option) Option {
 	return func(r *Runner) { r.mcpOpts = append(r.mcpOpts, opts...) }
 }
 
+// WithStoreDisk tells the runner where the message store keeps its data
+// (dir): when the workspaces share its file system, writes and commands
+// leave keepFree bytes of it free whatever the quota allows, so that a
+// session cannot fill the disk the store needs. Negative values are
+// taken as 0 (nothing kept).
+func WithStoreDisk(dir string, keepFree int64) Option {
+	return func(r *Runner) { r.storeDir, r.keepFree = dir, max(keepFree, 0) }
+}
+
 // New validates cfg and builds the tool set. It does not touch the bus.
 func New(cfg Config, b *bus.Bus, opts ...Option) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, bus: b, id: nuid.Next(), sem: make(chan struct{}, cfg.Runner.MaxConcurrent),
-		quota: quota.NewMeter(quota.Limits{Bytes: cfg.Workspace.QuotaBytes, Files: cfg.Workspace.QuotaFiles}, quotaTTL)}
+	r := &Runner{cfg: cfg, bus: b, id: nuid.Next(), sem: make(chan struct{}, cfg.Runner.MaxConcurrent)}
 	r.log, r.stopGrace, r.serving = slog.New(slog.DiscardHandler), DefaultStopGrace, make(chan struct{})
 	for _, o := range opts {
 		o(r)
 	}
+	limits := quota.Limits{Bytes: cfg.Workspace.QuotaBytes, Files: cfg.Workspace.QuotaFiles}
+	if r.storeDir != "" && sameDevice(cfg.Workspace.Root, r.storeDir) {
+		limits.KeepFree = r.keepFree
+	}
+	r.quota = quota.NewMeter(limits, quotaTTL)
 	r.log = r.log.With("component", "tool-runner", "runner", r.id)
 	ex, err := sandbox.NewExecutor(cfg.Exec.Config, append([]sandbox.ExecutorOption{sandbox.WithLogger(r.log)}, r.exOpts...)...)
 	if err != nil {
