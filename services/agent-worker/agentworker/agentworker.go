@@ -180,7 +180,7 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Worke
 		profiles.Stop()
 		return nil, ctx.Err()
 	}
-	local := append([]agenttool.Tool{worker.MessageTool{}}, o.Local...)
+	local := append([]agenttool.Tool{worker.MessageTool{AllowTo: cfg.MessageAllowTo}}, o.Local...)
 	commands := o.Commands
 	mem := o.Memory
 	if mem == nil {

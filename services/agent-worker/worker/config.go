@@ -2,6 +2,8 @@ package worker
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
@@ -58,6 +60,10 @@ type Config struct {
 	// message saying so, without the model. The turn that crosses it
 	// finishes.
 	DailyTokenBudget int64 `json:"dailyTokenBudget"`
+	// MessageAllowTo lists the chats besides its own that a session's
+	// model may message with the message tool: "channel:chat",
+	// "channel:*" or "*"; none by default.
+	MessageAllowTo []string `json:"messageAllowTo,omitempty"`
 }
 
 // DefaultSlots is the default Config.Slots (worker.turnsPerWorker).
@@ -102,6 +108,9 @@ func (c Config) Validate() error {
 		return config.Invalid("agents.defaults.contextWindowTokens", "%d leaves no room beside maxTokens %d", c.ContextWindowTokens, c.Loop.MaxTokens)
 	case c.DailyTokenBudget < 0:
 		return config.Invalid("worker.dailyTokenBudget", "must not be negative, got %d", c.DailyTokenBudget)
+	case badTarget(c.MessageAllowTo) >= 0:
+		i := badTarget(c.MessageAllowTo)
+		return config.Invalid(fmt.Sprintf("worker.messageAllowTo[%d]", i), `want "channel:chat", "channel:*" or "*", got %q`, c.MessageAllowTo[i])
 	case c.BusyDelay <= 0 || c.MaxBusyDelay < c.BusyDelay:
 		return errors.New("worker: busy delay: want 0 < min <= max")
 	}
@@ -112,4 +121,16 @@ func (c Config) Validate() error {
 func (c Config) renewEvery() time.Duration {
 	d := min(time.Duration(c.AckWait), c.LeaseTTL)
 	return d / 3
+}
+
+// badTarget is the index of the first entry of allowTo that is not
+// "channel:chat", "channel:*" or "*", or -1.
+func badTarget(allowTo []string) int {
+	for i, a := range allowTo {
+		ch, chat, ok := strings.Cut(a, ":")
+		if a != "*" && (!ok || ch == "" || chat == "") {
+			return i
+		}
+	}
+	return -1
 }

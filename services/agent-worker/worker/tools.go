@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -175,15 +176,24 @@ func (tt *turnTools) callLocal(ctx context.Context, lt LocalTool, call *nanoflee
 	return &nanofleetv1.ToolResult{CallId: call.GetId(), Content: out}
 }
 
-// MessageTool is nanobot's message tool: send a message to any channel and
-// chat. Sent messages are committed with the turn.
-type MessageTool struct{}
+// MessageTool is nanobot's message tool: send a message to the current
+// chat now, or to another chat that AllowTo lists. Sent messages are
+// committed with the turn.
+//
+// Other chats only by name: the model follows whatever text it reads
+// (a fetched page, a file, another user's message in a group), and the
+// bot's account reaches every chat of every user.
+type MessageTool struct {
+	// AllowTo lists the other chats a session may message (the worker's
+	// messageAllowTo): "channel:chat", "channel:*" or "*".
+	AllowTo []string
+}
 
 // Tool describes the message tool.
 func (MessageTool) Tool() toolschema.Tool {
 	return toolschema.Tool{
 		Name:        "message",
-		Description: "Send a message to the user now (or to another channel/chat). If you message the current chat, your final answer is not sent again.",
+		Description: "Send a message to the user now (or to another channel/chat the configuration allows). If you message the current chat, your final answer is not sent again.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{
 			"content":{"type":"string","minLength":1,"description":"The message text"},
 			"channel":{"type":"string","description":"Target channel; default the current one"},
@@ -193,17 +203,34 @@ func (MessageTool) Tool() toolschema.Tool {
 }
 
 // Call sends the message.
-func (MessageTool) Call(_ context.Context, tc *TurnContext, args map[string]any) (string, error) {
+func (m MessageTool) Call(_ context.Context, tc *TurnContext, args map[string]any) (string, error) {
 	content, _ := args["content"].(string)
 	channel, _ := args["channel"].(string)
 	chat, _ := args["chat_id"].(string)
 	if channel != "" && chat == "" {
 		return "", errors.New("chat_id is required when channel is given")
 	}
+	in := tc.Inbound
+	toChannel, toChat := cmp.Or(channel, in.GetChannel()), cmp.Or(chat, in.GetChatId())
+	if (toChannel != in.GetChannel() || toChat != in.GetChatId()) && !MessageAllowed(m.AllowTo, toChannel, toChat) {
+		return "", fmt.Errorf("messaging %s:%s is not allowed: a session messages its own chat, and the chats worker.messageAllowTo lists", toChannel, toChat)
+	}
 	tc.Send(channel, chat, content)
 	target := "the current chat"
-	if channel != "" {
-		target = strings.TrimSpace(channel + ":" + chat)
+	if channel != "" || chat != "" {
+		target = toChannel + ":" + toChat
 	}
 	return "Message sent to " + target + ".", nil
+}
+
+// MessageAllowed reports whether allowTo ("channel:chat", "channel:*",
+// "*") lets a session message chat on channel.
+func MessageAllowed(allowTo []string, channel, chat string) bool {
+	for _, a := range allowTo {
+		ch, c, _ := strings.Cut(a, ":")
+		if a == "*" || (ch == channel && (c == "*" || c == chat)) {
+			return true
+		}
+	}
+	return false
 }

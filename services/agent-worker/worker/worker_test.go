@@ -84,7 +84,7 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	}
 	w, err := worker.New(ctx, cfg, worker.Deps{
 		Bus: b, Model: model, Tools: noRunners{}, Profiles: profiles,
-		Local: []worker.LocalTool{worker.MessageTool{}},
+		Local: []worker.LocalTool{worker.MessageTool{AllowTo: cfg.MessageAllowTo}},
 	}, worker.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -348,6 +348,52 @@ func TestMessageToolSuppressesFinal(t *testing.T) {
 	h.send(t, "c1", "2", "next")
 	if o := h.next(t); o.GetReplyTo() != "2" {
 		t.Fatalf("final sent too: %v", o)
+	}
+}
+
+// TestMessageToOtherChats: the message tool reaches a chat other than the
+// session's own only when worker.messageAllowTo lists it (a model follows
+// what it reads, and the bot reaches every user); otherwise the model is
+// told why and nothing goes there.
+func TestMessageToOtherChats(t *testing.T) {
+	tests := []struct {
+		name  string
+		allow []string
+		sent  bool
+	}{
+		{"not listed", nil, false},
+		{"listed", []string{"telegram:42"}, true},
+		{"its channel listed", []string{"telegram:*"}, true},
+		{"everything listed", []string{"*"}, true},
+		{"another chat listed", []string{"telegram:43", "slack:*"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _ := startEdited(t, bustest.StartJetStream(t), "w1", 5*time.Second, func(c *worker.Config) { c.MessageAllowTo = tt.allow })
+			h.llm.Enqueue(
+				llmtest.ToolCalls(llmtest.Call("message", `{"content":"psst","channel":"telegram","chat_id":"42"}`)),
+				llmtest.Text("done"),
+			)
+			h.send(t, "c1", "1", "go")
+			o := h.next(t)
+			if tt.sent {
+				if o.GetChannel() != "telegram" || o.GetChatId() != "42" || o.GetContent() != "psst" {
+					t.Fatalf("first reply %v, want the message in telegram:42", o)
+				}
+				o = h.next(t)
+			}
+			if o.GetChannel() != "cli" || o.GetChatId() != "c1" || o.GetContent() != "done" {
+				t.Fatalf("reply %v, want the final answer in cli:c1 and nothing else", o)
+			}
+			req, ok := h.llm.LastRequest()
+			if !ok {
+				t.Fatal("no model request")
+			}
+			result := req.Messages[len(req.Messages)-1].Content
+			if refused := strings.Contains(result, "worker.messageAllowTo"); refused == tt.sent {
+				t.Errorf("the tool answered %q", result)
+			}
+		})
 	}
 }
 

@@ -92,6 +92,7 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 		{`{"worker":{"ackWaitSeconds":"1m"}}`, "worker.ackWaitSeconds"},
 		{`{"worker":{"maxAttempts":0}}`, "worker.maxAttempts"},
 		{`{"worker":{"dailyTokenBudget":-1}}`, "worker.dailyTokenBudget"},
+		{`{"worker":{"messageAllowTo":["*","telegram"]}}`, "worker.messageAllowTo[1]"},
 		{`{"worker":{"slots":4}}`, "worker.slots"},
 		{`{"worker":"fast"}`, "worker"},
 		{`{"worker":{"LeaseTTL":4}}`, "worker.LeaseTTL"},
