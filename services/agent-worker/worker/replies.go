@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
@@ -14,7 +15,15 @@ import (
 
 // reply adds a durable reply to the origin chat.
 func (t *turn) reply(kind nanofleetv1.OutboundKind, text string) {
-	t.state.add(t.outbound(kind, t.in.GetChannel(), t.in.GetChatId(), text), false)
+	out := t.outbound(kind, t.in.GetChannel(), t.in.GetChatId(), text)
+	if kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL && t.state.wasStreamed() {
+		out.Metadata = maps.Clone(out.Metadata) // the inbound's own map
+		if out.Metadata == nil {
+			out.Metadata = map[string]string{}
+		}
+		out.Metadata["streamed"] = "true"
+	}
+	t.state.add(out, false)
 }
 
 func (t *turn) outbound(kind nanofleetv1.OutboundKind, channel, chatID, text string) *nanofleetv1.OutboundMessage {

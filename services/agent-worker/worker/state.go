@@ -18,6 +18,10 @@ type state struct {
 	// messaged is set when the message tool already answered the origin
 	// chat, so the final answer is not sent twice.
 	messaged bool
+	// streamed is set once a delta of the answer went out: the final
+	// answer says so (metadata streamed=true), so that a gateway that saw
+	// no delta waits for the one streaming it instead of posting again.
+	streamed bool
 	// checkpointRev is the revision of the turn's newest checkpoint, which
 	// is cleared after the commit unless a newer turn has replaced it.
 	checkpointRev uint64
@@ -34,6 +38,20 @@ type committed struct {
 	hist *session.History
 	// info is set when memory should learn from the turn: it ran the model.
 	info *nanofleetv1.SessionInfo
+}
+
+// delta records that a delta of the answer went out.
+func (s *state) delta() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.streamed = true
+}
+
+// wasStreamed reports whether a delta of the answer went out.
+func (s *state) wasStreamed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streamed
 }
 
 // resume starts the turn's replies from those of a checkpoint or of a

@@ -276,7 +276,10 @@ func (t *turn) think(ctx context.Context, cp *nanofleetv1.TurnCheckpoint, info *
 		},
 	}
 	if t.in.GetMetadata()["stream"] == "true" {
-		hooks.Delta = func(s string) { t.live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, s) }
+		hooks.Delta = func(s string) {
+			t.state.delta()
+			t.live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, s)
+		}
 	}
 	return w.loop.Run(ctx, agent.Turn{Model: model, Prompt: promptMsgs, Messages: cp.Messages, Iteration: int(cp.Iteration)}, tools, hooks)
 }

@@ -622,3 +622,33 @@ func TestPoisonMessageIsSetAside(t *testing.T) {
 		t.Fatalf("dead letters: %v, %v; want the poison message", info, err)
 	}
 }
+
+// TestStreamedFinalIsMarked: the final answer of a turn whose deltas went
+// out says so (streamed=true), so that a gateway the reply reaches before
+// the deltas waits for the stream (editstream.Finish); an answer that
+// streamed nothing (a command) is not marked.
+func TestStreamedFinalIsMarked(t *testing.T) {
+	h := start(t)
+	h.llm.Enqueue(llmtest.Text("streamed answer"))
+	tests := []struct{ id, text, want string }{
+		{"1", "hello", "true"},
+		{"2", "/help", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			in := &nanofleetv1.InboundMessage{Id: tt.id, Channel: "cli", ChatId: "c1", SenderId: "u", Content: tt.text,
+				Metadata: map[string]string{"stream": "true"}}
+			data, err := proto.Marshal(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.b.JS.Publish(t.Context(), h.b.Space.Inbound("cli", "c1"), data); err != nil {
+				t.Fatal(err)
+			}
+			o := h.next(t)
+			if o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || o.GetMetadata()["streamed"] != tt.want || o.GetMetadata()["stream"] != "true" {
+				t.Errorf("reply %v, want a final with streamed=%q beside the inbound's metadata", o, tt.want)
+			}
+		})
+	}
+}

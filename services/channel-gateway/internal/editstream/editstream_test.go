@@ -379,3 +379,42 @@ func TestNilStreamsWatchNothing(t *testing.T) {
 	}
 	stop()
 }
+
+// TestReplyBeforeItsStream: the durable reply of a streamed answer can
+// reach a gateway before the turn's deltas or stream entry do (a loaded
+// gateway); marked streamed by the worker, it waits for the stream's
+// owner instead of being posted a second time. The waiting gateway here
+// follows no deltas, so the entry is the only word it gets.
+func TestReplyBeforeItsStream(t *testing.T) {
+	srv := bustest.StartServer(t)
+	owner := startStreams(t, srv.Connect(t, "", editstream.Assets), 50*time.Millisecond, 4000)
+	late, err := editstream.New(t.Context(), editstream.Config{Channel: channel, Interval: 50 * time.Millisecond, Limit: 4000}, srv.Connect(t, "", editstream.Assets), newPlatform())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, ChatId: "c", ReplyTo: "in1",
+		Content: "wa wb wc", Metadata: map[string]string{"streamed": "true"}}
+	finished := make(chan bool, 1)
+	go func() { finished <- late.Finish(t.Context(), m) }()
+	if text := owner.feed(t, 3, 10*time.Millisecond); text != m.GetContent() {
+		t.Fatalf("fed %q", text)
+	}
+	publish(t, owner.b, owner.b.Space.Outbound(channel, "c"), m)
+	select {
+	case ok := <-finished:
+		if !ok {
+			t.Fatal("Finish = false: the streamed answer would be posted again")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Finish did not return")
+	}
+	posts := 0
+	for _, o := range owner.p.all() {
+		if o.kind == "post" {
+			posts++
+		}
+	}
+	if posts != 1 {
+		t.Errorf("%d posts, want the one stream message", posts)
+	}
+}

@@ -70,9 +70,12 @@ func (s *Streams) Finish(ctx context.Context, msg *nanofleetv1.OutboundMessage) 
 	// Another gateway owns the stream, or this one saw none: ask the
 	// bucket.
 	e, err := s.kv.Get(ctx, k)
-	if errors.Is(err, jetstream.ErrKeyNotFound) && st == nil {
+	if errors.Is(err, jetstream.ErrKeyNotFound) && st == nil && msg.GetMetadata()["streamed"] != "true" {
 		return false // no stream anywhere
 	}
+	// An answer the worker streamed whose entry is not there yet: its
+	// deltas reach this gateway, or the owner's entry the bucket, after
+	// the reply did (a loaded gateway); wait for it as for any owner.
 	if err == nil && ended(e) {
 		return state(e) == "done"
 	}
