@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+	"github.com/nats-io/nats.go"
 )
 
 // conversation is the fleet and client behind agent and chat.
@@ -64,6 +65,15 @@ func openConversation(ctx context.Context, env *environment, c *common, command,
 		return nil, err
 	}
 	cv.fleet = f
+	if opts.ClientOnly {
+		// The fleet may stop or restart under a joined conversation: its
+		// messages then wait in the connection's buffer until the fleet is
+		// back, which would look like a hang.
+		f.Bus.NC.SetDisconnectErrHandler(func(_ *nats.Conn, err error) {
+			fmt.Fprintf(env.stderr, "nanofleet: lost the fleet (%v); a message waits until it is back. Ctrl-C leaves\n", err)
+		})
+		f.Bus.NC.SetReconnectHandler(func(*nats.Conn) { fmt.Fprintln(env.stderr, "nanofleet: the fleet is back") })
+	}
 	if cv.client, err = fleet.NewClient(ctx, f.Bus, "cli"); err != nil {
 		cv.close(ctx)
 		return nil, err
@@ -75,6 +85,11 @@ func openConversation(ctx context.Context, env *environment, c *common, command,
 // ended (the user interrupted): nobody here waits for a running turn any
 // more, and it resumes at the next start.
 func (cv *conversation) close(ctx context.Context) {
+	if cv.fleet != nil && cv.fleet.Bus != nil {
+		// Leaving is no loss of the fleet.
+		cv.fleet.Bus.NC.SetDisconnectErrHandler(nil)
+		cv.fleet.Bus.NC.SetReconnectHandler(nil)
+	}
 	if cv.client != nil {
 		cv.client.Close()
 	}

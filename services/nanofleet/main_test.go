@@ -21,6 +21,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
@@ -471,5 +472,65 @@ func TestAgentInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "assistant: answer to Hello") {
 		t.Errorf("history after the interrupted turn:\n%s", out.String())
+	}
+}
+
+// TestChatSaysWhenTheFleetGoes: a chat joined to a running fleet says so
+// when the fleet goes away (a message then waits in the connection, which
+// looked like a hang) and when it is back; the message waiting is then
+// answered by the restarted fleet.
+func TestChatSaysWhenTheFleetGoes(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("echo: " + r.LastUserText()) })
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	port := freePort(t)
+	file := config.Defaults()
+	data := fmt.Sprintf(`{"nats": {"port": %d}, "agents": {"defaults": {"model": "echo-model"}}, "providers": {"custom": {"apiKey": "k", "apiBase": %q}}}`, port, llm.URL())
+	if err := config.Parse(file, []byte(data), func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	dataDir, ws := t.TempDir(), t.TempDir()
+	start := func() *fleet.Fleet {
+		f, err := fleet.Start(ctx, fleet.Options{File: file, Getenv: func(string) string { return "" }, DataDir: dataDir, Workspace: ws,
+			Listen: true, Credentials: fleetdir.Credentials{User: "nanofleet", Password: "test-password"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	f := start()
+	stdin, typed := io.Pipe()
+	var out, errOut syncbuf.Buffer
+	env := newEnvironment(stdin, &out, &errOut, func(k string) string { return map[string]string{"HOME": t.TempDir()}[k] })
+	url := fmt.Sprintf("nats://nanofleet:test-password@127.0.0.1:%d", port)
+	chat := make(chan error, 1)
+	go func() { chat <- dispatch(ctx, env, []string{"chat", "--nats", url}) }()
+	shows := func(b *syncbuf.Buffer, s string) {
+		t.Helper()
+		bustest.Eventually(t, time.Minute, func() error {
+			if !strings.Contains(b.String(), s) {
+				return fmt.Errorf("no %q in %q", s, b.String())
+			}
+			return nil
+		})
+	}
+	fmt.Fprintln(typed, "first")
+	shows(&out, "echo: first")
+	f.Stop()
+	shows(&errOut, "lost the fleet")
+	fmt.Fprintln(typed, "second")
+	f = start()
+	defer f.Stop()
+	shows(&errOut, "the fleet is back")
+	shows(&out, "echo: second")
+	typed.Close()
+	select {
+	case err := <-chat:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("chat did not end with its input")
 	}
 }
