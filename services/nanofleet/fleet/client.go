@@ -44,10 +44,13 @@ type Pending struct {
 // before it started are not seen.
 func NewClient(ctx context.Context, b *bus.Bus, channel string) (*Client, error) {
 	c := &Client{b: b, channel: channel, waiters: map[string]*Pending{}}
-	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
+	occ, err := b.FromNow(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.OutboundChannel(channel)},
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), occ)
 	if err != nil {
 		return nil, fmt.Errorf("client: outbound consumer: %w", err)
 	}
