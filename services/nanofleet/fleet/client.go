@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,12 +41,21 @@ type Pending struct {
 	onLive  func(*nanofleetv1.OutboundMessage)
 }
 
+// clientInactive is how long a client's reply consumer outlives its last
+// pull.
+const clientInactive = 30 * time.Second
+
 // NewClient starts receiving the replies of channel. Replies published
 // before it started are not seen.
 func NewClient(ctx context.Context, b *bus.Bus, channel string) (*Client, error) {
 	c := &Client{b: b, channel: channel, waiters: map[string]*Pending{}}
 	occ, err := b.FromNow(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.OutboundChannel(channel)},
+		// Reaped soon after Close or a crash, as the gateway's watches
+		// are: with nats.go's default (5 minutes) each `nanofleet agent`
+		// left its consumer behind that long, and with a node down
+		// listing them is what `nanofleet status` waits on.
+		InactiveThreshold: clientInactive,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
