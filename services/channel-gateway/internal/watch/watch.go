@@ -109,7 +109,12 @@ func New(ctx context.Context, b *bus.Bus, channel, chatID string, opts ...Option
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("watch %s:%s: %w", channel, chatID, err)
 	}
-	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), occ)
+	// Bounded: the caller's ctx is a whole turn's (the API waits 10
+	// minutes), and a request lost with a server that died is never
+	// answered.
+	cctx, ccancel := context.WithTimeout(ctx, bus.CallTimeout)
+	defer ccancel()
+	cons, err := b.JS.OrderedConsumer(cctx, b.Space.OutboundStream(), occ)
 	if err != nil {
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("watch %s:%s: %w", channel, chatID, err)
