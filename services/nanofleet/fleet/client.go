@@ -161,7 +161,11 @@ func (c *Client) Send(ctx context.Context, req Request) (*Pending, error) {
 	m := nats.NewMsg(c.b.Space.Inbound(c.channel, req.ChatID))
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, c.channel+":"+id)
-	if _, err := c.b.JS.PublishMsg(ctx, m); err != nil {
+	// Bounded: ctx is a whole turn's (the CLI waits 15 minutes), and a
+	// publish lost with a server that died is never acked.
+	pctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+	defer cancel()
+	if _, err := c.b.JS.PublishMsg(pctx, m); err != nil {
 		c.forget(id)
 		return nil, fmt.Errorf("publish: %w", err)
 	}

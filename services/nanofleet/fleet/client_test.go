@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
@@ -46,4 +49,36 @@ func TestClientLeavesNoConsumer(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestSendGivesUpOnALostPublish: a publish no stream acks (lost with a
+// server that died) fails Send within bus.CallTimeout instead of holding
+// the caller until its context ends (the CLI gives a turn 15 minutes).
+func TestSendGivesUpOnALostPublish(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // as long as a turn may take
+	defer cancel()
+	c, err := fleet.NewClient(ctx, b, "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The inbound stream gone and something on its subjects that never
+	// answers: the publish waits for an ack that does not come.
+	if err := b.JS.DeleteStream(ctx, b.Space.InboundStream()); err != nil {
+		t.Fatal(err)
+	}
+	sink, err := b.NC.Subscribe(b.Space.InboundAll(), func(*nats.Msg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sink.Unsubscribe() }()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Send(ctx, fleet.Request{ChatID: "direct", Text: "hello"})
+		done <- err
+	}()
+	if err := bustest.Receive(t, done, 2*bus.CallTimeout); err == nil {
+		t.Error("Send succeeded though nothing stored the message")
+	}
 }
