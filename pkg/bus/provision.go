@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
@@ -229,6 +230,13 @@ func Provision(ctx context.Context, b *Bus, l Layout, decls ...Declare) error {
 		}
 		return nil
 	}
+	for _, a := range all.List() {
+		if err := call(a.Kind, a.Name, func(ctx context.Context) error {
+			return keepsReplicas(ctx, b, a, l.Replicas)
+		}); err != nil {
+			return err
+		}
+	}
 	for _, cfg := range all.Streams {
 		if err := call("stream", cfg.Name, func(ctx context.Context) error {
 			_, err := b.JS.CreateOrUpdateStream(ctx, cfg)
@@ -252,6 +260,26 @@ func Provision(ctx context.Context, b *Bus, l Layout, decls ...Declare) error {
 		}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// keepsReplicas refuses to lower an existing asset's replicas. Lowering
+// them is what a service started with the default nats.replicas of 1 did
+// to a cluster's R3 fleet, silently: the fleet then lost what the one
+// node holding a stream kept when it went down, and each service started
+// since set them again to its own count. Raising them is left to Provision.
+func keepsReplicas(ctx context.Context, b *Bus, a Asset, want int) error {
+	s, err := b.JS.Stream(ctx, a.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if r := s.CachedInfo().Config.Replicas; r > want {
+		return config.Invalid("nats.replicas", "%w: %d would lower %s %s from its %d replicas: set nats.replicas to %d as the fleet's other services have it (to scale the fleet down, lower the replicas of its streams with the nats CLI first)",
+			ErrLayout, want, a.Kind, a.Name, r, r)
 	}
 	return nil
 }

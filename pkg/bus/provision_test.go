@@ -10,6 +10,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
@@ -90,5 +91,54 @@ func TestCheckLayoutChangesNothing(t *testing.T) {
 	}
 	if diffs, err := bus.CheckLayout(ctx, b, bustest.TestLayout(), extra); err != nil || len(diffs) != 0 {
 		t.Errorf("after Provision: %v, %v; want no differences", diffs, err)
+	}
+}
+
+// TestProvisionNeverLowersReplicas: on a 3-node cluster, provisioning
+// raises an existing layout's replicas in place, and refuses to lower
+// them, naming nats.replicas, with every asset left as it was. Before,
+// a service started with the default nats.replicas of 1 took a cluster's
+// R3 fleet down to R1 without a word.
+func TestProvisionNeverLowersReplicas(t *testing.T) {
+	cluster := bustest.StartCluster(t, 3)
+	for _, tc := range []struct {
+		prefix        string
+		first, second int
+		refused       bool
+		want          int
+	}{
+		{prefix: "raise", first: 1, second: 3, want: 3},
+		{prefix: "lower", first: 3, second: 1, refused: true, want: 3},
+		{prefix: "same", first: 3, second: 3, want: 3},
+	} {
+		t.Run(tc.prefix, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			l := bustest.TestLayout()
+			l.Replicas = tc.first
+			b := cluster.Connect(t, tc.prefix, l)
+			l.Replicas = tc.second
+			err := bus.Provision(ctx, b, l)
+			if tc.refused != (err != nil) || (err != nil && !(errors.Is(err, bus.ErrLayout) && errors.Is(err, config.ErrInvalid))) {
+				t.Fatalf("provision R%d over R%d: %v, want refused %v (ErrLayout and config.ErrInvalid)", tc.second, tc.first, err, tc.refused)
+			}
+			var bad *config.Error
+			if err != nil && (!errors.As(err, &bad) || bad.Key != "nats.replicas") {
+				t.Errorf("refusal does not name nats.replicas: %v", err)
+			}
+			all, err := bus.Declared(b.Space, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range all.List() {
+				s, err := b.JS.Stream(ctx, a.Stream)
+				if err != nil {
+					t.Fatalf("%s %s: %v", a.Kind, a.Name, err)
+				}
+				if r := s.CachedInfo().Config.Replicas; r != tc.want {
+					t.Errorf("%s %s has %d replicas, want %d", a.Kind, a.Name, r, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -185,4 +186,74 @@ func (c *Cluster) Connect(t testing.TB, prefix string, l bus.Layout, decls ...bu
 		t.Fatalf("provision on the cluster: %v", err)
 	}
 	return b
+}
+
+// ConsumerApart finds a consumer on a node the client does not talk to,
+// so that the node can go down under the consumer alone (a reconnect
+// would be another event). It connects to each node in turn and calls
+// start, which makes the stream's only consumer on that connection; when
+// the consumer lands on the connection's own node it calls stop, deletes
+// the stream's consumers and tries the next node. It returns the node
+// holding the consumer; the connection stays open until the test ends.
+func (c *Cluster) ConsumerApart(ctx context.Context, b *bus.Bus, stream string, start func(conn *bus.Bus) (stop func())) int {
+	c.t.Helper()
+	for i, nd := range c.nodes {
+		if nd.srv == nil {
+			continue
+		}
+		conn, err := bus.Connect(ctx, bus.Config{URL: fmt.Sprintf("nats://127.0.0.1:%d", nd.opts.Port), Prefix: b.Space.Prefix(), Name: fmt.Sprint(c.t.Name(), "-n", i+1)})
+		if err != nil {
+			c.t.Fatalf("connect to node %d: %v", i, err)
+		}
+		stop := start(conn)
+		host := c.consumerNode(ctx, b, stream)
+		if host != i {
+			c.t.Cleanup(func() { stop(); conn.NC.Close() })
+			return host
+		}
+		stop()
+		conn.NC.Close()
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		for name := range c.stream(lctx, b, stream).ConsumerNames(lctx).Name() {
+			if err := b.JS.DeleteConsumer(lctx, stream, name); err != nil {
+				c.t.Fatalf("delete consumer %s: %v", name, err)
+			}
+		}
+		cancel()
+	}
+	c.t.Fatalf("every consumer on %s landed on its own connection's node", stream)
+	return -1
+}
+
+// consumerNode is the index of the node leading the only consumer of
+// stream.
+func (c *Cluster) consumerNode(ctx context.Context, b *bus.Bus, stream string) int {
+	c.t.Helper()
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var leaders []string
+	for info := range c.stream(lctx, b, stream).ListConsumers(lctx).Info() {
+		if info.Cluster != nil {
+			leaders = append(leaders, info.Cluster.Leader)
+		}
+	}
+	if len(leaders) != 1 {
+		c.t.Fatalf("%s has consumers led by %v, want one", stream, leaders)
+	}
+	for i, nd := range c.nodes {
+		if nd.opts.ServerName == leaders[0] {
+			return i
+		}
+	}
+	c.t.Fatalf("consumer of %s led by %q, not a node of the cluster", stream, leaders[0])
+	return -1
+}
+
+func (c *Cluster) stream(ctx context.Context, b *bus.Bus, name string) jetstream.Stream {
+	c.t.Helper()
+	s, err := b.JS.Stream(ctx, name)
+	if err != nil {
+		c.t.Fatalf("stream %s: %v", name, err)
+	}
+	return s
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,14 +41,26 @@ type Pending struct {
 	onLive  func(*nanofleetv1.OutboundMessage)
 }
 
+// clientInactive is how long a client's reply consumer outlives its last
+// pull.
+const clientInactive = 30 * time.Second
+
 // NewClient starts receiving the replies of channel. Replies published
 // before it started are not seen.
 func NewClient(ctx context.Context, b *bus.Bus, channel string) (*Client, error) {
 	c := &Client{b: b, channel: channel, waiters: map[string]*Pending{}}
-	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
+	occ, err := b.FromNow(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.OutboundChannel(channel)},
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
+		// Reaped soon after Close or a crash, as the gateway's watches
+		// are: with nats.go's default (5 minutes) each `nanofleet agent`
+		// left its consumer behind that long, and with a node down
+		// listing them is what `nanofleet status` waits on.
+		InactiveThreshold: clientInactive,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), occ)
 	if err != nil {
 		return nil, fmt.Errorf("client: outbound consumer: %w", err)
 	}
@@ -148,7 +161,11 @@ func (c *Client) Send(ctx context.Context, req Request) (*Pending, error) {
 	m := nats.NewMsg(c.b.Space.Inbound(c.channel, req.ChatID))
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, c.channel+":"+id)
-	if _, err := c.b.JS.PublishMsg(ctx, m); err != nil {
+	// Bounded: ctx is a whole turn's (the CLI waits 15 minutes), and a
+	// publish lost with a server that died is never acked.
+	pctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+	defer cancel()
+	if _, err := c.b.JS.PublishMsg(pctx, m); err != nil {
 		c.forget(id)
 		return nil, fmt.Errorf("publish: %w", err)
 	}

@@ -10,10 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
@@ -139,5 +143,57 @@ func TestClientFindsNoFleet(t *testing.T) {
 	defer b.NC.Close()
 	if got := replicasOnServer(t.Context(), t, b); len(got) != 0 {
 		t.Errorf("the client created %v", slices.Sorted(maps.Keys(got)))
+	}
+}
+
+// TestClientKeepsItsStartWhenItsConsumerIsLost: the node holding a
+// client's reply consumer (`nanofleet agent --nats` on a cluster) goes
+// down mid-turn and the turn's reply is stored while it is down: the
+// client makes its consumer again and the turn ends with that reply.
+// Started "from now" (DeliverNew), the consumer made again started from
+// the moment it was made and skipped the reply, and the CLI waited out
+// its 15 minutes.
+func TestClientKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cluster := bustest.StartCluster(t, 3)
+	l := bustest.TestLayout()
+	l.Replicas = 3
+	b := cluster.Connect(t, "", l)
+
+	var pending *fleet.Pending
+	host := cluster.ConsumerApart(ctx, b, b.Space.OutboundStream(), func(conn *bus.Bus) func() {
+		c, err := fleet.NewClient(ctx, conn, "cli")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pending, err = c.Send(ctx, fleet.Request{ChatID: "direct", Text: "hello"}); err != nil {
+			t.Fatal(err)
+		}
+		return c.Close
+	})
+
+	cluster.Stop(host)
+	data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "cli", ChatId: "direct", Content: "answer",
+		Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, ReplyTo: pending.ID(), LastOfTurn: true})
+	err := bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := b.JS.Publish(pctx, b.Space.Outbound("cli", "direct"), data)
+		return err
+	}, nil)
+	if err != nil {
+		t.Fatalf("publish the reply while node %d is down: %v", host, err)
+	}
+	// The client notices its consumer is gone by missed heartbeats (about
+	// 10 s) and makes it again.
+	wctx, wcancel := context.WithTimeout(ctx, 40*time.Second)
+	defer wcancel()
+	replies, err := pending.Wait(wctx)
+	if err != nil {
+		t.Fatalf("turn's reply never arrived: %v", err)
+	}
+	if got, _ := fleet.Final(replies); got.GetId() != "r1" {
+		t.Errorf("final reply %q, want r1", got.GetId())
 	}
 }

@@ -4,9 +4,10 @@
 // the gateway's durable per-channel consumer.
 //
 // A [Watcher] merges two sources: the durable replies on the chat's
-// outbound subject, read with an ordered consumer that starts at the moment
-// the watcher is created (so a reply published after New is never
-// missed, and the ordered consumer recovers from a lost connection), and
+// outbound subject, read with an ordered consumer that starts at the
+// stream's next sequence when the watcher is created (so a reply published
+// after New is never missed, even when the ordered consumer is made again
+// after a lost connection or server), and
 // the best-effort live messages (deltas, progress, tool hints) on the
 // chat's live subject. Replies are delivered in stream order; live messages
 // are dropped rather than blocking when the reader falls behind. A live
@@ -96,14 +97,24 @@ func New(ctx context.Context, b *bus.Bus, channel, chatID string, opts ...Option
 	}
 	occ := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.Outbound(channel, chatID)},
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
 		// Run deletes it; this reaps one left by a crashed gateway.
 		InactiveThreshold: 30 * time.Second,
 	}
-	if !w.since.IsZero() {
+	if w.since.IsZero() {
+		occ, err = b.FromNow(ctx, b.Space.OutboundStream(), occ)
+	} else {
 		occ.DeliverPolicy, occ.OptStartTime = jetstream.DeliverByStartTimePolicy, &w.since
 	}
-	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), occ)
+	if err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("watch %s:%s: %w", channel, chatID, err)
+	}
+	// Bounded: the caller's ctx is a whole turn's (the API waits 10
+	// minutes), and a request lost with a server that died is never
+	// answered.
+	cctx, ccancel := context.WithTimeout(ctx, bus.CallTimeout)
+	defer ccancel()
+	cons, err := b.JS.OrderedConsumer(cctx, b.Space.OutboundStream(), occ)
 	if err != nil {
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("watch %s:%s: %w", channel, chatID, err)

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
@@ -128,5 +131,48 @@ func TestWatcherKeepsLiveMessagesBeforeTheReplyAfterThem(t *testing.T) {
 				t.Fatalf("turn %d: nothing after %d deltas", turn, seen)
 			}
 		}
+	}
+}
+
+// TestNewGivesUpOnALostRequest: when the request that makes the watch's
+// consumer is never answered (lost with a server that died), New fails
+// within bus.CallTimeout instead of holding its caller until the caller's
+// context ends. Seen on a 3-node cluster with one node SIGKILLed: two API
+// requests waited in New for minutes (the API allows a turn 10 minutes)
+// while the fleet answered every other request.
+func TestNewGivesUpOnALostRequest(t *testing.T) {
+	srv := bustest.StartServer(t)
+	b := srv.Connect(t, "")
+	// A JetStream domain nobody serves, relayed to the server's API except
+	// for consumer creation, which is dropped.
+	const api = "$JS.lost.API."
+	relay, err := b.NC.Subscribe(api+">", func(m *nats.Msg) {
+		if strings.HasPrefix(m.Subject, api+"CONSUMER.CREATE.") {
+			return
+		}
+		resp, err := b.NC.Request("$JS.API."+strings.TrimPrefix(m.Subject, api), m.Data, 5*time.Second)
+		if err == nil {
+			_ = m.Respond(resp.Data)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = relay.Unsubscribe() }()
+	lost, err := bus.Connect(t.Context(), bus.Config{URL: srv.ClientURL(), Domain: "lost", Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lost.NC.Close()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // as long as a turn may take
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := watch.New(ctx, lost, "api", "c1")
+		done <- err
+	}()
+	if err := bustest.Receive(t, done, 2*bus.CallTimeout); err == nil {
+		t.Error("New succeeded though its consumer was never made")
 	}
 }
