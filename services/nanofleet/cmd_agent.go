@@ -66,11 +66,11 @@ func openConversation(ctx context.Context, env *environment, c *common, command,
 	}
 	cv.fleet = f
 	if opts.ClientOnly {
-		// The fleet may stop or restart under a joined conversation: its
-		// messages then wait in the connection's buffer until the fleet is
-		// back, which would look like a hang.
+		// The fleet may stop or restart under a joined conversation; the
+		// connection tries again until it is back, which without a word
+		// would look like a hang.
 		f.Bus.NC.SetDisconnectErrHandler(func(_ *nats.Conn, err error) {
-			fmt.Fprintf(env.stderr, "nanofleet: lost the fleet (%v); a message waits until it is back. Ctrl-C leaves\n", err)
+			fmt.Fprintf(env.stderr, "nanofleet: lost the fleet (%v); messages cannot be sent until it is back. Ctrl-C leaves\n", err)
 		})
 		f.Bus.NC.SetReconnectHandler(func(*nats.Conn) { fmt.Fprintln(env.stderr, "nanofleet: the fleet is back") })
 	}

@@ -476,12 +476,20 @@ func TestAgentInterrupted(t *testing.T) {
 }
 
 // TestChatSaysWhenTheFleetGoes: a chat joined to a running fleet says so
-// when the fleet goes away (a message then waits in the connection, which
-// looked like a hang) and when it is back; the message waiting is then
-// answered by the restarted fleet.
+// when the fleet goes away (a message then waited in the connection for
+// its 15-minute turn, which looked like a hang), refuses what is typed
+// meanwhile (never sent later behind the user's back) and goes on once the
+// fleet is back.
 func TestChatSaysWhenTheFleetGoes(t *testing.T) {
 	llm := llmtest.NewServer(t)
-	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("echo: " + r.LastUserText()) })
+	var mu sync.Mutex
+	var asked []string
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, r.LastUserText())
+		return llmtest.Text("echo: " + r.LastUserText())
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	port := freePort(t)
@@ -520,10 +528,19 @@ func TestChatSaysWhenTheFleetGoes(t *testing.T) {
 	f.Stop()
 	shows(&errOut, "lost the fleet")
 	fmt.Fprintln(typed, "second")
+	shows(&errOut, "the fleet is not reachable; the message was not sent")
 	f = start()
 	defer f.Stop()
 	shows(&errOut, "the fleet is back")
-	shows(&out, "echo: second")
+	fmt.Fprintln(typed, "third")
+	shows(&out, "echo: third")
+	// In order per session: had it gone out on the way back, the model
+	// would have seen it before "third".
+	mu.Lock()
+	if slices.Contains(asked, "second") {
+		t.Errorf("the refused message went out later: the model was asked %q", asked)
+	}
+	mu.Unlock()
 	typed.Close()
 	select {
 	case err := <-chat:

@@ -167,6 +167,9 @@ func (c *Client) Send(ctx context.Context, req Request) (*Pending, error) {
 	defer cancel()
 	if _, err := c.b.JS.PublishMsg(pctx, m); err != nil {
 		c.forget(id)
+		if !c.b.NC.IsConnected() || errors.Is(err, nats.ErrReconnectBufExceeded) {
+			return nil, fmt.Errorf("%w (%v)", ErrUnreachable, err)
+		}
 		return nil, fmt.Errorf("publish: %w", err)
 	}
 	return p, nil
@@ -191,6 +194,10 @@ func (c *Client) forget(id string) {
 	delete(c.waiters, id)
 	c.mu.Unlock()
 }
+
+// ErrUnreachable means a message was not sent: the connection to the
+// fleet is down.
+var ErrUnreachable = errors.New("the fleet is not reachable; the message was not sent")
 
 // ErrNoReply means a turn ended without a durable reply.
 var ErrNoReply = errors.New("turn ended without a reply")

@@ -256,7 +256,10 @@ var ErrNoFleet = errors.New("no fleet")
 func (f *Fleet) join(ctx context.Context, o Options) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	b, err := bus.Connect(cctx, svc.BusConfig(o.File, "nanofleet-cli"), bus.LogAsyncErrors(f.log))
+	// No buffering while the fleet is away: a message the user sees
+	// refused must not go out later behind their back (and be answered
+	// twice when they send it again).
+	b, err := bus.Connect(cctx, svc.BusConfig(o.File, "nanofleet-cli"), bus.LogAsyncErrors(f.log), nats.ReconnectBufSize(-1))
 	if err != nil {
 		return fmt.Errorf("is the fleet running? %w", err)
 	}
