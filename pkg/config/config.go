@@ -191,10 +191,16 @@ func Parse(f *File, data []byte, getenv func(string) string) error {
 
 // applyEnv applies the environment variables that override the file:
 // NANOFLEET_MODEL names the model, as OpenAI users set it for a local
-// server. Flags, applied by the caller after loading, override both.
+// server; NANOFLEET_NATS_URL the fleet's NATS, as the service binaries
+// read it, so that a CLI in the same environment joins that fleet instead
+// of running one of its own. Flags, applied by the caller after loading,
+// override both.
 func (f *File) applyEnv(getenv func(string) string) {
 	if m := strings.TrimSpace(getenv("NANOFLEET_MODEL")); m != "" {
 		f.Agents.Defaults.Model = m
+	}
+	if u := strings.TrimSpace(getenv("NANOFLEET_NATS_URL")); u != "" {
+		f.NATS.URL = u
 	}
 }
 

@@ -185,6 +185,35 @@ func TestLoadAppliesModelFromEnv(t *testing.T) {
 	}
 }
 
+// TestLoadAppliesNATSURLFromEnv: NANOFLEET_NATS_URL, which the service
+// binaries read, overrides the file's nats.url for every command (the CLI
+// ignored it and ran a fleet of its own beside the one it names).
+func TestLoadAppliesNATSURLFromEnv(t *testing.T) {
+	withFile := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(withFile, []byte(`{"nats":{"url":"nats://from-file:4222"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path, envURL, want string
+	}{
+		{"file only", withFile, "", "nats://from-file:4222"},
+		{"env over file", withFile, "nats://a:4222,nats://b:4222", "nats://a:4222,nats://b:4222"},
+		{"env, no file", filepath.Join(t.TempDir(), "missing.json"), "nats://a:4222", "nats://a:4222"},
+		{"no file, no env: embedded", filepath.Join(t.TempDir(), "missing.json"), "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Load(tt.path, env(map[string]string{"NANOFLEET_NATS_URL": tt.envURL}), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.NATS.URL; got != tt.want {
+				t.Fatalf("nats.url = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestEditableProfile(t *testing.T) {
 	tests := []struct {
 		name, tools string
