@@ -22,6 +22,12 @@ const ReadyTimeout = 5 * time.Second
 // [Server.Run]'s context has ended.
 const ShutdownTimeout = 5 * time.Second
 
+// MaxHeaderBytes bounds a request's header. Scrapers and probes send
+// well under a kilobyte; net/http's default, 1 MB, let anyone who reaches
+// the port make the process hold a megabyte per connection: 1,000
+// connections took the all-in-one from 489 MB to 1.5 GB RSS.
+const MaxHeaderBytes = 16 << 10
+
 // Server serves /metrics, /healthz and /readyz on one address.
 type Server struct {
 	addr      string
@@ -60,8 +66,9 @@ func NewServer(addr string, reg *prometheus.Registry, ready func(ctx context.Con
 		// The routes take no body, but net/http reads what a handler
 		// left unread before it answers: without a deadline, a request
 		// declaring a body it never sends held its connection for good.
-		ReadTimeout: 10 * time.Second,
-		IdleTimeout: time.Minute,
+		ReadTimeout:    10 * time.Second,
+		IdleTimeout:    time.Minute,
+		MaxHeaderBytes: MaxHeaderBytes,
 	}
 	return s
 }

@@ -183,3 +183,44 @@ func TestUnsentBodyHoldsNothing(t *testing.T) {
 		t.Fatalf("answer %q, %v; want 200 and the connection closed", answer, err)
 	}
 }
+
+// TestOversizeHeadersRefused: a request whose header is larger than
+// MaxHeaderBytes is refused with 431, so that a connection cannot make
+// the server hold a megabyte of header (net/http's default); a
+// scraper's request is served.
+func TestOversizeHeadersRefused(t *testing.T) {
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	s := observe.NewServer("127.0.0.1:0", observe.NewRegistry(), nil)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	select {
+	case <-s.Listening():
+	case err := <-ran:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not listening after 10s")
+	}
+	for _, tt := range []struct{ name, req, want string }{
+		{"one huge header", "GET /metrics HTTP/1.1\r\nHost: localhost\r\nX-Pad: " + strings.Repeat("a", 4*observe.MaxHeaderBytes) + "\r\n", "HTTP/1.1 431"},
+		{"many headers", "GET /healthz HTTP/1.1\r\nHost: localhost\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("a", 1024)+"\r\n", 64), "HTTP/1.1 431"},
+		{"a scraper's request", "GET /healthz HTTP/1.1\r\nHost: localhost\r\nUser-Agent: Prometheus/3.0.0\r\nAccept: text/plain\r\n", "HTTP/1.1 200"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", s.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			// The server may answer before it has read the whole header.
+			go func() { _, _ = io.WriteString(conn, tt.req+"Connection: close\r\n\r\n") }()
+			answer, _ := io.ReadAll(conn)
+			if !strings.HasPrefix(string(answer), tt.want) {
+				t.Fatalf("answer %.80q; want %s", answer, tt.want)
+			}
+		})
+	}
+}

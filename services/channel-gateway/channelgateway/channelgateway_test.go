@@ -156,3 +156,47 @@ func runGateway(t *testing.T, b *bus.Bus, data string, readTimeout time.Duration
 	})
 	return g
 }
+
+// TestOversizeHeadersRefused: a request whose header is larger than
+// MaxHeaderBytes is refused with 431 on every route before any login is
+// checked, so that a stranger's connection cannot make the gateway hold a
+// megabyte of header each (net/http's default); a header of the size
+// browsers send still reaches its route.
+func TestOversizeHeadersRefused(t *testing.T) {
+	b := bustest.StartServer(t).Connect(t, "nanofleet", channels.Assets)
+	g := runGateway(t, b, `{"channels":{"web":{"enabled":true,"listen":"127.0.0.1:0"},"api":{"enabled":true}}}`, 5*time.Second)
+	// lines is n header lines of size bytes each.
+	lines := func(n, size int) string {
+		var sb strings.Builder
+		for i := range n {
+			fmt.Fprintf(&sb, "X-Pad-%d: %s\r\n", i, strings.Repeat("a", size))
+		}
+		return sb.String()
+	}
+	for _, tt := range []struct {
+		name, req, want string
+	}{
+		{"one huge header, api without key", "GET /v1/models HTTP/1.1\r\nHost: localhost\r\n" + lines(1, 2*channelgateway.MaxHeaderBytes), "HTTP/1.1 431"},
+		{"many headers, web chat without login", "POST /api/web/conversations HTTP/1.1\r\nHost: localhost\r\n" + lines(32, channelgateway.MaxHeaderBytes/16), "HTTP/1.1 431"},
+		{"huge cookie, dashboard", "GET /dashboard/api/live HTTP/1.1\r\nHost: localhost\r\nCookie: nanofleet_web=" + strings.Repeat("c", 2*channelgateway.MaxHeaderBytes) + "\r\n", "HTTP/1.1 431"},
+		{"many headers, static file", "GET /static/nothing-here HTTP/1.1\r\nHost: localhost\r\n" + lines(200, 1024), "HTTP/1.1 431"},
+		{"browser-sized headers reach the route", "GET /v1/models HTTP/1.1\r\nHost: localhost\r\n" + lines(16, 1024), "HTTP/1.1 401"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", g.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			// The server may answer before it has read the whole header.
+			go func() { _, _ = io.WriteString(conn, tt.req+"Connection: close\r\n\r\n") }()
+			answer, _ := io.ReadAll(conn)
+			if !strings.HasPrefix(string(answer), tt.want) {
+				t.Fatalf("answer %.80q; want %s", answer, tt.want)
+			}
+		})
+	}
+}
