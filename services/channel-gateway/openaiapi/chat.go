@@ -2,6 +2,7 @@ package openaiapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,6 +59,14 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "The session id is longer than 128 characters.")
 		return
 	}
+	// The end user the client names (OpenAI's "user") is the sender:
+	// user-scoped memory, usage and budgets are theirs, not one shared by
+	// every conversation of the key.
+	sender := cmp.Or(req.User, "api")
+	if len(sender) > 128 {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "user", "The user is longer than 128 characters.")
+		return
+	}
 	id := newID()
 	var since time.Time
 	// sdkAttempt is the attempt number an OpenAI SDK (Stainless) sends
@@ -93,7 +102,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	// consumer after the response is out.
 	go func() { _ = wch.Run(ctx) }()
 	in := &nanofleetv1.InboundMessage{
-		Id: id, Channel: Channel, ChatId: chat, SenderId: "api", SenderName: req.User, Content: text,
+		Id: id, Channel: Channel, ChatId: chat, SenderId: sender, SenderName: req.User, Content: text,
 		Metadata: map[string]string{"model": req.Model},
 	}
 	if req.Stream {

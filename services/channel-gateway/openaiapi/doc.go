@@ -7,7 +7,8 @@
 // messages are the client's copy of a history the session already has).
 // The session is chosen by the X-Session-Id header, else the request's
 // "user" field, else "default"; it is the chat id on the "api" channel
-// (session "api:<id>"). An Idempotency-Key header makes a retried request
+// (session "api:<id>"). The "user" field, else "api", is the sender: the
+// person user-scoped memory, usage and daily budgets belong to. An Idempotency-Key header makes a retried request
 // the same inbound message: its publish is dropped as a duplicate within
 // the inbound stream's duplicate window, and it reads the chat's replies
 // from the start of that window, so it gets the first request's answer

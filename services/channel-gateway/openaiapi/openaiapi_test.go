@@ -199,6 +199,36 @@ func TestSessionHeader(t *testing.T) {
 	}
 }
 
+// TestUserIsTheSender: the request's "user" (OpenAI's end-user id) is the
+// inbound message's sender, so that user-scoped memory, usage and budgets
+// are each end user's; every request was sender "api", one person whose
+// memory all of a key's users shared. No user: "api".
+func TestUserIsTheSender(t *testing.T) {
+	_, w, url := start(t)
+	tests := []struct{ user, session, sender string }{
+		{"alice", "s1", "alice"},
+		{"bob", "s1", "bob"},
+		{"", "s2", "api"},
+	}
+	for _, tt := range tests {
+		body := `{"model":"nanofleet","user":` + quote(tt.user) + `,"messages":[{"role":"user","content":"hi"}]}`
+		req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("X-Session-Id", tt.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("user %q: status %d", tt.user, resp.StatusCode)
+		}
+		if in := w.Next(t); in.GetSenderId() != tt.sender || in.GetChatId() != tt.session {
+			t.Errorf("user %q: inbound sender %q in %q, want %q in %q", tt.user, in.GetSenderId(), in.GetChatId(), tt.sender, tt.session)
+		}
+	}
+}
+
 // TestBodyErrors: a body of the wrong shape is told in the API's terms,
 // never in Go's.
 func TestBodyErrors(t *testing.T) {
