@@ -155,18 +155,7 @@ func TestRunPortTaken(t *testing.T) {
 // sends it is answered and its connection closed once the read timeout
 // passes; the server does not wait for the body for good.
 func TestUnsentBodyHoldsNothing(t *testing.T) {
-	ctx, stop := context.WithCancel(t.Context())
-	defer stop()
-	s := observe.NewServer("127.0.0.1:0", observe.NewRegistry(), nil)
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
-	select {
-	case <-s.Listening():
-	case err := <-ran:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not listening after 10s")
-	}
+	s := listening(t)
 	conn, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -189,18 +178,7 @@ func TestUnsentBodyHoldsNothing(t *testing.T) {
 // the server hold a megabyte of header (net/http's default); a
 // scraper's request is served.
 func TestOversizeHeadersRefused(t *testing.T) {
-	ctx, stop := context.WithCancel(t.Context())
-	defer stop()
-	s := observe.NewServer("127.0.0.1:0", observe.NewRegistry(), nil)
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
-	select {
-	case <-s.Listening():
-	case err := <-ran:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not listening after 10s")
-	}
+	s := listening(t)
 	for _, tt := range []struct{ name, req, want string }{
 		{"one huge header", "GET /metrics HTTP/1.1\r\nHost: localhost\r\nX-Pad: " + strings.Repeat("a", 4*observe.MaxHeaderBytes) + "\r\n", "HTTP/1.1 431"},
 		{"many headers", "GET /healthz HTTP/1.1\r\nHost: localhost\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("a", 1024)+"\r\n", 64), "HTTP/1.1 431"},
@@ -223,4 +201,20 @@ func TestOversizeHeadersRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// listening runs a server on a loopback port until the test ends.
+func listening(t *testing.T) *observe.Server {
+	t.Helper()
+	s := observe.NewServer("127.0.0.1:0", observe.NewRegistry(), nil)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(t.Context()) }()
+	select {
+	case <-s.Listening():
+	case err := <-ran:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not listening after 10s")
+	}
+	return s
 }
