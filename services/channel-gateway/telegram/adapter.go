@@ -56,6 +56,7 @@ type Adapter struct {
 	typing  *typing.Indicator
 	streams *editstream.Streams // nil unless streaming
 	hook    webhook.Receiver    // Run's inbox, for webhook requests
+	forged  *observe.Throttled  // webhook requests without the secret
 
 	mu sync.Mutex
 	me *models.User
@@ -113,6 +114,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 			return nil, err
 		}
 	}
+	a.forged = observe.NewThrottled(a.log, observe.ThrottleEvery)
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.Proxy != "" {
 		u, _ := url.Parse(cfg.Proxy) // validated

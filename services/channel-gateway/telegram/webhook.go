@@ -43,7 +43,7 @@ func (a *Adapter) WebhookHandler() http.Handler {
 		}
 		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
 		if subtle.ConstantTimeCompare([]byte(got), []byte(a.cfg.Webhook.Secret)) != 1 || a.cfg.Webhook.Secret == "" {
-			a.log.Warn("telegram webhook request with a wrong secret token", "remote", r.RemoteAddr)
+			a.forged.Warn("telegram webhook request with a wrong secret token", "remote", r.RemoteAddr)
 			http.Error(w, "forbidden", http.StatusUnauthorized)
 			return
 		}

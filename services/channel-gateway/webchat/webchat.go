@@ -60,6 +60,8 @@ type Server struct {
 	media   *media.Store
 	handler http.Handler
 	show    struct{ progress, hints bool }
+	// Refusals a stranger can repeat at will, logged throttled.
+	wrongLogins, crossOrigin *observe.Throttled
 }
 
 // cookieName holds the login.
@@ -96,6 +98,8 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Server, e
 	if s.token == "" {
 		s.token = rand.Text()
 	}
+	s.wrongLogins = observe.NewThrottled(s.log, observe.ThrottleEvery)
+	s.crossOrigin = observe.NewThrottled(s.log, observe.ThrottleEvery)
 	mac := hmac.New(sha256.New, []byte(s.token))
 	mac.Write([]byte("nanofleet web session"))
 	s.cookie = hex.EncodeToString(mac.Sum(nil))
@@ -133,7 +137,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Server, e
 		return nil, err
 	}
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.log.Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
+		s.crossOrigin.Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
 		writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin request refused: open the web chat from its own address, or add this origin to channels.web.allowedOrigins"})
 	}))
 	s.handler = cop.Handler(mux)
@@ -180,7 +184,7 @@ func (s *Server) Authorized(r *http.Request) bool { return s.authorized(r) }
 // caller then redirects to drop the token from the address bar.
 func (s *Server) LogIn(w http.ResponseWriter, r *http.Request, token string) bool {
 	if subtle.ConstantTimeCompare([]byte(token), []byte(s.token)) != 1 {
-		s.log.Warn("web login with a wrong token", "remote", r.RemoteAddr, "path", r.URL.Path)
+		s.wrongLogins.Warn("web login with a wrong token", "remote", r.RemoteAddr, "path", r.URL.Path)
 		return false
 	}
 	http.SetCookie(w, &http.Cookie{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
@@ -18,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -48,7 +50,7 @@ type harness struct {
 	release chan struct{}
 }
 
-func start(t *testing.T, cfg webchat.Config) *harness {
+func start(t *testing.T, cfg webchat.Config, opts ...webchat.Option) *harness {
 	t.Helper()
 	b := bustest.StartJetStream(t, channels.Assets)
 	ctx := t.Context()
@@ -62,7 +64,7 @@ func start(t *testing.T, cfg webchat.Config) *harness {
 	}
 	yes := true
 	cfg.Enabled, cfg.Token, cfg.SendToolHints = true, token, &yes
-	s, err := webchat.New(ctx, cfg, webchat.Deps{Bus: b, Inbox: pub, Sessions: store})
+	s, err := webchat.New(ctx, cfg, webchat.Deps{Bus: b, Inbox: pub, Sessions: store}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,5 +298,39 @@ func TestOversizeMessages(t *testing.T) {
 	send(ctx, t, c, u, "after")
 	if in := h.worker.Next(t); in.GetContent() != "after" {
 		t.Fatalf("the worker got %.40q first, want \"after\"", in.GetContent())
+	}
+}
+
+// TestRefusalsAreThrottledInTheLog: a stranger's wrong logins and
+// cross-origin posts are refused each time but logged once per interval,
+// so that a flood of them is not a flood of log lines (300 wrong logins
+// were 300 WARN lines).
+func TestRefusalsAreThrottledInTheLog(t *testing.T) {
+	var logs syncbuf.Buffer
+	h := start(t, webchat.Config{}, webchat.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	c := h.client(t)
+	for range 50 {
+		resp, err := http.Get(h.srv.URL + "/?token=nope")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong login: status %d", resp.StatusCode)
+		}
+		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/api/web/conversations", nil)
+		req.Header.Set("Origin", "https://evil.example")
+		if resp, err = c.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("cross-origin post: status %d", resp.StatusCode)
+		}
+	}
+	for _, msg := range []string{"web login with a wrong token", "cross-origin request refused"} {
+		if n := strings.Count(logs.String(), msg); n != 1 {
+			t.Errorf("%q logged %d times for 50 refusals, want once", msg, n)
+		}
 	}
 }
