@@ -247,17 +247,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d := &deliverer{g: g, a: a, cons: cons, delivered: delivered, log: g.log.With("channel", a.Channel())}
-		eg.Go(func() error { return d.run(ctx) })
-		eg.Go(func() error {
-			if err := a.Run(ctx, g.refusing(a)); err != nil && ctx.Err() == nil {
-				if board != nil {
-					board.Failing(ctx, g.log, a.Channel(), err)
-				}
-				return fmt.Errorf("adapter %s: %w", a.Channel(), err)
-			}
-			return nil
-		})
+		// Live messages are followed before the adapter takes its first
+		// event (and the server knows it, flushed): progress of a turn
+		// that event starts must not be published to nobody.
 		if la, ok := a.(LiveAdapter); ok {
 			// A queue group: with several gateways, each live message is
 			// shown once, not once per gateway.
@@ -275,7 +267,21 @@ func (g *Gateway) Run(ctx context.Context) error {
 				return fmt.Errorf("subscribe live %s: %w", a.Channel(), err)
 			}
 			defer func() { _ = sub.Unsubscribe() }()
+			if err := g.setUp(ctx, g.bus.NC.FlushWithContext); err != nil {
+				return fmt.Errorf("subscribe live %s: %w", a.Channel(), err)
+			}
 		}
+		d := &deliverer{g: g, a: a, cons: cons, delivered: delivered, log: g.log.With("channel", a.Channel())}
+		eg.Go(func() error { return d.run(ctx) })
+		eg.Go(func() error {
+			if err := a.Run(ctx, g.refusing(a)); err != nil && ctx.Err() == nil {
+				if board != nil {
+					board.Failing(ctx, g.log, a.Channel(), err)
+				}
+				return fmt.Errorf("adapter %s: %w", a.Channel(), err)
+			}
+			return nil
+		})
 	}
 	return eg.Wait()
 }

@@ -54,6 +54,13 @@ func (r *recorder) Deliver(ctx context.Context, m *nanofleetv1.OutboundMessage) 
 func startGateway(t *testing.T, a gateway.Adapter) *bus.Bus {
 	t.Helper()
 	b := bustest.StartJetStream(t, gateway.Assets)
+	runGatewayOn(t, b, a)
+	return b
+}
+
+// runGatewayOn runs a gateway with a on b until the test ends.
+func runGatewayOn(t *testing.T, b *bus.Bus, a gateway.Adapter) {
+	t.Helper()
 	cfg := gateway.DefaultConfig()
 	cfg.MaxDeliver = 3
 	cfg.MinBackoff = 10 * time.Millisecond
@@ -70,7 +77,6 @@ func startGateway(t *testing.T, a gateway.Adapter) *bus.Bus {
 			t.Errorf("gateway run: %v", err)
 		}
 	})
-	return b
 }
 
 func publishReply(t *testing.T, b *bus.Bus, id, text string) {
