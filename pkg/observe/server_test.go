@@ -3,7 +3,6 @@ package observe_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -156,19 +155,8 @@ func TestRunPortTaken(t *testing.T) {
 // passes; the server does not wait for the body for good.
 func TestUnsentBodyHoldsNothing(t *testing.T) {
 	s := listening(t)
-	conn, err := net.Dial("tcp", s.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	answer, err := io.ReadAll(conn)
-	if err != nil || !strings.HasPrefix(string(answer), "HTTP/1.1 200") {
+	answer, err := observetest.Exchange(t, s.Addr().String(), "GET /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n{")
+	if err != nil || !strings.HasPrefix(answer, "HTTP/1.1 200") {
 		t.Fatalf("answer %q, %v; want 200 and the connection closed", answer, err)
 	}
 }
@@ -185,18 +173,8 @@ func TestOversizeHeadersRefused(t *testing.T) {
 		{"a scraper's request", "GET /healthz HTTP/1.1\r\nHost: localhost\r\nUser-Agent: Prometheus/3.0.0\r\nAccept: text/plain\r\n", "HTTP/1.1 200"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", s.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-				t.Fatal(err)
-			}
-			// The server may answer before it has read the whole header.
-			go func() { _, _ = io.WriteString(conn, tt.req+"Connection: close\r\n\r\n") }()
-			answer, _ := io.ReadAll(conn)
-			if !strings.HasPrefix(string(answer), tt.want) {
+			answer, _ := observetest.Exchange(t, s.Addr().String(), tt.req+"Connection: close\r\n\r\n")
+			if !strings.HasPrefix(answer, tt.want) {
 				t.Fatalf("answer %.80q; want %s", answer, tt.want)
 			}
 		})

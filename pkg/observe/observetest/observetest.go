@@ -4,9 +4,11 @@ package observetest
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -67,4 +69,24 @@ func Get(t testing.TB, url string) (int, string) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// Exchange sends req, raw bytes of HTTP, on a new connection to addr and
+// returns what the server answered until it closed the connection, and
+// the read's error (a deadline of 30 s: a server that never closes fails
+// the read, not the test). The request is written beside the read: a
+// server may answer and close before it has read all of a large one.
+func Exchange(t testing.TB, addr, req string) (string, error) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.WriteString(conn, req) }()
+	answer, err := io.ReadAll(conn)
+	return string(answer), err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channelgateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
@@ -86,19 +87,8 @@ func TestSlowClientsHoldNothing(t *testing.T) {
 		{"idle keep-alive", "GET /static/nothing-here HTTP/1.1\r\nHost: localhost\r\n\r\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", g.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			if _, err := io.WriteString(conn, tt.req); err != nil {
-				t.Fatal(err)
-			}
-			if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
-				t.Fatal(err)
-			}
-			answer, err := io.ReadAll(conn)
-			if err != nil || !strings.HasPrefix(string(answer), "HTTP/1.1 4") {
+			answer, err := observetest.Exchange(t, g.Addr().String(), tt.req)
+			if err != nil || !strings.HasPrefix(answer, "HTTP/1.1 4") {
 				t.Fatalf("answer %q, %v; want a 4xx and the connection closed", answer, err)
 			}
 		})
@@ -183,18 +173,8 @@ func TestOversizeHeadersRefused(t *testing.T) {
 		{"browser-sized headers reach the route", "GET /v1/models HTTP/1.1\r\nHost: localhost\r\n" + lines(16, 1024), "HTTP/1.1 401"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", g.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-				t.Fatal(err)
-			}
-			// The server may answer before it has read the whole header.
-			go func() { _, _ = io.WriteString(conn, tt.req+"Connection: close\r\n\r\n") }()
-			answer, _ := io.ReadAll(conn)
-			if !strings.HasPrefix(string(answer), tt.want) {
+			answer, _ := observetest.Exchange(t, g.Addr().String(), tt.req+"Connection: close\r\n\r\n")
+			if !strings.HasPrefix(answer, tt.want) {
 				t.Fatalf("answer %.80q; want %s", answer, tt.want)
 			}
 		})
