@@ -5,6 +5,7 @@ package fleetstatustest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 )
 
 // Version is the version every service Online registers announces.
@@ -52,4 +54,18 @@ func InFlight(t testing.TB, b *bus.Bus, n int) {
 	}
 	for range batch.Messages() { // delivered, never acked: in flight
 	}
+	// The server counts a stored message as pending for a consumer after the
+	// publish is acknowledged, on a goroutine of its own; under load the
+	// consumer's info can still say 0 pending here (1 in 200 runs on a
+	// loaded 2-core machine). Wait for the state this helper promises.
+	bustest.Eventually(t, 10*time.Second, func() error {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.NumAckPending != 1 || info.NumPending != uint64(n-1) {
+			return fmt.Errorf("workers' consumer: %d in flight, %d pending; want 1 and %d", info.NumAckPending, info.NumPending, n-1)
+		}
+		return nil
+	})
 }
