@@ -215,10 +215,14 @@ func TestToolHintsInThread(t *testing.T) {
 // it must not reach Slack as a mention, a link or the end of its code span.
 func TestToolHintsEscaped(t *testing.T) {
 	yes := true
+	release := make(chan struct{})
 	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendToolHints: &yes}},
-		workertest.AfterHint("fetch <!channel> <https://evil.example|docs> a&b `x`", "done"))
+		workertest.AfterHint("fetch <!channel> <https://evil.example|docs> a&b `x`", "done"), workertest.HoldUntil(release, wait))
 	h.fake.Send(t, "Ev1", slacktest.AppMention("U1", "C1", "7.7", "<@UBOT> go"))
 	h.expectPost(t, "`fetch &lt;!channel&gt; &lt;https://evil.example|docs&gt; a&amp;b 'x'`")
+	// A hint is live and best effort: only a held answer is sure to come
+	// after it (TestToolHintsInThread).
+	close(release)
 	h.expectPost(t, "done")
 }
 
