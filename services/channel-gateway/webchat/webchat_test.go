@@ -187,22 +187,27 @@ func TestConversationOverWebSocket(t *testing.T) {
 	}
 	ws := send(ctx, t, c, u, "hi")
 	var kinds []string
-	for {
+	// The accepted frame's place among the live frames varies; it is
+	// written once the conversation is updated, so the list below waits
+	// for it as well as for the final.
+	for accepted, final := false, false; !accepted || !final; {
 		var f struct{ Type, Text, HTML, Reply string }
 		if err := wsjson.Read(ctx, ws, &f); err != nil {
 			t.Fatalf("read: %v (got %v)", err, kinds)
 		}
-		if f.Type != "accepted" { // its place among the live frames varies
-			kinds = append(kinds, f.Type)
+		if f.Type == "accepted" {
+			accepted = true
+			continue
 		}
+		kinds = append(kinds, f.Type)
 		if strings.Count(strings.Join(kinds, ","), "delta") == 3 && f.Type == "delta" {
 			close(h.release)
 		}
 		if f.Type == "final" {
+			final = true
 			if !strings.Contains(f.HTML, "<strong>Hello, world!</strong>") || f.Reply == "" {
 				t.Errorf("final = %+v", f)
 			}
-			break
 		}
 	}
 	if got := strings.Join(kinds, ","); got != "tool_hint,delta,delta,delta,final" {
