@@ -26,6 +26,9 @@ func statusCmd(ctx context.Context, env *environment, args []string) error {
 		for _, s := range st.Streams {
 			fmt.Fprintf(w, "%s\t%d\t%d\n", s.Name, s.Msgs, s.Bytes)
 		}
+		for _, u := range st.Unreadable {
+			fmt.Fprintf(w, "%s\t?\t?\tno answer: %s\n", u.Stream, u.Err)
+		}
 		fmt.Fprintln(w, "\nCONSUMER\tPENDING\tIN FLIGHT\tREDELIVERED\tWAITING PULLS")
 		for _, c := range st.Consumers {
 			fmt.Fprintf(w, "%s/%s\t%d\t%d\t%d\t%d\n", c.Stream, c.Name, c.Pending, c.InFlight, c.Redelivered, c.Waiting)
@@ -42,7 +45,13 @@ func statusCmd(ctx context.Context, env *environment, args []string) error {
 				writeUsage(w, u.Summary(*usageTop))
 			}
 		}
-		return w.Flush()
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if n := len(st.Unreadable); n > 0 {
+			return fmt.Errorf("%d of the fleet's streams did not answer; in a cluster, a stream whose leader's node went down answers again once its replicas elect a new leader (seconds)", n)
+		}
+		return nil
 	})
 }
 

@@ -125,6 +125,9 @@ func (s *snapshotter) build(ctx context.Context) *Snapshot {
 		snap.Problems = append(snap.Problems, err.Error())
 		st = &fleetstatus.Status{}
 	}
+	for _, u := range st.Unreadable {
+		snap.Problems = append(snap.Problems, "no answer from "+u.Stream+": "+u.Err)
+	}
 	snap.Services = append(snap.Services, st.Services...)
 	snap.Workers = st.Online(fleetstatus.WorkerService)
 	snap.ToolRunners = st.Online(fleetstatus.ToolRunnerService)
