@@ -109,11 +109,15 @@ func TestOutboundAttachmentsAreUploaded(t *testing.T) {
 // each piece reaches DingTalk exactly once.
 func TestRedeliveryAfterALostAckSendsNothingTwice(t *testing.T) {
 	first, second := strings.Repeat("one ", 900), strings.Repeat("two ", 900) // two pieces at dingtalk.Limit
+	hold := make(chan struct{})
 	tests := []struct {
 		name    string
 		content string
-		// cut scripts the fake and stops A's delivery (its context is
-		// cancel); it returns after the fake saw A's sends.
+		// fail is what the fake answers A's sends with, set before A
+		// starts (set after, A's first send could come first).
+		fail func() []dingtalktest.Failure
+		// cut stops A's delivery (its context is cancel) where the test
+		// wants it; it returns after the fake saw A's sends.
 		cut func(t *testing.T, fake *dingtalktest.Server, cancel func())
 		// wantA is whether A's Deliver succeeds; resent what B sends.
 		wantA  bool
@@ -121,9 +125,8 @@ func TestRedeliveryAfterALostAckSendsNothingTwice(t *testing.T) {
 	}{
 		{
 			name: "stopped while DingTalk answers", content: "just once", wantA: true,
+			fail: func() []dingtalktest.Failure { return []dingtalktest.Failure{{Hold: hold}} },
 			cut: func(t *testing.T, fake *dingtalktest.Server, cancel func()) {
-				hold := make(chan struct{})
-				fake.Fail("otosend", dingtalktest.Failure{Hold: hold})
 				fake.Next(t, wait, "otosend") // DingTalk has it; its answer is held
 				cancel()                      // the gateway stops
 				close(hold)
@@ -131,8 +134,10 @@ func TestRedeliveryAfterALostAckSendsNothingTwice(t *testing.T) {
 		},
 		{
 			name: "failed after the first piece", content: first + "\n\n" + second, resent: []string{strings.TrimSpace(second)},
+			fail: func() []dingtalktest.Failure {
+				return []dingtalktest.Failure{{Hold: closed()}, {Status: 500, Code: "ServiceUnavailable"}}
+			},
 			cut: func(t *testing.T, fake *dingtalktest.Server, cancel func()) {
-				fake.Fail("otosend", dingtalktest.Failure{Hold: closed()}, dingtalktest.Failure{Status: 500, Code: "ServiceUnavailable"})
 				fake.Next(t, wait, "otosend")
 				fake.Next(t, wait, "otosend")
 			},
@@ -160,6 +165,7 @@ func TestRedeliveryAfterALostAckSendsNothingTwice(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			done := make(chan error, 1)
+			fake.Fail("otosend", tt.fail()...)
 			go func() { done <- adapter().Deliver(ctx, msg) }()
 			tt.cut(t, fake, cancel)
 			select {
