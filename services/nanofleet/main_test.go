@@ -443,8 +443,10 @@ func TestAgentInterrupted(t *testing.T) {
 		return llmtest.Text("answer to " + r.LastUserText())
 	})
 	env, out, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
-	// The interrupted turn is taken again once its ack wait is over.
-	if err := os.WriteFile(filepath.Join(env.home(), "config.json"), []byte(`{"worker":{"ackWaitSeconds":3}}`), 0o600); err != nil {
+	// The interrupted turn is taken again at the next start, not once its
+	// ack wait is over (it was: 30 s by default; 10 minutes here, against
+	// the minute the next agent has).
+	if err := os.WriteFile(filepath.Join(env.home(), "config.json"), []byte(`{"worker":{"ackWaitSeconds":600}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, interrupt := context.WithCancel(t.Context())
@@ -467,8 +469,10 @@ func TestAgentInterrupted(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 130, %q", code, stderr.String(), "nanofleet: interrupted")
 	}
 	out.Reset()
-	if err := dispatch(t.Context(), env, []string{"agent", "-m", "/history 5"}); err != nil {
-		t.Fatal(err)
+	next, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := dispatch(next, env, []string{"agent", "-m", "/history 5"}); err != nil {
+		t.Fatalf("the next agent, behind the interrupted turn: %v", err)
 	}
 	if !strings.Contains(out.String(), "assistant: answer to Hello") {
 		t.Errorf("history after the interrupted turn:\n%s", out.String())

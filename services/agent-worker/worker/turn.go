@@ -123,7 +123,12 @@ func (t *turn) held(ctx context.Context, l *lease.Lease) string {
 			// Someone else may run it now, or we are shutting down hard:
 			// leave it to a redelivery, which resumes from the checkpoint.
 			t.log.Warn("turn abandoned", "err", err)
-			_ = t.msg.Nak()
+			// With a delay, however short, the server writes the
+			// redelivery time into the consumer's state; a plain Nak
+			// is lost when the server restarts (the all-in-one
+			// stopping), and the turn then waited out its whole ack
+			// wait at the next start.
+			_ = t.msg.NakWithDelay(time.Millisecond)
 			return "abandoned"
 		}
 		if bus.TooLarge(err) {
