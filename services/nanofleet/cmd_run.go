@@ -90,6 +90,16 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	case <-f.Done():
 	}
 	fmt.Fprintln(env.stderr, "nanofleet: stopping; running turns finish first (Ctrl-C again stops now; they resume at the next start)")
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-env.stopNow:
+			fmt.Fprintln(env.stderr, "nanofleet: stopping now; the running turns are handed back and taken again at the next start")
+			f.StopTurns()
+		case <-stopped:
+		}
+	}()
 	f.Stop()
 	return f.Err()
 }

@@ -25,6 +25,9 @@ type environment struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// stopNow is closed when the user asks a second time to stop (a
+	// second Ctrl-C); nil never closes.
+	stopNow <-chan struct{}
 }
 
 func newEnvironment(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *environment {

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	"time"
 )
 
 // command is one subcommand.
@@ -36,18 +37,33 @@ func commands() map[string]command {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// The first signal stops gracefully; the next one gets the
-		// default handling and ends the process at once (running turns
-		// are in JetStream and resume at the next start).
-		<-ctx.Done()
-		stop()
-	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	env := newEnvironment(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	now := make(chan struct{})
+	env.stopNow = now
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first signal stops gracefully. The second stops now: `run`
+		// cancels its running turns and hands them back, to be taken
+		// again at the next start; a command still running stopNowGrace
+		// later is ended. A third gets the default handling and ends the
+		// process at once.
+		<-sigs
+		cancel()
+		<-sigs
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		close(now)
+		time.Sleep(stopNowGrace)
+		os.Exit(130)
+	}()
 	os.Exit(exitCode(dispatch(ctx, env, os.Args[1:]), os.Stderr))
 }
+
+// stopNowGrace is how long a command may take to stop after the second
+// signal: the running turns' handing back, the parts' stop.
+const stopNowGrace = 10 * time.Second
 
 // errInterrupted: a command that waited was stopped by a signal.
 var errInterrupted = errors.New("interrupted")

@@ -351,32 +351,6 @@ func (f *Fleet) Err() error {
 	return f.err
 }
 
-// StopNow is Stop without waiting for running turns: they are cancelled
-// and, unacknowledged, resume from their checkpoints at the next start.
-func (f *Fleet) StopNow() {
-	for _, w := range f.workers {
-		w.StopTurns()
-	}
-	f.Stop()
-}
-
-// Stop stops fetching new work, lets running turns finish, and takes the
-// parts down in reverse order.
-func (f *Fleet) Stop() {
-	if f.cancel != nil {
-		f.cancel()
-	}
-	f.wg.Wait()
-	f.close()
-}
-
-func (f *Fleet) close() {
-	for i := len(f.closer) - 1; i >= 0; i-- {
-		f.closer[i]()
-	}
-	f.closer = nil
-}
-
 // nodeID is this installation's name, kept in the data directory so that a
 // restarted all-in-one takes over the session leases of its previous life
 // at once instead of waiting for them to expire.

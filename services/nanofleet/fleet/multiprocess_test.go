@@ -160,8 +160,13 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 	tests := []struct {
 		name string
 		stop func(t *testing.T, aio *fleettest.Proc)
+		// ackWait is the worker's: a killed process's turn is taken
+		// again once it is over; one stopped by two Ctrl-Cs is handed
+		// back and taken at the next start, well before its 10 minutes
+		// (the test waits one).
+		ackWait int
 	}{
-		{"killed", func(t *testing.T, aio *fleettest.Proc) { aio.Kill() }},
+		{"killed", func(t *testing.T, aio *fleettest.Proc) { aio.Kill() }, 3},
 		{"two Ctrl-Cs", func(t *testing.T, aio *fleettest.Proc) {
 			_ = aio.Signal(syscall.SIGINT)
 			aio.WaitOutput(t, "Ctrl-C again stops now", 30*time.Second)
@@ -171,14 +176,15 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 			if exited, _ := aio.Wait(30 * time.Second); !exited {
 				t.Fatal("a second Ctrl-C did not stop the all-in-one while a turn ran")
 			}
-		}},
+			aio.WaitOutput(t, "the running turns are handed back", time.Second)
+		}, 600},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { restartCompletesTheTurn(t, tt.stop) })
+		t.Run(tt.name, func(t *testing.T) { restartCompletesTheTurn(t, tt.stop, tt.ackWait) })
 	}
 }
 
-func restartCompletesTheTurn(t *testing.T, stop func(t *testing.T, aio *fleettest.Proc)) {
+func restartCompletesTheTurn(t *testing.T, stop func(t *testing.T, aio *fleettest.Proc), ackWait int) {
 	bins := fleettest.Build(t, "nanofleet")
 	llm := llmtest.NewServer(t)
 	release := make(chan struct{})
@@ -198,7 +204,7 @@ func restartCompletesTheTurn(t *testing.T, stop func(t *testing.T, aio *fleettes
 	defer close(release)
 	home := t.TempDir()
 	port := bustest.FreePort(t)
-	cfg := testConfig(t, llm.URL(), nil)
+	cfg := testConfig(t, llm.URL(), map[string]any{"worker": map[string]any{"ackWaitSeconds": ackWait, "modelRetries": 2}})
 	cfg["nats"] = map[string]any{"leaseTtlSeconds": 3, "port": port}
 	cfgPath := fleettest.WriteConfig(t, cfg)
 	args := []string{"run", "--config", cfgPath, "--data", home + "/data", "--workspace", home + "/ws", "--http", "", "--no-gateway", "--log-level", "warn"}
