@@ -248,28 +248,14 @@ func (g *Gateway) Run(ctx context.Context) error {
 			return err
 		}
 		// Live messages are followed before the adapter takes its first
-		// event (and the server knows it, flushed): progress of a turn
-		// that event starts must not be published to nobody.
+		// event: progress of a turn that event starts must not be
+		// published to nobody.
 		if la, ok := a.(LiveAdapter); ok {
-			// A queue group: with several gateways, each live message is
-			// shown once, not once per gateway.
-			sub, err := g.bus.NC.QueueSubscribe(g.bus.Space.LiveChannel(a.Channel()), g.bus.Space.GatewayConsumer(a.Channel()), func(m *nats.Msg) {
-				out := &nanofleetv1.OutboundMessage{}
-				if err := proto.Unmarshal(m.Data, out); err != nil {
-					g.log.Warn("drop malformed live message", "subject", m.Subject, "err", err)
-					return
-				}
-				if err := la.DeliverLive(ctx, out); err != nil {
-					g.log.Debug("live delivery failed", "channel", a.Channel(), "err", err)
-				}
-			})
+			unsubscribe, err := g.followLive(ctx, a.Channel(), la)
 			if err != nil {
-				return fmt.Errorf("subscribe live %s: %w", a.Channel(), err)
+				return err
 			}
-			defer func() { _ = sub.Unsubscribe() }()
-			if err := g.setUp(ctx, g.bus.NC.FlushWithContext); err != nil {
-				return fmt.Errorf("subscribe live %s: %w", a.Channel(), err)
-			}
+			defer unsubscribe()
 		}
 		d := &deliverer{g: g, a: a, cons: cons, delivered: delivered, log: g.log.With("channel", a.Channel())}
 		eg.Go(func() error { return d.run(ctx) })
