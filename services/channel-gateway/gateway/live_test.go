@@ -2,9 +2,13 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -49,6 +53,114 @@ func TestLiveFollowedBeforeTheAdapterRuns(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("the adapter never ran")
+		}
+	}
+}
+
+// held is a live adapter whose deliveries to chat "slow" wait until
+// release is closed (a platform call that hangs), and that reports each
+// delivery as "chat:content" once made.
+type held struct {
+	started   chan struct{}
+	release   chan struct{}
+	delivered chan string
+}
+
+func (h *held) Channel() string { return "held" }
+
+func (h *held) Run(ctx context.Context, _ gateway.Inbox) error {
+	close(h.started)
+	<-ctx.Done()
+	return nil
+}
+
+func (h *held) Deliver(context.Context, *nanofleetv1.OutboundMessage) error { return nil }
+
+func (h *held) DeliverLive(ctx context.Context, out *nanofleetv1.OutboundMessage) error {
+	if out.GetChatId() == "slow" {
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	h.delivered <- out.GetChatId() + ":" + out.GetContent()
+	return nil
+}
+
+// TestLiveChatsDoNotWaitForEachOther: a chat whose live delivery hangs
+// holds only its own live messages, which then come in order, the oldest
+// dropped past the 32 a chat keeps waiting; the channel's callback
+// delivered them one at a time, so one slow platform call held every
+// chat's progress.
+func TestLiveChatsDoNotWaitForEachOther(t *testing.T) {
+	b := bustest.StartJetStream(t, gateway.Assets)
+	h := &held{started: make(chan struct{}), release: make(chan struct{}), delivered: make(chan string, 64)}
+	runGatewayOn(t, b, h)
+	bustest.Receive(t, h.started, 10*time.Second)
+	live := func(chat, content string) { publishLive(t, b, chat, content, progress) }
+	for i := 1; i <= 40; i++ {
+		live("slow", fmt.Sprint(i))
+	}
+	live("fast", "a")
+	if got := bustest.Receive(t, h.delivered, 10*time.Second); got != "fast:a" {
+		t.Fatalf("first delivery = %q, want fast:a while slow's hangs", got)
+	}
+	close(h.release)
+	// 1 was under way; 2 to 8 were dropped for 34 to 40.
+	want := []string{"slow:1"}
+	for i := 9; i <= 40; i++ {
+		want = append(want, fmt.Sprint("slow:", i))
+	}
+	for _, w := range want {
+		if got := bustest.Receive(t, h.delivered, 10*time.Second); got != w {
+			t.Fatalf("delivery = %q, want %q", got, w)
+		}
+	}
+	select {
+	case got := <-h.delivered:
+		t.Errorf("delivered %q after slow:40", got)
+	default: // every delivery of the published messages has been received
+	}
+}
+
+const (
+	progress = nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS
+	delta    = nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA
+)
+
+func publishLive(t *testing.T, b *bus.Bus, chat, content string, kind nanofleetv1.OutboundKind) {
+	t.Helper()
+	data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Channel: "held", ChatId: chat, Content: content, Kind: kind})
+	if err := b.NC.Publish(b.Space.Live("held", chat), data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLiveDeltasWaitingCoalesce: deltas waiting behind a chat's slow
+// delivery are kept as the latest one between the other live messages,
+// so that a streamed answer's deltas cannot push its tool hints out.
+func TestLiveDeltasWaitingCoalesce(t *testing.T) {
+	b := bustest.StartJetStream(t, gateway.Assets)
+	h := &held{started: make(chan struct{}), release: make(chan struct{}), delivered: make(chan string, 64)}
+	runGatewayOn(t, b, h)
+	bustest.Receive(t, h.started, 10*time.Second)
+	publishLive(t, b, "slow", "1", progress)
+	for _, d := range []string{"d1", "d2", "d3"} {
+		publishLive(t, b, "slow", d, delta)
+	}
+	publishLive(t, b, "slow", "p", progress)
+	for _, d := range []string{"d4", "d5"} {
+		publishLive(t, b, "slow", d, delta)
+	}
+	publishLive(t, b, "fast", "a", progress) // after slow's, so all of them are queued once it comes
+	if got := bustest.Receive(t, h.delivered, 10*time.Second); got != "fast:a" {
+		t.Fatalf("first delivery = %q, want fast:a while slow's hangs", got)
+	}
+	close(h.release)
+	for _, want := range []string{"slow:1", "slow:d3", "slow:p", "slow:d5"} {
+		if got := bustest.Receive(t, h.delivered, 10*time.Second); got != want {
+			t.Fatalf("delivery = %q, want %q", got, want)
 		}
 	}
 }
