@@ -34,7 +34,10 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 		return err
 	}
 	a.setSelf(dev.GetJID(), dev.GetLID())
-	if dev.ID == nil {
+	// Read before dialing: once dialed, the library sets the id when the
+	// phone scans the code, on a goroutine of its own.
+	linked := dev.ID
+	if linked == nil {
 		a.report(ctx, func(r *status.Record) { r.State, r.Reason, r.Account = status.Linking, "waiting for the QR code", "" })
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -69,8 +72,8 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 	if err != nil {
 		return err
 	}
-	if dev.ID != nil {
-		a.report(ctx, func(r *status.Record) { r.State, r.QR, r.Reason, r.Account = status.Connected, "", "", "+"+dev.ID.User })
+	if linked != nil {
+		a.report(ctx, func(r *status.Record) { r.State, r.QR, r.Reason, r.Account = status.Connected, "", "", "+"+linked.User })
 	}
 	sub, err := a.deps.Bus.NC.Subscribe(a.route, func(m *nats.Msg) { a.serve(ctx, conn, m) })
 	if err != nil {
