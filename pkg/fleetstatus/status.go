@@ -113,8 +113,8 @@ func (s *Status) Online(name string) int {
 // are read at once and beside the discovery; one that does not answer
 // before ctx ends is listed in Unreadable and the rest is still
 // returned. That is what a cluster looks like for a few seconds after a
-// node goes down (measured: 10 s until a stream whose leader it was
-// answers again), when an operator wants the status most.
+// node is killed (measured: 6 s until the streams it led answer again),
+// when an operator wants the status most.
 func Get(ctx context.Context, b *bus.Bus, wait time.Duration) (*Status, error) {
 	names := []string{b.Space.InboundStream(), b.Space.OutboundStream(), b.Space.HistoryStream(), b.Space.MemoryStream(), b.Space.DeadLetterStream()}
 	type read struct {
