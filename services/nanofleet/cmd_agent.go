@@ -176,10 +176,20 @@ func chatCmd(ctx context.Context, env *environment, args []string) error {
 	}
 	defer cv.close(ctx)
 	fmt.Fprintf(env.stdout, "nanofleet chat — session %s. /help for commands, Ctrl-D to leave.\n", *sess)
-	in := bufio.NewReader(env.stdin)
+	lines := readLines(ctx, bufio.NewReader(env.stdin))
 	for {
 		fmt.Fprint(env.stdout, "› ")
-		line, err := readLine(in, maxChatLine)
+		var line string
+		var err error
+		select {
+		case l := <-lines:
+			line, err = l.text, l.err
+		case <-ctx.Done():
+			// Interrupted at the prompt: a read of the terminal cannot
+			// be cancelled, so it is left to the process's end.
+			fmt.Fprintln(env.stdout)
+			return nil
+		}
 		if errors.Is(err, errLineTooLong) {
 			// One message lost is better than the whole chat.
 			fmt.Fprintf(env.stderr, "error: a message is at most %d bytes; that one was not sent\n", maxChatLine)
@@ -209,6 +219,33 @@ func chatCmd(ctx context.Context, env *environment, args []string) error {
 		}
 		fmt.Fprintf(env.stdout, "%s\n\n", out.GetContent())
 	}
+}
+
+// line is one line read for chat, or why none could be.
+type line struct {
+	text string
+	err  error
+}
+
+// readLines reads r's lines (readLine) on a goroutine of its own, so that
+// chat can leave while a read waits; it stops after an error other than
+// an overlong line, or when ctx ends.
+func readLines(ctx context.Context, r *bufio.Reader) <-chan line {
+	lines := make(chan line)
+	go func() {
+		for {
+			text, err := readLine(r, maxChatLine)
+			select {
+			case lines <- line{text, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil && !errors.Is(err, errLineTooLong) {
+				return
+			}
+		}
+	}()
+	return lines
 }
 
 // maxChatLine bounds a message typed or piped into chat.

@@ -555,3 +555,33 @@ func TestChatSaysWhenTheFleetGoes(t *testing.T) {
 		t.Fatal("chat did not end with its input")
 	}
 }
+
+// TestChatInterruptedAtThePrompt: Ctrl-C while chat waits for a line ends
+// it, with the fleet it runs for itself; it waited for the input to end
+// (a terminal's never does: 31 s with a pipe held open for 30).
+func TestChatInterruptedAtThePrompt(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	env, _, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
+	stdin, typed := io.Pipe()
+	defer typed.Close()
+	var out syncbuf.Buffer
+	env.stdin, env.stdout = stdin, &out
+	ctx, interrupt := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- dispatch(ctx, env, []string{"chat"}) }()
+	bustest.Eventually(t, time.Minute, func() error {
+		if !strings.Contains(out.String(), "› ") {
+			return fmt.Errorf("no prompt in %q", out.String())
+		}
+		return nil
+	})
+	interrupt()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("chat interrupted at the prompt: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("chat did not end when interrupted at the prompt")
+	}
+}
