@@ -221,8 +221,8 @@ func chatCmd(ctx context.Context, env *environment, args []string) error {
 	}
 }
 
-// line is one line read for chat, or why none could be.
-type line struct {
+// chatLine is one line read for chat, or why none could be.
+type chatLine struct {
 	text string
 	err  error
 }
@@ -230,13 +230,13 @@ type line struct {
 // readLines reads r's lines (readLine) on a goroutine of its own, so that
 // chat can leave while a read waits; it stops after an error other than
 // an overlong line, or when ctx ends.
-func readLines(ctx context.Context, r *bufio.Reader) <-chan line {
-	lines := make(chan line)
+func readLines(ctx context.Context, r *bufio.Reader) <-chan chatLine {
+	lines := make(chan chatLine)
 	go func() {
 		for {
 			text, err := readLine(r, maxChatLine)
 			select {
-			case lines <- line{text, err}:
+			case lines <- chatLine{text, err}:
 			case <-ctx.Done():
 				return
 			}
