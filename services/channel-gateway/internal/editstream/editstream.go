@@ -137,39 +137,58 @@ func (s *Streams) Watch(ctx context.Context) (func(), error) {
 	if s == nil {
 		return func() {}, nil
 	}
-	decode := func(m *nats.Msg) *nanofleetv1.OutboundMessage {
-		out := &nanofleetv1.OutboundMessage{}
-		if proto.Unmarshal(m.Data, out) != nil {
-			return nil
-		}
-		return out
-	}
-	live, err := s.bus.NC.Subscribe(s.bus.Space.LiveChannel(s.cfg.Channel), func(m *nats.Msg) {
-		if out := decode(m); out != nil && out.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA {
-			s.delta(ctx, out)
-		}
-	})
+	// Both subscriptions feed one channel read by one goroutine: nats.go
+	// dispatches each callback subscription on a goroutine of its own, so
+	// a turn's late delta could be handled before its final answer and
+	// start a stream after the turn had ended.
+	msgs := make(chan *nats.Msg, 4096)
+	live, err := s.bus.NC.ChanSubscribe(s.bus.Space.LiveChannel(s.cfg.Channel), msgs)
 	if err != nil {
 		return nil, fmt.Errorf("editstream: follow deltas: %w", err)
 	}
-	outbound, err := s.bus.NC.Subscribe(s.bus.Space.OutboundChannel(s.cfg.Channel), func(m *nats.Msg) {
-		out := decode(m)
-		if out == nil {
-			return
-		}
-		switch out.GetKind() {
-		case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL:
-			go s.final(ctx, out)
-		case nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
-			go s.final(ctx, out) // ends the stream; no final edit
-		}
-	})
+	outbound, err := s.bus.NC.ChanSubscribe(s.bus.Space.OutboundChannel(s.cfg.Channel), msgs)
 	if err != nil {
 		_ = live.Unsubscribe()
 		return nil, fmt.Errorf("editstream: follow answers: %w", err)
 	}
+	quit := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-quit:
+				return
+			case m := <-msgs:
+				s.dispatch(ctx, m, m.Sub == live)
+			}
+		}
+	}()
+	var once sync.Once
 	return func() {
-		_ = live.Unsubscribe()
-		_ = outbound.Unsubscribe()
+		once.Do(func() {
+			_ = live.Unsubscribe()
+			_ = outbound.Unsubscribe()
+			close(quit)
+		})
 	}, nil
+}
+
+// dispatch handles one message of the channel's live or outbound
+// subject, in the order they arrived.
+func (s *Streams) dispatch(ctx context.Context, m *nats.Msg, live bool) {
+	out := &nanofleetv1.OutboundMessage{}
+	if proto.Unmarshal(m.Data, out) != nil {
+		return
+	}
+	switch kind := out.GetKind(); {
+	case live && kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA:
+		s.delta(ctx, out)
+	case !live && (kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR):
+		// The turn ends here, before any later delta is read; the final
+		// edit (none for an error) waits for the platform elsewhere.
+		if st := s.end(out); st != nil {
+			go s.settle(ctx, st, out)
+		}
+	}
 }

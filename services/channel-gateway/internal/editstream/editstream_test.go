@@ -304,6 +304,42 @@ func TestLateDeltasAreDropped(t *testing.T) {
 	}
 }
 
+// TestDeltasBehindTheirFinalAreDropped: a burst of turns, each ended by
+// its final answer and then sent one more delta, starts no stream: the
+// final is handled before the delta that followed it on the wire.
+func TestDeltasBehindTheirFinalAreDropped(t *testing.T) {
+	h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 10*time.Millisecond, 4000)
+	const turns = 300
+	for i := range turns {
+		id := fmt.Sprintf("ended%d", i)
+		for _, m := range []struct {
+			subj string
+			kind nanofleetv1.OutboundKind
+		}{
+			{h.b.Space.Outbound(channel, "c"), nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL},
+			{h.b.Space.Live(channel, "c"), nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA},
+		} {
+			data, err := proto.Marshal(&nanofleetv1.OutboundMessage{Kind: m.kind, ChatId: "c", ReplyTo: id, Content: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.b.NC.Publish(m.subj, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A turn that is still running is streamed, after all of the above.
+	h.delta(t, "running")
+	if o := h.p.next(t); o.text != "running" {
+		t.Fatalf("op %+v, want the running turn's post", o)
+	}
+	select {
+	case o := <-h.p.seen:
+		t.Errorf("op for an ended turn: %+v", o)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
 func TestUnchangedFinalNeedsNoEdit(t *testing.T) {
 	h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 10*time.Millisecond, 4000)
 	h.delta(t, "all of it")

@@ -14,9 +14,9 @@ import (
 // delivering gateway waits for it (see Streams.wait).
 const maxFinalWait = 5 * time.Second
 
-// final ends msg's turn on this gateway; the owner makes the final edit
-// (for a final answer) and records how it went.
-func (s *Streams) final(ctx context.Context, msg *nanofleetv1.OutboundMessage) {
+// end ends msg's turn on this gateway so that later deltas are dropped,
+// and returns its stream, or nil when the turn had none.
+func (s *Streams) end(msg *nanofleetv1.OutboundMessage) *stream {
 	k := s.key(msg)
 	s.mu.Lock()
 	st := s.live[k]
@@ -30,13 +30,19 @@ func (s *Streams) final(ctx context.Context, msg *nanofleetv1.OutboundMessage) {
 			s.ended[k] = st
 		}
 		s.mu.Unlock()
-		return
+		return nil
 	}
 	delete(s.live, k)
 	s.ended[k] = st
 	close(st.stop)
 	s.mu.Unlock()
+	return st
+}
 
+// settle finishes the ended stream st: the owner makes the final edit (for
+// a final answer) and records how it went.
+func (s *Streams) settle(ctx context.Context, st *stream, msg *nanofleetv1.OutboundMessage) {
+	k := s.key(msg)
 	defer close(st.settled)
 	select {
 	case <-st.done:
