@@ -83,7 +83,7 @@ func (t *turn) run(ctx context.Context) string {
 	w := t.w
 	if oldest, err := t.oldest(ctx); err != nil || !oldest {
 		if err != nil {
-			t.log.Warn("fifo check", "err", err)
+			w.fifoWarn.Warn("fifo check", "session", t.key, "turn", t.id, "err", err)
 		}
 		t.busy()
 		return ""

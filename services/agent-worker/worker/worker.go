@@ -80,6 +80,9 @@ type Worker struct {
 	catalog  *catalog
 	budget   *budget // nil without worker.dailyTokenBudget
 	log      *slog.Logger
+	// fifoWarn bounds the FIFO guard's warnings: after a node restart
+	// every waiting turn fails the check while a replica catches up.
+	fifoWarn *observe.Throttled
 
 	// stopTurns is closed by StopTurns: the running turns are cancelled
 	// as Run stops instead of finishing within the grace.
@@ -145,6 +148,7 @@ func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Worker, erro
 	w.cfg, w.d, w.loop, w.sessions, w.leases = cfg, d, loop, sessions, lease.NewTable(leaseKV, lease.WithPublisher(d.Bus.JS))
 	w.inbound, w.cons, w.running, w.answered = st, cons, map[string]*localTurn{}, map[string]uint64{}
 	w.catalog = &catalog{remote: d.Tools, local: d.Local, log: w.log}
+	w.fifoWarn = observe.NewThrottled(w.log, observe.ThrottleEvery)
 	if cfg.DailyTokenBudget > 0 {
 		if w.budget, err = openBudget(ctx, d.Bus, cfg.DailyTokenBudget); err != nil {
 			return nil, err
