@@ -26,6 +26,9 @@ type conversation struct {
 	client  *fleet.Client
 	session string
 	chat    string
+	// notices is where the conversation says what the user waits on
+	// (the store filling); the command's stderr.
+	notices io.Writer
 }
 
 // openConversation joins the fleet (see [fleet.Options.ClientOnly]) or
@@ -35,7 +38,7 @@ func openConversation(ctx context.Context, env *environment, c *common, command,
 	if err != nil {
 		return nil, err
 	}
-	cv := &conversation{session: sessionKey, chat: strings.TrimPrefix(sessionKey, "cli:")}
+	cv := &conversation{session: sessionKey, chat: strings.TrimPrefix(sessionKey, "cli:"), notices: env.stderr}
 	opts := fleet.Options{
 		File: file, Getenv: env.getenv, DataDir: c.dataDir, Workspace: c.workspace,
 		Workers: 1, ClientOnly: file.NATS.URL != "",
@@ -124,11 +127,65 @@ func (cv *conversation) ask(ctx context.Context, text string, progress io.Writer
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	replies, err := cv.client.Ask(ctx, req)
+	storage := cv.storage()
+	if err := storage(); err != nil {
+		return nil, fmt.Errorf("the message was not sent: %w; free space there and send it again", err)
+	}
+	p, err := cv.client.Send(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	replies, err := cv.wait(ctx, p, storage)
 	if err != nil {
 		return nil, err
 	}
 	return fleet.Final(replies)
+}
+
+// storageCheck is how often a conversation with a fleet of its own looks
+// at its store while a turn runs.
+const storageCheck = time.Second
+
+// storage reports why the conversation's own fleet cannot store messages
+// now; always nil for a joined fleet, whose store is not here to see.
+func (cv *conversation) storage() func() error {
+	if cv.fleet == nil || cv.fleet.Storage == nil {
+		return func() error { return nil }
+	}
+	return cv.fleet.Storage.Err
+}
+
+// wait waits for p's turn. While the store is full the turn cannot commit
+// its answer; it finishes once space is freed, so the conversation keeps
+// waiting, and says so, instead of looking hung.
+func (cv *conversation) wait(ctx context.Context, p *fleet.Pending, storage func() error) ([]*nanofleetv1.OutboundMessage, error) {
+	type result struct {
+		replies []*nanofleetv1.OutboundMessage
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := p.Wait(ctx)
+		done <- result{r, err}
+	}()
+	tick := time.NewTicker(storageCheck)
+	defer tick.Stop()
+	full := false
+	for {
+		select {
+		case r := <-done:
+			return r.replies, r.err
+		case <-tick.C:
+			switch err := storage(); {
+			case err != nil && !full:
+				full = true
+				fmt.Fprintf(cv.notices, "nanofleet: %v: the answer cannot be stored until space is freed; the turn goes on then (Ctrl-C leaves; it resumes at the next start)\n", err)
+			case err == nil && full:
+				full = false
+				fmt.Fprintln(cv.notices, "nanofleet: the store has room again; the turn goes on")
+			}
+		}
+	}
 }
 
 func agentCmd(ctx context.Context, env *environment, args []string) error {

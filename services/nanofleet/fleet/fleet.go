@@ -133,6 +133,11 @@ func Start(ctx context.Context, o Options, opts ...Option) (*Fleet, error) {
 		}
 	}()
 	if err := f.connect(ctx, o); err != nil {
+		if full := f.storageErr(); full != nil {
+			// The server's own refusal ("insufficient storage
+			// resources") does not say which disk or what to do.
+			return nil, fmt.Errorf("%w; the store is in %s: free space on its disk and start again (%w)", full, f.Storage.Dir(), err)
+		}
 		return nil, err
 	}
 	if o.ClientOnly {
