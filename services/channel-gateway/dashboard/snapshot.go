@@ -15,6 +15,13 @@ import (
 // buildTimeout bounds one snapshot's requests.
 const buildTimeout = 5 * time.Second
 
+// statusTimeout is the part of buildTimeout the fleet's status may take
+// (more when discovery is told to wait longer).
+// A stream whose leader was killed answers nobody for seconds; given the
+// whole build time, its read left none for the history and dead-letter
+// reads after it, which then failed too.
+const statusTimeout = 2 * time.Second
+
 // usageTop is how many models, users and sessions the usage lists.
 const usageTop = 5
 
@@ -120,7 +127,9 @@ func (s *snapshotter) build(ctx context.Context) *Snapshot {
 	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
 	defer cancel()
 	space := s.bus.Space
-	st, err := fleetstatus.Get(ctx, s.bus, s.cfg.DiscoverWait)
+	sctx, scancel := context.WithTimeout(ctx, max(statusTimeout, s.cfg.DiscoverWait+time.Second))
+	st, err := fleetstatus.Get(sctx, s.bus, s.cfg.DiscoverWait)
+	scancel()
 	if err != nil {
 		snap.Problems = append(snap.Problems, err.Error())
 		st = &fleetstatus.Status{}

@@ -430,7 +430,9 @@ func (f *fleetProcs) kill(rng *rand.Rand, down time.Duration) string {
 type node struct {
 	name, conf string
 	port       int
-	proc       *fleettest.Proc
+	// monitor is the HTTP monitoring port (/jsz names the meta leader).
+	monitor int
+	proc    *fleettest.Proc
 }
 
 type natsCluster struct {
@@ -450,17 +452,18 @@ func startCluster(t *testing.T, bin, dir string, n int) *natsCluster {
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", cports[i])
 	}
 	for i := range n {
-		nd := &node{name: fmt.Sprint("n", i+1), port: bustest.FreePort(t)}
+		nd := &node{name: fmt.Sprint("n", i+1), port: bustest.FreePort(t), monitor: bustest.FreePort(t)}
 		nd.conf = filepath.Join(dir, nd.name+".conf")
 		conf := fmt.Sprintf(`server_name: %s
 listen: 127.0.0.1:%d
+http: 127.0.0.1:%d
 jetstream { store_dir: %q }
 cluster {
   name: chaos
   listen: 127.0.0.1:%d
   routes: [%s]
 }
-`, nd.name, nd.port, filepath.Join(dir, nd.name), cports[i], strings.Join(routes, ", "))
+`, nd.name, nd.port, nd.monitor, filepath.Join(dir, nd.name), cports[i], strings.Join(routes, ", "))
 		if err := os.WriteFile(nd.conf, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
