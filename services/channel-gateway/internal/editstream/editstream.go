@@ -52,6 +52,8 @@ type Streams struct {
 	mu    sync.Mutex
 	live  map[string]*stream
 	ended map[string]*stream // finished turns, to drop late deltas
+	// pruned is when prune last looked.
+	pruned time.Time
 }
 
 // forget is how long finished and idle streams are remembered; it is also

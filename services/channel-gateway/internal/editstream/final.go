@@ -23,11 +23,10 @@ func (s *Streams) end(msg *nanofleetv1.OutboundMessage) *stream {
 	if st == nil {
 		if s.ended[k] == nil {
 			// No delta seen: remember the turn so late ones are dropped.
-			st = &stream{done: make(chan struct{}), claimed: make(chan struct{}), settled: make(chan struct{}), seen: time.Now()}
-			close(st.done)
-			close(st.claimed)
-			close(st.settled)
-			s.ended[k] = st
+			// Every answer of the channel leaves one for ten minutes, so
+			// it is bare: Finish reads a stream without a first delta as
+			// none and waits on nothing of it.
+			s.ended[k] = &stream{seen: time.Now()}
 		}
 		s.mu.Unlock()
 		return nil
