@@ -143,7 +143,9 @@ func (s *Streams) Watch(ctx context.Context) (func(), error) {
 	// dispatches each callback subscription on a goroutine of its own, so
 	// a turn's late delta could be handled before its final answer and
 	// start a stream after the turn had ended.
-	msgs := make(chan *nats.Msg, 4096)
+	// nats.go drops what a full channel cannot take; the reader only
+	// takes locks held for map and buffer updates, never a platform call.
+	msgs := make(chan *nats.Msg, 16384)
 	live, err := s.bus.NC.ChanSubscribe(s.bus.Space.LiveChannel(s.cfg.Channel), msgs)
 	if err != nil {
 		return nil, fmt.Errorf("editstream: follow deltas: %w", err)
