@@ -2,8 +2,11 @@ package chaos_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus/fleetstatustest"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/dashboard"
 )
 
 // TestCheckpointMarkersExpireOnACluster: on a 3-node cluster with every
@@ -101,3 +105,119 @@ func TestStatusWithAStreamLeaderKilled(t *testing.T) {
 	}
 	t.Logf("%d streams read; unreadable: %+v", len(st.Streams), st.Unreadable)
 }
+
+// TestDashboardWithAStreamLeaderKilled: with the node leading the inbound
+// stream killed, the dashboard's snapshot names that stream as unreadable
+// and still reads the history, led by a node that is up (as is the
+// JetStream meta leader, which lists consumers). The status read was
+// given the whole snapshot's time, so the history read after it found
+// none left ("recent turns: context deadline exceeded").
+func TestDashboardWithAStreamLeaderKilled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cluster := startCluster(t, bustest.ServerBinary(t), t.TempDir(), 3)
+	all := cluster.connect(ctx, t)
+	in, hist := all.Space.InboundStream(), all.Space.HistoryStream()
+	meta, histLeader := cluster.metaLeader(ctx, t), cluster.leaderOf(ctx, t, all, hist)
+	killed := slices.IndexFunc(cluster.nodes, func(nd *node) bool { return nd.name != meta && nd.name != histLeader })
+	// The node to kill leads the inbound stream.
+	req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": cluster.nodes[killed].name}})
+	bustest.Eventually(t, 30*time.Second, func() error {
+		if cluster.leaderOf(ctx, t, all, in) == cluster.nodes[killed].name {
+			return nil
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer rcancel()
+		if _, err := all.NC.RequestWithContext(rctx, "$JS.API.STREAM.LEADER.STEPDOWN."+in, req); err != nil {
+			return fmt.Errorf("move the inbound stream's leader: %w", err)
+		}
+		return fmt.Errorf("%s not yet led by %s", in, cluster.nodes[killed].name)
+	})
+	if l := cluster.leaderOf(ctx, t, all, hist); l == cluster.nodes[killed].name {
+		t.Fatalf("the history moved to the node to kill, %s", l)
+	}
+	b, err := bus.Connect(ctx, bus.Config{URL: fmt.Sprintf("nats://127.0.0.1:%d", cluster.nodes[(killed+1)%3].port), Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{Bus: b, Gate: openGate{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A turn in the history, for the snapshot to read.
+	store, err := session.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Append(ctx, "cli:direct", &nanofleetv1.TurnRecord{TurnId: "in1", Messages: []*nanofleetv1.ChatMessage{{Role: "user", Content: "hello"}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	cluster.nodes[killed].proc.Kill()
+	snap, err := dash.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed %s (meta leader %s, history led by %s); problems: %q", cluster.nodes[killed].name, meta, histLeader, snap.Problems)
+	if !slices.ContainsFunc(snap.Problems, func(p string) bool { return strings.HasPrefix(p, "no answer from "+in) }) {
+		t.Errorf("problems do not name %s as unreadable", in)
+	}
+	for _, p := range snap.Problems {
+		if strings.HasPrefix(p, "no answer from "+hist) || strings.HasPrefix(p, "recent turns:") || strings.HasPrefix(p, "token usage:") {
+			t.Errorf("the history, led by a node that is up, was not read: %q", p)
+		}
+	}
+	if len(snap.Turns) != 1 {
+		t.Errorf("recent turns %+v, want the one in the history", snap.Turns)
+	}
+}
+
+// leaderOf names the node leading stream.
+func (c *natsCluster) leaderOf(ctx context.Context, t *testing.T, b *bus.Bus, stream string) string {
+	t.Helper()
+	s, err := b.JS.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CachedInfo().Cluster.Leader
+}
+
+// metaLeader names the JetStream meta leader, from the first node's
+// monitoring endpoint.
+func (c *natsCluster) metaLeader(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	var leader string
+	bustest.Eventually(t, 30*time.Second, func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/jsz", c.nodes[0].monitor), nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var jsz struct {
+			Meta struct {
+				Leader string `json:"leader"`
+			} `json:"meta_cluster"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&jsz); err != nil {
+			return err
+		}
+		if leader = jsz.Meta.Leader; leader == "" {
+			return fmt.Errorf("no meta leader yet")
+		}
+		return nil
+	})
+	return leader
+}
+
+// openGate lets everyone in; the test reads snapshots directly.
+type openGate struct{}
+
+func (openGate) Authorized(*http.Request) bool { return true }
+
+func (openGate) LogIn(http.ResponseWriter, *http.Request, string) bool { return true }

@@ -280,32 +280,21 @@ func TestOversizeRequests(t *testing.T) {
 // is freed the turn runs again and lands in the history.
 func TestTurnInFlightWhenTheStoreFills(t *testing.T) {
 	dataDir := storeguardtest.SmallFS(t, "64m")
-	asked, proceed := make(chan struct{}), make(chan struct{})
-	var once sync.Once
+	held := llmtest.Hold("in flight", llmtest.Text("late answer"), okScript)
 	llm := llmtest.NewServer(t)
-	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
-		if r.LastUserText() == "in flight" {
-			once.Do(func() { close(asked) })
-			select {
-			case <-proceed:
-			case <-time.After(30 * time.Second):
-			}
-			return llmtest.Text("late answer")
-		}
-		return llmtest.Text("ok: " + r.LastUserText())
-	})
+	llm.Handle(held.Script)
 	f := startAPIFleet(t, llm, dataDir, 4<<20)
 	replies := make(chan apiReply, 1)
 	go func() { replies <- f.post(t, "POST", "/chat/completions", chatBody(t, "carol", "in flight"), nil) }()
 	select {
-	case <-asked:
+	case <-held.Asked:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the turn never reached the model")
 	}
 	ballast := filepath.Join(dataDir, "ballast")
 	storeguardtest.Fill(t, ballast)
 	waitReady(t, f.Fleet, false, 5*time.Second)
-	close(proceed)
+	held.Release()
 	select {
 	case r := <-replies:
 		if _, code := apiErr(t, r); r.status != http.StatusInsufficientStorage || code != "storage_full" {
@@ -371,4 +360,9 @@ func TestObjectStoreIsBounded(t *testing.T) {
 	if s.TTL() != 7*24*time.Hour {
 		t.Errorf("objects kept %s, want 7 days", s.TTL())
 	}
+}
+
+// okScript answers "ok: <last user text>".
+func okScript(r *llmtest.RecordedRequest) llmtest.Reply {
+	return llmtest.Text("ok: " + r.LastUserText())
 }
