@@ -120,20 +120,25 @@ func TestDashboardWithAStreamLeaderKilled(t *testing.T) {
 	in, hist := all.Space.InboundStream(), all.Space.HistoryStream()
 	meta, histLeader := cluster.metaLeader(ctx, t), cluster.leaderOf(ctx, t, all, hist)
 	killed := slices.IndexFunc(cluster.nodes, func(nd *node) bool { return nd.name != meta && nd.name != histLeader })
-	// The node to kill leads the inbound stream.
-	req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": cluster.nodes[killed].name}})
-	bustest.Eventually(t, 30*time.Second, func() error {
-		if cluster.leaderOf(ctx, t, all, in) == cluster.nodes[killed].name {
-			return nil
+	// The node to kill leads the inbound stream: step its leader down
+	// towards it, one request at a time (each starts an election; sent
+	// while one runs, they kept the stream leaderless and its info
+	// unanswered), until it lands there.
+	want := cluster.nodes[killed].name
+	req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": want}})
+	stepDowns := 0
+	for ; cluster.leaderOf(ctx, t, all, in) != want; stepDowns++ {
+		if stepDowns == 5 {
+			t.Fatalf("%s not led by %s after %d step-downs", in, want, stepDowns)
 		}
 		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
-		defer rcancel()
-		if _, err := all.NC.RequestWithContext(rctx, "$JS.API.STREAM.LEADER.STEPDOWN."+in, req); err != nil {
-			return fmt.Errorf("move the inbound stream's leader: %w", err)
+		_, err := all.NC.RequestWithContext(rctx, "$JS.API.STREAM.LEADER.STEPDOWN."+in, req)
+		rcancel()
+		if err != nil {
+			t.Logf("step %s's leader down: %v", in, err)
 		}
-		return fmt.Errorf("%s not yet led by %s", in, cluster.nodes[killed].name)
-	})
-	if l := cluster.leaderOf(ctx, t, all, hist); l == cluster.nodes[killed].name {
+	}
+	if l := cluster.leaderOf(ctx, t, all, hist); l == want {
 		t.Fatalf("the history moved to the node to kill, %s", l)
 	}
 	b, err := bus.Connect(ctx, bus.Config{URL: fmt.Sprintf("nats://127.0.0.1:%d", cluster.nodes[(killed+1)%3].port), Name: t.Name()})
@@ -160,7 +165,7 @@ func TestDashboardWithAStreamLeaderKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("killed %s (meta leader %s, history led by %s); problems: %q", cluster.nodes[killed].name, meta, histLeader, snap.Problems)
+	t.Logf("killed %s (meta leader %s, history led by %s, %d step-downs); problems: %q", cluster.nodes[killed].name, meta, histLeader, stepDowns, snap.Problems)
 	if !slices.ContainsFunc(snap.Problems, func(p string) bool { return strings.HasPrefix(p, "no answer from "+in) }) {
 		t.Errorf("problems do not name %s as unreadable", in)
 	}
@@ -174,14 +179,25 @@ func TestDashboardWithAStreamLeaderKilled(t *testing.T) {
 	}
 }
 
-// leaderOf names the node leading stream.
+// leaderOf names the node leading stream, waiting while it has none (an
+// election after a step-down) and asking again where an answer does not
+// come.
 func (c *natsCluster) leaderOf(ctx context.Context, t *testing.T, b *bus.Bus, stream string) string {
 	t.Helper()
-	s, err := b.JS.Stream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.CachedInfo().Cluster.Leader
+	var leader string
+	bustest.Eventually(t, 30*time.Second, func() error {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		s, err := b.JS.Stream(sctx, stream)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", stream, err)
+		}
+		if leader = s.CachedInfo().Cluster.Leader; leader == "" {
+			return fmt.Errorf("stream %s has no leader yet", stream)
+		}
+		return nil
+	})
+	return leader
 }
 
 // metaLeader names the JetStream meta leader, from the first node's
