@@ -284,6 +284,10 @@ func TestLinkingIsReportedAndStoredInTheFleet(t *testing.T) {
 	stop()
 	next(status.Stopped)
 	h.gateway(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
+	// Connected first: the fake hands a message to whichever connection
+	// is active, and the stopped gateway's could still be (a stress run
+	// of two suites side by side saw nothing sent).
+	next(status.Connected)
 	h.fake.Emit(whatsapptest.DM("3EB0A", "15550001", "remember me?"))
 	if s := h.fake.Next(t, wait); s.Text() != "echo: remember me?" || s.Conn != 2 {
 		t.Errorf("after restart: %q from connection %d", s.Text(), s.Conn)

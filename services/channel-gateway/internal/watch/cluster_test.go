@@ -53,8 +53,11 @@ func TestWatcherKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 		t.Fatalf("publish the reply while node %d is down: %v", host, err)
 	}
 	// The watcher notices its consumer is gone by missed heartbeats
-	// (about 10 s) and makes it again.
-	if got := bustest.Receive(t, w.C, 40*time.Second); got.GetId() != "r1" {
+	// (about 10 s) and makes it again: nats.go tries each creation for up
+	// to 10 s and waits 1, 2, 4 s between, and a node that went down as
+	// the JetStream meta leader can cost a try or two (40 s was not
+	// enough twice, both on a loaded machine).
+	if got := bustest.Receive(t, w.C, 90*time.Second); got.GetId() != "r1" {
 		t.Errorf("watcher delivered %q, want r1", got.GetId())
 	}
 }
