@@ -577,13 +577,8 @@ func TestChatInterruptedAtThePrompt(t *testing.T) {
 		return nil
 	})
 	interrupt()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("chat interrupted at the prompt: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("chat did not end when interrupted at the prompt")
+	if err := bustest.Receive(t, done, time.Minute); err != nil {
+		t.Errorf("chat interrupted at the prompt: %v", err)
 	}
 }
 
@@ -651,13 +646,8 @@ func TestConversationSaysWhenTheStoreFills(t *testing.T) {
 		}
 	}
 	typed.Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("chat: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("chat did not end with its input")
+	if err := bustest.Receive(t, done, time.Minute); err != nil {
+		t.Fatalf("chat: %v", err)
 	}
 
 	// A fleet of its own cannot start on it: the server refuses to make
