@@ -26,10 +26,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
+
+// createWait bounds the tries to make a watcher's consumer: two whole
+// tries of [bus.CallTimeout] and part of a third.
+const createWait = 25 * time.Second
 
 // Watcher delivers one chat's replies and live messages on C.
 type Watcher struct {
@@ -97,24 +102,37 @@ func New(ctx context.Context, b *bus.Bus, channel, chatID string, opts ...Option
 	}
 	occ := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.Outbound(channel, chatID)},
-		// Run deletes it; this reaps one left by a crashed gateway.
+		// Run deletes it; this reaps one left by a crashed gateway, or
+		// by a creation whose answer was lost.
 		InactiveThreshold: 30 * time.Second,
 	}
-	if w.since.IsZero() {
-		occ, err = b.FromNow(ctx, b.Space.OutboundStream(), occ)
-	} else {
+	if !w.since.IsZero() {
 		occ.DeliverPolicy, occ.OptStartTime = jetstream.DeliverByStartTimePolicy, &w.since
 	}
-	if err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("watch %s:%s: %w", channel, chatID, err)
-	}
-	// Bounded: the caller's ctx is a whole turn's (the API waits 10
-	// minutes), and a request lost with a server that died is never
-	// answered.
-	cctx, ccancel := context.WithTimeout(ctx, bus.CallTimeout)
-	defer ccancel()
-	cons, err := b.JS.OrderedConsumer(cctx, b.Space.OutboundStream(), occ)
+	// Each try is bounded (the caller's ctx is a whole turn's: the API
+	// waits 10 minutes, and a request lost with a server that died is
+	// never answered), and a transient failure, such as a creation that
+	// timed out while the cluster elected a leader, is tried again for up
+	// to createWait.
+	rctx, rcancel := context.WithTimeout(ctx, createWait)
+	defer rcancel()
+	var cons jetstream.Consumer
+	err = bus.Retry(rctx, backoff.Backoff{}, func(ctx context.Context) error {
+		cfg := occ
+		if w.since.IsZero() {
+			var err error
+			if cfg, err = b.FromNow(ctx, b.Space.OutboundStream(), occ); err != nil {
+				return err
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+		defer cancel()
+		c, err := b.JS.OrderedConsumer(cctx, b.Space.OutboundStream(), cfg)
+		cons = c
+		return err
+	}, func(err error, wait time.Duration) {
+		w.log.Warn("watch: consumer not made, trying again", "chat", chatID, "err", err, "wait", wait)
+	})
 	if err != nil {
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("watch %s:%s: %w", channel, chatID, err)
