@@ -44,8 +44,10 @@ type Conn interface {
 // Handlers receive what a connection reports.
 type Handlers struct {
 	// Event receives whatsmeow's events (*events.Message among them) in
-	// order, one at a time.
-	Event func(evt any)
+	// order, one at a time. It returns false for a message it could not
+	// store: the message is then not acknowledged, and WhatsApp gives it
+	// again at the next connection.
+	Event func(evt any) (taken bool)
 	// QR receives each QR code to show while the device is being linked.
 	QR func(code string)
 	// Linked is called when the QR code was scanned and the device saved.
@@ -68,8 +70,16 @@ func whatsmeowDialer(log *slog.Logger, limit int64) Dialer {
 	return func(ctx context.Context, dev *store.Device, h Handlers) (Conn, error) {
 		cli := whatsmeow.NewClient(dev, logger{log})
 		cli.SetMediaHTTPClient(&http.Client{Transport: media.LimitBodies(http.DefaultTransport.(*http.Transport).Clone(), limit+encryptionOverhead)})
+		// A message is acknowledged only after the handler returns, and
+		// not when it returns false: WhatsApp then gives it again at the
+		// next connection, and whatsmeow replays it from the decrypted
+		// event buffer (kvstore keeps it), since the Signal session has
+		// moved past it. By default whatsmeow acknowledges on receipt,
+		// and a message the fleet could not store was lost.
+		cli.SynchronousAck = true
+		cli.EnableDecryptedEventBuffer = true
 		c := &client{cli: cli, done: make(chan struct{})}
-		cli.AddEventHandler(func(evt any) {
+		cli.AddEventHandlerWithSuccessStatus(func(evt any) bool {
 			switch e := evt.(type) {
 			case *events.LoggedOut:
 				c.end(ErrLoggedOut)
@@ -80,7 +90,7 @@ func whatsmeowDialer(log *slog.Logger, limit int64) Dialer {
 					h.Linked(e.ID)
 				}
 			}
-			h.Event(evt)
+			return h.Event(evt)
 		})
 		if cli.Store.ID == nil {
 			qrs, err := cli.GetQRChannel(ctx)

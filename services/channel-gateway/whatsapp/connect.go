@@ -48,11 +48,12 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 	// presence need.
 	ready := make(chan struct{})
 	conn, err := a.dial(ctx, dev, Handlers{
-		Event: func(evt any) {
+		Event: func(evt any) bool {
 			select {
 			case <-ready:
-				a.onEvent(ctx, in, evt)
+				return a.onEvent(ctx, in, evt)
 			case <-ctx.Done():
+				return false
 			}
 		},
 		QR: func(code string) {
@@ -131,14 +132,15 @@ func (a *Adapter) report(ctx context.Context, f func(*status.Record)) {
 	}
 }
 
-// onEvent handles one whatsmeow event.
-func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, evt any) {
+// onEvent handles one whatsmeow event; false: a message not stored.
+func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, evt any) bool {
 	switch e := evt.(type) {
 	case *events.Message:
-		a.onMessage(ctx, in, e)
+		return a.onMessage(ctx, in, e)
 	case *events.Connected:
 		a.log.Info("WhatsApp connected")
 	case *events.Disconnected:
 		a.log.Warn("WhatsApp disconnected; whatsmeow reconnects")
 	}
+	return true
 }

@@ -31,9 +31,12 @@
 // names (never from the URL the sender wrote into the message), read up
 // to the media limit whatever length the message announces, decrypted by
 // whatsmeow and copied into the object store.
-// WhatsApp does not send a message again, so publishing is retried a few
-// times before the message is given up with an error log. The message id
-// is the inbound id, so a message delivered twice is stored once.
+// A message is acknowledged to WhatsApp only once it is stored (or a
+// policy refused it): one the fleet could not store (publishing is tried
+// again for 20 s) is left unacknowledged, and WhatsApp gives it again at
+// the next connection, which whatsmeow replays from its decrypted event
+// buffer (kept in the bucket too). The message id is the inbound id, so
+// a message delivered twice is stored once.
 //
 // Replies are rendered WhatsApp's way (*bold*, _italic_, ~strike~,
 // ```mono```) and split on paragraph boundaries at [Limit]; in groups the

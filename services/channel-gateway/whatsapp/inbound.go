@@ -13,6 +13,8 @@ import (
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -25,6 +27,9 @@ import (
 // reply's quote preview.
 const quoteLen = 200
 
+// publishWait bounds the tries to store one inbound message.
+const publishWait = 20 * time.Second
+
 // attachment is a message's media to copy into the object store.
 type attachment struct {
 	msg        whatsmeow.DownloadableMessage
@@ -32,19 +37,21 @@ type attachment struct {
 	size       uint64
 }
 
-// onMessage applies the policies to one message and publishes it.
-func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Message) {
+// onMessage applies the policies to one message and publishes it. It
+// returns false when the message is neither stored nor refused by a
+// policy, so that WhatsApp gives it again.
+func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Message) bool {
 	info := e.Info
 	if e.Message == nil || info.ID == "" || info.Chat.IsEmpty() || info.Sender.IsEmpty() {
 		a.log.Warn("dropping malformed WhatsApp message event", "id", info.ID, "chat", info.Chat.String(), "sender", info.Sender.String())
-		return
+		return true
 	}
 	if info.IsFromMe || info.Chat.Server == types.BroadcastServer {
-		return // our own messages (echoed from other devices) and status updates
+		return true // our own messages (echoed from other devices) and status updates
 	}
 	text, ctxInfo, files := content(e.Message)
 	if info.IsGroup && !a.cfg.AdmitsGroup(a.mentioned(ctxInfo), info.Chat.String()) {
-		return
+		return true
 	}
 	sender := info.Sender.ToNonAD()
 	var aliases []string
@@ -55,12 +62,12 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Mes
 		ID: sender.User, Aliases: aliases, Name: info.PushName, ChatID: info.Chat.String(), DM: !info.IsGroup,
 	}, text)
 	if err != nil {
-		a.log.Error("access check failed; message dropped", "id", info.ID, "err", err)
-		return
+		a.log.Error("access check failed; WhatsApp gives the message again at the next connection", "id", info.ID, "err", err)
+		return false
 	}
 	if verdict != access.Allow {
 		a.log.Debug("message not admitted", "chat", info.Chat.String(), "sender", sender.User, "verdict", verdict)
-		return
+		return true
 	}
 	msg := &nanofleetv1.InboundMessage{
 		Id: info.ID, Channel: Channel, ChatId: info.Chat.String(), SenderId: sender.User, Content: text,
@@ -89,37 +96,31 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Mes
 		media.Attach(msg, f.name, ref, err)
 	}
 	if msg.Content == "" && len(msg.Media) == 0 {
-		return
+		return true
 	}
 	if err := a.publish(ctx, in, msg); err != nil {
-		a.log.Error("whatsapp message not stored", "id", info.ID, "err", err)
-		return
+		a.log.Error("whatsapp message not stored; WhatsApp gives it again at the next connection", "id", info.ID, "err", err)
+		return false
 	}
 	if c := a.current(); c != nil {
 		if err := c.Composing(ctx, info.Chat, true); err != nil {
 			a.log.Debug("composing presence", "err", err)
 		}
 	}
+	return true
 }
 
-// publish stores msg, retrying a few times: WhatsApp does not send a
-// message again, so a failure here would lose it.
+// publish stores msg, trying a transient failure again for up to
+// publishWait: a message not stored is given again only at the next
+// connection, which may be long in coming.
 func (a *Adapter) publish(ctx context.Context, in gateway.Inbox, msg *nanofleetv1.InboundMessage) error {
-	wait := 200 * time.Millisecond
-	var err error
-	for range 5 {
-		if err = in.Publish(ctx, msg); err == nil {
-			return nil
-		}
+	ctx, cancel := context.WithTimeout(ctx, publishWait)
+	defer cancel()
+	return bus.Retry(ctx, backoff.Backoff{Min: 200 * time.Millisecond, Max: 2 * time.Second}, func(ctx context.Context) error {
+		return in.Publish(ctx, msg)
+	}, func(err error, wait time.Duration) {
 		a.log.Warn("publish WhatsApp message, retrying", "id", msg.GetId(), "err", err, "in", wait)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
-	return err
+	})
 }
 
 // mentioned reports whether a group message addresses the account: a

@@ -352,6 +352,29 @@ func TestTakeoverLosesNothingAndAnswersOnce(t *testing.T) {
 	}
 }
 
+// TestMessageNotStoredIsGivenAgain: a message the connection's holder
+// cannot store (its NATS connection is gone) is not acknowledged, so
+// WhatsApp gives it again to the next connection, here the gateway that
+// takes the account over, which stores and answers it. Acknowledged on
+// receipt, as whatsmeow does by default, it was lost.
+func TestMessageNotStoredIsGivenAgain(t *testing.T) {
+	h := newHarness(t, workertest.Echo)
+	cfg := whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}
+	conn := h.srv.Connect(t, "", channels.Assets)
+	_, killA, _ := h.gatewayOn(t, conn, cfg)
+	h.fake.Scan(t, wait)
+	h.gateway(t, cfg)
+	leases := bustest.WatchLeases(t, h.bus, whatsapp.Channel+"-conn-")
+	conn.NC.Close() // the holder keeps WhatsApp but cannot store
+	h.fake.Emit(whatsapptest.DM("3EB0-N1", "15550001", "kept?"))
+	h.logs.WaitFor(t, "gives it again at the next connection", wait)
+	leases.TakeoverAfterExpiry(t, bustest.TestLayout().LeaseTTL, wait)
+	if s := h.fake.Next(t, wait); s.Text() != "echo: kept?" || s.Conn != 2 {
+		t.Errorf("after the takeover: %q from connection %d", s.Text(), s.Conn)
+	}
+	killA()
+}
+
 func TestDeliveryFromAGatewayWithoutTheConnection(t *testing.T) {
 	h := newHarness(t, workertest.Echo)
 	h.gateway(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})

@@ -4,9 +4,10 @@
 // wire, so the fake sits behind whatsapp.Conn and speaks whatsmeow's own
 // event and message types.
 //
-// Like WhatsApp, it keeps a message until a connected device has taken it:
-// an event whose handler was cut short by the connection ending is given
-// again to the next device that connects.
+// Like WhatsApp with whatsmeow's synchronous acknowledgements, it keeps a
+// message until a connected device has taken it: an event whose handler
+// returned false (not stored), or that a connection ended before its
+// handler could run, is given again to the next device that connects.
 package whatsapptest
 
 import (
@@ -64,6 +65,7 @@ type Server struct {
 	conns   int
 	active  *conn
 	pending []any
+	unacked []any // handled and refused: given at the next connection
 	files   map[string][]byte
 	fail    []error
 	linking *conn
@@ -82,6 +84,7 @@ func New() *Server {
 func (s *Server) Dial(ctx context.Context, dev *store.Device, h whatsapp.Handlers) (whatsapp.Conn, error) {
 	s.mu.Lock()
 	s.conns++
+	s.pending, s.unacked = append(s.unacked, s.pending...), nil
 	ctx, cancel := context.WithCancel(ctx)
 	c := &conn{s: s, n: s.conns, h: h, dev: dev, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	linking := dev.ID == nil
@@ -201,11 +204,11 @@ func (s *Server) take(c *conn) (any, bool) {
 	return evt, true
 }
 
-// giveBack puts an event whose handling was cut short first again.
-func (s *Server) giveBack(evt any) {
+// unack keeps an event its handler did not take for the next connection.
+func (s *Server) unack(evt any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pending = append([]any{evt}, s.pending...)
+	s.unacked = append(s.unacked, evt)
 }
 
 type conn struct {
@@ -249,10 +252,8 @@ func (c *conn) run() {
 			if !ok {
 				break
 			}
-			c.h.Event(evt)
-			if c.ctx.Err() != nil {
-				c.s.giveBack(evt)
-				return
+			if !c.h.Event(evt) {
+				c.s.unack(evt)
 			}
 		}
 	}
