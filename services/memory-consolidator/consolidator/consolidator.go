@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/llm"
@@ -178,7 +179,7 @@ func (c *Consolidator) handle(ctx context.Context, m jetstream.Msg, release func
 		return "retry"
 	default:
 		log.Warn("consolidation failed; will retry", "err", err, "delivery", meta.NumDelivered)
-		_ = m.NakWithDelay(backoff(meta.NumDelivered))
+		_ = m.NakWithDelay(retryDelay(meta.NumDelivered))
 		return "retry"
 	}
 }
@@ -225,12 +226,10 @@ func leaseKey(sessionKey string) string { return "memory.consolidate." + subject
 // it to writing it.
 func documentLeaseKey(scope memory.Scope) string { return "memory.document." + scope.Key() }
 
-func backoff(delivered uint64) time.Duration {
-	d := time.Second
-	for i := uint64(1); i < delivered && d < time.Minute; i++ {
-		d *= 2
-	}
-	return min(d, time.Minute)
+// retryDelay is the wait before delivery n+1 of a failed request: 1 s,
+// doubling up to a minute.
+func retryDelay(delivered uint64) time.Duration {
+	return backoff.Backoff{Min: time.Second, Max: time.Minute}.Delay(int(min(delivered, 64)) - 1)
 }
 
 // oneLine shortens an error for logs.
