@@ -156,7 +156,13 @@ func (l *Link) Open(c *websocket.Conn) (closed func()) {
 	}
 	l.conn = c
 	l.n++
-	close(l.connected)
+	// Still closed when the previous connection's handler has not
+	// returned yet: a client that reconnects at once comes before it.
+	select {
+	case <-l.connected:
+	default:
+		close(l.connected)
+	}
 	close(l.opened)
 	l.opened = make(chan struct{})
 	return func() {

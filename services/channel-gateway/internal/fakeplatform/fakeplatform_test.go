@@ -96,6 +96,69 @@ func TestLinkWritesOnTheOpenConnection(t *testing.T) {
 	}
 }
 
+// TestLinkReconnectBeforeTheOldHandlerEnds: a client that connects again
+// before the handler of its previous connection has returned (the server
+// has not read the close yet) gets the new connection counted and
+// waited-for. Open closed the already closed "connected" channel there,
+// so the new connection's handler panicked and WaitConnections timed out
+// (seen as "1 event connections within 10s, want 2" in a loaded run).
+func TestLinkReconnectBeforeTheOldHandlerEnds(t *testing.T) {
+	var link fakeplatform.Link
+	release, opened := make(chan struct{}), make(chan struct{}, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer link.Open(c)()
+		opened <- struct{}{}
+		<-release // the handlers return only when the test ends
+	}))
+	defer srv.Close()
+	defer link.Close()
+	defer close(release)
+	url := "ws" + strings.TrimPrefix(srv.URL, "http")
+	first, _, err := websocket.Dial(t.Context(), url, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer first.CloseNow()
+	select {
+	case <-opened:
+	case <-time.After(5 * time.Second):
+		t.Fatal("first connection: Open did not return")
+	}
+	// The second connection while the test waits for it.
+	type dialed struct {
+		c   *websocket.Conn
+		err error
+	}
+	second := make(chan dialed, 1)
+	go func() {
+		c, _, err := websocket.Dial(t.Context(), url, nil)
+		second <- dialed{c, err}
+	}()
+	link.WaitConnections(t, 2, 5*time.Second)
+	select {
+	case d := <-second:
+		if d.err != nil {
+			t.Fatalf("second dial: %v", d.err)
+		}
+		defer d.c.CloseNow()
+	case <-time.After(5 * time.Second):
+		t.Fatal("second dial did not return")
+	}
+	select {
+	case <-opened:
+	case <-time.After(5 * time.Second):
+		t.Fatal("second connection: Open did not return")
+	}
+	link.WaitConnected(t, time.Second)
+	if n := link.Connections(); n != 2 {
+		t.Errorf("Connections() = %d, want 2", n)
+	}
+}
+
 func TestFilesServeByName(t *testing.T) {
 	var files fakeplatform.Files
 	files.Add("a.txt", []byte("hello"))
