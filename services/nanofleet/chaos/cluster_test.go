@@ -60,13 +60,10 @@ func TestStatusWithAStreamLeaderKilled(t *testing.T) {
 	defer cancel()
 	cluster := startCluster(t, bustest.ServerBinary(t), t.TempDir(), 3)
 	all := cluster.connect(ctx, t)
-	in, err := all.JS.Stream(ctx, all.Space.InboundStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader := slices.IndexFunc(cluster.nodes, func(nd *node) bool { return nd.name == in.CachedInfo().Cluster.Leader })
+	name := cluster.leaderOf(ctx, t, all, all.Space.InboundStream())
+	leader := slices.IndexFunc(cluster.nodes, func(nd *node) bool { return nd.name == name })
 	if leader < 0 {
-		t.Fatalf("inbound stream led by %q, not a node of the cluster", in.CachedInfo().Cluster.Leader)
+		t.Fatalf("inbound stream led by %q, not a node of the cluster", name)
 	}
 	// The client talks to a node that stays up: a reconnect is another
 	// event.
