@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,25 +88,88 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	return c
 }
 
-// Start starts node i (again) on its store and ports.
+// Start starts node i (again) on its store and ports. A node whose
+// ports were taken meanwhile (FreePort only finds a port free at the
+// time; another process may bind it, or use it as a connection's local
+// port, before the node does) is started again on new ones, up to three
+// times: the other nodes find it through its own routes to them.
 func (c *Cluster) Start(i int) {
 	c.t.Helper()
 	nd := c.nodes[i]
 	if nd.srv != nil {
 		return
 	}
-	opts := *nd.opts
-	srv, err := server.NewServer(&opts)
-	if err != nil {
-		c.t.Fatalf("cluster node %d: %v", i, err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
+	for try := 1; ; try++ {
+		opts := *nd.opts
+		srv, err := server.NewServer(&opts)
+		if err != nil {
+			c.t.Fatalf("cluster node %d: %v", i, err)
+		}
+		errs := &serverErrors{}
+		srv.SetLoggerV2(errs, false, false, false)
+		go srv.Start()
+		if ready(srv, errs, 30*time.Second) {
+			nd.srv = srv
+			return
+		}
 		srv.Shutdown()
-		c.t.Fatalf("cluster node %d not ready for connections after 30s", i)
+		if !errs.listen() || try == 3 {
+			c.t.Fatalf("cluster node %d not ready for connections after 30s (try %d): %s", i, try, errs)
+		}
+		c.t.Logf("cluster node %d: %s; trying new ports", i, errs)
+		nd.opts.Port, nd.opts.Cluster.Port = FreePort(c.t), FreePort(c.t)
 	}
-	nd.srv = srv
 }
+
+// ready waits until srv takes connections, for at most d, and gives up
+// early when it could not listen.
+func ready(srv *server.Server, errs *serverErrors, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		if srv.ReadyForConnections(250 * time.Millisecond) {
+			return true
+		}
+		if errs.listen() {
+			return false
+		}
+	}
+	return false
+}
+
+// serverErrors keeps what a node logs as an error, for a start that
+// fails (the nodes log nothing else).
+type serverErrors struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (e *serverErrors) add(format string, v ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.msgs = append(e.msgs, fmt.Sprintf(format, v...))
+}
+
+// listen reports whether the node could not listen on a port.
+func (e *serverErrors) listen() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.ContainsFunc(e.msgs, func(m string) bool { return strings.Contains(m, "Error listening on") })
+}
+
+func (e *serverErrors) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.msgs) == 0 {
+		return "no error logged"
+	}
+	return strings.Join(e.msgs, "; ")
+}
+
+func (e *serverErrors) Noticef(string, ...any)         {}
+func (e *serverErrors) Warnf(string, ...any)           {}
+func (e *serverErrors) Debugf(string, ...any)          {}
+func (e *serverErrors) Tracef(string, ...any)          {}
+func (e *serverErrors) Errorf(format string, v ...any) { e.add(format, v...) }
+func (e *serverErrors) Fatalf(format string, v ...any) { e.add(format, v...) }
 
 // Stop shuts node i down and waits until it is down.
 func (c *Cluster) Stop(i int) {
