@@ -250,14 +250,15 @@ func (g *Gateway) Run(ctx context.Context) error {
 		// Live messages are followed before the adapter takes its first
 		// event: progress of a turn that event starts must not be
 		// published to nobody.
+		d := &deliverer{g: g, a: a, cons: cons, delivered: delivered, log: g.log.With("channel", a.Channel())}
 		if la, ok := a.(LiveAdapter); ok {
-			unsubscribe, err := g.followLive(ctx, a.Channel(), la)
+			q, unsubscribe, err := g.followLive(ctx, a.Channel(), la)
 			if err != nil {
 				return err
 			}
 			defer unsubscribe()
+			d.live = q
 		}
-		d := &deliverer{g: g, a: a, cons: cons, delivered: delivered, log: g.log.With("channel", a.Channel())}
 		eg.Go(func() error { return d.run(ctx) })
 		eg.Go(func() error {
 			if err := a.Run(ctx, g.refusing(a)); err != nil && ctx.Err() == nil {
@@ -309,6 +310,7 @@ type deliverer struct {
 	a         Adapter
 	cons      jetstream.Consumer
 	delivered jetstream.KeyValue
+	live      *liveQueue // nil for an adapter without live messages
 	log       *slog.Logger
 }
 
@@ -337,6 +339,9 @@ func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	callCtx, cancel := context.WithTimeout(ctx, d.g.cfg.AckWait)
+	if d.live != nil && out.GetLastOfTurn() {
+		d.live.end(callCtx, out)
+	}
 	err = d.a.Deliver(callCtx, out)
 	cancel()
 	if err == nil {
