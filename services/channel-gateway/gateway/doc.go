@@ -12,5 +12,8 @@
 // redelivered after a lost ack is not sent twice.
 //
 // Progress, tool hints and streaming deltas arrive on core NATS and are
-// handed to adapters that implement [LiveAdapter]; they are best effort.
+// handed to adapters that implement [LiveAdapter]; they are best effort,
+// and none of a turn is handed on after the turn's last reply: that reply
+// waits (at most 5 s) for the turn's live delivery under way, and the
+// turn's live messages waiting or arriving later are dropped.
 package gateway
