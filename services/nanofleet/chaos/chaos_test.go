@@ -505,10 +505,19 @@ func (c *natsCluster) connect(ctx context.Context, t *testing.T) *bus.Bus {
 			return b
 		}
 		if ctx.Err() != nil {
+			for _, nd := range c.nodes {
+				t.Logf("%s's log, last lines:\n%s", nd.name, lastLines(nd.proc.Output(), 30))
+			}
 			t.Fatalf("provision on the cluster: %v", err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // restart SIGKILLs node i, keeps it down for down and starts it again on
