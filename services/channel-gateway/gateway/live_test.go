@@ -57,9 +57,9 @@ func TestLiveFollowedBeforeTheAdapterRuns(t *testing.T) {
 	}
 }
 
-// held is a live adapter whose deliveries to chat "slow" wait until
+// held is a live adapter whose live deliveries to chat "slow" wait until
 // release is closed (a platform call that hangs), and that reports each
-// delivery as "chat:content" once made.
+// delivery once made, as "chat:content" (live) or "reply chat:content".
 type held struct {
 	started   chan struct{}
 	release   chan struct{}
@@ -74,7 +74,10 @@ func (h *held) Run(ctx context.Context, _ gateway.Inbox) error {
 	return nil
 }
 
-func (h *held) Deliver(context.Context, *nanofleetv1.OutboundMessage) error { return nil }
+func (h *held) Deliver(_ context.Context, out *nanofleetv1.OutboundMessage) error {
+	h.delivered <- "reply " + out.GetChatId() + ":" + out.GetContent()
+	return nil
+}
 
 func (h *held) DeliverLive(ctx context.Context, out *nanofleetv1.OutboundMessage) error {
 	if out.GetChatId() == "slow" {
@@ -165,87 +168,46 @@ func TestLiveDeltasWaitingCoalesce(t *testing.T) {
 	}
 }
 
-// ordered is a live adapter that reports every delivery, live or not, on
-// one channel in the order made; the live delivery "hint 1" waits until
-// release is closed.
-type ordered struct {
-	started   chan struct{}
-	release   chan struct{}
-	delivered chan string
-}
-
-func (o *ordered) Channel() string { return "ordered" }
-
-func (o *ordered) Run(ctx context.Context, _ gateway.Inbox) error {
-	close(o.started)
-	<-ctx.Done()
-	return nil
-}
-
-func (o *ordered) Deliver(_ context.Context, out *nanofleetv1.OutboundMessage) error {
-	o.delivered <- "reply:" + out.GetContent()
-	return nil
-}
-
-func (o *ordered) DeliverLive(ctx context.Context, out *nanofleetv1.OutboundMessage) error {
-	if out.GetContent() == "hint 1" {
-		select {
-		case <-o.release:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	o.delivered <- "live:" + out.GetContent()
-	return nil
-}
-
 // TestToolHintsNeverFollowTheirAnswer: a turn's last reply waits for the
 // turn's tool hint under way on the platform, and the turn's hints that
 // wait behind it or come later are dropped. The live messages and the
 // replies went their own ways, so a hint could be shown after the answer.
 func TestToolHintsNeverFollowTheirAnswer(t *testing.T) {
 	b := bustest.StartJetStream(t, gateway.Assets)
-	o := &ordered{started: make(chan struct{}), release: make(chan struct{}), delivered: make(chan string, 16)}
-	runGatewayOn(t, b, o)
-	bustest.Receive(t, o.started, 10*time.Second)
-	send := func(out *nanofleetv1.OutboundMessage) {
+	h := &held{started: make(chan struct{}), release: make(chan struct{}), delivered: make(chan string, 16)}
+	runGatewayOn(t, b, h)
+	bustest.Receive(t, h.started, 10*time.Second)
+	hint := func(turn, text string) {
 		t.Helper()
-		out.Channel, out.ChatId = "ordered", "c1"
-		data, _ := proto.Marshal(out)
-		if out.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
-			if _, err := b.JS.Publish(t.Context(), b.Space.Outbound("ordered", "c1"), data); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		if err := b.NC.Publish(b.Space.Live("ordered", "c1"), data); err != nil {
+		data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Channel: "held", ChatId: "slow", TurnId: turn, Content: text, Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT})
+		if err := b.NC.Publish(b.Space.Live("held", "slow"), data); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.NC.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	hint := func(turn, text string) *nanofleetv1.OutboundMessage {
-		return &nanofleetv1.OutboundMessage{TurnId: turn, Content: text, Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT}
+	hint("t1", "hint 1") // hangs on the platform until release
+	hint("t1", "hint 2")
+	data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "held", ChatId: "slow", TurnId: "t1", Content: "answer", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, LastOfTurn: true})
+	if _, err := b.JS.Publish(t.Context(), b.Space.Outbound("held", "slow"), data); err != nil {
+		t.Fatal(err)
 	}
-	send(hint("t1", "hint 1"))
-	send(hint("t1", "hint 2"))
-	send(&nanofleetv1.OutboundMessage{Id: "r1", TurnId: "t1", Content: "answer", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, LastOfTurn: true})
 	// The answer waits (up to 5 s) while hint 1 is on its way.
 	select {
-	case got := <-o.delivered:
+	case got := <-h.delivered:
 		t.Fatalf("delivered %q while the turn's hint was under way", got)
 	case <-time.After(time.Second):
 	}
-	close(o.release)
-	for _, want := range []string{"live:hint 1", "reply:answer"} {
-		if got := bustest.Receive(t, o.delivered, 10*time.Second); got != want {
+	close(h.release)
+	for _, want := range []string{"slow:hint 1", "reply slow:answer"} {
+		if got := bustest.Receive(t, h.delivered, 10*time.Second); got != want {
 			t.Fatalf("delivered %q, want %q", got, want)
 		}
 	}
-	send(hint("t1", "hint 3"))
-	send(hint("t2", "next turn"))
-	if got := bustest.Receive(t, o.delivered, 10*time.Second); got != "live:next turn" {
+	hint("t1", "hint 3")
+	hint("t2", "next turn")
+	if got := bustest.Receive(t, h.delivered, 10*time.Second); got != "slow:next turn" {
 		t.Errorf("delivered %q, want the next turn's hint (the ended turn's dropped)", got)
 	}
 }
