@@ -130,16 +130,9 @@ func StartEmbedded(cfg EmbeddedConfig, opts ...EmbeddedOption) (*Embedded, error
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
-	log := o.log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	fatal := make(chan string, 1)
-	srv.SetLoggerV2(&serverLogger{log: log.With("component", "nats-server"), fatal: fatal}, false, false, false)
-	go srv.Start()
-	if err := awaitReady(srv, fatal, 30*time.Second); err != nil {
+	if err := RunServer(srv, o.log, 30*time.Second); err != nil {
 		srv.Shutdown()
-		return nil, err
+		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	js := srv.JetStreamConfig()
 	if js == nil {
@@ -217,20 +210,26 @@ func (e *Embedded) Shutdown() {
 	e.srv.WaitForShutdown()
 }
 
-// awaitReady waits until srv accepts connections, or until it reports an
-// error it cannot start after (a port taken since the check, a store it
-// cannot open), which it only logs: without this the wait would run out
-// its whole timeout and then say nothing of why.
-func awaitReady(srv *server.Server, fatal <-chan string, timeout time.Duration) error {
+// RunServer starts srv, its log going to log (nil discards it), and
+// waits up to timeout until it takes connections. A fatal error the
+// server logs, such as a port it cannot listen on, ends the wait at once
+// and is returned; the caller shuts srv down after an error.
+func RunServer(srv *server.Server, log *slog.Logger, timeout time.Duration) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	fatal := make(chan string, 1)
+	srv.SetLoggerV2(&serverLogger{log: log.With("component", "nats-server"), fatal: fatal}, false, false, false)
+	go srv.Start()
 	deadline := time.Now().Add(timeout)
 	for !srv.ReadyForConnections(50 * time.Millisecond) {
 		select {
 		case msg := <-fatal:
-			return fmt.Errorf("embedded nats: %s", msg)
+			return errors.New(msg)
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("embedded nats: not ready for connections after %s", timeout)
+			return fmt.Errorf("not ready for connections after %s", timeout)
 		}
 	}
 	return nil

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -105,71 +103,19 @@ func (c *Cluster) Start(i int) {
 		if err != nil {
 			c.t.Fatalf("cluster node %d: %v", i, err)
 		}
-		errs := &serverErrors{}
-		srv.SetLoggerV2(errs, false, false, false)
-		go srv.Start()
-		if ready(srv, errs, 30*time.Second) {
+		err = bus.RunServer(srv, nil, 30*time.Second)
+		if err == nil {
 			nd.srv = srv
 			return
 		}
 		srv.Shutdown()
-		if !errs.listen() || try == 3 {
-			c.t.Fatalf("cluster node %d not ready for connections after 30s (try %d): %s", i, try, errs)
+		if !strings.Contains(err.Error(), "Error listening on") || try == 3 {
+			c.t.Fatalf("cluster node %d (try %d): %v", i, try, err)
 		}
-		c.t.Logf("cluster node %d: %s; trying new ports", i, errs)
+		c.t.Logf("cluster node %d: %v; trying new ports", i, err)
 		nd.opts.Port, nd.opts.Cluster.Port = FreePort(c.t), FreePort(c.t)
 	}
 }
-
-// ready waits until srv takes connections, for at most d, and gives up
-// early when it could not listen.
-func ready(srv *server.Server, errs *serverErrors, d time.Duration) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		if srv.ReadyForConnections(250 * time.Millisecond) {
-			return true
-		}
-		if errs.listen() {
-			return false
-		}
-	}
-	return false
-}
-
-// serverErrors keeps what a node logs as an error, for a start that
-// fails (the nodes log nothing else).
-type serverErrors struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (e *serverErrors) add(format string, v ...any) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.msgs = append(e.msgs, fmt.Sprintf(format, v...))
-}
-
-// listen reports whether the node could not listen on a port.
-func (e *serverErrors) listen() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.ContainsFunc(e.msgs, func(m string) bool { return strings.Contains(m, "Error listening on") })
-}
-
-func (e *serverErrors) String() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.msgs) == 0 {
-		return "no error logged"
-	}
-	return strings.Join(e.msgs, "; ")
-}
-
-func (e *serverErrors) Noticef(string, ...any)         {}
-func (e *serverErrors) Warnf(string, ...any)           {}
-func (e *serverErrors) Debugf(string, ...any)          {}
-func (e *serverErrors) Tracef(string, ...any)          {}
-func (e *serverErrors) Errorf(format string, v ...any) { e.add(format, v...) }
-func (e *serverErrors) Fatalf(format string, v ...any) { e.add(format, v...) }
 
 // Stop shuts node i down and waits until it is down.
 func (c *Cluster) Stop(i int) {

@@ -10,7 +10,7 @@ import (
 // TestClusterNodeStartsOnNewPortsWhenItsOwnAreTaken: a node whose client
 // port was taken after it was chosen (by another process, or as the local
 // port of a connection) starts on new ports and joins the cluster; it
-// waited 30 s and failed the test, "not ready for connections".
+// waited 30 s and failed the test, "not ready for connections", without a reason.
 func TestClusterNodeStartsOnNewPortsWhenItsOwnAreTaken(t *testing.T) {
 	c := NewCluster(t, 3, 1, 2)
 	taken, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.nodes[0].opts.Port))
