@@ -613,11 +613,7 @@ func TestConversationSaysWhenTheStoreFills(t *testing.T) {
 		})
 	}
 	fmt.Fprintln(typed, "in flight")
-	select {
-	case <-held.Asked:
-	case <-time.After(time.Minute):
-		t.Fatal("the turn never reached the model")
-	}
+	bustest.Receive(t, held.Asked, time.Minute) // the turn reached the model
 	ballast := filepath.Join(dataDir, "ballast")
 	storeguardtest.Fill(t, ballast)
 	shows(errOut, "storage full")

@@ -286,11 +286,7 @@ func TestTurnInFlightWhenTheStoreFills(t *testing.T) {
 	f := startAPIFleet(t, llm, dataDir, 4<<20)
 	replies := make(chan apiReply, 1)
 	go func() { replies <- f.post(t, "POST", "/chat/completions", chatBody(t, "carol", "in flight"), nil) }()
-	select {
-	case <-held.Asked:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the turn never reached the model")
-	}
+	bustest.Receive(t, held.Asked, 30*time.Second) // the turn reached the model
 	ballast := filepath.Join(dataDir, "ballast")
 	storeguardtest.Fill(t, ballast)
 	waitReady(t, f.Fleet, false, 5*time.Second)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/fakeplatform"
 )
 
@@ -123,11 +124,7 @@ func TestLinkReconnectBeforeTheOldHandlerEnds(t *testing.T) {
 		t.Fatalf("dial: %v", err)
 	}
 	defer first.CloseNow()
-	select {
-	case <-opened:
-	case <-time.After(5 * time.Second):
-		t.Fatal("first connection: Open did not return")
-	}
+	bustest.Receive(t, opened, 5*time.Second) // the first connection is open
 	// The second connection while the test waits for it.
 	type dialed struct {
 		c   *websocket.Conn
@@ -139,20 +136,12 @@ func TestLinkReconnectBeforeTheOldHandlerEnds(t *testing.T) {
 		second <- dialed{c, err}
 	}()
 	link.WaitConnections(t, 2, 5*time.Second)
-	select {
-	case d := <-second:
-		if d.err != nil {
-			t.Fatalf("second dial: %v", d.err)
-		}
-		defer d.c.CloseNow()
-	case <-time.After(5 * time.Second):
-		t.Fatal("second dial did not return")
+	d := bustest.Receive(t, second, 5*time.Second)
+	if d.err != nil {
+		t.Fatalf("second dial: %v", d.err)
 	}
-	select {
-	case <-opened:
-	case <-time.After(5 * time.Second):
-		t.Fatal("second connection: Open did not return")
-	}
+	defer d.c.CloseNow()
+	bustest.Receive(t, opened, 5*time.Second) // Open returned for the second
 	link.WaitConnected(t, time.Second)
 	if n := link.Connections(); n != 2 {
 		t.Errorf("Connections() = %d, want 2", n)
