@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -34,6 +35,9 @@ const Bucket = "whatsapp"
 func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
 	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
 		Bucket: sp.Bucket(Bucket), Description: "linked WhatsApp devices (keys and Signal sessions)", History: 1,
+		// Deleted keys' markers expire (kvstore.WithMarkerTTL): every
+		// message leaves a decrypted-event key, deleted after 14 days.
+		LimitMarkerTTL: time.Minute,
 	}}}
 }
 
@@ -93,7 +97,11 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
-	if a.devices, err = kvstore.New(kv, cfg.account(), logger{a.log.With("component", "whatsmeow-store")}); err != nil {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("whatsapp: bucket status: %w", err)
+	}
+	if a.devices, err = kvstore.New(kv, cfg.account(), logger{a.log.With("component", "whatsmeow-store")}, kvstore.WithMarkerTTL(st.LimitMarkerTTL())); err != nil {
 		return nil, err
 	}
 	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {

@@ -36,20 +36,36 @@ type Container struct {
 	kv      jetstream.KeyValue
 	account string
 	log     waLog.Logger
+	// markerTTL is how long a deleted key's marker stays (0: for good).
+	markerTTL time.Duration
 }
+
+// Option changes a Container.
+type Option func(*Container)
+
+// WithMarkerTTL makes a deleted key's marker expire after d, for a
+// bucket with per-message TTLs (its LimitMarkerTTL): every message
+// received leaves a key in the decrypted event buffer, deleted 14 days
+// later, and markers kept for good would grow the bucket with every
+// message ever received.
+func WithMarkerTTL(d time.Duration) Option { return func(c *Container) { c.markerTTL = d } }
 
 var _ store.DeviceContainer = (*Container)(nil)
 
 // New returns the container for account (letters, digits, '-' and '_')
 // in kv.
-func New(kv jetstream.KeyValue, account string, log waLog.Logger) (*Container, error) {
+func New(kv jetstream.KeyValue, account string, log waLog.Logger, opts ...Option) (*Container, error) {
 	if !accountRE.MatchString(account) || account == lidPrefix {
 		return nil, fmt.Errorf("kvstore: account %q: only letters, digits, '-' and '_', and not %q (the shared LID map)", account, lidPrefix)
 	}
 	if log == nil {
 		log = waLog.Noop
 	}
-	return &Container{kv: kv, account: account, log: log}, nil
+	c := &Container{kv: kv, account: account, log: log}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 // device is the stored form of a [store.Device]'s own fields.
@@ -274,7 +290,11 @@ func (c *Container) getRaw(ctx context.Context, key string) ([]byte, bool, error
 }
 
 func (c *Container) del(ctx context.Context, key string) error {
-	if err := c.kv.Purge(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	var opts []jetstream.KVDeleteOpt
+	if c.markerTTL > 0 {
+		opts = append(opts, jetstream.PurgeTTL(c.markerTTL))
+	}
+	if err := c.kv.Purge(ctx, key, opts...); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("kvstore: delete %s: %w", key, err)
 	}
 	return nil

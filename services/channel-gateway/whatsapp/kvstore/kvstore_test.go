@@ -477,3 +477,31 @@ func TestAccountNames(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletedKeysLeaveNoMarker: with the bucket's marker TTL, a deleted
+// key (every decrypted-event buffer entry is one, 14 days after its
+// message) leaves nothing once its marker expires; a marker kept for
+// good grew the bucket with every message ever received.
+func TestDeletedKeysLeaveNoMarker(t *testing.T) {
+	srv := bustest.StartServer(t)
+	b := srv.Connect(t, "nf")
+	kv, err := b.JS.CreateOrUpdateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: b.Space.Bucket("whatsapp"), History: 1, LimitMarkerTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kvstore.New(kv, "acct", nil, kvstore.WithMarkerTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := storeOf(t, c)
+	must(t, d.Sessions.PutSession(t.Context(), "15550001:1", []byte("s1")))
+	must(t, d.Sessions.DeleteSession(t.Context(), "15550001:1"))
+	if ok, err := d.Sessions.HasSession(t.Context(), "15550001:1"); err != nil || ok {
+		t.Fatalf("deleted session still there: %v, %v", ok, err)
+	}
+	stream, err := b.JS.Stream(t.Context(), "KV_"+b.Space.Bucket("whatsapp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bustest.WaitSubjects(t, stream, 0, 30*time.Second)
+}
