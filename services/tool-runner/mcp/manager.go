@@ -148,7 +148,7 @@ func New(o Options, opts ...Option) (*Manager, error) {
 		if c.Transport() == TransportStdio && m.dataDir == "" {
 			return nil, fmt.Errorf("mcp: Options.DataDir is required for stdio servers")
 		}
-		if err := checkSandboxFit(name, c, o.Sandbox, globalNodeModules); err != nil {
+		if err := checkSandboxFit(name, c, o.Sandbox, globalNodeModules, m.home(name)); err != nil {
 			return nil, err
 		}
 		s, err := newServer(m, name, c)

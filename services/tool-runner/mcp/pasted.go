@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
@@ -23,13 +24,18 @@ var globalNodeModules = []string{"/usr/lib/node_modules", "/usr/local/lib/node_m
 
 // checkSandboxFit returns an error naming the server's key when the
 // server, as configured, cannot start in sandbox: a package runner (npx,
-// uvx, …) that downloads the server at each start without network.
-func checkSandboxFit(name string, c ServerConfig, sb sandbox.Config, nodeModules []string) error {
-	if c.Transport() != TransportStdio || c.Network || sb.Sandbox == sandbox.ModeNone {
+// uvx, …) that downloads the server at each start without network, or an
+// argument naming a host path the sandbox does not show the server (home
+// is its private directory).
+func checkSandboxFit(name string, c ServerConfig, sb sandbox.Config, nodeModules []string, home string) error {
+	if c.Transport() != TransportStdio || sb.Sandbox == sandbox.ModeNone {
 		return nil
 	}
+	if err := checkHostPaths(name, c, home); err != nil {
+		return err
+	}
 	runner, pkg, rest := packageRunner(c)
-	if runner == "" {
+	if runner == "" || c.Network {
 		return nil
 	}
 	fix := `grant "network": true to let it download`
@@ -45,6 +51,36 @@ func checkSandboxFit(name string, c ServerConfig, sb sandbox.Config, nodeModules
 	}
 	return config.Invalid("tools.mcpServers."+name, "%q downloads the server at every start, but the sandbox has no network: %s",
 		strings.Join(append([]string{filepath.Base(c.Command)}, c.Args...), " "), fix)
+}
+
+// checkHostPaths refuses an argument that names an existing host path
+// outside what the server's sandbox binds, as Claude Desktop's
+// filesystem server block does ("args": [..., "/Users/me/Desktop"]):
+// the server would start, find nothing there and exit, again and again.
+// Arguments that name no existing host path are the server's business.
+func checkHostPaths(name string, c ServerConfig, home string) error {
+	shows := func(p string) bool {
+		if sandbox.SystemShows(p, c.Network) || sandbox.Within(p, home) || (c.Cwd != "" && sandbox.Within(p, filepath.Clean(c.Cwd))) {
+			return true
+		}
+		return slices.ContainsFunc(c.ReadOnlyPaths, func(ro string) bool { return sandbox.Within(p, filepath.Clean(ro)) })
+	}
+	for i, a := range c.Args {
+		// "--root=/srv/data" names a path as much as "/srv/data" does.
+		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "-") {
+			a = v
+		}
+		if !filepath.IsAbs(a) {
+			continue
+		}
+		p := filepath.Clean(a)
+		if _, err := os.Stat(p); err != nil || shows(p) {
+			continue
+		}
+		return config.Invalid(fmt.Sprintf("tools.mcpServers.%s.args[%d]", name, i),
+			"%q is a host path the server cannot see in its sandbox (which shows it a read-only system, its private directory and its cwd): list it in \"readOnlyPaths\" to let it read there, or set \"cwd\": %q and pass \".\" to let it write there", a, p)
+	}
+	return nil
 }
 
 // packageRunner recognises a command that fetches its package when run:

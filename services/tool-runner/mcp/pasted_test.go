@@ -23,6 +23,9 @@ func TestPastedConfigFitsTheSandbox(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pkgDir, "package.json"), []byte(`{"bin":{"mcp-server-memory":"dist/index.js"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A host directory the sandbox does not show (t.TempDir is not
+	// /usr, the server's home or the sandbox's own /tmp).
+	hostDir, home := t.TempDir(), t.TempDir()
 	bwrap, none := sandbox.DefaultConfig(), sandbox.DefaultConfig()
 	bwrap.Sandbox, none.Sandbox = sandbox.ModeBwrap, sandbox.ModeNone
 	tests := []struct {
@@ -42,10 +45,22 @@ func TestPastedConfigFitsTheSandbox(t *testing.T) {
 		{"npx unsandboxed", ServerConfig{Command: "npx", Args: []string{"-y", "x"}}, none, nil},
 		{"installed command", ServerConfig{Command: "mcp-server-memory"}, bwrap, nil},
 		{"remote", ServerConfig{URL: "https://mcp.example.com/mcp"}, bwrap, nil},
+		{"host directory argument", ServerConfig{Command: "mcp-server-filesystem", Args: []string{hostDir}}, bwrap,
+			[]string{"tools.mcpServers.memory.args[0]", hostDir, `"readOnlyPaths"`, `"cwd": "` + hostDir + `"`}},
+		{"host directory as an option's value", ServerConfig{Command: "srv", Args: []string{"--verbose", "--root=" + hostDir}}, bwrap,
+			[]string{"tools.mcpServers.memory.args[1]", hostDir}},
+		{"npx and a host directory, with network", ServerConfig{Command: "npx", Args: []string{"-y", "x", hostDir}, Network: true}, bwrap,
+			[]string{"args[2]", hostDir}},
+		{"host directory bound read-only", ServerConfig{Command: "mcp-server-filesystem", Args: []string{hostDir + "/"}, ReadOnlyPaths: []string{hostDir}}, bwrap, nil},
+		{"host directory as cwd", ServerConfig{Command: "mcp-server-filesystem", Args: []string{hostDir}, Cwd: hostDir}, bwrap, nil},
+		{"the server's own directory", ServerConfig{Command: "mcp-server-filesystem", Args: []string{home}}, bwrap, nil},
+		{"a system path", ServerConfig{Command: "node", Args: []string{"/usr/lib/node_modules/x/dist/index.js", "/usr"}}, bwrap, nil},
+		{"a path that does not exist on the host", ServerConfig{Command: "srv", Args: []string{filepath.Join(hostDir, "absent")}}, bwrap, nil},
+		{"host directory unsandboxed", ServerConfig{Command: "mcp-server-filesystem", Args: []string{hostDir}}, none, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkSandboxFit("memory", tt.c, tt.sb, []string{modules})
+			err := checkSandboxFit("memory", tt.c, tt.sb, []string{modules}, home)
 			if len(tt.wantErr) == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -32,6 +32,25 @@ func ProbeBwrap(ctx context.Context, path string) BwrapFeatures {
 	}
 }
 
+// SystemShows reports whether the binds of [BwrapFeatures.SystemArgs]
+// show a sandboxed process the host path p (absolute and clean): /usr, the
+// system directories, the /etc files bound (the network ones only with
+// network), and the sandbox's own /proc and /dev. The host's /tmp is not
+// among them: the sandbox has a tmpfs there.
+func SystemShows(p string, network bool) bool {
+	shown := append([]string{"/usr", "/proc", "/dev"}, systemDirs...)
+	shown = append(shown, etcFiles...)
+	if network {
+		shown = append(shown, etcNetworkFiles...)
+	}
+	return slices.ContainsFunc(shown, func(root string) bool { return Within(p, root) })
+}
+
+// Within reports whether the clean path p is root or beneath it.
+func Within(p, root string) bool {
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+}
+
 // SystemArgs start the bubblewrap command line of every sandboxed process
 // of the tool runner: its own user ([UID], [GID]), PID, IPC and UTS
 // namespaces, no capabilities, no network unless network; /usr, the

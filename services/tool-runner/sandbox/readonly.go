@@ -40,7 +40,7 @@ func (w *Workspace) checkWritable(p, rel string) error {
 func (w *Workspace) refuseReadOnly(p string, cands ...string) error {
 	for _, cand := range cands {
 		for _, ro := range w.readOnly {
-			if cand == ro || strings.HasPrefix(cand, ro+string(filepath.Separator)) {
+			if Within(cand, ro) {
 				return denied(p, ErrReadOnly, fmt.Sprintf("%s is part of the agent's profile, which shapes every session's prompt; sessions may not change it (the operator can allow it with tools.workspace.editableProfile)", ro))
 			}
 		}
