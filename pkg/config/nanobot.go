@@ -213,13 +213,15 @@ func (AgentDefaults) KeyHints() map[string]string {
 		"sessionTtlMinutes":               "nanofleet consolidates by size, not idle time (memory.consolidateShare); remove the key",
 		"idleCompactCheckIntervalSeconds": "nanofleet consolidates by size, not idle time (memory.consolidateShare); remove the key",
 		"consolidationRatio":              "use memory.consolidateShare",
-		"dream":                           "use memory.dream (every, e.g. \"2h\", or cron)",
-		"maxConcurrentSubagents":          "use schedule.subagents.maxPerSession",
-		"maxToolResultChars":              "use tools.runner.oversizeChars",
-		"failOnToolError":                 remove,
-		"providerRetryMode":               remove,
-		"toolHintMaxLength":               remove,
-		"contextBlockLimit":               remove,
+		// nanobot 0.1's count of messages kept before consolidating.
+		"memoryWindow":           "nanofleet keeps the history that fits agents.defaults.contextWindowTokens and consolidates the rest (memory.consolidateShare), not a count of messages; remove the key",
+		"dream":                  "use memory.dream (every, e.g. \"2h\", or cron)",
+		"maxConcurrentSubagents": "use schedule.subagents.maxPerSession",
+		"maxToolResultChars":     "use tools.runner.oversizeChars",
+		"failOnToolError":        remove,
+		"providerRetryMode":      remove,
+		"toolHintMaxLength":      remove,
+		"contextBlockLimit":      remove,
 	}
 }
 

@@ -75,6 +75,7 @@ func TestNanobotKeysRefused(t *testing.T) {
 		{`{"agents": {"defaults": {"modelPreset": "fast"}}}`, "agents.defaults.modelPreset", "no model presets"},
 		{`{"agents": {"defaults": {"dream": {"intervalH": 2}}}}`, "agents.defaults.dream", "memory.dream"},
 		{`{"agents": {"defaults": {"consolidationRatio": 0.5}}}`, "agents.defaults.consolidationRatio", "memory.consolidateShare"},
+		{`{"agents": {"defaults": {"memory_window": 50}}}`, "agents.defaults.memory_window", "agents.defaults.contextWindowTokens"},
 		{`{"providers": {"openai": {"proxy": "http://p:1"}}}`, "providers.openai.proxy", "HTTPS_PROXY"},
 		{`{"mcpServers": {"fs": {"command": "npx"}}}`, "mcpServers", "tools.mcpServers"},
 		{`{"modelPresets": {"fast": {"model": "m"}}}`, "modelPresets", "agents.defaults.model"},
