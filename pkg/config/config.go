@@ -12,7 +12,6 @@ package config
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,12 +176,12 @@ func Parse(f *File, data []byte, getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("re-encode config: %w", err)
 	}
-	if err := decodeStrict(expanded, f, ""); err != nil {
-		return err
-	}
+	// encoding/json decodes the rest of the file past a bad key, so the
+	// gateway section is there to be checked too, and both are reported.
+	err = decodeStrict(expanded, f, "")
 	// No service owns nanobot's gateway section: each of its keys is
 	// refused naming where that setting is in nanofleet.
-	if err := f.Section("gateway", &gatewaySection{}); err != nil {
+	if err := joinErrors(err, f.Section("gateway", &gatewaySection{})); err != nil {
 		return err
 	}
 	f.applyEnv(getenv)
@@ -302,17 +301,27 @@ func decodeStrict(data []byte, v any, section string) error {
 	}
 	// encoding/json reports an unknown key only by its last element:
 	// `json: unknown field "x"`; find its path.
+	// Every unknown key is named at once: a file pasted from nanobot
+	// often has several, and a start-up per key is a slow way to learn them.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		var tree any
-		key, in := "", reflect.Type(nil)
+		var keys []unknownKey
 		if json.Unmarshal(data, &tree) == nil {
-			key, in = unknownKey(tree, reflect.TypeOf(v), section)
+			keys = unknownKeys(tree, reflect.TypeOf(v), section)
 		}
-		key = renamed.written(cmp.Or(key, join(section, strings.Trim(name, `"`))))
-		if hint, ok := hintFor(in, lastKey(key)); ok {
-			return Invalid(key, "%s", hint)
+		if len(keys) == 0 {
+			keys = []unknownKey{{path: join(section, strings.Trim(name, `"`))}}
 		}
-		return Invalid(key, "unknown key (check spelling; keys are camelCase)")
+		errs := make([]error, 0, len(keys))
+		for _, k := range keys {
+			key := renamed.written(k.path)
+			if hint, ok := hintFor(k.in, lastKey(key)); ok {
+				errs = append(errs, Invalid(key, "%s", hint))
+				continue
+			}
+			errs = append(errs, Invalid(key, "unknown key (check spelling; keys are camelCase)"))
+		}
+		return joinErrors(errs...)
 	}
 	return &Error{Key: section, Err: err}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // ErrInvalid is matched by every error that names a bad key, whichever
@@ -35,3 +36,13 @@ func (e *Error) Error() string {
 
 // Unwrap makes an Error match ErrInvalid and whatever its reason wraps.
 func (e *Error) Unwrap() []error { return []error{ErrInvalid, e.Err} }
+
+// joinErrors is [errors.Join] that returns a lone error as it is, so that
+// one bad key still reads, and matches, as its *Error.
+func joinErrors(errs ...error) error {
+	errs = slices.DeleteFunc(errs, func(err error) bool { return err == nil })
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}

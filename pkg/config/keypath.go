@@ -20,22 +20,28 @@ var (
 	rawMessage      = reflect.TypeFor[json.RawMessage]()
 )
 
-// unknownKey returns the dotted path of the first key of tree (in sorted
-// order) that t has no field for, or "", and the struct type it is
-// missing from. Values decoded by their own UnmarshalJSON, raw sections
-// and free-form values are not looked into.
-func unknownKey(tree any, t reflect.Type, path string) (string, reflect.Type) {
+// unknownKey is a key of the file that its Go type has no field for: its
+// dotted path and the struct type it is missing from.
+type unknownKey struct {
+	path string
+	in   reflect.Type
+}
+
+// unknownKeys returns every key of tree (in sorted order) that t has no
+// field for. Values decoded by their own UnmarshalJSON, raw sections and
+// free-form values are not looked into.
+func unknownKeys(tree any, t reflect.Type, path string) []unknownKey {
+	var out []unknownKey
+	walkUnknown(tree, t, path, func(k unknownKey) { out = append(out, k) })
+	return out
+}
+
+func walkUnknown(tree any, t reflect.Type, path string, found func(unknownKey)) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t == rawMessage || reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
-		return "", nil
-	}
-	join := func(k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
+		return
 	}
 	switch v := tree.(type) {
 	case map[string]any:
@@ -44,29 +50,23 @@ func unknownKey(tree any, t reflect.Type, path string) (string, reflect.Type) {
 			for _, k := range slices.Sorted(mapsKeys(v)) {
 				f, ok := fieldFor(t, k)
 				if !ok {
-					return join(k), t
+					found(unknownKey{join(path, k), t})
+					continue
 				}
-				if p, in := unknownKey(v[k], f.Type, join(k)); p != "" {
-					return p, in
-				}
+				walkUnknown(v[k], f.Type, join(path, k), found)
 			}
 		case reflect.Map:
 			for _, k := range slices.Sorted(mapsKeys(v)) {
-				if p, in := unknownKey(v[k], t.Elem(), join(k)); p != "" {
-					return p, in
-				}
+				walkUnknown(v[k], t.Elem(), join(path, k), found)
 			}
 		}
 	case []any:
 		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			for i, e := range v {
-				if p, in := unknownKey(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); p != "" {
-					return p, in
-				}
+				walkUnknown(e, t.Elem(), path+"["+strconv.Itoa(i)+"]", found)
 			}
 		}
 	}
-	return "", nil
 }
 
 func mapsKeys(m map[string]any) func(func(string) bool) {

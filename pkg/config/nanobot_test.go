@@ -167,3 +167,32 @@ func TestNanobotUnsetKeys(t *testing.T) {
 		t.Errorf("decoded %+v, %+v", p, f.Agents.Defaults)
 	}
 }
+
+// TestEveryBadKeyAtOnce: a pasted file with several keys nanofleet does
+// not take names all of them in one error, the gateway section's too, so
+// that one edit fixes them; each still matches ErrInvalid.
+func TestEveryBadKeyAtOnce(t *testing.T) {
+	data := `{
+		"agents": {"defaults": {"memoryWindow": 50, "modle": "x", "maxTokens": 100}},
+		"gateway": {"host": "0.0.0.0", "port": 18790},
+		"nats": {"replicas": 1}
+	}`
+	err := Parse(Defaults(), []byte(data), env(nil))
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want an invalid config error", err)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	want := []string{"agents.defaults.memoryWindow: nanofleet keeps", "agents.defaults.modle: unknown key", "gateway.host: ", "gateway.port: "}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d = %q, want it to name %q", i, lines[i], w)
+		}
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Key != "agents.defaults.memoryWindow" {
+		t.Errorf("errors.As gives %+v, want the first key's *Error", e)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/memoryconsolidator"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 )
 
@@ -184,5 +186,36 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 				t.Fatalf("%s: %v names %q, want %s", tt.json, err, ce.Key, tt.key)
 			}
 		})
+	}
+}
+
+// TestStartNamesEveryBadSection: a file with bad keys in several parts'
+// sections (as a config pasted from nanobot has) is refused before
+// anything starts, naming every one of them.
+func TestStartNamesEveryBadSection(t *testing.T) {
+	file := config.Defaults()
+	data := `{
+		"tools": {"restrictToWorkspace": false},
+		"worker": {"turnsPerWorkr": 4},
+		"memory": {"consolidator": {"slots": -1}},
+		"channels": {"telegram": {"enabled": true, "tokn": "x"}}
+	}`
+	if err := config.Parse(file, []byte(data), func(string) string { return "" }); err != nil {
+		t.Fatalf("the shared sections are fine: %v", err)
+	}
+	dataDir := t.TempDir()
+	_, err := fleet.Start(t.Context(), fleet.Options{
+		File: file, Getenv: func(string) string { return "" }, DataDir: dataDir, Workspace: t.TempDir(), Gateway: true,
+	})
+	if !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("Start: %v, want an invalid config error", err)
+	}
+	for _, key := range []string{"tools.restrictToWorkspace", "worker.turnsPerWorkr", "memory.consolidator.slots", "channels.telegram.tokn"} {
+		if !strings.Contains(err.Error(), key+":") {
+			t.Errorf("error does not name %s:\n%v", key, err)
+		}
+	}
+	if entries, err := os.ReadDir(dataDir); err != nil || len(entries) != 0 {
+		t.Errorf("the data directory holds %d entries (%v); nothing should have started", len(entries), err)
 	}
 }

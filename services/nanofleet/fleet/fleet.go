@@ -132,6 +132,11 @@ func Start(ctx context.Context, o Options, opts ...Option) (*Fleet, error) {
 			f.Stop()
 		}
 	}()
+	if !o.ClientOnly {
+		if err := checkConfig(o); err != nil {
+			return nil, err
+		}
+	}
 	if err := f.connect(ctx, o); err != nil {
 		if full := f.storageErr(); full != nil {
 			// The server's own refusal ("insufficient storage
