@@ -70,8 +70,8 @@ func WithLogger(l *slog.Logger) Option {
 // long at most (defaults 8s and 2m; Discord shows it for 10s).
 func WithTyping(every, most time.Duration) Option {
 	return func(a *Adapter) error {
-		if every <= 0 || most < every {
-			return fmt.Errorf("discord: typing every %s for at most %s", every, most)
+		if err := typing.CheckTiming(every, most); err != nil {
+			return fmt.Errorf("discord: %w", err)
 		}
 		a.typingEvery, a.typingMax = every, most
 		return nil

@@ -85,8 +85,8 @@ func WithPollTimeout(d time.Duration) Option {
 // long at most (defaults 4s and 3m).
 func WithTyping(every, most time.Duration) Option {
 	return func(a *Adapter) error {
-		if every <= 0 || most < every {
-			return fmt.Errorf("telegram: typing every %s for at most %s", every, most)
+		if err := typing.CheckTiming(every, most); err != nil {
+			return fmt.Errorf("telegram: %w", err)
 		}
 		a.typingEvery, a.typingMax = every, most
 		return nil

@@ -44,8 +44,19 @@ type Option func(*Indicator)
 // WithLogger sets the indicator's logger; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(t *Indicator) { t.log = observe.OrDiscard(l) } }
 
+// CheckTiming reports an error unless an indicator can be renewed every
+// every for at most most: the renewal needs a positive interval, and a
+// limit shorter than it would never renew. Adapters that let tests tune
+// the timing check it here, so that all refuse the same values.
+func CheckTiming(every, most time.Duration) error {
+	if every <= 0 || most < every {
+		return fmt.Errorf("typing every %s for at most %s", every, most)
+	}
+	return nil
+}
+
 // New returns an indicator for the channel's chats, renewed every every
-// for at most most.
+// for at most most, which [CheckTiming] accepts.
 func New(b *bus.Bus, channel string, every, most time.Duration, opts ...Option) *Indicator {
 	t := &Indicator{bus: b, channel: channel, every: every, most: most, log: slog.New(slog.DiscardHandler), active: map[string]*typer{}}
 	for _, o := range opts {

@@ -133,3 +133,20 @@ func TestNothingBeforeWatch(t *testing.T) {
 	next(t, ch, "after Watch")
 	ind.Stop("c1")
 }
+
+func TestCheckTiming(t *testing.T) {
+	for _, c := range []struct {
+		every, most time.Duration
+		ok          bool
+	}{
+		{time.Second, time.Minute, true},
+		{time.Second, time.Second, true},
+		{0, time.Minute, false},
+		{-time.Second, time.Minute, false},
+		{time.Minute, time.Second, false},
+	} {
+		if err := typing.CheckTiming(c.every, c.most); (err == nil) != c.ok {
+			t.Errorf("CheckTiming(%s, %s) = %v, want ok %v", c.every, c.most, err, c.ok)
+		}
+	}
+}
