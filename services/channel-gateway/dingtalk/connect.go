@@ -16,6 +16,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/eventsocket"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 )
 
@@ -97,12 +98,11 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 	if err != nil {
 		return err
 	}
-	conn, _, err := websocket.Dial(ctx, addr, &websocket.DialOptions{HTTPClient: &http.Client{Timeout: 30 * time.Second}})
+	conn, err := eventsocket.Dial(ctx, addr)
 	if err != nil {
-		return fmt.Errorf("dial: %w", err)
+		return err
 	}
 	defer conn.CloseNow()
-	conn.SetReadLimit(16 << 20)
 	a.log.Info("dingtalk stream connected")
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -150,10 +150,7 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 		}
 		ack.SetHeader(payload.DataFrameHeaderKMessageId, df.GetMessageId())
 		ack.SetHeader(payload.DataFrameHeaderKContentType, payload.DataFrameContentTypeKJson)
-		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-		err = conn.Write(wctx, websocket.MessageText, ack.Encode())
-		wcancel()
-		if err != nil {
+		if err := eventsocket.Write(ctx, conn, websocket.MessageText, ack.Encode()); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -176,10 +173,7 @@ func (a *Adapter) keepAlive(ctx context.Context, conn *websocket.Conn, activity 
 			continue
 		case <-t.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := conn.Ping(pctx)
-		cancel()
-		if err != nil {
+		if err := eventsocket.Ping(ctx, conn); err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("dingtalk stream ping unanswered; reconnecting", "err", err)
 				_ = conn.CloseNow()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/eventsocket"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 )
 
@@ -77,12 +78,11 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 		return fmt.Errorf("endpoint URL: %w", err)
 	}
 	service, _ := strconv.ParseInt(u.Query().Get(larkws.ServiceID), 10, 32)
-	conn, _, err := websocket.Dial(ctx, addr, &websocket.DialOptions{HTTPClient: &http.Client{Timeout: 30 * time.Second}})
+	conn, err := eventsocket.Dial(ctx, addr)
 	if err != nil {
-		return fmt.Errorf("dial: %w", err)
+		return err
 	}
 	defer conn.CloseNow()
-	conn.SetReadLimit(16 << 20)
 	a.log.Info("feishu long connection open", "device", u.Query().Get(larkws.DeviceID))
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -147,7 +147,7 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 		if err != nil {
 			return fmt.Errorf("encode response: %w", err)
 		}
-		if err := write(ctx, conn, out); err != nil {
+		if err := eventsocket.Write(ctx, conn, websocket.MessageBinary, out); err != nil {
 			return fmt.Errorf("respond: %w", err)
 		}
 	}
@@ -168,7 +168,7 @@ func (a *Adapter) pingLoop(ctx context.Context, conn *websocket.Conn, service in
 			continue
 		case <-t.C:
 		}
-		if err := write(ctx, conn, frame); err != nil {
+		if err := eventsocket.Write(ctx, conn, websocket.MessageBinary, frame); err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("feishu ping failed", "err", err)
 				_ = conn.CloseNow() // the read loop reconnects
@@ -177,12 +177,6 @@ func (a *Adapter) pingLoop(ctx context.Context, conn *websocket.Conn, service in
 		}
 		t.Reset(every)
 	}
-}
-
-func write(ctx context.Context, conn *websocket.Conn, data []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return conn.Write(ctx, websocket.MessageBinary, data)
 }
 
 // assembler joins events the platform split over several frames.
