@@ -206,6 +206,22 @@ func (g *Gate) Check(ctx context.Context, p Policy, s Sender, text string) (Verd
 	return Deny, nil
 }
 
+// Admit is [Gate.Check] as an adapter uses it on a message it received:
+// it reports whether the message goes on to the agent, and logs one that
+// does not at debug level with its chat, sender and verdict, alike on
+// every platform. err is Check's, for the caller to wrap or log.
+func (g *Gate) Admit(ctx context.Context, log *slog.Logger, p Policy, s Sender, text string) (bool, error) {
+	verdict, err := g.Check(ctx, p, s, text)
+	if err != nil {
+		return false, err
+	}
+	if verdict != Allow {
+		log.Debug("message not admitted", "chat", s.ChatID, "sender", s.ID, "verdict", verdict)
+		return false, nil
+	}
+	return true, nil
+}
+
 // Allowed reports whether s is on p's allow list or was approved.
 func (g *Gate) Allowed(ctx context.Context, p Policy, s Sender) (bool, error) {
 	if listed(p.AllowFrom, s) {

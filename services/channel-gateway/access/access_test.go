@@ -1,8 +1,11 @@
 package access_test
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +109,40 @@ func TestCheckVerdicts(t *testing.T) {
 			}
 			if n := len(sent(t, b, "telegram", tt.sender.ChatID)); n != tt.msgs {
 				t.Errorf("%d messages sent to the chat, want %d", n, tt.msgs)
+			}
+		})
+	}
+}
+
+// TestAdmit: only an Allow verdict lets a message on; any other is
+// logged with the chat, sender and verdict.
+func TestAdmit(t *testing.T) {
+	g, _ := open(t)
+	tests := []struct {
+		name   string
+		policy access.Policy
+		sender access.Sender
+		want   bool
+		log    string // in the debug line; "" for none
+	}{
+		{"allowed", access.Policy{AllowFrom: []string{"1"}}, access.Sender{ID: "1", ChatID: "g1"}, true, ""},
+		{"denied", access.Policy{AllowFrom: []string{"1"}}, access.Sender{ID: "2", ChatID: "g2"}, false, "chat=g2 sender=2 verdict=deny"},
+		{"pairing", access.Policy{}, access.Sender{ID: "3", ChatID: "d3", DM: true}, false, "chat=d3 sender=3 verdict=pairing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			tt.policy.Channel = "telegram"
+			got, err := g.Admit(t.Context(), log, tt.policy, tt.sender, "hello")
+			if err != nil || got != tt.want {
+				t.Fatalf("Admit = %v, %v; want %v", got, err, tt.want)
+			}
+			switch {
+			case tt.log == "" && logs.Len() > 0:
+				t.Errorf("logged %q for an admitted message", logs.String())
+			case tt.log != "" && !strings.Contains(logs.String(), `msg="message not admitted" `+tt.log):
+				t.Errorf("log = %q, want the line with %q", logs.String(), tt.log)
 			}
 		})
 	}

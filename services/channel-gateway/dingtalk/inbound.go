@@ -57,14 +57,13 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, raw []byte) e
 	if dm {
 		chat = m.SenderStaffId
 	}
-	verdict, err := a.deps.Gate.Check(ctx, a.policy, access.Sender{
+	ok, err := a.deps.Gate.Admit(ctx, a.log, a.policy, access.Sender{
 		ID: m.SenderStaffId, Aliases: []string{m.SenderId}, Name: m.SenderNick, ChatID: chat, DM: dm,
 	}, text)
 	if err != nil {
 		return fmt.Errorf("access check: %w", err)
 	}
-	if verdict != access.Allow {
-		a.log.Debug("message not admitted", "chat", chat, "sender", m.SenderStaffId, "verdict", verdict)
+	if !ok {
 		return nil
 	}
 	msg := &nanofleetv1.InboundMessage{

@@ -98,12 +98,11 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, raw []byte) erro
 	}
 	sender := access.Sender{ID: m.Author.ID, Aliases: aliases, Name: name, ChatID: m.ChannelID, DM: dm}
 	text := stripMention(m.Content, bot)
-	verdict, err := a.deps.Gate.Check(ctx, a.policy, sender, text)
+	ok, err := a.deps.Gate.Admit(ctx, a.log, a.policy, sender, text)
 	if err != nil {
 		return fmt.Errorf("access check: %w", err)
 	}
-	if verdict != access.Allow {
-		a.log.Debug("message not admitted", "chat", m.ChannelID, "sender", sender.ID, "verdict", verdict)
+	if !ok {
 		return nil
 	}
 	refs, notes := a.download(ctx, m)

@@ -72,14 +72,13 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, eventID strin
 	if !dm && !a.cfg.AdmitsGroup(mentioned, chat) {
 		return nil
 	}
-	verdict, err := a.deps.Gate.Check(ctx, a.policy, access.Sender{
+	ok, err := a.deps.Gate.Admit(ctx, a.log, a.policy, access.Sender{
 		ID: user, Aliases: []string{str(sender.SenderId.UserId), str(sender.SenderId.UnionId)}, ChatID: chat, DM: dm,
 	}, text)
 	if err != nil {
 		return fmt.Errorf("access check: %w", err)
 	}
-	if verdict != access.Allow {
-		a.log.Debug("message not admitted", "chat", chat, "sender", user, "verdict", verdict)
+	if !ok {
 		return nil
 	}
 	msg := &nanofleetv1.InboundMessage{

@@ -74,12 +74,11 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 	if dm {
 		policy = a.dms
 	}
-	verdict, err := a.deps.Gate.Check(ctx, policy, access.Sender{ID: e.User, ChatID: e.Channel, DM: dm}, text)
+	ok, err := a.deps.Gate.Admit(ctx, a.log, policy, access.Sender{ID: e.User, ChatID: e.Channel, DM: dm}, text)
 	if err != nil {
 		return fmt.Errorf("access check: %w", err)
 	}
-	if verdict != access.Allow {
-		a.log.Debug("message not admitted", "chat", e.Channel, "sender", e.User, "verdict", verdict)
+	if !ok {
 		return nil
 	}
 	thread := e.ThreadTS

@@ -65,12 +65,11 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, upd *models.Upda
 		ID: strconv.FormatInt(msg.From.ID, 10), Aliases: []string{msg.From.Username},
 		Name: strings.TrimSpace(msg.From.FirstName + " " + msg.From.LastName), ChatID: chat, DM: dm,
 	}
-	verdict, err := a.deps.Gate.Check(ctx, a.policy, sender, text)
+	ok, err := a.deps.Gate.Admit(ctx, a.log, a.policy, sender, text)
 	if err != nil {
 		return fmt.Errorf("access check: %w", err)
 	}
-	if verdict != access.Allow {
-		a.log.Debug("message not admitted", "chat", chat, "sender", sender.ID, "verdict", verdict)
+	if !ok {
 		return nil
 	}
 	text = a.stripMention(text)

@@ -58,15 +58,14 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Mes
 	if alt := info.SenderAlt; alt.User != "" {
 		aliases = append(aliases, alt.User)
 	}
-	verdict, err := a.deps.Gate.Check(ctx, a.policy, access.Sender{
+	ok, err := a.deps.Gate.Admit(ctx, a.log, a.policy, access.Sender{
 		ID: sender.User, Aliases: aliases, Name: info.PushName, ChatID: info.Chat.String(), DM: !info.IsGroup,
 	}, text)
 	if err != nil {
 		a.log.Error("access check failed; WhatsApp gives the message again at the next connection", "id", info.ID, "err", err)
 		return false
 	}
-	if verdict != access.Allow {
-		a.log.Debug("message not admitted", "chat", info.Chat.String(), "sender", sender.User, "verdict", verdict)
+	if !ok {
 		return true
 	}
 	msg := &nanofleetv1.InboundMessage{
