@@ -23,10 +23,7 @@ import (
 // after the pieces an earlier attempt already sent. A streamed answer's
 // first piece replaces the streamed message's text.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	kind := msg.GetKind()
-	if kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
-		a.typing.Stop(msg.GetChatId())
-	}
+	a.typing.StopIfEnded(msg)
 	pieces := markup.Split(msg.GetContent(), Limit)
 	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent)
 	if err != nil {

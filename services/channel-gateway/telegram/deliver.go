@@ -19,9 +19,7 @@ import (
 // the pieces an earlier attempt already sent.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
-	if k := msg.GetKind(); k == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || k == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
-		a.typing.Stop(chat)
-	}
+	a.typing.StopIfEnded(msg)
 	pieces := markup.SplitRendered(msg.GetContent(), markup.TelegramLimit, maxText, shown)
 	replyTo := 0
 	if channelconfig.On(a.cfg.ReplyToMessage, true) {

@@ -77,10 +77,7 @@ func (t *Indicator) Watch(ctx context.Context) (func(), error) {
 		if proto.Unmarshal(m.Data, out) != nil {
 			return
 		}
-		switch out.GetKind() {
-		case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
-			t.Stop(out.GetChatId())
-		}
+		t.StopIfEnded(out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: watch replies: %w", t.channel, err)
@@ -122,6 +119,16 @@ func (t *Indicator) Start(chat string, send func(context.Context) error) {
 			}
 		}
 	}()
+}
+
+// StopIfEnded turns the indicator off for msg's chat when msg ends its
+// turn (a final answer or an error): Watch calls it on every reply the
+// channel sends, and an adapter as it starts delivering one.
+func (t *Indicator) StopIfEnded(msg *nanofleetv1.OutboundMessage) {
+	switch msg.GetKind() {
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
+		t.Stop(msg.GetChatId())
+	}
 }
 
 // Stop turns the indicator off for chat.
