@@ -104,6 +104,11 @@ type Metrics struct {
 	// channel ("telegram", "slack", "web", ...).
 	// nanofleet_delivery_retries_total{channel}; channel-gateway.
 	DeliveryRetries *prometheus.CounterVec
+
+	// HTTPConnectionsRefused counts connections to the gateway's HTTP
+	// listener refused because channels.web.maxConnections were open.
+	// nanofleet_http_connections_refused_total; channel-gateway.
+	HTTPConnectionsRefused prometheus.Counter
 }
 
 // Histogram buckets, in seconds. Turns run up to the worker's turn limit
@@ -137,6 +142,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Redeliveries:    counter("nanofleet_redeliveries_total", "Messages received more than once."),
 		DeadLetters:     counterVec("nanofleet_dead_letters_total", "Messages moved to the dead-letter stream, by source.", "source"),
 		DeliveryRetries: counterVec("nanofleet_delivery_retries_total", "Retried deliveries to chat platforms, by channel.", "channel"),
+		HTTPConnectionsRefused: counter("nanofleet_http_connections_refused_total",
+			"Connections to the gateway's HTTP listener refused because channels.web.maxConnections were open."),
 	}
 	if reg != nil {
 		reg.MustRegister(m.collectors()...)
@@ -161,6 +168,6 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.Turns, m.TurnDuration, m.ModelRequestDuration, m.ModelTokens,
 		m.ToolCalls, m.SandboxRefusals, m.ConsumerPending, m.LeaseContention,
-		m.Redeliveries, m.DeadLetters, m.DeliveryRetries,
+		m.Redeliveries, m.DeadLetters, m.DeliveryRetries, m.HTTPConnectionsRefused,
 	}
 }

@@ -43,6 +43,8 @@ func TestMetricNames(t *testing.T) {
 			func() { m.DeadLetters.WithLabelValues("inbound").Inc() }},
 		{"nanofleet_delivery_retries_total", "COUNTER", []string{"channel"},
 			func() { m.DeliveryRetries.WithLabelValues("telegram").Inc() }},
+		{"nanofleet_http_connections_refused_total", "COUNTER", nil,
+			func() { m.HTTPConnectionsRefused.Inc() }},
 	}
 	for _, tt := range tests {
 		tt.touch()

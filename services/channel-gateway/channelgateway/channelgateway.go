@@ -23,6 +23,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/connlimit"
 )
 
 // Deps are what the process gives the gateway besides the config file.
@@ -72,6 +73,12 @@ func WithReadTimeout(d time.Duration) Option {
 // times Node's default and twice nginx's largest, room for any cookies a
 // browser sends.
 const MaxHeaderBytes = 64 << 10
+
+// defaultMaxConnections caps the default of channels.web.maxConnections
+// (half the process's file descriptors): far above what a personal or a
+// team assistant's page and API see, and each open connection costs a
+// goroutine and its buffers.
+const defaultMaxConnections = 10_000
 
 // Gateway is an assembled gateway; its HTTP listener is bound.
 type Gateway struct {
@@ -127,7 +134,17 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Gatew
 		ln.Close()
 		return gw, nil
 	}
-	gw.ln = ln
+	limit := chans.Web.MaxConnections
+	if limit == 0 {
+		limit = connlimit.DefaultLimit(defaultMaxConnections)
+	}
+	refusals := observe.NewThrottled(gw.log, time.Minute)
+	gw.ln = connlimit.New(ln, limit, func() {
+		if m := o.Metrics; m != nil {
+			m.HTTPConnectionsRefused.Inc()
+		}
+		refusals.Warn("HTTP connection refused: too many open (channels.web.maxConnections)", "limit", limit)
+	})
 	// ReadTimeout bounds a request's body too, and so the idle wait for
 	// the next request: without it, a client that declared a body and
 	// never sent it held its connection and a goroutine for good, on any

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channelgateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
@@ -178,5 +181,45 @@ func TestOversizeHeadersRefused(t *testing.T) {
 				t.Fatalf("answer %.80q; want %s", answer, tt.want)
 			}
 		})
+	}
+}
+
+// TestConnectionsBeyondTheBoundRefused: with channels.web.maxConnections
+// open (here two clients that send nothing), one more connection is
+// answered 503 and counted, instead of taking another of the process's
+// file descriptors.
+func TestConnectionsBeyondTheBoundRefused(t *testing.T) {
+	b := bustest.StartServer(t).Connect(t, "nanofleet", channels.Assets)
+	file := config.Defaults()
+	if err := config.Parse(file, []byte(`{"channels":{"web":{"enabled":true,"listen":"127.0.0.1:0","maxConnections":2}}}`), func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	m := observe.NewMetrics(nil)
+	g, err := channelgateway.New(t.Context(), file, channelgateway.Deps{Bus: b, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		bustest.Receive(t, done, 15*time.Second)
+	})
+	// Connections are accepted in the order they were made: these two
+	// take the slots.
+	for range 2 {
+		c, err := net.Dial("tcp", g.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	answer, err := observetest.Exchange(t, g.Addr().String(), "GET /static/nothing-here HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+	if err != nil || !strings.HasPrefix(answer, "HTTP/1.1 503") || !strings.Contains(answer, "too many connections") {
+		t.Fatalf("answer %q, %v; want 503 too many connections", answer, err)
+	}
+	if n := testutil.ToFloat64(m.HTTPConnectionsRefused); n != 1 {
+		t.Errorf("nanofleet_http_connections_refused_total = %v, want 1", n)
 	}
 }

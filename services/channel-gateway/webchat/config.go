@@ -22,6 +22,11 @@ type Config struct {
 	PublicURL string `json:"publicUrl,omitempty"`
 	// MaxUploadBytes bounds an uploaded file (default 10 MB).
 	MaxUploadBytes int64 `json:"maxUploadBytes,omitempty"`
+	// MaxConnections bounds the connections the gateway's HTTP listener
+	// (the page, the API, webhooks) holds open at once; one more is
+	// answered 503. Default half the process's file descriptors, at most
+	// 10,000: the rest of the process needs the other half.
+	MaxConnections int `json:"maxConnections,omitempty"`
 	// AllowedOrigins are other origins ("https://chat.example.com") whose
 	// pages may send state-changing requests with the login cookie. The
 	// page's own origin and publicUrl's are always allowed.
@@ -49,6 +54,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxUploadBytes < 0 {
 		return config.Invalid(p+"maxUploadBytes", "must not be negative")
+	}
+	if c.MaxConnections < 0 {
+		return config.Invalid(p+"maxConnections", "must not be negative (0: the default)")
 	}
 	if _, err := c.crossOrigin(); err != nil {
 		return err

@@ -152,6 +152,7 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 		{`{"channels":{"feishu":{"enabled":true}}}`, "channels.feishu.appId"},
 		{`{"channels":{"dingtalk":{"enabled":true}}}`, "channels.dingtalk.clientId"},
 		{`{"channels":{"api":{"token":"short"}}}`, "channels.api.token"},
+		{`{"channels":{"web":{"maxConnections":-1}}}`, "channels.web.maxConnections"},
 		{`{"channels":{"email":{"enabled":true}}}`, "channels.email.enabled"},
 		{`{"channels":{"telegram":{"tokn":"x"}}}`, "channels.telegram.tokn"},
 
