@@ -86,6 +86,32 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	return c
 }
 
+// StartClusterJetStream starts an n-node cluster, waits for its meta
+// leader and returns it with a connection on which the test layout, with
+// n replicas, and the assets of decls are provisioned (as
+// [Cluster.Connect]).
+func StartClusterJetStream(t testing.TB, n int, decls ...bus.Declare) (*Cluster, *bus.Bus) {
+	t.Helper()
+	c := StartCluster(t, n)
+	l := TestLayout()
+	l.Replicas = n
+	return c, c.Connect(t, "", l, decls...)
+}
+
+// PublishRetrying publishes data on subj through JetStream until the
+// stream takes it, a try failing with an error that is not
+// [bus.Transient], or ctx ends; each try has 5 s. A cluster that has just
+// lost a node or had it back refuses publishes until its streams have
+// leaders again.
+func PublishRetrying(ctx context.Context, b *bus.Bus, subj string, data []byte) error {
+	return bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := b.JS.Publish(pctx, subj, data)
+		return err
+	}, nil)
+}
+
 // Start starts node i (again) on its store and ports. A node whose
 // ports were taken meanwhile (FreePort only finds a port free at the
 // time; another process may bind it, or use it as a connection's local

@@ -12,8 +12,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/nanofleet/nanofleet/pkg/backoff"
-	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -25,10 +23,7 @@ import (
 func TestRunWaitsForQuorum(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cluster := bustest.StartCluster(t, 3)
-	l := bustest.TestLayout()
-	l.Replicas = 3
-	b := cluster.Connect(t, "", l, gateway.Assets)
+	cluster, b := bustest.StartClusterJetStream(t, 3, gateway.Assets)
 	cluster.Stop(1)
 	cluster.Stop(2)
 
@@ -56,13 +51,7 @@ func TestRunWaitsForQuorum(t *testing.T) {
 	cluster.Start(1)
 	cluster.Start(2)
 	out, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "test", ChatId: "c1", Content: "back", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
-	err = bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_, err := b.JS.Publish(pctx, b.Space.Outbound("test", "c1"), out)
-		return err
-	}, nil)
-	if err != nil {
+	if err := bustest.PublishRetrying(ctx, b, b.Space.Outbound("test", "c1"), out); err != nil {
 		t.Fatalf("publish after the nodes came back: %v", err)
 	}
 	select {

@@ -12,7 +12,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
@@ -156,10 +155,7 @@ func TestClientFindsNoFleet(t *testing.T) {
 func TestClientKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cluster := bustest.StartCluster(t, 3)
-	l := bustest.TestLayout()
-	l.Replicas = 3
-	b := cluster.Connect(t, "", l)
+	cluster, b := bustest.StartClusterJetStream(t, 3)
 
 	var pending *fleet.Pending
 	host := cluster.ConsumerApart(ctx, b, b.Space.OutboundStream(), func(conn *bus.Bus) func() {
@@ -176,13 +172,7 @@ func TestClientKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 	cluster.Stop(host)
 	data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "cli", ChatId: "direct", Content: "answer",
 		Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, ReplyTo: pending.ID(), LastOfTurn: true})
-	err := bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_, err := b.JS.Publish(pctx, b.Space.Outbound("cli", "direct"), data)
-		return err
-	}, nil)
-	if err != nil {
+	if err := bustest.PublishRetrying(ctx, b, b.Space.Outbound("cli", "direct"), data); err != nil {
 		t.Fatalf("publish the reply while node %d is down: %v", host, err)
 	}
 	// The client notices its consumer is gone by missed heartbeats (about

@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -24,10 +23,7 @@ import (
 func TestWatcherKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cluster := bustest.StartCluster(t, 3)
-	l := bustest.TestLayout()
-	l.Replicas = 3
-	b := cluster.Connect(t, "", l)
+	cluster, b := bustest.StartClusterJetStream(t, 3)
 
 	var w *watch.Watcher
 	host := cluster.ConsumerApart(ctx, b, b.Space.OutboundStream(), func(conn *bus.Bus) func() {
@@ -43,13 +39,7 @@ func TestWatcherKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 
 	cluster.Stop(host)
 	data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "api", ChatId: "c1", Content: "answer", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
-	err := bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_, err := b.JS.Publish(pctx, b.Space.Outbound("api", "c1"), data)
-		return err
-	}, nil)
-	if err != nil {
+	if err := bustest.PublishRetrying(ctx, b, b.Space.Outbound("api", "c1"), data); err != nil {
 		t.Fatalf("publish the reply while node %d is down: %v", host, err)
 	}
 	// The watcher notices its consumer is gone by missed heartbeats
