@@ -385,17 +385,7 @@ func TestEditLongOldTextOfEqualLines(t *testing.T) {
 	ws := toolstest.Workspace(t)
 	toolstest.WriteFile(t, ws, "blank.txt", strings.Repeat("\n", 400_000))
 	args := `{"path":"blank.txt","old_text":"` + strings.Repeat(`\n`, 40_000) + `x","new_text":"y"}`
-	done := make(chan error, 1)
-	go func() {
-		_, err := toolstest.Run(t, files.EditFile(), ws, args)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if !errors.Is(err, files.ErrNoMatch) {
-			t.Fatalf("err = %v, want ErrNoMatch", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("edit_file still searching after 20 s")
+	if _, err := toolstest.RunWithin(t, 20*time.Second, files.EditFile(), ws, args); !errors.Is(err, files.ErrNoMatch) {
+		t.Fatalf("err = %v, want ErrNoMatch", err)
 	}
 }

@@ -161,17 +161,7 @@ func TestApplyPatchLongContextOfEqualLines(t *testing.T) {
 	ws := toolstest.Workspace(t)
 	toolstest.WriteFile(t, ws, "blank.txt", strings.Repeat("\n", 400_000))
 	p := "*** Begin Patch\n*** Update File: blank.txt\n" + strings.Repeat(" \n", 40_000) + "-x\n+y\n*** End Patch"
-	done := make(chan error, 1)
-	go func() {
-		_, err := toolstest.Run(t, patch.Tool(), ws, args(p, false))
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if !errors.Is(err, patch.ErrBadPatch) {
-			t.Fatalf("err = %v, want ErrBadPatch", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("apply_patch still searching after 20 s")
+	if _, err := toolstest.RunWithin(t, 20*time.Second, patch.Tool(), ws, args(p, false)); !errors.Is(err, patch.ErrBadPatch) {
+		t.Fatalf("err = %v, want ErrBadPatch", err)
 	}
 }

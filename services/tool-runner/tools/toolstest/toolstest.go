@@ -55,6 +55,31 @@ func Run(t testing.TB, tool tools.Tool, ws *sandbox.Workspace, args string, mods
 	return tool.Run(ctx, c)
 }
 
+// RunWithin is Run, failing the test if the tool has not returned within
+// d: for input that once kept a tool searching for ever, where nothing
+// would have stopped it.
+func RunWithin(t testing.TB, d time.Duration, tool tools.Tool, ws *sandbox.Workspace, args string, mods ...func(*tools.Call)) (tools.Result, error) {
+	t.Helper()
+	type ran struct {
+		res tools.Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := Run(t, tool, ws, args, mods...)
+		done <- ran{res, err}
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-timer.C:
+		t.Fatalf("%s still running after %v", tool.Definition().Name, d)
+		return tools.Result{}, nil
+	}
+}
+
 // WriteFile writes a file into the workspace directory directly.
 func WriteFile(t testing.TB, ws *sandbox.Workspace, rel, content string) {
 	t.Helper()
