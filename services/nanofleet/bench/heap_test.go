@@ -40,18 +40,10 @@ func TestHeapGrowth(t *testing.T) {
 	window := DefaultConfig().MemoryWindow
 	h := newHeapFleet(t, fleetSettings{slots: 16, limit: 4096, windows: window})
 	ctx := t.Context()
-	f, err := fleet.Start(ctx, fleet.Options{
+	_, c, stop := startFleet(t, fleet.Options{
 		File: h.file, Getenv: noEnv, DataDir: filepath.Join(h.tmp, "data"), Workspace: h.ws, Workers: 1,
-	}, fleet.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Stop()
-	c, err := fleet.NewClient(ctx, f.Bus, "bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	})
+	defer stop()
 	// As `nanofleet run` does, and as long as the growth suite waits.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
 	profile := func(name string) {
@@ -213,6 +205,26 @@ func newHeapFleet(t *testing.T, s fleetSettings) heapFleet {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// startFleet starts the all-in-one in this process with opts, logging
+// nothing, and a client of it as the load generator; stop closes the
+// client and stops the fleet.
+func startFleet(t *testing.T, opts fleet.Options) (_ *fleet.Fleet, _ *fleet.Client, stop func()) {
+	t.Helper()
+	f, err := fleet.Start(t.Context(), opts, fleet.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := fleet.NewClient(t.Context(), f.Bus, "bench")
+	if err != nil {
+		f.Stop()
+		t.Fatal(err)
+	}
+	return f, c, func() {
+		c.Close()
+		f.Stop()
+	}
 }
 
 // writeHeap reads the process's RSS, then collects garbage and writes

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -74,19 +73,11 @@ func turnCPURun(t *testing.T, path string, l load, latency time.Duration) (time.
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	f, err := fleet.Start(ctx, fleet.Options{
+	f, c, stop := startFleet(t, fleet.Options{
 		File: file, Getenv: noEnv, DataDir: filepath.Join(tmp, "data"), Workspace: ws,
 		Workers: 1, Gateway: true, GatewayListen: "127.0.0.1:0",
-	}, fleet.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Stop()
-	c, err := fleet.NewClient(ctx, f.Bus, "bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	})
+	defer stop()
 	turn := fleetTurn(c)
 	if err := warmUp(ctx, turn, scenario{workers: 1, slots: l.Concurrency, load: l}); err != nil {
 		t.Fatal(err)
