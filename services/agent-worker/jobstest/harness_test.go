@@ -240,7 +240,7 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	b := connect(t, f.srv)
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", id)
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", id)
 	client, err := llm.New(llm.Config{Name: "openai", APIBase: model.URL(), APIKey: "k", Model: "test-model", MaxRetries: 1},
 		llm.WithSleep(func(context.Context, time.Duration) error { return nil }))
 	if err != nil {
@@ -338,13 +338,6 @@ func (n *node) stop() {
 func (n *node) kill() {
 	n.killed.Store(true)
 	n.b.NC.Close()
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // waitUntil polls cond (for state only observable by reading, such as a

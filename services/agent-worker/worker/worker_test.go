@@ -85,7 +85,7 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	w, err := worker.New(ctx, cfg, worker.Deps{
 		Bus: b, Model: model, Tools: noRunners{}, Profiles: profiles,
 		Local: []worker.LocalTool{worker.MessageTool{AllowTo: cfg.MessageAllowTo}},
-	}, worker.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
+	}, worker.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,13 +449,6 @@ func waitForModelRequest(t *testing.T, h *harness) {
 		}
 		return nil
 	})
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // TestShutdownCutOffLeavesTheTurnToAnotherWorker: a turn cut off when the

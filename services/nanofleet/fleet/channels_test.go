@@ -24,7 +24,7 @@ func startWithChannels(t *testing.T, llm *llmtest.Server, channels map[string]an
 		File:    loadConfig(t, testConfig(t, llm.URL(), map[string]any{"channels": channels})),
 		Getenv:  func(string) string { return "" },
 		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
-	}, fleet.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestClusterFleetKeepsItsReplicas(t *testing.T) {
 		File:    loadConfig(t, testConfig(t, llm.URL(), map[string]any{"nats": nats, "channels": channels})),
 		Getenv:  func(string) string { return "" },
 		DataDir: t.TempDir(), Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
-	}, fleet.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		t.Fatalf("start the fleet on the cluster: %v", err)
 	}

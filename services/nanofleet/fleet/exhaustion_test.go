@@ -48,7 +48,7 @@ func startAPIFleet(t *testing.T, llm *llmtest.Server, dataDir string, minFree in
 		DataDir: dataDir, Workspace: t.TempDir(), Gateway: true, GatewayListen: listenAddr(t),
 		Announce:     func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() },
 		StoreMinFree: minFree,
-	}, fleet.WithLogger(slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), logs), &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	if err != nil {
 		t.Fatal(err)
 	}

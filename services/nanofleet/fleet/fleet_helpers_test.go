@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -77,7 +76,7 @@ func startFleetFile(t testing.TB, llm *llmtest.Server, file *config.File, dataDi
 	f, err := fleet.Start(ctx, fleet.Options{
 		File: file, Getenv: func(string) string { return "" },
 		DataDir: dataDir, Workspace: ws, Workers: workers,
-	}, fleet.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		t.Fatalf("start fleet: %v", err)
 	}
@@ -96,11 +95,4 @@ func (tf *testFleet) stop() {
 		tf.client = nil
 		tf.Fleet.Stop()
 	}
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }

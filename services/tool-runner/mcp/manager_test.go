@@ -70,19 +70,12 @@ func (r *recorder) await(t *testing.T, server string, ok func(names []string) bo
 	}
 }
 
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
 func testLog(t testing.TB) *slog.Logger {
 	level := slog.LevelInfo
 	if os.Getenv("MCP_TEST_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
 }
 
 // baseDir is a temp dir the sandbox's unprivileged user can traverse.
