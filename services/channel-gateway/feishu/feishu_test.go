@@ -214,40 +214,30 @@ func TestToolHints(t *testing.T) {
 // request.
 func TestWithinRequestLimits(t *testing.T) {
 	progress, final := nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL
-	tests := []struct {
-		name    string
-		kind    nanofleetv1.OutboundKind
-		content string
-		pieces  int // of a reply; 0: more than one
-	}{
-		{"short progress", progress, "looking it up", 1},
-		{"long progress", progress, strings.Repeat("a", 200000), 1},
-		{"progress of less-than signs", progress, strings.Repeat("<", 25000), 1},
-		{"reply in Chinese", final, strings.Repeat("中", 9000), 2},
-		{"reply of less-than signs", final, strings.Repeat("<", 8000), 0},
+	tests := []adaptertest.LimitCase{
+		{Name: "short progress", Kind: progress, Content: "looking it up", Pieces: 1},
+		{Name: "long progress", Kind: progress, Content: strings.Repeat("a", 200000), Pieces: 1},
+		{Name: "progress of less-than signs", Kind: progress, Content: strings.Repeat("<", 25000), Pieces: 1},
+		{Name: "reply in Chinese", Kind: final, Content: strings.Repeat("中", 9000), Pieces: 2},
+		{Name: "reply of less-than signs", Kind: final, Content: strings.Repeat("<", 8000), Pieces: 0},
 	}
 	yes := true
-	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		i, _ := strconv.Atoi(in.GetContent())
-		if tests[i].kind == final {
-			return []*nanofleetv1.OutboundMessage{workertest.Final(tests[i].content + "\n\nEND")}
-		}
-		return []*nanofleetv1.OutboundMessage{workertest.Live(tests[i].kind, tests[i].content)}
-	})
+	h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes}}, adaptertest.LimitScript(tests, func(content string) int {
+		i, _ := strconv.Atoi(content)
+		return i
+	}))
 	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(tt.Name, func(t *testing.T) {
 			h.fake.Send(t, feishutest.Text(fmt.Sprintf("ev-%d", i), "ou_ada", "oc_p2p", "p2p", fmt.Sprintf("om_%d", i), strconv.Itoa(i)))
 			var sent []string
-			for len(sent) == 0 || (tt.kind == final && !strings.HasSuffix(feishutest.CardText(sent[len(sent)-1]), "END")) {
+			for len(sent) == 0 || (tt.Kind == final && !strings.HasSuffix(feishutest.CardText(sent[len(sent)-1]), "END")) {
 				c := h.fake.Next(t, wait, "reply")
 				if c.TooLong {
 					t.Fatalf("piece %d of %d bytes (%s) refused", len(sent), c.Size, c.Str("msg_type"))
 				}
 				sent = append(sent, c.Str("content"))
 			}
-			if (tt.pieces > 0 && len(sent) != tt.pieces) || (tt.pieces == 0 && len(sent) < 2) {
-				t.Errorf("%d pieces, want %d (0: more than one)", len(sent), tt.pieces)
-			}
+			adaptertest.WantPieces(t, len(sent), tt.Pieces)
 		})
 	}
 }

@@ -122,44 +122,34 @@ func TestLongAnswerArrivesInThreeMessages(t *testing.T) {
 func TestWithinLimit(t *testing.T) {
 	table := adaptertest.PaddedTable(120, 200)
 	progress, hint, final := nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL
-	tests := []struct {
-		name    string
-		kind    nanofleetv1.OutboundKind
-		content string
-		pieces  int // of a reply; 0: more than one
-	}{
-		{"short progress", progress, "looking it up", 1},
-		{"long progress", progress, strings.Repeat("a", 50000), 1},
-		{"progress of ampersands", progress, strings.Repeat("&", 10000), 1},
-		{"progress with a padded table", progress, table, 1},
-		{"long tool hint", hint, strings.Repeat("x", 50000), 1},
-		{"tool hint of ampersands", hint, strings.Repeat("&", 10000), 1},
-		{"reply of ampersands", final, strings.Repeat("& ", 4500), 3},
-		{"reply with a padded table", final, table, 0},
+	tests := []adaptertest.LimitCase{
+		{Name: "short progress", Kind: progress, Content: "looking it up", Pieces: 1},
+		{Name: "long progress", Kind: progress, Content: strings.Repeat("a", 50000), Pieces: 1},
+		{Name: "progress of ampersands", Kind: progress, Content: strings.Repeat("&", 10000), Pieces: 1},
+		{Name: "progress with a padded table", Kind: progress, Content: table, Pieces: 1},
+		{Name: "long tool hint", Kind: hint, Content: strings.Repeat("x", 50000), Pieces: 1},
+		{Name: "tool hint of ampersands", Kind: hint, Content: strings.Repeat("&", 10000), Pieces: 1},
+		{Name: "reply of ampersands", Kind: final, Content: strings.Repeat("& ", 4500), Pieces: 3},
+		{Name: "reply with a padded table", Kind: final, Content: table, Pieces: 0},
 	}
 	yes := true
-	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes, SendToolHints: &yes}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		i, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(in.GetContent(), "<@UBOT>")))
-		if tests[i].kind == final {
-			return []*nanofleetv1.OutboundMessage{workertest.Final(tests[i].content + "\n\nEND")}
-		}
-		return []*nanofleetv1.OutboundMessage{workertest.Live(tests[i].kind, tests[i].content)}
-	})
+	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes, SendToolHints: &yes}}, adaptertest.LimitScript(tests, func(content string) int {
+		i, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(content, "<@UBOT>")))
+		return i
+	}))
 	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(tt.Name, func(t *testing.T) {
 			h.fake.Send(t, fmt.Sprintf("Ev%d", i), slacktest.AppMention("U1", "C1", fmt.Sprintf("%d.1", i+1), fmt.Sprintf("<@UBOT> %d", i)))
 			var texts []string
-			for len(texts) == 0 || (tt.kind == final && !strings.HasSuffix(texts[len(texts)-1], "END")) {
+			for len(texts) == 0 || (tt.Kind == final && !strings.HasSuffix(texts[len(texts)-1], "END")) {
 				c := h.fake.Next(t, wait, "chat.postMessage")
 				if n := len([]rune(c.Fields["text"])); c.TS == "" {
 					t.Fatalf("piece %d of %d characters refused", len(texts), n)
 				}
 				texts = append(texts, c.Fields["text"])
 			}
-			if (tt.pieces > 0 && len(texts) != tt.pieces) || (tt.pieces == 0 && len(texts) < 2) {
-				t.Errorf("%d pieces, want %d (0: more than one)", len(texts), tt.pieces)
-			}
-			if tt.kind == progress && (!strings.HasPrefix(texts[0], "_") || !strings.HasSuffix(texts[0], "_")) {
+			adaptertest.WantPieces(t, len(texts), tt.Pieces)
+			if tt.Kind == progress && (!strings.HasPrefix(texts[0], "_") || !strings.HasSuffix(texts[0], "_")) {
 				t.Errorf("progress not in italics: %.20q…%q", texts[0], texts[0][max(0, len(texts[0])-20):])
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
 // ConfigCase is a change to a valid config and the key that Validate must
@@ -138,4 +139,36 @@ func LiveCases(limit int) []LiveCase {
 func Tail(s string) string {
 	r := []rune(s)
 	return string(r[max(0, len(r)-12):])
+}
+
+// LimitCase is an answer of a test of a platform's size limits: a live
+// message (progress, a tool hint) of Kind holding Content, or a final
+// reply of Content and a last paragraph "END" that marks its last piece;
+// it must arrive in Pieces messages (0: more than one, see [WantPieces]).
+type LimitCase struct {
+	Name    string
+	Kind    nanofleetv1.OutboundKind
+	Content string
+	Pieces  int
+}
+
+// LimitScript answers each message with the case that index reads from
+// its content.
+func LimitScript(cases []LimitCase, index func(content string) int) workertest.Script {
+	return func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		c := cases[index(in.GetContent())]
+		if c.Kind == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
+			return []*nanofleetv1.OutboundMessage{workertest.Final(c.Content + "\n\nEND")}
+		}
+		return []*nanofleetv1.OutboundMessage{workertest.Live(c.Kind, c.Content)}
+	}
+}
+
+// WantPieces fails the test unless a reply came in want pieces, or in
+// more than one when want is 0.
+func WantPieces(t *testing.T, got, want int) {
+	t.Helper()
+	if (want > 0 && got != want) || (want == 0 && got < 2) {
+		t.Errorf("%d pieces, want %d (0: more than one)", got, want)
+	}
 }
