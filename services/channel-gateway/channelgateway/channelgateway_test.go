@@ -128,11 +128,18 @@ func TestLongAnswerOutlivesReadTimeout(t *testing.T) {
 // timeout until the test ends.
 func runGateway(t *testing.T, b *bus.Bus, data string, readTimeout time.Duration) *channelgateway.Gateway {
 	t.Helper()
+	return runGatewayWith(t, data, channelgateway.Deps{Bus: b}, channelgateway.WithReadTimeout(readTimeout))
+}
+
+// runGatewayWith runs a gateway of the config data with deps and opts
+// until the test ends.
+func runGatewayWith(t *testing.T, data string, deps channelgateway.Deps, opts ...channelgateway.Option) *channelgateway.Gateway {
+	t.Helper()
 	file := config.Defaults()
 	if err := config.Parse(file, []byte(data), func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
-	g, err := channelgateway.New(t.Context(), file, channelgateway.Deps{Bus: b}, channelgateway.WithReadTimeout(readTimeout))
+	g, err := channelgateway.New(t.Context(), file, deps, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,22 +197,8 @@ func TestOversizeHeadersRefused(t *testing.T) {
 // file descriptors.
 func TestConnectionsBeyondTheBoundRefused(t *testing.T) {
 	b := bustest.StartServer(t).Connect(t, "nanofleet", channels.Assets)
-	file := config.Defaults()
-	if err := config.Parse(file, []byte(`{"channels":{"web":{"enabled":true,"listen":"127.0.0.1:0","maxConnections":2}}}`), func(string) string { return "" }); err != nil {
-		t.Fatal(err)
-	}
 	m := observe.NewMetrics(nil)
-	g, err := channelgateway.New(t.Context(), file, channelgateway.Deps{Bus: b, Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		bustest.Receive(t, done, 15*time.Second)
-	})
+	g := runGatewayWith(t, `{"channels":{"web":{"enabled":true,"listen":"127.0.0.1:0","maxConnections":2}}}`, channelgateway.Deps{Bus: b, Metrics: m})
 	// Connections are accepted in the order they were made: these two
 	// take the slots.
 	for range 2 {
