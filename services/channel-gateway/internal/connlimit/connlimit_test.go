@@ -73,30 +73,7 @@ func TestConnectionsOverTheBoundAreRefused(t *testing.T) {
 // TestCloseTwiceFreesOneSlot: net/http and a hijacking WebSocket may both
 // close a connection; that must not free a second slot.
 func TestCloseTwiceFreesOneSlot(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := connlimit.New(ln, 1, nil)
-	t.Cleanup(func() { _ = l.Close() })
-	accepted := make(chan net.Conn, 3)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
-	dial := func() net.Conn {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
+	accepted, dial := listenOne(t)
 	dial()
 	first := bustest.Receive(t, accepted, 10*time.Second)
 	_ = first.Close()
@@ -125,31 +102,43 @@ func TestCloseTwiceFreesOneSlot(t *testing.T) {
 // request is closed without an answer when the refusal's second is up,
 // not held.
 func TestSilentRefusedClientIsClosed(t *testing.T) {
+	accepted, dial := listenOne(t)
+	dial()
+	bustest.Receive(t, accepted, 10*time.Second)
+	refused := dial()
+	_ = refused.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, err := io.ReadAll(refused); err != nil || len(got) != 0 {
+		t.Fatalf("silent refused client read %q (%v), want EOF and nothing", got, err)
+	}
+}
+
+// listenOne serves a listener bound to one connection until the test
+// ends: accepted receives what it accepts, dial connects to it.
+func listenOne(t *testing.T) (accepted <-chan net.Conn, dial func() net.Conn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := connlimit.New(ln, 1, nil)
 	t.Cleanup(func() { _ = l.Close() })
+	ch := make(chan net.Conn, 3)
 	go func() {
 		for {
-			if _, err := l.Accept(); err != nil {
+			c, err := l.Accept()
+			if err != nil {
 				return
 			}
+			ch <- c
 		}
 	}()
-	var conns []net.Conn
-	for range 2 {
+	return ch, func() net.Conn {
 		c, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Close() })
-		conns = append(conns, c)
-	}
-	_ = conns[1].SetReadDeadline(time.Now().Add(10 * time.Second))
-	if got, err := io.ReadAll(conns[1]); err != nil || len(got) != 0 {
-		t.Fatalf("silent refused client read %q (%v), want EOF and nothing", got, err)
+		return c
 	}
 }
 
