@@ -64,6 +64,9 @@ type held struct {
 	started   chan struct{}
 	release   chan struct{}
 	delivered chan string
+	// liveStarted, when set, receives the content of each of chat
+	// "slow"'s live messages as its delivery starts hanging.
+	liveStarted chan string
 }
 
 func (h *held) Channel() string { return "held" }
@@ -81,6 +84,9 @@ func (h *held) Deliver(_ context.Context, out *nanofleetv1.OutboundMessage) erro
 
 func (h *held) DeliverLive(ctx context.Context, out *nanofleetv1.OutboundMessage) error {
 	if out.GetChatId() == "slow" {
+		if h.liveStarted != nil {
+			h.liveStarted <- out.GetContent()
+		}
 		select {
 		case <-h.release:
 		case <-ctx.Done():
@@ -174,7 +180,7 @@ func TestLiveDeltasWaitingCoalesce(t *testing.T) {
 // replies went their own ways, so a hint could be shown after the answer.
 func TestToolHintsNeverFollowTheirAnswer(t *testing.T) {
 	b := bustest.StartJetStream(t, gateway.Assets)
-	h := &held{started: make(chan struct{}), release: make(chan struct{}), delivered: make(chan string, 16)}
+	h := &held{started: make(chan struct{}), release: make(chan struct{}), delivered: make(chan string, 16), liveStarted: make(chan string, 16)}
 	runGatewayOn(t, b, h)
 	bustest.Receive(t, h.started, 10*time.Second)
 	hint := func(turn, text string) {
@@ -188,6 +194,11 @@ func TestToolHintsNeverFollowTheirAnswer(t *testing.T) {
 		}
 	}
 	hint("t1", "hint 1") // hangs on the platform until release
+	// The answer must come while hint 1 is under way, not before it
+	// reached the platform: hints and replies reach the gateway apart.
+	if got := bustest.Receive(t, h.liveStarted, 10*time.Second); got != "hint 1" {
+		t.Fatalf("delivery started for %q, want hint 1", got)
+	}
 	hint("t1", "hint 2")
 	data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "held", ChatId: "slow", TurnId: "t1", Content: "answer", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, LastOfTurn: true})
 	if _, err := b.JS.Publish(t.Context(), b.Space.Outbound("held", "slow"), data); err != nil {
