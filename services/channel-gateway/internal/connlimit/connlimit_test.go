@@ -70,6 +70,44 @@ func TestConnectionsOverTheBoundAreRefused(t *testing.T) {
 	})
 }
 
+// TestHijackedConnectionFreesItsSlot: a WebSocket takes its connection
+// from net/http (Hijack); closing it there still frees the slot.
+func TestHijackedConnectionFreesItsSlot(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		c, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		_, _ = rw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
+		_ = rw.Flush()
+		_ = c.Close()
+	}), ReadHeaderTimeout: time.Minute}
+	go func() { _ = srv.Serve(connlimit.New(ln, 1, nil)) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range 3 {
+		// Each request needs the one slot the previous one's hijacked
+		// connection held; the server closes it before the client reads
+		// the end of the answer, but the slot may be freed a moment after.
+		bustest.Eventually(t, 10*time.Second, func() error {
+			resp, err := client.Get("http://" + ln.Addr().String() + "/")
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil || string(body) != "hijacked" {
+				return fmt.Errorf("request %d: %s %q %v", i, resp.Status, body, err)
+			}
+			return nil
+		})
+	}
+}
+
 // TestCloseTwiceFreesOneSlot: net/http and a hijacking WebSocket may both
 // close a connection; that must not free a second slot.
 func TestCloseTwiceFreesOneSlot(t *testing.T) {
