@@ -142,7 +142,10 @@ func Defaults() *File {
 }
 
 // Load reads path over the defaults. A missing file is not an error when
-// optional is true (first start before `nanofleet onboard`).
+// optional is true (first start before `nanofleet onboard`). When keys of
+// the file are invalid ([ErrInvalid]), Load returns with the error the
+// File as far as it decoded, so that the caller can name the bad keys of
+// the sections the services own in the same report.
 func Load(path string, getenv func(string) string, optional bool) (*File, error) {
 	f := Defaults()
 	data, err := os.ReadFile(path)
@@ -154,7 +157,11 @@ func Load(path string, getenv func(string) string, optional bool) (*File, error)
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	if err := Parse(f, data, getenv); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		err = fmt.Errorf("config %s: %w", path, err)
+		if errors.Is(err, ErrInvalid) {
+			return f, err
+		}
+		return nil, err
 	}
 	f.Path = path
 	return f, nil

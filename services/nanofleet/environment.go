@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -17,6 +18,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/svc"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
 // environment is what a command may touch: streams, the environment and
@@ -70,6 +72,13 @@ func (e *environment) register(fs *flag.FlagSet, c *common) {
 func (e *environment) load(c *common) (*config.File, error) {
 	file, err := config.Load(c.configPath, e.getenv, true)
 	if err != nil {
+		if file != nil {
+			// The shared sections' bad keys and the parts' in one
+			// report: a file pasted from nanobot has both, and one
+			// start per section is a slow way to learn them.
+			ws, _ := config.ExpandHome(cmp.Or(c.workspace, file.Agents.Defaults.Workspace))
+			err = errors.Join(err, fleet.CheckSections(file, ws, true))
+		}
 		return nil, err
 	}
 	if c.nats != "" {

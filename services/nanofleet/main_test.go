@@ -81,6 +81,31 @@ func TestChatReadsLines(t *testing.T) {
 	}
 }
 
+// TestPastedNanobotConfigNamesEveryBadKey: a nanobot config.json pasted
+// whole has bad keys in the shared sections and in the parts' sections;
+// one start names all of them.
+func TestPastedNanobotConfigNamesEveryBadKey(t *testing.T) {
+	env, _, _ := testEnv(t, nil)
+	pasted := `{
+		"agents": {"defaults": {"model": "anthropic/claude-opus-4-5", "memoryWindow": 50}},
+		"gateway": {"host": "0.0.0.0", "port": 18790},
+		"tools": {"restrictToWorkspace": false, "exec": {"timeout": 60}},
+		"channels": {"telegram": {"enabled": false, "tokn": "x"}}
+	}`
+	if err := os.WriteFile(filepath.Join(env.home(), "config.json"), []byte(pasted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := dispatch(t.Context(), env, []string{"agent", "-m", "hi"})
+	if !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("err = %v, want an invalid config error", err)
+	}
+	for _, key := range []string{"agents.defaults.memoryWindow:", "gateway.host:", "gateway.port:", "tools.restrictToWorkspace:", "channels.telegram.tokn:"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("error does not name %s\n%v", strings.TrimSuffix(key, ":"), err)
+		}
+	}
+}
+
 func TestBadConfigFailsNamingTheKey(t *testing.T) {
 	env, _, _ := testEnv(t, nil)
 	path := filepath.Join(env.home(), "config.json")
