@@ -13,9 +13,10 @@
 package connlimit
 
 import (
-	"bytes"
+	"bufio"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 	"syscall"
 	"time"
@@ -63,7 +64,11 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		select {
 		case l.slots <- struct{}{}:
-			return &conn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+			release := sync.OnceFunc(func() { <-l.slots })
+			if tc, ok := c.(*net.TCPConn); ok {
+				return &tcpConn{TCPConn: tc, release: release}, nil
+			}
+			return &conn{Conn: c, release: release}, nil
 		default:
 		}
 		l.refused()
@@ -86,15 +91,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 func refuse(c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(refusalWithin))
-	r := io.LimitReader(c, refusalRead)
-	var head []byte
-	buf := make([]byte, 1024)
-	for !bytes.Contains(head, []byte("\r\n\r\n")) {
-		n, err := r.Read(buf)
-		head = append(head, buf[:n]...)
-		if err != nil {
-			return
-		}
+	r := bufio.NewReader(io.LimitReader(c, refusalRead))
+	if _, err := http.ReadRequest(r); err != nil {
+		return
 	}
 	if _, err := io.WriteString(c, refusal); err != nil {
 		return
@@ -115,6 +114,19 @@ type conn struct {
 func (c *conn) Close() error {
 	defer c.release()
 	return c.Conn.Close()
+}
+
+// tcpConn is conn for a TCP connection, keeping the methods net/http
+// looks for on it: CloseWrite, which it uses so that an error answer is
+// not reset away before the client reads it, and ReadFrom (sendfile).
+type tcpConn struct {
+	*net.TCPConn
+	release func()
+}
+
+func (c *tcpConn) Close() error {
+	defer c.release()
+	return c.TCPConn.Close()
 }
 
 // DefaultLimit is the bound when the config sets none: half of the

@@ -108,6 +108,22 @@ func TestHijackedConnectionFreesItsSlot(t *testing.T) {
 	}
 }
 
+// TestTCPConnectionKeepsWhatNetHTTPUses: net/http half-closes a
+// connection after an error answer (CloseWrite), so that the answer is
+// not reset away, and sends files with ReadFrom; a bounded connection
+// keeps both.
+func TestTCPConnectionKeepsWhatNetHTTPUses(t *testing.T) {
+	accepted, dial := listenOne(t)
+	dial()
+	c := bustest.Receive(t, accepted, 10*time.Second)
+	if _, ok := c.(interface{ CloseWrite() error }); !ok {
+		t.Errorf("%T has no CloseWrite", c)
+	}
+	if _, ok := c.(io.ReaderFrom); !ok {
+		t.Errorf("%T has no ReadFrom", c)
+	}
+}
+
 // TestCloseTwiceFreesOneSlot: net/http and a hijacking WebSocket may both
 // close a connection; that must not free a second slot.
 func TestCloseTwiceFreesOneSlot(t *testing.T) {
