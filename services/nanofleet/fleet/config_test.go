@@ -11,10 +11,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
-	"github.com/nanofleet/nanofleet/services/memory-consolidator/memoryconsolidator"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
-	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 )
 
 // loadAll reads data as every service does at start-up: the one loader
@@ -32,26 +29,13 @@ func loadAll(data string) error {
 	if err := svc.Layout(file).Validate(); err != nil {
 		return err
 	}
-	if _, _, err := agentworker.ConfigFrom(file, "w", "/workspace"); err != nil {
-		return err
-	}
-	if _, err := agentworker.Schedule(file); err != nil {
-		return err
-	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if _, _, err := agentworker.Model(file, func(k string) string { return env[k] }, 0, log); err != nil {
 		return err
 	}
-	if _, err := runner.FromFile(file, ""); err != nil {
-		return err
-	}
-	if _, err := channels.FromFile(file); err != nil {
-		return err
-	}
-	if _, _, _, _, err := memoryconsolidator.Configs(file, "c"); err != nil {
-		return err
-	}
-	return nil
+	// No workspace: tools.workspace.root is the file's, as the tool
+	// runner's binary reads it.
+	return fleet.CheckSections(file, "", true)
 }
 
 // TestEveryBadKeyIsNamed feeds a bad value for each validated key of every

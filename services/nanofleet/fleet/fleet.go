@@ -133,7 +133,7 @@ func Start(ctx context.Context, o Options, opts ...Option) (*Fleet, error) {
 		}
 	}()
 	if !o.ClientOnly {
-		if err := checkConfig(o); err != nil {
+		if err := CheckSections(o.File, o.Workspace, o.Gateway); err != nil {
 			return nil, err
 		}
 	}
