@@ -14,6 +14,7 @@ package connlimit
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,9 +23,13 @@ import (
 	"time"
 )
 
-// refusal is written to a connection over the bound; HTTP/1.1, which
-// every client reads, also for a WebSocket's upgrade request.
-const refusal = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 38\r\nRetry-After: 5\r\n\r\ntoo many connections; try again later\n"
+// refusal is the answer to a connection over the bound (its body is
+// refusalBody); HTTP/1.1, which every client reads, also for a
+// WebSocket's upgrade request.
+const (
+	refusal     = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nRetry-After: 5\r\n\r\n%s"
+	refusalBody = "too many connections; try again later\n"
+)
 
 const (
 	// refusalWithin bounds all a refusal does: read the request's
@@ -95,7 +100,7 @@ func refuse(c net.Conn) {
 	if _, err := http.ReadRequest(r); err != nil {
 		return
 	}
-	if _, err := io.WriteString(c, refusal); err != nil {
+	if _, err := fmt.Fprintf(c, refusal, len(refusalBody), refusalBody); err != nil {
 		return
 	}
 	if tc, ok := c.(interface{ CloseWrite() error }); ok {

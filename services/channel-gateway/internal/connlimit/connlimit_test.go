@@ -51,7 +51,7 @@ func TestConnectionsOverTheBoundAreRefused(t *testing.T) {
 		return resp.StatusCode, string(body), resp.Header, err
 	}
 	code, body, h, err := get()
-	if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, "too many connections") || h.Get("Retry-After") == "" {
+	if err != nil || code != http.StatusServiceUnavailable || body != "too many connections; try again later\n" || h.Get("Retry-After") == "" {
 		t.Fatalf("third connection: %d %q %v (%v), want 503 too many connections with Retry-After", code, body, h, err)
 	}
 	if n := refused.Load(); n != 1 {
