@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"testing"
 	"time"
@@ -21,7 +22,14 @@ import (
 //
 //	go tool pprof -top -cum DIR/cpu-*.prof
 //
-// shows where the turns' CPU goes. The process also holds the fake model
+// shows where the turns' CPU goes, and an execution trace of each load
+// (trace-*.out) whose scheduling-delay profile
+//
+//	go tool trace -pprof=sched DIR/trace-0.out > sched.prof
+//	go tool pprof -top -cum sched.prof
+//
+// shows how long goroutines waited, runnable, for a core, and where they
+// had been woken. The process also holds the fake model
 // (pkg/llm/llmtest frames) and the load generator (fleet.Client), which
 // the suite runs in another process. It logs the process's CPU per turn,
 // which other processes' load inflates, and the messages the embedded
@@ -44,7 +52,7 @@ func TestTurnCPU(t *testing.T) {
 	var cpu time.Duration
 	turns := 0
 	for i := range runs {
-		d, n := turnCPURun(t, filepath.Join(dir, fmt.Sprintf("cpu-%d.prof", i)), load{
+		d, n := turnCPURun(t, dir, i, load{
 			Concurrency: sessions, Chats: sessions, TurnsPerChat: c.ShippedTurns, Prefix: fmt.Sprint("cpu", i),
 		}, c.SlowLatency)
 		cpu += d
@@ -54,9 +62,9 @@ func TestTurnCPU(t *testing.T) {
 }
 
 // turnCPURun starts a fleet, warms it up, and runs l under a CPU profile
-// written to path. It returns the process's CPU time over the load and the
-// turns it ran.
-func turnCPURun(t *testing.T, path string, l load, latency time.Duration) (time.Duration, int) {
+// and an execution trace, written to dir as cpu-i.prof and trace-i.out. It
+// returns the process's CPU time over the load and the turns it ran.
+func turnCPURun(t *testing.T, dir string, i int, l load, latency time.Duration) (time.Duration, int) {
 	model, err := startModel(latency, false)
 	if err != nil {
 		t.Fatal(err)
@@ -82,11 +90,17 @@ func turnCPURun(t *testing.T, path string, l load, latency time.Duration) (time.
 	if err := warmUp(ctx, turn, scenario{workers: 1, slots: l.Concurrency, load: l}); err != nil {
 		t.Fatal(err)
 	}
+	path := filepath.Join(dir, fmt.Sprintf("cpu-%d.prof", i))
 	pf, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pf.Close()
+	tf, err := os.Create(filepath.Join(dir, fmt.Sprintf("trace-%d.out", i)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tf.Close()
 	srv := f.Embedded.Server()
 	v0, err := srv.Varz(nil)
 	if err != nil {
@@ -99,7 +113,11 @@ func turnCPURun(t *testing.T, path string, l load, latency time.Duration) (time.
 	if err := pprof.StartCPUProfile(pf); err != nil {
 		t.Fatal(err)
 	}
+	if err := trace.Start(tf); err != nil {
+		t.Fatal(err)
+	}
 	s := l.run(ctx, turn)
+	trace.Stop()
 	pprof.StopCPUProfile()
 	cpu1, err := cpuTime(os.Getpid())
 	if err != nil {
