@@ -3,6 +3,8 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,6 +93,37 @@ func TestCheckLayoutChangesNothing(t *testing.T) {
 	}
 	if diffs, err := bus.CheckLayout(ctx, b, bustest.TestLayout(), extra); err != nil || len(diffs) != 0 {
 		t.Errorf("after Provision: %v, %v; want no differences", diffs, err)
+	}
+}
+
+// TestCheckLayoutKeepsOrder: the buckets missing from a provisioned
+// server are named once each, in the order they are declared, although
+// CheckLayout asks for every asset at once.
+func TestCheckLayoutKeepsOrder(t *testing.T) {
+	b := bustest.StartJetStream(t) // the core layout provisioned
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var decls []bus.Declare
+	var want []string
+	for i := range 12 {
+		decls = append(decls, bucket(fmt.Sprint("extra", i), 0))
+		want = append(want, fmt.Sprint("NANOFLEET_extra", i))
+	}
+	for range 3 {
+		diffs, err := bus.CheckLayout(ctx, b, bustest.TestLayout(), decls...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, d := range diffs {
+			if !d.Missing {
+				t.Errorf("%v: want only missing buckets", d)
+			}
+			got = append(got, d.Asset.Name)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("missing %v, want %v", got, want)
+		}
 	}
 }
 
