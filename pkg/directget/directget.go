@@ -155,6 +155,22 @@ func (r *Reader) LastUpTo(ctx context.Context, stream, subj string, upTo uint64)
 	return got[len(got)-1], true, nil
 }
 
+// Get returns the message at seq, or found false when the stream holds
+// none there (never written, deleted or purged).
+func (r *Reader) Get(ctx context.Context, stream string, seq uint64) (Msg, bool, error) {
+	req, _ := json.Marshal(struct {
+		Seq uint64 `json:"seq"`
+	}{seq})
+	got, _, err := r.request(ctx, stream, req, 1)
+	if err != nil {
+		return Msg{}, false, fmt.Errorf("read %s message %d: %w", stream, seq, err)
+	}
+	if len(got) == 0 {
+		return Msg{}, false, nil
+	}
+	return got[0], true, nil
+}
+
 // Last returns the newest message matching filter (wildcards allowed).
 func (r *Reader) Last(ctx context.Context, stream, filter string) (Msg, bool, error) {
 	req, _ := json.Marshal(struct {

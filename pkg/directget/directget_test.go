@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/directget"
@@ -48,6 +49,46 @@ func TestLastAndRange(t *testing.T) {
 	first, ok, err := r.LastUpTo(ctx, stream, subj, all[0].Seq)
 	if err != nil || !ok || first.Seq != all[0].Seq {
 		t.Errorf("LastUpTo(%d) = seq %d, found %v, err %v; want the first reply", all[0].Seq, first.Seq, ok, err)
+	}
+}
+
+// TestGet: a message comes back by its sequence with its subject; a
+// sequence deleted, purged or never written is not found.
+func TestGet(t *testing.T) {
+	ctx := t.Context()
+	b := bustest.StartJetStream(t)
+	r := directget.NewReader(b.NC)
+	stream, subj := b.Space.OutboundStream(), b.Space.Outbound("cli", "g")
+	var seqs []uint64
+	for i := range 3 {
+		ack, err := b.JS.Publish(ctx, subj, []byte(fmt.Sprint("reply ", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, ack.Sequence)
+	}
+	m, ok, err := r.Get(ctx, stream, seqs[1])
+	if err != nil || !ok || m.Seq != seqs[1] || string(m.Data) != "reply 1" || m.Header.Get(nats.JSSubject) != subj {
+		t.Fatalf("Get(%d) = seq %d, data %q, subject %q, found %v, err %v; want reply 1 on %s",
+			seqs[1], m.Seq, m.Data, m.Header.Get(nats.JSSubject), ok, err, subj)
+	}
+	s, err := b.JS.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMsg(ctx, seqs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(ctx, jetstream.WithPurgeSubject(subj), jetstream.WithPurgeKeep(1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{seqs[0], seqs[1], seqs[2] + 100} {
+		if m, ok, err := r.Get(ctx, stream, seq); err != nil || ok {
+			t.Errorf("Get(%d) of a deleted, purged or unwritten sequence = seq %d, found %v, err %v", seq, m.Seq, ok, err)
+		}
+	}
+	if _, ok, err := r.Get(ctx, stream, seqs[2]); err != nil || !ok {
+		t.Errorf("Get(%d), the one message the purge kept: found %v, err %v", seqs[2], ok, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,11 +34,29 @@ type Store struct {
 	// markerTTL is the life of a cleared checkpoint's marker, as the
 	// bucket was provisioned (0: the bucket has no per-message TTLs).
 	markerTTL time.Duration
+	// cache holds loaded histories; nil without WithHistoryCache.
+	cache *historyCache
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithHistoryCache keeps the histories LoadHistory reads, up to maxBytes
+// of records (their encoded size), so that a session's next load reads
+// only what was appended since: for a worker, which loads a session's
+// history on each of its turns. Callers must not change the records of a
+// History then, which the cache shares.
+func WithHistoryCache(maxBytes int64) Option {
+	return func(s *Store) {
+		if maxBytes > 0 {
+			s.cache = newHistoryCache(maxBytes)
+		}
+	}
 }
 
 // Open returns the store of the fleet b belongs to; the layout must be
 // provisioned.
-func Open(ctx context.Context, b *bus.Bus) (*Store, error) {
+func Open(ctx context.Context, b *bus.Bus, opts ...Option) (*Store, error) {
 	info, err := b.KV(ctx, bus.BucketSessions)
 	if err != nil {
 		return nil, err
@@ -50,7 +69,11 @@ func Open(ctx context.Context, b *bus.Bus) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint bucket: %w", err)
 	}
-	return &Store{direct: b.Direct, js: b.JS, space: b.Space, info: info, checkpoints: cps, markerTTL: st.LimitMarkerTTL()}, nil
+	s := &Store{direct: b.Direct, js: b.JS, space: b.Space, info: info, checkpoints: cps, markerTTL: st.LimitMarkerTTL()}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
 
 // Turn is a stored turn record with its stream sequence.
@@ -80,39 +103,91 @@ func (h *History) Find(inboundSeq uint64) *nanofleetv1.TurnRecord {
 
 // LoadHistory reads the session's turns with a sequence above after.
 // Turns before the newest record that clears the history (/new) are left out.
+// With [WithHistoryCache], a session loaded before is read from where that
+// load ended.
 func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*History, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	h := &History{}
+	e, err := s.cached(ctx, key, after)
+	if err != nil {
+		return nil, err
+	}
+	from := after + 1
+	if e != nil {
+		from = e.last + 1
+	} else {
+		e = &cachedHistory{key: key, after: after}
+	}
 	// Each record is decoded as its page arrives: the raw messages of a
 	// long history are never all held beside their decoded records.
-	err := s.direct.Scan(ctx, s.space.HistoryStream(), s.space.History(key), after+1, 0, 0, func(m directget.Msg) error {
+	err = s.direct.Scan(ctx, s.space.HistoryStream(), s.space.History(key), from, 0, 0, func(m directget.Msg) error {
 		rec := &nanofleetv1.TurnRecord{}
 		if err := proto.Unmarshal(m.Data, rec); err != nil {
 			return fmt.Errorf("record %d: %w", m.Seq, err)
 		}
-		h.LastSeq = m.Seq
+		e.seqs = append(e.seqs, m.Seq)
+		e.last = m.Seq
 		if rec.GetClearsHistory() {
 			// The cleared turns are garbage now, not held by the array.
-			clear(h.Turns)
-			h.Turns = h.Turns[:0]
+			clear(e.turns)
+			e.turns, e.sizes, e.size = e.turns[:0], e.sizes[:0], 0
 		}
-		h.Turns = append(h.Turns, Turn{Seq: m.Seq, Record: rec})
+		e.turns = append(e.turns, Turn{Seq: m.Seq, Record: rec})
+		e.sizes = append(e.sizes, int64(len(m.Data)))
+		e.size += int64(len(m.Data))
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load history of %s: %w", key, err)
 	}
-	if h.LastSeq == 0 && after > 0 {
+	if e.last == 0 && after > 0 {
 		// Everything up to the cursor may be all there is; the next append
 		// must still expect the true last sequence.
 		last, err := s.lastSeq(ctx, key)
 		if err != nil {
 			return nil, err
 		}
-		h.LastSeq = last
+		e.last = last
 	}
-	return h, nil
+	if s.cache != nil && len(e.seqs) > 0 {
+		s.cache.put(e)
+	}
+	return e.history(after), nil
+}
+
+// cached returns a copy of key's cache entry above after to read on from,
+// or nil when there is none to trust: none cached, one loaded above a
+// later cursor, or one whose first record above after is gone (a purge,
+// or the stream's limits, which remove the oldest records first: that one
+// still there means none after it went).
+func (s *Store) cached(ctx context.Context, key string, after uint64) (*cachedHistory, error) {
+	if s.cache == nil {
+		return nil, nil
+	}
+	c := s.cache.get(key)
+	if c == nil || after < c.after {
+		return nil, nil
+	}
+	i, _ := slices.BinarySearch(c.seqs, after+1)
+	if i == len(c.seqs) {
+		// Nothing above the cursor was cached: reading it costs no more.
+		return nil, nil
+	}
+	m, ok, err := s.direct.Get(ctx, s.space.HistoryStream(), c.seqs[i])
+	if err != nil {
+		return nil, fmt.Errorf("load history of %s: %w", key, err)
+	}
+	if !ok || m.Header.Get(nats.JSSubject) != s.space.History(key) {
+		s.cache.drop(key)
+		return nil, nil
+	}
+	j := c.turnsAbove(after)
+	e := &cachedHistory{key: key, after: after, seqs: slices.Clone(c.seqs[i:]),
+		turns: slices.Clone(c.turns[j:]), sizes: slices.Clone(c.sizes[j:]), last: c.last}
+	for _, n := range e.sizes {
+		e.size += n
+	}
+	return e, nil
 }
 
 func (s *Store) lastSeq(ctx context.Context, key string) (uint64, error) {
@@ -164,6 +239,10 @@ func (s *Store) Append(ctx context.Context, key string, rec *nanofleetv1.TurnRec
 	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expectLast))
 	if err != nil {
 		if wrongLastSequence(err) {
+			// What was cached is not the history's end: read it anew.
+			if s.cache != nil {
+				s.cache.drop(key)
+			}
 			return 0, fmt.Errorf("%w: history of %s moved past %d", ErrConflict, key, expectLast)
 		}
 		return 0, fmt.Errorf("append turn to %s: %w", key, err)

@@ -60,6 +60,11 @@ type Config struct {
 	// message saying so, without the model. The turn that crosses it
 	// finishes.
 	DailyTokenBudget int64 `json:"dailyTokenBudget"`
+	// HistoryCacheMB bounds the session histories the worker keeps between
+	// a session's turns (their records' encoded size), so that a turn
+	// reads only the records appended since the session's last turn here
+	// rather than all since the consolidation cursor; 0 keeps none.
+	HistoryCacheMB int `json:"historyCacheMB"`
 	// MessageAllowTo lists the chats besides its own that a session's
 	// model may message with the message tool: "channel:chat",
 	// "channel:*" or "*"; none by default.
@@ -86,6 +91,7 @@ func DefaultConfig() Config {
 		ContextWindowTokens: 200_000,
 		Location:            time.UTC,
 		ShutdownGrace:       config.Seconds(11 * time.Minute),
+		HistoryCacheMB:      16,
 	}
 }
 
@@ -106,6 +112,8 @@ func (c Config) Validate() error {
 		return config.Invalid("worker.maxAttempts", "must be at least 1, got %d", c.MaxAttempts)
 	case c.ContextWindowTokens <= c.Loop.MaxTokens:
 		return config.Invalid("agents.defaults.contextWindowTokens", "%d leaves no room beside maxTokens %d", c.ContextWindowTokens, c.Loop.MaxTokens)
+	case c.HistoryCacheMB < 0:
+		return config.Invalid("worker.historyCacheMB", "must not be negative, got %d", c.HistoryCacheMB)
 	case c.DailyTokenBudget < 0:
 		return config.Invalid("worker.dailyTokenBudget", "must not be negative, got %d", c.DailyTokenBudget)
 	case badTarget(c.MessageAllowTo) >= 0:

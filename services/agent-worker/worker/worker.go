@@ -120,7 +120,7 @@ func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Worker, erro
 	if err != nil {
 		return nil, err
 	}
-	sessions, err := session.Open(ctx, d.Bus)
+	sessions, err := session.Open(ctx, d.Bus, session.WithHistoryCache(int64(cfg.HistoryCacheMB)<<20))
 	if err != nil {
 		return nil, err
 	}

@@ -77,6 +77,7 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 		{`{"worker":{"ackWaitSeconds":0}}`, "worker.ackWaitSeconds"},
 		{`{"worker":{"ackWaitSeconds":"1m"}}`, "worker.ackWaitSeconds"},
 		{`{"worker":{"maxAttempts":0}}`, "worker.maxAttempts"},
+		{`{"worker":{"historyCacheMB":-1}}`, "worker.historyCacheMB"},
 		{`{"worker":{"dailyTokenBudget":-1}}`, "worker.dailyTokenBudget"},
 		{`{"worker":{"messageAllowTo":["*","telegram"]}}`, "worker.messageAllowTo[1]"},
 		{`{"worker":{"slots":4}}`, "worker.slots"},

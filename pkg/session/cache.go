@@ -1,0 +1,106 @@
+package session
+
+import (
+	"cmp"
+	"container/list"
+	"slices"
+	"sync"
+)
+
+// historyCache keeps the histories a Store loaded, so that the session's
+// next load reads only the records appended since. Reading every record
+// after the consolidation cursor again cost each turn a scan the server
+// makes message by message through everything other sessions wrote in
+// between: with 200 sessions of 30 turns each, a fifth of the all-in-one's
+// CPU. It holds at most max bytes of records (their encoded size), the
+// least recently loaded sessions going first.
+//
+// An entry is never changed once stored, only replaced, and its turns'
+// records are shared with every History made from it: callers read them
+// and never change them.
+type historyCache struct {
+	max int64
+
+	mu      sync.Mutex
+	size    int64
+	lru     *list.List // of *cachedHistory, the most recently used first
+	entries map[string]*list.Element
+}
+
+// cachedHistory is a session's history as a load found it.
+type cachedHistory struct {
+	key string
+	// after is the cursor it was loaded above.
+	after uint64
+	// seqs are the sequences of every record above after, those a clear
+	// left out of turns included, oldest first.
+	seqs []uint64
+	// turns and last are History.Turns and History.LastSeq; sizes are
+	// the turns' records' encoded sizes, size their sum.
+	turns []Turn
+	sizes []int64
+	last  uint64
+	size  int64
+}
+
+func newHistoryCache(maxBytes int64) *historyCache {
+	return &historyCache{max: maxBytes, lru: list.New(), entries: map[string]*list.Element{}}
+}
+
+// get returns key's entry, or nil.
+func (c *historyCache) get(key string) *cachedHistory {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[key]
+	if !ok {
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*cachedHistory)
+}
+
+// put stores e as its key's entry, unless it alone is above the budget.
+func (c *historyCache) put(e *cachedHistory) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(e.key)
+	if e.size > c.max {
+		return
+	}
+	c.entries[e.key] = c.lru.PushFront(e)
+	c.size += e.size
+	for c.size > c.max {
+		c.removeLocked(c.lru.Back().Value.(*cachedHistory).key)
+	}
+}
+
+// drop forgets key's entry.
+func (c *historyCache) drop(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(key)
+}
+
+func (c *historyCache) removeLocked(key string) {
+	el, ok := c.entries[key]
+	if !ok {
+		return
+	}
+	c.size -= el.Value.(*cachedHistory).size
+	c.lru.Remove(el)
+	delete(c.entries, key)
+}
+
+// turnsAbove returns the index of e's first turn above seq.
+func (e *cachedHistory) turnsAbove(seq uint64) int {
+	i, _ := slices.BinarySearchFunc(e.turns, seq+1, func(t Turn, seq uint64) int {
+		return cmp.Compare(t.Seq, seq)
+	})
+	return i
+}
+
+// history is e as a History of the turns above after, with a Turns of its
+// own so that the caller's appends never reach the entry's.
+func (e *cachedHistory) history(after uint64) *History {
+	return &History{Turns: slices.Clone(e.turns[e.turnsAbove(after):]), LastSeq: e.last}
+}
