@@ -178,3 +178,40 @@ func seqs(h *session.History) []uint64 {
 	}
 	return out
 }
+
+// BenchmarkTurnHistory is a turn's history work: load the session's
+// history above the cursor, append the turn. 50 sessions of 30 turns each
+// were written interleaved first, as sessions talking at once write them.
+func BenchmarkTurnHistory(b *testing.B) {
+	for _, cache := range []int64{0, 16 << 20} {
+		b.Run(fmt.Sprint("cache=", cache), func(b *testing.B) {
+			ctx := b.Context()
+			bb := bustest.StartJetStream(b)
+			s, err := session.Open(ctx, bb, session.WithHistoryCache(cache))
+			if err != nil {
+				b.Fatal(err)
+			}
+			const sessions, turns = 50, 30
+			last := make([]uint64, sessions)
+			n := 0
+			write := func(i int) {
+				n++
+				if last[i], err = s.Append(ctx, fmt.Sprint("cli:", i), turn(fmt.Sprint("t", n), uint64(n), "a message of a few words"), last[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range turns {
+				for i := range sessions {
+					write(i)
+				}
+			}
+			for i := 0; b.Loop(); i++ {
+				key := i % sessions
+				if _, err := s.LoadHistory(ctx, fmt.Sprint("cli:", key), 0); err != nil {
+					b.Fatal(err)
+				}
+				write(key)
+			}
+		})
+	}
+}
