@@ -5,6 +5,7 @@ import (
 	"container/list"
 	"slices"
 	"sync"
+	"time"
 )
 
 // historyCache keeps the histories a Store loaded, so that the session's
@@ -13,19 +14,29 @@ import (
 // makes message by message through everything other sessions wrote in
 // between: with 200 sessions of 30 turns each, a fifth of the all-in-one's
 // CPU. It holds at most max bytes of records (their encoded size), the
-// least recently loaded sessions going first.
+// least recently loaded sessions going first, and forgets a session not
+// loaded for idle: a conversation's next message comes well within it,
+// and an idle worker gives the memory back.
 //
-// An entry is never changed once stored, only replaced, and its turns'
+// An entry's history is never changed once stored, only replaced; its turns'
 // records are shared with every History made from it: callers read them
 // and never change them.
 type historyCache struct {
-	max int64
+	max  int64
+	idle time.Duration
 
 	mu      sync.Mutex
 	size    int64
 	lru     *list.List // of *cachedHistory, the most recently used first
 	entries map[string]*list.Element
+	// expiry forgets the least recently used entry when it has been idle
+	// long enough; nil while the cache is empty.
+	expiry *time.Timer
 }
+
+// historyIdle is how long a cached history outlives its session's last
+// load.
+const historyIdle = time.Minute
 
 // cachedHistory is a session's history as a load found it.
 type cachedHistory struct {
@@ -41,10 +52,13 @@ type cachedHistory struct {
 	sizes []int64
 	last  uint64
 	size  int64
+	// used is when the entry was last stored or loaded (under the
+	// cache's lock).
+	used time.Time
 }
 
-func newHistoryCache(maxBytes int64) *historyCache {
-	return &historyCache{max: maxBytes, lru: list.New(), entries: map[string]*list.Element{}}
+func newHistoryCache(maxBytes int64, idle time.Duration) *historyCache {
+	return &historyCache{max: maxBytes, idle: idle, lru: list.New(), entries: map[string]*list.Element{}}
 }
 
 // get returns key's entry, or nil.
@@ -55,8 +69,10 @@ func (c *historyCache) get(key string) *cachedHistory {
 	if !ok {
 		return nil
 	}
+	e := el.Value.(*cachedHistory)
+	e.used = time.Now()
 	c.lru.MoveToFront(el)
-	return el.Value.(*cachedHistory)
+	return e
 }
 
 // put stores e as its key's entry, unless it alone is above the budget.
@@ -67,11 +83,32 @@ func (c *historyCache) put(e *cachedHistory) {
 	if e.size > c.max {
 		return
 	}
+	e.used = time.Now()
 	c.entries[e.key] = c.lru.PushFront(e)
 	c.size += e.size
 	for c.size > c.max {
 		c.removeLocked(c.lru.Back().Value.(*cachedHistory).key)
 	}
+	if c.expiry == nil {
+		c.expiry = time.AfterFunc(c.idle, c.expire)
+	}
+}
+
+// expire forgets the entries idle for c.idle and waits for the next one
+// to be.
+func (c *historyCache) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for c.lru.Len() > 0 {
+		oldest := c.lru.Back().Value.(*cachedHistory)
+		if wait := oldest.used.Add(c.idle).Sub(now); wait > 0 {
+			c.expiry = time.AfterFunc(wait, c.expire)
+			return
+		}
+		c.removeLocked(oldest.key)
+	}
+	c.expiry = nil
 }
 
 // drop forgets key's entry.

@@ -42,14 +42,14 @@ type Store struct {
 type Option func(*Store)
 
 // WithHistoryCache keeps the histories LoadHistory reads, up to maxBytes
-// of records (their encoded size), so that a session's next load reads
-// only what was appended since: for a worker, which loads a session's
-// history on each of its turns. Callers must not change the records of a
+// of records (their encoded size) and for a minute after a session's last
+// load, so that a session's next load reads only what was appended since:
+// for a worker, which loads a session's history on each of its turns. Callers must not change the records of a
 // History then, which the cache shares.
 func WithHistoryCache(maxBytes int64) Option {
 	return func(s *Store) {
 		if maxBytes > 0 {
-			s.cache = newHistoryCache(maxBytes)
+			s.cache = newHistoryCache(maxBytes, historyIdle)
 		}
 	}
 }
