@@ -37,10 +37,11 @@ type Config struct {
 	IdleEvery int
 }
 
-// DefaultConfig looks every 10 s, trims on each of the first six quiet
-// periods after activity, then every five minutes.
+// DefaultConfig looks every 10 s, trims on each of the first eight quiet
+// periods after activity (past the minute after which a worker's history
+// cache lets go of a session), then every five minutes.
 func DefaultConfig() Config {
-	return Config{Every: 10 * time.Second, IdleBytes: 1 << 20, AfterBusy: 6, IdleEvery: 30}
+	return Config{Every: 10 * time.Second, IdleBytes: 1 << 20, AfterBusy: 8, IdleEvery: 30}
 }
 
 // Trimmer decides, one period at a time, whether to trim.
