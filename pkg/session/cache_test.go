@@ -19,9 +19,9 @@ import (
 // of appends from either worker, other sessions' records in between,
 // history clears, cursor moves, loads above a later cursor (a commit's
 // re-read), purges that keep the last turns (as the heartbeat's) or none,
-// and a conflicting append, each worker's load
-// equals the plain store's. A cache that trusted its entry past a purge, a
-// moved cursor or another worker's append would not.
+// and a conflicting append, each worker's load equals the plain store's.
+// A cache that trusted its entry past a purge, a moved cursor or another
+// worker's append would not.
 func TestHistoryCacheReadsWhatTheStreamHolds(t *testing.T) {
 	ctx := t.Context()
 	srv := bustest.StartServer(t)
