@@ -13,7 +13,7 @@ import (
 // after the consolidation cursor again cost each turn a scan the server
 // makes message by message through everything other sessions wrote in
 // between: with 200 sessions of 30 turns each, a fifth of the all-in-one's
-// CPU. It holds at most max bytes of records (their encoded size), the
+// CPU. It holds at most max bytes of decoded records (see memSize), the
 // least recently loaded sessions going first, and forgets a session not
 // loaded for idle: a conversation's next message comes well within it,
 // and an idle worker gives the memory back.
@@ -47,7 +47,7 @@ type cachedHistory struct {
 	// left out of turns included, oldest first.
 	seqs []uint64
 	// turns and last are History.Turns and History.LastSeq; sizes are
-	// the turns' records' encoded sizes, size their sum.
+	// the turns' records' memSizes, size their sum.
 	turns []Turn
 	sizes []int64
 	last  uint64
@@ -56,6 +56,11 @@ type cachedHistory struct {
 	// cache's lock).
 	used time.Time
 }
+
+// memSize estimates what a record of n encoded bytes takes decoded: its
+// strings and about 800 bytes of message structs (measured: 218 encoded
+// bytes took 1,001 decoded, 4,182 took 5,063).
+func memSize(n int) int64 { return int64(n + n/4 + 800) }
 
 func newHistoryCache(maxBytes int64, idle time.Duration) *historyCache {
 	return &historyCache{max: maxBytes, idle: idle, lru: list.New(), entries: map[string]*list.Element{}}

@@ -42,8 +42,7 @@ type Store struct {
 type Option func(*Store)
 
 // WithHistoryCache keeps the histories LoadHistory reads, up to maxBytes
-// of records (their encoded size) and for a minute after a session's last
-// load, so that a session's next load reads only what was appended since:
+// of decoded records and for a minute after a session's last load, so that a session's next load reads only what was appended since:
 // for a worker, which loads a session's history on each of its turns. Callers must not change the records of a
 // History then, which the cache shares.
 func WithHistoryCache(maxBytes int64) Option {
@@ -133,8 +132,9 @@ func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*His
 			e.turns, e.sizes, e.size = e.turns[:0], e.sizes[:0], 0
 		}
 		e.turns = append(e.turns, Turn{Seq: m.Seq, Record: rec})
-		e.sizes = append(e.sizes, int64(len(m.Data)))
-		e.size += int64(len(m.Data))
+		n := memSize(len(m.Data))
+		e.sizes = append(e.sizes, n)
+		e.size += n
 		return nil
 	})
 	if err != nil {

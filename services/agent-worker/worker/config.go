@@ -61,7 +61,7 @@ type Config struct {
 	// finishes.
 	DailyTokenBudget int64 `json:"dailyTokenBudget"`
 	// HistoryCacheMB bounds the session histories the worker keeps between
-	// a session's turns (their records' encoded size), so that a turn
+	// a session's turns (their records decoded), so that a turn
 	// reads only the records appended since the session's last turn here
 	// rather than all since the consolidation cursor; 0 keeps none.
 	HistoryCacheMB int `json:"historyCacheMB"`
