@@ -155,20 +155,23 @@ func (r *Reader) LastUpTo(ctx context.Context, stream, subj string, upTo uint64)
 	return got[len(got)-1], true, nil
 }
 
-// Get returns the message at seq, or found false when the stream holds
-// none there (never written, deleted or purged).
-func (r *Reader) Get(ctx context.Context, stream string, seq uint64) (Msg, bool, error) {
+// Next returns the first message on subj (a literal subject) with a
+// sequence at least from, and how many more there are after it; found
+// false when there is none.
+func (r *Reader) Next(ctx context.Context, stream, subj string, from uint64) (m Msg, after uint64, found bool, err error) {
 	req, _ := json.Marshal(struct {
-		Seq uint64 `json:"seq"`
-	}{seq})
-	got, _, err := r.request(ctx, stream, req, 1)
+		Seq     uint64 `json:"seq"`
+		NextFor string `json:"next_by_subj"`
+		Batch   int    `json:"batch"`
+	}{from, subj, 1})
+	got, pending, err := r.request(ctx, stream, req, 1)
 	if err != nil {
-		return Msg{}, false, fmt.Errorf("read %s message %d: %w", stream, seq, err)
+		return Msg{}, 0, false, fmt.Errorf("read %s from %d: %w", subj, from, err)
 	}
 	if len(got) == 0 {
-		return Msg{}, false, nil
+		return Msg{}, 0, false, nil
 	}
-	return got[0], true, nil
+	return got[0], pending, true, nil
 }
 
 // Last returns the newest message matching filter (wildcards allowed).

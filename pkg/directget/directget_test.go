@@ -52,44 +52,45 @@ func TestLastAndRange(t *testing.T) {
 	}
 }
 
-// TestGet: a message comes back by its sequence with its subject; a
-// sequence deleted, purged or never written is not found.
-func TestGet(t *testing.T) {
+// TestNext: the first message on a subject from a sequence comes back
+// with how many follow it; one deleted or purged is skipped; past the
+// last, none is found.
+func TestNext(t *testing.T) {
 	ctx := t.Context()
 	b := bustest.StartJetStream(t)
 	r := directget.NewReader(b.NC)
-	stream, subj := b.Space.OutboundStream(), b.Space.Outbound("cli", "g")
+	stream, subj, other := b.Space.OutboundStream(), b.Space.Outbound("cli", "n"), b.Space.Outbound("cli", "other")
 	var seqs []uint64
-	for i := range 3 {
+	for i := range 4 {
 		ack, err := b.JS.Publish(ctx, subj, []byte(fmt.Sprint("reply ", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		seqs = append(seqs, ack.Sequence)
+		if _, err := b.JS.Publish(ctx, other, []byte("noise")); err != nil {
+			t.Fatal(err)
+		}
 	}
-	m, ok, err := r.Get(ctx, stream, seqs[1])
-	if err != nil || !ok || m.Seq != seqs[1] || string(m.Data) != "reply 1" || m.Header.Get(nats.JSSubject) != subj {
-		t.Fatalf("Get(%d) = seq %d, data %q, subject %q, found %v, err %v; want reply 1 on %s",
-			seqs[1], m.Seq, m.Data, m.Header.Get(nats.JSSubject), ok, err, subj)
+	check := func(from, wantSeq, wantAfter uint64, wantFound bool) {
+		t.Helper()
+		m, after, found, err := r.Next(ctx, stream, subj, from)
+		if err != nil || found != wantFound || (found && (m.Seq != wantSeq || after != wantAfter)) {
+			t.Errorf("Next(%d) = seq %d, %d after, found %v, err %v; want seq %d, %d after, found %v",
+				from, m.Seq, after, found, err, wantSeq, wantAfter, wantFound)
+		}
 	}
+	check(seqs[0], seqs[0], 3, true)
+	check(seqs[1], seqs[1], 2, true)
+	check(seqs[1]+1, seqs[2], 1, true) // the other subject's message skipped
+	check(seqs[3]+1, 0, 0, false)
 	s, err := b.JS.Stream(ctx, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteMsg(ctx, seqs[0]); err != nil {
+	if err := s.Purge(ctx, jetstream.WithPurgeSubject(subj), jetstream.WithPurgeKeep(2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Purge(ctx, jetstream.WithPurgeSubject(subj), jetstream.WithPurgeKeep(1)); err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range []uint64{seqs[0], seqs[1], seqs[2] + 100} {
-		if m, ok, err := r.Get(ctx, stream, seq); err != nil || ok {
-			t.Errorf("Get(%d) of a deleted, purged or unwritten sequence = seq %d, found %v, err %v", seq, m.Seq, ok, err)
-		}
-	}
-	if _, ok, err := r.Get(ctx, stream, seqs[2]); err != nil || !ok {
-		t.Errorf("Get(%d), the one message the purge kept: found %v, err %v", seqs[2], ok, err)
-	}
+	check(seqs[0], seqs[2], 1, true) // the two oldest purged
 }
 
 // TestConcurrentReadsShareOneSubscription: many readers at once each get

@@ -52,6 +52,9 @@ type cachedHistory struct {
 	sizes []int64
 	last  uint64
 	size  int64
+	// complete says, in a copy LoadHistory reads on from, that the
+	// stream holds no record after last.
+	complete bool
 	// used is when the entry was last stored or loaded (under the
 	// cache's lock).
 	used time.Time
@@ -114,6 +117,28 @@ func (c *historyCache) expire() {
 		c.removeLocked(oldest.key)
 	}
 	c.expiry = nil
+}
+
+// extend adds t, just appended after the record at expectLast, to key's
+// entry if that entry ends there.
+func (c *historyCache) extend(key string, expectLast uint64, t Turn, size int64) {
+	c.mu.Lock()
+	el, ok := c.entries[key]
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	old := el.Value.(*cachedHistory)
+	if old.last != expectLast {
+		return
+	}
+	e := &cachedHistory{key: key, after: old.after, seqs: append(slices.Clone(old.seqs), t.Seq), last: t.Seq}
+	if t.Record.GetClearsHistory() {
+		e.turns, e.sizes, e.size = []Turn{t}, []int64{size}, size
+	} else {
+		e.turns, e.sizes, e.size = append(slices.Clone(old.turns), t), append(slices.Clone(old.sizes), size), old.size+size
+	}
+	c.put(e)
 }
 
 // drop forgets key's entry.

@@ -43,7 +43,9 @@ type Option func(*Store)
 
 // WithHistoryCache keeps the histories LoadHistory reads, up to maxBytes
 // of decoded records and for a minute after a session's last load, so that a session's next load reads only what was appended since:
-// for a worker, which loads a session's history on each of its turns. Callers must not change the records of a
+// for a worker, which loads a session's history on each of its turns.
+// An appended record is cached as it is: the caller must not change it
+// after Append either. Callers must not change the records of a
 // History then, which the cache shares.
 func WithHistoryCache(maxBytes int64) Option {
 	return func(s *Store) {
@@ -112,10 +114,14 @@ func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*His
 		return nil, err
 	}
 	from := after + 1
-	if e != nil {
-		from = e.last + 1
-	} else {
+	switch {
+	case e == nil:
 		e = &cachedHistory{key: key, after: after}
+	case e.complete:
+		s.cache.put(e)
+		return e.history(after), nil
+	default:
+		from = e.last + 1
 	}
 	// Each record is decoded as its page arrives: the raw messages of a
 	// long history are never all held beside their decoded records.
@@ -173,17 +179,20 @@ func (s *Store) cached(ctx context.Context, key string, after uint64) (*cachedHi
 		// Nothing above the cursor was cached: reading it costs no more.
 		return nil, nil
 	}
-	m, ok, err := s.direct.Get(ctx, s.space.HistoryStream(), c.seqs[i])
+	// One request says both whether that record is still there and how
+	// many follow it: as many as are cached means nothing to read.
+	m, more, ok, err := s.direct.Next(ctx, s.space.HistoryStream(), s.space.History(key), c.seqs[i])
 	if err != nil {
 		return nil, fmt.Errorf("load history of %s: %w", key, err)
 	}
-	if !ok || m.Header.Get(nats.JSSubject) != s.space.History(key) {
+	if !ok || m.Seq != c.seqs[i] {
 		s.cache.drop(key)
 		return nil, nil
 	}
 	j := c.turnsAbove(after)
 	e := &cachedHistory{key: key, after: after, seqs: slices.Clone(c.seqs[i:]),
-		turns: slices.Clone(c.turns[j:]), sizes: slices.Clone(c.sizes[j:]), last: c.last}
+		turns: slices.Clone(c.turns[j:]), sizes: slices.Clone(c.sizes[j:]), last: c.last,
+		complete: more == uint64(len(c.seqs)-i-1)}
 	for _, n := range e.sizes {
 		e.size += n
 	}
@@ -246,6 +255,9 @@ func (s *Store) Append(ctx context.Context, key string, rec *nanofleetv1.TurnRec
 			return 0, fmt.Errorf("%w: history of %s moved past %d", ErrConflict, key, expectLast)
 		}
 		return 0, fmt.Errorf("append turn to %s: %w", key, err)
+	}
+	if s.cache != nil {
+		s.cache.extend(key, expectLast, Turn{Seq: ack.Sequence, Record: rec}, memSize(len(data)))
 	}
 	return ack.Sequence, nil
 }
