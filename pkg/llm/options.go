@@ -38,6 +38,11 @@ func defaultSettings() settings {
 	// IdleConnTimeout.
 	tr.MaxIdleConns = 1024
 	tr.MaxIdleConnsPerHost = 1024
+	// A request carries the system prompt, the history and a dozen tool
+	// schemas, tens of KB: written through the default 4 KB buffer, that
+	// is a write call per 4 KB (the all-in-one at 200 sessions: 0.673 →
+	// 0.644 ms of CPU per turn with 64 KB, eight interleaved runs each).
+	tr.WriteBufferSize = 64 << 10
 	return settings{
 		httpClient:    &http.Client{Transport: tr},
 		logger:        slog.New(slog.DiscardHandler),
