@@ -52,9 +52,6 @@ type cachedHistory struct {
 	sizes []int64
 	last  uint64
 	size  int64
-	// complete says, in a copy LoadHistory reads on from, that the
-	// stream holds no record after last.
-	complete bool
 	// used is when the entry was last stored or loaded (under the
 	// cache's lock).
 	used time.Time
@@ -164,6 +161,18 @@ func (e *cachedHistory) turnsAbove(seq uint64) int {
 		return cmp.Compare(t.Seq, seq)
 	})
 	return i
+}
+
+// above returns a copy of e that keeps only what is above after.
+func (e *cachedHistory) above(after uint64) *cachedHistory {
+	i, _ := slices.BinarySearch(e.seqs, after+1)
+	j := e.turnsAbove(after)
+	c := &cachedHistory{key: e.key, after: after, seqs: slices.Clone(e.seqs[i:]),
+		turns: slices.Clone(e.turns[j:]), sizes: slices.Clone(e.sizes[j:]), last: e.last}
+	for _, n := range c.sizes {
+		c.size += n
+	}
+	return c
 }
 
 // history is e as a History of the turns above after, with a Turns of its

@@ -136,8 +136,8 @@ func TestHistoryCacheReadsWhatTheStreamHolds(t *testing.T) {
 
 // TestHistoryCacheLoadsAreTheCallers: a caller appending to a loaded
 // History (as a turn's commit does) changes neither the cache nor the
-// next load; a budget below one session's records caches nothing and
-// still loads it whole.
+// next load, with a budget that holds the session and with one below a
+// single record (TestHistoryCacheBudget checks that nothing is kept then).
 func TestHistoryCacheLoadsAreTheCallers(t *testing.T) {
 	ctx := t.Context()
 	b := bustest.StartJetStream(t)

@@ -42,11 +42,11 @@ type Store struct {
 type Option func(*Store)
 
 // WithHistoryCache keeps the histories LoadHistory reads, up to maxBytes
-// of decoded records and for a minute after a session's last load, so that a session's next load reads only what was appended since:
-// for a worker, which loads a session's history on each of its turns.
-// An appended record is cached as it is: the caller must not change it
-// after Append either. Callers must not change the records of a
-// History then, which the cache shares.
+// of decoded records and for a minute after a session's last load, so
+// that a session's next load reads only what was appended since: for a
+// worker, which loads a session's history on each of its turns. The
+// records of a loaded History, and those passed to Append, are shared
+// with the cache: callers must not change them.
 func WithHistoryCache(maxBytes int64) Option {
 	return func(s *Store) {
 		if maxBytes > 0 {
@@ -109,19 +109,17 @@ func (h *History) Find(inboundSeq uint64) *nanofleetv1.TurnRecord {
 func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*History, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	e, err := s.cached(ctx, key, after)
+	c, fresh, err := s.cached(ctx, key, after)
 	if err != nil {
 		return nil, err
 	}
-	from := after + 1
-	switch {
-	case e == nil:
-		e = &cachedHistory{key: key, after: after}
-	case e.complete:
-		s.cache.put(e)
-		return e.history(after), nil
-	default:
-		from = e.last + 1
+	if fresh {
+		return c.history(after), nil
+	}
+	e, from := &cachedHistory{key: key, after: after}, after+1
+	if c != nil {
+		// A copy to read on into: an entry is never changed.
+		e, from = c.above(after), c.last+1
 	}
 	// Each record is decoded as its page arrives: the raw messages of a
 	// long history are never all held beside their decoded records.
@@ -161,42 +159,41 @@ func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*His
 	return e.history(after), nil
 }
 
-// cached returns a copy of key's cache entry above after to read on from,
-// or nil when there is none to trust: none cached, one loaded above a
-// later cursor, or one whose first record above after is gone (a purge,
-// or the stream's limits, which remove the oldest records first: that one
-// still there means none after it went).
-func (s *Store) cached(ctx context.Context, key string, after uint64) (*cachedHistory, error) {
+// cached returns key's cache entry to read on from, and fresh when the
+// stream holds no record after it; nil when there is none to trust: none
+// cached, one loaded above a later cursor, or one whose first record
+// above after is gone (a purge, or the stream's limits, which remove the
+// oldest records first: that one still there means none after it went).
+func (s *Store) cached(ctx context.Context, key string, after uint64) (c *cachedHistory, fresh bool, err error) {
 	if s.cache == nil {
-		return nil, nil
+		return nil, false, nil
 	}
-	c := s.cache.get(key)
+	c = s.cache.get(key)
 	if c == nil || after < c.after {
-		return nil, nil
+		return nil, false, nil
 	}
 	i, _ := slices.BinarySearch(c.seqs, after+1)
 	if i == len(c.seqs) {
 		// Nothing above the cursor was cached: reading it costs no more.
-		return nil, nil
+		return nil, false, nil
 	}
 	// One request says both whether that record is still there and how
 	// many follow it: as many as are cached means nothing to read.
 	m, more, ok, err := s.direct.Next(ctx, s.space.HistoryStream(), s.space.History(key), c.seqs[i])
 	if err != nil {
-		return nil, fmt.Errorf("load history of %s: %w", key, err)
+		return nil, false, fmt.Errorf("load history of %s: %w", key, err)
 	}
 	if !ok || m.Seq != c.seqs[i] {
 		s.cache.drop(key)
-		return nil, nil
+		return nil, false, nil
 	}
-	j := c.turnsAbove(after)
-	e := &cachedHistory{key: key, after: after, seqs: slices.Clone(c.seqs[i:]),
-		turns: slices.Clone(c.turns[j:]), sizes: slices.Clone(c.sizes[j:]), last: c.last,
-		complete: more == uint64(len(c.seqs)-i-1)}
-	for _, n := range e.sizes {
-		e.size += n
+	fresh = more == uint64(len(c.seqs)-i-1)
+	if fresh && i > 0 {
+		// The cursor moved past some: keep only what is above it.
+		c = c.above(after)
+		s.cache.put(c)
 	}
-	return e, nil
+	return c, fresh, nil
 }
 
 func (s *Store) lastSeq(ctx context.Context, key string) (uint64, error) {
