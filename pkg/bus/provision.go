@@ -223,13 +223,15 @@ func Provision(ctx context.Context, b *Bus, l Layout, decls ...Declare) error {
 	// Each call has its own deadline: one lost with a server that died,
 	// or sent while the cluster has no leader, fails and the caller
 	// retries; a retry finds done what the server finished meanwhile.
-	call := func(what, name string, create func(context.Context) error) error {
-		cctx, cancel := context.WithTimeout(ctx, CallTimeout)
-		defer cancel()
-		if err := create(cctx); err != nil {
-			return fmt.Errorf("provision %s %s: %w", what, name, err)
+	call := func(what, name string, do func(context.Context) error) func() error {
+		return func() error {
+			cctx, cancel := context.WithTimeout(ctx, CallTimeout)
+			defer cancel()
+			if err := do(cctx); err != nil {
+				return fmt.Errorf("provision %s %s: %w", what, name, err)
+			}
+			return nil
 		}
-		return nil
 	}
 	// Each phase's requests go out together: one at a time, the
 	// twenty-odd assets' two or three requests each took a one-shot
@@ -239,11 +241,9 @@ func Provision(ctx context.Context, b *Bus, l Layout, decls ...Declare) error {
 	var checks errgroup.Group
 	checks.SetLimit(provisionParallel)
 	for _, a := range all.List() {
-		checks.Go(func() error {
-			return call(a.Kind, a.Name, func(ctx context.Context) error {
-				return keepsReplicas(ctx, b, a, l.Replicas)
-			})
-		})
+		checks.Go(call(a.Kind, a.Name, func(ctx context.Context) error {
+			return keepsReplicas(ctx, b, a, l.Replicas)
+		}))
 	}
 	if err := checks.Wait(); err != nil {
 		return err
@@ -251,28 +251,22 @@ func Provision(ctx context.Context, b *Bus, l Layout, decls ...Declare) error {
 	var creates errgroup.Group
 	creates.SetLimit(provisionParallel)
 	for _, cfg := range all.Streams {
-		creates.Go(func() error {
-			return call("stream", cfg.Name, func(ctx context.Context) error {
-				_, err := b.JS.CreateOrUpdateStream(ctx, cfg)
-				return err
-			})
-		})
+		creates.Go(call("stream", cfg.Name, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateStream(ctx, cfg)
+			return err
+		}))
 	}
 	for _, cfg := range all.Buckets {
-		creates.Go(func() error {
-			return call("bucket", cfg.Bucket, func(ctx context.Context) error {
-				_, err := b.JS.CreateOrUpdateKeyValue(ctx, cfg)
-				return err
-			})
-		})
+		creates.Go(call("bucket", cfg.Bucket, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateKeyValue(ctx, cfg)
+			return err
+		}))
 	}
 	for _, cfg := range all.Objects {
-		creates.Go(func() error {
-			return call("object store", cfg.Bucket, func(ctx context.Context) error {
-				_, err := b.JS.CreateOrUpdateObjectStore(ctx, cfg)
-				return err
-			})
-		})
+		creates.Go(call("object store", cfg.Bucket, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateObjectStore(ctx, cfg)
+			return err
+		}))
 	}
 	return creates.Wait()
 }
