@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	lark "github.com/larksuite/oapi-sdk-go/v3"
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
+	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/observe"
@@ -42,12 +42,16 @@ type Deps = adapterdeps.Deps
 // Adapter is the Feishu / Lark channel. It implements
 // [gateway.LiveAdapter].
 type Adapter struct {
-	cfg   Config
-	deps  Deps
-	log   *slog.Logger
-	base  string
-	http  *http.Client
-	api   *lark.Client
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	base string
+	http *http.Client
+	// lark is the SDK configuration (base URL, credentials, token cache)
+	// and im its messaging API; the SDK's lark.Client would link every
+	// one of its hundred services into the binary.
+	lark  *larkcore.Config
+	im    *larkim.V1
 	media *media.Store
 	// policy admits senders; its DM policy applies to direct messages
 	// only (see access.Gate.Check), so groups and DMs share it.
@@ -95,13 +99,8 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 			return nil, err
 		}
 	}
-	a.api = lark.NewClient(cfg.AppID, cfg.AppSecret,
-		lark.WithOpenBaseUrl(a.base),
-		lark.WithHttpClient(a.http),
-		lark.WithLogger(logAdapter{a.log}),
-		lark.WithLogLevel(larkcore.LogLevelDebug),
-		lark.WithReqTimeout(30*time.Second),
-	)
+	a.lark = larkConfig(cfg, a.base, a.http, logAdapter{a.log})
+	a.im = larkim.New(a.lark)
 	var err error
 	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
 		return nil, fmt.Errorf("feishu: %w", err)
@@ -172,7 +171,10 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 // it, or the open id when the app has none.
 func (a *Adapter) identify(ctx context.Context) (account string, err error) {
 	err = retry.Until(ctx, a.log, "feishu bot info failed, retrying", func(ctx context.Context) error {
-		resp, err := a.api.Get(ctx, "/open-apis/bot/v3/info", nil, larkcore.AccessTokenTypeTenant)
+		resp, err := larkcore.Request(ctx, &larkcore.ApiReq{
+			HttpMethod: http.MethodGet, ApiPath: "/open-apis/bot/v3/info",
+			SupportedAccessTokenTypes: []larkcore.AccessTokenType{larkcore.AccessTokenTypeTenant},
+		}, a.lark)
 		var ce larkcore.CodeError // the token endpoint's refusal
 		if errors.As(err, &ce) && badCredentials[ce.Code] {
 			return retry.Final(fmt.Errorf("feishu: app credentials rejected: %w", err))
@@ -235,4 +237,20 @@ func (l logAdapter) Error(_ context.Context, args ...any) { l.out(args) }
 
 func (l logAdapter) out(args []any) {
 	l.log.Debug(strings.TrimSpace(fmt.Sprint(args...)), "source", "lark-sdk")
+}
+
+// larkConfig is what the SDK's lark.NewClient builds for a self-built app,
+// with the adapter's base URL, HTTP client and logger.
+func larkConfig(cfg Config, base string, client *http.Client, log larkcore.Logger) *larkcore.Config {
+	c := &larkcore.Config{
+		BaseUrl: base, AppId: cfg.AppID, AppSecret: cfg.AppSecret,
+		EnableTokenCache: true, AppType: larkcore.AppTypeSelfBuilt,
+		HttpClient: client, Logger: log, LogLevel: larkcore.LogLevelDebug,
+		ReqTimeout: 30 * time.Second,
+	}
+	larkcore.NewLogger(c)
+	larkcore.NewCache(c)
+	larkcore.NewSerialization(c)
+	larkcore.NewHttpClient(c)
+	return c
 }

@@ -83,7 +83,7 @@ func (a *Adapter) upload(ctx context.Context, mimeType, name string, data []byte
 	if imageTypes[strings.ToLower(mimeType)] && len(data) <= ImageLimit {
 		msgType = "image"
 		var r *larkim.CreateImageResp
-		r, err = a.api.Im.V1.Image.Create(ctx, larkim.NewCreateImageReqBuilder().Body(
+		r, err = a.im.Image.Create(ctx, larkim.NewCreateImageReqBuilder().Body(
 			larkim.NewCreateImageReqBodyBuilder().ImageType(larkim.ImageTypeMessage).Image(bytes.NewReader(data)).Build()).Build())
 		if r != nil {
 			resp, answer = r.ApiResp, r.CodeError
@@ -94,7 +94,7 @@ func (a *Adapter) upload(ctx context.Context, mimeType, name string, data []byte
 	} else {
 		msgType = "file"
 		var r *larkim.CreateFileResp
-		r, err = a.api.Im.V1.File.Create(ctx, larkim.NewCreateFileReqBuilder().Body(
+		r, err = a.im.File.Create(ctx, larkim.NewCreateFileReqBuilder().Body(
 			larkim.NewCreateFileReqBodyBuilder().FileType(fileType(name)).FileName(name).File(bytes.NewReader(data)).Build()).Build())
 		if r != nil {
 			resp, answer = r.ApiResp, r.CodeError

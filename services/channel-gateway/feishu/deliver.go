@@ -138,7 +138,7 @@ func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, ms
 			b = b.Uuid(uuid)
 		}
 		var r *larkim.ReplyMessageResp
-		r, err = a.api.Im.V1.Message.Reply(ctx, larkim.NewReplyMessageReqBuilder().MessageId(parent).Body(b.Build()).Build())
+		r, err = a.im.Message.Reply(ctx, larkim.NewReplyMessageReqBuilder().MessageId(parent).Body(b.Build()).Build())
 		if r != nil {
 			resp, code, text = r.ApiResp, r.Code, r.Msg
 			if r.Data != nil {
@@ -151,7 +151,7 @@ func (a *Adapter) post(ctx context.Context, msg *nanofleetv1.OutboundMessage, ms
 			b = b.Uuid(uuid)
 		}
 		var r *larkim.CreateMessageResp
-		r, err = a.api.Im.V1.Message.Create(ctx, larkim.NewCreateMessageReqBuilder().ReceiveIdType("chat_id").Body(b.Build()).Build())
+		r, err = a.im.Message.Create(ctx, larkim.NewCreateMessageReqBuilder().ReceiveIdType("chat_id").Body(b.Build()).Build())
 		if r != nil {
 			resp, code, text = r.ApiResp, r.Code, r.Msg
 			if r.Data != nil {

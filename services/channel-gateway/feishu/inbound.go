@@ -176,7 +176,7 @@ func (a *Adapter) download(ctx context.Context, msgID, eventID string, i int, f 
 	if f.key == "" {
 		return nil, errors.New("no resource key")
 	}
-	resp, err := a.api.Im.V1.MessageResource.Get(ctx, larkim.NewGetMessageResourceReqBuilder().
+	resp, err := a.im.MessageResource.Get(ctx, larkim.NewGetMessageResourceReqBuilder().
 		MessageId(msgID).FileKey(f.key).Type(f.kind).Build())
 	if err != nil {
 		return nil, err

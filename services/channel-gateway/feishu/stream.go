@@ -23,7 +23,7 @@ func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md
 
 func (s streamer) Edit(ctx context.Context, _ *nanofleetv1.OutboundMessage, id, md string, _ bool) error {
 	_, content := body(FormatCard, md)
-	r, err := s.a.api.Im.V1.Message.Patch(ctx, larkim.NewPatchMessageReqBuilder().MessageId(id).
+	r, err := s.a.im.Message.Patch(ctx, larkim.NewPatchMessageReqBuilder().MessageId(id).
 		Body(larkim.NewPatchMessageReqBodyBuilder().Content(content).Build()).Build())
 	if r != nil {
 		return classify(r.ApiResp, r.Code, r.Msg, err)
@@ -35,7 +35,7 @@ func (s streamer) Edit(ctx context.Context, _ *nanofleetv1.OutboundMessage, id, 
 // so that the answer sent whole is the only one shown (a bot may delete
 // the messages it sent).
 func (s streamer) Delete(ctx context.Context, _ *nanofleetv1.OutboundMessage, id string) error {
-	r, err := s.a.api.Im.V1.Message.Delete(ctx, larkim.NewDeleteMessageReqBuilder().MessageId(id).Build())
+	r, err := s.a.im.Message.Delete(ctx, larkim.NewDeleteMessageReqBuilder().MessageId(id).Build())
 	if r != nil {
 		return classify(r.ApiResp, r.Code, r.Msg, err)
 	}
