@@ -174,7 +174,7 @@ func TestRestartJetStream(t *testing.T) {
 				t.Fatal(err)
 			}
 			if disabled {
-				if err := srv.Server().DisableJetStream(); err != nil {
+				if err := srv.NATSServer().DisableJetStream(); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,6 +1,7 @@
-// Package bus connects a nanofleet service to NATS JetStream: to an
-// external server or cluster, or to a nats-server embedded in the process,
-// and provisions the streams and buckets the fleet keeps its state in.
+// Package bus connects a nanofleet service to NATS JetStream, an external
+// server or cluster or one embedded in the process (package embeddednats,
+// which only the all-in-one links), and provisions the streams and buckets
+// the fleet keeps its state in.
 //
 // Each package that keeps state in JetStream declares its assets once, as a
 // [Declare] (e.g. memory.Assets); the core ones are [CoreAssets]. Nothing

@@ -3,7 +3,6 @@ package bus
 import (
 	"errors"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -20,6 +19,16 @@ const (
 	codeStorageResources   jetstream.ErrorCode = 10047 // insufficient storage resources available
 	codeStreamStoreFailed  jetstream.ErrorCode = 10077 // the store refused the message: {err}
 	codeMsgExceedsMaxBytes                     = jetstream.JSErrCodeStreamMessageExceedsMaximum
+)
+
+// The store's errors for a stream at its limits, as nats-server words them
+// (server.ErrMaxBytes and friends; TestStoreLimitErrorsAreTheServers
+// checks them): comparing with the server's own values would link the
+// whole server into every service.
+const (
+	errMaxBytes          = "maximum bytes exceeded"
+	errMaxMsgs           = "maximum messages exceeded"
+	errMaxMsgsPerSubject = "maximum messages per subject exceeded"
 )
 
 // StorageFull reports whether err is JetStream refusing a message for lack
@@ -39,7 +48,7 @@ func StorageFull(err error) bool {
 		// The code covers every store failure; the description is the
 		// store's error, so compare it with the server's own values.
 		switch apiErr.Description {
-		case server.ErrMaxBytes.Error(), server.ErrMaxMsgs.Error(), server.ErrMaxMsgsPerSubject.Error():
+		case errMaxBytes, errMaxMsgs, errMaxMsgsPerSubject:
 			return true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/embeddednats"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
@@ -26,7 +27,7 @@ func ExampleProvision() {
 
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: dir, NoListen: true})
+	srv, err := embeddednats.Start(embeddednats.Config{StoreDir: dir, NoListen: true})
 	if err != nil {
 		fmt.Println(err)
 		return

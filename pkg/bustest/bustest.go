@@ -16,11 +16,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/embeddednats"
 )
 
 // Server is an embedded JetStream server in a temp dir.
 type Server struct {
-	*bus.Embedded
+	*embeddednats.Server
 	StoreDir string
 }
 
@@ -34,12 +35,12 @@ func StartServer(t testing.TB) *Server {
 // StartServerIn is [StartServer] with a given store dir, for restart tests.
 func StartServerIn(t testing.TB, dir string) *Server {
 	t.Helper()
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: dir, Port: -1})
+	e, err := embeddednats.Start(embeddednats.Config{StoreDir: dir, Port: -1})
 	if err != nil {
 		t.Fatalf("start nats: %v", err)
 	}
 	t.Cleanup(e.Shutdown)
-	return &Server{Embedded: e, StoreDir: dir}
+	return &Server{Server: e, StoreDir: dir}
 }
 
 // Connect connects to s, provisions the fleet's core layout and the

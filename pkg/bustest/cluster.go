@@ -14,6 +14,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/embeddednats"
 )
 
 // Cluster is a JetStream cluster of nats-servers embedded in the test
@@ -129,7 +130,7 @@ func (c *Cluster) Start(i int) {
 		if err != nil {
 			c.t.Fatalf("cluster node %d: %v", i, err)
 		}
-		err = bus.RunServer(srv, nil, 30*time.Second)
+		err = embeddednats.RunServer(srv, nil, 30*time.Second)
 		if err == nil {
 			nd.srv = srv
 			return

@@ -123,40 +123,6 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-func TestModelProvider(t *testing.T) {
-	tests := []struct {
-		name, json   string
-		env          map[string]string
-		wantProvider string
-		wantBase     string
-		wantKey      string
-		wantModel    string
-	}{
-		{"env only", `{}`, map[string]string{"OPENAI_API_KEY": "sk-env", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, "custom", "http://127.0.0.1:9/v1", "sk-env", "gpt-4o-mini"},
-		{"provider entry", `{"agents":{"defaults":{"model":"deepseek-chat"}},"providers":{"deepseek":{"apiKey":"dk"}}}`, nil, "deepseek", "", "dk", "deepseek-chat"},
-		{"model override", `{}`, map[string]string{"NANOFLEET_MODEL": "gpt-5", "OPENAI_API_KEY": "k"}, "openai", "", "k", "gpt-5"},
-		{"env model over the config's, local server", `{"agents":{"defaults":{"model":"gpt-4o-mini"}}}`,
-			map[string]string{"NANOFLEET_MODEL": "qwen3", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, "custom", "http://127.0.0.1:11434/v1", "", "qwen3"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := Defaults()
-			if err := Parse(f, []byte(tt.json), env(tt.env)); err != nil {
-				t.Fatal(err)
-			}
-			// The worker names agents.defaults.model in its requests and
-			// in /status: it must be the model the provider was built for.
-			if f.Agents.Defaults.Model != tt.wantModel {
-				t.Errorf("agents.defaults.model = %q, want %q", f.Agents.Defaults.Model, tt.wantModel)
-			}
-			got := f.ModelProvider(env(tt.env))
-			if got.Name != tt.wantProvider || got.APIBase != tt.wantBase || got.APIKey != tt.wantKey || got.Model != tt.wantModel {
-				t.Errorf("ModelProvider = %+v", got)
-			}
-		})
-	}
-}
-
 // TestLoadAppliesModelFromEnv: NANOFLEET_MODEL overrides the file's model
 // and the defaults' when there is no file.
 func TestLoadAppliesModelFromEnv(t *testing.T) {

@@ -111,22 +111,6 @@ func TestNanobotKeysRefused(t *testing.T) {
 	}
 }
 
-// TestProviderAuto: nanobot's onboard writes "provider": "auto", its word
-// for inferring the provider from the model name.
-func TestProviderAuto(t *testing.T) {
-	for _, provider := range []string{"auto", ""} {
-		f := Defaults()
-		doc := `{"agents": {"defaults": {"model": "deepseek/deepseek-chat", "provider": "` + provider + `"}}, "providers": {"deepseek": {"apiKey": "k"}}}`
-		if err := Parse(f, []byte(doc), env(nil)); err != nil {
-			t.Fatal(err)
-		}
-		c := f.ModelProvider(env(nil))
-		if err := c.Validate(); err != nil || c.Name != "deepseek" || c.APIKey != "k" {
-			t.Errorf("provider %q: %+v, %v", provider, c, err)
-		}
-	}
-}
-
 // TestSectionNamesKeysAsWritten: below a renamed key, an unknown or
 // mistyped key of a section is named with the path the file wrote.
 func TestSectionNamesKeysAsWritten(t *testing.T) {

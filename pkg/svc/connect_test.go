@@ -13,6 +13,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/embeddednats"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 )
 
@@ -54,7 +55,7 @@ func TestConnectWaitsForNATS(t *testing.T) {
 		return nil
 	})
 
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: port})
+	e, err := embeddednats.Start(embeddednats.Config{StoreDir: t.TempDir(), Port: port})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,14 +117,14 @@ func ConfigFrom(file *config.File, id, workspace string) (worker.Config, Section
 
 // Model builds the model provider from the config and environment.
 func Model(file *config.File, getenv func(string) string, retries int, log *slog.Logger) (llm.Client, string, error) {
-	pc := file.ModelProvider(getenv)
+	pc := llm.FromFile(file, getenv)
 	if retries == 0 {
 		retries = -1
 	}
 	pc.MaxRetries = retries
 	p, keyless, err := llm.NewOrKeyless(pc, llm.WithLogger(log))
 	if err != nil {
-		return nil, "", config.ProviderInvalid(pc, err)
+		return nil, "", llm.FileError(pc, err)
 	}
 	if keyless {
 		log.Warn("no model API key configured; turns will answer with an error until one is set", "provider", pc.Name)

@@ -43,7 +43,7 @@ func TestLiveFollowedBeforeTheAdapterRuns(t *testing.T) {
 		srv := bustest.StartServer(t)
 		b := srv.Connect(t, "", gateway.Assets)
 		e := &eager{ran: make(chan bool, 1), interest: func() bool {
-			return srv.Server().GlobalAccount().SubscriptionInterest(b.Space.Live("eager", "c"))
+			return srv.NATSServer().GlobalAccount().SubscriptionInterest(b.Space.Live("eager", "c"))
 		}}
 		runGatewayOn(t, b, e)
 		select {

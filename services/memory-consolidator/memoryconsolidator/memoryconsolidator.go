@@ -163,10 +163,10 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Servi
 // an API key the service still runs: every consolidation then archives the
 // raw turns, so nothing is lost until a key is set.
 func Model(file *config.File, getenv func(string) string, log *slog.Logger) (llm.Client, error) {
-	pc := file.ModelProvider(getenv)
+	pc := llm.FromFile(file, getenv)
 	p, keyless, err := llm.NewOrKeyless(pc, llm.WithLogger(log))
 	if err != nil {
-		return nil, config.ProviderInvalid(pc, err)
+		return nil, llm.FileError(pc, err)
 	}
 	if keyless {
 		log.Warn("no model API key configured; consolidations archive raw turns until one is set", "provider", pc.Name)

@@ -101,7 +101,7 @@ func turnCPURun(t *testing.T, dir string, i int, l load, latency time.Duration) 
 		t.Fatal(err)
 	}
 	defer tf.Close()
-	srv := f.Embedded.Server()
+	srv := f.Embedded.NATSServer()
 	v0, err := srv.Varz(nil)
 	if err != nil {
 		t.Fatal(err)

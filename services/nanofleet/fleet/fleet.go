@@ -28,6 +28,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/embeddednats"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/observe"
@@ -77,7 +78,7 @@ type Options struct {
 // Fleet is a running in-process fleet.
 type Fleet struct {
 	Bus      *bus.Bus
-	Embedded *bus.Embedded
+	Embedded *embeddednats.Server
 	// Storage watches the embedded server's store; nil with an external
 	// server.
 	Storage  *storeguard.Guard
@@ -193,9 +194,9 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	if o.Listen && o.Credentials.Password == "" {
 		return errors.New("fleet: an embedded server that listens needs credentials")
 	}
-	ec := bus.EmbeddedConfig{StoreDir: filepath.Join(o.DataDir, "jetstream"), NoListen: !o.Listen,
+	ec := embeddednats.Config{StoreDir: filepath.Join(o.DataDir, "jetstream"), NoListen: !o.Listen,
 		Host: o.File.NATS.Host, Port: o.File.NATS.Port, User: o.Credentials.User, Password: o.Credentials.Password}
-	e, err := bus.StartEmbedded(ec, bus.WithLogger(f.log))
+	e, err := embeddednats.Start(ec, embeddednats.WithLogger(f.log))
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// Not this data directory's fleet (that one is refused before),
 		// so another fleet or a NATS server of the user's.

@@ -151,7 +151,7 @@ func TestConsolidatorOnItsOwnConnection(t *testing.T) {
 		"agents": map[string]any{"defaults": map[string]any{"model": "fake-model", "contextWindowTokens": 1024, "maxTokens": 256}},
 	})
 
-	conns, err := tf.Embedded.Server().Connz(&server.ConnzOptions{Limit: 1024})
+	conns, err := tf.Embedded.NATSServer().Connz(&server.ConnzOptions{Limit: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}

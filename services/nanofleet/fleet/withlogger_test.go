@@ -13,6 +13,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/embeddednats"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
@@ -63,8 +64,8 @@ func TestWithLoggerNil(t *testing.T) {
 		name  string
 		build func(context.Context) (run, error)
 	}{
-		{"bus.StartEmbedded", func(context.Context) (run, error) {
-			e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), NoListen: true}, bus.WithLogger(nil))
+		{"embeddednats.Start", func(context.Context) (run, error) {
+			e, err := embeddednats.Start(embeddednats.Config{StoreDir: t.TempDir(), NoListen: true}, embeddednats.WithLogger(nil))
 			if err == nil {
 				e.Shutdown()
 			}

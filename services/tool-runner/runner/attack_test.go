@@ -197,7 +197,7 @@ func TestAttackLoopbackTCPFromExec(t *testing.T) {
 	}()
 	f := attack(t, nil)
 	port := ln.Addr().(*net.TCPAddr).Port
-	res := f.call("exec", map[string]any{"command": fmt.Sprintf(`bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && echo CONNECTED' 2>&1; bash -c 'exec 3<>/dev/tcp/%s/%d && echo CONNECTED' 2>&1; echo end`, port, f.srv.Server().Addr().(*net.TCPAddr).IP, f.srv.Server().Addr().(*net.TCPAddr).Port)})
+	res := f.call("exec", map[string]any{"command": fmt.Sprintf(`bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && echo CONNECTED' 2>&1; bash -c 'exec 3<>/dev/tcp/%s/%d && echo CONNECTED' 2>&1; echo end`, port, f.srv.NATSServer().Addr().(*net.TCPAddr).IP, f.srv.NATSServer().Addr().(*net.TCPAddr).Port)})
 	if strings.Contains(res.GetContent(), "CONNECTED") {
 		t.Fatalf("the sandbox reached a loopback port:\n%s", res.GetContent())
 	}

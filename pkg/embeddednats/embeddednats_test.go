@@ -1,4 +1,4 @@
-package bus_test
+package embeddednats_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/embeddednats"
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 )
 
@@ -25,7 +26,7 @@ import (
 func TestEmbeddedRequiresCredentials(t *testing.T) {
 	var logged syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, User: "nanofleet", Password: "s3cret"}, bus.WithLogger(log))
+	e, err := embeddednats.Start(embeddednats.Config{StoreDir: t.TempDir(), Port: -1, User: "nanofleet", Password: "s3cret"}, embeddednats.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestEmbeddedRequiresCredentials(t *testing.T) {
 }
 
 func TestEmbeddedConfigUserAndPasswordGoTogether(t *testing.T) {
-	for _, cfg := range []bus.EmbeddedConfig{
+	for _, cfg := range []embeddednats.Config{
 		{StoreDir: "x", User: "u"},
 		{StoreDir: "x", Password: "p"},
 	} {
@@ -105,16 +106,16 @@ func TestStartEmbeddedSaysWhyItCannotStart(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		cfg  bus.EmbeddedConfig
+		cfg  embeddednats.Config
 		is   error
 		want string
 	}{
-		{"port taken", bus.EmbeddedConfig{StoreDir: t.TempDir(), Port: taken.Addr().(*net.TCPAddr).Port}, syscall.EADDRINUSE, "listen tcp 127.0.0.1:"},
-		{"store is a file", bus.EmbeddedConfig{StoreDir: notADir, Port: -1}, nil, "JetStream"},
+		{"port taken", embeddednats.Config{StoreDir: t.TempDir(), Port: taken.Addr().(*net.TCPAddr).Port}, syscall.EADDRINUSE, "listen tcp 127.0.0.1:"},
+		{"store is a file", embeddednats.Config{StoreDir: notADir, Port: -1}, nil, "JetStream"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := bus.StartEmbedded(tt.cfg)
+			e, err := embeddednats.Start(tt.cfg)
 			if err == nil {
 				e.Shutdown()
 				t.Fatal("started")

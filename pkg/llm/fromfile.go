@@ -1,27 +1,27 @@
-package config
+package llm
 
 import (
 	"cmp"
 	"errors"
 
-	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
-// ModelProvider returns the model provider settings: the agent defaults'
+// FromFile returns the model provider settings of a config file: the agent defaults'
 // provider (or the one inferred from the model name), its entry under
 // providers, then the standard environment variables (OPENAI_API_KEY,
 // OPENAI_BASE_URL, the preset's key variable). The model is the agent
 // defaults' alone: NANOFLEET_MODEL was applied to it when the file was
 // loaded, and a flag may have overridden both since.
-func (f *File) ModelProvider(getenv func(string) string) llm.Config {
+func FromFile(f *config.File, getenv func(string) string) Config {
 	d := f.Agents.Defaults
 	if d.Provider == "auto" {
 		d.Provider = "" // nanobot's word for inferring it, written by its onboard
 	}
-	cfg := llm.Config{Name: d.Provider, Model: d.Model, FallbackModels: d.FallbackModels}
+	cfg := Config{Name: d.Provider, Model: d.Model, FallbackModels: d.FallbackModels}
 	name := d.Provider
 	if name == "" {
-		name = llm.InferProvider(d.Model)
+		name = InferProvider(d.Model)
 	}
 	if p, ok := f.Providers[name]; ok {
 		cfg.Name = name
@@ -32,7 +32,7 @@ func (f *File) ModelProvider(getenv func(string) string) llm.Config {
 		cfg.APIKey, cfg.APIBase, cfg.ExtraHeaders = p.APIKey, p.APIBase, p.ExtraHeaders
 		cfg.MaxConcurrent = p.MaxConcurrent
 	}
-	return llm.ResolveFromEnv(cfg, func(k string) string {
+	return ResolveFromEnv(cfg, func(k string) string {
 		if k == "NANOFLEET_MODEL" {
 			return ""
 		}
@@ -40,13 +40,12 @@ func (f *File) ModelProvider(getenv func(string) string) llm.Config {
 	})
 }
 
-// ProviderInvalid turns an error of [llm.Config.Validate] (or [llm.New])
-// for c, as returned by [File.ModelProvider], into an [*Error] naming the
-// file's key; any other error is returned as is. llm's Config speaks Go
+// FileError turns an error of [Config.Validate] (or [New]) for c, as
+// returned by [FromFile], into a [*config.Error] naming the file's key; any other error is returned as is. llm's Config speaks Go
 // field names because it is also built in code; only here is it known
 // which key of the file a field came from.
-func ProviderInvalid(c llm.Config, err error) error {
-	var ce *llm.ConfigError
+func FileError(c Config, err error) error {
+	var ce *ConfigError
 	if !errors.As(err, &ce) {
 		return err
 	}
@@ -60,12 +59,12 @@ func ProviderInvalid(c llm.Config, err error) error {
 		"ExtraHeaders":   provider + ".extraHeaders",
 		"MaxConcurrent":  provider + ".maxConcurrent",
 	}[ce.Field]
-	return &Error{Key: cmp.Or(key, provider), Err: providerReason{ce}}
+	return &config.Error{Key: cmp.Or(key, provider), Err: providerReason{ce}}
 }
 
-// providerReason keeps the llm error in the chain but prints only its
+// providerReason keeps the ConfigError in the chain but prints only its
 // reason, the key being named already.
-type providerReason struct{ *llm.ConfigError }
+type providerReason struct{ *ConfigError }
 
 func (r providerReason) Error() string { return r.Reason }
 func (r providerReason) Unwrap() error { return r.ConfigError }

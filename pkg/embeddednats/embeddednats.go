@@ -1,4 +1,4 @@
-package bus
+package embeddednats
 
 import (
 	"errors"
@@ -16,8 +16,8 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
-// EmbeddedConfig configures a nats-server started inside the process.
-type EmbeddedConfig struct {
+// Config configures a nats-server started inside the process.
+type Config struct {
 	// StoreDir is where JetStream keeps its files. Required.
 	StoreDir string
 	// Host and Port to listen on for other processes (nanofleet status,
@@ -41,7 +41,7 @@ type EmbeddedConfig struct {
 }
 
 // Validate reports the first invalid field.
-func (c EmbeddedConfig) Validate() error {
+func (c Config) Validate() error {
 	if c.StoreDir == "" {
 		return errors.New("embedded nats: storeDir is required")
 	}
@@ -54,34 +54,34 @@ func (c EmbeddedConfig) Validate() error {
 	return nil
 }
 
-// Embedded is a running in-process nats-server with JetStream.
-type Embedded struct {
+// Server is a running in-process nats-server with JetStream.
+type Server struct {
 	srv            *server.Server
 	noListen       bool
 	js             server.JetStreamConfig // as started, for RestartJetStream
 	user, password string
 }
 
-// EmbeddedOption changes how [StartEmbedded] starts the server.
-type EmbeddedOption func(*embeddedOptions)
+// Option changes how [Start] starts the server.
+type Option func(*options)
 
-type embeddedOptions struct {
+type options struct {
 	log *slog.Logger // nil: the server logs nothing
 }
 
 // WithLogger makes the server log to l (its notices at debug level); the
 // default, and nil, log nothing.
-func WithLogger(l *slog.Logger) EmbeddedOption {
-	return func(o *embeddedOptions) { o.log = observe.OrDiscard(l) }
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = observe.OrDiscard(l) }
 }
 
-// StartEmbedded starts a nats-server with JetStream and waits until it
+// Start starts a nats-server with JetStream and waits until it
 // accepts connections.
-func StartEmbedded(cfg EmbeddedConfig, opts ...EmbeddedOption) (*Embedded, error) {
+func Start(cfg Config, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var o embeddedOptions
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -142,12 +142,12 @@ func StartEmbedded(cfg EmbeddedConfig, opts ...EmbeddedOption) (*Embedded, error
 	// Enable appends "jetstream" to the store dir it is given, and the
 	// server's copy already has it: keep the dir we started with.
 	js.StoreDir = cfg.StoreDir
-	return &Embedded{srv: srv, noListen: cfg.NoListen, js: *js, user: cfg.User, password: cfg.Password}, nil
+	return &Server{srv: srv, noListen: cfg.NoListen, js: *js, user: cfg.User, password: cfg.Password}, nil
 }
 
 // StoreUsage reports the bytes JetStream stores and the server's limit
 // (by default most of the disk it found at start).
-func (e *Embedded) StoreUsage() (used, limit int64, err error) {
+func (e *Server) StoreUsage() (used, limit int64, err error) {
 	info, err := e.srv.Jsz(nil)
 	if err != nil {
 		return 0, 0, fmt.Errorf("embedded nats: jetstream usage: %w", err)
@@ -159,7 +159,7 @@ func (e *Embedded) StoreUsage() (used, limit int64, err error) {
 // stream from disk. A stream whose write failed (a full disk) keeps
 // refusing writes until then, and a server that ran out of resources may
 // have disabled JetStream altogether; client connections stay up.
-func (e *Embedded) RestartJetStream() error {
+func (e *Server) RestartJetStream() error {
 	if e.srv.JetStreamEnabled() {
 		if err := e.srv.DisableJetStream(); err != nil {
 			return fmt.Errorf("embedded nats: disable jetstream: %w", err)
@@ -174,7 +174,7 @@ func (e *Embedded) RestartJetStream() error {
 
 // ClientURL is the URL other processes connect to, without credentials;
 // empty with NoListen.
-func (e *Embedded) ClientURL() string {
+func (e *Server) ClientURL() string {
 	if e.noListen {
 		return ""
 	}
@@ -183,7 +183,7 @@ func (e *Embedded) ClientURL() string {
 
 // ConnectOption makes a nats connection go straight into the embedded
 // server without a socket, with the server's credentials.
-func (e *Embedded) ConnectOption() nats.Option {
+func (e *Server) ConnectOption() nats.Option {
 	return func(o *nats.Options) error {
 		if err := nats.InProcessServer(e.srv)(o); err != nil {
 			return err
@@ -195,15 +195,15 @@ func (e *Embedded) ConnectOption() nats.Option {
 	}
 }
 
-// Server exposes the server for tests and status pages.
-func (e *Embedded) Server() *server.Server { return e.srv }
+// NATSServer exposes the nats-server for tests and status pages.
+func (e *Server) NATSServer() *server.Server { return e.srv }
 
 // Shutdown stops the server and waits until it is down. JetStream stops
 // first, on its own: the server's Shutdown would otherwise tell every pull
 // request still pending that the server is going (ours outlive the parts
 // that made them, as a pull cannot be taken back) and then sleep 50 ms
 // for the notices to get out, to clients it disconnects a moment later.
-func (e *Embedded) Shutdown() {
+func (e *Server) Shutdown() {
 	// An error leaves JetStream to the server's Shutdown.
 	_ = e.srv.ShutdownJetStream()
 	e.srv.Shutdown()
