@@ -44,8 +44,11 @@ type cachedHistory struct {
 	// after is the cursor it was loaded above.
 	after uint64
 	// seqs are the sequences of every record above after, those a clear
-	// left out of turns included, oldest first.
+	// left out of turns included, oldest first; ids are their Nats-Msg-Ids
+	// ("turn:<turn id>"), by which a record at a cached sequence is known
+	// to be the one cached and not another in a stream made anew.
 	seqs []uint64
+	ids  []string
 	// turns and last are History.Turns and History.LastSeq; sizes are
 	// the turns' records' memSizes, size their sum.
 	turns []Turn
@@ -116,9 +119,9 @@ func (c *historyCache) expire() {
 	c.expiry = nil
 }
 
-// extend adds t, just appended after the record at expectLast, to key's
-// entry if that entry ends there.
-func (c *historyCache) extend(key string, expectLast uint64, t Turn, size int64) {
+// extend adds t, just appended with Nats-Msg-Id id after the record at
+// expectLast, to key's entry if that entry ends there.
+func (c *historyCache) extend(key string, expectLast uint64, t Turn, id string, size int64) {
 	c.mu.Lock()
 	el, ok := c.entries[key]
 	c.mu.Unlock()
@@ -129,7 +132,8 @@ func (c *historyCache) extend(key string, expectLast uint64, t Turn, size int64)
 	if old.last != expectLast {
 		return
 	}
-	e := &cachedHistory{key: key, after: old.after, seqs: append(slices.Clone(old.seqs), t.Seq), last: t.Seq}
+	e := &cachedHistory{key: key, after: old.after, seqs: append(slices.Clone(old.seqs), t.Seq),
+		ids: append(slices.Clone(old.ids), id), last: t.Seq}
 	if t.Record.GetClearsHistory() {
 		e.turns, e.sizes, e.size = []Turn{t}, []int64{size}, size
 	} else {
@@ -167,7 +171,7 @@ func (e *cachedHistory) turnsAbove(seq uint64) int {
 func (e *cachedHistory) above(after uint64) *cachedHistory {
 	i, _ := slices.BinarySearch(e.seqs, after+1)
 	j := e.turnsAbove(after)
-	c := &cachedHistory{key: e.key, after: after, seqs: slices.Clone(e.seqs[i:]),
+	c := &cachedHistory{key: e.key, after: after, seqs: slices.Clone(e.seqs[i:]), ids: slices.Clone(e.ids[i:]),
 		turns: slices.Clone(e.turns[j:]), sizes: slices.Clone(e.sizes[j:]), last: e.last}
 	for _, n := range c.sizes {
 		c.size += n

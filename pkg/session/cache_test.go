@@ -171,6 +171,54 @@ func TestHistoryCacheLoadsAreTheCallers(t *testing.T) {
 	}
 }
 
+// TestHistoryCacheSeesAStreamMadeAnew: after the history stream is deleted
+// and made again, records at the sequences a worker cached are other
+// records; a cache that trusted the sequence alone would serve the old.
+func TestHistoryCacheSeesAStreamMadeAnew(t *testing.T) {
+	ctx := t.Context()
+	b := bustest.StartJetStream(t)
+	cached, err := session.Open(ctx, b, session.WithHistoryCache(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := session.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "cli:anew"
+	appendTwo := func(s *session.Store, prefix string) {
+		t.Helper()
+		var last uint64
+		for i := range 2 {
+			if last, err = s.Append(ctx, key, turn(fmt.Sprint(prefix, i), uint64(i+1), prefix), last); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendTwo(cached, "old")
+	if _, err := cached.LoadHistory(ctx, key, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.JS.DeleteStream(ctx, b.Space.HistoryStream()); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Provision(ctx, b, bustest.TestLayout()); err != nil {
+		t.Fatal(err)
+	}
+	appendTwo(plain, "new")
+	h, err := cached.LoadHistory(ctx, key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, tr := range h.Turns {
+		ids = append(ids, tr.Record.GetTurnId())
+	}
+	if want := []string{"new0", "new1"}; !slices.Equal(ids, want) {
+		t.Errorf("load after the stream was made anew: turns %v, want %v", ids, want)
+	}
+}
+
 func seqs(h *session.History) []uint64 {
 	out := make([]uint64, len(h.Turns))
 	for i, t := range h.Turns {

@@ -129,6 +129,7 @@ func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*His
 			return fmt.Errorf("record %d: %w", m.Seq, err)
 		}
 		e.seqs = append(e.seqs, m.Seq)
+		e.ids = append(e.ids, m.Header.Get(nats.MsgIdHdr))
 		e.last = m.Seq
 		if rec.GetClearsHistory() {
 			// The cleared turns are garbage now, not held by the array.
@@ -163,7 +164,8 @@ func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*His
 // stream holds no record after it; nil when there is none to trust: none
 // cached, one loaded above a later cursor, or one whose first record
 // above after is gone (a purge, or the stream's limits, which remove the
-// oldest records first: that one still there means none after it went).
+// oldest records first: that one still there means none after it went)
+// or is another record (the stream deleted and made anew).
 func (s *Store) cached(ctx context.Context, key string, after uint64) (c *cachedHistory, fresh bool, err error) {
 	if s.cache == nil {
 		return nil, false, nil
@@ -183,7 +185,7 @@ func (s *Store) cached(ctx context.Context, key string, after uint64) (c *cached
 	if err != nil {
 		return nil, false, fmt.Errorf("load history of %s: %w", key, err)
 	}
-	if !ok || m.Seq != c.seqs[i] {
+	if !ok || m.Seq != c.seqs[i] || m.Header.Get(nats.MsgIdHdr) != c.ids[i] {
 		s.cache.drop(key)
 		return nil, false, nil
 	}
@@ -241,7 +243,8 @@ func (s *Store) Append(ctx context.Context, key string, rec *nanofleetv1.TurnRec
 	msg := nats.NewMsg(s.space.History(key))
 	msg.Data = data
 	// The turn id makes a retried append after a lost ack a no-op.
-	msg.Header.Set(nats.MsgIdHdr, "turn:"+rec.GetTurnId())
+	id := "turn:" + rec.GetTurnId()
+	msg.Header.Set(nats.MsgIdHdr, id)
 	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expectLast))
 	if err != nil {
 		if wrongLastSequence(err) {
@@ -254,7 +257,7 @@ func (s *Store) Append(ctx context.Context, key string, rec *nanofleetv1.TurnRec
 		return 0, fmt.Errorf("append turn to %s: %w", key, err)
 	}
 	if s.cache != nil {
-		s.cache.extend(key, expectLast, Turn{Seq: ack.Sequence, Record: rec}, memSize(len(data)))
+		s.cache.extend(key, expectLast, Turn{Seq: ack.Sequence, Record: rec}, id, memSize(len(data)))
 	}
 	return ack.Sequence, nil
 }
