@@ -50,8 +50,9 @@ type Config struct {
 	// Dir is a directory on the filesystem of the store. Required.
 	Dir string
 	// MinFree is the free space below which the store counts as full
-	// (default 32 MiB). It recovers at twice that, so that a store at
-	// the edge does not flap.
+	// (default 32 MiB), or a quarter of the space when that is less, so
+	// that a small volume is not full while empty. It recovers at twice
+	// that, so that a store at the edge does not flap.
 	MinFree int64
 	// Interval between checks (default 1 s).
 	Interval time.Duration
@@ -179,15 +180,16 @@ func (g *Guard) Check(ctx context.Context) {
 		}
 	}
 	g.free.Set(float64(free))
+	reserve := min(g.cfg.MinFree, total/4)
 	g.mu.Lock()
 	wasFull := g.err != nil
 	g.mu.Unlock()
 	switch {
-	case !wasFull && free < g.cfg.MinFree:
+	case !wasFull && free < reserve:
 		g.set(&FullError{What: what, Free: free, Total: total})
 		g.log.Error("storage full: new messages are refused until space is freed", "full", what,
-			"free_bytes", free, "total_bytes", total, "reserve_bytes", g.cfg.MinFree)
-	case wasFull && free >= 2*g.cfg.MinFree:
+			"free_bytes", free, "total_bytes", total, "reserve_bytes", reserve)
+	case wasFull && free >= 2*reserve:
 		if g.onRecover != nil {
 			if err := g.onRecover(ctx); err != nil {
 				g.log.Error("storage freed but the store did not recover; will retry", "dir", g.cfg.Dir, "err", err)

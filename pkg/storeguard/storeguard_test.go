@@ -80,3 +80,27 @@ func TestStoreLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallStore: on a store smaller than four reserves, the reserve is a
+// quarter of it; with the default 32 MiB a 20 MiB store was full while
+// empty.
+func TestSmallStore(t *testing.T) {
+	var used int64
+	const limit = 20 << 20
+	g, err := storeguard.New(storeguard.Config{Dir: t.TempDir(),
+		Usage: func() (int64, int64, error) { return used, limit, nil }},
+		nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		used int64
+		full bool
+	}{{0, false}, {16 << 20, true}, {12 << 20, true}, {9 << 20, false}} {
+		used = tt.used
+		g.Check(t.Context())
+		if err := g.Err(); (err != nil) != tt.full {
+			t.Errorf("used %d MiB of 20: Err() = %v, want full %v", tt.used>>20, err, tt.full)
+		}
+	}
+}
