@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Refusals: a message the fleet will not take, for a reason the sender
@@ -31,6 +32,20 @@ func (e *TooLargeError) Error() string {
 }
 
 func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
+
+// storageFull marks the reason the fleet's store guard gave as
+// ErrStorageFull, saying "storage full" once (the guard's own errors
+// start with it).
+type storageFull struct{ error }
+
+func (e storageFull) Error() string {
+	if msg := e.error.Error(); strings.HasPrefix(msg, ErrStorageFull.Error()) {
+		return msg
+	}
+	return ErrStorageFull.Error() + ": " + e.error.Error()
+}
+func (e storageFull) Is(target error) bool { return target == ErrStorageFull }
+func (e storageFull) Unwrap() error        { return e.error }
 
 // RefusalText is what a chat user is told when err is a refusal, or "".
 func RefusalText(err error) string {

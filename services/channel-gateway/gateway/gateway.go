@@ -165,7 +165,7 @@ func (g *Gateway) Store(ctx context.Context, in *nanofleetv1.InboundMessage) (du
 	}
 	if g.Storage != nil {
 		if err := g.Storage(); err != nil {
-			return false, fmt.Errorf("inbound %s: %w: %w", in.GetId(), ErrStorageFull, err)
+			return false, fmt.Errorf("inbound %s: %w", in.GetId(), storageFull{err})
 		}
 	}
 	data, err := proto.Marshal(in)

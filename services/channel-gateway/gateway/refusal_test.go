@@ -99,9 +99,12 @@ func TestPublishRefusalsAreTyped(t *testing.T) {
 	if err := g.Publish(t.Context(), in(strings.Repeat("y", gateway.MaxContentBytes+1))); !errors.Is(err, gateway.ErrTooLarge) {
 		t.Errorf("oversize: %v", err)
 	}
-	storage = errors.New("disk full")
-	if err := g.Publish(t.Context(), in("z")); !errors.Is(err, gateway.ErrStorageFull) {
-		t.Errorf("while full: %v", err)
+	for _, reason := range []string{"disk full", "storage full: the filesystem of /data has 1 MiB free of 2 GiB"} {
+		storage = errors.New(reason)
+		err := g.Publish(t.Context(), in("z"))
+		if !errors.Is(err, gateway.ErrStorageFull) || strings.Count(err.Error(), "storage full") != 1 || !strings.Contains(err.Error(), reason) {
+			t.Errorf("while full (%s): %v", reason, err)
+		}
 	}
 	storage = nil
 	if err := g.Publish(t.Context(), in("z")); err != nil {
