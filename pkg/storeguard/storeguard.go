@@ -50,8 +50,8 @@ type Config struct {
 	// Dir is a directory on the filesystem of the store. Required.
 	Dir string
 	// MinFree is the free space below which the store counts as full
-	// (default 32 MiB), or a quarter of the space when that is less, so
-	// that a small volume is not full while empty. It recovers at twice
+	// (default 32 MiB), or a quarter of the filesystem when that is less,
+	// so that a small volume is not full while empty. It recovers at twice
 	// that, so that a store at the edge does not flap.
 	MinFree int64
 	// Interval between checks (default 1 s).
@@ -171,6 +171,10 @@ func (g *Guard) Check(ctx context.Context) {
 	}
 	free := int64(st.Bavail) * int64(st.Bsize)
 	total := int64(st.Blocks) * int64(st.Bsize)
+	// The volume's size, not the store limit's: the server sets its
+	// limit from the space free when it starts, so a small limit is a
+	// full disk as often as a small one.
+	reserve := min(g.cfg.MinFree, total/4)
 	what := "the filesystem of " + g.cfg.Dir
 	if g.cfg.Usage != nil {
 		if used, limit, err := g.cfg.Usage(); err != nil {
@@ -180,7 +184,6 @@ func (g *Guard) Check(ctx context.Context) {
 		}
 	}
 	g.free.Set(float64(free))
-	reserve := min(g.cfg.MinFree, total/4)
 	g.mu.Lock()
 	wasFull := g.err != nil
 	g.mu.Unlock()

@@ -81,26 +81,34 @@ func TestStoreLimit(t *testing.T) {
 	}
 }
 
-// TestSmallStore: on a store smaller than four reserves, the reserve is a
-// quarter of it; with the default 32 MiB a 20 MiB store was full while
-// empty.
-func TestSmallStore(t *testing.T) {
+// TestSmallVolume: on a filesystem smaller than four reserves, the
+// reserve is a quarter of it; with the default 32 MiB a 40 MiB volume was
+// full while empty. The store limit (the server's, set from the free
+// space at its start) does not scale it: on a large volume a small limit
+// is a nearly full disk.
+func TestSmallVolume(t *testing.T) {
 	var used int64
-	const limit = 20 << 20
-	g, err := storeguard.New(storeguard.Config{Dir: t.TempDir(),
-		Usage: func() (int64, int64, error) { return used, limit, nil }},
-		nil, nil)
+	limit := int64(30 << 20)
+	usage := func() (int64, int64, error) { return used, limit, nil }
+	g, err := storeguard.New(storeguard.Config{Dir: storeguardtest.SmallFS(t, "40m"), Usage: usage}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		used int64
 		full bool
-	}{{0, false}, {16 << 20, true}, {12 << 20, true}, {9 << 20, false}} {
+	}{{0, false}, {22 << 20, true}, {12 << 20, true}, {9 << 20, false}} {
 		used = tt.used
 		g.Check(t.Context())
 		if err := g.Err(); (err != nil) != tt.full {
-			t.Errorf("used %d MiB of 20: Err() = %v, want full %v", tt.used>>20, err, tt.full)
+			t.Errorf("used %d MiB of 30 on 40: Err() = %v, want full %v", tt.used>>20, err, tt.full)
 		}
+	}
+	large, err := storeguard.New(storeguard.Config{Dir: t.TempDir(), Usage: func() (int64, int64, error) { return 0, 20 << 20, nil }}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if large.Check(t.Context()); large.Err() == nil {
+		t.Error("a 20 MiB store limit on a large volume is not full")
 	}
 }

@@ -71,7 +71,7 @@ type Options struct {
 	ClientOnly bool
 	// StoreMinFree is the free space on the embedded server's store below
 	// which the fleet refuses new messages as storage full (default
-	// 32 MiB, at most a quarter of the space); see package storeguard.
+	// 32 MiB, at most a quarter of its filesystem); see package storeguard.
 	StoreMinFree int64
 }
 
