@@ -104,6 +104,13 @@ func New(cfg Config, reg prometheus.Registerer, onRecover func(context.Context) 
 	if cfg.MinFree == 0 {
 		cfg.MinFree = 32 << 20
 	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(cfg.Dir, &st); err == nil {
+		// The volume's size, not the store limit's: the server sets its
+		// limit from the space free when it starts, so a small limit is a
+		// full disk as often as a small one.
+		cfg.MinFree = min(cfg.MinFree, int64(st.Blocks)*int64(st.Bsize)/4)
+	}
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
@@ -135,7 +142,8 @@ func New(cfg Config, reg prometheus.Registerer, onRecover func(context.Context) 
 func (g *Guard) Dir() string { return g.cfg.Dir }
 
 // MinFree is the free space below which the store counts as full (the
-// configured value, or its default); it counts as recovered at twice it.
+// configured value, or its default, at most a quarter of the filesystem);
+// it counts as recovered at twice it.
 func (g *Guard) MinFree() int64 { return g.cfg.MinFree }
 
 // Err returns a *FullError while the store is full, else nil.
@@ -171,10 +179,6 @@ func (g *Guard) Check(ctx context.Context) {
 	}
 	free := int64(st.Bavail) * int64(st.Bsize)
 	total := int64(st.Blocks) * int64(st.Bsize)
-	// The volume's size, not the store limit's: the server sets its
-	// limit from the space free when it starts, so a small limit is a
-	// full disk as often as a small one.
-	reserve := min(g.cfg.MinFree, total/4)
 	what := "the filesystem of " + g.cfg.Dir
 	if g.cfg.Usage != nil {
 		if used, limit, err := g.cfg.Usage(); err != nil {
@@ -188,11 +192,11 @@ func (g *Guard) Check(ctx context.Context) {
 	wasFull := g.err != nil
 	g.mu.Unlock()
 	switch {
-	case !wasFull && free < reserve:
+	case !wasFull && free < g.cfg.MinFree:
 		g.set(&FullError{What: what, Free: free, Total: total})
 		g.log.Error("storage full: new messages are refused until space is freed", "full", what,
-			"free_bytes", free, "total_bytes", total, "reserve_bytes", reserve)
-	case wasFull && free >= 2*reserve:
+			"free_bytes", free, "total_bytes", total, "reserve_bytes", g.cfg.MinFree)
+	case wasFull && free >= 2*g.cfg.MinFree:
 		if g.onRecover != nil {
 			if err := g.onRecover(ctx); err != nil {
 				g.log.Error("storage freed but the store did not recover; will retry", "dir", g.cfg.Dir, "err", err)

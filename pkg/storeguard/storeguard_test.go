@@ -94,6 +94,10 @@ func TestSmallVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What the tool runner keeps free is twice it.
+	if got := g.MinFree(); got != 10<<20 {
+		t.Errorf("MinFree() = %d on 40 MiB, want 10 MiB", got)
+	}
 	for _, tt := range []struct {
 		used int64
 		full bool
