@@ -117,6 +117,10 @@ func (s Space) ToolGroup() string { return s.prefix + ".tools" }
 // Stop is the core NATS subject that cancels a session's running turn.
 func (s Space) Stop(sessionKey string) string { return s.prefix + ".ctl.stop." + Token(sessionKey) }
 
+// StorageState is where an all-in-one answers why its store refuses new
+// messages now (empty while it takes them), for the CLIs that join it.
+func (s Space) StorageState() string { return s.prefix + ".ctl.storage" }
+
 // StopAll matches every session's stop subject.
 func (s Space) StopAll() string { return s.prefix + ".ctl.stop.>" }
 

@@ -146,13 +146,17 @@ func (cv *conversation) ask(ctx context.Context, text string, progress io.Writer
 // at its store while a turn runs.
 const storageCheck = time.Second
 
-// storage reports why the conversation's own fleet cannot store messages
-// now; always nil for a joined fleet, whose store is not here to see.
+// storage reports why the conversation's fleet cannot store messages now:
+// its own store guard, or for a joined fleet the all-in-one's, asked over
+// NATS (nil from services on an external NATS, which have none).
 func (cv *conversation) storage() func() error {
-	if cv.fleet == nil || cv.fleet.Storage == nil {
+	switch {
+	case cv.fleet == nil:
 		return func() error { return nil }
+	case cv.fleet.Storage != nil:
+		return cv.fleet.Storage.Err
 	}
-	return cv.fleet.Storage.Err
+	return fleet.JoinedStorage(cv.fleet.Bus)
 }
 
 // wait waits for p's turn. While the store is full the turn cannot commit

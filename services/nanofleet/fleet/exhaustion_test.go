@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/storeguard"
 	"github.com/nanofleet/nanofleet/pkg/storeguard/storeguardtest"
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
@@ -187,6 +189,10 @@ func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 	if logs := f.logs.String(); !strings.Contains(logs, "storage full: new messages are refused") || !strings.Contains(logs, `full="the filesystem of `+dataDir) {
 		t.Errorf("no log line saying what is full")
 	}
+	// A CLI joined to the fleet asks it over NATS.
+	if err := fleet.JoinedStorage(f.Bus)(); !errors.Is(err, storeguard.ErrFull) || !strings.Contains(err.Error(), "storage full: the filesystem of "+dataDir) {
+		t.Errorf("joined CLI's check while full: %v", err)
+	}
 	calls := llm.RequestCount()
 	r := f.post(t, "POST", "/chat/completions", chatBody(t, "alice", "while full"), nil)
 	msg, code := apiErr(t, r)
@@ -213,6 +219,9 @@ func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(t, f.Fleet, true, 10*time.Second)
+	if err := fleet.JoinedStorage(f.Bus)(); err != nil {
+		t.Errorf("joined CLI's check once freed: %v", err)
+	}
 	if !strings.Contains(f.logs.String(), "storage recovered") {
 		t.Errorf("no log line saying the store recovered")
 	}
@@ -361,4 +370,12 @@ func TestObjectStoreIsBounded(t *testing.T) {
 // okScript answers "ok: <last user text>".
 func okScript(r *llmtest.RecordedRequest) llmtest.Reply {
 	return llmtest.Text("ok: " + r.LastUserText())
+}
+
+// TestJoinedStorageWithoutAnAllInOne: services on an external NATS have no
+// store guard to ask; a joined CLI sends as before.
+func TestJoinedStorageWithoutAnAllInOne(t *testing.T) {
+	if err := fleet.JoinedStorage(bustest.StartJetStream(t))(); err != nil {
+		t.Errorf("no all-in-one: %v, want nil", err)
+	}
 }

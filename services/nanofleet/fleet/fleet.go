@@ -223,6 +223,9 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 	}
 	f.Bus = b
 	f.closer = append(f.closer, b.Close)
+	if err := f.serveStorage(); err != nil {
+		return err
+	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	l := svc.Layout(o.File)
