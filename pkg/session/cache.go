@@ -43,12 +43,9 @@ type cachedHistory struct {
 	key string
 	// after is the cursor it was loaded above.
 	after uint64
-	// seqs are the sequences of every record above after, those a clear
-	// left out of turns included, oldest first; ids are their Nats-Msg-Ids
-	// ("turn:<turn id>"), by which a record at a cached sequence is known
-	// to be the one cached and not another in a stream made anew.
-	seqs []uint64
-	ids  []string
+	// records are every record above after, those a clear left out of
+	// turns included, oldest first.
+	records []recordRef
 	// turns and last are History.Turns and History.LastSeq; sizes are
 	// the turns' records' memSizes, size their sum.
 	turns []Turn
@@ -58,6 +55,22 @@ type cachedHistory struct {
 	// used is when the entry was last stored or loaded (under the
 	// cache's lock).
 	used time.Time
+}
+
+// recordRef names a stored record: its sequence, and its Nats-Msg-Id
+// ("turn:<turn id>"), by which a record at a cached sequence is known to
+// be the one cached and not another in a stream made anew.
+type recordRef struct {
+	seq uint64
+	id  string
+}
+
+// recordsAbove returns the index of e's first record above seq.
+func (e *cachedHistory) recordsAbove(seq uint64) int {
+	i, _ := slices.BinarySearchFunc(e.records, seq+1, func(r recordRef, seq uint64) int {
+		return cmp.Compare(r.seq, seq)
+	})
+	return i
 }
 
 // memSize estimates what a record of n encoded bytes takes decoded: its
@@ -87,6 +100,10 @@ func (c *historyCache) get(key string) *cachedHistory {
 func (c *historyCache) put(e *cachedHistory) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(e)
+}
+
+func (c *historyCache) putLocked(e *cachedHistory) {
 	c.removeLocked(e.key)
 	if e.size > c.max {
 		return
@@ -123,8 +140,8 @@ func (c *historyCache) expire() {
 // expectLast, to key's entry if that entry ends there.
 func (c *historyCache) extend(key string, expectLast uint64, t Turn, id string, size int64) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	el, ok := c.entries[key]
-	c.mu.Unlock()
 	if !ok {
 		return
 	}
@@ -132,14 +149,13 @@ func (c *historyCache) extend(key string, expectLast uint64, t Turn, id string, 
 	if old.last != expectLast {
 		return
 	}
-	e := &cachedHistory{key: key, after: old.after, seqs: append(slices.Clone(old.seqs), t.Seq),
-		ids: append(slices.Clone(old.ids), id), last: t.Seq}
+	e := &cachedHistory{key: key, after: old.after, records: append(slices.Clone(old.records), recordRef{t.Seq, id}), last: t.Seq}
 	if t.Record.GetClearsHistory() {
 		e.turns, e.sizes, e.size = []Turn{t}, []int64{size}, size
 	} else {
 		e.turns, e.sizes, e.size = append(slices.Clone(old.turns), t), append(slices.Clone(old.sizes), size), old.size+size
 	}
-	c.put(e)
+	c.putLocked(e)
 }
 
 // drop forgets key's entry.
@@ -169,9 +185,8 @@ func (e *cachedHistory) turnsAbove(seq uint64) int {
 
 // above returns a copy of e that keeps only what is above after.
 func (e *cachedHistory) above(after uint64) *cachedHistory {
-	i, _ := slices.BinarySearch(e.seqs, after+1)
-	j := e.turnsAbove(after)
-	c := &cachedHistory{key: e.key, after: after, seqs: slices.Clone(e.seqs[i:]), ids: slices.Clone(e.ids[i:]),
+	i, j := e.recordsAbove(after), e.turnsAbove(after)
+	c := &cachedHistory{key: e.key, after: after, records: slices.Clone(e.records[i:]),
 		turns: slices.Clone(e.turns[j:]), sizes: slices.Clone(e.sizes[j:]), last: e.last}
 	for _, n := range c.sizes {
 		c.size += n

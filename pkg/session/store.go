@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -128,8 +127,7 @@ func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*His
 		if err := proto.Unmarshal(m.Data, rec); err != nil {
 			return fmt.Errorf("record %d: %w", m.Seq, err)
 		}
-		e.seqs = append(e.seqs, m.Seq)
-		e.ids = append(e.ids, m.Header.Get(nats.MsgIdHdr))
+		e.records = append(e.records, recordRef{m.Seq, m.Header.Get(nats.MsgIdHdr)})
 		e.last = m.Seq
 		if rec.GetClearsHistory() {
 			// The cleared turns are garbage now, not held by the array.
@@ -154,7 +152,7 @@ func (s *Store) LoadHistory(ctx context.Context, key string, after uint64) (*His
 		}
 		e.last = last
 	}
-	if s.cache != nil && len(e.seqs) > 0 {
+	if s.cache != nil && len(e.records) > 0 {
 		s.cache.put(e)
 	}
 	return e.history(after), nil
@@ -174,22 +172,23 @@ func (s *Store) cached(ctx context.Context, key string, after uint64) (c *cached
 	if c == nil || after < c.after {
 		return nil, false, nil
 	}
-	i, _ := slices.BinarySearch(c.seqs, after+1)
-	if i == len(c.seqs) {
+	i := c.recordsAbove(after)
+	if i == len(c.records) {
 		// Nothing above the cursor was cached: reading it costs no more.
 		return nil, false, nil
 	}
 	// One request says both whether that record is still there and how
 	// many follow it: as many as are cached means nothing to read.
-	m, more, ok, err := s.direct.Next(ctx, s.space.HistoryStream(), s.space.History(key), c.seqs[i])
+	first := c.records[i]
+	m, more, ok, err := s.direct.Next(ctx, s.space.HistoryStream(), s.space.History(key), first.seq)
 	if err != nil {
 		return nil, false, fmt.Errorf("load history of %s: %w", key, err)
 	}
-	if !ok || m.Seq != c.seqs[i] || m.Header.Get(nats.MsgIdHdr) != c.ids[i] {
+	if !ok || m.Seq != first.seq || m.Header.Get(nats.MsgIdHdr) != first.id {
 		s.cache.drop(key)
 		return nil, false, nil
 	}
-	fresh = more == uint64(len(c.seqs)-i-1)
+	fresh = more == uint64(len(c.records)-i-1)
 	if fresh && i > 0 {
 		// The cursor moved past some: keep only what is above it.
 		c = c.above(after)
