@@ -46,6 +46,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -122,6 +123,10 @@ type Syncer struct {
 
 	mu    sync.Mutex
 	state map[string]pairState
+	// refused holds, per pair, the refusal of its file last warned
+	// about: a link a session left where no copy replaces it is warned
+	// about once, not on every poll.
+	refused map[string]string
 
 	// kept holds, between polls, the KV copy of each pair that Run
 	// watches: read on every poll, the bucket's last block (up to 4 MB
@@ -131,6 +136,8 @@ type Syncer struct {
 	// that stopped) is read on every poll.
 	keptMu sync.Mutex
 	kept   map[string]*keptCopy
+
+	rounds atomic.Uint64 // Run's polls so far, for tests
 }
 
 // keptCopy is a pair's KV copy kept between polls.
@@ -187,7 +194,7 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, opts ...Option) (*Syncer, 
 		return nil, err
 	}
 	s := &Syncer{cfg: cfg, dir: dir, log: slog.New(slog.DiscardHandler), docs: docs, profile: prof, revs: revs, state: map[string]pairState{},
-		kept: map[string]*keptCopy{}}
+		refused: map[string]string{}, kept: map[string]*keptCopy{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -243,9 +250,20 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
+	// A failure that lasts (a symlinked memory directory, NATS away) is
+	// said when it starts and when it ends, not on every poll.
+	var failing string
 	for {
-		if err := s.SyncOnce(ctx); err != nil && ctx.Err() == nil {
+		err := s.SyncOnce(ctx)
+		s.rounds.Add(1)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && err.Error() != failing:
 			s.log.Warn("filesync", "err", err)
+			failing = err.Error()
+		case err == nil && failing != "":
+			s.log.Info("filesync: syncing again")
+			failing = ""
 		}
 		select {
 		case <-ctx.Done():

@@ -460,6 +460,88 @@ func TestFileMissingFromProfileIsLeftUnread(t *testing.T) {
 	}
 }
 
+// TestLastingRefusalIsSaidOnce: a link a session left at MEMORY.md while
+// the agent has no memory yet has nothing to be replaced by, so it stays;
+// it is warned about once, and again only when it changes. A symlinked
+// memory directory, an error of its pair, is said once by Run and once
+// more when the sync works again. Before, each was logged on every poll
+// (a line every 2 s for as long as the link stayed).
+func TestLastingRefusalIsSaidOnce(t *testing.T) {
+	_, b := memtest.Start(t)
+	ctx := t.Context()
+	docs, _ := memory.OpenDocs(ctx, b)
+	e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
+	must(t, os.MkdirAll(filepath.Join(e.ws, "memory"), 0o755))
+	memoryFile := filepath.Join(e.ws, "memory", "MEMORY.md")
+	must(t, os.Symlink("/etc/passwd", memoryFile))
+	logs := &syncbuf.Buffer{}
+	s, err := filesync.New(ctx, filesync.Config{Workspace: e.ws, Agent: "default"}, b,
+		filesync.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for range 5 {
+		e.sync(s)
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+		t.Errorf("%d warnings about the symlink in 5 polls, want 1:\n%s", n, logs.String())
+	}
+	// Another refusal of the same file is said again.
+	must(t, os.Remove(memoryFile))
+	must(t, syscall.Mkfifo(memoryFile, 0o644))
+	for range 3 {
+		e.sync(s)
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 2 {
+		t.Errorf("%d warnings after the symlink became a FIFO, want 2:\n%s", n, logs.String())
+	}
+	if fi, err := os.Lstat(memoryFile); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("MEMORY.md was changed with nothing to replace it by: %v, %v", fi, err)
+	}
+
+	// Run: a symlinked memory directory fails its pair on every poll.
+	must(t, os.Remove(memoryFile))
+	must(t, os.Rename(filepath.Join(e.ws, "memory"), filepath.Join(e.ws, "memory.old")))
+	must(t, os.Symlink(t.TempDir(), filepath.Join(e.ws, "memory")))
+	runLogs := &syncbuf.Buffer{}
+	runCtx, cancel := context.WithCancel(ctx)
+	r, err := filesync.New(runCtx, filesync.Config{Workspace: e.ws, Agent: "default", Poll: 10 * time.Millisecond}, b,
+		filesync.WithLogger(slog.New(slog.NewTextHandler(runLogs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		bustest.Receive(t, done, 30*time.Second)
+		r.Close()
+	})
+	logged := func(what string) func() error {
+		return func() error {
+			if !strings.Contains(runLogs.String(), what) {
+				return fmt.Errorf("no %q in the log:\n%s", what, runLogs.String())
+			}
+			return nil
+		}
+	}
+	bustest.Eventually(t, 10*time.Second, logged("symlinked directory"))
+	// Twenty more polls: the failure is not said again.
+	polls := r.Rounds()
+	bustest.Eventually(t, 10*time.Second, func() error {
+		if n := r.Rounds(); n < polls+20 {
+			return fmt.Errorf("%d polls since the first warning", n-polls)
+		}
+		return nil
+	})
+	if n := strings.Count(runLogs.String(), "symlinked directory"); n != 1 {
+		t.Errorf("the symlinked directory was logged %d times, want once:\n%s", n, runLogs.String())
+	}
+	must(t, os.Remove(filepath.Join(e.ws, "memory")))
+	bustest.Eventually(t, 10*time.Second, logged("syncing again"))
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

@@ -37,15 +37,21 @@ func (s *Syncer) key(p Pair) string { return filepath.Join(s.cfg.Workspace, p.Re
 // its place counts as no file (it is never followed).
 func (s *Syncer) readFile(p Pair) (data []byte, mod time.Time, exists bool, err error) {
 	data, fi, err := s.dir.ReadFile(p.Rel, maxFileBytes)
+	key := s.key(p)
 	switch {
 	case err == nil:
+		delete(s.refused, key)
 		return data, fi.ModTime(), true, nil
 	case errors.Is(err, fs.ErrNotExist):
+		delete(s.refused, key)
 		return nil, time.Time{}, false, nil
 	case errors.Is(err, wsfile.ErrSymlink) && !s.parentIsPlain(p):
 		return nil, time.Time{}, false, fmt.Errorf("not following a symlinked directory: %w", err)
 	case errors.Is(err, wsfile.ErrSymlink), errors.Is(err, wsfile.ErrHardLink), errors.Is(err, wsfile.ErrNotRegular), errors.Is(err, wsfile.ErrTooLarge):
-		s.log.Warn("filesync: not a regular file; it is replaced, not followed", "file", p.Rel, "reason", err)
+		if s.refused[key] != err.Error() {
+			s.refused[key] = err.Error()
+			s.log.Warn("filesync: not a regular file; not read, and replaced by JetStream's copy whenever there is one", "file", p.Rel, "reason", err)
+		}
 		return nil, time.Time{}, false, nil
 	}
 	return nil, time.Time{}, false, err
