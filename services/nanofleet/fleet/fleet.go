@@ -236,7 +236,10 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 			l.BlobsMaxBytes = min(maxBlobs, limit/4)
 		}
 	}
-	return bus.Provision(pctx, b, l, o.assets())
+	if err := bus.Provision(pctx, b, l, o.assets()); err != nil {
+		return err
+	}
+	return f.resumeInterrupted(pctx)
 }
 
 // maxBlobs bounds the embedded store's object store (nats.blobsMaxMB

@@ -2,8 +2,11 @@ package fleet_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -160,13 +163,15 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 	tests := []struct {
 		name string
 		stop func(t *testing.T, aio *fleettest.Proc)
-		// ackWait is the worker's: a killed process's turn is taken
-		// again once it is over; one stopped by two Ctrl-Cs is handed
-		// back and taken at the next start, well before its 10 minutes
-		// (the test waits one).
-		ackWait int
+		// ackWait is the worker's and leaseTTL the lease bucket's: the
+		// turn of a killed process, still pending and leased, is handed
+		// back at the next start (before, it waited out both); one
+		// stopped by two Ctrl-Cs is handed back by the process. Either
+		// is taken well before the 10 minutes' ack wait (the test waits
+		// one).
+		ackWait, leaseTTL int
 	}{
-		{"killed", func(t *testing.T, aio *fleettest.Proc) { aio.Kill() }, 3},
+		{"killed", func(t *testing.T, aio *fleettest.Proc) { aio.Kill() }, 600, 30},
 		{"two Ctrl-Cs", func(t *testing.T, aio *fleettest.Proc) {
 			_ = aio.Signal(syscall.SIGINT)
 			aio.WaitOutput(t, "Ctrl-C again stops now", 30*time.Second)
@@ -177,14 +182,14 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 				t.Fatal("a second Ctrl-C did not stop the all-in-one while a turn ran")
 			}
 			aio.WaitOutput(t, "the running turns are handed back", time.Second)
-		}, 600},
+		}, 600, 3},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { restartCompletesTheTurn(t, tt.stop, tt.ackWait) })
+		t.Run(tt.name, func(t *testing.T) { restartCompletesTheTurn(t, tt.stop, tt.ackWait, tt.leaseTTL) })
 	}
 }
 
-func restartCompletesTheTurn(t *testing.T, stop func(t *testing.T, aio *fleettest.Proc), ackWait int) {
+func restartCompletesTheTurn(t *testing.T, stop func(t *testing.T, aio *fleettest.Proc), ackWait, leaseTTL int) {
 	bins := fleettest.Build(t, "nanofleet")
 	llm := llmtest.NewServer(t)
 	release := make(chan struct{})
@@ -205,7 +210,7 @@ func restartCompletesTheTurn(t *testing.T, stop func(t *testing.T, aio *fleettes
 	home := t.TempDir()
 	port := bustest.FreePort(t)
 	cfg := testConfig(t, llm.URL(), map[string]any{"worker": map[string]any{"ackWaitSeconds": ackWait, "modelRetries": 2}})
-	cfg["nats"] = map[string]any{"leaseTtlSeconds": 3, "port": port}
+	cfg["nats"] = map[string]any{"leaseTtlSeconds": leaseTTL, "port": port}
 	cfgPath := fleettest.WriteConfig(t, cfg)
 	args := []string{"run", "--config", cfgPath, "--data", home + "/data", "--workspace", home + "/ws", "--http", "", "--no-gateway", "--log-level", "warn"}
 	env := []string{"NANOFLEET_HOME=" + home, "HOME=" + home}
@@ -232,6 +237,18 @@ func restartCompletesTheTurn(t *testing.T, stop func(t *testing.T, aio *fleettes
 	case <-ctx.Done():
 		t.Fatal("the slow question never reached the model")
 	}
+	// Killed before the server wrote the delivery down, the restart
+	// would find the message never delivered and hand it out at once
+	// whatever the fleet does: the case under test is the delivery on
+	// disk, as after any kill more than a tenth of a second in.
+	in, err := b.JS.Stream(ctx, b.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowSeq := in.CachedInfo().State.LastSeq
+	bustest.Eventually(t, 10*time.Second, func() error {
+		return pendingOnDisk(home+"/data", b.Space.InboundStream(), b.Space.WorkerConsumer(), slowSeq)
+	})
 	client.Close()
 	stop(t, aio)
 
@@ -263,4 +280,33 @@ func restartCompletesTheTurn(t *testing.T, stop func(t *testing.T, aio *fleettes
 	if exited, code := aio2.Wait(30 * time.Second); !exited || code != 0 {
 		t.Errorf("all-in-one did not stop cleanly on SIGTERM: exited %v code %d", exited, code)
 	}
+}
+
+// pendingOnDisk reports an error until the state file of the embedded
+// server's consumer, as the server last wrote it, holds the delivery of
+// stream sequence seq, not yet acknowledged. It reads nats-server 2.15's encoding (magic 22,
+// version 2, then uvarints: ack floor consumer and stream sequences,
+// delivered consumer and stream sequences, pending count) and says so
+// when the file is in another.
+func pendingOnDisk(dataDir, stream, consumer string, seq uint64) error {
+	data, err := os.ReadFile(filepath.Join(dataDir, "jetstream", "jetstream", "$G", "streams", stream, "obs", consumer, "o.dat"))
+	if err != nil {
+		return err
+	}
+	if len(data) < 2 || data[0] != 22 || data[1] != 2 {
+		return fmt.Errorf("consumer state in an unknown encoding: % x", data[:min(len(data), 8)])
+	}
+	rest := data[2:]
+	var fields [5]uint64
+	for i := range fields {
+		v, n := binary.Uvarint(rest)
+		if n <= 0 {
+			return fmt.Errorf("consumer state cut short at field %d", i)
+		}
+		fields[i], rest = v, rest[n:]
+	}
+	if ackFloor, delivered, pending := fields[1], fields[3], fields[4]; delivered < seq || ackFloor >= seq || pending == 0 {
+		return fmt.Errorf("stream sequence %d not pending on disk yet (ack floor %d, delivered up to %d, %d pending)", seq, ackFloor, delivered, pending)
+	}
+	return nil
 }
