@@ -22,10 +22,14 @@ import (
 // busy session.
 func (f *Fleet) resumeInterrupted(ctx context.Context) error {
 	js := f.Bus.JS
-	streams := js.StreamNames(ctx)
+	// One listing of every stream's state; only those with consumers are
+	// asked further (a one-shot `agent -m` starts here, too).
+	streams := js.ListStreams(ctx)
 	var names []string
-	for name := range streams.Name() {
-		names = append(names, name)
+	for si := range streams.Info() {
+		if si.State.Consumers > 0 {
+			names = append(names, si.Config.Name)
+		}
 	}
 	if err := streams.Err(); err != nil {
 		return fmt.Errorf("resume interrupted work: list streams: %w", err)
