@@ -1,6 +1,7 @@
 package filesync_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,19 @@ func (e env) syncer() *filesync.Syncer {
 	}
 	e.t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// loggingSyncer is a syncer of e's workspace, for the default agent
+// unless cfg says otherwise, whose log the test reads.
+func (e env) loggingSyncer(cfg filesync.Config) (*filesync.Syncer, *syncbuf.Buffer) {
+	cfg.Workspace, cfg.Agent = e.ws, cmp.Or(cfg.Agent, "default")
+	logs := &syncbuf.Buffer{}
+	s, err := filesync.New(e.t.Context(), cfg, e.b, filesync.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { s.Close() })
+	return s, logs
 }
 
 func (e env) sync(s *filesync.Syncer) {
@@ -440,13 +454,7 @@ func TestFileMissingFromProfileIsLeftUnread(t *testing.T) {
 	e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
 	must(t, os.Symlink("/etc/passwd", filepath.Join(e.ws, "TOOLS.md")))
 	must(t, syscall.Mkfifo(filepath.Join(e.ws, "IDENTITY.md"), 0o644))
-	logs := &syncbuf.Buffer{}
-	s, err := filesync.New(ctx, filesync.Config{Workspace: e.ws, Agent: "default"}, b,
-		filesync.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, logs := e.loggingSyncer(filesync.Config{})
 	for range 3 {
 		e.sync(s)
 	}
@@ -474,13 +482,7 @@ func TestLastingRefusalIsSaidOnce(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(e.ws, "memory"), 0o755))
 	memoryFile := filepath.Join(e.ws, "memory", "MEMORY.md")
 	must(t, os.Symlink("/etc/passwd", memoryFile))
-	logs := &syncbuf.Buffer{}
-	s, err := filesync.New(ctx, filesync.Config{Workspace: e.ws, Agent: "default"}, b,
-		filesync.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, logs := e.loggingSyncer(filesync.Config{})
 	for range 5 {
 		e.sync(s)
 	}
@@ -504,19 +506,13 @@ func TestLastingRefusalIsSaidOnce(t *testing.T) {
 	must(t, os.Remove(memoryFile))
 	must(t, os.Rename(filepath.Join(e.ws, "memory"), filepath.Join(e.ws, "memory.old")))
 	must(t, os.Symlink(t.TempDir(), filepath.Join(e.ws, "memory")))
-	runLogs := &syncbuf.Buffer{}
+	r, runLogs := e.loggingSyncer(filesync.Config{Poll: 10 * time.Millisecond})
 	runCtx, cancel := context.WithCancel(ctx)
-	r, err := filesync.New(runCtx, filesync.Config{Workspace: e.ws, Agent: "default", Poll: 10 * time.Millisecond}, b,
-		filesync.WithLogger(slog.New(slog.NewTextHandler(runLogs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(runCtx) }()
 	t.Cleanup(func() {
 		cancel()
 		bustest.Receive(t, done, 30*time.Second)
-		r.Close()
 	})
 	logged := func(what string) func() error {
 		return func() error {
