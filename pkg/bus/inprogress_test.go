@@ -27,17 +27,7 @@ func TestInProgressHoldsRedelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetch := func(wait time.Duration) []jetstream.Msg {
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(wait))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []jetstream.Msg
-		for m := range batch.Messages() {
-			got = append(got, m)
-		}
-		return got
-	}
+	fetch := func(wait time.Duration) []jetstream.Msg { return fetchUpTo(t, cons, 1, wait) }
 	first := fetch(5 * time.Second)
 	if len(first) != 1 {
 		t.Fatalf("first fetch: %d messages", len(first))
