@@ -202,6 +202,18 @@ func FreePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// TakenPort returns a loopback listener held until the test ends, for
+// a test of what a taken port does to its user.
+func TakenPort(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("take a port: %v", err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln
+}
+
 // Connect connects to the cluster with prefix, provisions the core
 // layout and the assets of decls with layout l (retrying while the
 // cluster elects leaders), and closes the connection at the end of the

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/embeddednats"
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 )
@@ -95,11 +96,7 @@ func TestEmbeddedConfigUserAndPasswordGoTogether(t *testing.T) {
 // at once with the reason, instead of waiting out the 30 s readiness
 // timeout and saying only that it was not ready.
 func TestStartEmbeddedSaysWhyItCannotStart(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
+	taken := bustest.TakenPort(t)
 	notADir := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(notADir, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -23,14 +22,9 @@ import (
 func TestConnectWaitsForNATS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := bustest.FreePort(t)
 	file := config.Defaults()
-	file.NATS.URL = "nats://" + ln.Addr().String()
+	file.NATS.URL = fmt.Sprintf("nats://127.0.0.1:%d", port)
 	var ready svc.Readiness
 	type result struct {
 		b   *bus.Bus

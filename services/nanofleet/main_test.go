@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -374,14 +373,10 @@ func TestModelFlagWhenJoining(t *testing.T) {
 // fleet starts, so a taken one stops it at once, before it announces any
 // address or starts a part (which then failed on the stop and said so).
 func TestRunWithTheMetricsPortTaken(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
+	taken := bustest.TakenPort(t)
 	env, _, errOut := testEnv(t, map[string]string{"OPENAI_API_KEY": "k"})
 	args := []string{"run", "--http", taken.Addr().String(), "--listen", "127.0.0.1:0", "--log-level", "warn"}
-	err = dispatch(t.Context(), env, args)
+	err := dispatch(t.Context(), env, args)
 	if !errors.Is(err, syscall.EADDRINUSE) {
 		t.Fatalf("run: %v, want address in use", err)
 	}

@@ -26,14 +26,7 @@ import (
 // where channels.web.listen says, else on the caller's default.
 func TestListenPrecedence(t *testing.T) {
 	b := bustest.StartServer(t).Connect(t, "nanofleet", channels.Assets)
-	free := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().String()
-	}
+	free := func() string { return fmt.Sprintf("127.0.0.1:%d", bustest.FreePort(t)) }
 	fromFlag, fromConfig, fromDefault := free(), free(), free()
 	tests := []struct {
 		name, flag, config, def, want string

@@ -177,11 +177,7 @@ func writeJSON(t *testing.T, path string, v any) {
 // all-in-one fails at once saying so and naming the keys that fix it,
 // instead of waiting out the server's 30 s readiness timeout.
 func TestRunOnATakenPort(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
+	taken := bustest.TakenPort(t)
 	cfg := testConfig(t, "http://127.0.0.1:1/v1", nil)
 	cfg["nats"] = map[string]any{"port": taken.Addr().(*net.TCPAddr).Port}
 	f, err := fleet.Start(t.Context(), fleet.Options{
@@ -202,11 +198,7 @@ func TestRunOnATakenPort(t *testing.T) {
 // fleet's connection closes, instead of failing on it and logging errors
 // that hide the one that matters.
 func TestFailedStartStopsItsParts(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
+	taken := bustest.TakenPort(t)
 	var logs syncbuf.Buffer
 	f, err := fleet.Start(t.Context(), fleet.Options{
 		File: loadConfig(t, testConfig(t, "http://127.0.0.1:1/v1", nil)), Getenv: func(string) string { return "" },
