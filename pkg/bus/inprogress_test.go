@@ -42,3 +42,17 @@ func TestInProgressHoldsRedelivery(t *testing.T) {
 		t.Fatal("not redelivered after InProgress stopped")
 	}
 }
+
+// fetchUpTo fetches at most n messages from c, waiting at most wait.
+func fetchUpTo(t *testing.T, c jetstream.Consumer, n int, wait time.Duration) []jetstream.Msg {
+	t.Helper()
+	batch, err := c.Fetch(n, jetstream.FetchMaxWait(wait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		msgs = append(msgs, m)
+	}
+	return msgs
+}

@@ -236,15 +236,7 @@ func (f *Fleet) connect(ctx context.Context, o Options) error {
 			l.BlobsMaxBytes = min(maxBlobs, limit/4)
 		}
 	}
-	if err := bus.Provision(pctx, b, l, o.assets()); err != nil {
-		return err
-	}
-	if err := f.resumeInterrupted(pctx); err != nil {
-		// Only sooner: what it could not hand back resumes after its
-		// ack wait, as before.
-		f.log.Warn("the last run's unfinished work resumes after its ack wait, not at once", "err", err)
-	}
-	return nil
+	return bus.Provision(pctx, b, l, o.assets())
 }
 
 // maxBlobs bounds the embedded store's object store (nats.blobsMaxMB

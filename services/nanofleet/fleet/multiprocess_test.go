@@ -163,15 +163,14 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 	tests := []struct {
 		name string
 		stop func(t *testing.T, aio *fleettest.Proc)
-		// ackWait is the worker's and leaseTTL the lease bucket's: the
-		// turn of a killed process, still pending and leased, is handed
-		// back at the next start (before, it waited out both); one
-		// stopped by two Ctrl-Cs is handed back by the process. Either
-		// is taken well before the 10 minutes' ack wait (the test waits
-		// one).
+		// ackWait is the worker's and leaseTTL the lease bucket's: a
+		// killed process's turn, restored pending with the server, is
+		// taken again once both are over; one stopped by two Ctrl-Cs is
+		// handed back and taken at the next start, well before its 10
+		// minutes (the test waits one).
 		ackWait, leaseTTL int
 	}{
-		{"killed", func(t *testing.T, aio *fleettest.Proc) { aio.Kill() }, 600, 30},
+		{"killed", func(t *testing.T, aio *fleettest.Proc) { aio.Kill() }, 3, 3},
 		{"two Ctrl-Cs", func(t *testing.T, aio *fleettest.Proc) {
 			_ = aio.Signal(syscall.SIGINT)
 			aio.WaitOutput(t, "Ctrl-C again stops now", 30*time.Second)
