@@ -38,7 +38,7 @@ import (
 func TestHeapGrowth(t *testing.T) {
 	dir, sessions := heapSettings(t, "NANOFLEET_BENCH_HEAP", "NANOFLEET_BENCH_HEAP_SESSIONS", 3000)
 	window := DefaultConfig().MemoryWindow
-	h := newHeapFleet(t, fleetSettings{slots: 16, limit: 4096, windows: window})
+	h := newHeapFleet(t, fleetSettings{slots: 16, limit: 4096, windows: window}, 0)
 	ctx := t.Context()
 	_, c, stop := startFleet(t, fleet.Options{
 		File: h.file, Getenv: noEnv, DataDir: filepath.Join(h.tmp, "data"), Workspace: h.ws, Workers: 1,
@@ -61,6 +61,48 @@ func TestHeapGrowth(t *testing.T) {
 	}
 }
 
+// TestAllInOneTurnsHeap explains the all-in-one's RSS growth with turns
+// (the memory suite's turns phase, in this process): it drives 1,000
+// turns over 100 sessions with the suite's settings (an 8,192-token
+// window, answers of 2,000 bytes, consolidations), then on to 10,000,
+// 30,000 and NANOFLEET_BENCH_AIO_TURNS in all (default 100,000) over the
+// same sessions, and after each step's settle writes a heap profile and
+// the runtime's memory classes into NANOFLEET_BENCH_AIO_HEAP (a
+// directory): live data that grows shows in
+//
+//	go tool pprof -top -base DIR/heap-aio-1000.prof DIR/heap-aio-100000.prof
+//
+// and heap the runtime holds around it ("unused", span and other metadata)
+// only in the classes. The load generator and the fake model share the
+// process. It runs only when NANOFLEET_BENCH_AIO_HEAP is set.
+func TestAllInOneTurnsHeap(t *testing.T) {
+	dir, all := heapSettings(t, "NANOFLEET_BENCH_AIO_HEAP", "NANOFLEET_BENCH_AIO_TURNS", 100_000)
+	const sessions = 100
+	c := DefaultConfig()
+	h := newHeapFleet(t, fleetSettings{windows: c.MemoryWindow, contextWindow: c.TurnsContextWindow}, c.TurnsAnswerBytes)
+	ctx := t.Context()
+	_, client, stop := startFleet(t, fleet.Options{
+		File: h.file, Getenv: noEnv, DataDir: filepath.Join(h.tmp, "data"), Workspace: h.ws, Workers: 1,
+	})
+	defer stop()
+	go memtrim.Run(ctx, memtrim.DefaultConfig())
+	done := 0
+	for _, n := range []int{1000, 10_000, 30_000, all} {
+		if n <= done || n > all {
+			continue
+		}
+		l := load{Concurrency: sessions, Chats: sessions, TurnsPerChat: (n - done) / sessions, Prefix: "t"}
+		s := l.run(ctx, fleetTurn(client))
+		if s.Errors > 0 {
+			t.Fatalf("%d turns failed: %v", s.Errors, s.FirstErr)
+		}
+		done = n
+		t.Logf("%d turns (%d in all) in %s", len(s.Latencies), n, s.Elapsed.Round(time.Second))
+		_ = backoff.Sleep(ctx, settleAfterLoad(c.MemoryWindow))
+		writeHeap(t, dir, "aio-"+strconv.Itoa(n))
+	}
+}
+
 // TestWorkerTurnsHeap explains the agent-worker's RSS growth with turns
 // (the memory suite's "RSS after TurnsAll turns over TurnSessions
 // sessions"): it runs the agent-worker in this process, as its main does,
@@ -79,7 +121,7 @@ func TestWorkerTurnsHeap(t *testing.T) {
 	dir, all := heapSettings(t, "NANOFLEET_BENCH_WORKER_HEAP", "NANOFLEET_BENCH_WORKER_TURNS", 100_000)
 	const sessions, first = 100, 1000
 	window := DefaultConfig().MemoryWindow
-	h := newHeapFleet(t, fleetSettings{windows: window})
+	h := newHeapFleet(t, fleetSettings{windows: window}, 0)
 	cfgPath, file, ws := h.cfgPath, h.file, h.ws
 	ctx := t.Context()
 	root, err := filepath.Abs("../../..") // the go.work workspace
@@ -188,14 +230,19 @@ type heapFleet struct {
 }
 
 // newHeapFleet starts the 0 ms model and writes the workspace and the
-// fleet's config (s with the model's URL) into a temporary directory.
-func newHeapFleet(t *testing.T, s fleetSettings) heapFleet {
+// fleet's config (s with the model's URL) into a temporary directory. The
+// model answers "ok", or answerBytes of text and consolidations with a
+// save_memory call as the memory suite's turns phase has it.
+func newHeapFleet(t *testing.T, s fleetSettings, answerBytes int) heapFleet {
 	t.Helper()
 	model, err := startModel(0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(model.Close)
+	if answerBytes > 0 {
+		model.Handle(conversationModel(answerBytes))
+	}
 	h := heapFleet{tmp: t.TempDir()}
 	if h.ws, err = prepareWorkspace(h.tmp); err != nil {
 		t.Fatal(err)
