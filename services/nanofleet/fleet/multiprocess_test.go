@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -154,8 +155,10 @@ func countFinals(t *testing.T, js jetstream.JetStream, stream string) map[string
 
 // TestAllInOneRestartCompletesTheTurn: the all-in-one stopped mid-turn
 // (killed, or by a second Ctrl-C, which does not wait for the turn) and
-// started again on the same data directory completes the turn, and the
-// history is intact.
+// started again on the same data directory completes the turn at once,
+// not after its ack wait, and the history is intact. A turn killed after
+// a tool step resumes from its checkpoint: the redelivery is counted as
+// the message's second, so the model is not asked the first step again.
 func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
@@ -165,12 +168,17 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 		stop func(t *testing.T, aio *fleettest.Proc)
 		// ackWait is the worker's and leaseTTL the lease bucket's: a
 		// killed process's turn, restored pending with the server, is
-		// taken again once both are over; one stopped by two Ctrl-Cs is
-		// handed back and taken at the next start, well before its 10
-		// minutes (the test waits one).
+		// handed out again at the next start, and its lease taken over
+		// under the same worker name; one stopped by two Ctrl-Cs is
+		// handed back by the process. Either is taken well before its
+		// 10 minutes' ack wait (the test waits one).
 		ackWait, leaseTTL int
+		// toolStep makes the turn's first model call a tool call, so
+		// that it is killed after a checkpoint.
+		toolStep bool
 	}{
-		{"killed", func(t *testing.T, aio *fleettest.Proc) { aio.Kill() }, 3, 3},
+		{"killed", func(t *testing.T, aio *fleettest.Proc) { aio.Kill() }, 600, 30, false},
+		{"killed after a tool step", func(t *testing.T, aio *fleettest.Proc) { aio.Kill() }, 600, 30, true},
 		{"two Ctrl-Cs", func(t *testing.T, aio *fleettest.Proc) {
 			_ = aio.Signal(syscall.SIGINT)
 			aio.WaitOutput(t, "Ctrl-C again stops now", 30*time.Second)
@@ -181,21 +189,26 @@ func TestAllInOneRestartCompletesTheTurn(t *testing.T) {
 				t.Fatal("a second Ctrl-C did not stop the all-in-one while a turn ran")
 			}
 			aio.WaitOutput(t, "the running turns are handed back", time.Second)
-		}, 600, 3},
+		}, 600, 3, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { restartCompletesTheTurn(t, tt.stop, tt.ackWait, tt.leaseTTL) })
+		t.Run(tt.name, func(t *testing.T) { restartCompletesTheTurn(t, tt.stop, tt.ackWait, tt.leaseTTL, tt.toolStep) })
 	}
 }
 
-func restartCompletesTheTurn(t *testing.T, stop func(t *testing.T, aio *fleettest.Proc), ackWait, leaseTTL int) {
+func restartCompletesTheTurn(t *testing.T, stop func(t *testing.T, aio *fleettest.Proc), ackWait, leaseTTL int, toolStep bool) {
 	bins := fleettest.Build(t, "nanofleet")
 	llm := llmtest.NewServer(t)
 	release := make(chan struct{})
 	atModel := make(chan struct{})
 	var once sync.Once
+	var firstSteps atomic.Int32 // model calls of the slow turn from its user message
 	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
 		if r.LastUserText() == "slow question" {
+			if toolStep && r.LastMessage().Role != "tool" {
+				firstSteps.Add(1)
+				return llmtest.ToolCalls(llmtest.Call("list_dir", `{"path":"."}`))
+			}
 			first := false
 			once.Do(func() { first = true; close(atModel) })
 			if first {
@@ -265,6 +278,9 @@ func restartCompletesTheTurn(t *testing.T, stop func(t *testing.T, aio *fleettes
 	})
 	if final.GetContent() != "answer to the slow question" {
 		t.Fatalf("interrupted turn's reply = %v", final)
+	}
+	if n := firstSteps.Load(); toolStep && n != 1 {
+		t.Errorf("the model was asked the turn's first step %d times, want 1: the redelivered turn did not resume from its checkpoint", n)
 	}
 	out, err := runCLI(ctx, bins.Path("nanofleet"), env, "agent", "--nats", nats.URL, "--config", cfgPath, "--session", "cli:r", "-m", "/history 10")
 	if err != nil {
