@@ -14,8 +14,9 @@ import (
 // pendingSweep is how long RedeliverPending leaves a consumer at its short
 // ack wait: nats-server reviews a consumer's pending deliveries 100 ms
 // after its ack wait changes (consumer.go, updateConfig), and queues the
-// expired ones for redelivery.
-const pendingSweep = 300 * time.Millisecond
+// expired ones for redelivery. The rest is margin for a timer that fires
+// late on a loaded machine; it is spent only when work is pending.
+const pendingSweep = 500 * time.Millisecond
 
 // Redelivery is one consumer whose pending deliveries RedeliverPending
 // queued again.
