@@ -41,12 +41,51 @@ type Redelivery struct {
 // before; a consumer left at the short wait is set back by its owner,
 // which updates its consumer when it starts.
 func RedeliverPending(ctx context.Context, js jetstream.JetStream) ([]Redelivery, error) {
-	type changed struct {
-		stream string
-		cfg    jetstream.ConsumerConfig
-		n      int
+	pending, err := pendingConsumers(ctx, js)
+	if err != nil || len(pending) == 0 {
+		return nil, err
 	}
-	var todo []changed
+	var errs []error
+	var shortened []pendingConsumer
+	for _, c := range pending {
+		short := c.cfg
+		short.AckWait = time.Millisecond
+		if _, err := js.UpdateConsumer(ctx, c.stream, short); err != nil {
+			errs = append(errs, fmt.Errorf("redeliver pending: shorten the ack wait of %s > %s: %w", c.stream, c.cfg.Durable, err))
+			continue
+		}
+		shortened = append(shortened, c)
+	}
+	if len(shortened) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	// Set back even when ctx ends meanwhile.
+	_ = backoff.Sleep(ctx, pendingSweep)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CallTimeout)
+	defer cancel()
+	var done []Redelivery
+	for _, c := range shortened {
+		if _, err := js.UpdateConsumer(rctx, c.stream, c.cfg); err != nil {
+			errs = append(errs, fmt.Errorf("redeliver pending: restore the ack wait of %s > %s: %w", c.stream, c.cfg.Durable, err))
+			continue
+		}
+		done = append(done, Redelivery{Stream: c.stream, Consumer: c.cfg.Durable, Messages: c.pending})
+	}
+	return done, errors.Join(errs...)
+}
+
+// pendingConsumer is a durable consumer with deliveries pending.
+type pendingConsumer struct {
+	stream  string
+	cfg     jetstream.ConsumerConfig
+	pending int
+}
+
+// pendingConsumers lists the durable consumers of js's streams that have
+// deliveries pending and whose ack wait RedeliverPending can shorten
+// (explicit acks, no BackOff, which would override the ack wait). Only
+// streams with consumers are asked for theirs.
+func pendingConsumers(ctx context.Context, js jetstream.JetStream) ([]pendingConsumer, error) {
 	streams := js.ListStreams(ctx)
 	var names []string
 	for si := range streams.Info() {
@@ -57,6 +96,7 @@ func RedeliverPending(ctx context.Context, js jetstream.JetStream) ([]Redelivery
 	if err := streams.Err(); err != nil {
 		return nil, fmt.Errorf("redeliver pending: list streams: %w", err)
 	}
+	var out []pendingConsumer
 	for _, name := range names {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
@@ -66,40 +106,12 @@ func RedeliverPending(ctx context.Context, js jetstream.JetStream) ([]Redelivery
 		for ci := range consumers.Info() {
 			c := ci.Config
 			if ci.NumAckPending > 0 && c.Durable != "" && c.AckPolicy == jetstream.AckExplicitPolicy && len(c.BackOff) == 0 && c.AckWait > time.Millisecond {
-				todo = append(todo, changed{stream: name, cfg: c, n: ci.NumAckPending})
+				out = append(out, pendingConsumer{stream: name, cfg: c, pending: ci.NumAckPending})
 			}
 		}
 		if err := consumers.Err(); err != nil {
 			return nil, fmt.Errorf("redeliver pending: consumers of %s: %w", name, err)
 		}
 	}
-	if len(todo) == 0 {
-		return nil, nil
-	}
-	var done []Redelivery
-	var errs []error
-	var shortened []changed
-	for _, c := range todo {
-		short := c.cfg
-		short.AckWait = time.Millisecond
-		if _, err := js.UpdateConsumer(ctx, c.stream, short); err != nil {
-			errs = append(errs, fmt.Errorf("redeliver pending: shorten the ack wait of %s > %s: %w", c.stream, c.cfg.Durable, err))
-			continue
-		}
-		shortened = append(shortened, c)
-	}
-	if len(shortened) > 0 {
-		// Set back even when ctx ends meanwhile.
-		_ = backoff.Sleep(ctx, pendingSweep)
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CallTimeout)
-		defer cancel()
-		for _, c := range shortened {
-			if _, err := js.UpdateConsumer(rctx, c.stream, c.cfg); err != nil {
-				errs = append(errs, fmt.Errorf("redeliver pending: restore the ack wait of %s > %s: %w", c.stream, c.cfg.Durable, err))
-				continue
-			}
-			done = append(done, Redelivery{Stream: c.stream, Consumer: c.cfg.Durable, Messages: c.n})
-		}
-	}
-	return done, errors.Join(errs...)
+	return out, nil
 }
