@@ -39,9 +39,19 @@ func TestGet(t *testing.T) {
 	// r1's MCP server's tools: a service of the runner's name, not a runner.
 	fleetstatustest.Online(t, b, fleetstatus.ToolRunnerService, map[string]string{"runner": "r1", fleetstatus.MCPServerKey: "memory"})
 
+	// A client's reply consumer, as `nanofleet agent` makes one.
+	client, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{InactiveThreshold: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientName := client.CachedInfo().Name
+
 	st, err := fleetstatus.Get(ctx, b, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c, ok := st.Consumer(b.Space.OutboundStream(), clientName); !ok || !c.Ephemeral || c.InactiveThreshold != 30*time.Second {
+		t.Errorf("client consumer = %+v, %v; want ephemeral, deleted 30s after the last pull", c, ok)
 	}
 	if len(st.Streams) != 5 {
 		t.Errorf("streams = %+v, want the fleet's 5", st.Streams)
@@ -51,8 +61,8 @@ func TestGet(t *testing.T) {
 		t.Errorf("inbound stream = %+v, %v", in, ok)
 	}
 	c, ok := st.Consumer(b.Space.InboundStream(), b.Space.WorkerConsumer())
-	if !ok || c.InFlight != 1 || c.Pending != 2 {
-		t.Errorf("workers consumer = %+v, %v; want 1 in flight, 2 pending", c, ok)
+	if !ok || c.InFlight != 1 || c.Pending != 2 || c.Ephemeral {
+		t.Errorf("workers consumer = %+v, %v; want durable, 1 in flight, 2 pending", c, ok)
 	}
 	if w, r := st.Online(fleetstatus.WorkerService), st.Online(fleetstatus.ToolRunnerService); w != 2 || r != 1 {
 		t.Errorf("online: %d workers, %d tool runners; want 2 and 1", w, r)

@@ -59,6 +59,12 @@ type Consumer struct {
 	Redelivered int `json:"redelivered"`
 	// Waiting pull requests, one per idle fetch of a worker.
 	Waiting int `json:"waiting"`
+	// Ephemeral consumers have no durable name: a client's (a CLI
+	// command's replies, a gateway's watch). The server deletes one
+	// InactiveThreshold after its client's last pull, so one that lags
+	// may belong to a client that has just exited.
+	Ephemeral         bool          `json:"ephemeral,omitempty"`
+	InactiveThreshold time.Duration `json:"inactive_threshold_ns,omitempty"`
 }
 
 // Service is one running service instance found by micro discovery.
@@ -164,6 +170,7 @@ func readStream(ctx context.Context, b *bus.Bus, name string) (*Stream, []Consum
 		consumers = append(consumers, Consumer{
 			Stream: name, Name: ci.Name, Pending: ci.NumPending, InFlight: ci.NumAckPending,
 			Redelivered: ci.NumRedelivered, Waiting: ci.NumWaiting,
+			Ephemeral: ci.Config.Durable == "", InactiveThreshold: ci.Config.InactiveThreshold,
 		})
 	}
 	if err := lister.Err(); err != nil {

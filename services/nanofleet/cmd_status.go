@@ -29,10 +29,7 @@ func statusCmd(ctx context.Context, env *environment, args []string) error {
 		for _, u := range st.Unreadable {
 			fmt.Fprintf(w, "%s\t?\t?\tno answer: %s\n", u.Stream, u.Err)
 		}
-		fmt.Fprintln(w, "\nCONSUMER\tPENDING\tIN FLIGHT\tREDELIVERED\tWAITING PULLS")
-		for _, c := range st.Consumers {
-			fmt.Fprintf(w, "%s/%s\t%d\t%d\t%d\t%d\n", c.Stream, c.Name, c.Pending, c.InFlight, c.Redelivered, c.Waiting)
-		}
+		writeConsumers(w, st.Consumers)
 		fmt.Fprintln(w, "\nSERVICE\tONLINE")
 		for _, name := range []string{"agent-worker", "tool-runner", "memory-consolidator", "channel-gateway"} {
 			fmt.Fprintf(w, "%s\t%d\n", name, st.Online(name))
@@ -53,6 +50,30 @@ func statusCmd(ctx context.Context, env *environment, args []string) error {
 		}
 		return nil
 	})
+}
+
+// writeConsumers prints the fleet's durable consumers, then counts the
+// clients' ephemeral ones: listed by their generated names, those of a
+// CLI command that has just exited read as a backlog nobody serves.
+func writeConsumers(w io.Writer, consumers []fleetstatus.Consumer) {
+	fmt.Fprintln(w, "\nCONSUMER\tPENDING\tIN FLIGHT\tREDELIVERED\tWAITING PULLS")
+	var clients int
+	var reaped time.Duration
+	for _, c := range consumers {
+		if c.Ephemeral {
+			clients++
+			reaped = max(reaped, c.InactiveThreshold)
+			continue
+		}
+		fmt.Fprintf(w, "%s/%s\t%d\t%d\t%d\t%d\n", c.Stream, c.Name, c.Pending, c.InFlight, c.Redelivered, c.Waiting)
+	}
+	switch {
+	case clients == 0:
+	case reaped > 0:
+		fmt.Fprintf(w, "(and %d client consumer(s): CLI commands, gateway watches; each deleted at most %s after its client's last pull)\n", clients, reaped)
+	default:
+		fmt.Fprintf(w, "(and %d client consumer(s): CLI commands, gateway watches)\n", clients)
+	}
 }
 
 // writeUsage prints the token usage over the turn records the history

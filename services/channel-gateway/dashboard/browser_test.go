@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
@@ -41,6 +42,15 @@ func gateway(t *testing.T, b *bus.Bus) *httptest.Server {
 func TestBrowserDashboard(t *testing.T) {
 	b := bustest.StartJetStream(t, channels.Assets)
 	fleet(t, b)
+	// A client's reply consumer left behind by a CLI command that has
+	// exited, with a reply it never took.
+	client, err := b.JS.OrderedConsumer(ctxT(t), b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{InactiveThreshold: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.Publish(ctxT(t), b.Space.Outbound("cli", "direct"), []byte{1}); err != nil {
+		t.Fatal(err)
+	}
 	srv := gateway(t, b)
 	ctx := browser(t)
 
@@ -53,7 +63,7 @@ func TestBrowserDashboard(t *testing.T) {
 		return strings.TrimSpace(v)
 	}
 	const t3Tool = `#turns li.turn[data-turn-id="t3"] li.tool[data-name="read_file"]`
-	err := chromedp.Do(ctx,
+	err = chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/dashboard?token="+webToken),
 		chromedp.WaitVisible(t3Tool),
 	)
@@ -83,6 +93,16 @@ func TestBrowserDashboard(t *testing.T) {
 	}
 	if s := text(`#streams tbody`); !strings.Contains(s, b.Space.InboundStream()) || !strings.Contains(s, "workers") {
 		t.Errorf("streams table shows %q", s)
+	}
+	if s := text(`#streams tr.consumer.lagging`); !strings.Contains(s, "workers") {
+		t.Errorf("lagging consumers show %q, want the workers (1 queued)", s)
+	}
+	clientRow := `#streams tr.consumer.client`
+	if s := text(clientRow); !strings.Contains(s, client.CachedInfo().Name+" (client)") || !strings.Contains(s, "1") {
+		t.Errorf("client consumer shows %q", s)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#streams tr.consumer.client.lagging").length`)); err != nil || n != 0 {
+		t.Errorf("%d client consumers marked lagging (%v)", n, err)
 	}
 
 	// A new turn appears without a reload: the marker set in this page

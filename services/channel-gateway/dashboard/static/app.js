@@ -103,7 +103,10 @@
     for (const st of s.streams) {
       streams.push(row("stream", [st.name, st.msgs, "", "", "", ""]));
       for (const c of st.consumers) {
-        streams.push(row("consumer" + (c.pending > 0 ? " lagging" : ""), [c.name, "", c.pending, c.in_flight, c.redelivered, c.waiting]));
+        // A client's consumer (a CLI command's, a gateway's watch) lags
+        // once its client exits, until the server deletes it: not a backlog.
+        const kind = c.ephemeral ? "consumer client" : "consumer" + (c.pending > 0 ? " lagging" : "");
+        streams.push(row(kind, [c.ephemeral ? c.name + " (client)" : c.name, "", c.pending, c.in_flight, c.redelivered, c.waiting]));
       }
     }
     $("streams").tBodies[0].replaceChildren(...streams);
