@@ -25,7 +25,7 @@ func TestWriteConsumers(t *testing.T) {
 	}{
 		{"durable only", []fleetstatus.Consumer{workers}, []string{"NANOFLEET_IN/workers  2"}, []string{"client consumer"}},
 		{"clients counted, not listed",
-			[]fleetstatus.Consumer{workers, client("kZmD_1", 30 * time.Second), client("hy2C_1", 5 * time.Second)},
+			[]fleetstatus.Consumer{workers, client("kZmD_1", 30*time.Second), client("hy2C_1", 5*time.Second)},
 			[]string{"NANOFLEET_IN/workers  2", "(and 2 client consumer(s): CLI commands, gateway watches; each deleted at most 30s after its client's last pull)"},
 			[]string{"kZmD_1", "hy2C_1"}},
 		{"client without threshold", []fleetstatus.Consumer{client("x_1", 0)}, []string{"(and 1 client consumer(s): CLI commands, gateway watches)\n"}, []string{"deleted"}},
