@@ -65,6 +65,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.texts[call.MessageID] = call.Fields["text"]
 		s.mu.Unlock()
 	}
+	if method == "setWebhook" { // before the call is seen, so Webhook reports it
+		s.mu.Lock()
+		s.webhook, s.secret = call.Fields["url"], call.Fields["secret_token"]
+		s.mu.Unlock()
+	}
 	s.Recorder.Add(call)
 	switch method {
 	case "getMe":
@@ -96,9 +101,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case "sendChatAction", "deleteWebhook":
 		reply(w, 200, true, Failure{})
 	case "setWebhook":
-		s.mu.Lock()
-		s.webhook, s.secret = call.Fields["url"], call.Fields["secret_token"]
-		s.mu.Unlock()
 		reply(w, 200, true, Failure{})
 	case "getFile":
 		s.mu.Lock()
