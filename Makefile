@@ -7,7 +7,7 @@ MODULES := $(shell go list -m -f '{{.Dir}}')
 SERVICES := nanofleet channel-gateway agent-worker tool-runner memory-consolidator
 GOTEST_FLAGS ?= -count=1 -timeout 12m
 
-.PHONY: all build test vet fmt fmt-check proto proto-check run bench chaos compose-test clean
+.PHONY: all build test race vet fmt fmt-check proto proto-check run bench chaos compose-test clean
 
 all: build
 
@@ -24,6 +24,10 @@ test:
 		echo "== $$m"; \
 		(cd $$m && go test $(GOTEST_FLAGS) ./...) || fail=1; \
 	done; exit $$fail
+
+# Every module's tests under the race detector (cgo: needs a C compiler).
+race:
+	@$(MAKE) --no-print-directory test GOTEST_FLAGS="-count=1 -race -timeout 20m"
 
 vet:
 	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done
