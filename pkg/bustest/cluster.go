@@ -3,11 +3,8 @@ package bustest
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -194,52 +191,15 @@ func (c *Cluster) WaitJetStream(d time.Duration) {
 	}
 }
 
-// FreePort returns a loopback port nothing listens on right now, for
-// a process that binds it later. It is picked at random below the
-// kernel's ephemeral range where that range leaves room: every listener
-// on port 0 (an embedded NATS server, an httptest server) and every
-// connection's local port come from that range, and could otherwise take
-// the port before its process binds it.
+// FreePort returns a loopback port nothing listens on right now.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	if lo := ephemeralLow(); lo-freePortLow >= 1000 {
-		for range 100 {
-			port := freePortLow + rand.IntN(lo-freePortLow)
-			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-			if err == nil {
-				_ = ln.Close()
-				return port
-			}
-		}
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("free port: %v", err)
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// freePortLow is the lowest port FreePort picks: above the well-known
-// and most registered ports.
-const freePortLow = 20000
-
-// ephemeralLow is the first port of the kernel's ephemeral range (Linux),
-// or 0 when it cannot be read.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(b))
-	if len(fields) == 0 {
-		return 0
-	}
-	n, err := strconv.Atoi(fields[0])
-	if err != nil {
-		return 0
-	}
-	return n
 }
 
 // TakenPort returns a loopback listener held until the test ends, for

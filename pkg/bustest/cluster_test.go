@@ -27,23 +27,3 @@ func TestClusterNodeStartsOnNewPortsWhenItsOwnAreTaken(t *testing.T) {
 	}
 	c.WaitJetStream(30 * time.Second)
 }
-
-// TestFreePortBelowEphemeralRange: the ports FreePort gives can be bound,
-// and none of them is one the kernel hands to a listener on port 0.
-func TestFreePortBelowEphemeralRange(t *testing.T) {
-	lo := ephemeralLow()
-	if lo-freePortLow < 1000 {
-		t.Skipf("the ephemeral range starts at %d: no room below it", lo)
-	}
-	for range 50 {
-		port := FreePort(t)
-		if port < freePortLow || port >= lo {
-			t.Fatalf("port %d outside [%d, %d)", port, freePortLow, lo)
-		}
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			t.Fatalf("port %d cannot be bound: %v", port, err)
-		}
-		_ = ln.Close()
-	}
-}
