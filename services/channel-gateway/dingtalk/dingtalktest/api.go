@@ -96,12 +96,21 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter", "message": err.Error()})
 			return
 		}
-		s.Recorder.Add(c)
-		if f := s.Script.Take(kind); f != nil && !f.held() {
+		f := s.Script.Take(kind)
+		card := kind == "cardcreate" || kind == "cardstream"
+		if card && f == nil {
+			// Recorded once the card holds it, so a test that saw the
+			// call reads the card it left.
+			s.serveCard(w, c)
+			s.Recorder.Add(c)
+			return
+		}
+		s.Recorder.Add(c) // before a hold, so a test sees the call it holds
+		if f != nil && !f.held() {
 			f.write(w)
 			return
 		}
-		if kind == "cardcreate" || kind == "cardstream" {
+		if card {
 			s.serveCard(w, c)
 			return
 		}

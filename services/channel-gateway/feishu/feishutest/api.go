@@ -62,7 +62,9 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			c.ID = id
 		}
 		c.TooLong = f == nil && tooLong(kind, c)
-		s.Recorder.Add(c)
+		// Recorded once handled, so a test that saw the call reads the
+		// state it left (Content after a patch).
+		defer s.Recorder.Add(c)
 		if f != nil {
 			f.write(w)
 			return
