@@ -13,7 +13,6 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
-	"github.com/nanofleet/nanofleet/pkg/racetest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
@@ -62,19 +61,10 @@ func start(t *testing.T, cfg discord.Config, script workertest.Script, opts ...w
 // that stops it.
 func runAdapter(t *testing.T, b *bus.Bus, fake *discordtest.Server, cfg discord.Config, log *slog.Logger) func() {
 	t.Helper()
-	skipDisgoRace(t)
 	cfg.Enabled, cfg.Token, cfg.APIBase = true, token, fake.URL
 	return gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
 		return discord.New(ctx, cfg, discord.Deps{Bus: b, Gate: gate}, discord.WithLogger(log), discord.WithTyping(time.Second, 5*time.Second))
 	})
-}
-
-// skipDisgoRace skips a test that runs disgo's gateway or REST client
-// under -race: disgo v0.18.15's own goroutines race there (found by
-// `make race` on 2026-11-29).
-func skipDisgoRace(t *testing.T) {
-	t.Helper()
-	racetest.SkipLibraryRace(t, "disgo v0.18.15", "gateway_impl.go:134 and :260 against its heartbeat and listen goroutines, rest_rate_limiter.go:168 against UnlockBucket")
 }
 
 func (h *harness) dm(id, text string) discordtest.Message {
@@ -388,7 +378,6 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			skipDisgoRace(t)
 			fake := discordtest.New(t, token)
 			fake.Disallowed = tt.disallowed
 			err := adaptertest.Refused(t, func(ctx context.Context, b *bus.Bus, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {

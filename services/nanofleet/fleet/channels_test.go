@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
-	"github.com/nanofleet/nanofleet/pkg/racetest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
@@ -124,7 +123,6 @@ func TestSlackThroughTheFleet(t *testing.T) {
 // worker and fake model, and the answer reaches Discord as a reply to the
 // asking message; a long answer is split at 2000 characters.
 func TestDiscordThroughTheFleet(t *testing.T) {
-	racetest.SkipLibraryRace(t, "disgo v0.18.15", "gateway_impl.go:134 against its heartbeat goroutine; see the discord package's tests")
 	const token = "FLEET.discord.token"
 	dc := discordtest.New(t, token)
 	llm, long := greeting(t, 180) // ~5900 chars

@@ -117,9 +117,11 @@ type Server struct {
 	deleted    []string
 }
 
-// New starts a fake for token, stopped at the end of the test.
+// New starts a fake for token, stopped at the end of the test. Under
+// -race it skips the test instead (see skipDisgoRace).
 func New(t testing.TB, token string) *Server {
 	t.Helper()
+	skipDisgoRace(t)
 	s := &Server{
 		Token: token, BotID: "900000000000000001", BotName: "nanobot", BotDiscriminator: "0",
 		Recorder: fakeplatform.NewRecorder("discordtest calls", func(c Call) string { return c.Route }), conns: map[*conn]bool{}, sessions: map[string]*session{},
