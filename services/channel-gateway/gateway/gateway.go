@@ -154,6 +154,7 @@ func (g *Gateway) Store(ctx context.Context, in *nanofleetv1.InboundMessage) (du
 	if in.GetId() == "" || in.GetChannel() == "" || in.GetChatId() == "" {
 		return false, errors.New("gateway: inbound message needs id, channel and chat_id")
 	}
+	validUTF8(in.ProtoReflect())
 	if in.ReceivedAt == nil {
 		in.ReceivedAt = timestamppb.Now()
 	}

@@ -183,3 +183,55 @@ func TestPublishDeduplicatesPlatformEvents(t *testing.T) {
 		t.Error("message without id accepted")
 	}
 }
+
+// A platform may hand over bytes that are not UTF-8 (WhatsApp's proto2
+// messages do); protobuf refuses to encode such strings, so before the
+// fix the message was neither stored nor dead-lettered.
+func TestStoreMakesStringsValidUTF8(t *testing.T) {
+	b := bustest.StartJetStream(t, gateway.Assets)
+	g, err := gateway.New(gateway.DefaultConfig(), b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	in := &nanofleetv1.InboundMessage{
+		Id: "m1", Channel: "whatsapp", ChatId: "15550001", SenderName: "Bob \xc3",
+		Content:  "hello \xff\xfe world",
+		Media:    []*nanofleetv1.MediaRef{{Object: "o1", Name: "r\xe9sum\xe9.pdf"}},
+		Metadata: map[string]string{"quote\xff": "caf\xe9", "ok": "fine"},
+	}
+	if err := g.Publish(ctx, in); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	st, err := b.JS.Stream(ctx, b.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := st.GetLastMsgForSubject(ctx, b.Space.Inbound("whatsapp", "15550001"))
+	if err != nil {
+		t.Fatalf("stored message: %v", err)
+	}
+	var got nanofleetv1.InboundMessage
+	if err := proto.Unmarshal(raw.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"content":     "hello \uFFFD world",
+		"sender_name": "Bob \uFFFD",
+		"media name":  "r\uFFFDsum\uFFFD.pdf",
+		"metadata":    "caf\uFFFD",
+		"ok":          "fine",
+	}
+	gotFields := map[string]string{
+		"content":     got.GetContent(),
+		"sender_name": got.GetSenderName(),
+		"media name":  got.GetMedia()[0].GetName(),
+		"metadata":    got.GetMetadata()["quote\uFFFD"],
+		"ok":          got.GetMetadata()["ok"],
+	}
+	for k, w := range want {
+		if gotFields[k] != w {
+			t.Errorf("%s = %q, want %q", k, gotFields[k], w)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -57,6 +58,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(chat) > 128 {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "The session id is longer than 128 characters.")
+		return
+	}
+	// A header may carry any bytes; the session id names a chat, and one
+	// that is not UTF-8 would be stored under another name than the one
+	// this request waits on.
+	if !utf8.ValidString(chat) {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "The session id (X-Session-Id) is not valid UTF-8.")
 		return
 	}
 	// The end user the client names (OpenAI's "user") is the sender:

@@ -199,6 +199,34 @@ func TestSessionHeader(t *testing.T) {
 	}
 }
 
+// TestSessionHeaderErrors: a session id the fleet cannot name a chat by
+// is refused as the client's error; a header that was not UTF-8 was
+// answered 503, which SDKs retry.
+func TestSessionHeaderErrors(t *testing.T) {
+	_, _, url := start(t)
+	tests := []struct{ name, session, want string }{
+		{"too long", strings.Repeat("s", 129), "longer than 128 characters"},
+		{"not UTF-8", "caf\xe9", "not valid UTF-8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/v1/chat/completions",
+				strings.NewReader(`{"model":"nanofleet","messages":[{"role":"user","content":"hi"}]}`))
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("X-Session-Id", tt.session)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(data), tt.want) {
+				t.Errorf("%d %s, want 400 saying %q", resp.StatusCode, data, tt.want)
+			}
+		})
+	}
+}
+
 // TestUserIsTheSender: the request's "user" (OpenAI's end-user id) is the
 // inbound message's sender, so that user-scoped memory, usage and budgets
 // are each end user's; every request was sender "api", one person whose

@@ -121,6 +121,23 @@ func TestDirectMessage(t *testing.T) {
 	}
 }
 
+// TestTextThatIsNotUTF8 is a message whose text and sender's name are
+// not UTF-8 (WhatsApp's proto2 does not check): it reaches the worker
+// with U+FFFD in their place. Before, the gateway could not encode it,
+// never acknowledged it and got it again at every connection.
+func TestTextThatIsNotUTF8(t *testing.T) {
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		return nil
+	})
+	e := whatsapptest.DM("3EB0B1", "15550002", "hello \xff\xfe world")
+	e.Info.PushName = "Bob \xc3"
+	h.fake.Emit(e)
+	in := h.worker.Next(t)
+	if in.GetId() != "3EB0B1" || in.GetContent() != "hello \uFFFD world" || in.GetMetadata()["push_name"] != "Bob \uFFFD" {
+		t.Errorf("inbound id %q content %q push name %q", in.GetId(), in.GetContent(), in.GetMetadata()["push_name"])
+	}
+}
+
 // TestGroupAnswerQuotesTheMessage: an answer in a group quotes the
 // message it answers, a direct answer nothing (adaptertest's GroupPolicy
 // covers the policies).

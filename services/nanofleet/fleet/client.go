@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -144,7 +145,10 @@ func (c *Client) Send(ctx context.Context, req Request) (*Pending, error) {
 		id = nuid.Next()
 	}
 	in := &nanofleetv1.InboundMessage{
-		Id: id, Channel: c.channel, ChatId: req.ChatID, SenderId: "cli", Content: req.Text,
+		Id: id, Channel: c.channel, ChatId: req.ChatID, SenderId: "cli",
+		// A terminal in another encoding hands over bytes that are not
+		// UTF-8, which protobuf refuses; the model reads U+FFFD instead.
+		Content:    strings.ToValidUTF8(req.Text, "\uFFFD"),
 		SessionKey: req.SessionKey, Kind: nanofleetv1.InboundKind_INBOUND_KIND_USER, ReceivedAt: timestamppb.Now(),
 	}
 	if req.Stream {
@@ -152,7 +156,7 @@ func (c *Client) Send(ctx context.Context, req Request) (*Pending, error) {
 	}
 	data, err := proto.Marshal(in)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encode the message: %w", err)
 	}
 	p := &Pending{c: c, id: id, done: make(chan struct{}), onLive: req.OnLive}
 	c.mu.Lock()
