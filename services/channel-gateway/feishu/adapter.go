@@ -66,6 +66,9 @@ type Adapter struct {
 	nonces jetstream.KeyValue
 
 	hook webhook.Receiver // Run's inbox, for the webhook handler
+	// refused logs refused webhook requests, which anyone can send, at
+	// most one line per interval.
+	refused *observe.Throttled
 
 	mu    sync.Mutex
 	botID string // the bot's open id, for mentions
@@ -99,6 +102,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 			return nil, err
 		}
 	}
+	a.refused = observe.NewThrottled(a.log, observe.ThrottleEvery)
 	a.lark = larkConfig(cfg, a.base, a.http, logAdapter{a.log})
 	a.im = larkim.New(a.lark)
 	var err error

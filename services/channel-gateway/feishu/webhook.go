@@ -134,10 +134,11 @@ func (a *Adapter) answerChallenge(w http.ResponseWriter, r *http.Request, c chal
 	_ = json.NewEncoder(w).Encode(map[string]string{"challenge": c.Challenge})
 }
 
-// refuse logs why a webhook request is refused and answers it as every
-// refusal is answered (see WebhookHandler).
+// refuse logs why a webhook request is refused (throttled: anyone can
+// send them) and answers it as every refusal is answered (see
+// WebhookHandler).
 func (a *Adapter) refuse(w http.ResponseWriter, r *http.Request, why string, args ...any) {
-	a.log.Warn(why, append(args, "remote", r.RemoteAddr)...)
+	a.refused.Warn(why, append(args, "remote", r.RemoteAddr)...)
 	http.Error(w, "unauthorized", http.StatusUnauthorized)
 }
 

@@ -129,3 +129,21 @@ func TestWebhookRefusalsLookAlike(t *testing.T) {
 		t.Errorf("worker got %q, want only warm-up and sentinel", got)
 	}
 }
+
+// TestWebhookRefusalsAreLoggedThrottled: anyone can post to the webhook,
+// and each refusal was a log line (2,000 forged requests wrote 2,000
+// lines); now at most one line goes out per observe.ThrottleEvery,
+// saying how many it stands for.
+func TestWebhookRefusalsAreLoggedThrottled(t *testing.T) {
+	h, url := startWebhook(t, feishutest.Text("ev-0", "ou_ada", "oc_p2p", "p2p", "om_0", "warm-up"))
+	const forged = 200
+	body := encrypted(feishutest.Text("ev-f", "ou_ada", "oc_p2p", "p2p", "om_f", "forged"), webhookKey)
+	for i := range forged {
+		if code, _ := postRaw(t, url, body, badSignature, fmt.Sprint("f-", i)); code != 401 {
+			t.Fatalf("forged request %d: %d, want 401", i, code)
+		}
+	}
+	if n := h.logs.Count("without a valid signature"); n < 1 || n >= 10 {
+		t.Errorf("%d forged requests logged %d lines, want at least one and far fewer than the requests", forged, n)
+	}
+}

@@ -48,7 +48,7 @@ func waitWebhook(t *testing.T, url, key string, event map[string]any) {
 
 // TestWebhookReplaysAreRefused: a signed request whose timestamp is
 // further than feishu.ReplayWindow from now, or whose nonce was already
-// handled, is refused with 401 and a log line; one inside the window is
+// handled, is refused with 401 and logged; one inside the window is
 // taken.
 func TestWebhookReplaysAreRefused(t *testing.T) {
 	const key = webhookKey
@@ -82,7 +82,9 @@ func TestWebhookReplaysAreRefused(t *testing.T) {
 	if got := h.Worker.ContentsUntil(t, "sentinel", wait); len(got) != 4 || got[1] != "ev-fresh" || got[2] != "ev-inside" {
 		t.Errorf("worker got %q, want warm-up, ev-fresh, ev-inside, sentinel", got)
 	}
-	if n := h.logs.Count("refused as a replay"); n != refused {
-		t.Errorf("%d replay log lines, want %d:\n%s", n, refused, h.logs)
+	// Refusals are logged throttled (TestWebhookRefusalsAreLoggedThrottled):
+	// the first at least.
+	if n := h.logs.Count("refused as a replay"); n < 1 || n > refused {
+		t.Errorf("%d replay log lines for %d refusals, want 1 to %[2]d:\n%s", n, refused, h.logs)
 	}
 }

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/webhook"
@@ -39,7 +41,9 @@ func TestAccept(t *testing.T) {
 		{"Run ended", true, ended, strings.NewReader("{}"), false, http.StatusServiceUnavailable, ""},
 		{"unreadable body", true, running, failingBody{}, false, http.StatusBadRequest, ""},
 		{"served", true, running, strings.NewReader(`{"update_id":1}`), true, 0, `{"update_id":1}`},
-		{"body cut at MaxBody", true, running, strings.NewReader(strings.Repeat("a", webhook.MaxBody+10)), true, 0, strings.Repeat("a", webhook.MaxBody)},
+		{"announced over MaxBody", true, running, strings.NewReader(strings.Repeat("a", webhook.MaxBody+10)), false, http.StatusRequestEntityTooLarge, ""},
+		// Not a strings.Reader: sent in chunks, with no length announced.
+		{"chunked body cut at MaxBody", true, running, io.MultiReader(strings.NewReader(strings.Repeat("a", webhook.MaxBody+10))), true, 0, strings.Repeat("a", webhook.MaxBody)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,4 +100,66 @@ func TestAcceptEndsASlowBody(t *testing.T) {
 	case <-time.After(webhook.BodyTimeout + 5*time.Second):
 		t.Fatalf("the request still reads its body after %s", webhook.BodyTimeout+5*time.Second)
 	}
+}
+
+// TestAcceptBoundsTheBodiesBeingRead is an attack: bodies that announce
+// MaxBody and stall were each held for BodyTimeout (300 of them held
+// 349 MB of a gateway). Past MaxReading, requests are told to come back
+// (503) until the bodies being read end.
+func TestAcceptBoundsTheBodiesBeingRead(t *testing.T) {
+	var r webhook.Receiver
+	r.Serve(t.Context(), gateway.InboxFunc(func(context.Context, *nanofleetv1.InboundMessage) error { return nil }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if _, _, _, ok := r.Accept(w, req); ok {
+			_, _ = io.WriteString(w, "ok")
+		}
+	}))
+	defer srv.Close()
+	post := func() (int, error) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(`{"update_id":1}`))
+		if err != nil {
+			return 0, err
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if code, err := post(); err != nil || code != http.StatusOK {
+		t.Fatalf("before the flood: %d %v", code, err)
+	}
+	var stalled []net.Conn
+	defer func() {
+		for _, c := range stalled {
+			c.Close()
+		}
+	}()
+	for range webhook.MaxReading / webhook.MaxBody {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stalled = append(stalled, c)
+		if _, err := fmt.Fprintf(c, "POST /hook HTTP/1.1\r\nHost: gateway\r\nContent-Length: %d\r\n\r\n{", webhook.MaxBody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bustest.Eventually(t, webhook.BodyTimeout/2, func() error {
+		if code, err := post(); err != nil || code != http.StatusServiceUnavailable {
+			return fmt.Errorf("during the flood: %d %v, want 503", code, err)
+		}
+		return nil
+	})
+	for _, c := range stalled {
+		c.Close()
+	}
+	stalled = nil
+	bustest.Eventually(t, webhook.BodyTimeout/2, func() error {
+		if code, err := post(); err != nil || code != http.StatusOK {
+			return fmt.Errorf("after the flood: %d %v, want 200", code, err)
+		}
+		return nil
+	})
 }
