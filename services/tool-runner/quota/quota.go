@@ -23,13 +23,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	"golang.org/x/sys/unix"
 )
 
@@ -66,40 +65,6 @@ func (u Usage) Over(l Limits) bool {
 	return (l.Bytes > 0 && u.Bytes > l.Bytes) || (l.Files > 0 && u.Files > l.Files)
 }
 
-// Measure walks root without following symlinks. It stops counting once
-// past stopFiles entries (0: never), the quota being exceeded by then.
-func Measure(root *os.Root, stopFiles int64) (Usage, error) {
-	var u Usage
-	errStop := errors.New("stop")
-	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) { // removed meanwhile
-				return nil
-			}
-			return err
-		}
-		if p == "." {
-			return nil
-		}
-		u.Files++
-		if fi, err := d.Info(); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				u.Bytes += st.Blocks * 512
-			} else {
-				u.Bytes += fi.Size()
-			}
-		}
-		if stopFiles > 0 && u.Files > stopFiles {
-			return errStop
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return u, fmt.Errorf("measure workspace: %w", err)
-	}
-	return u, nil
-}
-
 // Meter holds the quota of every workspace a runner serves.
 type Meter struct {
 	limits Limits
@@ -108,11 +73,17 @@ type Meter struct {
 
 	mu sync.Mutex
 	ws map[string]*entry
+	// walks shares one measurement of a workspace among the calls that
+	// want it at once.
+	walks singleflight.Group
 }
 
 type entry struct {
 	usage Usage
-	at    time.Time
+	// unmeasurable, when set, is the refusal that stands for the usage:
+	// an entry could not be measured.
+	unmeasurable error
+	at           time.Time
 }
 
 // NewMeter returns a meter that trusts a measurement for ttl.
@@ -124,30 +95,55 @@ func NewMeter(l Limits, ttl time.Duration) *Meter {
 func (m *Meter) Limits() Limits { return m.limits }
 
 // Usage returns dir's usage, measuring root when the last measurement is
-// older than the meter's ttl or fresh is set.
-func (m *Meter) Usage(dir string, root *os.Root, fresh bool) (Usage, error) {
+// older than the meter's ttl or fresh is set. A workspace with an entry
+// that cannot be measured is refused as over its quota: the error wraps
+// [ErrExceeded] and says which entry to delete.
+func (m *Meter) Usage(ctx context.Context, dir string, root *os.Root, fresh bool) (Usage, error) {
 	m.mu.Lock()
 	e := m.ws[dir]
 	if e != nil && !fresh && m.now().Sub(e.at) < m.ttl {
-		u := e.usage
+		u, err := e.usage, e.unmeasurable
 		m.mu.Unlock()
-		return u, nil
-	}
-	m.mu.Unlock()
-	// Measured unlocked: other workspaces need not wait for this walk.
-	u, err := Measure(root, 2*m.limits.Files)
-	if err != nil {
 		return u, err
 	}
-	m.mu.Lock()
-	m.ws[dir] = &entry{usage: u, at: m.now()}
 	m.mu.Unlock()
-	return u, nil
+	// Measured unlocked (other workspaces need not wait for this walk),
+	// once for all who ask meanwhile, and to its own end: a caller whose
+	// deadline comes first stops waiting, not the walk.
+	ch := m.walks.DoChan(dir, func() (any, error) {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), measureTimeout)
+		defer cancel()
+		u, err := Measure(wctx, root, 2*m.limits.Files)
+		var ue *UnmeasurableError
+		if errors.As(err, &ue) {
+			err = m.unmeasurable(ue)
+		} else if err != nil {
+			return u, err
+		}
+		m.mu.Lock()
+		m.ws[dir] = &entry{usage: u, unmeasurable: err, at: m.now()}
+		m.mu.Unlock()
+		return u, err
+	})
+	select {
+	case r := <-ch:
+		return r.Val.(Usage), r.Err
+	case <-ctx.Done():
+		return Usage{}, fmt.Errorf("measure workspace: %w", context.Cause(ctx))
+	}
+}
+
+// Forget drops dir's last measurement, so that the next look measures
+// it: a file tool's write may have added more than was reserved for it.
+func (m *Meter) Forget(dir string) {
+	m.mu.Lock()
+	delete(m.ws, dir)
+	m.mu.Unlock()
 }
 
 // Reserve checks that adding add to dir's usage stays within the limits
 // and counts it as added. The error says what to do.
-func (m *Meter) Reserve(dir string, root *os.Root, add Usage) error {
+func (m *Meter) Reserve(ctx context.Context, dir string, root *os.Root, add Usage) error {
 	if room, err := m.room(dir); err != nil {
 		return err
 	} else if room < add.Bytes {
@@ -156,7 +152,7 @@ func (m *Meter) Reserve(dir string, root *os.Root, add Usage) error {
 	if !m.limits.counted() {
 		return nil
 	}
-	u, err := m.Usage(dir, root, false)
+	u, err := m.Usage(ctx, dir, root, false)
 	if err != nil {
 		return err
 	}
@@ -178,7 +174,7 @@ func (m *Meter) Reserve(dir string, root *os.Root, add Usage) error {
 
 // Left is how many bytes dir may still grow by (negative: over the
 // quota or into the room kept free, no file may grow; 0: no byte limit).
-func (m *Meter) Left(dir string, root *os.Root) (int64, error) {
+func (m *Meter) Left(ctx context.Context, dir string, root *os.Root) (int64, error) {
 	room, err := m.room(dir)
 	if err != nil {
 		return 0, err
@@ -192,8 +188,11 @@ func (m *Meter) Left(dir string, root *os.Root) (int64, error) {
 		}
 		return room, nil
 	}
-	u, err := m.Usage(dir, root, false)
-	if err != nil {
+	u, err := m.Usage(ctx, dir, root, false)
+	switch {
+	case errors.Is(err, ErrExceeded): // unmeasurable: a command may still delete
+		return -1, nil
+	case err != nil:
 		return 0, err
 	}
 	switch {
@@ -260,8 +259,12 @@ func (m *Meter) Watch(ctx context.Context, dir string, root *os.Root, stop func(
 			continue
 		}
 		start := time.Now()
-		u, err := m.Usage(dir, root, true)
-		if err == nil && u.Over(m.limits) {
+		u, err := m.Usage(ctx, dir, root, true)
+		switch {
+		case errors.Is(err, ErrExceeded):
+			stop(err)
+			return
+		case err == nil && u.Over(m.limits):
 			stop(m.refusal(u, ""))
 			return
 		}
@@ -271,7 +274,7 @@ func (m *Meter) Watch(ctx context.Context, dir string, root *os.Root, stop func(
 
 // AfterCommand measures dir again (a command may have written anything)
 // and returns a note for the model when it is over the quota.
-func (m *Meter) AfterCommand(dir string, root *os.Root) (string, error) {
+func (m *Meter) AfterCommand(ctx context.Context, dir string, root *os.Root) (string, error) {
 	if room, err := m.room(dir); err != nil {
 		return "", err
 	} else if room < 0 {
@@ -280,11 +283,22 @@ func (m *Meter) AfterCommand(dir string, root *os.Root) (string, error) {
 	if !m.limits.counted() {
 		return "", nil
 	}
-	u, err := m.Usage(dir, root, true)
-	if err != nil || !u.Over(m.limits) {
+	u, err := m.Usage(ctx, dir, root, true)
+	switch {
+	case errors.Is(err, ErrExceeded):
+		return err.Error(), nil
+	case err != nil || !u.Over(m.limits):
 		return "", err
 	}
 	return m.refusal(u, "").Error(), nil
+}
+
+// unmeasurable is the refusal for a workspace with an entry Measure
+// could not count: it says which, and how to be rid of it.
+func (m *Meter) unmeasurable(e *UnmeasurableError) error {
+	return fmt.Errorf("%w: %q in the workspace cannot be measured (%v), so the workspace counts as over its quota of %s (tools.workspace.quotaBytes, quotaFiles). "+
+		"Writes are refused and commands cannot grow files until you delete it (for example with exec: rm -rf -- %q) or make it readable (chmod -R u+rwX)",
+		ErrExceeded, e.Path, e.Err, m.describeLimits(), e.Path)
 }
 
 func (m *Meter) refusal(u Usage, what string) error {

@@ -203,13 +203,23 @@ func (r *Runner) runInQuota(ctx context.Context, log *slog.Logger, name string, 
 		return tool.Run(ctx, call)
 	}
 	if name != execTool {
-		if err := r.quota.Reserve(ws.Dir(), ws.Root(), writeEstimate(name, tr)); err != nil {
+		left, err := r.quota.Left(ctx, ws.Dir(), ws.Root())
+		if err != nil {
+			return tools.Result{}, err
+		}
+		if err := r.quota.Reserve(ctx, ws.Dir(), ws.Root(), writeEstimate(name, tr)); err != nil {
 			log.Info("tool call refused by the workspace quota", "err", err)
 			return tools.Result{}, err
 		}
+		// What a write adds is bounded by its arguments' size, the
+		// estimate, except an edit's: replace_all multiplies the new
+		// text. The tool refuses an edit that grows the workspace past
+		// what was left, and the next call measures what it wrote.
+		call.FileSizeLimit = left
+		defer r.quota.Forget(ws.Dir())
 		return tool.Run(ctx, call)
 	}
-	left, err := r.quota.Left(ws.Dir(), ws.Root())
+	left, err := r.quota.Left(ctx, ws.Dir(), ws.Root())
 	if err != nil {
 		return tools.Result{}, err
 	}
@@ -229,7 +239,11 @@ func (r *Runner) runInQuota(ctx context.Context, log *slog.Logger, name string, 
 		log.Warn("command stopped: workspace over its quota or its disk nearly full", "workspace", ws.Dir(), "err", cause)
 		return out, fmt.Errorf("the command was stopped: %w", cause)
 	}
-	note, qerr := r.quota.AfterCommand(ws.Dir(), ws.Root())
+	// The command may have used up the call's deadline; the look after
+	// it gets a moment of its own.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	note, qerr := r.quota.AfterCommand(actx, ws.Dir(), ws.Root())
 	if qerr != nil {
 		log.Warn("measure workspace after exec", "err", qerr)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/tool-runner/quota"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 )
@@ -247,6 +248,57 @@ func TestAttackQuotaStopsARunningCommand(t *testing.T) {
 	if total > 4<<20 {
 		t.Errorf("the workspace grew to %d bytes under a 1 MiB quota", total)
 	}
+}
+
+// TestAttackQuotaCannotBeBlinded: a command that makes its workspace
+// unmeasurable and then writes on is stopped all the same, and until the
+// entry is gone the workspace counts as over its quota. Before, a
+// directory whose name was not UTF-8 made every measurement fail: the
+// command wrote 12 MB under a 1 MiB quota, and every write after it was
+// refused until an operator stepped in.
+func TestAttackQuotaCannotBeBlinded(t *testing.T) {
+	sandboxtest.RequireBwrap(t)
+	const write = "for i in $(seq 1 40); do head -c 300000 /dev/zero > f$i; sleep 0.2; done; echo finished"
+	tests := []struct {
+		name, blind, why, free string
+	}{
+		{"name not UTF-8", `mkdir "$(printf 'bad\377')"`, "workspace quota exceeded", `rm -rf f* "$(printf 'bad\377')"`},
+		{"deeper than measured", fmt.Sprintf("mkdir -p %s", strings.Repeat("d/", quota.MaxDepth+5)), "cannot be measured", "rm -rf f* d"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := attack(t, func(c *runner.Config) { c.Workspace.QuotaBytes = 1 << 20 })
+			res := f.call("exec", map[string]any{"command": tt.blind + " && " + write})
+			expectErr(t, res, kindDenied, "the command was stopped", tt.why)
+			if strings.Contains(res.GetContent(), "finished") {
+				t.Fatalf("the command ran to its end:\n%s", res.GetContent())
+			}
+			expectErr(t, f.call("write_file", map[string]any{"path": "x.md", "content": "more"}), kindDenied, tt.why)
+			res = f.call("exec", map[string]any{"command": tt.free + " && echo freed"})
+			expectOK(t, res, "freed")
+			if strings.Contains(res.GetContent(), "quota exceeded") {
+				t.Errorf("still over after deleting:\n%s", res.GetContent())
+			}
+			expectOK(t, f.call("write_file", map[string]any{"path": "x.md", "content": "more"}))
+		})
+	}
+}
+
+// TestAttackQuotaEditReplaceAll: edit_file with replace_all multiplies
+// its new text; an edit that would take the workspace past its quota is
+// refused (five such edits had grown a workspace to 75 MB under a 1 MiB
+// quota in 0.4 s).
+func TestAttackQuotaEditReplaceAll(t *testing.T) {
+	f := attack(t, func(c *runner.Config) { c.Workspace.QuotaBytes = 1 << 20 })
+	content := strings.Repeat("a\n", 1000)
+	expectOK(t, f.call("write_file", map[string]any{"path": "a.txt", "content": content}))
+	res := f.call("edit_file", map[string]any{"path": "a.txt", "old_text": "a", "new_text": strings.Repeat("x", 15000), "replace_all": true})
+	expectErr(t, res, kindDenied, "workspace quota exceeded", "the edit would add")
+	if got, _ := os.ReadFile(filepath.Join(f.ws(), "a.txt")); string(got) != content {
+		t.Errorf("a.txt was changed: %d bytes", len(got))
+	}
+	// An edit within what is left goes through.
+	expectOK(t, f.call("edit_file", map[string]any{"path": "a.txt", "old_text": "a", "new_text": "bb", "replace_all": true}))
 }
 
 // TestAttackProfileSwappedLink: a session that swaps a symlink between

@@ -125,10 +125,15 @@ func WithLogger(l *slog.Logger) ExecutorOption {
 }
 
 // NewExecutor validates cfg and returns an Executor. It does not probe;
-// the first [Executor.Run] or an explicit [Executor.Probe] does.
+// the first [Executor.Run] or an explicit [Executor.Probe] does. It marks
+// the descriptors the process inherited close-on-exec, so that no
+// command (nor an MCP server the process starts) gets them.
 func NewExecutor(cfg Config, opts ...ExecutorOption) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if err := closeInheritedOnExec(); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	e := &Executor{cfg: cfg, log: slog.New(slog.DiscardHandler), lookupEnv: os.LookupEnv}
 	for _, o := range opts {

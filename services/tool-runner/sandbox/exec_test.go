@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
@@ -490,6 +492,37 @@ func BenchmarkExecStartup(b *testing.B) {
 				if err != nil || out.ExitCode != 0 {
 					b.Fatalf("%v %+v", err, out)
 				}
+			}
+		})
+	}
+}
+
+// TestExecInheritsNoDescriptor is an attack: a descriptor the runner
+// inherited from whatever started it (here a file outside the workspace,
+// opened without close-on-exec as a shell's `exec 7>>file` leaves it)
+// reached every command, which could write to the file through it.
+func TestExecInheritsNoDescriptor(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "host.log")
+	fd, err := unix.Open(outside, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	for _, mode := range []sandbox.Mode{sandbox.ModeNone, sandbox.ModeBwrap} {
+		t.Run(string(mode), func(t *testing.T) {
+			if mode == sandbox.ModeBwrap {
+				sandboxtest.RequireBwrap(t)
+			}
+			e := newExecutor(t, func(c *sandbox.Config) { c.Sandbox = mode })
+			out, err := run(t, e, workspace(t, e), fmt.Sprintf("ls /proc/self/fd; echo written-from-the-command >&%d; echo rc=$?", fd), 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(outside); len(got) > 0 {
+				t.Errorf("the command wrote to a file it was never given: %q\n%s", got, out.Output)
+			}
+			if !strings.Contains(out.Output, "rc=") {
+				t.Errorf("the command did not run:\n%s", out.Output)
 			}
 		})
 	}

@@ -53,8 +53,9 @@ type Call struct {
 	Blobs Blobs
 	// Log is the runner's logger with the call's attributes.
 	Log *slog.Logger
-	// FileSizeLimit bounds the files a command may grow, in bytes: the
-	// workspace's remaining quota (0: no quota; negative: over it).
+	// FileSizeLimit bounds the files a command may grow, and how much an
+	// edit may add, in bytes: the workspace's remaining quota (0: no
+	// quota; negative: over it).
 	FileSizeLimit int64
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
+	"github.com/nanofleet/nanofleet/services/tool-runner/quota"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/linematch"
 )
@@ -125,6 +126,13 @@ func editFile(ctx context.Context, c *tools.Call) (tools.Result, error) {
 	// gigabytes in the runner's memory before anything is written.
 	if size := len(content) + replaced*(len(repl)-len(match)); size > MaxEditBytes {
 		return tools.Result{}, fmt.Errorf("%w: the edit would make %s %d bytes, more than the %d bytes edit_file writes; edit fewer places at once or use write_file", toolschema.ErrInvalidArguments, a.Path, size, MaxEditBytes)
+	}
+	// The runner reserved the call's arguments against the quota, and
+	// replace_all multiplies the new text: a hundred thousand replaced
+	// places grew a workspace far past its quota in one call.
+	if grow := int64(replaced) * int64(len(repl)-len(match)); grow > 0 && c.FileSizeLimit != 0 && grow > c.FileSizeLimit {
+		return tools.Result{}, fmt.Errorf("%w: the edit would add %s to %s, and the workspace has %s left; edit fewer places at once, or delete what is no longer needed first",
+			quota.ErrExceeded, quota.Bytes(grow), a.Path, quota.Bytes(max(c.FileSizeLimit, 0)))
 	}
 	updated := strings.Replace(content, match, repl, n)
 	if crlf {
