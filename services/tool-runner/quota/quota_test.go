@@ -138,7 +138,7 @@ func TestKeepFree(t *testing.T) {
 // deepTree makes n nested directories "d" in dir, each opened from its
 // parent (a path of n components is past what one call may name), and
 // a file at the bottom.
-func deepTree(t *testing.T, dir string, n int) {
+func deepTree(t testing.TB, dir string, n int) {
 	t.Helper()
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
@@ -261,5 +261,38 @@ func TestUnmeasurableCountsAsOver(t *testing.T) {
 	}
 	if err := m.Reserve(t.Context(), ws, root, quota.Usage{Bytes: 1, Files: 1}); err != nil {
 		t.Errorf("Reserve once removed: %v", err)
+	}
+}
+
+// BenchmarkMeasure walks a workspace of 100 directories of 100 files,
+// and a chain of 250 nested directories.
+func BenchmarkMeasure(b *testing.B) {
+	wide := b.TempDir()
+	for i := range 100 {
+		d := filepath.Join(wide, strconv.Itoa(i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for j := range 100 {
+			if err := os.WriteFile(filepath.Join(d, strconv.Itoa(j)), []byte("x"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	deep := b.TempDir()
+	deepTree(b, deep, 250)
+	for _, bb := range []struct{ name, dir string }{{"wide", wide}, {"deep", deep}} {
+		b.Run(bb.name, func(b *testing.B) {
+			root, err := os.OpenRoot(bb.dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer root.Close()
+			for b.Loop() {
+				if _, err := quota.Measure(b.Context(), root, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
