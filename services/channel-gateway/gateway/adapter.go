@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -40,6 +42,21 @@ type InboxFunc func(ctx context.Context, msg *nanofleetv1.InboundMessage) error
 // Publish calls f.
 func (f InboxFunc) Publish(ctx context.Context, msg *nanofleetv1.InboundMessage) error {
 	return f(ctx, msg)
+}
+
+// PublishWithin publishes msg through in, trying a transient failure
+// (NATS unreachable, a stream without a leader) again 200 ms to 2 s apart
+// until within has passed: for an adapter whose platform will not send
+// the message again soon (Slack's envelope is acknowledged before the
+// message is stored; WhatsApp sends it again only at the next
+// connection). failed, if not nil, is told of each failure and the wait
+// before the next try.
+func PublishWithin(ctx context.Context, in Inbox, msg *nanofleetv1.InboundMessage, within time.Duration, failed func(err error, wait time.Duration)) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	return bus.Retry(ctx, backoff.Backoff{Min: 200 * time.Millisecond, Max: 2 * time.Second}, func(ctx context.Context) error {
+		return in.Publish(ctx, msg)
+	}, failed)
 }
 
 // DeliveryError tells the gateway what to do about a failed delivery.

@@ -5,8 +5,11 @@
 // Receiving: every Socket Mode envelope is acknowledged as soon as it is
 // read, before any work, so Slack does not resend it; the Events API
 // event id is the inbound message id, so an event Slack sends again anyway
-// is stored once. Malformed envelopes and events are logged, acknowledged
-// and dropped. Events are handled one at a time, in the order Slack sent
+// is stored once. Since Slack will not send it again, an event the store
+// cannot take for a transient reason (NATS unreachable, a stream without
+// a leader) is tried again for up to a minute before it is logged as
+// lost. Malformed envelopes and events are logged, acknowledged and
+// dropped. Events are handled one at a time, in the order Slack sent
 // them.
 //
 // Which messages count: direct messages per the DM policy (the nested

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -40,6 +41,9 @@ type event struct {
 		} `json:"files"`
 	} `json:"event"`
 }
+
+// publishWait bounds the tries to store one event.
+const publishWait = time.Minute
 
 // onEvent applies the policies to one event and publishes it.
 func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.RawMessage) error {
@@ -119,7 +123,11 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 	if msg.Content == "" && len(msg.Media) == 0 {
 		return nil
 	}
-	if err := in.Publish(ctx, msg); err != nil {
+	// The envelope is acknowledged already: Slack will not send the event
+	// again, so a transient failure is tried again here.
+	if err := gateway.PublishWithin(ctx, in, msg, publishWait, func(err error, wait time.Duration) {
+		a.log.Warn("publish Slack event, retrying", "event", ev.EventID, "err", err, "in", wait)
+	}); err != nil {
 		return err
 	}
 	if emoji := a.cfg.ReactEmoji; emoji != "none" {

@@ -340,3 +340,39 @@ func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog
 	})
 	return f
 }
+
+// TestEventStoredAfterAnOutage: Slack's envelope is acknowledged before
+// the event is stored, so Slack never sends it again. An event that meets
+// a store with no inbound stream listening (nats: no responders, as while
+// a stream has no leader) is tried again until it is stored; before, it
+// was logged and lost.
+func TestEventStoredAfterAnOutage(t *testing.T) {
+	env := adaptertest.NewEnv(t, workertest.Echo)
+	fake := slacktest.New(t)
+	logs := &gatewaytest.Logs{}
+	runAdapter(t, env.Bus, fake, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"U1"}}}, slog.New(slog.NewTextHandler(logs, nil)))
+	ctx := t.Context()
+	st, err := env.Bus.JS.Stream(ctx, env.Bus.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects := info.Config.Subjects
+	out := info.Config
+	out.Subjects = []string{"outage.nothing"}
+	if _, err := env.Bus.JS.UpdateStream(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	fake.WaitAck(t, fake.Send(t, "EvOut", slacktest.Message("U1", "D1", "im", "100.9", "kept?")), wait)
+	logs.WaitFor(t, "publish Slack event, retrying", wait)
+	out.Subjects = subjects
+	if _, err := env.Bus.JS.UpdateStream(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	if in := env.Worker.Next(t); in.GetId() != "EvOut" || in.GetContent() != "kept?" {
+		t.Errorf("inbound = %v, want the event sent during the outage", in)
+	}
+}

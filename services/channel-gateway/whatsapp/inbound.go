@@ -13,8 +13,6 @@ import (
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 
-	"github.com/nanofleet/nanofleet/pkg/backoff"
-	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -113,11 +111,7 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Mes
 // publishWait: a message not stored is given again only at the next
 // connection, which may be long in coming.
 func (a *Adapter) publish(ctx context.Context, in gateway.Inbox, msg *nanofleetv1.InboundMessage) error {
-	ctx, cancel := context.WithTimeout(ctx, publishWait)
-	defer cancel()
-	return bus.Retry(ctx, backoff.Backoff{Min: 200 * time.Millisecond, Max: 2 * time.Second}, func(ctx context.Context) error {
-		return in.Publish(ctx, msg)
-	}, func(err error, wait time.Duration) {
+	return gateway.PublishWithin(ctx, in, msg, publishWait, func(err error, wait time.Duration) {
 		a.log.Warn("publish WhatsApp message, retrying", "id", msg.GetId(), "err", err, "in", wait)
 	})
 }
