@@ -14,6 +14,11 @@
 // the target is replaced, never written through, and a parent directory
 // swapped after it was opened only receives the file in its new place,
 // which is still beneath the workspace.
+//
+// Run as root, what a Dir creates (directories, written files) takes the
+// owner of the directory it is created in: a root runner hands the
+// workspace to an unprivileged user for exec, and a MEMORY.md or memory/
+// that the file sync made root's could be read there but not changed.
 package wsfile
 
 import (
@@ -98,10 +103,12 @@ func (d *Dir) parent(rel string, create bool) (*os.Root, string, error) {
 	for i, name := range dirs {
 		at := filepath.Join(dirs[:i+1]...)
 		fi, err := cur.Lstat(name)
+		made := false
 		if errors.Is(err, fs.ErrNotExist) && create {
 			if err := cur.Mkdir(name, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 				return fail(fmt.Errorf("create %s: %w", at, err))
 			}
+			made = true
 			fi, err = cur.Lstat(name)
 		}
 		if err != nil {
@@ -123,6 +130,12 @@ func (d *Dir) parent(rel string, create bool) (*os.Root, string, error) {
 		if err != nil || !os.SameFile(fi, opened) {
 			next.Close()
 			return fail(fmt.Errorf("%s: %w", at, ErrSymlink))
+		}
+		if made {
+			if err := takeOwner(cur, func(uid, gid int) error { return next.Lchown(".", uid, gid) }); err != nil {
+				next.Close()
+				return fail(fmt.Errorf("create %s: %w", at, err))
+			}
 		}
 		if cur != d.root {
 			cur.Close()
@@ -284,7 +297,8 @@ func (d *Dir) WriteFile(rel string, data []byte, o WriteOptions) error {
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
 	_, werr := f.Write(data)
-	if err := errors.Join(werr, f.Close()); err != nil {
+	oerr := takeOwner(p, f.Chown)
+	if err := errors.Join(werr, oerr, f.Close()); err != nil {
 		_ = p.Remove(tmp)
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
@@ -329,6 +343,24 @@ func readBounded(p *os.Root, rel, base string, max int64) (data []byte, ok bool,
 		return nil, false, nil
 	}
 	return data, true, nil
+}
+
+// takeOwner gives what chown changes the owner of the directory dir,
+// when this process is root and that owner is another (see the package
+// comment); it does nothing otherwise.
+func takeOwner(dir *os.Root, chown func(uid, gid int) error) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	fi, err := dir.Stat(".")
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || (st.Uid == 0 && st.Gid == 0) {
+		return nil
+	}
+	return chown(int(st.Uid), int(st.Gid))
 }
 
 func randomHex() string {

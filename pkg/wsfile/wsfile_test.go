@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/wsfile"
@@ -212,5 +213,54 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWriteAsRootTakesTheDirectorysOwner: a root runner gives the
+// workspace to an unprivileged user for exec; what the file sync writes
+// there (memory/, MEMORY.md) was root's, readable to exec but not
+// changeable. Now it is the owner's of the directory it is written in.
+func TestWriteAsRootTakesTheDirectorysOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only root writes files for another user")
+	}
+	const uid, gid = 65534, 65534
+	ws := t.TempDir()
+	if err := os.Chown(ws, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	d, err := wsfile.Open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.WriteFile("memory/MEMORY.md", []byte("facts"), wsfile.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteFile("USER.md", []byte("user"), wsfile.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"memory", "memory/MEMORY.md", "USER.md"} {
+		fi, err := os.Lstat(filepath.Join(ws, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != gid {
+			t.Errorf("%s is %d:%d, want the workspace owner's %d:%d", rel, st.Uid, st.Gid, uid, gid)
+		}
+	}
+	// A directory of root's keeps what is written in it root's.
+	root := filepath.Join(ws, "rootdir")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(root, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteFile("rootdir/f", []byte("x"), wsfile.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "f")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("rootdir/f: %v, want root's", err)
 	}
 }
