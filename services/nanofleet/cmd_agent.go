@@ -109,10 +109,7 @@ func (cv *conversation) close(ctx context.Context) {
 
 // ask sends text and prints progress to progress (may be nil).
 func (cv *conversation) ask(ctx context.Context, text string, progress io.Writer) (*nanofleetv1.OutboundMessage, error) {
-	req := fleet.Request{ChatID: cv.chat, Text: text}
-	if cv.session != session.Key("cli", cv.chat) {
-		req.SessionKey = cv.session
-	}
+	req := cv.request(text)
 	if progress != nil {
 		req.OnLive = func(o *nanofleetv1.OutboundMessage) {
 			switch o.GetKind() {
@@ -138,6 +135,15 @@ func (cv *conversation) ask(ctx context.Context, text string, progress io.Writer
 		return nil, err
 	}
 	return fleet.Final(replies)
+}
+
+// request is text as a message of the conversation's session.
+func (cv *conversation) request(text string) fleet.Request {
+	req := fleet.Request{ChatID: cv.chat, Text: text}
+	if cv.session != session.Key("cli", cv.chat) {
+		req.SessionKey = cv.session
+	}
+	return req
 }
 
 // storageCheck is how often a conversation with a fleet of its own looks

@@ -3,12 +3,17 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
+	"time"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
 func chatCmd(ctx context.Context, env *environment, args []string) error {
@@ -25,49 +30,154 @@ func chatCmd(ctx context.Context, env *environment, args []string) error {
 	}
 	defer cv.close(ctx)
 	fmt.Fprintf(env.stdout, "nanofleet chat — session %s. /help for commands, Ctrl-D to leave.\n", *sess)
-	lines := readLines(ctx, bufio.NewReader(env.stdin))
+	ch := &chat{cv: cv, env: env, lines: readLines(ctx, bufio.NewReader(env.stdin))}
+	return ch.run(ctx)
+}
+
+// chat is an interactive conversation in the terminal.
+type chat struct {
+	cv    *conversation
+	env   *environment
+	lines <-chan chatLine
+	// ahead holds what was typed while a turn ran, to be sent after it.
+	ahead []chatLine
+}
+
+// run reads and sends lines until the input ends, /exit, or ctx ends.
+func (c *chat) run(ctx context.Context) error {
 	for {
-		fmt.Fprint(env.stdout, "› ")
-		var line string
-		var err error
-		select {
-		case l := <-lines:
-			line, err = l.text, l.err
-		case <-ctx.Done():
+		fmt.Fprint(c.env.stdout, "› ")
+		l, ok := c.next(ctx)
+		if !ok {
 			// Interrupted at the prompt: a read of the terminal cannot
 			// be cancelled, so it is left to the process's end.
-			fmt.Fprintln(env.stdout)
+			fmt.Fprintln(c.env.stdout)
 			return nil
 		}
-		if errors.Is(err, errLineTooLong) {
+		if errors.Is(l.err, errLineTooLong) {
 			// One message lost is better than the whole chat.
-			fmt.Fprintf(env.stderr, "error: a message is at most %d bytes; that one was not sent\n", maxChatLine)
+			fmt.Fprintf(c.env.stderr, "error: a message is at most %d bytes; that one was not sent\n", maxChatLine)
 			continue
 		}
-		if err != nil {
-			fmt.Fprintln(env.stdout)
-			if errors.Is(err, io.EOF) {
+		if l.err != nil {
+			fmt.Fprintln(c.env.stdout)
+			if errors.Is(l.err, io.EOF) {
 				return nil
 			}
-			return err
+			return l.err
 		}
-		text := strings.TrimSpace(line)
+		text := strings.TrimSpace(l.text)
 		if text == "" {
 			continue
 		}
 		if text == "/exit" || text == "/quit" {
 			return nil
 		}
-		out, err := cv.ask(ctx, text, env.stderr)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+		if err := c.turn(ctx, text); err != nil {
+			return err
+		}
+	}
+}
+
+// next is the next line: one typed ahead, or the next read; false when
+// ctx ends first.
+func (c *chat) next(ctx context.Context) (chatLine, bool) {
+	if len(c.ahead) > 0 {
+		l := c.ahead[0]
+		c.ahead = c.ahead[1:]
+		return l, true
+	}
+	select {
+	case l := <-c.lines:
+		return l, true
+	case <-ctx.Done():
+		return chatLine{}, false
+	}
+}
+
+// turn sends text and prints the answer. It reads on meanwhile: /stop
+// goes to the fleet at once, as on every channel (it was read only once
+// the turn it was meant to stop had ended); other lines wait for the
+// answer. Interrupted, it says where the answer will be and returns
+// errInterrupted.
+func (c *chat) turn(ctx context.Context, text string) error {
+	type answer struct {
+		out *nanofleetv1.OutboundMessage
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		out, err := c.cv.ask(ctx, text, c.env.stderr)
+		done <- answer{out, err}
+	}()
+	var stops []*fleet.Pending
+	lines := c.lines
+	for {
+		select {
+		case a := <-done:
+			switch {
+			case a.err != nil && ctx.Err() != nil:
+				return c.interrupted()
+			case a.err != nil:
+				fmt.Fprintln(c.env.stderr, "error:", a.err)
+			default:
+				fmt.Fprintf(c.env.stdout, "%s\n\n", a.out.GetContent())
 			}
-			fmt.Fprintln(env.stderr, "error:", err)
+			return c.stopped(ctx, stops)
+		case l := <-lines:
+			if l.err == nil && isStop(l.text) {
+				p, err := c.cv.client.Send(ctx, c.cv.request("/stop"))
+				if err != nil {
+					fmt.Fprintln(c.env.stderr, "error: /stop not sent:", err)
+					continue
+				}
+				stops = append(stops, p)
+				continue
+			}
+			c.ahead = append(c.ahead, l)
+			if l.err != nil && !errors.Is(l.err, errLineTooLong) {
+				lines = nil // the reader has stopped
+			}
+		case <-ctx.Done():
+			return c.interrupted()
+		}
+	}
+}
+
+// stopped prints the answers to the /stop commands sent during a turn.
+func (c *chat) stopped(ctx context.Context, stops []*fleet.Pending) error {
+	for _, p := range stops {
+		wctx, cancel := context.WithTimeout(ctx, stopAnswerWait)
+		replies, err := p.Wait(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return c.interrupted()
+		}
+		out, ferr := fleet.Final(replies)
+		if err := cmp.Or(err, ferr); err != nil {
+			fmt.Fprintln(c.env.stderr, "error: /stop:", err)
 			continue
 		}
-		fmt.Fprintf(env.stdout, "%s\n\n", out.GetContent())
+		fmt.Fprintf(c.env.stdout, "%s\n\n", out.GetContent())
 	}
+	return nil
+}
+
+// stopAnswerWait bounds the wait for a /stop's own answer, which the
+// fleet gives right after the stopped turn's.
+const stopAnswerWait = 30 * time.Second
+
+// interrupted tells the user that the turn goes on without them.
+func (c *chat) interrupted() error {
+	fmt.Fprintln(c.env.stdout)
+	fmt.Fprintln(c.env.stderr, "nanofleet: the turn goes on in the fleet; /history in this session shows its answer")
+	return errInterrupted
+}
+
+// isStop reports whether a typed line is the /stop command.
+func isStop(text string) bool {
+	f := strings.Fields(text)
+	return len(f) > 0 && f[0] == "/stop"
 }
 
 // chatLine is one line read for chat, or why none could be.

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/syncbuf"
+)
+
+// chatWithHeldTurn starts chat with a model that holds its answer to
+// "long job" (released when the test ends) and echoes anything else, and
+// returns what to type into, stdout, stderr, the command's end, and how
+// to interrupt it (Ctrl-C).
+func chatWithHeldTurn(t *testing.T) (typed io.WriteCloser, stdout, stderr *syncbuf.Buffer, done <-chan error, interrupt func()) {
+	t.Helper()
+	held := llmtest.Hold("long job", llmtest.Text("late answer"), llmtest.Echo)
+	llm := llmtest.NewServer(t)
+	llm.Handle(held.Script)
+	t.Cleanup(held.Release) // before the server's close, which waits for it
+	env, _, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
+	stdin, w := io.Pipe()
+	t.Cleanup(func() { w.Close() })
+	stdout, stderr = &syncbuf.Buffer{}, &syncbuf.Buffer{}
+	env.stdin, env.stdout, env.stderr = stdin, stdout, stderr
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	t.Cleanup(cancel)
+	ended := make(chan error, 1)
+	go func() { ended <- dispatch(ctx, env, []string{"chat"}) }()
+	fmt.Fprintln(w, "long job")
+	bustest.Receive(t, held.Asked, time.Minute) // the turn reached the model
+	return w, stdout, stderr, ended, cancel
+}
+
+// shows waits until b holds s.
+func shows(t *testing.T, b *syncbuf.Buffer, s string) {
+	t.Helper()
+	bustest.Eventually(t, 30*time.Second, func() error {
+		if !strings.Contains(b.String(), s) {
+			return fmt.Errorf("no %q in %q", s, b.String())
+		}
+		return nil
+	})
+}
+
+// TestChatStopsTheRunningTurn: /stop typed while a turn runs reaches the
+// fleet at once and stops it, as on every channel; chat read it only once
+// the turn it was meant to stop had ended (here: never, until the model
+// answered a minute later). A line typed meanwhile is sent after.
+func TestChatStopsTheRunningTurn(t *testing.T) {
+	typed, stdout, _, done, _ := chatWithHeldTurn(t)
+	fmt.Fprintln(typed, "/stop")
+	fmt.Fprintln(typed, "after")
+	shows(t, stdout, "⏹ Stopped.")
+	shows(t, stdout, "No turn is running now")
+	shows(t, stdout, "echo: after")
+	typed.Close()
+	if err := bustest.Receive(t, done, time.Minute); err != nil {
+		t.Errorf("chat: %v", err)
+	}
+	if strings.Contains(stdout.String(), "late answer") {
+		t.Errorf("the stopped turn answered:\n%s", stdout)
+	}
+	if i, j := strings.Index(stdout.String(), "⏹ Stopped."), strings.Index(stdout.String(), "echo: after"); i > j {
+		t.Errorf("the line typed during the turn was answered before the stop:\n%s", stdout)
+	}
+}
+
+// TestChatInterruptedDuringATurn: Ctrl-C while a turn runs ends chat as it
+// ends every command (interrupted, exit code 130), saying that the turn
+// goes on and where its answer will be; it ended silently with 0.
+func TestChatInterruptedDuringATurn(t *testing.T) {
+	_, _, stderr, done, interrupt := chatWithHeldTurn(t)
+	interrupt()
+	if err := bustest.Receive(t, done, time.Minute); !errors.Is(err, errInterrupted) {
+		t.Errorf("chat interrupted during a turn: %v, want errInterrupted", err)
+	}
+	if !strings.Contains(stderr.String(), "/history") {
+		t.Errorf("stderr does not say where the answer will be: %q", stderr)
+	}
+}
