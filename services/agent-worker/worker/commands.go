@@ -89,11 +89,15 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 		if info.GetModel() != "" {
 			model = info.GetModel()
 		}
-		msgs := 0
+		// Commands are turns of the history too, without messages:
+		// counted, "/model x" made "2 messages (3 turns)" of one exchange.
+		msgs, turns := 0, 0
 		for _, tr := range hist.Turns {
-			msgs += len(tr.Record.GetMessages())
+			if n := len(tr.Record.GetMessages()); n > 0 {
+				msgs, turns = msgs+n, turns+1
+			}
 		}
-		text = fmt.Sprintf("Model: %s\nSession: %s\nMessages in context: %d (%d turns)\nWorker: %s", model, t.key, msgs, len(hist.Turns), w.cfg.ID)
+		text = fmt.Sprintf("Model: %s\nSession: %s\nMessages in context: %s (%s)\nWorker: %s", model, t.key, count(msgs, "message"), count(turns, "turn"), w.cfg.ID)
 		if u, turns, err := w.sessions.Usage(ctx, t.key); err != nil {
 			t.log.Warn("/status: usage", "err", err)
 			text += "\nTokens: unknown (" + err.Error() + ")"
@@ -134,8 +138,16 @@ func formatUsage(u *nanofleetv1.TokenUsage, turns int) string {
 	if turns == 0 {
 		return "Tokens: none used yet"
 	}
-	return fmt.Sprintf("Tokens: %d in (%d cached), %d out (%d reasoning), over %d model calls in %d turns",
-		u.GetPromptTokens(), u.GetCachedTokens(), u.GetCompletionTokens(), u.GetReasoningTokens(), u.GetModelCalls(), turns)
+	return fmt.Sprintf("Tokens: %d in (%d cached), %d out (%d reasoning), over %s in %s",
+		u.GetPromptTokens(), u.GetCachedTokens(), u.GetCompletionTokens(), u.GetReasoningTokens(), count(int(u.GetModelCalls()), "model call"), count(turns, "turn"))
+}
+
+// count is n and noun, plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func formatHistory(hist *session.History, n int) string {

@@ -291,7 +291,8 @@ func TestSlashCommands(t *testing.T) {
 	h.next(t)
 	h.send(t, "c1", "4", "/status")
 	if o := h.next(t); !strings.Contains(o.GetContent(), "other-model") ||
-		!strings.Contains(o.GetContent(), "Tokens: 50 in (20 cached), 5 out (1 reasoning), over 1 model calls in 1 turns") {
+		!strings.Contains(o.GetContent(), "Messages in context: 2 messages (1 turn)") ||
+		!strings.Contains(o.GetContent(), "Tokens: 50 in (20 cached), 5 out (1 reasoning), over 1 model call in 1 turn") {
 		t.Errorf("/status = %q", o.GetContent())
 	}
 	h.send(t, "c1", "5", "/new")
