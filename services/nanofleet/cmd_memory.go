@@ -98,7 +98,10 @@ func memoryShow(ctx context.Context, b *bus.Bus, s memory.Scope, w io.Writer) er
 		fmt.Fprintf(w, "No memory for %s yet.\n", s)
 		return nil
 	}
-	fmt.Fprintf(w, "# Memory of %s (revision %d, by %s, %s)\n\n", s, rev, doc.GetUpdatedBy(),
+	// Its update count, not a revision: `memory revisions` lists the
+	// changes Dream, restores and workspace edits made, which can be
+	// restored; consolidation's are in `memory history`.
+	fmt.Fprintf(w, "# Memory of %s (update %d, by %s, %s)\n\n", s, rev, doc.GetUpdatedBy(),
 		doc.GetUpdatedAt().AsTime().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintln(w, memory.RenderContext(doc, 1<<30))
 	return nil
@@ -151,7 +154,7 @@ func memoryRevisions(ctx context.Context, b *bus.Bus, s memory.Scope, n int, w i
 		return err
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(w, "No revisions for %s.\n", s)
+		fmt.Fprintf(w, "No revisions for %s: revisions are the changes Dream, restores and workspace edits made; what consolidation wrote is in `memory history`.\n", s)
 		return nil
 	}
 	for _, r := range list {

@@ -34,7 +34,7 @@ func TestMemory(t *testing.T) {
 		want []string
 		err  error
 	}{
-		{[]string{"show", "--scope", "user:ada"}, []string{"Memory of user ada", "- Ada likes tea"}, nil},
+		{[]string{"show", "--scope", "user:ada"}, []string{"Memory of user ada (update 1,", "- Ada likes tea"}, nil},
 		{[]string{"show"}, []string{"No memory for agent default"}, nil},
 		{[]string{"history", "--scope", "user:ada", "-n", "1"}, []string{"trains"}, nil},
 		{[]string{"search", "--scope", "user:ada", "tea"}, []string{"green tea"}, nil},
@@ -42,7 +42,7 @@ func TestMemory(t *testing.T) {
 		{[]string{"link", "telegram:123", "ada"}, []string{"telegram:123 is now ada"}, nil},
 		{[]string{"links"}, []string{"telegram:123 → ada"}, nil},
 		{[]string{"unlink", "telegram:123"}, []string{"no longer linked"}, nil},
-		{[]string{"revisions"}, []string{"No revisions"}, nil},
+		{[]string{"revisions"}, []string{"No revisions", "memory history"}, nil},
 		{[]string{"show", "--scope", "team:x"}, nil, memory.ErrBadScope},
 		{[]string{"frobnicate"}, []string{"Usage"}, errMemoryUsage},
 		{nil, []string{"Usage"}, errMemoryUsage},
