@@ -167,10 +167,15 @@ func (c *chat) stopped(ctx context.Context, stops []*fleet.Pending) error {
 // fleet gives right after the stopped turn's.
 const stopAnswerWait = 30 * time.Second
 
-// interrupted tells the user that the turn goes on without them.
+// interrupted tells the user where the turn goes on without them.
 func (c *chat) interrupted() error {
 	fmt.Fprintln(c.env.stdout)
-	fmt.Fprintln(c.env.stderr, "nanofleet: the turn goes on in the fleet; /history in this session shows its answer")
+	if c.cv.lock != nil {
+		// The fleet was this chat's own, and stops with it.
+		fmt.Fprintln(c.env.stderr, "nanofleet: the turn resumes when a fleet next runs on this data directory; /history in this session then shows its answer")
+	} else {
+		fmt.Fprintln(c.env.stderr, "nanofleet: the turn goes on in the fleet; /history in this session shows its answer")
+	}
 	return errInterrupted
 }
 
