@@ -54,11 +54,13 @@ type Dir struct {
 }
 
 // Open opens dir, which the operator configured (it is not checked for
-// symlinks itself; everything beneath it is).
+// symlinks itself; everything beneath it is). Its error is os.OpenRoot's
+// *fs.PathError, which names dir already ("open /ws: no such file or
+// directory").
 func Open(dir string) (*Dir, error) {
 	r, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", dir, err)
+		return nil, err
 	}
 	return &Dir{root: r}, nil
 }

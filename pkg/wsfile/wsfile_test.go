@@ -264,3 +264,17 @@ func TestWriteAsRootTakesTheDirectorysOwner(t *testing.T) {
 		t.Errorf("rootdir/f: %v, want root's", err)
 	}
 }
+
+// TestOpenNamesTheDirectoryOnce: a workspace that does not exist is named
+// once, with the operation once (it read "open /ws: open /ws: no such
+// file or directory").
+func TestOpenNamesTheDirectoryOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nonexist")
+	_, err := wsfile.Open(dir)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open(%s) = %v, want fs.ErrNotExist", dir, err)
+	}
+	if want := "open " + dir + ": no such file or directory"; err.Error() != want {
+		t.Errorf("Open(%s) = %q, want %q", dir, err, want)
+	}
+}
