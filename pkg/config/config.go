@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -142,7 +143,9 @@ func Defaults() *File {
 }
 
 // Load reads path over the defaults. A missing file is not an error when
-// optional is true (first start before `nanofleet onboard`). When keys of
+// optional is true (first start before `nanofleet onboard`); otherwise
+// it is one naming the file ("config file /x.json: no such file or
+// directory", matching [os.ErrNotExist]). When keys of
 // the file are invalid ([ErrInvalid]), Load returns with the error the
 // File as far as it decoded, so that the caller can name the bad keys of
 // the sections the services own in the same report.
@@ -154,7 +157,12 @@ func Load(path string, getenv func(string) string, optional bool) (*File, error)
 		return f, f.Validate()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		// The *fs.PathError names path too: keep only its reason.
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == path {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
 	if err := Parse(f, data, getenv); err != nil {
 		err = fmt.Errorf("config %s: %w", path, err)

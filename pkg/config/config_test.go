@@ -99,8 +99,13 @@ func TestSectionIsStrictAndPathed(t *testing.T) {
 
 func TestLoadMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.json")
-	if _, err := Load(path, env(nil), false); !errors.Is(err, os.ErrNotExist) {
+	_, err := Load(path, env(nil), false)
+	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("required missing file: %v", err)
+	}
+	// The file named once, as the user gave it.
+	if want := "config file " + path + ": no such file or directory"; err == nil || err.Error() != want {
+		t.Errorf("required missing file: %v, want %q", err, want)
 	}
 	f, err := Load(path, env(nil), true)
 	if err != nil || f.Agents.Defaults.MaxToolIterations != 40 {

@@ -1,6 +1,7 @@
 package svc
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -79,5 +80,21 @@ func TestHTTPFromConfig(t *testing.T) {
 				t.Fatalf("HTTP = %q, want %q", f.HTTP, tt.want)
 			}
 		})
+	}
+}
+
+// TestGivenConfigMustExist: a service binary given a config file that is
+// not there (--config or NANOFLEET_CONFIG) fails naming it once.
+func TestGivenConfigMustExist(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nonexist.json")
+	fs := flag.NewFlagSet("svc", flag.ContinueOnError)
+	var f Flags
+	f.Register(fs)
+	if err := fs.Parse([]string{"--config", missing}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.LoadConfig()
+	if want := "config file " + missing + ": no such file or directory"; !errors.Is(err, os.ErrNotExist) || err.Error() != want {
+		t.Fatalf("LoadConfig = %v, want %q", err, want)
 	}
 }

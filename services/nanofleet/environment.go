@@ -51,15 +51,19 @@ func (e *environment) home() string {
 // common are the flags of every command that touches the fleet.
 type common struct {
 	configPath string
-	dataDir    string
-	workspace  string
-	nats       string
-	model      string
-	logLevel   string
+	// configGiven says --config was on the command line: that file must
+	// exist, while the default one may not yet.
+	configGiven bool
+	dataDir     string
+	workspace   string
+	nats        string
+	model       string
+	logLevel    string
 }
 
 func (e *environment) register(fs *flag.FlagSet, c *common) {
-	fs.StringVar(&c.configPath, "config", filepath.Join(e.home(), "config.json"), "config file")
+	c.configPath = filepath.Join(e.home(), "config.json")
+	fs.Var(configFlag{c}, "config", "config `file`")
 	fs.StringVar(&c.dataDir, "data", filepath.Join(e.home(), "data"), "data directory of the embedded NATS server")
 	fs.StringVar(&c.workspace, "workspace", "", "workspace directory (default from config: ~/.nanofleet/workspace)")
 	fs.StringVar(&c.nats, "nats", "", "join an external NATS at this URL instead of embedding one")
@@ -67,10 +71,25 @@ func (e *environment) register(fs *flag.FlagSet, c *common) {
 	fs.StringVar(&c.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 }
 
-// load reads the config (optional: a fresh machine has none) and applies
-// the flags.
+// configFlag is --config: the path, and that it was given.
+type configFlag struct{ c *common }
+
+func (f configFlag) String() string {
+	if f.c == nil {
+		return ""
+	}
+	return f.c.configPath
+}
+
+func (f configFlag) Set(path string) error {
+	f.c.configPath, f.c.configGiven = path, true
+	return nil
+}
+
+// load reads the config and applies the flags. The default file is
+// optional (a fresh machine has none); one given with --config is not.
 func (e *environment) load(c *common) (*config.File, error) {
-	file, err := config.Load(c.configPath, e.getenv, true)
+	file, err := config.Load(c.configPath, e.getenv, !c.configGiven)
 	if err != nil {
 		if file != nil {
 			// The shared sections' bad keys and the parts' in one

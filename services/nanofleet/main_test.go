@@ -124,6 +124,30 @@ func TestBadConfigFailsNamingTheKey(t *testing.T) {
 	}
 }
 
+// TestGivenConfigMustExist: a file given with --config that is not there
+// fails naming it (it was ignored, and the command ran on the defaults);
+// the default file stays optional.
+func TestGivenConfigMustExist(t *testing.T) {
+	for _, args := range [][]string{
+		{"agent", "-m", "hi"},
+		{"run"},
+		{"status"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			env, _, _ := testEnv(t, nil)
+			missing := filepath.Join(t.TempDir(), "nonexist.json")
+			// Bounded: without the check, run runs until its context ends.
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			err := dispatch(ctx, env, append([]string{args[0], "--config", missing}, args[1:]...))
+			want := "config file " + missing + ": no such file or directory"
+			if !errors.Is(err, os.ErrNotExist) || err.Error() != want {
+				t.Fatalf("%s --config %s: %v, want %q", args[0], missing, err, want)
+			}
+		})
+	}
+}
+
 // freePort returns a loopback port nothing listens on right now.
 func freePort(t *testing.T) int { return bustest.FreePort(t) }
 
