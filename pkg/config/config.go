@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
@@ -181,6 +182,11 @@ func Load(path string, getenv func(string) string, optional bool) (*File, error)
 func Parse(f *File, data []byte, getenv func(string) string) error {
 	var tree any
 	if err := json.Unmarshal(data, &tree); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line, col := position(data, se.Offset)
+			err = fmt.Errorf("line %d, column %d: %w", line, col, err)
+		}
 		return &Error{Err: err}
 	}
 	tree, err := expand(tree, "", getenv)
@@ -201,6 +207,16 @@ func Parse(f *File, data []byte, getenv func(string) string) error {
 	}
 	f.applyEnv(getenv)
 	return f.Validate()
+}
+
+// position is the line and column (1-based; a column counts characters)
+// of the last byte of data[:offset], where a *json.SyntaxError stopped.
+func position(data []byte, offset int64) (line, col int) {
+	offset = min(max(offset, 0), int64(len(data)))
+	before := data[:offset]
+	line = bytes.Count(before, []byte("\n")) + 1
+	lineStart := bytes.LastIndexByte(before, '\n') + 1
+	return line, max(utf8.RuneCount(before[lineStart:]), 1)
 }
 
 // applyEnv applies the environment variables that override the file:

@@ -50,6 +50,28 @@ func TestParseNamesTheBadKey(t *testing.T) {
 	}
 }
 
+// TestParseSyntaxErrorPosition: a file that is not JSON is refused naming
+// the line and column where it stops being JSON (a trailing comma said
+// only "invalid character '}' looking for beginning of object key
+// string").
+func TestParseSyntaxErrorPosition(t *testing.T) {
+	tests := []struct{ name, json, want string }{
+		{"trailing comma", "{\n  \"agents\": {\"defaults\": {\"model\": \"x\",}}\n}\n",
+			"invalid config: line 2, column 40: invalid character '}' looking for beginning of object key string"},
+		{"after a multi-byte character", `{"agents": {"defaults": {"model": "é" "x"}}}`,
+			"invalid config: line 1, column 39: invalid character '\"' after object key:value pair"},
+		{"cut short", "{\"agents\": ", "invalid config: line 1, column 11: unexpected end of JSON input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Parse(Defaults(), []byte(tt.json), env(nil))
+			if !errors.Is(err, ErrInvalid) || err.Error() != tt.want {
+				t.Errorf("Parse = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
 func TestParseExpandsPlaceholders(t *testing.T) {
 	f := Defaults()
 	data := `{"providers": {"openai": {"apiKey": "${KEY}", "apiBase": "${BASE:-http://localhost:1234/v1}"}},
