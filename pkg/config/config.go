@@ -309,52 +309,92 @@ func (f *File) Section(name string, v any) error {
 func DecodeStrict(data []byte, v any, section string) error { return decodeStrict(data, v, section) }
 
 func decodeStrict(data []byte, v any, section string) error {
-	data, renamed, err := camelKeys(data, reflect.TypeOf(v), section)
+	t := reflect.TypeOf(v)
+	data, renamed, err := camelKeys(data, t, section)
 	if err != nil {
 		return err
 	}
+	// The unknown keys are found, and left out of the decode, before
+	// encoding/json sees them: it names one only by its last element and
+	// takes a key that differs from a field's only in case ("MODEL").
+	// Every unknown key is named at once: a file pasted from nanobot
+	// often has several, and a start-up per key is a slow way to learn
+	// them.
+	data, unknown, err := withoutUnknown(data, t, section)
+	if err != nil {
+		return err
+	}
+	errs := make([]error, 0, len(unknown)+1)
+	for _, k := range unknown {
+		key := renamed.written(k.path)
+		if hint, ok := hintFor(k.in, lastKey(key)); ok {
+			errs = append(errs, Invalid(key, "%s", hint))
+			continue
+		}
+		errs = append(errs, unknownKeyError(key, k.fold))
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	err = dec.Decode(v)
-	if err == nil {
-		return nil
-	}
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		key := keyPath(reflect.TypeOf(v), typeErr.Field)
+	// encoding/json decodes the rest past a mistyped value, and reports
+	// the first.
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(err, &typeErr) {
+			return joinErrors(append(errs, &Error{Key: section, Err: err})...)
+		}
+		key := keyPath(t, typeErr.Field)
 		// The offset's path has map keys, which Field lacks (and for a
 		// map's value, the key within the map); it is wrong when a type's
 		// own UnmarshalJSON failed (an offset into its value).
 		if at := keyAt(data, typeErr.Offset); at != "" && strings.Contains("."+at+".", "."+lastKey(key)+".") {
 			key = at
 		}
-		return Invalid(renamed.written(join(section, key)), "must be %s, got %s", jsonKind(typeErr.Type), jsonValueKind(typeErr.Value))
+		errs = append(errs, Invalid(renamed.written(join(section, key)), "must be %s, got %s", jsonKind(typeErr.Type), jsonValueKind(typeErr.Value)))
 	}
-	// encoding/json reports an unknown key only by its last element:
-	// `json: unknown field "x"`; find its path.
-	// Every unknown key is named at once: a file pasted from nanobot
-	// often has several, and a start-up per key is a slow way to learn them.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		var tree any
-		var keys []unknownKey
-		if json.Unmarshal(data, &tree) == nil {
-			keys = unknownKeys(tree, reflect.TypeOf(v), section)
+	return joinErrors(errs...)
+}
+
+// UnknownKey is the error naming key (its whole path), which is none of
+// known, for a section's owner that matches its keys itself: when key
+// differs from one of known only in case, it says which.
+func UnknownKey(key string, known ...string) error {
+	last := lastKey(key)
+	for _, k := range known {
+		if strings.EqualFold(k, last) {
+			return unknownKeyError(key, k)
 		}
-		if len(keys) == 0 {
-			keys = []unknownKey{{path: join(section, strings.Trim(name, `"`))}}
-		}
-		errs := make([]error, 0, len(keys))
-		for _, k := range keys {
-			key := renamed.written(k.path)
-			if hint, ok := hintFor(k.in, lastKey(key)); ok {
-				errs = append(errs, Invalid(key, "%s", hint))
-				continue
-			}
-			errs = append(errs, Invalid(key, "unknown key (check spelling; keys are camelCase)"))
-		}
-		return joinErrors(errs...)
 	}
-	return &Error{Key: section, Err: err}
+	return unknownKeyError(key, "")
+}
+
+// unknownKeyError names key, unknown, and the key it differs from only
+// in case, if any.
+func unknownKeyError(key, fold string) error {
+	if fold != "" {
+		return Invalid(key, "unknown key; keys are case-sensitive: did you mean %s?", fold)
+	}
+	return Invalid(key, "unknown key (check spelling; keys are camelCase)")
+}
+
+// withoutUnknown returns data, decoded for t at path, without the keys t
+// has no field for, and those keys. Data that is not JSON is returned as
+// it is, for the decode to report.
+func withoutUnknown(data []byte, t reflect.Type, path string) ([]byte, []unknownKey, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // re-encoded as written: no float rounding
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return data, nil, nil
+	}
+	unknown := dropUnknown(tree, t, path)
+	if len(unknown) == 0 {
+		return data, nil, nil
+	}
+	out, err := json.Marshal(tree)
+	if err != nil {
+		return nil, nil, &Error{Key: path, Err: err}
+	}
+	return out, unknown, nil
 }
 
 var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)

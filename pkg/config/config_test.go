@@ -72,6 +72,59 @@ func TestParseSyntaxErrorPosition(t *testing.T) {
 	}
 }
 
+// TestKeysAreCaseSensitive: a key that differs from one nanofleet takes
+// only in case is refused naming its path and the key to write, in the
+// shared sections and in every section decoded by its owner;
+// encoding/json took it ("MODEL" set the model).
+func TestKeysAreCaseSensitive(t *testing.T) {
+	type worker struct {
+		HistoryCacheMB int `json:"historyCacheMB"`
+		Turns          int `json:"turnsPerWorker"`
+	}
+	tests := []struct {
+		name, json string
+		want       []string // "key: reason", one line each
+	}{
+		{"shared section", `{"agents": {"defaults": {"MODEL": "shouty-model"}}}`,
+			[]string{"agents.defaults.MODEL: unknown key; keys are case-sensitive: did you mean model?"}},
+		{"top level", `{"Nats": {"port": 4222}}`,
+			[]string{"Nats: unknown key; keys are case-sensitive: did you mean nats?"}},
+		{"in a map's value", `{"providers": {"openai": {"APIKey": "k"}}}`,
+			[]string{"providers.openai.APIKey: unknown key; keys are case-sensitive: did you mean apiKey?"}},
+		{"snake_case not in lower case", `{"agents": {"defaults": {"Max_Tokens": 5}}}`,
+			[]string{"agents.defaults.Max_Tokens: unknown key (check spelling; keys are camelCase)"}},
+		{"owner's section, with a mistyped value", `{"worker": {"historyCacheMb": 3, "TURNSPERWORKER": 5, "turnsPerWorker": "many"}}`,
+			[]string{
+				"worker.TURNSPERWORKER: unknown key; keys are case-sensitive: did you mean turnsPerWorker?",
+				"worker.historyCacheMb: unknown key; keys are case-sensitive: did you mean historyCacheMB?",
+				"worker.turnsPerWorker: must be a whole number, got a string",
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Defaults()
+			err := Parse(f, []byte(tt.json), env(nil))
+			if err == nil {
+				var w worker
+				err = f.Section("worker", &w)
+				if w != (worker{}) {
+					t.Errorf("decoded %+v from keys it refused", w)
+				}
+			}
+			var want []string
+			for _, w := range tt.want {
+				want = append(want, "invalid config: "+w)
+			}
+			if !errors.Is(err, ErrInvalid) || err.Error() != strings.Join(want, "\n") {
+				t.Fatalf("error = %v, want\n%s", err, strings.Join(want, "\n"))
+			}
+			if f.Agents.Defaults.Model != "gpt-4o-mini" {
+				t.Errorf("model = %q: a refused key was decoded", f.Agents.Defaults.Model)
+			}
+		})
+	}
+}
+
 func TestParseExpandsPlaceholders(t *testing.T) {
 	f := Defaults()
 	data := `{"providers": {"openai": {"apiKey": "${KEY}", "apiBase": "${BASE:-http://localhost:1234/v1}"}},

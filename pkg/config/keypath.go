@@ -21,16 +21,18 @@ var (
 )
 
 // unknownKey is a key of the file that its Go type has no field for: its
-// dotted path and the struct type it is missing from.
+// dotted path, the struct type it is missing from, and the key of the
+// field it differs from only in case, if any ("model" for "MODEL").
 type unknownKey struct {
 	path string
 	in   reflect.Type
+	fold string
 }
 
-// unknownKeys returns every key of tree (in sorted order) that t has no
-// field for. Values decoded by their own UnmarshalJSON, raw sections and
-// free-form values are not looked into.
-func unknownKeys(tree any, t reflect.Type, path string) []unknownKey {
+// dropUnknown removes from tree, and returns in sorted order, every key
+// that t has no field for. Values decoded by their own UnmarshalJSON, raw
+// sections and free-form values are not looked into.
+func dropUnknown(tree any, t reflect.Type, path string) []unknownKey {
 	var out []unknownKey
 	walkUnknown(tree, t, path, func(k unknownKey) { out = append(out, k) })
 	return out
@@ -50,7 +52,9 @@ func walkUnknown(tree any, t reflect.Type, path string, found func(unknownKey)) 
 			for _, k := range slices.Sorted(mapsKeys(v)) {
 				f, ok := fieldFor(t, k)
 				if !ok {
-					found(unknownKey{join(path, k), t})
+					fold, _ := fieldFold(t, k)
+					found(unknownKey{join(path, k), t, fold})
+					delete(v, k)
 					continue
 				}
 				walkUnknown(v[k], f.Type, join(path, k), found)
@@ -79,12 +83,26 @@ func mapsKeys(m map[string]any) func(func(string) bool) {
 	}
 }
 
-// fieldFor finds the field key decodes into, as encoding/json does: by its
-// json tag or name, exactly or ignoring case, embedded structs included;
-// a field of t wins over one of an embedded struct of the same name.
+// fieldFor finds the field key decodes into: by its json tag or, without
+// one, its Go name, embedded structs included, a field of t winning over
+// one of an embedded struct of the same name. Unlike encoding/json, which
+// also takes a key that differs only in case, it matches exactly: the
+// file's keys are case-sensitive.
 func fieldFor(t reflect.Type, key string) (reflect.StructField, bool) {
-	var fold reflect.StructField
-	found := false
+	f, _, ok := findField(t, func(name string) bool { return name == key })
+	return f, ok
+}
+
+// fieldFold returns the key of t's field that key differs from only in
+// case ("turnsPerWorker" for "TURNSPERWORKER").
+func fieldFold(t reflect.Type, key string) (string, bool) {
+	_, name, ok := findField(t, func(name string) bool { return strings.EqualFold(name, key) })
+	return name, ok
+}
+
+// findField returns the first field of t, or else of its embedded
+// structs, whose key match accepts, and that key.
+func findField(t reflect.Type, match func(key string) bool) (reflect.StructField, string, bool) {
 	var embedded []reflect.Type
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -106,22 +124,16 @@ func fieldFor(t reflect.Type, key string) (reflect.StructField, bool) {
 		if name == "" {
 			name = f.Name
 		}
-		if name == key {
-			return f, true
+		if match(name) {
+			return f, name, true
 		}
-		if !found && strings.EqualFold(name, key) {
-			fold, found = f, true
-		}
-	}
-	if found {
-		return fold, true
 	}
 	for _, et := range embedded {
-		if ef, ok := fieldFor(et, key); ok {
-			return ef, true
+		if f, name, ok := findField(et, match); ok {
+			return f, name, true
 		}
 	}
-	return fold, found
+	return reflect.StructField{}, "", false
 }
 
 // jsonKind says what a Go type expects in the file's terms.

@@ -129,16 +129,14 @@ func (p *prepass) walk(tree any, t reflect.Type, path string) error {
 			for _, k := range slices.Sorted(mapsKeys(v)) {
 				key := k
 				if _, ok := fieldFor(t, k); !ok {
-					if camel := CamelCase(k); camel != k {
-						if _, ok := fieldFor(t, camel); ok {
-							if _, both := v[camel]; both {
-								return Invalid(join(path, k), "is %s in snake_case; keep one of the two", join(path, camel))
-							}
-							v[camel] = v[k]
-							delete(v, k)
-							key, p.changed = camel, true
-							p.renames[join(path, camel)] = join(path, k)
+					if camel, ok := snakeField(t, k); ok {
+						if _, both := v[camel]; both {
+							return Invalid(join(path, k), "is %s in snake_case; keep one of the two", join(path, camel))
 						}
+						v[camel] = v[k]
+						delete(v, k)
+						key, p.changed = camel, true
+						p.renames[join(path, camel)] = join(path, k)
 					}
 				}
 				f, ok := fieldFor(t, key)
@@ -170,6 +168,24 @@ func (p *prepass) walk(tree any, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// snakeField returns the key of t's field that key, in snake_case, is
+// written for: its camelCase form, or for a key all in lower case the
+// field's key that form differs from only in case, since snake_case
+// cannot write one ("blobs_max_mb" is blobsMaxMB).
+func snakeField(t reflect.Type, key string) (string, bool) {
+	camel := CamelCase(key)
+	if camel == key {
+		return "", false
+	}
+	if _, ok := fieldFor(t, camel); ok {
+		return camel, true
+	}
+	if key != strings.ToLower(key) {
+		return "", false
+	}
+	return fieldFold(t, camel)
 }
 
 // empty says whether a decoded JSON value is null, "", [] or {}.

@@ -30,6 +30,9 @@ func TestNanobotSnakeCase(t *testing.T) {
 			func(f *File) bool { return f.Agents.Defaults.MaxTokens == 99 }},
 		{"big numbers kept", `{"nats": {"lease_ttl_seconds": 31, "replay_window_seconds": 86400}}`,
 			func(f *File) bool { return f.NATS.LeaseTTLSeconds == 31 && f.NATS.ReplayWindowSeconds == 86400 }},
+		// snake_case cannot say that MB is in capitals.
+		{"acronym key", `{"nats": {"blobs_max_mb": 64}}`,
+			func(f *File) bool { return f.NATS.BlobsMaxMB == 64 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

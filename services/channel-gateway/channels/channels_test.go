@@ -97,6 +97,9 @@ func TestInvalidKeysAreNamed(t *testing.T) {
 		{`{"channels": {"whatsapp": {"alowFrom": ["1"]}}}`, "channels.whatsapp.alowFrom"},
 		{`{"channels": {"email": {"enabled": true}}}`, "channels.email.enabled"},
 		{`{"channels": {"sendProgress": "yes"}}`, "channels.sendProgress"},
+		// Keys are case-sensitive, the channels' names too.
+		{`{"channels": {"Telegram": {"enabled": false}}}`, "channels.Telegram: unknown key; keys are case-sensitive: did you mean telegram?"},
+		{`{"channels": {"telegram": {"Token": "1:a"}}}`, "channels.telegram.Token: unknown key; keys are case-sensitive: did you mean token?"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {

@@ -107,7 +107,7 @@ func FromFile(f *config.File) (Config, error) {
 			if hint, ok := c.KeyHints()[name]; ok {
 				return Config{}, config.Invalid("channels."+k, "%s", hint)
 			}
-			return Config{}, config.Invalid("channels."+k, "unknown key (check spelling; keys are camelCase)")
+			return Config{}, config.UnknownKey("channels."+k, slices.Collect(maps.Keys(targets))...)
 		}
 		if err := decodeStrict("channels."+k, sections[k], target); err != nil {
 			return Config{}, err
