@@ -17,11 +17,13 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -251,6 +253,8 @@ func (f *File) Validate() error {
 		return Invalid("nats.blobsMaxMB", "must be 0 (the default) or 64..1048576, got %d", f.NATS.BlobsMaxMB)
 	case f.NATS.Port < -1 || f.NATS.Port > 65535:
 		return Invalid("nats.port", "must be a port number, got %d", f.NATS.Port)
+	case f.Observability.Listen != "" && !hostPort(f.Observability.Listen):
+		return Invalid("observability.listen", "want host:port (\"127.0.0.1:9090\", \":9090\"), got %q", f.Observability.Listen)
 	case d.Model == "":
 		return Invalid("agents.defaults.model", "must be set")
 	case d.MaxTokens <= 0:
@@ -274,6 +278,17 @@ func (f *File) Validate() error {
 		return Invalid("nats.prefix", "must be 1-32 letters, digits, '-' or '_', got %q", f.NATS.Prefix)
 	}
 	return nil
+}
+
+// hostPort says whether addr is a TCP address to listen on: host:port,
+// the host possibly empty or a bracketed IPv6 address, the port a number.
+func hostPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n <= 65535
 }
 
 // Section decodes the raw section name (e.g. "tools") strictly into v,

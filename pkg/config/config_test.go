@@ -31,6 +31,8 @@ func TestParseNamesTheBadKey(t *testing.T) {
 		{"zero duplicate window", `{"nats": {"duplicateWindowSeconds": -5}}`, "nats.duplicateWindowSeconds", ""},
 		{"replay window under two lease TTLs", `{"nats": {"leaseTtlSeconds": 90, "replayWindowSeconds": 120}}`, "nats.replayWindowSeconds", ""},
 		{"object store bound under the largest object", `{"nats": {"blobsMaxMB": 10}}`, "nats.blobsMaxMB", ""},
+		{"listen address with no port", `{"observability": {"listen": "::::"}}`, "observability.listen", `config: observability.listen: want host:port ("127.0.0.1:9090", ":9090"), got "::::"`},
+		{"listen port not a number", `{"observability": {"listen": "127.0.0.1:metrics"}}`, "observability.listen", ""},
 		{"provider bound below -1", `{"providers": {"ollama": {"maxConcurrent": -2}}}`, "providers.ollama.maxConcurrent", ""},
 		{"unset variable", `{"providers": {"openai": {"apiKey": "${NO_SUCH_VAR}"}}}`, "providers.openai.apiKey", ""},
 		{"not json", `{"agents": `, "", "invalid config: "},

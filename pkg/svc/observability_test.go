@@ -2,9 +2,13 @@ package svc_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 	"github.com/nanofleet/nanofleet/pkg/svc"
@@ -33,5 +37,15 @@ func TestObservabilityDrains(t *testing.T) {
 	stop()
 	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
 		t.Fatal("server still answers after stop")
+	}
+}
+
+// TestObservabilityNamesTheKey: a taken port fails naming the setting
+// that chose it, the file's key and the flag.
+func TestObservabilityNamesTheKey(t *testing.T) {
+	taken := bustest.TakenPort(t)
+	_, err := svc.Observability(t.Context(), taken.Addr().String(), observe.NewRegistry(), nil)
+	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), "(observability.listen or --http)") {
+		t.Fatalf("Observability on a taken port = %v, want address in use naming observability.listen or --http", err)
 	}
 }

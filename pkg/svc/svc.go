@@ -268,7 +268,9 @@ func Observability(ctx context.Context, addr string, reg *prometheus.Registry, r
 	// drain once ctx ends, and stops only on stop.
 	stopRun, err := Background(context.WithoutCancel(ctx), srv.Run, srv.Listening())
 	if err != nil {
-		return nil, fmt.Errorf("observability server: %w", err)
+		// Both callers take addr from these two, as the web chat's
+		// listener names channels.web.listen or --listen.
+		return nil, fmt.Errorf("observability server (observability.listen or --http): %w", err)
 	}
 	return func() { _ = stopRun() }, nil
 }

@@ -401,8 +401,8 @@ func TestRunWithTheMetricsPortTaken(t *testing.T) {
 	env, _, errOut := testEnv(t, map[string]string{"OPENAI_API_KEY": "k"})
 	args := []string{"run", "--http", taken.Addr().String(), "--listen", "127.0.0.1:0", "--log-level", "warn"}
 	err := dispatch(t.Context(), env, args)
-	if !errors.Is(err, syscall.EADDRINUSE) {
-		t.Fatalf("run: %v, want address in use", err)
+	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), "observability.listen or --http") {
+		t.Fatalf("run: %v, want address in use naming observability.listen or --http", err)
 	}
 	if out := errOut.String(); out != "" {
 		t.Errorf("run printed before failing:\n%s", out)

@@ -66,6 +66,7 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 		{`{"agents":{"defaults":{"maxToolIterations":0}}}`, "agents.defaults.maxToolIterations"},
 		{`{"agents":{"defaults":{"contextWindowTokens":10}}}`, "agents.defaults.contextWindowTokens"},
 		{`{"providers":{"openai":{"maxConcurrent":-2}}}`, "providers.openai.maxConcurrent"},
+		{`{"observability":{"listen":"::::"}}`, "observability.listen"},
 
 		// The agent worker: worker, agents.defaults as the worker reads
 		// them, schedule, and the model provider.
