@@ -26,5 +26,17 @@ func NewOrKeyless(cfg Config, opts ...Option) (c Client, keyless bool, err error
 type noKey struct{ provider string }
 
 func (n noKey) Chat(context.Context, Request) (*Response, error) {
-	return nil, fmt.Errorf("no API key for provider %q: set OPENAI_API_KEY (or providers.%s.apiKey in the config)", n.provider, n.provider)
+	return nil, fmt.Errorf("no API key for provider %q: %s", n.provider, MissingKey(n.provider))
+}
+
+// MissingKey says how to give provider (a preset's name) its API key:
+// "set OPENAI_API_KEY (or providers.openai.apiKey in the config)", the
+// variable being the one [ResolveFromEnv] reads for it. A keyless model's
+// calls fail saying it, and a service that starts with one warns with it.
+func MissingKey(provider string) string {
+	env := "OPENAI_API_KEY"
+	if p, ok := PresetFor(provider); ok && p.KeyEnv != "" {
+		env = p.KeyEnv
+	}
+	return fmt.Sprintf("set %s (or providers.%s.apiKey in the config)", env, provider)
 }

@@ -127,7 +127,7 @@ func Model(file *config.File, getenv func(string) string, retries int, log *slog
 		return nil, "", llm.FileError(pc, err)
 	}
 	if keyless {
-		log.Warn("no model API key configured; turns will answer with an error until one is set", "provider", pc.Name)
+		log.Warn("no model API key configured: "+llm.MissingKey(pc.ProviderName())+"; until then turns answer with an error", "provider", pc.ProviderName())
 	}
 	return p, pc.ProviderName(), nil
 }

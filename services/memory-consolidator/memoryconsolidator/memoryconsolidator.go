@@ -169,7 +169,7 @@ func Model(file *config.File, getenv func(string) string, log *slog.Logger) (llm
 		return nil, llm.FileError(pc, err)
 	}
 	if keyless {
-		log.Warn("no model API key configured; consolidations archive raw turns until one is set", "provider", pc.Name)
+		log.Warn("no model API key configured: "+llm.MissingKey(pc.ProviderName())+"; until then consolidations archive raw turns", "provider", pc.ProviderName())
 	}
 	return p, nil
 }
