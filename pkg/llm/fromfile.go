@@ -3,6 +3,9 @@ package llm
 import (
 	"cmp"
 	"errors"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 )
@@ -38,6 +41,126 @@ func FromFile(f *config.File, getenv func(string) string) Config {
 		}
 		return getenv(k)
 	})
+}
+
+// CheckFile reports every problem of the file's model settings, each a
+// [*config.Error] naming its key: the providers' names
+// ([CheckProviders]) and what [Config.Validate] refuses of the provider
+// [FromFile] selects with getenv. A missing API key is not one: a
+// service starts without it ([NewOrKeyless]), and the rest of the
+// provider's settings are checked as if it were set.
+func CheckFile(f *config.File, getenv func(string) string) error {
+	errs := []error{CheckProviders(f)}
+	c := FromFile(f, getenv)
+	keyed := c
+	if keyed.APIKey == "" {
+		keyed.APIKey = "unset"
+	}
+	if err := keyed.Validate(); err != nil {
+		errs = append(errs, FileError(c, err))
+	}
+	return errors.Join(errs...)
+}
+
+// CheckProviders names every entry of the file's providers that is not a
+// preset's (see [Presets]), which [FromFile] would never read: a
+// misspelt name, one in another case, nanobot's name for a preset
+// (azure_openai), or a provider of nanobot's that nanofleet does not have
+// (zhipu). nanobot writes every provider of its schema into its
+// config.json, most of them unset: an entry of one that sets nothing is
+// left alone.
+func CheckProviders(f *config.File) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(f.Providers)) {
+		if _, ok := preset(name); ok {
+			continue
+		}
+		key := "providers." + name
+		nb := snakeCase(name)
+		to, renamed := nanobotRenamed[nb]
+		switch {
+		case (renamed || slices.Contains(nanobotOnly, nb)) && unset(f.Providers[name]):
+		case renamed:
+			errs = append(errs, config.Invalid(key, "nanobot's %s is nanofleet's %s: rename the key to providers.%s", nb, to, to))
+		case slices.Contains(nanobotOnly, nb):
+			errs = append(errs, config.Invalid(key, "nanobot's %s provider is not supported by nanofleet; for an OpenAI-compatible endpoint use providers.custom (apiKey, apiBase) with agents.defaults.provider \"custom\"; nanofleet has %s", nb, presetNames()))
+		default:
+			reason := "unknown provider; nanofleet has " + presetNames()
+			if near := nearestPreset(name); near != "" {
+				reason += "; did you mean " + near + "?"
+			}
+			errs = append(errs, config.Invalid(key, "%s", reason))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unset says whether p sets nothing, as nanobot writes a provider it does
+// not use.
+func unset(p config.Provider) bool {
+	return p.APIKey == "" && p.APIBase == "" && len(p.ExtraHeaders) == 0 && p.MaxConcurrent == 0 && (p.APIType == "" || p.APIType == "auto")
+}
+
+// preset is the preset called exactly name (the file's provider names
+// are case-sensitive, as [FromFile] looks them up).
+func preset(name string) (Preset, bool) {
+	for _, p := range Presets() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Preset{}, false
+}
+
+// presetNames lists the presets' names, saying what custom is.
+func presetNames() string {
+	var names []string
+	for _, p := range Presets() {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ") + " (any OpenAI-compatible endpoint, by its apiBase)"
+}
+
+// nearestPreset is the preset name that name is likely a misspelling of:
+// the same but for case, or at most two letters added, dropped, changed
+// or swapped ("opneai"); "" if none.
+func nearestPreset(name string) string {
+	best, bestD := "", 3
+	for _, p := range Presets() {
+		d := distance(strings.ToLower(name), p.Name)
+		if d < bestD {
+			best, bestD = p.Name, d
+		}
+	}
+	return best
+}
+
+// distance is the optimal string alignment distance of a and b: the
+// edits (insert, delete, substitute, swap two neighbours) from one to the
+// other.
+func distance(a, b string) int {
+	x, y := []rune(a), []rune(b)
+	d := make([][]int, len(x)+1)
+	for i := range d {
+		d[i] = make([]int, len(y)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(x); i++ {
+		for j := 1; j <= len(y); j++ {
+			cost := 1
+			if x[i-1] == y[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(x)][len(y)]
 }
 
 // FileError turns an error of [Config.Validate] (or [New]) for c, as

@@ -1,6 +1,9 @@
 package llm_test
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
@@ -58,5 +61,83 @@ func TestProviderAuto(t *testing.T) {
 		if err := c.Validate(); err != nil || c.Name != "deepseek" || c.APIKey != "k" {
 			t.Errorf("provider %q: %+v, %v", provider, c, err)
 		}
+	}
+}
+
+// TestCheckProviders: a providers entry FromFile would never read fails
+// naming it and the providers nanofleet has (a misspelt one, and one of
+// nanobot's that nanofleet has not, were taken and ignored); nanobot's
+// unset entries, which its config.json holds for every provider, pass.
+func TestCheckProviders(t *testing.T) {
+	const has = "nanofleet has openai, openrouter, deepseek, groq, gemini, anthropic, azure, ollama, vllm, lmstudio, custom (any OpenAI-compatible endpoint, by its apiBase)"
+	tests := []struct {
+		name, json string
+		want       []string // "key: reason", one line each; none: no error
+	}{
+		{"presets", `{"providers": {"openai": {"apiKey": "k"}, "custom": {"apiBase": "http://127.0.0.1:1/v1"}, "lmstudio": {}}}`, nil},
+		{"misspelt", `{"providers": {"opneai": {"apiKey": "x"}}}`,
+			[]string{"providers.opneai: unknown provider; " + has + "; did you mean openai?"}},
+		{"another case", `{"providers": {"OpenAI": {"apiKey": "x"}}}`,
+			[]string{"providers.OpenAI: unknown provider; " + has + "; did you mean openai?"}},
+		{"nothing like one", `{"providers": {"mycorp": {"apiBase": "http://127.0.0.1:1/v1"}}}`,
+			[]string{"providers.mycorp: unknown provider; " + has}},
+		{"nanobot's, not nanofleet's", `{"providers": {"zhipu": {"apiKey": "abc"}}}`,
+			[]string{`providers.zhipu: nanobot's zhipu provider is not supported by nanofleet; for an OpenAI-compatible endpoint use providers.custom (apiKey, apiBase) with agents.defaults.provider "custom"; ` + has}},
+		{"nanobot's name for a preset", `{"providers": {"azureOpenai": {"apiKey": "k"}, "lm_studio": {"apiBase": "http://127.0.0.1:1/v1"}}}`,
+			[]string{
+				"providers.azureOpenai: nanobot's azure_openai is nanofleet's azure: rename the key to providers.azure",
+				"providers.lm_studio: nanobot's lm_studio is nanofleet's lmstudio: rename the key to providers.lmstudio",
+			}},
+		{"nanobot's unset entries", `{"providers": {"zhipu": {"apiKey": "", "apiBase": null}, "azureOpenai": {"apiKey": ""}, "dashscope": {}, "openaiCodex": {"apiType": "auto"}}}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := config.Defaults()
+			if err := config.Parse(f, []byte(tt.json), env(nil)); err != nil {
+				t.Fatal(err)
+			}
+			err := llm.CheckProviders(f)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("CheckProviders = %v, want nil", err)
+				}
+				return
+			}
+			var want []string
+			for _, w := range tt.want {
+				want = append(want, "invalid config: "+w)
+			}
+			if !errors.Is(err, config.ErrInvalid) || err.Error() != strings.Join(want, "\n") {
+				t.Fatalf("CheckProviders = %v, want\n%s", err, strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+// TestCheckFile: the model's settings are checked as the worker reads
+// them, all at once, a missing API key aside (a fleet starts without
+// one).
+func TestCheckFile(t *testing.T) {
+	tests := []struct {
+		name, json string
+		want       string
+	}{
+		{"no key", `{}`, ""},
+		{"no key, a bad fallback", `{"agents": {"defaults": {"fallbackModels": [" "]}}}`, "invalid config: agents.defaults.fallbackModels: entry 0 is empty"},
+		{"a bad name and a bad base", `{"providers": {"opneai": {"apiKey": "k"}, "openai": {"apiBase": "not a url"}}}`,
+			"invalid config: providers.opneai: unknown provider; nanofleet has openai, openrouter, deepseek, groq, gemini, anthropic, azure, ollama, vllm, lmstudio, custom (any OpenAI-compatible endpoint, by its apiBase); did you mean openai?\n" +
+				`invalid config: providers.openai.apiBase: not an absolute http(s) URL: "not a url"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := config.Defaults()
+			if err := config.Parse(f, []byte(tt.json), env(nil)); err != nil {
+				t.Fatal(err)
+			}
+			err := llm.CheckFile(f, env(nil))
+			if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && got != tt.want) {
+				t.Fatalf("CheckFile = %v, want %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -96,7 +96,7 @@ func (e *environment) load(c *common) (*config.File, error) {
 			// report: a file pasted from nanobot has both, and one
 			// start per section is a slow way to learn them.
 			ws, _ := config.ExpandHome(cmp.Or(c.workspace, file.Agents.Defaults.Workspace))
-			err = errors.Join(err, fleet.CheckSections(file, ws, true))
+			err = errors.Join(err, fleet.CheckSections(file, e.getenv, ws, true))
 		}
 		return nil, err
 	}

@@ -117,6 +117,9 @@ func ConfigFrom(file *config.File, id, workspace string) (worker.Config, Section
 
 // Model builds the model provider from the config and environment.
 func Model(file *config.File, getenv func(string) string, retries int, log *slog.Logger) (llm.Client, string, error) {
+	if err := llm.CheckFile(file, getenv); err != nil {
+		return nil, "", err
+	}
 	pc := llm.FromFile(file, getenv)
 	if retries == 0 {
 		retries = -1

@@ -163,6 +163,9 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Servi
 // an API key the service still runs: every consolidation then archives the
 // raw turns, so nothing is lost until a key is set.
 func Model(file *config.File, getenv func(string) string, log *slog.Logger) (llm.Client, error) {
+	if err := llm.CheckFile(file, getenv); err != nil {
+		return nil, err
+	}
 	pc := llm.FromFile(file, getenv)
 	p, keyless, err := llm.NewOrKeyless(pc, llm.WithLogger(log))
 	if err != nil {

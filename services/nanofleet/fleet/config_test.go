@@ -35,7 +35,7 @@ func loadAll(data string) error {
 	}
 	// No workspace: tools.workspace.root is the file's, as the tool
 	// runner's binary reads it.
-	return fleet.CheckSections(file, "", true)
+	return fleet.CheckSections(file, func(k string) string { return env[k] }, "", true)
 }
 
 // TestEveryBadKeyIsNamed feeds a bad value for each validated key of every
@@ -95,6 +95,8 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 		{`{"agents":{"defaults":{"fallbackModels":[" "]}}}`, "agents.defaults.fallbackModels"},
 		{`{"providers":{"openai":{"apiBase":"ftp://x"}}}`, "providers.openai.apiBase"},
 		{`{"providers":{"openai":{"extraHeaders":{"bad header":"x"}}}}`, "providers.openai.extraHeaders"},
+		{`{"providers":{"opneai":{"apiKey":"x"}}}`, "providers.opneai"},
+		{`{"providers":{"zhipu":{"apiKey":"abc"}}}`, "providers.zhipu"},
 
 		// The tool runner.
 		{`{"tools":{"workspace":{"root":""}}}`, "tools.workspace.root"},
@@ -182,6 +184,7 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 func TestStartNamesEveryBadSection(t *testing.T) {
 	file := config.Defaults()
 	data := `{
+		"providers": {"opneai": {"apiKey": "x"}},
 		"tools": {"restrictToWorkspace": false},
 		"worker": {"turnsPerWorkr": 4},
 		"memory": {"consolidator": {"slots": -1}},
@@ -197,7 +200,7 @@ func TestStartNamesEveryBadSection(t *testing.T) {
 	if !errors.Is(err, config.ErrInvalid) {
 		t.Fatalf("Start: %v, want an invalid config error", err)
 	}
-	for _, key := range []string{"tools.restrictToWorkspace", "worker.turnsPerWorkr", "memory.consolidator.slots", "channels.telegram.tokn"} {
+	for _, key := range []string{"providers.opneai", "tools.restrictToWorkspace", "worker.turnsPerWorkr", "memory.consolidator.slots", "channels.telegram.tokn"} {
 		if !strings.Contains(err.Error(), key+":") {
 			t.Errorf("error does not name %s:\n%v", key, err)
 		}

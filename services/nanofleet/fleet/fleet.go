@@ -134,7 +134,7 @@ func Start(ctx context.Context, o Options, opts ...Option) (*Fleet, error) {
 		}
 	}()
 	if !o.ClientOnly {
-		if err := CheckSections(o.File, o.Workspace, o.Gateway); err != nil {
+		if err := CheckSections(o.File, o.Getenv, o.Workspace, o.Gateway); err != nil {
 			return nil, err
 		}
 	}
