@@ -191,24 +191,26 @@ func Parse(f *File, data []byte, getenv func(string) string) error {
 		}
 		return &Error{Err: err}
 	}
-	tree, err := expand(tree, "", getenv)
-	if err != nil {
+	// Every unset variable is named; the file is not decoded with them
+	// empty, which would name their keys again as unset.
+	var unset Problems
+	tree = expand(tree, "", getenv, &unset)
+	if err := unset.Err(); err != nil {
 		return err
 	}
 	expanded, err := json.Marshal(tree)
 	if err != nil {
 		return fmt.Errorf("re-encode config: %w", err)
 	}
-	// encoding/json decodes the rest of the file past a bad key, so the
-	// gateway section is there to be checked too, and both are reported.
+	// The decode leaves out unknown keys and decodes past a mistyped
+	// value, so the gateway section and the values decoded are there to
+	// be checked too, and all of it is reported at once.
 	err = decodeStrict(expanded, f, "")
 	// No service owns nanobot's gateway section: each of its keys is
 	// refused naming where that setting is in nanofleet.
-	if err := joinErrors(err, f.Section("gateway", &gatewaySection{})); err != nil {
-		return err
-	}
+	gateway := f.Section("gateway", &gatewaySection{})
 	f.applyEnv(getenv)
-	return f.Validate()
+	return joinErrors(err, gateway, f.Validate())
 }
 
 // position is the line and column (1-based; a column counts characters)
@@ -236,48 +238,61 @@ func (f *File) applyEnv(getenv func(string) string) {
 	}
 }
 
-// Validate reports the first invalid key of the shared sections.
+// Validate reports every invalid key of the shared sections, joined.
 func (f *File) Validate() error {
-	d := f.Agents.Defaults
-	switch {
-	case f.NATS.Replicas < 1 || f.NATS.Replicas > 5:
-		return Invalid("nats.replicas", "must be 1..5, got %d", f.NATS.Replicas)
-	case f.NATS.LeaseTTLSeconds < 1 || f.NATS.LeaseTTLSeconds > 3600:
-		return Invalid("nats.leaseTtlSeconds", "must be 1..3600, got %d", f.NATS.LeaseTTLSeconds)
-	case f.NATS.DuplicateWindowSeconds < 1 || f.NATS.DuplicateWindowSeconds > 86400:
-		return Invalid("nats.duplicateWindowSeconds", "must be 1..86400, got %d", f.NATS.DuplicateWindowSeconds)
-	case f.NATS.ReplayWindowSeconds < 2*f.NATS.LeaseTTLSeconds || f.NATS.ReplayWindowSeconds > 86400:
-		return Invalid("nats.replayWindowSeconds", "must be at least twice nats.leaseTtlSeconds (%d) and at most 86400, got %d", 2*f.NATS.LeaseTTLSeconds, f.NATS.ReplayWindowSeconds)
-	case f.NATS.BlobsMaxMB != 0 && (f.NATS.BlobsMaxMB < 64 || f.NATS.BlobsMaxMB > 1<<20):
-		// 64: room for a few of the largest objects (a 20 MiB image).
-		return Invalid("nats.blobsMaxMB", "must be 0 (the default) or 64..1048576, got %d", f.NATS.BlobsMaxMB)
-	case f.NATS.Port < -1 || f.NATS.Port > 65535:
-		return Invalid("nats.port", "must be a port number, got %d", f.NATS.Port)
-	case f.Observability.Listen != "" && !hostPort(f.Observability.Listen):
-		return Invalid("observability.listen", "want host:port (\"127.0.0.1:9090\", \":9090\"), got %q", f.Observability.Listen)
-	case d.Model == "":
-		return Invalid("agents.defaults.model", "must be set")
-	case d.MaxTokens <= 0:
-		return Invalid("agents.defaults.maxTokens", "must be positive, got %d", d.MaxTokens)
-	case d.Temperature < 0 || d.Temperature > 2:
-		return Invalid("agents.defaults.temperature", "must be 0..2, got %g", d.Temperature)
-	case d.MaxToolIterations <= 0 || d.MaxToolIterations > 1000:
-		return Invalid("agents.defaults.maxToolIterations", "must be 1..1000, got %d", d.MaxToolIterations)
-	case d.ContextWindowTokens < 1024:
-		return Invalid("agents.defaults.contextWindowTokens", "must be at least 1024, got %d", d.ContextWindowTokens)
+	var p Problems
+	n, d := f.NATS, f.Agents.Defaults
+	if n.Replicas < 1 || n.Replicas > 5 {
+		p.Add("nats.replicas", "must be 1..5, got %d", n.Replicas)
+	}
+	leaseOK := n.LeaseTTLSeconds >= 1 && n.LeaseTTLSeconds <= 3600
+	if !leaseOK {
+		p.Add("nats.leaseTtlSeconds", "must be 1..3600, got %d", n.LeaseTTLSeconds)
+	}
+	if n.DuplicateWindowSeconds < 1 || n.DuplicateWindowSeconds > 86400 {
+		p.Add("nats.duplicateWindowSeconds", "must be 1..86400, got %d", n.DuplicateWindowSeconds)
+	}
+	// Measured against a lease TTL that is itself valid.
+	if (leaseOK && n.ReplayWindowSeconds < 2*n.LeaseTTLSeconds) || n.ReplayWindowSeconds < 2 || n.ReplayWindowSeconds > 86400 {
+		p.Add("nats.replayWindowSeconds", "must be at least twice nats.leaseTtlSeconds (%d) and at most 86400, got %d", 2*n.LeaseTTLSeconds, n.ReplayWindowSeconds)
+	}
+	// 64: room for a few of the largest objects (a 20 MiB image).
+	if n.BlobsMaxMB != 0 && (n.BlobsMaxMB < 64 || n.BlobsMaxMB > 1<<20) {
+		p.Add("nats.blobsMaxMB", "must be 0 (the default) or 64..1048576, got %d", n.BlobsMaxMB)
+	}
+	if n.Port < -1 || n.Port > 65535 {
+		p.Add("nats.port", "must be a port number, got %d", n.Port)
+	}
+	if _, err := subject.NewSpace(n.Prefix); err != nil || n.Prefix == "" {
+		p.Add("nats.prefix", "must be 1-32 letters, digits, '-' or '_', got %q", n.Prefix)
+	}
+	if l := f.Observability.Listen; l != "" && !hostPort(l) {
+		p.Add("observability.listen", "want host:port (\"127.0.0.1:9090\", \":9090\"), got %q", l)
+	}
+	if d.Model == "" {
+		p.Add("agents.defaults.model", "must be set")
+	}
+	if d.MaxTokens <= 0 {
+		p.Add("agents.defaults.maxTokens", "must be positive, got %d", d.MaxTokens)
+	}
+	if d.Temperature < 0 || d.Temperature > 2 {
+		p.Add("agents.defaults.temperature", "must be 0..2, got %g", d.Temperature)
+	}
+	if d.MaxToolIterations <= 0 || d.MaxToolIterations > 1000 {
+		p.Add("agents.defaults.maxToolIterations", "must be 1..1000, got %d", d.MaxToolIterations)
+	}
+	if d.ContextWindowTokens < 1024 {
+		p.Add("agents.defaults.contextWindowTokens", "must be at least 1024, got %d", d.ContextWindowTokens)
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.Providers)) {
 		if n := f.Providers[name].MaxConcurrent; n < -1 || n > 1_000_000 {
-			return Invalid("providers."+name+".maxConcurrent", "must be -1 (no bound), 0 (the provider's default) or 1..1000000, got %d", n)
+			p.Add("providers."+name+".maxConcurrent", "must be -1 (no bound), 0 (the provider's default) or 1..1000000, got %d", n)
 		}
 		if a := f.Providers[name].APIType; a != "" && a != "auto" {
-			return Invalid("providers."+name+".apiType", "nanofleet speaks chat completions only; remove the key or set it to \"auto\", got %q", a)
+			p.Add("providers."+name+".apiType", "nanofleet speaks chat completions only; remove the key or set it to \"auto\", got %q", a)
 		}
 	}
-	if _, err := subject.NewSpace(f.NATS.Prefix); err != nil || f.NATS.Prefix == "" {
-		return Invalid("nats.prefix", "must be 1-32 letters, digits, '-' or '_', got %q", f.NATS.Prefix)
-	}
-	return nil
+	return p.Err()
 }
 
 // hostPort says whether addr is a TCP address to listen on: host:port,
@@ -415,31 +430,20 @@ func withoutUnknown(data []byte, t reflect.Type, path string) ([]byte, []unknown
 var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
 // expand replaces `${VAR}` and `${VAR:-default}` in every string of tree.
-// An unset variable without a default is an error naming the key.
-func expand(tree any, path string, getenv func(string) string) (any, error) {
+// An unset variable without a default is a problem naming the key, each
+// one recorded in p.
+func expand(tree any, path string, getenv func(string) string, p *Problems) any {
 	switch v := tree.(type) {
 	case map[string]any:
-		for k, child := range v {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
-			out, err := expand(child, p, getenv)
-			if err != nil {
-				return nil, err
-			}
-			v[k] = out
+		for _, k := range slices.Sorted(mapsKeys(v)) {
+			v[k] = expand(v[k], join(path, k), getenv, p)
 		}
 	case []any:
 		for i, child := range v {
-			out, err := expand(child, fmt.Sprintf("%s[%d]", path, i), getenv)
-			if err != nil {
-				return nil, err
-			}
-			v[i] = out
+			v[i] = expand(child, fmt.Sprintf("%s[%d]", path, i), getenv, p)
 		}
 	case string:
-		var missing string
+		var missing []string
 		s := placeholder.ReplaceAllStringFunc(v, func(m string) string {
 			sub := placeholder.FindStringSubmatch(m)
 			if val := getenv(sub[1]); val != "" {
@@ -448,15 +452,15 @@ func expand(tree any, path string, getenv func(string) string) (any, error) {
 			if sub[2] != "" {
 				return sub[3]
 			}
-			missing = sub[1]
+			missing = append(missing, sub[1])
 			return ""
 		})
-		if missing != "" {
-			return nil, Invalid(path, "environment variable %s is not set", missing)
+		if len(missing) > 0 {
+			p.Add(path, "environment variable %s is not set", strings.Join(missing, ", "))
 		}
-		return s, nil
+		return s
 	}
-	return tree, nil
+	return tree
 }
 
 // ExpandHome replaces a leading "~" with the user's home directory.

@@ -46,3 +46,24 @@ func joinErrors(errs ...error) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Problems collects the invalid keys a Validate finds, so that it names
+// every one at once rather than the first. The zero value is empty.
+type Problems struct{ errs []error }
+
+// Add records key as invalid, its reason formatted as by [Invalid].
+func (p *Problems) Add(key, format string, args ...any) {
+	p.errs = append(p.errs, Invalid(key, format, args...))
+}
+
+// Join records err, what a nested Validate returned (nil: nothing). A
+// join stays one error: it prints, and matches, as its parts.
+func (p *Problems) Join(err error) {
+	if err != nil {
+		p.errs = append(p.errs, err)
+	}
+}
+
+// Err returns the problems recorded, joined, a lone one as it is; nil
+// when there are none.
+func (p *Problems) Err() error { return joinErrors(p.errs...) }

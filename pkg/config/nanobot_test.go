@@ -183,3 +183,51 @@ func TestEveryBadKeyAtOnce(t *testing.T) {
 		t.Errorf("errors.As gives %+v, want the first key's *Error", e)
 	}
 }
+
+// TestEveryBadValueAtOnce: the shared sections' unknown keys, mistyped
+// and invalid values are named in one error, a line each (a typo stopped
+// the check at the typo, and Validate at the first bad value); unset
+// variables likewise.
+func TestEveryBadValueAtOnce(t *testing.T) {
+	tests := []struct {
+		name, json string
+		want       []string
+	}{
+		{"unknown key, bad values", `{
+			"agents": {"defaults": {"modle": "x", "maxTokens": 0, "temperature": "hot"}},
+			"gateway": {"port": 18790},
+			"nats": {"replicas": 9},
+			"observability": {"listen": "::::"}
+		}`, []string{
+			"agents.defaults.modle: unknown key",
+			"agents.defaults.temperature: must be a number, got a string",
+			"gateway.port: ",
+			"nats.replicas: must be 1..5, got 9",
+			"observability.listen: want host:port",
+			"agents.defaults.maxTokens: must be positive, got 0",
+		}},
+		{"unset variables", `{"providers": {"openai": {"apiKey": "${NO_KEY}", "apiBase": "${NO_BASE}/v1"}}, "agents": {"defaults": {"model": "${NO_MODEL}"}}}`,
+			[]string{
+				"agents.defaults.model: environment variable NO_MODEL is not set",
+				"providers.openai.apiBase: environment variable NO_BASE is not set",
+				"providers.openai.apiKey: environment variable NO_KEY is not set",
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Parse(Defaults(), []byte(tt.json), env(nil))
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want an invalid config error", err)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(tt.want) {
+				t.Fatalf("%d lines, want %d:\n%s", len(lines), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(lines[i], "invalid config: "+w) {
+					t.Errorf("line %d = %q, want it to begin %q", i, lines[i], w)
+				}
+			}
+		})
+	}
+}
