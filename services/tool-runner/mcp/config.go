@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"maps"
 	"net/netip"
 	"net/url"
 	"path/filepath"
@@ -152,73 +153,72 @@ func (c ServerConfig) allEnabled() bool {
 	return c.EnabledTools == nil || slices.Contains(c.EnabledTools, "*")
 }
 
-// Validate reports the first invalid setting of the server called name,
-// by its config key (tools.mcpServers.<name>.<key>).
+// Validate reports every invalid setting of the server called name, by
+// its config key (tools.mcpServers.<name>.<key>), joined.
 func (c ServerConfig) Validate(name string) error {
+	var p config.Problems
 	key := func(k string) string { return "tools.mcpServers." + name + "." + k }
 	if !serverName.MatchString(name) || len(name) > maxServerName {
-		return config.Invalid("tools.mcpServers."+name, "a server name is at most %d letters, digits, '-' or single '_' between them (it becomes part of tool names mcp_<server>_<tool>)", maxServerName)
+		p.Add("tools.mcpServers."+name, "a server name is at most %d letters, digits, '-' or single '_' between them (it becomes part of tool names mcp_<server>_<tool>)", maxServerName)
 	}
 	tr := c.Transport()
 	switch tr {
 	case TransportStdio:
 		if c.Command == "" {
-			return config.Invalid(key("command"), "required for a stdio server")
+			p.Add(key("command"), "required for a stdio server")
 		}
 		if c.URL != "" {
-			return config.Invalid(key("url"), "a stdio server has no url (remove it, or set type to \"sse\" or \"streamableHttp\" and remove command)")
+			p.Add(key("url"), "a stdio server has no url (remove it, or set type to \"sse\" or \"streamableHttp\" and remove command)")
 		}
 		if len(c.Headers) > 0 || len(c.AllowCIDRs) > 0 {
-			return config.Invalid(key("headers"), "headers and allowCIDRs apply to HTTP servers only")
+			p.Add(key("headers"), "headers and allowCIDRs apply to HTTP servers only")
 		}
 	case TransportSSE, TransportStreamableHTTP:
 		if c.URL == "" {
-			return config.Invalid(key("url"), "required for an %s server", tr)
+			p.Add(key("url"), "required for an %s server", tr)
+		} else if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.Add(key("url"), "%q is not an http:// or https:// URL", c.URL)
 		}
 		if c.Command != "" || len(c.Args) > 0 || len(c.Env) > 0 || c.Cwd != "" || c.Network || len(c.ReadOnlyPaths) > 0 {
-			return config.Invalid(key("command"), "command, args, env, cwd, network and readOnlyPaths apply to stdio servers only; a server has either a command or a url")
-		}
-		u, err := url.Parse(c.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return config.Invalid(key("url"), "%q is not an http:// or https:// URL", c.URL)
+			p.Add(key("command"), "command, args, env, cwd, network and readOnlyPaths apply to stdio servers only; a server has either a command or a url")
 		}
 	case "":
-		return config.Invalid("tools.mcpServers."+name, "set command (a stdio server) or url (an SSE or streamable HTTP server)")
+		p.Add("tools.mcpServers."+name, "set command (a stdio server) or url (an SSE or streamable HTTP server)")
 	default:
-		return config.Invalid(key("type"), "%q is not \"stdio\", \"sse\" or \"streamableHttp\"", c.Type)
+		p.Add(key("type"), "%q is not \"stdio\", \"sse\" or \"streamableHttp\"", c.Type)
 	}
-	for k := range c.Env {
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 		if !sandbox.ValidEnvName(k) {
-			return config.Invalid(key("env"), "%q is not an environment variable name", k)
+			p.Add(key("env"), "%q is not an environment variable name", k)
 		}
 	}
 	if c.Cwd != "" && !filepath.IsAbs(c.Cwd) {
-		return config.Invalid(key("cwd"), "%q must be an absolute path", c.Cwd)
+		p.Add(key("cwd"), "%q must be an absolute path", c.Cwd)
 	}
-	for _, p := range c.ReadOnlyPaths {
-		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
-			return config.Invalid(key("readOnlyPaths"), "%q must be an absolute path other than /", p)
+	for _, path := range c.ReadOnlyPaths {
+		if !filepath.IsAbs(path) || filepath.Clean(path) == "/" {
+			p.Add(key("readOnlyPaths"), "%q must be an absolute path other than /", path)
 		}
 	}
-	for k, v := range c.Headers {
-		if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(v) {
-			return config.Invalid(key("headers"), "%q is not a valid HTTP header", k)
+	for _, k := range slices.Sorted(maps.Keys(c.Headers)) {
+		if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(c.Headers[k]) {
+			p.Add(key("headers"), "%q is not a valid HTTP header", k)
 		}
 	}
 	for _, s := range c.AllowCIDRs {
 		if _, err := netip.ParsePrefix(s); err != nil {
-			return config.Invalid(key("allowCIDRs"), "%q is not a CIDR prefix such as 10.0.0.0/8", s)
+			p.Add(key("allowCIDRs"), "%q is not a CIDR prefix such as 10.0.0.0/8", s)
 		}
 	}
 	if c.ToolTimeout < 0 || c.ToolTimeout > maxToolTimeout {
-		return config.Invalid(key("toolTimeout"), "%d s is not between 1 and %d (0 means the default, 30)", c.ToolTimeout, maxToolTimeout)
+		p.Add(key("toolTimeout"), "%d s is not between 1 and %d (0 means the default, 30)", c.ToolTimeout, maxToolTimeout)
 	}
 	for _, t := range c.EnabledTools {
 		if strings.TrimSpace(t) == "" {
-			return config.Invalid(key("enabledTools"), "empty name")
+			p.Add(key("enabledTools"), "empty name")
 		}
 	}
-	return nil
+	return p.Err()
 }
 
 // ValidateServers validates every server of tools.mcpServers and checks
@@ -230,17 +230,16 @@ func ValidateServers(servers map[string]ServerConfig) error {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	var p config.Problems
 	for _, name := range names {
-		if err := servers[name].Validate(name); err != nil {
-			return err
-		}
+		p.Join(servers[name].Validate(name))
 	}
 	for _, a := range names {
 		for _, b := range names {
 			if a != b && strings.HasPrefix(strings.ToLower(b), strings.ToLower(a)+"_") {
-				return config.Invalid("tools.mcpServers."+b, "the name begins with that of server %q and '_', so their tool names could clash; rename one", a)
+				p.Add("tools.mcpServers."+b, "the name begins with that of server %q and '_', so their tool names could clash; rename one", a)
 			}
 		}
 	}
-	return nil
+	return p.Err()
 }

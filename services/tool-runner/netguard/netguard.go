@@ -57,14 +57,15 @@ type Config struct {
 	AllowCIDRs []string `json:"allowCIDRs"`
 }
 
-// Validate reports an allow-list entry that is not a CIDR prefix.
+// Validate reports every allow-list entry that is not a CIDR prefix.
 func (c Config) Validate() error {
+	var p config.Problems
 	for _, s := range c.AllowCIDRs {
 		if _, err := netip.ParsePrefix(s); err != nil {
-			return config.Invalid("tools.web.fetch.allowCIDRs", "%q is not a CIDR prefix such as 10.0.0.0/8: %w", s, err)
+			p.Add("tools.web.fetch.allowCIDRs", "%q is not a CIDR prefix such as 10.0.0.0/8: %w", s, err)
 		}
 	}
-	return nil
+	return p.Err()
 }
 
 // Resolver resolves host names; *net.Resolver is one.

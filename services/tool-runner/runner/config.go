@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -110,58 +111,61 @@ func DefaultConfig() Config {
 // --workspace flag, or the all-in-one's workspace).
 func FromFile(file *config.File, workspace string) (Config, error) {
 	cfg := DefaultConfig()
-	if err := file.Section("tools", &cfg); err != nil {
-		return cfg, err
-	}
+	// A key the decode refused leaves its default; the rest is checked
+	// too, so that one start names every problem of the section.
+	err := file.Section("tools", &cfg)
 	if workspace != "" {
 		cfg.Workspace.Root = workspace
 	}
-	return cfg, cfg.Validate()
+	return cfg, errors.Join(err, cfg.Validate())
 }
 
-// Validate reports the first invalid setting by its config key.
+// Validate reports every invalid setting by its config key, joined.
 func (c Config) Validate() error {
-	switch w := c.Workspace; {
-	case w.Root == "":
-		return config.Invalid("tools.workspace.root", "required")
+	var p config.Problems
+	w := c.Workspace
+	if w.Root == "" {
+		p.Add("tools.workspace.root", "required")
+	}
+	switch {
 	case w.QuotaBytes < 0:
-		return config.Invalid("tools.workspace.quotaBytes", "%d is negative (0 means no quota)", w.QuotaBytes)
+		p.Add("tools.workspace.quotaBytes", "%d is negative (0 means no quota)", w.QuotaBytes)
 	case w.QuotaBytes > 0 && w.QuotaBytes < 1<<20:
-		return config.Invalid("tools.workspace.quotaBytes", "%d is below 1 MiB (1048576)", w.QuotaBytes)
+		p.Add("tools.workspace.quotaBytes", "%d is below 1 MiB (1048576)", w.QuotaBytes)
+	}
+	switch {
 	case w.QuotaFiles < 0:
-		return config.Invalid("tools.workspace.quotaFiles", "%d is negative (0 means no quota)", w.QuotaFiles)
+		p.Add("tools.workspace.quotaFiles", "%d is negative (0 means no quota)", w.QuotaFiles)
 	case w.QuotaFiles > 0 && w.QuotaFiles < 100:
-		return config.Invalid("tools.workspace.quotaFiles", "%d is below 100", w.QuotaFiles)
+		p.Add("tools.workspace.quotaFiles", "%d is below 100", w.QuotaFiles)
 	}
-	if err := c.Exec.Validate(); err != nil {
-		return err
-	}
+	p.Join(c.Exec.Validate())
 	switch r := c.RestrictToWorkspace; {
 	case r != nil && !*r:
-		return config.Invalid("tools.restrictToWorkspace", "nanofleet's tools always stay in the workspace (exec in its sandbox); remove the key or set it to true")
+		p.Add("tools.restrictToWorkspace", "nanofleet's tools always stay in the workspace (exec in its sandbox); remove the key or set it to true")
 	case r != nil && c.Exec.Sandbox == sandbox.ModeNone:
-		return config.Invalid("tools.restrictToWorkspace", "exec can leave the workspace with tools.exec.sandbox \"none\"; use \"bwrap\" or remove this key")
+		p.Add("tools.restrictToWorkspace", "exec can leave the workspace with tools.exec.sandbox \"none\"; use \"bwrap\" or remove this key")
 	}
-	if err := c.Web.Validate(); err != nil {
-		return err
-	}
-	if err := mcp.ValidateServers(c.MCPServers); err != nil {
-		return err
-	}
+	p.Join(c.Web.Validate())
+	p.Join(mcp.ValidateServers(c.MCPServers))
 	r := c.Runner
-	switch {
-	case r.HeartbeatMs < 10 || r.HeartbeatMs > 60_000:
-		return config.Invalid("tools.runner.heartbeatMs", "%d not between 10 and 60000", r.HeartbeatMs)
-	case r.MaxConcurrent < 1:
-		return config.Invalid("tools.runner.maxConcurrent", "%d must be at least 1", r.MaxConcurrent)
-	case r.CallTimeout < c.Exec.MaxTimeout:
-		return config.Invalid("tools.runner.callTimeout", "%d s is below tools.exec.maxTimeout (%d s)", r.CallTimeout, c.Exec.MaxTimeout)
-	case r.OversizeChars < 1000:
-		return config.Invalid("tools.runner.oversizeChars", "%d is below 1000", r.OversizeChars)
-	case r.PreviewChars < 100 || r.PreviewChars >= r.OversizeChars:
-		return config.Invalid("tools.runner.previewChars", "%d must be at least 100 and below tools.runner.oversizeChars (%d)", r.PreviewChars, r.OversizeChars)
+	if r.HeartbeatMs < 10 || r.HeartbeatMs > 60_000 {
+		p.Add("tools.runner.heartbeatMs", "%d not between 10 and 60000", r.HeartbeatMs)
 	}
-	return nil
+	if r.MaxConcurrent < 1 {
+		p.Add("tools.runner.maxConcurrent", "%d must be at least 1", r.MaxConcurrent)
+	}
+	if r.CallTimeout < c.Exec.MaxTimeout {
+		p.Add("tools.runner.callTimeout", "%d s is below tools.exec.maxTimeout (%d s)", r.CallTimeout, c.Exec.MaxTimeout)
+	}
+	oversizeOK := r.OversizeChars >= 1000
+	if !oversizeOK {
+		p.Add("tools.runner.oversizeChars", "%d is below 1000", r.OversizeChars)
+	}
+	if r.PreviewChars < 100 || (oversizeOK && r.PreviewChars >= r.OversizeChars) {
+		p.Add("tools.runner.previewChars", "%d must be at least 100 and below tools.runner.oversizeChars (%d)", r.PreviewChars, r.OversizeChars)
+	}
+	return p.Err()
 }
 
 // SharedDiskWarning returns a warning when the workspaces and dataDir

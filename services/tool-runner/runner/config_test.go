@@ -76,3 +76,54 @@ func TestNanobotToolsKeysRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryToolsProblemAtOnce: the tools section's unknown keys and bad
+// values are named in one error, a line each, whichever part of the
+// section they are in (it named the first: the sandbox's, or a typo
+// alone).
+func TestEveryToolsProblemAtOnce(t *testing.T) {
+	tests := []struct {
+		name, json string
+		want       []string
+	}{
+		{"two of exec", `{"tools": {"exec": {"timeout": -5, "sandbox": "docker"}}}`, []string{
+			`tools.exec.sandbox: "docker" is not "bwrap" or "none"`,
+			"tools.exec.timeout: -5 s is not between 1 and tools.exec.maxTimeout (600)",
+		}},
+		{"a typo and values in every part", `{"tools": {
+			"exec": {"timeot": 5, "maxOutputChars": 10, "limits": {"openFiles": 3, "processes": -1}},
+			"web": {"search": {"maxResults": 11}, "fetch": {"allowCIDRs": ["x", "y"]}},
+			"mcpServers": {"a": {"url": "ftp://x", "toolTimeout": -1}},
+			"runner": {"heartbeatMs": 5, "previewChars": 10}
+		}}`, []string{
+			"tools.exec.timeot: unknown key",
+			"tools.exec.limits.processes: -1 is negative",
+			"tools.exec.limits.openFiles: 3 is too low",
+			"tools.exec.maxOutputChars: 10 is below 100",
+			"tools.web.search.maxResults: 11 is not between 1 and 10",
+			`tools.web.fetch.allowCIDRs: "x" is not a CIDR prefix`,
+			`tools.web.fetch.allowCIDRs: "y" is not a CIDR prefix`,
+			`tools.mcpServers.a.url: "ftp://x" is not an http:// or https:// URL`,
+			"tools.mcpServers.a.toolTimeout: -1 s is not between 1 and",
+			"tools.runner.heartbeatMs: 5 not between 10 and 60000",
+			"tools.runner.previewChars: 10 must be at least 100",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := fromNanobot(tt.json)
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("err = %v, want an invalid config error", err)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(tt.want) {
+				t.Fatalf("%d lines, want %d:\n%s", len(lines), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(lines[i], "invalid config: "+w) {
+					t.Errorf("line %d = %q, want it to begin %q", i, lines[i], w)
+				}
+			}
+		})
+	}
+}

@@ -93,19 +93,19 @@ func ValidEnvName(name string) bool { return envName.MatchString(name) }
 // fixedEnv are set by the sandbox itself and cannot be passed through.
 var fixedEnv = map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "PWD": true}
 
-// Validate reports the first invalid setting by its config key.
+// Validate reports every invalid setting by its config key, joined.
 func (c Config) Validate() error {
+	var p config.Problems
 	switch c.Sandbox {
 	case ModeBwrap, ModeNone:
 	default:
-		return config.Invalid("tools.exec.sandbox", "%q is not \"bwrap\" or \"none\"", c.Sandbox)
+		p.Add("tools.exec.sandbox", "%q is not \"bwrap\" or \"none\"", c.Sandbox)
 	}
 	for _, name := range c.Env {
 		if !ValidEnvName(name) {
-			return config.Invalid("tools.exec.env", "%q is not an environment variable name", name)
-		}
-		if fixedEnv[name] {
-			return config.Invalid("tools.exec.env", "%s is set by the sandbox and cannot be passed through", name)
+			p.Add("tools.exec.env", "%q is not an environment variable name", name)
+		} else if fixedEnv[name] {
+			p.Add("tools.exec.env", "%s is set by the sandbox and cannot be passed through", name)
 		}
 	}
 	lim := []struct {
@@ -120,23 +120,23 @@ func (c Config) Validate() error {
 	}
 	for _, l := range lim {
 		if l.v < 0 {
-			return config.Invalid("tools.exec.limits."+l.key, "%d is negative (0 means unlimited)", l.v)
+			p.Add("tools.exec.limits."+l.key, "%d is negative (0 means unlimited)", l.v)
 		}
 	}
-	if c.Limits.OpenFiles != 0 && c.Limits.OpenFiles < 16 {
-		return config.Invalid("tools.exec.limits.openFiles", "%d is too low for a shell (at least 16)", c.Limits.OpenFiles)
+	if c.Limits.OpenFiles > 0 && c.Limits.OpenFiles < 16 {
+		p.Add("tools.exec.limits.openFiles", "%d is too low for a shell (at least 16)", c.Limits.OpenFiles)
 	}
-	if c.Limits.Processes != 0 && c.Limits.Processes < 4 {
-		return config.Invalid("tools.exec.limits.processes", "%d is too low for a shell pipeline (at least 4)", c.Limits.Processes)
+	if c.Limits.Processes > 0 && c.Limits.Processes < 4 {
+		p.Add("tools.exec.limits.processes", "%d is too low for a shell pipeline (at least 4)", c.Limits.Processes)
 	}
 	if c.HostUID <= 0 {
-		return config.Invalid("tools.exec.hostUid", "%d; commands must not run as host root (use an unprivileged uid such as 65534)", c.HostUID)
+		p.Add("tools.exec.hostUid", "%d; commands must not run as host root (use an unprivileged uid such as 65534)", c.HostUID)
 	}
 	if c.HostGID <= 0 {
-		return config.Invalid("tools.exec.hostGid", "%d; commands must not run with host group root (use an unprivileged gid such as 65534)", c.HostGID)
+		p.Add("tools.exec.hostGid", "%d; commands must not run with host group root (use an unprivileged gid such as 65534)", c.HostGID)
 	}
 	if c.TmpSizeMB < 0 {
-		return config.Invalid("tools.exec.tmpSizeMb", "%d is negative", c.TmpSizeMB)
+		p.Add("tools.exec.tmpSizeMb", "%d is negative", c.TmpSizeMB)
 	}
-	return nil
+	return p.Err()
 }

@@ -39,25 +39,27 @@ func DefaultConfig() Config {
 	return Config{Config: sandbox.DefaultConfig(), Timeout: 60, MaxTimeout: 600, MaxOutputChars: 10_000}
 }
 
-// Validate reports the first invalid setting by its config key.
+// Validate reports every invalid setting by its config key, joined.
 func (c Config) Validate() error {
-	if err := c.Config.Validate(); err != nil {
-		return err
+	var p config.Problems
+	p.Join(c.Config.Validate())
+	maxOK := c.MaxTimeout >= 1 && c.MaxTimeout <= 24*3600
+	if !maxOK {
+		p.Add("tools.exec.maxTimeout", "%d s is not between 1 and 86400", c.MaxTimeout)
 	}
-	switch {
-	case c.MaxTimeout < 1 || c.MaxTimeout > 24*3600:
-		return config.Invalid("tools.exec.maxTimeout", "%d s is not between 1 and 86400", c.MaxTimeout)
-	case c.Timeout < 1 || c.Timeout > c.MaxTimeout:
-		return config.Invalid("tools.exec.timeout", "%d s is not between 1 and tools.exec.maxTimeout (%d)", c.Timeout, c.MaxTimeout)
-	case c.MaxOutputChars < 100:
-		return config.Invalid("tools.exec.maxOutputChars", "%d is below 100", c.MaxOutputChars)
+	// Measured against a maxTimeout that is itself valid.
+	if c.Timeout < 1 || (maxOK && c.Timeout > c.MaxTimeout) {
+		p.Add("tools.exec.timeout", "%d s is not between 1 and tools.exec.maxTimeout (%d)", c.Timeout, c.MaxTimeout)
 	}
-	for _, p := range c.DenyPatterns {
-		if _, err := regexp.Compile(p); err != nil {
-			return config.Invalid("tools.exec.denyPatterns", "%q: %w", p, err)
+	if c.MaxOutputChars < 100 {
+		p.Add("tools.exec.maxOutputChars", "%d is below 100", c.MaxOutputChars)
+	}
+	for _, pat := range c.DenyPatterns {
+		if _, err := regexp.Compile(pat); err != nil {
+			p.Add("tools.exec.denyPatterns", "%q: %w", pat, err)
 		}
 	}
-	return nil
+	return p.Err()
 }
 
 type execTool struct {

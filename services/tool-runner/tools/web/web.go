@@ -67,47 +67,47 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid setting by its config key.
+// Validate reports every invalid setting by its config key, joined.
 func (c Config) Validate() error {
+	var p config.Problems
 	s := c.Search
 	switch s.Provider {
 	case ProviderBrave, ProviderTavily:
 		if s.APIKey == "" {
-			return config.Invalid("tools.web.search.apiKey", "required for provider %q", s.Provider)
+			p.Add("tools.web.search.apiKey", "required for provider %q", s.Provider)
 		}
 	case ProviderSearXNG:
 		if s.BaseURL == "" {
-			return config.Invalid("tools.web.search.baseURL", "required for provider %q (the URL of your SearXNG instance)", s.Provider)
+			p.Add("tools.web.search.baseURL", "required for provider %q (the URL of your SearXNG instance)", s.Provider)
 		}
 	case ProviderDuckDuckGo:
 	default:
-		return config.Invalid("tools.web.search.provider", "%q is not brave, tavily, searxng or duckduckgo", s.Provider)
+		p.Add("tools.web.search.provider", "%q is not brave, tavily, searxng or duckduckgo", s.Provider)
 	}
 	if s.BaseURL != "" {
 		u, err := url.Parse(s.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return config.Invalid("tools.web.search.baseURL", "%q is not an http(s) URL", s.BaseURL)
+			p.Add("tools.web.search.baseURL", "%q is not an http(s) URL", s.BaseURL)
 		}
 	}
 	if s.MaxResults < 1 || s.MaxResults > 10 {
-		return config.Invalid("tools.web.search.maxResults", "%d is not between 1 and 10", s.MaxResults)
+		p.Add("tools.web.search.maxResults", "%d is not between 1 and 10", s.MaxResults)
 	}
 	if s.Timeout < 1 {
-		return config.Invalid("tools.web.search.timeout", "%d s must be positive", s.Timeout)
+		p.Add("tools.web.search.timeout", "%d s must be positive", s.Timeout)
 	}
 	f := c.Fetch
-	if err := f.Config.Validate(); err != nil {
-		return err
+	p.Join(f.Config.Validate())
+	if f.MaxChars < 100 {
+		p.Add("tools.web.fetch.maxChars", "%d is below 100", f.MaxChars)
 	}
-	switch {
-	case f.MaxChars < 100:
-		return config.Invalid("tools.web.fetch.maxChars", "%d is below 100", f.MaxChars)
-	case f.MaxBytes < 1024:
-		return config.Invalid("tools.web.fetch.maxBytes", "%d is below 1024", f.MaxBytes)
-	case f.Timeout < 1:
-		return config.Invalid("tools.web.fetch.timeout", "%d s must be positive", f.Timeout)
+	if f.MaxBytes < 1024 {
+		p.Add("tools.web.fetch.maxBytes", "%d is below 1024", f.MaxBytes)
 	}
-	return nil
+	if f.Timeout < 1 {
+		p.Add("tools.web.fetch.timeout", "%d s must be positive", f.Timeout)
+	}
+	return p.Err()
 }
 
 // Option changes how the web tools are built.
