@@ -47,15 +47,16 @@ type Config struct {
 	MaxTokens     int
 }
 
-// Validate reports the first invalid field.
+// Validate reports every invalid key, joined.
 func (c Config) Validate() error {
-	switch {
-	case c.MaxIterations < 1:
-		return config.Invalid("agents.defaults.maxToolIterations", "must be at least 1, got %d", c.MaxIterations)
-	case c.MaxTokens < 1:
-		return config.Invalid("agents.defaults.maxTokens", "must be at least 1, got %d", c.MaxTokens)
+	var p config.Problems
+	if c.MaxIterations < 1 {
+		p.Add("agents.defaults.maxToolIterations", "must be at least 1, got %d", c.MaxIterations)
 	}
-	return nil
+	if c.MaxTokens < 1 {
+		p.Add("agents.defaults.maxTokens", "must be at least 1, got %d", c.MaxTokens)
+	}
+	return p.Err()
 }
 
 // Turn is the input of one run.

@@ -92,13 +92,14 @@ func (w *Worker) StopTurns() { w.turns.StopTurns() }
 // ConfigFrom reads the worker's config from the config file.
 func ConfigFrom(file *config.File, id, workspace string) (worker.Config, Section, error) {
 	sec := DefaultSection()
-	if err := file.Section("worker", &sec); err != nil {
-		return worker.Config{}, sec, err
-	}
+	// What decoded past a refused key is checked too: one start names
+	// every problem of the section.
+	decodeErr := file.Section("worker", &sec)
 	d := file.Agents.Defaults
 	loc, err := time.LoadLocation(d.Timezone)
 	if err != nil {
-		return worker.Config{}, sec, config.Invalid("agents.defaults.timezone", "%w", err)
+		loc = time.UTC
+		decodeErr = errors.Join(decodeErr, config.Invalid("agents.defaults.timezone", "%w", err))
 	}
 	// The rest comes from the shared sections.
 	cfg := sec.Config
@@ -109,7 +110,7 @@ func ConfigFrom(file *config.File, id, workspace string) (worker.Config, Section
 	cfg.Location = loc
 	cfg.Workspace = workspace
 	cfg.LeaseTTL = time.Duration(file.NATS.LeaseTTLSeconds) * time.Second
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(decodeErr, cfg.Validate()); err != nil {
 		return cfg, sec, err
 	}
 	return cfg, sec, nil

@@ -2,6 +2,7 @@ package agentworker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -35,13 +36,10 @@ type jobs struct {
 // defaults and validates it.
 func Schedule(file *config.File) (ScheduleSection, error) {
 	sec := ScheduleSection{Heartbeat: heartbeat.DefaultConfig(), Subagents: subagent.DefaultConfig()}
-	if err := file.Section("schedule", &sec); err != nil {
-		return sec, err
-	}
-	if err := sec.Heartbeat.Validate(); err != nil {
-		return sec, err
-	}
-	return sec, sec.Subagents.Validate()
+	// What decoded past a refused key is checked too: one start names
+	// every problem of the section.
+	err := file.Section("schedule", &sec)
+	return sec, errors.Join(err, sec.Heartbeat.Validate(), sec.Subagents.Validate())
 }
 
 func openJobs(ctx context.Context, b *bus.Bus, file *config.File, loc *time.Location, profiles *profile.Cache, log *slog.Logger) (*jobs, error) {

@@ -61,21 +61,26 @@ func DefaultConfig() Config {
 	return Config{Enabled: true, Agent: profile.DefaultAgent, Every: config.Seconds(30 * time.Minute), KeepTurns: 6}
 }
 
-// Validate reports the first invalid field.
+// Validate reports every invalid key, joined; a field that code sets is
+// a plain error.
 func (c Config) Validate() error {
-	switch {
-	case c.Agent == "":
+	if c.Agent == "" {
 		return errors.New("heartbeat: agent must be set")
-	case c.Enabled && (time.Duration(c.Every) < time.Second || time.Duration(c.Every)%time.Second != 0):
-		return config.Invalid("schedule.heartbeat.intervalS", "%s, want whole seconds, at least 1s", c.Every)
-	case c.KeepTurns < 1:
-		return config.Invalid("schedule.heartbeat.keepTurns", "%d, want at least 1", c.KeepTurns)
-	case c.NotifyChannel == "" && c.NotifyChat != "":
-		return config.Invalid("schedule.heartbeat.notifyChannel", "must be set with notifyChat")
-	case c.NotifyChannel != "" && c.NotifyChat == "":
-		return config.Invalid("schedule.heartbeat.notifyChat", "must be set with notifyChannel")
 	}
-	return nil
+	var p config.Problems
+	if c.Enabled && (time.Duration(c.Every) < time.Second || time.Duration(c.Every)%time.Second != 0) {
+		p.Add("schedule.heartbeat.intervalS", "%s, want whole seconds, at least 1s", c.Every)
+	}
+	if c.KeepTurns < 1 {
+		p.Add("schedule.heartbeat.keepTurns", "%d, want at least 1", c.KeepTurns)
+	}
+	switch {
+	case c.NotifyChannel == "" && c.NotifyChat != "":
+		p.Add("schedule.heartbeat.notifyChannel", "must be set with notifyChat")
+	case c.NotifyChannel != "" && c.NotifyChat == "":
+		p.Add("schedule.heartbeat.notifyChat", "must be set with notifyChannel")
+	}
+	return p.Err()
 }
 
 // SessionKey is the heartbeat session of agent.

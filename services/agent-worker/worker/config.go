@@ -95,34 +95,46 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid field.
+// Validate reports every invalid key, joined; a field that code sets is
+// a plain error.
 func (c Config) Validate() error {
 	switch {
 	case c.ID == "":
 		return errors.New("worker: id must be set")
-	case c.Slots < 1:
-		return config.Invalid("worker.turnsPerWorker", "must be at least 1, got %d", c.Slots)
-	case c.FleetTurnLimit < c.Slots:
-		return config.Invalid("worker.fleetTurnLimit", "%d is below turnsPerWorker %d", c.FleetTurnLimit, c.Slots)
-	case time.Duration(c.AckWait) < time.Second:
-		return config.Invalid("worker.ackWaitSeconds", "must be at least 1, got %s", c.AckWait)
-	case c.LeaseTTL < time.Second:
-		return config.Invalid("nats.leaseTtlSeconds", "must be at least 1, got %s", c.LeaseTTL)
-	case c.MaxAttempts < 1:
-		return config.Invalid("worker.maxAttempts", "must be at least 1, got %d", c.MaxAttempts)
-	case c.ContextWindowTokens <= c.Loop.MaxTokens:
-		return config.Invalid("agents.defaults.contextWindowTokens", "%d leaves no room beside maxTokens %d", c.ContextWindowTokens, c.Loop.MaxTokens)
-	case c.HistoryCacheMB < 0:
-		return config.Invalid("worker.historyCacheMB", "must not be negative, got %d", c.HistoryCacheMB)
-	case c.DailyTokenBudget < 0:
-		return config.Invalid("worker.dailyTokenBudget", "must not be negative, got %d", c.DailyTokenBudget)
-	case badTarget(c.MessageAllowTo) >= 0:
-		i := badTarget(c.MessageAllowTo)
-		return config.Invalid(fmt.Sprintf("worker.messageAllowTo[%d]", i), `want "channel:chat", "channel:*" or "*", got %q`, c.MessageAllowTo[i])
 	case c.BusyDelay <= 0 || c.MaxBusyDelay < c.BusyDelay:
 		return errors.New("worker: busy delay: want 0 < min <= max")
 	}
-	return c.Loop.Validate()
+	var p config.Problems
+	if c.Slots < 1 {
+		p.Add("worker.turnsPerWorker", "must be at least 1, got %d", c.Slots)
+	} else if c.FleetTurnLimit < c.Slots {
+		p.Add("worker.fleetTurnLimit", "%d is below turnsPerWorker %d", c.FleetTurnLimit, c.Slots)
+	}
+	if time.Duration(c.AckWait) < time.Second {
+		p.Add("worker.ackWaitSeconds", "must be at least 1, got %s", c.AckWait)
+	}
+	if c.LeaseTTL < time.Second {
+		p.Add("nats.leaseTtlSeconds", "must be at least 1, got %s", c.LeaseTTL)
+	}
+	if c.MaxAttempts < 1 {
+		p.Add("worker.maxAttempts", "must be at least 1, got %d", c.MaxAttempts)
+	}
+	if c.ContextWindowTokens <= c.Loop.MaxTokens {
+		p.Add("agents.defaults.contextWindowTokens", "%d leaves no room beside maxTokens %d", c.ContextWindowTokens, c.Loop.MaxTokens)
+	}
+	if c.HistoryCacheMB < 0 {
+		p.Add("worker.historyCacheMB", "must not be negative, got %d", c.HistoryCacheMB)
+	}
+	if c.DailyTokenBudget < 0 {
+		p.Add("worker.dailyTokenBudget", "must not be negative, got %d", c.DailyTokenBudget)
+	}
+	for i, a := range c.MessageAllowTo {
+		if !validTarget(a) {
+			p.Add(fmt.Sprintf("worker.messageAllowTo[%d]", i), `want "channel:chat", "channel:*" or "*", got %q`, a)
+		}
+	}
+	p.Join(c.Loop.Validate())
+	return p.Err()
 }
 
 // renewEvery is the lease and InProgress renewal period.
@@ -131,14 +143,9 @@ func (c Config) renewEvery() time.Duration {
 	return d / 3
 }
 
-// badTarget is the index of the first entry of allowTo that is not
-// "channel:chat", "channel:*" or "*", or -1.
-func badTarget(allowTo []string) int {
-	for i, a := range allowTo {
-		ch, chat, ok := strings.Cut(a, ":")
-		if a != "*" && (!ok || ch == "" || chat == "") {
-			return i
-		}
-	}
-	return -1
+// validTarget says whether a, an entry of worker.messageAllowTo, is
+// "channel:chat", "channel:*" or "*".
+func validTarget(a string) bool {
+	ch, chat, ok := strings.Cut(a, ":")
+	return a == "*" || (ok && ch != "" && chat != "")
 }
