@@ -2,6 +2,7 @@ package memory
 
 import (
 	"encoding/json"
+	"errors"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/profile"
@@ -72,28 +73,30 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first invalid key, named as in the config file.
+// Validate reports every invalid key, named as in the config file,
+// joined.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case c.Scope != KindAgent && c.Scope != KindUser && c.Scope != KindSession:
-		return config.Invalid("memory.scope", "must be agent, user or session, got %q", c.Scope)
-	case c.GroupScope != KindAgent && c.GroupScope != KindSession:
-		return config.Invalid("memory.groupScope", "must be session or agent, got %q", c.GroupScope)
-	case c.ConsolidateShare <= 0 || c.ConsolidateShare > 1:
-		return config.Invalid("memory.consolidateShare", "must be in (0, 1], got %g", c.ConsolidateShare)
-	case c.SearchScan < 0:
-		return config.Invalid("memory.searchScan", "must not be negative, got %d", c.SearchScan)
+	var p config.Problems
+	if c.Scope != KindAgent && c.Scope != KindUser && c.Scope != KindSession {
+		p.Add("memory.scope", "must be agent, user or session, got %q", c.Scope)
 	}
-	return nil
+	if c.GroupScope != KindAgent && c.GroupScope != KindSession {
+		p.Add("memory.groupScope", "must be session or agent, got %q", c.GroupScope)
+	}
+	if c.ConsolidateShare <= 0 || c.ConsolidateShare > 1 {
+		p.Add("memory.consolidateShare", "must be in (0, 1], got %g", c.ConsolidateShare)
+	}
+	if c.SearchScan < 0 {
+		p.Add("memory.searchScan", "must not be negative, got %d", c.SearchScan)
+	}
+	return p.Err()
 }
 
 // ConfigFrom reads the config file's "memory" section over the defaults
-// and validates it.
+// and validates it, what decoded past a refused key too.
 func ConfigFrom(file *config.File) (Config, error) {
 	c := DefaultConfig()
-	if err := file.Section("memory", &c); err != nil {
-		return c, err
-	}
-	return c, c.Validate()
+	err := file.Section("memory", &c)
+	return c, errors.Join(err, c.Validate())
 }

@@ -70,23 +70,12 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid field.
+// Validate reports every invalid key, joined; a field that code sets is
+// a plain error.
 func (c Config) Validate() error {
 	switch {
 	case c.ID == "":
 		return fmt.Errorf("consolidator: id must be set")
-	case c.Slots < 1:
-		return config.Invalid("memory.consolidator.slots", "must be at least 1, got %d", c.Slots)
-	case time.Duration(c.AckWait) < time.Second:
-		return config.Invalid("memory.consolidator.ackWaitSeconds", "must be at least 1, got %s", c.AckWait)
-	case c.MaxDeliveries < 1:
-		return config.Invalid("memory.consolidator.maxDeliveries", "must be at least 1, got %d", c.MaxDeliveries)
-	case c.MaxRequestBytes < 64:
-		return config.Invalid("memory.consolidator.maxRequestBytes", "must be at least 64, got %d", c.MaxRequestBytes)
-	case c.ChunkTokens < 100:
-		return config.Invalid("memory.consolidator.chunkTokens", "must be at least 100, got %d", c.ChunkTokens)
-	case c.BatchMax < 1:
-		return config.Invalid("memory.consolidator.batchMax", "must be at least 1, got %d", c.BatchMax)
 	case c.RecentEntries < 0 || c.RecentChars < 0 || c.ToolChars < 0:
 		return fmt.Errorf("consolidator: recent entries and chars must not be negative")
 	case c.ShutdownGrace < 0:
@@ -94,5 +83,24 @@ func (c Config) Validate() error {
 	case c.AppliedTTL < time.Minute:
 		return fmt.Errorf("consolidator: applied markers must be kept at least a minute")
 	}
-	return nil
+	var p config.Problems
+	if c.Slots < 1 {
+		p.Add("memory.consolidator.slots", "must be at least 1, got %d", c.Slots)
+	}
+	if time.Duration(c.AckWait) < time.Second {
+		p.Add("memory.consolidator.ackWaitSeconds", "must be at least 1, got %s", c.AckWait)
+	}
+	if c.MaxDeliveries < 1 {
+		p.Add("memory.consolidator.maxDeliveries", "must be at least 1, got %d", c.MaxDeliveries)
+	}
+	if c.MaxRequestBytes < 64 {
+		p.Add("memory.consolidator.maxRequestBytes", "must be at least 64, got %d", c.MaxRequestBytes)
+	}
+	if c.ChunkTokens < 100 {
+		p.Add("memory.consolidator.chunkTokens", "must be at least 100, got %d", c.ChunkTokens)
+	}
+	if c.BatchMax < 1 {
+		p.Add("memory.consolidator.batchMax", "must be at least 1, got %d", c.BatchMax)
+	}
+	return p.Err()
 }

@@ -50,33 +50,36 @@ func (c Config) interval() time.Duration {
 	return d
 }
 
-// Validate reports the first invalid field.
+// Validate reports every invalid key, joined; a field that code sets is
+// a plain error.
 func (c Config) Validate() error {
-	if c.Every != "" {
-		if _, err := time.ParseDuration(c.Every); err != nil {
-			return config.Invalid("memory.dream.every", "%w", err)
-		}
-	}
 	switch {
 	case c.ID == "" || c.Agent == "":
 		return errors.New("dream: id and agent must be set")
-	case c.Cron == "" && c.interval() < time.Second:
-		return config.Invalid("memory.dream.every", "must be at least 1s, got %s", c.interval())
-	case c.Cron == "" && c.TimeZone != "":
-		return config.Invalid("memory.dream.timeZone", "only with a cron schedule")
-	case c.MaxEntries < 1:
-		return config.Invalid("memory.dream.maxEntries", "must be at least 1, got %d", c.MaxEntries)
 	case c.MaxInputChars < 1000:
 		return fmt.Errorf("dream: maxInputChars must be at least 1000, got %d", c.MaxInputChars)
 	case c.AckWait < time.Second:
 		return fmt.Errorf("dream: ackWait must be at least 1s, got %s", c.AckWait)
 	}
+	var p config.Problems
+	_, everyErr := time.ParseDuration(c.Every)
+	switch {
+	case c.Every != "" && everyErr != nil:
+		p.Add("memory.dream.every", "%w", everyErr)
+	case c.Cron == "" && c.interval() < time.Second:
+		p.Add("memory.dream.every", "must be at least 1s, got %s", c.interval())
+	}
 	if c.TimeZone != "" {
-		if _, err := time.LoadLocation(c.TimeZone); err != nil {
-			return config.Invalid("memory.dream.timeZone", "%w", err)
+		if c.Cron == "" {
+			p.Add("memory.dream.timeZone", "only with a cron schedule")
+		} else if _, err := time.LoadLocation(c.TimeZone); err != nil {
+			p.Add("memory.dream.timeZone", "%w", err)
 		}
 	}
-	return nil
+	if c.MaxEntries < 1 {
+		p.Add("memory.dream.maxEntries", "must be at least 1, got %d", c.MaxEntries)
+	}
+	return p.Err()
 }
 
 // Pattern is the schedule's Nats-Schedule value.

@@ -88,20 +88,14 @@ type Service struct {
 func Configs(file *config.File, id string) (consolidator.Config, dream.Config, bool, Section, error) {
 	sec := Section{Config: memory.DefaultConfig(), Consolidator: consolidator.DefaultConfig(),
 		Dream: DreamSection{Config: dream.DefaultConfig()}}
-	if err := file.Section("memory", &sec); err != nil {
-		return consolidator.Config{}, dream.Config{}, false, sec, err
-	}
-	if err := sec.Config.Validate(); err != nil {
-		return consolidator.Config{}, dream.Config{}, false, sec, err
-	}
+	// What decoded past a refused key is checked too, and every part:
+	// one start names every problem of the section.
+	decodeErr := file.Section("memory", &sec)
 	cc := sec.Consolidator
 	cc.ID = id
-	if err := cc.Validate(); err != nil {
-		return cc, dream.Config{}, false, sec, err
-	}
 	dc := sec.Dream.Config
 	dc.ID, dc.Agent = id, cmp.Or(sec.Agent, memory.DefaultConfig().Agent)
-	if err := dc.Validate(); err != nil {
+	if err := errors.Join(decodeErr, sec.Config.Validate(), cc.Validate(), dc.Validate()); err != nil {
 		return cc, dc, false, sec, err
 	}
 	return cc, dc, sec.Dream.Enabled == nil || *sec.Dream.Enabled, sec, nil
