@@ -288,3 +288,39 @@ func TestNanobotKeysRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryChannelsProblemAtOnce: the channels section names every
+// unknown key and bad value of every channel in one error, a line each
+// (it named the first, and a typo hid the rest).
+func TestEveryChannelsProblemAtOnce(t *testing.T) {
+	_, err := parse(t, `{"channels": {
+		"Telegram": {},
+		"telegram": {"enabled": true, "token": "nocolon", "groupPolicy": "some"},
+		"feishu": {"appSecrt": "s"},
+		"slack": {"enabled": true, "botToken": "xoxb-1"},
+		"web": {"listen": "8080", "token": "short"},
+		"email": {"enabled": true}
+	}}`)
+	if !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("err = %v, want an invalid config error", err)
+	}
+	want := []string{
+		"channels.Telegram: unknown key; keys are case-sensitive: did you mean telegram?",
+		"channels.feishu.appSecrt: unknown key",
+		"channels.telegram.token: does not look like a bot token",
+		"channels.telegram.groupPolicy: must be mention, open",
+		"channels.slack.appToken: required",
+		`channels.web.listen: want host:port, got "8080"`,
+		"channels.web.token: too short",
+		"channels.email.enabled: nanofleet has no email channel",
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], "invalid config: "+w) {
+			t.Errorf("line %d = %q, want it to begin %q", i, lines[i], w)
+		}
+	}
+}

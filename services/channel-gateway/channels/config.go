@@ -89,11 +89,15 @@ func FromFile(f *config.File) (Config, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	// Every subsection is decoded and validated, past the ones that
+	// fail: one start names every problem of the section.
+	var probs config.Problems
 	for _, k := range keys {
 		// nanobot takes snake_case keys as their camelCase form.
 		name := config.CamelCase(k)
 		if _, both := sections[name]; both && name != k {
-			return Config{}, config.Invalid("channels."+k, "is channels.%s in snake_case; keep one of the two", name)
+			probs.Add("channels."+k, "is channels.%s in snake_case; keep one of the two", name)
+			continue
 		}
 		if nanobotOnly(name) {
 			if c.Unsupported == nil {
@@ -105,15 +109,19 @@ func FromFile(f *config.File) (Config, error) {
 		target, ok := targets[name]
 		if !ok {
 			if hint, ok := c.KeyHints()[name]; ok {
-				return Config{}, config.Invalid("channels."+k, "%s", hint)
+				probs.Add("channels."+k, "%s", hint)
+				continue
 			}
-			return Config{}, config.UnknownKey("channels."+k, slices.Collect(maps.Keys(targets))...)
+			probs.Join(config.UnknownKey("channels."+k, slices.Collect(maps.Keys(targets))...))
+			continue
 		}
-		if err := decodeStrict("channels."+k, sections[k], target); err != nil {
-			return Config{}, err
-		}
+		probs.Join(decodeStrict("channels."+k, sections[k], target))
 	}
-	return c, c.Validate()
+	probs.Join(c.Validate())
+	if err := probs.Err(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
 }
 
 // decodeStrict decodes one subsection refusing unknown keys, naming a bad
@@ -140,12 +148,11 @@ func (c Config) Enabled() []string {
 	return out
 }
 
-// Validate reports the first invalid key, naming it.
+// Validate reports every invalid key, naming it, joined.
 func (c Config) Validate() error {
+	var probs config.Problems
 	for _, v := range []interface{ Validate() error }{c.Telegram, c.Slack, c.Discord, c.Web, c.API, c.Feishu, c.DingTalk, c.WhatsApp} {
-		if err := v.Validate(); err != nil {
-			return err
-		}
+		probs.Join(v.Validate())
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Unsupported)) {
 		raw := c.Unsupported[name]
@@ -156,14 +163,15 @@ func (c Config) Validate() error {
 			Enabled bool `json:"enabled"`
 		}
 		if err := json.Unmarshal(raw, &probe); err != nil {
-			return config.Invalid("channels."+name, "not an object: %w", err)
+			probs.Add("channels."+name, "not an object: %w", err)
+			continue
 		}
 		switch {
 		case probe.Enabled && name == "websocket":
-			return config.Invalid("channels.websocket.enabled", "nanobot's WebUI channel is nanofleet's web chat, channels.web; set this to false")
+			probs.Add("channels.websocket.enabled", "nanobot's WebUI channel is nanofleet's web chat, channels.web; set this to false")
 		case probe.Enabled:
-			return config.Invalid(fmt.Sprintf("channels.%s.enabled", name), "nanofleet has no %s channel (yet); set it to false", name)
+			probs.Add(fmt.Sprintf("channels.%s.enabled", name), "nanofleet has no %s channel (yet); set it to false", name)
 		}
 	}
-	return nil
+	return probs.Err()
 }

@@ -42,24 +42,25 @@ const DefaultAPIURL = "https://api.dingtalk.com"
 // DefaultOAPIURL is its older open API, which takes media uploads.
 const DefaultOAPIURL = "https://oapi.dingtalk.com"
 
-// Validate reports the first invalid key of an enabled channel.
+// Validate reports every invalid key of an enabled channel, joined.
 func (c Config) Validate() error {
 	if !c.Enabled {
 		return nil
 	}
 	const p = "channels.dingtalk."
-	switch {
-	case strings.TrimSpace(c.ClientID) == "":
-		return config.Invalid(p+"clientId", "required when the channel is enabled")
-	case strings.TrimSpace(c.ClientSecret) == "":
-		return config.Invalid(p+"clientSecret", "required when the channel is enabled")
-	case c.GroupUserIsolation:
-		return config.Invalid(p+"groupUserIsolation", "nanofleet keeps one session per group chat; remove the key or set it to false")
+	var probs config.Problems
+	if strings.TrimSpace(c.ClientID) == "" {
+		probs.Add(p+"clientId", "required when the channel is enabled")
 	}
-	if err := c.Common.Validate(channelconfig.Rules{Name: "dingtalk", GroupIDs: "conversation ids"}); err != nil {
-		return err
+	if strings.TrimSpace(c.ClientSecret) == "" {
+		probs.Add(p+"clientSecret", "required when the channel is enabled")
 	}
-	return channelconfig.CheckURLs("dingtalk", map[string]string{"apiUrl": c.APIURL, "oapiUrl": c.OAPIURL})
+	if c.GroupUserIsolation {
+		probs.Add(p+"groupUserIsolation", "nanofleet keeps one session per group chat; remove the key or set it to false")
+	}
+	probs.Join(c.Common.Validate(channelconfig.Rules{Name: "dingtalk", GroupIDs: "conversation ids"}))
+	probs.Join(channelconfig.CheckURLs("dingtalk", map[string]string{"apiUrl": c.APIURL, "oapiUrl": c.OAPIURL}))
+	return probs.Err()
 }
 
 func (c Config) apiURL() string {

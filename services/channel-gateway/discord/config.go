@@ -40,24 +40,25 @@ const DefaultAPIBase = "https://discord.com/api/v10"
 // DefaultMaxMediaBytes is Discord's upload limit for unboosted servers.
 const DefaultMaxMediaBytes = 25 << 20
 
-// Validate reports the first invalid key of an enabled channel.
+// Validate reports every invalid key of an enabled channel, joined.
 func (c Config) Validate() error {
 	if !c.Enabled {
 		return nil
 	}
 	const p = "channels.discord."
+	var probs config.Problems
 	switch {
 	case strings.TrimSpace(c.Token) == "":
-		return config.Invalid(p+"token", "required when the channel is enabled")
+		probs.Add(p+"token", "required when the channel is enabled")
 	case strings.ContainsAny(c.Token, " \t\n") || strings.HasPrefix(c.Token, "Bot "):
-		return config.Invalid(p+"token", "the bare bot token, without \"Bot \" or spaces")
-	case len(c.AllowChannels) > 0:
-		return config.Invalid(p+"allowChannels", "use groupPolicy \"allowlist\" with groupAllowFrom listing the channel or guild ids")
+		probs.Add(p+"token", "the bare bot token, without \"Bot \" or spaces")
 	}
-	if err := c.Common.Validate(channelconfig.Rules{Name: "discord", GroupIDs: "channel or guild ids"}); err != nil {
-		return err
+	if len(c.AllowChannels) > 0 {
+		probs.Add(p+"allowChannels", "use groupPolicy \"allowlist\" with groupAllowFrom listing the channel or guild ids")
 	}
-	return channelconfig.CheckURLs("discord", map[string]string{"apiBase": c.APIBase, "gatewayUrl": c.GatewayURL})
+	probs.Join(c.Common.Validate(channelconfig.Rules{Name: "discord", GroupIDs: "channel or guild ids"}))
+	probs.Join(channelconfig.CheckURLs("discord", map[string]string{"apiBase": c.APIBase, "gatewayUrl": c.GatewayURL}))
+	return probs.Err()
 }
 
 // KeyHints names nanobot's Discord keys nanofleet does not take.

@@ -78,34 +78,40 @@ const (
 // DefaultWebhookPath is where webhook mode listens by default.
 const DefaultWebhookPath = "/hooks/feishu"
 
-// Validate reports the first invalid key of an enabled channel.
+// Validate reports every invalid key of an enabled channel, joined.
 func (c Config) Validate() error {
 	if !c.Enabled {
 		return nil
 	}
 	const p = "channels.feishu."
-	switch {
-	case strings.TrimSpace(c.AppID) == "":
-		return config.Invalid(p+"appId", "required when the channel is enabled")
-	case strings.TrimSpace(c.AppSecret) == "":
-		return config.Invalid(p+"appSecret", "required when the channel is enabled")
-	case c.Domain != "" && c.Domain != DomainFeishu && c.Domain != DomainLark:
-		return config.Invalid(p+"domain", "must be %q or %q, got %q", DomainFeishu, DomainLark, c.Domain)
-	case c.Mode != "" && c.Mode != ModeWebSocket && c.Mode != ModeWebhook:
-		return config.Invalid(p+"mode", "must be %q or %q, got %q", ModeWebSocket, ModeWebhook, c.Mode)
-	case c.Mode == ModeWebhook && c.EncryptKey == "":
-		return config.Invalid(p+"encryptKey", "required in webhook mode: requests are verified with its signature")
-	case c.Mode == ModeWebhook && c.VerificationToken == "":
-		return config.Invalid(p+"verificationToken", "required in webhook mode: the URL challenge is checked with it")
-	case c.Webhook.Path != "" && !strings.HasPrefix(c.Webhook.Path, "/"):
-		return config.Invalid(p+"webhook.path", "must start with /, got %q", c.Webhook.Path)
-	case c.ReplyFormat != "" && c.ReplyFormat != FormatCard && c.ReplyFormat != FormatPost && c.ReplyFormat != FormatText:
-		return config.Invalid(p+"replyFormat", "must be card, post or text, got %q", c.ReplyFormat)
+	var probs config.Problems
+	if strings.TrimSpace(c.AppID) == "" {
+		probs.Add(p+"appId", "required when the channel is enabled")
 	}
-	if err := c.Common.Validate(channelconfig.Rules{Name: "feishu", GroupIDs: "chat ids"}); err != nil {
-		return err
+	if strings.TrimSpace(c.AppSecret) == "" {
+		probs.Add(p+"appSecret", "required when the channel is enabled")
 	}
-	return channelconfig.CheckURLs("feishu", map[string]string{"baseUrl": c.BaseURL})
+	if c.Domain != "" && c.Domain != DomainFeishu && c.Domain != DomainLark {
+		probs.Add(p+"domain", "must be %q or %q, got %q", DomainFeishu, DomainLark, c.Domain)
+	}
+	if c.Mode != "" && c.Mode != ModeWebSocket && c.Mode != ModeWebhook {
+		probs.Add(p+"mode", "must be %q or %q, got %q", ModeWebSocket, ModeWebhook, c.Mode)
+	}
+	if c.Mode == ModeWebhook && c.EncryptKey == "" {
+		probs.Add(p+"encryptKey", "required in webhook mode: requests are verified with its signature")
+	}
+	if c.Mode == ModeWebhook && c.VerificationToken == "" {
+		probs.Add(p+"verificationToken", "required in webhook mode: the URL challenge is checked with it")
+	}
+	if c.Webhook.Path != "" && !strings.HasPrefix(c.Webhook.Path, "/") {
+		probs.Add(p+"webhook.path", "must start with /, got %q", c.Webhook.Path)
+	}
+	if c.ReplyFormat != "" && c.ReplyFormat != FormatCard && c.ReplyFormat != FormatPost && c.ReplyFormat != FormatText {
+		probs.Add(p+"replyFormat", "must be card, post or text, got %q", c.ReplyFormat)
+	}
+	probs.Join(c.Common.Validate(channelconfig.Rules{Name: "feishu", GroupIDs: "chat ids"}))
+	probs.Join(channelconfig.CheckURLs("feishu", map[string]string{"baseUrl": c.BaseURL}))
+	return probs.Err()
 }
 
 // baseURL is the open platform address the config selects.

@@ -14,14 +14,15 @@ type Config struct {
 	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
 }
 
-// Validate reports the first invalid key.
+// Validate reports every invalid key, joined.
 func (c Config) Validate() error {
 	const p = "channels.api."
-	switch {
-	case c.Token != "" && len(c.Token) < 8:
-		return config.Invalid(p+"token", "too short: use at least 8 characters, or none to generate one")
-	case c.TimeoutSeconds < 0 || c.TimeoutSeconds > 24*3600:
-		return config.Invalid(p+"timeoutSeconds", "must be 0..86400, got %d", c.TimeoutSeconds)
+	var probs config.Problems
+	if c.Token != "" && len(c.Token) < 8 {
+		probs.Add(p+"token", "too short: use at least 8 characters, or none to generate one")
 	}
-	return nil
+	if c.TimeoutSeconds < 0 || c.TimeoutSeconds > 24*3600 {
+		probs.Add(p+"timeoutSeconds", "must be 0..86400, got %d", c.TimeoutSeconds)
+	}
+	return probs.Err()
 }

@@ -49,28 +49,34 @@ type DM struct {
 // DefaultAPIURL is Slack's Web API.
 const DefaultAPIURL = "https://slack.com/api/"
 
-// Validate reports the first invalid key of an enabled channel.
+// Validate reports every invalid key of an enabled channel, joined.
 func (c Config) Validate() error {
 	if !c.Enabled {
 		return nil
 	}
 	const p = "channels.slack."
-	switch {
-	case c.Mode != "" && c.Mode != "socket":
-		return config.Invalid(p+"mode", "only \"socket\" is supported, got %q", c.Mode)
-	case !strings.HasPrefix(c.BotToken, "xoxb-"):
-		return config.Invalid(p+"botToken", "required: a bot token starting with xoxb-")
-	case !strings.HasPrefix(c.AppToken, "xapp-"):
-		return config.Invalid(p+"appToken", "required: an app-level token starting with xapp- (Socket Mode)")
-	case c.DMPolicy != "":
-		return config.Invalid(p+"dmPolicy", "Slack takes dm.policy (nanobot's key) instead")
-	case !c.DM.Policy.Valid() || c.DM.Policy == access.DMDisabled:
-		return config.Invalid(p+"dm.policy", "must be pairing, allowlist or open, got %q (use dm.enabled to turn DMs off)", c.DM.Policy)
+	var probs config.Problems
+	if c.Mode != "" && c.Mode != "socket" {
+		probs.Add(p+"mode", "only \"socket\" is supported, got %q", c.Mode)
 	}
-	if err := c.Common.Validate(channelconfig.Rules{Name: "slack", GroupIDs: "channel ids"}); err != nil {
-		return err
+	if !strings.HasPrefix(c.BotToken, "xoxb-") {
+		probs.Add(p+"botToken", "required: a bot token starting with xoxb-")
 	}
-	return channelconfig.CheckURLs("slack", map[string]string{"apiUrl": c.APIURL})
+	if !strings.HasPrefix(c.AppToken, "xapp-") {
+		probs.Add(p+"appToken", "required: an app-level token starting with xapp- (Socket Mode)")
+	}
+	if c.DMPolicy != "" {
+		probs.Add(p+"dmPolicy", "Slack takes dm.policy (nanobot's key) instead")
+	}
+	if !c.DM.Policy.Valid() || c.DM.Policy == access.DMDisabled {
+		probs.Add(p+"dm.policy", "must be pairing, allowlist or open, got %q (use dm.enabled to turn DMs off)", c.DM.Policy)
+	}
+	// The common dmPolicy is refused above, with what to use instead.
+	common := c.Common
+	common.DMPolicy = ""
+	probs.Join(common.Validate(channelconfig.Rules{Name: "slack", GroupIDs: "channel ids"}))
+	probs.Join(channelconfig.CheckURLs("slack", map[string]string{"apiUrl": c.APIURL}))
+	return probs.Err()
 }
 
 // KeyHints names nanobot's Slack keys nanofleet does not take.

@@ -46,28 +46,25 @@ const DefaultAPIBase = "https://api.telegram.org"
 // DefaultMaxMediaBytes is the Bot API's download limit.
 const DefaultMaxMediaBytes = 20 << 20
 
-// Validate reports the first invalid key of an enabled channel.
+// Validate reports every invalid key of an enabled channel, joined.
 func (c Config) Validate() error {
 	if !c.Enabled {
 		return nil
 	}
 	const p = "channels.telegram."
+	var probs config.Problems
 	switch {
 	case strings.TrimSpace(c.Token) == "":
-		return config.Invalid(p+"token", "required when the channel is enabled")
+		probs.Add(p+"token", "required when the channel is enabled")
 	case !strings.Contains(c.Token, ":"):
-		return config.Invalid(p+"token", "does not look like a bot token (<id>:<secret>)")
+		probs.Add(p+"token", "does not look like a bot token (<id>:<secret>)")
 	}
-	if err := c.Common.Validate(channelconfig.Rules{Name: "telegram"}); err != nil {
-		return err
-	}
-	if err := channelconfig.CheckURLs("telegram", map[string]string{"proxy": c.Proxy, "apiBase": c.APIBase, "webhook.url": c.Webhook.URL}); err != nil {
-		return err
-	}
+	probs.Join(c.Common.Validate(channelconfig.Rules{Name: "telegram"}))
+	probs.Join(channelconfig.CheckURLs("telegram", map[string]string{"proxy": c.Proxy, "apiBase": c.APIBase, "webhook.url": c.Webhook.URL}))
 	if c.Webhook.URL != "" && (len(c.Webhook.Secret) < 16 || len(c.Webhook.Secret) > 256 || !secretSyntax.MatchString(c.Webhook.Secret)) {
-		return config.Invalid(p+"webhook.secret", "16-256 letters, digits, '_' or '-' are required with a webhook URL")
+		probs.Add(p+"webhook.secret", "16-256 letters, digits, '_' or '-' are required with a webhook URL")
 	}
-	return nil
+	return probs.Err()
 }
 
 var secretSyntax = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

@@ -41,27 +41,27 @@ type Config struct {
 // DefaultMaxUploadBytes is the default upload limit.
 const DefaultMaxUploadBytes = 10 << 20
 
-// Validate reports the first invalid key.
+// Validate reports every invalid key, joined.
 func (c Config) Validate() error {
 	const p = "channels.web."
+	var probs config.Problems
 	if c.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-			return config.Invalid(p+"listen", "want host:port, got %q", c.Listen)
+			probs.Add(p+"listen", "want host:port, got %q", c.Listen)
 		}
 	}
 	if c.Token != "" && len(c.Token) < 8 {
-		return config.Invalid(p+"token", "too short: use at least 8 characters, or none to generate one")
+		probs.Add(p+"token", "too short: use at least 8 characters, or none to generate one")
 	}
 	if c.MaxUploadBytes < 0 {
-		return config.Invalid(p+"maxUploadBytes", "must not be negative")
+		probs.Add(p+"maxUploadBytes", "must not be negative")
 	}
 	if c.MaxConnections < 0 {
-		return config.Invalid(p+"maxConnections", "must not be negative (0: the default)")
+		probs.Add(p+"maxConnections", "must not be negative (0: the default)")
 	}
-	if _, err := c.crossOrigin(); err != nil {
-		return err
-	}
-	return nil
+	_, err := c.crossOrigin()
+	probs.Join(err)
+	return probs.Err()
 }
 
 // originHosts are the hosts of the allowed origins and publicUrl, which
@@ -80,21 +80,25 @@ func (c Config) originHosts() []string {
 // crossOrigin is the CSRF guard of the page's state-changing requests:
 // a browser request from another origin (Sec-Fetch-Site, else Origin
 // against Host) is refused unless the origin is publicUrl's or allowed.
+// Its error names every origin it cannot take.
 func (c Config) crossOrigin() (*http.CrossOriginProtection, error) {
 	cop := http.NewCrossOriginProtection()
+	var probs config.Problems
 	for i, o := range c.AllowedOrigins {
 		if err := cop.AddTrustedOrigin(o); err != nil {
-			return nil, config.Invalid(fmt.Sprintf("channels.web.allowedOrigins[%d]", i), "%w", err)
+			probs.Add(fmt.Sprintf("channels.web.allowedOrigins[%d]", i), "%w", err)
 		}
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
 		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, config.Invalid("channels.web.publicUrl", "want an absolute URL like https://chat.example.com, got %q", c.PublicURL)
+			probs.Add("channels.web.publicUrl", "want an absolute URL like https://chat.example.com, got %q", c.PublicURL)
+		} else if err := cop.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
+			probs.Add("channels.web.publicUrl", "%w", err)
 		}
-		if err := cop.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
-			return nil, config.Invalid("channels.web.publicUrl", "%w", err)
-		}
+	}
+	if err := probs.Err(); err != nil {
+		return nil, err
 	}
 	return cop, nil
 }

@@ -29,17 +29,18 @@ const DefaultAccount = "default"
 
 var accountRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-// Validate reports the first invalid key of an enabled channel.
+// Validate reports every invalid key of an enabled channel, joined.
 func (c Config) Validate() error {
 	if !c.Enabled {
 		return nil
 	}
 	const p = "channels.whatsapp."
-	switch {
-	case c.Account != "" && (!accountRE.MatchString(c.Account) || c.Account == "lid"):
-		return config.Invalid(p+"account", "only letters, digits, '-' and '_', and not \"lid\", got %q", c.Account)
+	var probs config.Problems
+	if c.Account != "" && (!accountRE.MatchString(c.Account) || c.Account == "lid") {
+		probs.Add(p+"account", "only letters, digits, '-' and '_', and not \"lid\", got %q", c.Account)
 	}
-	return c.Common.Validate(channelconfig.Rules{Name: "whatsapp", GroupIDs: "group JIDs", GroupDisabled: true})
+	probs.Join(c.Common.Validate(channelconfig.Rules{Name: "whatsapp", GroupIDs: "group JIDs", GroupDisabled: true}))
+	return probs.Err()
 }
 
 func (c Config) account() string {

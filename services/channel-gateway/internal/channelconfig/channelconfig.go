@@ -75,8 +75,8 @@ type Rules struct {
 	GroupDisabled bool
 }
 
-// Validate reports the first invalid common key, naming its full path
-// (channels.<name>.<key>). A disabled section is not checked.
+// Validate reports every invalid common key, naming its full path
+// (channels.<name>.<key>), joined. A disabled section is not checked.
 func (c Common) Validate(r Rules) error {
 	if !c.Enabled {
 		return nil
@@ -89,21 +89,26 @@ func (c Common) Validate(r Rules) error {
 	if r.GroupDisabled {
 		policies = append(policies, GroupDisabled)
 	}
-	switch {
-	case c.GroupPolicy != "" && !slices.Contains(policies, c.GroupPolicy):
-		return config.Invalid(p+"groupPolicy", "must be %s, got %q", strings.Join(policies, ", "), c.GroupPolicy)
-	case r.GroupIDs == "" && len(c.GroupAllowFrom) > 0:
-		return config.Invalid(p+"groupAllowFrom", "%s has no allowlist group policy; use allowFrom", r.Name)
-	case c.GroupPolicy == GroupAllowlist && len(c.GroupAllowFrom) == 0:
-		return config.Invalid(p+"groupAllowFrom", "must list %s when groupPolicy is allowlist", r.GroupIDs)
-	case !c.DMPolicy.Valid():
-		return config.Invalid(p+"dmPolicy", "must be pairing, allowlist, open or disabled, got %q", c.DMPolicy)
-	case c.StreamEditInterval < 0 || c.StreamEditInterval > MaxStreamEditInterval:
-		return config.Invalid(p+"streamEditInterval", "must be 0..%d seconds, got %g", MaxStreamEditInterval, c.StreamEditInterval)
-	case c.MaxMediaBytes < 0:
-		return config.Invalid(p+"maxMediaBytes", "must not be negative")
+	var probs config.Problems
+	if c.GroupPolicy != "" && !slices.Contains(policies, c.GroupPolicy) {
+		probs.Add(p+"groupPolicy", "must be %s, got %q", strings.Join(policies, ", "), c.GroupPolicy)
 	}
-	return nil
+	switch {
+	case r.GroupIDs == "" && len(c.GroupAllowFrom) > 0:
+		probs.Add(p+"groupAllowFrom", "%s has no allowlist group policy; use allowFrom", r.Name)
+	case c.GroupPolicy == GroupAllowlist && len(c.GroupAllowFrom) == 0:
+		probs.Add(p+"groupAllowFrom", "must list %s when groupPolicy is allowlist", r.GroupIDs)
+	}
+	if !c.DMPolicy.Valid() {
+		probs.Add(p+"dmPolicy", "must be pairing, allowlist, open or disabled, got %q", c.DMPolicy)
+	}
+	if c.StreamEditInterval < 0 || c.StreamEditInterval > MaxStreamEditInterval {
+		probs.Add(p+"streamEditInterval", "must be 0..%d seconds, got %g", MaxStreamEditInterval, c.StreamEditInterval)
+	}
+	if c.MaxMediaBytes < 0 {
+		probs.Add(p+"maxMediaBytes", "must not be negative")
+	}
+	return probs.Err()
 }
 
 // AdmitsGroup applies groupPolicy to a group message: "open" admits it,
@@ -168,24 +173,25 @@ func On(p *bool, def bool) bool {
 	return *p
 }
 
-// CheckURLs reports the first of urls (key below channels.<name> → value)
-// that is set and not an absolute URL.
+// CheckURLs reports every one of urls (key below channels.<name> → value)
+// that is set and not an absolute URL, joined.
 func CheckURLs(name string, urls map[string]string) error {
 	keys := make([]string, 0, len(urls))
 	for k := range urls {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	var p config.Problems
 	for _, key := range keys {
 		raw := urls[key]
 		if raw == "" {
 			continue
 		}
 		if u, err := url.Parse(raw); err != nil || u.Scheme == "" || u.Host == "" {
-			return config.Invalid("channels."+name+"."+key, "not an absolute URL: %q", raw)
+			p.Add("channels."+name+"."+key, "not an absolute URL: %q", raw)
 		}
 	}
-	return nil
+	return p.Err()
 }
 
 // Hints returns the platform's hints for nanobot's keys it does not take
