@@ -266,6 +266,13 @@ func (f *File) Validate() error {
 	if _, err := subject.NewSpace(n.Prefix); err != nil || n.Prefix == "" {
 		p.Add("nats.prefix", "must be 1-32 letters, digits, '-' or '_', got %q", n.Prefix)
 	}
+	// As bus.Config checks them when it connects, to be named with the rest.
+	switch {
+	case n.TLS.CertFile != "" && n.TLS.KeyFile == "":
+		p.Add("nats.tls.keyFile", "must be set with certFile")
+	case n.TLS.CertFile == "" && n.TLS.KeyFile != "":
+		p.Add("nats.tls.certFile", "must be set with keyFile")
+	}
 	if l := f.Observability.Listen; l != "" && !hostPort(l) {
 		p.Add("observability.listen", "want host:port (\"127.0.0.1:9090\", \":9090\"), got %q", l)
 	}
@@ -363,25 +370,60 @@ func decodeStrict(data []byte, v any, section string) error {
 		}
 		errs = append(errs, unknownKeyError(key, k.fold))
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	// encoding/json decodes the rest past a mistyped value, and reports
-	// the first.
-	if err := dec.Decode(v); err != nil {
+	// encoding/json decodes the rest past a mistyped value but reports
+	// only the first: each one is named, made null (which decodes to
+	// nothing) and the decode done again, until none is left.
+	for range maxMistyped {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		err := dec.Decode(v)
+		if err == nil {
+			break
+		}
 		var typeErr *json.UnmarshalTypeError
 		if !errors.As(err, &typeErr) {
-			return joinErrors(append(errs, &Error{Key: section, Err: err})...)
+			errs = append(errs, &Error{Key: section, Err: err})
+			break
 		}
 		key := keyPath(t, typeErr.Field)
 		// The offset's path has map keys, which Field lacks (and for a
 		// map's value, the key within the map); it is wrong when a type's
 		// own UnmarshalJSON failed (an offset into its value).
-		if at := keyAt(data, typeErr.Offset); at != "" && strings.Contains("."+at+".", "."+lastKey(key)+".") {
+		at := keyAt(data, typeErr.Offset)
+		located := at != "" && strings.Contains("."+strings.ReplaceAll(at, "[", ".[")+".", "."+lastKey(key)+".")
+		if located {
 			key = at
 		}
 		errs = append(errs, Invalid(renamed.written(join(section, key)), "must be %s, got %s", jsonKind(typeErr.Type), jsonValueKind(typeErr.Value)))
+		// Only a value found where it is can be taken out; otherwise the
+		// first is all that is named.
+		if !located {
+			break
+		}
+		if data = withoutValueAt(data, typeErr.Offset); data == nil {
+			break
+		}
 	}
 	return joinErrors(errs...)
+}
+
+// maxMistyped bounds the mistyped values one decode names.
+const maxMistyped = 100
+
+// withoutValueAt returns data with the value [keyAt] finds at offset made
+// null, or nil when there is none to take out (the whole document).
+func withoutValueAt(data []byte, offset int64) []byte {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // re-encoded as written: no float rounding
+	var tree any
+	if dec.Decode(&tree) != nil || !nullAt(tree, segmentsAt(data, offset)) {
+		return nil
+	}
+	out, err := json.Marshal(tree)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // UnknownKey is the error naming key (its whole path), which is none of

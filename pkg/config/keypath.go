@@ -219,6 +219,23 @@ func join(path, key string) string {
 // offset (a *json.UnmarshalTypeError's Offset), or "" for the whole
 // document. Unlike the error's Field, it includes map keys.
 func keyAt(data []byte, offset int64) string {
+	var b strings.Builder
+	for _, s := range segmentsAt(data, offset) {
+		if i, ok := s.(int); ok {
+			b.WriteString("[" + strconv.Itoa(i) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.(string))
+	}
+	return b.String()
+}
+
+// segmentsAt is [keyAt]'s path as its steps: a string for an object's
+// key, an int for a list's index; none for the whole document.
+func segmentsAt(data []byte, offset int64) []any {
 	type frame struct {
 		obj     bool
 		wantKey bool
@@ -226,19 +243,16 @@ func keyAt(data []byte, offset int64) string {
 		i       int
 	}
 	var stack []*frame
-	path := func() string {
-		var b strings.Builder
+	path := func() []any {
+		out := make([]any, 0, len(stack))
 		for _, f := range stack {
-			if !f.obj {
-				b.WriteString("[" + strconv.Itoa(f.i) + "]")
-				continue
+			if f.obj {
+				out = append(out, f.key)
+			} else {
+				out = append(out, f.i)
 			}
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(f.key)
 		}
-		return b.String()
+		return out
 	}
 	valueDone := func() {
 		if n := len(stack); n > 0 {
@@ -253,7 +267,7 @@ func keyAt(data []byte, offset int64) string {
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return ""
+			return nil
 		}
 		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
 			stack = stack[:len(stack)-1]
@@ -273,6 +287,49 @@ func keyAt(data []byte, offset int64) string {
 		}
 		valueDone()
 	}
+}
+
+// nullAt sets the value at path in tree (as decoded into any) to null,
+// and reports whether there was one (the whole document is not).
+func nullAt(tree any, path []any) bool {
+	if len(path) == 0 {
+		return false
+	}
+	for _, step := range path[:len(path)-1] {
+		switch v := tree.(type) {
+		case map[string]any:
+			k, ok := step.(string)
+			if !ok {
+				return false
+			}
+			tree = v[k]
+		case []any:
+			i, ok := step.(int)
+			if !ok || i >= len(v) {
+				return false
+			}
+			tree = v[i]
+		default:
+			return false
+		}
+	}
+	switch v := tree.(type) {
+	case map[string]any:
+		k, ok := path[len(path)-1].(string)
+		if _, found := v[k]; !ok || !found || v[k] == nil {
+			return false
+		}
+		v[k] = nil
+		return true
+	case []any:
+		i, ok := path[len(path)-1].(int)
+		if !ok || i >= len(v) || v[i] == nil {
+			return false
+		}
+		v[i] = nil
+		return true
+	}
+	return false
 }
 
 func lastKey(path string) string { return path[strings.LastIndexByte(path, '.')+1:] }

@@ -196,16 +196,25 @@ func TestEveryBadValueAtOnce(t *testing.T) {
 		{"unknown key, bad values", `{
 			"agents": {"defaults": {"modle": "x", "maxTokens": 0, "temperature": "hot"}},
 			"gateway": {"port": 18790},
-			"nats": {"replicas": 9},
+			"nats": {"replicas": 9, "tls": {"certFile": "/c.pem"}},
 			"observability": {"listen": "::::"}
 		}`, []string{
 			"agents.defaults.modle: unknown key",
 			"agents.defaults.temperature: must be a number, got a string",
 			"gateway.port: ",
 			"nats.replicas: must be 1..5, got 9",
+			"nats.tls.keyFile: must be set with certFile",
 			"observability.listen: want host:port",
 			"agents.defaults.maxTokens: must be positive, got 0",
 		}},
+		{"mistyped values", `{"agents": {"defaults": {"maxTokens": "lots", "temperature": "hot", "fallbackModels": ["a", 1, 2]}}, "nats": {"port": "x"}}`,
+			[]string{
+				"agents.defaults.fallbackModels[1]: must be a string, got a number",
+				"agents.defaults.fallbackModels[2]: must be a string, got a number",
+				"agents.defaults.maxTokens: must be a whole number, got a string",
+				"agents.defaults.temperature: must be a number, got a string",
+				"nats.port: must be a whole number, got a string",
+			}},
 		{"unset variables", `{"providers": {"openai": {"apiKey": "${NO_KEY}", "apiBase": "${NO_BASE}/v1"}}, "agents": {"defaults": {"model": "${NO_MODEL}"}}}`,
 			[]string{
 				"agents.defaults.model: environment variable NO_MODEL is not set",

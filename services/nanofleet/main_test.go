@@ -124,6 +124,32 @@ func TestBadConfigFailsNamingTheKey(t *testing.T) {
 	}
 }
 
+// TestEveryConfigProblemInOneRun: a file with problems in the shared
+// sections, the model's settings and a part's section fails naming every
+// one of them (a typo hid the bad values; each section's Validate named
+// its first).
+func TestEveryConfigProblemInOneRun(t *testing.T) {
+	env, _, _ := testEnv(t, nil)
+	data := `{
+		"agents": {"defaults": {"modle": "x"}},
+		"providers": {"openai": {"apiBase": "not a url"}, "opneai": {"apiKey": "k"}},
+		"observability": {"listen": "::::"},
+		"tools": {"exec": {"timeout": -5, "sandbox": "docker"}}
+	}`
+	if err := os.WriteFile(filepath.Join(env.home(), "config.json"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := dispatch(t.Context(), env, []string{"agent", "-m", "hi"})
+	if !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("err = %v, want an invalid config error", err)
+	}
+	for _, key := range []string{"agents.defaults.modle", "observability.listen", "providers.opneai", "providers.openai.apiBase", "tools.exec.sandbox", "tools.exec.timeout"} {
+		if !strings.Contains(err.Error(), "invalid config: "+key+": ") {
+			t.Errorf("error does not name %s:\n%v", key, err)
+		}
+	}
+}
+
 // TestGivenConfigMustExist: a file given with --config that is not there
 // fails naming it (it was ignored, and the command ran on the defaults);
 // the default file stays optional.
