@@ -1,8 +1,11 @@
 package llm
 
 import (
+	"errors"
 	"log/slog"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,21 +49,24 @@ type Config struct {
 	MaxConcurrent int
 }
 
-// Validate reports the first problem found, as a *ConfigError naming the
-// field (it matches ErrInvalidConfig).
+// Validate reports every problem found, each a *ConfigError naming the
+// field (they match ErrInvalidConfig), joined; a lone one as it is. An
+// unknown provider is reported alone: the rest is checked against it.
 func (c Config) Validate() error {
 	name := c.presetName()
 	p, ok := PresetFor(name)
 	if !ok {
 		return &ConfigError{Field: "Name", Reason: "unknown provider " + strconv.Quote(c.Name)}
 	}
+	var errs []error
+	add := func(field, reason string) { errs = append(errs, &ConfigError{Field: field, Reason: reason}) }
 	switch {
 	case c.APIBase == "" && p.APIBase == "":
-		return &ConfigError{Field: "APIBase", Reason: "required for provider " + p.Name}
+		add("APIBase", "required for provider "+p.Name)
 	case c.APIBase != "":
 		u, err := url.Parse(c.APIBase)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &ConfigError{Field: "APIBase", Reason: "not an absolute http(s) URL: " + strconv.Quote(c.APIBase)}
+			add("APIBase", "not an absolute http(s) URL: "+strconv.Quote(c.APIBase))
 		}
 	}
 	if p.KeyRequired && c.APIKey == "" && (c.APIBase == "" || sameBase(c.APIBase, p.APIBase) || p.Azure) {
@@ -68,28 +74,31 @@ func (c Config) Validate() error {
 		if p.KeyEnv != "" {
 			reason += " (set " + p.KeyEnv + ")"
 		}
-		return &ConfigError{Field: "APIKey", Reason: reason}
+		add("APIKey", reason)
 	}
 	if strings.TrimSpace(c.Model) == "" {
-		return &ConfigError{Field: "Model", Reason: "required"}
+		add("Model", "required")
 	}
 	if c.Timeout < 0 {
-		return &ConfigError{Field: "Timeout", Reason: "must not be negative"}
+		add("Timeout", "must not be negative")
 	}
 	if c.MaxConcurrent > 1_000_000 {
-		return &ConfigError{Field: "MaxConcurrent", Reason: "must be at most 1000000, got " + strconv.Itoa(c.MaxConcurrent)}
+		add("MaxConcurrent", "must be at most 1000000, got "+strconv.Itoa(c.MaxConcurrent))
 	}
 	for i, m := range c.FallbackModels {
 		if strings.TrimSpace(m) == "" {
-			return &ConfigError{Field: "FallbackModels", Reason: "entry " + strconv.Itoa(i) + " is empty"}
+			add("FallbackModels", "entry "+strconv.Itoa(i)+" is empty")
 		}
 	}
-	for k := range c.ExtraHeaders {
+	for _, k := range slices.Sorted(maps.Keys(c.ExtraHeaders)) {
 		if k == "" || strings.ContainsAny(k, " \t\r\n:") {
-			return &ConfigError{Field: "ExtraHeaders", Reason: "invalid header name " + strconv.Quote(k)}
+			add("ExtraHeaders", "invalid header name "+strconv.Quote(k))
 		}
 	}
-	return nil
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
 }
 
 // LogValue implements slog.LogValuer and keeps the key out of logs.

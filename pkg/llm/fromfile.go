@@ -168,6 +168,14 @@ func distance(a, b string) int {
 // field names because it is also built in code; only here is it known
 // which key of the file a field came from.
 func FileError(c Config, err error) error {
+	// Validate joins its problems: each is named on its own.
+	if errs := configErrors(err); len(errs) > 1 {
+		out := make([]error, 0, len(errs))
+		for _, e := range errs {
+			out = append(out, FileError(c, e))
+		}
+		return errors.Join(out...)
+	}
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
 		return err
@@ -183,6 +191,24 @@ func FileError(c Config, err error) error {
 		"MaxConcurrent":  provider + ".maxConcurrent",
 	}[ce.Field]
 	return &config.Error{Key: cmp.Or(key, provider), Err: providerReason{ce}}
+}
+
+// configErrors are the *ConfigErrors of err, as [Config.Validate] joined
+// them and [New] wrapped the join; none when err holds none.
+func configErrors(err error) []error {
+	switch e := err.(type) {
+	case *ConfigError:
+		return []error{e}
+	case interface{ Unwrap() []error }:
+		var out []error
+		for _, c := range e.Unwrap() {
+			out = append(out, configErrors(c)...)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		return configErrors(e.Unwrap())
+	}
+	return nil
 }
 
 // providerReason keeps the ConfigError in the chain but prints only its

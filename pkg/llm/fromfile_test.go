@@ -124,6 +124,10 @@ func TestCheckFile(t *testing.T) {
 	}{
 		{"no key", `{}`, ""},
 		{"no key, a bad fallback", `{"agents": {"defaults": {"fallbackModels": [" "]}}}`, "invalid config: agents.defaults.fallbackModels: entry 0 is empty"},
+		{"every problem of the provider", `{"agents": {"defaults": {"fallbackModels": ["a", " "]}}, "providers": {"openai": {"apiBase": "not a url", "extraHeaders": {"bad header": "x"}}}}`,
+			`invalid config: providers.openai.apiBase: not an absolute http(s) URL: "not a url"` + "\n" +
+				"invalid config: agents.defaults.fallbackModels: entry 1 is empty\n" +
+				`invalid config: providers.openai.extraHeaders: invalid header name "bad header"`},
 		{"a bad name and a bad base", `{"providers": {"opneai": {"apiKey": "k"}, "openai": {"apiBase": "not a url"}}}`,
 			"invalid config: providers.opneai: unknown provider; nanofleet has openai, openrouter, deepseek, groq, gemini, anthropic, azure, ollama, vllm, lmstudio, custom (any OpenAI-compatible endpoint, by its apiBase); did you mean openai?\n" +
 				`invalid config: providers.openai.apiBase: not an absolute http(s) URL: "not a url"`},

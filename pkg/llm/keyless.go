@@ -2,7 +2,6 @@ package llm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -12,14 +11,25 @@ import (
 // user sees it run and each turn says what to do.
 func NewOrKeyless(cfg Config, opts ...Option) (c Client, keyless bool, err error) {
 	p, err := New(cfg, opts...)
-	var ce *ConfigError
-	if errors.As(err, &ce) && ce.Field == "APIKey" {
+	if onlyNoKey(err) {
 		return noKey{provider: cfg.ProviderName()}, true, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
 	return p, false, nil
+}
+
+// onlyNoKey says whether err is [New]'s refusal of a config whose API
+// key is missing, and nothing else.
+func onlyNoKey(err error) bool {
+	errs := configErrors(err)
+	for _, e := range errs {
+		if e.(*ConfigError).Field != "APIKey" {
+			return false
+		}
+	}
+	return len(errs) > 0
 }
 
 // noKey is the model of a fleet without an API key.

@@ -18,6 +18,8 @@ func TestNewOrKeyless(t *testing.T) {
 		{"without a key", llm.Config{Name: "openai", Model: "m"}, true, false},
 		{"without a key, another provider", llm.Config{Name: "deepseek", Model: "m"}, true, false},
 		{"without a model", llm.Config{Name: "openai", APIKey: "sk-x"}, false, true},
+		// A key is not all that is missing: the other problem is reported.
+		{"without a key, with a bad fallback", llm.Config{Name: "openai", Model: "m", FallbackModels: []string{" "}}, false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, keyless, err := llm.NewOrKeyless(tt.cfg)
