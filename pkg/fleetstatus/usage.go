@@ -120,10 +120,17 @@ func (u *Usage) add(rec *nanofleetv1.TurnRecord) {
 }
 
 // userOf names the turn's user: the sender id with the channel of the
-// session, since ids are only unique within a platform.
+// session, since ids are only unique within a platform. A sender whose
+// id is its channel's name (the terminal's "cli", the web chat's "web",
+// the heartbeat's: one sender for the whole channel) is named once:
+// "cli", not "cli:cli".
 func userOf(rec *nanofleetv1.TurnRecord) string {
 	channel, _, _ := strings.Cut(rec.GetSessionKey(), ":")
-	return channel + ":" + cmp.Or(rec.GetSenderId(), "(unknown)")
+	sender := cmp.Or(rec.GetSenderId(), "(unknown)")
+	if sender == channel {
+		return channel
+	}
+	return channel + ":" + sender
 }
 
 // Summary returns the total and the top n sessions, users and models.

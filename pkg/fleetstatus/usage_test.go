@@ -1,6 +1,7 @@
 package fleetstatus_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
@@ -63,6 +64,33 @@ func TestUsage(t *testing.T) {
 		}
 		if tt.got[0] != tt.first || tt.got[1].Prompt == 0 {
 			t.Errorf("%s: first %+v, want %+v", tt.name, tt.got[0], tt.first)
+		}
+	}
+}
+
+// TestUsageNamesUsers: a user is the sender with its channel; a sender
+// that is its channel's only one (the terminal's) is named once.
+func TestUsageNamesUsers(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	tests := []struct{ session, sender, want string }{
+		{"telegram:1", "42", "telegram:42"},
+		{"cli:direct", "cli", "cli"},
+		{"web:c1", "web", "web"},
+		{"heartbeat:default", "heartbeat", "heartbeat"},
+		{"slack:C1", "", "slack:(unknown)"},
+	}
+	for i, tt := range tests {
+		publishTurn(t, b, &nanofleetv1.TurnRecord{TurnId: fmt.Sprint(i), SessionKey: tt.session, SenderId: tt.sender,
+			Usage: &nanofleetv1.TokenUsage{PromptTokens: int64(100 - i), ModelCalls: 1}})
+	}
+	u := fleetstatus.NewUsage(b.Space)
+	if err := u.Update(ctxT(t), b.Direct, stream(t, b, b.Space.HistoryStream())); err != nil {
+		t.Fatal(err)
+	}
+	users := u.Summary(len(tests)).Users
+	for i, tt := range tests {
+		if i >= len(users) || users[i].Key != tt.want {
+			t.Errorf("user of %s from %q = %v, want %q", tt.session, tt.sender, users, tt.want)
 		}
 	}
 }

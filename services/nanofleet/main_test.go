@@ -387,7 +387,7 @@ func TestStatusShowsTokenUsage(t *testing.T) {
 			continue
 		}
 		switch {
-		case strings.HasPrefix(k, "user cli:"):
+		case k == "user cli": // the terminal's one sender, "cli", named once
 			users++
 		case strings.HasPrefix(k, "session cli:"):
 			sessions++
