@@ -118,19 +118,33 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 		}
 		text = "Model for this session set to " + c.args[0] + "."
 	case c.name == "/history":
-		n := 10
-		if len(c.args) > 0 {
-			if v, err := strconv.Atoi(c.args[0]); err == nil && v > 0 {
-				n = v
-			}
+		if n, ok := historyCount(c.args); ok {
+			text = formatHistory(hist, n)
+		} else {
+			text = historyUsage
 		}
-		text = formatHistory(hist, n)
 	}
 	t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, text)
 	if err := t.commit(context.WithoutCancel(ctx), hist, rec, nil); err != nil {
 		return "", err
 	}
 	return "command", nil
+}
+
+// historyUsage answers a /history whose argument is not a count.
+const historyUsage = "Usage: /history [n] — show the last n messages (10 without n); n is a whole number from 1."
+
+// historyCount is how many messages /history shows: 10, or the one
+// argument when it is a whole number from 1; ok is false otherwise.
+func historyCount(args []string) (n int, ok bool) {
+	switch len(args) {
+	case 0:
+		return 10, true
+	case 1:
+		n, err := strconv.Atoi(args[0])
+		return n, err == nil && n > 0
+	}
+	return 0, false
 }
 
 // formatUsage is /status's line on the session's tokens.

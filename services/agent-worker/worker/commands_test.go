@@ -29,3 +29,27 @@ func TestFormatHistoryCutsOnCharacters(t *testing.T) {
 		})
 	}
 }
+
+// TestHistoryCount: /history takes no argument or a count; anything else
+// is answered with the usage (it was ignored, showing 10).
+func TestHistoryCount(t *testing.T) {
+	tests := []struct {
+		args []string
+		n    int
+		ok   bool
+	}{
+		{nil, 10, true},
+		{[]string{"3"}, 3, true},
+		{[]string{"abc"}, 0, false},
+		{[]string{"0"}, 0, false},
+		{[]string{"-2"}, 0, false},
+		{[]string{"2.5"}, 0, false},
+		{[]string{"3", "4"}, 0, false},
+	}
+	for _, tt := range tests {
+		n, ok := historyCount(tt.args)
+		if ok != tt.ok || ok && n != tt.n {
+			t.Errorf("historyCount(%q) = %d, %t; want %d, %t", tt.args, n, ok, tt.n, tt.ok)
+		}
+	}
+}

@@ -295,6 +295,14 @@ func TestSlashCommands(t *testing.T) {
 		!strings.Contains(o.GetContent(), "Tokens: 50 in (20 cached), 5 out (1 reasoning), over 1 model call in 1 turn") {
 		t.Errorf("/status = %q", o.GetContent())
 	}
+	h.send(t, "c1", "4h", "/history 1")
+	if o := h.next(t); o.GetContent() != "assistant: remembered" {
+		t.Errorf("/history 1 = %q", o.GetContent())
+	}
+	h.send(t, "c1", "4u", "/history abc")
+	if o := h.next(t); !strings.HasPrefix(o.GetContent(), "Usage: /history [n]") {
+		t.Errorf("/history abc = %q, want the usage", o.GetContent())
+	}
 	h.send(t, "c1", "5", "/new")
 	if o := h.next(t); o.GetContent() != "New session started." {
 		t.Errorf("/new = %q", o.GetContent())
