@@ -65,7 +65,7 @@ func (a *Adapter) discover(ctx context.Context) (wsURL, account string, err erro
 			return retry.Final(fmt.Errorf("discord: bot token rejected: %w", err))
 		}
 		return err
-	})
+	}, retry.WithStatus(a.deps.Bus, Channel))
 	if err != nil {
 		return "", "", err
 	}

@@ -209,7 +209,7 @@ func (a *Adapter) identify(ctx context.Context) (account string, err error) {
 		a.log.Info("feishu bot ready", "app", info.Bot.AppName, "open_id", info.Bot.OpenID)
 		account = cmp.Or(info.Bot.AppName, info.Bot.OpenID)
 		return nil
-	})
+	}, retry.WithStatus(a.deps.Bus, Channel))
 	return account, err
 }
 

@@ -66,7 +66,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		a.mu.Unlock()
 		a.log.Info("slack bot ready", "user", res.User, "user_id", res.UserID, "team", res.Team)
 		return nil
-	})
+	}, retry.WithStatus(a.deps.Bus, Channel))
 }
 
 // dispatch acknowledges an envelope first, then handles it.

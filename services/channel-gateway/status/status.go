@@ -257,6 +257,21 @@ func (b *Board) Failing(ctx context.Context, log *slog.Logger, channel string, e
 	b.report(ctx, log, channel, func(r *Record) { r.State, r.Reason, r.QR = Failed, err.Error(), "" })
 }
 
+// Retrying reports that starting channel on this gateway failed with err
+// and is being tried again (a platform that cannot be reached, a name
+// that does not resolve): the channel shows as failed with err until it
+// starts, instead of not running without a reason. A connection held
+// under a lease keeps its record: its holder, maybe another gateway,
+// runs it, and readers check the lease.
+func (b *Board) Retrying(ctx context.Context, log *slog.Logger, channel string, err error) {
+	if r, gerr := b.Get(ctx, channel); gerr == nil && r != nil && r.Lease != "" && (r.State == Connected || r.State == Linking) {
+		return
+	}
+	b.report(ctx, log, channel, func(r *Record) {
+		r.State, r.Reason, r.Holder, r.Lease, r.QR = Failed, err.Error(), "", "", ""
+	})
+}
+
 // EveryGateway is the holder of a channel every gateway serves.
 const EveryGateway = "every gateway"
 

@@ -111,3 +111,38 @@ func TestWatch(t *testing.T) {
 		t.Errorf("update = %+v", r)
 	}
 }
+
+// TestRetrying: a channel whose start-up is retried shows as failed with
+// the error (it showed as not running with no reason), unless its record
+// is a connection held under a lease, which its holder runs.
+func TestRetrying(t *testing.T) {
+	ctx := t.Context()
+	b := bustest.StartJetStream(t, status.Assets)
+	board, err := status.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	board.Holding(ctx, log, "discord", "gw-a", "discord-conn-1", "bot#1")
+	board.Holding(ctx, log, "feishu", "gw-a", "feishu-conn-1", "")(ctx, nil) // stopped
+	board.Serving(ctx, log, "slack", "@bot")
+	down := errors.New("telegram getMe failed, retrying: dial tcp: lookup api.telegram.org: no such host")
+	tests := []struct {
+		channel, state, reason, holder string
+	}{
+		{"telegram", "failed", down.Error(), ""}, // no record yet
+		{"feishu", "failed", down.Error(), ""},   // its last holder stopped
+		{"slack", "failed", down.Error(), ""},    // every gateway's: this one fails
+		{"discord", "connected", "", "gw-a"},     // held under a lease
+	}
+	for _, tt := range tests {
+		board.Retrying(ctx, log, tt.channel, down)
+		r, err := board.Get(ctx, tt.channel)
+		if err != nil || r == nil {
+			t.Fatalf("%s: %v, %v", tt.channel, r, err)
+		}
+		if string(r.State) != tt.state || r.Reason != tt.reason || r.Holder != tt.holder {
+			t.Errorf("%s = %+v, want %s %q held by %q", tt.channel, r, tt.state, tt.reason, tt.holder)
+		}
+	}
+}

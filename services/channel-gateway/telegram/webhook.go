@@ -20,7 +20,7 @@ func (a *Adapter) runWebhook(ctx context.Context) error {
 			URL: a.cfg.Webhook.URL, SecretToken: a.cfg.Webhook.Secret, AllowedUpdates: []string{"message"},
 		})
 		return err
-	})
+	}, retry.WithStatus(a.deps.Bus, Channel))
 	if err != nil { // only ctx ends it
 		return nil
 	}

@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 func TestUntil(t *testing.T) {
@@ -53,5 +55,34 @@ func TestUntil(t *testing.T) {
 				t.Errorf("Until = %q, want the error as it was before Final", err)
 			}
 		})
+	}
+}
+
+// TestUntilWithStatus: while the calls fail, the channel's record on the
+// status board says why (with the message logged), as `nanofleet
+// channels status` shows it.
+func TestUntilWithStatus(t *testing.T) {
+	b := bustest.StartJetStream(t, status.Assets)
+	board, err := status.Open(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	var seen *status.Record
+	err = retry.Until(t.Context(), slog.New(slog.DiscardHandler), "telegram getMe failed, retrying", func(ctx context.Context) error {
+		calls++
+		if calls == 1 {
+			return errors.New("lookup api.telegram.org: no such host")
+		}
+		// The first failure's report is written before the wait.
+		var err error
+		seen, err = board.Get(ctx, "telegram")
+		return err
+	}, retry.WithStatus(b, "telegram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen == nil || seen.State != status.Failed || seen.Reason != "telegram getMe failed, retrying: lookup api.telegram.org: no such host" {
+		t.Errorf("record while retrying = %+v", seen)
 	}
 }
