@@ -5,11 +5,13 @@ package onboard
 
 import (
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/wsfile"
 )
@@ -17,11 +19,15 @@ import (
 //go:embed templates
 var templates embed.FS
 
-// ConfigTemplate is the config file written by onboard.
+// DefaultWorkspace is the workspace [ConfigTemplate] names.
+const DefaultWorkspace = "~/.nanofleet/workspace"
+
+// ConfigTemplate is the config file written by onboard, for the default
+// workspace ([Config] names another).
 const ConfigTemplate = `{
   "agents": {
     "defaults": {
-      "workspace": "~/.nanofleet/workspace",
+      "workspace": "` + DefaultWorkspace + `",
       "model": "gpt-4o-mini",
       "maxTokens": 8192,
       "temperature": 0.1,
@@ -38,15 +44,40 @@ const ConfigTemplate = `{
 }
 `
 
+// Config is [ConfigTemplate] naming workspace, as the config file says
+// it: a path under the home directory starts with "~/", which loading
+// expands, and one elsewhere is absolute.
+func Config(workspace string) (string, error) {
+	abs, err := filepath.Abs(workspace)
+	if err != nil {
+		return "", fmt.Errorf("onboard: workspace: %w", err)
+	}
+	name := abs
+	if home, err := os.UserHomeDir(); err == nil {
+		if rel, err := filepath.Rel(home, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			name = filepath.ToSlash(filepath.Join("~", rel))
+		}
+	}
+	quoted, err := json.Marshal(name)
+	if err != nil {
+		return "", fmt.Errorf("onboard: workspace: %w", err)
+	}
+	return strings.Replace(ConfigTemplate, `"`+DefaultWorkspace+`"`, string(quoted), 1), nil
+}
+
 // Result lists what onboard wrote and what it kept.
 type Result struct {
 	Wrote, Kept []string
 }
 
-// Write creates configPath and the workspace. Existing files are kept
-// unless force is set.
+// Write creates configPath, naming the workspace, and the workspace.
+// Existing files are kept unless force is set.
 func Write(configPath, workspace string, force bool) (Result, error) {
 	var res Result
+	cfg, err := Config(workspace)
+	if err != nil {
+		return res, err
+	}
 	put := func(path string, data []byte, mode os.FileMode) error {
 		if _, err := os.Stat(path); err == nil && !force {
 			res.Kept = append(res.Kept, path)
@@ -64,7 +95,7 @@ func Write(configPath, workspace string, force bool) (Result, error) {
 		return nil
 	}
 	// The config holds API keys: its owner's alone.
-	if err := put(configPath, []byte(ConfigTemplate), 0o600); err != nil {
+	if err := put(configPath, []byte(cfg), 0o600); err != nil {
 		return res, fmt.Errorf("onboard: config: %w", err)
 	}
 	// Sessions may have written the workspace: its files are written

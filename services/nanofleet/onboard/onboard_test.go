@@ -114,3 +114,48 @@ func TestConfigTemplateKeepsDefaultSlots(t *testing.T) {
 			cfg.Slots, cfg.FleetTurnLimit, want.Slots, want.FleetTurnLimit)
 	}
 }
+
+// TestConfigNamesTheWorkspace: the config onboard writes names the
+// workspace it wrote the templates to (it named ~/.nanofleet/workspace
+// whatever --workspace said), with ~ under the home directory, so that a
+// fleet started with it reads them.
+func TestConfigNamesTheWorkspace(t *testing.T) {
+	home, elsewhere := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	tests := []struct {
+		name, workspace, want string
+	}{
+		{"the default", filepath.Join(home, ".nanofleet", "workspace"), "~/.nanofleet/workspace"},
+		{"under home", filepath.Join(home, "bots", "ws"), "~/bots/ws"},
+		{"elsewhere", filepath.Join(elsewhere, "ws"), filepath.Join(elsewhere, "ws")},
+		{"relative", "rel-ws", filepath.Join(elsewhere, "rel-ws")},
+		{"with a quote", filepath.Join(elsewhere, `my "ws"`), filepath.Join(elsewhere, `my "ws"`)},
+	}
+	t.Chdir(elsewhere)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), "config.json")
+			if _, err := onboard.Write(cfg, tt.workspace, false); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := config.Defaults()
+			if err := config.Parse(f, data, func(string) string { return "" }); err != nil {
+				t.Fatalf("the config does not load: %v\n%s", err, data)
+			}
+			if got := f.Agents.Defaults.Workspace; got != tt.want {
+				t.Errorf("the config names workspace %q, want %q", got, tt.want)
+			}
+			ws, err := config.ExpandHome(f.Agents.Defaults.Workspace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "SOUL.md")); err != nil {
+				t.Errorf("no template where the config points: %v", err)
+			}
+		})
+	}
+}
