@@ -197,23 +197,26 @@ func (cv *conversation) wait(ctx context.Context, p *fleet.Pending, storage func
 }
 
 func agentCmd(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	var c common
-	env.register(fs, &c)
-	msg := fs.String("m", "", "the message to send (required)")
-	sess := fs.String("session", "cli:direct", "session key")
-	if err := fs.Parse(args); err != nil {
+	var msg, sess string
+	line := &cmd{name: "agent", synopsis: "-m TEXT", summary: "Send one message and print the reply: to the running fleet, else to a fleet of its own until it exits.",
+		flags: func(fs *flag.FlagSet) {
+			env.register(fs, &c)
+			fs.StringVar(&msg, "m", "", "the message to send (required; quote one of several words)")
+			fs.StringVar(&sess, "session", "cli:direct", "session `key`")
+		}}
+	if _, err := line.parse(env.stdout, args); err != nil {
 		return err
 	}
-	if *msg == "" {
-		return errors.New("agent: -m TEXT is required")
+	if msg == "" {
+		return &usageError{msg: "agent: -m TEXT is required", usage: line.usage()}
 	}
-	cv, err := openConversation(ctx, env, &c, "agent", *sess)
+	cv, err := openConversation(ctx, env, &c, "agent", sess)
 	if err != nil {
 		return err
 	}
 	defer cv.close(ctx)
-	out, err := cv.ask(ctx, *msg, nil)
+	out, err := cv.ask(ctx, msg, nil)
 	if err != nil && ctx.Err() != nil {
 		return errInterrupted // not the context's "context canceled"
 	}

@@ -16,26 +16,30 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
-const channelsUsage = "usage: nanofleet channels status | nanofleet channels login whatsapp"
-
 func channelsCmd(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("channels", flag.ContinueOnError)
 	var c common
-	env.register(fs, &c)
-	timeout := fs.Duration("timeout", 5*time.Minute, "login: how long to wait for the QR code to be scanned")
-	if err := fs.Parse(args); err != nil {
-		return err
+	var timeout time.Duration
+	set := &commandSet{
+		name:    "channels",
+		summary: "See the fleet's chat channels and link the WhatsApp account.",
+		flags:   func(fs *flag.FlagSet) { env.registerClient(fs, &c) },
+		subs: []subcommand{
+			{name: "status", summary: "each configured channel's state, account and gateway, and why one is not running",
+				run: func([]string) error { return channelsStatus(ctx, env, &c) }},
+			{name: "login", synopsis: "whatsapp [--timeout DURATION]", summary: "link the WhatsApp account: show the QR code to scan until it is linked",
+				minArgs: 1, maxArgs: 1, argNames: "the channel: whatsapp",
+				flags: func(fs *flag.FlagSet) {
+					fs.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the QR code to be scanned")
+				},
+				run: func(args []string) error {
+					if args[0] != "whatsapp" {
+						return badArg("only whatsapp links by QR code, not %q", args[0])
+					}
+					return whatsappLogin(ctx, env, &c, timeout)
+				}},
+		},
 	}
-	rest := fs.Args()
-	switch {
-	case len(rest) == 1 && rest[0] == "status":
-		return channelsStatus(ctx, env, &c)
-	case len(rest) == 2 && rest[0] == "login" && rest[1] == "whatsapp":
-		ctx, cancel := context.WithTimeout(ctx, *timeout)
-		defer cancel()
-		return whatsappLogin(ctx, env, &c)
-	}
-	return errors.New(channelsUsage)
+	return set.run(env.stdout, args)
 }
 
 // channelsStatus lists each configured channel with its state, account
@@ -94,27 +98,36 @@ func openBoard(ctx context.Context, env *environment, c *common) (*bus.Bus, *sta
 	return b, board, nil
 }
 
+// errNotLinked: whatsappLogin's --timeout passed before the scan.
+var errNotLinked = errors.New("not linked")
+
 // whatsappLogin shows the QR codes the gateway holding the WhatsApp
-// connection reports, until the account is linked.
-func whatsappLogin(ctx context.Context, env *environment, c *common) error {
+// connection reports, until the account is linked or timeout passes.
+func whatsappLogin(ctx context.Context, env *environment, c *common, timeout time.Duration) error {
 	b, board, err := openBoard(ctx, env, c)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	updates, err := board.Watch(ctx, "whatsapp")
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	updates, err := board.Watch(wctx, "whatsapp")
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(env.stdout, "waiting for the gateway running channels.whatsapp (start it with `nanofleet run` if it is not running)…")
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	shown := ""
 	for {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("whatsapp login: %w", ctx.Err())
+			return errInterrupted
+		case <-deadline.C:
+			return fmt.Errorf("whatsapp login: %w within %s (--timeout)", errNotLinked, timeout)
 		case r, ok := <-updates:
 			if !ok {
-				return fmt.Errorf("whatsapp login: %w", ctx.Err())
+				return errInterrupted // the watch ends with ctx
 			}
 			switch {
 			case r.State == status.Linking && r.QR != "" && r.QR != shown:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,51 +12,57 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 )
 
-// errCronUsage is returned for bad cron arguments; the usage text has been
-// written to the output.
-var errCronUsage = errors.New("usage: nanofleet cron list [--session KEY] | nanofleet cron remove [--session KEY] JOB_ID")
-
 func cronCmd(ctx context.Context, env *environment, args []string) error {
-	return env.joinFleet(ctx, flag.NewFlagSet("cron", flag.ContinueOnError), args, nil, func(b *bus.Bus, _ *common, rest []string) error {
-		return runCron(ctx, b, rest, env.stdout)
-	})
+	var c common
+	var session string
+	sessionFlag := func(fs *flag.FlagSet) {
+		fs.StringVar(&session, "session", "", "only the jobs of session `KEY` (e.g. telegram:12345)")
+	}
+	withSchedule := func(run func(s *schedule.Scheduler) error) error {
+		return env.withFleet(ctx, &c, func(b *bus.Bus) error {
+			s, err := schedule.Open(ctx, b)
+			if err != nil {
+				return err
+			}
+			return run(s)
+		})
+	}
+	set := &commandSet{
+		name:    "cron",
+		summary: "List or remove the fleet's scheduled jobs: those sessions made with the cron tool, and the heartbeat.",
+		flags:   func(fs *flag.FlagSet) { env.registerClient(fs, &c) },
+		subs: []subcommand{
+			{name: "list", synopsis: "[--session KEY]", summary: "list the jobs with their next fire time", flags: sessionFlag,
+				run: func([]string) error {
+					return withSchedule(func(s *schedule.Scheduler) error {
+						jobs, err := s.List(ctx, session)
+						if err != nil {
+							return err
+						}
+						writeJobs(env.stdout, jobs, time.Now())
+						return nil
+					})
+				}},
+			{name: "remove", synopsis: "[--session KEY] JOB_ID", summary: "remove a job (--session when its id is in several sessions)",
+				minArgs: 1, maxArgs: 1, argNames: "JOB_ID", flags: sessionFlag,
+				run: func(args []string) error {
+					return withSchedule(func(s *schedule.Scheduler) error {
+						return removeJob(ctx, s, session, args[0], env.stdout)
+					})
+				}},
+		},
+	}
+	return set.run(env.stdout, args)
 }
 
-// runCron is `nanofleet cron list|remove`: it lists jobs with their next
-// fire time, or removes one. args excludes "cron".
-func runCron(ctx context.Context, b *bus.Bus, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stdout, errCronUsage)
-		return errCronUsage
-	}
-	fs := flag.NewFlagSet("cron "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	sessionKey := fs.String("session", "", "only this session's jobs (e.g. telegram:12345)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return fmt.Errorf("%w: %w", errCronUsage, err)
-	}
-	s, err := schedule.Open(ctx, b)
+// removeJob removes a job.
+func removeJob(ctx context.Context, s *schedule.Scheduler, session, id string, stdout io.Writer) error {
+	j, err := s.Remove(ctx, session, id)
 	if err != nil {
 		return err
 	}
-	switch {
-	case args[0] == "list" && fs.NArg() == 0:
-		jobs, err := s.List(ctx, *sessionKey)
-		if err != nil {
-			return err
-		}
-		writeJobs(stdout, jobs, time.Now())
-		return nil
-	case args[0] == "remove" && fs.NArg() == 1:
-		j, err := s.Remove(ctx, *sessionKey, fs.Arg(0))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "removed job %s of %s (%s)\n", j.ID, j.SessionKey, j.Spec)
-		return nil
-	}
-	fmt.Fprintln(stdout, errCronUsage)
-	return errCronUsage
+	fmt.Fprintf(stdout, "removed job %s of %s (%s)\n", j.ID, j.SessionKey, j.Spec)
+	return nil
 }
 
 func writeJobs(w io.Writer, jobs []schedule.Job, now time.Time) {

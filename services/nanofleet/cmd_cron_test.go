@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -16,7 +15,8 @@ import (
 // them. The steps run in order; each sees what the ones before left.
 func TestCron(t *testing.T) {
 	ctx := t.Context()
-	b := bustest.StartJetStream(t, schedule.Assets)
+	srv := bustest.StartServer(t)
+	b := srv.Connect(t, "", schedule.Assets)
 	s, err := schedule.Open(ctx, b)
 	if err != nil {
 		t.Fatal(err)
@@ -30,6 +30,7 @@ func TestCron(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	nats := srv.ClientURL()
 	tests := []struct {
 		name  string
 		args  []string
@@ -40,21 +41,18 @@ func TestCron(t *testing.T) {
 	}{
 		{"list every session", []string{"list"}, 4, []string{"NEXT", "slack:C1", "telegram:42", "cron 0 9 * * 1-5 (Europe/Berlin)", "every 1h0m0s", "other chat's job"}, nil, nil},
 		{"list one session", []string{"list", "--session", "slack:C1"}, 2, []string{"slack:C1"}, []string{"telegram:42"}, nil},
+		{"session before the subcommand", []string{"--session", "slack:C1", "list"}, 2, []string{"slack:C1"}, []string{"telegram:42"}, nil},
 		{"remove", []string{"remove", "standup"}, 1, []string{"removed job standup of telegram:42 (cron 0 9 * * 1-5 (Europe/Berlin))"}, nil, nil},
 		{"remove in another session", []string{"remove", "--session", "slack:C1", "stretch"}, 0, nil, nil, schedule.ErrNotFound},
 		{"remove unknown", []string{"remove", "nope"}, 0, nil, nil, schedule.ErrNotFound},
 		{"list after remove", []string{"list"}, 3, []string{"stretch", "other"}, []string{"standup"}, nil},
-		{"unknown subcommand", []string{"frobnicate"}, 1, []string{"usage: nanofleet cron list"}, nil, errCronUsage},
-		{"no subcommand", nil, 1, []string{"usage: nanofleet cron list"}, nil, errCronUsage},
-		{"remove without id", []string{"remove"}, 1, []string{"usage: nanofleet cron list"}, nil, errCronUsage},
-		{"bad flag", []string{"list", "--frob"}, 0, nil, nil, errCronUsage},
 		{"remove the rest", []string{"remove", "--session", "slack:C1", "other"}, 1, []string{"removed job other of slack:C1"}, nil, nil},
 		{"remove the last", []string{"remove", "stretch"}, 1, []string{"removed job stretch"}, nil, nil},
 		{"list none", []string{"list"}, 1, []string{"no scheduled jobs"}, nil, nil},
 	}
 	for _, tt := range tests {
-		var out bytes.Buffer
-		err := runCron(ctx, b, tt.args, &out)
+		env, out, _ := testEnv(t, nil)
+		err := dispatch(ctx, env, append(append([]string{"cron"}, tt.args...), "--nats", nats))
 		if tt.err != nil && !errors.Is(err, tt.err) || tt.err == nil && err != nil {
 			t.Fatalf("%s: err %v, want %v", tt.name, err, tt.err)
 		}

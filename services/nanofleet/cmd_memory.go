@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,74 +14,92 @@ import (
 )
 
 func memoryCmd(ctx context.Context, env *environment, args []string) error {
-	return env.joinFleet(ctx, flag.NewFlagSet("memory", flag.ContinueOnError), args, nil, func(b *bus.Bus, _ *common, rest []string) error {
-		return runMemory(ctx, b, rest, env.stdout)
-	})
+	var c common
+	var agent, scopeName string
+	var n int
+	scopeFlags := func(fs *flag.FlagSet) {
+		fs.StringVar(&agent, "agent", profile.DefaultAgent, "agent `id`")
+		fs.StringVar(&scopeName, "scope", memory.KindAgent, "`scope`: agent, user:<person> or session:<channel>:<chat id>")
+	}
+	countFlags := func(fs *flag.FlagSet) {
+		scopeFlags(fs)
+		fs.IntVar(&n, "n", 20, "how many to list, the newest first")
+	}
+	// inScope runs run on the fleet with the scope the flags name.
+	inScope := func(run func(b *bus.Bus, s memory.Scope) error) error {
+		scope, err := memory.ParseScopeName(agent, scopeName)
+		if err != nil {
+			return &argError{err}
+		}
+		return env.withFleet(ctx, &c, func(b *bus.Bus) error { return run(b, scope) })
+	}
+	onFleet := func(run func(b *bus.Bus) error) error { return env.withFleet(ctx, &c, run) }
+	out := env.stdout
+	set := &commandSet{
+		name:    "memory",
+		summary: "Read the fleet's memory, restore a revision, and join a person's senders on several channels.",
+		flags:   func(fs *flag.FlagSet) { env.registerClient(fs, &c) },
+		note:    `A scope is "agent" (default), "user:<person>" or "session:<channel>:<chat id>".`,
+		subs: []subcommand{
+			{name: "show", synopsis: "[--scope S] [--agent A]", summary: "print the scope's MEMORY.md and recent entries", flags: scopeFlags,
+				run: func([]string) error {
+					return inScope(func(b *bus.Bus, s memory.Scope) error { return memoryShow(ctx, b, s, out) })
+				}},
+			{name: "history", synopsis: "[--scope S] [--agent A] [-n N]", summary: "list the newest N history entries (default 20)", flags: countFlags,
+				run: func([]string) error {
+					return inScope(func(b *bus.Bus, s memory.Scope) error { return memoryHistory(ctx, b, s, n, out) })
+				}},
+			{name: "search", synopsis: "[--scope S] [--agent A] [-n N] WORDS...", summary: "search the history entries, newest first", flags: countFlags,
+				minArgs: 1, maxArgs: -1, argNames: "WORDS to search for",
+				run: func(words []string) error {
+					return inScope(func(b *bus.Bus, s memory.Scope) error {
+						return memorySearch(ctx, b, s, strings.Join(words, " "), n, out)
+					})
+				}},
+			{name: "revisions", synopsis: "[--scope S] [--agent A] [-n N]", summary: "list memory revisions (Dream, restores, the file sync)", flags: countFlags,
+				run: func([]string) error {
+					return inScope(func(b *bus.Bus, s memory.Scope) error { return memoryRevisions(ctx, b, s, n, out) })
+				}},
+			{name: "restore", synopsis: "REVISION", summary: "undo a revision", minArgs: 1, maxArgs: 1,
+				run: func(args []string) error {
+					seq, err := strconv.ParseUint(strings.TrimPrefix(args[0], "#"), 10, 64)
+					if err != nil {
+						return badArg("revision %q is not a number", args[0])
+					}
+					return onFleet(func(b *bus.Bus) error { return memoryRestore(ctx, b, seq, out) })
+				}},
+			{name: "link", synopsis: "CHANNEL:SENDER_ID PERSON", summary: "join a sender to a person (whose user scope it then reads)", minArgs: 2, maxArgs: 2,
+				run: func(args []string) error {
+					ch, id, err := parseSender(args[0])
+					if err != nil {
+						return err
+					}
+					return onFleet(func(b *bus.Bus) error { return memoryLink(ctx, b, ch, id, args[1], out) })
+				}},
+			{name: "unlink", synopsis: "CHANNEL:SENDER_ID", summary: "remove a sender's link", minArgs: 1, maxArgs: 1,
+				run: func(args []string) error {
+					ch, id, err := parseSender(args[0])
+					if err != nil {
+						return err
+					}
+					return onFleet(func(b *bus.Bus) error { return memoryUnlink(ctx, b, ch, id, out) })
+				}},
+			{name: "links", summary: "list the identity links",
+				run: func([]string) error {
+					return onFleet(func(b *bus.Bus) error { return memoryLinks(ctx, b, out) })
+				}},
+		},
+	}
+	return set.run(out, args)
 }
 
-// errMemoryUsage means the memory command's arguments were wrong; the
-// usage was printed. Its text names the package the command lived in
-// before (pkg/memory/memcli), kept so the output is unchanged.
-var errMemoryUsage = errors.New("memcli: usage")
-
-// memoryUsage is the memory command's help text.
-const memoryUsage = `Usage: nanofleet memory <command> [flags]
-
-Commands:
-  show      [--scope S] [--agent A]            print the scope's MEMORY.md and recent entries
-  history   [--scope S] [--agent A] [-n N]     list the newest N history entries (default 20)
-  search    [--scope S] [--agent A] [-n N] <words...>
-                                               search the history log, newest first
-  revisions [--scope S] [--agent A] [-n N]     list memory revisions (Dream, restores, sync)
-  restore   <revision>                         undo a revision
-  link      <channel>:<sender id> <person>     join a sender to a person (user scope)
-  unlink    <channel>:<sender id>              remove a sender's link
-  links                                        list identity links
-
-A scope is "agent" (default), "user:<person>" or "session:<channel>:<chat id>".`
-
-// runMemory is the operator's view of the fleet's memory, `nanofleet
-// memory …`: show a scope's MEMORY.md, list or search its history log,
-// list and restore revisions, and manage identity links. args excludes
-// "memory". The layout and memory.Provision must have run.
-func runMemory(ctx context.Context, b *bus.Bus, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stdout, memoryUsage)
-		return errMemoryUsage
+// parseSender splits "telegram:12345".
+func parseSender(s string) (channel, id string, err error) {
+	channel, id, ok := strings.Cut(s, ":")
+	if !ok || channel == "" || id == "" {
+		return "", "", badArg("sender %q is not CHANNEL:SENDER_ID", s)
 	}
-	cmd, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("memory "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	agent := fs.String("agent", profile.DefaultAgent, "agent id")
-	scopeName := fs.String("scope", memory.KindAgent, "scope: agent, user:<person> or session:<key>")
-	n := fs.Int("n", 20, "how many")
-	if err := fs.Parse(rest); err != nil {
-		return fmt.Errorf("%w: %v", errMemoryUsage, err)
-	}
-	scope, err := memory.ParseScopeName(*agent, *scopeName)
-	if err != nil && cmd != "link" && cmd != "unlink" && cmd != "links" && cmd != "restore" {
-		return err
-	}
-	switch cmd {
-	case "show":
-		return memoryShow(ctx, b, scope, stdout)
-	case "history":
-		return memoryHistory(ctx, b, scope, *n, stdout)
-	case "search":
-		if fs.NArg() == 0 {
-			fmt.Fprintln(stdout, memoryUsage)
-			return errMemoryUsage
-		}
-		return memorySearch(ctx, b, scope, strings.Join(fs.Args(), " "), *n, stdout)
-	case "revisions":
-		return memoryRevisions(ctx, b, scope, *n, stdout)
-	case "restore":
-		return memoryRestore(ctx, b, fs.Args(), stdout)
-	case "link", "unlink", "links":
-		return memoryLinks(ctx, b, cmd, fs.Args(), stdout)
-	}
-	fmt.Fprintln(stdout, memoryUsage)
-	return fmt.Errorf("%w: unknown command %q", errMemoryUsage, cmd)
+	return channel, id, nil
 }
 
 func memoryShow(ctx context.Context, b *bus.Bus, s memory.Scope, w io.Writer) error {
@@ -164,15 +181,7 @@ func memoryRevisions(ctx context.Context, b *bus.Bus, s memory.Scope, n int, w i
 	return nil
 }
 
-func memoryRestore(ctx context.Context, b *bus.Bus, args []string, w io.Writer) error {
-	if len(args) != 1 {
-		fmt.Fprintln(w, memoryUsage)
-		return errMemoryUsage
-	}
-	seq, err := strconv.ParseUint(strings.TrimPrefix(args[0], "#"), 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: revision %q is not a number", errMemoryUsage, args[0])
-	}
+func memoryRestore(ctx context.Context, b *bus.Bus, seq uint64, w io.Writer) error {
 	revs, err := memory.OpenRevisions(ctx, b)
 	if err != nil {
 		return err
@@ -185,52 +194,44 @@ func memoryRestore(ctx context.Context, b *bus.Bus, args []string, w io.Writer) 
 	return nil
 }
 
-func memoryLinks(ctx context.Context, b *bus.Bus, cmd string, args []string, w io.Writer) error {
+func memoryLinks(ctx context.Context, b *bus.Bus, w io.Writer) error {
 	l, err := memory.OpenLinks(ctx, b)
 	if err != nil {
 		return err
 	}
-	sender := func(s string) (string, string, error) {
-		ch, id, ok := strings.Cut(s, ":")
-		if !ok || ch == "" || id == "" {
-			return "", "", fmt.Errorf("%w: sender %q is not <channel>:<sender id>", errMemoryUsage, s)
-		}
-		return ch, id, nil
+	all, err := l.List(ctx)
+	if err != nil {
+		return err
 	}
-	switch {
-	case cmd == "links":
-		all, err := l.List(ctx)
-		if err != nil {
-			return err
-		}
-		if len(all) == 0 {
-			fmt.Fprintln(w, "No identity links.")
-		}
-		for _, k := range all {
-			fmt.Fprintf(w, "%s:%s → %s\n", k.Channel, k.SenderID, k.Person)
-		}
-		return nil
-	case cmd == "link" && len(args) == 2:
-		ch, id, err := sender(args[0])
-		if err != nil {
-			return err
-		}
-		if err := l.Link(ctx, ch, id, args[1]); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s:%s is now %s.\n", ch, id, args[1])
-		return nil
-	case cmd == "unlink" && len(args) == 1:
-		ch, id, err := sender(args[0])
-		if err != nil {
-			return err
-		}
-		if err := l.Unlink(ctx, ch, id); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s:%s is no longer linked.\n", ch, id)
-		return nil
+	if len(all) == 0 {
+		fmt.Fprintln(w, "No identity links.")
 	}
-	fmt.Fprintln(w, memoryUsage)
-	return errMemoryUsage
+	for _, k := range all {
+		fmt.Fprintf(w, "%s:%s → %s\n", k.Channel, k.SenderID, k.Person)
+	}
+	return nil
+}
+
+func memoryLink(ctx context.Context, b *bus.Bus, channel, id, person string, w io.Writer) error {
+	l, err := memory.OpenLinks(ctx, b)
+	if err != nil {
+		return err
+	}
+	if err := l.Link(ctx, channel, id, person); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s:%s is now %s.\n", channel, id, person)
+	return nil
+}
+
+func memoryUnlink(ctx context.Context, b *bus.Bus, channel, id string, w io.Writer) error {
+	l, err := memory.OpenLinks(ctx, b)
+	if err != nil {
+		return err
+	}
+	if err := l.Unlink(ctx, channel, id); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s:%s is no longer linked.\n", channel, id)
+	return nil
 }

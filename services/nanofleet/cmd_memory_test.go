@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -14,10 +12,8 @@ import (
 
 func TestMemory(t *testing.T) {
 	ctx := t.Context()
-	b := bustest.StartJetStream(t)
-	if err := bus.Provision(ctx, b, bustest.TestLayout(), memory.Assets); err != nil {
-		t.Fatal(err)
-	}
+	srv := bustest.StartServer(t)
+	b := srv.Connect(t, "", memory.Assets)
 	docs, _ := memory.OpenDocs(ctx, b)
 	ada := memory.UserScope("default", "ada")
 	if _, _, err := docs.SetContent(ctx, ada, "- Ada likes tea", "operator"); err != nil {
@@ -37,19 +33,21 @@ func TestMemory(t *testing.T) {
 		{[]string{"show", "--scope", "user:ada"}, []string{"Memory of user ada (update 1,", "- Ada likes tea"}, nil},
 		{[]string{"show"}, []string{"No memory for agent default"}, nil},
 		{[]string{"history", "--scope", "user:ada", "-n", "1"}, []string{"trains"}, nil},
+		{[]string{"--scope", "user:ada", "history"}, []string{"green tea", "trains"}, nil},
 		{[]string{"search", "--scope", "user:ada", "tea"}, []string{"green tea"}, nil},
+		{[]string{"search", "tea", "--scope", "user:ada"}, []string{"green tea"}, nil},
 		{[]string{"search", "--scope", "agent", "tea"}, []string{"No history entries"}, nil},
 		{[]string{"link", "telegram:123", "ada"}, []string{"telegram:123 is now ada"}, nil},
 		{[]string{"links"}, []string{"telegram:123 → ada"}, nil},
 		{[]string{"unlink", "telegram:123"}, []string{"no longer linked"}, nil},
 		{[]string{"revisions"}, []string{"No revisions", "memory history"}, nil},
 		{[]string{"show", "--scope", "team:x"}, nil, memory.ErrBadScope},
-		{[]string{"frobnicate"}, []string{"Usage"}, errMemoryUsage},
-		{nil, []string{"Usage"}, errMemoryUsage},
+		{[]string{"restore", "abc"}, nil, errUsage},
+		{[]string{"link", "telegram", "ada"}, nil, errUsage},
 	}
 	for _, tt := range tests {
-		var out bytes.Buffer
-		err := runMemory(ctx, b, tt.args, &out)
+		env, out, _ := testEnv(t, nil)
+		err := dispatch(ctx, env, append(append([]string{"memory"}, tt.args...), "--nats", srv.ClientURL()))
 		if tt.err != nil && !errors.Is(err, tt.err) || tt.err == nil && err != nil {
 			t.Errorf("%v: err %v, want %v", tt.args, err, tt.err)
 		}
@@ -59,11 +57,8 @@ func TestMemory(t *testing.T) {
 			}
 		}
 	}
-	if strings.Contains(func() string {
-		var o bytes.Buffer
-		_ = runMemory(ctx, b, []string{"history", "--scope", "user:ada", "-n", "1"}, &o)
-		return o.String()
-	}(), "green") {
-		t.Error("history -n 1 shows more than the newest entry")
+	env, out, _ := testEnv(t, nil)
+	if err := dispatch(ctx, env, []string{"memory", "history", "--scope", "user:ada", "-n", "1", "--nats", srv.ClientURL()}); err != nil || strings.Contains(out.String(), "green") {
+		t.Errorf("history -n 1 shows more than the newest entry: %v\n%s", err, out.String())
 	}
 }

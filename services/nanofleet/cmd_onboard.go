@@ -10,14 +10,18 @@ import (
 )
 
 func onboardCmd(_ context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("onboard", flag.ContinueOnError)
-	cfgPath := fs.String("config", filepath.Join(env.home(), "config.json"), "config file to write")
-	ws := fs.String("workspace", filepath.Join(env.home(), "workspace"), "workspace to create")
-	force := fs.Bool("force", false, "overwrite existing files")
-	if err := fs.Parse(args); err != nil {
+	var cfgPath, ws string
+	var force bool
+	line := &cmd{name: "onboard", summary: "Write the config file and the workspace templates (AGENTS.md, SOUL.md, …); files that exist are kept.",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&cfgPath, "config", filepath.Join(env.home(), "config.json"), "config `file` to write")
+			fs.StringVar(&ws, "workspace", filepath.Join(env.home(), "workspace"), "workspace `directory` to create; the config names it")
+			fs.BoolVar(&force, "force", false, "overwrite existing files")
+		}}
+	if _, err := line.parse(env.stdout, args); err != nil {
 		return err
 	}
-	res, err := onboard.Write(*cfgPath, *ws, *force)
+	res, err := onboard.Write(cfgPath, ws, force)
 	if err != nil {
 		return err
 	}
@@ -29,6 +33,6 @@ func onboardCmd(_ context.Context, env *environment, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "\nNext: set OPENAI_API_KEY (and OPENAI_BASE_URL, NANOFLEET_MODEL for another OpenAI-compatible host), or edit %s.\n"+
 		"Then start the fleet with `nanofleet run` and, in another terminal, talk to it with `nanofleet agent -m \"Hello\"` or `nanofleet chat`\n"+
-		"(without a running fleet, agent and chat run one for themselves until they exit).\n", *cfgPath)
+		"(without a running fleet, agent and chat run one for themselves until they exit).\n", cfgPath)
 	return nil
 }

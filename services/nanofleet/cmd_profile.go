@@ -15,10 +15,25 @@ import (
 // may not (tools.workspace.editableProfile off): review the workspace's
 // bootstrap files and skills, then copy them into the running fleet.
 func profileCmd(ctx context.Context, env *environment, args []string) error {
-	check := argsAre("seed", 1, "usage: nanofleet profile seed [--workspace DIR]: copy the workspace's bootstrap files and skills into the fleet's profile; review them first, sessions can write the workspace")
-	return env.joinFleet(ctx, flag.NewFlagSet("profile", flag.ContinueOnError), args, check, func(b *bus.Bus, c *common, _ []string) error {
-		return seedProfile(ctx, b, c.workspace, env.stdout, env.logger("warn"))
-	})
+	var c common
+	set := &commandSet{
+		name:    "profile",
+		summary: "Change the agent's profile (its bootstrap files and skills) from the workspace, where sessions may not change it.",
+		flags:   func(fs *flag.FlagSet) { env.registerClient(fs, &c) },
+		subs: []subcommand{
+			{name: "seed", synopsis: "[--workspace DIR]",
+				summary: "copy the workspace's bootstrap files and skills into the fleet's profile; review them first, sessions can write the workspace",
+				flags: func(fs *flag.FlagSet) {
+					fs.StringVar(&c.workspace, "workspace", "", "the workspace `directory` to copy from (default from config: agents.defaults.workspace)")
+				},
+				run: func([]string) error {
+					return env.withFleet(ctx, &c, func(b *bus.Bus) error {
+						return seedProfile(ctx, b, c.workspace, env.stdout, env.logger("warn"))
+					})
+				}},
+		},
+	}
+	return set.run(env.stdout, args)
 }
 
 // seedProfile copies the workspace's profile files into the bucket, as

@@ -19,14 +19,23 @@ import (
 )
 
 func runCmd(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var c common
-	env.register(fs, &c)
-	workers := fs.Int("workers", 1, "agent workers in this process")
-	httpAddr := fs.String("http", "", "observability address (/metrics, /healthz, /readyz); empty disables (default: observability.listen, else 127.0.0.1:9090)")
-	noGateway := fs.Bool("no-gateway", false, "do not run the channel-gateway")
-	listen := fs.String("listen", "", "web chat, dashboard and OpenAI-compatible API address (default: channels.web.listen, else 127.0.0.1:8080)")
-	if err := fs.Parse(args); err != nil {
+	var (
+		workers          int
+		httpAddr, listen string
+		noGateway        bool
+		httpGiven        bool
+	)
+	line := &cmd{name: "run", summary: "Run the whole fleet in this process, around an embedded NATS server unless --nats.",
+		flags: func(fs *flag.FlagSet) {
+			env.register(fs, &c)
+			fs.IntVar(&workers, "workers", 1, "agent workers in this process")
+			fs.Func("http", "observability `address` (/metrics, /healthz, /readyz); empty disables (default: observability.listen, else 127.0.0.1:9090)",
+				func(s string) error { httpAddr, httpGiven = s, true; return nil })
+			fs.BoolVar(&noGateway, "no-gateway", false, "do not run the channel-gateway")
+			fs.StringVar(&listen, "listen", "", "web chat, dashboard and OpenAI-compatible API `address` (default: channels.web.listen, else 127.0.0.1:8080)")
+		}}
+	if _, err := line.parse(env.stdout, args); err != nil {
 		return err
 	}
 	file, err := env.load(&c)
@@ -34,13 +43,13 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	// The config says where each listener is; a flag given overrides it.
-	if !flagGiven(fs, "http") {
-		*httpAddr = cmp.Or(file.Observability.Listen, "127.0.0.1:9090")
+	if !httpGiven {
+		httpAddr = cmp.Or(file.Observability.Listen, "127.0.0.1:9090")
 	}
 	log := env.logger(c.logLevel)
 	opts := fleet.Options{
 		File: file, Getenv: env.getenv, DataDir: c.dataDir, Workspace: c.workspace,
-		Listen: true, Workers: *workers, Gateway: !*noGateway, GatewayListen: *listen,
+		Listen: true, Workers: workers, Gateway: !noGateway, GatewayListen: listen,
 		Announce: func(line string) { fmt.Fprintln(env.stderr, line) },
 	}
 	var lock *fleetdir.Lock
@@ -56,7 +65,7 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	// "starting" until the fleet runs.
 	opts.Registry = observe.NewRegistry()
 	var ready svc.Readiness
-	stopHTTP, err := svc.Observability(ctx, *httpAddr, opts.Registry, ready.Check)
+	stopHTTP, err := svc.Observability(ctx, httpAddr, opts.Registry, ready.Check)
 	if err != nil {
 		return err
 	}
@@ -75,8 +84,8 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	ready.Ready(f.Ready)
 	// Give the memory of a burst back once the process goes quiet.
 	go memtrim.Run(ctx, memtrim.DefaultConfig())
-	if *httpAddr != "" {
-		fmt.Fprintf(env.stderr, "metrics: http://%s/metrics (also /healthz, /readyz)\n", *httpAddr)
+	if httpAddr != "" {
+		fmt.Fprintf(env.stderr, "metrics: http://%s/metrics (also /healthz, /readyz)\n", httpAddr)
 	}
 	if f.Embedded != nil {
 		fmt.Fprintf(env.stderr, "NATS: %s (user and password in %s; other nanofleet commands on this machine find them)\n",
@@ -84,7 +93,7 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	} else {
 		fmt.Fprintf(env.stderr, "NATS: %s\n", redactURL(file.NATS.URL))
 	}
-	fmt.Fprintf(env.stderr, "nanofleet is running (%d worker(s), model %s, workspace %s). Ctrl-C stops it.\n", *workers, file.Agents.Defaults.Model, c.workspace)
+	fmt.Fprintf(env.stderr, "nanofleet is running (%d worker(s), model %s, workspace %s). Ctrl-C stops it.\n", workers, file.Agents.Defaults.Model, c.workspace)
 	select {
 	case <-ctx.Done():
 	case <-f.Done():
@@ -102,13 +111,6 @@ func runCmd(ctx context.Context, env *environment, args []string) error {
 	}()
 	f.Stop()
 	return f.Err()
-}
-
-// flagGiven reports whether name was set on the command line.
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
 }
 
 // redactURL drops the passwords of NATS URLs (comma separated) for printing.

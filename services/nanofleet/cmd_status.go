@@ -14,9 +14,17 @@ import (
 )
 
 func statusCmd(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	usageTop := fs.Int("usage-top", 5, "token usage: how many models, users and sessions to list (0: skip reading the history)")
-	return env.joinFleet(ctx, fs, args, nil, func(b *bus.Bus, _ *common, _ []string) error {
+	var c common
+	var usageTop int
+	line := &cmd{name: "status", summary: "Show the fleet's streams, consumers, the services online and the tokens used per model, user and session.",
+		flags: func(fs *flag.FlagSet) {
+			env.registerClient(fs, &c)
+			fs.IntVar(&usageTop, "usage-top", 5, "token usage: how many models, users and sessions to list (0: skip reading the history)")
+		}}
+	if _, err := line.parse(env.stdout, args); err != nil {
+		return err
+	}
+	return env.withFleet(ctx, &c, func(b *bus.Bus) error {
 		st, err := fleet.GetStatus(ctx, b, 500*time.Millisecond)
 		if err != nil {
 			return err
@@ -34,12 +42,12 @@ func statusCmd(ctx context.Context, env *environment, args []string) error {
 		for _, name := range []string{"agent-worker", "tool-runner", "memory-consolidator", "channel-gateway"} {
 			fmt.Fprintf(w, "%s\t%d\n", name, st.Online(name))
 		}
-		if hist, ok := st.Stream(b.Space.HistoryStream()); ok && *usageTop > 0 {
+		if hist, ok := st.Stream(b.Space.HistoryStream()); ok && usageTop > 0 {
 			u := fleetstatus.NewUsage(b.Space)
 			if err := u.Update(ctx, b.Direct, hist); err != nil {
 				fmt.Fprintf(w, "\nTOKENS\tunknown: %v\n", err)
 			} else {
-				writeUsage(w, u.Summary(*usageTop))
+				writeUsage(w, u.Summary(usageTop))
 			}
 		}
 		if err := w.Flush(); err != nil {

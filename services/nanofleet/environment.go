@@ -61,14 +61,28 @@ type common struct {
 	logLevel    string
 }
 
+// register adds the flags of a command that runs the fleet, or a fleet
+// of its own when none runs (run, agent, chat).
 func (e *environment) register(fs *flag.FlagSet, c *common) {
+	e.registerPaths(fs, c)
+	fs.StringVar(&c.workspace, "workspace", "", "workspace `directory` (default from config: ~/.nanofleet/workspace)")
+	fs.StringVar(&c.nats, "nats", "", "join an external NATS at this `URL` instead of embedding one")
+	fs.StringVar(&c.model, "model", "", "model of the fleet this command starts (over NANOFLEET_MODEL, over agents.defaults.model)")
+	c.logLevel = "warn"
+	fs.Var((*logLevel)(&c.logLevel), "log-level", "log `level`: debug, info, warn or error")
+}
+
+// registerClient adds the flags of a command that only joins the running
+// fleet: where to find it.
+func (e *environment) registerClient(fs *flag.FlagSet, c *common) {
+	e.registerPaths(fs, c)
+	fs.StringVar(&c.nats, "nats", "", "the fleet's NATS `URL` (default: nats.url of the config, else the fleet running on the data directory)")
+}
+
+func (e *environment) registerPaths(fs *flag.FlagSet, c *common) {
 	c.configPath = filepath.Join(e.home(), "config.json")
 	fs.Var(configFlag{c}, "config", "config `file`")
-	fs.StringVar(&c.dataDir, "data", filepath.Join(e.home(), "data"), "data directory of the embedded NATS server")
-	fs.StringVar(&c.workspace, "workspace", "", "workspace directory (default from config: ~/.nanofleet/workspace)")
-	fs.StringVar(&c.nats, "nats", "", "join an external NATS at this URL instead of embedding one")
-	fs.StringVar(&c.model, "model", "", "model of the fleet this command starts (over NANOFLEET_MODEL, over agents.defaults.model)")
-	fs.StringVar(&c.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	fs.StringVar(&c.dataDir, "data", filepath.Join(e.home(), "data"), "data `directory` of the embedded NATS server")
 }
 
 // configFlag is --config: the path, and that it was given.
@@ -181,40 +195,14 @@ func (e *environment) connect(ctx context.Context, c *common) (*bus.Bus, error) 
 	return b, nil
 }
 
-// joinFleet is a command that reads or changes the running fleet: it
-// parses args with the common flags added to fs, refuses what check
-// refuses (nil: any arguments) before it connects, and runs run with the
-// connection and the arguments after the flags.
-func (e *environment) joinFleet(ctx context.Context, fs *flag.FlagSet, args []string, check func(rest []string) error,
-	run func(b *bus.Bus, c *common, rest []string) error,
-) error {
-	var c common
-	e.register(fs, &c)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if check != nil {
-		if err := check(fs.Args()); err != nil {
-			return err
-		}
-	}
-	b, err := e.connect(ctx, &c)
+// withFleet runs run joined to the running fleet (see connect).
+func (e *environment) withFleet(ctx context.Context, c *common, run func(b *bus.Bus) error) error {
+	b, err := e.connect(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	return run(b, &c, fs.Args())
-}
-
-// argsAre is a check for [environment.joinFleet]: the arguments after the
-// flags are sub and n-1 more, else the error is usage.
-func argsAre(sub string, n int, usage string) func(rest []string) error {
-	return func(rest []string) error {
-		if len(rest) != n || rest[0] != sub {
-			return errors.New(usage)
-		}
-		return nil
-	}
+	return run(b)
 }
 
 // findFleet returns the NATS URL, with credentials, of the fleet running

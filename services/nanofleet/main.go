@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -28,10 +29,10 @@ func commands() map[string]command {
 		"chat":     {"chat interactively in the terminal", chatCmd},
 		"onboard":  {"write the config file and workspace templates", onboardCmd},
 		"status":   {"show streams, consumers, workers and tool runners", statusCmd},
-		"memory":   {"read the fleet's memory: show, history, search, revisions, restore, links", memoryCmd},
+		"memory":   {"read the fleet's memory: show, history, search, revisions, restore, link, unlink, links", memoryCmd},
 		"pairing":  {"approve a DM pairing code: pairing approve CODE", pairingCmd},
 		"channels": {"channels status: each configured channel's state, account and gateway; channels login whatsapp: link by QR code", channelsCmd},
-		"cron":     {"list or remove scheduled jobs with their next fire time", cronCmd},
+		"cron":     {"cron list, cron remove JOB_ID: the scheduled jobs with their next fire time", cronCmd},
 		"profile":  {"profile seed: copy the workspace's reviewed bootstrap files and skills into the agent's profile", profileCmd},
 	}
 }
@@ -68,20 +69,23 @@ const stopNowGrace = 10 * time.Second
 // errInterrupted: a command that waited was stopped by a signal.
 var errInterrupted = errors.New("interrupted")
 
-// errNoCommand: nanofleet was run without a command; the usage is printed.
-var errNoCommand = errors.New("no command given")
-
 // errBenchMoved answers `nanofleet bench`: the bench is its own main so
 // that the shipped binary does not carry it.
 var errBenchMoved = errors.New("the bench is not part of the shipped binary: run `make bench`, or `go run ./cmd/bench` in services/nanofleet of a checkout")
 
 // exitCode follows the flag package's convention: 0 when help was asked
-// for, 2 for a command line that could not be used, 1 for a failure.
+// for, 2 for a command line that could not be used (what is wrong, then
+// the usage), 1 for a failure.
 func exitCode(err error, stderr io.Writer) int {
+	var usage *usageError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.Is(err, errNoCommand):
+	case errors.As(err, &usage):
+		if usage.msg != "" {
+			fmt.Fprintln(stderr, "nanofleet:", usage.msg)
+		}
+		fmt.Fprint(stderr, usage.usage)
 		return 2
 	case errors.Is(err, errInterrupted):
 		fmt.Fprintln(stderr, "nanofleet: interrupted")
@@ -94,33 +98,41 @@ func exitCode(err error, stderr io.Writer) int {
 
 func dispatch(ctx context.Context, env *environment, args []string) error {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(env.stderr, cmds)
-		if len(args) == 0 {
-			return errNoCommand
+	switch {
+	case len(args) == 0:
+		return &usageError{usage: usage(cmds)}
+	case len(args) == 2 && args[0] == "help": // nanofleet help cron
+		if _, ok := cmds[args[1]]; !ok {
+			return &usageError{msg: fmt.Sprintf("unknown command %q", args[1]), usage: usage(cmds)}
 		}
-		return nil
+		return dispatch(ctx, env, []string{args[1], "--help"})
 	}
-	c, ok := cmds[args[0]]
-	if !ok && args[0] == "bench" {
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(env.stdout, usage(cmds))
+		return flag.ErrHelp
+	case "bench":
 		return errBenchMoved
 	}
+	c, ok := cmds[args[0]]
 	if !ok {
-		usage(env.stderr, cmds)
-		return fmt.Errorf("unknown command %q", args[0])
+		return &usageError{msg: fmt.Sprintf("unknown command %q", args[0]), usage: usage(cmds)}
 	}
 	return c.run(ctx, env, args[1:])
 }
 
-func usage(w io.Writer, cmds map[string]command) {
+// usage is nanofleet's usage: its commands.
+func usage(cmds map[string]command) string {
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	fmt.Fprintln(w, "usage: nanofleet <command> [flags]\n\ncommands:")
+	var b strings.Builder
+	fmt.Fprintln(&b, "usage: nanofleet <command> [arguments] [flags]\n\ncommands:")
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(&b, "  %-9s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'nanofleet <command> -h' for a command's flags.")
+	fmt.Fprintln(&b, "\nRun 'nanofleet <command> --help' (or 'nanofleet help <command>') for a command's usage and flags.")
+	return b.String()
 }

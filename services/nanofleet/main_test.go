@@ -211,25 +211,33 @@ func TestOnboardAndUnknownCommand(t *testing.T) {
 	}
 }
 
-// TestExitCodes: help asked for is a success, no command a usage error,
-// anything else a failure printed on stderr.
+// TestExitCodes: help asked for is a success, a command line that cannot
+// be used exits 2 saying why (then the usage), anything else is a failure
+// printed on stderr.
 func TestExitCodes(t *testing.T) {
 	cases := []struct {
-		name       string
-		args       []string
-		want       int
-		wantStderr string
+		name      string
+		args      []string
+		want      int
+		firstLine string // of stderr
 	}{
 		{"help", []string{"--help"}, 0, ""},
 		{"command help", []string{"agent", "-h"}, 0, ""},
-		{"no command", nil, 2, ""},
-		{"unknown command", []string{"fly"}, 1, `nanofleet: unknown command "fly"`},
-		{"bad flag", []string{"agent", "--no-such-flag"}, 1, "nanofleet: flag provided but not defined: -no-such-flag"},
+		{"no command", nil, 2, "usage: nanofleet <command> [arguments] [flags]"},
+		{"unknown command", []string{"fly"}, 2, `nanofleet: unknown command "fly"`},
+		{"bad flag", []string{"agent", "--no-such-flag"}, 2, "nanofleet: agent: flag provided but not defined: -no-such-flag"},
 		{"bench moved", []string{"bench"}, 1, "nanofleet: " + errBenchMoved.Error()},
+		{"agent without a message", []string{"agent"}, 2, "nanofleet: agent: -m TEXT is required"},
+		{"agent with more arguments", []string{"agent", "-m", "hi", "extra", "args"}, 2, `nanofleet: agent: unexpected arguments "extra" "args"`},
+		{"unknown log level", []string{"agent", "--log-level", "verbose", "-m", "hi"}, 2,
+			`nanofleet: agent: invalid value "verbose" for flag -log-level: want debug, info, warn or error`},
+		{"status with an argument", []string{"status", "now"}, 2, `nanofleet: status: unexpected arguments "now"`},
 		// Commands that join the fleet refuse bad arguments before they
 		// look for one.
-		{"pairing without a code", []string{"pairing", "approve"}, 1, "nanofleet: usage: nanofleet pairing approve CODE"},
-		{"profile without seed", []string{"profile", "sow"}, 1, "nanofleet: usage: nanofleet profile seed [--workspace DIR]: copy the workspace's bootstrap files and skills into the fleet's profile; review them first, sessions can write the workspace"},
+		{"pairing without a code", []string{"pairing", "approve"}, 2, "nanofleet: pairing approve: want CODE"},
+		{"profile without seed", []string{"profile", "sow"}, 2, `nanofleet: profile: unknown command "sow"`},
+		{"cron remove with two ids", []string{"cron", "remove", "a", "b"}, 2, `nanofleet: cron remove: unexpected arguments "b" after "a"`},
+		{"channels login elsewhere", []string{"channels", "login", "telegram"}, 2, `nanofleet: channels login: only whatsapp links by QR code, not "telegram"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -237,8 +245,12 @@ func TestExitCodes(t *testing.T) {
 			env := newEnvironment(strings.NewReader(""), &out, &errOut, func(string) string { return "" })
 			var stderr bytes.Buffer
 			got := exitCode(dispatch(t.Context(), env, c.args), &stderr)
-			if got != c.want || strings.TrimSpace(stderr.String()) != c.wantStderr {
-				t.Errorf("exit %d, stderr %q; want %d, %q", got, stderr.String(), c.want, c.wantStderr)
+			first, _, _ := strings.Cut(stderr.String(), "\n")
+			if got != c.want || first != c.firstLine {
+				t.Errorf("exit %d, stderr %q; want %d, first line %q", got, stderr.String(), c.want, c.firstLine)
+			}
+			if c.want == 2 && !strings.Contains(stderr.String(), "usage: nanofleet") {
+				t.Errorf("stderr %q has no usage", stderr.String())
 			}
 		})
 	}
