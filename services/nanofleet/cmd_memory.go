@@ -158,7 +158,10 @@ func memorySearch(ctx context.Context, b *bus.Bus, s memory.Scope, query string,
 }
 
 func printHistoryEntry(w io.Writer, e memory.Entry) {
-	fmt.Fprintf(w, "#%d %s turns %d-%d\n%s\n\n", e.Seq, e.GetSessionKey(), e.GetFromSeq(), e.GetToSeq(), memory.FormatEntry(e.HistoryEntry))
+	// From and to are sequences of the fleet's history stream, which holds
+	// every session's turn records (and a command's): not turns of this
+	// session.
+	fmt.Fprintf(w, "#%d %s (history seq %d-%d)\n%s\n\n", e.Seq, e.GetSessionKey(), e.GetFromSeq(), e.GetToSeq(), memory.FormatEntry(e.HistoryEntry))
 }
 
 func memoryRevisions(ctx context.Context, b *bus.Bus, s memory.Scope, n int, w io.Writer) error {

@@ -32,8 +32,8 @@ func TestMemory(t *testing.T) {
 	}{
 		{[]string{"show", "--scope", "user:ada"}, []string{"Memory of user ada (update 1,", "- Ada likes tea"}, nil},
 		{[]string{"show"}, []string{"No memory for agent default"}, nil},
-		{[]string{"history", "--scope", "user:ada", "-n", "1"}, []string{"trains"}, nil},
-		{[]string{"--scope", "user:ada", "history"}, []string{"green tea", "trains"}, nil},
+		{[]string{"history", "--scope", "user:ada", "-n", "1"}, []string{"trains", "#2 tg:2 (history seq 1-2)"}, nil},
+		{[]string{"--scope", "user:ada", "history"}, []string{"#1 tg:1 (history seq 1-2)", "green tea", "trains"}, nil},
 		{[]string{"search", "--scope", "user:ada", "tea"}, []string{"green tea"}, nil},
 		{[]string{"search", "tea", "--scope", "user:ada"}, []string{"green tea"}, nil},
 		{[]string{"search", "--scope", "agent", "tea"}, []string{"No history entries"}, nil},
