@@ -338,32 +338,37 @@ func (s *Scheduler) list(ctx context.Context, filter string) ([]Job, error) {
 	return jobs, nil
 }
 
+// Find returns the session's job id; with an empty session key, the
+// fleet's only job with that id (ErrAmbiguous when several sessions have
+// one).
+func (s *Scheduler) Find(ctx context.Context, sessionKey, id string) (Job, error) {
+	if !jobIDSyntax.MatchString(id) {
+		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if sessionKey != "" {
+		return s.Get(ctx, sessionKey, id)
+	}
+	jobs, err := s.list(ctx, s.b.Space.ScheduleJobsNamed(id))
+	if err != nil {
+		return Job{}, err
+	}
+	switch len(jobs) {
+	case 0:
+		return Job{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	case 1:
+		return jobs[0], nil
+	default:
+		return Job{}, fmt.Errorf("%w: %s is in %d sessions; give the session", ErrAmbiguous, id, len(jobs))
+	}
+}
+
 // Remove deletes the session's job id; with an empty session key, the
 // fleet's only job with that id. It returns the removed job. A fire of the
 // job already produced but not yet relayed is dropped by the relay.
 func (s *Scheduler) Remove(ctx context.Context, sessionKey, id string) (Job, error) {
-	if !jobIDSyntax.MatchString(id) {
-		return Job{}, fmt.Errorf("%w: %q", ErrNotFound, id)
-	}
-	var j Job
-	if sessionKey != "" {
-		var err error
-		if j, err = s.Get(ctx, sessionKey, id); err != nil {
-			return Job{}, err
-		}
-	} else {
-		jobs, err := s.list(ctx, s.b.Space.ScheduleJobsNamed(id))
-		if err != nil {
-			return Job{}, err
-		}
-		switch len(jobs) {
-		case 0:
-			return Job{}, fmt.Errorf("%w: %s", ErrNotFound, id)
-		case 1:
-			j = jobs[0]
-		default:
-			return Job{}, fmt.Errorf("%w: %s is in %d sessions; give the session", ErrAmbiguous, id, len(jobs))
-		}
+	j, err := s.Find(ctx, sessionKey, id)
+	if err != nil {
+		return Job{}, err
 	}
 	for _, subj := range []string{s.b.Space.ScheduleJob(j.SessionKey, j.ID), s.b.Space.ScheduleFire(j.SessionKey, j.ID)} {
 		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
