@@ -3,6 +3,7 @@ package fleetstatus
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -11,19 +12,51 @@ import (
 // Version is the version services announce.
 const Version = "0.1.0"
 
+// ChannelsKey is the metadata key under which a channel-gateway
+// announces the channels it runs, comma separated (see [WithChannels]).
+const ChannelsKey = "channels"
+
+// RegisterOption adds to what [Register] announces.
+type RegisterOption func(meta map[string]string)
+
+// WithChannels announces the channels a gateway runs (its enabled
+// ones), so that a client can tell a channel the fleet does not run from
+// one that is starting.
+func WithChannels(names []string) RegisterOption {
+	return func(meta map[string]string) { meta[ChannelsKey] = strings.Join(names, ",") }
+}
+
 // Register announces a running service instance (e.g. [WorkerService])
 // to micro discovery, so that `nanofleet status` and the dashboard count
 // it. It serves no endpoints; stop removes the announcement.
-func Register(nc *nats.Conn, name, id string) (stop func(), err error) {
+func Register(nc *nats.Conn, name, id string, opts ...RegisterOption) (stop func(), err error) {
+	meta := map[string]string{"id": id}
+	for _, o := range opts {
+		o(meta)
+	}
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:     name,
 		Version:  Version,
-		Metadata: map[string]string{"id": id},
+		Metadata: meta,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register %s with discovery: %w", name, err)
 	}
 	return func() { _ = svc.Stop() }, nil
+}
+
+// Channels returns the channels a gateway announced with [WithChannels];
+// ok is false when it announced none (a gateway from before they were
+// announced).
+func (s Service) Channels() (names []string, ok bool) {
+	v, ok := s.Metadata[ChannelsKey]
+	if !ok {
+		return nil, false
+	}
+	if v == "" {
+		return []string{}, true
+	}
+	return strings.Split(v, ","), true
 }
 
 // DefaultID is the id of an instance not given one: hostname-pid, unique

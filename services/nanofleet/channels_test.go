@@ -15,10 +15,13 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus/fleetstatustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp/whatsapptest"
@@ -56,6 +59,23 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	f, url := startListening(ctx, t, file, fleet.Options{Gateway: true, GatewayListen: listen})
 	defer f.Stop()
+	// The fleet's gateway announces the channels it runs.
+	bustest.Eventually(t, 30*time.Second, func() error {
+		svcs, err := fleetstatus.Discover(ctx, f.Bus.NC, 200*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		var announced []string
+		for _, s := range svcs {
+			if names, ok := s.Channels(); ok && s.Name == fleetstatus.GatewayService {
+				announced = append(announced, names...)
+			}
+		}
+		if strings.Join(announced, ",") != "telegram,web,api" {
+			return fmt.Errorf("the fleet's gateway announces %q, want telegram, web, api", announced)
+		}
+		return nil
+	})
 
 	// The operator's config names WhatsApp too; its gateway is this
 	// test's, dialling the fake.
@@ -90,6 +110,13 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Announced as channelgateway announces a gateway: login waits for
+	// the gateway that runs WhatsApp.
+	unregister, err := fleetstatus.Register(b.NC, fleetstatus.GatewayService, "whatsapp-gateway", fleetstatus.WithChannels([]string{"whatsapp"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unregister()
 	gdone := make(chan error, 1)
 	go func() { gdone <- g.Run(gctx) }()
 	defer func() {
@@ -160,5 +187,55 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	}
 	if len(rows) != 5 { // the header and four channels
 		t.Errorf("status listed %d rows:\n%s", len(rows), out.String())
+	}
+}
+
+// TestChannelsLoginWhatsApp: `channels login whatsapp` says at once that
+// the running fleet does not run WhatsApp (it waited out its whole
+// timeout), and waits only while no gateway runs or one runs WhatsApp.
+func TestChannelsLoginWhatsApp(t *testing.T) {
+	tests := []struct {
+		name     string
+		gateways [][]string // the channels each gateway online announces; nil: one that announces none
+		err      error
+		out      string
+	}{
+		{"no gateway yet", nil, errNotLinked, "none runs yet"},
+		{"whatsapp not enabled", [][]string{{"telegram", "web", "api"}}, errNotEnabled, ""},
+		{"a gateway runs it", [][]string{{"web"}, {"whatsapp"}}, errNotLinked, "waiting for the gateway running channels.whatsapp"},
+		{"a gateway that does not say", [][]string{{"web"}, nil}, errNotLinked, "waiting for the gateway running channels.whatsapp"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := bustest.StartServer(t)
+			b := srv.Connect(t, "", status.Assets)
+			for i, chans := range tt.gateways {
+				id := fmt.Sprintf("gw-%d", i)
+				if chans == nil {
+					fleetstatustest.Online(t, b, fleetstatus.GatewayService, map[string]string{"id": id})
+					continue
+				}
+				stop, err := fleetstatus.Register(b.NC, fleetstatus.GatewayService, id, fleetstatus.WithChannels(chans))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(stop)
+			}
+			env, out, _ := testEnv(t, nil)
+			err := dispatch(t.Context(), env, []string{"channels", "login", "whatsapp", "--timeout", "10ms", "--nats", srv.ClientURL()})
+			if !errors.Is(err, tt.err) {
+				t.Fatalf("login: %v, want %v", err, tt.err)
+			}
+			if !strings.Contains(out.String(), tt.out) {
+				t.Errorf("login printed %q, want %q", out.String(), tt.out)
+			}
+			if tt.err == errNotEnabled {
+				for _, want := range []string{"channels.whatsapp is not enabled in the running fleet's config (its gateway runs api, telegram, web)", "set channels.whatsapp.enabled"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not say %q", err, want)
+					}
+				}
+			}
+		})
 	}
 }

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/mdp/qrterminal/v3"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
@@ -98,24 +101,46 @@ func openBoard(ctx context.Context, env *environment, c *common) (*bus.Bus, *sta
 	return b, board, nil
 }
 
+// errNotEnabled: the running fleet's gateways do not run the channel.
+var errNotEnabled = errors.New("not enabled in the running fleet's config")
+
 // errNotLinked: whatsappLogin's --timeout passed before the scan.
 var errNotLinked = errors.New("not linked")
 
+// gatewayDiscovery is how long whatsappLogin listens for the gateways'
+// answers to discovery; they answer at once.
+const gatewayDiscovery = 500 * time.Millisecond
+
 // whatsappLogin shows the QR codes the gateway holding the WhatsApp
-// connection reports, until the account is linked or timeout passes.
+// connection reports, until the account is linked or timeout passes. When
+// gateways run and none runs WhatsApp it says so at once: no code would
+// come.
 func whatsappLogin(ctx context.Context, env *environment, c *common, timeout time.Duration) error {
 	b, board, err := openBoard(ctx, env, c)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	svcs, err := fleetstatus.Discover(ctx, b.NC, gatewayDiscovery)
+	if err != nil {
+		return err
+	}
+	online, runs := runsChannel(svcs, "whatsapp")
+	if online > 0 && !runs {
+		return fmt.Errorf("channels.whatsapp is %w (%s); set channels.whatsapp.enabled to true in its config file and restart the fleet, then run `nanofleet channels login whatsapp` again",
+			errNotEnabled, gatewaysChannels(svcs))
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	updates, err := board.Watch(wctx, "whatsapp")
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(env.stdout, "waiting for the gateway running channels.whatsapp (start it with `nanofleet run` if it is not running)…")
+	if online == 0 {
+		fmt.Fprintln(env.stdout, "waiting for a gateway with channels.whatsapp enabled: none runs yet (`nanofleet run` starts one, unless --no-gateway)…")
+	} else {
+		fmt.Fprintln(env.stdout, "waiting for the gateway running channels.whatsapp to show the QR code…")
+	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	shown := ""
@@ -146,4 +171,41 @@ func whatsappLogin(ctx context.Context, env *environment, c *common, timeout tim
 			}
 		}
 	}
+}
+
+// runsChannel counts the gateways online and reports whether one of them
+// runs channel, or may: a gateway that does not announce its channels
+// is taken to run it.
+func runsChannel(svcs []fleetstatus.Service, channel string) (online int, runs bool) {
+	for _, s := range svcs {
+		if s.Name != fleetstatus.GatewayService {
+			continue
+		}
+		online++
+		names, ok := s.Channels()
+		runs = runs || !ok || slices.Contains(names, channel)
+	}
+	return online, runs
+}
+
+// gatewaysChannels says what the gateways online run.
+func gatewaysChannels(svcs []fleetstatus.Service) string {
+	var runs []string
+	n := 0
+	for _, s := range svcs {
+		if names, ok := s.Channels(); ok && s.Name == fleetstatus.GatewayService {
+			n++
+			runs = append(runs, names...)
+		}
+	}
+	slices.Sort(runs)
+	runs = slices.Compact(runs)
+	what := "no channel"
+	if len(runs) > 0 {
+		what = strings.Join(runs, ", ")
+	}
+	if n > 1 {
+		return fmt.Sprintf("its %d gateways run %s", n, what)
+	}
+	return "its gateway runs " + what
 }

@@ -153,7 +153,7 @@ func TestFlagsBeforeOrAfterTheSubcommand(t *testing.T) {
 		{"channels login whatsapp --timeout", [][]string{
 			{"channels", "login", "whatsapp", "--timeout", "1ms", "--nats", nats},
 			{"channels", "--timeout", "1ms", "login", "--nats", nats, "whatsapp"},
-		}, "waiting for", errNotLinked},
+		}, "waiting for a gateway with channels.whatsapp enabled", errNotLinked},
 		{"cron --session", [][]string{
 			{"cron", "list", "--session", "cli:direct", "--nats", nats},
 			{"cron", "--session", "cli:direct", "--nats", nats, "list"},

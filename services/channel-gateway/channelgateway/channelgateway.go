@@ -89,6 +89,8 @@ type Gateway struct {
 	ln   net.Listener
 	log  *slog.Logger
 	addr string
+	// channels are the enabled ones, announced with the gateway.
+	channels []string
 
 	readTimeout time.Duration
 }
@@ -129,7 +131,7 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Gatew
 		g.OnRetry = func(ch string) { m.DeliveryRetries.WithLabelValues(ch).Inc() }
 		g.OnDeadLetter = func(string) { m.DeadLetters.WithLabelValues("outbound").Inc() }
 	}
-	gw.nc, gw.id, gw.g, gw.addr = b.NC, nuid.Next(), g, addr
+	gw.nc, gw.id, gw.g, gw.addr, gw.channels = b.NC, nuid.Next(), g, addr, chans.Enabled()
 	if handler == nil {
 		ln.Close()
 		return gw, nil
@@ -167,7 +169,7 @@ func (gw *Gateway) Addr() net.Addr {
 
 // Run serves until ctx ends, then shuts the HTTP server down.
 func (gw *Gateway) Run(ctx context.Context) error {
-	stop, err := fleetstatus.Register(gw.nc, fleetstatus.GatewayService, gw.id)
+	stop, err := fleetstatus.Register(gw.nc, fleetstatus.GatewayService, gw.id, fleetstatus.WithChannels(gw.channels))
 	if err != nil {
 		return err
 	}
