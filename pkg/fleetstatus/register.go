@@ -28,7 +28,8 @@ func WithChannels(names []string) RegisterOption {
 
 // Register announces a running service instance (e.g. [WorkerService])
 // to micro discovery, so that `nanofleet status` and the dashboard count
-// it. It serves no endpoints; stop removes the announcement.
+// it; it answers discovery when Register returns. It serves no
+// endpoints; stop removes the announcement.
 func Register(nc *nats.Conn, name, id string, opts ...RegisterOption) (stop func(), err error) {
 	meta := map[string]string{"id": id}
 	for _, o := range opts {
@@ -42,6 +43,10 @@ func Register(nc *nats.Conn, name, id string, opts ...RegisterOption) (stop func
 	if err != nil {
 		return nil, fmt.Errorf("register %s with discovery: %w", name, err)
 	}
+	// Announced once the server has the subscriptions: a client asking
+	// right after (a test, a CLI command) finds it. A connection that is
+	// down sends them when it is back.
+	_ = nc.Flush()
 	return func() { _ = svc.Stop() }, nil
 }
 

@@ -27,6 +27,10 @@ func Online(t testing.TB, b *bus.Bus, name string, meta map[string]string) {
 	if err != nil {
 		t.Fatalf("register %s: %v", name, err)
 	}
+	// Answering discovery before the test asks on another connection.
+	if err := b.NC.Flush(); err != nil {
+		t.Fatalf("register %s: %v", name, err)
+	}
 	t.Cleanup(func() { _ = svc.Stop() })
 }
 
