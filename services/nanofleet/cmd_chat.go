@@ -17,19 +17,22 @@ import (
 )
 
 func chatCmd(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	var c common
-	env.register(fs, &c)
-	sess := fs.String("session", "cli:direct", "session key")
-	if err := fs.Parse(args); err != nil {
+	var sess string
+	line := &cmd{name: "chat", summary: "Chat in the terminal: with the running fleet, else with a fleet of its own until it exits. /stop stops the running turn; Ctrl-D or /exit leaves.",
+		flags: func(fs *flag.FlagSet) {
+			env.register(fs, &c)
+			fs.StringVar(&sess, "session", "cli:direct", "session `key`")
+		}}
+	if _, err := line.parse(env.stdout, args); err != nil {
 		return err
 	}
-	cv, err := openConversation(ctx, env, &c, "chat", *sess)
+	cv, err := openConversation(ctx, env, &c, "chat", sess)
 	if err != nil {
 		return err
 	}
 	defer cv.close(ctx)
-	fmt.Fprintf(env.stdout, "nanofleet chat — session %s. /help for commands, Ctrl-D to leave.\n", *sess)
+	fmt.Fprintf(env.stdout, "nanofleet chat — session %s. /help for commands, Ctrl-D to leave.\n", sess)
 	ch := &chat{cv: cv, env: env, lines: readLines(ctx, bufio.NewReader(env.stdin))}
 	return ch.run(ctx)
 }
