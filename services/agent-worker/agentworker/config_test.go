@@ -1,11 +1,10 @@
 package agentworker_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/config/configtest"
 	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 )
 
@@ -50,18 +49,7 @@ func TestEveryWorkerProblemAtOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := tt.check(f)
-			if !errors.Is(err, config.ErrInvalid) {
-				t.Fatalf("err = %v, want an invalid config error", err)
-			}
-			lines := strings.Split(err.Error(), "\n")
-			if len(lines) != len(tt.want) {
-				t.Fatalf("%d lines, want %d:\n%s", len(lines), len(tt.want), err)
-			}
-			for i, w := range tt.want {
-				if !strings.HasPrefix(lines[i], "invalid config: "+w) {
-					t.Errorf("line %d = %q, want it to begin %q", i, lines[i], w)
-				}
-			}
+			configtest.WantProblems(t, err, tt.want...)
 		})
 	}
 }

@@ -1,11 +1,9 @@
 package memoryconsolidator_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
-	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/config/configtest"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/memoryconsolidator"
 )
 
@@ -19,9 +17,6 @@ func TestEveryMemoryProblemAtOnce(t *testing.T) {
 		"dream": {"every": "soon", "maxEntries": 0}
 	}}`)
 	_, _, _, _, err := memoryconsolidator.Configs(f, "c")
-	if !errors.Is(err, config.ErrInvalid) {
-		t.Fatalf("err = %v, want an invalid config error", err)
-	}
 	want := []string{
 		"memory.consolidator.slot: unknown key",
 		`memory.scope: must be agent, user or session, got "x"`,
@@ -31,13 +26,5 @@ func TestEveryMemoryProblemAtOnce(t *testing.T) {
 		`memory.dream.every: time: invalid duration "soon"`,
 		"memory.dream.maxEntries: must be at least 1, got 0",
 	}
-	lines := strings.Split(err.Error(), "\n")
-	if len(lines) != len(want) {
-		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), err)
-	}
-	for i, w := range want {
-		if !strings.HasPrefix(lines[i], "invalid config: "+w) {
-			t.Errorf("line %d = %q, want it to begin %q", i, lines[i], w)
-		}
-	}
+	configtest.WantProblems(t, err, want...)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/config/configtest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 )
 
@@ -112,18 +113,7 @@ func TestEveryToolsProblemAtOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := fromNanobot(tt.json)
-			if !errors.Is(err, config.ErrInvalid) {
-				t.Fatalf("err = %v, want an invalid config error", err)
-			}
-			lines := strings.Split(err.Error(), "\n")
-			if len(lines) != len(tt.want) {
-				t.Fatalf("%d lines, want %d:\n%s", len(lines), len(tt.want), err)
-			}
-			for i, w := range tt.want {
-				if !strings.HasPrefix(lines[i], "invalid config: "+w) {
-					t.Errorf("line %d = %q, want it to begin %q", i, lines[i], w)
-				}
-			}
+			configtest.WantProblems(t, err, tt.want...)
 		})
 	}
 }
