@@ -444,12 +444,34 @@ type natsCluster struct {
 // over loopback routes.
 func startCluster(t *testing.T, bin, dir string, n int) *natsCluster {
 	t.Helper()
+	for try := 1; ; try++ {
+		c, err := tryCluster(t, bin, filepath.Join(dir, fmt.Sprint("try", try)), n)
+		if err == nil {
+			return c
+		}
+		taken := slices.ContainsFunc(c.nodes, func(nd *node) bool { return nd.proc.PortTaken() })
+		if !taken || try == 3 {
+			t.Fatal(err)
+		}
+		for _, nd := range c.nodes {
+			nd.proc.Kill()
+		}
+		t.Logf("a port of the cluster was taken; starting it on new ports: %v", firstLine(err))
+	}
+}
+
+// tryCluster starts n nodes on free ports and waits until each is ready.
+func tryCluster(t *testing.T, bin, dir string, n int) (*natsCluster, error) {
+	t.Helper()
 	c := &natsCluster{bin: bin}
 	routes := make([]string, n)
 	cports := make([]int, n)
 	for i := range n {
 		cports[i] = bustest.FreePort(t)
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", cports[i])
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	for i := range n {
 		nd := &node{name: fmt.Sprint("n", i+1), port: bustest.FreePort(t), monitor: bustest.FreePort(t)}
@@ -473,9 +495,17 @@ cluster {
 		nd.proc = fleettest.Start(t, "nats-"+nd.name, bin, nil, "-c", nd.conf)
 	}
 	for _, nd := range c.nodes {
-		nd.proc.WaitOutput(t, "Server is ready", 30*time.Second)
+		if err := nd.proc.AwaitOutput("Server is ready", 30*time.Second); err != nil {
+			return c, err
+		}
 	}
-	return c
+	return c, nil
+}
+
+// firstLine is err's first line.
+func firstLine(err error) string {
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	return line
 }
 
 func (c *natsCluster) urls() string {

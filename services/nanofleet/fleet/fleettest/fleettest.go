@@ -107,18 +107,37 @@ func (p *Proc) Output() string { return p.log.String() }
 // WaitOutput waits until the process printed a line containing s.
 func (p *Proc) WaitOutput(t testing.TB, s string, d time.Duration) {
 	t.Helper()
+	if err := p.AwaitOutput(s, d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// AwaitOutput is WaitOutput returning what went wrong: the process
+// exited first, or d passed; the error holds its output.
+func (p *Proc) AwaitOutput(s string, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for !strings.Contains(p.log.String(), s) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not print %q within %s; output:\n%s", p.Name, s, d, p.log.String())
+			return fmt.Errorf("%s did not print %q within %s; output:\n%s", p.Name, s, d, p.log.String())
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("%s exited before printing %q; output:\n%s", p.Name, s, p.log.String())
+			return fmt.Errorf("%s exited before printing %q; output:\n%s", p.Name, s, p.log.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	return nil
 }
+
+// PortTaken reports whether the process failed to listen on a port
+// another held. A port from [bustest.FreePort] is free when picked, not
+// when the process binds it: a connection of another test may take it
+// as its local port in between.
+func (p *Proc) PortTaken() bool { return strings.Contains(p.log.String(), "address already in use") }
+
+// portTries is how often a process is started on new ports when one was
+// taken.
+const portTries = 3
 
 // NATS is a nats-server process with JetStream.
 type NATS struct {
@@ -131,11 +150,19 @@ type NATS struct {
 // loopback port with its store in dir.
 func StartNATS(t testing.TB, dir string) *NATS {
 	t.Helper()
-	port := bustest.FreePort(t)
-	p := Start(t, "nats-server", bustest.ServerBinary(t), nil, "-js", "-sd", dir, "-a", "127.0.0.1", "-p", fmt.Sprint(port))
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	p.WaitOutput(t, "Server is ready", 30*time.Second)
-	return &NATS{Proc: p, URL: url, StoreDir: dir}
+	for try := 1; ; try++ {
+		port := bustest.FreePort(t)
+		p := Start(t, "nats-server", bustest.ServerBinary(t), nil, "-js", "-sd", dir, "-a", "127.0.0.1", "-p", fmt.Sprint(port))
+		err := p.AwaitOutput("Server is ready", 30*time.Second)
+		if err == nil {
+			return &NATS{Proc: p, URL: fmt.Sprintf("nats://127.0.0.1:%d", port), StoreDir: dir}
+		}
+		if !p.PortTaken() || try == portTries {
+			t.Fatal(err)
+		}
+		p.Kill()
+		t.Logf("nats-server: port %d taken; trying another", port)
+	}
 }
 
 // FleetOn finds the all-in-one running on dataDir (waiting for it to
