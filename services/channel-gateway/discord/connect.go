@@ -110,6 +110,32 @@ type conn struct {
 	mu     sync.Mutex
 	sess   session
 	failed bool // an event was not published: later ones wait for the resume
+	// g is the connection's gateway, and closed says connect has closed
+	// it. disgo reconnects on its own (a dropped connection, Discord's
+	// RECONNECT, a missed heartbeat) with a context nobody can cancel: a
+	// reconnection under way when connect closes the gateway (the lease
+	// lost, ctx ended) opens it again later, a session nobody holds,
+	// resuming the one the lease's next holder resumes.
+	g      gateway.Gateway
+	closed bool
+}
+
+// outlived reports whether the connection should be closed and its event
+// dropped: connect is done with it. It closes it then.
+func (c *conn) outlived() bool {
+	c.mu.Lock()
+	done := c.closed || c.ctx.Err() != nil
+	g := c.g
+	c.mu.Unlock()
+	if !done || g == nil {
+		return false
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), 5*time.Second)
+		defer cancel()
+		g.CloseWithCode(ctx, websocket.CloseServiceRestart, "superseded")
+	}()
+	return true
 }
 
 // connect runs gateway connections until ctx ends, resuming the last
@@ -147,6 +173,9 @@ func (a *Adapter) connect(ctx context.Context, in inbox, wsURL string) error {
 			default:
 			}
 		}, opts...)
+		c.mu.Lock()
+		c.g = g
+		c.mu.Unlock()
 		if err := g.Open(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -166,6 +195,9 @@ func (a *Adapter) connect(ctx context.Context, in inbox, wsURL string) error {
 		}
 		// Not a normal closure: Discord keeps the session resumable for
 		// whoever holds the lease next.
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		g.CloseWithCode(cctx, websocket.CloseServiceRestart, "reconnecting")
 		cancel()
@@ -183,6 +215,10 @@ func (a *Adapter) connect(ctx context.Context, in inbox, wsURL string) error {
 
 // event handles one gateway event, in the order Discord sent them.
 func (c *conn) event(_ gateway.EventType, seq int, _ int, data gateway.EventData) {
+	if c.outlived() {
+		c.a.log.Warn("discord gateway connection reopened by disgo after this gateway closed it; closing it")
+		return
+	}
 	a := c.a
 	switch ev := data.(type) {
 	case gateway.EventReady:

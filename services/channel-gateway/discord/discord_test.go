@@ -3,6 +3,7 @@ package discord_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -454,4 +455,41 @@ func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog
 	})
 	f.WaitConnected(t, wait)
 	return f
+}
+
+// TestNoConnectionOutlivesTheAdapter: disgo reconnects a dropped
+// connection on its own, with a context nobody can cancel. An adapter
+// stopped (its lease lost) while Discord refused that reconnection left
+// it running: once Discord took connections again, a session nobody
+// held came up and resumed the session the lease's next holder resumes.
+// Now such a connection is closed at its first event.
+func TestNoConnectionOutlivesTheAdapter(t *testing.T) {
+	env := adaptertest.NewEnv(t, workertest.Echo)
+	fake := discordtest.New(t, token)
+	stop := runAdapter(t, env.Bus, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.DiscardHandler))
+	fake.WaitConnected(t, wait)
+	fake.Refuse(true)
+	fake.Kill() // disgo starts reconnecting, refused
+	bustest.Eventually(t, wait, func() error {
+		if _, _, refused := fake.Conns(); refused == 0 {
+			return errors.New("disgo has not tried to reconnect yet")
+		}
+		return nil
+	})
+	stop()
+	_, before, _ := fake.Conns()
+	fake.Refuse(false)
+	// disgo's next try comes 2 to 6 s later.
+	bustest.Eventually(t, 30*time.Second, func() error {
+		if _, accepted, _ := fake.Conns(); accepted == before {
+			return errors.New("no reconnection yet")
+		}
+		return nil
+	})
+	bustest.Eventually(t, wait, func() error {
+		if open, _, _ := fake.Conns(); open > 0 {
+			return fmt.Errorf("%d gateway connection(s) open after the adapter stopped", open)
+		}
+		return nil
+	})
 }

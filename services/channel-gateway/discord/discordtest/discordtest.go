@@ -104,6 +104,9 @@ type Server struct {
 	files fakeplatform.Files // downloadable
 
 	mu         sync.Mutex
+	refusing   bool // gateway connections answered 503, as while Discord is down
+	accepted   int  // gateway connections accepted
+	refused    int  // and refused
 	conns      map[*conn]bool
 	sessions   map[string]*session
 	current    *session
@@ -212,6 +215,22 @@ func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Refuse makes the gateway answer connections 503 (on) or take them
+// again (off), as while Discord is down.
+func (s *Server) Refuse(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refusing = on
+}
+
+// Conns is how many gateway connections are open, and how many were
+// ever accepted and refused.
+func (s *Server) Conns() (open, accepted, refused int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns), s.accepted, s.refused
 }
 
 // Kill drops every gateway connection without a close frame, as a dead

@@ -40,6 +40,16 @@ func dispatch(ev event) map[string]any {
 
 // gateway serves one gateway connection.
 func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	refusing := s.refusing
+	if refusing {
+		s.refused++
+	}
+	s.mu.Unlock()
+	if refusing {
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	}
 	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return
@@ -47,6 +57,7 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 	c := &conn{ws: ws}
 	s.mu.Lock()
 	s.conns[c] = true
+	s.accepted++
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
