@@ -1,6 +1,7 @@
 package files_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -387,5 +388,26 @@ func TestEditLongOldTextOfEqualLines(t *testing.T) {
 	args := `{"path":"blank.txt","old_text":"` + strings.Repeat(`\n`, 40_000) + `x","new_text":"y"}`
 	if _, err := toolstest.RunWithin(t, 20*time.Second, files.EditFile(), ws, args); !errors.Is(err, files.ErrNoMatch) {
 		t.Fatalf("err = %v, want ErrNoMatch", err)
+	}
+}
+
+// TestReadFileEndsWithItsContext: read_file reads a whole file to count
+// its lines, up to a gigabyte; a call whose context has ended stops.
+func TestReadFileEndsWithItsContext(t *testing.T) {
+	ws := toolstest.Workspace(t)
+	toolstest.WriteFile(t, ws, "long.txt", strings.Repeat("x\n", 10000))
+	tool := files.ReadFile()
+	schema, err := toolschema.Compile(tool.Definition().Parameters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := schema.Parse(`{"path":"long.txt"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := tool.Run(ctx, &tools.Call{ID: "c", SessionKey: "test:1", Args: args, Workspace: ws}); !errors.Is(err, context.Canceled) {
+		t.Errorf("read_file with an ended context: %v, want context.Canceled", err)
 	}
 }

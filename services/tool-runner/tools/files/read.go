@@ -70,7 +70,7 @@ func readFile(ctx context.Context, c *tools.Call) (tools.Result, error) {
 	if fi.Size() == 0 {
 		return tools.Result{Text: fmt.Sprintf("(Empty file: %s)", a.Path)}, nil
 	}
-	return readLines(br, a)
+	return readLines(ctx, br, a)
 }
 
 func isImage(mime string) bool {
@@ -125,11 +125,16 @@ func readImage(ctx context.Context, c *tools.Call, p, mime string, size int64, r
 
 // readLines numbers lines offset..offset+limit-1, stopping early at
 // MaxReadChars, and counts the rest of the file for the trailer.
-func readLines(r *bufio.Reader, a readArgs) (tools.Result, error) {
+func readLines(ctx context.Context, r *bufio.Reader, a readArgs) (tools.Result, error) {
 	var b strings.Builder
 	line, shown, last := 0, 0, 0
 	full := false
 	for {
+		// The whole file is read to count its lines, up to a gigabyte:
+		// a call whose deadline passed stops.
+		if line%4096 == 0 && ctx.Err() != nil {
+			return tools.Result{}, fmt.Errorf("read %s: %w", a.Path, context.Cause(ctx))
+		}
 		text, more, err := readLine(r)
 		if errors.Is(err, io.EOF) {
 			break
