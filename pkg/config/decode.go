@@ -43,17 +43,7 @@ func DecodeStrict(data []byte, v any, section string) error { return decodeStric
 
 func decodeStrict(data []byte, v any, section string) error {
 	t := reflect.TypeOf(v)
-	data, renamed, err := camelKeys(data, t, section)
-	if err != nil {
-		return err
-	}
-	// The unknown keys are found, and left out of the decode, before
-	// encoding/json sees them: it names one only by its last element and
-	// takes a key that differs from a field's only in case ("MODEL").
-	// Every unknown key is named at once: a file pasted from nanobot
-	// often has several, and a start-up per key is a slow way to learn
-	// them.
-	data, unknown, err := withoutUnknown(data, t, section)
+	data, renamed, unknown, err := prepare(data, t, section)
 	if err != nil {
 		return err
 	}
@@ -109,10 +99,8 @@ const maxMistyped = 100
 // withoutValueAt returns data with the value [keyAt] finds at offset made
 // null, or nil when there is none to take out (the whole document).
 func withoutValueAt(data []byte, offset int64) []byte {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber() // re-encoded as written: no float rounding
-	var tree any
-	if dec.Decode(&tree) != nil || !nullAt(tree, segmentsAt(data, offset)) {
+	tree, ok := parseTree(data)
+	if !ok || !nullAt(tree, segmentsAt(data, offset)) {
 		return nil
 	}
 	out, err := json.Marshal(tree)
@@ -144,23 +132,40 @@ func unknownKeyError(key, fold string) error {
 	return Invalid(key, "unknown key (check spelling; keys are camelCase)")
 }
 
-// withoutUnknown returns data, decoded for t at path, without the keys t
-// has no field for, and those keys. Data that is not JSON is returned as
-// it is, for the decode to report.
-func withoutUnknown(data []byte, t reflect.Type, path string) ([]byte, []unknownKey, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber() // re-encoded as written: no float rounding
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
-		return data, nil, nil
+// prepare readies data, decoded for t at path, for the strict decode,
+// in one pass over it: nanobot's snake_case keys renamed (see
+// [camelKeys]), and the keys t has no field for left out and returned.
+// They are found before encoding/json sees them: it names one only by its
+// last element and takes a key that differs from a field's only in case
+// ("MODEL"). Every unknown key is named at once: a file pasted from
+// nanobot often has several, and a start-up per key is a slow way to
+// learn them. Data that is not JSON is returned as it is, for the decode
+// to report.
+func prepare(data []byte, t reflect.Type, path string) ([]byte, renames, []unknownKey, error) {
+	tree, ok := parseTree(data)
+	if !ok {
+		return data, nil, nil, nil
+	}
+	renamed, changed, err := camelKeys(tree, t, path)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	unknown := dropUnknown(tree, t, path)
-	if len(unknown) == 0 {
-		return data, nil, nil
+	if !changed && len(unknown) == 0 {
+		return data, renamed, nil, nil
 	}
 	out, err := json.Marshal(tree)
 	if err != nil {
-		return nil, nil, &Error{Key: path, Err: err}
+		return nil, nil, nil, &Error{Key: path, Err: err}
 	}
-	return out, unknown, nil
+	return out, renamed, unknown, nil
+}
+
+// parseTree decodes data into maps, lists and json.Number (re-encoded as
+// written: no float rounding); false when it is not JSON.
+func parseTree(data []byte) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var tree any
+	return tree, dec.Decode(&tree) == nil
 }

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"bytes"
-	"encoding/json"
 	"maps"
 	"reflect"
 	"slices"
@@ -70,25 +68,16 @@ func CamelCase(key string) string {
 // schema into its config.json, most of them unset, and an unset setting
 // asks for nothing, which is what nanofleet does without it.
 //
-// It returns data unchanged when nothing changed, the renames (the new
-// key's path → the path as written, for errors to name what the user
-// wrote), and an error naming both keys when one is written both ways.
-func camelKeys(data []byte, t reflect.Type, path string) ([]byte, renames, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber() // re-encoded as written: no float rounding
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
-		return data, nil, nil // the strict decode reports it
-	}
+// It changes tree in place and returns the renames (the new key's path →
+// the path as written, for errors to name what the user wrote), whether
+// it changed anything, and an error naming both keys when one is written
+// both ways.
+func camelKeys(tree any, t reflect.Type, path string) (renames, bool, error) {
 	p := prepass{renames: renames{}}
 	if err := p.walk(tree, t, path); err != nil || !p.changed {
-		return data, nil, err
+		return nil, false, err
 	}
-	out, err := json.Marshal(tree)
-	if err != nil {
-		return nil, nil, &Error{Key: path, Err: err}
-	}
-	return out, p.renames, nil
+	return p.renames, true, nil
 }
 
 // renames maps the path of a key renamed by camelKeys to the path as the
