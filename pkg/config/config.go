@@ -320,7 +320,7 @@ var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}
 func expand(tree any, path string, getenv func(string) string, p *Problems) any {
 	switch v := tree.(type) {
 	case map[string]any:
-		for _, k := range slices.Sorted(mapsKeys(v)) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			v[k] = expand(v[k], join(path, k), getenv, p)
 		}
 	case []any:

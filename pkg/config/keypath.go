@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -49,7 +50,7 @@ func walkUnknown(tree any, t reflect.Type, path string, found func(unknownKey)) 
 	case map[string]any:
 		switch t.Kind() {
 		case reflect.Struct:
-			for _, k := range slices.Sorted(mapsKeys(v)) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				f, ok := fieldFor(t, k)
 				if !ok {
 					fold, _ := fieldFold(t, k)
@@ -60,7 +61,7 @@ func walkUnknown(tree any, t reflect.Type, path string, found func(unknownKey)) 
 				walkUnknown(v[k], f.Type, join(path, k), found)
 			}
 		case reflect.Map:
-			for _, k := range slices.Sorted(mapsKeys(v)) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				walkUnknown(v[k], t.Elem(), join(path, k), found)
 			}
 		}
@@ -68,16 +69,6 @@ func walkUnknown(tree any, t reflect.Type, path string, found func(unknownKey)) 
 		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			for i, e := range v {
 				walkUnknown(e, t.Elem(), path+"["+strconv.Itoa(i)+"]", found)
-			}
-		}
-	}
-}
-
-func mapsKeys(m map[string]any) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
 			}
 		}
 	}

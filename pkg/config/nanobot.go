@@ -115,7 +115,7 @@ func (p *prepass) walk(tree any, t reflect.Type, path string) error {
 	case map[string]any:
 		switch t.Kind() {
 		case reflect.Struct:
-			for _, k := range slices.Sorted(mapsKeys(v)) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				key := k
 				if _, ok := fieldFor(t, k); !ok {
 					if camel, ok := snakeField(t, k); ok {
@@ -141,7 +141,7 @@ func (p *prepass) walk(tree any, t reflect.Type, path string) error {
 				}
 			}
 		case reflect.Map:
-			for _, k := range slices.Sorted(mapsKeys(v)) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				if err := p.walk(v[k], t.Elem(), join(path, k)); err != nil {
 					return err
 				}
