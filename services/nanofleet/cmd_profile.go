@@ -28,7 +28,7 @@ func profileCmd(ctx context.Context, env *environment, args []string) error {
 				},
 				run: func([]string) error {
 					return env.withFleet(ctx, &c, func(b *bus.Bus) error {
-						return seedProfile(ctx, b, c.workspace, env.stdout, env.logger("warn"))
+						return seedProfile(ctx, b, c.workspace, env.stdout, env.logger(slog.LevelWarn))
 					})
 				}},
 		},

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 )
 
@@ -339,15 +340,19 @@ func (s *commandSet) run(out io.Writer, args []string) error {
 }
 
 // logLevel is the -log-level flag: one of slog's levels by name.
-type logLevel string
+type logLevel struct{ level *slog.Level }
 
-func (l *logLevel) String() string { return string(*l) }
+func (l logLevel) String() string {
+	if l.level == nil {
+		return ""
+	}
+	return strings.ToLower(l.level.String())
+}
 
-func (l *logLevel) Set(s string) error {
-	switch v := strings.ToLower(s); v {
+func (l logLevel) Set(s string) error {
+	switch strings.ToLower(s) {
 	case "debug", "info", "warn", "error":
-		*l = logLevel(v)
-		return nil
+		return l.level.UnmarshalText([]byte(s))
 	}
 	return errors.New("want debug, info, warn or error")
 }

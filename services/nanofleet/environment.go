@@ -58,7 +58,7 @@ type common struct {
 	workspace   string
 	nats        string
 	model       string
-	logLevel    string
+	logLevel    slog.Level
 }
 
 // register adds the flags of a command that runs the fleet, or a fleet
@@ -68,8 +68,8 @@ func (e *environment) register(fs *flag.FlagSet, c *common) {
 	fs.StringVar(&c.workspace, "workspace", "", "workspace `directory` (default from config: ~/.nanofleet/workspace)")
 	fs.StringVar(&c.nats, "nats", "", "join an external NATS at this `URL` instead of embedding one")
 	fs.StringVar(&c.model, "model", "", "model of the fleet this command starts (over NANOFLEET_MODEL, over agents.defaults.model)")
-	c.logLevel = "warn"
-	fs.Var((*logLevel)(&c.logLevel), "log-level", "log `level`: debug, info, warn or error")
+	c.logLevel = slog.LevelWarn
+	fs.Var(logLevel{&c.logLevel}, "log-level", "log `level`: debug, info, warn or error")
 }
 
 // registerClient adds the flags of a command that only joins the running
@@ -166,12 +166,8 @@ func (e *environment) letSandboxThrough(workspace string) error {
 	return nil
 }
 
-func (e *environment) logger(level string) *slog.Logger {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		lvl = slog.LevelWarn
-	}
-	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: lvl}))
+func (e *environment) logger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 }
 
 // connect joins the running fleet: the NATS of the config or --nats, else
