@@ -450,7 +450,7 @@ func startCluster(t *testing.T, bin, dir string, n int) *natsCluster {
 			return c
 		}
 		taken := slices.ContainsFunc(c.nodes, func(nd *node) bool { return nd.proc.PortTaken() })
-		if !taken || try == 3 {
+		if !taken || try == fleettest.PortTries {
 			t.Fatal(err)
 		}
 		for _, nd := range c.nodes {

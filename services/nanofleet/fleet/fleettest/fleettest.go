@@ -135,9 +135,9 @@ func (p *Proc) AwaitOutput(s string, d time.Duration) error {
 // as its local port in between.
 func (p *Proc) PortTaken() bool { return strings.Contains(p.log.String(), "address already in use") }
 
-// portTries is how often a process is started on new ports when one was
+// PortTries is how often a process is started on new ports when one was
 // taken.
-const portTries = 3
+const PortTries = 3
 
 // NATS is a nats-server process with JetStream.
 type NATS struct {
@@ -157,7 +157,7 @@ func StartNATS(t testing.TB, dir string) *NATS {
 		if err == nil {
 			return &NATS{Proc: p, URL: fmt.Sprintf("nats://127.0.0.1:%d", port), StoreDir: dir}
 		}
-		if !p.PortTaken() || try == portTries {
+		if !p.PortTaken() || try == PortTries {
 			t.Fatal(err)
 		}
 		p.Kill()
