@@ -272,7 +272,7 @@ func (f *File) Validate() error {
 	case n.TLS.CertFile == "" && n.TLS.KeyFile != "":
 		p.Add("nats.tls.certFile", "must be set with keyFile")
 	}
-	if l := f.Observability.Listen; l != "" && !hostPort(l) {
+	if l := f.Observability.Listen; l != "" && !ListenAddr(l) {
 		p.Add("observability.listen", "want host:port (\"127.0.0.1:9090\", \":9090\"), got %q", l)
 	}
 	if d.Model == "" {
@@ -301,9 +301,10 @@ func (f *File) Validate() error {
 	return p.Err()
 }
 
-// hostPort says whether addr is a TCP address to listen on: host:port,
+// ListenAddr says whether addr is a TCP address to listen on: host:port,
 // the host possibly empty or a bracketed IPv6 address, the port a number.
-func hostPort(addr string) bool {
+// Every listen key is checked by it, so they accept the same addresses.
+func ListenAddr(addr string) bool {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

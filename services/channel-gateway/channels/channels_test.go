@@ -83,6 +83,8 @@ func TestInvalidKeysAreNamed(t *testing.T) {
 		{`{"channels": {"telegram": {"tokn": "1:a"}}}`, "channels.telegram.tokn"},
 		{`{"channels": {"slack": {"enabled": true, "botToken": "xoxb-1"}}}`, "channels.slack.appToken"},
 		{`{"channels": {"web": {"listen": "8080"}}}`, "channels.web.listen"},
+		{`{"channels": {"web": {"listen": "localhost:http"}}}`, "channels.web.listen"},
+		{`{"channels": {"web": {"listen": ":70000"}}}`, "channels.web.listen"},
 		{`{"channels": {"api": {"token": "short"}}}`, "channels.api.token"},
 		{`{"channels": {"feishu": {"enabled": true, "appId": "cli_1"}}}`, "channels.feishu.appSecret"},
 		{`{"channels": {"feishu": {"appSecrt": "s"}}}`, "channels.feishu.appSecrt"},
@@ -308,7 +310,7 @@ func TestEveryChannelsProblemAtOnce(t *testing.T) {
 		"channels.telegram.token: does not look like a bot token",
 		"channels.telegram.groupPolicy: must be mention, open",
 		"channels.slack.appToken: required",
-		`channels.web.listen: want host:port, got "8080"`,
+		`channels.web.listen: want host:port ("127.0.0.1:8080", ":8080"), got "8080"`,
 		"channels.web.token: too short",
 		"channels.email.enabled: nanofleet has no email channel",
 	}

@@ -2,7 +2,6 @@ package webchat
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 
@@ -46,8 +45,8 @@ func (c Config) Validate() error {
 	const p = "channels.web."
 	var probs config.Problems
 	if c.Listen != "" {
-		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-			probs.Add(p+"listen", "want host:port, got %q", c.Listen)
+		if !config.ListenAddr(c.Listen) {
+			probs.Add(p+"listen", "want host:port (\"127.0.0.1:8080\", \":8080\"), got %q", c.Listen)
 		}
 	}
 	if c.Token != "" && len(c.Token) < 8 {
