@@ -24,15 +24,17 @@ func (e *Executor) env(workspace string) []string {
 	return env
 }
 
-func (e *Executor) prlimitArgs(fileSizeLimit int64) []string {
+// prlimitArgs applies the configured limits, RLIMIT_FSIZE lowered to
+// fileSizeLimit when that is lower; quota says it was.
+func (e *Executor) prlimitArgs(fileSizeLimit int64) (args []string, quota bool) {
 	fsize := e.cfg.Limits.FileSizeMB << 20
 	switch {
 	case fileSizeLimit < 0:
-		fsize = -1
+		fsize, quota = -1, true
 	case fileSizeLimit > 0 && (fsize == 0 || fileSizeLimit < fsize):
-		fsize = fileSizeLimit
+		fsize, quota = fileSizeLimit, true
 	}
-	return e.cfg.Limits.PrlimitArgs(e.prlimitPath, fsize)
+	return e.cfg.Limits.PrlimitArgs(e.prlimitPath, fsize), quota
 }
 
 func (e *Executor) bwrapArgs(spec Spec) []string {

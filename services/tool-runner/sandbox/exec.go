@@ -93,6 +93,10 @@ type Outcome struct {
 	TimedOut bool
 	// Duration is the wall time of the run.
 	Duration time.Duration
+	// QuotaBound reports that the file size limit the command ran under
+	// was the workspace's remaining quota (Spec.FileSizeLimit), not
+	// Limits.FileSizeMB.
+	QuotaBound bool
 }
 
 // Executor runs commands confined as its config says. It is safe for
@@ -264,7 +268,8 @@ func (e *Executor) run(ctx context.Context, spec Spec) (*Outcome, error) {
 	defer cancel()
 
 	env := e.env(spec.Workspace)
-	inner := append(e.prlimitArgs(spec.FileSizeLimit), "/bin/sh", "-c", spec.Command)
+	limits, quotaBound := e.prlimitArgs(spec.FileSizeLimit)
+	inner := append(limits, "/bin/sh", "-c", spec.Command)
 	var (
 		cmd       *exec.Cmd
 		statusR   *os.File
@@ -334,6 +339,7 @@ func (e *Executor) run(ctx context.Context, spec Spec) (*Outcome, error) {
 		Truncated:   capture.Truncated(),
 		ExitCode:    exitCode(cmd.ProcessState),
 		Duration:    time.Since(start),
+		QuotaBound:  quotaBound,
 	}
 	var ran bool
 	select {

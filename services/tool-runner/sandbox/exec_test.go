@@ -354,20 +354,45 @@ func TestExecForkBombContained(t *testing.T) {
 	}
 }
 
+// TestExecFileSizeLimit: a command writing past its file size limit is
+// killed by SIGXFSZ, and the note names the limit that applied: the
+// configured one (16 MiB in sandboxtest), or the workspace's remaining
+// quota when that is lower.
 func TestExecFileSizeLimit(t *testing.T) {
 	sandboxtest.RequireBwrap(t)
 	e := newExecutor(t, nil)
-	ws := workspace(t, e)
-	out, err := run(t, e, ws, `dd if=/dev/zero of=big bs=1M count=10240 2>&1`, 20*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.ExitCode != 128+25 || !strings.Contains(sandbox.SignalNote(out.ExitCode), "file size limit") {
-		t.Errorf("exit %d (%s), want SIGXFSZ; output %q", out.ExitCode, sandbox.SignalNote(out.ExitCode), out.Output)
-	}
-	fi, err := os.Stat(filepath.Join(ws, "big"))
-	if err != nil || fi.Size() > 16<<20 {
-		t.Errorf("big: %v %v", fi.Size(), err)
+	for _, tc := range []struct {
+		name     string
+		quota    int64 // Spec.FileSizeLimit
+		maxSize  int64
+		wantNote string
+	}{
+		{"configured limit", 0, 16 << 20, "file size limit (tools.exec.limits.fileSizeMb)"},
+		{"quota lower than the limit", 1 << 20, 1 << 20, "what the workspace's quota has left"},
+		{"limit lower than the quota", 1 << 30, 16 << 20, "file size limit (tools.exec.limits.fileSizeMb)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := workspace(t, e)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			out, err := e.Run(ctx, sandbox.Spec{
+				Command: `dd if=/dev/zero of=big bs=1M count=10240 2>&1`, Workspace: ws,
+				Timeout: 20 * time.Second, FileSizeLimit: tc.quota,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.ExitCode != 128+25 || !strings.Contains(out.SignalNote(), tc.wantNote) {
+				t.Errorf("exit %d (%s), want SIGXFSZ and a note naming %q; output %q", out.ExitCode, out.SignalNote(), tc.wantNote, out.Output)
+			}
+			fi, err := os.Stat(filepath.Join(ws, "big"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Size() > tc.maxSize {
+				t.Errorf("big has %d bytes, want at most %d", fi.Size(), tc.maxSize)
+			}
+		})
 	}
 }
 

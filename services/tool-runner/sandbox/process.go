@@ -118,9 +118,12 @@ func exitCode(ps *os.ProcessState) int {
 
 // SignalNote explains an exit status of 128+n caused by a signal that
 // usually means a limit was hit; "" otherwise.
-func SignalNote(code int) string {
-	switch code - 128 {
+func (o *Outcome) SignalNote() string {
+	switch o.ExitCode - 128 {
 	case int(syscall.SIGXFSZ):
+		if o.QuotaBound {
+			return "killed by SIGXFSZ: a file grew past what the workspace's quota has left (tools.workspace.quotaBytes, or the disk's free space); delete files to make room"
+		}
 		return "killed by SIGXFSZ: the file size limit (tools.exec.limits.fileSizeMb) was exceeded"
 	case int(syscall.SIGXCPU):
 		return "killed by SIGXCPU: the CPU time limit (tools.exec.limits.cpuSeconds) was exceeded"

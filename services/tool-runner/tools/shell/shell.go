@@ -166,7 +166,7 @@ func Format(out *sandbox.Outcome) string {
 		fmt.Fprintf(&b, "\n\n(killed after %s)", out.Duration.Round(100*time.Millisecond))
 	default:
 		fmt.Fprintf(&b, "\n\nExit code: %d", out.ExitCode)
-		if note := sandbox.SignalNote(out.ExitCode); note != "" {
+		if note := out.SignalNote(); note != "" {
 			b.WriteString(" (" + note + ")")
 		}
 	}
