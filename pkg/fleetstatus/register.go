@@ -12,6 +12,10 @@ import (
 // Version is the version services announce.
 const Version = "0.1.0"
 
+// IDKey is the metadata key under which a service announces the id it
+// was registered with (see [Register]).
+const IDKey = "id"
+
 // ChannelsKey is the metadata key under which a channel-gateway
 // announces the channels it runs, comma separated (see [WithChannels]).
 const ChannelsKey = "channels"
@@ -31,7 +35,7 @@ func WithChannels(names []string) RegisterOption {
 // it; it answers discovery when Register returns. It serves no
 // endpoints; stop removes the announcement.
 func Register(nc *nats.Conn, name, id string, opts ...RegisterOption) (stop func(), err error) {
-	meta := map[string]string{"id": id}
+	meta := map[string]string{IDKey: id}
 	for _, o := range opts {
 		o(meta)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -102,11 +103,17 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	}
 	var wcfg whatsapp.Config
 	wcfg.Enabled, wcfg.AllowFrom = true, []string{"*"}
-	wa, err := whatsapp.New(gctx, wcfg, whatsapp.Deps{Bus: b, Gate: gate}, whatsapp.WithLogger(log), whatsapp.WithDialer(phone.Dial))
+	board, err := status.Open(gctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gateway.New(gateway.DefaultConfig(), b, []gateway.Adapter{wa}, gateway.WithLogger(log))
+	// Reported as the gateway announced below, as channelgateway does.
+	rep := board.Reporter("whatsapp-gateway")
+	wa, err := whatsapp.New(gctx, wcfg, whatsapp.Deps{Bus: b, Gate: gate, Status: rep}, whatsapp.WithLogger(log), whatsapp.WithDialer(phone.Dial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(gateway.DefaultConfig(), b, []gateway.Adapter{wa}, gateway.WithLogger(log), gateway.WithStatus(rep))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +194,80 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	}
 	if len(rows) != 5 { // the header and four channels
 		t.Errorf("status listed %d rows:\n%s", len(rows), out.String())
+	}
+}
+
+// TestChannelsStatusWithSeveralGateways: `channels status` shows a
+// channel connected on one running gateway as connected, held by it, with
+// a row under it for another running gateway whose start is retried, and
+// a channel only a gone gateway reported as not running, with its last
+// word. Once the connected gateway stops, the channel shows the other's
+// failure alone.
+func TestChannelsStatusWithSeveralGateways(t *testing.T) {
+	srv := bustest.StartServer(t)
+	b := srv.Connect(t, "", status.Assets)
+	ctx := t.Context()
+	cfgPath := filepath.Join(t.TempDir(), "config.json")
+	cfg := `{"channels": {"telegram": {"enabled": true, "token": "1:x"}, "slack": {"enabled": true, "botToken": "xoxb-1", "appToken": "xapp-1"}}}`
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	board, err := status.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	stopA, err := fleetstatus.Register(b.NC, fleetstatus.GatewayService, "gw-a", fleetstatus.WithChannels([]string{"slack"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopB, err := fleetstatus.Register(b.NC, fleetstatus.GatewayService, "gw-b", fleetstatus.WithChannels([]string{"slack"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopB()
+	a := board.Reporter("gw-a")
+	a.Serving(ctx, log, "slack", "@nano")
+	board.Reporter("gw-b").Retrying(ctx, log, "slack", errors.New("slack auth.test failed, retrying: 502 Bad Gateway"))
+	board.Reporter("gw-gone").Serving(ctx, log, "telegram", "@bot")
+
+	status := func() []string {
+		t.Helper()
+		env, out, _ := testEnv(t, nil)
+		if err := dispatch(ctx, env, []string{"channels", "status", "--config", cfgPath, "--nats", srv.ClientURL()}); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	}
+	// the cells of a row, without SINCE, one space apart
+	since := regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`)
+	fields := func(line string) string { return strings.Join(strings.Fields(since.ReplaceAllString(line, "")), " ") }
+	lines := status()
+	want := []string{
+		"telegram not running @bot - its gateway gw-gone no longer runs; it last reported connected",
+		"slack connected @nano gw-a",
+		"failed - gw-b slack auth.test failed, retrying: 502 Bad Gateway",
+	}
+	if len(lines) != 6 { // the header, telegram, slack and gw-b's row, web, api
+		t.Fatalf("channels status printed:\n%s", strings.Join(lines, "\n"))
+	}
+	for i, w := range want {
+		if got := fields(lines[i+1]); got != w {
+			t.Errorf("row %d = %q, want %q\n%s", i+1, got, w, strings.Join(lines, "\n"))
+		}
+	}
+	if !strings.HasPrefix(lines[3], " ") {
+		t.Errorf("gw-b's row is not indented under slack:\n%s", strings.Join(lines, "\n"))
+	}
+
+	// gw-a stops: unannounced, its records withdrawn.
+	stopA()
+	if err := a.Withdraw(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lines = status()
+	if len(lines) != 5 || fields(lines[2]) != "slack failed - gw-b slack auth.test failed, retrying: 502 Bad Gateway" {
+		t.Errorf("once gw-a stopped, channels status printed:\n%s", strings.Join(lines, "\n"))
 	}
 }
 

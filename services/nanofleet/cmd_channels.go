@@ -46,7 +46,9 @@ func channelsCmd(ctx context.Context, env *environment, args []string) error {
 }
 
 // channelsStatus lists each configured channel with its state, account
-// and the gateway running it.
+// and the gateway running it, as the running gateways report it; under a
+// channel, a row for each running gateway that says something else (a
+// gateway whose start is retried beside the one connected).
 func channelsStatus(ctx context.Context, env *environment, c *common) error {
 	file, err := env.load(c)
 	if err != nil {
@@ -65,18 +67,28 @@ func channelsStatus(ctx context.Context, env *environment, c *common) error {
 	if err != nil {
 		return err
 	}
-	recs, err := board.Channels(ctx, lease.NewTable(leases), cfg.Enabled())
+	svcs, err := fleetstatus.Discover(ctx, b.NC, gatewayDiscovery)
+	if err != nil {
+		return err
+	}
+	chans, err := board.Channels(ctx, lease.NewTable(leases), svcs, cfg.Enabled())
 	if err != nil {
 		return err
 	}
 	w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CHANNEL\tSTATE\tACCOUNT\tHOLDER\tSINCE\tREASON")
-	for _, r := range recs {
+	row := func(channel string, r status.Record) {
 		since := "-"
 		if !r.Updated.IsZero() {
 			since = r.Updated.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Channel, r.State, dash(r.Account), dash(r.Holder), since, r.Reason)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", channel, r.State, dash(r.Account), dash(r.Holder), since, r.Reason)
+	}
+	for _, c := range chans {
+		row(c.Channel, c.Record)
+		for _, o := range c.Others {
+			row("", o) // indented under its channel: another gateway's word
+		}
 	}
 	return w.Flush()
 }
@@ -107,8 +119,8 @@ var errNotEnabled = errors.New("not enabled in the running fleet's config")
 // errNotLinked: whatsappLogin's --timeout passed before the scan.
 var errNotLinked = errors.New("not linked")
 
-// gatewayDiscovery is how long whatsappLogin listens for the gateways'
-// answers to discovery; they answer at once.
+// gatewayDiscovery is how long channels status and login listen for the
+// gateways' answers to discovery; they answer at once.
 const gatewayDiscovery = 500 * time.Millisecond
 
 // whatsappLogin shows the QR codes the gateway holding the WhatsApp
@@ -132,7 +144,9 @@ func whatsappLogin(ctx context.Context, env *environment, c *common, timeout tim
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	updates, err := board.Watch(wctx, "whatsapp")
+	// What running gateways reported, and every report from now on: a
+	// gateway that is gone may have left a "connected" behind.
+	updates, err := board.Watch(wctx, "whatsapp", status.Running(svcs))
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ package channelgateway
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,15 +16,16 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nuid"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/every"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/connlimit"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // Deps are what the process gives the gateway besides the config file.
@@ -91,6 +93,8 @@ type Gateway struct {
 	addr string
 	// channels are the enabled ones, announced with the gateway.
 	channels []string
+	// status writes the gateway's channel status records, under id.
+	status *status.Reporter
 
 	readTimeout time.Duration
 }
@@ -114,15 +118,25 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Gatew
 	if err != nil {
 		return nil, fmt.Errorf("channel-gateway: listen %s (channels.web.listen or --listen): %w", addr, err)
 	}
+	// The id the gateway announces in discovery and writes its status
+	// records as: where it runs, and a random tail for several gateways
+	// in one process (tests, the bench).
+	gw.id = fleetstatus.DefaultID() + "-" + rand.Text()[:6]
+	board, err := status.Open(ctx, b)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("channel-gateway: %w", err)
+	}
+	gw.status = board.Reporter(gw.id)
 	gcfg := gateway.DefaultConfig()
 	gcfg.MaxContentBytes = gateway.ContentLimit(file.Agents.Defaults.ContextWindowTokens)
 	adapters, handler, err := channels.Build(ctx, chans, channels.Deps{Bus: b, Listen: ln.Addr().String(), Announce: o.Announce,
-		Storage: o.Storage, MaxContentBytes: gcfg.MaxContentBytes}, channels.WithLogger(gw.log))
+		Storage: o.Storage, MaxContentBytes: gcfg.MaxContentBytes, Status: gw.status}, channels.WithLogger(gw.log))
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	g, err := gateway.New(gcfg, b, adapters, gateway.WithLogger(gw.log))
+	g, err := gateway.New(gcfg, b, adapters, gateway.WithLogger(gw.log), gateway.WithStatus(gw.status))
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +145,7 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Gatew
 		g.OnRetry = func(ch string) { m.DeliveryRetries.WithLabelValues(ch).Inc() }
 		g.OnDeadLetter = func(string) { m.DeadLetters.WithLabelValues("outbound").Inc() }
 	}
-	gw.nc, gw.id, gw.g, gw.addr, gw.channels = b.NC, nuid.Next(), g, addr, chans.Enabled()
+	gw.nc, gw.g, gw.addr, gw.channels = b.NC, g, addr, chans.Enabled()
 	if handler == nil {
 		ln.Close()
 		return gw, nil
@@ -167,13 +181,21 @@ func (gw *Gateway) Addr() net.Addr {
 	return gw.ln.Addr()
 }
 
-// Run serves until ctx ends, then shuts the HTTP server down.
+// Run serves until ctx ends, then shuts the HTTP server down and
+// withdraws the gateway's channel status records. A gateway whose
+// adapter failed leaves its records, its last word, to expire: readers
+// show them as a gateway's that is gone.
 func (gw *Gateway) Run(ctx context.Context) error {
 	stop, err := fleetstatus.Register(gw.nc, fleetstatus.GatewayService, gw.id, fleetstatus.WithChannels(gw.channels))
 	if err != nil {
 		return err
 	}
 	defer stop()
+	stopRefresh := every.Go(ctx, status.RefreshEvery, func() bool {
+		gw.status.Refresh(ctx, gw.log)
+		return true
+	})
+	defer stopRefresh()
 	if gw.srv != nil {
 		go func() {
 			if err := gw.srv.Serve(gw.ln); !errors.Is(err, http.ErrServerClosed) {
@@ -189,6 +211,14 @@ func (gw *Gateway) Run(ctx context.Context) error {
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_ = gw.srv.Shutdown(shutdown)
+	}
+	if err == nil {
+		stopRefresh()
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bus.CallTimeout)
+		defer cancel()
+		if werr := gw.status.Withdraw(wctx); werr != nil {
+			gw.log.Warn("withdraw channel status", "err", werr)
+		}
 	}
 	return err
 }

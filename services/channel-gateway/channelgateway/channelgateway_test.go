@@ -15,11 +15,14 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
+	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channelgateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // TestListenPrecedence: the gateway listens where --listen says, else
@@ -207,5 +210,62 @@ func TestConnectionsBeyondTheBoundRefused(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(m.HTTPConnectionsRefused); n != 1 {
 		t.Errorf("nanofleet_http_connections_refused_total = %v, want 1", n)
+	}
+}
+
+// TestStatusRecordsLiveWithTheGateway: a gateway's status records are
+// written as the id it announces in discovery, so readers count them
+// while it runs, and it withdraws them when it stops: the bucket does not
+// keep a record for every gateway ever started.
+func TestStatusRecordsLiveWithTheGateway(t *testing.T) {
+	b := bustest.StartServer(t).Connect(t, "nanofleet", channels.Assets)
+	file := config.Defaults()
+	if err := config.Parse(file, []byte(`{"channels":{"web":{"enabled":true,"listen":"127.0.0.1:0"},"api":{"enabled":true}}}`), func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	g, err := channelgateway.New(t.Context(), file, channelgateway.Deps{Bus: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	board, err := status.Open(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := b.KV(t.Context(), bus.BucketLeases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, 10*time.Second, func() error {
+		svcs, err := fleetstatus.Discover(t.Context(), b.NC, 200*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		chans, err := board.Channels(t.Context(), lease.NewTable(kv), svcs, []string{"web", "api"})
+		if err != nil {
+			return err
+		}
+		for _, c := range chans {
+			if c.State != status.Connected || c.Holder == "" {
+				return fmt.Errorf("%s = %+v, want connected on the running gateway", c.Channel, c.Record)
+			}
+		}
+		return nil
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("gateway did not stop")
+	}
+	recs, err := board.Records(t.Context(), "")
+	if err != nil || len(recs) != 0 {
+		t.Errorf("records after the gateway stopped = %+v, %v; want none", recs, err)
 	}
 }

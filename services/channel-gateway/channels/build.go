@@ -67,6 +67,9 @@ type Deps struct {
 	// MaxContentBytes bounds an inbound message's text (default
 	// gateway.MaxContentBytes); see gateway.ContentLimit.
 	MaxContentBytes int
+	// Status writes the gateway's channel status records; nil reports
+	// nothing.
+	Status *status.Reporter
 }
 
 // webhooks is an adapter that can take its platform's events by webhook
@@ -102,7 +105,7 @@ func Build(ctx context.Context, cfg Config, deps Deps, opts ...Option) ([]gatewa
 	if err != nil {
 		return nil, nil, err
 	}
-	ad := adapterdeps.Deps{Bus: deps.Bus, Gate: gate, SendProgress: progress, SendToolHints: hints}
+	ad := adapterdeps.Deps{Bus: deps.Bus, Gate: gate, Status: deps.Status, SendProgress: progress, SendToolHints: hints}
 	var adapters []gateway.Adapter
 	mux := http.NewServeMux()
 	serving := false
@@ -134,10 +137,6 @@ func Build(ctx context.Context, cfg Config, deps Deps, opts ...Option) ([]gatewa
 				serving = true
 			}
 		}
-	}
-	board, err := status.Open(ctx, deps.Bus)
-	if err != nil {
-		return nil, nil, fmt.Errorf("channels: %w", err)
 	}
 	if !cfg.Web.Enabled && !cfg.API.Enabled {
 		if !serving {
@@ -178,7 +177,7 @@ func Build(ctx context.Context, cfg Config, deps Deps, opts ...Option) ([]gatewa
 			return nil, nil, err
 		}
 		mux.Handle("/", w)
-		board.Serving(ctx, log, "web", webchat.BaseURL(c.PublicURL, deps.Listen))
+		deps.Status.Serving(ctx, log, "web", webchat.BaseURL(c.PublicURL, deps.Listen))
 		log.Info("web chat ready: open this link to log in", "url", w.LoginURL(deps.Listen))
 		// The fleet dashboard shares the web chat's login.
 		dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{Bus: deps.Bus, Gate: w}, dashboard.WithLogger(log.With("component", "dashboard")))
@@ -205,7 +204,7 @@ func Build(ctx context.Context, cfg Config, deps Deps, opts ...Option) ([]gatewa
 		}
 		mux.Handle("/v1/", api)
 		base := webchat.BaseURL(cfg.Web.PublicURL, deps.Listen) + "/v1"
-		board.Serving(ctx, log, "api", base)
+		deps.Status.Serving(ctx, log, "api", base)
 		log.Info("OpenAI-compatible API ready", "base_url", base, "api_key", api.Token())
 		if deps.Announce != nil {
 			deps.Announce("OpenAI-compatible API: " + base + " (api key " + api.Token() + ") — channels.api.token sets the key")

@@ -94,12 +94,12 @@ func (s *Server) qr(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	rec, err := board.Get(r.Context(), r.PathValue("channel"))
+	rec, err := board.Linking(r.Context(), r.PathValue("channel"))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	if rec == nil || rec.State != status.Linking || rec.QR == "" {
+	if rec == nil {
 		http.Error(w, "no QR code to scan", http.StatusNotFound)
 		return
 	}

@@ -262,8 +262,9 @@ func TestSnapshot(t *testing.T) {
 	}
 }
 
-// TestChannels: the snapshot lists the channels the gateways reported,
-// and a channel waiting for its QR code to be scanned serves it as a PNG.
+// TestChannels: the snapshot lists the channels the running gateways
+// reported, merged (a failing gateway beside a connected one), and a
+// channel waiting for its QR code to be scanned serves it as a PNG.
 func TestChannels(t *testing.T) {
 	b := bustest.StartJetStream(t, channels.Assets)
 	srv := serve(t, b)
@@ -273,7 +274,11 @@ func TestChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	board.Serving(ctx, log, "web", "http://127.0.0.1:8080")
+	for _, id := range []string{"gw-a", "gw-b"} {
+		fleetstatustest.Online(t, b, fleetstatus.GatewayService, map[string]string{fleetstatus.IDKey: id})
+	}
+	board.Reporter("gw-a").Serving(ctx, log, "web", "http://127.0.0.1:8080")
+	board.Reporter("gw-b").Failing(ctx, log, "web", errors.New("listen: address in use"))
 	get := func(path string) (int, string, []byte) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
@@ -289,7 +294,8 @@ func TestChannels(t *testing.T) {
 	if code, _, _ := get("/dashboard/api/qr/whatsapp"); code != http.StatusNotFound {
 		t.Errorf("QR of a channel not linking: %d", code)
 	}
-	if err := board.Update(ctx, "whatsapp", func(r *status.Record) {
+	// gw-1 is not running (no discovery answer, no lease).
+	if err := board.Reporter("gw-1").Update(ctx, "whatsapp", func(r *status.Record) {
 		r.State, r.QR, r.Holder, r.Lease = status.Linking, "2@abc,def,ghi", "gw-1", "whatsapp-conn-x"
 	}); err != nil {
 		t.Fatal(err)
@@ -303,16 +309,20 @@ func TestChannels(t *testing.T) {
 	if err := json.Unmarshal(body, &snap); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]status.Record{}
-	for _, r := range snap.Channels {
-		got[r.Channel] = r
+	got := map[string]status.Channel{}
+	for _, c := range snap.Channels {
+		got[c.Channel] = c
 	}
 	// No gateway holds the WhatsApp lease: its holder is gone.
-	if w := got["whatsapp"]; w.State != status.Failed || !strings.Contains(w.Reason, "gw-1") || w.QR != "" {
+	if w := got["whatsapp"]; w.State != status.NotRunning || !strings.Contains(w.Reason, "gw-1") || w.QR != "" {
 		t.Errorf("whatsapp = %+v", w)
 	}
-	if w := got["web"]; w.State != status.Connected || w.Holder != status.EveryGateway || len(snap.Channels) != 2 {
+	w := got["web"]
+	if w.State != status.Connected || w.Holder != "gw-a" || len(snap.Channels) != 2 {
 		t.Errorf("channels = %+v", snap.Channels)
+	}
+	if len(w.Others) != 1 || w.Others[0].Gateway != "gw-b" || w.Others[0].State != status.Failed || w.Others[0].Reason != "listen: address in use" {
+		t.Errorf("web's other gateways = %+v, want gw-b failing", w.Others)
 	}
 }
 

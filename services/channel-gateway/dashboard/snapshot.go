@@ -47,8 +47,9 @@ type Snapshot struct {
 	// Usage is the token usage of the turns in the history, in total and
 	// for the top models, users and sessions.
 	Usage fleetstatus.UsageSummary `json:"usage"`
-	// Channels are the channels' states as the gateways reported them.
-	Channels []status.Record `json:"channels"`
+	// Channels are the channels' states as the running gateways
+	// reported them, merged (status.Board.Channels).
+	Channels []status.Channel `json:"channels"`
 	// Problems are what could not be read for this snapshot.
 	Problems []string `json:"problems"`
 }
@@ -122,7 +123,7 @@ func (s *snapshotter) build(ctx context.Context) *Snapshot {
 	snap := &Snapshot{
 		At: s.now(), Services: []fleetstatus.Service{}, Streams: []StreamLag{},
 		Turns: []fleetstatus.Turn{}, DeadLetters: []fleetstatus.DeadLetter{}, Problems: []string{},
-		Channels: []status.Record{},
+		Channels: []status.Channel{},
 	}
 	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
 	defer cancel()
@@ -173,7 +174,7 @@ func (s *snapshotter) build(ctx context.Context) *Snapshot {
 		}
 	}
 	snap.DeadLetters = append(snap.DeadLetters, s.dead.Items()...)
-	if chans, err := s.channels(ctx); err != nil {
+	if chans, err := s.channels(ctx, st.Services); err != nil {
 		snap.Problems = append(snap.Problems, "channels: "+err.Error())
 	} else {
 		snap.Channels = append(snap.Channels, chans...)
@@ -181,8 +182,9 @@ func (s *snapshotter) build(ctx context.Context) *Snapshot {
 	return snap
 }
 
-// channels reads the status board, checking holders against the leases.
-func (s *snapshotter) channels(ctx context.Context) ([]status.Record, error) {
+// channels reads the status board, counting the records of the gateways
+// among svcs (discovered) and those whose lease proves them running.
+func (s *snapshotter) channels(ctx context.Context, svcs []fleetstatus.Service) ([]status.Channel, error) {
 	if s.board == nil {
 		board, err := status.Open(ctx, s.bus)
 		if err != nil {
@@ -194,5 +196,5 @@ func (s *snapshotter) channels(ctx context.Context) ([]status.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.board.Channels(ctx, lease.NewTable(leases), nil)
+	return s.board.Channels(ctx, lease.NewTable(leases), svcs, nil)
 }

@@ -31,7 +31,7 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	defer stopStreams()
 	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.api+"/"+a.cfg.ClientID), a.log, func(ctx context.Context) error {
 		return a.connect(ctx, in)
-	}, hold.WithAccount(a.cfg.robotCode()))
+	}, hold.WithAccount(a.cfg.robotCode()), hold.WithStatus(a.deps.Status))
 }
 
 // The stream connection is held here rather than by the SDK's

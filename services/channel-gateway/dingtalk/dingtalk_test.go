@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk/dingtalktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
@@ -53,8 +54,8 @@ func (h *harness) gateway(t *testing.T, cfg dingtalk.Config) (stop func()) {
 func runAdapter(t *testing.T, b *bus.Bus, fake *dingtalktest.Server, cfg dingtalk.Config, log *slog.Logger) (stop func()) {
 	t.Helper()
 	cfg.Enabled, cfg.ClientID, cfg.ClientSecret, cfg.APIURL = true, dingtalktest.ClientID, dingtalktest.ClientSecret, fake.URL
-	return gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		return dingtalk.New(ctx, cfg, dingtalk.Deps{Bus: b, Gate: gate}, dingtalk.WithLogger(log))
+	return gatewaytest.Run(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (gateway.Adapter, error) {
+		return dingtalk.New(ctx, cfg, deps, dingtalk.WithLogger(log))
 	})
 }
 

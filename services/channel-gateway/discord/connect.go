@@ -48,7 +48,7 @@ func (a *Adapter) Run(ctx context.Context, in inbox) error {
 	defer stopStreams()
 	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.cfg.Token), a.log, func(ctx context.Context) error {
 		return a.connect(ctx, in, wsURL)
-	}, hold.WithAccount(account))
+	}, hold.WithAccount(account), hold.WithStatus(a.deps.Status))
 }
 
 // discover asks Discord where to connect (GET /gateway/bot), which also
@@ -65,7 +65,7 @@ func (a *Adapter) discover(ctx context.Context) (wsURL, account string, err erro
 			return retry.Final(fmt.Errorf("discord: bot token rejected: %w", err))
 		}
 		return err
-	}, retry.WithStatus(a.deps.Bus, Channel))
+	}, retry.WithStatus(a.deps.Status, Channel))
 	if err != nil {
 		return "", "", err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
@@ -63,8 +64,8 @@ func start(t *testing.T, cfg discord.Config, script workertest.Script, opts ...w
 func runAdapter(t *testing.T, b *bus.Bus, fake *discordtest.Server, cfg discord.Config, log *slog.Logger) func() {
 	t.Helper()
 	cfg.Enabled, cfg.Token, cfg.APIBase = true, token, fake.URL
-	return gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		return discord.New(ctx, cfg, discord.Deps{Bus: b, Gate: gate}, discord.WithLogger(log), discord.WithTyping(time.Second, 5*time.Second))
+	return gatewaytest.Run(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (gateway.Adapter, error) {
+		return discord.New(ctx, cfg, deps, discord.WithLogger(log), discord.WithTyping(time.Second, 5*time.Second))
 	})
 }
 

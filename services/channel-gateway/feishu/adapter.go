@@ -26,7 +26,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/webhook"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // Channel is the channel name in subjects and session keys.
@@ -158,15 +157,13 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	a.hook.Serve(ctx, in)
 	if a.cfg.Mode == ModeWebhook {
 		a.log.Info("feishu events by webhook", "path", a.cfg.WebhookPath())
-		if board, err := status.Open(ctx, a.deps.Bus); err == nil {
-			board.Serving(ctx, a.log, Channel, account)
-		}
+		a.deps.Status.Serving(ctx, a.log, Channel, account)
 		<-ctx.Done()
 		return nil
 	}
 	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.base+"/"+a.cfg.AppID), a.log, func(ctx context.Context) error {
 		return a.connect(ctx, in)
-	}, hold.WithAccount(account))
+	}, hold.WithAccount(account), hold.WithStatus(a.deps.Status))
 }
 
 // identify asks for the bot's open id (for mentions), retrying until the
@@ -209,7 +206,7 @@ func (a *Adapter) identify(ctx context.Context) (account string, err error) {
 		a.log.Info("feishu bot ready", "app", info.Bot.AppName, "open_id", info.Bot.OpenID)
 		account = cmp.Or(info.Bot.AppName, info.Bot.OpenID)
 		return nil
-	}, retry.WithStatus(a.deps.Bus, Channel))
+	}, retry.WithStatus(a.deps.Status, Channel))
 	return account, err
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu/feishutest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
@@ -57,9 +58,9 @@ func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, s
 func runAdapter(t *testing.T, b *bus.Bus, fake *feishutest.Server, cfg feishu.Config, log *slog.Logger) (a *feishu.Adapter, stop func()) {
 	t.Helper()
 	cfg.Enabled, cfg.AppID, cfg.AppSecret, cfg.BaseURL = true, feishutest.AppID, feishutest.AppSecret, fake.URL
-	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
+	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (gateway.Adapter, error) {
 		var err error
-		a, err = feishu.New(ctx, cfg, feishu.Deps{Bus: b, Gate: gate}, feishu.WithLogger(log))
+		a, err = feishu.New(ctx, cfg, deps, feishu.WithLogger(log))
 		return a, err
 	})
 	return a, stop

@@ -105,6 +105,7 @@ type Gateway struct {
 	cfg      Config
 	log      *slog.Logger
 	adapters []Adapter
+	status   *status.Reporter
 	// Hooks for metrics; nil means none.
 	OnRetry      func(channel string)
 	OnDeadLetter func(channel string)
@@ -119,6 +120,10 @@ type Option func(*Gateway)
 
 // WithLogger sets the gateway's logger; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(g *Gateway) { g.log = observe.OrDiscard(l) } }
+
+// WithStatus reports an adapter whose Run failed on this gateway's
+// status records through r; without it the failure is only logged.
+func WithStatus(r *status.Reporter) Option { return func(g *Gateway) { g.status = r } }
 
 // New returns a gateway for the given adapters; channel names must be
 // unique.
@@ -228,16 +233,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gateway: delivered bucket: %w", err)
 	}
-	// The status board is for people to read: without it the channels
-	// still run.
-	var board *status.Board
-	err = g.setUp(ctx, func(ctx context.Context) (err error) {
-		board, err = status.Open(ctx, g.bus)
-		return err
-	})
-	if err != nil {
-		g.log.Warn("channel status board unusable; adapter failures are only logged", "err", err)
-	}
 	eg, ctx := errgroup.WithContext(ctx)
 	for _, a := range g.adapters {
 		var cons jetstream.Consumer
@@ -263,9 +258,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		eg.Go(func() error { return d.run(ctx) })
 		eg.Go(func() error {
 			if err := a.Run(ctx, g.refusing(a)); err != nil && ctx.Err() == nil {
-				if board != nil {
-					board.Failing(ctx, g.log, a.Channel(), err)
-				}
+				g.status.Failing(ctx, g.log, a.Channel(), err)
 				return fmt.Errorf("adapter %s: %w", a.Channel(), err)
 			}
 			return nil

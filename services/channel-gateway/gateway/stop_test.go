@@ -11,6 +11,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 )
 
@@ -34,7 +35,7 @@ func (s *slowPlatform) Deliver(ctx context.Context, m *nanofleetv1.OutboundMessa
 func TestDeliveryFinishedWhileStoppingIsRemembered(t *testing.T) {
 	b := bustest.StartJetStream(t, gateway.Assets, access.Assets)
 	p := &slowPlatform{started: make(chan struct{})}
-	stop := gatewaytest.Run(t, b, slog.New(slog.DiscardHandler), func(context.Context, *access.Gate, *slog.Logger) (gateway.Adapter, error) {
+	stop := gatewaytest.Run(t, b, slog.New(slog.DiscardHandler), func(context.Context, adapterdeps.Deps, *slog.Logger) (gateway.Adapter, error) {
 		return p, nil
 	})
 	publishReply(t, b, "r-stop", "hello")

@@ -12,7 +12,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // Run holds a Socket Mode connection until ctx ends, reconnecting as Slack
@@ -23,9 +22,7 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	}
 	// Slack spreads events over every Socket Mode connection of the app,
 	// so every gateway connects and none holds a lease.
-	if board, err := status.Open(ctx, a.deps.Bus); err == nil {
-		board.Serving(ctx, a.log, Channel, a.botName)
-	}
+	a.deps.Status.Serving(ctx, a.log, Channel, a.botName)
 	stopStreams, err := a.streams.Watch(ctx)
 	if err != nil {
 		return err
@@ -66,7 +63,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		a.mu.Unlock()
 		a.log.Info("slack bot ready", "user", res.User, "user_id", res.UserID, "team", res.Team)
 		return nil
-	}, retry.WithStatus(a.deps.Bus, Channel))
+	}, retry.WithStatus(a.deps.Status, Channel))
 }
 
 // dispatch acknowledges an envelope first, then handles it.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
@@ -44,8 +44,8 @@ func start(t *testing.T, cfg slack.Config, script workertest.Script, opts ...wor
 func runAdapter(t *testing.T, b *bus.Bus, fake *slacktest.Server, cfg slack.Config, log *slog.Logger) (stop func()) {
 	t.Helper()
 	cfg.Enabled, cfg.BotToken, cfg.AppToken, cfg.APIURL = true, "xoxb-test", "xapp-test", fake.APIURL
-	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		return slack.New(ctx, cfg, slack.Deps{Bus: b, Gate: gate}, slack.WithLogger(log))
+	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (gateway.Adapter, error) {
+		return slack.New(ctx, cfg, deps, slack.WithLogger(log))
 	})
 	fake.WaitConnected(t, wait)
 	return stop

@@ -203,7 +203,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		a.mu.Unlock()
 		a.log.Info("telegram bot ready", "username", me.Username, "id", me.ID)
 		return nil
-	}, retry.WithStatus(a.deps.Bus, Channel))
+	}, retry.WithStatus(a.deps.Status, Channel))
 }
 
 func (a *Adapter) username() string {

@@ -34,7 +34,7 @@ func (a *Adapter) runPolling(ctx context.Context, in gateway.Inbox) error {
 	return hold.Run(ctx, a.deps.Bus, pollerKey(a.cfg.Token), a.log.With("bot", a.username()), func(ctx context.Context) error {
 		a.poll(ctx, in)
 		return nil
-	}, hold.WithAccount("@"+a.username()))
+	}, hold.WithAccount("@"+a.username()), hold.WithStatus(a.deps.Status))
 }
 
 // poll long-polls getUpdates until ctx ends. An update is confirmed to

@@ -9,7 +9,6 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // runWebhook registers the webhook and waits; updates arrive through
@@ -20,14 +19,12 @@ func (a *Adapter) runWebhook(ctx context.Context) error {
 			URL: a.cfg.Webhook.URL, SecretToken: a.cfg.Webhook.Secret, AllowedUpdates: []string{"message"},
 		})
 		return err
-	}, retry.WithStatus(a.deps.Bus, Channel))
+	}, retry.WithStatus(a.deps.Status, Channel))
 	if err != nil { // only ctx ends it
 		return nil
 	}
 	a.log.Info("telegram webhook set", "url", a.cfg.Webhook.URL)
-	if board, err := status.Open(ctx, a.deps.Bus); err == nil {
-		board.Serving(ctx, a.log, Channel, "@"+a.username())
-	}
+	a.deps.Status.Serving(ctx, a.log, Channel, "@"+a.username())
 	<-ctx.Done()
 	return nil
 }

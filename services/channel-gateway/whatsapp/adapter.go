@@ -16,7 +16,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp/kvstore"
 )
 
@@ -52,7 +51,6 @@ type Adapter struct {
 	dial    Dialer
 	devices *kvstore.Container
 	media   *media.Store
-	board   *status.Board
 	// policy admits senders; its DM policy applies to direct messages
 	// only (see access.Gate.Check), so groups and DMs share it.
 	policy access.Policy
@@ -111,9 +109,6 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		a.dial = whatsmeowDialer(a.log.With("component", "whatsmeow"), a.media.Limit())
 	}
 	if a.sent, err = parts.Open(ctx, deps.Bus, parts.WithLogger(a.log)); err != nil {
-		return nil, fmt.Errorf("whatsapp: %w", err)
-	}
-	if a.board, err = status.Open(ctx, deps.Bus); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
 	return a, nil

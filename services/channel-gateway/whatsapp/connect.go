@@ -22,7 +22,7 @@ import (
 func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	return hold.Run(ctx, a.deps.Bus, hold.Key(Channel, a.cfg.account()), a.log, func(ctx context.Context) error {
 		return a.connect(ctx, in)
-	})
+	}, hold.WithStatus(a.deps.Status))
 }
 
 // connect loads the device from the fleet, connects it (linking it first
@@ -127,7 +127,7 @@ func (a *Adapter) isSelf(id types.JID) bool {
 
 // report updates the channel's status record; a failure is only logged.
 func (a *Adapter) report(ctx context.Context, f func(*status.Record)) {
-	if err := a.board.Update(ctx, Channel, f); err != nil {
+	if err := a.deps.Status.Update(ctx, Channel, f); err != nil {
 		a.log.Warn("report status", "err", err)
 	}
 }

@@ -18,9 +18,9 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
@@ -82,8 +82,8 @@ func (h *harness) gatewayOn(t *testing.T, b *bus.Bus, cfg whatsapp.Config) (stop
 func runAdapter(t *testing.T, b *bus.Bus, fake *whatsapptest.Server, cfg whatsapp.Config, log *slog.Logger, a **whatsapp.Adapter) *gatewaytest.Gateway {
 	t.Helper()
 	cfg.Enabled = true
-	return gatewaytest.Start(t, b, log, func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error) {
-		adapter, err := whatsapp.New(ctx, cfg, whatsapp.Deps{Bus: b, Gate: gate}, whatsapp.WithLogger(log), whatsapp.WithDialer(fake.Dial))
+	return gatewaytest.Start(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (gateway.Adapter, error) {
+		adapter, err := whatsapp.New(ctx, cfg, deps, whatsapp.WithLogger(log), whatsapp.WithDialer(fake.Dial))
 		if a != nil {
 			*a = adapter
 		}
@@ -270,7 +270,7 @@ func TestLinkingIsReportedAndStoredInTheFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	updates, err := board.Watch(t.Context(), whatsapp.Channel)
+	updates, err := board.Watch(t.Context(), whatsapp.Channel, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,9 +325,9 @@ func TestLoggedOutDeviceIsLinkedAgain(t *testing.T) {
 	if s := h.fake.Next(t, wait); s.Text() != "echo: back?" || s.Conn != 2 {
 		t.Errorf("after relinking: %q from connection %d", s.Text(), s.Conn)
 	}
-	r, err := board.Get(t.Context(), whatsapp.Channel)
-	if err != nil || r == nil || r.State != status.Connected || r.Account != "+"+whatsapptest.Phone {
-		t.Errorf("status after relinking = %+v, %v", r, err)
+	recs, err := board.Records(t.Context(), whatsapp.Channel)
+	if err != nil || len(recs) != 1 || recs[0].State != status.Connected || recs[0].Account != "+"+whatsapptest.Phone {
+		t.Errorf("status after relinking = %+v, %v", recs, err)
 	}
 }
 

@@ -120,10 +120,13 @@
     $("services").tBodies[0].replaceChildren(...services);
 
     const chans = s.channels || [];
-    $("channels").tBodies[0].replaceChildren(...chans.map((c) => {
-      const tr = row("channel " + c.state.replace(/ /g, "-"), [c.channel, c.state + (c.reason ? ": " + c.reason : ""), c.account || "", c.holder || ""]);
+    // A channel's row, then one under it for each running gateway that
+    // says something else (a start retried beside the connected gateway).
+    const chanRow = (cls, name, c) => row(cls + " " + c.state.replace(/ /g, "-"), [name, c.state + (c.reason ? ": " + c.reason : ""), c.account || "", c.holder || ""]);
+    $("channels").tBodies[0].replaceChildren(...chans.flatMap((c) => {
+      const tr = chanRow("channel", c.channel, c);
       tr.dataset.channel = c.channel;
-      return tr;
+      return [tr, ...(c.others || []).map((o) => chanRow("channel other", "", o))];
     }));
     $("no-channels").classList.toggle("hidden", chans.length > 0);
     // A channel waiting for its QR code to be scanned (WhatsApp) shows it;

@@ -168,19 +168,19 @@ func NewEnv(t *testing.T, script workertest.Script, opts ...workertest.Option) E
 	return Env{Bus: b, Worker: workertest.Start(t, b, script, opts...)}
 }
 
-// Status returns the status board's record of channel, failing the test
-// when there is none.
+// Status returns the newest status record of channel (of any gateway),
+// failing the test when there is none.
 func Status(t *testing.T, b *bus.Bus, channel string) *status.Record {
 	t.Helper()
 	board, err := status.Open(t.Context(), b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := board.Get(t.Context(), channel)
-	if err != nil || rec == nil {
-		t.Fatalf("status record: %v, %v", rec, err)
+	recs, err := board.Records(t.Context(), channel)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("status records: %v, %v", recs, err)
 	}
-	return rec
+	return &recs[0]
 }
 
 // harness is one scenario's bus, worker, fake and logs.

@@ -6,6 +6,7 @@ package gatewaytest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"strings"
 	"sync"
@@ -13,19 +14,24 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 // StopTimeout bounds how long a stopping gateway may take.
 const StopTimeout = 10 * time.Second
 
 // Build constructs the adapter under test with the gateway's context,
-// access gate and logger.
-type Build func(ctx context.Context, gate *access.Gate, log *slog.Logger) (gateway.Adapter, error)
+// what a gateway gives its adapters (the bus, its access gate and its
+// status reporter) and logger.
+type Build func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (gateway.Adapter, error)
 
 // Run starts a gateway on b serving the adapter build returns, with a
-// short redelivery backoff. stop, also called when the test ends, stops
+// short redelivery backoff, announced in discovery as a channel-gateway
+// does (under [Gateway.ID], which its status records are written as). stop, also called when the test ends, stops
 // it and reports an error its Run returned or a gateway that did not stop
 // within StopTimeout.
 func Run(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) (stop func()) {
@@ -35,12 +41,18 @@ func Run(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) (stop func()) 
 
 // Gateway is a gateway running in a test.
 type Gateway struct {
-	t    testing.TB
-	b    *bus.Bus
-	stop context.CancelFunc
-	done chan error
-	once sync.Once
+	t          testing.TB
+	b          *bus.Bus
+	id         string
+	stop       context.CancelFunc
+	unregister func()
+	done       chan error
+	once       sync.Once
 }
+
+// ID is the id the gateway announces and reports its channels' status
+// as.
+func (g *Gateway) ID() string { return g.id }
 
 // Start is Run returning the gateway, which can also be killed.
 func Start(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) *Gateway {
@@ -51,31 +63,44 @@ func Start(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) *Gateway {
 		cancel()
 		t.Fatal(err)
 	}
-	a, err := build(ctx, gate, log)
+	board, err := status.Open(ctx, b)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	id := "test-gateway-" + rand.Text()[:6]
+	rep := board.Reporter(id)
+	a, err := build(ctx, adapterdeps.Deps{Bus: b, Gate: gate, Status: rep}, log)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	cfg := gateway.DefaultConfig()
 	cfg.MinBackoff = 50 * time.Millisecond
-	g, err := gateway.New(cfg, b, []gateway.Adapter{a}, gateway.WithLogger(log))
+	g, err := gateway.New(cfg, b, []gateway.Adapter{a}, gateway.WithLogger(log), gateway.WithStatus(rep))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	gw := &Gateway{t: t, b: b, stop: cancel, done: make(chan error, 1)}
+	unregister, err := fleetstatus.Register(b.NC, fleetstatus.GatewayService, id, fleetstatus.WithChannels([]string{a.Channel()}))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	gw := &Gateway{t: t, b: b, id: id, stop: cancel, unregister: unregister, done: make(chan error, 1)}
 	go func() { gw.done <- g.Run(ctx) }()
 	t.Cleanup(gw.Stop)
 	return gw
 }
 
-// Stop stops the gateway and reports an error its Run returned or a
+// Stop stops the gateway (its announcement first) and reports an error its Run returned or a
 // gateway that did not stop within StopTimeout. Stopping again does
 // nothing.
 func (g *Gateway) Stop() { g.end(false) }
 
 // Kill closes the gateway's bus connection before stopping it, so that
-// it cannot release what it holds (its leases), as when its process dies;
+// it cannot release what it holds (its leases) nor write its status, and
+// no longer answers discovery, as when its process dies;
 // the error its Run returns then is not reported.
 func (g *Gateway) Kill() { g.end(true) }
 
@@ -83,6 +108,8 @@ func (g *Gateway) end(kill bool) {
 	g.once.Do(func() {
 		if kill {
 			g.b.NC.Close()
+		} else {
+			g.unregister()
 		}
 		g.stop()
 		select {

@@ -41,11 +41,18 @@ type Option func(*options)
 
 type options struct {
 	account string
+	status  *status.Reporter
 }
 
 // WithAccount names the account the connection runs as (e.g. a bot's
 // @name) on the status board.
 func WithAccount(name string) Option { return func(o *options) { o.account = name } }
+
+// WithStatus reports the connection's state on the gateway's status
+// records through r, and makes the gateway's id (r.Gateway) the lease's
+// owner, which readers compare a record's holder with. Without it the
+// connection is not reported and the owner is host/pid/random.
+func WithStatus(r *status.Reporter) Option { return func(o *options) { o.status = r } }
 
 // Run calls work while holding the lease key in the fleet's lease bucket,
 // cancelling work's context when the lease is lost; it waits while another
@@ -54,9 +61,9 @@ func WithAccount(name string) Option { return func(o *options) { o.account = nam
 // returns nil when ctx ends, work's error when it is a [*Fatal], or an
 // error when the lease bucket is unusable.
 //
-// It reports the channel's state (the part of key before the first '-')
-// on the status board: connected when it takes the lease, failed with the reason
-// when work fails, stopped when it lets the lease go.
+// With [WithStatus] it reports the channel's state (the part of key
+// before the first '-'): connected when it takes the lease, failed with
+// the reason when work fails, stopped when it lets the lease go.
 func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work func(context.Context) error, opts ...Option) error {
 	var o options
 	for _, opt := range opts {
@@ -75,10 +82,9 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 		return errors.New("hold: the lease bucket has no TTL")
 	}
 	table := lease.NewTable(kv)
-	owner := ownerName()
-	board, err := status.Open(ctx, b)
-	if err != nil {
-		return fmt.Errorf("hold: %w", err)
+	owner := o.status.Gateway()
+	if owner == "" {
+		owner = ownerName()
 	}
 	channel, _, _ := strings.Cut(key, "-")
 	waiting := false
@@ -105,7 +111,7 @@ func Run(ctx context.Context, b *bus.Bus, key string, log *slog.Logger, work fun
 		}
 		waiting = false
 		log.Info("this gateway holds the account's connection lease", "lease", key, "owner", owner)
-		ended := board.Holding(ctx, log, channel, owner, key, o.account)
+		ended := o.status.Holding(ctx, log, channel, key, o.account)
 		start := time.Now()
 		err = holding(ctx, l, ttl, log, work, ended)
 		var fatal *Fatal
@@ -168,7 +174,8 @@ func holding(ctx context.Context, l *lease.Lease, ttl time.Duration, log *slog.L
 	return err
 }
 
-// ownerName is unique among live gateways: host, pid and a random tail.
+// ownerName is unique among live gateways: host, pid and a random tail;
+// the owner of a connection whose gateway does not report it.
 func ownerName() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:6])

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
@@ -125,8 +126,14 @@ func TestWorkErrors(t *testing.T) {
 	}
 }
 
+// TestStatusNamesTheAccount: the gateway's record says connected, as
+// the account, under the lease, which the gateway holds under its own id.
 func TestStatusNamesTheAccount(t *testing.T) {
 	b := bustest.StartJetStream(t, status.Assets)
+	board, err := status.Open(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
 	key := hold.Key("test", "token-1")
 	held := make(chan struct{})
 	done := make(chan error, 1)
@@ -136,19 +143,25 @@ func TestStatusNamesTheAccount(t *testing.T) {
 			close(held)
 			<-ctx.Done()
 			return nil
-		}, hold.WithAccount("@nano_bot"))
+		}, hold.WithAccount("@nano_bot"), hold.WithStatus(board.Reporter("gw-1")))
 	}()
 	recv(t, held, "lease")
-	board, err := status.Open(t.Context(), b)
+	recs, err := board.Records(t.Context(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := board.Get(t.Context(), "test")
+	if len(recs) != 1 {
+		t.Fatalf("records = %+v, want the gateway's one", recs)
+	}
+	if r := recs[0]; r.State != status.Connected || r.Account != "@nano_bot" || r.Lease != key || r.Holder != "gw-1" || r.Gateway != "gw-1" {
+		t.Errorf("record = %+v, want connected as @nano_bot under %s, by gw-1", r, key)
+	}
+	kv, err := b.KV(t.Context(), bus.BucketLeases)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.State != status.Connected || r.Account != "@nano_bot" || r.Lease != key {
-		t.Errorf("record = %+v, want connected as @nano_bot under %s", r, key)
+	if owner, err := lease.NewTable(kv).Holder(t.Context(), key); err != nil || owner != "gw-1" {
+		t.Errorf("lease owner = %q, %v; want the gateway, gw-1", owner, err)
 	}
 	stop()
 	if err := recv(t, done, "end of Run"); err != nil {

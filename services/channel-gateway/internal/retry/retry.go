@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
-	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
@@ -36,16 +35,18 @@ func Final(err error) error { return final{err} }
 type Option func(*options)
 
 type options struct {
-	bus     *bus.Bus
+	status  *status.Reporter
 	channel string
 }
 
-// WithStatus records each failure on b's status board as channel's
-// state (failed, with msg and the error), so that `nanofleet channels
-// status` and the dashboard say why the channel is not running while it
-// is tried again. A board that cannot be opened is logged, not fatal.
-func WithStatus(b *bus.Bus, channel string) Option {
-	return func(o *options) { o.bus, o.channel = b, channel }
+// WithStatus records each failure as this gateway's state of channel
+// through r (failed, with msg and the error), so that `nanofleet
+// channels status` and the dashboard say why the channel does not run on
+// this gateway while it is tried again; once a call answers, the record
+// is cleared (what runs next reports). Other gateways' records are not
+// touched.
+func WithStatus(r *status.Reporter, channel string) Option {
+	return func(o *options) { o.status, o.channel = r, channel }
 }
 
 // Until calls f until it returns nil or a Final error (returned as it was
@@ -56,13 +57,15 @@ func Until(ctx context.Context, log *slog.Logger, msg string, f func(context.Con
 	for _, opt := range opts {
 		opt(&o)
 	}
-	var board *status.Board
 	b := Backoff()
 	for n := 0; ; n++ {
 		err := f(ctx)
 		var fe final
 		switch {
 		case err == nil:
+			if n > 0 {
+				o.status.Started(ctx, log, o.channel)
+			}
 			return nil
 		case errors.As(err, &fe):
 			return fe.error
@@ -71,16 +74,7 @@ func Until(ctx context.Context, log *slog.Logger, msg string, f func(context.Con
 		}
 		wait := b.Wait(n)
 		log.Warn(msg, "err", err, "in", wait)
-		if o.bus != nil && board == nil {
-			var berr error
-			if board, berr = status.Open(ctx, o.bus); berr != nil {
-				log.Warn("channel status board unusable; the failure is only logged", "err", berr)
-				o.bus = nil
-			}
-		}
-		if board != nil {
-			board.Retrying(ctx, log, o.channel, fmt.Errorf("%s: %w", msg, err))
-		}
+		o.status.Retrying(ctx, log, o.channel, fmt.Errorf("%s: %w", msg, err))
 		if err := backoff.Sleep(ctx, wait); err != nil {
 			return err
 		}

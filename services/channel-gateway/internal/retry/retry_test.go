@@ -58,31 +58,49 @@ func TestUntil(t *testing.T) {
 	}
 }
 
-// TestUntilWithStatus: while the calls fail, the channel's record on the
-// status board says why (with the message logged), as `nanofleet
-// channels status` shows it.
+// TestUntilWithStatus: while the calls fail, the gateway's record of the
+// channel says why (with the message logged), as `nanofleet channels
+// status` shows it; once a call answers, the record is gone, the failure
+// being over. Another gateway's record is not touched.
 func TestUntilWithStatus(t *testing.T) {
 	b := bustest.StartJetStream(t, status.Assets)
 	board, err := status.Open(t.Context(), b)
 	if err != nil {
 		t.Fatal(err)
 	}
+	log := slog.New(slog.DiscardHandler)
+	other := board.Reporter("gw-other")
+	other.Serving(t.Context(), log, "telegram", "@bot")
 	calls := 0
-	var seen *status.Record
-	err = retry.Until(t.Context(), slog.New(slog.DiscardHandler), "telegram getMe failed, retrying", func(ctx context.Context) error {
+	var seen []status.Record
+	err = retry.Until(t.Context(), log, "telegram getMe failed, retrying", func(ctx context.Context) error {
 		calls++
 		if calls == 1 {
 			return errors.New("lookup api.telegram.org: no such host")
 		}
 		// The first failure's report is written before the wait.
 		var err error
-		seen, err = board.Get(ctx, "telegram")
+		seen, err = board.Records(ctx, "telegram")
 		return err
-	}, retry.WithStatus(b, "telegram"))
+	}, retry.WithStatus(board.Reporter("gw-1"), "telegram"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seen == nil || seen.State != status.Failed || seen.Reason != "telegram getMe failed, retrying: lookup api.telegram.org: no such host" {
-		t.Errorf("record while retrying = %+v", seen)
+	byGateway := map[string]status.Record{}
+	for _, r := range seen {
+		byGateway[r.Gateway] = r
+	}
+	if r := byGateway["gw-1"]; r.State != status.Failed || r.Reason != "telegram getMe failed, retrying: lookup api.telegram.org: no such host" || r.Holder != "gw-1" {
+		t.Errorf("record while retrying = %+v", r)
+	}
+	if r := byGateway["gw-other"]; r.State != status.Connected || len(seen) != 2 {
+		t.Errorf("records while retrying = %+v, want gw-other's connected one beside", seen)
+	}
+	after, err := board.Records(t.Context(), "telegram")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 1 || after[0].Gateway != "gw-other" {
+		t.Errorf("records once started = %+v, want only gw-other's", after)
 	}
 }
