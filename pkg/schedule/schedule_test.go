@@ -306,3 +306,44 @@ func TestAddRejectsWhatTheServerWould(t *testing.T) {
 		t.Errorf("job without chat = %v", err)
 	}
 }
+
+// A job's fires are the turns of the user who asked for it: their
+// sender id (their token budget, their user-scoped memory) and, made in a
+// group, the group's marker. As sender "cron" every user's fires on a
+// channel shared one budget and one user-scoped memory.
+func TestFireIsItsMakersTurn(t *testing.T) {
+	b, s := setup(t)
+	got := inbound(t, b)
+	runRelay(t, b)
+	tool, err := schedule.NewTool(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm := turn("telegram", "42")
+	dm.Inbound.SenderId = "ada"
+	group := turn("telegram", "-100")
+	group.Inbound.SenderId = "bob"
+	group.Inbound.Metadata = map[string]string{"chat_type": "supergroup"}
+	for _, tc := range []*agenttool.TurnContext{dm, group} {
+		if _, err := call(t, tool, tc, `{"action":"add","message":"tick","every_seconds":1}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := s.List(t.Context(), dm.SessionKey)
+	if err != nil || len(jobs) != 1 || jobs[0].SenderID != "ada" || jobs[0].Group {
+		t.Errorf("jobs of the DM = %+v, %v; want one by ada, not a group's", jobs, err)
+	}
+	want := map[string]bool{"42": false, "-100": true}
+	for len(want) > 0 {
+		in := bustest.Receive(t, got, 10*time.Second)
+		isGroup, ok := want[in.GetChatId()]
+		if !ok {
+			continue
+		}
+		delete(want, in.GetChatId())
+		sender := map[string]string{"42": "ada", "-100": "bob"}[in.GetChatId()]
+		if in.GetSenderId() != sender || (in.GetMetadata()[schedule.MetaIsGroup] == "true") != isGroup {
+			t.Errorf("fire in %s: sender %q, metadata %v; want sender %q, group %v", in.GetChatId(), in.GetSenderId(), in.GetMetadata(), sender, isGroup)
+		}
+	}
+}
