@@ -387,7 +387,7 @@ func (s *Scheduler) Remove(ctx context.Context, sessionKey, id string) (Job, err
 	if err != nil {
 		return Job{}, err
 	}
-	for _, subj := range []string{s.b.Space.ScheduleJob(j.SessionKey, j.ID), s.b.Space.ScheduleFire(j.SessionKey, j.ID)} {
+	for _, subj := range []string{s.b.Space.ScheduleJob(j.SessionKey, j.ID), s.b.Space.ScheduleFire(j.SessionKey, j.ID), s.b.Space.ScheduleRelayed(j.SessionKey, j.ID)} {
 		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
 			return Job{}, fmt.Errorf("remove job %s: %w", j.ID, err)
 		}
