@@ -251,8 +251,16 @@ func joinContinued(msgs []*nanofleetv1.ChatMessage, continues int) string {
 	return strings.Join(parts, "")
 }
 
+// MaxParallelCalls bounds the read-only calls of one step that run at
+// once. A tool runner runs a bounded number of calls for every session
+// (tools.runner.maxConcurrent, 32): unbounded, one step's 100 web_fetch
+// calls of a slow page, which a fetched page can ask a model for, held
+// all 32 and another session's one fetch waited 72 s for a slot.
+const MaxParallelCalls = 4
+
 // runTools runs one step's calls: consecutive read-only calls together,
-// everything else alone, results in the order of the calls.
+// at most MaxParallelCalls at once, everything else alone, results in the
+// order of the calls.
 func (l *Loop) runTools(ctx context.Context, calls []*nanofleetv1.ToolCall, known map[string]*nanofleetv1.ToolDefinition, tools Toolset, hooks Hooks) []*nanofleetv1.ChatMessage {
 	out := make([]*nanofleetv1.ChatMessage, len(calls))
 	run := func(i int) {
@@ -282,9 +290,11 @@ func (l *Loop) runTools(ctx context.Context, calls []*nanofleetv1.ToolCall, know
 		}
 		if j-i > 1 {
 			var wg sync.WaitGroup
+			slots := make(chan struct{}, MaxParallelCalls)
 			for k := i; k < j; k++ {
+				slots <- struct{}{}
 				wg.Add(1)
-				go func() { defer wg.Done(); run(k) }()
+				go func() { defer wg.Done(); defer func() { <-slots }(); run(k) }()
 			}
 			wg.Wait()
 			i = j
