@@ -51,5 +51,7 @@ type TurnContext struct {
 	Inbound    *nanofleetv1.InboundMessage
 	// Send adds a durable message to the turn's replies, committed with
 	// the turn. Sending to the origin chat suppresses the final answer.
-	Send func(channel, chatID, text string)
+	// It fails when the turn may send no more; the error is for the
+	// model.
+	Send func(channel, chatID, text string) error
 }

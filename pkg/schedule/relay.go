@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,6 +25,9 @@ const (
 	MetaJobID = "job_id"
 	// MetaFiredAt is the fire time, RFC 3339.
 	MetaFiredAt = "fired_at"
+	// MetaIsGroup is "true" on the fires of a job made in a group chat,
+	// the key every channel sets on a group's messages.
+	MetaIsGroup = "is_group"
 )
 
 // RelayConsumer is the durable consumer all relays share.
@@ -40,6 +44,7 @@ type Relay struct {
 	log     *slog.Logger
 	cons    jetstream.Consumer
 	stream  jetstream.Stream
+	inbound jetstream.Stream
 	prepare []PrepareFunc
 }
 
@@ -96,7 +101,11 @@ func NewRelay(ctx context.Context, b *bus.Bus, opts ...RelayOption) (*Relay, err
 	if err != nil {
 		return nil, fmt.Errorf("schedule relay: consumer: %w", err)
 	}
-	r.stream, r.cons = st, cons
+	in, err := b.JS.Stream(ctx, b.Space.InboundStream())
+	if err != nil {
+		return nil, fmt.Errorf("schedule relay: inbound stream: %w", err)
+	}
+	r.stream, r.cons, r.inbound = st, cons, in
 	return r, nil
 }
 
@@ -145,6 +154,18 @@ func (r *Relay) handle(ctx context.Context, m jetstream.Msg) {
 			return
 		}
 	}
+	session := m.Headers().Get(hdrJobSession)
+	if r.waiting(ctx, session, id) {
+		// The job's last fire has not had its turn yet: this one joins it,
+		// as a job's fires wait for each other while no relay runs. Else a
+		// job firing faster than its turns (50 jobs every second, a model
+		// taking two) piled up fires without end, and waiting messages
+		// held every slot of the workers' consumer (MaxAckPending): no
+		// other session's message was taken any more.
+		log.Debug("fire skipped: the job's last fire still waits for its turn")
+		_ = m.Ack()
+		return
+	}
 	fired := meta.Timestamp
 	in.Id = fmt.Sprintf("sched:%s:%s:%d", subject.Token(m.Headers().Get(hdrJobSession)), id, fired.Unix())
 	in.ReceivedAt = timestamppb.New(fired)
@@ -177,13 +198,33 @@ func (r *Relay) handle(ctx context.Context, m jetstream.Msg) {
 	out := nats.NewMsg(r.b.Space.Inbound(in.GetChannel(), in.GetChatId()))
 	out.Data = data
 	out.Header.Set(nats.MsgIdHdr, in.GetId())
-	if _, err := r.b.JS.PublishMsg(ctx, out); err != nil {
+	ack, err := r.b.JS.PublishMsg(ctx, out)
+	if err != nil {
 		log.Warn("relay fire", "err", err)
 		_ = m.NakWithDelay(time.Second)
 		return
 	}
+	if _, err := r.b.JS.Publish(ctx, r.b.Space.ScheduleRelayed(session, id), []byte(strconv.FormatUint(ack.Sequence, 10))); err != nil {
+		log.Warn("record relayed fire", "err", err) // the next fire is relayed regardless
+	}
 	log.Debug("fire relayed", "inbound", in.GetId())
 	_ = m.Ack()
+}
+
+// waiting reports whether the last fire relayed for the session's job
+// is still in the inbound stream: a work queue, from which a message goes
+// when its turn is done. When that cannot be read, the fire is relayed.
+func (r *Relay) waiting(ctx context.Context, session, id string) bool {
+	rec, err := r.stream.GetLastMsgForSubject(ctx, r.b.Space.ScheduleRelayed(session, id))
+	if err != nil {
+		return false
+	}
+	seq, err := strconv.ParseUint(string(rec.Data), 10, 64)
+	if err != nil {
+		return false
+	}
+	_, err = r.inbound.GetMsg(ctx, seq)
+	return err == nil
 }
 
 func (r *Relay) drop(ctx context.Context, m jetstream.Msg, reason string) {

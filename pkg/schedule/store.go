@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,6 +83,15 @@ type Job struct {
 	Spec    Spec
 	// Kind of the inbound message a fire becomes; CRON when unset.
 	Kind nanofleetv1.InboundKind
+	// SenderID is who made the job (the sender of the turn that asked
+	// for it): its fires are that user's turns, counted against their
+	// token budget and given their memory scope. Empty: "cron", the
+	// fleet's own (the heartbeat's is "heartbeat").
+	SenderID string
+	// Group says the job was made in a group chat: its fires carry
+	// is_group, so that user-scoped memory stays out of them as it stays
+	// out of the group's other turns.
+	Group bool
 	// Created is when the job was stored.
 	Created time.Time
 	// Next is the next fire time as of the last read; zero if unknown.
@@ -216,10 +226,13 @@ func (j Job) template() *nanofleetv1.InboundMessage {
 	in := &nanofleetv1.InboundMessage{
 		Channel:  j.Channel,
 		ChatId:   j.ChatID,
-		SenderId: "cron",
+		SenderId: cmp.Or(j.SenderID, "cron"),
 		Content:  j.Message,
 		Kind:     j.Kind,
 		Metadata: map[string]string{MetaJobID: j.ID},
+	}
+	if j.Group {
+		in.Metadata[MetaIsGroup] = "true"
 	}
 	if j.SessionKey != session.Key(j.Channel, j.ChatID) {
 		in.SessionKey = j.SessionKey
@@ -272,6 +285,10 @@ func decodeJob(m *jetstream.RawStreamMsg) (Job, error) {
 		Message:    in.GetContent(),
 		Spec:       spec,
 		Kind:       in.GetKind(),
+		Group:      in.GetMetadata()[MetaIsGroup] == "true",
+	}
+	if s := in.GetSenderId(); s != "cron" && s != "heartbeat" {
+		j.SenderID = s
 	}
 	j.Created, _ = time.Parse(time.RFC3339Nano, m.Header.Get(hdrJobCreated))
 	return j, nil
@@ -370,7 +387,7 @@ func (s *Scheduler) Remove(ctx context.Context, sessionKey, id string) (Job, err
 	if err != nil {
 		return Job{}, err
 	}
-	for _, subj := range []string{s.b.Space.ScheduleJob(j.SessionKey, j.ID), s.b.Space.ScheduleFire(j.SessionKey, j.ID)} {
+	for _, subj := range []string{s.b.Space.ScheduleJob(j.SessionKey, j.ID), s.b.Space.ScheduleFire(j.SessionKey, j.ID), s.b.Space.ScheduleRelayed(j.SessionKey, j.ID)} {
 		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
 			return Job{}, fmt.Errorf("remove job %s: %w", j.ID, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -158,6 +159,13 @@ func (t *Tool) add(ctx context.Context, tc *agenttool.TurnContext, args map[stri
 		ChatID:     in.GetChatId(),
 		Message:    msg,
 		Spec:       spec,
+		// Its fires are the asking user's turns: their budget, their
+		// memory, a group's scope in a group. As "cron" they were every
+		// user's of the channel at once: one shared budget, one shared
+		// user-scoped memory that each user's sessions were consolidated
+		// into and read back from.
+		SenderID: in.GetSenderId(),
+		Group:    memory.IsGroup(in),
 	})
 	if err != nil {
 		return "", invalid(err)

@@ -158,6 +158,12 @@ func (s Space) ScheduleFire(sessionKey, id string) string {
 	return s.prefix + ".sched.fire." + Token(sessionKey) + "." + id
 }
 
+// ScheduleRelayed is the subject that holds the inbound sequence of a
+// session's job id's last relayed fire.
+func (s Space) ScheduleRelayed(sessionKey, id string) string {
+	return s.prefix + ".sched.relayed." + Token(sessionKey) + "." + id
+}
+
 // ScheduleFireAll matches every job's fires.
 func (s Space) ScheduleFireAll() string { return s.prefix + ".sched.fire.>" }
 

@@ -69,6 +69,13 @@ type Turn struct {
 	Messages []*nanofleetv1.ChatMessage
 	// Iteration already spent (when resuming).
 	Iteration int
+	// TokenLimit bounds the tokens (prompt + completion) of the run's
+	// model calls; 0: none. Once they are spent the model is called once
+	// more without tools and told to answer, as when the iteration budget
+	// is spent: the user's daily budget, checked before a turn, bounded
+	// only the turns started, and one turn of 41 calls spent 45,100 tokens
+	// of a 5,000-token budget.
+	TokenLimit int
 }
 
 // Result is what a run produced.
@@ -115,8 +122,12 @@ func New(cfg Config, model llm.Client, opts ...Option) (*Loop, error) {
 // ErrModel wraps a model failure that ended the turn.
 var ErrModel = errors.New("model failed")
 
-// forceFinal is sent when the iteration budget is spent.
-const forceFinal = "You have used all tool iterations for this turn. Do not call tools. Answer the user now with what you have."
+// forceFinal is sent when the iteration budget is spent, forceFinalTokens
+// when the token limit is.
+const (
+	forceFinal       = "You have used all tool iterations for this turn. Do not call tools. Answer the user now with what you have."
+	forceFinalTokens = "You have used the tokens this turn may spend. Do not call tools. Answer the user now with what you have."
+)
 
 // Run runs the loop until a final answer, the budget, or ctx ends it.
 func (l *Loop) Run(ctx context.Context, turn Turn, tools Toolset, hooks Hooks) (*Result, error) {
@@ -131,7 +142,8 @@ func (l *Loop) Run(ctx context.Context, turn Turn, tools Toolset, hooks Hooks) (
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		forced := res.Iterations >= l.cfg.MaxIterations
+		outOfTokens := turn.TokenLimit > 0 && res.Usage.PromptTokens+res.Usage.CompletionTokens >= turn.TokenLimit
+		forced := res.Iterations >= l.cfg.MaxIterations || outOfTokens
 		req := llm.Request{
 			Model:       turn.Model,
 			Messages:    append(append([]*nanofleetv1.ChatMessage(nil), turn.Prompt...), res.Messages...),
@@ -139,7 +151,11 @@ func (l *Loop) Run(ctx context.Context, turn Turn, tools Toolset, hooks Hooks) (
 			MaxTokens:   l.cfg.MaxTokens,
 		}
 		if forced {
-			req.Messages = append(req.Messages, &nanofleetv1.ChatMessage{Role: "user", Content: forceFinal})
+			note := forceFinal
+			if outOfTokens {
+				note = forceFinalTokens
+			}
+			req.Messages = append(req.Messages, &nanofleetv1.ChatMessage{Role: "user", Content: note})
 		} else {
 			req.Tools = defs
 		}
@@ -251,8 +267,16 @@ func joinContinued(msgs []*nanofleetv1.ChatMessage, continues int) string {
 	return strings.Join(parts, "")
 }
 
+// MaxParallelCalls bounds the read-only calls of one step that run at
+// once. A tool runner runs a bounded number of calls for every session
+// (tools.runner.maxConcurrent, 32): unbounded, one step's 100 web_fetch
+// calls of a slow page, which a fetched page can ask a model for, held
+// all 32 and another session's one fetch waited 72 s for a slot.
+const MaxParallelCalls = 4
+
 // runTools runs one step's calls: consecutive read-only calls together,
-// everything else alone, results in the order of the calls.
+// at most MaxParallelCalls at once, everything else alone, results in the
+// order of the calls.
 func (l *Loop) runTools(ctx context.Context, calls []*nanofleetv1.ToolCall, known map[string]*nanofleetv1.ToolDefinition, tools Toolset, hooks Hooks) []*nanofleetv1.ChatMessage {
 	out := make([]*nanofleetv1.ChatMessage, len(calls))
 	run := func(i int) {
@@ -282,9 +306,11 @@ func (l *Loop) runTools(ctx context.Context, calls []*nanofleetv1.ToolCall, know
 		}
 		if j-i > 1 {
 			var wg sync.WaitGroup
+			slots := make(chan struct{}, MaxParallelCalls)
 			for k := i; k < j; k++ {
+				slots <- struct{}{}
 				wg.Add(1)
-				go func() { defer wg.Done(); run(k) }()
+				go func() { defer wg.Done(); defer func() { <-slots }(); run(k) }()
 			}
 			wg.Wait()
 			i = j

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -155,6 +156,70 @@ func TestReadOnlyCallsRunTogether(t *testing.T) {
 	for _, m := range res.Messages[2:4] {
 		if m.GetContent() != "together" {
 			t.Errorf("read-only calls ran one after another: %q", m.GetContent())
+		}
+	}
+}
+
+// One step's read-only calls run together, but no more than
+// MaxParallelCalls at once: a tool runner's slots are every session's.
+func TestReadOnlyCallsAreBounded(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	const n = 12
+	var calls []llmtest.ToolCall
+	for i := range n {
+		calls = append(calls, llmtest.Call("read_file", fmt.Sprintf(`{"path":"%d"}`, i)))
+	}
+	srv.Enqueue(llmtest.ToolCalls(calls...), llmtest.Text("ok"))
+	started := make(chan struct{}, n)
+	release := make(chan struct{}, n)
+	ts := &funcTools{defs: tools.defs, fn: func(ctx context.Context, c *nanofleetv1.ToolCall) string {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return c.GetArgumentsJson()
+	}}
+	type result struct {
+		res *agent.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := newLoop(t, srv, 5).Run(t.Context(), userTurn("read"), ts, agent.Hooks{})
+		done <- result{res, err}
+	}()
+	// Each wave: MaxParallelCalls start together, and no more until one
+	// of them is done.
+	for left := n; left > 0; left -= agent.MaxParallelCalls {
+		for range min(left, agent.MaxParallelCalls) {
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the calls did not run side by side")
+			}
+		}
+		select {
+		case <-started:
+			t.Fatalf("more than %d read-only calls ran at once", agent.MaxParallelCalls)
+		case <-time.After(100 * time.Millisecond):
+		}
+		for range min(left, agent.MaxParallelCalls) {
+			release <- struct{}{}
+		}
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn did not end")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	for i, m := range r.res.Messages[2 : 2+n] {
+		if want := fmt.Sprintf(`{"path":"%d"}`, i); m.GetContent() != want {
+			t.Errorf("result %d = %q, want %q", i, m.GetContent(), want)
 		}
 	}
 }

@@ -84,17 +84,22 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, opts ...Option) (*Manager,
 
 // record is a child's entry in the bucket.
 type record struct {
-	ID            string    `json:"id"`
-	Child         string    `json:"child"`
-	Parent        string    `json:"parent"`
-	Label         string    `json:"label"`
-	Task          string    `json:"task"`
-	OriginChannel string    `json:"origin_channel"`
-	OriginChat    string    `json:"origin_chat"`
-	Wait          bool      `json:"wait,omitempty"`
-	Stopped       bool      `json:"stopped,omitempty"`
-	InboundSeq    uint64    `json:"inbound_seq,omitempty"`
-	Created       time.Time `json:"created"`
+	ID            string `json:"id"`
+	Child         string `json:"child"`
+	Parent        string `json:"parent"`
+	Label         string `json:"label"`
+	Task          string `json:"task"`
+	OriginChannel string `json:"origin_channel"`
+	OriginChat    string `json:"origin_chat"`
+	// OriginSender is the sender of the turn that spawned the child, and
+	// OriginGroup whether that turn was in a group chat: the child and
+	// its announcement are that user's turns.
+	OriginSender string    `json:"origin_sender,omitempty"`
+	OriginGroup  bool      `json:"origin_group,omitempty"`
+	Wait         bool      `json:"wait,omitempty"`
+	Stopped      bool      `json:"stopped,omitempty"`
+	InboundSeq   uint64    `json:"inbound_seq,omitempty"`
+	Created      time.Time `json:"created"`
 }
 
 // Child describes a running subagent.

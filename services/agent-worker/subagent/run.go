@@ -1,6 +1,7 @@
 package subagent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,7 +106,7 @@ func (m *Manager) publishAnnouncement(ctx context.Context, rec *record, out *nan
 		Id:         "subagent:" + rec.Child + ":done",
 		Channel:    rec.OriginChannel,
 		ChatId:     rec.OriginChat,
-		SenderId:   "subagent",
+		SenderId:   cmp.Or(rec.OriginSender, "subagent"),
 		SenderName: rec.Label,
 		Kind:       nanofleetv1.InboundKind_INBOUND_KIND_SUBAGENT,
 		ReceivedAt: timestamppb.New(m.now()),
@@ -119,6 +120,9 @@ Result:
 
 Summarize this naturally for the user. Keep it brief (1-2 sentences). Do not mention technical details like "subagent" or task ids.`,
 			rec.Label, status, rec.Task, out.GetContent()),
+	}
+	if rec.OriginGroup {
+		in.Metadata[metaIsGroup] = "true"
 	}
 	if rec.Parent != session.Key(rec.OriginChannel, rec.OriginChat) {
 		in.SessionKey = rec.Parent

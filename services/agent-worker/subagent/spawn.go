@@ -14,6 +14,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -106,6 +107,7 @@ func (m *Manager) start(ctx context.Context, tc *agenttool.TurnContext, key, id,
 	rec := &record{
 		ID: id, Child: childSession(parent, id), Parent: parent, Label: label, Task: task,
 		OriginChannel: tc.Inbound.GetChannel(), OriginChat: tc.Inbound.GetChatId(),
+		OriginSender: tc.Inbound.GetSenderId(), OriginGroup: memory.IsGroup(tc.Inbound),
 		Wait: wait, Created: m.now().UTC(),
 	}
 	// The record comes first: the announcer must find it however fast the
@@ -118,7 +120,7 @@ func (m *Manager) start(ctx context.Context, tc *agenttool.TurnContext, key, id,
 		Channel:    Channel,
 		ChatId:     childChat(parent, id),
 		SessionKey: rec.Child,
-		SenderId:   "agent",
+		SenderId:   ChildSender(rec.OriginChannel, rec.OriginSender),
 		SenderName: parent,
 		Kind:       nanofleetv1.InboundKind_INBOUND_KIND_SUBAGENT,
 		Content:    taskPrompt(task, label),
@@ -130,6 +132,9 @@ func (m *Manager) start(ctx context.Context, tc *agenttool.TurnContext, key, id,
 			MetaParent:  parent,
 			MetaLabel:   label,
 		},
+	}
+	if rec.OriginGroup {
+		in.Metadata[metaIsGroup] = "true"
 	}
 	data, err := proto.Marshal(in)
 	if err != nil {

@@ -157,6 +157,42 @@ func (e *env) spawn(ctx context.Context, t *testing.T, argsJSON string) (string,
 	return e.tool.Call(ctx, tc, args)
 }
 
+// A child and its announcement are the turns of the user whose turn
+// spawned it: their token budget ([subagent.Payer]), and in a group the
+// group's marker. As senders "agent" and "subagent" every user's children
+// spent one budget and read one user-scoped memory.
+func TestChildIsItsParentsUsersTurn(t *testing.T) {
+	for _, group := range []bool{false, true} {
+		e := setup(t, subagent.DefaultConfig())
+		in := &nanofleetv1.InboundMessage{Id: "u1", Channel: "telegram", ChatId: "9", SenderId: "ada"}
+		if group {
+			in.Metadata = map[string]string{"chat_type": "group"}
+		}
+		tc := &agenttool.TurnContext{SessionKey: "telegram:9", TurnID: "in3", Inbound: in}
+		args, err := toolschema.MustCompile(e.tool.Tool().Parameters).Parse(`{"task":"look it up"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.tool.Call(t.Context(), tc, args); err != nil {
+			t.Fatal(err)
+		}
+		child, msg := e.next(t)
+		_ = msg.Ack()
+		if got := subagent.Payer(child); got != "telegram:ada" {
+			t.Errorf("group %v: child (sender %q) is paid by %q, want telegram:ada", group, child.GetSenderId(), got)
+		}
+		if got := child.GetMetadata()["is_group"] == "true"; got != group {
+			t.Errorf("group %v: child metadata %v", group, child.GetMetadata())
+		}
+		e.reply(t, child, "found it")
+		ann, msg := e.next(t)
+		_ = msg.Ack()
+		if ann.GetSenderId() != "ada" || subagent.Payer(ann) != "telegram:ada" || (ann.GetMetadata()["is_group"] == "true") != group {
+			t.Errorf("group %v: announcement sender %q, metadata %v; want ada's", group, ann.GetSenderId(), ann.GetMetadata())
+		}
+	}
+}
+
 // reply plays the worker that ran the child: its final reply, carrying
 // the child's metadata, on the child's outbound subject.
 func (e *env) reply(t *testing.T, child *nanofleetv1.InboundMessage, text string) {

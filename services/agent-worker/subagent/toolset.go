@@ -24,6 +24,32 @@ const (
 	MetaLabel = "subagent_label"
 )
 
+// metaIsGroup is "true" on the messages of a child spawned in a group
+// chat and on its announcement, the key every channel sets on a group's
+// messages: user-scoped memory stays out of them as out of the group.
+const metaIsGroup = "is_group"
+
+// ChildSender is the sender id of a child's task: its parent's user as
+// "<channel>:<sender>", whose turn spawned it. The worker counts a child's
+// tokens against that user (see [Payer]); as one sender "agent" every
+// user's children shared one budget and one user-scoped memory.
+func ChildSender(channel, sender string) string {
+	if sender == "" {
+		return "agent"
+	}
+	return channel + ":" + sender
+}
+
+// Payer is the user whose token budget a turn for in spends,
+// "<channel>:<sender>": the sender, or for a child the parent's user its
+// sender names.
+func Payer(in *nanofleetv1.InboundMessage) string {
+	if IsChild(in) && strings.Contains(in.GetSenderId(), ":") {
+		return in.GetSenderId()
+	}
+	return in.GetChannel() + ":" + in.GetSenderId()
+}
+
 // ToolsetSubagent is the value of [MetaToolset] on a child's messages.
 const ToolsetSubagent = "subagent"
 

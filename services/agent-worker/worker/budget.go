@@ -12,6 +12,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 )
 
 // BucketUsage holds the tokens each user spent per UTC day, for the daily
@@ -48,8 +49,7 @@ func openBudget(ctx context.Context, b *bus.Bus, limit int64) (*budget, error) {
 }
 
 func (b *budget) key(in *nanofleetv1.InboundMessage) string {
-	user := in.GetChannel() + ":" + in.GetSenderId()
-	return subject.Token(user) + "." + b.now().UTC().Format("20060102")
+	return subject.Token(subagent.Payer(in)) + "." + b.now().UTC().Format("20060102")
 }
 
 // spent returns the user's tokens today.

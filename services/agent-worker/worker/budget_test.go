@@ -86,3 +86,27 @@ func waitCounted(t *testing.T, b *bus.Bus, want int64) {
 		return nil
 	})
 }
+
+// TestBudgetBoundsTheTurn: what is left of the user's budget bounds the
+// turn that starts with it, not only the next: once its model calls have
+// spent it, the model is asked once more without tools to answer. Before,
+// a model calling tools in a loop ran its 40 iterations: one turn spent
+// 45,100 tokens of a 5,000-token budget.
+func TestBudgetBoundsTheTurn(t *testing.T) {
+	b := bustest.StartJetStream(t, worker.Assets)
+	h, _ := startEdited(t, b, "w1", time.Minute, func(c *worker.Config) { c.DailyTokenBudget = 100 })
+	h.llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
+		if len(r.Tools) == 0 {
+			return llmtest.Text("answered").WithUsage(50, 10)
+		}
+		return llmtest.ToolCalls(llmtest.Call("nothing_here", `{}`)).WithUsage(50, 10)
+	})
+	h.send(t, "c1", "1", "loop")
+	if o := h.next(t); o.GetContent() != "answered" {
+		t.Errorf("reply %q", o.GetContent())
+	}
+	// 60, 120 (the budget spent), then the call without tools.
+	if n := h.llm.RequestCount(); n != 3 {
+		t.Errorf("%d model requests, want 3", n)
+	}
+}

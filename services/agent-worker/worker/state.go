@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 
@@ -60,6 +61,25 @@ func (s *state) resume(replies []*nanofleetv1.OutboundMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.replies = replies
+}
+
+// addMessage appends a message the model sent, unless the turn has sent
+// MaxMessagesPerTurn already.
+func (s *state) addMessage(r *nanofleetv1.OutboundMessage, toOrigin bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, o := range s.replies {
+		if o.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE {
+			n++
+		}
+	}
+	if n >= MaxMessagesPerTurn {
+		return fmt.Errorf("this turn has sent %d messages, the most one turn may: put the rest into your answer", n)
+	}
+	s.replies = append(s.replies, r)
+	s.messaged = s.messaged || toOrigin
+	return nil
 }
 
 // add appends a durable reply; toOrigin says it answers the origin chat.

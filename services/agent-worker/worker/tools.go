@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -108,7 +109,7 @@ func (t *turn) tc() *TurnContext {
 		SessionKey: t.key,
 		TurnID:     t.id,
 		Inbound:    t.in,
-		Send: func(channel, chatID, text string) {
+		Send: func(channel, chatID, text string) error {
 			if channel == "" {
 				channel = t.in.GetChannel()
 			}
@@ -116,7 +117,7 @@ func (t *turn) tc() *TurnContext {
 				chatID = t.in.GetChatId()
 			}
 			toOrigin := channel == t.in.GetChannel() && chatID == t.in.GetChatId()
-			t.state.add(t.outbound(nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE, channel, chatID, text), toOrigin)
+			return t.state.addMessage(t.outbound(nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE, channel, chatID, text), toOrigin)
 		},
 	}
 }
@@ -176,6 +177,19 @@ func (tt *turnTools) callLocal(ctx context.Context, lt LocalTool, call *nanoflee
 	return &nanofleetv1.ToolResult{CallId: call.GetId(), Content: out}
 }
 
+// Bounds of what the message tool sends. Every message is split into
+// platform messages (Telegram's hold 4,096 characters) that a channel
+// delivers a few at a time for every chat, under the platform's rate
+// limits; unbounded, one turn's model (told so by a fetched page or a
+// group member) sent 150 messages of 10,000 characters, 1.5 MB: about
+// 450 Telegram messages to deliver before other chats' replies.
+const (
+	// MaxMessageChars bounds one message.
+	MaxMessageChars = 16_000
+	// MaxMessagesPerTurn bounds the messages of one turn.
+	MaxMessagesPerTurn = 20
+)
+
 // MessageTool is nanobot's message tool: send a message to the current
 // chat now, or to another chat that AllowTo lists. Sent messages are
 // committed with the turn.
@@ -195,7 +209,7 @@ func (MessageTool) Tool() toolschema.Tool {
 		Name:        "message",
 		Description: "Send a message to the user now (or to another channel/chat the configuration allows). If you message the current chat, your final answer is not sent again.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{
-			"content":{"type":"string","minLength":1,"description":"The message text"},
+			"content":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(MaxMessageChars) + `,"description":"The message text"},
 			"channel":{"type":"string","description":"Target channel; default the current one"},
 			"chat_id":{"type":"string","description":"Target chat id; default the current one"}},
 			"required":["content"],"additionalProperties":false}`),
@@ -215,7 +229,9 @@ func (m MessageTool) Call(_ context.Context, tc *TurnContext, args map[string]an
 	if (toChannel != in.GetChannel() || toChat != in.GetChatId()) && !MessageAllowed(m.AllowTo, toChannel, toChat) {
 		return "", fmt.Errorf("messaging %s:%s is not allowed: a session messages its own chat, and the chats worker.messageAllowTo lists", toChannel, toChat)
 	}
-	tc.Send(channel, chat, content)
+	if err := tc.Send(channel, chat, content); err != nil {
+		return "", err
+	}
 	target := "the current chat"
 	if channel != "" || chat != "" {
 		target = toChannel + ":" + toChat

@@ -192,11 +192,14 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		return t.command(ctx, cmd, info, hist)
 	}
 
+	tokenLimit := 0
 	if w.budget != nil {
 		spent, err := w.budget.spent(ctx, t.in)
 		if err != nil {
 			return "", err
 		}
+		// What is left bounds this turn too, not only the next.
+		tokenLimit = int(w.budget.limit - spent)
 		if spent >= w.budget.limit {
 			t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, w.budget.spentText(spent))
 			if err := t.commit(context.WithoutCancel(ctx), hist, &nanofleetv1.TurnRecord{Messages: cp.Messages}, nil); err != nil {
@@ -206,7 +209,7 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		}
 	}
 
-	res, runErr := t.think(ctx, cp, info, hist, memory)
+	res, runErr := t.think(ctx, cp, info, hist, memory, tokenLimit)
 	outcome := "ok"
 	switch {
 	case runErr == nil:
@@ -259,7 +262,7 @@ func usageOf(res *agent.Result) *nanofleetv1.TokenUsage {
 }
 
 // think builds the prompt and runs the model/tool loop.
-func (t *turn) think(ctx context.Context, cp *nanofleetv1.TurnCheckpoint, info *nanofleetv1.SessionInfo, hist *session.History, memory <-chan string) (*agent.Result, error) {
+func (t *turn) think(ctx context.Context, cp *nanofleetv1.TurnCheckpoint, info *nanofleetv1.SessionInfo, hist *session.History, memory <-chan string, tokenLimit int) (*agent.Result, error) {
 	w := t.w
 	var memText string
 	select {
@@ -286,7 +289,7 @@ func (t *turn) think(ctx context.Context, cp *nanofleetv1.TurnCheckpoint, info *
 			t.live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, s)
 		}
 	}
-	return w.loop.Run(ctx, agent.Turn{Model: model, Prompt: promptMsgs, Messages: cp.Messages, Iteration: int(cp.Iteration)}, tools, hooks)
+	return w.loop.Run(ctx, agent.Turn{Model: model, Prompt: promptMsgs, Messages: cp.Messages, Iteration: int(cp.Iteration), TokenLimit: tokenLimit}, tools, hooks)
 }
 
 // readMemory starts reading the turn's long-term memory text; the channel

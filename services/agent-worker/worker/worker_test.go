@@ -360,6 +360,42 @@ func TestMessageToolSuppressesFinal(t *testing.T) {
 	}
 }
 
+// TestMessageToolIsBounded: one turn sends at most MaxMessagesPerTurn
+// messages of at most MaxMessageChars each; the model is told when it
+// asks for more, and the turn goes on. Unbounded, a model told so by what
+// it read flooded the chat (and its channel's deliveries) with 150
+// messages of 10,000 characters in one turn.
+func TestMessageToolIsBounded(t *testing.T) {
+	h := start(t)
+	var calls []llmtest.ToolCall
+	for i := range worker.MaxMessagesPerTurn + 5 {
+		calls = append(calls, llmtest.Call("message", fmt.Sprintf(`{"content":"flood %d"}`, i)))
+	}
+	calls = append(calls, llmtest.Call("message", fmt.Sprintf(`{"content":%q}`, strings.Repeat("x", worker.MaxMessageChars+1))))
+	h.llm.Enqueue(llmtest.ToolCalls(calls...), llmtest.Text("done"))
+	h.send(t, "c1", "1", "flood")
+	for i := range worker.MaxMessagesPerTurn {
+		if o := h.next(t); o.GetContent() != fmt.Sprintf("flood %d", i) {
+			t.Fatalf("reply %d = %v", i, o)
+		}
+	}
+	req, ok := h.llm.LastRequest()
+	if !ok {
+		t.Fatal("no model request")
+	}
+	results := req.Messages[len(req.Messages)-len(calls):]
+	for i, r := range results[worker.MaxMessagesPerTurn:] {
+		if !strings.HasPrefix(r.Content, "Error:") {
+			t.Errorf("message %d beyond the bound answered %q", worker.MaxMessagesPerTurn+i, r.Content)
+		}
+	}
+	// Nothing more: the next reply is the next message's.
+	h.send(t, "c1", "2", "next")
+	if o := h.next(t); o.GetReplyTo() != "2" {
+		t.Fatalf("reply after the bound: %v", o)
+	}
+}
+
 // TestMessageToOtherChats: the message tool reaches a chat other than the
 // session's own only when worker.messageAllowTo lists it (a model follows
 // what it reads, and the bot reaches every user); otherwise the model is

@@ -26,6 +26,14 @@ const key = "sk-test-12345"
 // script answers "fail" with an error and everything else with deltas
 // and a final answer that goes on past them.
 func script(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+	if in.GetContent() == "by message" {
+		// The model answered with the message tool: the turn's last
+		// reply is a message, and no final follows.
+		return []*nanofleetv1.OutboundMessage{
+			{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE, Content: "first"},
+			{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE, Content: "second", LastOfTurn: true},
+		}
+	}
 	if in.GetContent() == "fail" {
 		return []*nanofleetv1.OutboundMessage{{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR, Content: "model unavailable"}}
 	}
@@ -97,6 +105,22 @@ func TestChatCompletion(t *testing.T) {
 	in := w.Next(t)
 	if in.GetChannel() != "api" || in.GetChatId() != "alice" || in.GetContent() != "hello there" || in.GetMetadata()["stream"] != "" {
 		t.Errorf("inbound = %v", in)
+	}
+}
+
+// A turn answered with the message tool ends with a message, not a final
+// reply: the request is answered with the messages at once (it waited out
+// its timeout, minutes, holding the connection).
+func TestAnswerByMessageTool(t *testing.T) {
+	client, _, _ := start(t)
+	resp, err := client.CreateChatCompletion(ctx(t), openai.ChatCompletionRequest{
+		Model: "nanofleet", Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "by message"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Choices) != 1 || resp.Choices[0].Message.Content != "first\n\nsecond" {
+		t.Errorf("response = %+v", resp)
 	}
 }
 

@@ -94,6 +94,13 @@ func (t *turn) run(ctx context.Context, wch *watch.Watcher, inboundID string) {
 				}
 			case nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE:
 				t.answer = append(t.answer, out.GetContent())
+				if out.GetLastOfTurn() {
+					// The model answered with the message tool: no final
+					// reply follows, and the request waited out its timeout.
+					t.usage = out.GetUsage()
+					t.finish()
+					return
+				}
 			case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL:
 				if c := out.GetContent(); c != "" {
 					t.answer = append(t.answer, c)
