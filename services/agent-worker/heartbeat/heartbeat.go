@@ -48,7 +48,8 @@ type Config struct {
 	// KeepTurns is how many past heartbeat turns the session keeps.
 	KeepTurns int `json:"keepTurns"`
 	// NotifyChannel and NotifyChat fix where notices go; empty means the
-	// chat the fleet last replied to.
+	// chat the fleet last replied to, whoever's it is (nanobot's rule,
+	// right for one user; a fleet serving several should name a chat).
 	NotifyChannel string `json:"notifyChannel"`
 	NotifyChat    string `json:"notifyChat"`
 	// SkipChannels are never chosen as the last active chat (besides the
