@@ -143,7 +143,12 @@ func (t *turn) held(ctx context.Context, l *lease.Lease) string {
 		// come back at once.
 		delay := backoff.Backoff{Min: 2 * time.Second, Max: 30 * time.Second}.Wait(int(t.meta.NumDelivered) - 1)
 		t.log.Error("turn failed; will retry", "err", err, "after", delay)
-		_ = t.msg.NakWithDelay(delay)
+		// Confirmed: the node that failed the turn often led the
+		// workers' consumer too, and a nak sent while it has no leader
+		// is lost, leaving the turn to its whole ack wait (30 s).
+		if err := bus.NakWithDelay(ctx, t.w.d.Bus.NC, t.msg, delay); err != nil {
+			t.log.Warn("nak", "err", err)
+		}
 		return "failed"
 	}
 	return outcome
