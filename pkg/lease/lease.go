@@ -28,6 +28,10 @@ var (
 // the client reconnects fails instead of hanging the holder.
 const callTimeout = 10 * time.Second
 
+// releaseRetry is the wait between releases sent while the bucket has no
+// leader.
+const releaseRetry = 250 * time.Millisecond
+
 // releasedMax bounds Table.released, which is emptied when full: it only
 // spares requests.
 const releasedMax = 4096
@@ -155,7 +159,13 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	m := nats.NewMsg("$KV." + l.t.kv.Bucket() + "." + l.key)
 	m.Header.Set(kvOperation, kvDelete)
-	ack, err := l.t.pub.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(l.rev))
+	// Sent again while the bucket has no leader (its node died and the
+	// others are electing one), every releaseRetry until ctx ends: a
+	// release lost so kept the session from its next turn until the
+	// lease expired (30 s). The compare-and-set makes a repeated release
+	// harmless.
+	ack, err := l.t.pub.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(l.rev),
+		jetstream.WithRetryWait(releaseRetry), jetstream.WithRetryAttempts(int(callTimeout/releaseRetry)))
 	if err != nil {
 		if wrongLastSeq(err) {
 			return nil // not ours any more

@@ -1,7 +1,9 @@
 package lease_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -198,5 +200,49 @@ func TestReleasedLeaseTakenAgain(t *testing.T) {
 				t.Fatalf("acquire of a key taken since its release: %v, want ErrHeld", err)
 			}
 		})
+	}
+}
+
+// TestReleaseWaitsForABucketLeader: a release sent while the bucket has no
+// leader (its node died; here the cluster lost quorum) is made once it
+// has one again, within the call's time, so the next holder need not
+// wait for the lease to expire. It failed at once ("no response from
+// stream"): on a 3-node cluster every session whose turn ended as the
+// bucket's node was killed waited for its lease's TTL (next turns 19–21 s).
+func TestReleaseWaitsForABucketLeader(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cluster, b := bustest.StartClusterJetStream(t, 3)
+	kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "test_leases", TTL: 10 * time.Minute, Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := lease.NewTable(kv, lease.WithPublisher(b.JS))
+	l, err := tbl.Acquire(ctx, "s1", "worker-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without quorum the bucket has no leader: its subjects answer nobody.
+	cluster.Stop(1)
+	cluster.Stop(2)
+	bustest.Eventually(t, time.Minute, func() error {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		defer pcancel()
+		_, err := b.JS.Publish(pctx, "$KV.test_leases.probe", nil)
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return fmt.Errorf("publish to the bucket without quorum: %v, want %v", err, jetstream.ErrNoStreamResponse)
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- l.Release(ctx) }()
+	cluster.Start(1)
+	if err := bustest.Receive(t, done, time.Minute); err != nil {
+		t.Fatalf("release while the bucket elected a leader: %v", err)
+	}
+	t.Logf("released %s after the call", time.Since(start).Round(time.Millisecond))
+	if _, err := tbl.Acquire(ctx, "s1", "worker-b"); err != nil {
+		t.Errorf("acquire after the release: %v", err)
 	}
 }
