@@ -155,6 +155,9 @@ func (c *Cluster) Stop(i int) {
 	nd.srv = nil
 }
 
+// URL is node i's client URL.
+func (c *Cluster) URL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.nodes[i].opts.Port) }
+
 // URLs are the nodes' client URLs, comma separated, as a service's --nats.
 func (c *Cluster) URLs() string {
 	u := make([]string, len(c.nodes))
@@ -190,6 +193,21 @@ func (c *Cluster) WaitJetStream(d time.Duration) {
 		}
 	}
 }
+
+// MetaLeader is the index of the running node that is the JetStream meta
+// leader, or -1 while there is none.
+func (c *Cluster) MetaLeader() int {
+	for i, nd := range c.nodes {
+		if nd.srv != nil && nd.srv.JetStreamIsLeader() {
+			return i
+		}
+	}
+	return -1
+}
+
+// Name is node i's server name, as stream and consumer infos name their
+// leaders.
+func (c *Cluster) Name(i int) string { return c.nodes[i].opts.ServerName }
 
 // FreePort returns a loopback port nothing listens on right now.
 func FreePort(t testing.TB) int {

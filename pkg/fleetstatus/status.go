@@ -165,8 +165,16 @@ func readStream(ctx context.Context, b *bus.Bus, name string) (*Stream, []Consum
 	}
 	state := s.CachedInfo().State
 	var consumers []Consumer
+	seen := map[string]bool{}
 	lister := s.ListConsumers(ctx)
 	for ci := range lister.Info() {
+		// With a node down, the server lists each consumer only it held
+		// as an entry without a name, and nats.go then asks for the next
+		// page from how many entries it got: a consumer came twice.
+		if ci.Name == "" || seen[ci.Name] {
+			continue
+		}
+		seen[ci.Name] = true
 		consumers = append(consumers, Consumer{
 			Stream: name, Name: ci.Name, Pending: ci.NumPending, InFlight: ci.NumAckPending,
 			Redelivered: ci.NumRedelivered, Waiting: ci.NumWaiting,

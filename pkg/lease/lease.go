@@ -28,6 +28,14 @@ var (
 // the client reconnects fails instead of hanging the holder.
 const callTimeout = 10 * time.Second
 
+// releaseRetry is the wait between releases sent while the bucket has no
+// leader; releaseTry bounds one try, so that a release lost with a node
+// that stopped is sent again within the call's time.
+const (
+	releaseRetry = 250 * time.Millisecond
+	releaseTry   = 2 * time.Second
+)
+
 // releasedMax bounds Table.released, which is emptied when full: it only
 // spares requests.
 const releasedMax = 4096
@@ -155,15 +163,27 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	m := nats.NewMsg("$KV." + l.t.kv.Bucket() + "." + l.key)
 	m.Header.Set(kvOperation, kvDelete)
-	ack, err := l.t.pub.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(l.rev))
-	if err != nil {
-		if wrongLastSeq(err) {
+	// Sent again, until ctx ends, while the bucket has no leader (its
+	// node died and the others are electing one; every releaseRetry) and
+	// when a try goes unanswered (lost with a node that stopped): a
+	// release lost so kept the session from its next turn until the
+	// lease expired (30 s). The compare-and-set makes a repeated release
+	// harmless: one that finds the first applied is not ours any more.
+	for {
+		tctx, tcancel := context.WithTimeout(ctx, releaseTry)
+		ack, err := l.t.pub.PublishMsg(tctx, m, jetstream.WithExpectLastSequencePerSubject(l.rev),
+			jetstream.WithRetryWait(releaseRetry), jetstream.WithRetryAttempts(int(releaseTry/releaseRetry)))
+		tcancel()
+		switch {
+		case err == nil:
+			l.t.remember(l.key, ack.Sequence)
+			return nil
+		case wrongLastSeq(err):
 			return nil // not ours any more
+		case ctx.Err() != nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse)):
+			return fmt.Errorf("release lease %s: %w", l.key, err)
 		}
-		return fmt.Errorf("release lease %s: %w", l.key, err)
 	}
-	l.t.remember(l.key, ack.Sequence)
-	return nil
 }
 
 // The delete marker of a KV entry, as nats.go's kv.Delete writes it.

@@ -1,10 +1,14 @@
 package lease_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -199,4 +203,99 @@ func TestReleasedLeaseTakenAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReleaseWaitsForABucketLeader: a release sent while the bucket has no
+// leader (its node died; here the cluster lost quorum) is made once it
+// has one again, within the call's time, so the next holder need not
+// wait for the lease to expire. It failed at once ("no response from
+// stream"): on a 3-node cluster every session whose turn ended as the
+// bucket's node was killed waited for its lease's TTL (next turns 19–21 s).
+func TestReleaseWaitsForABucketLeader(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cluster, b := bustest.StartClusterJetStream(t, 3)
+	kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "test_leases", TTL: 10 * time.Minute, Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := lease.NewTable(kv, lease.WithPublisher(b.JS))
+	l, err := tbl.Acquire(ctx, "s1", "worker-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without quorum the bucket has no leader: its subjects answer nobody.
+	cluster.Stop(1)
+	cluster.Stop(2)
+	bustest.Eventually(t, time.Minute, func() error {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		defer pcancel()
+		_, err := b.JS.Publish(pctx, "$KV.test_leases.probe", nil)
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return fmt.Errorf("publish to the bucket without quorum: %v, want %v", err, jetstream.ErrNoStreamResponse)
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- l.Release(ctx) }()
+	cluster.Start(1)
+	if err := bustest.Receive(t, done, time.Minute); err != nil {
+		t.Fatalf("release while the bucket elected a leader: %v", err)
+	}
+	t.Logf("released %s after the call", time.Since(start).Round(time.Millisecond))
+	if _, err := tbl.Acquire(ctx, "s1", "worker-b"); err != nil {
+		t.Errorf("acquire after the release: %v", err)
+	}
+}
+
+// TestReleaseSentAgainWhenATryIsLost: a release whose publish is never
+// answered (lost with a node that stopped) is sent again within the
+// call's time, so the next holder need not wait for the lease to expire.
+// The one try took the whole call (10 s) and failed: on a 3-node cluster,
+// a session whose turn ended as a node was stopped with SIGTERM waited
+// for its lease's TTL (next turn 31 s).
+func TestReleaseSentAgainWhenATryIsLost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	b := bustest.StartJetStream(t)
+	kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "test_leases", TTL: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossy := &losesFirstPublish{JetStream: b.JS}
+	tbl := lease.NewTable(kv, lease.WithPublisher(lossy))
+	l, err := tbl.Acquire(ctx, "s1", "worker-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("release after a lost try: %v", err)
+	}
+	if lossy.lost.Load() != 1 {
+		t.Fatalf("%d publishes lost, want the first", lossy.lost.Load())
+	}
+	if d := time.Since(start); d >= 10*time.Second {
+		t.Errorf("release took %s, want a try's time and a bit", d.Round(time.Millisecond))
+	}
+	if _, err := tbl.Acquire(ctx, "s1", "worker-b"); err != nil {
+		t.Errorf("acquire after the release: %v", err)
+	}
+}
+
+// losesFirstPublish is a JetStream whose first PublishMsg is never
+// answered: it waits for its context, as a request lost with a server
+// does.
+type losesFirstPublish struct {
+	jetstream.JetStream
+	lost atomic.Int32
+}
+
+func (l *losesFirstPublish) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	if l.lost.CompareAndSwap(0, 1) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return l.JetStream.PublishMsg(ctx, m, opts...)
 }

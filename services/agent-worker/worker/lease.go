@@ -104,11 +104,11 @@ func (t *turn) hold(ctx context.Context, l *lease.Lease) (context.Context, *hold
 func (h *hold) release(ctx context.Context, keepLease bool) {
 	h.stop(nil)
 	<-h.renewed
-	// Released with a fresh context: a stopped turn still frees its session.
+	// Released with a fresh context: a stopped turn still frees its
+	// session. Release bounds it (10 s), and sends the release again
+	// while the bucket elects a leader.
 	if !keepLease {
-		relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer relCancel()
-		if err := h.lease.Release(relCtx); err != nil {
+		if err := h.lease.Release(context.WithoutCancel(ctx)); err != nil {
 			h.t.log.Warn("release lease", "err", err)
 		}
 	}

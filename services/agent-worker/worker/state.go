@@ -28,6 +28,9 @@ type state struct {
 	checkpointRev uint64
 	// keepLease keeps the lease past the turn: its replies are not out.
 	keepLease bool
+	// attempts is the checkpoint's count of the turn's starts, once it
+	// is loaded (0 before).
+	attempts int
 	// done is set once the turn is in the history, answered and acked.
 	done *committed
 }
@@ -110,6 +113,20 @@ func (s *state) snapshot() []*nanofleetv1.OutboundMessage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.replies)
+}
+
+// started records the checkpoint's count of the turn's starts.
+func (s *state) started(attempts int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.attempts = attempts
+}
+
+// startCount is the count recorded by started (0 before).
+func (s *state) startCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts
 }
 
 // checkpointed records the revision of the turn's newest checkpoint.

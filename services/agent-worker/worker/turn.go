@@ -140,10 +140,17 @@ func (t *turn) held(ctx context.Context, l *lease.Lease) string {
 		// restart takes seconds): back off so that the attempts a message
 		// has are not all spent during one outage: 2, 4, 8… s (at most
 		// 30 s), jittered so that the turns one outage failed do not all
-		// come back at once.
-		delay := backoff.Backoff{Min: 2 * time.Second, Max: 30 * time.Second}.Wait(int(t.meta.NumDelivered) - 1)
+		// come back at once. Counted in starts, not deliveries: each
+		// wait for the session (FIFO, lease) is a delivery too, and
+		// during an election a turn's second failure waited 20–27 s.
+		delay := backoff.Backoff{Min: 2 * time.Second, Max: 30 * time.Second}.Wait(max(t.state.startCount()-1, 0))
 		t.log.Error("turn failed; will retry", "err", err, "after", delay)
-		_ = t.msg.NakWithDelay(delay)
+		// Confirmed: the node that failed the turn often led the
+		// workers' consumer too, and a nak sent while it has no leader
+		// is lost, leaving the turn to its whole ack wait (30 s).
+		if err := bus.NakWithDelay(ctx, t.w.d.Bus.NC, t.msg, delay); err != nil {
+			t.log.Warn("nak", "err", err)
+		}
 		return "failed"
 	}
 	return outcome
@@ -181,6 +188,7 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	t.state.started(int(cp.Attempts))
 	if int(cp.Attempts) > w.cfg.MaxAttempts {
 		return t.giveUp(ctx, hist, fmt.Sprintf("turn started %d times without finishing", cp.Attempts-1))
 	}

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
@@ -67,6 +69,56 @@ func TestRunWaitsForQuorum(t *testing.T) {
 	stop()
 	if err := bustest.Receive(t, done, 30*time.Second); err != nil {
 		t.Errorf("Run after stop = %v", err)
+	}
+}
+
+// TestStoreWaitsForAStreamLeader: a message stored while the inbound
+// stream has no leader (its node died, and the other replicas take
+// seconds to elect another) is stored once the stream has one again. The
+// store failed at once ("no response from stream"): the API answered
+// 503 "The fleet is not reachable", the web chat "could not be sent",
+// and a platform's event was refused, for the 9–10 s an election took
+// after a node was killed.
+func TestStoreWaitsForAStreamLeader(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cluster, b := bustest.StartClusterJetStream(t, 3, gateway.Assets)
+	g, err := gateway.New(gateway.DefaultConfig(), b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without quorum the inbound stream has no leader: its subjects
+	// answer nobody.
+	cluster.Stop(1)
+	cluster.Stop(2)
+	bustest.Eventually(t, time.Minute, func() error {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		defer pcancel()
+		_, err := b.JS.Publish(pctx, b.Space.Inbound("probe", "p"), nil)
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return fmt.Errorf("publish to the inbound stream without quorum: %v, want %v", err, jetstream.ErrNoStreamResponse)
+		}
+		return nil
+	})
+
+	in := &nanofleetv1.InboundMessage{Id: "update-1", Channel: "telegram", ChatId: "42", Content: "hello"}
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.Store(ctx, in)
+		done <- err
+	}()
+	start := time.Now()
+	cluster.Start(1)
+	if err := bustest.Receive(t, done, time.Minute); err != nil {
+		t.Fatalf("store while the stream elected a leader: %v", err)
+	}
+	t.Logf("stored %s after the node was started again", time.Since(start).Round(time.Millisecond))
+	stream, err := b.JS.Stream(ctx, b.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.GetLastMsgForSubject(ctx, b.Space.Inbound("telegram", "42")); err != nil {
+		t.Errorf("the message is not in the inbound stream: %v", err)
 	}
 }
 

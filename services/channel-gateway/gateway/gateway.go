@@ -182,10 +182,9 @@ func (g *Gateway) Store(ctx context.Context, in *nanofleetv1.InboundMessage) (du
 	msg.Data = data
 	msg.Header.Set(nats.MsgIdHdr, in.GetChannel()+":"+in.GetId())
 	// Bounded: a server that cannot write does not answer, and the
-	// caller (an HTTP request, a platform's webhook) must hear back.
-	pctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
-	defer cancel()
-	ack, err := g.bus.JS.PublishMsg(pctx, msg)
+	// caller (an HTTP request, a platform's webhook) must hear back; a
+	// stream electing a leader (a node died) is waited for.
+	ack, err := bus.PublishMsg(ctx, g.bus.JS, msg)
 	if err != nil {
 		switch {
 		case bus.StorageFull(err):

@@ -166,10 +166,9 @@ func (c *Client) Send(ctx context.Context, req Request) (*Pending, error) {
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, c.channel+":"+id)
 	// Bounded: ctx is a whole turn's (the CLI waits 15 minutes), and a
-	// publish lost with a server that died is never acked.
-	pctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
-	defer cancel()
-	if _, err := c.b.JS.PublishMsg(pctx, m); err != nil {
+	// publish lost with a server that died is never acked; a stream
+	// electing a leader (a node died) is waited for.
+	if _, err := bus.PublishMsg(ctx, c.b.JS, m); err != nil {
 		c.forget(id)
 		if !c.b.NC.IsConnected() || errors.Is(err, nats.ErrReconnectBufExceeded) {
 			return nil, fmt.Errorf("%w (%v)", ErrUnreachable, err)

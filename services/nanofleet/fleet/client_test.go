@@ -2,11 +2,13 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
@@ -80,5 +82,54 @@ func TestSendGivesUpOnALostPublish(t *testing.T) {
 	}()
 	if err := bustest.Receive(t, done, 2*bus.CallTimeout); err == nil {
 		t.Error("Send succeeded though nothing stored the message")
+	}
+}
+
+// TestSendWaitsForAStreamLeader: a message sent while the inbound stream
+// has no leader (its node died, and the other replicas take seconds to
+// elect another) is sent once the stream has one again. Send failed at
+// once: `nanofleet chat` printed "error: publish: nats: no response from
+// stream" for every line typed in the 9–10 s an election took after a
+// node was killed, and dropped them.
+func TestSendWaitsForAStreamLeader(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cluster, b := bustest.StartClusterJetStream(t, 3)
+	c, err := fleet.NewClient(ctx, b, "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Without quorum the inbound stream has no leader: its subjects
+	// answer nobody.
+	cluster.Stop(1)
+	cluster.Stop(2)
+	bustest.Eventually(t, time.Minute, func() error {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		defer pcancel()
+		_, err := b.JS.Publish(pctx, b.Space.Inbound("probe", "p"), nil)
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return fmt.Errorf("publish to the inbound stream without quorum: %v, want %v", err, jetstream.ErrNoStreamResponse)
+		}
+		return nil
+	})
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Send(ctx, fleet.Request{ChatID: "direct", Text: "hello"})
+		done <- err
+	}()
+	start := time.Now()
+	cluster.Start(1)
+	if err := bustest.Receive(t, done, time.Minute); err != nil {
+		t.Fatalf("send while the stream elected a leader: %v", err)
+	}
+	t.Logf("sent %s after the node was started again", time.Since(start).Round(time.Millisecond))
+	stream, err := b.JS.Stream(ctx, b.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.GetLastMsgForSubject(ctx, b.Space.Inbound("cli", "direct")); err != nil {
+		t.Errorf("the message is not in the inbound stream: %v", err)
 	}
 }

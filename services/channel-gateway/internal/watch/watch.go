@@ -32,9 +32,15 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
-// createWait bounds the tries to make a watcher's consumer: two whole
-// tries of [bus.CallTimeout] and part of a third.
+// createWait bounds the tries to make a watcher's consumer.
 const createWait = 25 * time.Second
+
+// createTry bounds one try. A consumer is made in milliseconds, but a
+// creation sent as the JetStream meta leader steps down (its node
+// restarting, even in lame duck mode) is never answered, and the API
+// request or web chat message waiting on it waited the whole try:
+// 10 s ([bus.CallTimeout]) at every restart of the meta leader's node.
+const createTry = 3 * time.Second
 
 // Watcher delivers one chat's replies and live messages on C.
 type Watcher struct {
@@ -125,7 +131,7 @@ func New(ctx context.Context, b *bus.Bus, channel, chatID string, opts ...Option
 				return err
 			}
 		}
-		cctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, createTry)
 		defer cancel()
 		c, err := b.JS.OrderedConsumer(cctx, b.Space.OutboundStream(), cfg)
 		cons = c

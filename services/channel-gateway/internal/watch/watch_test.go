@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,4 +176,63 @@ func TestNewGivesUpOnALostRequest(t *testing.T) {
 	if err := bustest.Receive(t, done, 40*time.Second); err == nil {
 		t.Error("New succeeded though its consumer was never made")
 	}
+}
+
+// TestNewTriesAgainSoonAfterALostRequest: a creation of the watch's
+// consumer that is never answered (sent as the JetStream meta leader
+// stepped down) is tried again within seconds. Each try waited
+// bus.CallTimeout: on a 3-node cluster every restart of the meta
+// leader's node, in lame duck mode or with SIGTERM, held the API
+// requests and web chat messages made at that moment 10 s.
+func TestNewTriesAgainSoonAfterALostRequest(t *testing.T) {
+	srv := bustest.StartServer(t)
+	b := srv.Connect(t, "")
+	// A JetStream domain nobody serves, relayed to the server's API except
+	// for the first consumer creation, which is dropped.
+	const api = "$JS.lost.API."
+	var dropped atomic.Bool
+	relay, err := b.NC.Subscribe(api+">", func(m *nats.Msg) {
+		if strings.HasPrefix(m.Subject, api+"CONSUMER.CREATE.") && dropped.CompareAndSwap(false, true) {
+			return
+		}
+		resp, err := b.NC.Request("$JS.API."+strings.TrimPrefix(m.Subject, api), m.Data, 5*time.Second)
+		if err == nil {
+			_ = m.Respond(resp.Data)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = relay.Unsubscribe() }()
+	lost, err := bus.Connect(t.Context(), bus.Config{URL: srv.ClientURL(), Domain: "lost", Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lost.NC.Close()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // as long as a turn may take
+	defer cancel()
+	type made struct {
+		err error
+		d   time.Duration
+	}
+	done := make(chan made, 1)
+	go func() {
+		start := time.Now()
+		// Not run: the consumer is left to the server, which ends with
+		// the test.
+		_, err := watch.New(ctx, lost, "api", "c1")
+		done <- made{err, time.Since(start)}
+	}()
+	m := bustest.Receive(t, done, 40*time.Second)
+	if m.err != nil {
+		t.Fatalf("New after a lost creation: %v", m.err)
+	}
+	if !dropped.Load() {
+		t.Fatal("no consumer creation was dropped")
+	}
+	if m.d >= bus.CallTimeout {
+		t.Errorf("New took %s after a lost creation, want well under %s", m.d.Round(time.Millisecond), bus.CallTimeout)
+	}
+	t.Logf("New took %s after a lost creation", m.d.Round(time.Millisecond))
 }

@@ -1,0 +1,43 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/backoff"
+)
+
+// NakWithDelay is m.NakWithDelay confirmed by the server. A nak is a
+// plain publish that nobody receives while the consumer has no leader
+// (the node leading it died, and the other replicas are electing
+// another): the message then waited its whole ack wait, 30 s for a turn,
+// instead of delay. This sends the nak as a request on nc and sends it
+// again while it is not answered, for up to [LeaderWait]; each try waits
+// at most [CallTimeout]. For work that failed on the bus, where a leader
+// election is likely; a nak on the hot path need not wait for its answer.
+func NakWithDelay(ctx context.Context, nc *nats.Conn, m jetstream.Msg, delay time.Duration) error {
+	if m.Reply() == "" {
+		return jetstream.ErrMsgNoReply
+	}
+	body := fmt.Appendf(nil, "-NAK {\"delay\": %d}", delay.Nanoseconds())
+	deadline := time.Now().Add(LeaderWait)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, CallTimeout)
+		_, err := nc.RequestWithContext(rctx, m.Reply(), body)
+		cancel()
+		if err == nil || !Transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("nak: %w", err)
+			}
+			return nil
+		}
+		if serr := backoff.Sleep(ctx, 250*time.Millisecond); serr != nil {
+			return errors.Join(serr, err)
+		}
+	}
+}

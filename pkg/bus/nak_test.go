@@ -1,0 +1,79 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+)
+
+// TestNakWithDelayWaitsForAConsumerLeader: a nak sent while the consumer
+// has no leader (here its cluster lost quorum; in a fleet, the node
+// leading it was killed) reaches the consumer once it has one again, and
+// the message comes back after the nak's delay, not its ack wait. With
+// m.NakWithDelay the nak was lost: every turn that failed on the bus when
+// the node leading the inbound stream was killed waited out the workers'
+// ack wait (30.2 s, measured on a 3-node cluster) before it ran again.
+func TestNakWithDelayWaitsForAConsumerLeader(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cluster, b := bustest.StartClusterJetStream(t, 3)
+	st, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}, Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.Publish(ctx, "jobs.1", []byte("job")); err != nil {
+		t.Fatal(err)
+	}
+	// An ack wait no part of the test waits for.
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := fetchUpTo(t, cons, 1, 5*time.Second)
+	if len(first) != 1 {
+		t.Fatalf("first fetch: %d messages", len(first))
+	}
+
+	// Without quorum the consumer has no leader: its acks reach nobody.
+	cluster.Stop(1)
+	cluster.Stop(2)
+	bustest.Eventually(t, time.Minute, func() error {
+		_, err := b.NC.Request(first[0].Reply(), []byte("+WPI"), 2*time.Second)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return fmt.Errorf("in-progress ack without quorum: %v, want %v", err, nats.ErrNoResponders)
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- bus.NakWithDelay(ctx, b.NC, first[0], 100*time.Millisecond) }()
+	cluster.Start(1)
+	if err := bustest.Receive(t, done, time.Minute); err != nil {
+		t.Fatalf("nak while the consumer elected a leader: %v", err)
+	}
+	bustest.Eventually(t, time.Minute, func() error {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		var m jetstream.Msg
+		select {
+		case m = <-batch.Messages(): // closed at the fetch's expiry
+		case <-time.After(5 * time.Second):
+		}
+		if m == nil {
+			return fmt.Errorf("not redelivered yet (%v)", batch.Error())
+		}
+		if md, err := m.Metadata(); err != nil || md.NumDelivered != 2 {
+			return fmt.Errorf("fetched %v (%v), want the nak'ed message's second delivery", md, err)
+		}
+		return nil
+	})
+}
