@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
@@ -23,6 +24,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
+	"github.com/nats-io/nats.go"
 )
 
 const wait = 10 * time.Second
@@ -345,12 +347,13 @@ func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog
 // the event is stored, so Slack never sends it again. An event that meets
 // a store with no inbound stream listening (nats: no responders, as while
 // a stream has no leader) is tried again until it is stored; before, it
-// was logged and lost.
+// was logged and lost. The outage is a subscriber that answers the
+// inbound subject as the server does when no stream listens, so that the
+// test sees each try.
 func TestEventStoredAfterAnOutage(t *testing.T) {
 	env := adaptertest.NewEnv(t, workertest.Echo)
 	fake := slacktest.New(t)
-	logs := &gatewaytest.Logs{}
-	runAdapter(t, env.Bus, fake, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"U1"}}}, slog.New(slog.NewTextHandler(logs, nil)))
+	runAdapter(t, env.Bus, fake, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"U1"}}}, slog.New(slog.DiscardHandler))
 	ctx := t.Context()
 	st, err := env.Bus.JS.Stream(ctx, env.Bus.Space.InboundStream())
 	if err != nil {
@@ -366,8 +369,28 @@ func TestEventStoredAfterAnOutage(t *testing.T) {
 	if _, err := env.Bus.JS.UpdateStream(ctx, out); err != nil {
 		t.Fatal(err)
 	}
+	tries := make(chan struct{}, 64)
+	sub, err := env.Bus.NC.Subscribe(env.Bus.Space.Inbound(slack.Channel, "D1"), func(m *nats.Msg) {
+		noResponders := nats.NewMsg(m.Reply)
+		noResponders.Header.Set("Status", "503")
+		_ = m.RespondMsg(noResponders)
+		select {
+		case tries <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	fake.WaitAck(t, fake.Send(t, "EvOut", slacktest.Message("U1", "D1", "im", "100.9", "kept?")), wait)
-	logs.WaitFor(t, "publish Slack event, retrying", wait)
+	// More tries than nats.go's own publish makes (three, 250 ms apart),
+	// so that ours are seen.
+	for range 4 {
+		bustest.Receive(t, tries, wait)
+	}
+	if err := sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
 	out.Subjects = subjects
 	if _, err := env.Bus.JS.UpdateStream(ctx, out); err != nil {
 		t.Fatal(err)
