@@ -2,7 +2,7 @@ package worker_test
 
 import (
 	"encoding/json"
-
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,13 +38,13 @@ func TestBusFailureRetryCountsStartsNotWaits(t *testing.T) {
 		return llmtest.Text("answer")
 	})
 	naks := make(chan uint64, 100) // the deliveries each nak of B ends
-	var seqB uint64
+	var seqB atomic.Uint64         // set once B is published; read by the advisories' handler
 	sub, err := b.NC.Subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED."+b.Space.InboundStream()+".workers", func(m *nats.Msg) {
 		var a struct {
 			StreamSeq  uint64 `json:"stream_seq"`
 			Deliveries uint64 `json:"deliveries"`
 		}
-		if json.Unmarshal(m.Data, &a) == nil && a.StreamSeq == seqB {
+		if json.Unmarshal(m.Data, &a) == nil && a.StreamSeq == seqB.Load() {
 			naks <- a.Deliveries
 		}
 	})
@@ -64,7 +64,7 @@ func TestBusFailureRetryCountsStartsNotWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seqB = ack.Sequence
+	seqB.Store(ack.Sequence)
 	for n := uint64(0); n < 6; {
 		n = bustest.Receive(t, naks, 30*time.Second)
 	}
