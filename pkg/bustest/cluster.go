@@ -2,6 +2,7 @@ package bustest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -153,6 +154,39 @@ func (c *Cluster) Stop(i int) {
 	nd.srv.Shutdown()
 	nd.srv.WaitForShutdown()
 	nd.srv = nil
+}
+
+// LoseQuorum stops nodes 1 and 2 of a 3-node cluster and waits until a
+// publish to subj reaches no stream (jetstream.ErrNoStreamResponse): its
+// stream has no leader, as while the others elect one after the node
+// leading it died.
+func (c *Cluster) LoseQuorum(ctx context.Context, b *bus.Bus, subj string) {
+	c.t.Helper()
+	c.Stop(1)
+	c.Stop(2)
+	Eventually(c.t, time.Minute, func() error {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := b.JS.Publish(pctx, subj, nil)
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return fmt.Errorf("publish to %s without quorum: %v, want %v", subj, err, jetstream.ErrNoStreamResponse)
+		}
+		return nil
+	})
+}
+
+// RegainQuorum starts call, then node 1 again, and returns how long
+// after the node's start call ended and its error (failing the test
+// after a minute): what a call made while a stream has no leader does
+// when it gets one again.
+func (c *Cluster) RegainQuorum(call func() error) (took time.Duration, err error) {
+	c.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	start := time.Now()
+	c.Start(1)
+	err = Receive(c.t, done, time.Minute)
+	return time.Since(start), err
 }
 
 // URL is node i's client URL.
