@@ -142,29 +142,8 @@ func TestWatcherKeepsLiveMessagesBeforeTheReplyAfterThem(t *testing.T) {
 // requests waited in New for minutes (the API allows a turn 10 minutes)
 // while the fleet answered every other request.
 func TestNewGivesUpOnALostRequest(t *testing.T) {
-	srv := bustest.StartServer(t)
-	b := srv.Connect(t, "")
-	// A JetStream domain nobody serves, relayed to the server's API except
-	// for consumer creation, which is dropped.
-	const api = "$JS.lost.API."
-	relay, err := b.NC.Subscribe(api+">", func(m *nats.Msg) {
-		if strings.HasPrefix(m.Subject, api+"CONSUMER.CREATE.") {
-			return
-		}
-		resp, err := b.NC.Request("$JS.API."+strings.TrimPrefix(m.Subject, api), m.Data, 5*time.Second)
-		if err == nil {
-			_ = m.Respond(resp.Data)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = relay.Unsubscribe() }()
-	lost, err := bus.Connect(t.Context(), bus.Config{URL: srv.ClientURL(), Domain: "lost", Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lost.NC.Close()
+	// Every consumer creation is dropped.
+	lost := lossyAPI(t, func(string) bool { return true })
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // as long as a turn may take
 	defer cancel()
@@ -185,30 +164,9 @@ func TestNewGivesUpOnALostRequest(t *testing.T) {
 // leader's node, in lame duck mode or with SIGTERM, held the API
 // requests and web chat messages made at that moment 10 s.
 func TestNewTriesAgainSoonAfterALostRequest(t *testing.T) {
-	srv := bustest.StartServer(t)
-	b := srv.Connect(t, "")
-	// A JetStream domain nobody serves, relayed to the server's API except
-	// for the first consumer creation, which is dropped.
-	const api = "$JS.lost.API."
+	// The first consumer creation is dropped.
 	var dropped atomic.Bool
-	relay, err := b.NC.Subscribe(api+">", func(m *nats.Msg) {
-		if strings.HasPrefix(m.Subject, api+"CONSUMER.CREATE.") && dropped.CompareAndSwap(false, true) {
-			return
-		}
-		resp, err := b.NC.Request("$JS.API."+strings.TrimPrefix(m.Subject, api), m.Data, 5*time.Second)
-		if err == nil {
-			_ = m.Respond(resp.Data)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = relay.Unsubscribe() }()
-	lost, err := bus.Connect(t.Context(), bus.Config{URL: srv.ClientURL(), Domain: "lost", Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lost.NC.Close()
+	lost := lossyAPI(t, func(string) bool { return dropped.CompareAndSwap(false, true) })
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // as long as a turn may take
 	defer cancel()
@@ -235,4 +193,34 @@ func TestNewTriesAgainSoonAfterALostRequest(t *testing.T) {
 		t.Errorf("New took %s after a lost creation, want well under %s", m.d.Round(time.Millisecond), bus.CallTimeout)
 	}
 	t.Logf("New took %s after a lost creation", m.d.Round(time.Millisecond))
+}
+
+// lossyAPI is a bus whose JetStream API requests go through a domain
+// nobody serves, relayed to the server's API, except the consumer
+// creations drop says to lose, as requests lost with a meta leader that
+// stepped down are.
+func lossyAPI(t *testing.T, drop func(subject string) bool) *bus.Bus {
+	t.Helper()
+	srv := bustest.StartServer(t)
+	b := srv.Connect(t, "")
+	const api = "$JS.lost.API."
+	relay, err := b.NC.Subscribe(api+">", func(m *nats.Msg) {
+		if strings.HasPrefix(m.Subject, api+"CONSUMER.CREATE.") && drop(m.Subject) {
+			return
+		}
+		resp, err := b.NC.Request("$JS.API."+strings.TrimPrefix(m.Subject, api), m.Data, 5*time.Second)
+		if err == nil {
+			_ = m.Respond(resp.Data)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relay.Unsubscribe() })
+	lost, err := bus.Connect(t.Context(), bus.Config{URL: srv.ClientURL(), Domain: "lost", Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lost.NC.Close)
+	return lost
 }
