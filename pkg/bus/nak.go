@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 // (the node leading it died, and the other replicas are electing
 // another): the message then waited its whole ack wait, 30 s for a turn,
 // instead of delay. This sends the nak as a request on nc and sends it
-// again while it is not answered, for up to [LeaderWait]; each try waits
+// again ([Retry]) while the failure is [Transient], for up to [LeaderWait]; each try waits
 // at most [CallTimeout]. For work that failed on the bus, where a leader
 // election is likely; a nak on the hot path need not wait for its answer.
 func NakWithDelay(ctx context.Context, nc *nats.Conn, m jetstream.Msg, delay time.Duration) error {
@@ -25,19 +24,16 @@ func NakWithDelay(ctx context.Context, nc *nats.Conn, m jetstream.Msg, delay tim
 		return jetstream.ErrMsgNoReply
 	}
 	body := fmt.Appendf(nil, "-NAK {\"delay\": %d}", delay.Nanoseconds())
-	deadline := time.Now().Add(LeaderWait)
-	for {
+	ctx, cancel := context.WithTimeout(ctx, LeaderWait)
+	defer cancel()
+	err := Retry(ctx, backoff.Backoff{Min: 250 * time.Millisecond, Max: 250 * time.Millisecond}, func(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, CallTimeout)
+		defer cancel()
 		_, err := nc.RequestWithContext(rctx, m.Reply(), body)
-		cancel()
-		if err == nil || !Transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
-			if err != nil {
-				return fmt.Errorf("nak: %w", err)
-			}
-			return nil
-		}
-		if serr := backoff.Sleep(ctx, 250*time.Millisecond); serr != nil {
-			return errors.Join(serr, err)
-		}
+		return err
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("nak: %w", err)
 	}
+	return nil
 }
