@@ -337,17 +337,23 @@ func (c *Cluster) ConsumerApart(ctx context.Context, b *bus.Bus, stream string, 
 // stream.
 func (c *Cluster) consumerNode(ctx context.Context, b *bus.Bus, stream string) int {
 	c.t.Helper()
-	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
+	// A consumer just made is listed before its replicas have elected a
+	// leader: wait for one.
 	var leaders []string
-	for info := range c.stream(lctx, b, stream).ListConsumers(lctx).Info() {
-		if info.Cluster != nil {
-			leaders = append(leaders, info.Cluster.Leader)
+	Eventually(c.t, 30*time.Second, func() error {
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		leaders = leaders[:0]
+		for info := range c.stream(lctx, b, stream).ListConsumers(lctx).Info() {
+			if info.Cluster != nil && info.Cluster.Leader != "" {
+				leaders = append(leaders, info.Cluster.Leader)
+			}
 		}
-	}
-	if len(leaders) != 1 {
-		c.t.Fatalf("%s has consumers led by %v, want one", stream, leaders)
-	}
+		if len(leaders) != 1 {
+			return fmt.Errorf("%s has consumers led by %v, want one", stream, leaders)
+		}
+		return nil
+	})
 	for i, nd := range c.nodes {
 		if nd.opts.ServerName == leaders[0] {
 			return i
