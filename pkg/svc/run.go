@@ -2,11 +2,13 @@ package svc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -59,9 +61,33 @@ func Main(flags Flags, s Service) {
 // /metrics, /healthz and /readyz (not ready, saying why, until the
 // service runs), connect to NATS and provision the layout, start the
 // service, give the memory of a burst back once the process goes quiet,
-// and run it.
+// and run it. Stopped by ctx, it logs why and, once the running work has
+// finished, that it stopped; a stop before the service ran is no error.
 func Run(ctx context.Context, flags Flags, s Service) error {
 	log := flags.Logger(s.Name)
+	// An operator who stops a service sees why, and how long the running
+	// work took to finish.
+	var stopping time.Time
+	logged := make(chan struct{})
+	stopLogging := context.AfterFunc(ctx, func() {
+		defer close(logged)
+		stopping = time.Now()
+		log.Info(s.Name+" stopping", "why", context.Cause(ctx).Error())
+	})
+	err := serve(ctx, flags, s, log)
+	if stopLogging() {
+		return err
+	}
+	<-logged
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		err = nil // stopped while it was still starting: asked for, not a failure
+	}
+	log.Info(s.Name+" stopped", "after", time.Since(stopping).Round(time.Millisecond).String())
+	return err
+}
+
+// serve is [Run] but for the stop's log lines.
+func serve(ctx context.Context, flags Flags, s Service, log *slog.Logger) error {
 	file, err := flags.LoadConfig()
 	if err != nil {
 		return err

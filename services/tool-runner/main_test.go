@@ -206,6 +206,25 @@ func TestTwoRunnersOneKilled(t *testing.T) {
 			return nil
 		})
 	})
+
+	// An operator who stops the service sees it stop, and why: SIGTERM is
+	// a requested stop, logged as such, with exit status 0.
+	t.Run("SIGTERM is logged and exits 0", func(t *testing.T) {
+		p := startRunner(t, bin, srv.ClientURL(), config)
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		bustest.Receive(t, p.exited, 30*time.Second)
+		if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("exit status %d, want 0", code)
+		}
+		out := p.output()
+		for _, want := range []string{`"msg":"tool-runner stopping"`, `"why":"terminated signal received"`, `"msg":"tool-runner stopped","service":"tool-runner","after":`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("log lacks %s:\n%s", want, out)
+			}
+		}
+	})
 }
 
 func sleeping(secs int) bool {
