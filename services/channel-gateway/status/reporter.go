@@ -2,8 +2,6 @@ package status
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
 // Reporter writes one gateway's records, each channel's under the key
@@ -46,19 +45,10 @@ func (r *Reporter) Gateway() string {
 	return r.gateway
 }
 
-// key is the record's key: the gateway id as it is when it is a valid
-// key token, else a hash of it.
+// key is the record's key: the channel, then the gateway id as one key
+// token (a host name may hold dots).
 func key(channel, gateway string) string {
-	for _, c := range gateway {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '=') {
-			sum := sha256.Sum256([]byte(gateway))
-			return channel + "." + hex.EncodeToString(sum[:8])
-		}
-	}
-	if gateway == "" {
-		gateway = "_"
-	}
-	return channel + "." + gateway
+	return channel + "." + subject.Token(gateway)
 }
 
 // Update changes this gateway's record of channel with f (starting from

@@ -199,7 +199,7 @@ func TestReporter(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	a, other := board.Reporter("gw-a"), board.Reporter("host.example/12") // not a key token: hashed
+	a, other := board.Reporter("gw-a"), board.Reporter("host.example/12") // not a key token: escaped
 	a.Serving(ctx, log, "web", "http://x")
 	a.Retrying(ctx, log, "slack", errors.New("down"))
 	other.Serving(ctx, log, "web", "http://y")
