@@ -25,7 +25,7 @@ func main() {
 			if err != nil {
 				return nil, err
 			}
-			env.Log.Info("channel-gateway listening", "listen", g.Addr())
+			env.Log.Info("channel-gateway listening", "listen", g.Addr().String())
 			return g.Run, nil
 		}})
 }

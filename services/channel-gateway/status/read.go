@@ -156,7 +156,8 @@ func (b *Board) Watch(ctx context.Context, channel string, running map[string]bo
 // gateway is connected, held by it; failed only when failing on every
 // gateway that reported. The holder is the one gateway in that state,
 // or [EveryGateway] when all are, or "k of n gateways". The records
-// saying something else are [Channel.Others]. A channel no running
+// saying something else, another account included (each gateway's own
+// web address), are [Channel.Others]. A channel no running
 // gateway reported on is [NotRunning], with the last report of a gateway
 // that is gone as the reason when there is one.
 func (b *Board) Channels(ctx context.Context, leases *lease.Table, gateways []fleetstatus.Service, configured []string) ([]Channel, error) {
@@ -260,7 +261,7 @@ func Merge(name string, current, gone []Record) Channel {
 	for _, r := range current {
 		switch {
 		case r.Gateway == head.Gateway,
-			r.State == head.State && r.Reason == head.Reason,
+			r.State == head.State && r.Reason == head.Reason && r.Account == head.Account,
 			r.State == Stopped && r.Reason == "":
 			continue
 		}

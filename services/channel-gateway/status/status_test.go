@@ -56,9 +56,9 @@ func TestChannels(t *testing.T) {
 	// slack: every gateway connects; gw-b's auth.test is retried.
 	a.Serving(ctx, log, "slack", "@slackbot")
 	gb.Retrying(ctx, log, "slack", errors.New("slack auth.test failed, retrying: timeout"))
-	// web: both serve it.
+	// web: both serve it, each at its own address; gw-a reported last.
+	gb.Serving(ctx, log, "web", "http://y")
 	a.Serving(ctx, log, "web", "http://x")
-	gb.Serving(ctx, log, "web", "http://x")
 	// discord: held by gw-dead, which died; its lease expired.
 	dead.Holding(ctx, log, "discord", "discord-conn-1", "bot#1")
 	// feishu: gw-a's connection was taken over by gw-c, not reported yet.
@@ -95,7 +95,7 @@ func TestChannels(t *testing.T) {
 	}{
 		{status.Connected, "@bot", "gw-a", "", []other{{"gw-b", status.Failed, down.Error()}}},
 		{status.Connected, "@slackbot", "gw-a", "", []other{{"gw-b", status.Failed, "slack auth.test failed, retrying: timeout"}}},
-		{status.Connected, "http://x", status.EveryGateway, "", nil},
+		{status.Connected, "http://x", status.EveryGateway, "", []other{{"gw-b", status.Connected, ""}}},
 		{status.NotRunning, "bot#1", "", "its gateway gw-dead no longer runs; it last reported connected", nil},
 		{status.Stopped, "", "gw-a", "the connection was taken over by gw-c", nil},
 		{status.Failed, "", status.EveryGateway, "credentials rejected", nil},
