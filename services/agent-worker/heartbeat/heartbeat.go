@@ -47,9 +47,10 @@ type Config struct {
 	Every config.Seconds `json:"intervalS"`
 	// KeepTurns is how many past heartbeat turns the session keeps.
 	KeepTurns int `json:"keepTurns"`
-	// NotifyChannel and NotifyChat fix where notices go; empty means the
-	// chat the fleet last replied to, whoever's it is (nanobot's rule,
-	// right for one user; a fleet serving several should name a chat).
+	// NotifyChannel and NotifyChat fix where notices go. Empty means the
+	// chat the fleet replies to, as in nanobot, as long as it has replied
+	// to one chat only (in the outbound stream's 7 days): with several, the
+	// last may be a stranger's, so a notice goes nowhere (and is logged).
 	NotifyChannel string `json:"notifyChannel"`
 	NotifyChat    string `json:"notifyChat"`
 	// SkipChannels are never chosen as the last active chat (besides the
@@ -311,13 +312,19 @@ func (s *Service) notify(ctx context.Context, m jetstream.Msg, out *nanofleetv1.
 		_ = m.Ack()
 		return
 	}
-	channel, chat, err := s.target(ctx)
+	channel, chat, chats, err := s.target(ctx)
 	if err != nil {
 		s.log.Warn("heartbeat: no chat to notify", "err", err)
 		_ = m.NakWithDelay(5 * time.Second)
 		return
 	}
-	if channel == "" {
+	switch {
+	case chats > 1:
+		s.log.Warn("heartbeat: notice dropped: the fleet talks with several chats, so which one is the operator's is not known; set schedule.heartbeat.notifyChannel and notifyChat",
+			"chats", chats, "notice", text)
+		_ = m.Ack()
+		return
+	case channel == "":
 		s.log.Warn("heartbeat: nobody to notify yet; notice dropped", "notice", text)
 		_ = m.Ack()
 		return
@@ -344,36 +351,44 @@ func (s *Service) notify(ctx context.Context, m jetstream.Msg, out *nanofleetv1.
 	_ = m.Ack()
 }
 
-// target is the configured chat, or the one the fleet last replied to
-// outside its internal channels ("" if none).
-func (s *Service) target(ctx context.Context) (string, string, error) {
+// target is the configured chat, or else the one chat the fleet talks
+// with: HEARTBEAT.md is the operator's, and when the fleet has replied to
+// several chats (another user, a group) the last of them may be a
+// stranger's. chats is how many it replied to, outside its internal
+// channels; the target is empty when that is not one.
+func (s *Service) target(ctx context.Context) (channel, chat string, chats int, err error) {
 	if s.cfg.NotifyChannel != "" {
-		return s.cfg.NotifyChannel, s.cfg.NotifyChat, nil
+		return s.cfg.NotifyChannel, s.cfg.NotifyChat, 1, nil
 	}
-	return LastActiveChat(ctx, s.b, append([]string{Channel, "subagent"}, s.cfg.SkipChannels...))
+	channel, chat, chats, err = ActiveChats(ctx, s.b, append([]string{Channel, "subagent"}, s.cfg.SkipChannels...))
+	if chats != 1 {
+		channel, chat = "", ""
+	}
+	return channel, chat, chats, err
 }
 
-// LastActiveChat returns the chat the fleet last sent a durable reply to,
-// skipping the given channels; "" when there is none.
-func LastActiveChat(ctx context.Context, b *bus.Bus, skip []string) (channel, chat string, err error) {
+// ActiveChats returns the chat the fleet last sent a durable reply to and
+// how many chats it sent replies to (as long as the outbound stream keeps
+// them), skipping the given channels; "" and 0 when there is none.
+func ActiveChats(ctx context.Context, b *bus.Bus, skip []string) (channel, chat string, chats int, err error) {
 	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.OutboundAll()},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 		HeadersOnly:    true,
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("scan outbound: %w", err)
+		return "", "", 0, fmt.Errorf("scan outbound: %w", err)
 	}
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return "", "", fmt.Errorf("scan outbound: %w", err)
+		return "", "", 0, fmt.Errorf("scan outbound: %w", err)
 	}
 	pending := info.NumPending
 	var best uint64
 	for pending > 0 {
 		batch, err := cons.Fetch(int(min(pending, 256)), jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
-			return "", "", fmt.Errorf("scan outbound: %w", err)
+			return "", "", 0, fmt.Errorf("scan outbound: %w", err)
 		}
 		got := 0
 		for m := range batch.Messages() {
@@ -384,17 +399,20 @@ func LastActiveChat(ctx context.Context, b *bus.Bus, skip []string) (channel, ch
 			}
 			pending = meta.NumPending
 			ch, ct, err := b.Space.ParseChat(m.Subject())
-			if err != nil || slices.Contains(skip, ch) || meta.Sequence.Stream < best {
+			if err != nil || slices.Contains(skip, ch) {
 				continue
 			}
-			best, channel, chat = meta.Sequence.Stream, ch, ct
+			chats++ // the last message of each subject, so once per chat
+			if meta.Sequence.Stream > best {
+				best, channel, chat = meta.Sequence.Stream, ch, ct
+			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return "", "", fmt.Errorf("scan outbound: %w", err)
+			return "", "", 0, fmt.Errorf("scan outbound: %w", err)
 		}
 		if got == 0 {
 			break
 		}
 	}
-	return channel, chat, nil
+	return channel, chat, chats, nil
 }

@@ -3,11 +3,11 @@ package heartbeat_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -19,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/heartbeat"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 type env struct {
@@ -146,18 +147,14 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
-func TestLastActiveChat(t *testing.T) {
+func TestActiveChats(t *testing.T) {
 	e := setup(t)
 	publish := func(channel, chat string) {
 		data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Channel: channel, ChatId: chat, Content: "x"})
-		m := nats.NewMsg(e.b.Space.Outbound(channel, chat))
-		m.Data = data
-		if _, err := e.b.JS.PublishMsg(t.Context(), m); err != nil {
-			t.Fatal(err)
-		}
+		bustest.Publish(t, e.b, e.b.Space.Outbound(channel, chat), data)
 	}
-	if ch, chat, err := heartbeat.LastActiveChat(t.Context(), e.b, nil); err != nil || ch != "" || chat != "" {
-		t.Errorf("empty fleet: %q %q %v", ch, chat, err)
+	if ch, chat, n, err := heartbeat.ActiveChats(t.Context(), e.b, nil); err != nil || ch != "" || chat != "" || n != 0 {
+		t.Errorf("empty fleet: %q %q %d %v", ch, chat, n, err)
 	}
 	publish("telegram", "1")
 	publish("slack", "C.9")
@@ -166,16 +163,82 @@ func TestLastActiveChat(t *testing.T) {
 	tests := []struct {
 		skip          []string
 		channel, chat string
+		chats         int
 	}{
-		{[]string{"heartbeat"}, "telegram", "1"},
-		{[]string{"heartbeat", "telegram"}, "slack", "C.9"},
-		{nil, "heartbeat", "default"},
+		{[]string{"heartbeat"}, "telegram", "1", 2},
+		{[]string{"heartbeat", "telegram"}, "slack", "C.9", 1},
+		{nil, "heartbeat", "default", 3},
 	}
 	for _, tt := range tests {
-		ch, chat, err := heartbeat.LastActiveChat(t.Context(), e.b, tt.skip)
-		if err != nil || ch != tt.channel || chat != tt.chat {
-			t.Errorf("skip %v: %q %q %v; want %q %q", tt.skip, ch, chat, err, tt.channel, tt.chat)
+		ch, chat, n, err := heartbeat.ActiveChats(t.Context(), e.b, tt.skip)
+		if err != nil || ch != tt.channel || chat != tt.chat || n != tt.chats {
+			t.Errorf("skip %v: %q %q %d %v; want %q %q %d", tt.skip, ch, chat, n, err, tt.channel, tt.chat, tt.chats)
 		}
+	}
+}
+
+// TestNotifyNeedsOneChat: without notifyChannel, a notice goes to the
+// chat the fleet replies to only while it is the fleet's one chat. Once a
+// second person has been answered, the last chat may be theirs, and
+// HEARTBEAT.md's notice goes to nobody rather than to them.
+func TestNotifyNeedsOneChat(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	s := e.service(t, heartbeat.DefaultConfig())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := bustest.Receive(t, done, 10*time.Second); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	reply := func(channel, chat, id string) uint64 {
+		data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: id, Channel: channel, ChatId: chat, Content: "disk full",
+			Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
+		ack, err := e.b.JS.Publish(t.Context(), e.b.Space.Outbound(channel, chat), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	outbound, _ := bustest.Outbound(t, e.b, 100)
+	reply("telegram", "owner", "r1")
+	reply("telegram", "stranger", "r2")
+	seq := reply(heartbeat.Channel, "default", "two-chats")
+	// Once the notifier has acknowledged that reply, the stranger's chat
+	// leaves the stream, and the next reply has one chat to go to.
+	bustest.Eventually(t, 10*time.Second, func() error {
+		c, err := e.b.JS.Consumer(t.Context(), e.b.Space.OutboundStream(), heartbeat.NotifyConsumer)
+		if err != nil {
+			return err
+		}
+		info, err := c.Info(t.Context())
+		if err != nil {
+			return err
+		}
+		if info.AckFloor.Stream < seq {
+			return fmt.Errorf("the notifier acknowledged up to %d, not yet %d", info.AckFloor.Stream, seq)
+		}
+		return nil
+	})
+	stream, err := e.b.JS.Stream(t.Context(), e.b.Space.OutboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(t.Context(), jetstream.WithPurgeSubject(e.b.Space.Outbound("telegram", "stranger"))); err != nil {
+		t.Fatal(err)
+	}
+	reply(heartbeat.Channel, "default", "one-chat")
+	for {
+		note := bustest.Receive(t, outbound, 10*time.Second)
+		if !strings.HasPrefix(note.GetId(), "heartbeat:") {
+			continue
+		}
+		if note.GetId() != "heartbeat:one-chat" || note.GetChatId() != "owner" {
+			t.Fatalf("notice %q to %s:%s; want only heartbeat:one-chat, to telegram:owner", note.GetId(), note.GetChannel(), note.GetChatId())
+		}
+		break
 	}
 }
 
