@@ -51,6 +51,21 @@ func (e *env) service(t *testing.T, cfg heartbeat.Config) *heartbeat.Service {
 	return s
 }
 
+// run runs a heartbeat service with cfg until the test ends.
+func (e *env) run(t *testing.T, cfg heartbeat.Config) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	s := e.service(t, cfg)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := bustest.Receive(t, done, 10*time.Second); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
 func (e *env) setFile(t *testing.T, text string) {
 	t.Helper()
 	kv, _ := e.b.KV(t.Context(), bus.BucketProfile)
@@ -183,16 +198,7 @@ func TestActiveChats(t *testing.T) {
 // HEARTBEAT.md's notice goes to nobody rather than to them.
 func TestNotifyNeedsOneChat(t *testing.T) {
 	e := setup(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	s := e.service(t, heartbeat.DefaultConfig())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := bustest.Receive(t, done, 10*time.Second); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	e.run(t, heartbeat.DefaultConfig())
 	reply := func(channel, chat, id string) uint64 {
 		data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: id, Channel: channel, ChatId: chat, Content: "disk full",
 			Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
@@ -246,18 +252,9 @@ func TestNotifyNeedsOneChat(t *testing.T) {
 // is dead-lettered with the reason, and the next reply still notifies.
 func TestNotifyDeadLettersUndecodable(t *testing.T) {
 	e := setup(t)
-	ctx, cancel := context.WithCancel(t.Context())
 	cfg := heartbeat.DefaultConfig()
 	cfg.NotifyChannel, cfg.NotifyChat = "telegram", "1"
-	s := e.service(t, cfg)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := bustest.Receive(t, done, 10*time.Second); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	e.run(t, cfg)
 	outbound, _ := bustest.Outbound(t, e.b, 100)
 	subj := e.b.Space.Outbound(heartbeat.Channel, "default")
 	for _, tt := range bustest.Malformed {
