@@ -189,6 +189,50 @@ func (c *Cluster) RegainQuorum(call func() error) (took time.Duration, err error
 	return time.Since(start), err
 }
 
+// LeadAway makes a node other than node i lead stream, asking its leader
+// to step down while node i leads it: one request at a time (each starts
+// an election, and requests sent while one ran kept a stream leaderless),
+// up to five. For a test that stops node i and must not wait on the
+// stream: a plain shutdown hands the node's leaderships over only if the
+// hand-over gets out before the node is gone, and a stream it did not
+// reach had no leader until an election (7.3 s seen).
+func (c *Cluster) LeadAway(ctx context.Context, b *bus.Bus, stream string, i int) {
+	c.t.Helper()
+	for stepDowns := 0; c.streamLeader(ctx, b, stream) == c.Name(i); stepDowns++ {
+		if stepDowns == 5 {
+			c.t.Fatalf("%s still led by node %d after %d step-downs", stream, i, stepDowns)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := b.NC.RequestWithContext(rctx, "$JS.API.STREAM.LEADER.STEPDOWN."+stream, nil)
+		cancel()
+		if err != nil {
+			c.t.Logf("step %s's leader down: %v", stream, err)
+		}
+	}
+}
+
+// streamLeader is the name of the node leading stream, waiting up to 30 s
+// for it to have one.
+func (c *Cluster) streamLeader(ctx context.Context, b *bus.Bus, stream string) string {
+	c.t.Helper()
+	var leader string
+	Eventually(c.t, 30*time.Second, func() error {
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		s, err := b.JS.Stream(ictx, stream)
+		if err != nil {
+			return err
+		}
+		info := s.CachedInfo()
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return fmt.Errorf("%s has no leader", stream)
+		}
+		leader = info.Cluster.Leader
+		return nil
+	})
+	return leader
+}
+
 // URL is node i's client URL.
 func (c *Cluster) URL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.nodes[i].opts.Port) }
 

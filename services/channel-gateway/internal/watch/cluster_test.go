@@ -43,11 +43,67 @@ func TestWatcherKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 		t.Fatalf("publish the reply while node %d is down: %v", host, err)
 	}
 	// The watcher notices its consumer is gone by missed heartbeats
-	// (about 10 s) and makes it again: nats.go tries each creation for up
+	// (2 s) and makes it again: nats.go tries each creation for up
 	// to 10 s and waits 1, 2, 4 s between, and a node that went down as
 	// the JetStream meta leader can cost a try or two (40 s was not
 	// enough twice, both on a loaded machine).
 	if got := bustest.Receive(t, w.C, 90*time.Second); got.GetId() != "r1" {
 		t.Errorf("watcher delivered %q, want r1", got.GetId())
+	}
+}
+
+// TestWatcherSoonFollowsItsConsumerOffAStoppedNode: on a 3-node cluster,
+// the node holding a watcher's consumer shuts down (plainly, as on
+// SIGTERM) and a reply is stored right after: the watcher delivers it
+// within a few seconds. nats.go makes an ordered consumer again only once
+// it has missed two idle heartbeats (the "server shutdown" status the
+// node sends the pending pull does not do it), and with the default
+// heartbeat of 5 s every API request and web chat whose consumer was on
+// that node waited 10 s for its answer, with no log line (10.0 s
+// in each of 8 runs; 2.0 s in each of 10 with the 1 s heartbeat).
+func TestWatcherSoonFollowsItsConsumerOffAStoppedNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cluster, b := bustest.StartClusterJetStream(t, 3)
+
+	var w *watch.Watcher
+	host := cluster.ConsumerApart(ctx, b, b.Space.OutboundStream(), func(conn *bus.Bus) func() {
+		wctx, stop := context.WithCancel(ctx)
+		var err error
+		if w, err = watch.New(wctx, conn, "api", "c1"); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- w.Run(wctx) }()
+		return func() { stop(); bustest.Receive(t, done, 10*time.Second) }
+	})
+	// The reply is published on a node that stays up, to a stream led by
+	// one: a stream whose leader shuts down may have none until an
+	// election (7.3 s seen), which would delay the reply either way.
+	other := (host + 1) % 3
+	pub, err := bus.Connect(ctx, bus.Config{URL: cluster.URL(other), Name: t.Name() + "-publisher"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	cluster.LeadAway(ctx, pub, b.Space.OutboundStream(), host)
+
+	start := time.Now()
+	cluster.Stop(host)
+	data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "api", ChatId: "c1", Content: "answer", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
+	if err := bustest.PublishRetrying(ctx, pub, b.Space.Outbound("api", "c1"), data); err != nil {
+		t.Fatalf("publish the reply: %v", err)
+	}
+	published := time.Since(start)
+	if got := bustest.Receive(t, w.C, 90*time.Second); got.GetId() != "r1" {
+		t.Errorf("watcher delivered %q, want r1", got.GetId())
+	}
+	// A clear margin above the 2 s it takes now, and below the 10 s it
+	// took.
+	const within = 6 * time.Second
+	took := time.Since(start)
+	t.Logf("node %d stopped; reply stored after %s, delivered after %s", host, published, took)
+	if took > within {
+		t.Errorf("reply delivered %s after the node holding the consumer stopped, want within %s", took, within)
 	}
 }
