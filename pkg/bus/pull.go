@@ -52,15 +52,7 @@ func PullReleasing(ctx context.Context, cons jetstream.Consumer, slots int, log 
 		// nats.go waits for the server's end-of-request.
 		batch, err := cons.Fetch(free, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("fetch", "err", err)
-				pause := time.NewTimer(250 * time.Millisecond)
-				select {
-				case <-pause.C:
-				case <-ctx.Done():
-					pause.Stop()
-				}
-			}
+			fetchFailed(ctx, log, err)
 			continue
 		}
 		Take(ctx, batch.Messages(), func(m jetstream.Msg) {
@@ -73,8 +65,29 @@ func PullReleasing(ctx context.Context, cons jetstream.Consumer, slots int, log 
 				handle(m, release)
 			}()
 		})
+		// A fetch the server ended at once (no responders while the
+		// consumer is gone or has no leader, a leader change) pauses
+		// too: fetching again at once spun at 20,000 requests a second.
+		if err := batch.Error(); err != nil {
+			fetchFailed(ctx, log, err)
+		}
 	}
 	return wg.Wait
+}
+
+// fetchFailed logs a failed fetch and waits a moment before the next
+// unless ctx has ended.
+func fetchFailed(ctx context.Context, log *slog.Logger, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	log.Warn("fetch", "err", err)
+	pause := time.NewTimer(250 * time.Millisecond)
+	defer pause.Stop()
+	select {
+	case <-pause.C:
+	case <-ctx.Done():
+	}
 }
 
 // Take starts each message of a fetch until the fetch ends or ctx does.

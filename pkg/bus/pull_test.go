@@ -12,6 +12,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 )
 
 // TestPullHoldsNoMoreThanItsSlots: with every slot busy, Pull has taken
@@ -189,4 +190,42 @@ func jobs(t *testing.T, b *bus.Bus, messages int) jetstream.Consumer {
 		t.Fatal(err)
 	}
 	return cons
+}
+
+// TestPullPausesWhileItsConsumerIsGone: a fetch that ends at once with an
+// error (no responders: the consumer was deleted, or has no leader while
+// it is elected) is logged and followed by a pause, not by the next fetch
+// straight away, which spun the process against the server.
+func TestPullPausesWhileItsConsumerIsGone(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	cons := jobs(t, b, 0)
+	warned := make(chan uint64, 100)
+	log := observetest.LogFunc(func(r slog.Record) {
+		if r.Level >= slog.LevelWarn {
+			select {
+			case warned <- b.NC.Stats().OutMsgs:
+			default:
+			}
+		}
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	pulled := make(chan func(), 1)
+	go func() {
+		pulled <- bus.Pull(ctx, cons, 4, log, func(m jetstream.Msg) { t.Errorf("handled %s of an empty stream", m.Subject()) })
+	}()
+	if err := b.JS.DeleteConsumer(t.Context(), "JOBS", "w"); err != nil {
+		t.Fatal(err)
+	}
+	first := bustest.Receive(t, warned, 10*time.Second)
+	third := first
+	for range 2 {
+		third = bustest.Receive(t, warned, 10*time.Second)
+	}
+	// Two failed fetches between the first warning and the third: a
+	// request each, and nothing else is published on this connection.
+	if sent := third - first; sent > 4 {
+		t.Errorf("%d messages sent between three failed fetches, want at most 4", sent)
+	}
+	cancel()
+	bustest.Receive(t, pulled, 10*time.Second)()
 }

@@ -200,6 +200,12 @@ func (j *Job) Run(ctx context.Context) error {
 			// A run cut short by shutdown is safe: the cursor has not moved.
 			j.fire(ctx, m)
 		})
+		// A fetch the server ended at once (the consumer gone or being
+		// elected) waits too, as in bus.Pull, instead of spinning.
+		if err := batch.Error(); err != nil && ctx.Err() == nil {
+			j.log.Warn("fetch dream fire", "err", err)
+			_ = backoff.Sleep(ctx, time.Second)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/dream"
@@ -264,5 +267,48 @@ func TestOversizedAnswerIsNotRetried(t *testing.T) {
 	}
 	if doc, _, _ := docs.Get(ctx, agent); doc.GetContent() != "- Ada lives in Lisbon\n" {
 		t.Errorf("memory changed to %d bytes", len(doc.GetContent()))
+	}
+}
+
+// TestRunPausesWhileItsConsumerIsGone: a fetch of fires that the server
+// ends at once (the consumer deleted, or without a leader while one is
+// elected) is logged and waited on, not tried again at once, which spun
+// against the server.
+func TestRunPausesWhileItsConsumerIsGone(t *testing.T) {
+	_, b := memtest.Start(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	warned := make(chan uint64, 100)
+	log := observetest.LogFunc(func(r slog.Record) {
+		if r.Level >= slog.LevelWarn && r.Message == "fetch dream fire" {
+			select {
+			case warned <- b.NC.Stats().OutMsgs:
+			default:
+			}
+		}
+	})
+	cfg := dream.DefaultConfig()
+	cfg.ID = "c0"
+	j, err := dream.New(ctx, cfg, dream.Deps{Bus: b, Model: memtest.Model(t, llmtest.NewServer(t))}, dream.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- j.Run(ctx) }()
+	if err := b.JS.DeleteConsumer(ctx, memory.NamesOf(b.Space).JobStream(), "dream_default"); err != nil {
+		t.Fatal(err)
+	}
+	first := bustest.Receive(t, warned, 10*time.Second)
+	third := first
+	for range 2 {
+		third = bustest.Receive(t, warned, 10*time.Second)
+	}
+	// Two failed fetches between the first warning and the third: a
+	// request each, and nothing else is published on this connection.
+	if sent := third - first; sent > 4 {
+		t.Errorf("%d messages sent between three failed fetches, want at most 4", sent)
+	}
+	cancel()
+	if err := bustest.Receive(t, done, 10*time.Second); err != nil {
+		t.Errorf("Run: %v", err)
 	}
 }
