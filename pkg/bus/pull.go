@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
 // Pull runs handle for each message of cons, each in a goroutine of its
@@ -32,6 +34,9 @@ func Pull(ctx context.Context, cons jetstream.Consumer, slots int, log *slog.Log
 // how many it releases.
 func PullReleasing(ctx context.Context, cons jetstream.Consumer, slots int, log *slog.Logger, handle func(m jetstream.Msg, release func())) (wait func()) {
 	sem := make(chan struct{}, slots)
+	// A consumer deleted for good fails every fetch: one warning per
+	// interval, each failure at debug level.
+	warn := observe.NewThrottled(log, observe.ThrottleEvery)
 	var wg sync.WaitGroup
 	for ctx.Err() == nil {
 		// Wait for at least one free slot.
@@ -52,7 +57,7 @@ func PullReleasing(ctx context.Context, cons jetstream.Consumer, slots int, log 
 		// nats.go waits for the server's end-of-request.
 		batch, err := cons.Fetch(free, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
-			fetchFailed(ctx, log, err)
+			fetchFailed(ctx, log, warn, err)
 			continue
 		}
 		Take(ctx, batch.Messages(), func(m jetstream.Msg) {
@@ -69,25 +74,10 @@ func PullReleasing(ctx context.Context, cons jetstream.Consumer, slots int, log 
 		// consumer is gone or has no leader, a leader change) pauses
 		// too: fetching again at once spun at 20,000 requests a second.
 		if err := batch.Error(); err != nil {
-			fetchFailed(ctx, log, err)
+			fetchFailed(ctx, log, warn, err)
 		}
 	}
 	return wg.Wait
-}
-
-// fetchFailed logs a failed fetch and waits a moment before the next
-// unless ctx has ended.
-func fetchFailed(ctx context.Context, log *slog.Logger, err error) {
-	if ctx.Err() != nil {
-		return
-	}
-	log.Warn("fetch", "err", err)
-	pause := time.NewTimer(250 * time.Millisecond)
-	defer pause.Stop()
-	select {
-	case <-pause.C:
-	case <-ctx.Done():
-	}
 }
 
 // Take starts each message of a fetch until the fetch ends or ctx does.
@@ -110,5 +100,21 @@ func Take(ctx context.Context, msgs <-chan jetstream.Msg, start func(jetstream.M
 			}()
 			return
 		}
+	}
+}
+
+// fetchFailed logs a failed fetch and waits a moment before the next
+// unless ctx has ended.
+func fetchFailed(ctx context.Context, log *slog.Logger, warn *observe.Throttled, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	log.Debug("fetch failed", "err", err)
+	warn.Warn("fetch failed; trying again every 250 ms", "err", err)
+	pause := time.NewTimer(250 * time.Millisecond)
+	defer pause.Stop()
+	select {
+	case <-pause.C:
+	case <-ctx.Done():
 	}
 }

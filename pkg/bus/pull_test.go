@@ -194,14 +194,19 @@ func jobs(t *testing.T, b *bus.Bus, messages int) jetstream.Consumer {
 
 // TestPullPausesWhileItsConsumerIsGone: a fetch that ends at once with an
 // error (no responders: the consumer was deleted, or has no leader while
-// it is elected) is logged and followed by a pause, not by the next fetch
-// straight away, which spun the process against the server.
+// it is elected) is logged (each at debug level, a warning at most every
+// 10 s) and followed by a pause, not by the next fetch straight away,
+// which spun the process against the server.
 func TestPullPausesWhileItsConsumerIsGone(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	cons := jobs(t, b, 0)
 	warned := make(chan uint64, 100)
+	var warnings atomic.Int32
 	log := observetest.LogFunc(func(r slog.Record) {
-		if r.Level >= slog.LevelWarn {
+		if r.Level == slog.LevelWarn {
+			warnings.Add(1)
+		}
+		if r.Level == slog.LevelDebug && r.Message == "fetch failed" {
 			select {
 			case warned <- b.NC.Stats().OutMsgs:
 			default:
@@ -220,6 +225,9 @@ func TestPullPausesWhileItsConsumerIsGone(t *testing.T) {
 	third := first
 	for range 2 {
 		third = bustest.Receive(t, warned, 10*time.Second)
+	}
+	if n := warnings.Load(); n != 1 {
+		t.Errorf("%d warnings for three failed fetches, want 1", n)
 	}
 	// Two failed fetches between the first warning and the third: a
 	// request each, and nothing else is published on this connection.

@@ -177,6 +177,16 @@ func (j *Job) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	// A consumer deleted for good fails every fetch: one warning per
+	// interval, each failure at debug level.
+	warn := observe.NewThrottled(j.log, observe.ThrottleEvery)
+	fetchFailed := func(ctx context.Context, err error) {
+		if ctx.Err() == nil {
+			j.log.Debug("fetch dream fire failed", "err", err)
+			warn.Warn("fetch dream fire failed; trying again every second", "err", err)
+			_ = backoff.Sleep(ctx, time.Second)
+		}
+	}
 	lastCheck := time.Now()
 	for ctx.Err() == nil {
 		if time.Since(lastCheck) > time.Minute {
@@ -188,10 +198,7 @@ func (j *Job) Run(ctx context.Context) error {
 		// FetchMaxWait, not a context: see bus.Pull.
 		batch, err := j.cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
-			if ctx.Err() == nil {
-				j.log.Warn("fetch dream fire", "err", err)
-				_ = backoff.Sleep(ctx, time.Second)
-			}
+			fetchFailed(ctx, err)
 			continue
 		}
 		// Not a range over the messages: that waited out the fetch's
@@ -202,9 +209,8 @@ func (j *Job) Run(ctx context.Context) error {
 		})
 		// A fetch the server ended at once (the consumer gone or being
 		// elected) waits too, as in bus.Pull, instead of spinning.
-		if err := batch.Error(); err != nil && ctx.Err() == nil {
-			j.log.Warn("fetch dream fire", "err", err)
-			_ = backoff.Sleep(ctx, time.Second)
+		if err := batch.Error(); err != nil {
+			fetchFailed(ctx, err)
 		}
 	}
 	return nil

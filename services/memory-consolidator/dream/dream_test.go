@@ -279,7 +279,7 @@ func TestRunPausesWhileItsConsumerIsGone(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	warned := make(chan uint64, 100)
 	log := observetest.LogFunc(func(r slog.Record) {
-		if r.Level >= slog.LevelWarn && r.Message == "fetch dream fire" {
+		if r.Level == slog.LevelDebug && r.Message == "fetch dream fire failed" {
 			select {
 			case warned <- b.NC.Stats().OutMsgs:
 			default:
