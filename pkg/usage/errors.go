@@ -2,6 +2,6 @@ package usage
 
 import "errors"
 
-// ErrContention means a count kept changing under an add: more
-// concurrent adds to one user's day than its attempts.
+// ErrContention means a count kept changing under an add until its
+// deadline.
 var ErrContention = errors.New("usage: too many concurrent updates")

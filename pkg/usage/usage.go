@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
@@ -27,8 +28,10 @@ import (
 // Bucket holds the tokens each user spent per UTC day.
 const Bucket = "usage"
 
-// maxAttempts bounds the compare-and-set attempts of one add.
-const maxAttempts = 10
+// conflictWait is the jittered wait after a lost compare-and-set, from
+// 1 ms doubling to 50 ms: adds to one user's day from several processes
+// take turns instead of all trying again at once.
+var conflictWait = backoff.Backoff{Min: time.Millisecond, Max: 50 * time.Millisecond}
 
 // Assets declares the usage bucket for [bus.Provision]. Every service that
 // counts tokens declares it, whether or not a budget is set: a budget can
@@ -80,7 +83,9 @@ func (c *Counter) Spent(ctx context.Context, payer string) (int64, error) {
 }
 
 // Add adds tokens to payer's count of today (UTC), with compare-and-set
-// against every other process adding. Adding nothing writes nothing.
+// against every other process adding; a lost compare-and-set is tried
+// again after a short jittered wait, within bus.CallTimeout. Adding
+// nothing writes nothing.
 func (c *Counter) Add(ctx context.Context, payer string, tokens int64) error {
 	if tokens == 0 {
 		return nil
@@ -88,7 +93,7 @@ func (c *Counter) Add(ctx context.Context, payer string, tokens int64) error {
 	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
 	defer cancel()
 	key := Key(payer, c.now())
-	for range maxAttempts {
+	for attempt := 0; ; attempt++ {
 		e, err := c.kv.Get(ctx, key)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -105,6 +110,8 @@ func (c *Counter) Add(ctx context.Context, payer string, tokens int64) error {
 		if !errors.Is(err, jetstream.ErrKeyExists) { // a wrong revision matches it too
 			return fmt.Errorf("count tokens: %w", err)
 		}
+		if backoff.Sleep(ctx, conflictWait.Wait(attempt)) != nil {
+			return fmt.Errorf("count tokens of %s: %w", payer, ErrContention)
+		}
 	}
-	return fmt.Errorf("count tokens of %s: %w", payer, ErrContention)
 }
