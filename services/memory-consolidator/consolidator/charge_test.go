@@ -1,12 +1,15 @@
 package consolidator
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/usage"
@@ -82,5 +85,75 @@ func TestMergeIsCounted(t *testing.T) {
 	}
 	if got, err := count.Spent(t.Context(), "cli:ada"); err != nil || got != 330 {
 		t.Errorf("cli:ada counted %d (%v), want 330", got, err)
+	}
+}
+
+// TestBatchIsSplitAmongItsUsers: rounds of two users' sessions queued
+// behind the round leading a shared document are consolidated by one
+// call, whose tokens are divided between the two users by the size of
+// their chunks, every token counted once; the leader's own call is its
+// user's alone.
+func TestBatchIsSplitAmongItsUsers(t *testing.T) {
+	const single, batched = 110, 1001 // the fake model's usage per call
+	_, b := memtest.Start(t)
+	g := newGate()
+	model := llmtest.NewServer(t)
+	model.Handle(g.script(func(req *llmtest.RecordedRequest) llmtest.Reply {
+		if strings.Contains(req.LastUserText(), "### Conversation C2\n") {
+			return memtest.Consolidate(req).WithUsage(1000, 1)
+		}
+		return memtest.Consolidate(req).WithUsage(100, 10)
+	}))
+	c := newConsolidatorWith(t, b, "c1", model, func(cfg *Config) { cfg.ChunkTokens = 1000 })
+	rounds := []struct {
+		key, payer string
+		turns      int
+	}{{"cli:lead", "cli:lead", 1}, {"cli:a", "telegram:ada", 1}, {"cli:b", "slack:bob", 3}}
+	done := make([]chan error, len(rounds))
+	for i, r := range rounds {
+		seqs := appendTurns(t, b, r.key, r.turns)
+		req := &nanofleetv1.ConsolidationRequest{SessionKey: r.key, FromSeq: 1, ToSeq: seqs[len(seqs)-1], Reason: "budget",
+			Scope: memory.AgentScope("default").Key(), Payer: r.payer}
+		done[i] = make(chan error, 1)
+		go func() {
+			_, err := c.rounds(t.Context(), req, memory.AgentScope("default"), c.holdDocument, nil, c.log.With("session", r.key))
+			done[i] <- err
+		}()
+		if i == 0 {
+			bustest.Receive(t, g.entered, 10*time.Second) // the leader's call is held
+			continue
+		}
+		bustest.Eventually(t, 10*time.Second, func() error {
+			if n := waiting(c); n != i {
+				return fmt.Errorf("%d rounds queued, want %d", n, i)
+			}
+			return nil
+		})
+	}
+	close(g.open)
+	for i := range rounds {
+		if err := bustest.Receive(t, done[i], 20*time.Second); err != nil {
+			t.Fatalf("round of %s: %v", rounds[i].key, err)
+		}
+	}
+	if n := model.RequestCount(); n != 2 {
+		t.Fatalf("%d model calls, want 2 (the leader's, then one for the two queued)", n)
+	}
+	count, err := usage.Open(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spent := map[string]int64{}
+	for _, r := range rounds {
+		if spent[r.payer], err = count.Spent(t.Context(), r.payer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if spent["cli:lead"] != single {
+		t.Errorf("the leader's user counted %d, want %d", spent["cli:lead"], single)
+	}
+	a, bob := spent["telegram:ada"], spent["slack:bob"]
+	if a+bob != batched || a <= 0 || bob <= a {
+		t.Errorf("the batched call of %d tokens counted %d for Ada (1 turn) and %d for Bob (3 turns), want all of it, Bob more", batched, a, bob)
 	}
 }
