@@ -163,8 +163,10 @@ func RenderContext(doc *nanofleetv1.MemoryDoc, recentTokens int) string {
 // AfterTurn asks for consolidation when the session's unconsolidated
 // history takes more than Config.ConsolidateShare of budgetTokens: the
 // oldest turns go, until about half of that share is free. The newest
-// turn always stays.
-func (s *Store) AfterTurn(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey string, info *nanofleetv1.SessionInfo, hist *session.History, budgetTokens int) error {
+// turn always stays. payer is the user of the turn
+// ("<channel>:<sender>"), whose daily token usage the consolidation's
+// model calls count in (package usage).
+func (s *Store) AfterTurn(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey, payer string, info *nanofleetv1.SessionInfo, hist *session.History, budgetTokens int) error {
 	if hist == nil || len(hist.Turns) < 2 || budgetTokens <= 0 {
 		return nil
 	}
@@ -194,18 +196,19 @@ func (s *Store) AfterTurn(ctx context.Context, in *nanofleetv1.InboundMessage, s
 		cut++
 	}
 	to := hist.Turns[cut-1].Seq
-	return s.request(ctx, in, sessionKey, info, to, ReasonBudget)
+	return s.request(ctx, in, sessionKey, payer, info, to, ReasonBudget)
 }
 
-// Archive asks for consolidation of everything up to upTo (for /new).
-func (s *Store) Archive(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey string, info *nanofleetv1.SessionInfo, upTo uint64) error {
+// Archive asks for consolidation of everything up to upTo (for /new),
+// counted for payer as in AfterTurn.
+func (s *Store) Archive(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey, payer string, info *nanofleetv1.SessionInfo, upTo uint64) error {
 	if upTo <= info.GetConsolidatedSeq() {
 		return nil
 	}
-	return s.request(ctx, in, sessionKey, info, upTo, ReasonNew)
+	return s.request(ctx, in, sessionKey, payer, info, upTo, ReasonNew)
 }
 
-func (s *Store) request(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey string, info *nanofleetv1.SessionInfo, to uint64, reason string) error {
+func (s *Store) request(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey, payer string, info *nanofleetv1.SessionInfo, to uint64, reason string) error {
 	from := info.GetConsolidatedSeq() + 1
 	if to < from {
 		return nil
@@ -221,7 +224,7 @@ func (s *Store) request(ctx context.Context, in *nanofleetv1.InboundMessage, ses
 	}
 	if err := PublishRequest(ctx, s.b, &nanofleetv1.ConsolidationRequest{
 		SessionKey: sessionKey, FromSeq: from, ToSeq: to, Reason: reason,
-		Scope: sc.Key(), RequestedAt: timestamppb.Now(),
+		Scope: sc.Key(), RequestedAt: timestamppb.Now(), Payer: payer,
 	}); err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func TestAfterTurnRequestsOldestTurns(t *testing.T) {
 		hist.LastSeq = seq
 		hist.Turns = append(hist.Turns, session.Turn{Seq: seq, Record: record(fmt.Sprint("t", i), text, text)})
 		// Budget 2000: share 1000 = five turns.
-		if err := st.AfterTurn(ctx, in, key, &nanofleetv1.SessionInfo{SessionKey: key}, hist, 2000); err != nil {
+		if err := st.AfterTurn(ctx, in, key, "cli:u", &nanofleetv1.SessionInfo{SessionKey: key}, hist, 2000); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,7 +103,7 @@ func TestAfterTurnRequestsOldestTurns(t *testing.T) {
 	first := reqs[0]
 	// Six turns (1200) exceed the share; turns go until at most 500 remain:
 	// the oldest four.
-	if first.FromSeq != 1 || first.ToSeq != hist.Turns[3].Seq || first.Reason != memory.ReasonBudget || first.Scope != memory.AgentScope("default").Key() {
+	if first.FromSeq != 1 || first.ToSeq != hist.Turns[3].Seq || first.Reason != memory.ReasonBudget || first.Scope != memory.AgentScope("default").Key() || first.Payer != "cli:u" {
 		t.Fatalf("first request = %v", first)
 	}
 	// While that request is outstanding (the cursor has not passed it),
@@ -114,7 +114,7 @@ func TestAfterTurnRequestsOldestTurns(t *testing.T) {
 	// Once the consolidator moved the cursor past it, the next turn asks
 	// for the rest.
 	done := &nanofleetv1.SessionInfo{SessionKey: key, ConsolidatedSeq: first.ToSeq}
-	if err := st.AfterTurn(ctx, in, key, done, &session.History{Turns: hist.Turns[4:], LastSeq: hist.LastSeq}, 2000); err != nil {
+	if err := st.AfterTurn(ctx, in, key, "cli:u", done, &session.History{Turns: hist.Turns[4:], LastSeq: hist.LastSeq}, 2000); err != nil {
 		t.Fatal(err)
 	}
 	reqs = requests(t, b)
@@ -123,19 +123,19 @@ func TestAfterTurnRequestsOldestTurns(t *testing.T) {
 	}
 	// The same range is asked once however often AfterTurn runs.
 	before := len(reqs)
-	if err := st.AfterTurn(ctx, in, key, &nanofleetv1.SessionInfo{SessionKey: key}, hist, 2000); err != nil {
+	if err := st.AfterTurn(ctx, in, key, "cli:u", &nanofleetv1.SessionInfo{SessionKey: key}, hist, 2000); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(requests(t, b)); n != before {
 		t.Errorf("repeated AfterTurn published %d more", n-before)
 	}
 	// Archive asks for everything after the cursor.
-	if err := st.Archive(ctx, in, key, &nanofleetv1.SessionInfo{SessionKey: key, ConsolidatedSeq: 3}, hist.LastSeq); err != nil {
+	if err := st.Archive(ctx, in, key, "cli:u", &nanofleetv1.SessionInfo{SessionKey: key, ConsolidatedSeq: 3}, hist.LastSeq); err != nil {
 		t.Fatal(err)
 	}
 	all := requests(t, b)
 	last := all[len(all)-1]
-	if last.FromSeq != 4 || last.ToSeq != hist.LastSeq || last.Reason != memory.ReasonNew {
+	if last.FromSeq != 4 || last.ToSeq != hist.LastSeq || last.Reason != memory.ReasonNew || last.Payer != "cli:u" {
 		t.Errorf("archive request = %v", last)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"flag"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/memoryconsolidator"
 )
@@ -24,7 +23,7 @@ func main() {
 
 // service is the consolidator id, syncing workspace unless it is empty.
 func service(id, workspace string) svc.Service {
-	return svc.Service{Name: "memory-consolidator", Assets: []bus.Declare{memory.Assets}, Metrics: true,
+	return svc.Service{Name: "memory-consolidator", Assets: []bus.Declare{memoryconsolidator.Assets}, Metrics: true,
 		Start: func(ctx context.Context, env svc.Env) (func(context.Context) error, error) {
 			s, err := memoryconsolidator.New(ctx, env.File, memoryconsolidator.Deps{
 				Bus: env.Bus, ID: id, Workspace: workspace, Metrics: env.Metrics,

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/memoryconsolidator"
 )
 
 // TestWaitsForTheCluster: started against a 3-node cluster of which only
@@ -18,5 +18,5 @@ import (
 func TestWaitsForTheCluster(t *testing.T) {
 	svctest.WaitsForTheCluster(t, func(ctx context.Context, flags svc.Flags) error {
 		return svc.Run(ctx, flags, service("test", ""))
-	}, memory.Assets)
+	}, memoryconsolidator.Assets)
 }

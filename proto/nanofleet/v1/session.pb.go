@@ -502,8 +502,13 @@ type ConsolidationRequest struct {
 	// "budget" or "new".
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Memory scope key the result is written to.
-	Scope         string                 `protobuf:"bytes,5,opt,name=scope,proto3" json:"scope,omitempty"`
-	RequestedAt   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	Scope       string                 `protobuf:"bytes,5,opt,name=scope,proto3" json:"scope,omitempty"`
+	RequestedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	// User whose daily token budget the consolidation's model calls count
+	// against, "<channel>:<sender>": the payer of the turn that asked (the
+	// agent worker's subagent.Payer). Empty: no one (requests published
+	// before the field existed).
+	Payer         string `protobuf:"bytes,7,opt,name=payer,proto3" json:"payer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -578,6 +583,13 @@ func (x *ConsolidationRequest) GetRequestedAt() *timestamppb.Timestamp {
 		return x.RequestedAt
 	}
 	return nil
+}
+
+func (x *ConsolidationRequest) GetPayer() string {
+	if x != nil {
+		return x.Payer
+	}
+	return ""
 }
 
 // StopRequest cancels a session's running turn, on core NATS
@@ -688,7 +700,7 @@ const file_nanofleet_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12)\n" +
 	"\x10consolidated_seq\x18\x05 \x01(\x04R\x0fconsolidatedSeq\x12\x14\n" +
-	"\x05turns\x18\x06 \x01(\x04R\x05turns\"\xd6\x01\n" +
+	"\x05turns\x18\x06 \x01(\x04R\x05turns\"\xec\x01\n" +
 	"\x14ConsolidationRequest\x12\x1f\n" +
 	"\vsession_key\x18\x01 \x01(\tR\n" +
 	"sessionKey\x12\x19\n" +
@@ -696,7 +708,8 @@ const file_nanofleet_v1_session_proto_rawDesc = "" +
 	"\x06to_seq\x18\x03 \x01(\x04R\x05toSeq\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05scope\x18\x05 \x01(\tR\x05scope\x12=\n" +
-	"\frequested_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\"Q\n" +
+	"\frequested_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x12\x14\n" +
+	"\x05payer\x18\a \x01(\tR\x05payer\"Q\n" +
 	"\vStopRequest\x12\x1f\n" +
 	"\vsession_key\x18\x01 \x01(\tR\n" +
 	"sessionKey\x12!\n" +

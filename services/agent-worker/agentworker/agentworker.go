@@ -24,6 +24,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/pkg/usage"
 	"github.com/nanofleet/nanofleet/services/agent-worker/agent"
 	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
@@ -140,7 +141,7 @@ func Model(file *config.File, getenv func(string) string, retries int, log *slog
 // layout: the usage bucket of the token budget, the memory streams, the
 // schedule stream and the subagents bucket.
 func Assets(sp subject.Space, l bus.Layout) bus.Assets {
-	return bus.Join(worker.Assets, memory.Assets, schedule.Assets, subagent.Assets)(sp, l)
+	return bus.Join(usage.Assets, memory.Assets, schedule.Assets, subagent.Assets)(sp, l)
 }
 
 // New assembles a worker from the config file.

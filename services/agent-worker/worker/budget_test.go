@@ -10,6 +10,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/usage"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 )
@@ -19,7 +20,7 @@ import (
 // answered with the budget message without calling the model, and a
 // different user is not affected.
 func TestDailyTokenBudget(t *testing.T) {
-	b := bustest.StartJetStream(t, worker.Assets)
+	b := bustest.StartJetStream(t, usage.Assets)
 	h, _ := startEdited(t, b, "w1", time.Minute, func(c *worker.Config) { c.DailyTokenBudget = 100 })
 	h.llm.Handle(func(*llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("fine").WithUsage(50, 10) })
 	steps := []struct {
@@ -59,7 +60,7 @@ func TestDailyTokenBudget(t *testing.T) {
 // waitCounted waits until the usage bucket holds want tokens in all.
 func waitCounted(t *testing.T, b *bus.Bus, want int64) {
 	t.Helper()
-	kv, err := b.KV(t.Context(), worker.BucketUsage)
+	kv, err := b.KV(t.Context(), usage.Bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func waitCounted(t *testing.T, b *bus.Bus, want int64) {
 // a model calling tools in a loop ran its 40 iterations: one turn spent
 // 45,100 tokens of a 5,000-token budget.
 func TestBudgetBoundsTheTurn(t *testing.T) {
-	b := bustest.StartJetStream(t, worker.Assets)
+	b := bustest.StartJetStream(t, usage.Assets)
 	h, _ := startEdited(t, b, "w1", time.Minute, func(c *worker.Config) { c.DailyTokenBudget = 100 })
 	h.llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
 		if len(r.Tools) == 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 )
 
 // command is a parsed slash command.
@@ -78,7 +79,7 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 		text = "⏹ Stopped. No turn is running now."
 	case c.name == "/new":
 		if w.d.Memory != nil && hist.LastSeq > 0 {
-			if err := w.d.Memory.Archive(ctx, t.in, t.key, info, hist.LastSeq); err != nil {
+			if err := w.d.Memory.Archive(ctx, t.in, t.key, subagent.Payer(t.in), info, hist.LastSeq); err != nil {
 				return "", fmt.Errorf("/new: archive: %w", err)
 			}
 		}

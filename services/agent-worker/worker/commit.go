@@ -13,6 +13,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 )
 
 // commit appends the turn record, publishes the replies and acks. What
@@ -86,7 +87,7 @@ func (t *turn) settle(ctx context.Context) {
 		}
 	}
 	if w.d.Memory != nil && c.info != nil {
-		if err := w.d.Memory.AfterTurn(ctx, t.in, t.key, c.info, c.hist, t.historyBudget()); err != nil {
+		if err := w.d.Memory.AfterTurn(ctx, t.in, t.key, subagent.Payer(t.in), c.info, c.hist, t.historyBudget()); err != nil {
 			t.log.Warn("memory after turn", "err", err)
 		}
 	}

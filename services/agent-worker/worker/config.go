@@ -56,10 +56,11 @@ type Config struct {
 	ShutdownGrace config.Seconds `json:"shutdownGraceSeconds"`
 	// DailyTokenBudget is how many tokens (prompt + completion) one user
 	// (channel and sender id) may spend per UTC day, fleet-wide; 0: no
-	// budget. A turn that starts with the budget spent is answered with a
-	// message saying so, without the model. What is left bounds the
-	// turn that starts with it: spent, the model is asked to answer
-	// without tools.
+	// budget. The memory consolidator counts the consolidations of a
+	// user's turns in it too (package usage). A turn that starts with the
+	// budget spent is answered with a message saying so, without the
+	// model. What is left bounds the turn that starts with it: spent, the
+	// model is asked to answer without tools.
 	DailyTokenBudget int64 `json:"dailyTokenBudget"`
 	// HistoryCacheMB bounds the session histories the worker keeps between
 	// a session's turns (their records decoded), so that a turn

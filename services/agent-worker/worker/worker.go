@@ -38,10 +38,13 @@ type Memory interface {
 	// Context returns the memory text for the prompt of a turn.
 	Context(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey string) (string, error)
 	// AfterTurn runs after a commit; it may request consolidation of old
-	// turns that no longer fit the budget.
-	AfterTurn(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey string, info *nanofleetv1.SessionInfo, hist *session.History, budgetTokens int) error
-	// Archive requests consolidation of everything up to seq (for /new).
-	Archive(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey string, info *nanofleetv1.SessionInfo, upTo uint64) error
+	// turns that no longer fit the budget. payer is the turn's
+	// subagent.Payer: the consolidation's model calls count in that
+	// user's daily token usage, as the turn's do.
+	AfterTurn(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey, payer string, info *nanofleetv1.SessionInfo, hist *session.History, budgetTokens int) error
+	// Archive requests consolidation of everything up to seq (for /new),
+	// counted for payer as in AfterTurn.
+	Archive(ctx context.Context, in *nanofleetv1.InboundMessage, sessionKey, payer string, info *nanofleetv1.SessionInfo, upTo uint64) error
 }
 
 // Observer is told what turns do, for metrics. Any field may be nil.

@@ -48,8 +48,9 @@ func startFleet(t *testing.T, scope string, budget int) *fleet {
 	return startFleetWith(t, scope, budget, memtest.Consolidate)
 }
 
-// startFleetWith is startFleet with another consolidation model.
-func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.Script) *fleet {
+// startFleetWith is startFleet with another consolidation model, and the
+// worker's config changed by edits.
+func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.Script, edits ...func(*worker.Config)) *fleet {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	_, b := memtest.Start(t)
@@ -75,6 +76,9 @@ func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.
 	cfg.ShutdownGrace = config.Seconds(5 * time.Second)
 	cfg.Loop.MaxTokens = 200
 	cfg.ContextWindowTokens = budget + cfg.Loop.MaxTokens
+	for _, edit := range edits {
+		edit(&cfg)
+	}
 	w, err := worker.New(ctx, cfg, worker.Deps{
 		Bus: b, Model: model, Tools: noRunners{}, Profiles: profiles, Memory: mem,
 		Local: mem.Tools(), Commands: mem.Commands(),
@@ -106,9 +110,15 @@ func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.
 // say sends text from sender in a chat and waits for the reply.
 func (f *fleet) say(t *testing.T, channel, chat, sender, id, text string) *nanofleetv1.OutboundMessage {
 	t.Helper()
-	in := &nanofleetv1.InboundMessage{Id: id, Channel: channel, ChatId: chat, SenderId: sender, Content: text}
+	return f.send(t, &nanofleetv1.InboundMessage{Id: id, Channel: channel, ChatId: chat, SenderId: sender, Content: text})
+}
+
+// send publishes in and waits for the reply.
+func (f *fleet) send(t *testing.T, in *nanofleetv1.InboundMessage) *nanofleetv1.OutboundMessage {
+	t.Helper()
+	channel, id, text := in.GetChannel(), in.GetId(), in.GetContent()
 	data, _ := proto.Marshal(in)
-	m := nats.NewMsg(f.b.Space.Inbound(channel, chat))
+	m := nats.NewMsg(f.b.Space.Inbound(channel, in.GetChatId()))
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, channel+":"+id)
 	if _, err := f.b.JS.PublishMsg(t.Context(), m); err != nil {

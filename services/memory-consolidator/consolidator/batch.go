@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -244,7 +245,8 @@ func (c *Consolidator) commitBatch(job context.Context, scope memory.Scope, batc
 		}
 	}
 	var upd *update
-	texts, mem, merr := c.summariseParts(job, doc.GetContent(), transcripts)
+	texts, mem, used, merr := c.summariseParts(job, doc.GetContent(), transcripts)
+	c.charge(job, used, shares(batch), log)
 	if merr == nil {
 		for i, e := range entries {
 			e.Text = texts[i]
@@ -275,6 +277,7 @@ func (c *Consolidator) commitBatch(job context.Context, scope memory.Scope, batc
 		upd = &update{base: doc.GetContent(), memory: mem}
 	}
 	var logged []*memory.Entry
+	var payers []string
 	var idx []int
 	for i, p := range batch {
 		seq, err := c.hist.Append(job, entries[i], p.expect)
@@ -287,6 +290,7 @@ func (c *Consolidator) commitBatch(job context.Context, scope memory.Scope, batc
 		default:
 			e := &memory.Entry{Seq: seq, HistoryEntry: entries[i]}
 			logged = append(logged, e)
+			payers = append(payers, p.req.GetPayer())
 			idx = append(idx, i)
 			results[i].entry = e
 		}
@@ -300,7 +304,7 @@ func (c *Consolidator) commitBatch(job context.Context, scope memory.Scope, batc
 		// only from entries in the log.
 		upd = nil
 	}
-	if err := c.finish(job, logged, upd, log); err != nil {
+	if err := c.finish(job, logged, payers, upd, log); err != nil {
 		for _, i := range idx {
 			results[i].err = err
 		}
@@ -326,14 +330,15 @@ func (c *Consolidator) fits(ctx context.Context, scope memory.Scope, doc *nanofl
 
 // summariseParts asks the model for an entry per transcript and the new
 // memory: one transcript with save_memory, as nanobot does, several with
-// save_memories.
-func (c *Consolidator) summariseParts(ctx context.Context, current string, transcripts []string) ([]string, string, error) {
+// save_memories. The usage is the call's, also when its answer is
+// unusable.
+func (c *Consolidator) summariseParts(ctx context.Context, current string, transcripts []string) ([]string, string, llm.Usage, error) {
 	if len(transcripts) == 1 {
 		res, err := summarise(ctx, c.d.Model, c.cfg, current, transcripts[0])
-		return []string{res.Entry}, res.Memory, err
+		return []string{res.Entry}, res.Memory, res.Usage, err
 	}
 	res, err := summariseBatch(ctx, c.d.Model, c.cfg, current, transcripts)
-	return res.Entries, res.Memory, err
+	return res.Entries, res.Memory, res.Usage, err
 }
 
 func removePart(queue []*part, p *part) []*part {

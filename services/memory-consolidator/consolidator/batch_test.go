@@ -264,7 +264,7 @@ func TestBatchAnswerBudget(t *testing.T) {
 			for i := range tt.conversations {
 				convs = append(convs, fmt.Sprintf("USER: fact %d\nASSISTANT: noted", i))
 			}
-			if _, _, err := (&Consolidator{cfg: cfg, d: Deps{Model: model}}).summariseParts(t.Context(), "", convs); err != nil {
+			if _, _, _, err := (&Consolidator{cfg: cfg, d: Deps{Model: model}}).summariseParts(t.Context(), "", convs); err != nil {
 				t.Fatal(err)
 			}
 			r := srv.Requests()[len(srv.Requests())-1]

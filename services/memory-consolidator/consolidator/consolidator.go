@@ -19,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/pkg/usage"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/held"
 )
@@ -54,6 +55,7 @@ type Consolidator struct {
 	hist     *memory.Log
 	leases   *held.Leases
 	groups   *groups
+	count    *usage.Counter // the users' daily tokens, for the budget
 	log      *slog.Logger
 }
 
@@ -64,7 +66,8 @@ type Option func(*Consolidator)
 func WithLogger(l *slog.Logger) Option { return func(c *Consolidator) { c.log = observe.OrDiscard(l) } }
 
 // New prepares a consolidator: it opens the stores and creates or updates
-// the shared consumer. The bus layout and memory.Provision must have run.
+// the shared consumer. The bus layout, memory.Assets and usage.Assets
+// must have been provisioned.
 func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Consolidator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -84,6 +87,10 @@ func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Consolidator
 	if err != nil {
 		return nil, err
 	}
+	count, err := usage.Open(ctx, d.Bus)
+	if err != nil {
+		return nil, fmt.Errorf("consolidator: %w", err)
+	}
 	sp := d.Bus.Space
 	cons, err := d.Bus.JS.CreateOrUpdateConsumer(ctx, sp.MemoryStream(), jetstream.ConsumerConfig{
 		Durable:       ConsumerName,
@@ -100,7 +107,7 @@ func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Consolidator
 	}
 	c := &Consolidator{
 		cfg: cfg, d: d, cons: cons, sessions: sessions, docs: docs,
-		hist: memory.OpenLog(d.Bus), leases: leases, groups: newGroups(cfg.Slots), log: slog.New(slog.DiscardHandler),
+		hist: memory.OpenLog(d.Bus), leases: leases, groups: newGroups(cfg.Slots), count: count, log: slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {
 		o(c)

@@ -89,6 +89,12 @@
 //     be stored whatever the model says (the raw entry, or the document
 //     with memory kept) fails the request, and it is dead-lettered: no
 //     retry could store it.
+//  8. Token usage: every model call's prompt + completion tokens are
+//     added to the daily usage (package usage) of the user the request
+//     names (ConsolidationRequest.payer, the user of the turn that asked),
+//     a batch's call split by the size of each chunk. Best effort: a
+//     failed add is logged and the consolidation goes on; a request is
+//     never retried nor refused for its count.
 //
 // Every write being conditional, a retry, a redelivery after a crash or a
 // second consolidator holding an expired lease commits each entry exactly

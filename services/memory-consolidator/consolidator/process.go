@@ -126,7 +126,7 @@ func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.Consolidatio
 		if last != nil && last.GetToSeq() > cursor {
 			// An earlier attempt logged this entry and stopped: finish it.
 			log.Info("finishing a logged entry", "entry", last.Seq, "to", last.GetToSeq())
-			if err := c.finishHeld(job, last, hold, log); err != nil {
+			if err := c.finishHeld(job, last, req.GetPayer(), hold, log); err != nil {
 				return "", err
 			}
 			if err := c.advance(job, key, last.GetToSeq()); err != nil {
@@ -181,8 +181,10 @@ func (c *Consolidator) rounds(job context.Context, req *nanofleetv1.Consolidatio
 	return "", fmt.Errorf("consolidation of %s did not finish in %d rounds", key, maxRounds)
 }
 
-// finishHeld is finish of an entry logged earlier, holding its document.
-func (c *Consolidator) finishHeld(ctx context.Context, e *memory.Entry, hold holder, log *slog.Logger) error {
+// finishHeld is finish of an entry logged earlier, holding its document;
+// a merge the model makes is counted for payer, the user of the request
+// that finishes it (the entry's session's).
+func (c *Consolidator) finishHeld(ctx context.Context, e *memory.Entry, payer string, hold holder, log *slog.Logger) error {
 	scope, err := memory.ParseScope(e.GetScope())
 	if err != nil {
 		return err
@@ -192,15 +194,16 @@ func (c *Consolidator) finishHeld(ctx context.Context, e *memory.Entry, hold hol
 		return err
 	}
 	defer release()
-	return c.finish(job, []*memory.Entry{e}, nil, log)
+	return c.finish(job, []*memory.Entry{e}, []string{payer}, nil, log)
 }
 
 // finish applies logged entries of one scope to its MEMORY.md in one
 // write, each once: the document's applied markers say which were. upd is
 // the model's update for all of them and the memory it saw; when the
 // memory changed since (or upd is nil) the model merges each entry's turns
-// into the current memory again, one by one.
-func (c *Consolidator) finish(ctx context.Context, es []*memory.Entry, upd *update, log *slog.Logger) error {
+// into the current memory again, one by one, each merge counted for the
+// entry's payer (payers[i] is es[i]'s).
+func (c *Consolidator) finish(ctx context.Context, es []*memory.Entry, payers []string, upd *update, log *slog.Logger) error {
 	scope, err := memory.ParseScope(es[0].GetScope())
 	if err != nil {
 		return err
@@ -211,9 +214,11 @@ func (c *Consolidator) finish(ctx context.Context, es []*memory.Entry, upd *upda
 			return err
 		}
 		var pending []*memory.Entry
-		for _, e := range es {
+		var pendingPayers []string
+		for i, e := range es {
 			if memory.AppliedUpTo(doc, e.GetSessionKey()) < e.GetToSeq() {
 				pending = append(pending, e)
+				pendingPayers = append(pendingPayers, payers[i])
 			}
 		}
 		if len(pending) == 0 {
@@ -226,11 +231,11 @@ func (c *Consolidator) finish(ctx context.Context, es []*memory.Entry, upd *upda
 			}
 		} else {
 			base := content
-			for _, e := range pending {
+			for i, e := range pending {
 				if e.GetRaw() {
 					continue // nothing learned: the turns are in the log as they were
 				}
-				merged, err := c.merge(ctx, e, content, log)
+				merged, err := c.merge(ctx, e, content, pendingPayers[i], log)
 				if err != nil {
 					return err
 				}
@@ -276,14 +281,15 @@ func (c *Consolidator) nextDoc(doc *nanofleetv1.MemoryDoc, content string, entri
 	return next
 }
 
-// merge asks the model to fold an entry's turns into memory; "" means
-// leave memory as it is.
-func (c *Consolidator) merge(ctx context.Context, e *memory.Entry, current string, log *slog.Logger) (string, error) {
+// merge asks the model to fold an entry's turns into memory, counting
+// the call for payer; "" means leave memory as it is.
+func (c *Consolidator) merge(ctx context.Context, e *memory.Entry, current, payer string, log *slog.Logger) (string, error) {
 	turns, err := memory.ReadTurns(ctx, c.d.Bus, e.GetSessionKey(), e.GetFromSeq(), e.GetToSeq())
 	if err != nil {
 		return "", err
 	}
 	res, err := summarise(ctx, c.d.Model, c.cfg, current, memory.Transcript(turns, c.cfg.ToolChars))
+	c.charge(ctx, res.Usage, []share{{payer: payer, weight: 1}}, log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", context.Cause(ctx)

@@ -22,6 +22,9 @@ type result struct {
 	Entry string
 	// Memory is the new MEMORY.md, or "" for unchanged.
 	Memory string
+	// Usage is what the model call cost, also when its answer was
+	// unusable.
+	Usage llm.Usage
 }
 
 const systemPrompt = "You are a memory consolidation agent. Call the save_memory tool with your consolidation of the conversation."
@@ -70,20 +73,24 @@ func consolidationPrompt(memory, conversation string) string {
 // (some OpenAI-compatible servers ignore tool_choice) is read as the JSON
 // object the prompt describes, repaired where it can be.
 func summarise(ctx context.Context, model llm.Client, cfg Config, memory, conversation string) (result, error) {
-	args, called, text, err := forceTool(ctx, model, cfg, saveMemory, systemPrompt, consolidationPrompt(memory, conversation))
+	args, called, text, u, err := forceTool(ctx, model, cfg, saveMemory, systemPrompt, consolidationPrompt(memory, conversation))
 	if err != nil {
 		return result{}, err
 	}
+	var res result
 	if called {
-		return parseCall(args)
+		res, err = parseCall(args)
+	} else {
+		res, err = parseAnswer(text)
 	}
-	return parseAnswer(text)
+	res.Usage = u
+	return res, err
 }
 
 // forceTool asks the model with the prompts, forcing a call of tool, and
 // returns the call's arguments, or the text of a model that answered in
-// text anyway.
-func forceTool(ctx context.Context, model llm.Client, cfg Config, tool toolschema.Tool, system, user string) (args string, called bool, text string, err error) {
+// text anyway, and the call's usage.
+func forceTool(ctx context.Context, model llm.Client, cfg Config, tool toolschema.Tool, system, user string) (args string, called bool, text string, u llm.Usage, err error) {
 	resp, err := model.Chat(ctx, llm.Request{
 		Model: cfg.Model,
 		Messages: []*nanofleetv1.ChatMessage{
@@ -96,14 +103,14 @@ func forceTool(ctx context.Context, model llm.Client, cfg Config, tool toolschem
 		MaxTokens:   cfg.MaxTokens,
 	})
 	if err != nil {
-		return "", false, "", fmt.Errorf("consolidation model: %w", err)
+		return "", false, "", llm.Usage{}, fmt.Errorf("consolidation model: %w", err)
 	}
 	for _, call := range resp.ToolCalls {
 		if call.GetName() == tool.Name {
-			return call.GetArgumentsJson(), true, "", nil
+			return call.GetArgumentsJson(), true, "", resp.Usage, nil
 		}
 	}
-	return "", false, resp.Content, nil
+	return "", false, resp.Content, resp.Usage, nil
 }
 
 // parseCall reads save_memory's arguments, checked by its schema.
@@ -165,6 +172,9 @@ type batchResult struct {
 	Entries []string
 	// Memory is the new MEMORY.md, or "" for unchanged.
 	Memory string
+	// Usage is what the model call cost, also when its answer was
+	// unusable.
+	Usage llm.Usage
 }
 
 const batchSystemPrompt = "You are a memory consolidation agent. Call the save_memories tool with your consolidation of the conversations."
@@ -249,22 +259,33 @@ func summariseBatch(ctx context.Context, model llm.Client, cfg Config, memory st
 	// budget of one call would cut a long memory off, and a cut answer
 	// archives every conversation raw.
 	cfg.MaxTokens += (len(conversations) - 1) * entryAnswerTokens
-	args, called, text, err := forceTool(ctx, model, cfg, saveMemories, batchSystemPrompt, batchPrompt(memory, conversations))
+	args, called, text, u, err := forceTool(ctx, model, cfg, saveMemories, batchSystemPrompt, batchPrompt(memory, conversations))
 	if err != nil {
 		return batchResult{}, err
 	}
-	if called {
-		return parseBatchCall(args, len(conversations))
+	if !called {
+		args, err = repairBatchAnswer(text)
 	}
+	var res batchResult
+	if err == nil {
+		res, err = parseBatchCall(args, len(conversations))
+	}
+	res.Usage = u
+	return res, err
+}
+
+// repairBatchAnswer reads save_memories' arguments out of a text answer,
+// repairing what can be repaired.
+func repairBatchAnswer(text string) (string, error) {
 	obj, err := jsonrepair.Object(text)
 	if err != nil {
-		return batchResult{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
+		return "", fmt.Errorf("%w: %w", ErrBadAnswer, err)
 	}
 	repaired, err := json.Marshal(obj)
 	if err != nil {
-		return batchResult{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
+		return "", fmt.Errorf("%w: %w", ErrBadAnswer, err)
 	}
-	return parseBatchCall(string(repaired), len(conversations))
+	return string(repaired), nil
 }
 
 // parseBatchCall reads save_memories' arguments, checked by its schema,

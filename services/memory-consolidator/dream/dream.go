@@ -25,6 +25,14 @@
 // the same entries, and its revision is stored once (deterministic message
 // id). Profile files are refined only from the agent scope's entries, so in
 // user or session scope no user's facts reach the shared prompt.
+//
+// # Token usage
+//
+// Dream's model calls count in no user's daily token budget (package
+// usage): a run is nobody's turn, it refines the memory of every scope
+// from all users' entries on the fleet's schedule, so the operator pays
+// for it. Consolidations, which a user's turn asks for, count for that
+// user.
 package dream
 
 import (

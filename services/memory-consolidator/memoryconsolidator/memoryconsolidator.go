@@ -21,6 +21,8 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/pkg/usage"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/consolidator"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/dream"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/filesync"
@@ -52,8 +54,8 @@ type SyncSection struct {
 
 // Deps are what the process gives the service besides the config file.
 type Deps struct {
-	// Bus is the fleet's connection; the layout and memory.Assets must
-	// have been provisioned.
+	// Bus is the fleet's connection; the layout and [Assets] must have
+	// been provisioned.
 	Bus *bus.Bus
 	// Getenv reads the model's API key; nil means os.Getenv.
 	Getenv func(string) string
@@ -83,6 +85,13 @@ type Service struct {
 	log          *slog.Logger
 }
 
+// Assets declares the JetStream assets the service uses besides the core
+// layout: the memory streams and buckets, and the usage bucket its
+// consolidations' tokens are counted in.
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.Join(memory.Assets, usage.Assets)(sp, l)
+}
+
 // Configs turns the config file into the parts' configs; dream is
 // returned with ok false when disabled.
 func Configs(file *config.File, id string) (consolidator.Config, dream.Config, bool, Section, error) {
@@ -101,8 +110,8 @@ func Configs(file *config.File, id string) (consolidator.Config, dream.Config, b
 	return cc, dc, sec.Dream.Enabled == nil || *sec.Dream.Enabled, sec, nil
 }
 
-// New assembles the service. The bus layout and memory.Provision must
-// have run.
+// New assembles the service. The bus layout and [Assets] must have been
+// provisioned.
 func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Service, error) {
 	if file == nil || o.Bus == nil {
 		return nil, errors.New("memory-consolidator: the config file and the bus are required")

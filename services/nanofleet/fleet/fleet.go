@@ -30,7 +30,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/embeddednats"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
-	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/storeguard"
@@ -38,6 +37,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/agent-worker/agentworker"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/memoryconsolidator"
 )
 
 // Options are what the config file does not say.
@@ -309,7 +309,7 @@ func (f *Fleet) join(ctx context.Context, o Options) error {
 // layout: what its services provision. The all-in-one provisions all of
 // them.
 func Assets(sp subject.Space, l bus.Layout) bus.Assets {
-	return bus.Join(agentworker.Assets, memory.Assets, channels.Assets)(sp, l)
+	return bus.Join(agentworker.Assets, memoryconsolidator.Assets, channels.Assets)(sp, l)
 }
 
 // assets is what this fleet's parts use: the channels' assets only with
@@ -319,7 +319,7 @@ func (o Options) assets() bus.Declare {
 	if o.Gateway {
 		return Assets
 	}
-	return bus.Join(agentworker.Assets, memory.Assets)
+	return bus.Join(agentworker.Assets, memoryconsolidator.Assets)
 }
 
 // goRun runs part until the fleet stops (ctx ends), recording its first

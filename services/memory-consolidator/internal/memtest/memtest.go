@@ -24,10 +24,12 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
+	"github.com/nanofleet/nanofleet/pkg/usage"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
-// Start starts JetStream with the fleet's and memory's layout.
+// Start starts JetStream with the fleet's, memory's and the usage
+// bucket's layout.
 func Start(t testing.TB) (*bustest.Server, *bus.Bus) {
 	t.Helper()
 	srv := bustest.StartServer(t)
@@ -36,10 +38,11 @@ func Start(t testing.TB) (*bustest.Server, *bus.Bus) {
 	return srv, b
 }
 
-// Provision provisions the memory streams on b.
+// Provision provisions what a consolidator uses on b: the memory streams
+// and the usage bucket.
 func Provision(t testing.TB, b *bus.Bus) {
 	t.Helper()
-	if err := bus.Provision(context.Background(), b, bustest.TestLayout(), memory.Assets); err != nil {
+	if err := bus.Provision(context.Background(), b, bustest.TestLayout(), memory.Assets, usage.Assets); err != nil {
 		t.Fatal(err)
 	}
 }
