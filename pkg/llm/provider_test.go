@@ -524,10 +524,13 @@ func TestChatTimeout(t *testing.T) {
 func TestChatStreamInterrupted(t *testing.T) {
 	t.Parallel()
 	srv := llmtest.NewServer(t)
-	// The first word arrives after ~5ms, the whole stream would take ~150ms.
-	srv.Enqueue(llmtest.Text(strings.Repeat("word ", 30)).WithChunkDelay(5 * time.Millisecond))
+	// The first word arrives after ~250 ms, the whole stream would take
+	// ~7.5 s: the 2 s timeout falls in between even on a loaded machine
+	// (with 5 ms and 50 ms, under a load of 14, the timeout sometimes
+	// came before the first word).
+	srv.Enqueue(llmtest.Text(strings.Repeat("word ", 30)).WithChunkDelay(250 * time.Millisecond))
 	p, sleeps := newProvider(t, srv, func(c *llm.Config) {
-		c.Timeout = 50 * time.Millisecond
+		c.Timeout = 2 * time.Second
 		c.FallbackModels = []string{"other"}
 	})
 	var d deltas
