@@ -25,7 +25,9 @@ func main() {
 			if err != nil {
 				return nil, err
 			}
-			env.Log.Info("channel-gateway listening", "listen", g.Addr().String())
+			if addr := g.Addr(); addr != nil { // nil: no web chat, API or webhook
+				env.Log.Info("channel-gateway listening", "listen", addr.String())
+			}
 			return g.Run, nil
 		}})
 }
