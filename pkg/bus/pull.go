@@ -17,7 +17,8 @@ import (
 // process that cannot start it while another process could.
 //
 // When ctx ends, messages of a fetch that still arrive are nak'ed, so that
-// another process takes them at once rather than after their ack wait.
+// another process takes them within a second rather than after their ack
+// wait (see [Take]).
 // Pull does not wait for running handlers: the caller does, with wait,
 // after its own shutdown grace if it has one. A failed fetch is logged
 // and tried again; it never ends the loop.
@@ -55,12 +56,12 @@ func PullReleasing(ctx context.Context, cons jetstream.Consumer, slots int, log 
 		// always runs to its expiry, so this happened every second (the
 		// bench saw p99 31 s at 1,000 sessions). Without a context
 		// nats.go waits for the server's end-of-request.
-		batch, err := cons.Fetch(free, jetstream.FetchMaxWait(time.Second))
+		batch, err := cons.Fetch(free, jetstream.FetchMaxWait(fetchWait))
 		if err != nil {
 			fetchFailed(ctx, log, warn, err)
 			continue
 		}
-		Take(ctx, batch.Messages(), func(m jetstream.Msg) {
+		Take(ctx, batch.Messages(), fetchWait, func(m jetstream.Msg) {
 			sem <- struct{}{} // never blocks: at most free messages arrive
 			wg.Add(1)
 			go func() {
@@ -80,11 +81,20 @@ func PullReleasing(ctx context.Context, cons jetstream.Consumer, slots int, log 
 	return wg.Wait
 }
 
+// fetchWait is how long a fetch of [Pull] waits for messages.
+const fetchWait = time.Second
+
 // Take starts each message of a fetch until the fetch ends or ctx does.
 // A fetch bounded by FetchMaxWait (see Pull) does not end with ctx, and
 // stopping must not wait for its expiry (a one-shot `agent -m` would spend
-// its last seconds on it): what still arrives is nak'ed.
-func Take(ctx context.Context, msgs <-chan jetstream.Msg, start func(jetstream.Msg)) {
+// its last seconds on it): what still arrives is nak'ed with a delay of
+// wait, the fetch's FetchMaxWait, so that the server gives it again only
+// once the fetch has expired. Nak'ed without a delay, a message came
+// straight back to the same fetch while the fetch had room, and was
+// nak'ed again: in milliseconds it used up every delivery its consumer
+// allows (MaxDeliver), and no process ever got it (a reply published just
+// after a gateway stopped, its connection still open, was never sent).
+func Take(ctx context.Context, msgs <-chan jetstream.Msg, wait time.Duration, start func(jetstream.Msg)) {
 	for {
 		select {
 		case m, ok := <-msgs:
@@ -95,7 +105,7 @@ func Take(ctx context.Context, msgs <-chan jetstream.Msg, start func(jetstream.M
 		case <-ctx.Done():
 			go func() {
 				for m := range msgs {
-					_ = m.Nak()
+					_ = m.NakWithDelay(wait)
 				}
 			}()
 			return

@@ -162,13 +162,87 @@ func TestTakeEndsWithItsContext(t *testing.T) {
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
-		bus.Take(ctx, batch.Messages(), func(m jetstream.Msg) { t.Errorf("started %s of an empty stream", m.Subject()) })
+		bus.Take(ctx, batch.Messages(), time.Minute, func(m jetstream.Msg) { t.Errorf("started %s of an empty stream", m.Subject()) })
 	}()
 	cancel()
 	select {
 	case <-returned:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Take still waits for the fetch's expiry after its context ended")
+	}
+}
+
+// TestMessageForAStoppedPullIsGivenAgain: a message published just after
+// Pull's context ended reaches the fetch Pull left open, which naks it;
+// the next process gets it once that fetch has expired, one delivery
+// spent. Nak'ed without a delay, it came straight back to the same fetch
+// until its deliveries were used up, and nobody got it (a reply
+// published just after a gateway stopped, on a connection that stayed
+// open, was never sent).
+func TestMessageForAStoppedPullIsGivenAgain(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	st, err := b.JS.CreateStream(t.Context(), jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fewer deliveries than Pull's fetch has room for.
+	const slots, maxDeliver = 4, 3
+	cons, err := st.CreateOrUpdateConsumer(t.Context(), jetstream.ConsumerConfig{
+		Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxDeliver: maxDeliver,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(want bool) func() error {
+		return func() error {
+			info, err := cons.Info(t.Context())
+			if err != nil {
+				return err
+			}
+			if (info.NumWaiting > 0) != want {
+				return fmt.Errorf("%d fetches waiting", info.NumWaiting)
+			}
+			return nil
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	pulled := make(chan func(), 1)
+	go func() {
+		pulled <- bus.Pull(ctx, cons, slots, slog.New(slog.DiscardHandler), func(m jetstream.Msg) {
+			t.Errorf("started %s of an empty stream", m.Subject())
+		})
+	}()
+	bustest.Eventually(t, 10*time.Second, waiting(true))
+	cancel()
+	select {
+	case wait := <-pulled:
+		wait()
+	case <-time.After(10 * time.Second):
+		t.Fatal("Pull did not return after its context ended")
+	}
+	if _, err := b.JS.Publish(t.Context(), "jobs.1", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	// The fetch Pull left open has expired (or was filled).
+	bustest.Eventually(t, 10*time.Second, waiting(false))
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []jetstream.Msg
+	for m := range batch.Messages() {
+		got = append(got, m)
+	}
+	if len(got) != 1 {
+		info, _ := cons.Info(t.Context())
+		t.Fatalf("the next fetch got %d messages (consumer: %d redelivered, %d pending)", len(got), info.NumRedelivered, info.NumPending)
+	}
+	meta, err := got[0].Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.NumDelivered > 2 {
+		t.Errorf("delivery %d: the stopped Pull's fetch took it %d times", meta.NumDelivered, meta.NumDelivered-1)
 	}
 }
 

@@ -64,6 +64,9 @@ import (
 // JobName is the system job's name.
 const JobName = "dream"
 
+// fireWait is how long a fetch of the schedule's fires waits.
+const fireWait = 2 * time.Second
+
 // Deps are Dream's collaborators.
 type Deps struct {
 	Bus   *bus.Bus
@@ -204,14 +207,14 @@ func (j *Job) Run(ctx context.Context) error {
 			lastCheck = time.Now()
 		}
 		// FetchMaxWait, not a context: see bus.Pull.
-		batch, err := j.cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		batch, err := j.cons.Fetch(1, jetstream.FetchMaxWait(fireWait))
 		if err != nil {
 			fetchFailed(ctx, err)
 			continue
 		}
 		// Not a range over the messages: that waited out the fetch's
 		// expiry on shutdown.
-		bus.Take(ctx, batch.Messages(), func(m jetstream.Msg) {
+		bus.Take(ctx, batch.Messages(), fireWait, func(m jetstream.Msg) {
 			// A run cut short by shutdown is safe: the cursor has not moved.
 			j.fire(ctx, m)
 		})
