@@ -71,12 +71,7 @@ func TestPullHoldsNoMoreThanItsSlots(t *testing.T) {
 		t.Errorf("%d handlers ran at once with %d slots", m, slots)
 	}
 	cancel()
-	select {
-	case wait := <-pulled:
-		wait()
-	case <-time.After(10 * time.Second):
-		t.Fatal("Pull did not return after its context ended")
-	}
+	bustest.Receive(t, pulled, 10*time.Second)() // Pull returns once its context ended
 }
 
 // TestPullReleasingFetchesForReleasedSlots: a handler that releases its
@@ -214,12 +209,7 @@ func TestMessageForAStoppedPullIsGivenAgain(t *testing.T) {
 	}()
 	bustest.Eventually(t, 10*time.Second, waiting(true))
 	cancel()
-	select {
-	case wait := <-pulled:
-		wait()
-	case <-time.After(10 * time.Second):
-		t.Fatal("Pull did not return after its context ended")
-	}
+	bustest.Receive(t, pulled, 10*time.Second)() // Pull returns once its context ended
 	if _, err := b.JS.Publish(t.Context(), "jobs.1", []byte("1")); err != nil {
 		t.Fatal(err)
 	}

@@ -25,17 +25,7 @@ func TestWatcherKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 	defer cancel()
 	cluster, b := bustest.StartClusterJetStream(t, 3)
 
-	var w *watch.Watcher
-	host := cluster.ConsumerApart(ctx, b, b.Space.OutboundStream(), func(conn *bus.Bus) func() {
-		wctx, stop := context.WithCancel(ctx)
-		var err error
-		if w, err = watch.New(wctx, conn, "api", "c1"); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- w.Run(wctx) }()
-		return func() { stop(); bustest.Receive(t, done, 10*time.Second) }
-	})
+	w, host := watchApart(ctx, t, cluster, b)
 
 	cluster.Stop(host)
 	data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "api", ChatId: "c1", Content: "answer", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
@@ -66,17 +56,7 @@ func TestWatcherSoonFollowsItsConsumerOffAStoppedNode(t *testing.T) {
 	defer cancel()
 	cluster, b := bustest.StartClusterJetStream(t, 3)
 
-	var w *watch.Watcher
-	host := cluster.ConsumerApart(ctx, b, b.Space.OutboundStream(), func(conn *bus.Bus) func() {
-		wctx, stop := context.WithCancel(ctx)
-		var err error
-		if w, err = watch.New(wctx, conn, "api", "c1"); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- w.Run(wctx) }()
-		return func() { stop(); bustest.Receive(t, done, 10*time.Second) }
-	})
+	w, host := watchApart(ctx, t, cluster, b)
 	// The reply is published on a node that stays up, to a stream led by
 	// one: a stream whose leader shuts down may have none until an
 	// election (7.3 s seen), which would delay the reply either way.
@@ -106,4 +86,22 @@ func TestWatcherSoonFollowsItsConsumerOffAStoppedNode(t *testing.T) {
 	if took > within {
 		t.Errorf("reply delivered %s after the node holding the consumer stopped, want within %s", took, within)
 	}
+}
+
+// watchApart runs a watcher of api:c1 connected to one node of cluster
+// whose consumer lives on another, and returns it with that other node.
+func watchApart(ctx context.Context, t *testing.T, cluster *bustest.Cluster, b *bus.Bus) (*watch.Watcher, int) {
+	t.Helper()
+	var w *watch.Watcher
+	host := cluster.ConsumerApart(ctx, b, b.Space.OutboundStream(), func(conn *bus.Bus) func() {
+		wctx, stop := context.WithCancel(ctx)
+		var err error
+		if w, err = watch.New(wctx, conn, "api", "c1"); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- w.Run(wctx) }()
+		return func() { stop(); bustest.Receive(t, done, 10*time.Second) }
+	})
+	return w, host
 }
