@@ -23,7 +23,8 @@ import (
 
 // Config tunes delivery.
 type Config struct {
-	// MaxDeliver is how often a reply is tried before it is dead-lettered.
+	// MaxDeliver is how often a reply is tried before it is dead-lettered,
+	// counting attempts that ended without an answer.
 	MaxDeliver int
 	// AckWait is how long one delivery attempt may take.
 	AckWait time.Duration
@@ -286,7 +287,10 @@ func (g *Gateway) consumer(ctx context.Context, channel string) (jetstream.Consu
 		FilterSubject: g.bus.Space.OutboundChannel(channel),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       g.cfg.AckWait,
-		MaxDeliver:    g.cfg.MaxDeliver,
+		// Counted in handle, not by the server: a reply whose attempts all
+		// ended without an answer (a gateway stopped or crashed in each)
+		// is dead-lettered there, where the server would drop it.
+		MaxDeliver:    -1,
 		MaxAckPending: g.cfg.Parallel * 4,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
@@ -329,6 +333,10 @@ func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
 	key := deliveredKey(out.GetId(), meta.Sequence.Stream)
 	if _, err := d.delivered.Get(ctx, key); err == nil {
 		_ = m.Ack()
+		return
+	}
+	if int(meta.NumDelivered) > d.g.cfg.MaxDeliver {
+		d.deadLetter(ctx, m, fmt.Sprintf("%d delivery attempts ended without an answer (a gateway stopped or crashed during each)", d.g.cfg.MaxDeliver))
 		return
 	}
 	callCtx, cancel := context.WithTimeout(ctx, d.g.cfg.AckWait)

@@ -3,11 +3,13 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -158,6 +160,62 @@ func TestRetriesSpentGoToDeadLetter(t *testing.T) {
 	}
 	if n := len(r.attempts); n != 3 {
 		t.Errorf("%d attempts, want MaxDeliver = 3", n)
+	}
+}
+
+// TestAttemptsWithoutAnswerGoToDeadLetter: a reply whose every attempt
+// ended without the gateway deciding (it stopped or crashed during each)
+// is dead-lettered with a reason at the next delivery, not dropped by the
+// server once MaxDeliver deliveries are spent.
+func TestAttemptsWithoutAnswerGoToDeadLetter(t *testing.T) {
+	b := bustest.StartJetStream(t, gateway.Assets)
+	r := newRecorder()
+	// A first run makes the gateway's consumer of the channel's replies.
+	ctx, stop := context.WithCancel(t.Context())
+	g, err := gateway.New(gateway.DefaultConfig(), b, []gateway.Adapter{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	bustest.Eventually(t, 10*time.Second, func() error {
+		_, err := b.JS.Consumer(t.Context(), b.Space.OutboundStream(), b.Space.GatewayConsumer("test"))
+		return err
+	})
+	stop()
+	if err := bustest.Receive(t, done, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Three deliveries that end without an answer, as when the process
+	// that took each died.
+	publishReply(t, b, "orphan", "x")
+	cons, err := b.JS.Consumer(t.Context(), b.Space.OutboundStream(), b.Space.GatewayConsumer("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := bustest.Receive(t, batch.Messages(), 10*time.Second)
+		if err := m.Nak(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dlq := make(chan *nats.Msg, 1)
+	sub, err := b.NC.ChanSubscribe(b.Space.DeadLetter("outbound"), dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	runGatewayOn(t, b, r) // MaxDeliver 3
+	m := bustest.Receive(t, dlq, 10*time.Second)
+	if got := m.Header.Get("Nanofleet-Reason"); !strings.Contains(got, "ended without an answer") {
+		t.Errorf("dead letter's reason %q", got)
+	}
+	if n := len(r.attempts); n != 0 {
+		t.Errorf("%d attempts to deliver the orphan, want none after its three", n)
 	}
 }
 
