@@ -44,9 +44,10 @@ type Config struct {
 	// KeepTurns is how many past heartbeat turns the session keeps.
 	KeepTurns int `json:"keepTurns"`
 	// NotifyChannel and NotifyChat fix where notices go. Empty means the
-	// chat the fleet replies to, as in nanobot, as long as it has replied
-	// to one chat only (in the outbound stream's 7 days): with several, the
-	// last may be a stranger's, so a notice goes nowhere (and is logged).
+	// chat the fleet replies to, as in nanobot, when it is known to be the
+	// operator's (see [Operators]): with other people's chats answered,
+	// the last may be a stranger's, so a notice goes nowhere (and is
+	// logged).
 	NotifyChannel string `json:"notifyChannel"`
 	NotifyChat    string `json:"notifyChat"`
 	// SkipChannels are never chosen as the last active chat (besides the

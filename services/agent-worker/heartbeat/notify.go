@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,23 +46,24 @@ func (s *Service) notify(ctx context.Context, m jetstream.Msg, out *nanofleetv1.
 		_ = m.Ack()
 		return
 	}
-	channel, chat, chats, err := s.target(ctx)
+	to, chats, err := s.target(ctx)
 	if err != nil {
 		s.log.Warn("heartbeat: no chat to notify", "err", err)
 		_ = m.NakWithDelay(5 * time.Second)
 		return
 	}
 	switch {
-	case chats > 1:
-		s.log.Warn("heartbeat: notice dropped: the fleet talks with several chats, so which one is the operator's is not known; set schedule.heartbeat.notifyChannel and notifyChat",
-			"chats", chats, "notice", text)
+	case to.Channel == "" && len(chats) > 0:
+		s.log.Warn("heartbeat: notice dropped: the fleet has answered other people's chats, so which one is the operator's is not known; set schedule.heartbeat.notifyChannel and notifyChat",
+			"chats", len(chats), "notice", text)
 		_ = m.Ack()
 		return
-	case channel == "":
+	case to.Channel == "":
 		s.log.Warn("heartbeat: nobody to notify yet; notice dropped", "notice", text)
 		_ = m.Ack()
 		return
 	}
+	channel, chat := to.Channel, to.ID
 	note := &nanofleetv1.OutboundMessage{
 		Id: "heartbeat:" + out.GetId(), Channel: channel, ChatId: chat, Content: text,
 		Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE, SessionKey: session.Key(channel, chat),
@@ -84,44 +86,74 @@ func (s *Service) notify(ctx context.Context, m jetstream.Msg, out *nanofleetv1.
 	_ = m.Ack()
 }
 
-// target is the configured chat, or else the one chat the fleet talks
-// with: HEARTBEAT.md is the operator's, and when the fleet has replied to
-// several chats (another user, a group) the last of them may be a
-// stranger's. chats is how many it replied to, outside its internal
-// channels; the target is empty when that is not one.
-func (s *Service) target(ctx context.Context) (channel, chat string, chats int, err error) {
+// Chat is a chat of a channel.
+type Chat struct{ Channel, ID string }
+
+// target is the configured chat, or else the chat the fleet replies to,
+// when it is known to be the operator's: HEARTBEAT.md is the operator's,
+// and once the fleet has answered several people the last chat may be a
+// stranger's. So it is the one chat the fleet has answered, or the last
+// of the operator's own chats (the terminal and the web chat, which only
+// the fleet's credentials and login token reach) when it has answered no
+// other; else none. chats are the chats the fleet answered (most recent
+// first), outside its internal channels.
+func (s *Service) target(ctx context.Context) (to Chat, chats []Chat, err error) {
 	if s.cfg.NotifyChannel != "" {
-		return s.cfg.NotifyChannel, s.cfg.NotifyChat, 1, nil
+		return Chat{s.cfg.NotifyChannel, s.cfg.NotifyChat}, nil, nil
 	}
-	channel, chat, chats, err = ActiveChats(ctx, s.b, append([]string{Channel, "subagent"}, s.cfg.SkipChannels...))
-	if chats != 1 {
-		channel, chat = "", ""
+	chats, err = ActiveChats(ctx, s.b, append([]string{Channel, "subagent"}, s.cfg.SkipChannels...))
+	if err != nil {
+		return Chat{}, nil, err
 	}
-	return channel, chat, chats, err
+	return Operators(chats), chats, nil
 }
 
-// ActiveChats returns the chat the fleet last sent a durable reply to and
-// how many chats it sent replies to (as long as the outbound stream keeps
-// them), skipping the given channels; "" and 0 when there is none.
-func ActiveChats(ctx context.Context, b *bus.Bus, skip []string) (channel, chat string, chats int, err error) {
+// Operators is the chat of chats (most recent first) that is known to be
+// the operator's: the only one, or the latest of the terminal's and web
+// chat's when there is no other; else the zero Chat.
+func Operators(chats []Chat) Chat {
+	var own, others []Chat
+	for _, c := range chats {
+		if c.Channel == "cli" || c.Channel == "web" {
+			own = append(own, c)
+		} else {
+			others = append(others, c)
+		}
+	}
+	switch {
+	case len(others) == 0 && len(own) > 0:
+		return own[0]
+	case len(others) == 1 && len(own) == 0:
+		return others[0]
+	}
+	return Chat{}
+}
+
+// ActiveChats returns the chats the fleet sent durable replies to, as
+// long as the outbound stream keeps them, the most recent first, skipping
+// the given channels.
+func ActiveChats(ctx context.Context, b *bus.Bus, skip []string) ([]Chat, error) {
 	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.OutboundAll()},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 		HeadersOnly:    true,
 	})
 	if err != nil {
-		return "", "", 0, fmt.Errorf("scan outbound: %w", err)
+		return nil, fmt.Errorf("scan outbound: %w", err)
 	}
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return "", "", 0, fmt.Errorf("scan outbound: %w", err)
+		return nil, fmt.Errorf("scan outbound: %w", err)
 	}
-	pending := info.NumPending
-	var best uint64
-	for pending > 0 {
+	type seen struct {
+		chat Chat
+		seq  uint64
+	}
+	var all []seen
+	for pending := info.NumPending; pending > 0; {
 		batch, err := cons.Fetch(int(min(pending, 256)), jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
-			return "", "", 0, fmt.Errorf("scan outbound: %w", err)
+			return nil, fmt.Errorf("scan outbound: %w", err)
 		}
 		got := 0
 		for m := range batch.Messages() {
@@ -135,17 +167,19 @@ func ActiveChats(ctx context.Context, b *bus.Bus, skip []string) (channel, chat 
 			if err != nil || slices.Contains(skip, ch) {
 				continue
 			}
-			chats++ // the last message of each subject, so once per chat
-			if meta.Sequence.Stream > best {
-				best, channel, chat = meta.Sequence.Stream, ch, ct
-			}
+			all = append(all, seen{Chat{ch, ct}, meta.Sequence.Stream}) // the last message of each subject: once per chat
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return "", "", 0, fmt.Errorf("scan outbound: %w", err)
+			return nil, fmt.Errorf("scan outbound: %w", err)
 		}
 		if got == 0 {
 			break
 		}
 	}
-	return channel, chat, chats, nil
+	slices.SortFunc(all, func(a, b seen) int { return cmp.Compare(b.seq, a.seq) })
+	chats := make([]Chat, len(all))
+	for i, c := range all {
+		chats[i] = c.chat
+	}
+	return chats, nil
 }

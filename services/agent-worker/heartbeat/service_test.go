@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,27 +169,57 @@ func TestActiveChats(t *testing.T) {
 		data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Channel: channel, ChatId: chat, Content: "x"})
 		bustest.Publish(t, e.b, e.b.Space.Outbound(channel, chat), data)
 	}
-	if ch, chat, n, err := heartbeat.ActiveChats(t.Context(), e.b, nil); err != nil || ch != "" || chat != "" || n != 0 {
-		t.Errorf("empty fleet: %q %q %d %v", ch, chat, n, err)
+	if chats, err := heartbeat.ActiveChats(t.Context(), e.b, nil); err != nil || len(chats) != 0 {
+		t.Errorf("empty fleet: %v %v", chats, err)
 	}
 	publish("telegram", "1")
 	publish("slack", "C.9")
 	publish("telegram", "1")
 	publish("heartbeat", "default")
+	tg, slack, hb := heartbeat.Chat{Channel: "telegram", ID: "1"}, heartbeat.Chat{Channel: "slack", ID: "C.9"}, heartbeat.Chat{Channel: "heartbeat", ID: "default"}
 	tests := []struct {
-		skip          []string
-		channel, chat string
-		chats         int
+		skip []string
+		want []heartbeat.Chat
 	}{
-		{[]string{"heartbeat"}, "telegram", "1", 2},
-		{[]string{"heartbeat", "telegram"}, "slack", "C.9", 1},
-		{nil, "heartbeat", "default", 3},
+		{[]string{"heartbeat"}, []heartbeat.Chat{tg, slack}},
+		{[]string{"heartbeat", "telegram"}, []heartbeat.Chat{slack}},
+		{nil, []heartbeat.Chat{hb, tg, slack}},
 	}
 	for _, tt := range tests {
-		ch, chat, n, err := heartbeat.ActiveChats(t.Context(), e.b, tt.skip)
-		if err != nil || ch != tt.channel || chat != tt.chat || n != tt.chats {
-			t.Errorf("skip %v: %q %q %d %v; want %q %q %d", tt.skip, ch, chat, n, err, tt.channel, tt.chat, tt.chats)
+		chats, err := heartbeat.ActiveChats(t.Context(), e.b, tt.skip)
+		if err != nil || !slices.Equal(chats, tt.want) {
+			t.Errorf("skip %v: %v %v; want %v", tt.skip, chats, err, tt.want)
 		}
+	}
+}
+
+// TestOperators: the chat a notice goes to without notifyChat is one the
+// operator is known to own: the fleet's only chat, or the latest of its
+// terminal and web chats when no one else has been answered.
+func TestOperators(t *testing.T) {
+	tg := heartbeat.Chat{Channel: "telegram", ID: "1"}
+	stranger := heartbeat.Chat{Channel: "telegram", ID: "2"}
+	group := heartbeat.Chat{Channel: "slack", ID: "C9"}
+	cli := heartbeat.Chat{Channel: "cli", ID: "direct"}
+	web1, web2 := heartbeat.Chat{Channel: "web", ID: "a"}, heartbeat.Chat{Channel: "web", ID: "b"}
+	tests := []struct {
+		name  string
+		chats []heartbeat.Chat
+		want  heartbeat.Chat
+	}{
+		{"none yet", nil, heartbeat.Chat{}},
+		{"one telegram chat", []heartbeat.Chat{tg}, tg},
+		{"two people", []heartbeat.Chat{stranger, tg}, heartbeat.Chat{}},
+		{"a group", []heartbeat.Chat{group, tg}, heartbeat.Chat{}},
+		{"terminal and web conversations", []heartbeat.Chat{web2, cli, web1}, web2},
+		{"terminal and a telegram chat", []heartbeat.Chat{cli, tg}, heartbeat.Chat{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := heartbeat.Operators(tt.chats); got != tt.want {
+				t.Errorf("Operators(%v) = %v, want %v", tt.chats, got, tt.want)
+			}
+		})
 	}
 }
 
