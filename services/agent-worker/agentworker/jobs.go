@@ -55,18 +55,18 @@ func openJobs(ctx context.Context, b *bus.Bus, file *config.File, loc *time.Loca
 	if err != nil {
 		return nil, err
 	}
-	subs, err := subagent.New(ctx, sec.Subagents, b, subagent.WithLogger(log.With("component", "subagent")))
+	subs, err := subagent.New(ctx, sec.Subagents, b, subagent.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
-	hb, err := heartbeat.New(ctx, sec.Heartbeat, b, sched, profiles, heartbeat.WithLogger(log.With("component", "heartbeat")))
+	hb, err := heartbeat.New(ctx, sec.Heartbeat, b, sched, profiles, heartbeat.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
 	if err := hb.Ensure(ctx); err != nil {
 		return nil, fmt.Errorf("heartbeat job: %w", err)
 	}
-	relay, err := schedule.NewRelay(ctx, b, schedule.WithRelayLogger(log.With("component", "schedule")), schedule.WithPrepare(hb.Prepare))
+	relay, err := schedule.NewRelay(ctx, b, schedule.WithRelayLogger(log), schedule.WithPrepare(hb.Prepare))
 	if err != nil {
 		return nil, err
 	}
