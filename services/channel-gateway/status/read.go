@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,7 +29,8 @@ type Channel struct {
 
 // Records returns every gateway's record of channel (every record when
 // channel is empty), as stored, newest first; records of gateways no
-// longer running included.
+// longer running included. One watch of the stored values reads them
+// all, not a listing of the keys and a read of each.
 func (b *Board) Records(ctx context.Context, channel string) ([]Record, error) {
 	filter := ">"
 	if channel != "" {
@@ -38,31 +38,31 @@ func (b *Board) Records(ctx context.Context, channel string) ([]Record, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
 	defer cancel()
-	l, err := b.kv.ListKeysFiltered(ctx, filter)
+	w, err := b.kv.Watch(ctx, filter, jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, fmt.Errorf("status: list: %w", err)
+		return nil, fmt.Errorf("status: read: %w", err)
 	}
-	defer func() { _ = l.Stop() }()
+	defer func() { _ = w.Stop() }()
 	var out []Record
-	for k := range l.Keys() {
-		if !strings.Contains(k, ".") {
-			continue // a record of a gateway from before records were kept per gateway
+	for {
+		select {
+		case e := <-w.Updates():
+			if e == nil { // the stored values are all in
+				sortNewest(out)
+				return out, nil
+			}
+			if !strings.Contains(e.Key(), ".") {
+				continue // a record of a gateway from before records were kept per gateway
+			}
+			r, err := decode(e.Value())
+			if err != nil {
+				return nil, fmt.Errorf("status: %s: %w", e.Key(), err)
+			}
+			out = append(out, *r)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("status: read: %w", ctx.Err())
 		}
-		e, err := b.kv.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue // deleted since it was listed
-		}
-		if err != nil {
-			return nil, fmt.Errorf("status: read %s: %w", k, err)
-		}
-		r, err := decode(e.Value())
-		if err != nil {
-			return nil, fmt.Errorf("status: %s: %w", k, err)
-		}
-		out = append(out, *r)
 	}
-	sortNewest(out)
-	return out, nil
 }
 
 // Linking returns the newest record of channel waiting for its QR code
