@@ -167,7 +167,7 @@ func (r *Relay) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	fired := meta.Timestamp
-	in.Id = fmt.Sprintf("sched:%s:%s:%d", subject.Token(m.Headers().Get(hdrJobSession)), id, fired.Unix())
+	in.Id = fmt.Sprintf("sched:%s:%s:%d", subject.Token(session), id, fired.Unix())
 	in.ReceivedAt = timestamppb.New(fired)
 	if in.Metadata == nil {
 		in.Metadata = map[string]string{}
