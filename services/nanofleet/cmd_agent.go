@@ -182,6 +182,10 @@ func (cv *conversation) wait(ctx context.Context, p *fleet.Pending, storage func
 	for {
 		select {
 		case r := <-done:
+			if full && r.err == nil {
+				// Stored before the next look at the store: it has room.
+				fmt.Fprintln(cv.notices, "nanofleet: the store has room again; the turn goes on")
+			}
 			return r.replies, r.err
 		case <-tick.C:
 			switch err := storage(); {
