@@ -224,6 +224,9 @@ func TestTwoRunnersOneKilled(t *testing.T) {
 				t.Errorf("log lacks %s:\n%s", want, out)
 			}
 		}
+		if n := strings.Count(out, `"msg":"tool-runner stopped"`); n != 1 {
+			t.Errorf("\"tool-runner stopped\" logged %d times, want once:\n%s", n, out)
+		}
 	})
 }
 

@@ -41,9 +41,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.stopGrace)
 	defer cancel()
-	err = errors.Join(r.stop(stopCtx), stopMCP())
-	r.log.Info("tool-runner stopped")
-	return err
+	return errors.Join(r.stop(stopCtx), stopMCP())
 }
 
 // runMCP runs the MCP servers, if any, until the returned stop is called;
