@@ -103,7 +103,7 @@ func queueBehindLeader(t *testing.T, b *bus.Bus, c *Consolidator, g *gate, keys 
 	return last, done
 }
 
-func memoryOf(t *testing.T, b *bus.Bus) string {
+func memoryOf(t testing.TB, b *bus.Bus) string {
 	t.Helper()
 	docs, err := memory.OpenDocs(t.Context(), b)
 	if err != nil {

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
@@ -55,14 +53,7 @@ func TestSplit(t *testing.T) {
 // that finishes it.
 func TestMergeIsCounted(t *testing.T) {
 	_, b := memtest.Start(t)
-	seqs := appendTurns(t, b, "cli:a", 2)
-	e := &nanofleetv1.HistoryEntry{
-		SessionKey: "cli:a", Scope: memory.AgentScope("default").Key(), FromSeq: 1, ToSeq: seqs[1],
-		Text: "[2026-01-01 00:00] R001: and R002: said.", Reason: "budget", CreatedAt: timestamppb.Now(),
-	}
-	if _, err := memory.OpenLog(b).Append(t.Context(), e, 0); err != nil {
-		t.Fatal(err)
-	}
+	seqs := logUnapplied(t, b)
 	model := llmtest.NewServer(t)
 	model.Handle(func(req *llmtest.RecordedRequest) llmtest.Reply {
 		return memtest.Consolidate(req).WithUsage(300, 30)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -75,16 +76,8 @@ func TestModelAnswers(t *testing.T) {
 	}
 	_, b := memtest.Start(t)
 	srv := llmtest.NewServer(t)
-	cfg := consolidator.DefaultConfig()
-	cfg.ID = "c"
-	c, err := consolidator.New(t.Context(), cfg, consolidator.Deps{Bus: b, Model: memtest.Model(t, srv)}, consolidator.WithLogger(memtest.Logger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(ctx) }()
-	defer func() { cancel(); bustest.Receive(t, done, 30*time.Second) }()
+	runConsolidator(t, b, srv, memtest.Logger(t), nil)
+	ctx := t.Context()
 	sessions, _ := session.Open(ctx, b)
 	docs, _ := memory.OpenDocs(ctx, b)
 	for i, tt := range tests {
@@ -124,18 +117,9 @@ func TestModelAnswers(t *testing.T) {
 func TestBadRequestsAreDeadLettered(t *testing.T) {
 	_, b := memtest.Start(t)
 	srv := llmtest.NewServer(t)
-	cfg := consolidator.DefaultConfig()
-	cfg.ID = "c"
-	cfg.MaxRequestBytes = 512
-	c, err := consolidator.New(t.Context(), cfg, consolidator.Deps{Bus: b, Model: memtest.Model(t, srv)}, consolidator.WithLogger(memtest.Logger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	letters := memtest.Messages(t, b, b.Space.DeadLetterStream(), b.Space.DeadLetter(consolidator.DeadLetterSource))
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(ctx) }()
-	defer func() { cancel(); bustest.Receive(t, done, 30*time.Second) }()
+	runConsolidator(t, b, srv, memtest.Logger(t), func(cfg *consolidator.Config) { cfg.MaxRequestBytes = 512 })
+	ctx := t.Context()
 
 	agent := memory.AgentScope("default").Key()
 	encode := func(r *nanofleetv1.ConsolidationRequest) []byte { d, _ := proto.Marshal(r); return d }
@@ -176,6 +160,25 @@ func TestBadRequestsAreDeadLettered(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// runConsolidator starts consolidator "c" on b with the model srv, its
+// config changed by set (if not nil), and runs it until the test ends.
+func runConsolidator(t *testing.T, b *bus.Bus, srv *llmtest.Server, log *slog.Logger, set func(*consolidator.Config)) {
+	t.Helper()
+	cfg := consolidator.DefaultConfig()
+	cfg.ID = "c"
+	if set != nil {
+		set(&cfg)
+	}
+	c, err := consolidator.New(t.Context(), cfg, consolidator.Deps{Bus: b, Model: memtest.Model(t, srv)}, consolidator.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); bustest.Receive(t, done, 30*time.Second) })
 }
 
 func publish(t *testing.T, b *bus.Bus, subj string, data []byte) {

@@ -64,6 +64,22 @@ func seedMemory(t *testing.T, b *bus.Bus, content string) {
 	}
 }
 
+// logUnapplied commits two turns of cli:a and logs their history entry
+// without applying it to memory, as a consolidator stopped between the
+// two leaves them; it returns the turns' seqs.
+func logUnapplied(t *testing.T, b *bus.Bus) []uint64 {
+	t.Helper()
+	seqs := appendTurns(t, b, "cli:a", 2)
+	e := &nanofleetv1.HistoryEntry{
+		SessionKey: "cli:a", Scope: memory.AgentScope("default").Key(), FromSeq: 1, ToSeq: seqs[1],
+		Text: "[2026-01-01 00:00] R001: and R002: said.", Reason: "budget", CreatedAt: timestamppb.Now(),
+	}
+	if _, err := memory.OpenLog(b).Append(t.Context(), e, 0); err != nil {
+		t.Fatal(err)
+	}
+	return seqs
+}
+
 // savedAs is the model calling save_memory with entry and update.
 func savedAs(entry, update string) llmtest.Reply {
 	args, _ := json.Marshal(map[string]string{"history_entry": entry, "memory_update": update})
@@ -173,14 +189,7 @@ func TestOversizedMergeKeepsMemory(t *testing.T) {
 	_, b := memtest.Start(t)
 	limitMemory(t, b, 64<<10)
 	seedMemory(t, b, seed)
-	seqs := appendTurns(t, b, "cli:a", 2)
-	e := &nanofleetv1.HistoryEntry{
-		SessionKey: "cli:a", Scope: memory.AgentScope("default").Key(), FromSeq: 1, ToSeq: seqs[1],
-		Text: "[2026-01-01 00:00] R001: and R002: said.", Reason: "budget", CreatedAt: timestamppb.Now(),
-	}
-	if _, err := memory.OpenLog(b).Append(t.Context(), e, 0); err != nil {
-		t.Fatal(err)
-	}
+	seqs := logUnapplied(t, b)
 	model := llmtest.NewServer(t)
 	model.Handle(func(*llmtest.RecordedRequest) llmtest.Reply {
 		return savedAs("[2026-01-01 00:00] Ada talked.", strings.Repeat("- a fact\n", 100<<10/9))

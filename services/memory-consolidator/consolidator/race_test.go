@@ -225,18 +225,11 @@ func shareDocument(t testing.TB, row sharedRow, within time.Duration) sharedRun 
 			run.entries++
 		}
 	}
-	docs, err := memory.OpenDocs(t.Context(), b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, _, err := docs.Get(t.Context(), memory.AgentScope("default"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	content := memoryOf(t, b)
 	for _, key := range keys {
 		for i := 1; i <= row.turns; i++ {
-			if fact := fmt.Sprintf("- fact %d of %s", i, key); !strings.Contains(doc.GetContent(), fact) {
-				t.Errorf("MEMORY.md lost %q:\n%s", fact, doc.GetContent())
+			if fact := fmt.Sprintf("- fact %d of %s", i, key); !strings.Contains(content, fact) {
+				t.Errorf("MEMORY.md lost %q:\n%s", fact, content)
 			}
 		}
 	}

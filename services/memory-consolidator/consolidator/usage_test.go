@@ -1,7 +1,6 @@
 package consolidator_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
-	"github.com/nanofleet/nanofleet/services/memory-consolidator/consolidator"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
 )
 
@@ -179,16 +177,8 @@ func TestConsolidationCommitsWhateverItsCount(t *testing.T) {
 			})
 			var logs syncbuf.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			cfg := consolidator.DefaultConfig()
-			cfg.ID = "c"
-			c, err := consolidator.New(t.Context(), cfg, consolidator.Deps{Bus: b, Model: memtest.Model(t, srv)}, consolidator.WithLogger(log))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan struct{})
-			go func() { defer close(done); _ = c.Run(ctx) }()
-			defer func() { cancel(); bustest.Receive(t, done, 30*time.Second) }()
+			runConsolidator(t, b, srv, log, nil)
+			ctx := t.Context()
 			const payer = "telegram:ada"
 			count, err := usage.Open(ctx, b)
 			if err != nil {
