@@ -95,13 +95,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(ctx) }()
-	select {
-	case <-s.Listening():
-	case err := <-ran:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not listening after 10s")
-	}
+	waitListening(t, s, ran)
 	if err := s.Run(ctx); !errors.Is(err, observe.ErrStarted) {
 		t.Fatalf("second Run: %v, want ErrStarted", err)
 	}
@@ -187,6 +181,14 @@ func listening(t *testing.T) *observe.Server {
 	s := observe.NewServer("127.0.0.1:0", observe.NewRegistry(), nil)
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(t.Context()) }()
+	waitListening(t, s, ran)
+	return s
+}
+
+// waitListening waits until s listens; its Run, reporting on ran, must
+// not return first.
+func waitListening(t *testing.T, s *observe.Server, ran <-chan error) {
+	t.Helper()
 	select {
 	case <-s.Listening():
 	case err := <-ran:
@@ -194,5 +196,4 @@ func listening(t *testing.T) *observe.Server {
 	case <-time.After(10 * time.Second):
 		t.Fatal("not listening after 10s")
 	}
-	return s
 }
