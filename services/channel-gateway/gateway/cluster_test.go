@@ -81,10 +81,7 @@ func TestStoreWaitsForAStreamLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cluster, b := bustest.StartClusterJetStream(t, 3, gateway.Assets)
-	g, err := gateway.New(gateway.DefaultConfig(), b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newPublisher(t, b)
 	// Without quorum the inbound stream has no leader: its subjects
 	// answer nobody.
 	cluster.LoseQuorum(ctx, b, b.Space.Inbound("probe", "p"))

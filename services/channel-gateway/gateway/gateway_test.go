@@ -60,6 +60,17 @@ func startGateway(t *testing.T, a gateway.Adapter) *bus.Bus {
 	return b
 }
 
+// newPublisher makes a gateway on b with no adapters, for what it
+// stores (Publish), not what it delivers.
+func newPublisher(t *testing.T, b *bus.Bus) *gateway.Gateway {
+	t.Helper()
+	g, err := gateway.New(gateway.DefaultConfig(), b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // runGatewayOn runs a gateway with a on b until the test ends.
 func runGatewayOn(t *testing.T, b *bus.Bus, a gateway.Adapter) {
 	t.Helper()
@@ -221,10 +232,7 @@ func TestAttemptsWithoutAnswerGoToDeadLetter(t *testing.T) {
 
 func TestPublishDeduplicatesPlatformEvents(t *testing.T) {
 	b := bustest.StartJetStream(t, gateway.Assets)
-	g, err := gateway.New(gateway.DefaultConfig(), b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newPublisher(t, b)
 	ctx := t.Context()
 	in := &nanofleetv1.InboundMessage{Id: "update-7", Channel: "telegram", ChatId: "42", Content: "hi"}
 	for range 3 {
@@ -247,10 +255,7 @@ func TestPublishDeduplicatesPlatformEvents(t *testing.T) {
 // fix the message was neither stored nor dead-lettered.
 func TestStoreMakesStringsValidUTF8(t *testing.T) {
 	b := bustest.StartJetStream(t, gateway.Assets)
-	g, err := gateway.New(gateway.DefaultConfig(), b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newPublisher(t, b)
 	ctx := t.Context()
 	in := &nanofleetv1.InboundMessage{
 		Id: "m1", Channel: "whatsapp", ChatId: "15550001", SenderName: "Bob \xc3",

@@ -87,10 +87,7 @@ func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
 
 func TestPublishRefusalsAreTyped(t *testing.T) {
 	b := bustest.StartJetStream(t, gateway.Assets)
-	g, err := gateway.New(gateway.DefaultConfig(), b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newPublisher(t, b)
 	var storage error
 	g.Storage = func() error { return storage }
 	in := func(content string) *nanofleetv1.InboundMessage {
