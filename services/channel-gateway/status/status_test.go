@@ -14,6 +14,17 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
+// openBoard opens the status board on a JetStream of its own.
+func openBoard(t *testing.T) (*bus.Bus, *status.Board) {
+	t.Helper()
+	b := bustest.StartJetStream(t, status.Assets)
+	board, err := status.Open(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, board
+}
+
 // running announces gateways called ids as channel-gateways do, until
 // the test ends.
 func running(t *testing.T, b *bus.Bus, ids ...string) []fleetstatus.Service {
@@ -33,11 +44,7 @@ func running(t *testing.T, b *bus.Bus, ids ...string) []fleetstatus.Service {
 // gw-b; gw-dead wrote records before it died.
 func TestChannels(t *testing.T) {
 	ctx := t.Context()
-	b := bustest.StartJetStream(t, status.Assets)
-	board, err := status.Open(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, board := openBoard(t)
 	kv, err := b.KV(ctx, bus.BucketLeases)
 	if err != nil {
 		t.Fatal(err)
@@ -193,11 +200,7 @@ func TestMerge(t *testing.T) {
 // again, Started clears a failure, Withdraw deletes them all.
 func TestReporter(t *testing.T) {
 	ctx := t.Context()
-	b := bustest.StartJetStream(t, status.Assets)
-	board, err := status.Open(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, board := openBoard(t)
 	log := slog.New(slog.DiscardHandler)
 	a, other := board.Reporter("gw-a"), board.Reporter("host.example/12") // not a key token: escaped
 	a.Serving(ctx, log, "web", "http://x")
@@ -249,10 +252,7 @@ func TestReporter(t *testing.T) {
 // every record written.
 func TestWatch(t *testing.T) {
 	ctx := t.Context()
-	board, err := status.Open(ctx, bustest.StartJetStream(t, status.Assets))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, board := openBoard(t)
 	if err := board.Reporter("gw-dead").Update(ctx, "whatsapp", func(r *status.Record) { r.State, r.Account = status.Connected, "+1000" }); err != nil {
 		t.Fatal(err)
 	}
