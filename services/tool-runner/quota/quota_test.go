@@ -46,11 +46,7 @@ func TestMeasureFollowsNoSymlink(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(ws, "link")); err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := openRoot(t, ws)
 	u, err := quota.Measure(t.Context(), root, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -62,11 +58,7 @@ func TestMeasureFollowsNoSymlink(t *testing.T) {
 
 func TestReserve(t *testing.T) {
 	ws := t.TempDir()
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := openRoot(t, ws)
 	m := quota.NewMeter(quota.Limits{Bytes: 1 << 20, Files: 3}, time.Hour)
 	tests := []struct {
 		add  quota.Usage
@@ -89,11 +81,7 @@ func TestReserve(t *testing.T) {
 // and commands get what is above the 8 MiB, whatever the quota allows.
 func TestKeepFree(t *testing.T) {
 	ws := storeguardtest.SmallFS(t, "16m")
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := openRoot(t, ws)
 	tests := []struct {
 		name     string
 		limits   quota.Limits
@@ -190,11 +178,7 @@ func TestMeasure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := t.TempDir()
 			tt.make(t, ws)
-			root, err := os.OpenRoot(ws)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer root.Close()
+			root := openRoot(t, ws)
 			u, err := quota.Measure(t.Context(), root, 0)
 			var ue *quota.UnmeasurableError
 			switch {
@@ -219,11 +203,7 @@ func TestMeasureEndsWithItsContext(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := openRoot(t, ws)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if u, err := quota.Measure(ctx, root, 0); !errors.Is(err, context.Canceled) || u.Files >= 3000 {
@@ -237,13 +217,9 @@ func TestMeasureEndsWithItsContext(t *testing.T) {
 func TestUnmeasurableCountsAsOver(t *testing.T) {
 	ws := t.TempDir()
 	deepTree(t, ws, quota.MaxDepth+1)
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := openRoot(t, ws)
 	m := quota.NewMeter(quota.Limits{Bytes: 1 << 30, Files: 100_000}, time.Hour)
-	err = m.Reserve(t.Context(), ws, root, quota.Usage{Bytes: 1, Files: 1})
+	err := m.Reserve(t.Context(), ws, root, quota.Usage{Bytes: 1, Files: 1})
 	if !errors.Is(err, quota.ErrExceeded) || !strings.Contains(err.Error(), "cannot be measured") || !strings.Contains(err.Error(), "rm -rf") {
 		t.Errorf("Reserve = %v, want refused, naming the entry and rm", err)
 	}
@@ -262,6 +238,17 @@ func TestUnmeasurableCountsAsOver(t *testing.T) {
 	if err := m.Reserve(t.Context(), ws, root, quota.Usage{Bytes: 1, Files: 1}); err != nil {
 		t.Errorf("Reserve once removed: %v", err)
 	}
+}
+
+// openRoot opens dir as an os.Root, closed when the test ends.
+func openRoot(t testing.TB, dir string) *os.Root {
+	t.Helper()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = root.Close() })
+	return root
 }
 
 // BenchmarkMeasure walks a workspace of 100 directories of 100 files,
@@ -283,11 +270,7 @@ func BenchmarkMeasure(b *testing.B) {
 	deepTree(b, deep, 250)
 	for _, bb := range []struct{ name, dir string }{{"wide", wide}, {"deep", deep}} {
 		b.Run(bb.name, func(b *testing.B) {
-			root, err := os.OpenRoot(bb.dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer root.Close()
+			root := openRoot(b, bb.dir)
 			for b.Loop() {
 				if _, err := quota.Measure(b.Context(), root, 0); err != nil {
 					b.Fatal(err)
