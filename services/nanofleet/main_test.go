@@ -80,6 +80,16 @@ func TestChatReadsLines(t *testing.T) {
 	}
 }
 
+// agentWithConfig writes data as env's default config file and runs
+// `agent -m hi`, as a user starting with that file does.
+func agentWithConfig(t *testing.T, env *environment, data string) error {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(env.home(), "config.json"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dispatch(t.Context(), env, []string{"agent", "-m", "hi"})
+}
+
 // TestPastedNanobotConfigNamesEveryBadKey: a nanobot config.json pasted
 // whole has bad keys in the shared sections and in the parts' sections;
 // one start names all of them.
@@ -91,10 +101,7 @@ func TestPastedNanobotConfigNamesEveryBadKey(t *testing.T) {
 		"tools": {"restrictToWorkspace": false, "exec": {"timeout": 60}},
 		"channels": {"telegram": {"enabled": false, "tokn": "x"}}
 	}`
-	if err := os.WriteFile(filepath.Join(env.home(), "config.json"), []byte(pasted), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err := dispatch(t.Context(), env, []string{"agent", "-m", "hi"})
+	err := agentWithConfig(t, env, pasted)
 	if !errors.Is(err, config.ErrInvalid) {
 		t.Fatalf("err = %v, want an invalid config error", err)
 	}
@@ -107,18 +114,11 @@ func TestPastedNanobotConfigNamesEveryBadKey(t *testing.T) {
 
 func TestBadConfigFailsNamingTheKey(t *testing.T) {
 	env, _, _ := testEnv(t, nil)
-	path := filepath.Join(env.home(), "config.json")
-	if err := os.WriteFile(path, []byte(`{"agents":{"defaults":{"maxToolIterations":-1}}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err := dispatch(t.Context(), env, []string{"agent", "-m", "hi"})
+	err := agentWithConfig(t, env, `{"agents":{"defaults":{"maxToolIterations":-1}}}`)
 	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "agents.defaults.maxToolIterations") {
 		t.Fatalf("err = %v, want one naming agents.defaults.maxToolIterations", err)
 	}
-	if err := os.WriteFile(path, []byte(`{"tools":{"exec":{"timeout":"soon"}}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err = dispatch(t.Context(), env, []string{"agent", "-m", "hi"})
+	err = agentWithConfig(t, env, `{"tools":{"exec":{"timeout":"soon"}}}`)
 	if err == nil || !strings.Contains(err.Error(), "tools.exec.timeout") {
 		t.Fatalf("err = %v, want one naming tools.exec.timeout", err)
 	}
@@ -136,10 +136,7 @@ func TestEveryConfigProblemInOneRun(t *testing.T) {
 		"observability": {"listen": "::::"},
 		"tools": {"exec": {"timeout": -5, "sandbox": "docker"}}
 	}`
-	if err := os.WriteFile(filepath.Join(env.home(), "config.json"), []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err := dispatch(t.Context(), env, []string{"agent", "-m", "hi"})
+	err := agentWithConfig(t, env, data)
 	if !errors.Is(err, config.ErrInvalid) {
 		t.Fatalf("err = %v, want an invalid config error", err)
 	}
