@@ -15,10 +15,7 @@ import (
 func TestInProgressHoldsRedelivery(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	ctx := t.Context()
-	st, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := jobsStream(t, b)
 	if _, err := b.JS.Publish(ctx, "jobs.1", []byte("job")); err != nil {
 		t.Fatal(err)
 	}

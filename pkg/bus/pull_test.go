@@ -141,10 +141,7 @@ func TestPullReleasingFetchesForReleasedSlots(t *testing.T) {
 // shutdown waited out a two-second fetch of Dream's this way).
 func TestTakeEndsWithItsContext(t *testing.T) {
 	b := bustest.StartJetStream(t)
-	st, err := b.JS.CreateStream(t.Context(), jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := jobsStream(t, b)
 	cons, err := st.CreateOrUpdateConsumer(t.Context(), jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
 		t.Fatal(err)
@@ -176,10 +173,7 @@ func TestTakeEndsWithItsContext(t *testing.T) {
 // open, was never sent).
 func TestMessageForAStoppedPullIsGivenAgain(t *testing.T) {
 	b := bustest.StartJetStream(t)
-	st, err := b.JS.CreateStream(t.Context(), jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := jobsStream(t, b)
 	// Fewer deliveries than Pull's fetch has room for.
 	const slots, maxDeliver = 4, 3
 	cons, err := st.CreateOrUpdateConsumer(t.Context(), jetstream.ConsumerConfig{
@@ -236,14 +230,21 @@ func TestMessageForAStoppedPullIsGivenAgain(t *testing.T) {
 	}
 }
 
-// jobs publishes messages numbered 0… on a stream of their own and
-// returns a consumer of them with explicit acks.
-func jobs(t *testing.T, b *bus.Bus, messages int) jetstream.Consumer {
+// jobsStream makes the stream JOBS, of the subjects jobs.>.
+func jobsStream(t *testing.T, b *bus.Bus) jetstream.Stream {
 	t.Helper()
 	st, err := b.JS.CreateStream(t.Context(), jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// jobs publishes messages numbered 0… on a stream of their own and
+// returns a consumer of them with explicit acks.
+func jobs(t *testing.T, b *bus.Bus, messages int) jetstream.Consumer {
+	t.Helper()
+	st := jobsStream(t, b)
 	for i := range messages {
 		if _, err := b.JS.Publish(t.Context(), fmt.Sprint("jobs.", i), []byte(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)

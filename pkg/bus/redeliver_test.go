@@ -25,10 +25,7 @@ func TestRedeliverPending(t *testing.T) {
 			srv := bustest.StartServerIn(t, dir)
 			b := srv.Connect(t, "")
 			ctx := t.Context()
-			st, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := jobsStream(t, b)
 			for _, subj := range []string{"jobs.1", "jobs.2"} {
 				if _, err := b.JS.Publish(ctx, subj, []byte("job")); err != nil {
 					t.Fatal(err)
