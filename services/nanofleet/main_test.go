@@ -682,27 +682,18 @@ func TestConversationSaysWhenTheStoreFills(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- dispatch(ctx, env, []string{"chat", "--data", dataDir}) }()
-	shows := func(b *syncbuf.Buffer, s string) {
-		t.Helper()
-		bustest.Eventually(t, 30*time.Second, func() error {
-			if !strings.Contains(b.String(), s) {
-				return fmt.Errorf("no %q in %q", s, b.String())
-			}
-			return nil
-		})
-	}
 	fmt.Fprintln(typed, "in flight")
 	bustest.Receive(t, held.Asked, time.Minute) // the turn reached the model
 	ballast := filepath.Join(dataDir, "ballast")
 	storeguardtest.Fill(t, ballast)
-	shows(errOut, "storage full")
-	shows(errOut, "the turn goes on then")
+	shows(t, errOut, "storage full")
+	shows(t, errOut, "the turn goes on then")
 	held.Release()
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
 	}
-	shows(errOut, "the store has room again")
-	shows(stdout, "late answer")
+	shows(t, errOut, "the store has room again")
+	shows(t, stdout, "late answer")
 
 	storeguardtest.FillTo(t, ballast, 16<<20)
 	// The guard looks once a second and logs what it sees.
@@ -714,7 +705,7 @@ func TestConversationSaysWhenTheStoreFills(t *testing.T) {
 		return nil
 	})
 	fmt.Fprintln(typed, "while full")
-	shows(errOut, "error: the message was not sent: storage full")
+	shows(t, errOut, "error: the message was not sent: storage full")
 	for _, r := range llm.Requests() {
 		if r.LastUserText() == "while full" {
 			t.Error("the model was asked a message typed on a full store")
