@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -119,7 +118,6 @@ func TestBadRequestsAreDeadLettered(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	letters := memtest.Messages(t, b, b.Space.DeadLetterStream(), b.Space.DeadLetter(consolidator.DeadLetterSource))
 	runConsolidator(t, b, srv, memtest.Logger(t), func(cfg *consolidator.Config) { cfg.MaxRequestBytes = 512 })
-	ctx := t.Context()
 
 	agent := memory.AgentScope("default").Key()
 	encode := func(r *nanofleetv1.ConsolidationRequest) []byte { d, _ := proto.Marshal(r); return d }
@@ -137,7 +135,7 @@ func TestBadRequestsAreDeadLettered(t *testing.T) {
 		{"bad scope", b.Space.Consolidate("cli:6"), encode(&nanofleetv1.ConsolidationRequest{SessionKey: "cli:6", FromSeq: 1, ToSeq: 2, Scope: "galaxy.x.y"}), "scope"},
 	}
 	for _, tt := range tests {
-		publish(t, b, tt.subject, tt.data)
+		bustest.Publish(t, b, tt.subject, tt.data)
 		m := memtest.Next(t, letters, 10*time.Second, "dead letter for "+tt.name)
 		if got := m.Headers().Get("Nanofleet-Reason"); !strings.Contains(got, tt.reason) {
 			t.Errorf("%s: reason %q, want %q", tt.name, got, tt.reason)
@@ -149,14 +147,24 @@ func TestBadRequestsAreDeadLettered(t *testing.T) {
 	}
 	// None of them stays in the queue (terminated right after the dead
 	// letter is stored; the server removes them as it gets the Term).
-	st, _ := b.JS.Stream(ctx, b.Space.MemoryStream())
-	bustest.Eventually(t, 5*time.Second, func() error {
-		info, err := st.Info(ctx)
+	waitQueueEmpty(t, b, 5*time.Second)
+}
+
+// waitQueueEmpty waits until the consolidation requests' work queue holds
+// none: each was acknowledged or terminated.
+func waitQueueEmpty(t *testing.T, b *bus.Bus, within time.Duration) {
+	t.Helper()
+	st, err := b.JS.Stream(t.Context(), b.Space.MemoryStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, within, func() error {
+		info, err := st.Info(t.Context())
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if left := info.State.Msgs; left != 0 {
-			return fmt.Errorf("%d requests left in the queue", left)
+		if n := info.State.Msgs; n != 0 {
+			return fmt.Errorf("%d requests left in the queue", n)
 		}
 		return nil
 	})
@@ -179,13 +187,4 @@ func runConsolidator(t *testing.T, b *bus.Bus, srv *llmtest.Server, log *slog.Lo
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
 	t.Cleanup(func() { cancel(); bustest.Receive(t, done, 30*time.Second) })
-}
-
-func publish(t *testing.T, b *bus.Bus, subj string, data []byte) {
-	t.Helper()
-	m := nats.NewMsg(subj)
-	m.Data = data
-	if _, err := b.JS.PublishMsg(t.Context(), m); err != nil {
-		t.Fatal(err)
-	}
 }

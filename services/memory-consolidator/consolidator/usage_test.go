@@ -216,20 +216,7 @@ func TestConsolidationCommitsWhateverItsCount(t *testing.T) {
 				t.Errorf("memory %q, %v: the consolidation did not commit", doc.GetContent(), err)
 			}
 			// Acknowledged: the work queue is empty.
-			st, err := b.JS.Stream(ctx, b.Space.MemoryStream())
-			if err != nil {
-				t.Fatal(err)
-			}
-			bustest.Eventually(t, 10*time.Second, func() error {
-				info, err := st.Info(ctx)
-				if err != nil {
-					return err
-				}
-				if n := info.State.Msgs; n != 0 {
-					return fmt.Errorf("%d requests left in the queue", n)
-				}
-				return nil
-			})
+			waitQueueEmpty(t, b, 10*time.Second)
 			if n := srv.RequestCount(); n != 1 {
 				t.Errorf("%d model requests, want 1", n)
 			}
