@@ -45,13 +45,7 @@ func TestPullHoldsNoMoreThanItsSlots(t *testing.T) {
 			_ = m.Ack()
 		})
 	}()
-	for range slots {
-		select {
-		case <-started:
-		case <-time.After(10 * time.Second):
-			t.Fatal("handlers did not start")
-		}
-	}
+	waitStarts(t, started, slots, "handlers did not start")
 	info, err := cons.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -60,13 +54,7 @@ func TestPullHoldsNoMoreThanItsSlots(t *testing.T) {
 		t.Errorf("%d messages taken with %d slots busy", info.NumAckPending, slots)
 	}
 	close(release)
-	for range messages - slots {
-		select {
-		case <-started:
-		case <-time.After(10 * time.Second):
-			t.Fatal("not every message was handled")
-		}
-	}
+	waitStarts(t, started, messages-slots, "not every message was handled")
 	if m := most.Load(); m > slots {
 		t.Errorf("%d handlers ran at once with %d slots", m, slots)
 	}
@@ -105,13 +93,7 @@ func TestPullReleasingFetchesForReleasedSlots(t *testing.T) {
 			_ = m.Ack()
 		})
 	}()
-	for range releasing + slots {
-		select {
-		case <-started:
-		case <-time.After(10 * time.Second):
-			t.Fatal("released slots were not used")
-		}
-	}
+	waitStarts(t, started, releasing+slots, "released slots were not used")
 	info, err := cons.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -120,13 +102,7 @@ func TestPullReleasingFetchesForReleasedSlots(t *testing.T) {
 		t.Errorf("%d messages taken, want %d: %d released slots and %d busy", info.NumAckPending, releasing+slots, releasing, slots)
 	}
 	close(finish)
-	for range messages - releasing - slots {
-		select {
-		case <-started:
-		case <-time.After(10 * time.Second):
-			t.Fatal("not every message was handled")
-		}
-	}
+	waitStarts(t, started, messages-releasing-slots, "not every message was handled")
 	cancel()
 	select {
 	case wait := <-pulled:
@@ -227,6 +203,19 @@ func TestMessageForAStoppedPullIsGivenAgain(t *testing.T) {
 	}
 	if meta.NumDelivered > 2 {
 		t.Errorf("delivery %d: the stopped Pull's fetch took it %d times", meta.NumDelivered, meta.NumDelivered-1)
+	}
+}
+
+// waitStarts waits for n handlers to say on started that they started,
+// each within 10 s; what is the failure.
+func waitStarts(t *testing.T, started <-chan struct{}, n int, what string) {
+	t.Helper()
+	for range n {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal(what)
+		}
 	}
 }
 
