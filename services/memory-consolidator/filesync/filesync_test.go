@@ -3,6 +3,7 @@ package filesync_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -228,7 +229,7 @@ func TestRunReadsJetStreamOnlyOnChange(t *testing.T) {
 
 	const poll = 10 * time.Millisecond
 	e := env{t: t, b: b, ws: t.TempDir(), docs: docs}
-	runSyncer(t, ctx, cancel, e, poll)
+	s := runSyncer(t, ctx, cancel, e, poll)
 	fileIs := func(want string) func() error {
 		return func() error {
 			data, err := os.ReadFile(filepath.Join(e.ws, "memory", "MEMORY.md"))
@@ -244,12 +245,18 @@ func TestRunReadsJetStreamOnlyOnChange(t *testing.T) {
 	bustest.Eventually(t, 10*time.Second, fileIs("- first\n"))
 
 	// Once in sync, 30 polls in a row read nothing (without the kept
-	// copies every poll reads each pair).
+	// copies every poll reads each pair). The window is counted in the
+	// syncer's own polls, so a slow machine cannot shrink it.
+	before, from := count(), s.Rounds()
+	var failed error // the last window's reads, said if none ends clean
 	bustest.Eventually(t, 10*time.Second, func() error {
-		before := count()
-		time.Sleep(30 * poll)
+		if polls := s.Rounds() - from; polls < 30 {
+			return errors.Join(fmt.Errorf("%d polls of 30 so far", polls), failed)
+		}
 		if n := count() - before; n != 0 {
-			return fmt.Errorf("%d KV reads in 30 polls with nothing changed", n)
+			failed = fmt.Errorf("%d KV reads in 30 polls with nothing changed", n)
+			before, from = count(), s.Rounds()
+			return failed
 		}
 		return nil
 	})
@@ -547,7 +554,7 @@ func must(t *testing.T, err error) {
 
 // runSyncer runs a syncer of e's workspace polling every poll until the
 // test ends: it cancels ctx and waits for Run to return.
-func runSyncer(t *testing.T, ctx context.Context, cancel context.CancelFunc, e env, poll time.Duration) {
+func runSyncer(t *testing.T, ctx context.Context, cancel context.CancelFunc, e env, poll time.Duration) *filesync.Syncer {
 	t.Helper()
 	s, err := filesync.New(ctx, filesync.Config{Workspace: e.ws, Agent: "default", Poll: poll}, e.b, filesync.WithLogger(memtest.Logger(t)))
 	if err != nil {
@@ -560,4 +567,5 @@ func runSyncer(t *testing.T, ctx context.Context, cancel context.CancelFunc, e e
 		bustest.Receive(t, done, 30*time.Second)
 		s.Close()
 	})
+	return s
 }
