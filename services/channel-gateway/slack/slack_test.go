@@ -168,27 +168,14 @@ func TestStreamedTableWithinLimit(t *testing.T) {
 	h := start(t, slack.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.1}},
 		workertest.Streamed(answer, workertest.Deltas(answer)...), workertest.HoldUntil(release, wait))
 	h.fake.Send(t, "Ev1", slacktest.AppMention("U1", "C1", "9.9", "<@UBOT> table please"))
-	var updates, posts int
-	for {
+	adaptertest.StreamedPieces(t, release, func() adaptertest.StreamCall {
 		c := h.fake.Next(t, wait, "chat.postMessage", "chat.update")
+		s := adaptertest.StreamCall{Edit: c.Method == "chat.update", Text: c.Fields["text"]}
 		if c.TS == "" {
-			t.Fatalf("%s of %d characters refused (after %d posts, %d updates)", c.Method, len([]rune(c.Fields["text"])), posts, updates)
+			s.Refused = fmt.Sprintf("%s of %d characters", c.Method, len([]rune(c.Fields["text"])))
 		}
-		if c.Method == "chat.postMessage" {
-			posts++
-		} else {
-			updates++
-		}
-		if posts+updates == 1 {
-			close(release) // the answer comes once the stream is under way
-		}
-		if strings.HasSuffix(c.Fields["text"], "END") {
-			break
-		}
-	}
-	if updates == 0 || posts < 2 {
-		t.Errorf("%d posts and %d updates, want the streamed message updated and the rest posted", posts, updates)
-	}
+		return s
+	})
 }
 
 func TestToolHintsInThread(t *testing.T) {

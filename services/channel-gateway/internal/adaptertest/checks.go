@@ -172,3 +172,44 @@ func WantPieces(t *testing.T, got, want int) {
 		t.Errorf("%d pieces, want %d (0: more than one)", got, want)
 	}
 }
+
+// StreamCall is a post or an edit of an answer streamed by editing one
+// message, as a platform's fake recorded it.
+type StreamCall struct {
+	// Edit is set for an edit of the streamed message, unset for a post.
+	Edit bool
+	Text string
+	// Refused says what the platform refused ("chat.update of 40123
+	// characters"), "" when it took the call.
+	Refused string
+}
+
+// StreamedPieces reads the calls next returns for an answer ending in a
+// paragraph "END" that a held worker streams, closing release once the
+// stream is under way (the answer comes after its first call). It fails
+// the test at a refused call, or unless the streamed message was edited
+// and the rest of the answer posted in messages of its own.
+func StreamedPieces(t *testing.T, release chan<- struct{}, next func() StreamCall) {
+	t.Helper()
+	var edits, posts int
+	for {
+		c := next()
+		if c.Refused != "" {
+			t.Fatalf("%s refused (after %d posts, %d edits)", c.Refused, posts, edits)
+		}
+		if c.Edit {
+			edits++
+		} else {
+			posts++
+		}
+		if posts+edits == 1 {
+			close(release)
+		}
+		if strings.HasSuffix(c.Text, "END") {
+			break
+		}
+	}
+	if edits == 0 || posts < 2 {
+		t.Errorf("%d posts and %d edits, want the streamed message edited and the rest posted", posts, edits)
+	}
+}
