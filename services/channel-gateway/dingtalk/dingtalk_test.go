@@ -264,16 +264,14 @@ func (h *harness) waitDelivered(t *testing.T, n int) {
 
 func TestValidate(t *testing.T) {
 	ok := dingtalk.Config{Common: channelconfig.Common{Enabled: true}, ClientID: "ding1", ClientSecret: "s"}
-	adaptertest.Validate(t, ok, []adaptertest.ConfigCase[dingtalk.Config]{
-		{Name: "valid", Change: func(*dingtalk.Config) {}},
-		{Name: "disabled needs nothing", Change: func(c *dingtalk.Config) { *c = dingtalk.Config{} }},
+	own := []adaptertest.ConfigCase[dingtalk.Config]{
 		{Name: "client id", Change: func(c *dingtalk.Config) { c.ClientID = "" }, Key: "channels.dingtalk.clientId"},
 		{Name: "client secret", Change: func(c *dingtalk.Config) { c.ClientSecret = "" }, Key: "channels.dingtalk.clientSecret"},
-		{Name: "group policy", Change: func(c *dingtalk.Config) { c.GroupPolicy = "all" }, Key: "channels.dingtalk.groupPolicy"},
-		{Name: "allowlist without groups", Change: func(c *dingtalk.Config) { c.GroupPolicy = channelconfig.GroupAllowlist }, Key: "channels.dingtalk.groupAllowFrom"},
 		{Name: "dm policy", Change: func(c *dingtalk.Config) { c.DMPolicy = "maybe" }, Key: "channels.dingtalk.dmPolicy"},
 		{Name: "api url", Change: func(c *dingtalk.Config) { c.APIURL = "api.dingtalk.com" }, Key: "channels.dingtalk.apiUrl"},
-	})
+	}
+	common := func(c *dingtalk.Config) *channelconfig.Common { return &c.Common }
+	adaptertest.Validate(t, ok, append(adaptertest.CommonConfigCases("dingtalk", common), own...))
 }
 
 func TestRejectedCredentialsStopTheAdapter(t *testing.T) {

@@ -338,9 +338,7 @@ func (h *harness) answered(t *testing.T, n int, text string) {
 
 func TestValidate(t *testing.T) {
 	ok := feishu.Config{Common: channelconfig.Common{Enabled: true}, AppID: "cli_1", AppSecret: "s"}
-	adaptertest.Validate(t, ok, []adaptertest.ConfigCase[feishu.Config]{
-		{Name: "valid", Change: func(*feishu.Config) {}},
-		{Name: "disabled needs nothing", Change: func(c *feishu.Config) { *c = feishu.Config{} }},
+	own := []adaptertest.ConfigCase[feishu.Config]{
 		{Name: "app id", Change: func(c *feishu.Config) { c.AppID = "" }, Key: "channels.feishu.appId"},
 		{Name: "app secret", Change: func(c *feishu.Config) { c.AppSecret = " " }, Key: "channels.feishu.appSecret"},
 		{Name: "domain", Change: func(c *feishu.Config) { c.Domain = "larksuite" }, Key: "channels.feishu.domain"},
@@ -348,13 +346,13 @@ func TestValidate(t *testing.T) {
 		{Name: "webhook without encrypt key", Change: func(c *feishu.Config) { c.Mode, c.VerificationToken = feishu.ModeWebhook, "v" }, Key: "channels.feishu.encryptKey"},
 		{Name: "webhook without token", Change: func(c *feishu.Config) { c.Mode, c.EncryptKey = feishu.ModeWebhook, "k" }, Key: "channels.feishu.verificationToken"},
 		{Name: "webhook path", Change: func(c *feishu.Config) { c.Webhook.Path = "hooks" }, Key: "channels.feishu.webhook.path"},
-		{Name: "group policy", Change: func(c *feishu.Config) { c.GroupPolicy = "all" }, Key: "channels.feishu.groupPolicy"},
-		{Name: "allowlist without chats", Change: func(c *feishu.Config) { c.GroupPolicy = channelconfig.GroupAllowlist }, Key: "channels.feishu.groupAllowFrom"},
 		{Name: "dm policy", Change: func(c *feishu.Config) { c.DMPolicy = "maybe" }, Key: "channels.feishu.dmPolicy"},
 		{Name: "reply format", Change: func(c *feishu.Config) { c.ReplyFormat = "html" }, Key: "channels.feishu.replyFormat"},
 		{Name: "base url", Change: func(c *feishu.Config) { c.BaseURL = "open.feishu.cn" }, Key: "channels.feishu.baseUrl"},
 		{Name: "stream edit interval", Change: func(c *feishu.Config) { c.StreamEditInterval = -1 }, Key: "channels.feishu.streamEditInterval"},
-	})
+	}
+	common := func(c *feishu.Config) *channelconfig.Common { return &c.Common }
+	adaptertest.Validate(t, ok, append(adaptertest.CommonConfigCases("feishu", common), own...))
 }
 
 func toJSON(v any) string {

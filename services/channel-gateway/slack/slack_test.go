@@ -207,16 +207,14 @@ func TestToolHintsEscaped(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	ok := slack.Config{Common: channelconfig.Common{Enabled: true}, BotToken: "xoxb-1", AppToken: "xapp-1"}
-	adaptertest.Validate(t, ok, []adaptertest.ConfigCase[slack.Config]{
-		{Name: "valid", Change: func(*slack.Config) {}},
-		{Name: "disabled needs nothing", Change: func(c *slack.Config) { *c = slack.Config{} }},
+	own := []adaptertest.ConfigCase[slack.Config]{
 		{Name: "bot token", Change: func(c *slack.Config) { c.BotToken = "" }, Key: "channels.slack.botToken"},
 		{Name: "app token", Change: func(c *slack.Config) { c.AppToken = "xoxb-2" }, Key: "channels.slack.appToken"},
 		{Name: "mode", Change: func(c *slack.Config) { c.Mode = "http" }, Key: "channels.slack.mode"},
-		{Name: "group policy", Change: func(c *slack.Config) { c.GroupPolicy = "all" }, Key: "channels.slack.groupPolicy"},
-		{Name: "allowlist without channels", Change: func(c *slack.Config) { c.GroupPolicy = channelconfig.GroupAllowlist }, Key: "channels.slack.groupAllowFrom"},
 		{Name: "dm policy", Change: func(c *slack.Config) { c.DM.Policy = "maybe" }, Key: "channels.slack.dm.policy"},
-	})
+	}
+	common := func(c *slack.Config) *channelconfig.Common { return &c.Common }
+	adaptertest.Validate(t, ok, append(adaptertest.CommonConfigCases("slack", common), own...))
 }
 
 func TestFilesAreStored(t *testing.T) {

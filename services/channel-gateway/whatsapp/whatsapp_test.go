@@ -456,25 +456,16 @@ func TestDeliveryFromAGatewayWithoutTheConnection(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
-	tests := []struct {
-		cfg  whatsapp.Config
-		want string
-	}{
-		{whatsapp.Config{Common: channelconfig.Common{Enabled: true}}, ""},
-		{whatsapp.Config{Common: channelconfig.Common{Enabled: true}, Account: "a.b"}, "channels.whatsapp.account"},
-		{whatsapp.Config{Common: channelconfig.Common{Enabled: true}, Account: "lid"}, "channels.whatsapp.account"},
-		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, GroupPolicy: "all"}}, "channels.whatsapp.groupPolicy"},
-		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, GroupPolicy: channelconfig.GroupAllowlist}}, "channels.whatsapp.groupAllowFrom"},
-		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, DMPolicy: "maybe"}}, "channels.whatsapp.dmPolicy"},
-		{whatsapp.Config{Common: channelconfig.Common{Enabled: true, MaxMediaBytes: -1}}, "channels.whatsapp.maxMediaBytes"},
-		{whatsapp.Config{Common: channelconfig.Common{Enabled: false, GroupPolicy: "all"}}, ""},
+	ok := whatsapp.Config{Common: channelconfig.Common{Enabled: true}}
+	own := []adaptertest.ConfigCase[whatsapp.Config]{
+		{Name: "account with a dot", Change: func(c *whatsapp.Config) { c.Account = "a.b" }, Key: "channels.whatsapp.account"},
+		{Name: "account lid", Change: func(c *whatsapp.Config) { c.Account = "lid" }, Key: "channels.whatsapp.account"},
+		{Name: "dm policy", Change: func(c *whatsapp.Config) { c.DMPolicy = "maybe" }, Key: "channels.whatsapp.dmPolicy"},
+		{Name: "max media bytes", Change: func(c *whatsapp.Config) { c.MaxMediaBytes = -1 }, Key: "channels.whatsapp.maxMediaBytes"},
+		{Name: "disabled ignores a bad group policy", Change: func(c *whatsapp.Config) { c.Enabled, c.GroupPolicy = false, "all" }},
 	}
-	for _, tt := range tests {
-		err := tt.cfg.Validate()
-		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
-			t.Errorf("Validate(%+v) = %v, want %q", tt.cfg, err, tt.want)
-		}
-	}
+	common := func(c *whatsapp.Config) *channelconfig.Common { return &c.Common }
+	adaptertest.Validate(t, ok, append(adaptertest.CommonConfigCases("whatsapp", common), own...))
 }
 
 // TestAdapter runs the scenarios every adapter passes.

@@ -14,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -38,6 +39,21 @@ func Validate[C interface{ Validate() error }](t *testing.T, ok C, cases []Confi
 				t.Errorf("Validate() = %v, want error naming %q", err, tt.Key)
 			}
 		})
+	}
+}
+
+// CommonConfigCases are the cases of the keys every channel shares, for
+// the channel name keys are under (channels.<name>.) and common, which
+// returns a config's shared keys: a valid config stays valid, a disabled
+// one needs nothing, and Validate names a group policy it does not know
+// and the allowlist policy without groups.
+func CommonConfigCases[C any](name string, common func(*C) *channelconfig.Common) []ConfigCase[C] {
+	p := "channels." + name + "."
+	return []ConfigCase[C]{
+		{Name: "valid", Change: func(*C) {}},
+		{Name: "disabled needs nothing", Change: func(c *C) { var zero C; *c = zero }},
+		{Name: "group policy", Change: func(c *C) { common(c).GroupPolicy = "all" }, Key: p + "groupPolicy"},
+		{Name: "allowlist without groups", Change: func(c *C) { common(c).GroupPolicy = channelconfig.GroupAllowlist }, Key: p + "groupAllowFrom"},
 	}
 }
 
