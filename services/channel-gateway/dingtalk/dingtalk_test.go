@@ -20,7 +20,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 const wait = 10 * time.Second
@@ -209,32 +208,22 @@ func TestPicturesAndFilesAreStored(t *testing.T) {
 }
 
 // TestOneConnectionPerApp: a second gateway waits while the first holds
-// the app's stream, and takes over when the first stops.
+// the app's stream, and takes over when the first stops; the status names
+// the robot code.
 func TestOneConnectionPerApp(t *testing.T) {
 	h := &harness{Env: adaptertest.NewEnv(t, workertest.Echo), fake: dingtalktest.New(t)}
-	stopFirst := h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
-	h.fake.WaitConnected(t, wait)
-	// The status is written before the connection is made.
-	if rec := adaptertest.Status(t, h.Bus, dingtalk.Channel); rec.Account != dingtalktest.ClientID || rec.State != status.Connected {
-		t.Errorf("status = %+v, want connected as the robot code, %s", rec, dingtalktest.ClientID)
+	run := func() func() {
+		return h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
 	}
-	h.gateway(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
-	h.fake.Send(t, dm("msg-1", "staff-ada", "first"))
-	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: first"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
-	if n := h.fake.Connections(); n != 1 {
-		t.Errorf("%d stream connections for one app, want 1", n)
-	}
-	// Stopped before it recorded the delivery, the first gateway would
-	// leave the reply to be sent again (DingTalk has no idempotency key).
-	h.waitDelivered(t, 1)
-	stopFirst()
-	h.fake.WaitConnections(t, 2, wait) // the lease TTL in tests is 3s
-	h.fake.Send(t, dm("msg-2", "staff-ada", "second"))
-	if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: second"] != 1 {
-		t.Errorf("replies = %v", got)
-	}
+	adaptertest.OneConnection(t, h.Bus, h.fake, dingtalk.Channel, dingtalktest.ClientID, run, func(t *testing.T, n int, text string) {
+		h.fake.Send(t, dm(fmt.Sprintf("msg-%d", n), "staff-ada", text))
+		if got := adaptertest.Texts(t, &suiteFake{Server: h.fake}, 1); got["echo: "+text] != 1 {
+			t.Errorf("replies = %v", got)
+		}
+		// Stopped before it recorded the delivery, a gateway would leave
+		// the reply to be sent again (DingTalk has no idempotency key).
+		h.waitDelivered(t, n)
+	})
 }
 
 // waitDelivered waits until n replies are recorded as delivered.

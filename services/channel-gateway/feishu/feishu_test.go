@@ -21,7 +21,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 const wait = 10 * time.Second
@@ -302,27 +301,15 @@ func TestWebhook(t *testing.T) {
 }
 
 // TestOneConnectionPerApp: a second gateway waits while the first holds
-// the app's connection, and takes over when the first stops.
+// the app's connection, and takes over when the first stops; the status
+// names the app.
 func TestOneConnectionPerApp(t *testing.T) {
 	h := &harness{Env: adaptertest.NewEnv(t, workertest.Echo), fake: feishutest.New(t)}
-	cfg := feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}
-	_, stopFirst := h.gateway(t, cfg)
-	h.fake.WaitConnected(t, wait)
-	// The status is written before the connection is made.
-	if rec := adaptertest.Status(t, h.Bus, feishu.Channel); rec.Account != "nano" || rec.State != status.Connected {
-		t.Errorf("status = %+v, want connected as the app's name, nano", rec)
+	run := func() func() {
+		_, stop := h.gateway(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
+		return stop
 	}
-	h.gateway(t, cfg)
-	h.answered(t, 1, "first")
-	if n := h.fake.Connections(); n != 1 {
-		t.Errorf("%d long connections for one app, want 1", n)
-	}
-	stopFirst()
-	h.fake.WaitConnections(t, 2, wait) // the lease TTL in tests is 3s
-	h.answered(t, 2, "second")
-	if n := h.fake.Connections(); n != 2 {
-		t.Errorf("%d long connections opened, want 2", n)
-	}
+	adaptertest.OneConnection(t, h.Bus, h.fake, feishu.Channel, "nano", run, h.answered)
 }
 
 // answered sends event n, a direct message with text, and checks that the
