@@ -57,12 +57,10 @@ func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, s
 func runAdapter(t *testing.T, b *bus.Bus, fake *feishutest.Server, cfg feishu.Config, log *slog.Logger) (a *feishu.Adapter, stop func()) {
 	t.Helper()
 	cfg.Enabled, cfg.AppID, cfg.AppSecret, cfg.BaseURL = true, feishutest.AppID, feishutest.AppSecret, fake.URL
-	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (gateway.Adapter, error) {
-		var err error
-		a, err = feishu.New(ctx, cfg, deps, feishu.WithLogger(log))
-		return a, err
+	g, a := adaptertest.StartGateway(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (*feishu.Adapter, error) {
+		return feishu.New(ctx, cfg, deps, feishu.WithLogger(log))
 	})
-	return a, stop
+	return a, g.Stop
 }
 
 // markdown returns the markdown of an interactive card reply.

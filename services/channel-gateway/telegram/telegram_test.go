@@ -19,7 +19,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
@@ -60,13 +59,11 @@ func runAdapter(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg telegra
 func runAdapterCancel(t *testing.T, b *bus.Bus, fake *telegramtest.Server, cfg telegram.Config, log *slog.Logger) (a *telegram.Adapter, stop func()) {
 	t.Helper()
 	cfg.Enabled, cfg.Token, cfg.APIBase = true, token, fake.URL
-	stop = gatewaytest.Run(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (gateway.Adapter, error) {
-		var err error
-		a, err = telegram.New(ctx, cfg, deps, telegram.WithLogger(log),
+	g, a := adaptertest.StartGateway(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (*telegram.Adapter, error) {
+		return telegram.New(ctx, cfg, deps, telegram.WithLogger(log),
 			telegram.WithPollTimeout(time.Second), telegram.WithTyping(time.Second, 5*time.Second))
-		return a, err
 	})
-	return a, stop
+	return a, g.Stop
 }
 
 func (h *harness) nextSend(t *testing.T) telegramtest.Call {

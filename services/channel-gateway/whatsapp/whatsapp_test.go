@@ -73,21 +73,16 @@ func (h *harness) gateway(t *testing.T, cfg whatsapp.Config) (stop func()) {
 func (h *harness) gatewayOn(t *testing.T, b *bus.Bus, cfg whatsapp.Config) (stop, kill func(), a *whatsapp.Adapter) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	g := runAdapter(t, b, h.fake, cfg, log, &a)
+	g, a := runAdapter(t, b, h.fake, cfg, log)
 	return g.Stop, g.Kill, a
 }
 
-// runAdapter runs a gateway with a WhatsApp adapter on b against fake,
-// and sets *a to the adapter when a is not nil.
-func runAdapter(t *testing.T, b *bus.Bus, fake *whatsapptest.Server, cfg whatsapp.Config, log *slog.Logger, a **whatsapp.Adapter) *gatewaytest.Gateway {
+// runAdapter runs a gateway with a WhatsApp adapter on b against fake.
+func runAdapter(t *testing.T, b *bus.Bus, fake *whatsapptest.Server, cfg whatsapp.Config, log *slog.Logger) (*gatewaytest.Gateway, *whatsapp.Adapter) {
 	t.Helper()
 	cfg.Enabled = true
-	return gatewaytest.Start(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (gateway.Adapter, error) {
-		adapter, err := whatsapp.New(ctx, cfg, deps, whatsapp.WithLogger(log), whatsapp.WithDialer(fake.Dial))
-		if a != nil {
-			*a = adapter
-		}
-		return adapter, err
+	return adaptertest.StartGateway(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (*whatsapp.Adapter, error) {
+		return whatsapp.New(ctx, cfg, deps, whatsapp.WithLogger(log), whatsapp.WithDialer(fake.Dial))
 	})
 }
 
@@ -521,7 +516,8 @@ func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog
 	// The fake keeps events until a device connects, so a new gateway
 	// need not be waited for; the device stays linked in JetStream.
 	f.Restarter = adaptertest.NewRestarter(func() func() {
-		return runAdapter(t, b, f.Server, whatsapp.Config{Common: common}, log, nil).Stop
+		g, _ := runAdapter(t, b, f.Server, whatsapp.Config{Common: common}, log)
+		return g.Stop
 	})
 	f.Scan(t, wait)
 	return f

@@ -8,6 +8,7 @@
 package adaptertest
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
@@ -166,6 +169,19 @@ func NewEnv(t *testing.T, script workertest.Script, opts ...workertest.Option) E
 	t.Helper()
 	b := bustest.StartJetStream(t, channels.Assets)
 	return Env{Bus: b, Worker: workertest.Start(t, b, script, opts...)}
+}
+
+// StartGateway is gatewaytest.Start for an adapter of type A, which it
+// returns too, for a test that calls the adapter's own methods.
+func StartGateway[A gateway.Adapter](t *testing.T, b *bus.Bus, log *slog.Logger, build func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (A, error)) (*gatewaytest.Gateway, A) {
+	t.Helper()
+	var a A
+	g := gatewaytest.Start(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (gateway.Adapter, error) {
+		var err error
+		a, err = build(ctx, deps, log)
+		return a, err
+	})
+	return g, a
 }
 
 // Status returns the newest status record of channel (of any gateway),
