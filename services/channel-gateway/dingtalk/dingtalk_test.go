@@ -26,7 +26,6 @@ const wait = 10 * time.Second
 type harness struct {
 	adaptertest.Env
 	fake *dingtalktest.Server
-	logs *gatewaytest.Logs
 }
 
 func start(t *testing.T, cfg dingtalk.Config, script workertest.Script, opts ...workertest.Option) *harness {
@@ -41,10 +40,7 @@ func start(t *testing.T, cfg dingtalk.Config, script workertest.Script, opts ...
 // harness's bus and fake; it stops when stop is called or the test ends.
 func (h *harness) gateway(t *testing.T, cfg dingtalk.Config) (stop func()) {
 	t.Helper()
-	if h.logs == nil {
-		h.logs = &gatewaytest.Logs{}
-	}
-	return runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	return runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.DiscardHandler))
 }
 
 // runAdapter runs a gateway on b with a DingTalk adapter for cfg against
