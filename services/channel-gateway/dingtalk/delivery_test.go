@@ -261,10 +261,7 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 func TestLiveMessagesWithinLimit(t *testing.T) {
 	cases := adaptertest.LiveCases(dingtalk.Limit)
 	yes := true
-	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes, SendToolHints: &yes}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		i, _ := strconv.Atoi(in.GetContent())
-		return []*nanofleetv1.OutboundMessage{workertest.Live(cases[i].Kind, cases[i].Text)}
-	})
+	h := start(t, dingtalk.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes, SendToolHints: &yes}}, adaptertest.LiveScript(cases))
 	for i, tt := range cases {
 		t.Run(tt.Name, func(t *testing.T) {
 			h.fake.Send(t, dm(fmt.Sprintf("msg-live-%d", i), "staff-ada", strconv.Itoa(i)))

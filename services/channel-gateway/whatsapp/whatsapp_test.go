@@ -528,10 +528,7 @@ func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog
 func TestLiveMessagesWithinLimit(t *testing.T) {
 	cases := adaptertest.LiveCases(whatsapp.Limit)
 	yes := true
-	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes, SendToolHints: &yes}}, func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
-		i, _ := strconv.Atoi(in.GetContent())
-		return []*nanofleetv1.OutboundMessage{workertest.Live(cases[i].Kind, cases[i].Text)}
-	})
+	h := start(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, SendProgress: &yes, SendToolHints: &yes}}, adaptertest.LiveScript(cases))
 	for i, tt := range cases {
 		t.Run(tt.Name, func(t *testing.T) {
 			h.fake.Emit(whatsapptest.DM(fmt.Sprintf("3EB0L%d", i), "15550001", strconv.Itoa(i)))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,15 @@ func LiveCases(limit int) []LiveCase {
 		{"long tool hint", nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT, "exec(" + words + ")", ("exec(" + words)[:limit-1] + "…"},
 		// Two units each: the cut falls between two of them.
 		{"emoji outside the BMP", nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, strings.Repeat("😀", limit), strings.Repeat("😀", limit/2-1) + "…"},
+	}
+}
+
+// LiveScript answers a message whose content is the index of one of
+// cases with that case's live message.
+func LiveScript(cases []LiveCase) workertest.Script {
+	return func(in *nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
+		i, _ := strconv.Atoi(in.GetContent())
+		return []*nanofleetv1.OutboundMessage{workertest.Live(cases[i].Kind, cases[i].Text)}
 	}
 }
 
