@@ -2,7 +2,6 @@ package whatsapp_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"go.mau.fi/whatsmeow"
 	"go.mau.fi/whatsmeow/proto/waE2E"
 	"go.mau.fi/whatsmeow/types"
 	"google.golang.org/protobuf/proto"
@@ -19,7 +17,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
@@ -326,130 +323,6 @@ func TestLoggedOutDeviceIsLinkedAgain(t *testing.T) {
 	}
 }
 
-func TestTakeoverLosesNothingAndAnswersOnce(t *testing.T) {
-	h := newHarness(t, workertest.Echo)
-	_, killA, _ := h.gatewayOn(t, h.srv.Connect(t, "", channels.Assets), whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
-	h.fake.Scan(t, wait)
-	h.gateway(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
-	h.fake.Emit(whatsapptest.DM("3EB0-1", "15550001", "before"))
-	if s := h.fake.Next(t, wait); s.Text() != "echo: before" || s.Conn != 1 {
-		t.Fatalf("before the takeover: %q from connection %d", s.Text(), s.Conn)
-	}
-	leases := bustest.WatchLeases(t, h.bus, whatsapp.Channel+"-conn-")
-	killA() // its lease stays until the TTL ends
-	// Sent while no gateway holds the connection: WhatsApp keeps them.
-	for _, id := range []string{"3EB0-2", "3EB0-3"} {
-		h.fake.Emit(whatsapptest.DM(id, "15550001", "during "+id))
-	}
-	// The waiting gateway takes over because the dead holder's lease
-	// expired, not by a release or a steal.
-	leases.TakeoverAfterExpiry(t, bustest.TestLayout().LeaseTTL, wait)
-	got := adaptertest.Texts(t, suiteFake{Server: h.fake}, 2)
-	h.fake.Emit(whatsapptest.DM("3EB0-4", "15550001", "sentinel"))
-	got["echo: sentinel"] = 0
-	for k, v := range adaptertest.Texts(t, suiteFake{Server: h.fake}, 1) {
-		got[k] += v
-	}
-	want := map[string]int{"echo: during 3EB0-2": 1, "echo: during 3EB0-3": 1, "echo: sentinel": 1}
-	if len(got) != len(want) {
-		t.Errorf("replies = %v", got)
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("replies = %v, want %v", got, want)
-		}
-	}
-	if n := h.fake.Connections(); n != 2 {
-		t.Errorf("%d connections, want 2", n)
-	}
-}
-
-// TestMessageNotStoredIsGivenAgain: a message the connection's holder
-// cannot store (its NATS connection is gone) is not acknowledged, so
-// WhatsApp gives it again to the next connection, here the gateway that
-// takes the account over, which stores and answers it. Acknowledged on
-// receipt, as whatsmeow does by default, it was lost.
-func TestMessageNotStoredIsGivenAgain(t *testing.T) {
-	h := newHarness(t, workertest.Echo)
-	cfg := whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}
-	conn := h.srv.Connect(t, "", channels.Assets)
-	_, killA, _ := h.gatewayOn(t, conn, cfg)
-	h.fake.Scan(t, wait)
-	h.gateway(t, cfg)
-	leases := bustest.WatchLeases(t, h.bus, whatsapp.Channel+"-conn-")
-	conn.NC.Close() // the holder keeps WhatsApp but cannot store
-	h.fake.Emit(whatsapptest.DM("3EB0-N1", "15550001", "kept?"))
-	h.logs.WaitFor(t, "gives it again at the next connection", wait)
-	leases.TakeoverAfterExpiry(t, bustest.TestLayout().LeaseTTL, wait)
-	if s := h.fake.Next(t, wait); s.Text() != "echo: kept?" || s.Conn != 2 {
-		t.Errorf("after the takeover: %q from connection %d", s.Text(), s.Conn)
-	}
-	killA()
-}
-
-func TestDeliveryFromAGatewayWithoutTheConnection(t *testing.T) {
-	h := newHarness(t, workertest.Echo)
-	h.gateway(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
-	h.fake.Scan(t, wait)
-	// The second gateway waits for the lease; what it delivers goes
-	// through the holder.
-	_, _, standby := h.gatewayOn(t, h.bus, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
-	bustest.Eventually(t, wait, func() error {
-		if !strings.Contains(h.logs.String(), "waiting to take over") {
-			return errors.New("the second gateway is not waiting for the lease yet")
-		}
-		return nil
-	})
-	tests := []struct {
-		name   string
-		fail   error
-		sent   bool
-		permit bool // the error is worth a retry
-	}{
-		{"sent by the holder", nil, true, false},
-		{"the holder's permanent failure", whatsmeow.ErrRecipientADJID, false, false},
-		{"the holder's transient failure", whatsmeow.ErrNotConnected, false, true},
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.fail != nil {
-				h.fake.FailSends(tt.fail)
-			}
-			msg := &nanofleetv1.OutboundMessage{
-				Id: fmt.Sprintf("reply-%d", i), Channel: whatsapp.Channel, ChatId: "15550001@s.whatsapp.net",
-				Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, Content: "**forwarded**",
-			}
-			err := standby.Deliver(t.Context(), msg)
-			var de *gateway.DeliveryError
-			switch {
-			case tt.sent && err != nil:
-				t.Fatalf("Deliver = %v", err)
-			case !tt.sent && (!errors.As(err, &de) || de.Retryable != tt.permit):
-				t.Fatalf("Deliver = %v, want a delivery error, retryable %v", err, tt.permit)
-			}
-			if tt.sent {
-				if s := h.fake.Next(t, wait); s.Text() != "*forwarded*" || s.Conn != 1 {
-					t.Errorf("sent %q by connection %d", s.Text(), s.Conn)
-				}
-			}
-		})
-	}
-	// And through the fleet: replies taken by either gateway arrive once.
-	want := map[string]int{}
-	for i := range 8 {
-		id := "3EB0F" + string(rune('A'+i))
-		h.fake.Emit(whatsapptest.DM(id, "15550001", id))
-		want["echo: "+id] = 1
-	}
-	got := adaptertest.Texts(t, suiteFake{Server: h.fake}, len(want))
-	for k := range want {
-		if got[k] != 1 {
-			t.Errorf("replies = %v", got)
-			break
-		}
-	}
-}
-
 func TestConfigValidation(t *testing.T) {
 	ok := whatsapp.Config{Common: channelconfig.Common{Enabled: true}}
 	own := []adaptertest.ConfigCase[whatsapp.Config]{
@@ -461,66 +334,6 @@ func TestConfigValidation(t *testing.T) {
 	}
 	common := func(c *whatsapp.Config) *channelconfig.Common { return &c.Common }
 	adaptertest.Validate(t, ok, append(adaptertest.CommonConfigCases("whatsapp", common), own...))
-}
-
-// TestAdapter runs the scenarios every adapter passes.
-func TestAdapter(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Platform{Limit: whatsapp.Limit, Group: "1203630001@g.us", Allowlist: true, Disabled: true, Start: startSuite})
-}
-
-// users are the scenarios' users as WhatsApp phone numbers.
-var users = map[string]string{adaptertest.Owner: "15550999", adaptertest.Stranger: "15550066", adaptertest.Alice: "15550001"}
-
-type suiteFake struct {
-	*whatsapptest.Server
-	*adaptertest.Restarter
-}
-
-func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
-	id = fmt.Sprintf("3EB0%02d", n)
-	f.Emit(whatsapptest.DM(id, users[user], text))
-	return id, users[user] + "@s.whatsapp.net"
-}
-
-func (f suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
-	f.Emit(whatsapptest.Group(fmt.Sprintf("3EB0%02d", n), "1203630001", users[user], text, mention))
-}
-
-// Next stamps a message with the time it is taken: the fake records no
-// time, and it is taken as soon as it is sent.
-func (f suiteFake) Next(t *testing.T) adaptertest.Sent {
-	t.Helper()
-	s := f.Server.Next(t, adaptertest.Wait)
-	quotes := s.Msg.GetExtendedTextMessage().GetContextInfo().GetStanzaID() != ""
-	return adaptertest.Sent{Chat: s.To.String(), Text: s.Text(), At: time.Now(), Quotes: quotes}
-}
-
-// RateLimit fails the next send as over the rate limit, which WhatsApp
-// answers without a wait: the adapter waits 5 s.
-func (f suiteFake) RateLimit(t *testing.T, after int) time.Duration {
-	f.FailSends(append(make([]error, after), whatsmeow.ErrIQRateOverLimit)...)
-	return 5 * time.Second
-}
-
-func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
-	noBody := whatsapptest.DM("3EB0X", "15550001", "x")
-	noBody.Message = nil
-	f.Emit(noBody)
-	f.Emit(whatsapptest.DM("", "15550001", "x"))
-	return []string{"dropping malformed WhatsApp message event"}, 2
-}
-
-// startSuite runs the adapter for a scenario.
-func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
-	f := suiteFake{Server: whatsapptest.New()}
-	// The fake keeps events until a device connects, so a new gateway
-	// need not be waited for; the device stays linked in JetStream.
-	f.Restarter = adaptertest.NewRestarter(func() func() {
-		g, _ := runAdapter(t, b, f.Server, whatsapp.Config{Common: common}, log)
-		return g.Stop
-	})
-	f.Scan(t, wait)
-	return f
 }
 
 // TestLiveMessagesWithinLimit: progress and tool hints go out as one
