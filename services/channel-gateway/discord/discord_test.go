@@ -16,7 +16,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -25,7 +24,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
 
 const (
@@ -217,133 +215,6 @@ func TestAttachmentIsStored(t *testing.T) {
 	}
 }
 
-// TestTakeoverAfterCrash: the gateway holding the bot's connection dies
-// (its NATS connection and its WebSocket drop, its lease is never
-// released); another takes over once that lease expires and resumes the
-// session, so the events sent meanwhile are answered, once each.
-func TestTakeoverAfterCrash(t *testing.T) {
-	fake := discordtest.New(t, token)
-	fake.BotDiscriminator = "0042"
-	srv := bustest.StartServer(t)
-	b1, b2 := srv.Connect(t, "", channels.Assets), srv.Connect(t, "", channels.Assets)
-	w := workertest.Start(t, b2, workertest.Echo)
-	first := &gatewaytest.Logs{}
-	second := &gatewaytest.Logs{}
-	stopFirst := runAdapter(t, b1, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	first.WaitFor(t, "this gateway holds the account's connection lease", wait)
-	fake.WaitConnected(t, wait)
-	// The status is written before the connection is made.
-	if rec := adaptertest.Status(t, b1, discord.Channel); rec.Account != "nanobot#0042" || rec.State != status.Connected {
-		t.Errorf("status = %+v, want connected as nanobot#0042", rec)
-	}
-	runAdapter(t, b2, fake, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(second, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	second.WaitFor(t, "another gateway holds this account's connection", wait)
-
-	fake.Send(discordtest.Message{ID: "600000000000000001", ChannelID: dmChannel, AuthorID: alice, Content: "one"})
-	if c := fake.Next(t, wait, create); c.Content() != "echo: one" {
-		t.Fatalf("before the crash got %q", c.Content())
-	}
-	leases := bustest.WatchLeases(t, b2, discord.Channel+"-conn-")
-	// The crash: no lease release, no close frame.
-	b1.NC.Close()
-	fake.Kill()
-	stopFirst()
-	fake.Send(discordtest.Message{ID: "600000000000000002", ChannelID: dmChannel, AuthorID: alice, Content: "two"})
-	fake.Send(discordtest.Message{ID: "600000000000000003", ChannelID: dmChannel, AuthorID: alice, Content: "three"})
-	// The second gateway takes over because the dead one's lease expired:
-	// the lease shows it as the new holder, written after the TTL.
-	_, to := leases.TakeoverAfterExpiry(t, bustest.TestLayout().LeaseTTL, wait)
-	second.WaitFor(t, "this gateway holds the account's connection lease", wait)
-	second.WaitFor(t, "owner="+to, wait)
-	got := map[string]int{}
-	for got["echo: two"] == 0 || got["echo: three"] == 0 {
-		got[fake.Next(t, wait, create).Content()]++
-	}
-	if fake.Resumes() == 0 {
-		t.Error("the second gateway did not resume the session")
-	}
-	// Nothing answered twice: the worker took each message once, and each
-	// reply was created once.
-	if in := inboundIDs(t, w, 3); in["600000000000000001"] != 1 || in["600000000000000002"] != 1 || in["600000000000000003"] != 1 {
-		t.Errorf("worker took %v", in)
-	}
-	created := map[string]int{}
-	for _, c := range fake.Created() {
-		created[c.Content()]++
-	}
-	for _, k := range []string{"echo: one", "echo: two", "echo: three"} {
-		if created[k] != 1 {
-			t.Errorf("created %v, want each answer once", created)
-			break
-		}
-	}
-}
-
-// inboundIDs drains the worker's inbound messages, expecting at least n.
-func inboundIDs(t *testing.T, w *workertest.Worker, n int) map[string]int {
-	t.Helper()
-	got := map[string]int{}
-	for i := 0; ; i++ {
-		timeout := 200 * time.Millisecond
-		if i < n {
-			timeout = wait
-		}
-		select {
-		case in := <-w.Inbound:
-			got[in.GetId()]++
-		case <-time.After(timeout):
-			if i < n {
-				t.Fatalf("worker took %v, want %d messages", got, n)
-			}
-			return got
-		}
-	}
-}
-
-// TestStreamingWithTwoGateways: two gateways run the channel; the deltas
-// of a turn reach both, one message is created and edited, and the final
-// text is the answer, whichever gateway delivers the reply.
-func TestStreamingWithTwoGateways(t *testing.T) {
-	fake := discordtest.New(t, token)
-	srv := bustest.StartServer(t)
-	b1, b2 := srv.Connect(t, "", channels.Assets), srv.Connect(t, "", channels.Assets)
-	answer := strings.TrimSpace(strings.Repeat("streamed words ", 15))
-	workertest.Start(t, b1, workertest.Streamed(answer, workertest.Deltas(answer)...))
-	cfg := discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}}
-	logs := &gatewaytest.Logs{}
-	runAdapter(t, b1, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	logs.WaitFor(t, "this gateway holds the account's connection lease", wait)
-	runAdapter(t, b2, fake, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	logs.WaitFor(t, "another gateway holds this account's connection", wait) // both follow the streams
-	fake.WaitConnected(t, wait)
-	for i, id := range []string{"600000000000000001", "600000000000000002", "600000000000000003"} {
-		fake.Send(discordtest.Message{ID: id, ChannelID: dmChannel, AuthorID: alice, Content: "stream " + strconv.Itoa(i)})
-	}
-	// Three turns, one message each, each ending with the whole answer.
-	deadline := time.Now().Add(wait)
-	for {
-		created, finished := fake.Created(), 0
-		for _, c := range created {
-			if fake.Text(c.MessageID) == answer {
-				finished++
-			}
-		}
-		if len(created) > 3 {
-			t.Fatalf("%d messages created for 3 turns", len(created))
-		}
-		if finished == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %d messages, %d with the whole answer", wait, len(created), finished)
-		}
-		select {
-		case <-fake.Calls():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 func TestOutboundAttachmentIsUploaded(t *testing.T) {
 	img := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 100)
 	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
@@ -387,72 +258,6 @@ func TestRefusalsStopTheAdapter(t *testing.T) {
 			})
 		})
 	}
-}
-
-// TestAdapter runs the scenarios every adapter passes.
-func TestAdapter(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Platform{Limit: discord.Limit, Quotes: adaptertest.QuotesFirst, Group: guildChannel, Allowlist: true, Start: startSuite})
-}
-
-// users are the scenarios' users as Discord user ids, and the channels
-// of their DMs with the bot.
-var users = map[string]struct{ id, dm string }{
-	adaptertest.Owner:    {"500000000000000010", "300000000000000010"},
-	adaptertest.Stranger: {stranger, "300000000000000066"},
-	adaptertest.Alice:    {alice, dmChannel},
-}
-
-type suiteFake struct {
-	*discordtest.Server
-	*adaptertest.Restarter
-}
-
-func (f suiteFake) DM(t *testing.T, n int, user, text string) (id, chat string) {
-	u := users[user]
-	id = fmt.Sprintf("6000000000000000%02d", n)
-	f.Send(discordtest.Message{ID: id, ChannelID: u.dm, AuthorID: u.id, Username: user, Content: text})
-	return id, u.dm
-}
-
-func (f suiteFake) Group(t *testing.T, n int, user, text string, mention bool) {
-	m := discordtest.Message{ID: fmt.Sprintf("6000000000000000%02d", n), ChannelID: guildChannel, GuildID: guild, AuthorID: users[user].id, Username: user, Content: text}
-	if mention {
-		m.Content, m.Mentions = "<@"+botUser+"> "+text, []string{botUser}
-	}
-	f.Send(m)
-}
-
-func (f suiteFake) Next(t *testing.T) adaptertest.Sent {
-	t.Helper()
-	c := f.Server.Next(t, adaptertest.Wait, create)
-	_, quotes := c.Body["message_reference"]
-	nonce, _ := c.Body["nonce"].(string)
-	return adaptertest.Sent{Chat: c.ChannelID, Text: c.Content(), At: c.At, Refused: c.Status == 429, Quotes: quotes, Key: nonce}
-}
-
-func (f suiteFake) RateLimit(t *testing.T, after int) time.Duration {
-	f.Pass(create, after)
-	f.Fail(create, discordtest.TooManyRequests(time.Second))
-	return time.Second
-}
-
-func (f suiteFake) Malformed(t *testing.T) ([]string, int) {
-	f.Dispatch("MESSAGE_CREATE", []byte(`{"id": "600000000000000001", "content": "no channel or author"}`))
-	f.Dispatch("MESSAGE_CREATE", []byte(`"not an object"`))
-	f.Dispatch("MESSAGE_CREATE", []byte(`{"id": 5, "channel_id": [], "author": "x"}`))
-	return []string{"dropping malformed Discord message"}, 1
-}
-
-// startSuite runs the adapter for a scenario.
-func startSuite(t *testing.T, b *bus.Bus, common channelconfig.Common, log *slog.Logger) adaptertest.Fake {
-	f := suiteFake{Server: discordtest.New(t, token)}
-	// The fake keeps the events of a session whose connection is down
-	// for its resume, so a new gateway need not be waited for.
-	f.Restarter = adaptertest.NewRestarter(func() func() {
-		return runAdapter(t, b, f.Server, discord.Config{Common: common}, log)
-	})
-	f.WaitConnected(t, wait)
-	return f
 }
 
 // TestNoConnectionOutlivesTheAdapter: disgo reconnects a dropped
