@@ -18,7 +18,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
@@ -233,8 +232,7 @@ func TestMediaIsStored(t *testing.T) {
 
 func TestOnePollerPerBotToken(t *testing.T) {
 	fake := telegramtest.New(t, token)
-	b := bustest.StartJetStream(t, channels.Assets)
-	workertest.Start(t, b, workertest.Echo)
+	b := adaptertest.NewEnv(t, workertest.Echo).Bus
 	first := &gatewaytest.Logs{}
 	second := &gatewaytest.Logs{}
 	_, stopFirst := runAdapterCancel(t, b, fake, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, slog.New(slog.NewTextHandler(first, &slog.HandlerOptions{Level: slog.LevelDebug})))
@@ -262,8 +260,8 @@ func TestOnePollerPerBotToken(t *testing.T) {
 
 func TestWebhook(t *testing.T) {
 	fake := telegramtest.New(t, token)
-	b := bustest.StartJetStream(t, channels.Assets)
-	w := workertest.Start(t, b, workertest.Echo)
+	env := adaptertest.NewEnv(t, workertest.Echo)
+	b, w := env.Bus, env.Worker
 	const secret = "s3cret-s3cret-s3cret"
 	a := runAdapter(t, b, fake, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}, Webhook: telegram.Webhook{URL: "https://bot.example.com/tg/hook", Secret: secret}}, slog.New(slog.DiscardHandler))
 	path, ok := a.Webhook()
