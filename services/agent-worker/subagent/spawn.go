@@ -214,7 +214,7 @@ func (m *Manager) result(ctx context.Context, rec *record) (*nanofleetv1.Outboun
 		case found <- out:
 		default:
 		}
-	})
+	}, jetstream.PullHeartbeat(bus.FollowHeartbeat))
 	if err != nil {
 		return nil, fmt.Errorf("watch subagent %s: %w", rec.Child, err)
 	}

@@ -65,7 +65,9 @@ func NewClient(ctx context.Context, b *bus.Bus, channel string) (*Client, error)
 	if err != nil {
 		return nil, fmt.Errorf("client: outbound consumer: %w", err)
 	}
-	c.cc, err = cons.Consume(c.onReply)
+	// Followed closely: a reply must not wait 10 s after the node holding
+	// the consumer shuts down.
+	c.cc, err = cons.Consume(c.onReply, jetstream.PullHeartbeat(bus.FollowHeartbeat))
 	if err != nil {
 		return nil, fmt.Errorf("client: consume: %w", err)
 	}

@@ -42,15 +42,6 @@ const createWait = 25 * time.Second
 // 10 s ([bus.CallTimeout]) at every restart of the meta leader's node.
 const createTry = 3 * time.Second
 
-// heartbeat is how often the server tells an idle watcher's pull that it
-// still holds the consumer. nats.go makes an ordered consumer again only
-// after two missed heartbeats: the "server shutdown" status a node sends
-// its pending pulls as it stops does not do it. At nats.go's default of
-// 5 s, every API request and web chat whose consumer was on a node that
-// shut down waited 10 s for its reply, with nothing logged; at 1 s they
-// wait 2 s. The price is a heartbeat a second per idle watcher.
-const heartbeat = time.Second
-
 // Watcher delivers one chat's replies and live messages on C.
 type Watcher struct {
 	// C receives replies and live messages while Run runs.
@@ -162,7 +153,7 @@ func New(ctx context.Context, b *bus.Bus, channel, chatID string, opts ...Option
 		case w.replies <- out:
 		case <-w.done:
 		}
-	}, jetstream.PullHeartbeat(heartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	}, jetstream.PullHeartbeat(bus.FollowHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		// Missed heartbeats, a server shutting down: nats.go recovers
 		// from them; logged so that a wait they cause can be told.
 		w.log.Debug("watch consumer", "chat", chatID, "err", err)
