@@ -34,6 +34,8 @@ type content struct {
 // file is a picture or file to download.
 type file struct{ code, name string }
 
+func (f file) FileName() string { return f.name }
+
 // onMessage applies the policies to one robot message and publishes it.
 // Only a failure to publish is returned.
 func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, raw []byte) error {
@@ -78,14 +80,9 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, raw []byte) e
 	if a.streams != nil {
 		msg.Metadata["stream"] = "true" // asks the worker for deltas
 	}
-	for i, f := range files {
-		ref, err := a.download(ctx, m.MsgId, i, f)
-		if err != nil {
-			a.log.Warn("dingtalk file download failed", "name", f.name, "err", err)
-		}
-		media.Attach(msg, f.name, ref, err)
-	}
-	if msg.Content == "" && len(msg.Media) == 0 {
+	if !media.AttachAll(ctx, a.log, msg, files, func(ctx context.Context, i int, f file) (*nanofleetv1.MediaRef, error) {
+		return a.download(ctx, m.MsgId, i, f)
+	}) {
 		return nil
 	}
 	return in.Publish(ctx, msg)

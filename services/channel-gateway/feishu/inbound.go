@@ -91,14 +91,9 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, eventID strin
 	if a.cfg.Streaming {
 		msg.Metadata["stream"] = "true" // asks the worker for deltas
 	}
-	for i, f := range files {
-		ref, err := a.download(ctx, msgID, eventID, i, f)
-		if err != nil {
-			a.log.Warn("feishu resource download failed", "name", f.name, "err", err)
-		}
-		media.Attach(msg, f.name, ref, err)
-	}
-	if msg.Content == "" && len(msg.Media) == 0 {
+	if !media.AttachAll(ctx, a.log, msg, files, func(ctx context.Context, i int, f resource) (*nanofleetv1.MediaRef, error) {
+		return a.download(ctx, msgID, eventID, i, f)
+	}) {
 		return nil
 	}
 	return in.Publish(ctx, msg)
@@ -109,6 +104,8 @@ type resource struct {
 	key, kind string // kind is "image" or "file", as the resource API takes it
 	name      string
 }
+
+func (r resource) FileName() string { return r.name }
 
 // content turns a message's content JSON into text and the resources to
 // download. Unknown types become a short note rather than nothing.

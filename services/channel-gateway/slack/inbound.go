@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,15 +33,20 @@ type event struct {
 		ThreadTS    string `json:"thread_ts"`
 		Channel     string `json:"channel"`
 		ChannelType string `json:"channel_type"`
-		Files       []struct {
-			ID       string `json:"id"`
-			Name     string `json:"name"`
-			Mimetype string `json:"mimetype"`
-			Size     int64  `json:"size"`
-			URL      string `json:"url_private_download"`
-		} `json:"files"`
+		Files       []file `json:"files"`
 	} `json:"event"`
 }
+
+// file is a file shared in a message.
+type file struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Mimetype string `json:"mimetype"`
+	Size     int64  `json:"size"`
+	URL      string `json:"url_private_download"`
+}
+
+func (f file) FileName() string { return f.Name }
 
 // publishWait bounds the tries to store one event.
 const publishWait = time.Minute
@@ -105,22 +111,11 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 	if !dm && thread != "" {
 		msg.SessionKey = Channel + ":" + e.Channel + ":" + thread
 	}
-	for _, f := range e.Files {
-		if f.URL == "" {
-			continue
-		}
-		object := fmt.Sprintf("slack/%s/%s/%s", e.Channel, ev.EventID, f.ID)
-		var ref *nanofleetv1.MediaRef
-		err := fmt.Errorf("file URL %q is not on Slack's host", f.URL)
-		if a.onAPIHost(f.URL) {
-			ref, err = a.media.Fetch(ctx, a.http, f.URL, http.Header{"Authorization": {"Bearer " + a.cfg.BotToken}}, object, f.Name, f.Mimetype)
-		}
-		if err != nil {
-			a.log.Warn("slack file download failed", "name", f.Name, "err", err)
-		}
-		media.Attach(msg, f.Name, ref, err)
-	}
-	if msg.Content == "" && len(msg.Media) == 0 {
+	// A file Slack gives no download URL for is skipped, without a note.
+	files := slices.DeleteFunc(e.Files, func(f file) bool { return f.URL == "" })
+	if !media.AttachAll(ctx, a.log, msg, files, func(ctx context.Context, _ int, f file) (*nanofleetv1.MediaRef, error) {
+		return a.download(ctx, e.Channel, ev.EventID, f)
+	}) {
 		return nil
 	}
 	// The envelope is acknowledged already: Slack will not send the event
@@ -139,6 +134,16 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 		}
 	}
 	return nil
+}
+
+// download copies a file shared in event eventID of channel into the
+// object store.
+func (a *Adapter) download(ctx context.Context, channel, eventID string, f file) (*nanofleetv1.MediaRef, error) {
+	if !a.onAPIHost(f.URL) {
+		return nil, fmt.Errorf("file URL %q is not on Slack's host", f.URL)
+	}
+	object := fmt.Sprintf("slack/%s/%s/%s", channel, eventID, f.ID)
+	return a.media.Fetch(ctx, a.http, f.URL, http.Header{"Authorization": {"Bearer " + a.cfg.BotToken}}, object, f.Name, f.Mimetype)
 }
 
 // onAPIHost reports whether a file's URL is on the Web API's host or one

@@ -35,6 +35,8 @@ type attachment struct {
 	size       uint64
 }
 
+func (f attachment) FileName() string { return f.name }
+
 // onMessage applies the policies to one message and publishes it. It
 // returns false when the message is neither stored nor refused by a
 // policy, so that WhatsApp gives it again.
@@ -85,14 +87,9 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Mes
 	// under the chat and sender, one sender's media never replace
 	// another's.
 	objects := fmt.Sprintf("whatsapp/%s/%s/%s", info.Chat.String(), sender.String(), info.ID)
-	for i, f := range files {
-		ref, err := a.download(ctx, objects, i, f)
-		if err != nil {
-			a.log.Warn("whatsapp attachment not downloaded", "name", f.name, "err", err)
-		}
-		media.Attach(msg, f.name, ref, err)
-	}
-	if msg.Content == "" && len(msg.Media) == 0 {
+	if !media.AttachAll(ctx, a.log, msg, files, func(ctx context.Context, i int, f attachment) (*nanofleetv1.MediaRef, error) {
+		return a.download(ctx, objects, i, f)
+	}) {
 		return true
 	}
 	if err := a.publish(ctx, in, msg); err != nil {

@@ -1,11 +1,14 @@
 package media_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,6 +141,52 @@ func TestAttach(t *testing.T) {
 			media.Attach(msg, "a.png", ref, tt.err)
 			if msg.Content != tt.wantContent || len(msg.Media) != tt.wantMedia {
 				t.Errorf("content %q, %d media; want %q, %d", msg.Content, len(msg.Media), tt.wantContent, tt.wantMedia)
+			}
+		})
+	}
+}
+
+type file string
+
+func (f file) FileName() string { return string(f) }
+
+// TestAttachAll: every file is tried, in order with its index; a failed
+// one leaves a note and a log line, and only a message with neither text
+// nor files is not worth publishing.
+func TestAttachAll(t *testing.T) {
+	for _, tt := range []struct {
+		name, content string
+		files         []file
+		wantContent   string
+		wantMedia     []string
+		wantLogged    int
+		want          bool
+	}{
+		{"text only", "hi", nil, "hi", nil, 0, true},
+		{"nothing", "", nil, "", nil, 0, false},
+		{"files", "", []file{"a.png", "b.pdf"}, "", []string{"0:a.png", "1:b.pdf"}, 0, true},
+		{"one failed", "look", []file{"bad.png", "b.pdf"}, "look\n\n[attachment bad.png not downloaded]", []string{"1:b.pdf"}, 1, true},
+		{"all failed, no text", "", []file{"bad.png"}, "[attachment bad.png not downloaded]", nil, 1, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs strings.Builder
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			msg := &nanofleetv1.InboundMessage{Content: tt.content}
+			got := media.AttachAll(t.Context(), log, msg, tt.files, func(_ context.Context, i int, f file) (*nanofleetv1.MediaRef, error) {
+				if strings.HasPrefix(string(f), "bad") {
+					return nil, errors.New("boom")
+				}
+				return &nanofleetv1.MediaRef{Object: fmt.Sprintf("%d:%s", i, f)}, nil
+			})
+			var objects []string
+			for _, m := range msg.Media {
+				objects = append(objects, m.GetObject())
+			}
+			if got != tt.want || msg.Content != tt.wantContent || !slices.Equal(objects, tt.wantMedia) {
+				t.Errorf("AttachAll = %v, content %q, media %v; want %v, %q, %v", got, msg.Content, objects, tt.want, tt.wantContent, tt.wantMedia)
+			}
+			if n := strings.Count(logs.String(), "attachment not downloaded"); n != tt.wantLogged {
+				t.Errorf("%d failures logged, want %d:\n%s", n, tt.wantLogged, logs.String())
 			}
 		})
 	}
