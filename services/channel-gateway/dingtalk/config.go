@@ -49,12 +49,7 @@ func (c Config) Validate() error {
 	}
 	const p = "channels.dingtalk."
 	var probs config.Problems
-	if strings.TrimSpace(c.ClientID) == "" {
-		probs.Add(p+"clientId", "required when the channel is enabled")
-	}
-	if strings.TrimSpace(c.ClientSecret) == "" {
-		probs.Add(p+"clientSecret", "required when the channel is enabled")
-	}
+	probs.Join(channelconfig.Required("dingtalk", map[string]string{"clientId": c.ClientID, "clientSecret": c.ClientSecret}))
 	if c.GroupUserIsolation {
 		probs.Add(p+"groupUserIsolation", "nanofleet keeps one session per group chat; remove the key or set it to false")
 	}

@@ -85,12 +85,7 @@ func (c Config) Validate() error {
 	}
 	const p = "channels.feishu."
 	var probs config.Problems
-	if strings.TrimSpace(c.AppID) == "" {
-		probs.Add(p+"appId", "required when the channel is enabled")
-	}
-	if strings.TrimSpace(c.AppSecret) == "" {
-		probs.Add(p+"appSecret", "required when the channel is enabled")
-	}
+	probs.Join(channelconfig.Required("feishu", map[string]string{"appId": c.AppID, "appSecret": c.AppSecret}))
 	if c.Domain != "" && c.Domain != DomainFeishu && c.Domain != DomainLark {
 		probs.Add(p+"domain", "must be %q or %q, got %q", DomainFeishu, DomainLark, c.Domain)
 	}

@@ -5,6 +5,7 @@
 package channelconfig
 
 import (
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -173,16 +174,24 @@ func On(p *bool, def bool) bool {
 	return *p
 }
 
+// Required reports every one of keys (key below channels.<name> → value)
+// that is blank, joined: the credentials an enabled channel cannot run
+// without. Keys are reported in sorted order.
+func Required(name string, keys map[string]string) error {
+	var p config.Problems
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
+		if strings.TrimSpace(keys[key]) == "" {
+			p.Add("channels."+name+"."+key, "required when the channel is enabled")
+		}
+	}
+	return p.Err()
+}
+
 // CheckURLs reports every one of urls (key below channels.<name> → value)
 // that is set and not an absolute URL, joined.
 func CheckURLs(name string, urls map[string]string) error {
-	keys := make([]string, 0, len(urls))
-	for k := range urls {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var p config.Problems
-	for _, key := range keys {
+	for _, key := range slices.Sorted(maps.Keys(urls)) {
 		raw := urls[key]
 		if raw == "" {
 			continue

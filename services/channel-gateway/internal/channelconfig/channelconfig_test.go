@@ -2,6 +2,7 @@ package channelconfig_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,38 @@ func TestCheckURLs(t *testing.T) {
 			t.Errorf("CheckURLs(%v) = %v, want config.ErrInvalid naming %s", tt.urls, err, tt.wantKey)
 		}
 	}
+}
+
+func TestRequired(t *testing.T) {
+	tests := []struct {
+		keys     map[string]string
+		wantKeys []string
+	}{
+		{map[string]string{"appId": "cli_1", "appSecret": "s"}, nil},
+		{map[string]string{"appSecret": " ", "appId": "cli_1"}, []string{"channels.chat.appSecret"}},
+		{map[string]string{"appSecret": "", "appId": ""}, []string{"channels.chat.appId", "channels.chat.appSecret"}},
+	}
+	for _, tt := range tests {
+		err := channelconfig.Required("chat", tt.keys)
+		if got := invalidKeys(err); !slices.Equal(got, tt.wantKeys) {
+			t.Errorf("Required(%v) = %v, want errors naming %v", tt.keys, err, tt.wantKeys)
+		}
+	}
+}
+
+// invalidKeys are the keys of the *config.Error values joined in err, in
+// order.
+func invalidKeys(err error) []string {
+	if e, ok := err.(*config.Error); ok {
+		return []string{e.Key}
+	}
+	var keys []string
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, err := range j.Unwrap() {
+			keys = append(keys, invalidKeys(err)...)
+		}
+	}
+	return keys
 }
 
 func TestDefaults(t *testing.T) {
