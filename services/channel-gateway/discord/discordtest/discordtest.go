@@ -110,6 +110,7 @@ type Server struct {
 	conns      map[*conn]bool
 	sessions   map[string]*session
 	current    *session
+	ready      chan struct{} // closed and replaced when a session becomes ready
 	identifies int
 	resumes    int
 	intents    int
@@ -128,7 +129,7 @@ func New(t testing.TB, token string) *Server {
 	s := &Server{
 		Token: token, BotID: "900000000000000001", BotName: "nanobot", BotDiscriminator: "0",
 		Recorder: fakeplatform.NewRecorder("discordtest calls", func(c Call) string { return c.Route }), conns: map[*conn]bool{}, sessions: map[string]*session{},
-		texts: map[string]string{}, nonces: map[string]string{},
+		texts: map[string]string{}, nonces: map[string]string{}, ready: make(chan struct{}),
 		nextID: 1100000000000000000,
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -202,18 +203,35 @@ func (s *Server) Intents() int {
 func (s *Server) Connected() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.current != nil && s.current.conn != nil
+	return s.connected()
+}
+
+// connected is Connected, called with s.mu held.
+func (s *Server) connected() bool { return s.current != nil && s.current.conn != nil }
+
+// readied wakes the tests waiting for a ready session; called with s.mu
+// held when one becomes ready (READY or RESUMED).
+func (s *Server) readied() {
+	close(s.ready)
+	s.ready = make(chan struct{})
 }
 
 // WaitConnected waits until a client holds a ready session.
 func (s *Server) WaitConnected(t testing.TB, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !s.Connected() {
-		if time.Now().After(deadline) {
+	deadline := time.After(timeout)
+	for {
+		s.mu.Lock()
+		ok, ready := s.connected(), s.ready
+		s.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ready:
+		case <-deadline:
 			t.Fatalf("discordtest: no gateway session within %s", timeout)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -102,6 +102,7 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 			s.intents = id.Intents
 			ss := &session{id: fmt.Sprintf("session-%d", s.identifies), conn: c}
 			s.sessions[ss.id], s.current = ss, ss
+			s.readied()
 			ss.seq++
 			ready := event{seq: ss.seq, typ: "READY", data: mustJSON(map[string]any{
 				"v": 10, "user": s.user(), "session_id": ss.id, "guilds": []any{},
@@ -126,6 +127,7 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 			}
 			s.resumes++
 			ss.conn, s.current = c, ss
+			s.readied()
 			var missed []event
 			for _, ev := range ss.events {
 				if ev.seq > res.Seq {
