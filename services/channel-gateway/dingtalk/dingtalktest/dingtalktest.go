@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
@@ -113,7 +112,6 @@ type Server struct {
 	fakeplatform.Script[Failure]
 	fakeplatform.Link
 
-	srv   *httptest.Server
 	files fakeplatform.Files          // downloadable
 	acks  *fakeplatform.Recorder[Ack] // by the frame id answered
 
@@ -143,12 +141,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("POST /media/upload", s.serveUpload)
 	mux.HandleFunc("POST /v1.0/card/instances/createAndDeliver", s.api("cardcreate"))
 	mux.HandleFunc("PUT /v1.0/card/streaming", s.api("cardstream"))
-	s.srv = httptest.NewServer(mux)
-	s.URL = s.srv.URL
-	t.Cleanup(func() {
-		s.Link.Close()
-		s.srv.Close()
-	})
+	s.URL = fakeplatform.Serve(t, mux, &s.Link)
 	return s
 }
 

@@ -16,7 +16,6 @@ package feishutest
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -45,7 +44,6 @@ type Server struct {
 	fakeplatform.Script[Failure]
 	fakeplatform.Link
 
-	srv  *httptest.Server
 	acks *fakeplatform.Recorder[Ack] // by the frame id answered
 
 	mu        sync.Mutex
@@ -77,12 +75,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("GET /open-apis/im/v1/messages/{id}/resources/{key}", s.api("resource"))
 	mux.HandleFunc("POST /open-apis/im/v1/images", s.serveUpload("image", ImageLimit))
 	mux.HandleFunc("POST /open-apis/im/v1/files", s.serveUpload("file", FileLimit))
-	s.srv = httptest.NewServer(mux)
-	s.URL = s.srv.URL
-	t.Cleanup(func() {
-		s.Link.Close()
-		s.srv.Close()
-	})
+	s.URL = fakeplatform.Serve(t, mux, &s.Link)
 	return s
 }
 

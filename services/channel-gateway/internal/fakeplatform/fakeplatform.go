@@ -1,7 +1,8 @@
 // Package fakeplatform holds what the chat platforms' fakes (feishutest,
 // dingtalktest, …) share: the calls they received, which tests wait on;
-// failures scripted per kind of call; and the one event connection a
-// platform keeps per client. A fake's Server embeds them, so that their
+// failures scripted per kind of call; the one event connection a
+// platform keeps per client, and the test server closed with it
+// ([Serve]). A fake's Server embeds them, so that their
 // methods for tests (Calls, Next, None; Fail, Pass; WaitConnected,
 // WaitConnections, Connections) are the fake's, the same on every
 // platform.
@@ -10,6 +11,7 @@ package fakeplatform
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -246,6 +248,20 @@ func (l *Link) WaitConnections(t testing.TB, n int, timeout time.Duration) {
 			t.Fatalf("%d event connections within %s, want %d", got, timeout, n)
 		}
 	}
+}
+
+// Serve starts a test server for h, a fake whose event connection is
+// link, and returns its URL. At the end of the test it closes the
+// connection, which the server's Close leaves open (it is hijacked), and
+// then the server.
+func Serve(t testing.TB, h http.Handler, link *Link) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		link.Close()
+		srv.Close()
+	})
+	return srv.URL
 }
 
 // Files are the files a fake serves for download, by name. The zero

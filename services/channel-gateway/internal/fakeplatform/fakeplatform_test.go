@@ -148,6 +148,42 @@ func TestLinkReconnectBeforeTheOldHandlerEnds(t *testing.T) {
 	}
 }
 
+// TestServeClosesAtTheEnd: the server Serve starts answers until its test
+// ends, and then the client's event connection is closed, so that a
+// client still reading does not outlive the test.
+func TestServeClosesAtTheEnd(t *testing.T) {
+	var link fakeplatform.Link
+	var c *websocket.Conn
+	t.Run("serve", func(t *testing.T) {
+		url := fakeplatform.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c, err := websocket.Accept(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer link.Open(c)()
+			_, _, _ = c.Read(r.Context())
+		}), &link)
+		var err error
+		c, _, err = websocket.Dial(t.Context(), "ws"+strings.TrimPrefix(url, "http"), nil)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		link.WaitConnected(t, 5*time.Second)
+	})
+	if c == nil {
+		t.FailNow()
+	}
+	defer c.CloseNow()
+	read := make(chan error, 1)
+	go func() {
+		_, _, err := c.Read(t.Context())
+		read <- err
+	}()
+	if err := bustest.Receive(t, read, 5*time.Second); err == nil {
+		t.Fatal("the connection is still open after the test that served it")
+	}
+}
+
 func TestFilesServeByName(t *testing.T) {
 	var files fakeplatform.Files
 	files.Add("a.txt", []byte("hello"))

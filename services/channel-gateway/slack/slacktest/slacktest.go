@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +66,6 @@ type Server struct {
 	fakeplatform.Script[Failure]
 	fakeplatform.Link
 
-	srv   *httptest.Server
 	files fakeplatform.Files             // downloadable
 	acks  *fakeplatform.Recorder[string] // envelope ids acknowledged
 
@@ -85,13 +83,8 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("/api/{method}", s.serveAPI)
 	mux.HandleFunc("/link", s.serveSocket)
 	mux.HandleFunc("GET /files/{name}", s.serveFile)
-	s.srv = httptest.NewServer(mux)
-	s.URL = s.srv.URL
-	s.APIURL = s.srv.URL + "/api/"
-	t.Cleanup(func() {
-		s.Link.Close()
-		s.srv.Close()
-	})
+	s.URL = fakeplatform.Serve(t, mux, &s.Link)
+	s.APIURL = s.URL + "/api/"
 	return s
 }
 
