@@ -11,21 +11,14 @@ import (
 
 // sendMedia uploads an attachment from the object store.
 func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessage, i int, m *nanofleetv1.MediaRef) error {
-	if m.GetObject() == "" {
-		if m.GetUrl() == "" {
-			return nil
-		}
-		_, err := a.post(ctx, msg, m.GetUrl(), false, nonce(msg.GetId()+"/media", i), nil)
+	f, err := a.media.Load(ctx, m)
+	if err != nil || f == nil {
 		return err
 	}
-	data, err := a.media.Get(ctx, m.GetObject())
-	if err != nil {
+	if f.URL != "" {
+		_, err := a.post(ctx, msg, f.URL, false, nonce(msg.GetId()+"/media", i), nil)
 		return err
 	}
-	name := m.GetName()
-	if name == "" {
-		name = "file"
-	}
-	_, err = a.post(ctx, msg, "", false, nonce(msg.GetId()+"/media", i), []*discord.File{discord.NewFile(name, "", bytes.NewReader(data))})
+	_, err = a.post(ctx, msg, "", false, nonce(msg.GetId()+"/media", i), []*discord.File{discord.NewFile(f.Name, "", bytes.NewReader(f.Data))})
 	return err
 }

@@ -12,22 +12,15 @@ import (
 
 // sendMedia uploads an attachment from the object store.
 func (a *Adapter) sendMedia(ctx context.Context, chat string, thread int, m *nanofleetv1.MediaRef) error {
-	if m.GetObject() == "" {
-		if m.GetUrl() == "" {
-			return nil
-		}
-		_, err := a.bot.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: chat, MessageThreadID: thread, Document: &models.InputFileString{Data: m.GetUrl()}})
+	f, err := a.media.Load(ctx, m)
+	if err != nil || f == nil {
 		return err
 	}
-	data, err := a.media.Get(ctx, m.GetObject())
-	if err != nil {
+	if f.URL != "" {
+		_, err := a.bot.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: chat, MessageThreadID: thread, Document: &models.InputFileString{Data: f.URL}})
 		return err
 	}
-	name := m.GetName()
-	if name == "" {
-		name = "file"
-	}
-	upload := &models.InputFileUpload{Filename: name, Data: strings.NewReader(string(data))}
+	upload := &models.InputFileUpload{Filename: f.Name, Data: strings.NewReader(string(f.Data))}
 	if strings.HasPrefix(m.GetMimeType(), "image/") {
 		_, err = a.bot.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: chat, MessageThreadID: thread, Photo: upload})
 		return err

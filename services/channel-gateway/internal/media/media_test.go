@@ -146,6 +146,40 @@ func TestAttach(t *testing.T) {
 	}
 }
 
+// TestLoad: a reply's attachment goes as its link when it is not stored,
+// as its bytes (named "file" when it has no name) when it is, and not at
+// all when it is neither.
+func TestLoad(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ctx := t.Context()
+	s, err := media.Open(ctx, b, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "test/load", "a.txt", "", strings.NewReader("hello")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		ref     *nanofleetv1.MediaRef
+		want    *media.Outgoing
+		wantErr bool
+	}{
+		{"nothing", &nanofleetv1.MediaRef{}, nil, false},
+		{"link", &nanofleetv1.MediaRef{Url: "https://example.com/a.png", Name: "a.png"}, &media.Outgoing{URL: "https://example.com/a.png"}, false},
+		{"stored", &nanofleetv1.MediaRef{Object: "test/load", Name: "b.txt", Url: "https://example.com/b"}, &media.Outgoing{Name: "b.txt", Data: []byte("hello")}, false},
+		{"stored, no name", &nanofleetv1.MediaRef{Object: "test/load"}, &media.Outgoing{Name: "file", Data: []byte("hello")}, false},
+		{"no longer stored", &nanofleetv1.MediaRef{Object: "test/gone", Url: "https://example.com/c"}, nil, true},
+	}
+	for _, tt := range tests {
+		got, err := s.Load(ctx, tt.ref)
+		if (err != nil) != tt.wantErr || (got == nil) != (tt.want == nil) ||
+			got != nil && (got.URL != tt.want.URL || got.Name != tt.want.Name || string(got.Data) != string(tt.want.Data)) {
+			t.Errorf("%s: Load = %+v, %v; want %+v, error %v", tt.name, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
 type file string
 
 func (f file) FileName() string { return string(f) }
