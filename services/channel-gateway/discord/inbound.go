@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/observe"
@@ -42,14 +43,20 @@ type message struct {
 			ID string `json:"id"`
 		} `json:"author"`
 	} `json:"referenced_message"`
-	Attachments []struct {
-		ID          string `json:"id"`
-		Filename    string `json:"filename"`
-		ContentType string `json:"content_type"`
-		URL         string `json:"url"`
-		Size        int64  `json:"size"`
-	} `json:"attachments"`
+	Attachments []attachment `json:"attachments"`
 }
+
+// attachment is one file of a message.
+type attachment struct {
+	ID          string `json:"id"`
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type"`
+	URL         string `json:"url"`
+	Size        int64  `json:"size"`
+}
+
+func (f attachment) FileName() string { return f.Filename }
+func (f attachment) FileSize() int64  { return f.Size }
 
 // Message types answered: a plain message and a reply.
 const (
@@ -105,10 +112,11 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, raw []byte) erro
 	if !ok {
 		return nil
 	}
-	refs, notes := a.download(ctx, m)
-	if len(notes) > 0 {
-		text = strings.TrimSpace(text + "\n\n" + strings.Join(notes, "\n"))
-	}
+	// An attachment without a URL is skipped, without a note.
+	files := slices.DeleteFunc(m.Attachments, func(f attachment) bool { return f.URL == "" })
+	text, refs := media.DownloadAll(ctx, a.log.With("chat", m.ChannelID), a.media, text, files, func(ctx context.Context, _ int, f attachment) (*nanofleetv1.MediaRef, error) {
+		return a.download(ctx, m, f)
+	})
 	if text == "" && len(refs) == 0 {
 		return nil
 	}
@@ -158,27 +166,8 @@ func stripMention(text, bot string) string {
 	return strings.TrimSpace(spaces.ReplaceAllString(text, " "))
 }
 
-// download copies a message's attachments into the object store. Files
-// that cannot be had are described in notes for the model instead.
-func (a *Adapter) download(ctx context.Context, m *message) ([]*nanofleetv1.MediaRef, []string) {
-	var refs []*nanofleetv1.MediaRef
-	var notes []string
-	for _, f := range m.Attachments {
-		if f.URL == "" {
-			continue
-		}
-		if note := a.media.OverLimit(f.Filename, f.Size); note != "" {
-			notes = append(notes, note)
-			continue
-		}
-		object := fmt.Sprintf("discord/%s/%s/%s", m.ChannelID, m.ID, f.ID)
-		ref, err := a.media.Fetch(ctx, a.http, f.URL, nil, object, f.Filename, f.ContentType)
-		if err != nil {
-			a.log.Warn("discord attachment download failed", "chat", m.ChannelID, "name", f.Filename, "err", err)
-			notes = append(notes, media.NotDownloaded(f.Filename, err))
-			continue
-		}
-		refs = append(refs, ref)
-	}
-	return refs, notes
+// download copies an attachment of m into the object store.
+func (a *Adapter) download(ctx context.Context, m *message, f attachment) (*nanofleetv1.MediaRef, error) {
+	object := fmt.Sprintf("discord/%s/%s/%s", m.ChannelID, m.ID, f.ID)
+	return a.media.Fetch(ctx, a.http, f.URL, nil, object, f.Filename, f.ContentType)
 }

@@ -73,10 +73,9 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, upd *models.Upda
 		return nil
 	}
 	text = a.stripMention(text)
-	refs, notes := a.download(ctx, upd.ID, chat, msg)
-	if len(notes) > 0 {
-		text = strings.TrimSpace(text + "\n\n" + strings.Join(notes, "\n"))
-	}
+	text, refs := media.DownloadAll(ctx, a.log.With("chat", chat), a.media, text, attachments(msg), func(ctx context.Context, _ int, f attachment) (*nanofleetv1.MediaRef, error) {
+		return a.fetch(ctx, upd.ID, chat, f)
+	})
 	if text == "" && len(refs) == 0 {
 		return nil
 	}
@@ -154,6 +153,9 @@ type attachment struct {
 	size                         int64
 }
 
+func (f attachment) FileName() string { return f.name }
+func (f attachment) FileSize() int64  { return f.size }
+
 func attachments(msg *models.Message) []attachment {
 	var out []attachment
 	if n := len(msg.Photo); n > 0 {
@@ -173,27 +175,6 @@ func attachments(msg *models.Message) []attachment {
 		out = append(out, attachment{v.FileID, v.FileUniqueID, cmp.Or(v.FileName, "document"), v.MimeType, v.FileSize})
 	}
 	return out
-}
-
-// download copies a message's files into the object store. Files that
-// cannot be had are described in notes for the model instead.
-func (a *Adapter) download(ctx context.Context, updateID int64, chat string, msg *models.Message) ([]*nanofleetv1.MediaRef, []string) {
-	var refs []*nanofleetv1.MediaRef
-	var notes []string
-	for _, f := range attachments(msg) {
-		if note := a.media.OverLimit(f.name, f.size); note != "" {
-			notes = append(notes, note)
-			continue
-		}
-		ref, err := a.fetch(ctx, updateID, chat, f)
-		if err != nil {
-			a.log.Warn("telegram attachment download failed", "chat", chat, "name", f.name, "err", err)
-			notes = append(notes, media.NotDownloaded(f.name, err))
-			continue
-		}
-		refs = append(refs, ref)
-	}
-	return refs, notes
 }
 
 func (a *Adapter) fetch(ctx context.Context, updateID int64, chat string, f attachment) (*nanofleetv1.MediaRef, error) {

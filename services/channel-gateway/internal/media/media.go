@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime"
 	"net/http"
 	"path"
@@ -174,25 +173,4 @@ func Attach(msg *nanofleetv1.InboundMessage, name string, ref *nanofleetv1.Media
 		return
 	}
 	msg.Media = append(msg.Media, ref)
-}
-
-// A File is a platform's description of one file of an inbound message.
-type File interface {
-	// FileName is the name the note of a failed download gives.
-	FileName() string
-}
-
-// AttachAll downloads each of files (download gets its index too) and
-// attaches it to msg as [Attach] does, logging each download that failed.
-// It reports whether msg is worth publishing: it has text or media, which
-// a message with neither text nor files has not.
-func AttachAll[F File](ctx context.Context, log *slog.Logger, msg *nanofleetv1.InboundMessage, files []F, download func(context.Context, int, F) (*nanofleetv1.MediaRef, error)) bool {
-	for i, f := range files {
-		ref, err := download(ctx, i, f)
-		if err != nil {
-			log.Warn("attachment not downloaded", "name", f.FileName(), "err", err)
-		}
-		Attach(msg, f.FileName(), ref, err)
-	}
-	return msg.Content != "" || len(msg.Media) > 0
 }

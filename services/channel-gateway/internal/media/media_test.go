@@ -226,6 +226,56 @@ func TestAttachAll(t *testing.T) {
 	}
 }
 
+type sized struct {
+	name string
+	size int64
+}
+
+func (f sized) FileName() string { return f.name }
+func (f sized) FileSize() int64  { return f.size }
+
+// TestDownloadAll: a file announced over the limit is not tried, a failed
+// download is logged, and both leave a note saying why after the text.
+func TestDownloadAll(t *testing.T) {
+	s := media.NewStore(nil, 2<<20) // OverLimit reads only the limit
+	for _, tt := range []struct {
+		name, text string
+		files      []sized
+		wantText   string
+		wantMedia  []string
+		wantTried  []string
+		wantLogged int
+	}{
+		{"text only", "hi", nil, "hi", nil, nil, 0},
+		{"files", "", []sized{{"a.png", 10}, {"b.pdf", 2 << 20}}, "", []string{"0:a.png", "1:b.pdf"}, []string{"a.png", "b.pdf"}, 0},
+		{"over the limit", "look", []sized{{"big.mp4", 3 << 20}, {"a.png", 10}}, "look\n\n[attachment big.mp4 not downloaded: 3 MB is over the 2 MB limit]", []string{"1:a.png"}, []string{"a.png"}, 0},
+		{"failed, no text", "", []sized{{"bad.png", 10}, {"bad.pdf", 10}}, "[attachment bad.png not downloaded: download failed]\n[attachment bad.pdf not downloaded: download failed]", nil, []string{"bad.png", "bad.pdf"}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs strings.Builder
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			var tried []string
+			text, refs := media.DownloadAll(t.Context(), log, s, tt.text, tt.files, func(_ context.Context, i int, f sized) (*nanofleetv1.MediaRef, error) {
+				tried = append(tried, f.name)
+				if strings.HasPrefix(f.name, "bad") {
+					return nil, errors.New("boom")
+				}
+				return &nanofleetv1.MediaRef{Object: fmt.Sprintf("%d:%s", i, f.name)}, nil
+			})
+			var objects []string
+			for _, m := range refs {
+				objects = append(objects, m.GetObject())
+			}
+			if text != tt.wantText || !slices.Equal(objects, tt.wantMedia) || !slices.Equal(tried, tt.wantTried) {
+				t.Errorf("DownloadAll = %q, %v, tried %v; want %q, %v, %v", text, objects, tried, tt.wantText, tt.wantMedia, tt.wantTried)
+			}
+			if n := strings.Count(logs.String(), "attachment not downloaded"); n != tt.wantLogged {
+				t.Errorf("%d failures logged, want %d:\n%s", n, tt.wantLogged, logs.String())
+			}
+		})
+	}
+}
+
 func TestNotes(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	s, err := media.Open(t.Context(), b, 20<<20)
