@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,24 +19,81 @@ import (
 // cluster answered nobody for 9–10 s after a kill -9.
 const LeaderWait = 30 * time.Second
 
-// PublishMsg publishes m to JetStream, and while no stream answers its
-// subject (a stream without a leader: [jetstream.ErrNoStreamResponse])
-// sends it again, for up to [LeaderWait]. Each try waits [CallTimeout]
-// for its ack, so a server that takes a message and cannot write it still
-// fails the call. Only a message no stream received is sent again: a
-// retry never stores a second copy, and the ack's Duplicate still means
-// the message was stored before this call.
+// AckWait is how long one try of [PublishMsg] waits for the ack of a
+// message with a Nats-Msg-Id before sending it again. A try lost with
+// the server it went through (the client's own, or the stream leader,
+// shut down while it was in flight) is never answered; on a 3-node
+// loopback cluster such a publish waited out all of [CallTimeout]. An
+// ack normally takes milliseconds.
+const AckWait = 2 * time.Second
+
+// codeMsgIDInProcess is JetStream's answer to a message whose
+// Nats-Msg-Id a stream is still writing (an earlier try of it).
+const codeMsgIDInProcess jetstream.ErrorCode = 10158
+
+// PublishMsg publishes m to JetStream. While no stream answers its
+// subject (a stream without a leader: [jetstream.ErrNoStreamResponse]) it
+// sends m again, for up to [LeaderWait]. A message with a Nats-Msg-Id
+// whose ack does not come within [AckWait] is sent again too, under the
+// same id, until [CallTimeout] in all has passed without an answer, so a
+// server that takes a message and cannot write it still fails the call;
+// a message without one has a single try of [CallTimeout], since sending
+// it again could store it twice.
+//
+// No try stores a second copy: a message is sent again only if no
+// stream received it, or under its id, which the stream's duplicate
+// window (longer than these bounds) drops. The ack's Duplicate says m was
+// stored before this call. When a try of this call went unanswered, the
+// stream's duplicate answer to a later try cannot tell that try from an
+// earlier call's publish of the same id; it is reported as stored by
+// this call (Duplicate false): the unanswered try is by far the likelier,
+// and a caller that acts on Duplicate (the API's "same question asked
+// again" starts a second turn) would otherwise act on its own message.
 func PublishMsg(ctx context.Context, js jetstream.JetStream, m *nats.Msg) (*jetstream.PubAck, error) {
 	deadline := time.Now().Add(LeaderWait)
-	for {
-		pctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	resend := m.Header.Get(nats.MsgIdHdr) != ""
+	var unanswered time.Duration // tries whose ack never came
+	for try := 1; ; try++ {
+		wait := CallTimeout
+		if resend {
+			wait = min(AckWait, CallTimeout-unanswered)
+		}
+		sent := time.Now()
+		pctx, cancel := context.WithTimeout(ctx, wait)
 		ack, err := js.PublishMsg(pctx, m)
 		cancel()
-		if !errors.Is(err, jetstream.ErrNoStreamResponse) || time.Now().After(deadline) {
-			return ack, err
+		switch {
+		case err == nil:
+			if ack.Duplicate && unanswered > 0 {
+				stored := *ack
+				stored.Duplicate = false
+				return &stored, nil
+			}
+			return ack, nil
+		case ctx.Err() != nil:
+			return nil, err
+		case errors.Is(err, context.DeadlineExceeded):
+			unanswered += time.Since(sent)
+			if !resend || unanswered >= CallTimeout {
+				return nil, fmt.Errorf("no ack in %s (%d tries): %w", unanswered.Round(time.Millisecond), try, err)
+			}
+			continue // at once: the try is lost, not refused
+		case errors.Is(err, jetstream.ErrNoStreamResponse), inProcess(err):
+			if time.Now().After(deadline) {
+				return nil, err
+			}
+		default:
+			return nil, err
 		}
 		if serr := backoff.Sleep(ctx, 250*time.Millisecond); serr != nil {
 			return nil, errors.Join(serr, err)
 		}
 	}
+}
+
+// inProcess reports whether err is a stream still writing a message of
+// the same id: an earlier try whose outcome is not known yet.
+func inProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == codeMsgIDInProcess
 }

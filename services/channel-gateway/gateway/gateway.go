@@ -155,7 +155,11 @@ func (g *Gateway) Publish(ctx context.Context, in *nanofleetv1.InboundMessage) e
 
 // Store is [Gateway.Publish] that also reports whether the message was a
 // duplicate of one already stored under its id within the inbound
-// stream's duplicate window (and so dropped).
+// stream's duplicate window (and so dropped). A store that sent the
+// message again after a try went unanswered (lost with a node that shut
+// down) reports a duplicate answer as stored, not a duplicate: it most
+// likely answers that try, and the API would start a second turn for a
+// duplicate first attempt (see [bus.PublishMsg]).
 func (g *Gateway) Store(ctx context.Context, in *nanofleetv1.InboundMessage) (duplicate bool, err error) {
 	if in.GetId() == "" || in.GetChannel() == "" || in.GetChatId() == "" {
 		return false, errors.New("gateway: inbound message needs id, channel and chat_id")

@@ -1,0 +1,413 @@
+package bus_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/backoff"
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+)
+
+// TestPublishMsgOutlivesItsServerStopping: a publish in flight through
+// the node a client is connected to (here the JetStream meta leader)
+// while that node shuts down is lost with it, and is sent again through
+// another node, acked within about an ack wait, and stored once. Each
+// try waited CallTimeout for its ack, and the lost ones failed their
+// calls after 10 s.
+func TestPublishMsgOutlivesItsServerStopping(t *testing.T) {
+	c := bustest.StartCluster(t, 3)
+	stopUntilLost(t, c, func() (*bus.Bus, int) {
+		stop := c.MetaLeader()
+		b := connectTo(t, c, stop)
+		c.LeadAway(t.Context(), b, "PUB", stop)
+		return b, stop
+	}, 3*bus.AckWait)
+}
+
+// TestPublishMsgOutlivesItsStreamLeaderStopping: a publish in flight to
+// the stream's leader while that node shuts down (a node the client is
+// not connected to) is sent again and stored once, by the next leader.
+// The lost ones waited out CallTimeout and failed their calls.
+func TestPublishMsgOutlivesItsStreamLeaderStopping(t *testing.T) {
+	c := bustest.StartCluster(t, 3)
+	stopUntilLost(t, c, func() (*bus.Bus, int) {
+		client := c.MetaLeader()
+		b := connectTo(t, c, client)
+		c.LeadAway(t.Context(), b, "PUB", client)
+		return b, streamLeader(t, c, b)
+	}, bus.CallTimeout) // a try lost, then the stream electing a leader
+}
+
+// stopUntilLost publishes through a node's stop (see
+// [publishThroughStop]) until a publish had a try lost with the node, in
+// up to eight rounds: round connects a client and returns it with the
+// node to stop, which is started again after the round. Whether a try is
+// in flight when the node goes down is a race, won about one round in
+// two. Every publish must succeed within bound, and each message
+// be stored once.
+func stopUntilLost(t *testing.T, c *bustest.Cluster, round func() (b *bus.Bus, stop int), bound time.Duration) {
+	t.Helper()
+	const rounds = 8
+	createStream(t, connectTo(t, c, 0), 3)
+	stored := 0
+	for r := range rounds {
+		b, stop := round()
+		js := &lossyJS{JetStream: b.JS}
+		meta := stop == c.MetaLeader()
+		longest, n := publishThroughStop(t, c, js, fmt.Sprint(r), stop)
+		stored += n
+		lost := js.unanswered.Load()
+		t.Logf("round %d: %d publishes while node %d (meta leader: %v) stopped, %d tries unanswered, %d sent again; the longest took %s",
+			r+1, n, stop, meta, lost, int(js.tries.Load())-n, longest.Round(time.Millisecond))
+		if longest > bound {
+			t.Errorf("a publish took %s, want at most %s", longest.Round(time.Millisecond), bound)
+		}
+		wantStored(t, b, stored)
+		if lost > 0 {
+			return
+		}
+		c.Start(stop)
+		c.WaitJetStream(30 * time.Second)
+	}
+	t.Skipf("no try lost in %d rounds", rounds)
+}
+
+// publishThroughStop publishes messages of distinct ids from eight
+// goroutines, each one after the other, stops node i once each has had
+// a hundred acked, and lets each go on until one it sent after the node
+// is down is acked. It returns the longest publish and how many there
+// were, and fails the test if a publish fails. When a try is lost, every
+// publisher's is.
+func publishThroughStop(t *testing.T, c *bustest.Cluster, js jetstream.JetStream, round string, i int) (longest time.Duration, n int) {
+	t.Helper()
+	const publishers, warm = 8, 100
+	stopped := make(chan struct{})
+	type result struct {
+		longest time.Duration
+		n       int
+		err     error
+	}
+	warmed := make(chan struct{}, publishers)
+	done := make(chan result, publishers)
+	for g := range publishers {
+		go func() {
+			var r result
+			for {
+				down := false
+				select {
+				case <-stopped:
+					down = true
+				default:
+				}
+				m := nats.NewMsg(fmt.Sprintf("pub.%s.%d.%d", round, g, r.n))
+				m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("%s-%d-%d", round, g, r.n))
+				start := time.Now()
+				_, err := bus.PublishMsg(t.Context(), js, m)
+				r.longest = max(r.longest, time.Since(start))
+				if err != nil {
+					r.err = fmt.Errorf("publish %s after %s: %w", m.Subject, time.Since(start).Round(time.Millisecond), err)
+					break
+				}
+				if r.n++; r.n == warm {
+					warmed <- struct{}{}
+				}
+				if down {
+					break
+				}
+			}
+			done <- r
+		}()
+	}
+	for range publishers {
+		select {
+		case <-warmed:
+		case r := <-done:
+			t.Fatalf("before node %d stopped: %v", i, r.err)
+		case <-time.After(time.Minute):
+			t.Fatalf("not %d publishes each within a minute", warm)
+		}
+	}
+	c.Stop(i)
+	close(stopped)
+	var err error
+	for range publishers {
+		r := bustest.Receive(t, done, time.Minute)
+		longest, n = max(longest, r.longest), n+r.n
+		err = cmp.Or(err, r.err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return longest, n
+}
+
+// connectTo connects to the cluster through node i first, then the
+// others in order.
+func connectTo(t *testing.T, c *bustest.Cluster, i int) *bus.Bus {
+	t.Helper()
+	urls := strings.Split(c.URLs(), ",")
+	order := append([]string{urls[i]}, append(urls[:i:i], urls[i+1:]...)...)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: strings.Join(order, ","), Name: t.Name()}, nats.DontRandomize())
+	if err != nil {
+		t.Fatalf("connect through node %d: %v", i, err)
+	}
+	t.Cleanup(b.NC.Close)
+	if got, want := b.NC.ConnectedServerName(), c.Name(i); got != want {
+		t.Fatalf("connected to %s, want %s", got, want)
+	}
+	return b
+}
+
+// createStream creates stream PUB on pub.> with a one-minute duplicate
+// window.
+func createStream(t *testing.T, b *bus.Bus, replicas int) jetstream.Stream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var st jetstream.Stream
+	err := bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) (err error) {
+		st, err = b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "PUB", Subjects: []string{"pub.>"}, Replicas: replicas, Duplicates: time.Minute})
+		return err
+	}, nil)
+	if err != nil {
+		t.Fatalf("create stream PUB: %v", err)
+	}
+	return st
+}
+
+// streamLeader is the index of the node leading PUB.
+func streamLeader(t *testing.T, c *bustest.Cluster, b *bus.Bus) int {
+	t.Helper()
+	leader := -1
+	bustest.Eventually(t, 30*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		st, err := b.JS.Stream(ctx, "PUB")
+		if err != nil {
+			return err
+		}
+		if cl := st.CachedInfo().Cluster; cl != nil {
+			for i := range 3 {
+				if c.Name(i) == cl.Leader {
+					leader = i
+					return nil
+				}
+			}
+		}
+		return errors.New("PUB has no leader")
+	})
+	return leader
+}
+
+// wantStored checks that PUB holds exactly n messages: one of each id
+// published, none twice.
+func wantStored(t *testing.T, b *bus.Bus, n int) {
+	t.Helper()
+	bustest.Eventually(t, 30*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		st, err := b.JS.Stream(ctx, "PUB")
+		if err != nil {
+			return err
+		}
+		if got := st.CachedInfo().State.Msgs; got != uint64(n) {
+			return fmt.Errorf("PUB holds %d messages, want %d", got, n)
+		}
+		return nil
+	})
+}
+
+// lossyJS is a JetStream whose PublishMsg tries follow a script, then
+// reach the server. It counts the tries, and those of them that reached
+// the server and had no answer.
+type lossyJS struct {
+	jetstream.JetStream
+	script     []try
+	tries      atomic.Int32
+	unanswered atomic.Int32
+}
+
+// A try is what one PublishMsg does instead of publishing.
+type try func(ctx context.Context, js jetstream.JetStream, m *nats.Msg) (*jetstream.PubAck, error)
+
+// lost is a try that never reaches a stream and is never answered.
+func lost(ctx context.Context, _ jetstream.JetStream, _ *nats.Msg) (*jetstream.PubAck, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// ackLost is a try that the stream stores and whose ack never comes.
+func ackLost(ctx context.Context, js jetstream.JetStream, m *nats.Msg) (*jetstream.PubAck, error) {
+	if _, err := js.PublishMsg(ctx, m); err != nil {
+		return nil, fmt.Errorf("the try to lose the ack of: %w", err)
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// inWriting is a try the stream answers with "still writing a message of
+// this id".
+func inWriting(context.Context, jetstream.JetStream, *nats.Msg) (*jetstream.PubAck, error) {
+	return nil, fmt.Errorf("nats: %w", &jetstream.APIError{Code: 409, ErrorCode: 10158, Description: "duplicate message id is in process"})
+}
+
+func (l *lossyJS) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	n := int(l.tries.Add(1))
+	if n <= len(l.script) {
+		return l.script[n-1](ctx, l.JetStream, m)
+	}
+	ack, err := l.JetStream.PublishMsg(ctx, m, opts...)
+	if errors.Is(err, context.DeadlineExceeded) {
+		l.unanswered.Add(1)
+	}
+	return ack, err
+}
+
+// TestPublishMsgDuplicate: the ack's Duplicate says the message was
+// stored before the call; a duplicate answering a try of the call itself
+// whose ack never came is reported as stored. A message is stored once
+// whatever its tries did.
+func TestPublishMsgDuplicate(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	createStream(t, b, 1)
+	tests := []struct {
+		name          string
+		storedBefore  bool // by an earlier call
+		script        []try
+		wantDuplicate bool
+		wantTries     int
+	}{
+		{"new", false, nil, false, 1},
+		{"stored by an earlier call", true, nil, true, 1},
+		{"first try lost", false, []try{lost}, false, 2},
+		{"first try stored, its ack lost", false, []try{ackLost}, false, 2},
+		{"first try stored, the stream still writing it", false, []try{ackLost, inWriting}, false, 3},
+		{"another call's publish still being written", true, []try{inWriting}, true, 2},
+		// The stream's answer cannot tell the earlier call from the lost
+		// try: reported as stored by this call.
+		{"stored by an earlier call, first try lost", true, []try{lost}, false, 2},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			msg := func() *nats.Msg {
+				m := nats.NewMsg(fmt.Sprintf("pub.dup.%d", i))
+				m.Data = []byte("hello")
+				m.Header.Set(nats.MsgIdHdr, fmt.Sprint("dup-", i))
+				return m
+			}
+			if tt.storedBefore {
+				if _, err := bus.PublishMsg(t.Context(), b.JS, msg()); err != nil {
+					t.Fatalf("earlier publish: %v", err)
+				}
+			}
+			js := &lossyJS{JetStream: b.JS, script: tt.script}
+			ack, err := bus.PublishMsg(t.Context(), js, msg())
+			if err != nil {
+				t.Fatalf("PublishMsg: %v", err)
+			}
+			if ack.Duplicate != tt.wantDuplicate {
+				t.Errorf("Duplicate = %v, want %v", ack.Duplicate, tt.wantDuplicate)
+			}
+			if got := int(js.tries.Load()); got != tt.wantTries {
+				t.Errorf("%d tries, want %d", got, tt.wantTries)
+			}
+			wantOnSubject(t, b, fmt.Sprintf("pub.dup.%d", i), ack.Sequence)
+		})
+	}
+}
+
+// wantOnSubject checks that subj holds exactly one message, at seq.
+func wantOnSubject(t *testing.T, b *bus.Bus, subj string, seq uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	st, err := b.JS.Stream(ctx, "PUB")
+	if err != nil {
+		t.Fatalf("stream PUB: %v", err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subj))
+	if err != nil {
+		t.Fatalf("stream PUB info: %v", err)
+	}
+	if got := info.State.Subjects[subj]; got != 1 {
+		t.Errorf("%s holds %d messages, want 1", subj, got)
+	}
+	last, err := st.GetLastMsgForSubject(ctx, subj)
+	if err != nil {
+		t.Fatalf("last message on %s: %v", subj, err)
+	}
+	if last.Sequence != seq {
+		t.Errorf("acked sequence %d, stored at %d", seq, last.Sequence)
+	}
+}
+
+// TestPublishMsgGivesUpWithoutAnAck: a publish no server answers fails
+// after CallTimeout, whether it was sent again (with a Nats-Msg-Id) or
+// not (without one, where a second try could store a second copy).
+func TestPublishMsgGivesUpWithoutAnAck(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	createStream(t, b, 1)
+	tests := []struct {
+		name      string
+		msgID     string
+		script    []try
+		wantTries int
+		wantMsgs  uint64
+	}{
+		{"no server answers", "silent-1", nil, int(bus.CallTimeout / bus.AckWait), 0},
+		{"without an id, stored and its ack lost", "", []try{ackLost}, 1, 1},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			subj := fmt.Sprintf("pub.silent.%d", i)
+			script := tt.script
+			if script == nil {
+				script = []try{lost, lost, lost, lost, lost, lost, lost}
+			}
+			js := &lossyJS{JetStream: b.JS, script: script}
+			m := nats.NewMsg(subj)
+			if tt.msgID != "" {
+				m.Header.Set(nats.MsgIdHdr, tt.msgID)
+			}
+			start := time.Now()
+			_, err := bus.PublishMsg(t.Context(), js, m)
+			took := time.Since(start)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("PublishMsg = %v, want a deadline", err)
+			}
+			if took < bus.CallTimeout || took > 2*bus.CallTimeout {
+				t.Errorf("failed after %s, want about %s", took.Round(time.Millisecond), bus.CallTimeout)
+			}
+			if got := int(js.tries.Load()); got != tt.wantTries {
+				t.Errorf("%d tries, want %d", got, tt.wantTries)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			st, err := b.JS.Stream(ctx, "PUB")
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := st.Info(ctx, jetstream.WithSubjectFilter(subj))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := info.State.Subjects[subj]; got != tt.wantMsgs {
+				t.Errorf("%s holds %d messages, want %d", subj, got, tt.wantMsgs)
+			}
+		})
+	}
+}
