@@ -49,7 +49,10 @@ func (t *turn) live(kind nanofleetv1.OutboundKind, text string) {
 }
 
 // publish puts durable replies on the outbound stream, each with its id
-// as Nats-Msg-Id so that a republished reply is deduplicated.
+// as Nats-Msg-Id so that a republished reply is deduplicated, and sent
+// again by [bus.PublishMsg] when its ack does not come: a reply lost with
+// a node that shut down waited out 10 s and failed the commit, and went
+// out with the turn's redelivery.
 func (t *turn) publish(ctx context.Context, replies []*nanofleetv1.OutboundMessage) error {
 	for _, r := range replies {
 		data, err := proto.Marshal(r)
@@ -59,10 +62,7 @@ func (t *turn) publish(ctx context.Context, replies []*nanofleetv1.OutboundMessa
 		m := nats.NewMsg(t.w.d.Bus.Space.Outbound(r.GetChannel(), r.GetChatId()))
 		m.Data = data
 		m.Header.Set(nats.MsgIdHdr, r.GetId())
-		pctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
-		_, err = t.w.d.Bus.JS.PublishMsg(pctx, m)
-		cancel()
-		if err != nil {
+		if _, err := bus.PublishMsg(ctx, t.w.d.Bus.JS, m); err != nil {
 			return fmt.Errorf("publish reply %s: %w", r.GetId(), err)
 		}
 	}
