@@ -250,6 +250,61 @@ func TestPublishDeduplicatesPlatformEvents(t *testing.T) {
 	}
 }
 
+// TestStoreDuplicateAfterALostAck: a store whose first try was stored but
+// whose ack was lost (its node shut down) is sent again and reported as
+// stored, not as a duplicate: the API would have taken it for the same
+// question asked again and started a second turn. A later store of the
+// same message is a duplicate.
+func TestStoreDuplicateAfterALostAck(t *testing.T) {
+	b := bustest.StartJetStream(t, gateway.Assets)
+	lossy := *b
+	lossy.JS = &losesFirstAck{JetStream: b.JS}
+	g, err := gateway.New(gateway.DefaultConfig(), &lossy, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	in := &nanofleetv1.InboundMessage{Id: "api-kq", Channel: "api", ChatId: "s1", Content: "hi"}
+	for i, want := range []bool{false, true} {
+		dup, err := g.Store(ctx, proto.Clone(in).(*nanofleetv1.InboundMessage))
+		if err != nil {
+			t.Fatalf("store %d: %v", i+1, err)
+		}
+		if dup != want {
+			t.Errorf("store %d: duplicate = %v, want %v", i+1, dup, want)
+		}
+	}
+	st, err := b.JS.Stream(ctx, b.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Errorf("stored %d inbound messages, want 1", info.State.Msgs)
+	}
+}
+
+// losesFirstAck is a JetStream whose first PublishMsg stores the message
+// and never answers, as a publish whose node shut down before its ack.
+type losesFirstAck struct {
+	jetstream.JetStream
+	once sync.Once
+}
+
+func (l *losesFirstAck) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	lose := false
+	l.once.Do(func() { lose = true })
+	ack, err := l.JetStream.PublishMsg(ctx, m, opts...)
+	if !lose || err != nil {
+		return ack, err
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
 // A platform may hand over bytes that are not UTF-8 (WhatsApp's proto2
 // messages do); protobuf refuses to encode such strings, so before the
 // fix the message was neither stored nor dead-lettered.
