@@ -3,20 +3,9 @@ package bus
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// FollowHeartbeat is the idle heartbeat of an ordered consumer someone
-// waits on (a gateway's watch, the CLI's client, a subagent's result):
-// pass it as jetstream.PullHeartbeat to Consume. nats.go makes an ordered
-// consumer again only after two missed heartbeats; the "server shutdown"
-// status a node sends its pending pulls as it stops does not do it. At
-// nats.go's default of 5 s, whoever waited on a consumer held by a node
-// that shut down got nothing for 10 s; at 1 s, 2 s. The price is one
-// heartbeat a second per idle consumer.
-const FollowHeartbeat = time.Second
 
 // FromNow is the start of an ordered consumer of stream that must see
 // every message stored from now on: the sequence the next message will

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,7 +27,7 @@ func TestPublishMsgOutlivesItsServerStopping(t *testing.T) {
 	c := bustest.StartCluster(t, 3)
 	stopUntilLost(t, c, func() (*bus.Bus, int) {
 		stop := c.MetaLeader()
-		b := connectTo(t, c, stop)
+		b := c.ConnectThrough(t, stop)
 		c.LeadAway(t.Context(), b, "PUB", stop)
 		return b, stop
 	}, 3*bus.AckWait)
@@ -42,7 +41,7 @@ func TestPublishMsgOutlivesItsStreamLeaderStopping(t *testing.T) {
 	c := bustest.StartCluster(t, 3)
 	stopUntilLost(t, c, func() (*bus.Bus, int) {
 		client := c.MetaLeader()
-		b := connectTo(t, c, client)
+		b := c.ConnectThrough(t, client)
 		c.LeadAway(t.Context(), b, "PUB", client)
 		return b, streamLeader(t, c, b)
 	}, bus.CallTimeout) // a try lost, then the stream electing a leader
@@ -58,7 +57,7 @@ func TestPublishMsgOutlivesItsStreamLeaderStopping(t *testing.T) {
 func stopUntilLost(t *testing.T, c *bustest.Cluster, round func() (b *bus.Bus, stop int), bound time.Duration) {
 	t.Helper()
 	const rounds = 8
-	createStream(t, connectTo(t, c, 0), 3)
+	createStream(t, c.ConnectThrough(t, 0), 3)
 	stored := 0
 	for r := range rounds {
 		b, stop := round()
@@ -149,25 +148,6 @@ func publishThroughStop(t *testing.T, c *bustest.Cluster, js jetstream.JetStream
 		t.Fatal(err)
 	}
 	return longest, n
-}
-
-// connectTo connects to the cluster through node i first, then the
-// others in order.
-func connectTo(t *testing.T, c *bustest.Cluster, i int) *bus.Bus {
-	t.Helper()
-	urls := strings.Split(c.URLs(), ",")
-	order := append([]string{urls[i]}, append(urls[:i:i], urls[i+1:]...)...)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	b, err := bus.Connect(ctx, bus.Config{URL: strings.Join(order, ","), Name: t.Name()}, nats.DontRandomize())
-	if err != nil {
-		t.Fatalf("connect through node %d: %v", i, err)
-	}
-	t.Cleanup(b.NC.Close)
-	if got, want := b.NC.ConnectedServerName(), c.Name(i); got != want {
-		t.Fatalf("connected to %s, want %s", got, want)
-	}
-	return b
 }
 
 // createStream creates stream PUB on pub.> with a one-minute duplicate

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -229,6 +230,26 @@ func TakenPort(t testing.TB) net.Listener {
 	}
 	t.Cleanup(func() { _ = ln.Close() })
 	return ln
+}
+
+// ConnectThrough connects to the cluster through node i, the other
+// nodes in order after it (for reconnecting), and closes the connection
+// at the end of the test.
+func (c *Cluster) ConnectThrough(t testing.TB, i int) *bus.Bus {
+	t.Helper()
+	urls := strings.Split(c.URLs(), ",")
+	order := append([]string{urls[i]}, append(urls[:i:i], urls[i+1:]...)...)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: strings.Join(order, ","), Name: t.Name()}, nats.DontRandomize())
+	if err != nil {
+		t.Fatalf("connect through node %d: %v", i, err)
+	}
+	t.Cleanup(b.NC.Close)
+	if got, want := b.NC.ConnectedServerName(), c.Name(i); got != want {
+		t.Fatalf("connected to %s, want %s", got, want)
+	}
+	return b
 }
 
 // Connect connects to the cluster with prefix, provisions the core

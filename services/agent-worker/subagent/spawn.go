@@ -200,12 +200,8 @@ func (m *Manager) await(ctx context.Context, key string, rec *record) (string, e
 // subject from the start.
 func (m *Manager) result(ctx context.Context, rec *record) (*nanofleetv1.OutboundMessage, error) {
 	subj := m.b.Space.Outbound(Channel, childChat(rec.Parent, rec.ID))
-	cons, err := m.b.JS.OrderedConsumer(ctx, m.b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}})
-	if err != nil {
-		return nil, fmt.Errorf("watch subagent %s: %w", rec.Child, err)
-	}
 	found := make(chan *nanofleetv1.OutboundMessage, 1)
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
+	f, err := m.b.Follow(ctx, m.b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}}, func(msg jetstream.Msg) {
 		out := &nanofleetv1.OutboundMessage{}
 		if proto.Unmarshal(msg.Data(), out) != nil || !final(out) {
 			return
@@ -214,11 +210,11 @@ func (m *Manager) result(ctx context.Context, rec *record) (*nanofleetv1.Outboun
 		case found <- out:
 		default:
 		}
-	}, jetstream.PullHeartbeat(bus.FollowHeartbeat))
+	}, m.log)
 	if err != nil {
 		return nil, fmt.Errorf("watch subagent %s: %w", rec.Child, err)
 	}
-	defer cc.Stop()
+	defer f.Stop()
 	select {
 	case out := <-found:
 		return out, nil

@@ -26,7 +26,7 @@ import (
 type Client struct {
 	b       *bus.Bus
 	channel string
-	cc      jetstream.ConsumeContext
+	follow  *bus.Follower
 	live    *nats.Subscription
 
 	mu      sync.Mutex
@@ -61,19 +61,15 @@ func NewClient(ctx context.Context, b *bus.Bus, channel string) (*Client, error)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), occ)
+	// Followed closely: a reply must not wait 10 s or more after the
+	// node holding the consumer, or the client's own, shuts down.
+	c.follow, err = b.Follow(ctx, b.Space.OutboundStream(), occ, c.onReply, nil)
 	if err != nil {
 		return nil, fmt.Errorf("client: outbound consumer: %w", err)
 	}
-	// Followed closely: a reply must not wait 10 s after the node holding
-	// the consumer shuts down.
-	c.cc, err = cons.Consume(c.onReply, jetstream.PullHeartbeat(bus.FollowHeartbeat))
-	if err != nil {
-		return nil, fmt.Errorf("client: consume: %w", err)
-	}
 	c.live, err = b.NC.Subscribe(b.Space.LiveChannel(channel), c.onLiveMsg)
 	if err != nil {
-		c.cc.Stop()
+		c.follow.Stop()
 		return nil, fmt.Errorf("client: live: %w", err)
 	}
 	return c, nil
@@ -81,7 +77,7 @@ func NewClient(ctx context.Context, b *bus.Bus, channel string) (*Client, error)
 
 // Close stops receiving.
 func (c *Client) Close() {
-	c.cc.Stop()
+	c.follow.Stop()
 	_ = c.live.Unsubscribe()
 }
 

@@ -205,3 +205,52 @@ func TestClientKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 		t.Errorf("reply received %s after the node holding the consumer stopped, want within %s", took, within)
 	}
 }
+
+// TestClientFollowsItsRepliesOffItsOwnNodeStopping: the node a client is
+// connected to, the JetStream meta leader, shuts down mid-turn; the
+// client reconnects to another node and gets the reply stored meanwhile
+// within seconds. nats.go makes the ordered consumer again on reconnect
+// with tries of 10 s, and the first, sent while the meta leadership
+// moves, is never answered: the reply came 11.1 s after the stop.
+func TestClientFollowsItsRepliesOffItsOwnNodeStopping(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cluster, b := bustest.StartClusterJetStream(t, 3)
+	host := cluster.MetaLeader()
+	conn := cluster.ConnectThrough(t, host)
+	c, err := fleet.NewClient(ctx, conn, "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	pending, err := c.Send(ctx, fleet.Request{ChatID: "direct", Text: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := cluster.ConnectThrough(t, (host+1)%3)
+	cluster.LeadAway(ctx, pub, b.Space.OutboundStream(), host)
+
+	start := time.Now()
+	cluster.Stop(host)
+	data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "cli", ChatId: "direct", Content: "answer",
+		Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, ReplyTo: pending.ID(), LastOfTurn: true})
+	if err := bustest.PublishRetrying(ctx, pub, b.Space.Outbound("cli", "direct"), data); err != nil {
+		t.Fatalf("publish the reply while node %d is down: %v", host, err)
+	}
+	published := time.Since(start)
+	wctx, wcancel := context.WithTimeout(ctx, 40*time.Second)
+	defer wcancel()
+	replies, err := pending.Wait(wctx)
+	if err != nil {
+		t.Fatalf("turn's reply never arrived: %v", err)
+	}
+	if got, _ := fleet.Final(replies); got.GetId() != "r1" {
+		t.Errorf("final reply %q, want r1", got.GetId())
+	}
+	const within = 6 * time.Second
+	took := time.Since(start)
+	t.Logf("node %d stopped; reply stored after %s, received after %s", host, published, took)
+	if took > within {
+		t.Errorf("reply received %s after the client's node stopped, want within %s", took, within)
+	}
+}

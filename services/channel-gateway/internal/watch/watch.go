@@ -35,13 +35,6 @@ import (
 // createWait bounds the tries to make a watcher's consumer.
 const createWait = 25 * time.Second
 
-// createTry bounds one try. A consumer is made in milliseconds, but a
-// creation sent as the JetStream meta leader steps down (its node
-// restarting, even in lame duck mode) is never answered, and the API
-// request or web chat message waiting on it waited the whole try:
-// 10 s ([bus.CallTimeout]) at every restart of the meta leader's node.
-const createTry = 3 * time.Second
-
 // Watcher delivers one chat's replies and live messages on C.
 type Watcher struct {
 	// C receives replies and live messages while Run runs.
@@ -58,10 +51,7 @@ type Watcher struct {
 	chat    string
 	done    chan struct{} // closed when Run ends; unblocks the reply handler
 	running atomic.Bool
-	cc      jetstream.ConsumeContext
-	cons    jetstream.Consumer
-	js      jetstream.JetStream
-	str     string
+	follow  *bus.Follower
 	sub     *nats.Subscription
 }
 
@@ -122,28 +112,20 @@ func New(ctx context.Context, b *bus.Bus, channel, chatID string, opts ...Option
 	// to createWait.
 	rctx, rcancel := context.WithTimeout(ctx, createWait)
 	defer rcancel()
-	var cons jetstream.Consumer
-	err = bus.Retry(rctx, backoff.Backoff{}, func(ctx context.Context) error {
-		cfg := occ
-		if w.since.IsZero() {
+	if w.since.IsZero() {
+		err = bus.Retry(rctx, backoff.Backoff{}, func(ctx context.Context) error {
 			var err error
-			if cfg, err = b.FromNow(ctx, b.Space.OutboundStream(), occ); err != nil {
-				return err
-			}
+			occ, err = b.FromNow(ctx, b.Space.OutboundStream(), occ)
+			return err
+		}, func(err error, wait time.Duration) {
+			w.log.Warn("watch: start not read, trying again", "chat", chatID, "err", err, "wait", wait)
+		})
+		if err != nil {
+			_ = sub.Unsubscribe()
+			return nil, fmt.Errorf("watch %s:%s: %w", channel, chatID, err)
 		}
-		cctx, cancel := context.WithTimeout(ctx, createTry)
-		defer cancel()
-		c, err := b.JS.OrderedConsumer(cctx, b.Space.OutboundStream(), cfg)
-		cons = c
-		return err
-	}, func(err error, wait time.Duration) {
-		w.log.Warn("watch: consumer not made, trying again", "chat", chatID, "err", err, "wait", wait)
-	})
-	if err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("watch %s:%s: %w", channel, chatID, err)
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
+	w.follow, err = b.Follow(rctx, b.Space.OutboundStream(), occ, func(m jetstream.Msg) {
 		out := &nanofleetv1.OutboundMessage{}
 		if err := proto.Unmarshal(m.Data(), out); err != nil {
 			w.log.Warn("drop malformed reply", "subject", m.Subject(), "err", err)
@@ -153,16 +135,11 @@ func New(ctx context.Context, b *bus.Bus, channel, chatID string, opts ...Option
 		case w.replies <- out:
 		case <-w.done:
 		}
-	}, jetstream.PullHeartbeat(bus.FollowHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		// Missed heartbeats, a server shutting down: nats.go recovers
-		// from them; logged so that a wait they cause can be told.
-		w.log.Debug("watch consumer", "chat", chatID, "err", err)
-	}))
+	}, w.log.With("chat", chatID))
 	if err != nil {
 		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("watch %s:%s: consume: %w", channel, chatID, err)
+		return nil, fmt.Errorf("watch %s:%s: %w", channel, chatID, err)
 	}
-	w.cc, w.cons, w.js, w.str = cc, cons, b.JS, b.Space.OutboundStream()
 	return w, nil
 }
 
@@ -219,14 +196,10 @@ func (w *Watcher) forwardLive(m *nats.Msg) {
 func (w *Watcher) stop(ctx context.Context) {
 	close(w.done)
 	_ = w.sub.Unsubscribe()
-	w.cc.Stop()
-	// Stopping an ordered consumer leaves it on the server until it is
-	// inactive; delete it now, so that busy APIs do not pile them up.
-	if info := w.cons.CachedInfo(); info != nil {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if err := w.js.DeleteConsumer(ctx, w.str, info.Name); err != nil {
-			w.log.Debug("watch consumer not deleted; the server reaps it", "chat", w.chat, "err", err)
-		}
+	w.follow.Stop()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := w.follow.Delete(ctx); err != nil {
+		w.log.Debug("watch consumer not deleted; the server reaps it", "chat", w.chat, "err", err)
 	}
 }

@@ -1,0 +1,198 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/backoff"
+	"github.com/nanofleet/nanofleet/pkg/observe"
+)
+
+// FollowHeartbeat is the idle heartbeat of an ordered consumer someone
+// waits on (a gateway's watch, the CLI's client, a subagent's result):
+// pass it as jetstream.PullHeartbeat to Consume. nats.go makes an ordered
+// consumer again only after two missed heartbeats; the "server shutdown"
+// status a node sends its pending pulls as it stops does not do it. At
+// nats.go's default of 5 s, whoever waited on a consumer held by a node
+// that shut down got nothing for 10 s; at 1 s, 2 s. The price is one
+// heartbeat a second per idle consumer.
+const FollowHeartbeat = time.Second
+
+// followTry bounds one creation of a [Follower]'s consumer. A consumer
+// is made in milliseconds, but a creation sent while the JetStream meta
+// leader steps down (its node shutting down) is never answered.
+const followTry = 3 * time.Second
+
+// A Follower hands the messages of an ordered consumer to its handler,
+// in stream order, and makes the consumer again itself, from the message
+// after the last one handed over, when its connection reconnects or its
+// heartbeats stop. nats.go makes an ordered consumer again too, but each
+// try waits 10 s, and the first one after a reconnect, sent while the
+// meta leadership moved off the node that went down, was never
+// answered: a CLI client connected to that node got the reply stored
+// meanwhile 11 s after the stop. The Follower's tries take [followTry].
+type Follower struct {
+	b      *Bus
+	stream string
+	cfg    jetstream.OrderedConsumerConfig
+	handle func(jetstream.Msg)
+	log    *slog.Logger
+
+	remake chan struct{} // heartbeats missed: make the consumer again
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu   sync.Mutex
+	gen  int // consumers made; messages of an earlier one are dropped
+	cc   jetstream.ConsumeContext
+	cons jetstream.Consumer
+	next uint64 // stream sequence after the last message handed over; 0: none yet
+}
+
+// Follow makes an ordered consumer of stream with cfg and hands each of
+// its messages to handle, one at a time, until [Follower.Stop]. The
+// creation is tried again while it fails for a transient reason, until
+// ctx ends. log (nil: discarded) hears of consumers made again.
+func (b *Bus) Follow(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig, handle func(jetstream.Msg), log *slog.Logger) (*Follower, error) {
+	f := &Follower{b: b, stream: stream, cfg: cfg, handle: handle, log: observe.OrDiscard(log),
+		remake: make(chan struct{}, 1), done: make(chan struct{})}
+	// Listening before the consumer is made: a reconnect in between
+	// is not missed.
+	status := b.NC.StatusChanged(nats.CONNECTED)
+	if err := f.consume(ctx); err != nil {
+		b.NC.RemoveStatusListener(status)
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f.cancel = cancel
+	go f.run(rctx, status)
+	return f, nil
+}
+
+// Stop stops handing messages over. It does not wait for nats.go's own
+// attempt to make the consumer again, which may hold the old one up to
+// 10 s.
+func (f *Follower) Stop() {
+	f.cancel()
+	<-f.done
+	f.mu.Lock()
+	f.gen++ // whatever the last consumer still delivers is dropped
+	cc := f.cc
+	f.mu.Unlock()
+	go cc.Stop()
+}
+
+func (f *Follower) run(ctx context.Context, status chan nats.Status) {
+	defer close(f.done)
+	defer f.b.NC.RemoveStatusListener(status)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-status:
+			f.log.Debug("follow: reconnected; making the consumer again", "stream", f.stream)
+		case <-f.remake:
+			f.log.Debug("follow: heartbeats missed; making the consumer again", "stream", f.stream)
+		}
+		if err := f.consume(ctx); err != nil && ctx.Err() == nil {
+			// Not transient (the stream is gone): nothing to follow.
+			f.log.Warn("follow: consumer not made again", "stream", f.stream, "err", err)
+			return
+		}
+	}
+}
+
+// consume makes a consumer starting after the last message handed over
+// (at cfg's start before any) and consumes it, stopping the one before.
+func (f *Follower) consume(ctx context.Context) error {
+	f.mu.Lock()
+	f.gen++
+	gen, old, cfg := f.gen, f.cc, f.cfg
+	if f.next > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = jetstream.DeliverByStartSequencePolicy, f.next, nil
+	}
+	f.mu.Unlock()
+	if old != nil {
+		go old.Stop() // waits for nats.go's own attempt, if one runs
+	}
+	var cons jetstream.Consumer
+	err := Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
+		cctx, cancel := context.WithTimeout(ctx, followTry)
+		defer cancel()
+		c, err := f.b.JS.OrderedConsumer(cctx, f.stream, cfg)
+		cons = c
+		return err
+	}, func(err error, wait time.Duration) {
+		f.log.Warn("follow: consumer not made, trying again", "stream", f.stream, "err", err, "wait", wait)
+	})
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", f.stream, err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { f.deliver(gen, m) },
+		jetstream.PullHeartbeat(FollowHeartbeat),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			f.log.Debug("follow: consumer", "stream", f.stream, "err", err)
+			if errors.Is(err, jetstream.ErrNoHeartbeat) && f.current(gen) {
+				select {
+				case f.remake <- struct{}{}:
+				default:
+				}
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("follow %s: consume: %w", f.stream, err)
+	}
+	f.mu.Lock()
+	f.cc, f.cons = cc, cons
+	f.mu.Unlock()
+	return nil
+}
+
+// Delete deletes the consumer on the server, after [Follower.Stop]: a
+// stopped ordered consumer stays there until it has been inactive for
+// its InactiveThreshold, and busy callers would pile them up.
+func (f *Follower) Delete(ctx context.Context) error {
+	f.mu.Lock()
+	cons := f.cons
+	f.mu.Unlock()
+	info := cons.CachedInfo()
+	if info == nil {
+		return nil
+	}
+	if err := f.b.JS.DeleteConsumer(ctx, f.stream, info.Name); err != nil {
+		return fmt.Errorf("delete consumer %s: %w", info.Name, err)
+	}
+	return nil
+}
+
+func (f *Follower) current(gen int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return gen == f.gen
+}
+
+// deliver hands m over unless an earlier consumer delivered it, or its
+// consumer has been replaced.
+func (f *Follower) deliver(gen int, m jetstream.Msg) {
+	f.mu.Lock()
+	if gen != f.gen {
+		f.mu.Unlock()
+		return
+	}
+	if md, err := m.Metadata(); err == nil {
+		if md.Sequence.Stream < f.next {
+			f.mu.Unlock()
+			return
+		}
+		f.next = md.Sequence.Stream + 1
+	}
+	f.mu.Unlock()
+	f.handle(m)
+}
