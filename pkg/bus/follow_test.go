@@ -72,9 +72,9 @@ func TestFollowerKeepsOrderAcrossItsNodeStopping(t *testing.T) {
 	took := time.Since(start)
 	receive(20)
 	t.Logf("node %d stopped; the next message handed over after %s", host, took)
-	// A clear margin above the 3 s of one lost creation, below the 11 s
-	// it took.
-	if within := 6 * time.Second; took > within {
+	// Room for two lost creations of 3 s on a loaded machine, below the
+	// 11 s it took.
+	if within := 8 * time.Second; took > within {
 		t.Errorf("first message after the stop handed over after %s, want within %s", took, within)
 	}
 }

@@ -199,8 +199,8 @@ func TestClientFollowsItsRepliesOffItsOwnNodeStopping(t *testing.T) {
 
 // replyAfterStop stops node host of cluster, stores the final reply to
 // pending right after, and fails the test unless pending receives it
-// within 6 s: a clear margin above the 2–3 s the client takes, below the
-// 10–11 s it took. The reply is published through a node that stays up,
+// within 8 s: room on a loaded machine above the 2–3.3 s the client
+// takes, below the 10–11 s it took. The reply is published through a node that stays up,
 // to a stream it leads: a stream whose leader stops may have none for
 // seconds, which would delay the reply either way.
 func replyAfterStop(ctx context.Context, t *testing.T, cluster *bustest.Cluster, b *bus.Bus, host int, pending *fleet.Pending) {
@@ -224,7 +224,7 @@ func replyAfterStop(ctx context.Context, t *testing.T, cluster *bustest.Cluster,
 	if got, _ := fleet.Final(replies); got.GetId() != "r1" {
 		t.Errorf("final reply %q, want r1", got.GetId())
 	}
-	const within = 6 * time.Second
+	const within = 8 * time.Second
 	took := time.Since(start)
 	t.Logf("node %d stopped; reply stored after %s, received after %s", host, published, took)
 	if took > within {

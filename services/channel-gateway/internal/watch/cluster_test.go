@@ -137,7 +137,9 @@ func TestWatcherFollowsItsRepliesOffItsOwnNodeStopping(t *testing.T) {
 	if got := bustest.Receive(t, w.C, 90*time.Second); got.GetId() != "r1" {
 		t.Errorf("watcher delivered %q, want r1", got.GetId())
 	}
-	const within = 6 * time.Second
+	// Room for two lost creations of 3 s on a loaded machine, below
+	// the 11 s it took.
+	const within = 8 * time.Second
 	took := time.Since(start)
 	t.Logf("node %d stopped; reply delivered after %s", host, took)
 	if took > within {
