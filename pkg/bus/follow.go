@@ -15,15 +15,13 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
-// FollowHeartbeat is the idle heartbeat of an ordered consumer someone
-// waits on (a gateway's watch, the CLI's client, a subagent's result):
-// pass it as jetstream.PullHeartbeat to Consume. nats.go makes an ordered
-// consumer again only after two missed heartbeats; the "server shutdown"
-// status a node sends its pending pulls as it stops does not do it. At
-// nats.go's default of 5 s, whoever waited on a consumer held by a node
-// that shut down got nothing for 10 s; at 1 s, 2 s. The price is one
-// heartbeat a second per idle consumer.
-const FollowHeartbeat = time.Second
+// followHeartbeat is the idle heartbeat of a [Follower]'s consumer.
+// nats.go makes an ordered consumer again only after two missed
+// heartbeats; the "server shutdown" status a node sends its pending pulls
+// as it stops does not do it. At nats.go's default of 5 s, whoever waited
+// on a consumer held by a node that shut down got nothing for 10 s; at
+// 1 s, 2 s. The price is one heartbeat a second per idle consumer.
+const followHeartbeat = time.Second
 
 // followTry bounds one creation of a [Follower]'s consumer. A consumer
 // is made in milliseconds, but a creation sent while the JetStream meta
@@ -136,7 +134,7 @@ func (f *Follower) consume(ctx context.Context) error {
 		return fmt.Errorf("follow %s: %w", f.stream, err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) { f.deliver(gen, m) },
-		jetstream.PullHeartbeat(FollowHeartbeat),
+		jetstream.PullHeartbeat(followHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			f.log.Debug("follow: consumer", "stream", f.stream, "err", err)
 			if errors.Is(err, jetstream.ErrNoHeartbeat) && f.current(gen) {

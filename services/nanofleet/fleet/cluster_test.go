@@ -153,7 +153,7 @@ func TestClientFindsNoFleet(t *testing.T) {
 // again started from the moment it was made and skipped the reply, and
 // the CLI waited out its 15 minutes; at nats.go's default idle heartbeat
 // (5 s), it noticed the loss after two missed ones: 10.0 s in 3 of 3
-// runs, against 2.0 s at bus.FollowHeartbeat.
+// runs, against 2.0 s at the 1 s heartbeat of bus.Follow.
 func TestClientKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
