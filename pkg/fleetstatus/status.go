@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 )
 
@@ -116,12 +117,15 @@ func (s *Status) Online(name string) int {
 // Get reads the fleet's streams (inbound, outbound, history, memory, dead
 // letters; missing ones are left out) and their consumers, and discovers
 // its running services, waiting up to wait for their answers. The streams
-// are read at once and beside the discovery; one that does not answer
-// before ctx ends is listed in Unreadable and the rest is still
-// returned. That is what a cluster looks like for a few seconds after a
-// node is killed (measured: 6 s until the streams it led answer again),
-// when an operator wants the status most.
+// are read at once and beside the discovery, each again until it answers;
+// one that does not answer before ctx ends, or within [readTimeout], is
+// listed in Unreadable and the rest is still returned. That is what a
+// cluster looks like for a few seconds after a node is killed (measured:
+// 6 s until the streams it led answer again), when an operator wants the
+// status most.
 func Get(ctx context.Context, b *bus.Bus, wait time.Duration) (*Status, error) {
+	rctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	names := []string{b.Space.InboundStream(), b.Space.OutboundStream(), b.Space.HistoryStream(), b.Space.MemoryStream(), b.Space.DeadLetterStream()}
 	type read struct {
 		stream    *Stream
@@ -132,7 +136,7 @@ func Get(ctx context.Context, b *bus.Bus, wait time.Duration) (*Status, error) {
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
-			reads[i].stream, reads[i].consumers, reads[i].err = readStream(ctx, b, name)
+			reads[i].stream, reads[i].consumers, reads[i].err = readStream(rctx, b, name)
 		})
 	}
 	svcs, err := Discover(ctx, b.NC, wait)
@@ -153,9 +157,38 @@ func Get(ctx context.Context, b *bus.Bus, wait time.Duration) (*Status, error) {
 	return st, nil
 }
 
-// readStream reads one stream and its consumers; a stream that does not
-// exist is nil without an error.
+// readTimeout bounds all the reads of one stream: one held by a node
+// that is down for good (a stream with one replica) is given up on.
+const readTimeout = 15 * time.Second
+
+// readTry bounds one read of a stream and its consumers. A read takes
+// milliseconds, but one sent while the stream's leader is stopping may
+// never be answered: with a single read, `nanofleet status` showed a
+// stream whose leader had moved as unreadable until its deadline.
+const readTry = 3 * time.Second
+
+// readStream reads one stream and its consumers, in tries of [readTry]
+// until one answers or ctx ends; a stream that does not exist is nil
+// without an error.
 func readStream(ctx context.Context, b *bus.Bus, name string) (*Stream, []Consumer, error) {
+	var (
+		st        *Stream
+		consumers []Consumer
+	)
+	var last error
+	err := bus.Retry(ctx, backoff.Backoff{Max: time.Second}, func(ctx context.Context) error {
+		tctx, cancel := context.WithTimeout(ctx, readTry)
+		defer cancel()
+		st, consumers, last = readStreamOnce(tctx, b, name)
+		return last
+	}, nil)
+	if err != nil && last != nil {
+		return nil, nil, last // what the stream answered, not ctx's end joined to it
+	}
+	return st, consumers, err
+}
+
+func readStreamOnce(ctx context.Context, b *bus.Bus, name string) (*Stream, []Consumer, error) {
 	s, err := b.JS.Stream(ctx, name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, nil, nil
