@@ -63,7 +63,7 @@ func (b *Bus) DeadLetter(ctx context.Context, source string, l Letter) error {
 		// One dead letter per original message, however often we retry.
 		msg.Header.Set(nats.MsgIdHdr, fmt.Sprintf("%s:%d", source, l.StreamSeq))
 	}
-	if _, err := b.JS.PublishMsg(ctx, msg); err != nil {
+	if _, err := PublishMsg(ctx, b.JS, msg); err != nil {
 		return fmt.Errorf("publish dead letter for %s: %w", l.Subject, err)
 	}
 	return nil

@@ -49,7 +49,13 @@ const codeMsgIDInProcess jetstream.ErrorCode = 10158
 // this call (Duplicate false): the unanswered try is by far the likelier,
 // and a caller that acts on Duplicate (the API's "same question asked
 // again" starts a second turn) would otherwise act on its own message.
-func PublishMsg(ctx context.Context, js jetstream.JetStream, m *nats.Msg) (*jetstream.PubAck, error) {
+//
+// opts are the publish's expectations (last sequence and the like). A
+// stream checks them before the id on a single server and after it in a
+// cluster, so a lost try's resend fails the expectation there (a
+// conflict the caller must tell from its own write by reading) and is
+// a duplicate here.
+func PublishMsg(ctx context.Context, js jetstream.JetStream, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	deadline := time.Now().Add(LeaderWait)
 	resend := m.Header.Get(nats.MsgIdHdr) != ""
 	var unanswered time.Duration // tries whose ack never came
@@ -60,7 +66,7 @@ func PublishMsg(ctx context.Context, js jetstream.JetStream, m *nats.Msg) (*jets
 		}
 		sent := time.Now()
 		pctx, cancel := context.WithTimeout(ctx, wait)
-		ack, err := js.PublishMsg(pctx, m)
+		ack, err := js.PublishMsg(pctx, m, opts...)
 		cancel()
 		switch {
 		case err == nil:

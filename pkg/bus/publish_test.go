@@ -391,3 +391,48 @@ func TestPublishMsgGivesUpWithoutAnAck(t *testing.T) {
 		})
 	}
 }
+
+// TestPublishMsgKeepsItsExpectations: the publish options reach every
+// try; an expectation the stream refuses is answered at once, not tried
+// again.
+func TestPublishMsgKeepsItsExpectations(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	createStream(t, b, 1)
+	tests := []struct {
+		name      string
+		before    int    // messages already on the subject
+		expect    uint64 // last sequence on the subject
+		script    []try
+		wantCode  jetstream.ErrorCode // 0: stored
+		wantTries int
+	}{
+		{"met", 0, 0, nil, 0, 1},
+		{"met, first try lost", 0, 0, []try{lost}, 0, 2},
+		{"refused", 1, 0, nil, jetstream.JSErrCodeStreamWrongLastSequence, 1},
+		{"refused, first try lost", 1, 0, []try{lost}, jetstream.JSErrCodeStreamWrongLastSequence, 2},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			subj := fmt.Sprintf("pub.expect.%d", i)
+			for n := range tt.before {
+				bustest.Publish(t, b, subj, []byte(fmt.Sprint("before ", n)))
+			}
+			m := nats.NewMsg(subj)
+			m.Header.Set(nats.MsgIdHdr, fmt.Sprint("expect-", i))
+			js := &lossyJS{JetStream: b.JS, script: tt.script}
+			ack, err := bus.PublishMsg(t.Context(), js, m, jetstream.WithExpectLastSequencePerSubject(tt.expect))
+			var apiErr *jetstream.APIError
+			switch {
+			case tt.wantCode == 0 && err != nil:
+				t.Fatalf("PublishMsg: %v", err)
+			case tt.wantCode == 0:
+				wantOnSubject(t, b, subj, ack.Sequence)
+			case !errors.As(err, &apiErr) || apiErr.ErrorCode != tt.wantCode:
+				t.Fatalf("PublishMsg: %v, want JetStream error %d", err, tt.wantCode)
+			}
+			if got := int(js.tries.Load()); got != tt.wantTries {
+				t.Errorf("%d tries, want %d", got, tt.wantTries)
+			}
+		})
+	}
+}

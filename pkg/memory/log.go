@@ -54,7 +54,7 @@ func (l *Log) Append(ctx context.Context, e *nanofleetv1.HistoryEntry, expectLas
 	msg := nats.NewMsg(l.names.Log(s, e.GetSessionKey()))
 	msg.Data = data
 	msg.Header.Set(nats.MsgIdHdr, EntryID(e.GetSessionKey(), e.GetFromSeq(), e.GetToSeq()))
-	ack, err := l.js.PublishMsg(ctx, msg,
+	ack, err := bus.PublishMsg(ctx, l.js, msg,
 		jetstream.WithExpectLastSequenceForSubject(expectLast, l.names.LogSession(e.GetSessionKey())))
 	if err != nil {
 		var apiErr *jetstream.APIError

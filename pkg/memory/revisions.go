@@ -79,7 +79,7 @@ func (r *Revisions) Append(ctx context.Context, rev *nanofleetv1.MemoryRevision,
 	if msgID != "" {
 		msg.Header.Set(nats.MsgIdHdr, msgID)
 	}
-	ack, err := r.js.PublishMsg(ctx, msg)
+	ack, err := bus.PublishMsg(ctx, r.js, msg)
 	if err != nil {
 		return 0, fmt.Errorf("store revision: %w", err)
 	}

@@ -243,7 +243,7 @@ func PublishRequest(ctx context.Context, b *bus.Bus, req *nanofleetv1.Consolidat
 	m := nats.NewMsg(b.Space.Consolidate(req.GetSessionKey()))
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, EntryID(req.GetSessionKey(), req.GetFromSeq(), req.GetToSeq()))
-	if _, err := b.JS.PublishMsg(ctx, m); err != nil {
+	if _, err := bus.PublishMsg(ctx, b.JS, m); err != nil {
 		return fmt.Errorf("publish consolidation request for %s: %w", req.GetSessionKey(), err)
 	}
 	return nil

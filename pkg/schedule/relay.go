@@ -198,7 +198,7 @@ func (r *Relay) handle(ctx context.Context, m jetstream.Msg) {
 	out := nats.NewMsg(r.b.Space.Inbound(in.GetChannel(), in.GetChatId()))
 	out.Data = data
 	out.Header.Set(nats.MsgIdHdr, in.GetId())
-	ack, err := r.b.JS.PublishMsg(ctx, out)
+	ack, err := bus.PublishMsg(ctx, r.b.JS, out)
 	if err != nil {
 		log.Warn("relay fire", "err", err)
 		_ = m.NakWithDelay(time.Second)

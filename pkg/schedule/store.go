@@ -201,7 +201,7 @@ func (s *Scheduler) Add(ctx context.Context, j Job) (Job, error) {
 	m.Header.Set(hdrJobSession, j.SessionKey)
 	m.Header.Set(hdrJobSpec, encodeSpec(j.Spec))
 	m.Header.Set(hdrJobCreated, now.UTC().Format(time.RFC3339Nano))
-	if _, err := s.b.JS.PublishMsg(ctx, m); err != nil {
+	if _, err := bus.PublishMsg(ctx, s.b.JS, m); err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) {
 			switch apiErr.ErrorCode {

@@ -244,7 +244,7 @@ func (s *Store) Append(ctx context.Context, key string, rec *nanofleetv1.TurnRec
 	// The turn id makes a retried append after a lost ack a no-op.
 	id := "turn:" + rec.GetTurnId()
 	msg.Header.Set(nats.MsgIdHdr, id)
-	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expectLast))
+	ack, err := bus.PublishMsg(ctx, s.js, msg, jetstream.WithExpectLastSequencePerSubject(expectLast))
 	if err != nil {
 		if wrongLastSequence(err) {
 			// What was cached is not the history's end: read it anew.

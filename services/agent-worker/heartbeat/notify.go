@@ -77,7 +77,7 @@ func (s *Service) notify(ctx context.Context, m jetstream.Msg, out *nanofleetv1.
 	msg := nats.NewMsg(s.b.Space.Outbound(channel, chat))
 	msg.Data = data
 	msg.Header.Set(nats.MsgIdHdr, note.GetId())
-	if _, err := s.b.JS.PublishMsg(ctx, msg); err != nil {
+	if _, err := bus.PublishMsg(ctx, s.b.JS, msg); err != nil {
 		s.log.Warn("heartbeat: notify", "err", err)
 		_ = m.NakWithDelay(time.Second)
 		return

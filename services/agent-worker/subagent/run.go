@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -134,7 +135,7 @@ Summarize this naturally for the user. Keep it brief (1-2 sentences). Do not men
 	msg := nats.NewMsg(m.b.Space.Inbound(in.GetChannel(), in.GetChatId()))
 	msg.Data = data
 	msg.Header.Set(nats.MsgIdHdr, in.GetId())
-	if _, err := m.b.JS.PublishMsg(ctx, msg); err != nil {
+	if _, err := bus.PublishMsg(ctx, m.b.JS, msg); err != nil {
 		return fmt.Errorf("publish announcement: %w", err)
 	}
 	return nil

@@ -143,7 +143,7 @@ func (m *Manager) start(ctx context.Context, tc *agenttool.TurnContext, key, id,
 	msg := nats.NewMsg(m.b.Space.Inbound(in.GetChannel(), in.GetChatId()))
 	msg.Data = data
 	msg.Header.Set(nats.MsgIdHdr, in.GetId())
-	ack, err := m.b.JS.PublishMsg(ctx, msg)
+	ack, err := bus.PublishMsg(ctx, m.b.JS, msg)
 	if err != nil {
 		_ = m.kv.Delete(context.WithoutCancel(ctx), key)
 		return nil, fmt.Errorf("start subagent: %w", err)

@@ -170,7 +170,7 @@ func notify(ctx context.Context, b *bus.Bus, channel, chatID, id, text string) e
 	msg := nats.NewMsg(b.Space.Outbound(channel, chatID))
 	msg.Data = data
 	msg.Header.Set(nats.MsgIdHdr, id)
-	if _, err := b.JS.PublishMsg(ctx, msg); err != nil {
+	if _, err := bus.PublishMsg(ctx, b.JS, msg); err != nil {
 		return fmt.Errorf("access: send message to %s:%s: %w", channel, chatID, err)
 	}
 	return nil

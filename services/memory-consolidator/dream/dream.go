@@ -167,7 +167,7 @@ func (j *Job) Schedule(ctx context.Context) error {
 		m.Header.Set("Nats-Schedule-Time-Zone", j.cfg.TimeZone)
 	}
 	m.Header.Set(memory.HeaderSystemJob, JobName)
-	if _, err := j.d.Bus.JS.PublishMsg(ctx, m); err != nil {
+	if _, err := bus.PublishMsg(ctx, j.d.Bus.JS, m); err != nil {
 		return fmt.Errorf("dream: publish schedule %q: %w", j.cfg.Pattern(), err)
 	}
 	j.log.Info("dream scheduled", "agent", j.cfg.Agent, "schedule", j.cfg.Pattern(), "timezone", j.cfg.TimeZone)
