@@ -274,6 +274,27 @@ func TestSpawnWait(t *testing.T) {
 		t.Fatal("spawn(wait) did not return")
 	}
 	e.none(t, 500*time.Millisecond, "announced although awaited")
+	e.noConsumerLeft(t)
+}
+
+// noConsumerLeft fails the test if a consumer the wait for a child's
+// result made (one without a durable name) is still on the outbound
+// stream.
+func (e *env) noConsumerLeft(t *testing.T) {
+	t.Helper()
+	s, err := e.b.JS.Stream(t.Context(), e.b.Space.OutboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumers := s.ListConsumers(t.Context())
+	for ci := range consumers.Info() {
+		if ci.Config.Durable == "" {
+			t.Errorf("consumer %s (filter %s%v) left on %s", ci.Name, ci.Config.FilterSubject, ci.Config.FilterSubjects, e.b.Space.OutboundStream())
+		}
+	}
+	if err := consumers.Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestSpawnWaitTimeoutAnnouncesLater(t *testing.T) {
@@ -284,6 +305,7 @@ func TestSpawnWaitTimeoutAnnouncesLater(t *testing.T) {
 	if err != nil || !strings.Contains(out, "still running") {
 		t.Fatalf("spawn = %q, %v", out, err)
 	}
+	e.noConsumerLeft(t)
 	child, msg := e.next(t)
 	_ = msg.Ack()
 	e.reply(t, child, "finally")
