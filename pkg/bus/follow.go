@@ -23,11 +23,6 @@ import (
 // 1 s, 2 s. The price is one heartbeat a second per idle consumer.
 const followHeartbeat = time.Second
 
-// followTry bounds one creation of a [Follower]'s consumer. A consumer
-// is made in milliseconds, but a creation sent while the JetStream meta
-// leader steps down (its node shutting down) is never answered.
-const followTry = 3 * time.Second
-
 // A Follower hands the messages of an ordered consumer to its handler,
 // in stream order, and makes the consumer again itself, from the message
 // after the last one handed over, when its connection reconnects or its
@@ -35,7 +30,7 @@ const followTry = 3 * time.Second
 // try waits 10 s, and the first one after a reconnect, sent while the
 // meta leadership moved off the node that went down, was never
 // answered: a CLI client connected to that node got the reply stored
-// meanwhile 11 s after the stop. The Follower's tries take [followTry].
+// meanwhile 11 s after the stop. The Follower's tries take [RequestTry].
 type Follower struct {
 	b      *Bus
 	stream string
@@ -121,10 +116,8 @@ func (f *Follower) consume(ctx context.Context) error {
 		go old.Stop() // waits for nats.go's own attempt, if one runs
 	}
 	var cons jetstream.Consumer
-	err := Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
-		cctx, cancel := context.WithTimeout(ctx, followTry)
-		defer cancel()
-		c, err := f.b.JS.OrderedConsumer(cctx, f.stream, cfg)
+	err := RetryEach(ctx, backoff.Backoff{}, RequestTry, func(ctx context.Context) error {
+		c, err := f.b.JS.OrderedConsumer(ctx, f.stream, cfg)
 		cons = c
 		return err
 	}, func(err error, wait time.Duration) {

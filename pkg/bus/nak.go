@@ -26,10 +26,8 @@ func NakWithDelay(ctx context.Context, nc *nats.Conn, m jetstream.Msg, delay tim
 	body := fmt.Appendf(nil, "-NAK {\"delay\": %d}", delay.Nanoseconds())
 	ctx, cancel := context.WithTimeout(ctx, LeaderWait)
 	defer cancel()
-	err := Retry(ctx, backoff.Backoff{Min: 250 * time.Millisecond, Max: 250 * time.Millisecond}, func(ctx context.Context) error {
-		rctx, cancel := context.WithTimeout(ctx, CallTimeout)
-		defer cancel()
-		_, err := nc.RequestWithContext(rctx, m.Reply(), body)
+	err := RetryEach(ctx, backoff.Backoff{Min: 250 * time.Millisecond, Max: 250 * time.Millisecond}, CallTimeout, func(ctx context.Context) error {
+		_, err := nc.RequestWithContext(ctx, m.Reply(), body)
 		return err
 	}, nil)
 	if err != nil {

@@ -51,12 +51,20 @@ func Transient(err error) bool {
 	return api.Code == 503 || api.Code == 408 || api.Code == 429
 }
 
+// RequestTry bounds one try of a request that is answered in
+// milliseconds but may never be answered: one sent while the JetStream
+// meta leader or a stream's leader steps down (its node stopping). A
+// consumer creation so lost left a CLI client without replies for 11 s,
+// and a stream read left `nanofleet status` without the stream until its
+// deadline.
+const RequestTry = 3 * time.Second
+
 // Retry calls f until it succeeds, fails with an error that is not
 // [Transient], or ctx ends, waiting by b between attempts. failed, if not
 // nil, is told of each transient failure and the wait before the next
-// attempt (to log it, or to report not ready). f should bound each attempt
-// with its own deadline: a request lost with a server that died must fail
-// and be retried.
+// attempt (to log it, or to report not ready). f must bound each attempt
+// with its own deadline, as [RetryEach] does: a request lost with a server
+// that died must fail and be retried.
 func Retry(ctx context.Context, b backoff.Backoff, f func(context.Context) error, failed func(err error, wait time.Duration)) error {
 	for n := 0; ; n++ {
 		err := f(ctx)
@@ -74,4 +82,13 @@ func Retry(ctx context.Context, b backoff.Backoff, f func(context.Context) error
 			return err
 		}
 	}
+}
+
+// RetryEach is [Retry] with each attempt given at most try.
+func RetryEach(ctx context.Context, b backoff.Backoff, try time.Duration, f func(context.Context) error, failed func(err error, wait time.Duration)) error {
+	return Retry(ctx, b, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, try)
+		defer cancel()
+		return f(ctx)
+	}, failed)
 }

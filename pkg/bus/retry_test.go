@@ -88,3 +88,28 @@ func TestRetry(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryEach: an attempt that is never answered ends at the try's
+// bound and is made again; the attempts see the bound as their deadline.
+func TestRetryEach(t *testing.T) {
+	const try = 50 * time.Millisecond
+	fast := backoff.Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	attempts := 0
+	err := bus.RetryEach(ctx, fast, try, func(ctx context.Context) error {
+		attempts++
+		deadline, ok := ctx.Deadline()
+		if !ok || time.Until(deadline) > try {
+			t.Errorf("attempt %d: deadline in %v, want at most %v", attempts, time.Until(deadline), try)
+		}
+		if attempts == 1 {
+			<-ctx.Done() // lost: never answered
+			return ctx.Err()
+		}
+		return nil
+	}, nil)
+	if err != nil || attempts != 2 {
+		t.Errorf("RetryEach = %v after %d attempts, want nil after 2", err, attempts)
+	}
+}

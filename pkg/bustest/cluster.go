@@ -105,10 +105,8 @@ func StartClusterJetStream(t testing.TB, n int, decls ...bus.Declare) (*Cluster,
 // lost a node or had it back refuses publishes until its streams have
 // leaders again.
 func PublishRetrying(ctx context.Context, b *bus.Bus, subj string, data []byte) error {
-	return bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_, err := b.JS.Publish(pctx, subj, data)
+	return bus.RetryEach(ctx, backoff.Backoff{}, 5*time.Second, func(ctx context.Context) error {
+		_, err := b.JS.Publish(ctx, subj, data)
 		return err
 	}, nil)
 }
@@ -265,10 +263,8 @@ func (c *Cluster) Connect(t testing.TB, prefix string, l bus.Layout, decls ...bu
 		t.Fatalf("connect to the cluster: %v", err)
 	}
 	t.Cleanup(func() { b.NC.Close() })
-	err = bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		return bus.Provision(pctx, b, l, decls...)
+	err = bus.RetryEach(ctx, backoff.Backoff{}, 10*time.Second, func(ctx context.Context) error {
+		return bus.Provision(ctx, b, l, decls...)
 	}, nil)
 	if err != nil {
 		t.Fatalf("provision on the cluster: %v", err)

@@ -161,13 +161,7 @@ func Get(ctx context.Context, b *bus.Bus, wait time.Duration) (*Status, error) {
 // that is down for good (a stream with one replica) is given up on.
 const readTimeout = 15 * time.Second
 
-// readTry bounds one read of a stream and its consumers. A read takes
-// milliseconds, but one sent while the stream's leader is stopping may
-// never be answered: with a single read, `nanofleet status` showed a
-// stream whose leader had moved as unreadable until its deadline.
-const readTry = 3 * time.Second
-
-// readStream reads one stream and its consumers, in tries of [readTry]
+// readStream reads one stream and its consumers, in tries of [bus.RequestTry]
 // until one answers or ctx ends; a stream that does not exist is nil
 // without an error.
 func readStream(ctx context.Context, b *bus.Bus, name string) (*Stream, []Consumer, error) {
@@ -176,10 +170,8 @@ func readStream(ctx context.Context, b *bus.Bus, name string) (*Stream, []Consum
 		consumers []Consumer
 	)
 	var last error
-	err := bus.Retry(ctx, backoff.Backoff{Max: time.Second}, func(ctx context.Context) error {
-		tctx, cancel := context.WithTimeout(ctx, readTry)
-		defer cancel()
-		st, consumers, last = readStreamOnce(tctx, b, name)
+	err := bus.RetryEach(ctx, backoff.Backoff{Max: time.Second}, bus.RequestTry, func(ctx context.Context) error {
+		st, consumers, last = readStreamOnce(ctx, b, name)
 		return last
 	}, nil)
 	if err != nil && last != nil {

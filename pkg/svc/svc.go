@@ -183,12 +183,7 @@ func Connect(ctx context.Context, file *config.File, name string, log *slog.Logg
 // talks to the bus in it, so that a slow or restarting cluster delays it
 // instead of killing it.
 func Retry(ctx context.Context, log *slog.Logger, ready *Readiness, what string, step func(context.Context) error) error {
-	attempt := func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		defer cancel()
-		return step(ctx)
-	}
-	err := bus.Retry(ctx, backoff.Backoff{}, attempt, func(err error, wait time.Duration) {
+	err := bus.RetryEach(ctx, backoff.Backoff{}, attemptTimeout, step, func(err error, wait time.Duration) {
 		err = fmt.Errorf("%s: %w", what, err)
 		ready.NotReady(err)
 		log.Warn("nats not ready; retrying", "step", what, "err", err, "retry_in", wait.Round(time.Millisecond))

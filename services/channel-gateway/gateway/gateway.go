@@ -275,11 +275,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 // transient reason: a cluster electing leaders delays delivery, it does
 // not stop the gateway.
 func (g *Gateway) setUp(ctx context.Context, call func(context.Context) error) error {
-	return bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
-		cctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
-		defer cancel()
-		return call(cctx)
-	}, func(err error, wait time.Duration) {
+	return bus.RetryEach(ctx, backoff.Backoff{}, bus.CallTimeout, call, func(err error, wait time.Duration) {
 		g.log.Warn("gateway: nats not ready; retrying", "err", err, "retry_in", wait)
 	})
 }

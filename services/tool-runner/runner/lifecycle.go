@@ -27,11 +27,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	// The MCP servers run from the first attempt to start until the calls
 	// have drained, across the attempts.
 	stopMCP := r.runMCP(ctx)
-	err := bus.Retry(ctx, backoff.Backoff{}, func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, startTimeout)
-		defer cancel()
-		return r.start(ctx)
-	}, func(err error, wait time.Duration) {
+	err := bus.RetryEach(ctx, backoff.Backoff{}, startTimeout, r.start, func(err error, wait time.Duration) {
 		r.log.Warn("tool-runner cannot register yet; retrying", "err", err, "retry_in", wait)
 	})
 	if err != nil {

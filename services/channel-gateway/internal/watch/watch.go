@@ -113,7 +113,7 @@ func New(ctx context.Context, b *bus.Bus, channel, chatID string, opts ...Option
 	rctx, rcancel := context.WithTimeout(ctx, createWait)
 	defer rcancel()
 	if w.since.IsZero() {
-		err = bus.Retry(rctx, backoff.Backoff{}, func(ctx context.Context) error {
+		err = bus.RetryEach(rctx, backoff.Backoff{}, bus.RequestTry, func(ctx context.Context) error {
 			var err error
 			occ, err = b.FromNow(ctx, b.Space.OutboundStream(), occ)
 			return err
