@@ -75,10 +75,19 @@ func NewClient(ctx context.Context, b *bus.Bus, channel string) (*Client, error)
 	return c, nil
 }
 
-// Close stops receiving.
+// clientDeleteWait bounds Close's deletion of the reply consumer.
+const clientDeleteWait = 2 * time.Second
+
+// Close stops receiving and deletes the reply consumer, waiting at most
+// clientDeleteWait; one not deleted goes clientInactive after. Left to
+// the server, `nanofleet status` right after a CLI command listed that
+// command's consumer among the fleet's.
 func (c *Client) Close() {
 	c.follow.Stop()
 	_ = c.live.Unsubscribe()
+	ctx, cancel := context.WithTimeout(context.Background(), clientDeleteWait)
+	defer cancel()
+	_ = c.follow.Delete(ctx)
 }
 
 func (c *Client) onReply(m jetstream.Msg) {
