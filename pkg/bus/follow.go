@@ -69,17 +69,30 @@ func (b *Bus) Follow(ctx context.Context, stream string, cfg jetstream.OrderedCo
 	return f, nil
 }
 
-// Stop stops handing messages over. It does not wait for nats.go's own
-// attempt to make the consumer again, which may hold the old one up to
-// 10 s.
-func (f *Follower) Stop() {
+// Stop stops handing messages over and deletes the consumer on the
+// server, waiting at most [RequestTry], even when ctx has ended: a
+// stopped ordered consumer stays there until it has been inactive for its
+// InactiveThreshold (nats.go's default 5 min), and busy callers would
+// pile them up. One not deleted is left to that. Stop does not wait for
+// nats.go's own attempt to make the consumer again, which may hold the
+// old one up to 10 s.
+func (f *Follower) Stop(ctx context.Context) {
 	f.cancel()
 	<-f.done
 	f.mu.Lock()
 	f.gen++ // whatever the last consumer still delivers is dropped
-	cc := f.cc
+	cc, cons := f.cc, f.cons
 	f.mu.Unlock()
 	go cc.Stop()
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RequestTry)
+	defer cancel()
+	if err := f.b.JS.DeleteConsumer(ctx, f.stream, info.Name); err != nil {
+		f.log.Debug("follow: consumer not deleted; the server reaps it", "stream", f.stream, "consumer", info.Name, "err", err)
+	}
 }
 
 func (f *Follower) run(ctx context.Context, status chan nats.Status) {
@@ -143,23 +156,6 @@ func (f *Follower) consume(ctx context.Context) error {
 	f.mu.Lock()
 	f.cc, f.cons = cc, cons
 	f.mu.Unlock()
-	return nil
-}
-
-// Delete deletes the consumer on the server, after [Follower.Stop]: a
-// stopped ordered consumer stays there until it has been inactive for
-// its InactiveThreshold, and busy callers would pile them up.
-func (f *Follower) Delete(ctx context.Context) error {
-	f.mu.Lock()
-	cons := f.cons
-	f.mu.Unlock()
-	info := cons.CachedInfo()
-	if info == nil {
-		return nil
-	}
-	if err := f.b.JS.DeleteConsumer(ctx, f.stream, info.Name); err != nil {
-		return fmt.Errorf("delete consumer %s: %w", info.Name, err)
-	}
 	return nil
 }
 

@@ -43,7 +43,7 @@ func TestFollowerKeepsOrderAcrossItsNodeStopping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(f.Stop)
+	t.Cleanup(func() { f.Stop(t.Context()) }) // t.Context has ended by then; Stop deletes regardless
 
 	publish := func(from, to int) {
 		t.Helper()

@@ -214,16 +214,7 @@ func (m *Manager) result(ctx context.Context, rec *record) (*nanofleetv1.Outboun
 	if err != nil {
 		return nil, fmt.Errorf("watch subagent %s: %w", rec.Child, err)
 	}
-	defer func() {
-		// Deleted, not left to the server's inactivity reaping (5 min):
-		// a parent that spawns many children would pile them up.
-		f.Stop()
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bus.CallTimeout)
-		defer cancel()
-		if err := f.Delete(dctx); err != nil {
-			m.log.Debug("subagent result consumer not deleted; the server reaps it", "child", rec.Child, "err", err)
-		}
-	}()
+	defer f.Stop(ctx)
 	select {
 	case out := <-found:
 		return out, nil

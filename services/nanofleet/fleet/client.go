@@ -69,25 +69,19 @@ func NewClient(ctx context.Context, b *bus.Bus, channel string) (*Client, error)
 	}
 	c.live, err = b.NC.Subscribe(b.Space.LiveChannel(channel), c.onLiveMsg)
 	if err != nil {
-		c.follow.Stop()
+		c.follow.Stop(ctx)
 		return nil, fmt.Errorf("client: live: %w", err)
 	}
 	return c, nil
 }
 
-// clientDeleteWait bounds Close's deletion of the reply consumer.
-const clientDeleteWait = 2 * time.Second
-
-// Close stops receiving and deletes the reply consumer, waiting at most
-// clientDeleteWait; one not deleted goes clientInactive after. Left to
-// the server, `nanofleet status` right after a CLI command listed that
+// Close stops receiving and deletes the reply consumer (see
+// [bus.Follower.Stop]); one not deleted goes clientInactive after. Left
+// to the server, `nanofleet status` right after a CLI command listed that
 // command's consumer among the fleet's.
 func (c *Client) Close() {
-	c.follow.Stop()
+	c.follow.Stop(context.Background())
 	_ = c.live.Unsubscribe()
-	ctx, cancel := context.WithTimeout(context.Background(), clientDeleteWait)
-	defer cancel()
-	_ = c.follow.Delete(ctx)
 }
 
 func (c *Client) onReply(m jetstream.Msg) {

@@ -27,18 +27,29 @@ func TestWatcherKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 
 	w, host := watchApart(ctx, t, cluster, b)
 
+	// The watcher notices its consumer is gone by missed heartbeats
+	// (2 s) and makes it again (bus.Follower, 3 s a try); the bound of
+	// replyAfterStop is loose for a loaded machine (40 s was not enough
+	// twice when nats.go's own tries of 10 s made it again).
+	replyAfterStop(ctx, t, cluster, b, w, host)
+}
+
+// replyAfterStop stops node host of cluster, stores a reply for api:c1
+// through pub, waits up to 90 s for w to deliver it, and returns how long
+// after the stop it was stored and delivered.
+func replyAfterStop(ctx context.Context, t *testing.T, cluster *bustest.Cluster, pub *bus.Bus, w *watch.Watcher, host int) (stored, delivered time.Duration) {
+	t.Helper()
+	start := time.Now()
 	cluster.Stop(host)
 	data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "api", ChatId: "c1", Content: "answer", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
-	if err := bustest.PublishRetrying(ctx, b, b.Space.Outbound("api", "c1"), data); err != nil {
-		t.Fatalf("publish the reply while node %d is down: %v", host, err)
+	if err := bustest.PublishRetrying(ctx, pub, pub.Space.Outbound("api", "c1"), data); err != nil {
+		t.Fatalf("publish the reply after node %d stopped: %v", host, err)
 	}
-	// The watcher notices its consumer is gone by missed heartbeats
-	// (2 s) and makes it again (bus.Follower, 3 s a try); the bound is
-	// loose for a loaded machine (40 s was not enough twice when
-	// nats.go's own tries of 10 s made it again).
+	stored = time.Since(start)
 	if got := bustest.Receive(t, w.C, 90*time.Second); got.GetId() != "r1" {
 		t.Errorf("watcher delivered %q, want r1", got.GetId())
 	}
+	return stored, time.Since(start)
 }
 
 // TestWatcherSoonFollowsItsConsumerOffAStoppedNode: on a 3-node cluster,
@@ -60,27 +71,13 @@ func TestWatcherSoonFollowsItsConsumerOffAStoppedNode(t *testing.T) {
 	// one: a stream whose leader shuts down may have none until an
 	// election (7.3 s seen), which would delay the reply either way.
 	other := (host + 1) % 3
-	pub, err := bus.Connect(ctx, bus.Config{URL: cluster.URL(other), Name: t.Name() + "-publisher"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pub.Close)
+	pub := cluster.ConnectThrough(t, other)
 	cluster.LeadAway(ctx, pub, b.Space.OutboundStream(), host)
 
-	start := time.Now()
-	cluster.Stop(host)
-	data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "api", ChatId: "c1", Content: "answer", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
-	if err := bustest.PublishRetrying(ctx, pub, b.Space.Outbound("api", "c1"), data); err != nil {
-		t.Fatalf("publish the reply: %v", err)
-	}
-	published := time.Since(start)
-	if got := bustest.Receive(t, w.C, 90*time.Second); got.GetId() != "r1" {
-		t.Errorf("watcher delivered %q, want r1", got.GetId())
-	}
+	published, took := replyAfterStop(ctx, t, cluster, pub, w, host)
 	// A clear margin above the 2 s it takes now, and below the 10 s it
 	// took.
 	const within = 6 * time.Second
-	took := time.Since(start)
 	t.Logf("node %d stopped; reply stored after %s, delivered after %s", host, published, took)
 	if took > within {
 		t.Errorf("reply delivered %s after the node holding the consumer stopped, want within %s", took, within)
@@ -128,19 +125,10 @@ func TestWatcherFollowsItsRepliesOffItsOwnNodeStopping(t *testing.T) {
 	pub := cluster.ConnectThrough(t, (host+1)%3)
 	cluster.LeadAway(ctx, pub, b.Space.OutboundStream(), host)
 
-	start := time.Now()
-	cluster.Stop(host)
-	data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: "r1", Channel: "api", ChatId: "c1", Content: "answer", Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
-	if err := bustest.PublishRetrying(ctx, pub, b.Space.Outbound("api", "c1"), data); err != nil {
-		t.Fatalf("publish the reply: %v", err)
-	}
-	if got := bustest.Receive(t, w.C, 90*time.Second); got.GetId() != "r1" {
-		t.Errorf("watcher delivered %q, want r1", got.GetId())
-	}
+	_, took := replyAfterStop(ctx, t, cluster, pub, w, host)
 	// Room for two lost creations of 3 s on a loaded machine, below
 	// the 11 s it took.
 	const within = 8 * time.Second
-	took := time.Since(start)
 	t.Logf("node %d stopped; reply delivered after %s", host, took)
 	if took > within {
 		t.Errorf("reply delivered %s after the gateway's node stopped, want within %s", took, within)

@@ -192,14 +192,9 @@ func (w *Watcher) forwardLive(m *nats.Msg) {
 	}
 }
 
-// stop ends the watch and deletes its consumer within ctx.
+// stop ends the watch and deletes its consumer (see [bus.Follower.Stop]).
 func (w *Watcher) stop(ctx context.Context) {
 	close(w.done)
 	_ = w.sub.Unsubscribe()
-	w.follow.Stop()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := w.follow.Delete(ctx); err != nil {
-		w.log.Debug("watch consumer not deleted; the server reaps it", "chat", w.chat, "err", err)
-	}
+	w.follow.Stop(ctx)
 }
