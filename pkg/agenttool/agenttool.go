@@ -48,6 +48,8 @@ func HelpLine(c Command) string {
 type TurnContext struct {
 	SessionKey string
 	TurnID     string
+	// InboundSeq is the inbound stream sequence of the turn's message.
+	InboundSeq uint64
 	Inbound    *nanofleetv1.InboundMessage
 	// Send adds a durable message to the turn's replies, committed with
 	// the turn. Sending to the origin chat suppresses the final answer.

@@ -595,9 +595,16 @@ func (x *ConsolidationRequest) GetPayer() string {
 // StopRequest cancels a session's running turn, on core NATS
 // <prefix>.ctl.stop.<session token>.
 type StopRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionKey    string                 `protobuf:"bytes,1,opt,name=session_key,json=sessionKey,proto3" json:"session_key,omitempty"`
-	RequestedBy   string                 `protobuf:"bytes,2,opt,name=requested_by,json=requestedBy,proto3" json:"requested_by,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	SessionKey  string                 `protobuf:"bytes,1,opt,name=session_key,json=sessionKey,proto3" json:"session_key,omitempty"`
+	RequestedBy string                 `protobuf:"bytes,2,opt,name=requested_by,json=requestedBy,proto3" json:"requested_by,omitempty"`
+	// The inbound stream sequence of the /stop message that asked: only a
+	// turn of an earlier message is stopped, and only subagents such a
+	// turn spawned. Every delivery of the /stop publishes its request
+	// again, and one that lands late must not stop the turn of a message
+	// sent after the /stop was answered. 0: the session's running turn,
+	// whichever it is (a parent stopping its subagents).
+	BeforeSeq     uint64 `protobuf:"varint,3,opt,name=before_seq,json=beforeSeq,proto3" json:"before_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -644,6 +651,13 @@ func (x *StopRequest) GetRequestedBy() string {
 		return x.RequestedBy
 	}
 	return ""
+}
+
+func (x *StopRequest) GetBeforeSeq() uint64 {
+	if x != nil {
+		return x.BeforeSeq
+	}
+	return 0
 }
 
 var File_nanofleet_v1_session_proto protoreflect.FileDescriptor
@@ -709,11 +723,13 @@ const file_nanofleet_v1_session_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05scope\x18\x05 \x01(\tR\x05scope\x12=\n" +
 	"\frequested_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x12\x14\n" +
-	"\x05payer\x18\a \x01(\tR\x05payer\"Q\n" +
+	"\x05payer\x18\a \x01(\tR\x05payer\"p\n" +
 	"\vStopRequest\x12\x1f\n" +
 	"\vsession_key\x18\x01 \x01(\tR\n" +
 	"sessionKey\x12!\n" +
-	"\frequested_by\x18\x02 \x01(\tR\vrequestedByB?Z=github.com/nanofleet/nanofleet/proto/nanofleet/v1;nanofleetv1b\x06proto3"
+	"\frequested_by\x18\x02 \x01(\tR\vrequestedBy\x12\x1d\n" +
+	"\n" +
+	"before_seq\x18\x03 \x01(\x04R\tbeforeSeqB?Z=github.com/nanofleet/nanofleet/proto/nanofleet/v1;nanofleetv1b\x06proto3"
 
 var (
 	file_nanofleet_v1_session_proto_rawDescOnce sync.Once

@@ -42,5 +42,9 @@
 // subjects; the member that receives it marks the parent's children as
 // stopped, publishes a StopRequest for each child session (the worker
 // running it cancels the turn) and deletes a child's inbound message that
-// no worker has finished yet. A stopped child is never announced.
+// no worker has finished yet. A stopped child is never announced. Only
+// children spawned by turns of messages before the /stop are stopped
+// (the request's before_seq): each delivery of the /stop publishes its
+// request again, and one landing late must not stop a child of a later
+// turn.
 package subagent

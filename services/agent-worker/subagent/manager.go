@@ -94,12 +94,16 @@ type record struct {
 	// OriginSender is the sender of the turn that spawned the child, and
 	// OriginGroup whether that turn was in a group chat: the child and
 	// its announcement are that user's turns.
-	OriginSender string    `json:"origin_sender,omitempty"`
-	OriginGroup  bool      `json:"origin_group,omitempty"`
-	Wait         bool      `json:"wait,omitempty"`
-	Stopped      bool      `json:"stopped,omitempty"`
-	InboundSeq   uint64    `json:"inbound_seq,omitempty"`
-	Created      time.Time `json:"created"`
+	OriginSender string `json:"origin_sender,omitempty"`
+	OriginGroup  bool   `json:"origin_group,omitempty"`
+	Wait         bool   `json:"wait,omitempty"`
+	Stopped      bool   `json:"stopped,omitempty"`
+	InboundSeq   uint64 `json:"inbound_seq,omitempty"`
+	// ParentSeq is the inbound sequence of the parent turn's message: a
+	// /stop stops only children of turns before it. 0 in records written
+	// before the field existed.
+	ParentSeq uint64    `json:"parent_seq,omitempty"`
+	Created   time.Time `json:"created"`
 }
 
 // Child describes a running subagent.

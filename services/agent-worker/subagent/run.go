@@ -151,7 +151,8 @@ func parseChildChat(sp subject.Space, subj string) (parent, id string, ok bool) 
 	return chat[:i], chat[i+1:], true
 }
 
-// onStop stops the children of the session a StopRequest names.
+// onStop stops the children of the session a StopRequest names, those
+// spawned by turns before the /stop.
 func (m *Manager) onStop(ctx context.Context, msg *nats.Msg) {
 	req := &nanofleetv1.StopRequest{}
 	if err := proto.Unmarshal(msg.Data, req); err != nil || req.GetSessionKey() == "" {
@@ -159,25 +160,26 @@ func (m *Manager) onStop(ctx context.Context, msg *nats.Msg) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if n, err := m.StopChildren(ctx, req.GetSessionKey()); err != nil {
+	if n, err := m.StopChildren(ctx, req.GetSessionKey(), req.GetBeforeSeq()); err != nil {
 		m.log.Warn("stop subagents", "parent", req.GetSessionKey(), "err", err)
 	} else if n > 0 {
 		m.log.Info("subagents stopped", "parent", req.GetSessionKey(), "count", n)
 	}
 }
 
-// StopChildren stops every running child of parent and returns how many
-// it stopped. A child's running turn is cancelled by its worker; a child
-// no worker has finished is taken off the inbound stream; neither is
+// StopChildren stops every running child of parent spawned by a turn of
+// a message before beforeSeq (0: every child), and returns how many it
+// stopped. A child's running turn is cancelled by its worker; a child no
+// worker has finished is taken off the inbound stream; neither is
 // announced.
-func (m *Manager) StopChildren(ctx context.Context, parent string) (int, error) {
+func (m *Manager) StopChildren(ctx context.Context, parent string, beforeSeq uint64) (int, error) {
 	recs, err := m.records(ctx, parent)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for key, r := range recs {
-		if r.Stopped {
+		if r.Stopped || (beforeSeq > 0 && r.ParentSeq >= beforeSeq) {
 			continue
 		}
 		if _, err := m.update(ctx, key, func(r *record) { r.Stopped = true }); err != nil {

@@ -108,7 +108,7 @@ func (m *Manager) start(ctx context.Context, tc *agenttool.TurnContext, key, id,
 		ID: id, Child: childSession(parent, id), Parent: parent, Label: label, Task: task,
 		OriginChannel: tc.Inbound.GetChannel(), OriginChat: tc.Inbound.GetChatId(),
 		OriginSender: tc.Inbound.GetSenderId(), OriginGroup: memory.IsGroup(tc.Inbound),
-		Wait: wait, Created: m.now().UTC(),
+		Wait: wait, ParentSeq: tc.InboundSeq, Created: m.now().UTC(),
 	}
 	// The record comes first: the announcer must find it however fast the
 	// child finishes.

@@ -152,7 +152,7 @@ func (e *env) spawn(ctx context.Context, t *testing.T, argsJSON string) (string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := &agenttool.TurnContext{SessionKey: "telegram:9", TurnID: "in3",
+	tc := &agenttool.TurnContext{SessionKey: "telegram:9", TurnID: "in3", InboundSeq: 3,
 		Inbound: &nanofleetv1.InboundMessage{Id: "u1", Channel: "telegram", ChatId: "9"}}
 	return e.tool.Call(ctx, tc, args)
 }
@@ -327,8 +327,9 @@ func TestStopChildren(t *testing.T) {
 	}
 	child, _ := e.next(t) // taken by a worker, not acked yet: "running"
 
-	// The parent's /stop, as the worker publishes it.
-	data, _ := proto.Marshal(&nanofleetv1.StopRequest{SessionKey: "telegram:9"})
+	// The parent's /stop, as the worker publishes it: the /stop came
+	// after the spawning turn's message (3).
+	data, _ := proto.Marshal(&nanofleetv1.StopRequest{SessionKey: "telegram:9", BeforeSeq: 4})
 	if err := e.b.NC.Publish(e.b.Space.Stop("telegram:9"), data); err != nil {
 		t.Fatal(err)
 	}
@@ -365,6 +366,30 @@ func TestStopChildren(t *testing.T) {
 	e.none(t, 500*time.Millisecond, "stopped child announced")
 	if kids, _ := e.m.Children(t.Context(), "telegram:9"); len(kids) != 0 {
 		t.Errorf("stopped children still counted: %v", kids)
+	}
+}
+
+// TestStopLeavesChildrenOfLaterTurns: a /stop stops only the children of
+// turns before it. A request of a /stop delivered again that lands after
+// the next message's turn spawned a child stopped that child.
+func TestStopLeavesChildrenOfLaterTurns(t *testing.T) {
+	e := setup(t, subagent.DefaultConfig())
+	if _, err := e.spawn(t.Context(), t, `{"task":"a"}`); err != nil { // by the turn of message 3
+		t.Fatal(err)
+	}
+	e.next(t)
+	for _, tt := range []struct {
+		beforeSeq uint64
+		want      int
+	}{
+		{beforeSeq: 2, want: 0},
+		{beforeSeq: 3, want: 0},
+		{beforeSeq: 4, want: 1},
+	} {
+		n, err := e.m.StopChildren(t.Context(), "telegram:9", tt.beforeSeq)
+		if err != nil || n != tt.want {
+			t.Errorf("StopChildren before %d = %d, %v; want %d", tt.beforeSeq, n, err, tt.want)
+		}
 	}
 }
 

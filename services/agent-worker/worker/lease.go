@@ -10,6 +10,7 @@ import (
 
 // localTurn is a turn running in this worker.
 type localTurn struct {
+	seq    uint64                  // the message's inbound stream sequence
 	cancel context.CancelCauseFunc // set once the turn has its lease
 	done   chan struct{}
 }
@@ -23,14 +24,14 @@ const localWait = 200 * time.Millisecond
 // here, claim waits up to localWait for it to end; false means busy. The
 // same message redelivered to this worker must not run twice, whatever
 // the lease says.
-func (w *Worker) claim(ctx context.Context, key string) bool {
+func (w *Worker) claim(ctx context.Context, key string, seq uint64) bool {
 	// The timer only when the session runs here: most claims find it free.
 	var deadline <-chan time.Time
 	for {
 		w.mu.Lock()
 		lt, ok := w.running[key]
 		if !ok {
-			w.running[key] = &localTurn{done: make(chan struct{})}
+			w.running[key] = &localTurn{seq: seq, done: make(chan struct{})}
 			w.mu.Unlock()
 			return true
 		}

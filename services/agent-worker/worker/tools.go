@@ -108,6 +108,7 @@ func (t *turn) tc() *TurnContext {
 	return &TurnContext{
 		SessionKey: t.key,
 		TurnID:     t.id,
+		InboundSeq: t.meta.Sequence.Stream,
 		Inbound:    t.in,
 		Send: func(channel, chatID, text string) error {
 			if channel == "" {

@@ -68,7 +68,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	if isCommand(in.GetContent(), "/stop") {
 		// Reach the running turn now, not when this message's turn comes.
-		if err := RequestStop(w.d.Bus.NC, w.d.Bus.Space, t.key, in.GetSenderId()); err != nil {
+		if err := RequestStop(w.d.Bus.NC, w.d.Bus.Space, t.key, in.GetSenderId(), meta.Sequence.Stream); err != nil {
 			t.log.Warn("request stop", "err", err)
 		}
 	}
@@ -88,7 +88,7 @@ func (t *turn) run(ctx context.Context) string {
 		t.busy()
 		return ""
 	}
-	if !w.claim(ctx, t.key) {
+	if !w.claim(ctx, t.key, t.meta.Sequence.Stream) {
 		t.busy()
 		return ""
 	}

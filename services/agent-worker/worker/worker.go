@@ -197,7 +197,8 @@ func (w *Worker) Run(ctx context.Context) error {
 // from its checkpoint when redelivered.
 func (w *Worker) StopTurns() { w.stopTurnsOnce.Do(func() { close(w.stopTurns) }) }
 
-// onStop cancels the session's running turn if it runs here.
+// onStop cancels the session's running turn if it runs here and its
+// message came before the /stop (see StopRequest.before_seq).
 func (w *Worker) onStop(m *nats.Msg) {
 	req := &nanofleetv1.StopRequest{}
 	if err := proto.Unmarshal(m.Data, req); err != nil {
@@ -205,7 +206,7 @@ func (w *Worker) onStop(m *nats.Msg) {
 	}
 	w.mu.Lock()
 	var cancel context.CancelCauseFunc
-	if lt := w.running[req.GetSessionKey()]; lt != nil {
+	if lt := w.running[req.GetSessionKey()]; lt != nil && (req.GetBeforeSeq() == 0 || lt.seq < req.GetBeforeSeq()) {
 		cancel = lt.cancel
 	}
 	w.mu.Unlock()
@@ -225,9 +226,10 @@ func (w *Worker) Pending(ctx context.Context) (pending uint64, inFlight int, err
 	return info.NumPending, info.NumAckPending, nil
 }
 
-// RequestStop asks whichever worker runs the session's turn to stop it.
-func RequestStop(nc *nats.Conn, sp subject.Space, sessionKey, by string) error {
-	data, _ := proto.Marshal(&nanofleetv1.StopRequest{SessionKey: sessionKey, RequestedBy: by})
+// RequestStop asks whichever worker runs the session's turn to stop it,
+// if that turn's message came before beforeSeq (0: any turn).
+func RequestStop(nc *nats.Conn, sp subject.Space, sessionKey, by string, beforeSeq uint64) error {
+	data, _ := proto.Marshal(&nanofleetv1.StopRequest{SessionKey: sessionKey, RequestedBy: by, BeforeSeq: beforeSeq})
 	if err := nc.Publish(sp.Stop(sessionKey), data); err != nil {
 		return fmt.Errorf("publish stop for %s: %w", sessionKey, err)
 	}

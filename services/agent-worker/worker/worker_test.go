@@ -115,16 +115,20 @@ func sendAs(t *testing.T, h *harness, chat, id, sender, text string) {
 	sendFrom(t, h.b, chat, id, sender, text)
 }
 
-func sendFrom(t *testing.T, b *bus.Bus, chat, id, sender, text string) {
+// sendFrom publishes a message from the given sender and returns its
+// inbound stream sequence.
+func sendFrom(t *testing.T, b *bus.Bus, chat, id, sender, text string) uint64 {
 	t.Helper()
 	in := &nanofleetv1.InboundMessage{Id: id, Channel: "cli", ChatId: chat, SenderId: sender, Content: text}
 	data, _ := proto.Marshal(in)
 	m := nats.NewMsg(b.Space.Inbound("cli", chat))
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, "cli:"+id)
-	if _, err := b.JS.PublishMsg(t.Context(), m); err != nil {
+	ack, err := b.JS.PublishMsg(t.Context(), m)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return ack.Sequence
 }
 
 func (h *harness) next(t *testing.T) *nanofleetv1.OutboundMessage {
@@ -338,6 +342,41 @@ func TestStopEndsLongTurn(t *testing.T) {
 	h.send(t, "c1", "3", "next")
 	if o := h.next(t); o.GetReplyTo() != "3" || o.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
 		t.Fatalf("next message after stop: %v", o)
+	}
+}
+
+// TestStopLeavesLaterTurns: a stop request stops only the turn of a
+// message before the /stop that sent it. A /stop waiting behind the turn
+// it stops is delivered twice, each delivery requesting the stop; the
+// second request, landing after the /stop was answered, stopped the next
+// message's turn (CI: chat's "after" answered "⏹ Stopped.").
+func TestStopLeavesLaterTurns(t *testing.T) {
+	h := start(t)
+	b := llmtest.Hold("b", llmtest.Text("answer b"), llmtest.Echo)
+	a := llmtest.Hold("a", llmtest.Text("answer a"), b.Script)
+	h.llm.Handle(a.Script)
+	t.Cleanup(a.Release)
+	t.Cleanup(b.Release)
+	seqA := sendFrom(t, h.b, "c1", "1", "u", "a")
+	bustest.Receive(t, a.Asked, 10*time.Second)
+	seqB := sendFrom(t, h.b, "c2", "2", "u", "b")
+	bustest.Receive(t, b.Asked, 10*time.Second)
+
+	// The request of a /stop that is not before c1's running message…
+	if err := worker.RequestStop(h.b.NC, h.b.Space, "cli:c1", "u", seqA); err != nil {
+		t.Fatal(err)
+	}
+	// …and one of a /stop after c2's. The worker handles stop requests
+	// in order: once c2's turn has stopped, c1's request was handled.
+	if err := worker.RequestStop(h.b.NC, h.b.Space, "cli:c2", "u", seqB+1); err != nil {
+		t.Fatal(err)
+	}
+	if o := h.next(t); o.GetReplyTo() != "2" || o.GetContent() != "⏹ Stopped." {
+		t.Fatalf("reply = %v, want c2's turn stopped", o)
+	}
+	a.Release()
+	if o := h.next(t); o.GetReplyTo() != "1" || o.GetContent() != "answer a" {
+		t.Fatalf("reply = %v, want c1's turn answered", o)
 	}
 }
 
