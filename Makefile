@@ -45,6 +45,16 @@ proto:
 	cd proto && go build -o ../bin/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
 	cd proto && protoc --plugin=protoc-gen-go=../bin/protoc-gen-go --go_out=. --go_opt=paths=source_relative nanofleet/v1/*.proto
 
+# Fails when a generated .pb.go differs from what make proto would write
+# (a .proto changed without regenerating, or a generated file edited).
+proto-check:
+	@tmp=$$(mktemp -d) && trap 'rm -rf '"$$tmp" EXIT && cd proto && \
+	go build -o $$tmp/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go && \
+	protoc --plugin=protoc-gen-go=$$tmp/protoc-gen-go --go_out=$$tmp --go_opt=paths=source_relative nanofleet/v1/*.proto && \
+	fail=0; for f in $$( (ls nanofleet/v1/*.pb.go; cd $$tmp && ls nanofleet/v1/*.pb.go) | sort -u); do \
+		cmp -s $$f $$tmp/$$f || { echo "proto/$$f is not what make proto writes: run make proto"; fail=1; }; \
+	done; exit $$fail
+
 # The all-in-one with an embedded NATS server.
 run: build
 	./bin/nanofleet run
