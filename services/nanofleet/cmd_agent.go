@@ -107,8 +107,26 @@ func (cv *conversation) close(ctx context.Context) {
 	}
 }
 
-// ask sends text and prints progress to progress (may be nil).
+// ask sends text and waits for its answer, printing progress to progress
+// (may be nil).
 func (cv *conversation) ask(ctx context.Context, text string, progress io.Writer) (*nanofleetv1.OutboundMessage, error) {
+	s, err := cv.send(ctx, text, progress)
+	if err != nil {
+		return nil, err
+	}
+	return s.answer(ctx)
+}
+
+// sentTurn is a message the fleet has stored, whose answer is awaited.
+type sentTurn struct {
+	cv      *conversation
+	p       *fleet.Pending
+	storage func() error
+}
+
+// send publishes text as the conversation's next message and returns once
+// the fleet has stored it, so that whatever is sent next comes after it.
+func (cv *conversation) send(ctx context.Context, text string, progress io.Writer) (*sentTurn, error) {
 	req := cv.request(text)
 	if progress != nil {
 		req.OnLive = func(o *nanofleetv1.OutboundMessage) {
@@ -120,8 +138,6 @@ func (cv *conversation) ask(ctx context.Context, text string, progress io.Writer
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-	defer cancel()
 	storage := cv.storage()
 	if err := storage(); err != nil {
 		return nil, fmt.Errorf("the message was not sent: %w; free space there and send it again", err)
@@ -130,7 +146,14 @@ func (cv *conversation) ask(ctx context.Context, text string, progress io.Writer
 	if err != nil {
 		return nil, err
 	}
-	replies, err := cv.wait(ctx, p, storage)
+	return &sentTurn{cv: cv, p: p, storage: storage}, nil
+}
+
+// answer waits for the turn's final answer, at most 15 minutes.
+func (s *sentTurn) answer(ctx context.Context) (*nanofleetv1.OutboundMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	replies, err := s.cv.wait(ctx, s.p, s.storage)
 	if err != nil {
 		return nil, err
 	}

@@ -98,19 +98,30 @@ func (c *chat) next(ctx context.Context) (chatLine, bool) {
 	}
 }
 
-// turn sends text and prints the answer. It reads on meanwhile: /stop
-// goes to the fleet at once, as on every channel (it was read only once
-// the turn it was meant to stop had ended); other lines wait for the
-// answer. Interrupted, it says where the answer will be and returns
-// errInterrupted.
+// turn sends text and prints the answer. Once the message is stored it
+// reads on: /stop goes to the fleet at once, as on every channel (it was
+// read only once the turn it was meant to stop had ended); other lines
+// wait for the answer. Interrupted, it says where the answer will be and
+// returns errInterrupted.
 func (c *chat) turn(ctx context.Context, text string) error {
+	// Sent before reading on: a /stop typed (or pasted) with the line went
+	// out first and was answered "No turn is running now", and the turn
+	// it was meant to stop ran to its end.
+	sent, err := c.cv.send(ctx, text, c.env.stderr)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return c.interrupted()
+	case err != nil:
+		fmt.Fprintln(c.env.stderr, "error:", err)
+		return nil
+	}
 	type answer struct {
 		out *nanofleetv1.OutboundMessage
 		err error
 	}
 	done := make(chan answer, 1)
 	go func() {
-		out, err := c.cv.ask(ctx, text, c.env.stderr)
+		out, err := sent.answer(ctx)
 		done <- answer{out, err}
 	}()
 	var stops []*fleet.Pending

@@ -72,6 +72,32 @@ func TestChatStopsTheRunningTurn(t *testing.T) {
 	}
 }
 
+// TestChatStopsATurnPastedWithIt: lines pasted at once, a /stop right
+// after the line it stops. The /stop went out before that line (sent on a
+// goroutine of its own), was answered "No turn is running now", and the
+// turn ran to its end.
+func TestChatStopsATurnPastedWithIt(t *testing.T) {
+	held := llmtest.Hold("long job", llmtest.Text("late answer"), llmtest.Echo)
+	llm := llmtest.NewServer(t)
+	llm.Handle(held.Script)
+	t.Cleanup(held.Release)
+	env, _, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
+	stdout := &syncbuf.Buffer{}
+	env.stdin, env.stdout, env.stderr = strings.NewReader("long job\n/stop\nafter\n"), stdout, &syncbuf.Buffer{}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() { ended <- dispatch(ctx, env, []string{"chat"}) }()
+	if err := bustest.Receive(t, ended, 2*time.Minute); err != nil {
+		t.Fatalf("chat: %v", err)
+	}
+	got := stdout.String()
+	stopped, noTurn, after := strings.Index(got, "⏹ Stopped.\n"), strings.Index(got, "No turn is running now"), strings.Index(got, "echo: after")
+	if stopped < 0 || noTurn < stopped || after < noTurn || strings.Contains(got, "late answer") {
+		t.Errorf("want the turn stopped, the /stop answered, then the next line; chat printed:\n%s", got)
+	}
+}
+
 // TestChatInterruptedDuringATurn: Ctrl-C while a turn runs ends chat as it
 // ends every command (interrupted, exit code 130), saying that the turn
 // goes on and where its answer will be; it ended silently with 0.

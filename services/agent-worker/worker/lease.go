@@ -11,8 +11,11 @@ import (
 // localTurn is a turn running in this worker.
 type localTurn struct {
 	seq    uint64                  // the message's inbound stream sequence
-	cancel context.CancelCauseFunc // set once the turn has its lease
-	done   chan struct{}
+	cancel context.CancelCauseFunc // set while the turn runs its model loop
+	// stopped records a /stop that came before the model loop began:
+	// the loop then ends at once.
+	stopped bool
+	done    chan struct{}
 }
 
 // localWait is how long a message waits in this worker for the same
@@ -87,16 +90,29 @@ type hold struct {
 }
 
 // hold starts keeping the claimed session's lease alive; the returned
-// context ends when the lease is lost, the turn is stopped (/stop) or the
-// hold released.
+// context ends when the lease is lost or the hold released.
 func (t *turn) hold(ctx context.Context, l *lease.Lease) (context.Context, *hold) {
 	ctx, stop := context.WithCancelCause(ctx)
-	t.w.mu.Lock()
-	t.w.running[t.key].cancel = stop
-	t.w.mu.Unlock()
 	h := &hold{t: t, lease: l, stop: stop, renewed: make(chan struct{})}
 	go t.keepAlive(ctx, l, stop, h.renewed)
 	return ctx, h
+}
+
+// stoppable returns ctx ended by a /stop (cause errStopped), at once if
+// one came while the turn was starting. Only the model loop is: a stop
+// that cancelled the turn's first reads of the session failed the turn,
+// which was then run again 2 s later.
+func (t *turn) stoppable(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	t.w.mu.Lock()
+	lt := t.w.running[t.key]
+	lt.cancel = cancel
+	stopped := lt.stopped
+	t.w.mu.Unlock()
+	if stopped {
+		cancel(errStopped)
+	}
+	return ctx, func() { cancel(nil) }
 }
 
 // release frees the session for its next message. keepLease leaves the

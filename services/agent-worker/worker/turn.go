@@ -217,6 +217,8 @@ func (t *turn) execute(ctx context.Context) (string, error) {
 		}
 	}
 
+	ctx, done := t.stoppable(ctx)
+	defer done()
 	res, runErr := t.think(ctx, cp, info, hist, memory, tokenLimit)
 	outcome := "ok"
 	switch {

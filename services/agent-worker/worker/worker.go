@@ -208,6 +208,7 @@ func (w *Worker) onStop(m *nats.Msg) {
 	var cancel context.CancelCauseFunc
 	if lt := w.running[req.GetSessionKey()]; lt != nil && (req.GetBeforeSeq() == 0 || lt.seq < req.GetBeforeSeq()) {
 		cancel = lt.cancel
+		lt.stopped = true // for a turn not in its model loop yet
 	}
 	w.mu.Unlock()
 	if cancel != nil {
