@@ -99,9 +99,9 @@ func (t *turn) hold(ctx context.Context, l *lease.Lease) (context.Context, *hold
 }
 
 // stoppable returns ctx ended by a /stop (cause errStopped), at once if
-// one came while the turn was starting. Only the model loop is: a stop
-// that cancelled the turn's first reads of the session failed the turn,
-// which was then run again 2 s later.
+// one came while the turn was starting. It is for the model loop alone:
+// a stop that cancelled the turn's first reads of the session failed the
+// turn, which then ran again 2 s later.
 func (t *turn) stoppable(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	t.w.mu.Lock()
