@@ -11,6 +11,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/config"
 )
 
 func TestProvisionIsIdempotent(t *testing.T) {
@@ -53,6 +54,40 @@ func TestProvisionRejectsBadLayout(t *testing.T) {
 	err := bus.Provision(t.Context(), b, l)
 	if err == nil || !strings.Contains(err.Error(), "nats.replicas") {
 		t.Fatalf("Provision with 0 replicas: %v, want error naming nats.replicas", err)
+	}
+}
+
+// TestLayoutValidate: a bad layout fails naming its key; duplicate
+// windows shorter than a publish's resends let a late resend be stored
+// twice.
+func TestLayoutValidate(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		edit    func(*bus.Layout)
+		wantKey string // "": valid
+	}{
+		{"default", func(*bus.Layout) {}, ""},
+		{"windows at the floor", func(l *bus.Layout) { l.DuplicateWindow, l.ReplayWindow = bus.MinWindow, bus.MinWindow }, ""},
+		{"no replicas", func(l *bus.Layout) { l.Replicas = 0 }, "nats.replicas"},
+		{"duplicate window within the resend span", func(l *bus.Layout) { l.DuplicateWindow = bus.ResendSpan - time.Second }, "nats.duplicateWindowSeconds"},
+		{"duplicate window below the floor", func(l *bus.Layout) { l.DuplicateWindow = bus.MinWindow - time.Second }, "nats.duplicateWindowSeconds"},
+		{"replay window below the floor", func(l *bus.Layout) { l.ReplayWindow = bus.MinWindow - time.Second }, "nats.replayWindowSeconds"},
+		{"replay window under two lease TTLs", func(l *bus.Layout) { l.LeaseTTL = 2 * time.Minute }, "nats.replayWindowSeconds"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := bus.DefaultLayout()
+			tt.edit(&l)
+			err := l.Validate()
+			switch {
+			case tt.wantKey == "" && err != nil:
+				t.Errorf("Validate = %v, want nil", err)
+			case tt.wantKey != "" && (!errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tt.wantKey)):
+				t.Errorf("Validate = %v, want config.ErrInvalid naming %s", err, tt.wantKey)
+			}
+		})
+	}
+	if bus.MinWindow <= bus.ResendSpan {
+		t.Errorf("MinWindow %s is not above ResendSpan %s", bus.MinWindow, bus.ResendSpan)
 	}
 }
 

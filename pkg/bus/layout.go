@@ -65,19 +65,25 @@ func DefaultLayout() Layout {
 	}
 }
 
+// MinWindow is the shortest duplicate window a stream may have: longer
+// than [ResendSpan], so that every resend of a publish is recognised.
+const MinWindow = time.Minute
+
 // Validate reports the first invalid field.
 func (l Layout) Validate() error {
 	switch {
 	case l.Replicas < 1 || l.Replicas > 5:
 		return config.Invalid("nats.replicas", "%d not in 1..5", l.Replicas)
-	case l.DuplicateWindow <= 0:
-		return config.Invalid("nats.duplicateWindowSeconds", "must be positive")
+	case l.DuplicateWindow < MinWindow:
+		return config.Invalid("nats.duplicateWindowSeconds", "%s is below %s: a publish may be sent again for up to %s, and a resend after the window would be stored twice", l.DuplicateWindow, MinWindow, ResendSpan)
 	case l.LeaseTTL < time.Second:
 		return config.Invalid("nats.leaseTtlSeconds", "%s is below 1s", l.LeaseTTL)
 	case l.CheckpointMarkerTTL < time.Second:
 		return fmt.Errorf("checkpoint marker TTL: %s is below 1s", l.CheckpointMarkerTTL)
 	case l.ReplayWindow < 2*l.LeaseTTL:
 		return config.Invalid("nats.replayWindowSeconds", "%s is below twice the lease TTL %s", l.ReplayWindow, l.LeaseTTL)
+	case l.ReplayWindow < MinWindow:
+		return config.Invalid("nats.replayWindowSeconds", "%s is below %s: a publish may be sent again for up to %s, and a resend after the window would be stored twice", l.ReplayWindow, MinWindow, ResendSpan)
 	case l.BlobsMaxBytes < 0:
 		return config.Invalid("nats.blobsMaxMB", "must not be negative")
 	}

@@ -27,6 +27,12 @@ const LeaderWait = 30 * time.Second
 // ack normally takes milliseconds.
 const AckWait = 2 * time.Second
 
+// ResendSpan bounds how long after its first try [PublishMsg] may send a
+// message again: [LeaderWait] of refused tries, then [CallTimeout] of
+// unanswered ones. A duplicate window shorter than that would store a late
+// resend as a second message (see [MinWindow]).
+const ResendSpan = LeaderWait + CallTimeout
+
 // codeMsgIDInProcess is JetStream's answer to a message whose
 // Nats-Msg-Id a stream is still writing (an earlier try of it).
 const codeMsgIDInProcess jetstream.ErrorCode = 10158

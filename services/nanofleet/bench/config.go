@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
 )
 
 // Suites a run may choose from, in the order they run.
@@ -98,7 +100,9 @@ type Config struct {
 	// server holds every message id of the window in memory, memory that
 	// follows the message rate, not the number of sessions; RSS is read
 	// after the window has passed, so that a default ten-minute window does
-	// not make the suite wait ten minutes per reading.
+	// not make the suite wait ten minutes per reading. At least
+	// bus.MinWindow, which the fleet's configuration requires (the runs up
+	// to 2026-11-29 used 20 s).
 	MemoryWindow time.Duration
 	// MemorySettle is how long the fleet idles before each RSS reading of
 	// the memory suite; 0 is MemoryWindow + 70 s (see settleAfterLoad).
@@ -143,7 +147,7 @@ func DefaultConfig() Config {
 		TurnsContextWindow: 8192,
 		TurnsAnswerBytes:   2000,
 		MemoryConcurrency:  100,
-		MemoryWindow:       20 * time.Second,
+		MemoryWindow:       bus.MinWindow,
 		Settle:             5 * time.Second,
 		Baseline:           true,
 	}
@@ -207,8 +211,8 @@ func (c Config) Validate() error {
 			if c.TurnsFirst < c.TurnSessions {
 				return fmt.Errorf("--turns-first: %d is below --turn-sessions %d (a turn per session at least)", c.TurnsFirst, c.TurnSessions)
 			}
-			if c.MemoryWindow < 2*time.Second {
-				return fmt.Errorf("--memory-window: %s is below 2s", c.MemoryWindow)
+			if c.MemoryWindow < bus.MinWindow {
+				return fmt.Errorf("--memory-window: %s is below %s, the fleet's shortest duplicate window", c.MemoryWindow, bus.MinWindow)
 			}
 			if c.MemorySettle < 0 {
 				return errors.New("--memory-settle: must not be negative")

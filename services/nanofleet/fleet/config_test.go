@@ -54,6 +54,8 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 		{`{"nats":{"leaseTtlSeconds":0}}`, "nats.leaseTtlSeconds"},
 		{`{"nats":{"duplicateWindowSeconds":0}}`, "nats.duplicateWindowSeconds"},
 		{`{"nats":{"replayWindowSeconds":10}}`, "nats.replayWindowSeconds"},
+		{`{"nats":{"duplicateWindowSeconds":30}}`, "nats.duplicateWindowSeconds"},
+		{`{"nats":{"leaseTtlSeconds":5,"replayWindowSeconds":30}}`, "nats.replayWindowSeconds"},
 		{`{"nats":{"port":70000}}`, "nats.port"},
 		{`{"nats":{"prefix":"a.b"}}`, "nats.prefix"},
 		{`{"nats":{"replica":1}}`, "nats.replica"},
