@@ -65,9 +65,13 @@ func DefaultLayout() Layout {
 	}
 }
 
-// MinWindow is the shortest duplicate window a stream may have: longer
-// than [ResendSpan], so that every resend of a publish is recognised.
-const MinWindow = time.Minute
+// MinWindow is the shortest duplicate window a stream may have
+// ([config.MinWindowSeconds]): longer than [ResendSpan], so that every
+// resend of a publish is recognised.
+const MinWindow = config.MinWindowSeconds * time.Second
+
+// Fails to compile unless MinWindow is longer than ResendSpan.
+const _ = uint64(MinWindow - ResendSpan - 1)
 
 // Validate reports the first invalid field.
 func (l Layout) Validate() error {

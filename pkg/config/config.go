@@ -50,6 +50,12 @@ type File struct {
 	Schedule json.RawMessage `json:"schedule,omitempty"`
 }
 
+// MinWindowSeconds is the shortest duplicate window a stream may have
+// (nats.duplicateWindowSeconds, nats.replayWindowSeconds): longer than
+// the 40 s over which bus.PublishMsg may send a message again
+// (bus.ResendSpan), so that every resend is recognised.
+const MinWindowSeconds = 60
+
 // NATS says where the fleet's NATS is.
 type NATS struct {
 	// URL of an external NATS; empty runs an embedded server (all-in-one).
@@ -70,10 +76,11 @@ type NATS struct {
 	LeaseTTLSeconds int `json:"leaseTtlSeconds,omitempty"`
 	// DuplicateWindowSeconds: a platform event received twice within it
 	// is handled once. The server holds each id of the window in memory.
+	// At least MinWindowSeconds.
 	DuplicateWindowSeconds int `json:"duplicateWindowSeconds,omitempty"`
 	// ReplayWindowSeconds: a reply or turn record a worker publishes again
 	// when it replays a committed turn is stored once within it; at least
-	// twice leaseTtlSeconds.
+	// twice leaseTtlSeconds and MinWindowSeconds.
 	ReplayWindowSeconds int `json:"replayWindowSeconds,omitempty"`
 	// BlobsMaxMB bounds the object store of attachments and oversize tool
 	// output, which tools fill at a model's will, so that a session
@@ -248,12 +255,12 @@ func (f *File) Validate() error {
 	if !leaseOK {
 		p.Add("nats.leaseTtlSeconds", "must be 1..3600, got %d", n.LeaseTTLSeconds)
 	}
-	if n.DuplicateWindowSeconds < 1 || n.DuplicateWindowSeconds > 86400 {
-		p.Add("nats.duplicateWindowSeconds", "must be 1..86400, got %d", n.DuplicateWindowSeconds)
+	if n.DuplicateWindowSeconds < MinWindowSeconds || n.DuplicateWindowSeconds > 86400 {
+		p.Add("nats.duplicateWindowSeconds", "must be %d..86400 (a publish is sent again for up to 40 s, and a resend after the window would be stored twice), got %d", MinWindowSeconds, n.DuplicateWindowSeconds)
 	}
 	// Measured against a lease TTL that is itself valid.
-	if (leaseOK && n.ReplayWindowSeconds < 2*n.LeaseTTLSeconds) || n.ReplayWindowSeconds < 2 || n.ReplayWindowSeconds > 86400 {
-		p.Add("nats.replayWindowSeconds", "must be at least twice nats.leaseTtlSeconds (%d) and at most 86400, got %d", 2*n.LeaseTTLSeconds, n.ReplayWindowSeconds)
+	if (leaseOK && n.ReplayWindowSeconds < 2*n.LeaseTTLSeconds) || n.ReplayWindowSeconds < MinWindowSeconds || n.ReplayWindowSeconds > 86400 {
+		p.Add("nats.replayWindowSeconds", "must be at least %d, at least twice nats.leaseTtlSeconds (%d) and at most 86400, got %d", MinWindowSeconds, 2*n.LeaseTTLSeconds, n.ReplayWindowSeconds)
 	}
 	// 64: room for a few of the largest objects (a 20 MiB image).
 	if n.BlobsMaxMB != 0 && (n.BlobsMaxMB < 64 || n.BlobsMaxMB > 1<<20) {

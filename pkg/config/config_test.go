@@ -29,6 +29,8 @@ func TestParseNamesTheBadKey(t *testing.T) {
 		{"out of range", `{"agents": {"defaults": {"maxToolIterations": 0}}}`, "agents.defaults.maxToolIterations", ""},
 		{"bad prefix", `{"nats": {"prefix": "a.b"}}`, "nats.prefix", ""},
 		{"zero duplicate window", `{"nats": {"duplicateWindowSeconds": -5}}`, "nats.duplicateWindowSeconds", ""},
+		{"duplicate window within a publish's resends", `{"nats": {"duplicateWindowSeconds": 30}}`, "nats.duplicateWindowSeconds", ""},
+		{"replay window within a publish's resends", `{"nats": {"leaseTtlSeconds": 5, "replayWindowSeconds": 30}}`, "nats.replayWindowSeconds", ""},
 		{"replay window under two lease TTLs", `{"nats": {"leaseTtlSeconds": 90, "replayWindowSeconds": 120}}`, "nats.replayWindowSeconds", ""},
 		{"object store bound under the largest object", `{"nats": {"blobsMaxMB": 10}}`, "nats.blobsMaxMB", ""},
 		{"listen address with no port", `{"observability": {"listen": "::::"}}`, "observability.listen", `config: observability.listen: want host:port ("127.0.0.1:9090", ":9090"), got "::::"`},
