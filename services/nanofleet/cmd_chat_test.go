@@ -20,22 +20,30 @@ import (
 // to interrupt it (Ctrl-C).
 func chatWithHeldTurn(t *testing.T) (typed io.WriteCloser, stdout, stderr *syncbuf.Buffer, done <-chan error, interrupt func()) {
 	t.Helper()
-	held := llmtest.Hold("long job", llmtest.Text("late answer"), llmtest.Echo)
+	stdin, w := io.Pipe()
+	t.Cleanup(func() { w.Close() })
+	held, stdout, stderr, done, interrupt := startChat(t, stdin)
+	fmt.Fprintln(w, "long job")
+	bustest.Receive(t, held.Asked, time.Minute) // the turn reached the model
+	return w, stdout, stderr, done, interrupt
+}
+
+// startChat starts chat reading stdin, with a model that holds its answer
+// to "long job" (released when the test ends) and echoes anything else.
+func startChat(t *testing.T, stdin io.Reader) (held *llmtest.Held, stdout, stderr *syncbuf.Buffer, done <-chan error, interrupt func()) {
+	t.Helper()
+	held = llmtest.Hold("long job", llmtest.Text("late answer"), llmtest.Echo)
 	llm := llmtest.NewServer(t)
 	llm.Handle(held.Script)
 	t.Cleanup(held.Release) // before the server's close, which waits for it
 	env, _, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
-	stdin, w := io.Pipe()
-	t.Cleanup(func() { w.Close() })
 	stdout, stderr = &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	env.stdin, env.stdout, env.stderr = stdin, stdout, stderr
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	t.Cleanup(cancel)
 	ended := make(chan error, 1)
 	go func() { ended <- dispatch(ctx, env, []string{"chat"}) }()
-	fmt.Fprintln(w, "long job")
-	bustest.Receive(t, held.Asked, time.Minute) // the turn reached the model
-	return w, stdout, stderr, ended, cancel
+	return held, stdout, stderr, ended, cancel
 }
 
 // shows waits until b holds s.
@@ -77,18 +85,8 @@ func TestChatStopsTheRunningTurn(t *testing.T) {
 // goroutine of its own), was answered "No turn is running now", and the
 // turn ran to its end.
 func TestChatStopsATurnPastedWithIt(t *testing.T) {
-	held := llmtest.Hold("long job", llmtest.Text("late answer"), llmtest.Echo)
-	llm := llmtest.NewServer(t)
-	llm.Handle(held.Script)
-	t.Cleanup(held.Release)
-	env, _, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
-	stdout := &syncbuf.Buffer{}
-	env.stdin, env.stdout, env.stderr = strings.NewReader("long job\n/stop\nafter\n"), stdout, &syncbuf.Buffer{}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	ended := make(chan error, 1)
-	go func() { ended <- dispatch(ctx, env, []string{"chat"}) }()
-	if err := bustest.Receive(t, ended, 2*time.Minute); err != nil {
+	_, stdout, _, done, _ := startChat(t, strings.NewReader("long job\n/stop\nafter\n"))
+	if err := bustest.Receive(t, done, 2*time.Minute); err != nil {
 		t.Fatalf("chat: %v", err)
 	}
 	got := stdout.String()
