@@ -15,6 +15,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/backoff"
+	"github.com/nanofleet/nanofleet/pkg/bus"
 )
 
 var (
@@ -28,12 +31,12 @@ var (
 // the client reconnects fails instead of hanging the holder.
 const callTimeout = 10 * time.Second
 
-// releaseRetry is the wait between releases sent while the bucket has no
-// leader; releaseTry bounds one try, so that a release lost with a node
-// that stopped is sent again within the call's time.
+// retryWait is the wait between writes sent while the bucket has no
+// leader; tryTimeout bounds one try, so that a renewal or release lost
+// with a node that stopped is sent again within the call's time.
 const (
-	releaseRetry = 250 * time.Millisecond
-	releaseTry   = 2 * time.Second
+	retryWait  = 250 * time.Millisecond
+	tryTimeout = 2 * time.Second
 )
 
 // releasedMax bounds Table.released, which is emptied when full: it only
@@ -49,6 +52,10 @@ type Table struct {
 	// released is the revision of the delete marker this table's last
 	// release of a key wrote (known only with a publisher).
 	released map[string]uint64
+	// ttl is the bucket's TTL, read at the first Acquire. While it is
+	// not known, a renewal is tried for callTimeout at most.
+	ttl      time.Duration
+	ttlKnown bool
 }
 
 // Option configures a Table.
@@ -84,6 +91,9 @@ type Lease struct {
 	key   string
 	owner []byte
 	rev   uint64
+	// written is when the write of rev was sent: the entry, stored
+	// after that, expires no sooner than written + the bucket's TTL.
+	written time.Time
 }
 
 // Acquire takes the lease key for owner, or returns ErrHeld. A lease
@@ -93,20 +103,24 @@ type Lease struct {
 func (t *Table) Acquire(ctx context.Context, key, owner string) (*Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	t.learnTTL(ctx)
+	l := &Lease{t: t, key: key, owner: []byte(owner), written: time.Now()}
 	if rev, ok := t.takeReleased(key); ok {
 		// Our delete marker still the key's last revision means the key is
 		// free, which is what Create finds out in three requests.
-		if rev, err := t.kv.Update(ctx, key, []byte(owner), rev); err == nil {
-			return &Lease{t: t, key: key, owner: []byte(owner), rev: rev}, nil
+		if rev, err := t.kv.Update(ctx, key, l.owner, rev); err == nil {
+			l.rev = rev
+			return l, nil
 		}
 		// Written since, or expired: Create tells which.
 	}
-	rev, err := t.kv.Create(ctx, key, []byte(owner))
+	rev, err := t.kv.Create(ctx, key, l.owner)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		e, gerr := t.kv.Get(ctx, key)
 		if gerr == nil && string(e.Value()) == owner {
-			if rev, err = t.kv.Update(ctx, key, []byte(owner), e.Revision()); err == nil {
-				return &Lease{t: t, key: key, owner: []byte(owner), rev: rev}, nil
+			if rev, err = t.kv.Update(ctx, key, l.owner, e.Revision()); err == nil {
+				l.rev = rev
+				return l, nil
 			}
 		}
 		return nil, fmt.Errorf("%w: %s", ErrHeld, key)
@@ -114,7 +128,40 @@ func (t *Table) Acquire(ctx context.Context, key, owner string) (*Lease, error) 
 	if err != nil {
 		return nil, fmt.Errorf("acquire lease %s: %w", key, err)
 	}
-	return &Lease{t: t, key: key, owner: []byte(owner), rev: rev}, nil
+	l.rev = rev
+	return l, nil
+}
+
+// learnTTL reads the bucket's TTL once; a failed read is tried again at
+// the next Acquire.
+func (t *Table) learnTTL(ctx context.Context) {
+	t.mu.Lock()
+	known := t.ttlKnown
+	t.mu.Unlock()
+	if known {
+		return
+	}
+	st, err := t.kv.Status(ctx)
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	t.ttl, t.ttlKnown = st.TTL(), true
+	t.mu.Unlock()
+}
+
+// renewUntil is when a renewal of a lease written at written stops
+// trying: a fifth of the TTL before the entry may expire, so that the
+// holder stops its work before anyone else can take the lease.
+func (t *Table) renewUntil(written time.Time) time.Time {
+	t.mu.Lock()
+	ttl, known := t.ttl, t.ttlKnown
+	t.mu.Unlock()
+	if !known || ttl <= 0 {
+		// Unknown, or entries that never expire: the call's own bound.
+		return time.Now().Add(callTimeout)
+	}
+	return written.Add(ttl - ttl/5)
 }
 
 // Holder returns who holds key, or "" when nobody does.
@@ -135,19 +182,93 @@ func (t *Table) Holder(ctx context.Context, key string) (string, error) {
 func (l *Lease) Key() string { return l.key }
 
 // Renew extends the lease by the bucket TTL. ErrLost means someone else
-// may now hold it: the caller must stop its work.
+// may now hold it: the caller must stop its work; so must any other
+// error, returned once the lease may be about to expire.
+//
+// A renewal the bucket does not answer (its leader is being elected, or
+// the try was lost with a node that stopped) is sent again while the
+// lease surely still holds: a turn, a channel connection or a
+// consolidation then outlives a leader election instead of ending at its
+// first renewal. A try that went unanswered may have been stored; the
+// next one then fails the compare-and-set, and the entry tells whether
+// it was ours (owner names are unique among live holders).
 func (l *Lease) Renew(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	until := l.t.renewUntil(l.written)
+	parent := ctx
+	ctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
-	rev, err := l.t.kv.Update(ctx, l.key, l.owner, l.rev)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) {
-			return fmt.Errorf("%w: %s", ErrLost, l.key)
+	var unanswered time.Time // when the first try that may have been stored was sent
+	for {
+		sent := time.Now()
+		tctx, tcancel := context.WithTimeout(ctx, tryTimeout)
+		rev, err := l.t.put(tctx, l.key, l.owner, l.rev)
+		tcancel()
+		if errors.Is(err, errConflict) && !unanswered.IsZero() {
+			rev, err = l.storedByUs(ctx)
+			if err == nil {
+				sent = unanswered
+			}
 		}
-		return fmt.Errorf("renew lease %s: %w", l.key, err)
+		switch {
+		case err == nil:
+			l.rev, l.written = rev, sent
+			return nil
+		case errors.Is(err, errConflict):
+			return fmt.Errorf("%w: %s", ErrLost, l.key)
+		case !bus.Transient(err):
+			return fmt.Errorf("renew lease %s: %w", l.key, err)
+		}
+		if unanswered.IsZero() && errors.Is(err, context.DeadlineExceeded) {
+			unanswered = sent
+		}
+		if backoff.Sleep(ctx, retryWait) != nil {
+			if parent.Err() != nil {
+				return fmt.Errorf("renew lease %s: %w", l.key, parent.Err())
+			}
+			return fmt.Errorf("renew lease %s: not stored by %s, when it may be about to expire: %w", l.key, until.Format(time.TimeOnly), err)
+		}
 	}
-	l.rev = rev
-	return nil
+}
+
+// errConflict is a compare-and-set that found another revision.
+var errConflict = errors.New("lease: revision changed")
+
+// put writes owner to key if rev is still its last revision, and returns
+// the new revision, or errConflict.
+func (t *Table) put(ctx context.Context, key string, owner []byte, rev uint64) (uint64, error) {
+	var err error
+	if t.pub == nil {
+		rev, err = t.kv.Update(ctx, key, owner, rev)
+	} else {
+		// What kv.Update sends, through the publisher.
+		m := nats.NewMsg("$KV." + t.kv.Bucket() + "." + key)
+		m.Data = owner
+		var ack *jetstream.PubAck
+		if ack, err = t.pub.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev)); err == nil {
+			rev = ack.Sequence
+		}
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || wrongLastSeq(err) {
+		return 0, errConflict
+	}
+	return rev, err
+}
+
+// storedByUs returns the key's revision if its entry is this lease's
+// owner written after l.rev (a try whose answer was lost), or errConflict.
+func (l *Lease) storedByUs(ctx context.Context) (uint64, error) {
+	tctx, cancel := context.WithTimeout(ctx, tryTimeout)
+	defer cancel()
+	e, err := l.t.kv.Get(tctx, l.key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return 0, errConflict
+	case err != nil:
+		return 0, err
+	case e.Revision() > l.rev && e.Operation() == jetstream.KeyValuePut && string(e.Value()) == string(l.owner):
+		return e.Revision(), nil
+	}
+	return 0, errConflict
 }
 
 // Release gives the lease up if it is still ours.
@@ -164,15 +285,15 @@ func (l *Lease) Release(ctx context.Context) error {
 	m := nats.NewMsg("$KV." + l.t.kv.Bucket() + "." + l.key)
 	m.Header.Set(kvOperation, kvDelete)
 	// Sent again, until ctx ends, while the bucket has no leader (its
-	// node died and the others are electing one; every releaseRetry) and
+	// node died and the others are electing one; every retryWait) and
 	// when a try goes unanswered (lost with a node that stopped): a
 	// release lost so kept the session from its next turn until the
 	// lease expired (30 s). The compare-and-set makes a repeated release
 	// harmless: one that finds the first applied is not ours any more.
 	for {
-		tctx, tcancel := context.WithTimeout(ctx, releaseTry)
+		tctx, tcancel := context.WithTimeout(ctx, tryTimeout)
 		ack, err := l.t.pub.PublishMsg(tctx, m, jetstream.WithExpectLastSequencePerSubject(l.rev),
-			jetstream.WithRetryWait(releaseRetry), jetstream.WithRetryAttempts(int(releaseTry/releaseRetry)))
+			jetstream.WithRetryWait(retryWait), jetstream.WithRetryAttempts(int(tryTimeout/retryWait)))
 		tcancel()
 		switch {
 		case err == nil:

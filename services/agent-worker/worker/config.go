@@ -32,8 +32,8 @@ type Config struct {
 	// slots.
 	FleetTurnLimit int `json:"fleetTurnLimit"`
 	// AckWait is how long a message may go without InProgress before
-	// JetStream redelivers it; leases and InProgress are renewed at a
-	// third of the shorter of AckWait and the lease TTL.
+	// JetStream redelivers it; a running turn sends InProgress every
+	// third of it, and renews its lease every third of the lease TTL.
 	AckWait config.Seconds `json:"ackWaitSeconds"`
 	// LeaseTTL is the lease bucket's TTL (set by provisioning).
 	LeaseTTL time.Duration `json:"-"`
@@ -139,11 +139,10 @@ func (c Config) Validate() error {
 	return p.Err()
 }
 
-// renewEvery is the lease and InProgress renewal period.
-func (c Config) renewEvery() time.Duration {
-	d := min(time.Duration(c.AckWait), c.LeaseTTL)
-	return d / 3
-}
+// inProgressEvery and renewEvery are a running turn's InProgress and
+// lease renewal periods.
+func (c Config) inProgressEvery() time.Duration { return time.Duration(c.AckWait) / 3 }
+func (c Config) renewEvery() time.Duration      { return c.LeaseTTL / 3 }
 
 // validTarget says whether a, an entry of worker.messageAllowTo, is
 // "channel:chat", "channel:*" or "*".

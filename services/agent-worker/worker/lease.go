@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/every"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 )
@@ -64,9 +65,12 @@ func (w *Worker) unclaim(key string) {
 }
 
 // keepAlive renews the lease and the message's ack deadline until ctx
-// ends; if the lease is lost it stops the turn.
+// ends; if the lease is lost it stops the turn. The two are kept apart:
+// a renewal waits out a lease bucket's leader election (seconds), and
+// the ack deadline must not wait with it.
 func (t *turn) keepAlive(ctx context.Context, l *lease.Lease, stop context.CancelCauseFunc, done chan<- struct{}) {
 	defer close(done)
+	defer bus.InProgress(ctx, t.msg, t.w.cfg.inProgressEvery())()
 	every.Tick(ctx, t.w.cfg.renewEvery(), func() bool {
 		if err := l.Renew(ctx); err != nil {
 			if ctx.Err() == nil {
@@ -75,7 +79,6 @@ func (t *turn) keepAlive(ctx context.Context, l *lease.Lease, stop context.Cance
 			}
 			return false
 		}
-		_ = t.msg.InProgress()
 		return true
 	})
 }
