@@ -34,6 +34,9 @@ type Config struct {
 	// AckWait is how long a message may go without InProgress before
 	// JetStream redelivers it; a running turn sends InProgress every
 	// third of it, and renews its lease every third of the lease TTL.
+	// It is also how long a turn waits when its delivery is lost with
+	// the consumer leader's node (a cluster node stopping), hence 10 s
+	// and not NATS's 30.
 	AckWait config.Seconds `json:"ackWaitSeconds"`
 	// LeaseTTL is the lease bucket's TTL (set by provisioning).
 	LeaseTTL time.Duration `json:"-"`
@@ -82,7 +85,7 @@ func DefaultConfig() Config {
 		Agent:               "default",
 		Slots:               DefaultSlots,
 		FleetTurnLimit:      16 * DefaultSlots,
-		AckWait:             config.Seconds(30 * time.Second),
+		AckWait:             config.Seconds(10 * time.Second),
 		LeaseTTL:            30 * time.Second,
 		TurnTimeout:         config.Seconds(10 * time.Minute),
 		MaxAttempts:         5,

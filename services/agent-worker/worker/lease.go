@@ -118,12 +118,18 @@ func (t *turn) stoppable(ctx context.Context) (context.Context, context.CancelFu
 	return ctx, func() { cancel(nil) }
 }
 
+// quiet ends keepAlive, and returns once it sends nothing more; the
+// turn's context ends with it.
+func (h *hold) quiet() {
+	h.stop(nil)
+	<-h.renewed
+}
+
 // release frees the session for its next message. keepLease leaves the
 // lease to expire or to this message's redelivery (its replies are not
 // out); the local claim is freed in any case.
 func (h *hold) release(ctx context.Context, keepLease bool) {
-	h.stop(nil)
-	<-h.renewed
+	h.quiet()
 	// Released with a fresh context: a stopped turn still frees its
 	// session. Release bounds it (10 s), and sends the release again
 	// while the bucket elects a leader.

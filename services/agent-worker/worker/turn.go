@@ -119,7 +119,11 @@ func (t *turn) held(ctx context.Context, l *lease.Lease) string {
 	defer func() { h.release(ctx, t.state.leaseKept()) }()
 	outcome, err := t.execute(turnCtx)
 	if err != nil {
-		if errors.Is(context.Cause(turnCtx), errLeaseLost) || ctx.Err() != nil {
+		abandoned := errors.Is(context.Cause(turnCtx), errLeaseLost) || ctx.Err() != nil
+		// No InProgress after the nak below: it would put the
+		// redelivery off to the whole ack wait.
+		h.quiet()
+		if abandoned {
 			// Someone else may run it now, or we are shutting down hard:
 			// leave it to a redelivery, which resumes from the checkpoint.
 			t.log.Warn("turn abandoned", "err", err)

@@ -123,3 +123,88 @@ func TestTurnOutlivesAnElection(t *testing.T) {
 		t.Errorf("the turn's lease renewal failed:\n%s", out)
 	}
 }
+
+// TestTurnLostWithItsConsumersLeader: a whole fleet on a 3-node cluster
+// with the default ack wait; a turn is stored just before the node
+// leading the workers' consumer shuts down. Its delivery is lost in
+// flight (the consumer counts it as delivered), and the consumer hands it
+// out again only after the ack wait. With the 30 s default it was
+// answered 30.0 s after the stop (3 of 3 runs); the default is 10 s now.
+// Not every run loses the delivery; a run that does not is answered
+// within a few seconds and passes too.
+func TestTurnLostWithItsConsumersLeader(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cluster := bustest.StartCluster(t, 3)
+	llm := llmtest.NewServer(t)
+	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("echo: " + r.LastUserText()) })
+	// The fleet reaches node 0 only; the consumer is led elsewhere.
+	nats := map[string]any{"url": cluster.URL(0), "replicas": 3, "leaseTtlSeconds": 30}
+	f, err := fleet.Start(ctx, fleet.Options{
+		File:    loadConfig(t, testConfig(t, llm.URL(), map[string]any{"nats": nats, "worker": map[string]any{"modelRetries": 2}})),
+		Getenv:  func(string) string { return "" },
+		DataDir: t.TempDir(), Workspace: t.TempDir(),
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	if err != nil {
+		t.Fatalf("start the fleet on the cluster: %v", err)
+	}
+	t.Cleanup(f.Stop)
+	c, err := fleet.NewClient(ctx, f.Bus, "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if _, err := c.Ask(ctx, fleet.Request{ChatID: "direct", Text: "first"}); err != nil {
+		t.Fatalf("first turn: %v", err)
+	}
+
+	sp := f.Bus.Space
+	host := -1
+	bustest.Eventually(t, time.Minute, func() error {
+		cons, err := f.Bus.JS.Consumer(ctx, sp.InboundStream(), sp.WorkerConsumer())
+		if err != nil {
+			return err
+		}
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return fmt.Errorf("workers' consumer has no leader")
+		}
+		if info.Cluster.Leader == cluster.Name(0) {
+			// One step-down a try: each starts an election.
+			_, _ = f.Bus.NC.Request("$JS.API.CONSUMER.LEADER.STEPDOWN."+sp.InboundStream()+"."+sp.WorkerConsumer(), nil, bus.RequestTry)
+			return fmt.Errorf("workers' consumer led by node 0, the fleet's")
+		}
+		for i := range 3 {
+			if cluster.Name(i) == info.Cluster.Leader {
+				host = i
+			}
+		}
+		return nil
+	})
+
+	pending, err := c.Send(ctx, fleet.Request{ChatID: "direct", Text: "second"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cluster.Stop(host)
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	replies, err := pending.Wait(wctx)
+	if err != nil {
+		t.Fatalf("turn stored before node %d (the consumer's leader) stopped: %v", host, err)
+	}
+	took := time.Since(start)
+	if final, err := fleet.Final(replies); err != nil || final.GetContent() != "echo: second" {
+		t.Errorf("final reply = %v, %v; want echo: second", final, err)
+	}
+	// The default ack wait and room for a loaded machine; 30 s before.
+	const within = 20 * time.Second
+	t.Logf("answered %s after node %d, the consumer's leader, stopped", took.Round(time.Millisecond), host)
+	if took > within {
+		t.Errorf("answered %s after the consumer's leader stopped, want within %s", took.Round(time.Millisecond), within)
+	}
+}
