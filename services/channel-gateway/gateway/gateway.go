@@ -26,7 +26,12 @@ type Config struct {
 	// MaxDeliver is how often a reply is tried before it is dead-lettered,
 	// counting attempts that ended without an answer.
 	MaxDeliver int
-	// AckWait is how long one delivery attempt may take.
+	// AttemptTimeout bounds one delivery attempt.
+	AttemptTimeout time.Duration
+	// AckWait is how long a reply may go without word from the gateway
+	// delivering it before the consumer hands it to another (an attempt
+	// sends InProgress every quarter of it). It is also how long a reply
+	// waits whose delivery was lost with the consumer leader's node.
 	AckWait time.Duration
 	// MinBackoff and MaxBackoff bound the wait between retries when the
 	// platform gave no retry-after.
@@ -52,8 +57,13 @@ func ContentLimit(contextTokens int) int {
 // DefaultConfig returns the production delivery settings.
 func DefaultConfig() Config {
 	return Config{
-		MaxDeliver: 8,
-		AckWait:    60 * time.Second,
+		MaxDeliver:     8,
+		AttemptTimeout: 60 * time.Second,
+		// Not shorter: a consumer elects a new leader in up to 10 s, and
+		// an attempt's InProgress sent meanwhile is lost; a reply whose
+		// attempt went 20 s without one would be handed to another
+		// gateway while the first still sends it, and sent twice.
+		AckWait:    20 * time.Second,
 		MinBackoff: 500 * time.Millisecond,
 		MaxBackoff: 2 * time.Minute,
 		Parallel:   8,
@@ -67,6 +77,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.MaxDeliver < 1:
 		return fmt.Errorf("gateway.maxDeliver: must be at least 1, got %d", c.MaxDeliver)
+	case c.AttemptTimeout < time.Second:
+		return fmt.Errorf("gateway.attemptTimeout: must be at least 1s, got %s", c.AttemptTimeout)
 	case c.AckWait < time.Second:
 		return fmt.Errorf("gateway.ackWait: must be at least 1s, got %s", c.AckWait)
 	case c.MinBackoff <= 0 || c.MaxBackoff < c.MinBackoff:
@@ -339,7 +351,10 @@ func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
 		d.deadLetter(ctx, m, fmt.Sprintf("%d delivery attempts ended without an answer (a gateway stopped or crashed during each)", d.g.cfg.MaxDeliver))
 		return
 	}
-	callCtx, cancel := context.WithTimeout(ctx, d.g.cfg.AckWait)
+	// In progress until it is settled: an attempt may outlast the ack
+	// wait, and InProgress after a nak would put the retry off to it.
+	quiet := bus.InProgress(ctx, m, d.g.cfg.AckWait/4)
+	callCtx, cancel := context.WithTimeout(ctx, d.g.cfg.AttemptTimeout)
 	if d.live != nil && out.GetLastOfTurn() {
 		d.live.end(callCtx, out)
 	}
@@ -353,9 +368,11 @@ func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
 			d.log.Warn("remember delivered reply", "id", out.GetId(), "err", err)
 		}
 		cancel()
+		quiet()
 		_ = m.Ack()
 		return
 	}
+	quiet()
 	retry, after := retryable(err)
 	if !retry || int(meta.NumDelivered) >= d.g.cfg.MaxDeliver {
 		d.deadLetter(ctx, m, err.Error())

@@ -1,0 +1,95 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+)
+
+// TestReplyLostWithItsConsumersLeader: a gateway on a 3-node cluster
+// with its default settings; a reply is stored just before the node
+// leading the channel's reply consumer shuts down. Its delivery can be
+// lost in flight (the consumer counts it as delivered), and the consumer
+// hands it out again only after its ack wait. Not every run loses the
+// delivery; a run that does not delivers within a few seconds and passes
+// too.
+func TestReplyLostWithItsConsumersLeader(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cluster, b := bustest.StartClusterJetStream(t, 3, gateway.Assets)
+	// The gateway reaches node 0 first; its consumer is led elsewhere.
+	conn := cluster.ConnectThrough(t, 0)
+	r := newRecorder()
+	var logs lockedBuffer
+	g, err := gateway.New(gateway.DefaultConfig(), conn, []gateway.Adapter{r}, gateway.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- g.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		_ = bustest.Receive(t, done, 30*time.Second)
+	})
+	publish := func(id string) {
+		t.Helper()
+		out, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: id, Channel: "test", ChatId: "c1", Content: id, Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})
+		if err := bustest.PublishRetrying(ctx, conn, b.Space.Outbound("test", "c1"), out); err != nil {
+			t.Fatalf("publish %s: %v", id, err)
+		}
+	}
+	publish("r1")
+	if m := bustest.Receive(t, r.delivered, time.Minute); m.GetId() != "r1" {
+		t.Fatalf("delivered %q, want r1", m.GetId())
+	}
+
+	stream, consumer := b.Space.OutboundStream(), b.Space.GatewayConsumer("test")
+	host := -1
+	bustest.Eventually(t, time.Minute, func() error {
+		cons, err := b.JS.Consumer(ctx, stream, consumer)
+		if err != nil {
+			return err
+		}
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return fmt.Errorf("%s has no leader", consumer)
+		}
+		if info.Cluster.Leader == cluster.Name(0) {
+			// One step-down a try: each starts an election.
+			_, _ = b.NC.Request("$JS.API.CONSUMER.LEADER.STEPDOWN."+stream+"."+consumer, nil, bus.RequestTry)
+			return fmt.Errorf("%s led by node 0, the gateway's", consumer)
+		}
+		for i := range 3 {
+			if cluster.Name(i) == info.Cluster.Leader {
+				host = i
+			}
+		}
+		return nil
+	})
+	// Published through node 0, which stays up.
+	publish("r2")
+	start := time.Now()
+	cluster.Stop(host)
+	if m := bustest.Receive(t, r.delivered, 2*time.Minute); m.GetId() != "r2" {
+		t.Fatalf("delivered %q, want r2", m.GetId())
+	}
+	took := time.Since(start)
+	const within = 30 * time.Second
+	t.Logf("delivered %s after node %d, the consumer's leader, stopped", took.Round(time.Millisecond), host)
+	if took > within {
+		t.Errorf("delivered %s after the consumer's leader stopped, want within %s; log:\n%s", took.Round(time.Millisecond), within, logs.String())
+	}
+}
