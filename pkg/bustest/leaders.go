@@ -66,6 +66,39 @@ func (c *Cluster) LeadAway(ctx context.Context, b *bus.Bus, stream string, i int
 	}
 }
 
+// ConsumerLeadAway makes a node other than node i lead stream's durable
+// consumer, one step-down a try (each starts an election), and returns
+// the index of the node that leads it: for a test that stops the
+// consumer's leader while its client stays connected through node i.
+func (c *Cluster) ConsumerLeadAway(ctx context.Context, b *bus.Bus, stream, consumer string, i int) int {
+	c.t.Helper()
+	leader := -1
+	Eventually(c.t, time.Minute, func() error {
+		ictx, cancel := context.WithTimeout(ctx, bus.RequestTry)
+		defer cancel()
+		cons, err := b.JS.Consumer(ictx, stream, consumer)
+		if err != nil {
+			return err
+		}
+		info := cons.CachedInfo()
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return fmt.Errorf("%s/%s has no leader", stream, consumer)
+		}
+		if info.Cluster.Leader == c.Name(i) {
+			_, _ = b.NC.RequestWithContext(ictx, "$JS.API.CONSUMER.LEADER.STEPDOWN."+stream+"."+consumer, nil)
+			return fmt.Errorf("%s/%s led by node %d", stream, consumer, i)
+		}
+		for n := range c.nodes {
+			if c.Name(n) == info.Cluster.Leader {
+				leader = n
+				return nil
+			}
+		}
+		return fmt.Errorf("%s/%s led by %q, not a node of the cluster", stream, consumer, info.Cluster.Leader)
+	})
+	return leader
+}
+
 // streamLeader is the name of the node leading stream, waiting up to 30 s
 // for it to have one.
 func (c *Cluster) streamLeader(ctx context.Context, b *bus.Bus, stream string) string {

@@ -3,11 +3,9 @@ package lease_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
@@ -214,15 +212,7 @@ func TestReleaseWaitsForABucketLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cluster, b := bustest.StartClusterJetStream(t, 3)
-	kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "test_leases", TTL: 10 * time.Minute, Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := lease.NewTable(kv, lease.WithPublisher(b.JS))
-	l, err := tbl.Acquire(ctx, "s1", "worker-a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tbl, l := heldLease(ctx, t, b, 10*time.Minute, 3, lease.WithPublisher(b.JS))
 	// Without quorum the bucket has no leader: its subjects answer nobody.
 	cluster.LoseQuorum(ctx, b, "$KV.test_leases.probe")
 	took, err := cluster.RegainQuorum(func() error { return l.Release(ctx) })
@@ -245,16 +235,8 @@ func TestReleaseSentAgainWhenATryIsLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	b := bustest.StartJetStream(t)
-	kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "test_leases", TTL: 10 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lossy := &losesFirstPublish{JetStream: b.JS}
-	tbl := lease.NewTable(kv, lease.WithPublisher(lossy))
-	l, err := tbl.Acquire(ctx, "s1", "worker-a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lossy := &unansweredPublishes{JetStream: b.JS, lose: 1}
+	_, tbl, l := heldLease(ctx, t, b, 10*time.Minute, 1, lease.WithPublisher(lossy))
 	start := time.Now()
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("release after a lost try: %v", err)
@@ -268,20 +250,4 @@ func TestReleaseSentAgainWhenATryIsLost(t *testing.T) {
 	if _, err := tbl.Acquire(ctx, "s1", "worker-b"); err != nil {
 		t.Errorf("acquire after the release: %v", err)
 	}
-}
-
-// losesFirstPublish is a JetStream whose first PublishMsg is never
-// answered: it waits for its context, as a request lost with a server
-// does.
-type losesFirstPublish struct {
-	jetstream.JetStream
-	lost atomic.Int32
-}
-
-func (l *losesFirstPublish) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	if l.lost.CompareAndSwap(0, 1) {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return l.JetStream.PublishMsg(ctx, m, opts...)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 )
@@ -26,15 +27,7 @@ func TestRenewWaitsForABucketLeader(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			cluster, b := bustest.StartClusterJetStream(t, 3)
-			kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "test_leases", TTL: 10 * time.Minute, Replicas: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tbl := lease.NewTable(kv, m.opts(b)...)
-			l, err := tbl.Acquire(ctx, "s1", "worker-a")
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, tbl, l := heldLease(ctx, t, b, 10*time.Minute, 3, m.opts(b)...)
 			cluster.LoseQuorum(ctx, b, "$KV.test_leases.probe")
 			took, err := cluster.RegainQuorum(func() error { return l.Renew(ctx) })
 			if err != nil {
@@ -67,16 +60,8 @@ func TestRenewSentAgainWhenATryIsLost(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
 			b := bustest.StartJetStream(t)
-			kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "test_leases", TTL: 10 * time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
 			lossy := &unansweredPublishes{JetStream: b.JS, lose: 1, store: stored}
-			tbl := lease.NewTable(kv, lease.WithPublisher(lossy))
-			l, err := tbl.Acquire(ctx, "s1", "worker-a")
-			if err != nil {
-				t.Fatal(err)
-			}
+			kv, tbl, l := heldLease(ctx, t, b, 10*time.Minute, 1, lease.WithPublisher(lossy))
 			if err := l.Renew(ctx); err != nil {
 				t.Fatalf("renew after a lost try: %v", err)
 			}
@@ -107,17 +92,9 @@ func TestRenewStopsBeforeTheLeaseMayExpire(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	b := bustest.StartJetStream(t)
-	kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "test_leases", TTL: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
 	lossy := &unansweredPublishes{JetStream: b.JS, lose: -1}
-	tbl := lease.NewTable(kv, lease.WithPublisher(lossy))
-	l, err := tbl.Acquire(ctx, "s1", "worker-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = l.Renew(ctx)
+	kv, _, l := heldLease(ctx, t, b, 5*time.Second, 1, lease.WithPublisher(lossy))
+	err := l.Renew(ctx)
 	if err == nil || errors.Is(err, lease.ErrLost) {
 		t.Fatalf("renew never answered: %v, want a failure that is not ErrLost", err)
 	}
@@ -152,4 +129,20 @@ func (u *unansweredPublishes) PublishMsg(ctx context.Context, m *nats.Msg, opts 
 	}
 	<-ctx.Done()
 	return nil, ctx.Err()
+}
+
+// heldLease makes the bucket test_leases on b with ttl and replicas, a
+// table on it with opts, and acquires s1 for worker-a.
+func heldLease(ctx context.Context, t *testing.T, b *bus.Bus, ttl time.Duration, replicas int, opts ...lease.Option) (jetstream.KeyValue, *lease.Table, *lease.Lease) {
+	t.Helper()
+	kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "test_leases", TTL: ttl, Replicas: replicas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := lease.NewTable(kv, opts...)
+	l, err := tbl.Acquire(ctx, "s1", "worker-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv, tbl, l
 }

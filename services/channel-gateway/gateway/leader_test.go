@@ -2,14 +2,12 @@ package gateway_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -53,32 +51,7 @@ func TestReplyLostWithItsConsumersLeader(t *testing.T) {
 		t.Fatalf("delivered %q, want r1", m.GetId())
 	}
 
-	stream, consumer := b.Space.OutboundStream(), b.Space.GatewayConsumer("test")
-	host := -1
-	bustest.Eventually(t, time.Minute, func() error {
-		cons, err := b.JS.Consumer(ctx, stream, consumer)
-		if err != nil {
-			return err
-		}
-		info, err := cons.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if info.Cluster == nil || info.Cluster.Leader == "" {
-			return fmt.Errorf("%s has no leader", consumer)
-		}
-		if info.Cluster.Leader == cluster.Name(0) {
-			// One step-down a try: each starts an election.
-			_, _ = b.NC.Request("$JS.API.CONSUMER.LEADER.STEPDOWN."+stream+"."+consumer, nil, bus.RequestTry)
-			return fmt.Errorf("%s led by node 0, the gateway's", consumer)
-		}
-		for i := range 3 {
-			if cluster.Name(i) == info.Cluster.Leader {
-				host = i
-			}
-		}
-		return nil
-	})
+	host := cluster.ConsumerLeadAway(ctx, b, b.Space.OutboundStream(), b.Space.GatewayConsumer("test"), 0)
 	// Published through node 0, which stays up.
 	publish("r2")
 	start := time.Now()

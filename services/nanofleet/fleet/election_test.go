@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -49,20 +50,7 @@ func TestTurnOutlivesAnElection(t *testing.T) {
 	nats := map[string]any{"url": cluster.URLs(), "replicas": 3, "leaseTtlSeconds": 60}
 	worker := map[string]any{"ackWaitSeconds": 30, "modelRetries": 2}
 	var logs syncbuf.Buffer
-	f, err := fleet.Start(ctx, fleet.Options{
-		File:    loadConfig(t, testConfig(t, llm.URL(), map[string]any{"nats": nats, "worker": worker})),
-		Getenv:  func(string) string { return "" },
-		DataDir: t.TempDir(), Workspace: t.TempDir(),
-	}, fleet.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
-	if err != nil {
-		t.Fatalf("start the fleet on the cluster: %v", err)
-	}
-	t.Cleanup(f.Stop)
-	c, err := fleet.NewClient(ctx, f.Bus, "cli")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	f, c := startOnCluster(ctx, t, llm.URL(), nats, worker, &logs)
 	pending, err := c.Send(ctx, fleet.Request{ChatID: "direct", Text: "long job"})
 	if err != nil {
 		t.Fatal(err)
@@ -140,50 +128,12 @@ func TestTurnLostWithItsConsumersLeader(t *testing.T) {
 	llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("echo: " + r.LastUserText()) })
 	// The fleet reaches node 0 only; the consumer is led elsewhere.
 	nats := map[string]any{"url": cluster.URL(0), "replicas": 3, "leaseTtlSeconds": 30}
-	f, err := fleet.Start(ctx, fleet.Options{
-		File:    loadConfig(t, testConfig(t, llm.URL(), map[string]any{"nats": nats, "worker": map[string]any{"modelRetries": 2}})),
-		Getenv:  func(string) string { return "" },
-		DataDir: t.TempDir(), Workspace: t.TempDir(),
-	}, fleet.WithLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))))
-	if err != nil {
-		t.Fatalf("start the fleet on the cluster: %v", err)
-	}
-	t.Cleanup(f.Stop)
-	c, err := fleet.NewClient(ctx, f.Bus, "cli")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	f, c := startOnCluster(ctx, t, llm.URL(), nats, map[string]any{"modelRetries": 2}, t.Output())
 	if _, err := c.Ask(ctx, fleet.Request{ChatID: "direct", Text: "first"}); err != nil {
 		t.Fatalf("first turn: %v", err)
 	}
 
-	sp := f.Bus.Space
-	host := -1
-	bustest.Eventually(t, time.Minute, func() error {
-		cons, err := f.Bus.JS.Consumer(ctx, sp.InboundStream(), sp.WorkerConsumer())
-		if err != nil {
-			return err
-		}
-		info, err := cons.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if info.Cluster == nil || info.Cluster.Leader == "" {
-			return fmt.Errorf("workers' consumer has no leader")
-		}
-		if info.Cluster.Leader == cluster.Name(0) {
-			// One step-down a try: each starts an election.
-			_, _ = f.Bus.NC.Request("$JS.API.CONSUMER.LEADER.STEPDOWN."+sp.InboundStream()+"."+sp.WorkerConsumer(), nil, bus.RequestTry)
-			return fmt.Errorf("workers' consumer led by node 0, the fleet's")
-		}
-		for i := range 3 {
-			if cluster.Name(i) == info.Cluster.Leader {
-				host = i
-			}
-		}
-		return nil
-	})
+	host := cluster.ConsumerLeadAway(ctx, f.Bus, f.Bus.Space.InboundStream(), f.Bus.Space.WorkerConsumer(), 0)
 
 	pending, err := c.Send(ctx, fleet.Request{ChatID: "direct", Text: "second"})
 	if err != nil {
@@ -207,4 +157,26 @@ func TestTurnLostWithItsConsumersLeader(t *testing.T) {
 	if took > within {
 		t.Errorf("answered %s after the consumer's leader stopped, want within %s", took.Round(time.Millisecond), within)
 	}
+}
+
+// startOnCluster starts a fleet with the nats and worker config sections
+// and the model at modelURL, logging warnings to logs, and a terminal
+// client of it; both end with the test.
+func startOnCluster(ctx context.Context, t *testing.T, modelURL string, nats, worker map[string]any, logs io.Writer) (*fleet.Fleet, *fleet.Client) {
+	t.Helper()
+	f, err := fleet.Start(ctx, fleet.Options{
+		File:    loadConfig(t, testConfig(t, modelURL, map[string]any{"nats": nats, "worker": worker})),
+		Getenv:  func(string) string { return "" },
+		DataDir: t.TempDir(), Workspace: t.TempDir(),
+	}, fleet.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	if err != nil {
+		t.Fatalf("start the fleet on the cluster: %v", err)
+	}
+	t.Cleanup(f.Stop)
+	c, err := fleet.NewClient(ctx, f.Bus, "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return f, c
 }
