@@ -77,7 +77,14 @@ func runGatewayOn(t *testing.T, b *bus.Bus, a gateway.Adapter) {
 	cfg := gateway.DefaultConfig()
 	cfg.MaxDeliver = 3
 	cfg.MinBackoff = 10 * time.Millisecond
-	g, err := gateway.New(cfg, b, []gateway.Adapter{a})
+	runGatewayWith(t, b, cfg, []gateway.Adapter{a})
+}
+
+// runGatewayWith runs a gateway with cfg, adapters and opts on b until
+// the test ends.
+func runGatewayWith(t *testing.T, b *bus.Bus, cfg gateway.Config, adapters []gateway.Adapter, opts ...gateway.Option) {
+	t.Helper()
+	g, err := gateway.New(cfg, b, adapters, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

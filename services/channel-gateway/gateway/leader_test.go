@@ -28,17 +28,7 @@ func TestReplyLostWithItsConsumersLeader(t *testing.T) {
 	conn := cluster.ConnectThrough(t, 0)
 	r := newRecorder()
 	var logs lockedBuffer
-	g, err := gateway.New(gateway.DefaultConfig(), conn, []gateway.Adapter{r}, gateway.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- g.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		_ = bustest.Receive(t, done, 30*time.Second)
-	})
+	runGatewayWith(t, conn, gateway.DefaultConfig(), []gateway.Adapter{r}, gateway.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	publish := func(id string) {
 		t.Helper()
 		out, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Id: id, Channel: "test", ChatId: "c1", Content: id, Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL})

@@ -48,17 +48,7 @@ func TestSlowDeliveryStaysWithItsGateway(t *testing.T) {
 	var attempts atomic.Int32
 	delivered := make(chan *nanofleetv1.OutboundMessage, 4)
 	for range 2 {
-		g, err := gateway.New(cfg, b, []gateway.Adapter{&uploadPlatform{took: 3500 * time.Millisecond, attempts: &attempts, delivered: delivered}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- g.Run(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			_ = bustest.Receive(t, done, 30*time.Second)
-		})
+		runGatewayWith(t, b, cfg, []gateway.Adapter{&uploadPlatform{took: 3500 * time.Millisecond, attempts: &attempts, delivered: delivered}})
 	}
 	publishReply(t, b, "upload", "a big file")
 	if m := bustest.Receive(t, delivered, 30*time.Second); m.GetId() != "upload" {
