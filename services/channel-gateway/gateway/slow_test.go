@@ -44,11 +44,11 @@ func (s *uploadPlatform) Deliver(ctx context.Context, m *nanofleetv1.OutboundMes
 func TestSlowDeliveryStaysWithItsGateway(t *testing.T) {
 	b := bustest.StartJetStream(t, gateway.Assets)
 	cfg := gateway.DefaultConfig()
-	cfg.AckWait = time.Second
+	cfg.AckWait = 2 * time.Second
 	var attempts atomic.Int32
 	delivered := make(chan *nanofleetv1.OutboundMessage, 4)
 	for range 2 {
-		runGatewayWith(t, b, cfg, []gateway.Adapter{&uploadPlatform{took: 3500 * time.Millisecond, attempts: &attempts, delivered: delivered}})
+		runGatewayWith(t, b, cfg, []gateway.Adapter{&uploadPlatform{took: 6 * time.Second, attempts: &attempts, delivered: delivered}})
 	}
 	publishReply(t, b, "upload", "a big file")
 	if m := bustest.Receive(t, delivered, 30*time.Second); m.GetId() != "upload" {
