@@ -92,14 +92,21 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Mes
 	}) {
 		return true
 	}
-	if err := a.publish(ctx, in, msg); err != nil {
-		a.log.Error("whatsapp message not stored; WhatsApp gives it again at the next connection", "id", info.ID, "err", err)
-		return false
-	}
-	if c := a.current(); c != nil {
+	// "Typing…" before the message is stored: sent after, it could
+	// follow the answer's "paused" (a fleet that answers fast, a loaded
+	// machine) and stay on in the chat.
+	c := a.current()
+	if c != nil {
 		if err := c.Composing(ctx, info.Chat, true); err != nil {
 			a.log.Debug("composing presence", "err", err)
 		}
+	}
+	if err := a.publish(ctx, in, msg); err != nil {
+		a.log.Error("whatsapp message not stored; WhatsApp gives it again at the next connection", "id", info.ID, "err", err)
+		if c != nil {
+			_ = c.Composing(ctx, info.Chat, false)
+		}
+		return false
 	}
 	return true
 }
