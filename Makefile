@@ -39,19 +39,23 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# The .proto files below proto/: the fleet's own, and a platform's
+# frames a channel adapter speaks.
+PROTOS = nanofleet/v1/*.proto feishu/pbbp2/*.proto
+
 # Regenerate the protobuf Go code with Debian's protoc and the
 # protoc-gen-go pinned as a tool in proto/go.mod.
 proto:
 	cd proto && go build -o ../bin/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
-	cd proto && protoc --plugin=protoc-gen-go=../bin/protoc-gen-go --go_out=. --go_opt=paths=source_relative nanofleet/v1/*.proto
+	cd proto && protoc --plugin=protoc-gen-go=../bin/protoc-gen-go --go_out=. --go_opt=paths=source_relative $(PROTOS)
 
 # Fails when a generated .pb.go differs from what make proto would write
 # (a .proto changed without regenerating, or a generated file edited).
 proto-check:
 	@tmp=$$(mktemp -d) && trap 'rm -rf '"$$tmp" EXIT && cd proto && \
 	go build -o $$tmp/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go && \
-	protoc --plugin=protoc-gen-go=$$tmp/protoc-gen-go --go_out=$$tmp --go_opt=paths=source_relative nanofleet/v1/*.proto && \
-	fail=0; for f in $$( (ls nanofleet/v1/*.pb.go; cd $$tmp && ls nanofleet/v1/*.pb.go) | sort -u); do \
+	protoc --plugin=protoc-gen-go=$$tmp/protoc-gen-go --go_out=$$tmp --go_opt=paths=source_relative $(PROTOS) && \
+	fail=0; for f in $$( (ls $(PROTOS:.proto=.pb.go); cd $$tmp && ls $(PROTOS:.proto=.pb.go)) | sort -u); do \
 		cmp -s $$f $$tmp/$$f || { echo "proto/$$f is not what make proto writes: run make proto"; fail=1; }; \
 	done; exit $$fail
 

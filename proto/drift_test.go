@@ -22,9 +22,13 @@ func TestGeneratedCodeMatchesProtos(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build protoc-gen-go: %v\n%s", err, out)
 	}
-	files, err := filepath.Glob("nanofleet/v1/*.proto")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no proto files: %v", err)
+	var files []string
+	for _, pattern := range []string{"nanofleet/v1/*.proto", "feishu/pbbp2/*.proto"} { // the Makefile's PROTOS
+		matched, err := filepath.Glob(pattern)
+		if err != nil || len(matched) == 0 {
+			t.Fatalf("no proto files match %s: %v", pattern, err)
+		}
+		files = append(files, matched...)
 	}
 	args := append([]string{"--plugin=protoc-gen-go=" + plugin, "--go_out=" + tmp, "--go_opt=paths=source_relative"}, files...)
 	if out, err := exec.Command(protoc, args...).CombinedOutput(); err != nil {

@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/proto/feishu/pbbp2"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/eventsocket"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
@@ -23,13 +24,14 @@ import (
 // The long connection is held here rather than by the SDK's ws.Client:
 // that client's Start never returns and cannot be stopped, so a gateway
 // could neither give the connection up when it loses the lease nor shut
-// down cleanly. The frames are the SDK's own protobuf type.
+// down cleanly. The frames are the SDK's protobuf type, compiled here
+// (frame.go).
 
 // endpoint asks the open platform where to connect, and how often to
 // ping.
 func (a *Adapter) endpoint(ctx context.Context) (string, time.Duration, error) {
 	reqBody, _ := json.Marshal(map[string]string{"AppID": a.cfg.AppID, "AppSecret": a.cfg.AppSecret})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+larkws.GenEndpointUri, bytes.NewReader(reqBody))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+endpointPath, bytes.NewReader(reqBody))
 	if err != nil {
 		return "", 0, err
 	}
@@ -47,22 +49,22 @@ func (a *Adapter) endpoint(ctx context.Context) (string, time.Duration, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", 0, fmt.Errorf("endpoint: %s", resp.Status)
 	}
-	var ep larkws.EndpointResp
+	var ep endpointResponse
 	if err := json.Unmarshal(raw, &ep); err != nil {
 		return "", 0, fmt.Errorf("endpoint: %w", err)
 	}
 	switch {
-	case ep.Code == larkws.Forbidden || ep.Code == larkws.AuthFailed || ep.Code == 1000040351:
+	case ep.Code == codeForbidden || ep.Code == codeAuthFailed || ep.Code == codeNoLongConnection:
 		// Wrong credentials, or the app may not use long connections.
 		return "", 0, &hold.Fatal{Err: fmt.Errorf("feishu: long connection refused: code %d: %s", ep.Code, ep.Msg)}
-	case ep.Code != larkws.OK || ep.Data == nil || ep.Data.Url == "":
+	case ep.Code != codeOK || ep.Data == nil || ep.Data.URL == "":
 		return "", 0, fmt.Errorf("endpoint: code %d: %s", ep.Code, ep.Msg)
 	}
 	ping := 2 * time.Minute
 	if c := ep.Data.ClientConfig; c != nil && c.PingInterval > 0 {
 		ping = time.Duration(c.PingInterval) * time.Second
 	}
-	return ep.Data.Url, ping, nil
+	return ep.Data.URL, ping, nil
 }
 
 // connect holds one long connection until ctx ends or it breaks. Events
@@ -77,13 +79,13 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 	if err != nil {
 		return fmt.Errorf("endpoint URL: %w", err)
 	}
-	service, _ := strconv.ParseInt(u.Query().Get(larkws.ServiceID), 10, 32)
+	service, _ := strconv.ParseInt(u.Query().Get(queryService), 10, 32)
 	conn, err := eventsocket.Dial(ctx, addr)
 	if err != nil {
 		return err
 	}
 	defer conn.CloseNow()
-	a.log.Info("feishu long connection open", "device", u.Query().Get(larkws.DeviceID))
+	a.log.Info("feishu long connection open", "device", u.Query().Get(queryDevice))
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -103,16 +105,15 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 			a.log.Warn("dropping non-binary Feishu frame", "raw", observe.Excerpt(data))
 			continue
 		}
-		var f larkws.Frame
-		if err := f.Unmarshal(data); err != nil {
+		f := &pbbp2.Frame{}
+		if err := proto.Unmarshal(data, f); err != nil {
 			a.log.Warn("dropping malformed Feishu frame", "err", err, "raw", observe.Excerpt(data))
 			continue
 		}
-		hs := larkws.Headers(f.Headers)
-		switch larkws.FrameType(f.Method) {
-		case larkws.FrameTypeControl:
-			if larkws.MessageType(hs.GetString(larkws.HeaderType)) == larkws.MessageTypePong && len(f.Payload) > 0 {
-				var c larkws.ClientConfig
+		switch f.GetMethod() {
+		case frameControl:
+			if header(f, headerType) == typePong && len(f.Payload) > 0 {
+				var c clientConfig
 				if json.Unmarshal(f.Payload, &c) == nil && c.PingInterval > 0 {
 					select {
 					case pings <- time.Duration(c.PingInterval) * time.Second:
@@ -121,16 +122,16 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 				}
 			}
 			continue
-		case larkws.FrameTypeData:
+		case frameData:
 		default:
 			continue
 		}
-		payload := parts.add(hs.GetString(larkws.HeaderMessageID), hs.GetInt(larkws.HeaderSum), hs.GetInt(larkws.HeaderSeq), f.Payload)
+		payload := parts.add(header(f, headerMessageID), headerInt(f, headerSum), headerInt(f, headerSeq), f.Payload)
 		if payload == nil {
 			continue
 		}
 		code := http.StatusOK
-		if larkws.MessageType(hs.GetString(larkws.HeaderType)) == larkws.MessageTypeEvent {
+		if header(f, headerType) == typeEvent {
 			start := time.Now()
 			if err := a.handleEvent(ctx, in, payload); err != nil {
 				if ctx.Err() != nil {
@@ -139,11 +140,10 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 				a.log.Error("feishu event not stored; the platform will send it again", "err", err)
 				code = http.StatusInternalServerError
 			}
-			hs.Add(larkws.HeaderBizRt, strconv.FormatInt(time.Since(start).Milliseconds(), 10))
+			addHeader(f, headerBizRt, strconv.FormatInt(time.Since(start).Milliseconds(), 10))
 		}
-		f.Payload, _ = json.Marshal(larkws.NewResponseByCode(code))
-		f.Headers = hs
-		out, err := f.Marshal()
+		f.Payload, _ = json.Marshal(frameResponse{StatusCode: code})
+		out, err := proto.Marshal(f)
 		if err != nil {
 			return fmt.Errorf("encode response: %w", err)
 		}
@@ -156,7 +156,7 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 // pingLoop pings at the interval the platform asks for; the platform
 // drops connections that stop pinging.
 func (a *Adapter) pingLoop(ctx context.Context, conn *websocket.Conn, service int32, every time.Duration, changes <-chan time.Duration) {
-	frame, _ := larkws.NewPingFrame(service).Marshal()
+	frame, _ := proto.Marshal(pingFrame(service))
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {

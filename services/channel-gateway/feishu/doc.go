@@ -1,7 +1,9 @@
 // Package feishu connects a Feishu (or Lark) custom app to the fleet with
 // the official SDK, github.com/larksuite/oapi-sdk-go/v3: its open API
 // client (tenant token, messages, resources), event types and webhook
-// crypto, and its long-connection frame type.
+// crypto. Its long-connection frame type is compiled from a copy of its
+// .proto (proto/feishu/pbbp2), as linking the SDK's ws package would
+// link its client for every API service.
 //
 // Receiving, two modes. "websocket" (default) holds the platform's long
 // connection, so no public URL is needed: endpoint discovery, then
