@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,13 +61,7 @@ func NewCluster(t testing.TB, n int, up ...int) *Cluster {
 			},
 		}})
 	}
-	for i, nd := range c.nodes {
-		for j, other := range c.nodes {
-			if i != j {
-				nd.opts.Routes = append(nd.opts.Routes, server.RoutesFromStr(fmt.Sprintf("nats-route://127.0.0.1:%d", other.opts.Cluster.Port))...)
-			}
-		}
-	}
+	c.setRoutes()
 	t.Cleanup(func() {
 		for i := range c.nodes {
 			c.Stop(i)
@@ -114,8 +109,9 @@ func PublishRetrying(ctx context.Context, b *bus.Bus, subj string, data []byte) 
 // Start starts node i (again) on its store and ports. A node whose
 // ports were taken meanwhile (FreePort only finds a port free at the
 // time; another process may bind it, or use it as a connection's local
-// port, before the node does) is started again on new ones, up to three
-// times: the other nodes find it through its own routes to them.
+// port, before the node does) is started again on a new one, up to three
+// times: it routes to the running nodes itself, and the others route to
+// its new port from their next start.
 func (c *Cluster) Start(i int) {
 	c.t.Helper()
 	nd := c.nodes[i]
@@ -134,11 +130,38 @@ func (c *Cluster) Start(i int) {
 			return
 		}
 		srv.Shutdown()
-		if !strings.Contains(err.Error(), "Error listening on") || try == 3 {
+		if try == 3 {
 			c.t.Fatalf("cluster node %d (try %d): %v", i, try, err)
 		}
-		c.t.Logf("cluster node %d: %v; trying new ports", i, err)
-		nd.opts.Port, nd.opts.Cluster.Port = FreePort(c.t), FreePort(c.t)
+		// Only the port that was taken moves: clients given the node's
+		// URL before (a service's --nats) still reach it after a taken
+		// route port.
+		switch msg := err.Error(); {
+		case strings.Contains(msg, "Error listening on router port"):
+			nd.opts.Cluster.Port = FreePort(c.t)
+			c.setRoutes()
+		case strings.Contains(msg, "Error listening on port"):
+			nd.opts.Port = FreePort(c.t)
+		default:
+			c.t.Fatalf("cluster node %d (try %d): %v", i, try, err)
+		}
+		c.t.Logf("cluster node %d: %v; trying a new port", i, err)
+	}
+}
+
+// setRoutes gives every node routes to the others' route ports. A running
+// node keeps those it was started with (its server has a copy of the
+// options), which may name a port another node has left: that node routes
+// to it instead.
+func (c *Cluster) setRoutes() {
+	for i, nd := range c.nodes {
+		var routes []*url.URL
+		for j, other := range c.nodes {
+			if i != j {
+				routes = append(routes, server.RoutesFromStr(fmt.Sprintf("nats-route://127.0.0.1:%d", other.opts.Cluster.Port))...)
+			}
+		}
+		nd.opts.Routes = routes
 	}
 }
 
