@@ -3,6 +3,7 @@ package bustest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -44,6 +45,9 @@ func NewCluster(t testing.TB, n int, up ...int) *Cluster {
 	}
 	c := &Cluster{t: t}
 	dir := t.TempDir()
+	// A name of its own: a node whose route names a port another node
+	// left would otherwise join whatever cluster of another test took it.
+	name := fmt.Sprintf("bustest-%08x", rand.Uint32())
 	for i := range n {
 		c.nodes = append(c.nodes, &clusterNode{opts: &server.Options{
 			ServerName: fmt.Sprintf("n%d", i+1),
@@ -55,7 +59,7 @@ func NewCluster(t testing.TB, n int, up ...int) *Cluster {
 			NoLog:      true,
 			MaxPayload: 8 << 20,
 			Cluster: server.ClusterOpts{
-				Name: "bustest",
+				Name: name,
 				Host: "127.0.0.1",
 				Port: FreePort(t),
 			},
