@@ -6,8 +6,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,9 +237,25 @@ func (c *Cluster) MetaLeader() int {
 // leaders.
 func (c *Cluster) Name(i int) string { return c.nodes[i].opts.ServerName }
 
-// FreePort returns a loopback port nothing listens on right now.
+// FreePort returns a loopback port nothing listens on right now, picked
+// at random below the kernel's ephemeral port range rather than from it
+// (as port 0 is): any outgoing connection, in any process, may take a
+// port of that range as its local port before the caller binds it, and
+// make the bind fail with "address already in use". Below the range only
+// another test picking the same port can take it.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	if low := ephemeralLow(); low-minPort >= 1000 {
+		for range 100 {
+			port := minPort + rand.IntN(low-minPort)
+			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err == nil {
+				_ = ln.Close()
+				return port
+			}
+		}
+	}
+	// No room below the range, or nothing free there: any free port.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("free port: %v", err)
@@ -244,6 +263,30 @@ func FreePort(t testing.TB) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// minPort is the lowest port FreePort picks: the ports below are where
+// services listen by default (the fleet's own 4222, 8080 and 9090 among
+// them), and one started while a test holds its port would fail.
+const minPort = 10000
+
+// ephemeralLow is the low end of the kernel's ephemeral port range, from
+// which outgoing connections take their local ports; where it cannot be
+// read, Linux's default (other kernels' ranges start higher).
+var ephemeralLow = sync.OnceValue(func() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 2 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return low
+})
 
 // TakenPort returns a loopback listener held until the test ends, for
 // a test of what a taken port does to its user.

@@ -3,6 +3,7 @@ package bustest
 import (
 	"fmt"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -98,4 +99,29 @@ func listenOn(t *testing.T, port int) net.Listener {
 	}
 	t.Cleanup(func() { _ = ln.Close() })
 	return ln
+}
+
+// TestFreePortIsBelowTheEphemeralRange: FreePort's ports come from below
+// the kernel's ephemeral range, so that no outgoing connection can take
+// one as its local port before the test binds it (as one took a cluster
+// node's route port during make race).
+func TestFreePortIsBelowTheEphemeralRange(t *testing.T) {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skipf("no ephemeral port range to read: %v", err)
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(data), &low, &high); err != nil {
+		t.Fatalf("ip_local_port_range %q: %v", data, err)
+	}
+	if low-minPort < 1000 {
+		t.Skipf("ephemeral range starts at %d: no room below it", low)
+	}
+	for range 20 {
+		port := FreePort(t)
+		if port < minPort || port >= low {
+			t.Fatalf("FreePort = %d, want in [%d, %d)", port, minPort, low)
+		}
+		listenOn(t, port).Close()
+	}
 }
