@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -272,7 +271,7 @@ const minPort = 10000
 // ephemeralLow is the low end of the kernel's ephemeral port range, from
 // which outgoing connections take their local ports; where it cannot be
 // read, Linux's default (other kernels' ranges start higher).
-var ephemeralLow = sync.OnceValue(func() int {
+func ephemeralLow() int {
 	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
 		return 32768
@@ -286,7 +285,7 @@ var ephemeralLow = sync.OnceValue(func() int {
 		return 32768
 	}
 	return low
-})
+}
 
 // TakenPort returns a loopback listener held until the test ends, for
 // a test of what a taken port does to its user.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/svc"
@@ -51,7 +52,14 @@ func WaitsForTheCluster(t *testing.T, run func(ctx context.Context, flags svc.Fl
 	defer b.NC.Close()
 	l := bus.DefaultLayout()
 	l.Replicas = 3
-	diffs, err := bus.CheckLayout(ctx, b, l, decl)
+	// Each check has its own bound and is tried again, as a service's
+	// calls are: a request lost while the restarted nodes' routes form
+	// would otherwise hold the test to its whole timeout.
+	var diffs []bus.Difference
+	err = bus.RetryEach(ctx, backoff.Backoff{}, 10*time.Second, func(ctx context.Context) error {
+		diffs, err = bus.CheckLayout(ctx, b, l, decl)
+		return err
+	}, func(err error, _ time.Duration) { t.Logf("check layout: %v; trying again", err) })
 	if err != nil {
 		t.Fatal(err)
 	}
