@@ -59,6 +59,14 @@ func (c Config) Validate() error {
 // and be retried, not hold its caller until that context ends.
 const CallTimeout = 10 * time.Second
 
+// ConnectTimeout bounds one attempt to connect to a server (dial, TLS,
+// the server's INFO), whatever longer deadline the caller gives: the
+// connection keeps the bound for its reconnects, and a server that takes
+// the TCP connection and never answers (a frozen node, an address that
+// black-holes) holds the connection from the next server in the list for
+// all of it.
+const ConnectTimeout = 5 * time.Second
+
 // Bus is a connection to the fleet's NATS with JetStream.
 type Bus struct {
 	NC    *nats.Conn
@@ -97,9 +105,11 @@ func Connect(ctx context.Context, cfg Config, extra ...nats.Option) (*Bus, error
 	if url == "" {
 		url = nats.DefaultURL
 	}
+	timeout := ConnectTimeout
 	if deadline, ok := ctx.Deadline(); ok {
-		opts = append(opts, nats.Timeout(time.Until(deadline)))
+		timeout = min(timeout, time.Until(deadline))
 	}
+	opts = append(opts, nats.Timeout(timeout))
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to nats %s: %w", url, err)

@@ -1,0 +1,49 @@
+package bus_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+)
+
+// TestConnectMovesPastAServerThatNeverAnswers: a server that takes the
+// TCP connection and never answers (here a port whose listener nobody
+// accepts on: the kernel completes the handshake) holds one connect
+// attempt for ConnectTimeout, not for the caller's whole deadline (an
+// hour here), and the connection keeps that bound for its reconnects.
+func TestConnectMovesPastAServerThatNeverAnswers(t *testing.T) {
+	srv := bustest.StartServer(t)
+	silent := bustest.TakenPort(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+	defer cancel()
+	type result struct {
+		b   *bus.Bus
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := bus.Connect(ctx, bus.Config{URL: "nats://" + silent.Addr().String() + "," + srv.ClientURL(), Name: t.Name()}, nats.DontRandomize())
+		done <- result{b, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(3 * bus.ConnectTimeout):
+		t.Fatalf("Connect still waits on the server that never answers after %s", 3*bus.ConnectTimeout)
+	}
+	if r.err != nil {
+		t.Fatalf("connect: %v", r.err)
+	}
+	defer r.b.NC.Close()
+	if got := r.b.NC.ConnectedUrl(); got != srv.ClientURL() {
+		t.Errorf("connected to %s, want %s", got, srv.ClientURL())
+	}
+	if got := r.b.NC.Opts.Timeout; got > bus.ConnectTimeout {
+		t.Errorf("reconnects wait %s on a server, want at most %s", got, bus.ConnectTimeout)
+	}
+}
