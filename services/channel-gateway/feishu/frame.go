@@ -19,9 +19,9 @@ const (
 
 	headerType      = "type"
 	headerMessageID = "message_id"
-	headerSum       = "sum"     // parts of a split event; 1 when whole
-	headerSeq       = "seq"     // a part's index, from 0
-	headerBizRt     = "biz_rt"  // ms the event took to handle
+	headerSum       = "sum"    // parts of a split event; 1 when whole
+	headerSeq       = "seq"    // a part's index, from 0
+	headerBizRt     = "biz_rt" // ms the event took to handle
 	typeEvent       = "event"
 	typePing        = "ping"
 	typePong        = "pong"
