@@ -70,10 +70,13 @@ const ConnectTimeout = 5 * time.Second
 // PingInterval is how often a connection pings its server; the third
 // ping that goes out with two unanswered declares the server gone, so a
 // connection to one that froze or dropped off the network (no FIN, no
-// RST) moves to another within 10–15 s. nats.go's default, 2 minutes,
-// left it there 4–6 minutes, through every lease a worker held on it
-// (a renewal gives up a fifth of the lease TTL before it may expire).
-const PingInterval = 5 * time.Second
+// RST) moves to another 6–9 s after. Not longer: a worker renews its
+// lease every third of the TTL and gives a renewal up a fifth of the TTL
+// before the lease may expire, so a node that freezes just as a renewal
+// is due leaves 14 s (of the default 30 s TTL) to reconnect and renew;
+// at 5 s a ping this took 10–15 s, and nats.go's default, 2 minutes,
+// 4–6 minutes.
+const PingInterval = 3 * time.Second
 
 // Bus is a connection to the fleet's NATS with JetStream.
 type Bus struct {

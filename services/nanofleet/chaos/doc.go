@@ -8,6 +8,11 @@
 // calls kept the order its messages were sent in, and that the history
 // holds exactly one TurnRecord per message.
 //
+// Beside it, on the same kind of cluster, TestTurnOutlivesAFrozenNode
+// freezes (SIGSTOP) the node a worker uses just before the worker's
+// lease renewal is due: the worker must move to another node and renew
+// there in time, and the turn answer with the model called once.
+//
 // `make test` runs a short version (about half a minute); `make chaos`
 // runs the long one (NANOFLEET_CHAOS=long, a few minutes) and prints the
 // figures: messages, kills, restarts, lost, duplicated, reordered.
