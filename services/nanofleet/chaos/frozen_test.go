@@ -70,11 +70,11 @@ func TestTurnOutlivesAFrozenNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = updates.Stop() }()
-	written := make(chan string, 16) // the worker's lease writes, as they are seen
+	written := make(chan jetstream.KeyValueEntry, 16) // the worker's lease writes, as they are seen
 	go func() {
 		for e := range updates.Updates() {
 			if e != nil && e.Operation() == jetstream.KeyValuePut && strings.HasPrefix(string(e.Value()), "w1/") {
-				written <- e.Key()
+				written <- e
 			}
 		}
 	}()
@@ -116,8 +116,9 @@ func TestTurnOutlivesAFrozenNode(t *testing.T) {
 	// after the freeze.
 	for renewed := false; !renewed; {
 		select {
-		case key := <-written:
-			t.Logf("lease %s renewed %s after the freeze", key, time.Since(start).Round(time.Millisecond))
+		case e := <-written:
+			t.Logf("lease %s renewed (revision %d, stored %s after the freeze) seen %s after the freeze", e.Key(), e.Revision(),
+				e.Created().Sub(start).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 			renewed = time.Since(start) >= 15*time.Second
 		case <-time.After(time.Until(start.Add(45 * time.Second))):
 			t.Fatalf("no lease renewal stored 15–45 s after the freeze; the worker's log:\n%s", lastLines(worker.Output(), 20))
