@@ -53,8 +53,8 @@ func TestConnectMovesPastAServerThatNeverAnswers(t *testing.T) {
 // TestConnectionLeavesAServerThatFroze: the server a connection uses
 // stops answering without closing it (a frozen node, one cut off the
 // network: no FIN, no RST). The connection notices by its pings and
-// reconnects to the next server within 3 PingIntervals (nats.go's
-// default took 4–6 minutes).
+// reconnects to the next server within 3 PingIntervals (with nats.go's
+// default, 2 minutes, that would be 4–6 minutes).
 func TestConnectionLeavesAServerThatFroze(t *testing.T) {
 	srv := bustest.StartServer(t)
 	hop := newFreezableProxy(t, srv.ClientURL())

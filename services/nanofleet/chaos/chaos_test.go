@@ -508,9 +508,12 @@ func firstLine(err error) string {
 	return line
 }
 
-func (c *natsCluster) urls() string {
-	u := make([]string, len(c.nodes))
-	for i, nd := range c.nodes {
+func (c *natsCluster) urls() string { return urlsOf(c.nodes) }
+
+// urlsOf is the nodes' client URLs, comma separated, as a --nats flag.
+func urlsOf(nodes []*node) string {
+	u := make([]string, len(nodes))
+	for i, nd := range nodes {
 		u[i] = fmt.Sprintf("nats://127.0.0.1:%d", nd.port)
 	}
 	return strings.Join(u, ",")
