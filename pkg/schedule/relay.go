@@ -204,8 +204,17 @@ func (r *Relay) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.NakWithDelay(time.Second)
 		return
 	}
-	if _, err := r.b.JS.Publish(ctx, r.b.Space.ScheduleRelayed(session, id), []byte(strconv.FormatUint(ack.Sequence, 10))); err != nil {
-		log.Warn("record relayed fire", "err", err) // the next fire is relayed regardless
+	// The record is what holds the job's next fire back while this one
+	// waits (waiting). Unrecorded, the fire comes back: its inbound
+	// message is then a duplicate the stream drops, whose ack still gives
+	// the sequence to record.
+	rec := nats.NewMsg(r.b.Space.ScheduleRelayed(session, id))
+	rec.Data = []byte(strconv.FormatUint(ack.Sequence, 10))
+	rec.Header.Set(nats.MsgIdHdr, "relayed:"+in.GetId())
+	if _, err := bus.PublishMsg(ctx, r.b.JS, rec); err != nil {
+		log.Warn("record relayed fire", "err", err)
+		_ = m.NakWithDelay(time.Second)
+		return
 	}
 	log.Debug("fire relayed", "inbound", in.GetId())
 	_ = m.Ack()

@@ -409,3 +409,83 @@ func TestFireWaitsForTheLastOnesTurn(t *testing.T) {
 		t.Errorf("relayed record after remove: %v", err)
 	}
 }
+
+// A fire relayed but not recorded comes back, and is recorded against the
+// message already relayed: the record is what holds the job's next fire
+// back while this one waits. The schedule stream refuses the record here
+// (a message size limit below it) while the inbound stream takes the fire.
+// Acked without its record, a fire let the job's next ones pile up.
+func TestFireUnrecordedComesBack(t *testing.T) {
+	b, s := setup(t)
+	ctx := t.Context()
+	j, err := s.Add(ctx, schedule.Job{SessionKey: "cli:x", Channel: "cli", ChatID: "x", Message: "once",
+		Spec: schedule.Spec{At: time.Now().Add(time.Second)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.JS.Stream(ctx, schedule.StreamName(b.Space))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fire is in the stream before any relay runs and before the limit.
+	bustest.Eventually(t, 15*time.Second, func() error {
+		_, err := st.GetLastMsgForSubject(ctx, b.Space.ScheduleFire("cli:x", j.ID))
+		return err
+	})
+	limit := func(size int32) {
+		t.Helper()
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := info.Config
+		cfg.MaxMsgSize = size
+		if _, err := b.JS.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	normal := bustest.TestLayout().MaxMsgSize
+	limit(1)
+	runRelay(t, b)
+	relay, err := b.JS.Consumer(ctx, schedule.StreamName(b.Space), schedule.RelayConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbound, err := b.JS.Stream(ctx, b.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Relayed, not recorded, so delivered again.
+	bustest.Eventually(t, 15*time.Second, func() error {
+		info, err := relay.Info(ctx)
+		if err == nil && (info.NumRedelivered == 0 || info.NumAckPending == 0) {
+			err = fmt.Errorf("fire redelivered %d, pending %d", info.NumRedelivered, info.NumAckPending)
+		}
+		return err
+	})
+	if _, err := st.GetLastMsgForSubject(ctx, b.Space.ScheduleRelayed("cli:x", j.ID)); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("record under the limit: %v", err)
+	}
+	limit(normal)
+	bustest.Eventually(t, 15*time.Second, func() error {
+		info, err := relay.Info(ctx)
+		if err == nil && info.NumAckPending != 0 {
+			err = fmt.Errorf("%d fires pending", info.NumAckPending)
+		}
+		return err
+	})
+	info, err := inbound.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Fatalf("%d inbound messages from one fire, want 1", info.State.Msgs)
+	}
+	rec, err := st.GetLastMsgForSubject(ctx, b.Space.ScheduleRelayed("cli:x", j.ID))
+	if err != nil {
+		t.Fatalf("no record of the relayed fire: %v", err)
+	}
+	if want := fmt.Sprint(info.State.LastSeq); string(rec.Data) != want {
+		t.Errorf("record names inbound sequence %s, want %s (the fire relayed first)", rec.Data, want)
+	}
+}
