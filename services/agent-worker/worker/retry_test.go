@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +26,12 @@ func TestBusFailureRetryCountsStartsNotWaits(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	ctx := t.Context()
 	releaseA, releaseB := make(chan struct{}), make(chan struct{})
+	// Closed when the test returns at the latest, before the model's
+	// server closes (it waits for the handlers), so a test failing early
+	// does not hang there.
+	closeA, closeB := sync.OnceFunc(func() { close(releaseA) }), sync.OnceFunc(func() { close(releaseB) })
+	defer closeA()
+	defer closeB()
 	askedB := make(chan struct{}, 10)
 	h := startOn(t, b, "w1")
 	h.llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
@@ -68,13 +75,13 @@ func TestBusFailureRetryCountsStartsNotWaits(t *testing.T) {
 	for n := uint64(0); n < 6; {
 		n = bustest.Receive(t, naks, 30*time.Second)
 	}
-	close(releaseA)
+	closeA()
 	bustest.Receive(t, askedB, 30*time.Second)
 	// B's commit finds no history stream: a bus failure.
 	if err := b.JS.DeleteStream(ctx, b.Space.HistoryStream()); err != nil {
 		t.Fatal(err)
 	}
-	close(releaseB)
+	closeB()
 	n := bustest.Receive(t, naks, 30*time.Second)
 	failed := time.Now()
 	if err := bus.Provision(ctx, b, bustest.TestLayout()); err != nil {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
@@ -195,7 +196,7 @@ func TestOversizedMergeKeepsMemory(t *testing.T) {
 		return savedAs("[2026-01-01 00:00] Ada talked.", strings.Repeat("- a fact\n", 100<<10/9))
 	})
 	c := newConsolidator(t, b, "c1", model)
-	if err := <-startRound(t.Context(), c, "cli:a", seqs[1]); err != nil {
+	if err := bustest.Receive(t, startRound(t.Context(), c, "cli:a", seqs[1]), 20*time.Second); err != nil {
 		t.Fatalf("round: %v", err)
 	}
 	memtest.WaitCursor(t, b, "cli:a", seqs[1], 10*time.Second)

@@ -27,9 +27,10 @@ func TestTakeIsExclusive(t *testing.T) {
 				return
 			}
 			n := inside.Add(1)
-			if n > most.Load() {
-				most.Store(n)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
+			// Holding the lock a while, so that a second holder, if Take
+			// let one in, would be inside at the same time.
 			time.Sleep(10 * time.Millisecond)
 			inside.Add(-1)
 			if err := l.Release(ctx); err != nil {
