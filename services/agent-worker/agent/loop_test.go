@@ -185,8 +185,9 @@ func TestReadOnlyCallsAreBounded(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
+	loop := newLoop(t, srv, 5) // here: it may call t.Fatal
 	go func() {
-		res, err := newLoop(t, srv, 5).Run(t.Context(), userTurn("read"), ts, agent.Hooks{})
+		res, err := loop.Run(t.Context(), userTurn("read"), ts, agent.Hooks{})
 		done <- result{res, err}
 	}()
 	// Each wave: MaxParallelCalls start together, and no more until one

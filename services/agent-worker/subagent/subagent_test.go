@@ -148,10 +148,22 @@ func (e *env) none(t *testing.T, d time.Duration, what string) {
 
 func (e *env) spawn(ctx context.Context, t *testing.T, argsJSON string) (string, error) {
 	t.Helper()
+	return e.call(ctx, e.args(t, argsJSON))
+}
+
+// args parses argsJSON against the tool's schema, failing the test if it
+// does not fit; it calls t.Fatal, so only from the test's goroutine.
+func (e *env) args(t *testing.T, argsJSON string) map[string]any {
+	t.Helper()
 	args, err := toolschema.MustCompile(e.tool.Tool().Parameters).Parse(argsJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return args
+}
+
+// call runs the tool with parsed args in the test's turn.
+func (e *env) call(ctx context.Context, args map[string]any) (string, error) {
 	tc := &agenttool.TurnContext{SessionKey: "telegram:9", TurnID: "in3", InboundSeq: 3,
 		Inbound: &nanofleetv1.InboundMessage{Id: "u1", Channel: "telegram", ChatId: "9"}}
 	return e.tool.Call(ctx, tc, args)
@@ -258,8 +270,9 @@ func TestSpawnWait(t *testing.T) {
 		err error
 	}
 	res := make(chan result, 1)
+	args := e.args(t, `{"task":"count files","wait":true}`)
 	go func() {
-		out, err := e.spawn(t.Context(), t, `{"task":"count files","wait":true}`)
+		out, err := e.call(t.Context(), args)
 		res <- result{out, err}
 	}()
 	child, msg := e.next(t)

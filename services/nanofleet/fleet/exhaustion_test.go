@@ -75,11 +75,21 @@ type apiReply struct {
 // message) and returns what came back.
 func (a *apiFleet) post(t *testing.T, method, path string, body []byte, header map[string]string) apiReply {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	r, err := a.send(t.Context(), method, path, body, header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// send is post without the test: for a goroutine other than the test's,
+// which must not call t.Fatal.
+func (a *apiFleet) send(ctx context.Context, method, path string, body []byte, header map[string]string) (apiReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, a.base+path, bytes.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return apiReply{}, err
 	}
 	req.Header.Set("Authorization", "Bearer "+a.key)
 	req.Header.Set("Content-Type", "application/json")
@@ -88,11 +98,11 @@ func (a *apiFleet) post(t *testing.T, method, path string, body []byte, header m
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return apiReply{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	return apiReply{status: resp.StatusCode, body: string(data)}
+	return apiReply{status: resp.StatusCode, body: string(data)}, nil
 }
 
 func chatBody(t *testing.T, user, text string) []byte {
@@ -293,8 +303,16 @@ func TestTurnInFlightWhenTheStoreFills(t *testing.T) {
 	llm := llmtest.NewServer(t)
 	llm.Handle(held.Script)
 	f := startAPIFleet(t, llm, dataDir, 4<<20)
-	replies := make(chan apiReply, 1)
-	go func() { replies <- f.post(t, "POST", "/chat/completions", chatBody(t, "carol", "in flight"), nil) }()
+	type posted struct {
+		apiReply
+		err error
+	}
+	replies := make(chan posted, 1)
+	body := chatBody(t, "carol", "in flight")
+	go func() {
+		r, err := f.send(t.Context(), "POST", "/chat/completions", body, nil)
+		replies <- posted{r, err}
+	}()
 	bustest.Receive(t, held.Asked, 30*time.Second) // the turn reached the model
 	ballast := filepath.Join(dataDir, "ballast")
 	storeguardtest.Fill(t, ballast)
@@ -302,7 +320,10 @@ func TestTurnInFlightWhenTheStoreFills(t *testing.T) {
 	held.Release()
 	select {
 	case r := <-replies:
-		if _, code := apiErr(t, r); r.status != http.StatusInsufficientStorage || code != "storage_full" {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if _, code := apiErr(t, r.apiReply); r.status != http.StatusInsufficientStorage || code != "storage_full" {
 			t.Errorf("the waiting request got %d %s", r.status, clip(r.body))
 		}
 	case <-time.After(10 * time.Second):

@@ -148,17 +148,28 @@ func runManager(t *testing.T, m *mcp.Manager) (stop func() error) {
 // call runs a published tool as the runner would.
 func call(t *testing.T, m *mcp.Manager, name, args string) (tools.Result, error) {
 	t.Helper()
+	return served(t, m, name)(args)
+}
+
+// served returns a function calling the published tool name as the
+// runner would, failing the test at once if the tool is not served. The
+// function does not call t.Fatal: a goroutine other than the test's may
+// call it.
+func served(t *testing.T, m *mcp.Manager, name string) func(args string) (tools.Result, error) {
+	t.Helper()
 	tool, schema, ok := m.Get(name)
 	if !ok {
 		t.Fatalf("tool %s not served; served: %v", name, m.Names())
 	}
-	parsed, err := schema.Parse(args)
-	if err != nil {
-		return tools.Result{}, err
+	return func(args string) (tools.Result, error) {
+		parsed, err := schema.Parse(args)
+		if err != nil {
+			return tools.Result{}, err
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		return tool.Run(ctx, &tools.Call{ID: "c1", SessionKey: "test:1", Args: parsed, Log: testLog(t)})
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	return tool.Run(ctx, &tools.Call{ID: "c1", SessionKey: "test:1", Args: parsed, Log: testLog(t)})
 }
 
 func mustCall(t *testing.T, m *mcp.Manager, name, args, want string) {
@@ -215,8 +226,9 @@ func TestHangingAndMalformedDoNotBlock(t *testing.T) {
 	})
 	hung := make(chan error, 1)
 	start := time.Now()
+	hang := served(t, m, "mcp_fake_hang")
 	go func() {
-		_, err := call(t, m, "mcp_fake_hang", ``)
+		_, err := hang(``)
 		hung <- err
 	}()
 	for i := range 5 {

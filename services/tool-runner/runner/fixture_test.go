@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -80,11 +81,22 @@ func start(t testing.TB, mutate func(*runner.Config), opts ...runner.Option) *fi
 // call runs a tool for session "test:1" of the default agent.
 func (f *fixture) call(name string, args any, mods ...func(*nanofleetv1.ToolRequest)) *nanofleetv1.ToolResult {
 	f.t.Helper()
+	res, err := f.tryCall(name, args, mods...)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return res
+}
+
+// tryCall is call returning its error instead of failing the test, for a
+// goroutine other than the test's (which must not call t.Fatal).
+func (f *fixture) tryCall(name string, args any, mods ...func(*nanofleetv1.ToolRequest)) (*nanofleetv1.ToolResult, error) {
+	f.t.Helper()
 	raw, ok := args.(string)
 	if !ok {
 		data, err := json.Marshal(args)
 		if err != nil {
-			f.t.Fatal(err)
+			return nil, err
 		}
 		raw = string(data)
 	}
@@ -96,12 +108,12 @@ func (f *fixture) call(name string, args any, mods ...func(*nanofleetv1.ToolRequ
 	defer cancel()
 	res, err := f.client.Call(ctx, req)
 	if err != nil {
-		f.t.Fatalf("%s: %v", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if res.GetCallId() != req.GetCallId() {
 		f.t.Errorf("call id %q, want %q", res.GetCallId(), req.GetCallId())
 	}
-	return res
+	return res, nil
 }
 
 // ws is the workspace directory of the default agent.

@@ -163,8 +163,17 @@ func TestCallsRunConcurrently(t *testing.T) {
 	for i := range 3 {
 		wg.Go(func() {
 			cmd := fmt.Sprintf(`touch started.%d; for n in $(seq 200); do [ $(ls started.* | wc -l) -ge 3 ] && break; sleep 0.05; done; echo "$(ls started.* | wc -l) running"`, i)
-			res := f.call("exec", map[string]any{"command": cmd})
-			expectOK(t, res)
+			// Not call and expectOK: they call t.Fatal, for the test's
+			// goroutine only.
+			res, err := f.tryCall("exec", map[string]any{"command": cmd})
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+				return
+			}
+			if res.GetIsError() {
+				t.Errorf("call %d: error result (%s): %s", i, res.GetErrorKind(), res.GetContent())
+				return
+			}
 			if !strings.Contains(res.GetContent(), "3 running") {
 				t.Errorf("call %d saw %q: calls ran one after another", i, res.GetContent())
 			}
@@ -224,13 +233,24 @@ func TestExecRefusedWhenSandboxCannotStart(t *testing.T) {
 func TestStopWaitsForRunningCalls(t *testing.T) {
 	sandboxtest.RequireBwrap(t)
 	f := start(t, nil)
-	done := make(chan *nanofleetv1.ToolResult, 1)
-	go func() { done <- f.call("exec", map[string]any{"command": "touch started; sleep 1; echo ok"}) }()
+	type called struct {
+		res *nanofleetv1.ToolResult
+		err error
+	}
+	done := make(chan called, 1)
+	go func() {
+		res, err := f.tryCall("exec", map[string]any{"command": "touch started; sleep 1; echo ok"})
+		done <- called{res, err}
+	}()
 	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(f.ws(), "started")); return err == nil })
 	if err := f.stop(); err != nil {
 		t.Fatal(err)
 	}
-	expectOK(t, bustest.Receive(t, done, 30*time.Second), "ok")
+	c := bustest.Receive(t, done, 30*time.Second)
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	expectOK(t, c.res, "ok")
 }
 
 func TestConfigValidateAndLoad(t *testing.T) {

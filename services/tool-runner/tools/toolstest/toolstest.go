@@ -38,21 +38,31 @@ func Workspace(t testing.TB) *sandbox.Workspace {
 // Run parses args against tool's schema and runs it in ws.
 func Run(t testing.TB, tool tools.Tool, ws *sandbox.Workspace, args string, mods ...func(*tools.Call)) (tools.Result, error) {
 	t.Helper()
+	return runner(t, tool, ws, mods...)(args)
+}
+
+// runner compiles tool's schema, failing the test if it cannot, and
+// returns a function that parses args against it and runs the tool in
+// ws. The function does not call t.Fatal, so any goroutine may call it.
+func runner(t testing.TB, tool tools.Tool, ws *sandbox.Workspace, mods ...func(*tools.Call)) func(args string) (tools.Result, error) {
+	t.Helper()
 	schema, err := toolschema.Compile(tool.Definition().Parameters)
 	if err != nil {
 		t.Fatalf("%s schema: %v", tool.Definition().Name, err)
 	}
-	parsed, err := schema.Parse(args)
-	if err != nil {
-		return tools.Result{}, err
+	return func(args string) (tools.Result, error) {
+		parsed, err := schema.Parse(args)
+		if err != nil {
+			return tools.Result{}, err
+		}
+		c := &tools.Call{ID: "call-1", SessionKey: "test:1", Args: parsed, Workspace: ws}
+		for _, m := range mods {
+			m(c)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		return tool.Run(ctx, c)
 	}
-	c := &tools.Call{ID: "call-1", SessionKey: "test:1", Args: parsed, Workspace: ws}
-	for _, m := range mods {
-		m(c)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return tool.Run(ctx, c)
 }
 
 // RunWithin is Run, failing the test if the tool has not returned within
@@ -65,8 +75,9 @@ func RunWithin(t testing.TB, d time.Duration, tool tools.Tool, ws *sandbox.Works
 		err error
 	}
 	done := make(chan ran, 1)
+	run := runner(t, tool, ws, mods...)
 	go func() {
-		res, err := Run(t, tool, ws, args, mods...)
+		res, err := run(args)
 		done <- ran{res, err}
 	}()
 	timer := time.NewTimer(d)
