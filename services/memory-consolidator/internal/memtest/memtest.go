@@ -42,7 +42,7 @@ func Start(t testing.TB) (*bustest.Server, *bus.Bus) {
 // and the usage bucket.
 func Provision(t testing.TB, b *bus.Bus) {
 	t.Helper()
-	if err := bus.Provision(context.Background(), b, bustest.TestLayout(), memory.Assets, usage.Assets); err != nil {
+	if err := bus.Provision(t.Context(), b, bustest.TestLayout(), memory.Assets, usage.Assets); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -154,7 +154,7 @@ func Between(s, from, to string) string {
 // watching the sessions bucket.
 func WaitCursor(t testing.TB, b *bus.Bus, sessionKey string, seq uint64, within time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), within)
+	ctx, cancel := context.WithTimeout(t.Context(), within)
 	defer cancel()
 	kv, err := b.KV(ctx, bus.BucketSessions)
 	if err != nil {
@@ -188,7 +188,7 @@ func WaitCursor(t testing.TB, b *bus.Bus, sessionKey string, seq uint64, within 
 // Messages follows a stream's messages on filter from now on.
 func Messages(t testing.TB, b *bus.Bus, stream, filter string) <-chan jetstream.Msg {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	ch := make(chan jetstream.Msg, 1000)
 	c, err := b.JS.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
@@ -218,7 +218,7 @@ func Next(t testing.TB, ch <-chan jetstream.Msg, within time.Duration, what stri
 // ranges, and returns them.
 func Coverage(t testing.TB, b *bus.Bus, sessionKey string) []memory.Entry {
 	t.Helper()
-	entries, err := memory.OpenLog(b).Session(context.Background(), sessionKey)
+	entries, err := memory.OpenLog(b).Session(t.Context(), sessionKey)
 	if err != nil {
 		t.Fatal(err)
 	}

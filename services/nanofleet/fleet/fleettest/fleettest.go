@@ -169,7 +169,7 @@ func StartNATS(t testing.TB, dir string) *NATS {
 // start) and returns its NATS, the URL with its credentials.
 func FleetOn(t testing.TB, dataDir string) *NATS {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	r, err := fleetdir.Find(ctx, dataDir)
 	if err != nil {
@@ -185,7 +185,7 @@ func FleetOn(t testing.TB, dataDir string) *NATS {
 // Connect connects to the server and provisions the fleet's layout.
 func (n *NATS) Connect(t testing.TB, layout bus.Layout) *bus.Bus {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	b, err := bus.Connect(ctx, bus.Config{URL: n.URL, Name: t.Name()})
 	if err != nil {
