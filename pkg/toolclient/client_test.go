@@ -171,6 +171,8 @@ func TestNoResponders(t *testing.T) {
 func TestDeadlinesAndCancellation(t *testing.T) {
 	f := newFleet(t, toolclient.WithCallTimeout(400*time.Millisecond))
 	f.tool("exec", func(m *nats.Msg, _ int) {
+		// A call that runs for 5 s, heartbeating: only a deadline or a
+		// cancel ends it.
 		for range 100 {
 			if !send(t, m, toolclient.StatusRunning, nil) {
 				return
@@ -314,7 +316,7 @@ func TestCatalogAllRunners(t *testing.T) {
 			answer := func(delay time.Duration, defs ...*nanofleetv1.ToolDefinition) {
 				data, _ := proto.Marshal(&nanofleetv1.ToolCatalog{Tools: defs})
 				sub, err := f.runner.NC.Subscribe(toolclient.CatalogSubject(f.runner.Space), func(m *nats.Msg) {
-					time.Sleep(delay)
+					time.Sleep(delay) // a runner slower to answer than the others
 					m.Respond(data)
 				})
 				if err != nil {
