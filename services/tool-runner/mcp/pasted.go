@@ -3,7 +3,9 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,8 +43,10 @@ func checkSandboxFit(name string, c ServerConfig, sb sandbox.Config, nodeModules
 	fix := `grant "network": true to let it download`
 	switch {
 	case runner == "npx" && pkg != "":
-		if bin := installedNodeBin(nodeModules, pkg); bin != "" {
-			fix = fmt.Sprintf(`it is installed, so set "command": %q, "args": %s; or grant "network": true`, bin, jsonArgs(rest))
+		if bins := installedNodeBins(nodeModules, pkg); len(bins) == 1 {
+			fix = fmt.Sprintf(`it is installed, so set "command": %q, "args": %s; or grant "network": true`, bins[0], jsonArgs(rest))
+		} else if len(bins) > 1 {
+			fix = fmt.Sprintf(`it is installed, so set "command" to the executable to run (one of %s), "args": %s; or grant "network": true`, strings.Join(bins, ", "), jsonArgs(rest))
 		} else {
 			fix = fmt.Sprintf(`install it first (npm install -g %s), then set "command" to its executable (e.g. mcp-server-… in /usr/bin) without npx; or grant "network": true`, pkg)
 		}
@@ -113,9 +117,12 @@ func packageRunner(c ServerConfig) (runner, pkg string, rest []string) {
 	return runner, "", nil
 }
 
-// installedNodeBin is the executable of a globally installed npm package
-// (its only or first "bin" entry), or "".
-func installedNodeBin(nodeModules []string, pkg string) string {
+// installedNodeBins is the executable npx would run of a globally
+// installed npm package: its only "bin" entry, or among several the one
+// named as the package (without its scope). Several without that one are
+// all returned, sorted, for the user to choose; nil when the package is
+// not installed or has none.
+func installedNodeBins(nodeModules []string, pkg string) []string {
 	name := pkg
 	// "@scope/name@1.2.3" and "name@latest" name the package before the version.
 	if i := strings.LastIndex(name, "@"); i > 0 {
@@ -134,16 +141,18 @@ func installedNodeBin(nodeModules []string, pkg string) string {
 		}
 		var one string
 		if json.Unmarshal(meta.Bin, &one) == nil && one != "" {
-			return filepath.Base(name)
+			return []string{path.Base(name)}
 		}
 		var many map[string]string
-		if json.Unmarshal(meta.Bin, &many) == nil {
-			for bin := range many {
-				return bin
-			}
+		if json.Unmarshal(meta.Bin, &many) != nil || len(many) == 0 {
+			continue
 		}
+		if _, ok := many[path.Base(name)]; ok {
+			return []string{path.Base(name)}
+		}
+		return slices.Sorted(maps.Keys(many)) // one entry: that one
 	}
-	return ""
+	return nil
 }
 
 func jsonArgs(args []string) string {

@@ -23,6 +23,20 @@ func TestPastedConfigFitsTheSandbox(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pkgDir, "package.json"), []byte(`{"bin":{"mcp-server-memory":"dist/index.js"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Packages with several executables: npx runs the one named as the
+	// package, and cannot choose among others.
+	for dir, bin := range map[string]string{
+		"@acme/tools":   `{"bin":{"tools-admin":"a.js","tools":"t.js","tools-debug":"d.js"}}`,
+		"two-bins":      `{"bin":{"b-server":"b.js","a-server":"a.js"}}`,
+		"single-string": `{"name":"single-string","bin":"cli.js"}`,
+	} {
+		if err := os.MkdirAll(filepath.Join(modules, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(modules, dir, "package.json"), []byte(bin), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A host directory the sandbox does not show (t.TempDir is not
 	// /usr, the server's home or the sandbox's own /tmp).
 	hostDir, home := t.TempDir(), t.TempDir()
@@ -36,6 +50,12 @@ func TestPastedConfigFitsTheSandbox(t *testing.T) {
 	}{
 		{"npx -y, installed", ServerConfig{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}}, bwrap,
 			[]string{"tools.mcpServers.memory", "no network", `"command": "mcp-server-memory", "args": []`, `"network": true`}},
+		{"npx, installed with several executables, one named as the package", ServerConfig{Command: "npx", Args: []string{"-y", "@acme/tools@1.2.0", "--port", "1"}}, bwrap,
+			[]string{`"command": "tools", "args": ["--port","1"]`}},
+		{"npx, installed with several executables, none named as the package", ServerConfig{Command: "npx", Args: []string{"two-bins"}}, bwrap,
+			[]string{`(one of a-server, b-server)`, `"network": true`}},
+		{"npx, installed with a single bin path", ServerConfig{Command: "npx", Args: []string{"-y", "single-string"}}, bwrap,
+			[]string{`"command": "single-string"`}},
 		{"npx -y, not installed", ServerConfig{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/data"}}, bwrap,
 			[]string{"npm install -g @modelcontextprotocol/server-filesystem", `"network": true`}},
 		{"uvx", ServerConfig{Command: "uvx", Args: []string{"mcp-server-fetch"}}, bwrap,
