@@ -66,6 +66,16 @@ func main() {
 // signal: the running turns' handing back, the parts' stop.
 const stopNowGrace = 10 * time.Second
 
+// nanobotCommand says what to run instead of a command of nanobot's CLI
+// that nanofleet names otherwise, for users who come with its habits.
+func nanobotCommand(name string) string {
+	switch name {
+	case "gateway":
+		return `nanobot's "gateway" is "nanofleet run" here (channels, agent and tools in one process)`
+	}
+	return ""
+}
+
 // errInterrupted: a command that waited was stopped by a signal.
 var errInterrupted = errors.New("interrupted")
 
@@ -103,7 +113,7 @@ func dispatch(ctx context.Context, env *environment, args []string) error {
 		return &usageError{usage: usage(cmds)}
 	case len(args) == 2 && args[0] == "help": // nanofleet help cron
 		if _, ok := cmds[args[1]]; !ok {
-			return &usageError{msg: fmt.Sprintf("unknown command %q", args[1]), usage: usage(cmds)}
+			return unknownCommand(args[1], cmds)
 		}
 		return dispatch(ctx, env, []string{args[1], "--help"})
 	}
@@ -116,9 +126,17 @@ func dispatch(ctx context.Context, env *environment, args []string) error {
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
-		return &usageError{msg: fmt.Sprintf("unknown command %q", args[0]), usage: usage(cmds)}
+		return unknownCommand(args[0], cmds)
 	}
 	return c.run(ctx, env, args[1:])
+}
+
+func unknownCommand(name string, cmds map[string]command) *usageError {
+	msg := fmt.Sprintf("unknown command %q", name)
+	if instead := nanobotCommand(name); instead != "" {
+		msg += ": " + instead
+	}
+	return &usageError{msg: msg, usage: usage(cmds)}
 }
 
 // usage is nanofleet's usage: its commands.

@@ -222,6 +222,8 @@ func TestExitCodes(t *testing.T) {
 		{"command help", []string{"agent", "-h"}, 0, ""},
 		{"no command", nil, 2, "usage: nanofleet <command> [arguments] [flags]"},
 		{"unknown command", []string{"fly"}, 2, `nanofleet: unknown command "fly"`},
+		{"nanobot's gateway", []string{"gateway"}, 2, `nanofleet: unknown command "gateway": nanobot's "gateway" is "nanofleet run" here (channels, agent and tools in one process)`},
+		{"help for nanobot's gateway", []string{"help", "gateway"}, 2, `nanofleet: unknown command "gateway": nanobot's "gateway" is "nanofleet run" here (channels, agent and tools in one process)`},
 		{"bad flag", []string{"agent", "--no-such-flag"}, 2, "nanofleet: agent: flag provided but not defined: -no-such-flag"},
 		{"bench moved", []string{"bench"}, 1, "nanofleet: " + errBenchMoved.Error()},
 		{"agent without a message", []string{"agent"}, 2, "nanofleet: agent: -m TEXT is required"},
