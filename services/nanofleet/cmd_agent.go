@@ -226,17 +226,22 @@ func (cv *conversation) wait(ctx context.Context, p *fleet.Pending, storage func
 func agentCmd(ctx context.Context, env *environment, args []string) error {
 	var c common
 	var msg, sess string
-	line := &cmd{name: "agent", synopsis: "-m TEXT", summary: "Send one message and print the reply: to the running fleet, else to a fleet of its own until it exits.",
+	var msgGiven bool
+	line := &cmd{name: "agent", synopsis: "[-m TEXT]", summary: "Send one message and print the reply: to the running fleet, else to a fleet of its own until it exits. Without -m, chat interactively, as nanobot's agent does (nanofleet chat).",
 		flags: func(fs *flag.FlagSet) {
 			env.register(fs, &c)
-			fs.StringVar(&msg, "m", "", "the message to send (required; quote one of several words)")
+			fs.Func("m", "the `message` to send (quote one of several words); without it, an interactive chat",
+				func(s string) error { msg, msgGiven = s, true; return nil })
 			fs.StringVar(&sess, "session", "cli:direct", "session `key`")
 		}}
 	if _, err := line.parse(env.stdout, args); err != nil {
 		return err
 	}
-	if msg == "" {
-		return &usageError{msg: "agent: -m TEXT is required", usage: line.usage()}
+	switch {
+	case !msgGiven:
+		return runChat(ctx, env, &c, "agent", sess)
+	case strings.TrimSpace(msg) == "":
+		return &usageError{msg: "agent: -m TEXT is empty", usage: line.usage()}
 	}
 	cv, err := openConversation(ctx, env, &c, "agent", sess)
 	if err != nil {

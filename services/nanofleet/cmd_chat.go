@@ -27,7 +27,13 @@ func chatCmd(ctx context.Context, env *environment, args []string) error {
 	if _, err := line.parse(env.stdout, args); err != nil {
 		return err
 	}
-	cv, err := openConversation(ctx, env, &c, "chat", sess)
+	return runChat(ctx, env, &c, "chat", sess)
+}
+
+// runChat chats in session sess until the input ends; command is the
+// command that runs it ("chat", or "agent" without -m).
+func runChat(ctx context.Context, env *environment, c *common, command, sess string) error {
+	cv, err := openConversation(ctx, env, c, command, sess)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,12 @@ func chatWithHeldTurn(t *testing.T) (typed io.WriteCloser, stdout, stderr *syncb
 // to "long job" (released when the test ends) and echoes anything else.
 func startChat(t *testing.T, stdin io.Reader) (held *llmtest.Held, stdout, stderr *syncbuf.Buffer, done <-chan error, interrupt func()) {
 	t.Helper()
+	return startCommand(t, stdin, "chat")
+}
+
+// startCommand is startChat with the command line args.
+func startCommand(t *testing.T, stdin io.Reader, args ...string) (held *llmtest.Held, stdout, stderr *syncbuf.Buffer, done <-chan error, interrupt func()) {
+	t.Helper()
 	held = llmtest.Hold("long job", llmtest.Text("late answer"), llmtest.Echo)
 	llm := llmtest.NewServer(t)
 	llm.Handle(held.Script)
@@ -42,7 +48,7 @@ func startChat(t *testing.T, stdin io.Reader) (held *llmtest.Held, stdout, stder
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	t.Cleanup(cancel)
 	ended := make(chan error, 1)
-	go func() { ended <- dispatch(ctx, env, []string{"chat"}) }()
+	go func() { ended <- dispatch(ctx, env, args) }()
 	return held, stdout, stderr, ended, cancel
 }
 
@@ -77,6 +83,19 @@ func TestChatStopsTheRunningTurn(t *testing.T) {
 	}
 	if i, j := strings.Index(stdout.String(), "⏹ Stopped."), strings.Index(stdout.String(), "echo: after"); i > j {
 		t.Errorf("the line typed during the turn was answered before the stop:\n%s", stdout)
+	}
+}
+
+// TestAgentWithoutMessageChats: `agent` without -m is an interactive
+// chat, as nanobot's agent is; it refused, asking for -m.
+func TestAgentWithoutMessageChats(t *testing.T) {
+	_, stdout, _, done, _ := startCommand(t, strings.NewReader("first\nsecond\n/exit\n"), "agent", "--session", "cli:mine")
+	if err := bustest.Receive(t, done, 2*time.Minute); err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	got := stdout.String()
+	if !strings.Contains(got, "session cli:mine") || strings.Index(got, "echo: first") > strings.Index(got, "echo: second") || !strings.Contains(got, "echo: first") {
+		t.Errorf("want a chat in cli:mine answering both lines in order; agent printed:\n%s", got)
 	}
 }
 

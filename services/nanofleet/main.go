@@ -25,7 +25,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"run":      {"run the whole fleet in this process (embedded NATS unless --nats)", runCmd},
-		"agent":    {"send one message (-m TEXT) and print the reply", agentCmd},
+		"agent":    {"send one message (-m TEXT) and print the reply; without -m, chat", agentCmd},
 		"chat":     {"chat interactively in the terminal", chatCmd},
 		"onboard":  {"write the config file and workspace templates", onboardCmd},
 		"status":   {"show streams, consumers, workers and tool runners", statusCmd},

@@ -226,7 +226,7 @@ func TestExitCodes(t *testing.T) {
 		{"help for nanobot's gateway", []string{"help", "gateway"}, 2, `nanofleet: unknown command "gateway": nanobot's "gateway" is "nanofleet run" here (channels, agent and tools in one process)`},
 		{"bad flag", []string{"agent", "--no-such-flag"}, 2, "nanofleet: agent: flag provided but not defined: -no-such-flag"},
 		{"bench moved", []string{"bench"}, 1, "nanofleet: " + errBenchMoved.Error()},
-		{"agent without a message", []string{"agent"}, 2, "nanofleet: agent: -m TEXT is required"},
+		{"agent with an empty message", []string{"agent", "-m", " "}, 2, "nanofleet: agent: -m TEXT is empty"},
 		{"agent with more arguments", []string{"agent", "-m", "hi", "extra", "args"}, 2, `nanofleet: agent: unexpected arguments "extra" "args"`},
 		{"unknown log level", []string{"agent", "--log-level", "verbose", "-m", "hi"}, 2,
 			`nanofleet: agent: invalid value "verbose" for flag -log-level: want debug, info, warn or error`},
