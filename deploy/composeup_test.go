@@ -454,13 +454,31 @@ func (f *composeFleet) jetStream(ctx context.Context) jetstream.JetStream {
 // reply. Errors are returned as the reply text, so the caller's check
 // names them.
 func (f *composeFleet) ask(ctx context.Context, cli, how, text string) string {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
+	return f.asker(ctx, cli, how)(ctx, text)
+}
+
+// asker is [composeFleet.ask] in two steps: what may fail the test (the
+// ports, a home for the CLI) is done at once, on the test's goroutine;
+// the function it returns may run on another.
+func (f *composeFleet) asker(ctx context.Context, cli, how string) func(ctx context.Context, text string) string {
+	f.t.Helper()
 	switch how {
 	case "cli":
-		cmd := exec.CommandContext(ctx, cli, "agent", "--nats", "nats://127.0.0.1:"+f.port(ctx, "nats-1", 4222),
-			"--session", "cli:composetest", "-m", text)
-		cmd.Env = []string{"HOME=" + f.t.TempDir(), "PATH=" + os.Getenv("PATH")}
+		natsURL, home := "nats://127.0.0.1:"+f.port(ctx, "nats-1", 4222), f.t.TempDir()
+		return func(ctx context.Context, text string) string { return askCLI(ctx, cli, natsURL, home, text) }
+	case "api":
+		api := "http://127.0.0.1:" + f.port(ctx, "channel-gateway", 8080) + "/v1/chat/completions"
+		return func(ctx context.Context, text string) string { return askAPI(ctx, api, text) }
+	}
+	panic("ask " + how)
+}
+
+func askCLI(ctx context.Context, cli, natsURL, home, text string) string {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	{
+		cmd := exec.CommandContext(ctx, cli, "agent", "--nats", natsURL, "--session", "cli:composetest", "-m", text)
+		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
 		cmd.WaitDelay = 10 * time.Second
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -469,13 +487,18 @@ func (f *composeFleet) ask(ctx context.Context, cli, how, text string) string {
 			return fmt.Sprintf("nanofleet agent: %v: %s", err, stderr.String())
 		}
 		return strings.TrimSpace(string(out))
-	case "api":
+	}
+}
+
+func askAPI(ctx context.Context, api, text string) string {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	{
 		body, _ := json.Marshal(map[string]any{
 			"model":    "nanofleet",
 			"messages": []map[string]string{{"role": "user", "content": text}},
 		})
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost,
-			"http://127.0.0.1:"+f.port(ctx, "channel-gateway", 8080)+"/v1/chat/completions", bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, api, bytes.NewReader(body))
 		if err != nil {
 			return err.Error()
 		}
@@ -497,12 +520,12 @@ func (f *composeFleet) ask(ctx context.Context, cli, how, text string) string {
 		}
 		return out.Choices[0].Message.Content
 	}
-	panic("ask " + how)
 }
 
 func goAsk(ctx context.Context, f *composeFleet, cli, how, text string) <-chan string {
 	done := make(chan string, 1)
-	go func() { done <- f.ask(ctx, cli, how, text) }()
+	ask := f.asker(ctx, cli, how)
+	go func() { done <- ask(ctx, text) }()
 	return done
 }
 
