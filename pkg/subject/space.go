@@ -121,6 +121,12 @@ func (s Space) Stop(sessionKey string) string { return s.prefix + ".ctl.stop." +
 // messages now (empty while it takes them), for the CLIs that join it.
 func (s Space) StorageState() string { return s.prefix + ".ctl.storage" }
 
+// WhatsAppSend is the core NATS subject on which the gateway holding
+// a WhatsApp account's connection sends the replies other gateways hand it.
+func (s Space) WhatsAppSend(account string) string {
+	return s.prefix + ".whatsapp.send." + Token(account)
+}
+
 // StopAll matches every session's stop subject.
 func (s Space) StopAll() string { return s.prefix + ".ctl.stop.>" }
 

@@ -26,3 +26,17 @@ func TestScheduleSubjects(t *testing.T) {
 		}
 	}
 }
+
+func TestWhatsAppSend(t *testing.T) {
+	sp := subject.MustSpace("nf")
+	tests := []struct{ account, want string }{
+		{"default", "nf.whatsapp.send.default"},
+		{"work-2", "nf.whatsapp.send.work-2"},
+		{"a.b", "nf.whatsapp.send.a=2Eb"}, // one token, whatever the account
+	}
+	for _, tt := range tests {
+		if got := sp.WhatsAppSend(tt.account); got != tt.want {
+			t.Errorf("WhatsAppSend(%q) = %q, want %q", tt.account, got, tt.want)
+		}
+	}
+}

@@ -84,7 +84,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	a := &Adapter{
 		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		policy: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
-		route:  deps.Bus.Space.Prefix() + ".whatsapp.send." + cfg.account(),
+		route:  deps.Bus.Space.WhatsAppSend(cfg.account()),
 	}
 	for _, o := range opts {
 		if err := o(a); err != nil {
