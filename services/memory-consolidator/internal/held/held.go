@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/every"
 	"github.com/nanofleet/nanofleet/pkg/lease"
@@ -78,7 +79,7 @@ func (ls *Leases) Take(ctx context.Context, key, owner string, wait time.Duratio
 	owner = owner + "/" + strconv.FormatUint(ls.n.Add(1), 10)
 	deadline := time.Now().Add(wait)
 	lastTick := time.Now()
-	delay := ls.poll
+	polls, waits := backoff.Backoff{Min: ls.poll, Max: ls.pollMax}, 0
 	var released <-chan jetstream.KeyValueEntry
 	watched := false
 	for {
@@ -105,10 +106,10 @@ func (ls *Leases) Take(ctx context.Context, key, owner string, wait time.Duratio
 			tick()
 			lastTick = time.Now()
 		}
-		if err := waitRelease(ctx, released, delay); err != nil {
+		if err := waitRelease(ctx, released, polls.Delay(waits)); err != nil {
 			return nil, nil, err
 		}
-		delay = min(delay*2, ls.pollMax)
+		waits++
 	}
 }
 
@@ -139,7 +140,7 @@ func (h *Lease) keep(ctx context.Context, period time.Duration) {
 	every.Tick(ctx, period, func() bool {
 		err := h.l.Renew(ctx)
 		if err != nil && ctx.Err() == nil {
-			h.cancel(fmt.Errorf("%w: %v", ErrLost, err))
+			h.cancel(fmt.Errorf("%w: %w", ErrLost, err))
 		}
 		return err == nil
 	})
