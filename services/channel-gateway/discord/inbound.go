@@ -67,7 +67,7 @@ const (
 func decodeMessage(raw []byte) (*message, error) {
 	m := &message{}
 	if err := json.Unmarshal(raw, m); err != nil {
-		return nil, fmt.Errorf("%w: %v", errMalformed, err)
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	if m.ID == "" || m.ChannelID == "" || m.Author.ID == "" {
 		return nil, fmt.Errorf("%w: no id, channel_id or author", errMalformed)

@@ -35,7 +35,7 @@ func decodeUpdate(raw []byte) (int64, *models.Update, error) {
 	}
 	upd := &models.Update{}
 	if err := json.Unmarshal(raw, upd); err != nil {
-		return *head.ID, nil, fmt.Errorf("%w: %v", errMalformed, err)
+		return *head.ID, nil, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	if m := upd.Message; m != nil && m.Chat.ID == 0 {
 		return *head.ID, nil, fmt.Errorf("%w: message without chat", errMalformed)
