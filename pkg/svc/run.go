@@ -88,7 +88,7 @@ func Run(ctx context.Context, flags Flags, s Service) error {
 
 // serve is [Run] but for the stop's log lines.
 func serve(ctx context.Context, flags Flags, s Service, log *slog.Logger) error {
-	file, err := flags.LoadConfig()
+	file, err := flags.LoadConfig(ctx)
 	if err != nil {
 		return err
 	}

@@ -59,8 +59,10 @@ func (f *Flags) Logger(service string) *slog.Logger {
 }
 
 // LoadConfig reads the config file (optional when no path was given) with
-// the process environment, and applies the flags over it.
-func (f *Flags) LoadConfig() (*config.File, error) {
+// the process environment, and applies the flags over it. ctx bounds the
+// wait for an all-in-one on this machine that is still starting, when
+// the config names no NATS server.
+func (f *Flags) LoadConfig(ctx context.Context) (*config.File, error) {
 	file, err := config.Load(f.Config, os.Getenv, f.Config == "")
 	if err != nil {
 		return nil, err
@@ -81,7 +83,7 @@ func (f *Flags) LoadConfig() (*config.File, error) {
 	}
 	if file.NATS.URL == "" {
 		// An all-in-one on this machine: join it with its credentials.
-		if file.NATS.URL, err = localFleet(os.Getenv); err != nil {
+		if file.NATS.URL, err = localFleet(ctx, os.Getenv); err != nil {
 			return nil, err
 		}
 	}
@@ -100,7 +102,7 @@ func (f *Flags) given(name string) bool {
 // localFleet is the NATS URL, with credentials, of the all-in-one running
 // on this machine's data directory (NANOFLEET_DATA, else
 // ~/.nanofleet/data); empty when none runs there.
-func localFleet(getenv func(string) string) (string, error) {
+func localFleet(ctx context.Context, getenv func(string) string) (string, error) {
 	dir := getenv("NANOFLEET_DATA")
 	if dir == "" {
 		home, err := os.UserHomeDir()
@@ -109,7 +111,7 @@ func localFleet(getenv func(string) string) (string, error) {
 		}
 		dir = filepath.Join(home, ".nanofleet", "data")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	r, err := fleetdir.Find(ctx, dir)
 	if errors.Is(err, fleetdir.ErrNotRunning) {

@@ -1,6 +1,7 @@
 package svc
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"os"
@@ -33,7 +34,7 @@ func TestLocalFleet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := localFleet(func(k string) string {
+			got, err := localFleet(t.Context(), func(k string) string {
 				if k == "NANOFLEET_DATA" {
 					return tt.dir
 				}
@@ -46,6 +47,29 @@ func TestLocalFleet(t *testing.T) {
 				t.Fatalf("localFleet = %q, want %q", strings.ReplaceAll(got, creds.Password, "<password>"), strings.ReplaceAll(tt.want, creds.Password, "<password>"))
 			}
 		})
+	}
+}
+
+// TestLocalFleetStartingEndsWithCtx: an all-in-one that holds its data
+// directory but has not said where it listens is waited for only as long
+// as the caller's context lasts.
+func TestLocalFleetStartingEndsWithCtx(t *testing.T) {
+	dir := t.TempDir()
+	l, err := fleetdir.Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = localFleet(ctx, func(k string) string {
+		if k == "NANOFLEET_DATA" {
+			return dir
+		}
+		return ""
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("localFleet = %v, want the caller's context.Canceled", err)
 	}
 }
 
@@ -73,7 +97,7 @@ func TestHTTPFromConfig(t *testing.T) {
 			if err := fs.Parse(append([]string{"--config", cfg}, tt.args...)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.LoadConfig(); err != nil {
+			if _, err := f.LoadConfig(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 			if f.HTTP != tt.want {
@@ -93,7 +117,7 @@ func TestGivenConfigMustExist(t *testing.T) {
 	if err := fs.Parse([]string{"--config", missing}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.LoadConfig()
+	_, err := f.LoadConfig(t.Context())
 	if want := "config file " + missing + ": no such file or directory"; !errors.Is(err, os.ErrNotExist) || err.Error() != want {
 		t.Fatalf("LoadConfig = %v, want %q", err, want)
 	}
