@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -82,7 +83,7 @@ func channelsStatus(ctx context.Context, env *environment, c *common) error {
 		if !r.Updated.IsZero() {
 			since = r.Updated.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", channel, r.State, dash(r.Account), dash(r.Holder), since, r.Reason)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", channel, r.State, cmp.Or(r.Account, "-"), cmp.Or(r.Holder, "-"), since, r.Reason)
 	}
 	for _, c := range chans {
 		row(c.Channel, c.Record)
@@ -91,13 +92,6 @@ func channelsStatus(ctx context.Context, env *environment, c *common) error {
 		}
 	}
 	return w.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func openBoard(ctx context.Context, env *environment, c *common) (*bus.Bus, *status.Board, error) {

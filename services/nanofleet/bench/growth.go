@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -309,7 +310,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 			m.Procs[i].PeakRSSMB = max(m.Procs[i].PeakRSSMB, mb(peak))
 		}
 	}
-	if err := firstErr(errs...); err != nil {
+	if err := cmp.Or(errs...); err != nil {
 		m.FirstError = err.Error()
 	}
 	if m.ElapsedS > 0 {

@@ -133,15 +133,6 @@ func startAllInOne(ctx context.Context, bins binaries, dir, cfgPath, ws string) 
 	return p, nil
 }
 
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
-}
-
 // dirSize is the total size of the regular files under dir.
 func dirSize(dir string) int64 {
 	var n int64

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -62,7 +63,7 @@ func markdown(rep *Report, notes bool) string {
 	w("```\n%s\n```\n\n", rep.Command)
 	m := rep.Machine
 	w("Measured %s on %s (%d cores, %.0f GiB, Linux %s, %s); the run took %.0f s. ",
-		rep.Started, orDash(m.CPU), m.Cores, m.MemoryGiB, m.Kernel, m.GoVersion, rep.DurationS)
+		rep.Started, cmp.Or(m.CPU, "–"), m.Cores, m.MemoryGiB, m.Kernel, m.GoVersion, rep.DurationS)
 	w("Raw figures: [%s](%s); plot: [%s](%s).", FileJSON, FileJSON, FilePlot, FilePlot)
 	if notes {
 		w(" What the figures mean, and the chaos test's: [%s](%s).", FileNotes, FileNotes)

@@ -155,13 +155,6 @@ func yesNo(met, known bool) string {
 	}
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "–"
-	}
-	return s
-}
-
 // memoryTarget is the resident cost an idle session may have in a process
 // of the given shape (issue 18): the all-in-one holds the embedded
 // server's index of the session's history; a service holds nothing per
