@@ -63,8 +63,8 @@ func WithPrepare(f PrepareFunc) RelayOption {
 	}
 }
 
-// WithRelayLogger sets the relay's logger; the default, and nil, discard.
-func WithRelayLogger(l *slog.Logger) RelayOption {
+// WithLogger sets the relay's logger; the default, and nil, discard.
+func WithLogger(l *slog.Logger) RelayOption {
 	return func(r *Relay) error {
 		r.log = observe.OrDiscard(l).With("component", "schedule-relay")
 		return nil

@@ -66,7 +66,7 @@ func openJobs(ctx context.Context, b *bus.Bus, file *config.File, loc *time.Loca
 	if err := hb.Ensure(ctx); err != nil {
 		return nil, fmt.Errorf("heartbeat job: %w", err)
 	}
-	relay, err := schedule.NewRelay(ctx, b, schedule.WithRelayLogger(log), schedule.WithPrepare(hb.Prepare))
+	relay, err := schedule.NewRelay(ctx, b, schedule.WithLogger(log), schedule.WithPrepare(hb.Prepare))
 	if err != nil {
 		return nil, err
 	}

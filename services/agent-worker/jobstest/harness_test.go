@@ -278,7 +278,7 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 		}
 		relayOpts = append(relayOpts, schedule.WithPrepare(n.hb.Prepare))
 	}
-	relay, err := schedule.NewRelay(ctx, b, append(relayOpts, schedule.WithRelayLogger(log))...)
+	relay, err := schedule.NewRelay(ctx, b, append(relayOpts, schedule.WithLogger(log))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func TestWithLoggerNil(t *testing.T) {
 			return nil, err
 		}},
 		{"schedule.NewRelay", func(ctx context.Context) (run, error) {
-			r, err := schedule.NewRelay(ctx, b, schedule.WithRelayLogger(nil))
+			r, err := schedule.NewRelay(ctx, b, schedule.WithLogger(nil))
 			if err != nil {
 				return nil, err
 			}
