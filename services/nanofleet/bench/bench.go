@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 )
 
@@ -18,8 +19,6 @@ import (
 type Options struct {
 	// Progress receives a line per scenario as the run goes; nil discards.
 	Progress io.Writer
-	// FleetLog receives the in-process fleet's logs; nil discards.
-	FleetLog *slog.Logger
 	// BinDir holds prebuilt binaries (agent-worker, tool-runner,
 	// memory-consolidator, channel-gateway, nanofleet, nats-server);
 	// empty builds them from Config.Root into a temp dir.
@@ -43,16 +42,14 @@ type driver struct {
 
 // Run runs the configured suites and returns what they measured. A
 // scenario that fails is recorded in Report.Failures and the run goes on;
-// Run fails only when nothing could be measured or ctx ended.
-func Run(ctx context.Context, cfg Config, o Options) (*Report, error) {
+// Run fails only when nothing could be measured or ctx ended. fleetLog
+// receives the in-process fleet's logs; nil discards.
+func Run(ctx context.Context, cfg Config, o Options, fleetLog *slog.Logger) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
-	}
-	if o.FleetLog == nil {
-		o.FleetLog = slog.New(slog.DiscardHandler)
 	}
 	tmp, err := os.MkdirTemp("", "nanofleet-bench-")
 	if err != nil {
@@ -60,7 +57,7 @@ func Run(ctx context.Context, cfg Config, o Options) (*Report, error) {
 	}
 	defer os.RemoveAll(tmp)
 	start := time.Now()
-	r := &driver{cfg: cfg, opts: o, tmp: tmp, fleetLog: o.FleetLog, report: &Report{
+	r := &driver{cfg: cfg, opts: o, tmp: tmp, fleetLog: observe.OrDiscard(fleetLog), report: &Report{
 		Command: o.Command, Machine: machine(), Started: start.UTC().Format(time.RFC3339), Config: cfg.json(),
 	}}
 	for _, suite := range AllSuites {

@@ -88,10 +88,8 @@ func run(ctx context.Context, stderr io.Writer, args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintf(stderr, "bench: suites %s; results in %s\n", strings.Join(c.Suites, ","), *out)
-	rep, runErr := bench.Run(ctx, c, bench.Options{
-		Progress: stderr, BinDir: *binDir, Command: command,
-		FleetLog: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})),
-	})
+	rep, runErr := bench.Run(ctx, c, bench.Options{Progress: stderr, BinDir: *binDir, Command: command},
+		slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})))
 	if rep != nil && (runErr == nil || len(rep.Scenarios) > 0) {
 		if err := bench.Write(*out, rep); err != nil {
 			return errors.Join(runErr, err)
