@@ -36,7 +36,10 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer func() { _ = sub.Unsubscribe() }()
 	// A /stop published before the server has the subscription is lost:
 	// Listening says when it has.
-	if err := m.b.NC.Flush(); err != nil {
+	fctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+	err = m.b.NC.FlushWithContext(fctx)
+	cancel()
+	if err != nil {
 		return fmt.Errorf("subagent: subscribe stop: %w", err)
 	}
 	m.listeningOnce.Do(func() { close(m.listening) })

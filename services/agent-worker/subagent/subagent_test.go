@@ -440,3 +440,29 @@ func TestAnnounceDeadLettersUndecodable(t *testing.T) {
 		})
 	}
 }
+
+// TestRunEndsWithItsContextWhileTheServerIsGone: Run started while the
+// server cannot be reached ends when its context does, not when its wait
+// for the server's acknowledgement of the stop subscription gives up.
+func TestRunEndsWithItsContextWhileTheServerIsGone(t *testing.T) {
+	srv := bustest.StartServer(t)
+	b := srv.Connect(t, "", subagent.Assets)
+	m, err := subagent.New(t.Context(), subagent.DefaultConfig(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- m.Run(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Run = nil without a server")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Run still waiting %s after its context ended", time.Since(start)-500*time.Millisecond)
+	}
+}
