@@ -451,7 +451,11 @@ func TestRunEndsWithItsContextWhileTheServerIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gone := b.NC.StatusChanged(nats.RECONNECTING)
 	srv.Shutdown()
+	// A flush under way when the client sees the server gone returns at
+	// once; one begun while it reconnects waits.
+	bustest.Receive(t, gone, 10*time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
