@@ -1,12 +1,15 @@
 package fleetstatus
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
 )
 
 // Version is the version services announce.
@@ -32,9 +35,11 @@ func WithChannels(names []string) RegisterOption {
 
 // Register announces a running service instance (e.g. [WorkerService])
 // to micro discovery, so that `nanofleet status` and the dashboard count
-// it; it answers discovery when Register returns. It serves no
-// endpoints; stop removes the announcement.
-func Register(nc *nats.Conn, name, id string, opts ...RegisterOption) (stop func(), err error) {
+// it; it answers discovery when Register returns, or, while the server
+// cannot be reached, once it is back (Register waits for that at most
+// bus.CallTimeout, and not past ctx). It serves no endpoints; stop
+// removes the announcement.
+func Register(ctx context.Context, nc *nats.Conn, name, id string, opts ...RegisterOption) (stop func(), err error) {
 	meta := map[string]string{IDKey: id}
 	for _, o := range opts {
 		o(meta)
@@ -50,7 +55,9 @@ func Register(nc *nats.Conn, name, id string, opts ...RegisterOption) (stop func
 	// Announced once the server has the subscriptions: a client asking
 	// right after (a test, a CLI command) finds it. A connection that is
 	// down sends them when it is back.
-	_ = nc.Flush()
+	fctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+	_ = nc.FlushWithContext(fctx)
+	cancel()
 	return func() { _ = svc.Stop() }, nil
 }
 

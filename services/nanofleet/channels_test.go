@@ -119,7 +119,7 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 	}
 	// Announced as channelgateway announces a gateway: login waits for
 	// the gateway that runs WhatsApp.
-	unregister, err := fleetstatus.Register(b.NC, fleetstatus.GatewayService, "whatsapp-gateway", fleetstatus.WithChannels([]string{"whatsapp"}))
+	unregister, err := fleetstatus.Register(t.Context(), b.NC, fleetstatus.GatewayService, "whatsapp-gateway", fleetstatus.WithChannels([]string{"whatsapp"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,11 +217,11 @@ func TestChannelsStatusWithSeveralGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	stopA, err := fleetstatus.Register(b.NC, fleetstatus.GatewayService, "gw-a", fleetstatus.WithChannels([]string{"slack"}))
+	stopA, err := fleetstatus.Register(t.Context(), b.NC, fleetstatus.GatewayService, "gw-a", fleetstatus.WithChannels([]string{"slack"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopB, err := fleetstatus.Register(b.NC, fleetstatus.GatewayService, "gw-b", fleetstatus.WithChannels([]string{"slack"}))
+	stopB, err := fleetstatus.Register(t.Context(), b.NC, fleetstatus.GatewayService, "gw-b", fleetstatus.WithChannels([]string{"slack"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestChannelsLoginWhatsApp(t *testing.T) {
 					fleetstatustest.Online(t, b, fleetstatus.GatewayService, map[string]string{"id": id})
 					continue
 				}
-				stop, err := fleetstatus.Register(b.NC, fleetstatus.GatewayService, id, fleetstatus.WithChannels(chans))
+				stop, err := fleetstatus.Register(t.Context(), b.NC, fleetstatus.GatewayService, id, fleetstatus.WithChannels(chans))
 				if err != nil {
 					t.Fatal(err)
 				}

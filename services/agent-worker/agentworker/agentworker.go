@@ -251,7 +251,7 @@ func observer(m *observe.Metrics) worker.Observer {
 // Run runs the worker and, with metrics, samples the inbound consumer's
 // backlog every few seconds.
 func (w *Worker) Run(ctx context.Context) error {
-	stop, err := fleetstatus.Register(w.nc, fleetstatus.WorkerService, w.id)
+	stop, err := fleetstatus.Register(ctx, w.nc, fleetstatus.WorkerService, w.id)
 	if err != nil {
 		return err
 	}

@@ -186,7 +186,7 @@ func (gw *Gateway) Addr() net.Addr {
 // adapter failed leaves its records, its last word, to expire: readers
 // show them as a gateway's that is gone.
 func (gw *Gateway) Run(ctx context.Context) error {
-	stop, err := fleetstatus.Register(gw.nc, fleetstatus.GatewayService, gw.id, fleetstatus.WithChannels(gw.channels))
+	stop, err := fleetstatus.Register(ctx, gw.nc, fleetstatus.GatewayService, gw.id, fleetstatus.WithChannels(gw.channels))
 	if err != nil {
 		return err
 	}

@@ -183,7 +183,7 @@ func Model(file *config.File, getenv func(string) string, log *slog.Logger) (llm
 // Run runs the parts until ctx ends; the first part to fail stops the
 // others.
 func (s *Service) Run(ctx context.Context) error {
-	stopAnnounce, err := fleetstatus.Register(s.nc, fleetstatus.ConsolidatorService, s.id)
+	stopAnnounce, err := fleetstatus.Register(ctx, s.nc, fleetstatus.ConsolidatorService, s.id)
 	if err != nil {
 		return err
 	}

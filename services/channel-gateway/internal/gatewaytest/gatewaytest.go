@@ -82,7 +82,7 @@ func Start(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) *Gateway {
 		cancel()
 		t.Fatal(err)
 	}
-	unregister, err := fleetstatus.Register(b.NC, fleetstatus.GatewayService, id, fleetstatus.WithChannels([]string{a.Channel()}))
+	unregister, err := fleetstatus.Register(ctx, b.NC, fleetstatus.GatewayService, id, fleetstatus.WithChannels([]string{a.Channel()}))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
