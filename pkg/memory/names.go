@@ -20,44 +20,34 @@ func (n Names) RevisionStream() string { return n.sp.Bucket("MEMREV") }
 func (n Names) JobStream() string { return n.sp.Bucket("MEMJOBS") }
 
 // Log is the subject of a session's entries in a scope.
-func (n Names) Log(s Scope, sessionKey string) string {
-	return n.sp.Prefix() + ".memory.log." + s.Key() + "." + subject.Token(sessionKey)
-}
+func (n Names) Log(s Scope, sessionKey string) string { return n.sp.MemoryLog(s.Key(), sessionKey) }
 
 // LogScope matches every entry of a scope.
-func (n Names) LogScope(s Scope) string { return n.sp.Prefix() + ".memory.log." + s.Key() + ".*" }
+func (n Names) LogScope(s Scope) string { return n.sp.MemoryLogScope(s.Key()) }
 
 // LogSession matches every entry of a session, in any scope.
-func (n Names) LogSession(sessionKey string) string {
-	return n.sp.Prefix() + ".memory.log.*.*.*." + subject.Token(sessionKey)
-}
+func (n Names) LogSession(sessionKey string) string { return n.sp.MemoryLogSession(sessionKey) }
 
 // LogAgent matches every entry of an agent's scopes.
-func (n Names) LogAgent(agent string) string {
-	return n.sp.Prefix() + ".memory.log.*." + subject.Token(agent) + ".>"
-}
+func (n Names) LogAgent(agent string) string { return n.sp.MemoryLogAgent(agent) }
 
 // LogAll matches every entry.
-func (n Names) LogAll() string { return n.sp.Prefix() + ".memory.log.>" }
+func (n Names) LogAll() string { return n.sp.MemoryLogAll() }
 
 // Revision is the subject of a scope's revisions.
-func (n Names) Revision(s Scope) string { return n.sp.Prefix() + ".memory.rev." + s.Key() }
+func (n Names) Revision(s Scope) string { return n.sp.MemoryRevision(s.Key()) }
 
 // RevisionAll matches every revision.
-func (n Names) RevisionAll() string { return n.sp.Prefix() + ".memory.rev.>" }
+func (n Names) RevisionAll() string { return n.sp.MemoryRevisionAll() }
 
 // JobSchedule is the subject holding a system job's schedule message.
-func (n Names) JobSchedule(job, agent string) string {
-	return n.sp.Prefix() + ".memory.job.sched." + subject.Token(job) + "." + subject.Token(agent)
-}
+func (n Names) JobSchedule(job, agent string) string { return n.sp.MemoryJobSchedule(job, agent) }
 
 // JobFire is the subject a system job's schedule fires on.
-func (n Names) JobFire(job, agent string) string {
-	return n.sp.Prefix() + ".memory.job.fire." + subject.Token(job) + "." + subject.Token(agent)
-}
+func (n Names) JobFire(job, agent string) string { return n.sp.MemoryJobFire(job, agent) }
 
 // JobAll matches every job subject.
-func (n Names) JobAll() string { return n.sp.Prefix() + ".memory.job.>" }
+func (n Names) JobAll() string { return n.sp.MemoryJobAll() }
 
 // DocKey is the memory bucket key of a scope's MemoryDoc.
 func DocKey(s Scope) string { return "doc." + s.Key() }

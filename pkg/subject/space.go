@@ -138,6 +138,50 @@ func (s Space) Consolidate(sessionKey string) string {
 // ConsolidateAll matches every consolidation request.
 func (s Space) ConsolidateAll() string { return s.prefix + ".memory.consolidate.>" }
 
+// MemoryLog is the subject of a session's memory entries in a scope,
+// scopeKey being the scope's three tokens (kind, agent, id).
+func (s Space) MemoryLog(scopeKey, sessionKey string) string {
+	return s.prefix + ".memory.log." + scopeKey + "." + Token(sessionKey)
+}
+
+// MemoryLogScope matches every memory entry of a scope.
+func (s Space) MemoryLogScope(scopeKey string) string {
+	return s.prefix + ".memory.log." + scopeKey + ".*"
+}
+
+// MemoryLogSession matches every memory entry of a session, in any scope.
+func (s Space) MemoryLogSession(sessionKey string) string {
+	return s.prefix + ".memory.log.*.*.*." + Token(sessionKey)
+}
+
+// MemoryLogAgent matches every memory entry of an agent's scopes.
+func (s Space) MemoryLogAgent(agent string) string {
+	return s.prefix + ".memory.log.*." + Token(agent) + ".>"
+}
+
+// MemoryLogAll matches every memory entry.
+func (s Space) MemoryLogAll() string { return s.prefix + ".memory.log.>" }
+
+// MemoryRevision is the subject of a scope's memory revisions.
+func (s Space) MemoryRevision(scopeKey string) string { return s.prefix + ".memory.rev." + scopeKey }
+
+// MemoryRevisionAll matches every memory revision.
+func (s Space) MemoryRevisionAll() string { return s.prefix + ".memory.rev.>" }
+
+// MemoryJobSchedule is the subject holding a memory system job's
+// schedule message for an agent.
+func (s Space) MemoryJobSchedule(job, agent string) string {
+	return s.prefix + ".memory.job.sched." + Token(job) + "." + Token(agent)
+}
+
+// MemoryJobFire is the subject a memory system job's schedule fires on.
+func (s Space) MemoryJobFire(job, agent string) string {
+	return s.prefix + ".memory.job.fire." + Token(job) + "." + Token(agent)
+}
+
+// MemoryJobAll matches every memory job subject.
+func (s Space) MemoryJobAll() string { return s.prefix + ".memory.job.>" }
+
 // ScheduleAll matches every subject of the schedule stream.
 func (s Space) ScheduleAll() string { return s.prefix + ".sched.>" }
 

@@ -40,3 +40,25 @@ func TestWhatsAppSend(t *testing.T) {
 		}
 	}
 }
+
+func TestMemorySubjects(t *testing.T) {
+	sp := subject.MustSpace("nf")
+	session := subject.Token("telegram:42")
+	tests := []struct{ got, want string }{
+		{sp.MemoryLog("user.default.ada", "telegram:42"), "nf.memory.log.user.default.ada." + session},
+		{sp.MemoryLogScope("user.default.ada"), "nf.memory.log.user.default.ada.*"},
+		{sp.MemoryLogSession("telegram:42"), "nf.memory.log.*.*.*." + session},
+		{sp.MemoryLogAgent("default"), "nf.memory.log.*.default.>"},
+		{sp.MemoryLogAll(), "nf.memory.log.>"},
+		{sp.MemoryRevision("agent.default.default"), "nf.memory.rev.agent.default.default"},
+		{sp.MemoryRevisionAll(), "nf.memory.rev.>"},
+		{sp.MemoryJobSchedule("dream", "a.b"), "nf.memory.job.sched.dream.a=2Eb"},
+		{sp.MemoryJobFire("dream", "default"), "nf.memory.job.fire.dream.default"},
+		{sp.MemoryJobAll(), "nf.memory.job.>"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
