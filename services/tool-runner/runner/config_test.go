@@ -60,6 +60,7 @@ func TestNanobotToolsKeysRefused(t *testing.T) {
 		{`{"tools": {"exec": {"allowedEnvKeys": ["GOPATH"]}}}`, "tools.exec.allowedEnvKeys", "tools.exec.env"},
 		{`{"tools": {"exec": {"pathAppend": "/usr/sbin"}}}`, "tools.exec.pathAppend", "remove the key"},
 		{`{"tools": {"exec": {"enable": false}}}`, "tools.exec.enable", "remove the key"},
+		{`{"tools": {"exec": {"timeout": 60, "restrictToWorkspace": false}}}`, "tools.exec.restrictToWorkspace", "tools.restrictToWorkspace"},
 		{`{"tools": {"web": {"proxy": "http://127.0.0.1:7890"}}}`, "tools.web.proxy", "remove the key"},
 		{`{"tools": {"web": {"userAgent": "x"}}}`, "tools.web.userAgent", "tools.web.fetch.userAgent"},
 		{`{"tools": {"web": {"fetch": {"useJinaReader": true}}}}`, "tools.web.fetch.useJinaReader", "remove the key"},

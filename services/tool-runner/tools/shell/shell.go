@@ -187,5 +187,7 @@ func (Config) KeyHints() map[string]string {
 		"sandboxRwBinds": binds,
 		"allowedEnvKeys": "use tools.exec.env",
 		"allowPatterns":  "nanofleet has deny patterns only (tools.exec.denyPatterns); the sandbox is the protection; remove the key",
+		// Where older nanobot configs put tools.restrictToWorkspace.
+		"restrictToWorkspace": "exec always stays in the workspace, in its sandbox (the setting is tools.restrictToWorkspace); remove the key",
 	}
 }
