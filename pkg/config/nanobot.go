@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"maps"
 	"reflect"
 	"slices"
@@ -22,6 +23,100 @@ type KeyHints interface {
 }
 
 var keyHints = reflect.TypeFor[KeyHints]()
+
+// NanobotDefaults is implemented by a section's Config type with keys of
+// [KeyHints] that nanobot writes into every config.json with a value of
+// its own (`nanobot onboard` writes its whole schema): the map gives that
+// value. A key that holds it asks for what nanofleet does anyway, so it
+// is dropped as an unset one is; any other value is refused with the
+// key's hint. Without this, the file nanobot wrote failed on keys its
+// user never set.
+type NanobotDefaults interface {
+	NanobotDefaults() map[string]any
+}
+
+var nanobotDefaults = reflect.TypeFor[NanobotDefaults]()
+
+// isNanobotDefault says whether v, the value of key (either case style)
+// in an object decoded for t, is the default nanobot writes for it.
+func isNanobotDefault(t reflect.Type, key string, v any) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || !t.Implements(nanobotDefaults) {
+		return false
+	}
+	def, ok := reflect.Zero(t).Interface().(NanobotDefaults).NanobotDefaults()[CamelCase(key)]
+	if !ok {
+		return false
+	}
+	data, err := json.Marshal(def)
+	if err != nil {
+		return false
+	}
+	want, ok := parseTree(data)
+	return ok && sameJSON(camelTree(v), want)
+}
+
+// camelTree is v with the keys of its objects in camelCase, as nanobot
+// reads them below a key nanofleet has no field for.
+func camelTree(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[CamelCase(k)] = camelTree(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = camelTree(e)
+		}
+		return out
+	}
+	return v
+}
+
+// sameJSON says whether two decoded JSON values are equal, numbers by
+// value (nanobot writes 1.0 where the default says 1).
+func sameJSON(a, b any) bool {
+	switch a := a.(type) {
+	case json.Number:
+		b, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		x, errA := a.Float64()
+		y, errB := b.Float64()
+		return errA == nil && errB == nil && x == y
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, av := range a {
+			bv, ok := b[k]
+			if !ok || !sameJSON(av, bv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !sameJSON(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	default: // nil, bool, string
+		return a == b
+	}
+}
 
 // hintFor returns the hint t gives for key (either case style), if any.
 func hintFor(t reflect.Type, key string) (string, bool) {
@@ -64,9 +159,10 @@ func CamelCase(key string) string {
 // this again) and of types that decode themselves.
 //
 // It drops a key the struct has a hint for (see [KeyHints]) when its
-// value is empty: null, "", [] or {}. nanobot writes every key of its
-// schema into its config.json, most of them unset, and an unset setting
-// asks for nothing, which is what nanofleet does without it.
+// value is empty (null, "", [] or {}) or nanobot's default for it (see
+// [NanobotDefaults]). nanobot writes every key of its schema into its
+// config.json, most of them unset or at their default, and such a
+// setting asks for nothing, which is what nanofleet does without it.
 //
 // It changes tree in place and returns the renames (the new key's path →
 // the path as written, for errors to name what the user wrote), whether
@@ -130,7 +226,7 @@ func (p *prepass) walk(tree any, t reflect.Type, path string) error {
 				}
 				f, ok := fieldFor(t, key)
 				if !ok {
-					if _, hinted := hintFor(t, key); hinted && empty(v[key]) {
+					if _, hinted := hintFor(t, key); hinted && (empty(v[key]) || isNanobotDefault(t, key, v[key])) {
 						delete(v, key)
 						p.changed = true
 					}
@@ -200,6 +296,14 @@ func (File) KeyHints() map[string]string {
 		"api":           "the OpenAI-compatible API is channels.api (enabled, token) on the web chat's listener, channels.web.listen",
 		"transcription": "nanofleet does not transcribe voice; remove the section (voice notes reach the agent as media)",
 		"modelPresets":  "nanofleet has no model presets; set agents.defaults.model, agents.defaults.provider and agents.defaults.fallbackModels",
+		"audio":         "nanofleet does not speak its replies (no text-to-speech); remove the section",
+	}
+}
+
+// NanobotDefaults gives the top-level sections nanobot writes by default.
+func (File) NanobotDefaults() map[string]any {
+	return map[string]any{
+		"audio": map[string]any{"tts": map[string]any{"provider": "edge_tts", "voice": "en-US-ChristopherNeural", "speed": 1}},
 	}
 }
 
@@ -230,6 +334,11 @@ func (AgentDefaults) KeyHints() map[string]string {
 	}
 }
 
+// NanobotDefaults gives the agents.defaults keys nanobot writes by default.
+func (AgentDefaults) NanobotDefaults() map[string]any {
+	return map[string]any{"memoryWindow": 100}
+}
+
 // KeyHints names nanobot's provider keys nanofleet does not take.
 func (Provider) KeyHints() map[string]string {
 	const remove = "nanofleet has no such provider setting; remove the key"
@@ -254,5 +363,16 @@ func (gatewaySection) KeyHints() map[string]string {
 		"port":        "the gateway's HTTP listener is channels.web.listen (\"host:port\")",
 		"heartbeat":   "use schedule.heartbeat (enabled, intervalS)",
 		"restartMode": "nanofleet restarts nothing itself; remove the key",
+	}
+}
+
+// NanobotDefaults gives the gateway section nanobot writes by default:
+// its listener, and the heartbeat nanofleet runs by default too
+// (schedule.heartbeat: every 30 minutes).
+func (gatewaySection) NanobotDefaults() map[string]any {
+	return map[string]any{
+		"host":      "0.0.0.0",
+		"port":      18790,
+		"heartbeat": map[string]any{"enabled": true, "intervalS": 1800},
 	}
 }

@@ -87,7 +87,11 @@ func TestNanobotKeysRefused(t *testing.T) {
 		{`{"providers": {"openai": {"extraBody": {"a": 1}}}}`, "providers.openai.extraBody", "remove the key"},
 		{`{"api": {"port": 8900}}`, "api", "channels.api"},
 		{`{"transcription": {"enabled": true}}`, "transcription", "remove the section"},
-		{`{"gateway": {"port": 18790}}`, "gateway.port", "channels.web.listen"},
+		{`{"gateway": {"port": 18800}}`, "gateway.port", "channels.web.listen"},
+		{`{"gateway": {"host": "127.0.0.1", "port": 18790}}`, "gateway.host", "channels.web.listen"},
+		{`{"gateway": {"heartbeat": {"enabled": true, "intervalS": 600}}}`, "gateway.heartbeat", "schedule.heartbeat"},
+		{`{"agents": {"defaults": {"memoryWindow": 50}}}`, "agents.defaults.memoryWindow", "contextWindowTokens"},
+		{`{"audio": {"tts": {"provider": "openai"}}}`, "audio", "remove the section"},
 		{`{"gateway": {"heartbeat": {"intervalS": 1800}}}`, "gateway.heartbeat", "schedule.heartbeat"},
 		{`{"gateway": {"restart_mode": "auto"}}`, "gateway.restart_mode", "remove the key"},
 		{`{"gateway": {"prot": 1}}`, "gateway.prot", "check spelling"},
@@ -111,6 +115,24 @@ func TestNanobotKeysRefused(t *testing.T) {
 	}
 	if err := Parse(Defaults(), []byte(`{"gateway": {}}`), env(nil)); err != nil {
 		t.Errorf("an empty gateway section: %v", err)
+	}
+}
+
+// TestNanobotDefaultsLoad: keys nanofleet does not take load when they
+// hold the value `nanobot onboard` writes for them, in either case style
+// and however nanobot writes a number: they ask for nothing nanofleet
+// does not do anyway. They failed the file nanobot wrote.
+func TestNanobotDefaultsLoad(t *testing.T) {
+	for _, data := range []string{
+		`{"gateway": {"host": "0.0.0.0", "port": 18790, "heartbeat": {"enabled": true, "intervalS": 1800}}}`,
+		`{"gateway": {"heartbeat": {"enabled": true, "interval_s": 1800.0}}}`,
+		`{"agents": {"defaults": {"memoryWindow": 100}}}`,
+		`{"agents": {"defaults": {"memory_window": 100}}}`,
+		`{"audio": {"tts": {"provider": "edge_tts", "voice": "en-US-ChristopherNeural", "speed": 1.0}}}`,
+	} {
+		if err := Parse(Defaults(), []byte(data), env(nil)); err != nil {
+			t.Errorf("Parse(%s) = %v", data, err)
+		}
 	}
 }
 
@@ -161,7 +183,7 @@ func TestNanobotUnsetKeys(t *testing.T) {
 func TestEveryBadKeyAtOnce(t *testing.T) {
 	data := `{
 		"agents": {"defaults": {"memoryWindow": 50, "modle": "x", "maxTokens": 100}},
-		"gateway": {"host": "0.0.0.0", "port": 18790},
+		"gateway": {"host": "127.0.0.1", "port": 18800},
 		"nats": {"replicas": 1}
 	}`
 	err := Parse(Defaults(), []byte(data), env(nil))
@@ -195,7 +217,7 @@ func TestEveryBadValueAtOnce(t *testing.T) {
 	}{
 		{"unknown key, bad values", `{
 			"agents": {"defaults": {"modle": "x", "maxTokens": 0, "temperature": "hot"}},
-			"gateway": {"port": 18790},
+			"gateway": {"port": 18800},
 			"nats": {"replicas": 9, "tls": {"certFile": "/c.pem"}},
 			"observability": {"listen": "::::"}
 		}`, []string{

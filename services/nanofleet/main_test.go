@@ -97,7 +97,7 @@ func TestPastedNanobotConfigNamesEveryBadKey(t *testing.T) {
 	env, _, _ := testEnv(t, nil)
 	pasted := `{
 		"agents": {"defaults": {"model": "anthropic/claude-opus-4-5", "memoryWindow": 50}},
-		"gateway": {"host": "0.0.0.0", "port": 18790},
+		"gateway": {"host": "127.0.0.1", "port": 18800},
 		"tools": {"restrictToWorkspace": false, "exec": {"timeout": 60}},
 		"channels": {"telegram": {"enabled": false, "tokn": "x"}}
 	}`
@@ -109,6 +109,26 @@ func TestPastedNanobotConfigNamesEveryBadKey(t *testing.T) {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("error does not name %s\n%v", strings.TrimSuffix(key, ":"), err)
 		}
+	}
+}
+
+// TestNanobotOnboardConfig: the config.json `nanobot onboard` writes
+// (its whole schema at its defaults; nanobot 0.1.4, testdata) fails only
+// on tools.restrictToWorkspace, whose false nanofleet cannot give: the
+// keys nanofleet does not take hold nanobot's defaults, which ask for
+// nothing. It failed on nine keys its user never set.
+func TestNanobotOnboardConfig(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "nanobot-onboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _, _ := testEnv(t, nil)
+	err = agentWithConfig(t, env, string(data))
+	if !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("err = %v, want an invalid config error", err)
+	}
+	if lines := strings.Split(err.Error(), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "tools.restrictToWorkspace: ") {
+		t.Errorf("want tools.restrictToWorkspace alone named; got:\n%v", err)
 	}
 }
 

@@ -143,3 +143,8 @@ func (Config) KeyHints() map[string]string {
 		"identityKey":    remove,
 	})
 }
+
+// NanobotDefaults gives the Feishu keys nanobot writes by default.
+func (Config) NanobotDefaults() map[string]any {
+	return map[string]any{"reactEmoji": "THUMBSUP"}
+}

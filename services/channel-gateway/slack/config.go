@@ -91,3 +91,8 @@ func (Config) KeyHints() map[string]string {
 		"groupRequireMention":  "groupPolicy \"allowlist\" answers every message of the channels in groupAllowFrom; \"mention\" answers mentions anywhere; remove the key",
 	})
 }
+
+// NanobotDefaults gives the Slack keys nanobot writes by default.
+func (Config) NanobotDefaults() map[string]any {
+	return map[string]any{"webhookPath": "/slack/events", "userTokenReadOnly": true}
+}
