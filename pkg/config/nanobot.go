@@ -26,16 +26,27 @@ var keyHints = reflect.TypeFor[KeyHints]()
 
 // NanobotDefaults is implemented by a section's Config type with keys of
 // [KeyHints] that nanobot writes into every config.json with a value of
-// its own (`nanobot onboard` writes its whole schema): the map gives that
-// value. A key that holds it asks for what nanofleet does anyway, so it
-// is dropped as an unset one is; any other value is refused with the
-// key's hint. Without this, the file nanobot wrote failed on keys its
+// its own (`nanobot onboard` writes its whole schema): the map gives the
+// values nanobot's versions write. A key that holds one was not set by
+// its user, so it is dropped as an unset one is, and nanofleet's own
+// behaviour for it applies (the hint's); any other value is refused with
+// the key's hint. Without this, the file nanobot wrote failed on keys its
 // user never set.
 type NanobotDefaults interface {
-	NanobotDefaults() map[string]any
+	NanobotDefaults() map[string][]any
 }
 
 var nanobotDefaults = reflect.TypeFor[NanobotDefaults]()
+
+// AsksNothing says whether raw, the value of key in an object decoded for
+// v's type, asks for nothing: it is empty (null, "", [], {}) or a value
+// nanobot writes for the key by default (see [NanobotDefaults]). The
+// strict decode drops such a key when the type has a hint for it; an
+// owner that matches its keys itself (channels.FromFile) asks this.
+func AsksNothing(v any, key string, raw []byte) bool {
+	tree, ok := parseTree(raw)
+	return ok && (empty(tree) || isNanobotDefault(reflect.TypeOf(v), key, tree))
+}
 
 // isNanobotDefault says whether v, the value of key (either case style)
 // in an object decoded for t, is the default nanobot writes for it.
@@ -46,16 +57,17 @@ func isNanobotDefault(t reflect.Type, key string, v any) bool {
 	if t == nil || !t.Implements(nanobotDefaults) {
 		return false
 	}
-	def, ok := reflect.Zero(t).Interface().(NanobotDefaults).NanobotDefaults()[CamelCase(key)]
-	if !ok {
-		return false
+	v = camelTree(v)
+	for _, def := range reflect.Zero(t).Interface().(NanobotDefaults).NanobotDefaults()[CamelCase(key)] {
+		data, err := json.Marshal(def)
+		if err != nil {
+			continue
+		}
+		if want, ok := parseTree(data); ok && sameJSON(v, want) {
+			return true
+		}
 	}
-	data, err := json.Marshal(def)
-	if err != nil {
-		return false
-	}
-	want, ok := parseTree(data)
-	return ok && sameJSON(camelTree(v), want)
+	return false
 }
 
 // camelTree is v with the keys of its objects in camelCase, as nanobot
@@ -300,10 +312,14 @@ func (File) KeyHints() map[string]string {
 	}
 }
 
-// NanobotDefaults gives the top-level sections nanobot writes by default.
-func (File) NanobotDefaults() map[string]any {
-	return map[string]any{
-		"audio": map[string]any{"tts": map[string]any{"provider": "edge_tts", "voice": "en-US-ChristopherNeural", "speed": 1}},
+// NanobotDefaults gives the top-level sections nanobot 0.1 and 0.3 write
+// by default.
+func (File) NanobotDefaults() map[string][]any {
+	return map[string][]any{
+		"audio": {map[string]any{"tts": map[string]any{"provider": "edge_tts", "voice": "en-US-ChristopherNeural", "speed": 1}}},
+		"api":   {map[string]any{"host": "127.0.0.1", "port": 8900, "timeout": 120, "apiKey": ""}},
+		"transcription": {map[string]any{"enabled": true, "provider": nil, "model": nil, "language": nil,
+			"maxDurationSec": 120, "maxUploadMb": 25}},
 	}
 }
 
@@ -334,9 +350,25 @@ func (AgentDefaults) KeyHints() map[string]string {
 	}
 }
 
-// NanobotDefaults gives the agents.defaults keys nanobot writes by default.
-func (AgentDefaults) NanobotDefaults() map[string]any {
-	return map[string]any{"memoryWindow": 100}
+// NanobotDefaults gives the agents.defaults keys nanobot 0.1 and 0.3
+// write by default.
+func (AgentDefaults) NanobotDefaults() map[string][]any {
+	return map[string][]any{
+		"memoryWindow":                    {100},
+		"botName":                         {"nanobot"},
+		"botIcon":                         {"\U0001F408"},
+		"consolidationRatio":              {0.5},
+		"dream":                           {map[string]any{"enabled": true, "intervalH": 2, "modelOverride": nil}},
+		"failOnToolError":                 {true},
+		"idleCompactAfterMinutes":         {15},
+		"idleCompactCheckIntervalSeconds": {60},
+		"maxConcurrentSubagents":          {1},
+		"maxToolResultChars":              {16000},
+		"providerRetryMode":               {"standard"},
+		"timezoneMode":                    {"auto"},
+		"toolHintMaxLength":               {40},
+		"unifiedSession":                  {false},
+	}
 }
 
 // KeyHints names nanobot's provider keys nanofleet does not take.
@@ -366,13 +398,17 @@ func (gatewaySection) KeyHints() map[string]string {
 	}
 }
 
-// NanobotDefaults gives the gateway section nanobot writes by default:
-// its listener, and the heartbeat nanofleet runs by default too
+// NanobotDefaults gives the gateway section nanobot 0.1 and 0.3 write by
+// default: its listener, and the heartbeat nanofleet runs by default too
 // (schedule.heartbeat: every 30 minutes).
-func (gatewaySection) NanobotDefaults() map[string]any {
-	return map[string]any{
-		"host":      "0.0.0.0",
-		"port":      18790,
-		"heartbeat": map[string]any{"enabled": true, "intervalS": 1800},
+func (gatewaySection) NanobotDefaults() map[string][]any {
+	return map[string][]any{
+		"host":        {"0.0.0.0", "127.0.0.1"},
+		"port":        {18790},
+		"restartMode": {"auto"},
+		"heartbeat": {
+			map[string]any{"enabled": true, "intervalS": 1800},
+			map[string]any{"enabled": true, "intervalS": 1800, "keepRecentMessages": 8},
+		},
 	}
 }

@@ -77,7 +77,7 @@ func TestNanobotKeysRefused(t *testing.T) {
 		{`{"agents": {"defaults": {"reasoning_effort": "high"}}}`, "agents.defaults.reasoning_effort", "remove the key"},
 		{`{"agents": {"defaults": {"modelPreset": "fast"}}}`, "agents.defaults.modelPreset", "no model presets"},
 		{`{"agents": {"defaults": {"dream": {"intervalH": 2}}}}`, "agents.defaults.dream", "memory.dream"},
-		{`{"agents": {"defaults": {"consolidationRatio": 0.5}}}`, "agents.defaults.consolidationRatio", "memory.consolidateShare"},
+		{`{"agents": {"defaults": {"consolidationRatio": 0.7}}}`, "agents.defaults.consolidationRatio", "memory.consolidateShare"},
 		{`{"agents": {"defaults": {"memory_window": 50}}}`, "agents.defaults.memory_window", "agents.defaults.contextWindowTokens"},
 		{`{"providers": {"openai": {"proxy": "http://p:1"}}}`, "providers.openai.proxy", "HTTPS_PROXY"},
 		{`{"mcpServers": {"fs": {"command": "npx"}}}`, "mcpServers", "tools.mcpServers"},
@@ -88,12 +88,12 @@ func TestNanobotKeysRefused(t *testing.T) {
 		{`{"api": {"port": 8900}}`, "api", "channels.api"},
 		{`{"transcription": {"enabled": true}}`, "transcription", "remove the section"},
 		{`{"gateway": {"port": 18800}}`, "gateway.port", "channels.web.listen"},
-		{`{"gateway": {"host": "127.0.0.1", "port": 18790}}`, "gateway.host", "channels.web.listen"},
+		{`{"gateway": {"host": "192.168.1.5", "port": 18790}}`, "gateway.host", "channels.web.listen"},
 		{`{"gateway": {"heartbeat": {"enabled": true, "intervalS": 600}}}`, "gateway.heartbeat", "schedule.heartbeat"},
 		{`{"agents": {"defaults": {"memoryWindow": 50}}}`, "agents.defaults.memoryWindow", "contextWindowTokens"},
 		{`{"audio": {"tts": {"provider": "openai"}}}`, "audio", "remove the section"},
 		{`{"gateway": {"heartbeat": {"intervalS": 1800}}}`, "gateway.heartbeat", "schedule.heartbeat"},
-		{`{"gateway": {"restart_mode": "auto"}}`, "gateway.restart_mode", "remove the key"},
+		{`{"gateway": {"restart_mode": "never"}}`, "gateway.restart_mode", "remove the key"},
 		{`{"gateway": {"prot": 1}}`, "gateway.prot", "check spelling"},
 		{`{"agents": {"defaults": {"modle": "x"}}}`, "agents.defaults.modle", "check spelling"},
 		// A key is named as the file wrote it, also below a renamed one.
@@ -183,7 +183,7 @@ func TestNanobotUnsetKeys(t *testing.T) {
 func TestEveryBadKeyAtOnce(t *testing.T) {
 	data := `{
 		"agents": {"defaults": {"memoryWindow": 50, "modle": "x", "maxTokens": 100}},
-		"gateway": {"host": "127.0.0.1", "port": 18800},
+		"gateway": {"host": "192.168.1.5", "port": 18800},
 		"nats": {"replicas": 1}
 	}`
 	err := Parse(Defaults(), []byte(data), env(nil))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -97,7 +98,7 @@ func TestPastedNanobotConfigNamesEveryBadKey(t *testing.T) {
 	env, _, _ := testEnv(t, nil)
 	pasted := `{
 		"agents": {"defaults": {"model": "anthropic/claude-opus-4-5", "memoryWindow": 50}},
-		"gateway": {"host": "127.0.0.1", "port": 18800},
+		"gateway": {"host": "192.168.1.5", "port": 18800},
 		"tools": {"restrictToWorkspace": false, "exec": {"timeout": 60}},
 		"channels": {"telegram": {"enabled": false, "tokn": "x"}}
 	}`
@@ -113,22 +114,48 @@ func TestPastedNanobotConfigNamesEveryBadKey(t *testing.T) {
 }
 
 // TestNanobotOnboardConfig: the config.json `nanobot onboard` writes
-// (its whole schema at its defaults; nanobot 0.1.4, testdata) fails only
+// (its whole schema at its defaults, as its save_config dumps it;
+// testdata, made with nanobot's own schema.py of each version) fails only
 // on tools.restrictToWorkspace, whose false nanofleet cannot give: the
-// keys nanofleet does not take hold nanobot's defaults, which ask for
-// nothing. It failed on nine keys its user never set.
+// keys nanofleet does not take hold nanobot's defaults, which nobody set.
+// 0.1.4's failed on nine keys, 0.3.0's on thirty-three.
 func TestNanobotOnboardConfig(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "nanobot-onboard.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, _, _ := testEnv(t, nil)
-	err = agentWithConfig(t, env, string(data))
-	if !errors.Is(err, config.ErrInvalid) {
-		t.Fatalf("err = %v, want an invalid config error", err)
-	}
-	if lines := strings.Split(err.Error(), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "tools.restrictToWorkspace: ") {
-		t.Errorf("want tools.restrictToWorkspace alone named; got:\n%v", err)
+	for _, name := range []string{"nanobot-0.1.4-onboard.json", "nanobot-0.3.0-onboard.json"} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			env, _, _ := testEnv(t, nil)
+			err = agentWithConfig(t, env, string(data))
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("err = %v, want an invalid config error", err)
+			}
+			if lines := strings.Split(err.Error(), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "tools.restrictToWorkspace: ") {
+				t.Errorf("want tools.restrictToWorkspace alone named; got:\n%v", err)
+			}
+			// With that one key set as nanofleet can give it, and a key
+			// for the provider the file's model names, the fleet answers.
+			var file map[string]any
+			if err := json.Unmarshal(data, &file); err != nil {
+				t.Fatal(err)
+			}
+			llm := llmtest.NewServer(t)
+			llm.Enqueue(llmtest.Text("hello from a nanobot config"))
+			file["tools"].(map[string]any)["restrictToWorkspace"] = true
+			file["providers"].(map[string]any)["anthropic"] = map[string]any{"apiKey": "k", "apiBase": llm.URL()}
+			edited, err := json.Marshal(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env, out, _ := testEnv(t, nil)
+			if err := agentWithConfig(t, env, string(edited)); err != nil {
+				t.Fatalf("agent with restrictToWorkspace true: %v", err)
+			}
+			if got := strings.TrimSpace(out.String()); got != "hello from a nanobot config" {
+				t.Errorf("stdout = %q", got)
+			}
+		})
 	}
 }
 

@@ -277,8 +277,8 @@ func TestNanobotKeysRefused(t *testing.T) {
 		{`{"channels": {"weixin": {"enabled": true}}}`, "channels.weixin.enabled", "no weixin channel"},
 		{`{"channels": {"signal": {"enabled": true}}}`, "channels.signal.enabled", "no signal channel"},
 		{`{"channels": {"websocket": {"enabled": true}}}`, "channels.websocket.enabled", "channels.web"},
-		{`{"channels": {"showReasoning": true}}`, "channels.showReasoning", "reasoning"},
-		{`{"channels": {"send_max_retries": 3}}`, "channels.send_max_retries", "remove the key"},
+		{`{"channels": {"showReasoning": false}}`, "channels.showReasoning", "reasoning"},
+		{`{"channels": {"send_max_retries": 5}}`, "channels.send_max_retries", "remove the key"},
 		{`{"channels": {"sendProgress": true, "send_progress": false}}`, "channels.send_progress", "keep one"},
 		{`{"channels": {"telegrm": {}}}`, "channels.telegrm", "check spelling"},
 	}

@@ -58,6 +58,12 @@ func (Config) KeyHints() map[string]string {
 	}
 }
 
+// NanobotDefaults gives the channels-wide keys nanobot 0.3 writes by
+// default.
+func (Config) NanobotDefaults() map[string][]any {
+	return map[string][]any{"showReasoning": {true}, "sendMaxRetries": {3}}
+}
+
 // Defaults is the section when the file has none: the web chat and the
 // API on, the platforms off.
 func Defaults() Config {
@@ -109,7 +115,9 @@ func FromFile(f *config.File) (Config, error) {
 		target, ok := targets[name]
 		if !ok {
 			if hint, ok := c.KeyHints()[name]; ok {
-				probs.Add("channels."+k, "%s", hint)
+				if !config.AsksNothing(c, name, sections[k]) {
+					probs.Add("channels."+k, "%s", hint)
+				}
 				continue
 			}
 			probs.Join(config.UnknownKey("channels."+k, slices.Collect(maps.Keys(targets))...))

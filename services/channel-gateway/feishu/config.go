@@ -145,6 +145,6 @@ func (Config) KeyHints() map[string]string {
 }
 
 // NanobotDefaults gives the Feishu keys nanobot writes by default.
-func (Config) NanobotDefaults() map[string]any {
-	return map[string]any{"reactEmoji": "THUMBSUP"}
+func (Config) NanobotDefaults() map[string][]any {
+	return map[string][]any{"reactEmoji": {"THUMBSUP"}}
 }

@@ -93,6 +93,6 @@ func (Config) KeyHints() map[string]string {
 }
 
 // NanobotDefaults gives the Slack keys nanobot writes by default.
-func (Config) NanobotDefaults() map[string]any {
-	return map[string]any{"webhookPath": "/slack/events", "userTokenReadOnly": true}
+func (Config) NanobotDefaults() map[string][]any {
+	return map[string][]any{"webhookPath": {"/slack/events"}, "userTokenReadOnly": {true}}
 }

@@ -85,6 +85,20 @@ func (Config) KeyHints() map[string]string {
 	}
 }
 
+// NanobotDefaults gives the tools keys nanobot 0.3 writes by default.
+func (Config) NanobotDefaults() map[string][]any {
+	return map[string][]any{
+		"file":                           {map[string]any{"enable": true}},
+		"cliApps":                        {map[string]any{"enable": true, "installTimeout": 300, "runTimeout": 60, "catalogTtlSeconds": 3600}},
+		"my":                             {map[string]any{"enable": true, "allowSet": false}},
+		"maxSessionMessagesPerMinute":    {6},
+		"webuiAllowLocalServiceAccess":   {true},
+		"webuiAllowRemotePackageInstall": {false},
+		"imageGeneration": {map[string]any{"enabled": false, "provider": "openrouter", "model": "openai/gpt-5.4-image-2",
+			"defaultAspectRatio": "1:1", "defaultImageSize": "1K", "maxImagesPerTurn": 4, "saveDir": "generated"}},
+	}
+}
+
 // DefaultConfig is a per-agent workspace under ~/.nanofleet/workspace, the
 // bubblewrap sandbox without network, DuckDuckGo search.
 func DefaultConfig() Config {

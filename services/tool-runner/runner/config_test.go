@@ -63,7 +63,7 @@ func TestNanobotToolsKeysRefused(t *testing.T) {
 		{`{"tools": {"exec": {"timeout": 60, "restrictToWorkspace": false}}}`, "tools.exec.restrictToWorkspace", "tools.restrictToWorkspace"},
 		{`{"tools": {"web": {"proxy": "http://127.0.0.1:7890"}}}`, "tools.web.proxy", "remove the key"},
 		{`{"tools": {"web": {"userAgent": "x"}}}`, "tools.web.userAgent", "tools.web.fetch.userAgent"},
-		{`{"tools": {"web": {"fetch": {"useJinaReader": true}}}}`, "tools.web.fetch.useJinaReader", "remove the key"},
+		{`{"tools": {"web": {"fetch": {"useJinaReader": false}}}}`, "tools.web.fetch.useJinaReader", "remove the key"},
 		{`{"tools": {"mcpServers": {"r": {"url": "https://x.example/mcp", "auth": "oauth"}}}}`, "tools.mcpServers.r.auth", "headers"},
 		{`{"tools": {"mcpServers": {"r": {"url": "https://x.example/mcp", "toolTimeout": 5, "tool_timeout": 6}}}}`, "tools.mcpServers.r.tool_timeout", "keep one"},
 		{`{"tools": {"exec": {"timeot": 5}}}`, "tools.exec.timeot", "check spelling"},

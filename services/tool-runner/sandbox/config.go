@@ -9,6 +9,15 @@ import (
 // Mode selects how commands are confined.
 type Mode string
 
+// UnmarshalText leaves the mode as it is for "": nanobot writes
+// "sandbox": "" for no setting, which asks for the default.
+func (m *Mode) UnmarshalText(b []byte) error {
+	if len(b) > 0 {
+		*m = Mode(b)
+	}
+	return nil
+}
+
 const (
 	// ModeBwrap runs every command in bubblewrap. The default.
 	ModeBwrap Mode = "bwrap"

@@ -191,3 +191,8 @@ func (Config) KeyHints() map[string]string {
 		"restrictToWorkspace": "exec always stays in the workspace, in its sandbox (the setting is tools.restrictToWorkspace); remove the key",
 	}
 }
+
+// NanobotDefaults gives the tools.exec keys nanobot 0.3 writes by default.
+func (Config) NanobotDefaults() map[string][]any {
+	return map[string][]any{"enable": {true}}
+}

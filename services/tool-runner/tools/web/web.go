@@ -31,7 +31,7 @@ type SearchConfig struct {
 	// APIKey of brave or tavily.
 	APIKey string `json:"apiKey"`
 	// BaseURL overrides the provider's endpoint; required for searxng.
-	BaseURL string `json:"baseURL"`
+	BaseURL string `json:"baseUrl"`
 	// MaxResults is the default number of results (1-10).
 	MaxResults int `json:"maxResults"`
 	// Timeout in seconds.
@@ -78,7 +78,7 @@ func (c Config) Validate() error {
 		}
 	case ProviderSearXNG:
 		if s.BaseURL == "" {
-			p.Add("tools.web.search.baseURL", "required for provider %q (the URL of your SearXNG instance)", s.Provider)
+			p.Add("tools.web.search.baseUrl", "required for provider %q (the URL of your SearXNG instance)", s.Provider)
 		}
 	case ProviderDuckDuckGo:
 	default:
@@ -87,7 +87,7 @@ func (c Config) Validate() error {
 	if s.BaseURL != "" {
 		u, err := url.Parse(s.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.Add("tools.web.search.baseURL", "%q is not an http(s) URL", s.BaseURL)
+			p.Add("tools.web.search.baseUrl", "%q is not an http(s) URL", s.BaseURL)
 		}
 	}
 	if s.MaxResults < 1 || s.MaxResults > 10 {
@@ -161,9 +161,20 @@ func (Config) KeyHints() map[string]string {
 	}
 }
 
+// NanobotDefaults gives the tools.web keys nanobot 0.3 writes by default.
+func (Config) NanobotDefaults() map[string][]any {
+	return map[string][]any{"enable": {true}}
+}
+
 // KeyHints names nanobot's tools.web.fetch keys nanofleet does not take.
 func (FetchConfig) KeyHints() map[string]string {
 	return map[string]string{
 		"useJinaReader": "nanofleet extracts the readable text itself; remove the key",
 	}
+}
+
+// NanobotDefaults gives the tools.web.fetch keys nanobot 0.3 writes by
+// default.
+func (FetchConfig) NanobotDefaults() map[string][]any {
+	return map[string][]any{"useJinaReader": {true}}
 }
