@@ -1,10 +1,13 @@
 package channels_test
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,6 +28,37 @@ func parse(t *testing.T, doc string) (channels.Config, error) {
 		return channels.Config{}, err
 	}
 	return channels.FromFile(f)
+}
+
+// TestNanobotChannelDefaults: the sections nanobot 0.3.0 writes for its
+// channels at their defaults (testdata, made with each channel's own
+// Config of nanobot's source) load, one at a time and all together: the
+// keys nanofleet does not take hold nanobot's defaults, which nobody set.
+// They failed on 24 keys.
+func TestNanobotChannelDefaults(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "nanobot-0.3.0-channels.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Channels map[string]json.RawMessage `json:"channels"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Channels) != 6 {
+		t.Fatalf("testdata has %d channels, want telegram, slack, discord, feishu, dingtalk and whatsapp", len(doc.Channels))
+	}
+	for name, section := range doc.Channels {
+		t.Run(name, func(t *testing.T) {
+			if _, err := parse(t, `{"channels": {"`+name+`": `+string(section)+`}}`); err != nil {
+				t.Errorf("nanobot's default %s section: %v", name, err)
+			}
+		})
+	}
+	if _, err := parse(t, string(data)); err != nil {
+		t.Errorf("all of them: %v", err)
+	}
 }
 
 func TestNanobotKeys(t *testing.T) {
@@ -257,7 +291,7 @@ func TestNanobotKeysRefused(t *testing.T) {
 		{`{"channels": {"telegram": {"mode": "webhook", "webhookUrl": "https://x/t"}}}`, "channels.telegram.mode", "webhook.url"},
 		{`{"channels": {"telegram": {"webhookUrl": "https://x/t"}}}`, "channels.telegram.webhookUrl", "use webhook.url"},
 		{`{"channels": {"telegram": {"webhook_secret_token": "s"}}}`, "channels.telegram.webhook_secret_token", "use webhook.secret"},
-		{`{"channels": {"telegram": {"webhookListenPort": 8081}}}`, "channels.telegram.webhookListenPort", "channels.web.listen"},
+		{`{"channels": {"telegram": {"webhookListenPort": 8443}}}`, "channels.telegram.webhookListenPort", "channels.web.listen"},
 		{`{"channels": {"telegram": {"reactEmoji": "x"}}}`, "channels.telegram.reactEmoji", "remove the key"},
 		{`{"channels": {"telegram": {"showReasoning": true}}}`, "channels.telegram.showReasoning", "reasoning"},
 		{`{"channels": {"telegram": {"allowFrom": ["1"], "allow_from": ["2"]}}}`, "channels.telegram.allow_from", "keep one"},

@@ -91,3 +91,8 @@ func (Config) KeyHints() map[string]string {
 		"remoteMediaRedirectAllowedHosts": media,
 	})
 }
+
+// NanobotDefaults gives the DingTalk keys nanobot 0.3 writes by default.
+func (Config) NanobotDefaults() map[string][]any {
+	return map[string][]any{"allowRemoteMediaRedirects": {false}, "disablePrivateChat": {false}}
+}

@@ -74,3 +74,12 @@ func (Config) KeyHints() map[string]string {
 		"proxyPassword":     proxy,
 	})
 }
+
+// NanobotDefaults gives the Discord keys nanobot 0.3 writes by default.
+func (Config) NanobotDefaults() map[string][]any {
+	return map[string][]any{
+		"readReceiptEmoji":  {"\U0001F440"},
+		"workingEmoji":      {"\U0001F527"},
+		"workingEmojiDelay": {2},
+	}
+}

@@ -144,7 +144,15 @@ func (Config) KeyHints() map[string]string {
 	})
 }
 
-// NanobotDefaults gives the Feishu keys nanobot writes by default.
+// NanobotDefaults gives the Feishu keys nanobot 0.1 and 0.3 write by
+// default.
 func (Config) NanobotDefaults() map[string][]any {
-	return map[string][]any{"reactEmoji": {"THUMBSUP"}}
+	return map[string][]any{
+		"reactEmoji":     {"THUMBSUP"},
+		"instanceId":     {"default"},
+		"name":           {"nanobot"},
+		"replyToMessage": {false},
+		"toolHintPrefix": {"\U0001F527"},
+		"topicIsolation": {true},
+	}
 }

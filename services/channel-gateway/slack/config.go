@@ -92,7 +92,15 @@ func (Config) KeyHints() map[string]string {
 	})
 }
 
-// NanobotDefaults gives the Slack keys nanobot writes by default.
+// NanobotDefaults gives the Slack keys nanobot 0.1 and 0.3 write by
+// default.
 func (Config) NanobotDefaults() map[string][]any {
-	return map[string][]any{"webhookPath": {"/slack/events"}, "userTokenReadOnly": {true}}
+	return map[string][]any{
+		"webhookPath":          {"/slack/events"},
+		"userTokenReadOnly":    {true},
+		"doneEmoji":            {"white_check_mark"},
+		"groupRequireMention":  {false},
+		"includeThreadContext": {true},
+		"threadContextLimit":   {20},
+	}
 }

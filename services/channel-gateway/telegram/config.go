@@ -88,3 +88,19 @@ func (Config) KeyHints() map[string]string {
 		"richMessages":          remove,
 	})
 }
+
+// NanobotDefaults gives the Telegram keys nanobot 0.3 writes by default.
+func (Config) NanobotDefaults() map[string][]any {
+	return map[string][]any{
+		"mode":                  {"polling"},
+		"webhookPath":           {"/telegram"},
+		"webhookListenHost":     {"127.0.0.1"},
+		"webhookListenPort":     {8081},
+		"webhookMaxConnections": {4},
+		"reactEmoji":            {"\U0001F440"},
+		"connectionPoolSize":    {32},
+		"poolTimeout":           {5},
+		"inlineKeyboards":       {false},
+		"richMessages":          {false},
+	}
+}
