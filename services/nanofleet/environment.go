@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -103,6 +104,7 @@ func (f configFlag) Set(path string) error {
 // load reads the config and applies the flags. The default file is
 // optional (a fresh machine has none); one given with --config is not.
 func (e *environment) load(c *common) (*config.File, error) {
+	e.pointAtNanobotConfig(c)
 	file, err := config.Load(c.configPath, e.getenv, !c.configGiven)
 	if err != nil {
 		if file != nil {
@@ -134,6 +136,29 @@ func (e *environment) load(c *common) (*config.File, error) {
 		return nil, err
 	}
 	return file, nil
+}
+
+// pointAtNanobotConfig tells a nanobot user starting without a config
+// file that theirs can be used: nanofleet does not read nanobot's file on
+// its own (the two may be meant to differ), and started with the defaults
+// without a word.
+func (e *environment) pointAtNanobotConfig(c *common) {
+	if c.configGiven {
+		return
+	}
+	if _, err := os.Stat(c.configPath); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	home := e.getenv("HOME")
+	if home == "" {
+		return
+	}
+	nanobot := filepath.Join(home, ".nanobot", "config.json")
+	if _, err := os.Stat(nanobot); err != nil {
+		return
+	}
+	fmt.Fprintf(e.stderr, "nanofleet: no %s, so the defaults apply; to use nanobot's config (its keys are read as nanobot reads them): cp %s %s\n",
+		c.configPath, nanobot, c.configPath)
 }
 
 // letSandboxThrough makes nanofleet's home (~/.nanofleet) searchable by

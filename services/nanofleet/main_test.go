@@ -159,6 +159,36 @@ func TestNanobotOnboardConfig(t *testing.T) {
 	}
 }
 
+// TestNanobotConfigPointedAt: without a config file of its own, a
+// command tells a nanobot user how to use theirs, and runs with the
+// defaults; with one, it says nothing of nanobot's.
+func TestNanobotConfigPointedAt(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	env, _, stderr := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
+	nanobot := filepath.Join(env.getenv("HOME"), ".nanobot", "config.json")
+	if err := os.MkdirAll(filepath.Dir(nanobot), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nanobot, []byte(`{"agents": {"defaults": {"model": "gpt-4o"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	llm.Enqueue(llmtest.Text("hi"))
+	if err := dispatch(t.Context(), env, []string{"agent", "-m", "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "cp " + nanobot + " " + filepath.Join(env.home(), "config.json"); !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q lacks %q", stderr.String(), want)
+	}
+	stderr.Reset()
+	llm.Enqueue(llmtest.Text("hi"))
+	if err := agentWithConfig(t, env, `{}`); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stderr.String(), ".nanobot") {
+		t.Errorf("with a config of its own, stderr names nanobot's: %q", stderr.String())
+	}
+}
+
 func TestBadConfigFailsNamingTheKey(t *testing.T) {
 	env, _, _ := testEnv(t, nil)
 	err := agentWithConfig(t, env, `{"agents":{"defaults":{"maxToolIterations":-1}}}`)
