@@ -25,6 +25,9 @@ func FromFile(f *config.File, getenv func(string) string) Config {
 	name := d.Provider
 	if name == "" {
 		name = InferProvider(d.Model)
+		if !keyed(f, name, getenv) {
+			name = cmp.Or(fallbackProvider(f, d.Model), name)
+		}
 	}
 	if p, ok := f.Providers[name]; ok {
 		cfg.Name = name
@@ -41,6 +44,55 @@ func FromFile(f *config.File, getenv func(string) string) Config {
 		}
 		return getenv(k)
 	})
+}
+
+// keyed says whether the provider inferred from the model name (""
+// when it cannot be told) can be called as it is: its entry or its
+// environment variable gives a key, or it needs none. For "" that is
+// providers.custom, or OpenAI's variables, which [ResolveFromEnv] reads.
+func keyed(f *config.File, name string, getenv func(string) string) bool {
+	p := f.Providers[name]
+	switch name {
+	case "":
+		_, custom := f.Providers[ProviderCustom]
+		return custom || getenv("OPENAI_BASE_URL") != "" || getenv("OPENAI_API_KEY") != ""
+	case ProviderCustom, ProviderOllama, ProviderVLLM, ProviderLMStudio:
+		return true
+	case ProviderOpenAI:
+		return p.APIKey != "" || getenv("OPENAI_API_KEY") != "" || getenv("OPENAI_BASE_URL") != ""
+	}
+	pr, _ := PresetFor(name)
+	return p.APIKey != "" || (pr.KeyEnv != "" && getenv(pr.KeyEnv) != "")
+}
+
+// fallbackProvider is the provider nanobot falls back to when the one
+// the model names has no key: for a model that names none, a local
+// server given an apiBase; then the first provider with a key, in
+// nanobot's registry order (custom, azure, the openrouter gateway, then
+// the direct providers). So nanobot's default model
+// (anthropic/claude-opus-4-5) with an OpenRouter key, which nanobot's
+// users set up, goes through OpenRouter, as it does in nanobot; it
+// asked for ANTHROPIC_API_KEY. "" when no provider is configured.
+func fallbackProvider(f *config.File, model string) string {
+	if prefix, _, ok := strings.Cut(strings.ToLower(model), "/"); !ok || !isPreset(prefix) {
+		for _, name := range []string{ProviderVLLM, ProviderOllama, ProviderLMStudio} {
+			if f.Providers[name].APIBase != "" {
+				return name
+			}
+		}
+	}
+	for _, name := range []string{ProviderCustom, ProviderAzure, ProviderOpenRouter, ProviderAnthropic, ProviderOpenAI,
+		ProviderDeepSeek, ProviderGemini, ProviderVLLM, ProviderOllama, ProviderLMStudio, ProviderGroq} {
+		if f.Providers[name].APIKey != "" {
+			return name
+		}
+	}
+	return ""
+}
+
+func isPreset(name string) bool {
+	_, ok := PresetFor(name)
+	return ok
 }
 
 // CheckFile reports every problem of the file's model settings, each a

@@ -28,6 +28,16 @@ func TestFromFile(t *testing.T) {
 		{"model override", `{}`, map[string]string{"NANOFLEET_MODEL": "gpt-5", "OPENAI_API_KEY": "k"}, "openai", "", "k", "gpt-5"},
 		{"env model over the config's, local server", `{"agents":{"defaults":{"model":"gpt-4o-mini"}}}`,
 			map[string]string{"NANOFLEET_MODEL": "qwen3", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, "custom", "http://127.0.0.1:11434/v1", "", "qwen3"},
+		// nanobot's fallbacks when the provider the model names has no key.
+		{"nanobot's default model through an OpenRouter key", `{"agents":{"defaults":{"model":"anthropic/claude-opus-4-5","provider":"auto"}},
+			"providers":{"anthropic":{"apiKey":""},"openrouter":{"apiKey":"sk-or"}}}`, nil, "openrouter", "", "sk-or", "anthropic/claude-opus-4-5"},
+		{"a model naming no provider, the one provider with a key", `{"agents":{"defaults":{"model":"qwen3"}},
+			"providers":{"openai":{"apiKey":"k","apiBase":"http://127.0.0.1:8000/v1"}}}`, nil, "openai", "http://127.0.0.1:8000/v1", "k", "qwen3"},
+		{"a model naming no provider, a local server", `{"agents":{"defaults":{"model":"llama3.2"}},
+			"providers":{"ollama":{"apiBase":"http://127.0.0.1:11434/v1"},"openrouter":{"apiKey":"sk-or"}}}`, nil, "ollama", "http://127.0.0.1:11434/v1", "", "llama3.2"},
+		{"the named provider's key in the environment wins", `{"agents":{"defaults":{"model":"anthropic/claude-opus-4-5"}},"providers":{"openrouter":{"apiKey":"sk-or"}}}`,
+			map[string]string{"ANTHROPIC_API_KEY": "sk-ant"}, "anthropic", "", "sk-ant", "anthropic/claude-opus-4-5"},
+		{"no key anywhere: the named provider, to name its key", `{"agents":{"defaults":{"model":"claude-sonnet-4"}}}`, nil, "anthropic", "", "", "claude-sonnet-4"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -134,8 +134,10 @@ func TestNanobotOnboardConfig(t *testing.T) {
 			if lines := strings.Split(err.Error(), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "tools.restrictToWorkspace: ") {
 				t.Errorf("want tools.restrictToWorkspace alone named; got:\n%v", err)
 			}
-			// With that one key set as nanofleet can give it, and a key
-			// for the provider the file's model names, the fleet answers.
+			// With that one key set as nanofleet can give it, and an
+			// OpenRouter key (nanobot's setup: its default model,
+			// anthropic/claude-opus-4-5, through OpenRouter), the fleet
+			// answers through OpenRouter, as nanobot does.
 			var file map[string]any
 			if err := json.Unmarshal(data, &file); err != nil {
 				t.Fatal(err)
@@ -143,7 +145,7 @@ func TestNanobotOnboardConfig(t *testing.T) {
 			llm := llmtest.NewServer(t)
 			llm.Enqueue(llmtest.Text("hello from a nanobot config"))
 			file["tools"].(map[string]any)["restrictToWorkspace"] = true
-			file["providers"].(map[string]any)["anthropic"] = map[string]any{"apiKey": "k", "apiBase": llm.URL()}
+			file["providers"].(map[string]any)["openrouter"] = map[string]any{"apiKey": "sk-or", "apiBase": llm.URL()}
 			edited, err := json.Marshal(file)
 			if err != nil {
 				t.Fatal(err)
@@ -154,6 +156,9 @@ func TestNanobotOnboardConfig(t *testing.T) {
 			}
 			if got := strings.TrimSpace(out.String()); got != "hello from a nanobot config" {
 				t.Errorf("stdout = %q", got)
+			}
+			if req, ok := llm.LastRequest(); !ok || req.Model != "anthropic/claude-opus-4-5" || req.Header.Get("Authorization") != "Bearer sk-or" {
+				t.Errorf("request: model %q, authorization %q; want nanobot's default model with the OpenRouter key", req.Model, req.Header.Get("Authorization"))
 			}
 		})
 	}
