@@ -164,6 +164,37 @@ func TestNanobotOnboardConfig(t *testing.T) {
 	}
 }
 
+// TestOneShotReadsTheWorkspaceMemory: the first turn of a fleet that
+// `agent -m` starts for itself has the workspace's memory/MEMORY.md (a
+// nanobot workspace's) in its prompt; it ran before the file sync's first
+// pass and went without.
+func TestOneShotReadsTheWorkspaceMemory(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, "memory"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "memory", "MEMORY.md"), []byte("# Long-term memory\n- Ada prefers metric units.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	llm := llmtest.NewServer(t)
+	llm.Enqueue(llmtest.Text("noted"))
+	env, _, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
+	if err := agentWithConfig(t, env, `{"agents": {"defaults": {"workspace": "`+ws+`"}}}`); err != nil {
+		t.Fatal(err)
+	}
+	req, ok := llm.LastRequest()
+	if !ok {
+		t.Fatal("the model was not asked")
+	}
+	var prompt strings.Builder
+	for _, m := range req.Messages {
+		prompt.WriteString(m.Content)
+	}
+	if !strings.Contains(prompt.String(), "Ada prefers metric units.") {
+		t.Errorf("the first turn's prompt lacks MEMORY.md:\n%s", prompt.String())
+	}
+}
+
 // TestNanobotConfigPointedAt: without a config file of its own, a
 // command tells a nanobot user how to use theirs, and runs with the
 // defaults; with one, it says nothing of nanobot's.

@@ -158,6 +158,12 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Servi
 		if err != nil {
 			return nil, err
 		}
+		// The workspace's files reach JetStream before the service is up,
+		// so before the all-in-one takes its first turn: a one-shot
+		// `agent -m` on a nanobot workspace ran without its MEMORY.md.
+		if err := s.Sync.SyncOnce(ctx); err != nil {
+			s.log.Warn("filesync: first sync", "err", err)
+		}
 	}
 	return s, nil
 }
