@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
+	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -33,7 +34,7 @@ func parseCommand(text string, extra []Command) (command, bool) {
 		name = name[:i]
 	}
 	switch name {
-	case "/new", "/stop", "/help", "/status", "/model", "/history":
+	case "/new", "/stop", "/help", "/status", "/model", "/history", "/skill":
 		return command{name: name, args: fields[1:]}, true
 	}
 	for _, c := range extra {
@@ -55,6 +56,7 @@ const helpText = `Commands:
 /status — model, session and fleet state
 /model [name] — show or set this session's model
 /history [n] — show the last n messages
+/skill — list the agent's skills
 /help — this help`
 
 // command answers a slash command without the model, committing it as a
@@ -124,6 +126,8 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 		} else {
 			text = historyUsage
 		}
+	case c.name == "/skill":
+		text = formatSkills(w.d.Profiles.Get(w.cfg.Agent).Skills, skillAvailable)
 	}
 	t.reply(nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, text)
 	if err := t.commit(context.WithoutCancel(ctx), hist, rec, nil); err != nil {
@@ -163,6 +167,38 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// formatSkills is /skill's answer: the skills the prompt offers (as
+// nanobot's /skill lists its enabled ones), always-on ones marked, then
+// those whose requirements this worker lacks, which the prompt leaves out.
+func formatSkills(skills []profile.Skill, available func(profile.Skill) bool) string {
+	var on, off []string
+	for _, s := range skills {
+		line := "- " + s.Name
+		if s.Description != "" {
+			line += ": " + s.Description
+		}
+		switch {
+		case !available(s):
+			off = append(off, line)
+		case s.Always:
+			on = append(on, line+" (always on)")
+		default:
+			on = append(on, line)
+		}
+	}
+	if len(on)+len(off) == 0 {
+		return "No skills. A skill is skills/<name>/SKILL.md in the agent's profile (nanofleet profile seed copies the workspace's)."
+	}
+	text := "Skills:\n" + strings.Join(on, "\n")
+	if len(on) == 0 {
+		text = "No skill can be used here."
+	}
+	if len(off) > 0 {
+		text += "\n\nNot available (a program or environment variable they need is missing):\n" + strings.Join(off, "\n")
+	}
+	return text
 }
 
 func formatHistory(hist *session.History, n int) string {

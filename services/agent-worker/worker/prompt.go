@@ -12,17 +12,19 @@ import (
 func (t *turn) buildPrompt(hist *session.History, memory string) []*nanofleetv1.ChatMessage {
 	w := t.w
 	return prompt.Build(prompt.Input{
-		Profile:      w.d.Profiles.Get(w.cfg.Agent),
-		Memory:       memory,
-		Now:          time.Now(),
-		Location:     w.cfg.Location,
-		Workspace:    w.cfg.Workspace,
-		SessionKey:   t.key,
-		Channel:      t.in.GetChannel(),
-		History:      hist.Turns,
-		BudgetTokens: t.historyBudget(),
-		SkillAvailable: func(s profile.Skill) bool {
-			return s.Available(nil, nil)
-		},
+		Profile:        w.d.Profiles.Get(w.cfg.Agent),
+		Memory:         memory,
+		Now:            time.Now(),
+		Location:       w.cfg.Location,
+		Workspace:      w.cfg.Workspace,
+		SessionKey:     t.key,
+		Channel:        t.in.GetChannel(),
+		History:        hist.Turns,
+		BudgetTokens:   t.historyBudget(),
+		SkillAvailable: skillAvailable,
 	})
 }
+
+// skillAvailable says whether this worker can offer s: the programs and
+// environment variables it requires are here.
+func skillAvailable(s profile.Skill) bool { return s.Available(nil, nil) }

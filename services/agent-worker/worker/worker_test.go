@@ -19,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/profile/profiletest"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -279,6 +280,36 @@ func TestOrderPerSession(t *testing.T) {
 				t.Fatalf("session %s: model saw %q at position %d, want %q (order %v)", chat, text, i, want, seen[chat])
 			}
 		}
+	}
+}
+
+// TestSkillCommand: /skill lists the agent's skills as the prompt offers
+// them, and those this worker lacks a requirement for apart; nanobot's
+// /skill was sent to the model as text.
+func TestSkillCommand(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	kv, err := b.KV(t.Context(), bus.BucketProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"weather": "---\nname: weather\ndescription: Get the weather forecast\n---\nUse wttr.in\n",
+		"tidy":    "---\nname: tidy\ndescription: Keep notes tidy\nalways: true\n---\nTidy up.\n",
+		"radio":   "---\nname: radio\ndescription: Tune the radio\nrequires:\n  bins: [no-such-program-here]\n---\nTune.\n",
+	} {
+		if _, err := kv.Put(t.Context(), profile.SkillKey(profile.DefaultAgent, name), []byte(text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := startOn(t, b, "w1")
+	h.send(t, "c1", "1", "/skill")
+	want := "Skills:\n- tidy: Keep notes tidy (always on)\n- weather: Get the weather forecast\n\n" +
+		"Not available (a program or environment variable they need is missing):\n- radio: Tune the radio"
+	if o := h.next(t); o.GetContent() != want {
+		t.Errorf("/skill = %q, want %q", o.GetContent(), want)
+	}
+	if n := h.llm.RequestCount(); n != 0 {
+		t.Errorf("the model was asked %d times", n)
 	}
 }
 
