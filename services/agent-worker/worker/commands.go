@@ -33,6 +33,9 @@ func parseCommand(text string, extra []Command) (command, bool) {
 	if i := strings.IndexByte(name, '@'); i > 0 {
 		name = name[:i]
 	}
+	// Telegram's command names cannot hold '-': nanobot registers
+	// /dream_log for /dream-log, and its users type that.
+	name = strings.ReplaceAll(name, "_", "-")
 	switch name {
 	case "/new", "/stop", "/help", "/status", "/model", "/history", "/skill":
 		return command{name: name, args: fields[1:]}, true

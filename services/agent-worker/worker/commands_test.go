@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -50,6 +52,39 @@ func TestHistoryCount(t *testing.T) {
 		n, ok := historyCount(tt.args)
 		if ok != tt.ok || ok && n != tt.n {
 			t.Errorf("historyCount(%q) = %d, %t; want %d, %t", tt.args, n, ok, tt.n, tt.ok)
+		}
+	}
+}
+
+type namedCommand string
+
+func (c namedCommand) Name() string { return string(c) }
+func (namedCommand) Help() string   { return "" }
+func (namedCommand) Run(context.Context, *agenttool.TurnContext, []string) (string, error) {
+	return "", nil
+}
+
+// TestParseCommand: commands as typed on each platform: a bot's name
+// after them in Telegram groups, '_' for '-' as Telegram's command menu
+// (and nanobot's) writes them; text that is none goes to the model.
+func TestParseCommand(t *testing.T) {
+	extra := []Command{namedCommand("/dream-log")}
+	tests := []struct {
+		text, name string
+		args       []string
+	}{
+		{"/history 3", "/history", []string{"3"}},
+		{"/New@MyBot", "/new", []string{}},
+		{"/dream-log 2", "/dream-log", []string{"2"}},
+		{"/dream_log 2", "/dream-log", []string{"2"}},
+		{"/dream_log@MyBot", "/dream-log", []string{}},
+		{"/dreams", "", nil},
+		{"hello /new", "", nil},
+	}
+	for _, tt := range tests {
+		c, ok := parseCommand(tt.text, extra)
+		if ok != (tt.name != "") || ok && (c.name != tt.name || strings.Join(c.args, " ") != strings.Join(tt.args, " ")) {
+			t.Errorf("parseCommand(%q) = %q %q, %t; want %q %q", tt.text, c.name, c.args, ok, tt.name, tt.args)
 		}
 	}
 }
