@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
+	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -85,6 +86,18 @@ func TestParseCommand(t *testing.T) {
 		c, ok := parseCommand(tt.text, extra)
 		if ok != (tt.name != "") || ok && (c.name != tt.name || strings.Join(c.args, " ") != strings.Join(tt.args, " ")) {
 			t.Errorf("parseCommand(%q) = %q %q, %t; want %q %q", tt.text, c.name, c.args, ok, tt.name, tt.args)
+		}
+	}
+}
+
+// TestMenuCommandsAnswered: every command a platform's menu offers
+// (agenttool.Menu) is one the fleet answers: the worker's own, or the
+// memory's that the agent worker adds.
+func TestMenuCommandsAnswered(t *testing.T) {
+	extra := []Command{memory.DreamLogCommand{}, memory.DreamRestoreCommand{}}
+	for _, e := range agenttool.Menu() {
+		if c, ok := parseCommand(e.Name, extra); !ok || c.name != e.Name {
+			t.Errorf("menu command %s is not answered", e.Name)
 		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/nanofleet/nanofleet/pkg/agenttool"
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -170,6 +172,7 @@ func (a *Adapter) Run(ctx context.Context, in gateway.Inbox) error {
 	if err := a.identify(ctx); err != nil {
 		return err
 	}
+	go a.setMenu(ctx)
 	a.hook.Serve(ctx, in)
 	stop, err := a.typing.Watch(ctx)
 	if err != nil {
@@ -204,6 +207,23 @@ func (a *Adapter) identify(ctx context.Context) error {
 		a.log.Info("telegram bot ready", "username", me.Username, "id", me.ID)
 		return nil
 	}, retry.WithStatus(a.deps.Status, Channel))
+}
+
+// setMenu registers the fleet's slash commands as the bot's command menu,
+// as nanobot does, with '_' for '-' (Telegram's command names allow no
+// '-'; the worker takes either). A failure leaves the menu as it was: the
+// commands work typed.
+func (a *Adapter) setMenu(ctx context.Context) {
+	var cmds []models.BotCommand
+	for _, e := range agenttool.Menu() {
+		name := strings.ReplaceAll(strings.TrimPrefix(e.Name, "/"), "-", "_")
+		cmds = append(cmds, models.BotCommand{Command: name, Description: e.Help})
+	}
+	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+	defer cancel()
+	if _, err := a.bot.SetMyCommands(ctx, &tgbot.SetMyCommandsParams{Commands: cmds}); err != nil && ctx.Err() == nil {
+		a.log.Warn("telegram: command menu not set", "err", err)
+	}
 }
 
 func (a *Adapter) username() string {

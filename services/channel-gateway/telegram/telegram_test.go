@@ -106,6 +106,28 @@ func TestConversation(t *testing.T) {
 	}
 }
 
+// TestCommandMenu: the bot's command menu lists the fleet's slash
+// commands, as nanobot registers its own, in the form Telegram takes
+// ('_' for '-'; the fake refuses a name Telegram would).
+func TestCommandMenu(t *testing.T) {
+	h := start(t, telegram.Config{}, workertest.Echo)
+	c := h.fake.Next(t, wait, "setMyCommands")
+	var cmds []struct{ Command, Description string }
+	if err := json.Unmarshal([]byte(c.Fields["commands"]), &cmds); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range cmds {
+		names = append(names, m.Command)
+		if m.Description == "" {
+			t.Errorf("command %s has no description", m.Command)
+		}
+	}
+	if got, want := strings.Join(names, " "), "new stop status model history skill dream_log dream_restore help"; got != want {
+		t.Errorf("menu %q, want %q", got, want)
+	}
+}
+
 func TestPlainTextWhenEntitiesAreRejected(t *testing.T) {
 	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, func(*nanofleetv1.InboundMessage) []*nanofleetv1.OutboundMessage {
 		return []*nanofleetv1.OutboundMessage{workertest.Final("**bold** move")}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -100,6 +101,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, 200, true, Failure{})
 	case "sendChatAction", "deleteWebhook":
 		reply(w, 200, true, Failure{})
+	case "setMyCommands":
+		if err := checkCommands(call.Fields["commands"]); err != nil {
+			reply(w, 400, nil, Failure{Code: 400, Description: "Bad Request: " + err.Error()})
+			return
+		}
+		reply(w, 200, true, Failure{})
 	case "setWebhook":
 		reply(w, 200, true, Failure{})
 	case "getFile":
@@ -115,6 +122,30 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, 404, nil, Failure{Code: 404, Description: "Not Found: method " + method})
 	}
 }
+
+// checkCommands refuses a setMyCommands list as the Bot API does: each
+// command 1-32 characters of a-z, 0-9 and '_', each description 1-256
+// characters (https://core.telegram.org/bots/api#botcommand).
+func checkCommands(raw string) error {
+	var cmds []struct {
+		Command     string `json:"command"`
+		Description string `json:"description"`
+	}
+	if err := json.Unmarshal([]byte(raw), &cmds); err != nil {
+		return fmt.Errorf("can't parse commands JSON object: %w", err)
+	}
+	for _, c := range cmds {
+		if !commandName.MatchString(c.Command) {
+			return errors.New("BOT_COMMAND_INVALID")
+		}
+		if n := utf8.RuneCountInString(c.Description); n < 1 || n > 256 {
+			return errors.New("BOT_COMMAND_DESCRIPTION_INVALID")
+		}
+	}
+	return nil
+}
+
+var commandName = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
 
 // MaxText is the longest message text Telegram takes: 4,096 characters
 // after entity parsing (https://core.telegram.org/bots/api#sendmessage),
