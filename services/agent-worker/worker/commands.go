@@ -20,6 +20,8 @@ type command struct {
 	args []string
 	// ext is set for a command from [Deps.Commands].
 	ext Command
+	// nanobotOnly is a command of nanobot's that nanofleet has not.
+	nanobotOnly bool
 }
 
 // parseCommand recognises the built-in slash commands and those in extra.
@@ -39,6 +41,10 @@ func parseCommand(text string, extra []Command) (command, bool) {
 	switch name {
 	case "/new", "/stop", "/help", "/status", "/model", "/history", "/skill":
 		return command{name: name, args: fields[1:]}, true
+	case "/restart", "/goal", "/trigger", "/dream", "/dream-prompt":
+		// nanobot's, which its users type: answered, not sent to the
+		// model as a message.
+		return command{name: name, args: fields[1:], nanobotOnly: true}, true
 	}
 	for _, c := range extra {
 		if c.Name() == name {
@@ -75,6 +81,8 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 			out = "Error: " + err.Error()
 		}
 		text = out
+	case c.nanobotOnly:
+		text = nanobotOnlyAnswer(c.name)
 	case c.name == "/help":
 		text = helpText
 		for _, e := range w.d.Commands {
@@ -137,6 +145,17 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 		return "", err
 	}
 	return "command", nil
+}
+
+// nanobotOnlyAnswer answers a command of nanobot's that nanofleet has not.
+func nanobotOnlyAnswer(name string) string {
+	switch name {
+	case "/restart":
+		return "/restart is nanobot's: nanofleet does not restart from a chat (its services are restarted by whoever runs them). /new starts a fresh conversation; /help lists the commands."
+	case "/dream", "/dream-prompt":
+		return name + " is nanobot's: here Dream runs on its own schedule (memory.dream); /dream-log shows what it changed. /help lists the commands."
+	}
+	return name + " is nanobot's; nanofleet has no such command. /help lists the ones it has."
 }
 
 // historyUsage answers a /history whose argument is not a count.

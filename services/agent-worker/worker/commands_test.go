@@ -80,6 +80,8 @@ func TestParseCommand(t *testing.T) {
 		{"/dream_log 2", "/dream-log", []string{"2"}},
 		{"/dream_log@MyBot", "/dream-log", []string{}},
 		{"/dreams", "", nil},
+		{"/restart", "/restart", []string{}},
+		{"/dream_prompt keep it short", "/dream-prompt", []string{"keep", "it", "short"}},
 		{"hello /new", "", nil},
 	}
 	for _, tt := range tests {

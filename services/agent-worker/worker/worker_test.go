@@ -334,6 +334,10 @@ func TestSlashCommands(t *testing.T) {
 	if o := h.next(t); o.GetContent() != "assistant: remembered" {
 		t.Errorf("/history 1 = %q", o.GetContent())
 	}
+	h.send(t, "c1", "4r", "/restart")
+	if o := h.next(t); !strings.HasPrefix(o.GetContent(), "/restart is nanobot's") {
+		t.Errorf("/restart = %q, want it answered without the model", o.GetContent())
+	}
 	h.send(t, "c1", "4u", "/history abc")
 	if o := h.next(t); !strings.HasPrefix(o.GetContent(), "Usage: /history [n]") {
 		t.Errorf("/history abc = %q, want the usage", o.GetContent())
