@@ -8,6 +8,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/slashcmd"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -93,11 +94,11 @@ func TestParseCommand(t *testing.T) {
 }
 
 // TestMenuCommandsAnswered: every command a platform's menu offers
-// (agenttool.Menu) is one the fleet answers: the worker's own, or the
+// (slashcmd.Menu) is one the fleet answers: the worker's own, or the
 // memory's that the agent worker adds.
 func TestMenuCommandsAnswered(t *testing.T) {
 	extra := []Command{memory.DreamLogCommand{}, memory.DreamRestoreCommand{}}
-	for _, e := range agenttool.Menu() {
+	for _, e := range slashcmd.Menu() {
 		if c, ok := parseCommand(e.Name, extra); !ok || c.name != e.Name {
 			t.Errorf("menu command %s is not answered", e.Name)
 		}

@@ -15,9 +15,9 @@ import (
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
-	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/slashcmd"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
@@ -215,7 +215,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 // commands work typed.
 func (a *Adapter) setMenu(ctx context.Context) {
 	var cmds []models.BotCommand
-	for _, e := range agenttool.Menu() {
+	for _, e := range slashcmd.Menu() {
 		name := strings.ReplaceAll(strings.TrimPrefix(e.Name, "/"), "-", "_")
 		cmds = append(cmds, models.BotCommand{Command: name, Description: e.Help})
 	}

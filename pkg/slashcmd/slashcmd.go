@@ -1,4 +1,7 @@
-package agenttool
+// Package slashcmd lists the slash commands a fleet answers, for the chat
+// platforms that show them in a command menu. It depends on nothing, so
+// that an adapter showing the menu links nothing of the worker's.
+package slashcmd
 
 // MenuEntry is a slash command as a chat platform's command menu shows it.
 type MenuEntry struct {
