@@ -54,8 +54,9 @@ func keyed(f *config.File, name string, getenv func(string) string) bool {
 	p := f.Providers[name]
 	switch name {
 	case "":
-		_, custom := f.Providers[ProviderCustom]
-		return custom || getenv("OPENAI_BASE_URL") != "" || getenv("OPENAI_API_KEY") != ""
+		// nanobot writes an empty custom entry into every file.
+		custom := f.Providers[ProviderCustom]
+		return custom.APIBase != "" || custom.APIKey != "" || getenv("OPENAI_BASE_URL") != "" || getenv("OPENAI_API_KEY") != ""
 	case ProviderCustom, ProviderOllama, ProviderVLLM, ProviderLMStudio:
 		return true
 	case ProviderOpenAI:
