@@ -33,7 +33,7 @@ func FromFile(f *config.File, getenv func(string) string) Config {
 		cfg.Name = name
 		cfg.APIKey, cfg.APIBase, cfg.ExtraHeaders = p.APIKey, p.APIBase, p.ExtraHeaders
 		cfg.MaxConcurrent = p.MaxConcurrent
-	} else if p, ok := f.Providers["custom"]; ok && name == "" {
+	} else if p, ok := f.Providers["custom"]; ok && name == "" && !unset(p) {
 		cfg.Name = "custom"
 		cfg.APIKey, cfg.APIBase, cfg.ExtraHeaders = p.APIKey, p.APIBase, p.ExtraHeaders
 		cfg.MaxConcurrent = p.MaxConcurrent

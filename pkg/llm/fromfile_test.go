@@ -35,6 +35,8 @@ func TestFromFile(t *testing.T) {
 			"providers":{"openai":{"apiKey":"k","apiBase":"http://127.0.0.1:8000/v1"}}}`, nil, "openai", "http://127.0.0.1:8000/v1", "k", "qwen3"},
 		{"a model naming no provider, nanobot's empty custom entry", `{"agents":{"defaults":{"model":"qwen3"}},
 			"providers":{"custom":{"apiKey":"","apiBase":null},"openrouter":{"apiKey":"sk-or"}}}`, nil, "openrouter", "", "sk-or", "qwen3"},
+		{"a model naming no provider, nothing configured but nanobot's empty custom entry", `{"agents":{"defaults":{"model":"qwen3"}},
+			"providers":{"custom":{"apiKey":"","apiBase":null}}}`, nil, "openai", "", "", "qwen3"},
 		{"a model naming no provider, a local server", `{"agents":{"defaults":{"model":"llama3.2"}},
 			"providers":{"ollama":{"apiBase":"http://127.0.0.1:11434/v1"},"openrouter":{"apiKey":"sk-or"}}}`, nil, "ollama", "http://127.0.0.1:11434/v1", "", "llama3.2"},
 		{"the named provider's key in the environment wins", `{"agents":{"defaults":{"model":"anthropic/claude-opus-4-5"}},"providers":{"openrouter":{"apiKey":"sk-or"}}}`,
