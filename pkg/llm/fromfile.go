@@ -46,24 +46,20 @@ func FromFile(f *config.File, getenv func(string) string) Config {
 	})
 }
 
-// keyed says whether the provider inferred from the model name (""
-// when it cannot be told) can be called as it is: its entry or its
-// environment variable gives a key, or it needs none. For "" that is
-// providers.custom, or OpenAI's variables, which [ResolveFromEnv] reads.
+// keyed says whether the provider inferred from the model name can be
+// called as it is: [ResolveFromEnv] finds it a key (its entry's or its
+// environment variable's), or its preset needs none, or it is OpenAI
+// pointed at another host. For "" (the name tells none) that is a
+// providers.custom that sets something (nanobot writes an empty one into
+// every file) or OpenAI's variables: all FromFile reads for it.
 func keyed(f *config.File, name string, getenv func(string) string) bool {
-	p := f.Providers[name]
-	switch name {
-	case "":
-		// nanobot writes an empty custom entry into every file.
-		custom := f.Providers[ProviderCustom]
-		return custom.APIBase != "" || custom.APIKey != "" || getenv("OPENAI_BASE_URL") != "" || getenv("OPENAI_API_KEY") != ""
-	case ProviderCustom, ProviderOllama, ProviderVLLM, ProviderLMStudio:
-		return true
-	case ProviderOpenAI:
-		return p.APIKey != "" || getenv("OPENAI_API_KEY") != "" || getenv("OPENAI_BASE_URL") != ""
+	if name == "" {
+		return !unset(f.Providers[ProviderCustom]) || getenv("OPENAI_BASE_URL") != "" || getenv("OPENAI_API_KEY") != ""
 	}
+	p := f.Providers[name]
+	c := ResolveFromEnv(Config{Name: name, APIKey: p.APIKey, APIBase: p.APIBase}, getenv)
 	pr, _ := PresetFor(name)
-	return p.APIKey != "" || (pr.KeyEnv != "" && getenv(pr.KeyEnv) != "")
+	return c.APIKey != "" || !pr.KeyRequired || (name == ProviderOpenAI && c.APIBase != "")
 }
 
 // fallbackProvider is the provider nanobot falls back to when the one
