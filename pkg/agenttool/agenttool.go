@@ -7,6 +7,8 @@ package agenttool
 import (
 	"context"
 
+	"github.com/nanofleet/nanofleet/pkg/slashcmd"
+
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -22,26 +24,10 @@ type Tool interface {
 // Command is a slash command. It runs without the model and its answer is
 // the turn's reply.
 type Command interface {
-	// Name is the command with its slash, e.g. "/dream-log".
-	Name() string
-	// Help is what the command does, one line for /help.
-	Help() string
+	// Describe gives the command as /help and command menus show it:
+	// its entry of [slashcmd], where every command is listed.
+	Describe() slashcmd.Command
 	Run(ctx context.Context, tc *TurnContext, args []string) (string, error)
-}
-
-// Usage is implemented by a command that takes arguments: their synopsis
-// for /help, e.g. "<number>" or "[n]".
-type Usage interface {
-	Usage() string
-}
-
-// HelpLine is c's line in /help: "/name <args> — what it does".
-func HelpLine(c Command) string {
-	line := c.Name()
-	if u, ok := c.(Usage); ok && u.Usage() != "" {
-		line += " " + u.Usage()
-	}
-	return line + " — " + c.Help()
 }
 
 // TurnContext is what a tool or command may know and do about its turn.

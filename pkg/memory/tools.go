@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
+	"github.com/nanofleet/nanofleet/pkg/slashcmd"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 )
 
@@ -68,16 +69,8 @@ type DreamLogCommand struct{ s *Store }
 
 var _ agenttool.Command = DreamLogCommand{}
 
-// Name is /dream-log.
-func (DreamLogCommand) Name() string { return "/dream-log" }
-
-// Help is one line for /help.
-func (DreamLogCommand) Help() string {
-	return "what Dream changed in memory, newest first (default 10)"
-}
-
-// Usage is the arguments' synopsis for /help.
-func (DreamLogCommand) Usage() string { return "[n]" }
+// Describe is /dream-log's entry in /help and command menus.
+func (DreamLogCommand) Describe() slashcmd.Command { return slashcmd.DreamLog() }
 
 // Run lists the revisions.
 func (c DreamLogCommand) Run(ctx context.Context, tc *agenttool.TurnContext, args []string) (string, error) {
@@ -126,16 +119,8 @@ type DreamRestoreCommand struct{ s *Store }
 
 var _ agenttool.Command = DreamRestoreCommand{}
 
-// Name is /dream-restore.
-func (DreamRestoreCommand) Name() string { return "/dream-restore" }
-
-// Help is one line for /help.
-func (DreamRestoreCommand) Help() string {
-	return "undo a memory revision from /dream-log"
-}
-
-// Usage is the arguments' synopsis for /help.
-func (DreamRestoreCommand) Usage() string { return "<number>" }
+// Describe is /dream-restore's entry in /help and command menus.
+func (DreamRestoreCommand) Describe() slashcmd.Command { return slashcmd.DreamRestore() }
 
 // Run restores.
 func (c DreamRestoreCommand) Run(ctx context.Context, tc *agenttool.TurnContext, args []string) (string, error) {

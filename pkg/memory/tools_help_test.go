@@ -14,11 +14,11 @@ func TestDreamCommandsHelp(t *testing.T) {
 		c    agenttool.Command
 		want string
 	}{
-		{memory.DreamRestoreCommand{}, "/dream-restore <number> — undo a memory revision from /dream-log"},
-		{memory.DreamLogCommand{}, "/dream-log [n] — what Dream changed in memory, newest first (default 10)"},
+		{memory.DreamRestoreCommand{}, "/dream-restore <number> — Undo a memory revision from /dream-log"},
+		{memory.DreamLogCommand{}, "/dream-log [n] — What Dream changed in memory, newest first (default 10)"},
 	}
 	for _, tt := range tests {
-		if got := agenttool.HelpLine(tt.c); got != tt.want {
+		if got := tt.c.Describe().Line(); got != tt.want {
 			t.Errorf("help line %q, want %q", got, tt.want)
 		}
 	}

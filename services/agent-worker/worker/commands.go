@@ -3,12 +3,13 @@ package worker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/slashcmd"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
@@ -38,16 +39,17 @@ func parseCommand(text string, extra []Command) (command, bool) {
 	// Telegram's command names cannot hold '-': nanobot registers
 	// /dream_log for /dream-log, and its users type that.
 	name = strings.ReplaceAll(name, "_", "-")
-	switch name {
-	case "/new", "/stop", "/help", "/status", "/model", "/history", "/skill":
+	if slices.ContainsFunc(slashcmd.Worker(), func(c slashcmd.Command) bool { return c.Name == name }) {
 		return command{name: name, args: fields[1:]}, true
+	}
+	switch name {
 	case "/restart", "/goal", "/trigger", "/dream", "/dream-prompt":
 		// nanobot's, which its users type: answered, not sent to the
 		// model as a message.
 		return command{name: name, args: fields[1:], nanobotOnly: true}, true
 	}
 	for _, c := range extra {
-		if c.Name() == name {
+		if c.Describe().Name == name {
 			return command{name: name, args: fields[1:], ext: c}, true
 		}
 	}
@@ -59,14 +61,18 @@ func isCommand(text, name string) bool {
 	return ok && c.name == name
 }
 
-const helpText = `Commands:
-/new — archive this conversation into memory and start fresh
-/stop — stop the running turn
-/status — model, session and fleet state
-/model [name] — show or set this session's model
-/history [n] — show the last n messages
-/skill — list the agent's skills
-/help — this help`
+// helpText is /help's answer: the worker's commands, then extra's.
+func helpText(extra []Command) string {
+	var b strings.Builder
+	b.WriteString("Commands:")
+	for _, c := range slashcmd.Worker() {
+		b.WriteString("\n" + c.Line())
+	}
+	for _, c := range extra {
+		b.WriteString("\n" + c.Describe().Line())
+	}
+	return b.String()
+}
 
 // command answers a slash command without the model, committing it as a
 // turn so that it is ordered and acknowledged like any other message.
@@ -84,10 +90,7 @@ func (t *turn) command(ctx context.Context, c command, info *nanofleetv1.Session
 	case c.nanobotOnly:
 		text = nanobotOnlyAnswer(c.name)
 	case c.name == "/help":
-		text = helpText
-		for _, e := range w.d.Commands {
-			text += "\n" + agenttool.HelpLine(e)
-		}
+		text = helpText(w.d.Commands)
 	case c.name == "/stop":
 		text = "⏹ Stopped. No turn is running now."
 	case c.name == "/new":

@@ -60,8 +60,7 @@ func TestHistoryCount(t *testing.T) {
 
 type namedCommand string
 
-func (c namedCommand) Name() string { return string(c) }
-func (namedCommand) Help() string   { return "" }
+func (c namedCommand) Describe() slashcmd.Command { return slashcmd.Command{Name: string(c)} }
 func (namedCommand) Run(context.Context, *agenttool.TurnContext, []string) (string, error) {
 	return "", nil
 }
