@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 
@@ -13,8 +14,8 @@ import (
 // passes a [MicroPublisher]; tests may record the calls.
 type Publisher interface {
 	// Publish replaces the tools published for server; none withdraws
-	// them.
-	Publish(server string, defs []toolschema.Tool) error
+	// them. It waits for the bus at most until ctx ends.
+	Publish(ctx context.Context, server string, defs []toolschema.Tool) error
 }
 
 // catalog is publishing: the tools of every connected server by name,
@@ -47,7 +48,7 @@ func newCatalog(log *slog.Logger) *catalog {
 
 // serve publishes the tools of servers with p, and from then on every
 // listing publish gets.
-func (c *catalog) serve(p Publisher, servers []*server) {
+func (c *catalog) serve(ctx context.Context, p Publisher, servers []*server) {
 	c.pubMu.Lock()
 	defer c.pubMu.Unlock()
 	c.mu.Lock()
@@ -59,7 +60,7 @@ func (c *catalog) serve(p Publisher, servers []*server) {
 	c.pub = p
 	for _, s := range servers {
 		if defs := s.definitions(); len(defs) > 0 {
-			if err := p.Publish(s.name, defs); err != nil {
+			if err := p.Publish(ctx, s.name, defs); err != nil {
 				c.log.Error("publish MCP tools", "server", s.name, "err", err)
 			}
 		}
@@ -68,7 +69,7 @@ func (c *catalog) serve(p Publisher, servers []*server) {
 
 // publish records the tools of server s (none: withdrawn) and publishes
 // them when serving.
-func (c *catalog) publish(s *server, ts []tools.Tool, set *tools.Set) {
+func (c *catalog) publish(ctx context.Context, s *server, ts []tools.Tool, set *tools.Set) {
 	c.pubMu.Lock()
 	defer c.pubMu.Unlock()
 	c.mu.Lock()
@@ -92,14 +93,14 @@ func (c *catalog) publish(s *server, ts []tools.Tool, set *tools.Set) {
 	c.mu.Unlock()
 	toolschema.SortTools(defs)
 	if p != nil {
-		if err := p.Publish(s.name, defs); err != nil {
+		if err := p.Publish(ctx, s.name, defs); err != nil {
 			c.log.Error("publish MCP tools", "server", s.name, "err", err)
 		}
 	}
 }
 
 // close withdraws every server's tools for good.
-func (c *catalog) close(servers []*server) {
+func (c *catalog) close(ctx context.Context, servers []*server) {
 	c.pubMu.Lock()
 	defer c.pubMu.Unlock()
 	c.mu.Lock()
@@ -114,7 +115,7 @@ func (c *catalog) close(servers []*server) {
 	c.mu.Unlock()
 	if p != nil {
 		for _, s := range servers {
-			if err := p.Publish(s.name, nil); err != nil {
+			if err := p.Publish(ctx, s.name, nil); err != nil {
 				c.log.Warn("withdraw MCP tools", "server", s.name, "err", err)
 			}
 		}

@@ -184,7 +184,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	close(m.started)
 	<-ctx.Done()
 
-	m.catalog.close(m.servers)
+	m.catalog.close(context.WithoutCancel(ctx), m.servers)
 	stopServers()
 	done := make(chan struct{})
 	go func() {
@@ -226,7 +226,7 @@ func (m *Manager) Started() <-chan struct{} { return m.started }
 // Serve publishes the tools of the connected servers with p, and from then
 // on every change: a server's tools are withdrawn while it cannot be
 // reached and published again when it is back.
-func (m *Manager) Serve(p Publisher) { m.catalog.serve(p, m.servers) }
+func (m *Manager) Serve(ctx context.Context, p Publisher) { m.catalog.serve(ctx, p, m.servers) }
 
 // Get returns a published tool and its compiled schema.
 func (m *Manager) Get(name string) (tools.Tool, *toolschema.Schema, bool) {

@@ -33,7 +33,7 @@ func newRecorder() *recorder {
 	return &recorder{latest: map[string][]string{}, events: make(chan string, 1000)}
 }
 
-func (r *recorder) Publish(server string, defs []toolschema.Tool) error {
+func (r *recorder) Publish(_ context.Context, server string, defs []toolschema.Tool) error {
 	names := make([]string, len(defs))
 	for i, d := range defs {
 		names[i] = d.Name
@@ -114,7 +114,7 @@ func startManager(t *testing.T, sb sandbox.Config, servers map[string]mcp.Server
 		}
 	})
 	rec := newRecorder()
-	m.Serve(rec)
+	m.Serve(t.Context(), rec)
 	return m, rec
 }
 
@@ -368,7 +368,7 @@ func TestRunEndWithdrawsAndStops(t *testing.T) {
 	stop := runManager(t, m)
 	defer stop()
 	rec := newRecorder()
-	m.Serve(rec)
+	m.Serve(t.Context(), rec)
 	rec.await(t, "fake", func(names []string) bool { return len(names) > 0 })
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)

@@ -1,19 +1,18 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 )
-
-const flushTimeout = 10 * time.Second
 
 // MicroPublisher publishes each MCP server's tools as a NATS micro service
 // of its own, an instance of the runner's service (same name, version and
@@ -38,7 +37,7 @@ type MicroPublisher struct {
 }
 
 // Publish implements [Publisher].
-func (p *MicroPublisher) Publish(server string, defs []toolschema.Tool) error {
+func (p *MicroPublisher) Publish(ctx context.Context, server string, defs []toolschema.Tool) error {
 	var next micro.Service
 	if len(defs) > 0 {
 		cfg := p.Service
@@ -66,7 +65,10 @@ func (p *MicroPublisher) Publish(server string, defs []toolschema.Tool) error {
 			}
 		}
 		// The subscriptions are in place once the server has them.
-		if err := p.NC.FlushTimeout(flushTimeout); err != nil {
+		fctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
+		err = p.NC.FlushWithContext(fctx)
+		cancel()
+		if err != nil {
 			_ = svc.Stop()
 			return fmt.Errorf("register MCP server %s's tools: %w", server, err)
 		}

@@ -98,7 +98,7 @@ func TestServerUnderAClosedDirectory(t *testing.T) {
 	stop := runManager(t, m)
 	t.Cleanup(func() { _ = stop() })
 	rec := newRecorder()
-	m.Serve(rec)
+	m.Serve(t.Context(), rec)
 	if st := m.Status()[0]; st.State != mcp.StateDown || !strings.Contains(st.LastError, "chmod o+x "+closed) {
 		t.Fatalf("server under a closed directory: %+v; want it down naming `chmod o+x %s`", st, closed)
 	}

@@ -55,7 +55,7 @@ func (s *server) supervise(ctx context.Context) {
 			}
 			wait := waits.Wait(failures)
 			failures++
-			s.down(err, wait)
+			s.down(ctx, err, wait)
 			s.firstOnce.Do(func() { close(s.firstDone) })
 			if backoff.Sleep(ctx, wait) != nil {
 				return
@@ -159,12 +159,12 @@ func (s *server) open(ctx context.Context) (*conn, error) {
 		s.closeConn(c)
 		return nil, fmt.Errorf("no answer within %s", s.m.connectTimeout)
 	}
-	s.up(c, items)
+	s.up(ctx, c, items)
 	return c, nil
 }
 
 // up records a new session and publishes its tools.
-func (s *server) up(c *conn, ts []tools.Tool) {
+func (s *server) up(ctx context.Context, c *conn, ts []tools.Tool) {
 	set, err := tools.NewSet(ts...)
 	if err != nil {
 		// assignNames makes names unique and valid; schemas compiled.
@@ -177,7 +177,7 @@ func (s *server) up(c *conn, ts []tools.Tool) {
 	if set == nil {
 		set, _ = tools.NewSet()
 	}
-	s.m.catalog.publish(s, ts, set)
+	s.m.catalog.publish(ctx, s, ts, set)
 	attrs := []any{"transport", s.tr, "tools", len(ts)}
 	if c.proc != nil && c.proc.cmd.Process != nil {
 		attrs = append(attrs, "pid", c.proc.cmd.Process.Pid)
@@ -190,20 +190,20 @@ func (s *server) up(c *conn, ts []tools.Tool) {
 }
 
 // republish serves a new listing of a connected server.
-func (s *server) republish(ts []tools.Tool) {
+func (s *server) republish(ctx context.Context, ts []tools.Tool) {
 	set, err := tools.NewSet(ts...)
 	if err != nil {
 		s.log.Error("MCP tools not served", "err", err)
 		return
 	}
 	s.life.update(func(l *lifeState) { l.served = ts })
-	s.m.catalog.publish(s, ts, set)
+	s.m.catalog.publish(ctx, s, ts, set)
 	s.log.Info("MCP server's tools changed", "tools", len(ts))
 }
 
 // down records a failed attempt and withdraws the server's tools, so that
 // calls go to runners that have it.
-func (s *server) down(err error, retryIn time.Duration) {
+func (s *server) down(ctx context.Context, err error, retryIn time.Duration) {
 	was := s.life.update(func(l *lifeState) {
 		l.state, l.conn, l.served, l.lastErr = StateDown, nil, nil, err
 	})
@@ -211,7 +211,7 @@ func (s *server) down(err error, retryIn time.Duration) {
 	same := was.lastErr != nil && was.lastErr.Error() == err.Error()
 	served := len(was.served) > 0
 	if served {
-		s.m.catalog.publish(s, nil, nil)
+		s.m.catalog.publish(ctx, s, nil, nil)
 	}
 	switch {
 	case first:
@@ -286,7 +286,7 @@ func (s *server) watch(ctx context.Context, c *conn) error {
 				s.log.Warn("MCP server said its tools changed but listing them failed", "err", err)
 				continue
 			}
-			s.republish(ts)
+			s.republish(ctx, ts)
 		case <-s.health:
 			pctx, cancel := context.WithTimeout(ctx, min(s.cfg.Timeout(), 10*time.Second))
 			err := sess.Ping(pctx, nil)

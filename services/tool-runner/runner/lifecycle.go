@@ -133,7 +133,7 @@ func (r *Runner) start(ctx context.Context) error {
 	r.started = true
 	var mcpTools []string
 	if r.mcp != nil {
-		r.mcp.Serve(&mcp.MicroPublisher{NC: r.bus.NC, Service: svcCfg, Subject: r.bus.Space.ToolCall,
+		r.mcp.Serve(ctx, &mcp.MicroPublisher{NC: r.bus.NC, Service: svcCfg, Subject: r.bus.Space.ToolCall,
 			Handler: func(name string) micro.Handler { return micro.HandlerFunc(r.serve(name)) }})
 		mcpTools = r.mcp.Names()
 	}
