@@ -7,7 +7,9 @@
 // renames or links meanwhile. On top of that a [Dir] follows no symlink at
 // all, in any component: each directory on the way is checked with Lstat
 // and the directory then opened is checked to be that same inode, so a
-// "memory -> /host/dir" planted or swapped in is refused, not followed.
+// "memory -> /host/dir" planted or swapped in is refused, not followed;
+// it is opened only as a directory, so a FIFO swapped in is refused, not
+// waited on ([OpenDir]).
 // Files read must be regular with a single link (a hard link may alias a
 // file elsewhere). Writes go to a temporary file in the opened parent
 // directory and are renamed over the target, so a symlink or hard link at
@@ -122,7 +124,7 @@ func (d *Dir) parent(rel string, create bool) (*os.Root, string, error) {
 		if !fi.IsDir() {
 			return fail(fmt.Errorf("%s: %w", at, syscall.ENOTDIR))
 		}
-		next, err := cur.OpenRoot(name)
+		next, err := OpenDir(cur, name)
 		if err != nil {
 			return fail(fmt.Errorf("open %s: %w", at, err))
 		}
@@ -145,6 +147,18 @@ func (d *Dir) parent(rel string, create bool) (*os.Root, string, error) {
 		cur = next
 	}
 	return cur, base, nil
+}
+
+// OpenDir opens the directory name beneath r as a root of its own,
+// following symlinks beneath r as [os.Root.OpenRoot] does, but never
+// opens anything else. OpenRoot opens its last component without
+// O_DIRECTORY: a FIFO there, which a sandboxed command can make or swap
+// in after the caller checked the name, held the open (and the caller,
+// and its shutdown) until something wrote to the FIFO, which nothing
+// does. Here that component is opened as a directory on the way to "."
+// in it, so a FIFO, file or device is syscall.ENOTDIR at once.
+func OpenDir(r *os.Root, name string) (*os.Root, error) {
+	return r.OpenRoot(name + string(filepath.Separator) + ".")
 }
 
 // CheckRegular refuses anything but a regular file with one link.
