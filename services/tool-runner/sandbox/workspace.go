@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 )
 
 // Workspace is a directory that file tools may use and nothing beyond it.
@@ -93,7 +95,7 @@ func (w *Workspace) mkdirAll(p, rel string) error {
 	}
 	parts := strings.Split(rel, string(filepath.Separator))
 	for i, name := range parts {
-		parent, err := w.root.OpenRoot(filepath.Join(append([]string{"."}, parts[:i]...)...))
+		parent, err := wsfile.OpenDir(w.root, filepath.Join(append([]string{"."}, parts[:i]...)...))
 		if err != nil {
 			return err
 		}
@@ -258,7 +260,7 @@ func (w *Workspace) WriteFile(p string, data []byte) error {
 		return w.classify(p, dir, err)
 	}
 	// Everything below happens in this one directory, the one checked.
-	parent, err := w.root.OpenRoot(dir)
+	parent, err := wsfile.OpenDir(w.root, dir)
 	if err != nil {
 		return w.classify(p, rel, err)
 	}
@@ -362,7 +364,7 @@ func (w *Workspace) Remove(p string) error {
 	if err := w.checkWritable(p, rel); err != nil {
 		return err
 	}
-	parent, err := w.root.OpenRoot(filepath.Dir(rel))
+	parent, err := wsfile.OpenDir(w.root, filepath.Dir(rel))
 	if err != nil {
 		return w.classify(p, rel, err)
 	}

@@ -195,3 +195,40 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A FIFO where a directory on the way belongs (a command in the sandbox
+// makes one with mkfifo) is refused, never opened: os.Root.OpenRoot
+// opened it as the parent directory and waited for a writer, for good,
+// holding the tool call and the runner's shutdown. Found with the
+// all-in-one: write_file "ff/x.txt" after "mkfifo ff" never answered,
+// and the process outlived SIGTERM by minutes.
+func TestFIFOOnTheWayIsNotOpened(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(ws *sandbox.Workspace) error
+	}{
+		{"WriteFile in it", func(ws *sandbox.Workspace) error { return ws.WriteFile("fifo/x.txt", []byte("x")) }},
+		{"WriteFile below it", func(ws *sandbox.Workspace) error { return ws.WriteFile("fifo/a/x.txt", []byte("x")) }},
+		{"MkdirAll below it", func(ws *sandbox.Workspace) error { _, err := ws.MkdirAll("fifo/a/b"); return err }},
+		{"Remove in it", func(ws *sandbox.Workspace) error { return ws.Remove("fifo/x.txt") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws, _ := layout(t)
+			must(t, syscall.Mkfifo(filepath.Join(ws.Dir(), "fifo"), 0o644))
+			// The FIFO has no writer: an open of it never returns, so
+			// the answer is the proof, and the timeout only turns such
+			// a wait into a failure.
+			done := make(chan error, 1)
+			go func() { done <- tt.do(ws) }()
+			err := bustest.Receive(t, done, 30*time.Second)
+			if !errors.Is(err, sandbox.ErrNotDirectory) {
+				t.Fatalf("got %v, want %v", err, sandbox.ErrNotDirectory)
+			}
+			t.Logf("%s", err)
+			if fi, err := os.Lstat(filepath.Join(ws.Dir(), "fifo")); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+				t.Errorf("the FIFO was changed: %v %v", fi, err)
+			}
+		})
+	}
+}
