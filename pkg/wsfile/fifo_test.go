@@ -2,8 +2,11 @@ package wsfile_test
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -119,5 +122,37 @@ func TestReadNeverWaitsOnAFIFOSwappedIn(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatalf("ReadFile: %v", err)
+	}
+}
+
+func TestFSOpensNoFIFO(t *testing.T) {
+	_, ws, _ := layout(t)
+	fifo := filepath.Join(ws, "sub", "fifo")
+	must(t, unix.Mkfifo(fifo, 0o644))
+	r, err := os.OpenRoot(ws)
+	must(t, err)
+	defer r.Close()
+	fsys := wsfile.FS(r)
+	var walked []string
+	err = within(t, []string{fifo}, func() error {
+		if _, err := fs.ReadDir(fsys, "sub/fifo"); !errors.Is(err, wsfile.ErrNotRegular) {
+			return fmt.Errorf("ReadDir of the FIFO = %v, want %v", err, wsfile.ErrNotRegular)
+		}
+		if _, err := fs.ReadFile(fsys, "sub/fifo"); !errors.Is(err, wsfile.ErrNotRegular) {
+			return fmt.Errorf("ReadFile of the FIFO = %v, want %v", err, wsfile.ErrNotRegular)
+		}
+		return fs.WalkDir(fsys, ".", func(p string, _ fs.DirEntry, err error) error {
+			walked = append(walked, p)
+			return err
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := fs.ReadFile(fsys, "sub/deep/f.md"); err != nil || string(data) != "deep" {
+		t.Errorf("ReadFile = %q, %v", data, err)
+	}
+	if !slices.Contains(walked, "sub/fifo") || !slices.Contains(walked, "sub/deep/f.md") {
+		t.Errorf("walked %q", walked)
 	}
 }

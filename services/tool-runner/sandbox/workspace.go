@@ -125,8 +125,9 @@ func (w *Workspace) Dir() string { return w.dir }
 // Root is the os.Root beneath which every access happens.
 func (w *Workspace) Root() *os.Root { return w.root }
 
-// FS is the workspace as a read-only file system.
-func (w *Workspace) FS() fs.FS { return w.root.FS() }
+// FS is the workspace as a read-only file system, which refuses a FIFO
+// or device rather than wait on it (see [wsfile.FS]).
+func (w *Workspace) FS() fs.FS { return wsfile.FS(w.root) }
 
 // Rel turns a path as a model writes it into a path relative to the
 // workspace ("." for the workspace itself). Relative paths are taken from
@@ -345,7 +346,10 @@ func (w *Workspace) ReadDir(p string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := fs.ReadDir(w.root.FS(), filepath.ToSlash(rel))
+	entries, err := fs.ReadDir(w.FS(), filepath.ToSlash(rel))
+	if errors.Is(err, wsfile.ErrNotRegular) { // swapped since Directory
+		return nil, &PathError{Path: p, Reason: "is not a directory", Err: ErrNotDirectory}
+	}
 	if err != nil {
 		return nil, w.classify(p, rel, err)
 	}

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 )
 
@@ -231,4 +234,66 @@ func TestFIFOOnTheWayIsNotOpened(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The workspace's file system (list_dir, glob, grep) opens no FIFO: a
+// command in the sandbox exchanging a directory and a FIFO while another
+// session listed it held list_dir in os.Root's open for good (the
+// all-in-one, two sessions sharing the workspace: the fourth list_dir
+// never answered; the goroutine dump showed rootFS.ReadDir in openat).
+func TestListingNeverWaitsOnAFIFO(t *testing.T) {
+	t.Run("FIFO opened through FS", func(t *testing.T) {
+		ws, _ := layout(t)
+		must(t, syscall.Mkfifo(filepath.Join(ws.Dir(), "fifo"), 0o644))
+		done := make(chan error, 2)
+		go func() {
+			_, err := fs.ReadDir(ws.FS(), "fifo")
+			done <- err
+			_, err = fs.ReadFile(ws.FS(), "fifo")
+			done <- err
+		}()
+		for range 2 {
+			if err := bustest.Receive(t, done, 30*time.Second); !errors.Is(err, wsfile.ErrNotRegular) {
+				t.Fatalf("got %v, want %v", err, wsfile.ErrNotRegular)
+			}
+		}
+	})
+	t.Run("FIFO swapped in for the directory listed", func(t *testing.T) {
+		ws, _ := layout(t)
+		dir, fifo := filepath.Join(ws.Dir(), "d"), filepath.Join(ws.Dir(), "fifo")
+		must(t, os.Mkdir(dir, 0o755))
+		must(t, syscall.Mkfifo(fifo, 0o644))
+		if err := unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE); err != nil {
+			t.Skipf("the file system cannot exchange names: %v", err)
+		}
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE)
+			}
+		}()
+		t.Cleanup(func() {
+			close(stop)
+			bustest.Receive(t, stopped, 10*time.Second)
+		})
+		done := make(chan error, 1)
+		go func() {
+			for range 20000 {
+				if _, err := ws.ReadDir("d"); err != nil && !errors.Is(err, sandbox.ErrNotDirectory) {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+		if err := bustest.Receive(t, done, 30*time.Second); err != nil {
+			t.Fatalf("ReadDir: %v", err)
+		}
+	})
 }
