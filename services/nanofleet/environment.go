@@ -33,8 +33,10 @@ type environment struct {
 	stopNow <-chan struct{}
 }
 
+// newEnvironment prints to stdout and stderr through a [plainWriter]:
+// what commands print holds models' text.
 func newEnvironment(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *environment {
-	return &environment{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	return &environment{stdin: stdin, stdout: &plainWriter{w: stdout}, stderr: &plainWriter{w: stderr}, getenv: getenv}
 }
 
 // home is ~/.nanofleet, or NANOFLEET_HOME.

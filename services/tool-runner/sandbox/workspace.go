@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 )
 
 // Workspace is a directory that file tools may use and nothing beyond it.
@@ -93,7 +95,7 @@ func (w *Workspace) mkdirAll(p, rel string) error {
 	}
 	parts := strings.Split(rel, string(filepath.Separator))
 	for i, name := range parts {
-		parent, err := w.root.OpenRoot(filepath.Join(append([]string{"."}, parts[:i]...)...))
+		parent, err := wsfile.OpenDir(w.root, filepath.Join(append([]string{"."}, parts[:i]...)...))
 		if err != nil {
 			return err
 		}
@@ -123,8 +125,9 @@ func (w *Workspace) Dir() string { return w.dir }
 // Root is the os.Root beneath which every access happens.
 func (w *Workspace) Root() *os.Root { return w.root }
 
-// FS is the workspace as a read-only file system.
-func (w *Workspace) FS() fs.FS { return w.root.FS() }
+// FS is the workspace as a read-only file system, which refuses a FIFO
+// or device rather than wait on it (see [wsfile.FS]).
+func (w *Workspace) FS() fs.FS { return wsfile.FS(w.root) }
 
 // Rel turns a path as a model writes it into a path relative to the
 // workspace ("." for the workspace itself). Relative paths are taken from
@@ -258,7 +261,7 @@ func (w *Workspace) WriteFile(p string, data []byte) error {
 		return w.classify(p, dir, err)
 	}
 	// Everything below happens in this one directory, the one checked.
-	parent, err := w.root.OpenRoot(dir)
+	parent, err := wsfile.OpenDir(w.root, dir)
 	if err != nil {
 		return w.classify(p, rel, err)
 	}
@@ -343,7 +346,10 @@ func (w *Workspace) ReadDir(p string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := fs.ReadDir(w.root.FS(), filepath.ToSlash(rel))
+	entries, err := fs.ReadDir(w.FS(), filepath.ToSlash(rel))
+	if errors.Is(err, wsfile.ErrNotRegular) { // swapped since Directory
+		return nil, &PathError{Path: p, Reason: "is not a directory", Err: ErrNotDirectory}
+	}
 	if err != nil {
 		return nil, w.classify(p, rel, err)
 	}
@@ -362,7 +368,7 @@ func (w *Workspace) Remove(p string) error {
 	if err := w.checkWritable(p, rel); err != nil {
 		return err
 	}
-	parent, err := w.root.OpenRoot(filepath.Dir(rel))
+	parent, err := wsfile.OpenDir(w.root, filepath.Dir(rel))
 	if err != nil {
 		return w.classify(p, rel, err)
 	}

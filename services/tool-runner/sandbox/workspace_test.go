@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 )
 
@@ -194,4 +197,103 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A FIFO where a directory on the way belongs (a command in the sandbox
+// makes one with mkfifo) is refused, never opened: os.Root.OpenRoot
+// opened it as the parent directory and waited for a writer, for good,
+// holding the tool call and the runner's shutdown. Found with the
+// all-in-one: write_file "ff/x.txt" after "mkfifo ff" never answered,
+// and the process outlived SIGTERM by minutes.
+func TestFIFOOnTheWayIsNotOpened(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(ws *sandbox.Workspace) error
+	}{
+		{"WriteFile in it", func(ws *sandbox.Workspace) error { return ws.WriteFile("fifo/x.txt", []byte("x")) }},
+		{"WriteFile below it", func(ws *sandbox.Workspace) error { return ws.WriteFile("fifo/a/x.txt", []byte("x")) }},
+		{"MkdirAll below it", func(ws *sandbox.Workspace) error { _, err := ws.MkdirAll("fifo/a/b"); return err }},
+		{"Remove in it", func(ws *sandbox.Workspace) error { return ws.Remove("fifo/x.txt") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws, _ := layout(t)
+			must(t, syscall.Mkfifo(filepath.Join(ws.Dir(), "fifo"), 0o644))
+			// The FIFO has no writer: an open of it never returns, so
+			// the answer is the proof, and the timeout only turns such
+			// a wait into a failure.
+			done := make(chan error, 1)
+			go func() { done <- tt.do(ws) }()
+			err := bustest.Receive(t, done, 30*time.Second)
+			if !errors.Is(err, sandbox.ErrNotDirectory) {
+				t.Fatalf("got %v, want %v", err, sandbox.ErrNotDirectory)
+			}
+			t.Logf("%s", err)
+			if fi, err := os.Lstat(filepath.Join(ws.Dir(), "fifo")); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+				t.Errorf("the FIFO was changed: %v %v", fi, err)
+			}
+		})
+	}
+}
+
+// The workspace's file system (list_dir, glob, grep) opens no FIFO: a
+// command in the sandbox exchanging a directory and a FIFO while another
+// session listed it held list_dir in os.Root's open for good (the
+// all-in-one, two sessions sharing the workspace: the fourth list_dir
+// never answered; the goroutine dump showed rootFS.ReadDir in openat).
+func TestListingNeverWaitsOnAFIFO(t *testing.T) {
+	t.Run("FIFO opened through FS", func(t *testing.T) {
+		ws, _ := layout(t)
+		must(t, syscall.Mkfifo(filepath.Join(ws.Dir(), "fifo"), 0o644))
+		done := make(chan error, 2)
+		go func() {
+			_, err := fs.ReadDir(ws.FS(), "fifo")
+			done <- err
+			_, err = fs.ReadFile(ws.FS(), "fifo")
+			done <- err
+		}()
+		for range 2 {
+			if err := bustest.Receive(t, done, 30*time.Second); !errors.Is(err, wsfile.ErrNotRegular) {
+				t.Fatalf("got %v, want %v", err, wsfile.ErrNotRegular)
+			}
+		}
+	})
+	t.Run("FIFO swapped in for the directory listed", func(t *testing.T) {
+		ws, _ := layout(t)
+		dir, fifo := filepath.Join(ws.Dir(), "d"), filepath.Join(ws.Dir(), "fifo")
+		must(t, os.Mkdir(dir, 0o755))
+		must(t, syscall.Mkfifo(fifo, 0o644))
+		if err := unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE); err != nil {
+			t.Skipf("the file system cannot exchange names: %v", err)
+		}
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE)
+			}
+		}()
+		t.Cleanup(func() {
+			close(stop)
+			bustest.Receive(t, stopped, 10*time.Second)
+		})
+		done := make(chan error, 1)
+		go func() {
+			for range 20000 {
+				if _, err := ws.ReadDir("d"); err != nil && !errors.Is(err, sandbox.ErrNotDirectory) {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+		if err := bustest.Receive(t, done, 30*time.Second); err != nil {
+			t.Fatalf("ReadDir: %v", err)
+		}
+	})
 }

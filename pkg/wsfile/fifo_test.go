@@ -1,0 +1,160 @@
+package wsfile_test
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
+)
+
+// within runs f and fails the test if it has not returned after 10 s:
+// it waits on a FIFO. Opening the FIFOs at paths for writing then lets
+// the waiting open return, so that the test ends.
+func within(t *testing.T, paths []string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+	}
+	for range 300 {
+		for _, p := range paths {
+			if w, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+		}
+		select {
+		case <-done:
+			t.Fatal("still waiting after 10 s: a FIFO was opened as a directory")
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatal("still waiting after 10 s: a FIFO was opened as a directory; writing to it did not end the wait")
+	return nil
+}
+
+func TestOpenDirOpensNothingButADirectory(t *testing.T) {
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, ws string) // makes ws/x
+		want  error                         // nil: opened
+	}{
+		{"directory", func(t *testing.T, ws string) { must(t, os.Mkdir(filepath.Join(ws, "x"), 0o755)) }, nil},
+		{"symlink to a directory inside", func(t *testing.T, ws string) { must(t, os.Symlink("sub", filepath.Join(ws, "x"))) }, nil},
+		{"FIFO", func(t *testing.T, ws string) { must(t, unix.Mkfifo(filepath.Join(ws, "x"), 0o644)) }, syscall.ENOTDIR},
+		{"symlink to a FIFO inside", func(t *testing.T, ws string) {
+			must(t, unix.Mkfifo(filepath.Join(ws, "fifo"), 0o644))
+			must(t, os.Symlink("fifo", filepath.Join(ws, "x")))
+		}, syscall.ENOTDIR},
+		{"regular file", func(t *testing.T, ws string) { must(t, os.WriteFile(filepath.Join(ws, "x"), nil, 0o644)) }, syscall.ENOTDIR},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ws, _ := layout(t)
+			tc.plant(t, ws)
+			r, err := os.OpenRoot(ws)
+			must(t, err)
+			defer r.Close()
+			err = within(t, []string{filepath.Join(ws, "x"), filepath.Join(ws, "fifo")}, func() error {
+				d, err := wsfile.OpenDir(r, "x")
+				if err == nil {
+					d.Close()
+				}
+				return err
+			})
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("OpenDir = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// A sandboxed command swaps a FIFO in for the directory on the way to
+// a file between the reader's check of the directory and its open: the
+// read fails, it never waits for a writer to the FIFO. The memory
+// consolidator's file sync waited there for good (found with a command
+// exchanging memory/ and a FIFO while the all-in-one ran).
+func TestReadNeverWaitsOnAFIFOSwappedIn(t *testing.T) {
+	d, ws, _ := layout(t)
+	dir, fifo := filepath.Join(ws, "memory"), filepath.Join(ws, "fifo")
+	must(t, os.WriteFile(filepath.Join(dir, "MEMORY.md"), []byte("memory"), 0o644))
+	must(t, unix.Mkfifo(fifo, 0o644))
+	if err := unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE); err != nil {
+		t.Skipf("the file system cannot exchange names: %v", err)
+	}
+	stop := make(chan struct{})
+	swapped := make(chan struct{})
+	go func() {
+		defer close(swapped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE)
+		}
+	}()
+	err := within(t, []string{dir, fifo}, func() error {
+		defer close(stop)
+		for range 20000 {
+			if _, _, err := d.ReadFile(filepath.Join("memory", "MEMORY.md"), 0); err != nil &&
+				!errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, wsfile.ErrSymlink) && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	})
+	select {
+	case <-swapped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the swapping goroutine did not stop")
+	}
+	if err != nil {
+		t.Fatalf("ReadFile: %v", err)
+	}
+}
+
+func TestFSOpensNoFIFO(t *testing.T) {
+	_, ws, _ := layout(t)
+	fifo := filepath.Join(ws, "sub", "fifo")
+	must(t, unix.Mkfifo(fifo, 0o644))
+	r, err := os.OpenRoot(ws)
+	must(t, err)
+	defer r.Close()
+	fsys := wsfile.FS(r)
+	var walked []string
+	err = within(t, []string{fifo}, func() error {
+		if _, err := fs.ReadDir(fsys, "sub/fifo"); !errors.Is(err, wsfile.ErrNotRegular) {
+			return fmt.Errorf("ReadDir of the FIFO = %v, want %v", err, wsfile.ErrNotRegular)
+		}
+		if _, err := fs.ReadFile(fsys, "sub/fifo"); !errors.Is(err, wsfile.ErrNotRegular) {
+			return fmt.Errorf("ReadFile of the FIFO = %v, want %v", err, wsfile.ErrNotRegular)
+		}
+		return fs.WalkDir(fsys, ".", func(p string, _ fs.DirEntry, err error) error {
+			walked = append(walked, p)
+			return err
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := fs.ReadFile(fsys, "sub/deep/f.md"); err != nil || string(data) != "deep" {
+		t.Errorf("ReadFile = %q, %v", data, err)
+	}
+	if !slices.Contains(walked, "sub/fifo") || !slices.Contains(walked, "sub/deep/f.md") {
+		t.Errorf("walked %q", walked)
+	}
+}
