@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -113,7 +114,12 @@ func InferProvider(model string) string {
 //     provider is inferred from the model (InferProvider), defaulting to
 //     openai.
 //   - For openai and such a compatible host, OPENAI_API_KEY and
-//     OPENAI_BASE_URL fill APIKey and APIBase when they are empty.
+//     OPENAI_BASE_URL fill APIKey and APIBase when they are empty; but a
+//     compatible host the config names (an APIBase other than
+//     OPENAI_BASE_URL) does not get OPENAI_API_KEY, which is OpenAI's key
+//     or the key of the host OPENAI_BASE_URL names (nanobot's custom
+//     provider reads no variable either): a local server or a third
+//     party is not sent it ([WithheldEnvKey] says so at start).
 //   - Otherwise the preset's own key variable (e.g. DEEPSEEK_API_KEY) fills
 //     an empty APIKey.
 //
@@ -139,10 +145,11 @@ func ResolveFromEnv(cfg Config, getenv func(string) string) Config {
 	}
 	name := strings.ToLower(cfg.Name)
 	if name == ProviderOpenAI || name == ProviderCustom {
+		envHost := cfg.APIBase == "" || cfg.APIBase == envBase
 		if cfg.APIBase == "" {
 			cfg.APIBase = envBase
 		}
-		if cfg.APIKey == "" {
+		if cfg.APIKey == "" && (name == ProviderOpenAI || envHost) {
 			cfg.APIKey = strings.TrimSpace(getenv("OPENAI_API_KEY"))
 		}
 	}
@@ -150,4 +157,15 @@ func ResolveFromEnv(cfg Config, getenv func(string) string) Config {
 		cfg.APIKey = strings.TrimSpace(getenv(p.KeyEnv))
 	}
 	return cfg
+}
+
+// WithheldEnvKey is the warning for a compatible host the config names
+// without a key while OPENAI_API_KEY is set: [ResolveFromEnv] does not
+// send it there, and a host that needs a key answers 401. "" otherwise.
+func WithheldEnvKey(cfg Config, getenv func(string) string) string {
+	if strings.ToLower(cfg.Name) != ProviderCustom || cfg.APIKey != "" || strings.TrimSpace(getenv("OPENAI_API_KEY")) == "" ||
+		cfg.APIBase == strings.TrimSpace(getenv("OPENAI_BASE_URL")) {
+		return ""
+	}
+	return fmt.Sprintf("providers.custom has no apiKey: OPENAI_API_KEY is not sent to %s, a host the config names (it is OpenAI's key, or OPENAI_BASE_URL's host's); set providers.custom.apiKey if the host needs a key", cfg.APIBase)
 }

@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/llm"
@@ -115,6 +116,24 @@ func TestResolveFromEnv(t *testing.T) {
 			want: llm.Config{Name: "openai", APIKey: "cfg-key", APIBase: "http://cfg/v1", Model: "b"},
 		},
 		{
+			name: "a compatible host the config names is not sent OpenAI's key",
+			cfg:  llm.Config{Name: "custom", APIBase: "http://127.0.0.1:11434/v1", Model: "qwen3"},
+			env:  map[string]string{"OPENAI_API_KEY": "sk-openai"},
+			want: llm.Config{Name: "custom", APIBase: "http://127.0.0.1:11434/v1", Model: "qwen3"},
+		},
+		{
+			name: "nor one inferred from its base",
+			cfg:  llm.Config{APIBase: "https://llm.example.net/v1", Model: "qwen3"},
+			env:  map[string]string{"OPENAI_API_KEY": "sk-openai", "OPENAI_BASE_URL": "http://other/v1"},
+			want: llm.Config{Name: "custom", APIBase: "https://llm.example.net/v1", Model: "qwen3"},
+		},
+		{
+			name: "the host OPENAI_BASE_URL names gets OPENAI_API_KEY also when the config names it too",
+			cfg:  llm.Config{Name: "custom", APIBase: "http://gw/v1", Model: "qwen3"},
+			env:  map[string]string{"OPENAI_API_KEY": "sk-gw", "OPENAI_BASE_URL": "http://gw/v1"},
+			want: llm.Config{Name: "custom", APIBase: "http://gw/v1", APIKey: "sk-gw", Model: "qwen3"},
+		},
+		{
 			name: "unknown model defaults to openai",
 			cfg:  llm.Config{Model: "llama3"},
 			env:  map[string]string{},
@@ -151,4 +170,34 @@ func ExampleResolveFromEnv() {
 	cfg := llm.ResolveFromEnv(llm.Config{}, func(k string) string { return env[k] })
 	fmt.Println(cfg.Name, cfg.APIBase, cfg.Model, cfg.Validate() == nil)
 	// Output: custom http://127.0.0.1:8000/v1 qwen3 true
+}
+
+// TestWithheldEnvKey: start-up says when OPENAI_API_KEY is set but not
+// sent to the compatible host the config names, and only then.
+func TestWithheldEnvKey(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		cfg  llm.Config
+		env  map[string]string
+		want bool
+	}{
+		{"config's host, env key", llm.Config{Name: "custom", APIBase: "http://127.0.0.1:11434/v1"}, map[string]string{"OPENAI_API_KEY": "k"}, true},
+		{"config's host, no env key", llm.Config{Name: "custom", APIBase: "http://127.0.0.1:11434/v1"}, map[string]string{}, false},
+		{"config's host with its own key", llm.Config{Name: "custom", APIBase: "http://h/v1", APIKey: "own"}, map[string]string{"OPENAI_API_KEY": "k"}, false},
+		{"the env's host", llm.Config{}, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://gw/v1"}, false},
+		{"openai", llm.Config{Name: "openai"}, map[string]string{"OPENAI_API_KEY": "k"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			getenv := func(k string) string { return tt.env[k] }
+			w := llm.WithheldEnvKey(llm.ResolveFromEnv(tt.cfg, getenv), getenv)
+			if (w != "") != tt.want {
+				t.Fatalf("WithheldEnvKey = %q, want a warning: %t", w, tt.want)
+			}
+			if tt.want && !strings.Contains(w, tt.cfg.APIBase) {
+				t.Errorf("warning %q does not name the host", w)
+			}
+		})
+	}
 }

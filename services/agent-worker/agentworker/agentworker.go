@@ -131,6 +131,9 @@ func Model(file *config.File, getenv func(string) string, retries int, log *slog
 	if err != nil {
 		return nil, "", llm.FileError(pc, err)
 	}
+	if w := llm.WithheldEnvKey(pc, getenv); w != "" {
+		log.Warn(w)
+	}
 	if keyless {
 		log.Warn("no model API key configured: "+llm.MissingKey(pc.ProviderName())+"; until then turns answer with an error", "provider", pc.ProviderName())
 	}

@@ -180,6 +180,9 @@ func Model(file *config.File, getenv func(string) string, log *slog.Logger) (llm
 	if err != nil {
 		return nil, llm.FileError(pc, err)
 	}
+	if w := llm.WithheldEnvKey(pc, getenv); w != "" {
+		log.Warn(w)
+	}
 	if keyless {
 		log.Warn("no model API key configured: "+llm.MissingKey(pc.ProviderName())+"; until then consolidations archive raw turns", "provider", pc.ProviderName())
 	}
