@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -62,7 +63,7 @@ func (g *Gateway) followLive(ctx context.Context, channel string, la LiveAdapter
 		_ = sub.Unsubscribe()
 		q.close()
 	}
-	if err := g.setUp(ctx, g.bus.NC.FlushWithContext); err != nil {
+	if err := g.setUp(ctx, func(ctx context.Context) error { return bus.Flush(ctx, g.bus.NC) }); err != nil {
 		unsubscribe()
 		return nil, nil, fmt.Errorf("subscribe live %s: %w", channel, err)
 	}

@@ -89,10 +89,15 @@ func New(ctx context.Context, b *bus.Bus, channel, chatID string, opts ...Option
 	}
 	w.sub = sub
 	// The live subscription must be known to the server before anything
-	// that could answer is published.
+	// that could answer is published. A flush cut short by a lost
+	// connection is sent again once it is back (the subscription with it).
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := b.NC.FlushWithContext(fctx); err != nil {
+	err = bus.Retry(fctx, backoff.Backoff{}, func(ctx context.Context) error { return bus.Flush(ctx, b.NC) },
+		func(err error, wait time.Duration) {
+			w.log.Warn("watch: live subscription not confirmed, trying again", "chat", chatID, "err", err, "wait", wait)
+		})
+	if err != nil {
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("watch %s:%s: flush: %w", channel, chatID, err)
 	}
