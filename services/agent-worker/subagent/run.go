@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
@@ -35,9 +36,10 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	// A /stop published before the server has the subscription is lost:
-	// Listening says when it has.
+	// Listening says when it has. A flush cut short by a lost connection
+	// is sent again once it is back (the subscription with it).
 	fctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
-	err = m.b.NC.FlushWithContext(fctx)
+	err = bus.Retry(fctx, backoff.Backoff{}, func(ctx context.Context) error { return bus.Flush(ctx, m.b.NC) }, nil)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("subagent: subscribe stop: %w", err)

@@ -470,3 +470,37 @@ func TestRunEndsWithItsContextWhileTheServerIsGone(t *testing.T) {
 		t.Fatalf("Run still waiting %s after its context ended", time.Since(start)-500*time.Millisecond)
 	}
 }
+
+// TestRunOutlivesItsConnectionDroppingAtStart: the worker's connection
+// drops (its node restarts) while Run waits for the server to hold the
+// stop subscription. nats.go fails that wait with "connection closed"
+// though it reconnects and subscribes again, and Run failed, which ends
+// the agent worker. It must listen once the connection is back.
+func TestRunOutlivesItsConnectionDroppingAtStart(t *testing.T) {
+	srv := bustest.StartServer(t)
+	srv.Connect(t, "", subagent.Assets) // provisions the layout
+	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: hop.URL + "," + srv.ClientURL(), Name: t.Name()}, nats.DontRandomize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.NC.Close()
+	m, err := subagent.New(ctx, subagent.DefaultConfig(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := hop.Hold("SUB " + b.Space.StopAll() + " ")
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	bustest.Receive(t, held, 10*time.Second)
+	hop.Cut()
+	select {
+	case <-m.Listening():
+	case err := <-done:
+		t.Fatalf("Run with its connection dropped and back: %v", err)
+	case <-ctx.Done():
+		t.Fatal("not listening a minute after the connection dropped")
+	}
+}

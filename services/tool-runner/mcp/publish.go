@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
@@ -64,9 +65,11 @@ func (p *MicroPublisher) Publish(ctx context.Context, server string, defs []tool
 				return fmt.Errorf("endpoint %s: %w", d.Name, err)
 			}
 		}
-		// The subscriptions are in place once the server has them.
+		// The subscriptions are in place once the server has them. A
+		// flush cut short by a lost connection is sent again once it is
+		// back (the subscriptions with it).
 		fctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
-		err = p.NC.FlushWithContext(fctx)
+		err = bus.Retry(fctx, backoff.Backoff{}, func(ctx context.Context) error { return bus.Flush(ctx, p.NC) }, nil)
 		cancel()
 		if err != nil {
 			_ = svc.Stop()

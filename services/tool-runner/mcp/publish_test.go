@@ -3,12 +3,14 @@ package mcp_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
@@ -43,5 +45,46 @@ func TestPublishEndsWithCtx(t *testing.T) {
 	// Withdrawing waits for nothing.
 	if err := p.Publish(ctx, "srv", nil); err != nil {
 		t.Fatalf("withdraw: %v", err)
+	}
+}
+
+// TestPublishOutlivesItsConnectionDropping: the runner's connection drops
+// (its node restarts) while publishing waits for the server to hold the
+// tools' subscriptions. nats.go fails that wait with "connection closed"
+// though it reconnects and subscribes again; Publish then stopped the
+// server's service, so its tools were not served by this runner until
+// the MCP server listed them again. It must go on once the connection is
+// back, and the tools be callable.
+func TestPublishOutlivesItsConnectionDropping(t *testing.T) {
+	s := bustest.StartServer(t)
+	s.Connect(t, "pub")
+	hop := bustest.NewProxy(t, strings.TrimPrefix(s.ClientURL(), "nats://"))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: hop.URL + "," + s.ClientURL(), Prefix: "pub", Name: t.Name()}, nats.DontRandomize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.NC.Close()
+	p := &mcp.MicroPublisher{
+		NC:      b.NC,
+		Service: micro.Config{Name: "tool-runner", Version: "0.0.1", QueueGroup: "tool-runner"},
+		Subject: func(tool string) string { return "pub.tool." + tool },
+		Handler: func(string) micro.Handler {
+			return micro.HandlerFunc(func(r micro.Request) { _ = r.Respond([]byte("pong")) })
+		},
+	}
+	held := hop.Hold("SUB pub.tool.echo ")
+	done := make(chan error, 1)
+	go func() { done <- p.Publish(ctx, "srv", []toolschema.Tool{{Name: "echo"}}) }()
+	bustest.Receive(t, held, 10*time.Second)
+	hop.Cut()
+	if err := bustest.Receive(t, done, 30*time.Second); err != nil {
+		t.Fatalf("Publish with its connection dropped and back: %v", err)
+	}
+	caller := s.Connect(t, "pub")
+	m, err := caller.NC.RequestWithContext(ctx, "pub.tool.echo", nil)
+	if err != nil || string(m.Data) != "pong" {
+		t.Fatalf("call the published tool: %v, %v", m, err)
 	}
 }

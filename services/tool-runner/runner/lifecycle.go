@@ -121,10 +121,12 @@ func (r *Runner) start(ctx context.Context) error {
 		r.cancel()
 		return fmt.Errorf("catalog endpoint: %w", err)
 	}
-	// The subscriptions are in place once the server has them.
-	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
+	// The subscriptions are in place once the server has them. A flush
+	// cut short by a lost connection is sent again once it is back (the
+	// subscriptions with it).
+	fctx, fcancel := context.WithTimeout(ctx, bus.CallTimeout)
 	defer fcancel()
-	if err := r.bus.NC.FlushWithContext(fctx); err != nil {
+	if err := bus.Retry(fctx, backoff.Backoff{}, func(ctx context.Context) error { return bus.Flush(ctx, r.bus.NC) }, nil); err != nil {
 		svc.Stop()
 		r.cancel()
 		return fmt.Errorf("register tool-runner service: %w", err)

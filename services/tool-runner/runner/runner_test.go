@@ -12,13 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nats-io/nats.go"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
+	"github.com/nanofleet/nanofleet/services/tool-runner/runner/runnertest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox/sandboxtest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
@@ -342,5 +345,47 @@ func TestResultNotUTF8IsAnswered(t *testing.T) {
 	res := f.call("raw_bytes", map[string]any{})
 	if res.GetIsError() || res.GetContent() != "caf\uFFFD \uFFFD end" {
 		t.Errorf("result %q (error %v), want the text with U+FFFD for the bad bytes", res.GetContent(), res.GetIsError())
+	}
+}
+
+// TestRunOutlivesItsConnectionDroppingAtStart: the runner's connection
+// drops (its node restarts) while Run waits for the server to hold its
+// endpoints' subscriptions. nats.go fails that wait with "connection
+// closed" though it reconnects and subscribes again, and Run failed: the
+// tool-runner exited. It must serve once the connection is back.
+func TestRunOutlivesItsConnectionDroppingAtStart(t *testing.T) {
+	cfg, _ := testConfig(t)
+	srv := bustest.StartServer(t)
+	srv.Connect(t, "") // provisions the layout
+	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: hop.URL + "," + srv.ClientURL(), Name: t.Name()}, nats.DontRandomize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.NC.Close()
+	if got := b.NC.ConnectedUrl(); got != hop.URL {
+		t.Fatalf("connected to %s, want the proxy %s", got, hop.URL)
+	}
+	r, err := runner.New(cfg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := hop.Hold("SUB " + toolclient.CatalogSubject(b.Space) + " ")
+	go func() {
+		select {
+		case <-held:
+			hop.Cut()
+		case <-ctx.Done():
+		}
+	}()
+	runnertest.Run(t, r)
+	client, err := toolclient.New(srv.Connect(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Catalog(ctx); err != nil {
+		t.Fatalf("catalog after the connection came back: %v", err)
 	}
 }

@@ -1,0 +1,109 @@
+package bustest
+
+import (
+	"bytes"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Proxy forwards TCP connections to a NATS server, for tests of a
+// connection lost at a given moment: while holding, it keeps what clients
+// send (the server never sees it); Cut closes every connection it has, so
+// that clients reconnect (through it again, or to the next URL they know).
+type Proxy struct {
+	// URL is the proxy's client URL.
+	URL string
+
+	mu    sync.Mutex
+	conns []net.Conn
+	// want is what, once a client sends it, the proxy keeps with all
+	// that follows, instead of forwarding it; "" forwards everything.
+	want    string
+	tail    string // the end of what was forwarded, for a want split between reads
+	holding bool   // want was sent: keep what clients send
+	held    bytes.Buffer
+	seen    chan struct{}
+}
+
+// NewProxy starts a proxy to the server at addr (host:port), closed at
+// the end of the test.
+func NewProxy(t testing.TB, addr string) *Proxy {
+	t.Helper()
+	ln := TakenPort(t)
+	p := &Proxy{URL: "nats://" + ln.Addr().String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", addr)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			go p.pipe(s, c, true)
+			go p.pipe(c, s, false)
+		}
+	}()
+	t.Cleanup(p.Cut)
+	return p
+}
+
+// Hold makes the proxy keep, instead of forwarding, what clients send
+// from want on (the read that holds it and every later one), so that the
+// server never sees want; the channel is closed once what is kept holds
+// want and a PING after it (a flush).
+func (p *Proxy) Hold(want string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.want, p.tail, p.seen = want, "", make(chan struct{})
+	return p.seen
+}
+
+// Cut closes every connection and ends the hold.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns, p.want, p.holding = nil, "", false
+}
+
+func (p *Proxy) pipe(dst, src net.Conn, fromClient bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			_ = dst.Close()
+			return
+		}
+		p.mu.Lock()
+		if fromClient && p.want != "" && !p.holding {
+			scan := p.tail + string(buf[:n])
+			p.holding = strings.Contains(scan, p.want)
+			p.tail = scan[max(0, len(scan)-len(p.want)):]
+		}
+		if fromClient && p.holding {
+			p.held.Write(buf[:n])
+			s := p.held.String()
+			if i := strings.Index(s, p.want); i >= 0 && strings.Contains(s[i:], "PING\r\n") && p.seen != nil {
+				close(p.seen)
+				p.seen = nil
+			}
+			p.mu.Unlock()
+			continue
+		}
+		p.mu.Unlock()
+		if _, err := dst.Write(buf[:n]); err != nil {
+			_ = src.Close()
+			return
+		}
+	}
+}
