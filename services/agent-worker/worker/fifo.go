@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,8 +27,8 @@ func (t *turn) busy() {
 // count: without that, a client answering the reply at once would find its
 // next message nak'ed behind an ack in flight.
 func (t *turn) oldest(ctx context.Context) (bool, error) {
-	st, subj, ours := t.w.inbound, t.msg.Subject(), t.meta.Sequence.Stream
-	first, err := st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subj))
+	ours := t.meta.Sequence.Stream
+	first, err := t.onSubject(ctx, 1)
 	if err != nil {
 		return false, err
 	}
@@ -48,11 +50,33 @@ func (t *turn) oldest(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
-	next, err := st.GetMsg(ctx, first.Sequence+1, jetstream.WithGetMsgSubject(subj))
+	next, err := t.onSubject(ctx, first.Sequence+1)
 	if err != nil {
 		return false, err
 	}
 	return next.Sequence == ours, nil
+}
+
+// staleReads bounds how many times onSubject reads, over about 30 ms: a
+// replica catches up with its leader within milliseconds.
+const staleReads = 6
+
+// onSubject reads the first message on the turn's subject from sequence
+// from, which is at most the turn's own. A direct get is answered by any
+// replica, and one behind its leader may not have the turn's message yet:
+// holding it, the turn knows "not found" is stale and reads again, as
+// putting it back would cost a redelivery and its busy delay.
+func (t *turn) onSubject(ctx context.Context, from uint64) (*jetstream.RawStreamMsg, error) {
+	waits := backoff.Backoff{Min: time.Millisecond, Max: 32 * time.Millisecond}
+	for n := 0; ; n++ {
+		m, err := t.w.inbound.GetMsg(ctx, from, jetstream.WithGetMsgSubject(t.msg.Subject()))
+		if !errors.Is(err, jetstream.ErrMsgNotFound) || n == staleReads-1 {
+			return m, err
+		}
+		if err := backoff.Sleep(ctx, waits.Delay(n)); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // repliesOut reports whether a committed turn's last reply is the newest
