@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,30 @@ func TestAvailable(t *testing.T) {
 	}
 	if !s.Available(found, func(string) string { return "v" }) {
 		t.Error("unavailable with everything present")
+	}
+}
+
+// TestSkillRequirementsBounded: a SKILL.md repeating a requirement is
+// checked once for it, and one asking for more than MaxRequirements is
+// not offered, without a look at PATH: each turn checks every skill, and
+// a model-written file listing "sh" 174,000 times made each turn 3 s
+// longer.
+func TestSkillRequirementsBounded(t *testing.T) {
+	lookups := 0
+	lookPath := func(string) (string, error) { lookups++; return "/bin/sh", nil }
+	getenv := func(string) string { return "v" }
+	repeated := profile.ParseSkill("d", "---\nrequires:\n  bins: ["+strings.Repeat("sh, ", 10000)+"sh]\nmetadata:\n  requires:\n    bins: [sh]\n---\nbody")
+	if !repeated.Available(lookPath, getenv) || lookups != 1 {
+		t.Errorf("a requirement repeated 10,002 times: available %t after %d lookups, want true after 1", repeated.Available(lookPath, getenv), lookups)
+	}
+	var many []string
+	for i := range profile.MaxRequirements + 1 {
+		many = append(many, fmt.Sprint("bin", i))
+	}
+	lookups = 0
+	tooMany := profile.ParseSkill("d", "---\nrequires:\n  bins: ["+strings.Join(many, ", ")+"]\n---\nbody")
+	if tooMany.Available(lookPath, getenv) || lookups != 0 {
+		t.Errorf("%d requirements: available %t after %d lookups, want false after 0", len(many), tooMany.Available(lookPath, getenv), lookups)
 	}
 }
 

@@ -60,17 +60,43 @@ func ParseSkill(dir, text string) Skill {
 	}
 	s.Description = fm.Description
 	s.Always = fm.Always
-	s.Requires = fm.Requires
-	s.Requires.Bins = append(s.Requires.Bins, fm.Metadata.Requires.Bins...)
-	s.Requires.Env = append(s.Requires.Env, fm.Metadata.Requires.Env...)
+	s.Requires = Requirements{
+		Bins: distinct(append(fm.Requires.Bins, fm.Metadata.Requires.Bins...)),
+		Env:  distinct(append(fm.Requires.Env, fm.Metadata.Requires.Env...)),
+	}
 	s.Body = strings.TrimSpace(strings.TrimPrefix(body, "\n"))
 	return s
 }
 
+// distinct is names without repeats, in their order. A skill's file may
+// come from the model (with an editable profile), and every turn checks
+// every requirement: one listing "sh" 174,000 times made each turn 3 s
+// longer.
+func distinct(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	out := names[:0:0]
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// MaxRequirements bounds what a skill may require (binaries and
+// environment variables together): a skill asking for more is not
+// offered, so that a turn's check stays cheap whatever a SKILL.md says.
+const MaxRequirements = 64
+
 // Available reports whether the skill's required binaries are on PATH and
 // its required environment variables are set, as lookPath and getenv see
-// them; unavailable skills are hidden from the model.
+// them; unavailable skills are hidden from the model. A skill with more
+// than [MaxRequirements] is unavailable.
 func (s Skill) Available(lookPath func(string) (string, error), getenv func(string) string) bool {
+	if len(s.Requires.Bins)+len(s.Requires.Env) > MaxRequirements {
+		return false
+	}
 	if lookPath == nil {
 		lookPath = exec.LookPath
 	}
