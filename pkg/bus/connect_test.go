@@ -2,7 +2,6 @@ package bus_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -57,20 +56,10 @@ func TestConnectMovesPastAServerThatNeverAnswers(t *testing.T) {
 // default, 2 minutes, that would be 4–6 minutes).
 func TestConnectionLeavesAServerThatFroze(t *testing.T) {
 	srv := bustest.StartServer(t)
-	hop := newFreezableProxy(t, srv.ClientURL())
+	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	reconnected := make(chan string, 1)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	b, err := bus.Connect(ctx, bus.Config{URL: hop.url + "," + srv.ClientURL(), Name: t.Name()}, nats.DontRandomize(),
-		nats.ReconnectHandler(func(nc *nats.Conn) { reconnected <- nc.ConnectedUrl() }))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer b.NC.Close()
-	if got := b.NC.ConnectedUrl(); got != hop.url {
-		t.Fatalf("connected to %s, want the proxy %s", got, hop.url)
-	}
-	hop.freeze()
+	hop.Connect(t, srv.ClientURL(), nats.ReconnectHandler(func(nc *nats.Conn) { reconnected <- nc.ConnectedUrl() }))
+	hop.Freeze()
 	frozen := time.Now()
 	select {
 	case got := <-reconnected:
@@ -82,55 +71,3 @@ func TestConnectionLeavesAServerThatFroze(t *testing.T) {
 		t.Fatalf("still on the frozen server %s after the freeze", 4*bus.PingInterval)
 	}
 }
-
-// freezableProxy forwards TCP connections to a server until frozen; then
-// it stops forwarding without closing anything, and keeps accepting.
-type freezableProxy struct {
-	url    string
-	frozen chan struct{}
-}
-
-func newFreezableProxy(t *testing.T, target string) *freezableProxy {
-	t.Helper()
-	ln := bustest.TakenPort(t)
-	p := &freezableProxy{url: "nats://" + ln.Addr().String(), frozen: make(chan struct{})}
-	addr := strings.TrimPrefix(target, "nats://")
-	ctx := t.Context()
-	pipe := func(dst, src net.Conn) {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if err != nil {
-				return
-			}
-			select {
-			case <-p.frozen:
-				<-ctx.Done() // hold what was read; answer nothing
-				return
-			default:
-			}
-			if _, err := dst.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", addr)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			context.AfterFunc(ctx, func() { _ = c.Close(); _ = s.Close() })
-			go pipe(s, c)
-			go pipe(c, s)
-		}
-	}()
-	return p
-}
-
-func (p *freezableProxy) freeze() { close(p.frozen) }

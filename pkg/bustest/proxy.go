@@ -2,10 +2,15 @@ package bustest
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nats-io/nats.go"
 )
 
 // Proxy forwards TCP connections to a NATS server, for tests of a
@@ -23,6 +28,7 @@ type Proxy struct {
 	want    string
 	tail    string // the end of what was forwarded, for a want split between reads
 	holding bool   // want was sent: keep what clients send
+	frozen  bool   // forward nothing either way, close nothing
 	held    bytes.Buffer
 	seen    chan struct{}
 }
@@ -66,6 +72,32 @@ func (p *Proxy) Hold(want string) <-chan struct{} {
 	return p.seen
 }
 
+// Freeze makes the proxy forward nothing either way from now on, closing
+// nothing: a node that froze, or was cut off the network (no FIN, no RST).
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen = true
+}
+
+// Connect connects a bus through the proxy, with next as the URL to
+// reconnect to once the proxy's connection is lost (nats.go tries the
+// URLs in order), and closes it at the end of the test.
+func (p *Proxy) Connect(t testing.TB, next string, opts ...nats.Option) *bus.Bus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	b, err := bus.Connect(ctx, bus.Config{URL: p.URL + "," + next, Name: t.Name()}, append([]nats.Option{nats.DontRandomize()}, opts...)...)
+	if err != nil {
+		t.Fatalf("connect through the proxy: %v", err)
+	}
+	t.Cleanup(b.NC.Close)
+	if got := b.NC.ConnectedUrl(); got != p.URL {
+		t.Fatalf("connected to %s, want the proxy %s", got, p.URL)
+	}
+	return b
+}
+
 // Cut closes every connection and ends the hold.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
@@ -85,6 +117,10 @@ func (p *Proxy) pipe(dst, src net.Conn, fromClient bool) {
 			return
 		}
 		p.mu.Lock()
+		if p.frozen {
+			p.mu.Unlock()
+			continue
+		}
 		if fromClient && p.want != "" && !p.holding {
 			scan := p.tail + string(buf[:n])
 			p.holding = strings.Contains(scan, p.want)

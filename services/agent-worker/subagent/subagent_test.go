@@ -482,11 +482,7 @@ func TestRunOutlivesItsConnectionDroppingAtStart(t *testing.T) {
 	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	b, err := bus.Connect(ctx, bus.Config{URL: hop.URL + "," + srv.ClientURL(), Name: t.Name()}, nats.DontRandomize())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.NC.Close()
+	b := hop.Connect(t, srv.ClientURL())
 	m, err := subagent.New(ctx, subagent.DefaultConfig(), b)
 	if err != nil {
 		t.Fatal(err)

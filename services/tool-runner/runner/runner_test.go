@@ -12,13 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
-	"github.com/nats-io/nats.go"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner/runnertest"
@@ -360,14 +358,7 @@ func TestRunOutlivesItsConnectionDroppingAtStart(t *testing.T) {
 	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	b, err := bus.Connect(ctx, bus.Config{URL: hop.URL + "," + srv.ClientURL(), Name: t.Name()}, nats.DontRandomize())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.NC.Close()
-	if got := b.NC.ConnectedUrl(); got != hop.URL {
-		t.Fatalf("connected to %s, want the proxy %s", got, hop.URL)
-	}
+	b := hop.Connect(t, srv.ClientURL())
 	r, err := runner.New(cfg, b)
 	if err != nil {
 		t.Fatal(err)

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
 )
@@ -27,14 +24,7 @@ func TestNewOutlivesItsConnectionDropping(t *testing.T) {
 	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	b, err := bus.Connect(ctx, bus.Config{URL: hop.URL + "," + srv.ClientURL(), Name: t.Name()}, nats.DontRandomize())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.NC.Close()
-	if got := b.NC.ConnectedUrl(); got != hop.URL {
-		t.Fatalf("connected to %s, want the proxy %s", got, hop.URL)
-	}
+	b := hop.Connect(t, srv.ClientURL())
 	// The live subscription and the flush after it reach the proxy and
 	// stop there; then the connection drops.
 	held := hop.Hold("SUB " + b.Space.Live("api", "c1") + " ")
