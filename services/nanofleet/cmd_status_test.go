@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"text/tabwriter"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
+	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
 // TestWriteConsumers: the durable consumers are listed; the clients'
@@ -50,5 +53,22 @@ func TestWriteConsumers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStatusWithoutAFleet: a NATS server the fleet never provisioned
+// (a wrong --nats, services not started yet) is said to have no fleet,
+// as agent and chat say; status printed empty tables and exited 0.
+func TestStatusWithoutAFleet(t *testing.T) {
+	srv := bustest.StartServer(t)
+	for _, args := range [][]string{{"status"}, {"cron", "list", "--session", "cli:direct"}, {"memory", "links"}} {
+		env, out, _ := testEnv(t, nil)
+		err := dispatch(t.Context(), env, append(args, "--nats", srv.ClientURL()))
+		if !errors.Is(err, fleet.ErrNoFleet) || !strings.Contains(err.Error(), "start the fleet's services first") {
+			t.Errorf("%q: %v, want %v", args, err, fleet.ErrNoFleet)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%q printed %q", args, out.String())
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 	"github.com/nanofleet/nanofleet/pkg/svc"
 	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // environment is what a command may touch: streams, the environment and
@@ -214,6 +215,14 @@ func (e *environment) connect(ctx context.Context, c *common) (*bus.Bus, error) 
 	b, err := bus.Connect(cctx, svc.BusConfig(file, "nanofleet-cli"))
 	if err != nil {
 		return nil, fmt.Errorf("join the fleet: %w", err)
+	}
+	// A server without the fleet's inbound stream has no fleet: say so,
+	// as agent and chat do, rather than show empty tables. Any other
+	// answer (a stream without a leader) is for the command to show.
+	if _, err := b.JS.Stream(cctx, b.Space.InboundStream()); errors.Is(err, jetstream.ErrStreamNotFound) {
+		b.Close()
+		return nil, fmt.Errorf("%w: no fleet at %s yet (stream %s does not exist); start the fleet's services first",
+			fleet.ErrNoFleet, b.NC.ConnectedUrlRedacted(), b.Space.InboundStream())
 	}
 	return b, nil
 }
