@@ -145,11 +145,10 @@ func ResolveFromEnv(cfg Config, getenv func(string) string) Config {
 	}
 	name := strings.ToLower(cfg.Name)
 	if name == ProviderOpenAI || name == ProviderCustom {
-		envHost := cfg.APIBase == "" || cfg.APIBase == envBase
 		if cfg.APIBase == "" {
 			cfg.APIBase = envBase
 		}
-		if cfg.APIKey == "" && (name == ProviderOpenAI || envHost) {
+		if cfg.APIKey == "" && takesEnvKey(cfg, envBase) {
 			cfg.APIKey = strings.TrimSpace(getenv("OPENAI_API_KEY"))
 		}
 	}
@@ -159,12 +158,26 @@ func ResolveFromEnv(cfg Config, getenv func(string) string) Config {
 	return cfg
 }
 
+// takesEnvKey says whether OPENAI_API_KEY is for the host of cfg, its
+// APIBase already filled from envBase (OPENAI_BASE_URL): OpenAI, or the
+// compatible host the environment names. [ResolveFromEnv] sends the key
+// only then and [WithheldEnvKey] warns otherwise, so both ask here.
+func takesEnvKey(cfg Config, envBase string) bool {
+	switch strings.ToLower(cfg.Name) {
+	case ProviderOpenAI:
+		return true
+	case ProviderCustom:
+		return cfg.APIBase == envBase
+	}
+	return false
+}
+
 // WithheldEnvKey is the warning for a compatible host the config names
 // without a key while OPENAI_API_KEY is set: [ResolveFromEnv] does not
 // send it there, and a host that needs a key answers 401. "" otherwise.
 func WithheldEnvKey(cfg Config, getenv func(string) string) string {
 	if strings.ToLower(cfg.Name) != ProviderCustom || cfg.APIKey != "" || strings.TrimSpace(getenv("OPENAI_API_KEY")) == "" ||
-		cfg.APIBase == strings.TrimSpace(getenv("OPENAI_BASE_URL")) {
+		takesEnvKey(cfg, strings.TrimSpace(getenv("OPENAI_BASE_URL"))) {
 		return ""
 	}
 	return fmt.Sprintf("providers.custom has no apiKey: OPENAI_API_KEY is not sent to %s, a host the config names (it is OpenAI's key, or OPENAI_BASE_URL's host's); set providers.custom.apiKey if the host needs a key", cfg.APIBase)

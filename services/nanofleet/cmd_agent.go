@@ -121,7 +121,7 @@ func (cv *conversation) ask(ctx context.Context, text string, progress io.Writer
 type sentTurn struct {
 	cv      *conversation
 	p       *fleet.Pending
-	storage func() error
+	storage func(context.Context) error
 }
 
 // send publishes text as the conversation's next message and returns once
@@ -139,7 +139,7 @@ func (cv *conversation) send(ctx context.Context, text string, progress io.Write
 		}
 	}
 	storage := cv.storage()
-	if err := storage(); err != nil {
+	if err := storage(ctx); err != nil {
 		return nil, fmt.Errorf("the message was not sent: %w; free space there and send it again", err)
 	}
 	p, err := cv.client.Send(ctx, req)
@@ -176,20 +176,20 @@ const storageCheck = time.Second
 // storage reports why the conversation's fleet cannot store messages now:
 // its own store guard, or for a joined fleet the all-in-one's, asked over
 // NATS (nil from services on an external NATS, which have none).
-func (cv *conversation) storage() func() error {
+func (cv *conversation) storage() func(context.Context) error {
 	switch {
 	case cv.fleet == nil:
-		return func() error { return nil }
+		return func(context.Context) error { return nil }
 	case cv.fleet.Storage != nil:
-		return cv.fleet.Storage.Err
+		return func(context.Context) error { return cv.fleet.Storage.Err() }
 	}
-	return fleet.JoinedStorage(cv.fleet.Bus)
+	return func(ctx context.Context) error { return fleet.JoinedStorage(ctx, cv.fleet.Bus) }
 }
 
 // wait waits for p's turn. While the store is full the turn cannot commit
 // its answer; it finishes once space is freed, so the conversation keeps
 // waiting, and says so, instead of looking hung.
-func (cv *conversation) wait(ctx context.Context, p *fleet.Pending, storage func() error) ([]*nanofleetv1.OutboundMessage, error) {
+func (cv *conversation) wait(ctx context.Context, p *fleet.Pending, storage func(context.Context) error) ([]*nanofleetv1.OutboundMessage, error) {
 	type result struct {
 		replies []*nanofleetv1.OutboundMessage
 		err     error
@@ -211,7 +211,7 @@ func (cv *conversation) wait(ctx context.Context, p *fleet.Pending, storage func
 			}
 			return r.replies, r.err
 		case <-tick.C:
-			switch err := storage(); {
+			switch err := storage(ctx); {
 			case err != nil && !full:
 				full = true
 				fmt.Fprintf(cv.notices, "nanofleet: %v: the answer cannot be stored until space is freed; the turn goes on then (Ctrl-C leaves; it resumes at the next start)\n", err)

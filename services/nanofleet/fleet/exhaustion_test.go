@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
@@ -200,7 +201,7 @@ func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 		t.Errorf("no log line saying what is full")
 	}
 	// A CLI joined to the fleet asks it over NATS.
-	if err := fleet.JoinedStorage(f.Bus)(); !errors.Is(err, storeguard.ErrFull) || !strings.Contains(err.Error(), "storage full: the filesystem of "+dataDir) {
+	if err := fleet.JoinedStorage(t.Context(), f.Bus); !errors.Is(err, storeguard.ErrFull) || !strings.Contains(err.Error(), "storage full: the filesystem of "+dataDir) {
 		t.Errorf("joined CLI's check while full: %v", err)
 	}
 	calls := llm.RequestCount()
@@ -229,7 +230,7 @@ func TestFullStoreFailsFastAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(t, f.Fleet, true, 10*time.Second)
-	if err := fleet.JoinedStorage(f.Bus)(); err != nil {
+	if err := fleet.JoinedStorage(t.Context(), f.Bus); err != nil {
 		t.Errorf("joined CLI's check once freed: %v", err)
 	}
 	if !strings.Contains(f.logs.String(), "storage recovered") {
@@ -396,7 +397,26 @@ func okScript(r *llmtest.RecordedRequest) llmtest.Reply {
 // TestJoinedStorageWithoutAnAllInOne: services on an external NATS have no
 // store guard to ask; a joined CLI sends as before.
 func TestJoinedStorageWithoutAnAllInOne(t *testing.T) {
-	if err := fleet.JoinedStorage(bustest.StartJetStream(t))(); err != nil {
+	if err := fleet.JoinedStorage(t.Context(), bustest.StartJetStream(t)); err != nil {
 		t.Errorf("no all-in-one: %v, want nil", err)
+	}
+}
+
+// TestJoinedStorageEndsWithCtx: the question is the caller's to end; an
+// ended ctx asks nothing, so it does not hear a full store either.
+func TestJoinedStorageEndsWithCtx(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	sub, err := b.NC.Subscribe(b.Space.StorageState(), func(m *nats.Msg) { _ = m.Respond([]byte("storage full: test")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := fleet.JoinedStorage(t.Context(), b); !errors.Is(err, storeguard.ErrFull) {
+		t.Fatalf("asked with a live ctx: %v, want ErrFull", err)
+	}
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := fleet.JoinedStorage(ended, b); err != nil {
+		t.Errorf("asked with an ended ctx: %v, want nil (nothing asked)", err)
 	}
 }

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -35,16 +36,17 @@ const storageAsk = time.Second
 // JoinedStorage checks the store of the fleet b is joined to: an error
 // matching [storeguard.ErrFull] with the all-in-one's reason while it
 // refuses new messages, else nil. It is nil as well when no all-in-one
-// answers (services on an external NATS, whose server refuses for itself)
-// or none answers in time: not knowing is no reason to refuse.
-func JoinedStorage(b *bus.Bus) func() error {
-	return func() error {
-		m, err := b.NC.Request(b.Space.StorageState(), nil, storageAsk)
-		if err != nil || len(m.Data) == 0 {
-			return nil
-		}
-		return joinedFull(m.Data)
+// answers (services on an external NATS, whose server refuses for itself),
+// none answers in time or ctx ends first: not knowing is no reason to
+// refuse.
+func JoinedStorage(ctx context.Context, b *bus.Bus) error {
+	ctx, cancel := context.WithTimeout(ctx, storageAsk)
+	defer cancel()
+	m, err := b.NC.RequestWithContext(ctx, b.Space.StorageState(), nil)
+	if err != nil || len(m.Data) == 0 {
+		return nil
 	}
+	return joinedFull(m.Data)
 }
 
 // joinedFull is the reason an all-in-one gave, already "storage full: …".
