@@ -4,9 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/nanofleet/onboard"
+	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
+	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 )
 
 func onboardCmd(_ context.Context, env *environment, args []string) error {
@@ -21,7 +25,12 @@ func onboardCmd(_ context.Context, env *environment, args []string) error {
 	if _, err := line.parse(env.stdout, args); err != nil {
 		return err
 	}
-	res, err := onboard.Write(cfgPath, ws, force)
+	var opts []onboard.Option
+	if os.Geteuid() == 0 {
+		uid, gid := sandboxUser(env, cfgPath, ws, force)
+		opts = append(opts, onboard.WithOwner(uid, gid))
+	}
+	res, err := onboard.Write(cfgPath, ws, force, opts...)
 	if err != nil {
 		return err
 	}
@@ -35,4 +44,28 @@ func onboardCmd(_ context.Context, env *environment, args []string) error {
 		"Then start the fleet with `nanofleet run` and, in another terminal, talk to it with `nanofleet agent -m \"Hello\"` or `nanofleet chat`\n"+
 		"(without a running fleet, agent and chat run one for themselves until they exit).\n", cfgPath)
 	return nil
+}
+
+// sandboxUser is the host user exec runs as under a root fleet
+// (tools.exec.hostUid and hostGid): that of the config onboard keeps, else
+// the defaults its template leaves. A kept config that does not load
+// leaves the defaults; run names its faults.
+func sandboxUser(env *environment, cfgPath, ws string, force bool) (uid, gid int) {
+	def := sandbox.DefaultConfig()
+	uid, gid = def.HostUID, def.HostGID
+	if force {
+		return uid, gid
+	}
+	if _, err := os.Stat(cfgPath); err != nil {
+		return uid, gid
+	}
+	file, err := config.Load(cfgPath, env.getenv, false)
+	if err != nil {
+		return uid, gid
+	}
+	rc, err := runner.FromFile(file, ws)
+	if err != nil {
+		return uid, gid
+	}
+	return rc.Exec.HostUID, rc.Exec.HostGID
 }

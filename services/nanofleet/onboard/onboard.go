@@ -70,9 +70,29 @@ type Result struct {
 	Wrote, Kept []string
 }
 
+// Option adjusts what Write creates.
+type Option func(*writer)
+
+type writer struct {
+	owner *[2]int
+}
+
+// WithOwner gives the workspace directory to uid and gid before its files
+// are written, so that they and the directories under it (memory/ above
+// all) are theirs: the user exec runs as when the fleet runs as root,
+// which must be able to edit them. The tool-runner gives that user the
+// workspace directory as well.
+func WithOwner(uid, gid int) Option {
+	return func(w *writer) { w.owner = &[2]int{uid, gid} }
+}
+
 // Write creates configPath, naming the workspace, and the workspace.
 // Existing files are kept unless force is set.
-func Write(configPath, workspace string, force bool) (Result, error) {
+func Write(configPath, workspace string, force bool, opts ...Option) (Result, error) {
+	var w writer
+	for _, o := range opts {
+		o(&w)
+	}
 	var res Result
 	cfg, err := Config(workspace)
 	if err != nil {
@@ -103,6 +123,12 @@ func Write(configPath, workspace string, force bool) (Result, error) {
 	// replaced, never written through).
 	if err := os.MkdirAll(workspace, 0o755); err != nil {
 		return res, fmt.Errorf("onboard: workspace: %w", err)
+	}
+	if w.owner != nil {
+		// What wsfile creates takes the owner of its directory.
+		if err := os.Chown(workspace, w.owner[0], w.owner[1]); err != nil {
+			return res, fmt.Errorf("onboard: workspace owner: %w", err)
+		}
 	}
 	dir, err := wsfile.Open(workspace)
 	if err != nil {

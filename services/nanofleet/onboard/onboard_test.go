@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
@@ -157,5 +158,30 @@ func TestConfigNamesTheWorkspace(t *testing.T) {
 				t.Errorf("no template where the config points: %v", err)
 			}
 		})
+	}
+}
+
+// TestWriteWithOwner: under root, what onboard creates in the workspace
+// belongs to the user exec runs as, so that exec can edit memory/.
+func TestWriteWithOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give files away")
+	}
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "workspace")
+	if _, err := onboard.Write(filepath.Join(dir, "config.json"), ws, false, onboard.WithOwner(65534, 65533)); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{".", "memory", "memory/MEMORY.md", "AGENTS.md", "skills/weather/SKILL.md"} {
+		fi, err := os.Lstat(filepath.Join(ws, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 || st.Gid != 65533 {
+			t.Errorf("%s owned by %d:%d, want 65534:65533", rel, st.Uid, st.Gid)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "config.json")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("config file not kept root's (it holds API keys): %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
@@ -71,7 +70,7 @@ func (r *Runner) start(ctx context.Context) error {
 		return err
 	}
 	r.blobs = boundedBlobs{blobs}
-	if err := os.MkdirAll(r.cfg.Workspace.Root, 0o755); err != nil {
+	if err := r.prepareRoot(); err != nil {
 		return fmt.Errorf("tools.workspace.root: %w", err)
 	}
 	if err := r.exec.Probe(ctx); err != nil {

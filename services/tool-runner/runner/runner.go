@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -215,6 +216,23 @@ func (r *Runner) openWorkspace(tr *nanofleetv1.ToolRequest) (*sandbox.Workspace,
 // tools.workspace.editableProfile is set.
 func ProfilePaths() []string {
 	return append(append([]string(nil), profile.BootstrapFiles...), "skills")
+}
+
+// prepareRoot creates the workspace root and, under a root runner, gives
+// it to the sandbox user at once, as every tool call does: what the
+// fleet's other parts create in it before the first call (the memory
+// file sync's memory/, above all) then takes that owner too, and exec
+// can edit it.
+func (r *Runner) prepareRoot() error {
+	uid, gid, ok := r.exec.Owner()
+	if !ok {
+		return os.MkdirAll(r.cfg.Workspace.Root, 0o755)
+	}
+	ws, err := sandbox.OpenWorkspace(r.cfg.Workspace.Root, sandbox.WithOwner(uid, gid))
+	if err != nil {
+		return err
+	}
+	return ws.Close()
 }
 
 // checkRootReachable reports a workspace root the sandbox user cannot

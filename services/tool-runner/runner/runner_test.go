@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -378,5 +379,24 @@ func TestRunOutlivesItsConnectionDroppingAtStart(t *testing.T) {
 	}
 	if _, err := client.Catalog(ctx); err != nil {
 		t.Fatalf("catalog after the connection came back: %v", err)
+	}
+}
+
+// TestStartGivesTheRootToTheSandboxUser: a root runner gives the
+// workspace root to the user exec runs as when it starts, not at the
+// first tool call, so that what other parts create there first (the
+// memory file sync's memory/) is that user's too.
+func TestStartGivesTheRootToTheSandboxUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only a root runner runs exec as another user")
+	}
+	f := start(t, nil)
+	fi, err := os.Stat(f.cfg.Workspace.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if int(st.Uid) != f.cfg.Exec.HostUID || int(st.Gid) != f.cfg.Exec.HostGID {
+		t.Errorf("workspace root owned by %d:%d after start, want the sandbox user %d:%d", st.Uid, st.Gid, f.cfg.Exec.HostUID, f.cfg.Exec.HostGID)
 	}
 }
