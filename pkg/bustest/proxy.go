@@ -72,6 +72,41 @@ func (p *Proxy) Hold(want string) <-chan struct{} {
 	return p.seen
 }
 
+// CutAt cuts every connection while a client waits for the server to
+// answer a flush after want (a subscription it confirms, say), so that
+// the client loses its connection at that moment: it holds what clients
+// send from want on (see [Proxy.Hold]), runs do, which makes the client
+// send want and the flush, and cuts once the hold has both. It returns
+// once do has returned and the cut is done; it fails the test if do
+// returned and no client had sent want and a flush, or ctx ended first.
+// do runs on the caller's goroutine, so it may fail the test itself.
+func (p *Proxy) CutAt(ctx context.Context, t testing.TB, want string, do func()) {
+	t.Helper()
+	held := p.Hold(want)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cut := make(chan bool, 1)
+	go func() {
+		select {
+		case <-held:
+		case <-ctx.Done():
+			select {
+			case <-held:
+			default:
+				cut <- false
+				return
+			}
+		}
+		p.Cut()
+		cut <- true
+	}()
+	do()
+	cancel()
+	if !Receive(t, cut, 10*time.Second) {
+		t.Fatalf("the proxy never held %q and a flush after it: nothing was cut", want)
+	}
+}
+
 // Freeze makes the proxy forward nothing either way from now on, closing
 // nothing: a node that froze, or was cut off the network (no FIN, no RST).
 func (p *Proxy) Freeze() {

@@ -60,8 +60,8 @@ func TestSkillRequirementsBounded(t *testing.T) {
 	lookPath := func(string) (string, error) { lookups++; return "/bin/sh", nil }
 	getenv := func(string) string { return "v" }
 	repeated := profile.ParseSkill("d", "---\nrequires:\n  bins: ["+strings.Repeat("sh, ", 10000)+"sh]\nmetadata:\n  requires:\n    bins: [sh]\n---\nbody")
-	if !repeated.Available(lookPath, getenv) || lookups != 1 {
-		t.Errorf("a requirement repeated 10,002 times: available %t after %d lookups, want true after 1", repeated.Available(lookPath, getenv), lookups)
+	if ok := repeated.Available(lookPath, getenv); !ok || lookups != 1 {
+		t.Errorf("a requirement repeated 10,002 times: available %t after %d lookups, want true after 1", ok, lookups)
 	}
 	var many []string
 	for i := range profile.MaxRequirements + 1 {
@@ -69,8 +69,8 @@ func TestSkillRequirementsBounded(t *testing.T) {
 	}
 	lookups = 0
 	tooMany := profile.ParseSkill("d", "---\nrequires:\n  bins: ["+strings.Join(many, ", ")+"]\n---\nbody")
-	if tooMany.Available(lookPath, getenv) || lookups != 0 {
-		t.Errorf("%d requirements: available %t after %d lookups, want false after 0", len(many), tooMany.Available(lookPath, getenv), lookups)
+	if ok := tooMany.Available(lookPath, getenv); ok || lookups != 0 {
+		t.Errorf("%d requirements: available %t after %d lookups, want false after 0", len(many), ok, lookups)
 	}
 }
 

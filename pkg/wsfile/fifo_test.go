@@ -14,36 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nanofleet/nanofleet/pkg/wsfile"
+	"github.com/nanofleet/nanofleet/pkg/wsfile/wsfiletest"
 )
-
-// within runs f and fails the test if it has not returned after 10 s:
-// it waits on a FIFO. Opening the FIFOs at paths for writing then lets
-// the waiting open return, so that the test ends.
-func within(t *testing.T, paths []string, f func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(10 * time.Second):
-	}
-	for range 300 {
-		for _, p := range paths {
-			if w, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-				w.Close()
-			}
-		}
-		select {
-		case <-done:
-			t.Fatal("still waiting after 10 s: a FIFO was opened as a directory")
-			return nil
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	t.Fatal("still waiting after 10 s: a FIFO was opened as a directory; writing to it did not end the wait")
-	return nil
-}
 
 func TestOpenDirOpensNothingButADirectory(t *testing.T) {
 	tests := []struct {
@@ -67,7 +39,7 @@ func TestOpenDirOpensNothingButADirectory(t *testing.T) {
 			r, err := os.OpenRoot(ws)
 			must(t, err)
 			defer r.Close()
-			err = within(t, []string{filepath.Join(ws, "x"), filepath.Join(ws, "fifo")}, func() error {
+			err = wsfiletest.Within(t, 10*time.Second, []string{filepath.Join(ws, "x"), filepath.Join(ws, "fifo")}, func() error {
 				d, err := wsfile.OpenDir(r, "x")
 				if err == nil {
 					d.Close()
@@ -107,7 +79,7 @@ func TestReadNeverWaitsOnAFIFOSwappedIn(t *testing.T) {
 			_ = unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE)
 		}
 	}()
-	err := within(t, []string{dir, fifo}, func() error {
+	err := wsfiletest.Within(t, 10*time.Second, []string{dir, fifo}, func() error {
 		defer close(stop)
 		for range 20000 {
 			if _, _, err := d.ReadFile(filepath.Join("memory", "MEMORY.md"), 0); err != nil &&
@@ -136,7 +108,7 @@ func TestFSOpensNoFIFO(t *testing.T) {
 	defer r.Close()
 	fsys := wsfile.FS(r)
 	var walked []string
-	err = within(t, []string{fifo}, func() error {
+	err = wsfiletest.Within(t, 10*time.Second, []string{fifo}, func() error {
 		if _, err := fs.ReadDir(fsys, "sub/fifo"); !errors.Is(err, wsfile.ErrNotRegular) {
 			return fmt.Errorf("ReadDir of the FIFO = %v, want %v", err, wsfile.ErrNotRegular)
 		}

@@ -487,16 +487,15 @@ func TestRunOutlivesItsConnectionDroppingAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := hop.Hold("SUB " + b.Space.StopAll() + " ")
 	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	bustest.Receive(t, held, 10*time.Second)
-	hop.Cut()
-	select {
-	case <-m.Listening():
-	case err := <-done:
-		t.Fatalf("Run with its connection dropped and back: %v", err)
-	case <-ctx.Done():
-		t.Fatal("not listening a minute after the connection dropped")
-	}
+	hop.CutAt(ctx, t, "SUB "+b.Space.StopAll()+" ", func() {
+		go func() { done <- m.Run(ctx) }()
+		select {
+		case <-m.Listening():
+		case err := <-done:
+			t.Fatalf("Run with its connection dropped and back: %v", err)
+		case <-ctx.Done():
+			t.Fatal("not listening a minute after the connection dropped")
+		}
+	})
 }

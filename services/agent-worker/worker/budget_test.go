@@ -21,7 +21,7 @@ import (
 // different user is not affected.
 func TestDailyTokenBudget(t *testing.T) {
 	b := bustest.StartJetStream(t, usage.Assets)
-	h, _ := startEdited(t, b, "w1", time.Minute, func(c *worker.Config) { c.DailyTokenBudget = 100 })
+	h, _ := startEdited(t, b, "w1", time.Minute, edits{config: func(c *worker.Config) { c.DailyTokenBudget = 100 }})
 	h.llm.Handle(func(*llmtest.RecordedRequest) llmtest.Reply { return llmtest.Text("fine").WithUsage(50, 10) })
 	steps := []struct {
 		chat, id   string
@@ -95,7 +95,7 @@ func waitCounted(t *testing.T, b *bus.Bus, want int64) {
 // 45,100 tokens of a 5,000-token budget.
 func TestBudgetBoundsTheTurn(t *testing.T) {
 	b := bustest.StartJetStream(t, usage.Assets)
-	h, _ := startEdited(t, b, "w1", time.Minute, func(c *worker.Config) { c.DailyTokenBudget = 100 })
+	h, _ := startEdited(t, b, "w1", time.Minute, edits{config: func(c *worker.Config) { c.DailyTokenBudget = 100 }})
 	h.llm.Handle(func(r *llmtest.RecordedRequest) llmtest.Reply {
 		if len(r.Tools) == 0 {
 			return llmtest.Text("answered").WithUsage(50, 10)

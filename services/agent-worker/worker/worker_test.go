@@ -60,11 +60,19 @@ func startOn(t *testing.T, b *bus.Bus, id string, opts ...llmtest.Option) *harne
 // func that stops it and waits until it has.
 func startWith(t *testing.T, b *bus.Bus, id string, grace time.Duration, opts ...llmtest.Option) (*harness, func()) {
 	t.Helper()
-	return startEdited(t, b, id, grace, nil, opts...)
+	return startEdited(t, b, id, grace, edits{}, opts...)
 }
 
-// startEdited is startWith with edit applied to the worker's config.
-func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit func(*worker.Config), opts ...llmtest.Option) (*harness, func()) {
+// edits changes what startEdited builds; a nil func changes nothing.
+type edits struct {
+	config func(*worker.Config)
+	deps   func(*worker.Deps)
+	before func(*worker.Worker) // called before Run
+}
+
+// startEdited is startWith with e applied to the worker's config, its
+// dependencies and the worker before it runs.
+func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, e edits, opts ...llmtest.Option) (*harness, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	srv := llmtest.NewServer(t, opts...)
@@ -80,15 +88,22 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, edit 
 	cfg.LeaseTTL = bustest.TestLayout().LeaseTTL
 	cfg.AckWait = config.Seconds(3 * time.Second)
 	cfg.ShutdownGrace = config.Seconds(grace)
-	if edit != nil {
-		edit(&cfg)
+	if e.config != nil {
+		e.config(&cfg)
 	}
-	w, err := worker.New(ctx, cfg, worker.Deps{
+	deps := worker.Deps{
 		Bus: b, Model: model, Tools: noRunners{}, Profiles: profiles,
 		Local: []worker.LocalTool{worker.MessageTool{AllowTo: cfg.MessageAllowTo}},
-	}, worker.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
+	}
+	if e.deps != nil {
+		e.deps(&deps)
+	}
+	w, err := worker.New(ctx, cfg, deps, worker.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if e.before != nil {
+		e.before(w)
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
@@ -488,7 +503,7 @@ func TestMessageToOtherChats(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, _ := startEdited(t, bustest.StartJetStream(t), "w1", 5*time.Second, func(c *worker.Config) { c.MessageAllowTo = tt.allow })
+			h, _ := startEdited(t, bustest.StartJetStream(t), "w1", 5*time.Second, edits{config: func(c *worker.Config) { c.MessageAllowTo = tt.allow }})
 			h.llm.Enqueue(
 				llmtest.ToolCalls(llmtest.Call("message", `{"content":"psst","channel":"telegram","chat_id":"42"}`)),
 				llmtest.Text("done"),

@@ -74,12 +74,8 @@ func TestPublishOutlivesItsConnectionDropping(t *testing.T) {
 			return micro.HandlerFunc(func(r micro.Request) { _ = r.Respond([]byte("pong")) })
 		},
 	}
-	held := hop.Hold("SUB pub.tool.echo ")
-	done := make(chan error, 1)
-	go func() { done <- p.Publish(ctx, "srv", []toolschema.Tool{{Name: "echo"}}) }()
-	bustest.Receive(t, held, 10*time.Second)
-	hop.Cut()
-	if err := bustest.Receive(t, done, 30*time.Second); err != nil {
+	hop.CutAt(ctx, t, "SUB pub.tool.echo ", func() { err = p.Publish(ctx, "srv", []toolschema.Tool{{Name: "echo"}}) })
+	if err != nil {
 		t.Fatalf("Publish with its connection dropped and back: %v", err)
 	}
 	caller := s.Connect(t, "pub")

@@ -364,15 +364,7 @@ func TestRunOutlivesItsConnectionDroppingAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := hop.Hold("SUB " + toolclient.CatalogSubject(b.Space) + " ")
-	go func() {
-		select {
-		case <-held:
-			hop.Cut()
-		case <-ctx.Done():
-		}
-	}()
-	runnertest.Run(t, r)
+	hop.CutAt(ctx, t, "SUB "+toolclient.CatalogSubject(b.Space)+" ", func() { runnertest.Run(t, r) })
 	client, err := toolclient.New(srv.Connect(t, ""))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/wsfile"
+	"github.com/nanofleet/nanofleet/pkg/wsfile/wsfiletest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 )
 
@@ -105,17 +106,15 @@ func TestWorkspaceRefusals(t *testing.T) {
 		t.Run(tt.path, func(t *testing.T) {
 			// Opening a FIFO or device must not block. The FIFO has no
 			// writer, so an Open that opened it would never return: Open
-			// returning a refusal is the proof, and the receive's timeout
+			// returning a refusal is the proof, and Within's timeout
 			// only turns such a hang into a failure.
-			opened := make(chan error, 1)
-			go func() {
+			err := wsfiletest.Within(t, 30*time.Second, []string{filepath.Join(dir, "fifo")}, func() error {
 				f, _, err := ws.Open(tt.path)
 				if err == nil {
 					f.Close()
 				}
-				opened <- err
-			}()
-			err := bustest.Receive(t, opened, 30*time.Second)
+				return err
+			})
 			if err == nil {
 				t.Fatalf("Open(%q) succeeded", tt.path)
 			}
@@ -222,9 +221,7 @@ func TestFIFOOnTheWayIsNotOpened(t *testing.T) {
 			// The FIFO has no writer: an open of it never returns, so
 			// the answer is the proof, and the timeout only turns such
 			// a wait into a failure.
-			done := make(chan error, 1)
-			go func() { done <- tt.do(ws) }()
-			err := bustest.Receive(t, done, 30*time.Second)
+			err := wsfiletest.Within(t, 30*time.Second, []string{filepath.Join(ws.Dir(), "fifo")}, func() error { return tt.do(ws) })
 			if !errors.Is(err, sandbox.ErrNotDirectory) {
 				t.Fatalf("got %v, want %v", err, sandbox.ErrNotDirectory)
 			}
@@ -244,16 +241,13 @@ func TestFIFOOnTheWayIsNotOpened(t *testing.T) {
 func TestListingNeverWaitsOnAFIFO(t *testing.T) {
 	t.Run("FIFO opened through FS", func(t *testing.T) {
 		ws, _ := layout(t)
-		must(t, syscall.Mkfifo(filepath.Join(ws.Dir(), "fifo"), 0o644))
-		done := make(chan error, 2)
-		go func() {
-			_, err := fs.ReadDir(ws.FS(), "fifo")
-			done <- err
-			_, err = fs.ReadFile(ws.FS(), "fifo")
-			done <- err
-		}()
-		for range 2 {
-			if err := bustest.Receive(t, done, 30*time.Second); !errors.Is(err, wsfile.ErrNotRegular) {
+		fifo := filepath.Join(ws.Dir(), "fifo")
+		must(t, syscall.Mkfifo(fifo, 0o644))
+		for _, read := range []func() error{
+			func() error { _, err := fs.ReadDir(ws.FS(), "fifo"); return err },
+			func() error { _, err := fs.ReadFile(ws.FS(), "fifo"); return err },
+		} {
+			if err := wsfiletest.Within(t, 30*time.Second, []string{fifo}, read); !errors.Is(err, wsfile.ErrNotRegular) {
 				t.Fatalf("got %v, want %v", err, wsfile.ErrNotRegular)
 			}
 		}
@@ -282,17 +276,15 @@ func TestListingNeverWaitsOnAFIFO(t *testing.T) {
 			close(stop)
 			bustest.Receive(t, stopped, 10*time.Second)
 		})
-		done := make(chan error, 1)
-		go func() {
+		err := wsfiletest.Within(t, 30*time.Second, []string{dir, fifo}, func() error {
 			for range 20000 {
 				if _, err := ws.ReadDir("d"); err != nil && !errors.Is(err, sandbox.ErrNotDirectory) {
-					done <- err
-					return
+					return err
 				}
 			}
-			done <- nil
-		}()
-		if err := bustest.Receive(t, done, 30*time.Second); err != nil {
+			return nil
+		})
+		if err != nil {
 			t.Fatalf("ReadDir: %v", err)
 		}
 	})

@@ -27,18 +27,14 @@ func TestNewOutlivesItsConnectionDropping(t *testing.T) {
 	b := hop.Connect(t, srv.ClientURL())
 	// The live subscription and the flush after it reach the proxy and
 	// stop there; then the connection drops.
-	held := hop.Hold("SUB " + b.Space.Live("api", "c1") + " ")
-	done := make(chan error, 1)
-	go func() {
-		w, err := watch.New(ctx, b, "api", "c1")
-		if err == nil {
+	var err error
+	hop.CutAt(ctx, t, "SUB "+b.Space.Live("api", "c1")+" ", func() {
+		var w *watch.Watcher
+		if w, err = watch.New(ctx, b, "api", "c1"); err == nil {
 			go func() { _ = w.Run(ctx) }()
 		}
-		done <- err
-	}()
-	bustest.Receive(t, held, 10*time.Second)
-	hop.Cut()
-	if err := bustest.Receive(t, done, 30*time.Second); err != nil {
+	})
+	if err != nil {
 		t.Fatalf("New with its connection dropped and back: %v", err)
 	}
 }
