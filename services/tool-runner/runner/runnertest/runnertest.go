@@ -35,6 +35,8 @@ func Run(t testing.TB, r *runner.Runner) (stop func() error) {
 	select {
 	case <-r.Serving():
 	case err := <-done:
+		// Run has returned: the cleanup's stop must not wait for it.
+		done <- err
 		t.Fatalf("runner stopped before serving: %v", err)
 	case <-time.After(time.Minute):
 		t.Fatal("runner not serving after a minute")
