@@ -61,11 +61,11 @@ func NewProxy(t testing.TB, addr string) *Proxy {
 	return p
 }
 
-// Hold makes the proxy keep, instead of forwarding, what clients send
+// hold makes the proxy keep, instead of forwarding, what clients send
 // from want on (the read that holds it and every later one), so that the
 // server never sees want; the channel is closed once what is kept holds
 // want and a PING after it (a flush).
-func (p *Proxy) Hold(want string) <-chan struct{} {
+func (p *Proxy) hold(want string) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.want, p.tail, p.seen = want, "", make(chan struct{})
@@ -75,14 +75,14 @@ func (p *Proxy) Hold(want string) <-chan struct{} {
 // CutAt cuts every connection while a client waits for the server to
 // answer a flush after want (a subscription it confirms, say), so that
 // the client loses its connection at that moment: it holds what clients
-// send from want on (see [Proxy.Hold]), runs do, which makes the client
-// send want and the flush, and cuts once the hold has both. It returns
+// send from want on (the server never sees want), runs do, which makes
+// the client send want and the flush, and cuts once the hold has both. It returns
 // once do has returned and the cut is done; it fails the test if do
 // returned and no client had sent want and a flush, or ctx ended first.
 // do runs on the caller's goroutine, so it may fail the test itself.
 func (p *Proxy) CutAt(ctx context.Context, t testing.TB, want string, do func()) {
 	t.Helper()
-	held := p.Hold(want)
+	held := p.hold(want)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cut := make(chan bool, 1)
