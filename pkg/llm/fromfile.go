@@ -3,11 +3,13 @@ package llm
 import (
 	"cmp"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
 // FromFile returns the model provider settings of a config file: the agent defaults'
@@ -109,6 +111,36 @@ func CheckFile(f *config.File, getenv func(string) string) error {
 		errs = append(errs, FileError(c, err))
 	}
 	return errors.Join(errs...)
+}
+
+// NewFromFile builds the model client a service calls, from the config
+// file and getenv ([FromFile]) with maxRetries as [Config.MaxRetries]:
+// the one way the worker and the consolidator (their `Model`) get theirs.
+// It refuses what [CheckFile] refuses, and names what [New] refuses by its
+// key in the file ([FileError]). An API key that is all that is missing
+// is no error: the client is keyless ([NewOrKeyless]) and log is warned
+// with what to set and, after it, withoutKey: what the service does
+// until then ("turns answer with an error"). log is also warned of a key
+// [WithheldEnvKey] holds back, and is the client's logger. The
+// provider's name comes with the client.
+func NewFromFile(f *config.File, getenv func(string) string, maxRetries int, withoutKey string, log *slog.Logger) (Client, string, error) {
+	log = observe.OrDiscard(log)
+	if err := CheckFile(f, getenv); err != nil {
+		return nil, "", err
+	}
+	pc := FromFile(f, getenv)
+	pc.MaxRetries = maxRetries
+	p, keyless, err := NewOrKeyless(pc, WithLogger(log))
+	if err != nil {
+		return nil, "", FileError(pc, err)
+	}
+	if w := WithheldEnvKey(pc, getenv); w != "" {
+		log.Warn(w)
+	}
+	if keyless {
+		log.Warn("no model API key configured: "+MissingKey(pc.ProviderName())+"; until then "+withoutKey, "provider", pc.ProviderName())
+	}
+	return p, pc.ProviderName(), nil
 }
 
 // CheckProviders names every entry of the file's providers that is not a

@@ -3,11 +3,15 @@ package llm_test
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
 func env(m map[string]string) func(string) string {
@@ -155,6 +159,78 @@ func TestCheckFile(t *testing.T) {
 			err := llm.CheckFile(f, env(nil))
 			if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && got != tt.want) {
 				t.Fatalf("CheckFile = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestNewFromFile: the client the worker and the consolidator build from
+// the file, with the warnings a start without a key (or with a key held
+// back) logs and the retries asked for.
+func TestNewFromFile(t *testing.T) {
+	const without = "the service waits"
+	// A server whose first answer is a 500, at {URL}.
+	const local = `{"agents":{"defaults":{"model":"m"}},"providers":{"custom":{"apiKey":"k","apiBase":"{URL}"}}}`
+	tests := []struct {
+		name, json   string
+		env          map[string]string
+		maxRetries   int
+		wantErr      error  // nil: a client
+		wantProvider string // with the client
+		wantLog      string // "" logs nothing
+		wantKeyless  bool   // its calls fail naming the key to set
+		wantRequests int    // >0: a call is made, answered after as many requests
+	}{
+		{name: "keyed", json: `{"providers":{"openai":{"apiKey":"sk-x"}}}`, wantProvider: "openai"},
+		{name: "without a key", json: `{}`, wantProvider: "openai", wantKeyless: true,
+			wantLog: "no model API key configured: set OPENAI_API_KEY (or providers.openai.apiKey in the config); until then the service waits"},
+		{name: "without a key, another provider", json: `{"agents":{"defaults":{"model":"deepseek-chat"}}}`, wantProvider: "deepseek", wantKeyless: true,
+			wantLog: "set DEEPSEEK_API_KEY (or providers.deepseek.apiKey in the config); until then the service waits"},
+		{name: "OPENAI_API_KEY held back from a host the file names", json: `{"agents":{"defaults":{"model":"qwen3"}},"providers":{"custom":{"apiBase":"http://127.0.0.1:9/v1"}}}`,
+			env: map[string]string{"OPENAI_API_KEY": "sk-env"}, wantProvider: "custom", wantLog: "providers.custom has no apiKey"},
+		{name: "a provider nanofleet has not", json: `{"providers":{"opneai":{"apiKey":"k"}}}`, wantErr: config.ErrInvalid},
+		{name: "a bad setting of the provider in use", json: `{"agents":{"defaults":{"model":" "}},"providers":{"openai":{"apiKey":"k"}}}`, wantErr: config.ErrInvalid},
+		{name: "retried as asked", json: local, maxRetries: 1, wantProvider: "custom", wantRequests: 2},
+		{name: "not retried when asked not to", json: local, maxRetries: -1, wantProvider: "custom", wantRequests: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var srv *llmtest.Server
+			if tt.wantRequests > 0 {
+				srv = llmtest.NewServer(t, llmtest.WithFailures(1, http.StatusInternalServerError))
+				tt.json = strings.ReplaceAll(tt.json, "{URL}", srv.URL())
+			}
+			f := config.Defaults()
+			if err := config.Parse(f, []byte(tt.json), env(tt.env)); err != nil {
+				t.Fatal(err)
+			}
+			var logs strings.Builder
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			c, provider, err := llm.NewFromFile(f, env(tt.env), tt.maxRetries, without, log)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("NewFromFile = %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || provider != tt.wantProvider {
+				t.Fatalf("NewFromFile = provider %q, %v; want %q", provider, err, tt.wantProvider)
+			}
+			if tt.wantLog == "" && logs.Len() > 0 || !strings.Contains(logs.String(), tt.wantLog) {
+				t.Errorf("logged %q, want %q", logs.String(), tt.wantLog)
+			}
+			if tt.wantKeyless {
+				_, err := c.Chat(t.Context(), llm.Request{})
+				if want := llm.MissingKey(provider); err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("a keyless call: %v, want an error saying %q", err, want)
+				}
+			}
+			if tt.wantRequests > 0 {
+				srv.Enqueue(llmtest.Text("ok"))
+				_, err := c.Chat(t.Context(), llm.Request{Messages: []*nanofleetv1.ChatMessage{{Role: "user", Content: "hi"}}})
+				if got := srv.RequestCount(); got != tt.wantRequests {
+					t.Errorf("%d requests (err %v), want %d", got, err, tt.wantRequests)
+				}
 			}
 		})
 	}

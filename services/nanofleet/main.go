@@ -8,9 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -141,11 +142,7 @@ func unknownCommand(name string, cmds map[string]command) *usageError {
 
 // usage is nanofleet's usage: its commands.
 func usage(cmds map[string]command) string {
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(cmds))
 	var b strings.Builder
 	fmt.Fprintln(&b, "usage: nanofleet <command> [arguments] [flags]\n\ncommands:")
 	for _, n := range names {

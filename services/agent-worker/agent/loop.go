@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -323,11 +324,7 @@ func (l *Loop) runTools(ctx context.Context, calls []*nanofleetv1.ToolCall, know
 }
 
 func unknownTool(c *nanofleetv1.ToolCall, known map[string]*nanofleetv1.ToolDefinition) *nanofleetv1.ToolResult {
-	names := make([]string, 0, len(known))
-	for n := range known {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(known))
 	return &nanofleetv1.ToolResult{
 		CallId:    c.GetId(),
 		IsError:   true,

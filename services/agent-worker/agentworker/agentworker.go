@@ -117,27 +117,14 @@ func ConfigFrom(file *config.File, id, workspace string) (worker.Config, Section
 	return cfg, sec, nil
 }
 
-// Model builds the model provider from the config and environment.
+// Model builds the model provider from the config and environment
+// ([llm.NewFromFile]) with retries as modelRetries counts them: 0 retries
+// nothing.
 func Model(file *config.File, getenv func(string) string, retries int, log *slog.Logger) (llm.Client, string, error) {
-	if err := llm.CheckFile(file, getenv); err != nil {
-		return nil, "", err
-	}
-	pc := llm.FromFile(file, getenv)
 	if retries == 0 {
 		retries = -1
 	}
-	pc.MaxRetries = retries
-	p, keyless, err := llm.NewOrKeyless(pc, llm.WithLogger(log))
-	if err != nil {
-		return nil, "", llm.FileError(pc, err)
-	}
-	if w := llm.WithheldEnvKey(pc, getenv); w != "" {
-		log.Warn(w)
-	}
-	if keyless {
-		log.Warn("no model API key configured: "+llm.MissingKey(pc.ProviderName())+"; until then turns answer with an error", "provider", pc.ProviderName())
-	}
-	return p, pc.ProviderName(), nil
+	return llm.NewFromFile(file, getenv, retries, "turns answer with an error", log)
 }
 
 // Assets declares the JetStream assets a worker uses besides the core

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/dingtalk"
@@ -90,11 +89,7 @@ func FromFile(f *config.File) (Config, error) {
 		// Deprecated in nanobot and ignored there too.
 		"extractDocumentText": new(bool),
 	}
-	keys := make([]string, 0, len(sections))
-	for k := range sections {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(sections))
 	// Every subsection is decoded and validated, past the ones that
 	// fail: one start names every problem of the section.
 	var probs config.Problems

@@ -47,10 +47,9 @@ func (c Config) Validate() error {
 	}
 	const p = "channels.discord."
 	var probs config.Problems
-	switch {
-	case strings.TrimSpace(c.Token) == "":
-		probs.Add(p+"token", "required when the channel is enabled")
-	case strings.ContainsAny(c.Token, " \t\n") || strings.HasPrefix(c.Token, "Bot "):
+	if err := channelconfig.Required("discord", map[string]string{"token": c.Token}); err != nil {
+		probs.Join(err)
+	} else if strings.ContainsAny(c.Token, " \t\n") || strings.HasPrefix(c.Token, "Bot ") {
 		probs.Add(p+"token", "the bare bot token, without \"Bot \" or spaces")
 	}
 	if len(c.AllowChannels) > 0 {

@@ -52,16 +52,8 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 // enabled; deltas are followed by the streams themselves (see
 // internal/editstream).
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
-		return nil
-	}
-	var text string
-	switch msg.GetKind() {
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		text = italic(msg.GetContent())
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		text = "`" + strings.ReplaceAll(markup.Truncate(msg.GetContent(), Limit-2), "`", "'") + "`"
-	default:
+	text, ok := a.cfg.LiveText(msg, a.deps.SendProgress, a.deps.SendToolHints, italic, hint)
+	if !ok {
 		return nil
 	}
 	_, err := a.post(ctx, msg, text, false, "", nil)
@@ -69,6 +61,12 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 		a.startTyping(msg.GetChatId()) // Discord ends the indicator with a message
 	}
 	return err
+}
+
+// hint shows a tool hint as code within Limit, its backticks made quotes
+// so that none ends the code span.
+func hint(s string) string {
+	return "`" + strings.ReplaceAll(markup.Truncate(s, Limit-2), "`", "'") + "`"
 }
 
 // italic shows progress text in italics within Limit. Its backslashes and

@@ -33,19 +33,16 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 // DeliverLive posts progress and tool hints in the thread when enabled,
 // deltas are followed by the streams themselves (see internal/editstream).
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
-		return nil
-	}
-	var text string
-	switch msg.GetKind() {
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		text = italic(msg.GetContent())
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		text = "`" + hintText(markup.TruncateRendered(msg.GetContent(), maxText-2, hintLen)) + "`"
-	default:
+	text, ok := a.cfg.LiveText(msg, a.deps.SendProgress, a.deps.SendToolHints, italic, hint)
+	if !ok {
 		return nil
 	}
 	return a.post(ctx, msg, text)
+}
+
+// hint shows a tool hint as code within maxText once escaped.
+func hint(s string) string {
+	return "`" + hintText(markup.TruncateRendered(s, maxText-2, hintLen)) + "`"
 }
 
 // hintText is a tool hint as Slack must get it inside backticks: a

@@ -53,10 +53,9 @@ func (c Config) Validate() error {
 	}
 	const p = "channels.telegram."
 	var probs config.Problems
-	switch {
-	case strings.TrimSpace(c.Token) == "":
-		probs.Add(p+"token", "required when the channel is enabled")
-	case !strings.Contains(c.Token, ":"):
+	if err := channelconfig.Required("telegram", map[string]string{"token": c.Token}); err != nil {
+		probs.Join(err)
+	} else if !strings.Contains(c.Token, ":") {
 		probs.Add(p+"token", "does not look like a bot token (<id>:<secret>)")
 	}
 	probs.Join(c.Common.Validate(channelconfig.Rules{Name: "telegram"}))

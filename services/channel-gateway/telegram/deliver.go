@@ -53,19 +53,11 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 // enabled; deltas are followed by the streams themselves (see
 // internal/editstream).
 func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
-	if !a.cfg.ShowsLive(msg.GetKind(), a.deps.SendProgress, a.deps.SendToolHints) {
+	html, ok := a.cfg.LiveText(msg, a.deps.SendProgress, a.deps.SendToolHints, inTag("i"), inTag("code"))
+	if !ok {
 		return nil
 	}
 	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
-	var html string
-	switch msg.GetKind() {
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS:
-		html = "<i>" + escape(markup.Truncate(msg.GetContent(), markup.TelegramLimit)) + "</i>"
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT:
-		html = "<code>" + escape(markup.Truncate(msg.GetContent(), markup.TelegramLimit)) + "</code>"
-	default:
-		return nil
-	}
 	_, err := a.bot.SendMessage(ctx, &tgbot.SendMessageParams{
 		ChatID: chat, MessageThreadID: thread, Text: html, ParseMode: models.ParseModeHTML,
 		LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: tgbot.True()},
@@ -74,6 +66,13 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 		a.startTyping(chat, thread) // the chat action ends with a message
 	}
 	return err
+}
+
+// inTag shows text as HTML in tag, cut to the message limit and escaped.
+func inTag(tag string) func(string) string {
+	return func(s string) string {
+		return "<" + tag + ">" + escape(markup.Truncate(s, markup.TelegramLimit)) + "</" + tag + ">"
+	}
 }
 
 // send sends one piece as HTML, and as plain text if Telegram rejects the

@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -269,11 +270,7 @@ func (j *Job) RunOnce(ctx context.Context) ([]uint64, error) {
 	for _, e := range entries {
 		byScope[e.GetScope()] = append(byScope[e.GetScope()], e)
 	}
-	scopes := make([]string, 0, len(byScope))
-	for s := range byScope {
-		scopes = append(scopes, s)
-	}
-	slices.Sort(scopes)
+	scopes := slices.Sorted(maps.Keys(byScope))
 	var stored []uint64
 	for _, key := range scopes {
 		sc, err := memory.ParseScope(key)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -172,11 +174,7 @@ func (j *Job) apply(ctx context.Context, sc memory.Scope, f file, doc *nanofleet
 // ones and changed ones, under a valid name.
 func proposedSkills(sc memory.Scope, current []file, v any) []change {
 	m, _ := v.(map[string]any)
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(m))
 	var out []change
 	for _, name := range names {
 		after, ok := m[name].(string)

@@ -168,25 +168,13 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Servi
 	return s, nil
 }
 
-// Model builds the model provider from the config and environment. Without
+// Model builds the model provider from the config and environment
+// ([llm.NewFromFile], with llm's default retries). Without
 // an API key the service still runs: every consolidation then archives the
 // raw turns, so nothing is lost until a key is set.
 func Model(file *config.File, getenv func(string) string, log *slog.Logger) (llm.Client, error) {
-	if err := llm.CheckFile(file, getenv); err != nil {
-		return nil, err
-	}
-	pc := llm.FromFile(file, getenv)
-	p, keyless, err := llm.NewOrKeyless(pc, llm.WithLogger(log))
-	if err != nil {
-		return nil, llm.FileError(pc, err)
-	}
-	if w := llm.WithheldEnvKey(pc, getenv); w != "" {
-		log.Warn(w)
-	}
-	if keyless {
-		log.Warn("no model API key configured: "+llm.MissingKey(pc.ProviderName())+"; until then consolidations archive raw turns", "provider", pc.ProviderName())
-	}
-	return p, nil
+	c, _, err := llm.NewFromFile(file, getenv, 0, "consolidations archive raw turns", log)
+	return c, err
 }
 
 // Run runs the parts until ctx ends; the first part to fail stops the

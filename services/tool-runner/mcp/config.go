@@ -225,11 +225,7 @@ func (c ServerConfig) Validate(name string) error {
 // that no server name followed by '_' begins another one ("a" and "a_b"
 // would both claim the tool name mcp_a_b_c).
 func ValidateServers(servers map[string]ServerConfig) error {
-	names := make([]string, 0, len(servers))
-	for name := range servers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(servers))
 	var p config.Problems
 	for _, name := range names {
 		p.Join(servers[name].Validate(name))

@@ -166,6 +166,20 @@ func (c Common) ShowsLive(kind nanofleetv1.OutboundKind, progress, hints bool) b
 	return false
 }
 
+// LiveText is the text a live message is shown with, for an adapter
+// that shows progress and tool hints differently: asProgress or asHint of
+// its content, by its kind. ok is false when it is not shown (see
+// [Common.ShowsLive]).
+func (c Common) LiveText(msg *nanofleetv1.OutboundMessage, progress, hints bool, asProgress, asHint func(content string) string) (text string, ok bool) {
+	if !c.ShowsLive(msg.GetKind(), progress, hints) {
+		return "", false
+	}
+	if msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_TOOL_HINT {
+		return asHint(msg.GetContent()), true
+	}
+	return asProgress(msg.GetContent()), true
+}
+
 // On is *p, or def when the key was not set.
 func On(p *bool, def bool) bool {
 	if p == nil {

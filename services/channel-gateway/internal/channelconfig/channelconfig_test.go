@@ -125,6 +125,7 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// TestShowsLive covers ShowsLive and LiveText, which follows it.
 func TestShowsLive(t *testing.T) {
 	yes, no := true, false
 	const (
@@ -145,10 +146,20 @@ func TestShowsLive(t *testing.T) {
 		{"hints off by default", channelconfig.Common{}, hint, true, false, false},
 		{"hints on for the channel", channelconfig.Common{SendToolHints: &yes}, hint, true, false, true},
 		{"a final answer is not live", channelconfig.Common{}, final, true, true, false},
+		{"a delta is not shown as a message", channelconfig.Common{}, nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, true, true, false},
 	}
+	// LiveText shows what ShowsLive shows, each kind its own way.
+	asProgress := func(s string) string { return "_" + s + "_" }
+	asHint := func(s string) string { return "`" + s + "`" }
+	wantText := map[nanofleetv1.OutboundKind]string{progress: "_text_", hint: "`text`"}
 	for _, tt := range tests {
 		if got := tt.c.ShowsLive(tt.kind, tt.progress, tt.hints); got != tt.want {
 			t.Errorf("%s: ShowsLive = %v, want %v", tt.name, got, tt.want)
+		}
+		msg := &nanofleetv1.OutboundMessage{Kind: tt.kind, Content: "text"}
+		text, ok := tt.c.LiveText(msg, tt.progress, tt.hints, asProgress, asHint)
+		if want := wantText[tt.kind]; ok != tt.want || ok && text != want {
+			t.Errorf("%s: LiveText = %q, %v; want %q, %v", tt.name, text, ok, want, tt.want)
 		}
 	}
 }
