@@ -143,8 +143,9 @@ func (r *Runner) start(ctx context.Context) error {
 }
 
 // stop stops taking calls and waits for running ones until ctx ends; then
-// it cancels them (killing their commands) and returns ctx's error. The
-// MCP servers stop after it (Run).
+// it cancels them (killing their commands), waits for them at most
+// [abandonWait] more and returns ctx's error. The MCP servers stop after
+// it (Run).
 func (r *Runner) stop(ctx context.Context) error {
 	r.mu.Lock()
 	if r.stopping {
@@ -166,9 +167,24 @@ func (r *Runner) stop(ctx context.Context) error {
 	case <-ctx.Done():
 		r.log.Warn("stopping: cancelling calls still running")
 		r.cancel()
-		<-done
 		err = errors.Join(err, ctx.Err())
+		select {
+		case <-done:
+		case <-time.After(abandonWait):
+			// A call that ignores its cancellation (a system call that
+			// does not return) must not keep the runner from stopping.
+			r.log.Error("stopping: calls still running after their cancellation; left behind", "waited", abandonWait)
+			err = errors.Join(err, errCallsLeft)
+		}
 	}
 	r.cancel()
 	return err
 }
+
+// abandonWait is how long a stop waits for cancelled calls to return.
+// Cancelling kills a command's process group and ends file and web calls
+// at once; one that has not returned by then will not.
+const abandonWait = 5 * time.Second
+
+// errCallsLeft: the stop returned with calls still running.
+var errCallsLeft = errors.New("tool calls still running after their cancellation")

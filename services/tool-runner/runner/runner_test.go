@@ -392,3 +392,37 @@ func TestStartGivesTheRootToTheSandboxUser(t *testing.T) {
 		t.Errorf("workspace root owned by %d:%d after start, want the sandbox user %d:%d", st.Uid, st.Gid, f.cfg.Exec.HostUID, f.cfg.Exec.HostGID)
 	}
 }
+
+// stuckTool is a call that ignores its cancellation (a system call that
+// never returns) until the test releases it.
+type stuckTool struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (stuckTool) Definition() toolschema.Tool {
+	return toolschema.Tool{Name: "stuck", Description: "never returns", Parameters: json.RawMessage(`{"type":"object"}`), ReadOnly: true}
+}
+
+func (s stuckTool) Run(context.Context, *tools.Call) (tools.Result, error) {
+	close(s.started)
+	<-s.release
+	return tools.Result{Text: "late"}, nil
+}
+
+// TestStopLeavesACallThatIgnoresCancellation: a stop cancels what is
+// still running after its grace, and returns (saying so) even when a
+// call does not end: the runner waited for it for good, and the
+// tool-runner never exited.
+func TestStopLeavesACallThatIgnoresCancellation(t *testing.T) {
+	stuck := stuckTool{started: make(chan struct{}), release: make(chan struct{})}
+	f := start(t, nil, runner.WithTools(stuck), runner.WithStopGrace(10*time.Millisecond))
+	defer close(stuck.release)
+	go func() { _, _ = f.tryCall("stuck", map[string]any{}) }()
+	bustest.Receive(t, stuck.started, 30*time.Second)
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.stop() }()
+	if err := bustest.Receive(t, stopped, 30*time.Second); err == nil || !strings.Contains(err.Error(), "still running after their cancellation") {
+		t.Errorf("stop = %v, want an error saying calls were left running", err)
+	}
+}
