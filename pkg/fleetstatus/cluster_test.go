@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 )
@@ -64,11 +63,7 @@ func TestGetListsEachConsumerOnceWithANodeDown(t *testing.T) {
 	}
 	// Read through a node that stays up: a request lost with the stopped
 	// node, on a connection moving away from it, is another matter.
-	up, err := bus.Connect(ctx, bus.Config{URL: cluster.URL(meta), Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
+	up := cluster.ConnectThrough(t, meta)
 	cluster.Stop(down)
 
 	st, err := fleetstatus.Get(ctx, up, 100*time.Millisecond)
@@ -124,11 +119,7 @@ func TestGetReadsEveryStreamWhileALeaderStops(t *testing.T) {
 			if down < 0 {
 				t.Skipf("the meta leader %s leads every stream", cluster.Name(meta))
 			}
-			up, err := bus.Connect(ctx, bus.Config{URL: cluster.URL(meta), Name: t.Name()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer up.Close()
+			up := cluster.ConnectThrough(t, meta)
 			cluster.Stop(down)
 			start := time.Now()
 			st, err := fleetstatus.Get(ctx, up, 100*time.Millisecond)

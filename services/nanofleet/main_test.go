@@ -38,21 +38,32 @@ func testEnv(t *testing.T, vars map[string]string) (*environment, *bytes.Buffer,
 	return newEnvironment(strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] }), &out, &errOut
 }
 
-func TestAgentOneShot(t *testing.T) {
+// agentOneShot runs `agent -m Hello` in a fresh environment against a
+// fake model answering answer, failing the test if the command fails,
+// and returns the model, the environment and the command's output,
+// trimmed.
+func agentOneShot(t *testing.T, answer string) (*llmtest.Server, *environment, string) {
+	t.Helper()
 	llm := llmtest.NewServer(t)
-	llm.Enqueue(llmtest.Text("Hello from the fleet."))
+	llm.Enqueue(llmtest.Text(answer))
 	env, out, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if err := dispatch(ctx, env, []string{"agent", "-m", "Hello"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(out.String()); got != "Hello from the fleet." {
+	return llm, env, strings.TrimSpace(out.String())
+}
+
+func TestAgentOneShot(t *testing.T) {
+	llm, env, got := agentOneShot(t, "Hello from the fleet.")
+	if got != "Hello from the fleet." {
 		t.Fatalf("stdout = %q", got)
 	}
 	// The next one-shot in the same session sees the first turn's history.
 	llm.Enqueue(llmtest.Text("second"))
-	out.Reset()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
 	if err := dispatch(ctx, env, []string{"agent", "-m", "again"}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 )
 
 func TestPlainWriterDropsTerminalControls(t *testing.T) {
@@ -45,15 +40,7 @@ func TestPlainWriterDropsTerminalControls(t *testing.T) {
 // output) reaches the terminal without escape sequences: 'agent -m'
 // printed it byte for byte, so an OSC 52 in it set the user's clipboard.
 func TestAgentPrintsNoTerminalControls(t *testing.T) {
-	llm := llmtest.NewServer(t)
-	llm.Enqueue(llmtest.Text("A\x1b]52;c;cHduZWQ=\x07B\r\u009bC"))
-	env, out, _ := testEnv(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "k"})
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if err := dispatch(ctx, env, []string{"agent", "-m", "Hello"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.TrimSpace(out.String()); got != "A]52;c;cHduZWQ=BC" {
+	if _, _, got := agentOneShot(t, "A\x1b]52;c;cHduZWQ=\x07B\r\u009bC"); got != "A]52;c;cHduZWQ=BC" {
 		t.Fatalf("stdout = %q", got)
 	}
 }

@@ -49,6 +49,24 @@ func (g *gate) script(next llmtest.Script) llmtest.Script {
 	}
 }
 
+// gatedConsolidator makes consolidator c1 on b with a fake model, which
+// it returns, that answers with script and holds its first call at the
+// returned gate, and with chunks of 1000 tokens (one a session here);
+// set, if given, changes its config further.
+func gatedConsolidator(t *testing.T, b *bus.Bus, script llmtest.Script, set ...func(*Config)) (*gate, *llmtest.Server, *Consolidator) {
+	t.Helper()
+	g := newGate()
+	model := llmtest.NewServer(t)
+	model.Handle(g.script(script))
+	c := newConsolidatorWith(t, b, "c1", model, func(cfg *Config) {
+		cfg.ChunkTokens = 1000
+		for _, f := range set {
+			f(cfg)
+		}
+	})
+	return g, model, c
+}
+
 // waiting is how many rounds wait for the agent's document in c.
 func waiting(c *Consolidator) int {
 	c.groups.mu.Lock()
@@ -165,9 +183,7 @@ func TestBatchAnswers(t *testing.T) {
 			// payload).
 			limitMemory(t, b, 64<<10)
 			limitLog(t, b, 64<<10)
-			g := newGate()
-			model := llmtest.NewServer(t)
-			model.Handle(g.script(func(req *llmtest.RecordedRequest) llmtest.Reply {
+			g, model, c := gatedConsolidator(t, b, func(req *llmtest.RecordedRequest) llmtest.Reply {
 				if len(req.ToolNames()) != 1 || req.ToolNames()[0] != "save_memories" {
 					return memtest.Consolidate(req)
 				}
@@ -187,8 +203,7 @@ func TestBatchAnswers(t *testing.T) {
 					es = append(es, [2]string{e.Conversation, e.HistoryEntry})
 				}
 				return tt.answer(es, args.MemoryUpdate)
-			}))
-			c := newConsolidatorWith(t, b, "c1", model, func(cfg *Config) { cfg.ChunkTokens = 1000 })
+			})
 			keys := []string{"cli:lead", "cli:b", "cli:c", "cli:d"}
 			last, done := queueBehindLeader(t, b, c, g, keys, 2, nil)
 			led := memoryOf(t, b) // nothing yet: the leader's call is held
@@ -280,10 +295,7 @@ func TestBatchAnswerBudget(t *testing.T) {
 
 func TestCancelledWaiterLeavesTheBatch(t *testing.T) {
 	_, b := memtest.Start(t)
-	g := newGate()
-	model := llmtest.NewServer(t)
-	model.Handle(g.script(memtest.Consolidate))
-	c := newConsolidatorWith(t, b, "c1", model, func(cfg *Config) { cfg.ChunkTokens = 1000 })
+	g, model, c := gatedConsolidator(t, b, memtest.Consolidate)
 	keys := []string{"cli:lead", "cli:gone", "cli:c", "cli:d"}
 	gone, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -424,11 +436,7 @@ func TestBatchesBeyondSlots(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, b := memtest.Start(t)
-			g := newGate()
-			model := llmtest.NewServer(t)
-			model.Handle(g.script(memtest.Consolidate))
-			c := newConsolidatorWith(t, b, "c1", model, func(cfg *Config) {
-				cfg.ChunkTokens = 1000 // one chunk per session
+			g, model, c := gatedConsolidator(t, b, memtest.Consolidate, func(cfg *Config) {
 				cfg.Slots, cfg.BatchMax = tt.slots, tt.batchMax
 				cfg.RecentEntries = tt.sessions
 			})
@@ -594,10 +602,7 @@ func TestGiveBackBounds(t *testing.T) {
 // turn is in exactly one entry of its own user's log.
 func TestBatchesNeverCrossScopes(t *testing.T) {
 	_, b := memtest.Start(t)
-	g := newGate()
-	model := llmtest.NewServer(t)
-	model.Handle(g.script(memtest.Consolidate))
-	c := newConsolidatorWith(t, b, "c1", model, func(cfg *Config) { cfg.ChunkTokens = 1000 })
+	g, model, c := gatedConsolidator(t, b, memtest.Consolidate)
 	ada, bob := memory.UserScope("default", "ada"), memory.UserScope("default", "bob")
 	rounds := []struct {
 		key   string

@@ -87,15 +87,12 @@ func TestMergeIsCounted(t *testing.T) {
 func TestBatchIsSplitAmongItsUsers(t *testing.T) {
 	const single, batched = 110, 1001 // the fake model's usage per call
 	_, b := memtest.Start(t)
-	g := newGate()
-	model := llmtest.NewServer(t)
-	model.Handle(g.script(func(req *llmtest.RecordedRequest) llmtest.Reply {
+	g, model, c := gatedConsolidator(t, b, func(req *llmtest.RecordedRequest) llmtest.Reply {
 		if strings.Contains(req.LastUserText(), "### Conversation C2\n") {
 			return memtest.Consolidate(req).WithUsage(1000, 1)
 		}
 		return memtest.Consolidate(req).WithUsage(100, 10)
-	}))
-	c := newConsolidatorWith(t, b, "c1", model, func(cfg *Config) { cfg.ChunkTokens = 1000 })
+	})
 	rounds := []struct {
 		key, payer string
 		turns      int

@@ -67,7 +67,7 @@ func TestStatusWithAStreamLeaderKilled(t *testing.T) {
 	}
 	// The client talks to a node that stays up: a reconnect is another
 	// event.
-	b := cluster.connectTo(ctx, t, (leader+1)%3)
+	b := connectTo(ctx, t, []*node{cluster.nodes[(leader+1)%3]})
 	fleetstatustest.Online(t, b, fleetstatus.WorkerService, map[string]string{"instance": "w1"})
 
 	cluster.nodes[leader].proc.Kill()
@@ -134,7 +134,7 @@ func TestDashboardWithAStreamLeaderKilled(t *testing.T) {
 	if l := cluster.leaderOf(ctx, t, all, hist); l == want {
 		t.Fatalf("the history moved to the node to kill, %s", l)
 	}
-	b := cluster.connectTo(ctx, t, (killed+1)%3)
+	b := connectTo(ctx, t, []*node{cluster.nodes[(killed+1)%3]})
 	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{Bus: b, Gate: openGate{}})
 	if err != nil {
 		t.Fatal(err)
@@ -226,15 +226,3 @@ type openGate struct{}
 func (openGate) Authorized(*http.Request) bool { return true }
 
 func (openGate) LogIn(http.ResponseWriter, *http.Request, string) bool { return true }
-
-// connectTo connects a client, named for the test, to node i alone, so
-// that it does not move when another node goes.
-func (c *natsCluster) connectTo(ctx context.Context, t *testing.T, i int) *bus.Bus {
-	t.Helper()
-	b, err := bus.Connect(ctx, bus.Config{URL: fmt.Sprintf("nats://127.0.0.1:%d", c.nodes[i].port), Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	return b
-}

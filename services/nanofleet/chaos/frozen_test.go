@@ -174,7 +174,9 @@ func (c *natsCluster) nodeOf(t *testing.T, name string) *node {
 	return found[0]
 }
 
-// connectTo connects to the cluster through the given nodes only.
+// connectTo connects a client, named for the test, to the cluster
+// through the given nodes only: it does not move to another node when
+// one of the others goes.
 func connectTo(ctx context.Context, t *testing.T, nodes []*node) *bus.Bus {
 	t.Helper()
 	b, err := bus.Connect(ctx, bus.Config{URL: urlsOf(nodes), Name: t.Name()})

@@ -63,6 +63,23 @@ func followEdits(t *testing.T, edit string, first time.Time, shown func() string
 	return edits
 }
 
+// followFallback follows a streamed answer whose edits all fail, from
+// the message the stream began with, partial, which showed first: the
+// partial message is deleted and the answer follows whole, once. shows is
+// what a message shows now ("" once deleted); next waits for the next
+// message sent and returns its text; none fails the test on a message
+// sent within a second.
+func followFallback[ID any](t *testing.T, partial ID, first string, shows func(ID) string, next func() string, none func()) {
+	t.Helper()
+	for text := first; text != streamedAnswer; {
+		text = next()
+	}
+	if s := shows(partial); s != "" {
+		t.Errorf("the partial message %v still shows %q", partial, s)
+	}
+	none() // the whole answer once
+}
+
 // TestDiscordStreamsByEditing: with streaming on, Discord sees one reply
 // created while the model streams, edited at most once per
 // streamEditInterval, ending with exactly the model's answer.
@@ -152,16 +169,9 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 			c := bot.Next(t, 30*time.Second, "sendMessage")
 			checkFirst(t, c.Fields["text"], "message")
 			if failing {
-				// The partial message is deleted; the answer follows whole,
-				// once.
-				partial := c.MessageID
-				for c.Fields["text"] != streamedAnswer {
-					c = bot.Next(t, 30*time.Second, "sendMessage")
-				}
-				if bot.Text(partial) != "" {
-					t.Errorf("the partial message %d still shows %q", partial, bot.Text(partial))
-				}
-				bot.None(t, time.Second, "sendMessage") // the whole answer once
+				followFallback(t, c.MessageID, c.Fields["text"], bot.Text, func() string {
+					return bot.Next(t, 30*time.Second, "sendMessage").Fields["text"]
+				}, func() { bot.None(t, time.Second, "sendMessage") })
 				return
 			}
 			n, limitedAt := 0, time.Time{}
@@ -210,14 +220,9 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 			c := sl.Next(t, 30*time.Second, "chat.postMessage")
 			checkFirst(t, c.Fields["text"], "message")
 			if failing {
-				partial := c.TS
-				for c.Fields["text"] != streamedAnswer {
-					c = sl.Next(t, 30*time.Second, "chat.postMessage")
-				}
-				if sl.Text(partial) != "" {
-					t.Errorf("the partial message %s still shows %q", partial, sl.Text(partial))
-				}
-				sl.None(t, time.Second, "chat.postMessage") // the whole answer once
+				followFallback(t, c.TS, c.Fields["text"], sl.Text, func() string {
+					return sl.Next(t, 30*time.Second, "chat.postMessage").Fields["text"]
+				}, func() { sl.None(t, time.Second, "chat.postMessage") })
 				return
 			}
 			edits := followEdits(t, "update", c.At, func() string { return sl.Text(c.TS) }, func() time.Time {
