@@ -1,5 +1,6 @@
-// Package svctest helps test a service binary's run function in-process:
-// a free observability address, and waiting on its /readyz.
+// Package svctest helps test what runs: a component's Run for the length
+// of a test ([Run]), and a service binary's run function in-process (a
+// free observability address, waiting on its /readyz).
 package svctest
 
 import (
