@@ -1,7 +1,6 @@
 package channelgateway_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channelgateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/channels"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
@@ -55,15 +55,8 @@ func TestListenPrecedence(t *testing.T) {
 			if got := g.Addr().String(); got != tt.want {
 				t.Fatalf("listening on %s, want %s", got, tt.want)
 			}
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
-			go func() { done <- g.Run(ctx) }()
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(15 * time.Second):
-				t.Fatal("gateway did not stop")
-			}
+			// Run and stop it at once; only where New listens is checked here.
+			_ = svctest.Run(t, g.Run, svctest.StopWithin(15*time.Second))()
 		})
 	}
 }
@@ -139,17 +132,7 @@ func runGatewayWith(t *testing.T, data string, deps channelgateway.Deps, opts ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Error("gateway did not stop")
-		}
-	})
+	svctest.Run(t, g.Run, svctest.StopWithin(15*time.Second))
 	return g
 }
 
@@ -227,10 +210,7 @@ func TestStatusRecordsLiveWithTheGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
+	stop := svctest.Run(t, g.Run, svctest.StopWithin(15*time.Second))
 	board, err := status.Open(t.Context(), b)
 	if err != nil {
 		t.Fatal(err)
@@ -255,14 +235,8 @@ func TestStatusRecordsLiveWithTheGateway(t *testing.T) {
 		}
 		return nil
 	})
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("gateway did not stop")
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 	recs, err := board.Records(t.Context(), "")
 	if err != nil || len(recs) != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
@@ -88,15 +89,7 @@ func runGatewayWith(t *testing.T, b *bus.Bus, cfg gateway.Config, adapters []gat
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := bustest.Receive(t, done, 30*time.Second); err != nil {
-			t.Errorf("gateway run: %v", err)
-		}
-	})
+	svctest.Run(t, g.Run)
 }
 
 func publishReply(t *testing.T, b *bus.Bus, id, text string) {
@@ -189,19 +182,16 @@ func TestAttemptsWithoutAnswerGoToDeadLetter(t *testing.T) {
 	b := bustest.StartJetStream(t, gateway.Assets)
 	r := newRecorder()
 	// A first run makes the gateway's consumer of the channel's replies.
-	ctx, stop := context.WithCancel(t.Context())
 	g, err := gateway.New(gateway.DefaultConfig(), b, []gateway.Adapter{r})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
+	stop := svctest.Run(t, g.Run)
 	bustest.Eventually(t, 10*time.Second, func() error {
 		_, err := b.JS.Consumer(t.Context(), b.Space.OutboundStream(), b.Space.GatewayConsumer("test"))
 		return err
 	})
-	stop()
-	if err := bustest.Receive(t, done, 30*time.Second); err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	// Three deliveries that end without an answer, as when the process

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
@@ -54,10 +55,7 @@ func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
 				t.Fatal(err)
 			}
 			g.Storage = func() error { return tt.storage }
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
-			go func() { done <- g.Run(ctx) }()
-			defer func() { cancel(); bustest.Receive(t, done, 30*time.Second) }()
+			svctest.Run(t, g.Run)
 			select {
 			case err := <-s.results:
 				if err != nil {

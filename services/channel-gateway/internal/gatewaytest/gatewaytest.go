@@ -15,6 +15,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adapterdeps"
@@ -44,9 +45,9 @@ type Gateway struct {
 	t          testing.TB
 	b          *bus.Bus
 	id         string
-	stop       context.CancelFunc
+	cancel     context.CancelFunc // the adapter's context
+	run        func() error       // stops the gateway's Run
 	unregister func()
-	done       chan error
 	once       sync.Once
 }
 
@@ -87,8 +88,8 @@ func Start(t testing.TB, b *bus.Bus, log *slog.Logger, build Build) *Gateway {
 		cancel()
 		t.Fatal(err)
 	}
-	gw := &Gateway{t: t, b: b, id: id, stop: cancel, unregister: unregister, done: make(chan error, 1)}
-	go func() { gw.done <- g.Run(ctx) }()
+	gw := &Gateway{t: t, b: b, id: id, cancel: cancel, unregister: unregister}
+	gw.run = svctest.Run(t, g.Run, svctest.StopWithin(StopTimeout))
 	t.Cleanup(gw.Stop)
 	return gw
 }
@@ -111,14 +112,9 @@ func (g *Gateway) end(kill bool) {
 		} else {
 			g.unregister()
 		}
-		g.stop()
-		select {
-		case err := <-g.done:
-			if err != nil && !kill {
-				g.t.Errorf("gateway: %v", err)
-			}
-		case <-time.After(StopTimeout):
-			g.t.Error("gateway did not stop")
+		g.cancel()
+		if err := g.run(); err != nil && !kill {
+			g.t.Errorf("gateway: %v", err)
 		}
 	})
 }

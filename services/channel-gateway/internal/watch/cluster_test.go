@@ -9,6 +9,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
 )
@@ -90,14 +91,12 @@ func watchApart(ctx context.Context, t *testing.T, cluster *bustest.Cluster, b *
 	t.Helper()
 	var w *watch.Watcher
 	host := cluster.ConsumerApart(ctx, b, b.Space.OutboundStream(), func(conn *bus.Bus) func() {
-		wctx, stop := context.WithCancel(ctx)
 		var err error
-		if w, err = watch.New(wctx, conn, "api", "c1"); err != nil {
+		if w, err = watch.New(ctx, conn, "api", "c1"); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- w.Run(wctx) }()
-		return func() { stop(); bustest.Receive(t, done, 10*time.Second) }
+		stop := svctest.Run(t, w.Run, svctest.StopWithin(10*time.Second))
+		return func() { _ = stop() }
 	})
 	return w, host
 }
@@ -118,10 +117,7 @@ func TestWatcherFollowsItsRepliesOffItsOwnNodeStopping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	t.Cleanup(func() { stop(); bustest.Receive(t, done, 10*time.Second) })
+	svctest.Run(t, w.Run, svctest.StopWithin(10*time.Second))
 	pub := cluster.ConnectThrough(t, (host+1)%3)
 	cluster.LeadAway(ctx, pub, b.Space.OutboundStream(), host)
 

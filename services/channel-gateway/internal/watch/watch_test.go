@@ -15,6 +15,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
 )
@@ -44,10 +45,7 @@ func TestWatcherMergesRepliesAndLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(runCtx) }()
+	stop := svctest.Run(t, w.Run, svctest.StopWithin(10*time.Second))
 	publish(true, "delta")
 	publish(false, "after")
 	got := map[string]bool{}
@@ -62,14 +60,8 @@ func TestWatcherMergesRepliesAndLive(t *testing.T) {
 	if !got["delta"] || !got["after"] {
 		t.Errorf("got %v", got)
 	}
-	stop()
-	select {
-	case err := <-ran:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after its context ended")
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 	// Run removes the watcher's consumer from the server before it returns.
 	st, err := b.JS.Stream(ctx, b.Space.OutboundStream())
@@ -97,7 +89,7 @@ func TestWatcherKeepsLiveMessagesBeforeTheReplyAfterThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = w.Run(ctx) }()
+	svctest.Run(t, w.Run)
 	msg := func(kind nanofleetv1.OutboundKind, content string) []byte {
 		data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Kind: kind, Content: content})
 		return data
