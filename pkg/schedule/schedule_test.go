@@ -16,6 +16,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -216,9 +217,8 @@ func runRelay(t *testing.T, b *bus.Bus, opts ...schedule.RelayOption) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); bustest.Receive(t, done, 30*time.Second) })
+	t.Cleanup(cancel)
+	svctest.Run(t, r.Run)
 }
 
 func TestRelayTurnsFireIntoInbound(t *testing.T) {

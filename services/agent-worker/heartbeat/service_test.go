@@ -1,7 +1,6 @@
 package heartbeat_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/profile/profiletest"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/heartbeat"
 	"github.com/nats-io/nats.go/jetstream"
@@ -55,16 +55,7 @@ func (e *env) service(t *testing.T, cfg heartbeat.Config) *heartbeat.Service {
 // run runs a heartbeat service with cfg until the test ends.
 func (e *env) run(t *testing.T, cfg heartbeat.Config) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	s := e.service(t, cfg)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := bustest.Receive(t, done, 10*time.Second); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	svctest.Run(t, e.service(t, cfg).Run, svctest.StopWithin(10*time.Second))
 }
 
 func (e *env) setFile(t *testing.T, text string) {

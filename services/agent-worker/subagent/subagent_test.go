@@ -17,6 +17,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/subagent"
@@ -94,7 +95,7 @@ type env struct {
 func setup(t *testing.T, cfg subagent.Config) *env {
 	t.Helper()
 	b := bustest.StartJetStream(t)
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx := t.Context()
 	if err := bus.Provision(ctx, b, bustest.TestLayout(), subagent.Assets); err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +103,8 @@ func setup(t *testing.T, cfg subagent.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); bustest.Receive(t, done, 30*time.Second) })
 	// A parent's /stop published before Run subscribed would be lost.
-	bustest.Receive(t, m.Listening(), 30*time.Second)
+	svctest.Run(t, m.Run, svctest.Ready(m.Listening(), 30*time.Second))
 	cons, err := b.JS.CreateOrUpdateConsumer(ctx, b.Space.InboundStream(), jetstream.ConsumerConfig{Durable: "test", AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
 		t.Fatal(err)

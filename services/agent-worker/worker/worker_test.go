@@ -22,6 +22,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/profile/profiletest"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 )
@@ -105,11 +106,10 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, e edi
 	if e.before != nil {
 		e.before(w)
 	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
+	stopRun := svctest.Run(t, w.Run, svctest.StopWithin(grace+30*time.Second))
 	out, stopOut := bustest.Outbound(t, b, 1000)
 	h := &harness{w: w, b: b, llm: srv, out: out}
-	stop := sync.OnceFunc(func() { stopOut(); cancel(); bustest.Receive(t, done, grace+30*time.Second); profiles.Stop() })
+	stop := sync.OnceFunc(func() { stopOut(); cancel(); _ = stopRun(); profiles.Stop() })
 	t.Cleanup(stop)
 	return h, stop
 }

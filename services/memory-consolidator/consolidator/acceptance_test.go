@@ -17,6 +17,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/profile/profiletest"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/consolidator"
@@ -92,16 +93,14 @@ func startFleetWith(t *testing.T, scope string, budget int, consolidate llmtest.
 	if err != nil {
 		t.Fatal(err)
 	}
-	wDone, cDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(wDone); _ = w.Run(ctx) }()
-	go func() { defer close(cDone); _ = c.Run(ctx) }()
+	stopW := svctest.Run(t, w.Run)
+	stopC := svctest.Run(t, c.Run)
 	out, stopOut := bustest.Outbound(t, b, 100)
 	f := &fleet{b: b, llm: srv, mem: mem, out: out}
 	t.Cleanup(func() {
 		stopOut()
 		cancel()
-		bustest.Receive(t, wDone, 30*time.Second)
-		bustest.Receive(t, cDone, 30*time.Second)
+		_, _ = stopW(), stopC()
 		profiles.Stop()
 	})
 	return f

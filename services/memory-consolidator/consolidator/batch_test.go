@@ -18,6 +18,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
 )
@@ -383,13 +384,7 @@ func TestCancelledRoundInABatch(t *testing.T) {
 // runConsolidator runs c until the test ends.
 func runConsolidator(t *testing.T, c *Consolidator) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		bustest.Receive(t, done, 30*time.Second)
-	})
+	svctest.Run(t, c.Run)
 }
 
 // publishRounds appends turns to each session and publishes a request

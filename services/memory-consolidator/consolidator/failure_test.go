@@ -1,7 +1,6 @@
 package consolidator_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/consolidator"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
@@ -183,8 +183,5 @@ func runConsolidator(t *testing.T, b *bus.Bus, srv *llmtest.Server, log *slog.Lo
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); bustest.Receive(t, done, 30*time.Second) })
+	svctest.Run(t, c.Run)
 }

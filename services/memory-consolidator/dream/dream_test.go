@@ -19,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/dream"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
@@ -276,7 +277,7 @@ func TestOversizedAnswerIsNotRetried(t *testing.T) {
 // against the server.
 func TestRunPausesWhileItsConsumerIsGone(t *testing.T) {
 	_, b := memtest.Start(t)
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx := t.Context()
 	warned := make(chan uint64, 100)
 	log := observetest.LogFunc(func(r slog.Record) {
 		if r.Level == slog.LevelDebug && r.Message == "fetch dream fire failed" {
@@ -292,8 +293,7 @@ func TestRunPausesWhileItsConsumerIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- j.Run(ctx) }()
+	stop := svctest.Run(t, j.Run, svctest.StopWithin(10*time.Second))
 	if err := b.JS.DeleteConsumer(ctx, memory.NamesOf(b.Space).JobStream(), "dream_default"); err != nil {
 		t.Fatal(err)
 	}
@@ -307,8 +307,7 @@ func TestRunPausesWhileItsConsumerIsGone(t *testing.T) {
 	if sent := third - first; sent > 4 {
 		t.Errorf("%d messages sent between three failed fetches, want at most 4", sent)
 	}
-	cancel()
-	if err := bustest.Receive(t, done, 10*time.Second); err != nil {
+	if err := stop(); err != nil {
 		t.Errorf("Run: %v", err)
 	}
 }

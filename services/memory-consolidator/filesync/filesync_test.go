@@ -22,6 +22,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/profile"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/filesync"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
@@ -514,13 +515,7 @@ func TestLastingRefusalIsSaidOnce(t *testing.T) {
 	must(t, os.Rename(filepath.Join(e.ws, "memory"), filepath.Join(e.ws, "memory.old")))
 	must(t, os.Symlink(t.TempDir(), filepath.Join(e.ws, "memory")))
 	r, runLogs := e.loggingSyncer(filesync.Config{Poll: 10 * time.Millisecond})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = r.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		bustest.Receive(t, done, 30*time.Second)
-	})
+	svctest.Run(t, r.Run)
 	logged := func(what string) func() error {
 		return func() error {
 			if !strings.Contains(runLogs.String(), what) {
@@ -560,11 +555,10 @@ func runSyncer(t *testing.T, ctx context.Context, cancel context.CancelFunc, e e
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Run(ctx) }()
+	stop := svctest.Run(t, s.Run)
 	t.Cleanup(func() {
 		cancel()
-		bustest.Receive(t, done, 30*time.Second)
+		_ = stop()
 		s.Close()
 	})
 	return s

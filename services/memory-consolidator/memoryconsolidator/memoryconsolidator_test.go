@@ -1,7 +1,6 @@
 package memoryconsolidator_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/memtest"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/memoryconsolidator"
@@ -85,21 +85,14 @@ func TestServiceConsolidatesAndSyncs(t *testing.T) {
 	model := llmtest.NewServer(t)
 	model.Handle(memtest.Consolidate)
 	ws := t.TempDir()
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx := t.Context()
 	s, err := memoryconsolidator.New(ctx, parse(t, `{"memory": {"sync": {"pollSeconds": 1}}}`), memoryconsolidator.Deps{
 		Bus: b, ID: "c1", Workspace: ws, Model: memtest.Model(t, model),
 	}, memoryconsolidator.WithLogger(memtest.Logger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := bustest.Receive(t, done, 30*time.Second); err != nil {
-			t.Error(err)
-		}
-	}()
+	svctest.Run(t, s.Run)
 	sessions, _ := session.Open(ctx, b)
 	seq, err := sessions.Append(ctx, "cli:s", &nanofleetv1.TurnRecord{TurnId: "t", Messages: []*nanofleetv1.ChatMessage{
 		{Role: "user", Content: "FACT: the wifi password is hunter2."},
