@@ -19,6 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus/fleetstatustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -124,16 +125,8 @@ func TestChannelsLoginAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unregister()
-	gdone := make(chan error, 1)
-	go func() { gdone <- g.Run(gctx) }()
-	defer func() {
-		gcancel()
-		select {
-		case <-gdone:
-		case <-time.After(10 * time.Second):
-			t.Error("WhatsApp gateway did not stop")
-		}
-	}()
+	stopGateway := svctest.Run(t, g.Run, svctest.StopWithin(10*time.Second))
+	defer func() { gcancel(); _ = stopGateway() }()
 
 	login := make(chan error, 1)
 	go func() {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 
@@ -107,42 +108,18 @@ func startManager(t *testing.T, sb sandbox.Config, servers map[string]mcp.Server
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := runManager(t, m)
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	runManager(t, m)
 	rec := newRecorder()
 	m.Serve(t.Context(), rec)
 	return m, rec
 }
 
-// runManager runs m and waits until its servers' first attempts are in;
-// Run goes on until the returned stop is called, which returns Run's
-// error (Run must return within 15 s).
+// runManager runs m until the test ends and waits until its servers'
+// first attempts are in (within 40 s); stop ends Run early and returns
+// its error (Run must return within 15 s).
 func runManager(t *testing.T, m *mcp.Manager) (stop func() error) {
 	t.Helper()
-	// Not t.Context(): it is already cancelled when cleanups run, and the
-	// manager must stop when the test says.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	ran := make(chan error, 1)
-	go func() { ran <- m.Run(ctx) }()
-	select {
-	case <-m.Started():
-	case <-time.After(40 * time.Second):
-		cancel()
-		t.Fatal("first attempts not in after 40s")
-	}
-	return sync.OnceValue(func() error {
-		cancel()
-		select {
-		case err := <-ran:
-			return err
-		case <-time.After(15 * time.Second):
-			return errors.New("Run did not return 15 s after its context ended")
-		}
-	})
+	return svctest.Run(t, m.Run, svctest.Ready(m.Started(), 40*time.Second), svctest.StopWithin(15*time.Second))
 }
 
 // call runs a published tool as the runner would.
