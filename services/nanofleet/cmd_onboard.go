@@ -25,6 +25,9 @@ func onboardCmd(_ context.Context, env *environment, args []string) error {
 	if _, err := line.parse(env.stdout, args); err != nil {
 		return err
 	}
+	if err := sandbox.CheckWorkspaceRoot(ws); err != nil {
+		return fmt.Errorf("onboard: --workspace: %w", err)
+	}
 	var opts []onboard.Option
 	if os.Geteuid() == 0 {
 		uid, gid := sandboxUser(env, cfgPath, ws, force)

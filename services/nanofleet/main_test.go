@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -329,6 +330,22 @@ func TestOnboardAndUnknownCommand(t *testing.T) {
 	}
 	if err := dispatch(t.Context(), env, []string{"frobnicate"}); err == nil {
 		t.Error("unknown command accepted")
+	}
+}
+
+// TestOnboardRefusesABroadWorkspace: onboard writes the workspace and,
+// under root, gives it to the sandbox user; a home directory is refused
+// before anything is written or given away.
+func TestOnboardRefusesABroadWorkspace(t *testing.T) {
+	env, _, _ := testEnv(t, nil)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	err := dispatch(t.Context(), env, []string{"onboard", "--workspace", home})
+	if err == nil || !strings.Contains(err.Error(), "holds the home directory") {
+		t.Fatalf("onboard --workspace HOME: %v, want refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "SOUL.md")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("SOUL.md written into the home directory: %v", err)
 	}
 }
 

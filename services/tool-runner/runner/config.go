@@ -140,6 +140,8 @@ func (c Config) Validate() error {
 	w := c.Workspace
 	if w.Root == "" {
 		p.Add("tools.workspace.root", "required")
+	} else if err := sandbox.CheckWorkspaceRoot(w.Root); err != nil {
+		p.Add("tools.workspace.root", "%v (agents.defaults.workspace or --workspace set it in the all-in-one)", err)
 	}
 	switch {
 	case w.QuotaBytes < 0:

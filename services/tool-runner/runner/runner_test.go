@@ -261,6 +261,7 @@ func TestConfigValidateAndLoad(t *testing.T) {
 		key    string
 	}{
 		{func(c *runner.Config) { c.Workspace.Root = "" }, "tools.workspace.root"},
+		{func(c *runner.Config) { c.Workspace.Root = "/" }, "tools.workspace.root"},
 		{func(c *runner.Config) { c.Runner.HeartbeatMs = 0 }, "tools.runner.heartbeatMs"},
 		{func(c *runner.Config) { c.Runner.CallTimeout = 5 }, "tools.runner.callTimeout"},
 		{func(c *runner.Config) { c.Runner.PreviewChars = 20000 }, "tools.runner.previewChars"},
