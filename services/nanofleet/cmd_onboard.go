@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 	"github.com/nanofleet/nanofleet/services/nanofleet/onboard"
 	"github.com/nanofleet/nanofleet/services/tool-runner/runner"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
@@ -25,7 +26,7 @@ func onboardCmd(_ context.Context, env *environment, args []string) error {
 	if _, err := line.parse(env.stdout, args); err != nil {
 		return err
 	}
-	if err := sandbox.CheckWorkspaceRoot(ws); err != nil {
+	if err := wsfile.CheckWorkspaceRoot(ws); err != nil {
 		return fmt.Errorf("onboard: --workspace: %w", err)
 	}
 	var opts []onboard.Option

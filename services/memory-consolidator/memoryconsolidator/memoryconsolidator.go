@@ -23,6 +23,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/usage"
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/consolidator"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/dream"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/filesync"
@@ -151,6 +152,9 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Servi
 	}
 	syncOn := o.Workspace != "" && (sec.Sync.Enabled == nil || *sec.Sync.Enabled)
 	if syncOn {
+		if err := wsfile.CheckWorkspaceRoot(o.Workspace); err != nil {
+			return nil, fmt.Errorf("memory-consolidator: --workspace: %w", err)
+		}
 		s.Sync, err = filesync.New(ctx, filesync.Config{
 			Workspace: o.Workspace, Agent: dc.Agent, Poll: time.Duration(sec.Sync.PollSeconds) * time.Second,
 			EditableProfile: file.EditableProfile(),

@@ -120,3 +120,16 @@ func TestServiceConsolidatesAndSyncs(t *testing.T) {
 		t.Errorf("jobs = %v, %v", jobs, err)
 	}
 }
+
+// TestRefusesABroadWorkspace: the file sync writes in the workspace it
+// is given, as root; a system directory is refused at start.
+func TestRefusesABroadWorkspace(t *testing.T) {
+	_, b := memtest.Start(t)
+	model := llmtest.NewServer(t)
+	_, err := memoryconsolidator.New(t.Context(), parse(t, `{}`), memoryconsolidator.Deps{
+		Bus: b, ID: "c1", Workspace: "/etc", Model: memtest.Model(t, model),
+	})
+	if err == nil || !strings.Contains(err.Error(), "--workspace: /etc is a system directory") {
+		t.Fatalf("New with workspace /etc: %v, want refused", err)
+	}
+}

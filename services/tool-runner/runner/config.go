@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 	"github.com/nanofleet/nanofleet/services/tool-runner/mcp"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools/shell"
@@ -140,7 +141,7 @@ func (c Config) Validate() error {
 	w := c.Workspace
 	if w.Root == "" {
 		p.Add("tools.workspace.root", "required")
-	} else if err := sandbox.CheckWorkspaceRoot(w.Root); err != nil {
+	} else if err := wsfile.CheckWorkspaceRoot(w.Root); err != nil {
 		p.Add("tools.workspace.root", "%v (agents.defaults.workspace or --workspace set it in the all-in-one)", err)
 	}
 	switch {

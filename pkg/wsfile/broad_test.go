@@ -1,4 +1,4 @@
-package sandbox_test
+package wsfile_test
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
+	"github.com/nanofleet/nanofleet/pkg/wsfile"
 )
 
 // TestCheckWorkspaceRoot: a workspace is written by sessions and, under
@@ -39,7 +39,7 @@ func TestCheckWorkspaceRoot(t *testing.T) {
 		{"/workspace", ""},
 		{"/srv/ws", ""},
 	} {
-		err := sandbox.CheckWorkspaceRoot(tt.dir)
+		err := wsfile.CheckWorkspaceRoot(tt.dir)
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("%s refused: %v", tt.dir, err)
