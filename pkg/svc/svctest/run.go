@@ -2,6 +2,7 @@ package svctest
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,9 +44,11 @@ func StopWithin(d time.Duration) Option {
 // stop cancels that context and waits for run to return, failing the
 // test if it does not within the stop bound; it returns what run
 // returned, and calling it again returns the same. A cleanup calls stop
-// and fails the test if run returned an error; a test that calls stop
-// itself owns that error (check it, or ignore it when the component is
-// expected to fail). Call stop from the test's goroutine.
+// and fails the test if run returned an error other than the
+// cancellation (a component stopped while it still started); a test
+// that calls stop itself owns that error (check it, or ignore it when
+// the component is expected to fail). Call stop from the test's
+// goroutine.
 func Run(t testing.TB, run func(context.Context) error, opts ...Option) (stop func() error) {
 	t.Helper()
 	o := options{stopWithin: DefaultStopWithin}
@@ -86,7 +89,9 @@ func Run(t testing.TB, run func(context.Context) error, opts ...Option) (stop fu
 		return end()
 	}
 	t.Cleanup(func() {
-		if err := end(); err != nil && !claimed.Load() {
+		// A component stopped while it still starts returns the
+		// cancellation its start was cut short by: the stop asked for it.
+		if err := end(); err != nil && !errors.Is(err, context.Canceled) && !claimed.Load() {
 			t.Errorf("run returned %v, want nil once its context ended", err)
 		}
 	})

@@ -81,6 +81,12 @@ func TestRun(t *testing.T) {
 			up := make(chan struct{})
 			svctest.Run(tb, component(up, boom), svctest.Ready(up, time.Second))
 		}, []string{"run returned boom"}},
+		{"stopped while it started", func(tb testing.TB) {
+			svctest.Run(tb, func(ctx context.Context) error {
+				<-ctx.Done()
+				return fmt.Errorf("open bucket: %w", ctx.Err())
+			})
+		}, nil},
 		{"an error the test stopped for", func(tb testing.TB) {
 			up := make(chan struct{})
 			stop := svctest.Run(tb, component(up, boom), svctest.Ready(up, time.Second))
