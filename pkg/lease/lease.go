@@ -104,6 +104,23 @@ func (t *Table) Acquire(ctx context.Context, key, owner string) (*Lease, error) 
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	t.learnTTL(ctx)
+	// Each try is bounded: a request lost with the connection or the
+	// server it went through is never answered, and the turn behind this
+	// call waited out all of callTimeout (a node's restart under load).
+	// Trying again is safe: a try that was applied though its answer was
+	// lost left the key under owner's name, which the next one takes over.
+	var l *Lease
+	err := bus.RetryEach(ctx, backoff.Backoff{}, bus.RequestTry, func(ctx context.Context) (err error) {
+		l, err = t.acquire(ctx, key, owner)
+		return err
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (t *Table) acquire(ctx context.Context, key, owner string) (*Lease, error) {
 	l := &Lease{t: t, key: key, owner: []byte(owner), written: time.Now()}
 	if rev, ok := t.takeReleased(key); ok {
 		// Our delete marker still the key's last revision means the key is
@@ -117,6 +134,9 @@ func (t *Table) Acquire(ctx context.Context, key, owner string) (*Lease, error) 
 	rev, err := t.kv.Create(ctx, key, l.owner)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		e, gerr := t.kv.Get(ctx, key)
+		if gerr != nil && bus.Transient(gerr) {
+			return nil, fmt.Errorf("acquire lease %s: %w", key, gerr)
+		}
 		if gerr == nil && string(e.Value()) == owner {
 			if rev, err = t.kv.Update(ctx, key, l.owner, e.Revision()); err == nil {
 				l.rev = rev

@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -249,5 +250,35 @@ func TestReleaseSentAgainWhenATryIsLost(t *testing.T) {
 	}
 	if _, err := tbl.Acquire(ctx, "s1", "worker-b"); err != nil {
 		t.Errorf("acquire after the release: %v", err)
+	}
+}
+
+// TestAcquireOutlivesAnAnswerLostWithTheConnection: the worker's
+// connection drops (its node shuts down) while its create of the lease is
+// on the way. That request is never answered, and Acquire waited out its
+// whole bound (10 s) and failed the turn; it must try again on the
+// connection that comes back.
+func TestAcquireOutlivesAnAnswerLostWithTheConnection(t *testing.T) {
+	srv := bustest.StartServer(t)
+	direct := srv.Connect(t, "")
+	if _, err := direct.JS.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "test_leases", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	b := hop.Connect(t, srv.ClientURL())
+	kv, err := b.JS.KeyValue(t.Context(), "test_leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := lease.NewTable(kv)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var l *lease.Lease
+	hop.CutAt(ctx, t, "PUB $KV.test_leases.s1 ", func() { l, err = tbl.Acquire(ctx, "s1", "worker-a") })
+	if err != nil {
+		t.Fatalf("Acquire with its answer lost with the connection: %v", err)
+	}
+	if h, _ := tbl.Holder(ctx, "s1"); h != "worker-a" || l == nil {
+		t.Errorf("holder = %q after Acquire", h)
 	}
 }

@@ -34,7 +34,7 @@ func OpenDocs(ctx context.Context, b *bus.Bus) (*Docs, error) {
 // Get returns the scope's document and its revision; a scope never written
 // (or deleted) returns an empty document and revision 0.
 func (d *Docs) Get(ctx context.Context, s Scope) (*nanofleetv1.MemoryDoc, uint64, error) {
-	e, err := d.kv.Get(ctx, DocKey(s))
+	e, err := bus.Get(ctx, d.kv, DocKey(s))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return &nanofleetv1.MemoryDoc{}, 0, nil
 	}
@@ -120,7 +120,7 @@ func (d *Docs) Watch(ctx context.Context, s Scope) (jetstream.KeyWatcher, error)
 // Entry returns the raw KV entry of a scope's document, for its revision
 // and time; ErrNotFound when there is none.
 func (d *Docs) Entry(ctx context.Context, s Scope) (jetstream.KeyValueEntry, error) {
-	e, err := d.kv.Get(ctx, DocKey(s))
+	e, err := bus.Get(ctx, d.kv, DocKey(s))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, fmt.Errorf("%w: memory of %s", ErrNotFound, s)
 	}

@@ -264,9 +264,7 @@ func (s *Store) Append(ctx context.Context, key string, rec *nanofleetv1.TurnRec
 // Info reads the session's metadata and its revision; a session never
 // written returns an empty record and revision 0.
 func (s *Store) Info(ctx context.Context, key string) (*nanofleetv1.SessionInfo, uint64, error) {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	e, err := s.info.Get(ctx, subject.Token(key))
+	e, err := bus.Get(ctx, s.info, subject.Token(key))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return &nanofleetv1.SessionInfo{SessionKey: key}, 0, nil
 	}
@@ -327,9 +325,7 @@ func (s *Store) UpdateInfo(ctx context.Context, key string, change func(*nanofle
 
 // Checkpoint returns the session's turn in progress, or ErrNotFound.
 func (s *Store) Checkpoint(ctx context.Context, key string) (*nanofleetv1.TurnCheckpoint, uint64, error) {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	e, err := s.checkpoints.Get(ctx, subject.Token(key))
+	e, err := bus.Get(ctx, s.checkpoints, subject.Token(key))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, ErrNotFound
 	}

@@ -1,8 +1,10 @@
 package session_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,5 +221,54 @@ func TestClearedCheckpointLeavesNothing(t *testing.T) {
 	bustest.WaitSubjects(t, stream, 0, 10*time.Second) // the test layout's TTL is 1 s
 	if _, _, err := s.Checkpoint(ctx, "cli:c"); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("checkpoint after the marker expired: %v, want ErrNotFound", err)
+	}
+}
+
+// TestReadsOutliveAnAnswerLostWithTheConnection: a turn's reads of the
+// session's metadata and checkpoint, on the way when the worker's
+// connection drops (its node shuts down), are never answered; each
+// waited out its whole bound (10 s) and failed the turn. They must be
+// asked again on the connection that comes back.
+func TestReadsOutliveAnAnswerLostWithTheConnection(t *testing.T) {
+	srv := bustest.StartServer(t)
+	direct := srv.Connect(t, "")
+	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	writer, err := session.Open(ctx, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.PutInfo(ctx, &nanofleetv1.SessionInfo{SessionKey: "cli:s", Model: "m1"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, bucket string
+		read         func(*session.Store) error
+	}{
+		{"info", bus.BucketSessions, func(s *session.Store) error {
+			info, _, err := s.Info(ctx, "cli:s")
+			if err == nil && info.GetModel() != "m1" {
+				err = fmt.Errorf("read %v", info)
+			}
+			return err
+		}},
+		{"checkpoint", bus.BucketCheckpoints, func(s *session.Store) error {
+			if _, _, err := s.Checkpoint(ctx, "cli:s"); !errors.Is(err, session.ErrNotFound) {
+				return fmt.Errorf("checkpoint: %v, want ErrNotFound", err)
+			}
+			return nil
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := session.Open(ctx, hop.Connect(t, srv.ClientURL()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hop.CutAt(ctx, t, direct.Space.Bucket(tt.bucket), func() { err = tt.read(s) })
+			if err != nil {
+				t.Errorf("read with its answer lost with the connection: %v", err)
+			}
+		})
 	}
 }
