@@ -189,15 +189,41 @@ func (r *Reader) Last(ctx context.Context, stream, filter string) (Msg, bool, er
 	return got[0], true, nil
 }
 
+// tryTimeout bounds one sending of a request within the Reader's
+// timeout: a request whose answer was lost with the connection (its
+// node's graceful restart) is never answered, and is sent again after it
+// rather than failing the read. A direct get is answered at once.
+const tryTimeout = 2 * time.Second
+
 // request sends one direct get request for at most batch messages and
 // reads its replies: one message, or a batch ended by a "204 EOB" status,
 // or "404" for none. It waits at most the Reader's timeout, whatever ctx
 // allows: a server answers a direct get at once, and a request lost with a
 // server that died must fail, not hold its caller (a turn lives for
-// minutes) until ctx ends.
+// minutes) until ctx ends. Within it, a request unanswered for
+// [tryTimeout] is sent again: reading is safe to repeat.
 func (r *Reader) request(ctx context.Context, stream string, req []byte, batch int) ([]Msg, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
+	for {
+		tctx, tcancel := context.WithTimeout(ctx, min(tryTimeout, r.timeout))
+		out, pending, err := r.send(tctx, stream, req, batch)
+		tcancel()
+		if errors.Is(err, errTryTimeout) && ctx.Err() == nil {
+			continue
+		}
+		if errors.Is(err, errTryTimeout) {
+			return nil, 0, fmt.Errorf("direct get from %s: %w", stream, nats.ErrTimeout)
+		}
+		return out, pending, err
+	}
+}
+
+// errTryTimeout: one sending of a request went unanswered in its time.
+var errTryTimeout = errors.New("unanswered")
+
+// send is one sending of request; see [Reader.request].
+func (r *Reader) send(ctx context.Context, stream string, req []byte, batch int) ([]Msg, uint64, error) {
 	// Room for every message of the batch and its end marker: the
 	// subscription's dispatcher never blocks on a slow reader.
 	ch := make(chan *nats.Msg, batch+1)
@@ -216,7 +242,7 @@ func (r *Reader) request(ctx context.Context, stream string, req []byte, batch i
 		case m = <-ch:
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, 0, fmt.Errorf("direct get from %s: %w", stream, nats.ErrTimeout)
+				return nil, 0, errTryTimeout
 			}
 			return nil, 0, ctx.Err()
 		}

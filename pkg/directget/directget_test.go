@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -277,5 +278,31 @@ func TestScanStopsAtItsCallersError(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadOutlivesAnAnswerLostWithTheConnection: a read on the way when
+// the reader's connection drops (its node's graceful restart) is never
+// answered; it failed after the reader's whole timeout and the turn
+// behind it with it. It is sent again on the connection that comes back.
+func TestReadOutlivesAnAnswerLostWithTheConnection(t *testing.T) {
+	srv := bustest.StartServer(t)
+	b := srv.Connect(t, "")
+	stream, subj := b.Space.OutboundStream(), b.Space.Outbound("cli", "c")
+	if _, err := b.JS.Publish(t.Context(), subj, []byte("reply")); err != nil {
+		t.Fatal(err)
+	}
+	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	r := directget.NewReader(hop.Connect(t, srv.ClientURL()).NC)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var (
+		m   directget.Msg
+		ok  bool
+		err error
+	)
+	hop.CutAt(ctx, t, "DIRECT.GET."+stream, func() { m, ok, err = r.Last(ctx, stream, subj) })
+	if err != nil || !ok || string(m.Data) != "reply" {
+		t.Fatalf("Last with its answer lost with the connection: %q, found %v, err %v", m.Data, ok, err)
 	}
 }
