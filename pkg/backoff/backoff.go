@@ -1,7 +1,9 @@
 // Package backoff gives the capped, jittered exponential waits between
-// retries and a sleep that ends with its context. It depends on the
-// standard library alone, so that the bus and the model client (which
-// must not depend on NATS) wait the same way.
+// retries, a sleep that ends with its context, and the loop that tries a
+// call again within its caller's deadline ([Retry]). It depends on the
+// standard library alone, so that the bus, the direct get reader (which
+// the bus imports) and the model client (which must not depend on NATS)
+// wait and try again the same way.
 package backoff
 
 import (

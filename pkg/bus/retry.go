@@ -60,37 +60,20 @@ func Transient(err error) bool {
 const RequestTry = 3 * time.Second
 
 // Retry calls f until it succeeds, fails with an error that is not
-// [Transient], or ctx ends, waiting by b between attempts. failed, if not
-// nil, is told of each transient failure and the wait before the next
-// attempt (to log it, or to report not ready). f must bound each attempt
-// with its own deadline, as [RetryEach] does: a request lost with a server
-// that died must fail and be retried.
+// [Transient], or ctx ends, waiting by b between attempts
+// ([backoff.Retry]). failed, if not nil, is told of each transient
+// failure and the wait before the next attempt (to log it, or to report
+// not ready). f must bound each attempt with its own deadline, as
+// [RetryEach] does: a request lost with a server that died must fail and
+// be retried. An error of ctx's ending matches ctx's error and the last
+// failure both.
 func Retry(ctx context.Context, b backoff.Backoff, f func(context.Context) error, failed func(err error, wait time.Duration)) error {
-	for n := 0; ; n++ {
-		err := f(ctx)
-		if err == nil || !Transient(err) {
-			return err
-		}
-		if ctx.Err() != nil {
-			return errors.Join(ctx.Err(), err)
-		}
-		wait := b.Wait(n)
-		if failed != nil {
-			failed(err, wait)
-		}
-		if err := backoff.Sleep(ctx, wait); err != nil {
-			return err
-		}
-	}
+	return RetryEach(ctx, b, 0, f, failed)
 }
 
 // RetryEach is [Retry] with each attempt given at most try.
 func RetryEach(ctx context.Context, b backoff.Backoff, try time.Duration, f func(context.Context) error, failed func(err error, wait time.Duration)) error {
-	return Retry(ctx, b, func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, try)
-		defer cancel()
-		return f(ctx)
-	}, failed)
+	return backoff.Retry{Try: try, Again: Transient, Wait: b.Wait, Failed: failed}.Do(ctx, f)
 }
 
 // Get reads key from kv within [CallTimeout], each try bounded by

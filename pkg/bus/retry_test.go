@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,10 @@ func TestRetry(t *testing.T) {
 			})
 			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 				t.Errorf("Retry = %v, want %v", err, tt.want)
+			}
+			// Given up, the error names the last failure too, on one line.
+			if tt.cancelled && (!errors.Is(err, nats.ErrTimeout) || strings.Contains(err.Error(), "\n")) {
+				t.Errorf("Retry = %q, want one line matching %v too", err, nats.ErrTimeout)
 			}
 			if attempts != tt.attempts || failures != tt.failures {
 				t.Errorf("%d attempts, %d failures reported; want %d, %d", attempts, failures, tt.attempts, tt.failures)

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 )
 
 // Msg is one message read by a direct get.
@@ -201,26 +203,29 @@ const tryTimeout = 2 * time.Second
 // allows: a server answers a direct get at once, and a request lost with a
 // server that died must fail, not hold its caller (a turn lives for
 // minutes) until ctx ends. Within it, a request unanswered for
-// [tryTimeout] is sent again: reading is safe to repeat.
+// [tryTimeout] is sent again at once: reading is safe to repeat.
 func (r *Reader) request(ctx context.Context, stream string, req []byte, batch int) ([]Msg, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	for {
-		tctx, tcancel := context.WithTimeout(ctx, min(tryTimeout, r.timeout))
-		out, pending, err := r.send(tctx, stream, req, batch)
-		tcancel()
-		if errors.Is(err, errTryTimeout) && ctx.Err() == nil {
-			continue
-		}
-		if errors.Is(err, errTryTimeout) {
-			return nil, 0, fmt.Errorf("direct get from %s: %w", stream, nats.ErrTimeout)
-		}
-		return out, pending, err
+	var (
+		out     []Msg
+		pending uint64
+	)
+	resend := backoff.Retry{Try: min(tryTimeout, r.timeout), Again: unanswered}
+	err := resend.Do(ctx, func(ctx context.Context) (err error) {
+		out, pending, err = r.send(ctx, stream, req, batch)
+		return err
+	})
+	if unanswered(err) {
+		return nil, 0, fmt.Errorf("direct get from %s: %w", stream, nats.ErrTimeout)
 	}
+	return out, pending, err
 }
 
 // errTryTimeout: one sending of a request went unanswered in its time.
 var errTryTimeout = errors.New("unanswered")
+
+func unanswered(err error) bool { return errors.Is(err, errTryTimeout) }
 
 // send is one sending of request; see [Reader.request].
 func (r *Reader) send(ctx context.Context, stream string, req []byte, batch int) ([]Msg, uint64, error) {

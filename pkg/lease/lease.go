@@ -218,8 +218,11 @@ func (l *Lease) Renew(ctx context.Context) error {
 	ctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
 	var unanswered time.Time // when the first try that may have been stored was sent
-	for {
+	resend := backoff.Retry{Again: bus.Transient, Wait: func(int) time.Duration { return retryWait }}
+	err := resend.Do(ctx, func(ctx context.Context) error {
 		sent := time.Now()
+		// The try's own bound, not the Retry's: a conflict after an
+		// unanswered try reads the entry with a bound of its own.
 		tctx, tcancel := context.WithTimeout(ctx, tryTimeout)
 		rev, err := l.t.put(tctx, l.key, l.owner, l.rev)
 		tcancel()
@@ -229,25 +232,26 @@ func (l *Lease) Renew(ctx context.Context) error {
 				sent = unanswered
 			}
 		}
-		switch {
-		case err == nil:
+		if err == nil {
 			l.rev, l.written = rev, sent
 			return nil
-		case errors.Is(err, errConflict):
-			return fmt.Errorf("%w: %s", ErrLost, l.key)
-		case !bus.Transient(err):
-			return fmt.Errorf("renew lease %s: %w", l.key, err)
 		}
 		if unanswered.IsZero() && errors.Is(err, context.DeadlineExceeded) {
 			unanswered = sent
 		}
-		if backoff.Sleep(ctx, retryWait) != nil {
-			if parent.Err() != nil {
-				return fmt.Errorf("renew lease %s: %w", l.key, parent.Err())
-			}
-			return fmt.Errorf("renew lease %s: not stored by %s, when it may be about to expire: %w", l.key, until.Format(time.TimeOnly), err)
-		}
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errConflict):
+		return fmt.Errorf("%w: %s", ErrLost, l.key)
+	case parent.Err() != nil && errors.Is(err, parent.Err()):
+		return fmt.Errorf("renew lease %s: %w", l.key, parent.Err())
+	case !bus.Transient(err):
+		return fmt.Errorf("renew lease %s: %w", l.key, err)
 	}
+	return fmt.Errorf("renew lease %s: not stored by %s, when it may be about to expire: %w", l.key, until.Format(time.TimeOnly), err)
 }
 
 // errConflict is a compare-and-set that found another revision.
@@ -310,21 +314,25 @@ func (l *Lease) Release(ctx context.Context) error {
 	// release lost so kept the session from its next turn until the
 	// lease expired (30 s). The compare-and-set makes a repeated release
 	// harmless: one that finds the first applied is not ours any more.
-	for {
-		tctx, tcancel := context.WithTimeout(ctx, tryTimeout)
-		ack, err := l.t.pub.PublishMsg(tctx, m, jetstream.WithExpectLastSequencePerSubject(l.rev),
+	resend := backoff.Retry{Try: tryTimeout, Again: func(err error) bool {
+		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse)
+	}}
+	err := resend.Do(ctx, func(ctx context.Context) error {
+		ack, err := l.t.pub.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(l.rev),
 			jetstream.WithRetryWait(retryWait), jetstream.WithRetryAttempts(int(tryTimeout/retryWait)))
-		tcancel()
 		switch {
 		case err == nil:
 			l.t.remember(l.key, ack.Sequence)
 			return nil
 		case wrongLastSeq(err):
 			return nil // not ours any more
-		case ctx.Err() != nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse)):
-			return fmt.Errorf("release lease %s: %w", l.key, err)
 		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release lease %s: %w", l.key, err)
 	}
+	return nil
 }
 
 // The delete marker of a KV entry, as nats.go's kv.Delete writes it.

@@ -93,7 +93,8 @@ func (c *Counter) Add(ctx context.Context, payer string, tokens int64) error {
 	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
 	defer cancel()
 	key := Key(payer, c.now())
-	for attempt := 0; ; attempt++ {
+	lost := func(err error) bool { return errors.Is(err, jetstream.ErrKeyExists) } // a wrong revision matches it too
+	err := backoff.Retry{Again: lost, Wait: conflictWait.Wait}.Do(ctx, func(ctx context.Context) error {
 		e, err := c.kv.Get(ctx, key)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -104,14 +105,13 @@ func (c *Counter) Add(ctx context.Context, payer string, tokens int64) error {
 				_, err = c.kv.Update(ctx, key, []byte(strconv.FormatInt(old+tokens, 10)), e.Revision())
 			}
 		}
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyExists) { // a wrong revision matches it too
-			return fmt.Errorf("count tokens: %w", err)
-		}
-		if backoff.Sleep(ctx, conflictWait.Wait(attempt)) != nil {
-			return fmt.Errorf("count tokens of %s: %w", payer, ErrContention)
-		}
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case lost(err): // only when the call's time ran out
+		return fmt.Errorf("count tokens of %s: %w", payer, ErrContention)
 	}
+	return fmt.Errorf("count tokens: %w", err)
 }
