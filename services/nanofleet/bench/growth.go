@@ -87,7 +87,7 @@ func (r *driver) startMemFleet(ctx context.Context, shape string, ms memSettings
 		if err != nil {
 			return nil, err
 		}
-		undo = append(undo, aio.kill)
+		undo = append(undo, aio.Kill)
 		f.procs = []*proc{aio}
 		if url, err = allInOneURL(ctx, dir); err != nil {
 			return nil, err
@@ -116,7 +116,7 @@ func (r *driver) startMemFleet(ctx context.Context, shape string, ms memSettings
 	}
 	undo = append(undo, cl.Close)
 	for _, p := range f.procs {
-		f.pids = append(f.pids, p.pid())
+		f.pids = append(f.pids, p.Pid())
 	}
 	f.turn, f.bus, f.close = fleetTurn(cl), b, cleanup
 	return f, nil
@@ -190,13 +190,13 @@ func (f *memFleet) messages(ctx context.Context, stream string) (uint64, error) 
 func (f *memFleet) readRSS() (rss, anon []float64, err error) {
 	rss, anon = make([]float64, len(f.procs)), make([]float64, len(f.procs))
 	for i, p := range f.procs {
-		kb, err := memKB(p.pid(), "VmRSS")
+		kb, err := memKB(p.Pid(), "VmRSS")
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", p.name, err)
+			return nil, nil, fmt.Errorf("%s: %w", p.Name, err)
 		}
-		akb, err := memKB(p.pid(), "RssAnon")
+		akb, err := memKB(p.Pid(), "RssAnon")
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", p.name, err)
+			return nil, nil, fmt.Errorf("%s: %w", p.Name, err)
 		}
 		rss[i], anon[i] = mb(kb), mb(akb)
 	}
@@ -249,9 +249,9 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	}
 	_, other := meter.stop()
 	for i, p := range f.procs {
-		peak, _ := memKB(p.pid(), "VmHWM")
+		peak, _ := memKB(p.Pid(), "VmHWM")
 		m.Procs = append(m.Procs, MemoryProc{
-			Name: p.name, Service: p.name != "nats-server", SessionRSSMB: rss[i], PeakRSSMB: mb(peak),
+			Name: p.Name, Service: p.Name != "nats-server", SessionRSSMB: rss[i], PeakRSSMB: mb(peak),
 			KBPerSession: 1024 * slope(c.MemorySessions, rss[i]),
 		})
 	}
@@ -306,7 +306,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 		m.Procs[i].TurnsFirstRSSMB, m.Procs[i].TurnsAllRSSMB = rss1[i], rss2[i]
 		m.Procs[i].TurnsRatio = rss2[i] / rss1[i]
 		m.Procs[i].TurnsFirstAnonMB, m.Procs[i].TurnsAllAnonMB = anon1[i], anon2[i]
-		if peak, err := memKB(p.pid(), "VmHWM"); err == nil {
+		if peak, err := memKB(p.Pid(), "VmHWM"); err == nil {
 			m.Procs[i].PeakRSSMB = max(m.Procs[i].PeakRSSMB, mb(peak))
 		}
 	}
