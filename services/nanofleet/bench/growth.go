@@ -227,18 +227,23 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 		return nil, err
 	}
 	defer f.close()
+	// settled runs l on the fleet, lets it idle MemorySettle and reads
+	// its RSS, per process.
+	settled := func(l load) (rss, anon []float64, err error) {
+		record(l.run(ctx, f.turn))
+		_ = backoff.Sleep(ctx, c.memorySettle())
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err // not the turns the figures would claim
+		}
+		return f.readRSS()
+	}
 	meter := startCPU(f.pids...)
 	rss := make([][]float64, len(f.procs)) // per process, per step
 	sessions := 0
 	for i, step := range c.MemorySessions {
 		l := load{Concurrency: c.MemoryConcurrency, Chats: step - sessions, TurnsPerChat: 1, Prefix: fmt.Sprint("i", i)}
-		record(l.run(ctx, f.turn))
+		vs, _, err := settled(l)
 		sessions = step
-		_ = backoff.Sleep(ctx, c.memorySettle())
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		vs, _, err := f.readRSS()
 		if err != nil {
 			return nil, err
 		}
@@ -265,12 +270,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	defer f.close()
 	meter = startCPU(f.pids...)
 	first := load{Concurrency: c.MemoryConcurrency, Chats: c.TurnSessions, TurnsPerChat: max(1, c.TurnsFirst/c.TurnSessions), Prefix: "t"}
-	record(first.run(ctx, f.turn))
-	_ = backoff.Sleep(ctx, c.memorySettle())
-	if err := ctx.Err(); err != nil {
-		return nil, err // not the turns the figures would claim
-	}
-	rss1, anon1, err := f.readRSS()
+	rss1, anon1, err := settled(first)
 	if err != nil {
 		return nil, err
 	}
@@ -280,12 +280,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	}
 	rest := first
 	rest.TurnsPerChat = max(1, (c.TurnsAll-c.TurnsFirst)/c.TurnSessions)
-	record(rest.run(ctx, f.turn))
-	_ = backoff.Sleep(ctx, c.memorySettle())
-	if err := ctx.Err(); err != nil {
-		return nil, err // not the turns the figures would claim
-	}
-	rss2, anon2, err := f.readRSS()
+	rss2, anon2, err := settled(rest)
 	if err != nil {
 		return nil, err
 	}
