@@ -66,7 +66,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		api:    cfg.apiURL(),
 		http:   &http.Client{Timeout: time.Minute},
-		policy: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
+		policy: cfg.Policy(Channel),
 		now:    time.Now,
 	}
 	for _, o := range opts {

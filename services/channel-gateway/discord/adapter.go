@@ -102,7 +102,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
 		http:        &http.Client{Timeout: 2 * time.Minute},
 		typingEvery: 8 * time.Second, typingMax: 2 * time.Minute,
-		policy: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
+		policy: cfg.Policy(Channel),
 	}
 	for _, o := range opts {
 		if err := o(a); err != nil {

@@ -94,7 +94,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		// limit (API answers are far below a megabyte).
 		http: &http.Client{Timeout: 2 * time.Minute, Transport: media.LimitBodies(
 			http.DefaultTransport.(*http.Transport).Clone(), max(cfg.MediaLimit(20<<20), 1<<20))},
-		policy: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
+		policy: cfg.Policy(Channel),
 	}
 	for _, o := range opts {
 		if err := o(a); err != nil {

@@ -41,28 +41,16 @@ func Split(md string, limit int) []string {
 	if Len(md) <= limit {
 		return []string{md}
 	}
-	var out []string
-	var cur strings.Builder
-	flush := func() {
-		if s := strings.TrimSpace(cur.String()); s != "" {
-			out = append(out, s)
-		}
-		cur.Reset()
-	}
+	var pieces []string
 	for _, b := range blocks(md) {
-		for _, piece := range fit(b, limit) {
-			switch {
-			case cur.Len() == 0:
-				cur.WriteString(piece)
-			case Len(cur.String())+2+Len(piece) <= limit:
-				cur.WriteString("\n\n" + piece)
-			default:
-				flush()
-				cur.WriteString(piece)
-			}
+		pieces = append(pieces, fit(b, limit)...)
+	}
+	var out []string
+	for _, p := range pack(pieces, "\n\n", limit) {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
 		}
 	}
-	flush()
 	return out
 }
 
@@ -170,20 +158,29 @@ func fit(b block, limit int) []string {
 // packLines joins lines into pieces within limit, cutting lines that are
 // too long on their own.
 func packLines(lines []string, limit int) []string {
+	var parts []string
+	for _, line := range lines {
+		parts = append(parts, cutLine(line, limit)...)
+	}
+	return pack(parts, "\n", limit)
+}
+
+// pack joins pieces in order into as few as fit within limit, with sep
+// between two joined pieces; a piece that is over limit alone stays
+// alone.
+func pack(pieces []string, sep string, limit int) []string {
 	var out []string
 	var cur strings.Builder
-	for _, line := range lines {
-		for _, part := range cutLine(line, limit) {
-			switch {
-			case cur.Len() == 0:
-				cur.WriteString(part)
-			case Len(cur.String())+1+Len(part) <= limit:
-				cur.WriteString("\n" + part)
-			default:
-				out = append(out, cur.String())
-				cur.Reset()
-				cur.WriteString(part)
-			}
+	for _, p := range pieces {
+		switch {
+		case cur.Len() == 0:
+			cur.WriteString(p)
+		case Len(cur.String())+Len(sep)+Len(p) <= limit:
+			cur.WriteString(sep + p)
+		default:
+			out = append(out, cur.String())
+			cur.Reset()
+			cur.WriteString(p)
 		}
 	}
 	if cur.Len() > 0 {

@@ -106,7 +106,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		pollTimeout: 50 * time.Second,
 		typingEvery: 4 * time.Second,
 		typingMax:   3 * time.Minute,
-		policy:      access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
+		policy:      cfg.Policy(Channel),
 	}
 	if a.apiBase == "" {
 		a.apiBase = DefaultAPIBase

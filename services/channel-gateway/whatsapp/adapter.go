@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	}
 	a := &Adapter{
 		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
-		policy: access.Policy{Channel: Channel, AllowFrom: cfg.AllowFrom, DM: cfg.DMPolicy},
+		policy: cfg.Policy(Channel),
 		route:  deps.Bus.Space.WhatsAppSend(cfg.account()),
 	}
 	for _, o := range opts {

@@ -87,7 +87,7 @@ func (r *driver) startMemFleet(ctx context.Context, shape string, ms memSettings
 		if err != nil {
 			return nil, err
 		}
-		undo = append(undo, aio.kill)
+		undo = append(undo, aio.Kill)
 		f.procs = []*proc{aio}
 		if url, err = allInOneURL(ctx, dir); err != nil {
 			return nil, err
@@ -116,7 +116,7 @@ func (r *driver) startMemFleet(ctx context.Context, shape string, ms memSettings
 	}
 	undo = append(undo, cl.Close)
 	for _, p := range f.procs {
-		f.pids = append(f.pids, p.pid())
+		f.pids = append(f.pids, p.Pid())
 	}
 	f.turn, f.bus, f.close = fleetTurn(cl), b, cleanup
 	return f, nil
@@ -190,13 +190,13 @@ func (f *memFleet) messages(ctx context.Context, stream string) (uint64, error) 
 func (f *memFleet) readRSS() (rss, anon []float64, err error) {
 	rss, anon = make([]float64, len(f.procs)), make([]float64, len(f.procs))
 	for i, p := range f.procs {
-		kb, err := memKB(p.pid(), "VmRSS")
+		kb, err := memKB(p.Pid(), "VmRSS")
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", p.name, err)
+			return nil, nil, fmt.Errorf("%s: %w", p.Name, err)
 		}
-		akb, err := memKB(p.pid(), "RssAnon")
+		akb, err := memKB(p.Pid(), "RssAnon")
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", p.name, err)
+			return nil, nil, fmt.Errorf("%s: %w", p.Name, err)
 		}
 		rss[i], anon[i] = mb(kb), mb(akb)
 	}
@@ -227,18 +227,23 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 		return nil, err
 	}
 	defer f.close()
+	// settled runs l on the fleet, lets it idle MemorySettle and reads
+	// its RSS, per process.
+	settled := func(l load) (rss, anon []float64, err error) {
+		record(l.run(ctx, f.turn))
+		_ = backoff.Sleep(ctx, c.memorySettle())
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err // not the turns the figures would claim
+		}
+		return f.readRSS()
+	}
 	meter := startCPU(f.pids...)
 	rss := make([][]float64, len(f.procs)) // per process, per step
 	sessions := 0
 	for i, step := range c.MemorySessions {
 		l := load{Concurrency: c.MemoryConcurrency, Chats: step - sessions, TurnsPerChat: 1, Prefix: fmt.Sprint("i", i)}
-		record(l.run(ctx, f.turn))
+		vs, _, err := settled(l)
 		sessions = step
-		_ = backoff.Sleep(ctx, c.memorySettle())
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		vs, _, err := f.readRSS()
 		if err != nil {
 			return nil, err
 		}
@@ -249,9 +254,9 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	}
 	_, other := meter.stop()
 	for i, p := range f.procs {
-		peak, _ := memKB(p.pid(), "VmHWM")
+		peak, _ := memKB(p.Pid(), "VmHWM")
 		m.Procs = append(m.Procs, MemoryProc{
-			Name: p.name, Service: p.name != "nats-server", SessionRSSMB: rss[i], PeakRSSMB: mb(peak),
+			Name: p.Name, Service: p.Name != "nats-server", SessionRSSMB: rss[i], PeakRSSMB: mb(peak),
 			KBPerSession: 1024 * slope(c.MemorySessions, rss[i]),
 		})
 	}
@@ -265,12 +270,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	defer f.close()
 	meter = startCPU(f.pids...)
 	first := load{Concurrency: c.MemoryConcurrency, Chats: c.TurnSessions, TurnsPerChat: max(1, c.TurnsFirst/c.TurnSessions), Prefix: "t"}
-	record(first.run(ctx, f.turn))
-	_ = backoff.Sleep(ctx, c.memorySettle())
-	if err := ctx.Err(); err != nil {
-		return nil, err // not the turns the figures would claim
-	}
-	rss1, anon1, err := f.readRSS()
+	rss1, anon1, err := settled(first)
 	if err != nil {
 		return nil, err
 	}
@@ -280,12 +280,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 	}
 	rest := first
 	rest.TurnsPerChat = max(1, (c.TurnsAll-c.TurnsFirst)/c.TurnSessions)
-	record(rest.run(ctx, f.turn))
-	_ = backoff.Sleep(ctx, c.memorySettle())
-	if err := ctx.Err(); err != nil {
-		return nil, err // not the turns the figures would claim
-	}
-	rss2, anon2, err := f.readRSS()
+	rss2, anon2, err := settled(rest)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +301,7 @@ func (r *driver) memory(ctx context.Context, shape string) (*Memory, error) {
 		m.Procs[i].TurnsFirstRSSMB, m.Procs[i].TurnsAllRSSMB = rss1[i], rss2[i]
 		m.Procs[i].TurnsRatio = rss2[i] / rss1[i]
 		m.Procs[i].TurnsFirstAnonMB, m.Procs[i].TurnsAllAnonMB = anon1[i], anon2[i]
-		if peak, err := memKB(p.pid(), "VmHWM"); err == nil {
+		if peak, err := memKB(p.Pid(), "VmHWM"); err == nil {
 			m.Procs[i].PeakRSSMB = max(m.Procs[i].PeakRSSMB, mb(peak))
 		}
 	}

@@ -136,13 +136,13 @@ func TestWorkerTurnsHeap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nats.kill()
+	defer nats.Kill()
 	runner, err := startProc("tool-runner", bins.path("tool-runner"), nil,
 		"--nats", url, "--config", cfgPath, "--http", "", "--log-level", "info", "--workspace", ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer runner.kill()
+	defer runner.Kill()
 	if err := runner.waitOutput(ctx, "tool-runner running", time.Minute); err != nil {
 		t.Fatal(err)
 	}

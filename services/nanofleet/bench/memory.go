@@ -36,7 +36,7 @@ func (r *driver) idle(ctx context.Context) ([]IdleRSS, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer nats.kill()
+	defer nats.Kill()
 	gwPort, err := freePort()
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func (r *driver) idle(ctx context.Context) ([]IdleRSS, error) {
 	var started []*proc
 	defer func() {
 		for _, p := range started {
-			p.kill()
+			p.Kill()
 		}
 	}()
 	for _, s := range services {
@@ -71,7 +71,7 @@ func (r *driver) idle(ctx context.Context) ([]IdleRSS, error) {
 	}
 	_ = backoff.Sleep(ctx, r.cfg.Settle)
 	for _, p := range append([]*proc{nats}, started...) {
-		kb, err := memKB(p.pid(), "VmRSS")
+		kb, err := memKB(p.Pid(), "VmRSS")
 		if err != nil {
 			continue // failed to start: reported above
 		}
@@ -79,12 +79,12 @@ func (r *driver) idle(ctx context.Context) ([]IdleRSS, error) {
 		if p == nats {
 			note = "JetStream with the fleet's streams and buckets, no messages"
 		}
-		out = append(out, IdleRSS{Name: p.name, RSSMB: mb(kb), Note: note})
+		out = append(out, IdleRSS{Name: p.Name, RSSMB: mb(kb), Note: note})
 	}
 	for _, p := range started {
-		p.kill()
+		p.Kill()
 	}
-	nats.kill()
+	nats.Kill()
 
 	// The all-in-one: embedded NATS, tool runner, worker, consolidator.
 	port, err := freePort()
@@ -103,9 +103,9 @@ func (r *driver) idle(ctx context.Context) ([]IdleRSS, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer aio.kill()
+	defer aio.Kill()
 	_ = backoff.Sleep(ctx, r.cfg.Settle)
-	kb, err := memKB(aio.pid(), "VmRSS")
+	kb, err := memKB(aio.Pid(), "VmRSS")
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func startAllInOne(ctx context.Context, bins binaries, dir, cfgPath, ws string) 
 		return nil, err
 	}
 	if err := p.waitOutput(ctx, "nanofleet is running", time.Minute); err != nil {
-		p.kill()
+		p.Kill()
 		return nil, err
 	}
 	return p, nil

@@ -39,7 +39,7 @@ func (c *cluster) procs() []*proc {
 func (c *cluster) stop() {
 	all := c.procs()
 	for i := len(all) - 1; i >= 0; i-- {
-		all[i].kill()
+		all[i].Kill()
 	}
 }
 
@@ -54,7 +54,7 @@ func startNATS(ctx context.Context, bins binaries, dir string) (*proc, string, e
 		return nil, "", err
 	}
 	if err := p.waitOutput(ctx, "Server is ready", 30*time.Second); err != nil {
-		p.kill()
+		p.Kill()
 		return nil, "", err
 	}
 	return p, fmt.Sprintf("nats://127.0.0.1:%d", port), nil
@@ -138,15 +138,15 @@ func (r *driver) multiProcess(ctx context.Context, sc scenario) (Result, error) 
 	procs := cl.procs()
 	pids := []int{os.Getpid()}
 	for _, p := range procs {
-		pids = append(pids, p.pid())
+		pids = append(pids, p.Pid())
 	}
 	meter := startCPU(pids...)
 	s := sc.load.run(ctx, turn)
 	cpu, other := meter.stop()
 	res := r.result(sc, s, other)
 	for i, p := range procs {
-		peak, _ := memKB(p.pid(), "VmHWM")
-		res.Procs = append(res.Procs, procStat(p.name, peak, cpu[i+1], s.Elapsed))
+		peak, _ := memKB(p.Pid(), "VmHWM")
+		res.Procs = append(res.Procs, procStat(p.Name, peak, cpu[i+1], s.Elapsed))
 	}
 	// The bench process's peak RSS is left out: it holds earlier
 	// scenarios' garbage too.
@@ -178,7 +178,7 @@ func (r *driver) allInOneBinary(ctx context.Context, sc scenario) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
-	defer aio.kill()
+	defer aio.Kill()
 	url, err := allInOneURL(ctx, bed.dir)
 	if err != nil {
 		return Result{}, err
@@ -190,13 +190,13 @@ func (r *driver) allInOneBinary(ctx context.Context, sc scenario) (Result, error
 	defer closeClient()
 	turn := fleetTurn(c)
 	if err := warmUp(ctx, turn, sc); err != nil {
-		return Result{}, fmt.Errorf("%w\n%s", err, aio.out.Tail(4000))
+		return Result{}, fmt.Errorf("%w\n%s", err, aio.Tail(4000))
 	}
-	meter := startCPU(os.Getpid(), aio.pid())
+	meter := startCPU(os.Getpid(), aio.Pid())
 	s := sc.load.run(ctx, turn)
 	cpu, other := meter.stop()
 	res := r.result(sc, s, other)
-	peak, _ := memKB(aio.pid(), "VmHWM")
+	peak, _ := memKB(aio.Pid(), "VmHWM")
 	res.Procs = []ProcStat{
 		procStat("nanofleet (all-in-one)", peak, cpu[1], s.Elapsed),
 		procStat("bench process (load + fake model)", 0, cpu[0], s.Elapsed),
@@ -236,7 +236,7 @@ func dial(ctx context.Context, url string, file *config.File) (*bus.Bus, error) 
 func workerLogs(c *cluster) error {
 	var errs []error
 	for _, p := range c.procs() {
-		errs = append(errs, fmt.Errorf("--- %s:\n%s", p.name, p.out.Tail(4000)))
+		errs = append(errs, fmt.Errorf("--- %s:\n%s", p.Name, p.Tail(4000)))
 	}
 	return errors.Join(errs...)
 }

@@ -90,7 +90,7 @@ func (r *driver) oneShot(ctx context.Context) ([]OneShot, error) {
 	if err != nil {
 		return out, err
 	}
-	defer aio.kill()
+	defer aio.Kill()
 	url, err := allInOneURL(ctx, dir)
 	if err != nil {
 		return out, err

@@ -10,10 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/nanofleet/nanofleet/pkg/syncbuf"
+	"github.com/nanofleet/nanofleet/services/nanofleet/internal/procgroup"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
@@ -58,54 +57,27 @@ func resetPeak(pid int) error {
 func mb(kb int64) float64 { return float64(kb) / 1024 }
 
 // proc is a child process: one service of a multi-process fleet.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	out  *syncbuf.Buffer
-}
+type proc struct{ *procgroup.Proc }
 
 // startProc runs bin with args in its own process group, with env added
 // to a minimal environment.
 func startProc(name, bin string, env []string, args ...string) (*proc, error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}, env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &syncbuf.Buffer{Max: 1 << 20} // the first 1 MiB
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
+	p, err := procgroup.Start(name, bin, append([]string{"HOME=" + os.TempDir()}, env...), 1<<20, args...) // the first 1 MiB
+	if err != nil {
+		return nil, err
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), out: out}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	return p, nil
-}
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-// kill sends SIGKILL to the process group and waits for the process.
-func (p *proc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
+	return &proc{p}, nil
 }
 
 // waitOutput waits until the process printed s.
 func (p *proc) waitOutput(ctx context.Context, s string, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	for !strings.Contains(p.out.String(), s) {
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited before printing %q:\n%s", p.name, s, p.out.Tail(4000))
-		case <-ctx.Done():
-			return fmt.Errorf("%s did not print %q within %s:\n%s", p.name, s, d, p.out.Tail(4000))
-		case <-time.After(20 * time.Millisecond):
-		}
+	switch err := p.WaitPrinted(ctx, s); {
+	case errors.Is(err, procgroup.ErrExited):
+		return fmt.Errorf("%s exited before printing %q:\n%s", p.Name, s, p.Tail(4000))
+	case err != nil:
+		return fmt.Errorf("%s did not print %q within %s:\n%s", p.Name, s, d, p.Tail(4000))
 	}
 	return nil
 }

@@ -21,14 +21,9 @@ func httpClient(c ServerConfig, opts ...netguard.Option) (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         g.DialContext,
-		ForceAttemptHTTP2:   true,
-		MaxIdleConns:        8,
-		IdleConnTimeout:     90 * time.Second,
-		TLSHandshakeTimeout: 10 * time.Second,
-	}
+	tr := g.Transport()
+	tr.MaxIdleConns = 8
+	tr.IdleConnTimeout = 90 * time.Second
 	u, err := url.Parse(c.URL)
 	if err != nil {
 		return nil, fmt.Errorf("url %q: %w", c.URL, err)

@@ -258,19 +258,27 @@ const MaxRedirects = 5
 // dial for us, unchecked), follows at most [MaxRedirects] redirects and
 // only to http and https URLs, and gives up after timeout.
 func (g *Guard) HTTPClient(timeout time.Duration) *http.Client {
-	tr := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           g.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          16,
-		IdleConnTimeout:       30 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: timeout,
-	}
+	tr := g.Transport()
+	tr.MaxIdleConns = 16
+	tr.IdleConnTimeout = 30 * time.Second
+	tr.ResponseHeaderTimeout = timeout
 	return &http.Client{
 		Transport:     tr,
 		Timeout:       timeout,
 		CheckRedirect: CheckRedirect,
+	}
+}
+
+// Transport returns a transport whose every connection goes through the
+// guard and which never uses a proxy from the environment (a proxy would
+// dial for us, unchecked); the caller sets its idle connections and
+// timeouts.
+func (g *Guard) Transport() *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         g.DialContext,
+		ForceAttemptHTTP2:   true,
+		TLSHandshakeTimeout: 10 * time.Second,
 	}
 }
 

@@ -129,6 +129,12 @@ func (c Common) AdmitsGroup(mentioned bool, chats ...string) bool {
 	return mentioned
 }
 
+// Policy is the access policy of the section's allowFrom and dmPolicy
+// for channel.
+func (c Common) Policy(channel string) access.Policy {
+	return access.Policy{Channel: channel, AllowFrom: c.AllowFrom, DM: c.DMPolicy}
+}
+
 // EditInterval is StreamEditInterval as a duration, def when unset.
 func (c Common) EditInterval(def time.Duration) time.Duration {
 	if c.StreamEditInterval == 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 )
 
@@ -199,5 +200,13 @@ func TestAdmitsGroup(t *testing.T) {
 		if got := c.AdmitsGroup(tt.mentioned, tt.chats...); got != tt.want {
 			t.Errorf("%s: AdmitsGroup = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	c := channelconfig.Common{AllowFrom: []string{"u1", "@name"}, DMPolicy: access.DMOpen}
+	p := c.Policy("chat")
+	if p.Channel != "chat" || !slices.Equal(p.AllowFrom, c.AllowFrom) || p.DM != access.DMOpen {
+		t.Errorf("Policy = %+v, want channel chat with the section's allowFrom and dmPolicy", p)
 	}
 }

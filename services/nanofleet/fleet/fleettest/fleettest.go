@@ -6,19 +6,19 @@ package fleettest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
-	"github.com/nanofleet/nanofleet/pkg/syncbuf"
+	"github.com/nanofleet/nanofleet/services/nanofleet/internal/procgroup"
 )
 
 // Binaries builds the service binaries once into dir.
@@ -44,65 +44,34 @@ func Build(t testing.TB, services ...string) *Binaries {
 func (b *Binaries) Path(service string) string { return filepath.Join(b.Dir, service) }
 
 // Proc is a started process.
-type Proc struct {
-	Name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *syncbuf.Buffer
-}
+type Proc struct{ *procgroup.Proc }
 
 // Start runs bin with args and env added to a minimal environment; the
 // process is killed by pid at the end of the test.
 func Start(t testing.TB, name, bin string, env []string, args ...string) *Proc {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	lb := &syncbuf.Buffer{Max: 4 << 20} // the first 4 MiB: enough to debug
-	cmd.Stdout, cmd.Stderr = lb, lb
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
+	p, err := procgroup.Start(name, bin, append([]string{"HOME=" + t.TempDir()}, env...), 4<<20, args...) // the first 4 MiB: enough to debug
+	if err != nil {
+		t.Fatal(err)
 	}
-	p := &Proc{Name: name, cmd: cmd, done: make(chan struct{}), log: lb}
-	go func() { _ = cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		p.Kill()
 		if t.Failed() {
-			t.Logf("--- output of %s:\n%s", name, lb.String())
+			t.Logf("--- output of %s:\n%s", name, p.Output())
 		}
 	})
-	return p
+	return &Proc{p}
 }
-
-// Kill sends SIGKILL to the process group and waits for the process.
-func (p *Proc) Kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-}
-
-// Pid is the process id.
-func (p *Proc) Pid() int { return p.cmd.Process.Pid }
-
-// Signal sends sig to the process.
-func (p *Proc) Signal(sig syscall.Signal) error { return p.cmd.Process.Signal(sig) }
 
 // Wait waits for the process to exit, at most d.
 func (p *Proc) Wait(d time.Duration) (exited bool, code int) {
 	select {
-	case <-p.done:
-		return true, p.cmd.ProcessState.ExitCode()
+	case <-p.Exited():
+		return true, p.ExitCode()
 	case <-time.After(d):
 		return false, 0
 	}
 }
-
-// Output is what the process printed so far.
-func (p *Proc) Output() string { return p.log.String() }
 
 // WaitOutput waits until the process printed a line containing s.
 func (p *Proc) WaitOutput(t testing.TB, s string, d time.Duration) {
@@ -115,16 +84,13 @@ func (p *Proc) WaitOutput(t testing.TB, s string, d time.Duration) {
 // AwaitOutput is WaitOutput returning what went wrong: the process
 // exited first, or d passed; the error holds its output.
 func (p *Proc) AwaitOutput(s string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for !strings.Contains(p.log.String(), s) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not print %q within %s; output:\n%s", p.Name, s, d, p.log.String())
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited before printing %q; output:\n%s", p.Name, s, p.log.String())
-		case <-time.After(20 * time.Millisecond):
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	switch err := p.WaitPrinted(ctx, s); {
+	case errors.Is(err, procgroup.ErrExited):
+		return fmt.Errorf("%s exited before printing %q; output:\n%s", p.Name, s, p.Output())
+	case err != nil:
+		return fmt.Errorf("%s did not print %q within %s; output:\n%s", p.Name, s, d, p.Output())
 	}
 	return nil
 }
@@ -133,7 +99,7 @@ func (p *Proc) AwaitOutput(s string, d time.Duration) error {
 // another held. A port from [bustest.FreePort] is free when picked, not
 // when the process binds it: a connection of another test may take it
 // as its local port in between.
-func (p *Proc) PortTaken() bool { return strings.Contains(p.log.String(), "address already in use") }
+func (p *Proc) PortTaken() bool { return strings.Contains(p.Output(), "address already in use") }
 
 // PortTries is how often a process is started on new ports when one was
 // taken.
