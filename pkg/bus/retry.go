@@ -75,19 +75,3 @@ func Retry(ctx context.Context, b backoff.Backoff, f func(context.Context) error
 func RetryEach(ctx context.Context, b backoff.Backoff, try time.Duration, f func(context.Context) error, failed func(err error, wait time.Duration)) error {
 	return backoff.Retry{Try: try, Again: Transient, Wait: b.Wait, Failed: failed}.Do(ctx, f)
 }
-
-// Get reads key from kv within [CallTimeout], each try bounded by
-// [RequestTry] and tried again while it fails for a transient reason: a
-// read lost with the connection or the server it went through is never
-// answered, and a turn waited out its whole bound for one when a node
-// shut down. [jetstream.ErrKeyNotFound] is an answer, returned at once.
-func Get(ctx context.Context, kv jetstream.KeyValue, key string) (jetstream.KeyValueEntry, error) {
-	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
-	defer cancel()
-	var e jetstream.KeyValueEntry
-	err := RetryEach(ctx, backoff.Backoff{}, RequestTry, func(ctx context.Context) (err error) {
-		e, err = kv.Get(ctx, key)
-		return err
-	}, nil)
-	return e, err
-}

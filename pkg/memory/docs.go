@@ -55,11 +55,7 @@ func (d *Docs) Put(ctx context.Context, s Scope, doc *nanofleetv1.MemoryDoc, rev
 	if err != nil {
 		return 0, fmt.Errorf("encode memory: %w", err)
 	}
-	if rev == 0 {
-		rev, err = d.kv.Create(ctx, DocKey(s), data)
-	} else {
-		rev, err = d.kv.Update(ctx, DocKey(s), data, rev)
-	}
+	rev, err = bus.CompareAndSet(ctx, d.kv, DocKey(s), data, rev)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, fmt.Errorf("%w: memory of %s", ErrConflict, s)
 	}

@@ -232,10 +232,8 @@ func SetProfileFile(ctx context.Context, kv jetstream.KeyValue, key, content str
 			err = kv.Delete(ctx, key, jetstream.LastRevision(rev))
 		case content == "":
 			return before, nil
-		case rev == 0:
-			_, err = kv.Create(ctx, key, []byte(content))
 		default:
-			_, err = kv.Update(ctx, key, []byte(content), rev)
+			_, err = bus.CompareAndSet(ctx, kv, key, []byte(content), rev)
 		}
 		if err == nil {
 			return before, nil

@@ -288,11 +288,7 @@ func (s *Store) PutInfo(ctx context.Context, info *nanofleetv1.SessionInfo, rev 
 		return 0, fmt.Errorf("encode session: %w", err)
 	}
 	k := subject.Token(info.GetSessionKey())
-	if rev == 0 {
-		rev, err = s.info.Create(ctx, k, data)
-	} else {
-		rev, err = s.info.Update(ctx, k, data, rev)
-	}
+	rev, err = bus.CompareAndSet(ctx, s.info, k, data, rev)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, fmt.Errorf("%w: session %s", ErrConflict, info.GetSessionKey())
 	}

@@ -141,11 +141,7 @@ func (m *Manager) put(ctx context.Context, key string, r *record, rev uint64) er
 	if err != nil {
 		return fmt.Errorf("encode subagent record: %w", err)
 	}
-	if rev == 0 {
-		_, err = m.kv.Create(ctx, key, data)
-	} else {
-		_, err = m.kv.Update(ctx, key, data, rev)
-	}
+	_, err = bus.CompareAndSet(ctx, m.kv, key, data, rev)
 	return err
 }
 

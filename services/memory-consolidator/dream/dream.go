@@ -322,12 +322,7 @@ func (j *Job) cursor(ctx context.Context) (uint64, uint64, error) {
 
 func (j *Job) setCursor(ctx context.Context, seq, rev uint64) error {
 	val := []byte(strconv.FormatUint(seq, 10))
-	var err error
-	if rev == 0 {
-		_, err = j.mem.Create(ctx, memory.DreamCursorKey(j.cfg.Agent), val)
-	} else {
-		_, err = j.mem.Update(ctx, memory.DreamCursorKey(j.cfg.Agent), val, rev)
-	}
+	_, err := bus.CompareAndSet(ctx, j.mem, memory.DreamCursorKey(j.cfg.Agent), val, rev)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		// Another run moved it; its revisions cover what it read.
 		return nil

@@ -155,12 +155,7 @@ func (j *Job) apply(ctx context.Context, sc memory.Scope, f file, doc *nanofleet
 		_, err := j.docs.Put(ctx, sc, next, f.rev)
 		return err
 	}
-	var err error
-	if f.rev == 0 {
-		_, err = j.profile.Create(ctx, f.key, []byte(after))
-	} else {
-		_, err = j.profile.Update(ctx, f.key, []byte(after), f.rev)
-	}
+	_, err := bus.CompareAndSet(ctx, j.profile, f.key, []byte(after), f.rev)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("%w: %s", memory.ErrConflict, f.name)
 	}
