@@ -60,11 +60,10 @@ func (t *turn) commit(ctx context.Context, hist *session.History, rec *nanofleet
 	// session's next message, often published the moment our reply
 	// arrived, then usually finds itself the oldest in the stream, and the
 	// FIFO guard needs one request instead of three. Then the turn ends,
-	// the session is let go, and settle does the bookkeeping.
-	if err := t.msg.Ack(); err != nil {
-		t.log.Warn("ack", "err", err)
-	}
-	t.state.commit(&committed{rec: rec, hist: hist, info: info})
+	// the session is let go, and settle does the bookkeeping, waiting for
+	// the ack's confirmation first.
+	acked := bus.Ack(ctx, w.d.Bus.NC, t.msg)
+	t.state.commit(&committed{rec: rec, hist: hist, info: info, acked: acked})
 	return nil
 }
 
@@ -75,6 +74,14 @@ func (t *turn) settle(ctx context.Context) {
 	c, rev := t.state.finished()
 	if c == nil {
 		return
+	}
+	// An ack lost on its way (sent as the node leading the inbound
+	// consumer handed its leadership over) left the message to come again
+	// after the ack wait (10 s), and the FIFO guard held the session's
+	// later messages behind it: the guard lets only the session's last
+	// answered message pass unacked.
+	if err := c.acked(ctx); err != nil {
+		t.log.Warn("ack not confirmed; the message comes again and its turn is replayed", "err", err)
 	}
 	if rev != 0 {
 		if err := w.sessions.ClearCheckpoint(ctx, t.key, rev); err != nil {

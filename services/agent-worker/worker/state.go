@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -42,6 +43,8 @@ type committed struct {
 	hist *session.History
 	// info is set when memory should learn from the turn: it ran the model.
 	info *nanofleetv1.SessionInfo
+	// acked waits for the server to confirm the message's ack (bus.Ack).
+	acked func(context.Context) error
 }
 
 // delta records that a delta of the answer went out.
