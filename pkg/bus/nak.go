@@ -14,11 +14,13 @@ import (
 // NakWithDelay is m.NakWithDelay confirmed by the server. A nak is a
 // plain publish that nobody receives while the consumer has no leader
 // (the node leading it died, and the other replicas are electing
-// another): the message then waited its whole ack wait, 30 s for a turn,
-// instead of delay. This sends the nak as a request on nc and sends it
-// again ([Retry]) while the failure is [Transient], for up to [LeaderWait]; each try waits
-// at most [CallTimeout]. For work that failed on the bus, where a leader
-// election is likely; a nak on the hot path need not wait for its answer.
+// another), or that is lost with the connection (its node's lame-duck
+// restart): the message then waited its whole ack wait instead of delay,
+// and a message put back to wait for its session held the session's
+// later ones behind it. This sends the nak as a request on nc and sends
+// it again ([RetryEach]) while the failure is [Transient], each try
+// bounded by [RequestTry], for up to [LeaderWait]. Answered at once
+// otherwise: one round trip.
 func NakWithDelay(ctx context.Context, nc *nats.Conn, m jetstream.Msg, delay time.Duration) error {
 	if m.Reply() == "" {
 		return jetstream.ErrMsgNoReply
@@ -26,7 +28,7 @@ func NakWithDelay(ctx context.Context, nc *nats.Conn, m jetstream.Msg, delay tim
 	body := fmt.Appendf(nil, "-NAK {\"delay\": %d}", delay.Nanoseconds())
 	ctx, cancel := context.WithTimeout(ctx, LeaderWait)
 	defer cancel()
-	err := RetryEach(ctx, backoff.Backoff{Min: 250 * time.Millisecond, Max: 250 * time.Millisecond}, CallTimeout, func(ctx context.Context) error {
+	err := RetryEach(ctx, backoff.Backoff{Min: 250 * time.Millisecond, Max: 250 * time.Millisecond}, RequestTry, func(ctx context.Context) error {
 		_, err := nc.RequestWithContext(ctx, m.Reply(), body)
 		return err
 	}, nil)

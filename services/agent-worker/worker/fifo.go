@@ -9,16 +9,24 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
 // busy puts the message back to wait for its session, the delay doubling
 // with each delivery. Not jittered: the messages waiting for one session
 // are already taken one at a time by the FIFO guard, so there is no herd
-// to spread, and a wait cut to half would only add FIFO checks.
-func (t *turn) busy() {
-	waits := backoff.Backoff{Min: t.w.cfg.BusyDelay, Max: t.w.cfg.MaxBusyDelay}
-	_ = t.msg.NakWithDelay(waits.Delay(int(t.meta.NumDelivered) - 1))
+// to spread, and a wait cut to half would only add FIFO checks. The nak
+// is confirmed: one lost (its node's lame-duck restart) left the message
+// to its whole ack wait, and the session's later messages behind it.
+func (t *turn) busy(ctx context.Context) {
+	delay := backoff.Backoff{Min: t.w.cfg.BusyDelay, Max: t.w.cfg.MaxBusyDelay}.Delay(int(t.meta.NumDelivered) - 1)
+	if err := bus.NakWithDelay(ctx, t.w.d.Bus.NC, t.msg, delay); err != nil {
+		// Stopping, or the bus is away for longer than a leader
+		// election: the plain nak is all there is time for.
+		t.log.Warn("put back to wait for the session: not confirmed", "err", err)
+		_ = t.msg.NakWithDelay(delay)
+	}
 }
 
 // oldest is the FIFO guard: only the oldest message still in the inbound

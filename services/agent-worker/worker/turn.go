@@ -85,11 +85,11 @@ func (t *turn) run(ctx context.Context) string {
 		if err != nil {
 			w.fifoWarn.Warn("fifo check", "session", t.key, "turn", t.id, "err", err)
 		}
-		t.busy()
+		t.busy(ctx)
 		return ""
 	}
 	if !w.claim(ctx, t.key, t.meta.Sequence.Stream) {
-		t.busy()
+		t.busy(ctx)
 		return ""
 	}
 	l, err := w.leases.Acquire(ctx, subject.Token(t.key), leaseOwner(w.cfg.ID, t.meta.Sequence.Stream))
@@ -102,7 +102,7 @@ func (t *turn) run(ctx context.Context) string {
 		} else {
 			t.log.Warn("acquire lease", "err", err)
 		}
-		t.busy()
+		t.busy(ctx)
 		return ""
 	}
 	outcome := t.held(ctx, l)
