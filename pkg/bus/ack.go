@@ -27,15 +27,12 @@ func Ack(ctx context.Context, nc *nats.Conn, m jetstream.Msg) (confirm func(cont
 	if m.Reply() == "" {
 		return func(context.Context) error { return jetstream.ErrMsgNoReply }
 	}
-	ack := func(ctx context.Context) error {
-		_, err := nc.RequestWithContext(ctx, m.Reply(), ackBody)
-		return err
-	}
 	first := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RequestTry)
 		defer cancel()
-		first <- ack(ctx)
+		_, err := nc.RequestWithContext(ctx, m.Reply(), ackBody)
+		first <- err
 	}()
 	return func(ctx context.Context) error {
 		var err error
@@ -48,13 +45,44 @@ func Ack(ctx context.Context, nc *nats.Conn, m jetstream.Msg) (confirm func(cont
 			return nil
 		}
 		if Transient(err) {
-			ctx, cancel := context.WithTimeout(ctx, CallTimeout)
-			defer cancel()
-			err = RetryEach(ctx, backoff.Backoff{Min: 250 * time.Millisecond, Max: 250 * time.Millisecond}, RequestTry, ack, nil)
+			err = answered(ctx, nc, m, ackBody, CallTimeout)
 		}
 		if err != nil {
 			return fmt.Errorf("ack: %w", err)
 		}
 		return nil
 	}
+}
+
+// NakWithDelay is m.NakWithDelay confirmed by the server. A nak is a
+// plain publish that nobody receives while the consumer has no leader
+// (the node leading it died, and the other replicas are electing
+// another), or that is lost with the connection (its node's lame-duck
+// restart): the message then waited its whole ack wait instead of delay,
+// and a message put back to wait for its session held the session's
+// later ones behind it. This sends the nak as a request on nc and sends
+// it again ([RetryEach]) while the failure is [Transient], each try
+// bounded by [RequestTry], for up to [LeaderWait]. Answered at once
+// otherwise: one round trip.
+func NakWithDelay(ctx context.Context, nc *nats.Conn, m jetstream.Msg, delay time.Duration) error {
+	if m.Reply() == "" {
+		return jetstream.ErrMsgNoReply
+	}
+	body := fmt.Appendf(nil, "-NAK {\"delay\": %d}", delay.Nanoseconds())
+	if err := answered(ctx, nc, m, body, LeaderWait); err != nil {
+		return fmt.Errorf("nak: %w", err)
+	}
+	return nil
+}
+
+// answered sends body to m's reply subject as a request until the server
+// answers, again while the failure is [Transient], each try bounded by
+// [RequestTry], for up to within.
+func answered(ctx context.Context, nc *nats.Conn, m jetstream.Msg, body []byte, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	return RetryEach(ctx, backoff.Backoff{Min: 250 * time.Millisecond, Max: 250 * time.Millisecond}, RequestTry, func(ctx context.Context) error {
+		_, err := nc.RequestWithContext(ctx, m.Reply(), body)
+		return err
+	}, nil)
 }

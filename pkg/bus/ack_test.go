@@ -24,17 +24,7 @@ func TestAckOutlivesAnAckLostWithTheConnection(t *testing.T) {
 	defer cancel()
 	srv := bustest.StartServer(t)
 	b := srv.Connect(t, "")
-	st, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.JS.Publish(ctx, "jobs.1", []byte("job")); err != nil {
-		t.Fatal(err)
-	}
-	// An ack wait no part of the test waits for.
-	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute}); err != nil {
-		t.Fatal(err)
-	}
+	st, _ := oneJob(ctx, t, b, 1)
 	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	conn := hop.Connect(t, srv.ClientURL())
 	cons, err := conn.JS.Consumer(ctx, "JOBS", "w")
@@ -73,17 +63,7 @@ func TestAckConfirms(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	b := bustest.StartJetStream(t)
-	st, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.JS.Publish(ctx, "jobs.1", []byte("job")); err != nil {
-		t.Fatal(err)
-	}
-	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cons := oneJob(ctx, t, b, 1)
 	m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -98,4 +78,22 @@ func TestAckConfirms(t *testing.T) {
 	if ci.NumAckPending != 0 {
 		t.Fatalf("%d pending acks after confirm, want 0", ci.NumAckPending)
 	}
+}
+
+// oneJob makes the stream JOBS (with replicas) holding one message,
+// jobs.1, and its consumer w, with an ack wait no test waits for.
+func oneJob(ctx context.Context, t *testing.T, b *bus.Bus, replicas int) (jetstream.Stream, jetstream.Consumer) {
+	t.Helper()
+	st, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}, Replicas: replicas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.Publish(ctx, "jobs.1", []byte("job")); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, cons
 }

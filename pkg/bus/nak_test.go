@@ -25,18 +25,7 @@ func TestNakWithDelayWaitsForAConsumerLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	cluster, b := bustest.StartClusterJetStream(t, 3)
-	st, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}, Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.JS.Publish(ctx, "jobs.1", []byte("job")); err != nil {
-		t.Fatal(err)
-	}
-	// An ack wait no part of the test waits for.
-	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cons := oneJob(ctx, t, b, 3)
 	// A consumer just made may have no leader yet: a fetch then ends at
 	// once, empty (seen once in a CI-style run: "first fetch: 0
 	// messages" after 1.3 s). Fetch until the message comes.

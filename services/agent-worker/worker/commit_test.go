@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
@@ -23,38 +24,17 @@ import (
 func TestAckLostWithTheConnectionHoldsNoLaterTurn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	srv := bustest.StartServer(t)
-	direct := srv.Connect(t, "")
-	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
-	b := hop.Connect(t, srv.ClientURL())
-	h, _ := startEdited(t, b, "w1", 5*time.Second, edits{
-		config: func(c *worker.Config) { c.AckWait = config.Seconds(30 * time.Second) },
-	})
-	// Replies read on a connection of their own: the worker's is cut.
-	out, _ := bustest.Outbound(t, direct, 100)
-	h.llm.Enqueue(llmtest.Text("one"), llmtest.Text("two"), llmtest.Text("three"))
-	reply := func(want string) {
-		t.Helper()
-		if got := bustest.Receive(t, out, 15*time.Second); got.GetContent() != want || got.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
-			t.Fatalf("reply %q (%v), want %q", got.GetContent(), got.GetKind(), want)
-		}
-	}
+	l := startBehindProxy(t)
+	l.h.llm.Enqueue(llmtest.Text("one"), llmtest.Text("two"), llmtest.Text("three"))
 
-	hop.CutAt(ctx, t, "$JS.ACK."+b.Space.InboundStream()+".", func() {
-		send(t, direct, "c1", "1", "first")
-		reply("one")
-		// The ack follows the reply: flush until a flush is held behind
-		// it, and fails with the cut.
-		for ctx.Err() == nil {
-			if err := b.NC.FlushTimeout(10 * time.Second); err != nil {
-				return
-			}
-		}
+	l.cutAtAck(ctx, t, func() {
+		send(t, l.direct, "c1", "1", "first")
+		l.reply(t, "one") // the ack follows the reply
 	})
-	send(t, direct, "c1", "2", "second")
-	reply("two")
-	send(t, direct, "c1", "3", "third")
-	reply("three")
+	send(t, l.direct, "c1", "2", "second")
+	l.reply(t, "two")
+	send(t, l.direct, "c1", "3", "third")
+	l.reply(t, "three")
 }
 
 // TestBusyNakLostWithTheConnectionDelaysNoTurn: a message put back to wait
@@ -66,33 +46,66 @@ func TestAckLostWithTheConnectionHoldsNoLaterTurn(t *testing.T) {
 func TestBusyNakLostWithTheConnectionDelaysNoTurn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	srv := bustest.StartServer(t)
-	direct := srv.Connect(t, "")
-	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
-	b := hop.Connect(t, srv.ClientURL())
-	h, _ := startEdited(t, b, "w1", 5*time.Second, edits{
-		config: func(c *worker.Config) { c.AckWait = config.Seconds(30 * time.Second) },
-	})
-	out, _ := bustest.Outbound(t, direct, 100)
+	l := startBehindProxy(t)
 	first := llmtest.Hold("first", llmtest.Text("one"), llmtest.Echo)
-	h.llm.Handle(first.Script)
+	l.h.llm.Handle(first.Script)
 	t.Cleanup(first.Release)
 
-	send(t, direct, "c1", "1", "first")
+	send(t, l.direct, "c1", "1", "first")
 	bustest.Receive(t, first.Asked, 15*time.Second)
-	hop.CutAt(ctx, t, "$JS.ACK."+b.Space.InboundStream()+".", func() {
+	l.cutAtAck(ctx, t, func() {
 		// The first turn holds the session: the second is put back.
-		send(t, direct, "c1", "2", "second")
+		send(t, l.direct, "c1", "2", "second")
+	})
+	first.Release()
+	l.reply(t, "one")
+	l.reply(t, "echo: second")
+}
+
+// behindProxy is a worker whose connection goes through a proxy that
+// can hold and cut it, with an ack wait (30 s) no test waits for.
+type behindProxy struct {
+	hop    *bustest.Proxy
+	b      *bus.Bus // the worker's connection, through hop
+	direct *bus.Bus // the test's own, never cut
+	h      *harness
+	out    <-chan *nanofleetv1.OutboundMessage
+}
+
+func startBehindProxy(t *testing.T) *behindProxy {
+	t.Helper()
+	srv := bustest.StartServer(t)
+	l := &behindProxy{direct: srv.Connect(t, "")}
+	l.hop = bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	l.b = l.hop.Connect(t, srv.ClientURL())
+	l.h, _ = startEdited(t, l.b, "w1", 5*time.Second, edits{
+		config: func(c *worker.Config) { c.AckWait = config.Seconds(30 * time.Second) },
+	})
+	// Replies read on a connection of their own: the worker's is cut.
+	l.out, _ = bustest.Outbound(t, l.direct, 100)
+	return l
+}
+
+// cutAtAck holds the worker's first ack or nak of an inbound message
+// sent while do runs, and cuts the worker's connection with it.
+func (l *behindProxy) cutAtAck(ctx context.Context, t *testing.T, do func()) {
+	t.Helper()
+	l.hop.CutAt(ctx, t, "$JS.ACK."+l.b.Space.InboundStream()+".", func() {
+		do()
+		// Flush until a flush is held behind the ack, and fails with
+		// the cut.
 		for ctx.Err() == nil {
-			if err := b.NC.FlushTimeout(10 * time.Second); err != nil {
+			if err := l.b.NC.FlushTimeout(10 * time.Second); err != nil {
 				return
 			}
 		}
 	})
-	first.Release()
-	for _, want := range []string{"one", "echo: second"} {
-		if got := bustest.Receive(t, out, 15*time.Second); got.GetContent() != want || got.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
-			t.Fatalf("reply %q (%v), want %q", got.GetContent(), got.GetKind(), want)
-		}
+}
+
+// reply fails the test unless the next reply is a final want.
+func (l *behindProxy) reply(t *testing.T, want string) {
+	t.Helper()
+	if got := bustest.Receive(t, l.out, 15*time.Second); got.GetContent() != want || got.GetKind() != nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
+		t.Fatalf("reply %q (%v), want %q", got.GetContent(), got.GetKind(), want)
 	}
 }
