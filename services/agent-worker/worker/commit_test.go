@@ -63,7 +63,8 @@ func TestBusyNakLostWithTheConnectionDelaysNoTurn(t *testing.T) {
 }
 
 // behindProxy is a worker whose connection goes through a proxy that
-// can hold and cut it, with an ack wait (30 s) no test waits for.
+// can hold and cut it, with an ack wait and a lease TTL (30 s) no test
+// waits for.
 type behindProxy struct {
 	hop    *bustest.Proxy
 	b      *bus.Bus // the worker's connection, through hop
@@ -78,8 +79,19 @@ func startBehindProxy(t *testing.T) *behindProxy {
 	l := &behindProxy{direct: srv.Connect(t, "")}
 	l.hop = bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	l.b = l.hop.Connect(t, srv.ClientURL())
+	// A lease that outlives a cut: with the tests' 3 s, a renewal held
+	// with the cut (one try of 2 s) let it expire, and a turn running
+	// across the cut was abandoned (seen under -race on a loaded machine).
+	layout := bustest.TestLayout()
+	layout.LeaseTTL, layout.ReplayWindow = 30*time.Second, time.Minute
+	if err := bus.Provision(t.Context(), l.direct, layout); err != nil {
+		t.Fatal(err)
+	}
 	l.h, _ = startEdited(t, l.b, "w1", 5*time.Second, edits{
-		config: func(c *worker.Config) { c.AckWait = config.Seconds(30 * time.Second) },
+		config: func(c *worker.Config) {
+			c.AckWait = config.Seconds(30 * time.Second)
+			c.LeaseTTL = layout.LeaseTTL
+		},
 	})
 	// Replies read on a connection of their own: the worker's is cut.
 	l.out, _ = bustest.Outbound(t, l.direct, 100)
