@@ -16,17 +16,26 @@ import (
 // busy puts the message back to wait for its session, the delay doubling
 // with each delivery. Not jittered: the messages waiting for one session
 // are already taken one at a time by the FIFO guard, so there is no herd
-// to spread, and a wait cut to half would only add FIFO checks. The nak
-// is confirmed: one lost (its node's lame-duck restart) left the message
-// to its whole ack wait, and the session's later messages behind it.
+// to spread, and a wait cut to half would only add FIFO checks.
 func (t *turn) busy(ctx context.Context) {
-	delay := backoff.Backoff{Min: t.w.cfg.BusyDelay, Max: t.w.cfg.MaxBusyDelay}.Delay(int(t.meta.NumDelivered) - 1)
-	if err := bus.NakWithDelay(ctx, t.w.d.Bus.NC, t.msg, delay); err != nil {
-		// Stopping, or the bus is away for longer than a leader
-		// election: the plain nak is all there is time for.
-		t.log.Warn("put back to wait for the session: not confirmed", "err", err)
-		_ = t.msg.NakWithDelay(delay)
+	t.putBack(ctx, backoff.Backoff{Min: t.w.cfg.BusyDelay, Max: t.w.cfg.MaxBusyDelay}.Delay(int(t.meta.NumDelivered)-1))
+}
+
+// putBack naks the message to come again after delay, confirmed by the
+// server (bus.NakWithDelay): a plain nak is lost while the workers'
+// consumer has no leader or with the connection (its node's lame-duck
+// restart), and the message then waited its whole ack wait, and the
+// session's later messages behind it. Stopping, or with the bus away for
+// longer than a leader election, the plain nak is all there is time for.
+func (t *turn) putBack(ctx context.Context, delay time.Duration) {
+	err := bus.NakWithDelay(ctx, t.w.d.Bus.NC, t.msg, delay)
+	if err == nil {
+		return
 	}
+	if ctx.Err() == nil {
+		t.log.Warn("nak not confirmed", "err", err)
+	}
+	_ = t.msg.NakWithDelay(delay)
 }
 
 // oldest is the FIFO guard: only the oldest message still in the inbound

@@ -132,7 +132,7 @@ func (t *turn) held(ctx context.Context, l *lease.Lease) string {
 			// is lost when the server restarts (the all-in-one
 			// stopping), and the turn then waited out its whole ack
 			// wait at the next start.
-			_ = t.msg.NakWithDelay(time.Millisecond)
+			t.putBack(ctx, time.Millisecond)
 			return "abandoned"
 		}
 		if bus.TooLarge(err) {
@@ -149,12 +149,9 @@ func (t *turn) held(ctx context.Context, l *lease.Lease) string {
 		// during an election a turn's second failure waited 20–27 s.
 		delay := backoff.Backoff{Min: 2 * time.Second, Max: 30 * time.Second}.Wait(max(t.state.startCount()-1, 0))
 		t.log.Error("turn failed; will retry", "err", err, "after", delay)
-		// Confirmed: the node that failed the turn often led the
-		// workers' consumer too, and a nak sent while it has no leader
-		// is lost, leaving the turn to its whole ack wait (30 s).
-		if err := bus.NakWithDelay(ctx, t.w.d.Bus.NC, t.msg, delay); err != nil {
-			t.log.Warn("nak", "err", err)
-		}
+		// The node that failed the turn often led the workers' consumer
+		// too: putBack's nak waits for its successor.
+		t.putBack(ctx, delay)
 		return "failed"
 	}
 	return outcome
