@@ -495,7 +495,7 @@ cluster {
 		nd.proc = fleettest.Start(t, "nats-"+nd.name, bin, nil, "-c", nd.conf)
 	}
 	for _, nd := range c.nodes {
-		if err := nd.proc.AwaitOutput("Server is ready", 30*time.Second); err != nil {
+		if err := nd.proc.AwaitOutput(t.Context(), "Server is ready", 30*time.Second); err != nil {
 			return c, err
 		}
 	}

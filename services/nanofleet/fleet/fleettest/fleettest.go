@@ -76,15 +76,15 @@ func (p *Proc) Wait(d time.Duration) (exited bool, code int) {
 // WaitOutput waits until the process printed a line containing s.
 func (p *Proc) WaitOutput(t testing.TB, s string, d time.Duration) {
 	t.Helper()
-	if err := p.AwaitOutput(s, d); err != nil {
+	if err := p.AwaitOutput(t.Context(), s, d); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // AwaitOutput is WaitOutput returning what went wrong: the process
-// exited first, or d passed; the error holds its output.
-func (p *Proc) AwaitOutput(s string, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+// exited first, or d passed (or ctx ended); the error holds its output.
+func (p *Proc) AwaitOutput(ctx context.Context, s string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	switch err := p.WaitPrinted(ctx, s); {
 	case errors.Is(err, procgroup.ErrExited):
@@ -119,7 +119,7 @@ func StartNATS(t testing.TB, dir string) *NATS {
 	for try := 1; ; try++ {
 		port := bustest.FreePort(t)
 		p := Start(t, "nats-server", bustest.ServerBinary(t), nil, "-js", "-sd", dir, "-a", "127.0.0.1", "-p", fmt.Sprint(port))
-		err := p.AwaitOutput("Server is ready", 30*time.Second)
+		err := p.AwaitOutput(t.Context(), "Server is ready", 30*time.Second)
 		if err == nil {
 			return &NATS{Proc: p, URL: fmt.Sprintf("nats://127.0.0.1:%d", port), StoreDir: dir}
 		}
