@@ -82,7 +82,9 @@ func startEdited(t *testing.T, b *bus.Bus, id string, grace time.Duration, e edi
 	if err != nil {
 		t.Fatal(err)
 	}
-	profiles := profiletest.Watch(ctx, t, b)
+	// Ready, as the agent-worker waits for it: a /skill handled before the
+	// cache held the bucket listed only the skills loaded so far (CI).
+	profiles := profiletest.Ready(ctx, t, b)
 	cfg := worker.DefaultConfig()
 	cfg.ID = id
 	cfg.Model = "test-model"
