@@ -5,6 +5,8 @@ package syncbuf
 
 import (
 	"bytes"
+	"context"
+	"strings"
 	"sync"
 
 	"github.com/nanofleet/nanofleet/pkg/textcut"
@@ -17,8 +19,9 @@ type Buffer struct {
 	// start of a long output survives.
 	Max int
 
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	grew chan struct{} // closed at the next write kept; made on demand
 }
 
 func (b *Buffer) Write(p []byte) (int, error) {
@@ -26,6 +29,10 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	defer b.mu.Unlock()
 	if b.Max > 0 && b.buf.Len() >= b.Max {
 		return len(p), nil
+	}
+	if b.grew != nil && len(p) > 0 {
+		close(b.grew)
+		b.grew = nil
 	}
 	return b.buf.Write(p)
 }
@@ -35,6 +42,33 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Grown is closed when the buffer next keeps more bytes: a reader waits
+// on it instead of polling [Buffer.String].
+func (b *Buffer) Grown() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.grew == nil {
+		b.grew = make(chan struct{})
+	}
+	return b.grew
+}
+
+// Await waits until what is kept contains s: nil then, ctx's error when
+// ctx ends first.
+func (b *Buffer) Await(ctx context.Context, s string) error {
+	for {
+		grown := b.Grown()
+		if strings.Contains(b.String(), s) {
+			return nil
+		}
+		select {
+		case <-grown:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Tail is at most the last n bytes kept, after "…" when there were more.

@@ -1,9 +1,12 @@
 package syncbuf_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 )
@@ -58,4 +61,57 @@ func TestBufferConcurrent(t *testing.T) {
 	if got := strings.Count(b.String(), "x"); got != 800 {
 		t.Errorf("kept %d writes, want 800", got)
 	}
+}
+
+// TestAwait: Await returns once a concurrent write brings s, and with
+// ctx's error when s never comes; a write dropped past Max wakes nobody.
+func TestAwait(t *testing.T) {
+	t.Run("written later", func(t *testing.T) {
+		var b syncbuf.Buffer
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- b.Await(ctx, "ready") }()
+		for _, w := range []string{"starting\n", "rea", "dy\n"} {
+			_, _ = b.Write([]byte(w))
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Await = %v; kept %q", err, b.String())
+			}
+		case <-ctx.Done():
+			t.Fatalf("Await did not return; kept %q", b.String())
+		}
+	})
+	t.Run("never written", func(t *testing.T) {
+		b := syncbuf.Buffer{}
+		_, _ = b.Write([]byte("other"))
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := b.Await(ctx, "ready"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Await = %v, want context.Canceled", err)
+		}
+	})
+	t.Run("a dropped write wakes nobody", func(t *testing.T) {
+		b := syncbuf.Buffer{Max: 2}
+		_, _ = b.Write([]byte("ab"))
+		grown := b.Grown()
+		_, _ = b.Write([]byte("cd"))
+		select {
+		case <-grown:
+			t.Fatal("Grown closed by a write that was not kept")
+		default:
+		}
+	})
+	t.Run("a kept write wakes", func(t *testing.T) {
+		var b syncbuf.Buffer
+		grown := b.Grown()
+		_, _ = b.Write([]byte("x"))
+		select {
+		case <-grown:
+		default:
+			t.Fatal("Grown not closed by a kept write")
+		}
+	})
 }

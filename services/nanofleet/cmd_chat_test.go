@@ -55,12 +55,11 @@ func startCommand(t *testing.T, stdin io.Reader, args ...string) (held *llmtest.
 // shows waits until b holds s.
 func shows(t *testing.T, b *syncbuf.Buffer, s string) {
 	t.Helper()
-	bustest.Eventually(t, 30*time.Second, func() error {
-		if !strings.Contains(b.String(), s) {
-			return fmt.Errorf("no %q in %q", s, b.String())
-		}
-		return nil
-	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := b.Await(ctx, s); err != nil {
+		t.Fatalf("no %q in %q: %v", s, b.String(), err)
+	}
 }
 
 // TestChatStopsTheRunningTurn: /stop typed while a turn runs reaches the

@@ -743,12 +743,11 @@ func TestChatSaysWhenTheFleetGoes(t *testing.T) {
 	go func() { chat <- dispatch(ctx, env, []string{"chat", "--nats", url}) }()
 	shows := func(b *syncbuf.Buffer, s string) {
 		t.Helper()
-		bustest.Eventually(t, time.Minute, func() error {
-			if !strings.Contains(b.String(), s) {
-				return fmt.Errorf("no %q in %q", s, b.String())
-			}
-			return nil
-		})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		if err := b.Await(ctx, s); err != nil {
+			t.Fatalf("no %q in %q: %v", s, b.String(), err)
+		}
 	}
 	fmt.Fprintln(typed, "first")
 	shows(&out, "echo: first")

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 )
@@ -80,14 +79,20 @@ func (p *Proc) Tail(n int) string { return p.out.Tail(n) }
 // WaitPrinted waits until the process has printed s: [ErrExited] when it
 // exits first, ctx's error when ctx ends first.
 func (p *Proc) WaitPrinted(ctx context.Context, s string) error {
-	for !strings.Contains(p.out.String(), s) {
+	for {
+		grown := p.out.Grown()
+		if strings.Contains(p.out.String(), s) {
+			return nil
+		}
 		select {
+		case <-grown:
 		case <-p.done:
+			if strings.Contains(p.out.String(), s) {
+				return nil
+			}
 			return ErrExited
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return nil
 }
