@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
-	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
 // FromFile returns the model provider settings of a config file: the agent defaults'
@@ -120,20 +119,20 @@ func CheckFile(f *config.File, getenv func(string) string) error {
 // key in the file ([FileError]). An API key that is all that is missing
 // is no error: the client is keyless ([NewOrKeyless]) and log is warned
 // with what to set and, after it, withoutKey: what the service does
-// until then ("turns answer with an error"). log is also warned of a key
-// [WithheldEnvKey] holds back, and is the client's logger. The
-// provider's name comes with the client.
-func NewFromFile(f *config.File, getenv func(string) string, maxRetries int, withoutKey string, log *slog.Logger) (Client, string, error) {
-	log = observe.OrDiscard(log)
+// until then ("turns answer with an error"). The logger ([WithLogger])
+// is also warned of a key [WithheldEnvKey] holds back. opts are the
+// client's ([New]). The provider's name comes with the client.
+func NewFromFile(f *config.File, getenv func(string) string, maxRetries int, withoutKey string, opts ...Option) (Client, string, error) {
 	if err := CheckFile(f, getenv); err != nil {
 		return nil, "", err
 	}
 	pc := FromFile(f, getenv)
 	pc.MaxRetries = maxRetries
-	p, keyless, err := NewOrKeyless(pc, WithLogger(log))
+	p, keyless, err := NewOrKeyless(pc, opts...)
 	if err != nil {
 		return nil, "", FileError(pc, err)
 	}
+	log := loggerOf(opts)
 	if w := WithheldEnvKey(pc, getenv); w != "" {
 		log.Warn(w)
 	}
@@ -298,3 +297,13 @@ type providerReason struct{ *ConfigError }
 
 func (r providerReason) Error() string { return r.Reason }
 func (r providerReason) Unwrap() error { return r.ConfigError }
+
+// loggerOf is the logger opts set, as [New] applies them; opts that fail
+// were refused before this is asked.
+func loggerOf(opts []Option) *slog.Logger {
+	s := settings{logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		_ = o(&s)
+	}
+	return s.logger
+}

@@ -206,7 +206,7 @@ func TestNewFromFile(t *testing.T) {
 			}
 			var logs strings.Builder
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			c, provider, err := llm.NewFromFile(f, env(tt.env), tt.maxRetries, without, log)
+			c, provider, err := llm.NewFromFile(f, env(tt.env), tt.maxRetries, without, llm.WithLogger(log))
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("NewFromFile = %v, want %v", err, tt.wantErr)

@@ -124,7 +124,7 @@ func Model(file *config.File, getenv func(string) string, retries int, log *slog
 	if retries == 0 {
 		retries = -1
 	}
-	return llm.NewFromFile(file, getenv, retries, "turns answer with an error", log)
+	return llm.NewFromFile(file, getenv, retries, "turns answer with an error", llm.WithLogger(log))
 }
 
 // Assets declares the JetStream assets a worker uses besides the core

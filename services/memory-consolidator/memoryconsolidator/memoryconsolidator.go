@@ -177,7 +177,7 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Servi
 // an API key the service still runs: every consolidation then archives the
 // raw turns, so nothing is lost until a key is set.
 func Model(file *config.File, getenv func(string) string, log *slog.Logger) (llm.Client, error) {
-	c, _, err := llm.NewFromFile(file, getenv, 0, "consolidations archive raw turns", log)
+	c, _, err := llm.NewFromFile(file, getenv, 0, "consolidations archive raw turns", llm.WithLogger(log))
 	return c, err
 }
 
