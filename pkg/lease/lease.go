@@ -18,6 +18,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
 var (
@@ -265,7 +266,7 @@ func (t *Table) put(ctx context.Context, key string, owner []byte, rev uint64) (
 		rev, err = t.kv.Update(ctx, key, owner, rev)
 	} else {
 		// What kv.Update sends, through the publisher.
-		m := nats.NewMsg("$KV." + t.kv.Bucket() + "." + key)
+		m := nats.NewMsg(subject.KVKey(t.kv.Bucket(), key))
 		m.Data = owner
 		var ack *jetstream.PubAck
 		if ack, err = t.pub.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev)); err == nil {
@@ -306,7 +307,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 		return nil
 	}
-	m := nats.NewMsg("$KV." + l.t.kv.Bucket() + "." + l.key)
+	m := nats.NewMsg(subject.KVKey(l.t.kv.Bucket(), l.key))
 	m.Header.Set(kvOperation, kvDelete)
 	// Sent again, until ctx ends, while the bucket has no leader (its
 	// node died and the others are electing one; every retryWait) and

@@ -114,6 +114,10 @@ func (s Space) ToolCall(tool string) string { return s.prefix + ".tools.call." +
 // ToolGroup is the subject group of the tool runners' micro endpoints.
 func (s Space) ToolGroup() string { return s.prefix + ".tools" }
 
+// ToolCatalog is the subject of the runners' catalog endpoint, in
+// [Space.ToolGroup].
+func (s Space) ToolCatalog() string { return s.ToolGroup() + ".catalog" }
+
 // Stop is the core NATS subject that cancels a session's running turn.
 func (s Space) Stop(sessionKey string) string { return s.prefix + ".ctl.stop." + Token(sessionKey) }
 
@@ -244,3 +248,8 @@ func (s Space) GatewayConsumer(channel string) string { return "gw_" + Token(cha
 // Bucket returns the name of the fleet's KV or object bucket called name
 // (e.g. "leases", "sessions").
 func (s Space) Bucket(name string) string { return s.upper + "_" + name }
+
+// KVKey is the subject a write to key of the KV bucket named bucket (the
+// stream's whole name, [Space.Bucket]) is published on, without a
+// JetStream domain or API prefix.
+func KVKey(bucket, key string) string { return "$KV." + bucket + "." + key }

@@ -62,3 +62,18 @@ func TestMemorySubjects(t *testing.T) {
 		}
 	}
 }
+
+func TestToolAndKVSubjects(t *testing.T) {
+	sp := subject.MustSpace("nf")
+	tests := []struct{ got, want string }{
+		{sp.ToolGroup(), "nf.tools"},
+		{sp.ToolCatalog(), "nf.tools.catalog"},
+		{sp.ToolCall("web.fetch"), "nf.tools.call.web=2Efetch"},
+		{subject.KVKey(sp.Bucket("leases"), "worker.1"), "$KV.NF_leases.worker.1"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}

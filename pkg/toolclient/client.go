@@ -94,7 +94,7 @@ func (c *Client) Catalog(ctx context.Context) ([]*nanofleetv1.ToolDefinition, er
 		ctx, cancel = context.WithTimeout(ctx, catalogTimeout)
 		defer cancel()
 	}
-	subj := CatalogSubject(c.space)
+	subj := c.space.ToolCatalog()
 	inbox := c.nc.NewInbox()
 	sub, err := c.nc.SubscribeSync(inbox)
 	if err != nil {

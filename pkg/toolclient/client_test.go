@@ -40,7 +40,7 @@ func newFleet(t *testing.T, opts ...toolclient.Option) *fakeFleet {
 // catalog serves definitions (given unsorted).
 func (f *fakeFleet) catalog(defs ...*nanofleetv1.ToolDefinition) {
 	data, _ := proto.Marshal(&nanofleetv1.ToolCatalog{Tools: defs})
-	f.serve(toolclient.CatalogSubject(f.runner.Space), func(m *nats.Msg, _ int) { m.Respond(data) })
+	f.serve(f.runner.Space.ToolCatalog(), func(m *nats.Msg, _ int) { m.Respond(data) })
 }
 
 // tool serves a tool; handle gets the request and the delivery count.
@@ -263,7 +263,7 @@ func TestCatalogMergesRunners(t *testing.T) {
 			// closed (nil: at once), then closes done (if not nil).
 			answer := func(defs []*nanofleetv1.ToolDefinition, after, done chan struct{}) {
 				data, _ := proto.Marshal(&nanofleetv1.ToolCatalog{Tools: defs})
-				sub, err := f.runner.NC.Subscribe(toolclient.CatalogSubject(f.runner.Space), func(m *nats.Msg) {
+				sub, err := f.runner.NC.Subscribe(f.runner.Space.ToolCatalog(), func(m *nats.Msg) {
 					if after != nil {
 						select {
 						case <-after:
@@ -315,7 +315,7 @@ func TestCatalogAllRunners(t *testing.T) {
 			f := newFleet(t, toolclient.WithAllRunners(tt.runners))
 			answer := func(delay time.Duration, defs ...*nanofleetv1.ToolDefinition) {
 				data, _ := proto.Marshal(&nanofleetv1.ToolCatalog{Tools: defs})
-				sub, err := f.runner.NC.Subscribe(toolclient.CatalogSubject(f.runner.Space), func(m *nats.Msg) {
+				sub, err := f.runner.NC.Subscribe(f.runner.Space.ToolCatalog(), func(m *nats.Msg) {
 					time.Sleep(delay) // a runner slower to answer than the others
 					m.Respond(data)
 				})
@@ -339,7 +339,7 @@ func TestCatalogAllRunners(t *testing.T) {
 // the tools *tools names, or with bytes no client can read while *broken.
 func (f *fakeFleet) gatedCatalog(gate <-chan struct{}, tools *atomic.Pointer[[]string], broken *atomic.Bool) <-chan struct{} {
 	calls := make(chan struct{}, 10)
-	f.serve(toolclient.CatalogSubject(f.runner.Space), func(m *nats.Msg, _ int) {
+	f.serve(f.runner.Space.ToolCatalog(), func(m *nats.Msg, _ int) {
 		calls <- struct{}{}
 		select {
 		case <-gate:

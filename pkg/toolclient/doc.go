@@ -29,7 +29,7 @@
 // retries briefly (a runner may be restarting), then answers with the
 // list of tools the runners do have, or says that no runner is reachable.
 //
-// The catalog endpoint, on CatalogSubject (<prefix>.tools.catalog),
+// The catalog endpoint, on subject.Space.ToolCatalog (<prefix>.tools.catalog),
 // answers an empty request with a ToolCatalog: every tool's definition.
 // It is not in the queue group: every runner answers, and the client
 // merges the answers (runners serving different MCP servers serve

@@ -1,7 +1,5 @@
 package toolclient
 
-import "github.com/nanofleet/nanofleet/pkg/subject"
-
 // Names of the tool protocol.
 const (
 	// ServiceName is the micro service name of the tool runners.
@@ -19,9 +17,6 @@ const (
 	// StatusRejected marks a call the runner did not start.
 	StatusRejected = "rejected"
 )
-
-// CatalogSubject is the subject of the runners' catalog endpoint.
-func CatalogSubject(s subject.Space) string { return s.ToolGroup() + ".catalog" }
 
 // natsStatusHeader and noResponders are how the NATS server says that no
 // one subscribes to a request's subject.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
+
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 )
 
 const (
@@ -67,10 +69,8 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		case <-ticker.C:
 			notBefore = s.deps.Now().Add(-s.cfg.Interval / 2)
 		case <-kick:
-			select {
-			case <-ctx.Done():
+			if backoff.Sleep(ctx, settle) != nil {
 				return
-			case <-time.After(settle):
 			}
 			notBefore = s.deps.Now()
 			ticker.Reset(s.cfg.Interval)

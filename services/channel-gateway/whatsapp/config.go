@@ -1,10 +1,9 @@
 package whatsapp
 
 import (
-	"regexp"
-
 	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/whatsapp/kvstore"
 )
 
 // Config is the channels.whatsapp section, with nanobot's keys: the common
@@ -27,8 +26,6 @@ type Config struct {
 // DefaultAccount is the account name when the config gives none.
 const DefaultAccount = "default"
 
-var accountRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
 // Validate reports every invalid key of an enabled channel, joined.
 func (c Config) Validate() error {
 	if !c.Enabled {
@@ -36,7 +33,7 @@ func (c Config) Validate() error {
 	}
 	const p = "channels.whatsapp."
 	var probs config.Problems
-	if c.Account != "" && (!accountRE.MatchString(c.Account) || c.Account == "lid") {
+	if c.Account != "" && !kvstore.ValidAccount(c.Account) {
 		probs.Add(p+"account", "only letters, digits, '-' and '_', and not \"lid\", got %q", c.Account)
 	}
 	probs.Join(c.Common.Validate(channelconfig.Rules{Name: "whatsapp", GroupIDs: "group JIDs", GroupDisabled: true}))

@@ -178,7 +178,7 @@ func TestEverythingStdio(t *testing.T) {
 	}
 
 	// The runner's own catalog: built-ins, then MCP tools, each sorted.
-	msg, err := f.b.NC.Request(toolclient.CatalogSubject(f.b.Space), nil, 5*time.Second)
+	msg, err := f.b.NC.Request(f.b.Space.ToolCatalog(), nil, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestTwoRunnersOneHasTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.b.NC.PublishRequest(toolclient.CatalogSubject(f.b.Space), sub.Subject, nil); err != nil {
+	if err := f.b.NC.PublishRequest(f.b.Space.ToolCatalog(), sub.Subject, nil); err != nil {
 		t.Fatal(err)
 	}
 	answers := map[string]bool{} // runner has MCP tools

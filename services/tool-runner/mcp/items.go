@@ -52,7 +52,7 @@ func toolItem(t *mcpsdk.Tool) (*item, error) {
 	if _, err := toolschema.Compile(schema); err != nil {
 		return nil, err
 	}
-	desc := firstNonEmpty(t.Description, t.Title, t.Name)
+	desc := firstNonBlank(t.Description, t.Title, t.Name)
 	readOnly := t.Annotations != nil && t.Annotations.ReadOnlyHint
 	return &item{kind: kindTool, raw: t.Name, readOnly: readOnly,
 		def: toolschema.Tool{Description: desc, Parameters: schema, ReadOnly: readOnly}}, nil
@@ -60,7 +60,7 @@ func toolItem(t *mcpsdk.Tool) (*item, error) {
 
 // resourceItem wraps a resource as a tool without arguments.
 func resourceItem(r *mcpsdk.Resource) *item {
-	desc := firstNonEmpty(r.Description, r.Title, r.Name)
+	desc := firstNonBlank(r.Description, r.Title, r.Name)
 	if r.MIMEType != "" {
 		desc += " (" + r.MIMEType + ")"
 	}
@@ -81,7 +81,7 @@ func templateItem(r *mcpsdk.ResourceTemplate) (*item, error) {
 		props[v] = map[string]any{"type": "string", "description": "Value of {" + v + "} in " + r.URITemplate}
 		required = append(required, v)
 	}
-	desc := firstNonEmpty(r.Description, r.Title, r.Name)
+	desc := firstNonBlank(r.Description, r.Title, r.Name)
 	if r.MIMEType != "" {
 		desc += " (" + r.MIMEType + ")"
 	}
@@ -100,7 +100,7 @@ func promptItem(p *mcpsdk.Prompt) *item {
 			continue
 		}
 		prop := map[string]any{"type": "string"}
-		if d := firstNonEmpty(a.Description, a.Title); d != "" {
+		if d := firstNonBlank(a.Description, a.Title); d != "" {
 			prop["description"] = d
 		}
 		props[a.Name] = prop
@@ -108,13 +108,16 @@ func promptItem(p *mcpsdk.Prompt) *item {
 			required = append(required, a.Name)
 		}
 	}
-	desc := firstNonEmpty(p.Description, p.Title, p.Name)
+	desc := firstNonBlank(p.Description, p.Title, p.Name)
 	return &item{kind: kindPrompt, raw: p.Name, readOnly: true,
 		def: toolschema.Tool{Description: "Get the MCP prompt " + p.Name + " (a filled-in prompt template to follow): " + desc,
 			Parameters: toolschema.Object(props, required...), ReadOnly: true}}
 }
 
-func firstNonEmpty(ss ...string) string {
+// firstNonBlank is the first of ss with more than white space, trimmed:
+// servers send descriptions of a single space or newline, which cmp.Or
+// would keep.
+func firstNonBlank(ss ...string) string {
 	for _, s := range ss {
 		if s = strings.TrimSpace(s); s != "" {
 			return s
@@ -261,7 +264,7 @@ func (r *renderer) content(c mcpsdk.Content) {
 		r.attach("audio", c.MIMEType, "", c.Data)
 	case *mcpsdk.ResourceLink:
 		line := "[resource link: " + c.URI
-		if n := firstNonEmpty(c.Title, c.Name); n != "" {
+		if n := firstNonBlank(c.Title, c.Name); n != "" {
 			line += " (" + n + ")"
 		}
 		if c.Description != "" {

@@ -6,7 +6,7 @@
 // # Endpoints
 //
 // One endpoint per tool on subject.Space.ToolCall(name), plus a catalog
-// endpoint on toolclient.CatalogSubject answering a ToolCatalog (the
+// endpoint on subject.Space.ToolCatalog answering a ToolCatalog (the
 // built-in definitions sorted by name, then the MCP ones sorted by name).
 // The tool endpoints are in the queue group "tool-runner": any number of
 // runners serve one fleet, and each call goes to one of the runners that

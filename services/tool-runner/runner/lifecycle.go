@@ -114,7 +114,7 @@ func (r *Runner) start(ctx context.Context) error {
 	// Every runner answers the catalog (no queue group): runners with
 	// different MCP servers serve different tools; the client merges.
 	if err := svc.AddEndpoint(catalogEndpoint, micro.HandlerFunc(r.serveCatalog),
-		micro.WithEndpointSubject(toolclient.CatalogSubject(r.bus.Space)),
+		micro.WithEndpointSubject(r.bus.Space.ToolCatalog()),
 		micro.WithEndpointQueueGroupDisabled()); err != nil {
 		svc.Stop()
 		r.cancel()

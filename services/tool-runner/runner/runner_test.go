@@ -365,7 +365,7 @@ func TestRunOutlivesItsConnectionDroppingAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hop.CutAt(ctx, t, "SUB "+toolclient.CatalogSubject(b.Space)+" ", func() { runnertest.Run(t, r) })
+	hop.CutAt(ctx, t, "SUB "+b.Space.ToolCatalog()+" ", func() { runnertest.Run(t, r) })
 	client, err := toolclient.New(srv.Connect(t, ""))
 	if err != nil {
 		t.Fatal(err)

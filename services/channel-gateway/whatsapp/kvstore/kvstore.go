@@ -30,6 +30,12 @@ var ErrNoID = errors.New("kvstore: the device has no id yet")
 
 var accountRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
+// ValidAccount says whether account can name a device here: letters,
+// digits, '-' and '_', and not "lid" (the shared LID map's prefix).
+func ValidAccount(account string) bool {
+	return accountRE.MatchString(account) && account != lidPrefix
+}
+
 // Container keeps one account's device in a KV bucket. It implements
 // [store.DeviceContainer] and, as [Store], every per-device store.
 type Container struct {
@@ -55,7 +61,7 @@ var _ store.DeviceContainer = (*Container)(nil)
 // New returns the container for account (letters, digits, '-' and '_')
 // in kv.
 func New(kv jetstream.KeyValue, account string, log waLog.Logger, opts ...Option) (*Container, error) {
-	if !accountRE.MatchString(account) || account == lidPrefix {
+	if !ValidAccount(account) {
 		return nil, fmt.Errorf("kvstore: account %q: only letters, digits, '-' and '_', and not %q (the shared LID map)", account, lidPrefix)
 	}
 	if log == nil {
