@@ -48,7 +48,7 @@ func StartServerIn(t testing.TB, dir string) *Server {
 // the test.
 func (s *Server) Connect(t testing.TB, prefix string, decls ...bus.Declare) *bus.Bus {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	b, err := bus.Connect(ctx, bus.Config{URL: s.ClientURL(), Prefix: prefix, Name: t.Name()})
 	if err != nil {
@@ -117,7 +117,7 @@ func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 // subjects, and fails the test if it does not within the given time.
 func WaitSubjects(t testing.TB, stream jetstream.Stream, want uint64, within time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), within)
+	ctx, cancel := context.WithTimeout(t.Context(), within)
 	defer cancel()
 	for {
 		info, err := stream.Info(ctx)

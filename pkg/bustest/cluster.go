@@ -199,7 +199,7 @@ func (c *Cluster) URLs() string {
 // takes longer than d.
 func (c *Cluster) WaitJetStream(d time.Duration) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(c.t.Context(), d)
 	defer cancel()
 	for {
 		running := 0
@@ -325,7 +325,7 @@ func (c *Cluster) ConnectThrough(t testing.TB, i int) *bus.Bus {
 // test.
 func (c *Cluster) Connect(t testing.TB, prefix string, l bus.Layout, decls ...bus.Declare) *bus.Bus {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	b, err := bus.Connect(ctx, bus.Config{URL: c.URLs(), Prefix: prefix, Name: t.Name()})
 	if err != nil {

@@ -179,7 +179,7 @@ func Start(t testing.TB, b *bus.Bus, script Script, opts ...Option) *Worker {
 	for _, o := range opts {
 		o(w)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cons, err := b.JS.CreateOrUpdateConsumer(ctx, b.Space.InboundStream(), jetstream.ConsumerConfig{
 		Durable:   b.Space.WorkerConsumer(),
 		AckPolicy: jetstream.AckExplicitPolicy,
