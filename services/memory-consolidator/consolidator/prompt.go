@@ -10,6 +10,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/forcedtool"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/jsonrepair"
 )
 
@@ -91,26 +92,19 @@ func summarise(ctx context.Context, model llm.Client, cfg Config, memory, conver
 // returns the call's arguments, or the text of a model that answered in
 // text anyway, and the call's usage.
 func forceTool(ctx context.Context, model llm.Client, cfg Config, tool toolschema.Tool, system, user string) (args string, called bool, text string, u llm.Usage, err error) {
-	resp, err := model.Chat(ctx, llm.Request{
+	a, err := forcedtool.Ask(ctx, model, tool, llm.Request{
 		Model: cfg.Model,
 		Messages: []*nanofleetv1.ChatMessage{
 			{Role: "system", Content: system},
 			{Role: "user", Content: user},
 		},
-		Tools:       []*nanofleetv1.ToolDefinition{tool.Definition()},
-		ToolChoice:  tool.Name,
 		Temperature: 0.1,
 		MaxTokens:   cfg.MaxTokens,
 	})
 	if err != nil {
 		return "", false, "", llm.Usage{}, fmt.Errorf("consolidation model: %w", err)
 	}
-	for _, call := range resp.ToolCalls {
-		if call.GetName() == tool.Name {
-			return call.GetArgumentsJson(), true, "", resp.Usage, nil
-		}
-	}
-	return "", false, resp.Content, resp.Usage, nil
+	return a.Arguments, a.Called, a.Text, a.Usage, nil
 }
 
 // parseCall reads save_memory's arguments, checked by its schema.

@@ -3,8 +3,11 @@ package dream_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,8 +41,13 @@ func dreamer(req *llmtest.RecordedRequest) llmtest.Reply {
 		mem := memtest.Between(req.LastUserText(), "## MEMORY.md\n", "\n")
 		out = map[string]any{"summary": "organised", "memory": "# Facts\n" + mem}
 	}
-	data, _ := json.Marshal(out)
-	return llmtest.Text(string(data))
+	return saveDream(out)
+}
+
+// saveDream is a save_dream call with args.
+func saveDream(args map[string]any) llmtest.Reply {
+	data, _ := json.Marshal(args)
+	return llmtest.ToolCalls(llmtest.Call("save_dream", string(data)))
 }
 
 func TestDreamRunsOnScheduleAndRestores(t *testing.T) {
@@ -240,8 +248,7 @@ func TestOversizedAnswerIsNotRetried(t *testing.T) {
 	model := llmtest.NewServer(t)
 	huge := strings.Repeat("- a fact\n", (9<<20)/9)
 	model.Handle(func(req *llmtest.RecordedRequest) llmtest.Reply {
-		data, _ := json.Marshal(map[string]any{"summary": "grew", "memory": huge})
-		return llmtest.Text(string(data))
+		return saveDream(map[string]any{"summary": "grew", "memory": huge})
 	})
 	docs, _ := memory.OpenDocs(ctx, b)
 	agent := memory.AgentScope("default")
@@ -309,5 +316,190 @@ func TestRunPausesWhileItsConsumerIsGone(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+// TestModelAnswers: Dream forces a save_dream call whose schema fits the
+// scope; a valid call is applied, a call its schema rejects is unusable
+// like an unreadable answer (logged, the scope left as it is, the entries
+// dreamed, so the model is not asked again), and a model that answers in
+// text anyway is read as the JSON object the prompt describes.
+func TestModelAnswers(t *testing.T) {
+	const (
+		lisbon = "- Ada lives in Lisbon\n"
+		soul   = "I am kind.\n"
+	)
+	tests := []struct {
+		name   string
+		agent  bool // the agent scope, else ada's user scope
+		reply  llmtest.Reply
+		memory string // MEMORY.md after the run
+		soul   string // SOUL.md after the run (agent scope)
+		skill  string // skill "greet" after the run (agent scope)
+		// summary is the revision's; "" when the run must store none.
+		summary string
+		// unusable is in the error logged for an unusable answer; "" when
+		// none must be logged.
+		unusable string
+	}{
+		{name: "call applied", agent: true,
+			reply:  saveDream(map[string]any{"summary": "Ada moved.", "memory": "- Ada lives in Porto", "user": nil, "soul": "I am kind and brief.", "skills": map[string]any{"greet": "Say hi.", "bad name": "x", "old": nil}}),
+			memory: "- Ada lives in Porto\n", soul: "I am kind and brief.\n", skill: "Say hi.\n", summary: "Ada moved."},
+		{name: "call without summary gets one", agent: false,
+			reply:  saveDream(map[string]any{"memory": "# Facts\n- Ada lives in Lisbon"}),
+			memory: "# Facts\n- Ada lives in Lisbon\n", summary: "refined memory from 1 history entries"},
+		{name: "call changing nothing", agent: true,
+			reply:  saveDream(map[string]any{"summary": "nothing new", "memory": nil, "soul": "  "}),
+			memory: lisbon, soul: soul},
+		{name: "call with a wrong type", agent: true,
+			reply:  saveDream(map[string]any{"summary": "Ada moved.", "memory": map[string]any{"text": "- Ada lives in Porto"}, "soul": "I am brief."}),
+			memory: lisbon, soul: soul, unusable: `save_dream: argument "memory"`},
+		{name: "call with a skill that is not text", agent: true,
+			reply:  saveDream(map[string]any{"summary": "Ada moved.", "memory": "- Ada lives in Porto", "skills": map[string]any{"greet": 3}}),
+			memory: lisbon, soul: soul, unusable: `save_dream: argument "skills.greet"`},
+		{name: "call with the profile in a user scope", agent: false,
+			reply:  saveDream(map[string]any{"summary": "Ada moved.", "memory": "- Ada lives in Porto", "soul": "I am brief."}),
+			memory: lisbon, unusable: `save_dream: unknown argument "soul"`},
+		{name: "call that is not JSON", agent: false,
+			reply:  llmtest.ToolCalls(llmtest.Call("save_dream", `{"memory": "- Ada lives in Porto"`)),
+			memory: lisbon, unusable: "save_dream: arguments are not valid JSON"},
+		{name: "text answer", agent: true,
+			reply:  llmtest.Text(`{"summary": "Ada moved.", "memory": "- Ada lives in Porto", "soul": null, "skills": {"greet": "Say hi."}}`),
+			memory: "- Ada lives in Porto\n", soul: soul, skill: "Say hi.\n", summary: "Ada moved."},
+		{name: "fenced text with trailing comma", agent: false,
+			reply:  llmtest.Text("```json\n{\"summary\": \"Ada moved.\", \"memory\": \"- Ada lives in Porto\",}\n```"),
+			memory: "- Ada lives in Porto\n", summary: "Ada moved."},
+		{name: "prose", agent: true,
+			reply:  llmtest.Text("I am sorry, I cannot help with that."),
+			memory: lisbon, soul: soul, unusable: "unusable model answer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, b := memtest.Start(t)
+			ctx := t.Context()
+			model := llmtest.NewServer(t)
+			model.Enqueue(tt.reply)
+			prof, _ := b.KV(ctx, bus.BucketProfile)
+			if _, err := prof.Put(ctx, profile.FileKey("default", "SOUL.md"), []byte(soul)); err != nil {
+				t.Fatal(err)
+			}
+			sc := memory.UserScope("default", "ada")
+			if tt.agent {
+				sc = memory.AgentScope("default")
+			}
+			docs, _ := memory.OpenDocs(ctx, b)
+			if _, _, err := docs.SetContent(ctx, sc, lisbon, "operator"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := memory.OpenLog(b).Append(ctx, &nanofleetv1.HistoryEntry{SessionKey: "cli:1", Scope: sc.Key(), FromSeq: 1, ToSeq: 2, Text: "[2026-01-02 10:00] Ada said she moved to Porto."}, 0); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var unusable []string
+			log := observetest.LogFunc(func(r slog.Record) {
+				if r.Message == "dream: unusable answer; scope left as it is" {
+					mu.Lock()
+					defer mu.Unlock()
+					r.Attrs(func(a slog.Attr) bool {
+						if a.Key == "err" {
+							unusable = append(unusable, a.Value.String())
+						}
+						return true
+					})
+				}
+			})
+			cfg := dream.DefaultConfig()
+			cfg.ID = "c0"
+			j, err := dream.New(ctx, cfg, dream.Deps{Bus: b, Model: memtest.Model(t, model)}, dream.WithLogger(log))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The second run finds the entries dreamed, whatever the answer
+			// was: one model call.
+			revs, err := j.RunOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, err := j.RunOnce(ctx); err != nil || len(again) != 0 {
+				t.Fatalf("second run: revisions %v, err %v", again, err)
+			}
+			reqs := model.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d model calls, want 1", len(reqs))
+			}
+			// The request forces save_dream, with the scope's files as
+			// its arguments.
+			req := reqs[0]
+			choice, _ := json.Marshal(req.ToolChoice)
+			if string(choice) != `{"function":{"name":"save_dream"},"type":"function"}` || len(req.Tools) != 1 || req.Tools[0].Function == nil {
+				t.Fatalf("tool_choice %s with %d tools, want save_dream forced", choice, len(req.Tools))
+			}
+			params, _ := json.Marshal(req.Tools[0].Function.Parameters)
+			var schema struct {
+				Properties           map[string]json.RawMessage `json:"properties"`
+				Required             []string                   `json:"required"`
+				AdditionalProperties *bool                      `json:"additionalProperties"`
+			}
+			if err := json.Unmarshal(params, &schema); err != nil {
+				t.Fatal(err)
+			}
+			want := "memory summary"
+			if tt.agent {
+				want = "memory skills soul summary user"
+			}
+			if got := strings.Join(slices.Sorted(maps.Keys(schema.Properties)), " "); got != want || len(schema.Required) != 0 ||
+				schema.AdditionalProperties == nil || *schema.AdditionalProperties {
+				t.Errorf("save_dream parameters %s, want properties %q, none required, no others", params, want)
+			}
+			if sys := req.Messages[0].Content; strings.Contains(sys, "JSON") || !strings.Contains(sys, "save_dream") {
+				t.Errorf("system prompt %q", sys)
+			}
+			if text := req.LastUserText(); strings.Contains(text, "Return ONLY a JSON") || !strings.Contains(text, "Call the save_dream tool") {
+				t.Errorf("prompt:\n%s", text)
+			}
+
+			doc, _, _ := docs.Get(ctx, sc)
+			if doc.GetContent() != tt.memory {
+				t.Errorf("memory %q, want %q", doc.GetContent(), tt.memory)
+			}
+			if tt.agent {
+				if e, err := prof.Get(ctx, profile.FileKey("default", "SOUL.md")); err != nil || string(e.Value()) != tt.soul {
+					t.Errorf("soul %v, %v; want %q", e, err, tt.soul)
+				}
+				if _, err := prof.Get(ctx, profile.FileKey("default", "USER.md")); err == nil {
+					t.Error("USER.md written")
+				}
+				skill := ""
+				if e, err := prof.Get(ctx, profile.SkillKey("default", "greet")); err == nil {
+					skill = string(e.Value())
+				} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+					t.Fatal(err)
+				}
+				if skill != tt.skill {
+					t.Errorf("skill greet %q, want %q", skill, tt.skill)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case tt.unusable == "" && len(unusable) != 0:
+				t.Errorf("answer logged unusable: %q", unusable)
+			case tt.unusable != "" && (len(unusable) != 1 || !strings.Contains(unusable[0], tt.unusable)):
+				t.Errorf("unusable answer logged %q, want one error with %q", unusable, tt.unusable)
+			}
+			if tt.summary == "" {
+				if len(revs) != 0 {
+					t.Errorf("revisions %v, want none", revs)
+				}
+				return
+			}
+			if len(revs) != 1 {
+				t.Fatalf("revisions %v, want one", revs)
+			}
+			r, err := mustRevisions(t, b).Get(ctx, revs[0])
+			if err != nil || r.GetSummary() != tt.summary {
+				t.Errorf("revision %v, %v; want summary %q", r, err, tt.summary)
+			}
+		})
 	}
 }

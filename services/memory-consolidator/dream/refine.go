@@ -19,7 +19,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
-	"github.com/nanofleet/nanofleet/services/memory-consolidator/jsonrepair"
+	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/forcedtool"
 )
 
 // file is one file Dream may refine.
@@ -57,10 +57,14 @@ func (j *Job) refine(ctx context.Context, sc memory.Scope, entries []memory.Entr
 			return 0, err
 		}
 	}
-	resp, err := j.d.Model.Chat(ctx, llm.Request{
+	tool, schema := saveDream, saveDreamSchema
+	if sc.Kind == memory.KindAgent {
+		tool, schema = saveAgentDream, saveAgentDreamSchema
+	}
+	answer, err := forcedtool.Ask(ctx, j.d.Model, tool, llm.Request{
 		Model: j.cfg.Model,
 		Messages: []*nanofleetv1.ChatMessage{
-			{Role: "system", Content: "You are Dream, the memory keeper of an AI assistant. Respond only with valid JSON."},
+			{Role: "system", Content: systemPrompt},
 			{Role: "user", Content: prompt(sc, files, skills, entries)},
 		},
 		Temperature: 0.2,
@@ -69,11 +73,13 @@ func (j *Job) refine(ctx context.Context, sc memory.Scope, entries []memory.Entr
 	if err != nil {
 		return 0, fmt.Errorf("dream model: %w", err)
 	}
-	obj, err := jsonrepair.Object(resp.Content)
+	obj, err := answer.Object(schema)
 	if err != nil {
-		// An answer that cannot be read changes nothing; the entries stay
-		// in the log and memory as it is.
-		j.log.Warn("dream: unusable answer; scope left as it is", "scope", sc.Key(), "err", err)
+		// An answer that cannot be read (a call its schema rejects, or a
+		// text without a JSON object) changes nothing; the entries stay
+		// in the log and memory as it is. The model is not asked again:
+		// it would likely answer the same.
+		j.log.Warn("dream: unusable answer; scope left as it is", "scope", sc.Key(), "tool_called", answer.Called, "err", err)
 		return 0, nil
 	}
 	rev := &nanofleetv1.MemoryRevision{
@@ -244,13 +250,12 @@ func prompt(sc memory.Scope, files []file, skills []file, entries []memory.Entry
 		b.WriteString("- SOUL.md (field \"soul\"): the assistant's personality and tone; change it only when the user asked for different behaviour.\n")
 		b.WriteString("- skills (field \"skills\", an object of skill name to full SKILL.md): update a skill only when the entries show a better way to do its task; you may add a skill for a task the user keeps asking for.\n")
 	}
-	b.WriteString("\nReturn ONLY a JSON object: {\"summary\": \"<one sentence: what you changed and why>\", ")
+	b.WriteString("\nCall the save_dream tool with \"summary\" (one sentence: what you changed and why) and ")
 	if sc.Kind == memory.KindAgent {
-		b.WriteString("\"memory\": …, \"user\": …, \"soul\": …, \"skills\": {…}")
+		b.WriteString("\"memory\", \"user\", \"soul\": each file's full new content, or null to leave it unchanged; \"skills\": only the skills you add or change.\n")
 	} else {
-		b.WriteString("\"memory\": …")
+		b.WriteString("\"memory\": the file's full new content, or null to leave it unchanged.\n")
 	}
-	b.WriteString("}. Give a file's full new content, or null to leave it unchanged.\n")
 	for _, f := range files {
 		content := f.content
 		if strings.TrimSpace(content) == "" {
