@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -211,12 +213,15 @@ func wantStored(t *testing.T, b *bus.Bus, n int) {
 
 // lossyJS is a JetStream whose PublishMsg tries follow a script, then
 // reach the server. It counts the tries, and those of them that reached
-// the server and had no answer.
+// the server and had no answer, and keeps each try's deadline.
 type lossyJS struct {
 	jetstream.JetStream
 	script     []try
 	tries      atomic.Int32
 	unanswered atomic.Int32
+
+	mu        sync.Mutex
+	deadlines []time.Time
 }
 
 // A try is what one PublishMsg does instead of publishing.
@@ -244,6 +249,11 @@ func inWriting(context.Context, jetstream.JetStream, *nats.Msg) (*jetstream.PubA
 }
 
 func (l *lossyJS) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	if d, ok := ctx.Deadline(); ok {
+		l.mu.Lock()
+		l.deadlines = append(l.deadlines, d)
+		l.mu.Unlock()
+	}
 	n := int(l.tries.Add(1))
 	if n <= len(l.script) {
 		return l.script[n-1](ctx, l.JetStream, m)
@@ -341,36 +351,54 @@ func TestPublishMsgGivesUpWithoutAnAck(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	createStream(t, b, 1)
 	tests := []struct {
-		name      string
-		msgID     string
+		name  string
+		msgID string
+		// offline: no try reaches a server, so the call runs in a
+		// synctest bubble, its waits passing in fake time.
+		offline   bool
 		script    []try
 		wantTries int
 		wantMsgs  uint64
 	}{
-		{"no server answers", "silent-1", nil, int(bus.CallTimeout / bus.AckWait), 0},
-		{"without an id, stored and its ack lost", "", []try{ackLost}, 1, 1},
+		{"no server answers", "silent-1", true, []try{lost, lost, lost, lost, lost, lost, lost}, int(bus.CallTimeout / bus.AckWait), 0},
+		{"without an id, stored and its ack lost", "", false, []try{ackLost}, 1, 1},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			subj := fmt.Sprintf("pub.silent.%d", i)
-			script := tt.script
-			if script == nil {
-				script = []try{lost, lost, lost, lost, lost, lost, lost}
-			}
-			js := &lossyJS{JetStream: b.JS, script: script}
+			js := &lossyJS{JetStream: b.JS, script: tt.script}
 			m := nats.NewMsg(subj)
 			if tt.msgID != "" {
 				m.Header.Set(nats.MsgIdHdr, tt.msgID)
 			}
-			start := time.Now()
-			_, err := bus.PublishMsg(t.Context(), js, m)
-			took := time.Since(start)
+			var err error
+			if tt.offline {
+				// Every try is lost before a server: in fake time the call
+				// fails exactly when its tries have waited out CallTimeout.
+				synctest.Test(t, func(t *testing.T) {
+					start := time.Now()
+					_, err = bus.PublishMsg(t.Context(), js, m)
+					if took := time.Since(start); took != bus.CallTimeout {
+						t.Errorf("failed after %s, want %s", took, bus.CallTimeout)
+					}
+				})
+			} else {
+				// The try reaches the server (real network, no bubble): the
+				// call ends at its last try's deadline, which the call set
+				// CallTimeout after it began (not an AckWait: a message
+				// without an id is not sent again).
+				start := time.Now()
+				_, err = bus.PublishMsg(t.Context(), js, m)
+				js.mu.Lock()
+				last := js.deadlines[len(js.deadlines)-1]
+				js.mu.Unlock()
+				if d := last.Sub(start); d < bus.CallTimeout || d > 2*bus.CallTimeout {
+					t.Errorf("the last try's deadline was %s after the call began, want about %s", d.Round(time.Millisecond), bus.CallTimeout)
+				}
+			}
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("PublishMsg = %v, want a deadline", err)
-			}
-			if took < bus.CallTimeout || took > 2*bus.CallTimeout {
-				t.Errorf("failed after %s, want about %s", took.Round(time.Millisecond), bus.CallTimeout)
 			}
 			if got := int(js.tries.Load()); got != tt.wantTries {
 				t.Errorf("%d tries, want %d", got, tt.wantTries)

@@ -42,7 +42,9 @@ type Adapter struct {
 	sent *parts.Store
 	// streams is nil unless streaming into AI cards.
 	streams *editstream.Streams
-	now     func() time.Time
+	// streamClock paces the streams; nil: the system's.
+	streamClock editstream.Clock
+	now         func() time.Time
 
 	mu      sync.Mutex
 	token   string
@@ -55,6 +57,12 @@ type Option func(*Adapter) error
 // WithLogger sets the adapter's logger; the default discards.
 func WithLogger(l *slog.Logger) Option {
 	return func(a *Adapter) error { a.log = observe.OrDiscard(l).With("channel", Channel); return nil }
+}
+
+// WithStreamClock sets the clock that paces a streamed answer's
+// updates (see [Config] streamEditInterval); the default is the system's.
+func WithStreamClock(c editstream.Clock) Option {
+	return func(a *Adapter) error { a.streamClock = c; return nil }
 }
 
 // New returns the adapter for cfg, which must be valid and enabled.
@@ -83,7 +91,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	}
 	switch {
 	case cfg.Streaming && cfg.CardTemplateID != "":
-		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, deps.Bus, cards{a}, editstream.WithLogger(a.log))
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit}, deps.Bus, cards{a}, editstream.WithLogger(a.log), editstream.WithClock(a.streamClock))
 		if err != nil {
 			return nil, fmt.Errorf("dingtalk: %w", err)
 		}

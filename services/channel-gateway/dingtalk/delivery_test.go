@@ -216,8 +216,12 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			// rightly sent whole).
 			posted := make(chan struct{})
 			cfg := dingtalk.Config{CardTemplateID: "tpl.schema"}
-			cfg.AllowFrom, cfg.Streaming, cfg.StreamEditInterval = []string{"*"}, true, 0.2
-			h := start(t, cfg, workertest.Streamed(answer, deltas...), workertest.HoldUntil(posted, wait))
+			// The streams wait on a fake clock that the fake stamps its
+			// calls with: the updates' stamps are apart by the waits made
+			// between them, however late the test reads them.
+			const interval = 200 * time.Millisecond
+			cfg.AllowFrom, cfg.Streaming, cfg.StreamEditInterval = []string{"*"}, true, interval.Seconds()
+			h := startPaced(t, cfg, adaptertest.NewClock(), workertest.Streamed(answer, deltas...), workertest.HoldUntil(posted, wait))
 			if failing {
 				h.fake.Fail("cardstream", dingtalktest.Failure{Status: 400, Code: "param.invalid"})
 			}
@@ -235,19 +239,19 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 				}
 				return
 			}
-			var last time.Time
+			last := card.At
 			var update dingtalktest.Call
 			for h.fake.Card(id) != answer {
 				update = h.fake.Next(t, wait, "cardstream", "webhook", "otosend", "cardcreate")
 				if update.Kind != "cardstream" || update.Str("outTrackId") != id {
 					t.Fatalf("%s call during the stream: %v", update.Kind, update.Body)
 				}
-				if !last.IsZero() && time.Since(last) < 150*time.Millisecond {
-					t.Errorf("two updates %s apart, interval 200ms", time.Since(last))
+				if gap := update.At.Sub(last); gap < interval {
+					t.Errorf("two updates %s apart, interval %s", gap, interval)
 				}
-				last = time.Now()
+				last = update.At
 			}
-			if last.IsZero() || update.Body["isFinalize"] != true {
+			if update.Kind == "" || update.Body["isFinalize"] != true {
 				t.Errorf("last update %v, want one finalizing the card", update.Body)
 			}
 			h.waitDelivered(t, 1)

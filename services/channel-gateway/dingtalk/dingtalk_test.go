@@ -36,6 +36,17 @@ func start(t *testing.T, cfg dingtalk.Config, script workertest.Script, opts ...
 	return h
 }
 
+// startPaced is start with the adapter's streams paced by clock, which
+// also stamps the fake's calls.
+func startPaced(t *testing.T, cfg dingtalk.Config, clock *adaptertest.Clock, script workertest.Script, opts ...workertest.Option) *harness {
+	t.Helper()
+	h := &harness{Env: adaptertest.NewEnv(t, script, opts...), fake: dingtalktest.New(t)}
+	h.fake.SetClock(clock.Now)
+	runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.DiscardHandler), dingtalk.WithStreamClock(clock))
+	h.fake.WaitConnected(t, wait)
+	return h
+}
+
 // gateway runs one more gateway with a DingTalk adapter for cfg on the
 // harness's bus and fake; it stops when stop is called or the test ends.
 func (h *harness) gateway(t *testing.T, cfg dingtalk.Config) (stop func()) {
@@ -45,11 +56,11 @@ func (h *harness) gateway(t *testing.T, cfg dingtalk.Config) (stop func()) {
 
 // runAdapter runs a gateway on b with a DingTalk adapter for cfg against
 // fake; stop stops it.
-func runAdapter(t *testing.T, b *bus.Bus, fake *dingtalktest.Server, cfg dingtalk.Config, log *slog.Logger) (stop func()) {
+func runAdapter(t *testing.T, b *bus.Bus, fake *dingtalktest.Server, cfg dingtalk.Config, log *slog.Logger, opts ...dingtalk.Option) (stop func()) {
 	t.Helper()
 	cfg.Enabled, cfg.ClientID, cfg.ClientSecret, cfg.APIURL = true, dingtalktest.ClientID, dingtalktest.ClientSecret, fake.URL
 	return gatewaytest.Run(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (gateway.Adapter, error) {
-		return dingtalk.New(ctx, cfg, deps, dingtalk.WithLogger(log))
+		return dingtalk.New(ctx, cfg, deps, append([]dingtalk.Option{dingtalk.WithLogger(log)}, opts...)...)
 	})
 }
 

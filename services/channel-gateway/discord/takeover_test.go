@@ -121,7 +121,9 @@ func TestStreamingWithTwoGateways(t *testing.T) {
 		fake.Send(discordtest.Message{ID: id, ChannelID: dmChannel, AuthorID: alice, Content: "stream " + strconv.Itoa(i)})
 	}
 	// Three turns, one message each, each ending with the whole answer.
-	deadline := time.Now().Add(wait)
+	// The fake records every call after applying it, so each change of
+	// what it holds is followed by a call to wake on.
+	timeout := time.After(wait)
 	for {
 		created, finished := fake.Created(), 0
 		for _, c := range created {
@@ -135,12 +137,10 @@ func TestStreamingWithTwoGateways(t *testing.T) {
 		if finished == 3 {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %d messages, %d with the whole answer", wait, len(created), finished)
-		}
 		select {
 		case <-fake.Calls():
-		case <-time.After(100 * time.Millisecond):
+		case <-timeout:
+			t.Fatalf("after %s: %d messages, %d with the whole answer", wait, len(created), finished)
 		}
 	}
 }

@@ -58,6 +58,8 @@ type Adapter struct {
 	sent   *parts.Store
 	// streams is nil unless streaming.
 	streams *editstream.Streams
+	// streamClock paces the streams; nil: the system's.
+	streamClock editstream.Clock
 	// size measures a piece of an answer against maxBody(FormatCard) (see
 	// measure).
 	size func(md string) int
@@ -79,6 +81,12 @@ type Option func(*Adapter) error
 // WithLogger sets the adapter's logger; the default discards.
 func WithLogger(l *slog.Logger) Option {
 	return func(a *Adapter) error { a.log = observe.OrDiscard(l).With("channel", Channel); return nil }
+}
+
+// WithStreamClock sets the clock that paces a streamed answer's
+// updates (see [Config] streamEditInterval); the default is the system's.
+func WithStreamClock(c editstream.Clock) Option {
+	return func(a *Adapter) error { a.streamClock = c; return nil }
 }
 
 // New returns the adapter for cfg, which must be valid and enabled.
@@ -118,7 +126,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	}
 	a.size = measure(cfg.ReplyFormat, cfg.Streaming)
 	if cfg.Streaming {
-		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit, Size: a.size, Most: maxBody(FormatCard)}, deps.Bus, streamer{a}, editstream.WithLogger(a.log))
+		a.streams, err = editstream.New(ctx, editstream.Config{Channel: Channel, Interval: cfg.EditInterval(time.Second), Limit: Limit, Size: a.size, Most: maxBody(FormatCard)}, deps.Bus, streamer{a}, editstream.WithLogger(a.log), editstream.WithClock(a.streamClock))
 		if err != nil {
 			return nil, fmt.Errorf("feishu: %w", err)
 		}

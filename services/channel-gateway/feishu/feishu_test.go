@@ -42,6 +42,17 @@ func start(t *testing.T, cfg feishu.Config, script workertest.Script, opts ...wo
 	return h
 }
 
+// startPaced is start with the adapter's streams paced by clock, which
+// also stamps the fake's calls.
+func startPaced(t *testing.T, cfg feishu.Config, clock *adaptertest.Clock, script workertest.Script, opts ...workertest.Option) *harness {
+	t.Helper()
+	h := &harness{Env: adaptertest.NewEnv(t, script, opts...), fake: feishutest.New(t), logs: &gatewaytest.Logs{}}
+	h.fake.SetClock(clock.Now)
+	h.adapter, _ = runAdapter(t, h.Bus, h.fake, cfg, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn})), feishu.WithStreamClock(clock))
+	h.fake.WaitConnected(t, wait)
+	return h
+}
+
 // gateway runs one more gateway with a Feishu adapter for cfg on the
 // harness's bus and fake; it stops when stop is called or the test ends.
 func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, stop func()) {
@@ -54,11 +65,11 @@ func (h *harness) gateway(t *testing.T, cfg feishu.Config) (a *feishu.Adapter, s
 
 // runAdapter runs a gateway on b with a Feishu adapter for cfg against
 // fake; stop stops it.
-func runAdapter(t *testing.T, b *bus.Bus, fake *feishutest.Server, cfg feishu.Config, log *slog.Logger) (a *feishu.Adapter, stop func()) {
+func runAdapter(t *testing.T, b *bus.Bus, fake *feishutest.Server, cfg feishu.Config, log *slog.Logger, opts ...feishu.Option) (a *feishu.Adapter, stop func()) {
 	t.Helper()
 	cfg.Enabled, cfg.AppID, cfg.AppSecret, cfg.BaseURL = true, feishutest.AppID, feishutest.AppSecret, fake.URL
 	g, a := adaptertest.StartGateway(t, b, log, func(ctx context.Context, deps adapterdeps.Deps, log *slog.Logger) (*feishu.Adapter, error) {
-		return feishu.New(ctx, cfg, deps, feishu.WithLogger(log))
+		return feishu.New(ctx, cfg, deps, append([]feishu.Option{feishu.WithLogger(log)}, opts...)...)
 	})
 	return a, g.Stop
 }

@@ -76,8 +76,12 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			// reach the delivery before the deltas reach the stream, and
 			// is then (correctly) sent whole.
 			posted := make(chan struct{})
-			h := start(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: 0.2}}, script,
-				workertest.HoldUntil(posted, wait))
+			// The streams wait on a fake clock that the fake stamps its
+			// calls with: the updates' stamps are apart by the waits made
+			// between them, however late the test reads them.
+			const interval = 200 * time.Millisecond
+			h := startPaced(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: interval.Seconds()}},
+				adaptertest.NewClock(), script, workertest.HoldUntil(posted, wait))
 			if tt.failPatch {
 				h.fake.Fail("patch", feishutest.Failure{Status: 400, Code: 230001, Msg: "not editable"})
 			}
@@ -97,7 +101,7 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 				}
 				return
 			}
-			var last time.Time
+			last := first.At
 			patches := 0
 			for feishutest.CardText(h.fake.Content(first.ID)) != answer {
 				c := h.fake.Next(t, wait, "patch", "reply", "create")
@@ -105,10 +109,10 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 					t.Fatalf("%s call during the stream: %+v", c.Kind, c)
 				}
 				patches++
-				if !last.IsZero() && time.Since(last) < 150*time.Millisecond {
-					t.Errorf("two updates %s apart, interval 200ms", time.Since(last))
+				if gap := c.At.Sub(last); gap < interval {
+					t.Errorf("two updates %s apart, interval %s", gap, interval)
 				}
-				last = time.Now()
+				last = c.At
 			}
 			if patches == 0 {
 				t.Error("the card was never updated")

@@ -88,6 +88,13 @@ func WithConnectTimeout(d time.Duration) Option { return func(m *Manager) { m.co
 // [DefaultStartWait]).
 func WithStartWait(d time.Duration) Option { return func(m *Manager) { m.startWait = d } }
 
+// WithToolTimer makes after what ends a call at its toolTimeout: the
+// call is cancelled, with the toolTimeout's error, when the channel
+// after(toolTimeout) returns receives. The default is the system's timer.
+func WithToolTimer(after func(d time.Duration) <-chan time.Time) Option {
+	return func(m *Manager) { m.toolTimer = after }
+}
+
 // WithLookupEnv replaces os.LookupEnv as the source of the pass-through
 // environment (tools.exec.env).
 func WithLookupEnv(f func(string) (string, bool)) Option {
@@ -109,6 +116,9 @@ type Manager struct {
 	connectTimeout time.Duration
 	startWait      time.Duration
 	guardOpts      []netguard.Option
+	// toolTimer, when set, ends calls at their toolTimeout instead of
+	// the system's timer (tests).
+	toolTimer func(d time.Duration) <-chan time.Time
 
 	catalog *catalog
 

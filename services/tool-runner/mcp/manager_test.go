@@ -197,12 +197,14 @@ func TestFakeServerToolsResourcesPrompts(t *testing.T) {
 // out at toolTimeout with a time-out the model can read, while other
 // calls of the same server, malformed answers included, go on.
 func TestHangingAndMalformedDoNotBlock(t *testing.T) {
+	// The toolTimeouts fire when the test says: the hanging call must
+	// still be waiting until then.
+	timers := &heldTimers{}
 	m, _ := startManager(t, sandboxNone(), map[string]mcp.ServerConfig{
 		"fake":  fake(func(c *mcp.ServerConfig) { c.ToolTimeout = 2 }),
 		"other": fake(),
-	})
+	}, mcp.WithToolTimer(timers.after))
 	hung := make(chan error, 1)
-	start := time.Now()
 	hang := served(t, m, "mcp_fake_hang")
 	go func() {
 		_, err := hang(``)
@@ -212,7 +214,7 @@ func TestHangingAndMalformedDoNotBlock(t *testing.T) {
 		mustCall(t, m, "mcp_fake_echo", `{"message":"still here"}`, "echo: still here")
 		mustCall(t, m, "mcp_other_echo", `{"message":"me too"}`, "echo: me too")
 		// The first calls are answered while the hanging one is still
-		// waiting for its 2 s time-out, so they were not queued behind it.
+		// waiting for its time-out, so they were not queued behind it.
 		if i == 0 {
 			select {
 			case err := <-hung:
@@ -229,18 +231,58 @@ func TestHangingAndMalformedDoNotBlock(t *testing.T) {
 		t.Logf("malformed result reported as: %v", err)
 	}
 	mustCall(t, m, "mcp_fake_echo", `{"message":"after bad"}`, "echo: after bad")
+	// The call ends at toolTimeout, not before: none has fired yet.
+	select {
+	case err := <-hung:
+		t.Fatalf("the hanging call ended before its toolTimeout: %v", err)
+	default:
+	}
+	if got := timers.fire(); !slices.Contains(got, 2*time.Second) {
+		t.Errorf("toolTimeouts %v, want the fake server's 2s", got)
+	}
+	// The error below is the toolTimeout's own; the receive's timeout is
+	// the hang guard.
 	err = bustest.Receive(t, hung, 30*time.Second)
-	took := time.Since(start)
 	if !errors.Is(err, mcp.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) ||
 		tools.ErrorKind(err) != nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_TIMEOUT ||
 		!strings.Contains(err.Error(), "mcp_fake_hang did not finish within 2s") {
 		t.Fatalf("hanging call: %v", err)
 	}
-	// The call ends at toolTimeout: not before, and (the error above is
-	// the toolTimeout's own, the receive's timeout the hang guard) not never.
-	if took < 2*time.Second {
-		t.Errorf("hanging call ended after %s, want about 2s", took)
+}
+
+// heldTimers are toolTimeout timers that fire when the test calls fire,
+// or at once when asked for after it.
+type heldTimers struct {
+	mu     sync.Mutex
+	fired  bool
+	asked  []time.Duration
+	timers []chan time.Time
+}
+
+func (h *heldTimers) after(d time.Duration) <-chan time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := make(chan time.Time, 1)
+	h.asked = append(h.asked, d)
+	if h.fired {
+		c <- time.Time{}
+	} else {
+		h.timers = append(h.timers, c)
 	}
+	return c
+}
+
+// fire fires every timer, and those asked for later at once; it returns
+// the durations asked for so far.
+func (h *heldTimers) fire() []time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fired = true
+	for _, c := range h.timers {
+		c <- time.Time{}
+	}
+	h.timers = nil
+	return slices.Clone(h.asked)
 }
 
 // TestDeadServerIsRestarted: a server that dies, or breaks its stdout, is

@@ -47,7 +47,7 @@ var errToolTimeout = errors.New("toolTimeout")
 // read-only item whose connection is lost during the call is run once
 // more on the new connection.
 func (s *server) call(ctx context.Context, it *item, c *tools.Call) (tools.Result, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout(), errToolTimeout)
+	ctx, cancel := s.withToolTimeout(ctx)
 	defer cancel()
 	var dead *conn
 	for attempt := 0; ; attempt++ {
@@ -70,6 +70,25 @@ func (s *server) call(ctx context.Context, it *item, c *tools.Call) (tools.Resul
 		}
 		return tools.Result{}, s.explain(ctx, it, err)
 	}
+}
+
+// withToolTimeout returns ctx ending at the server's toolTimeout, with
+// errToolTimeout as its cause.
+func (s *server) withToolTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	after := s.m.toolTimer
+	if after == nil {
+		return context.WithTimeoutCause(ctx, s.cfg.Timeout(), errToolTimeout)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	fired := after(s.cfg.Timeout())
+	go func() {
+		select {
+		case <-fired:
+			cancel(errToolTimeout)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
 }
 
 // lostGrace is how long a failed call waits to see whether its connection

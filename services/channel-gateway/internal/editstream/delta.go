@@ -113,11 +113,11 @@ func (s *Streams) run(ctx context.Context, k string, st *stream) {
 		}
 		var limited *RetryAfter
 		st.mu.Lock()
-		st.next = time.Now().Add(s.cfg.Interval)
+		st.next = s.clock.Now().Add(s.cfg.Interval)
 		switch {
 		case errors.As(err, &limited):
 			// Try again with the text of then, after the platform's wait.
-			st.next = time.Now().Add(max(limited.After, s.cfg.Interval))
+			st.next = s.clock.Now().Add(max(limited.After, s.cfg.Interval))
 			select {
 			case st.wake <- struct{}{}:
 			default:
@@ -153,15 +153,13 @@ func (s *Streams) claim(ctx context.Context, k string) bool {
 // (nil: never) or ctx ends first.
 func (s *Streams) waitTurn(ctx context.Context, st *stream, stop <-chan struct{}) bool {
 	st.mu.Lock()
-	d := time.Until(st.next)
+	d := st.next.Sub(s.clock.Now())
 	st.mu.Unlock()
 	if d <= 0 {
 		return true
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-s.clock.After(d):
 		return true
 	case <-stop:
 		return false

@@ -46,6 +46,7 @@ type Streams struct {
 	kv    jetstream.KeyValue
 	p     Platform
 	log   *slog.Logger
+	clock Clock
 	owner string // this process's name in stream entries
 	wait  time.Duration
 
@@ -79,6 +80,29 @@ type Option func(*Streams)
 // WithLogger sets the streams' logger; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(s *Streams) { s.log = observe.OrDiscard(l) } }
 
+// Clock is the time a turn's posts and edits are paced by.
+type Clock interface {
+	Now() time.Time
+	// After sends the time on the channel once d has passed.
+	After(d time.Duration) <-chan time.Time
+}
+
+// systemClock is the system's time.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// WithClock sets the clock that paces posts and edits; the default is
+// the system's. A nil c keeps the default.
+func WithClock(c Clock) Option {
+	return func(s *Streams) {
+		if c != nil {
+			s.clock = c
+		}
+	}
+}
+
 // New returns the streams of one channel; [Assets] must have been
 // provisioned.
 func New(ctx context.Context, cfg Config, b *bus.Bus, p Platform, opts ...Option) (*Streams, error) {
@@ -90,7 +114,7 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, p Platform, opts ...Option
 		return nil, fmt.Errorf("editstream: %w", err)
 	}
 	s := &Streams{
-		cfg: cfg, bus: b, kv: kv, p: p, log: slog.New(slog.DiscardHandler), owner: rand.Text()[:10],
+		cfg: cfg, bus: b, kv: kv, p: p, log: slog.New(slog.DiscardHandler), clock: systemClock{}, owner: rand.Text()[:10],
 		wait: 2*cfg.Interval + 10*time.Second,
 		live: map[string]*stream{}, ended: map[string]*stream{},
 	}

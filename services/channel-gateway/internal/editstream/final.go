@@ -92,19 +92,19 @@ func (s *Streams) split(md string) []string {
 // finalEdit edits the final answer's first piece in, waiting out rate
 // limits up to maxFinalWait.
 func (s *Streams) finalEdit(ctx context.Context, st *stream, msg *nanofleetv1.OutboundMessage, id, piece string) bool {
-	deadline := time.Now().Add(maxFinalWait)
+	deadline := s.clock.Now().Add(maxFinalWait)
 	for s.waitTurn(ctx, st, nil) {
 		err := s.p.Edit(ctx, msg, id, piece, true)
 		if err == nil {
 			return true
 		}
 		var limited *RetryAfter
-		if !errors.As(err, &limited) || time.Now().Add(limited.After).After(deadline) {
+		if !errors.As(err, &limited) || s.clock.Now().Add(limited.After).After(deadline) {
 			s.log.Info("final streaming edit failed; the answer will be sent whole", "chat", msg.GetChatId(), "err", err)
 			return false
 		}
 		st.mu.Lock()
-		st.next = time.Now().Add(limited.After)
+		st.next = s.clock.Now().Add(limited.After)
 		st.mu.Unlock()
 	}
 	return false
