@@ -91,7 +91,7 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"code": "InvalidAuthentication", "message": "no valid token"})
 			return
 		}
-		c := Call{Kind: kind, Body: map[string]any{}, At: s.now()}
+		c := Call{Kind: kind, Body: map[string]any{}, At: s.Stamp.Now()}
 		if err := json.NewDecoder(r.Body).Decode(&c.Body); err != nil {
 			writeJSON(w, http.StatusBadRequest, map[string]any{"code": "invalidParameter", "message": err.Error()})
 			return

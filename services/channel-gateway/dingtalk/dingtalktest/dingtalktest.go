@@ -116,12 +116,12 @@ type Server struct {
 	*fakeplatform.Recorder[Call]
 	fakeplatform.Script[Failure]
 	fakeplatform.Link
+	fakeplatform.Stamp // what each call's At is read from
 
 	files fakeplatform.Files          // downloadable
 	acks  *fakeplatform.Recorder[Ack] // by the frame id answered
 
 	mu       sync.Mutex
-	clock    func() time.Time // what At is read from; nil: time.Now
 	frames   int
 	sessions map[string]time.Time
 	media    map[string][]byte // media id → uploaded bytes
@@ -261,23 +261,4 @@ func (c Call) Param() map[string]string {
 	var p map[string]string
 	_ = json.Unmarshal([]byte(c.Str("msgParam")), &p)
 	return p
-}
-
-// SetClock makes the calls' At read from now (e.g. an
-// adaptertest.Clock's Now) instead of time.Now.
-func (s *Server) SetClock(now func() time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.clock = now
-}
-
-// now is the time At is stamped with.
-func (s *Server) now() time.Time {
-	s.mu.Lock()
-	clock := s.clock
-	s.mu.Unlock()
-	if clock == nil {
-		return time.Now()
-	}
-	return clock()
 }

@@ -31,7 +31,7 @@ func (s *Server) api(kind string) http.HandlerFunc {
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"code": 99991663, "msg": "Invalid access token for authorization"})
 			return
 		}
-		c := Call{Kind: kind, Parent: r.PathValue("id"), Query: map[string]string{}, Body: map[string]any{}, At: s.now()}
+		c := Call{Kind: kind, Parent: r.PathValue("id"), Query: map[string]string{}, Body: map[string]any{}, At: s.Stamp.Now()}
 		for k, v := range r.URL.Query() {
 			c.Query[k] = v[0]
 		}

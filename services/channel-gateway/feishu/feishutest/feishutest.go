@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/fakeplatform"
 )
@@ -44,11 +43,11 @@ type Server struct {
 	*fakeplatform.Recorder[Call]
 	fakeplatform.Script[Failure]
 	fakeplatform.Link
+	fakeplatform.Stamp // what each call's At is read from
 
 	acks *fakeplatform.Recorder[Ack] // by the frame id answered
 
 	mu        sync.Mutex
-	clock     func() time.Time // what At is read from; nil: time.Now
 	seen      map[string]bool
 	msgs      int
 	frames    uint64
@@ -103,23 +102,4 @@ func (s *Server) Content(id string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.contents[id]
-}
-
-// SetClock makes the calls' At read from now (e.g. an
-// adaptertest.Clock's Now) instead of time.Now.
-func (s *Server) SetClock(now func() time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.clock = now
-}
-
-// now is the time At is stamped with.
-func (s *Server) now() time.Time {
-	s.mu.Lock()
-	clock := s.clock
-	s.mu.Unlock()
-	if clock == nil {
-		return time.Now()
-	}
-	return clock()
 }

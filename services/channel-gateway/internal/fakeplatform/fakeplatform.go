@@ -292,3 +292,29 @@ func (f *Files) Serve(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	_, _ = w.Write(data)
 }
+
+// Stamp is the time a fake stamps the calls it records with: time.Now
+// until SetClock gives another (e.g. an adaptertest.Clock's Now), so that
+// a test checks pacing by the clock the adapter paces by.
+type Stamp struct {
+	mu  sync.Mutex
+	now func() time.Time
+}
+
+// SetClock makes [Stamp.Now] read from now.
+func (s *Stamp) SetClock(now func() time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = now
+}
+
+// Now is the time a call is stamped with.
+func (s *Stamp) Now() time.Time {
+	s.mu.Lock()
+	now := s.now
+	s.mu.Unlock()
+	if now == nil {
+		return time.Now()
+	}
+	return now()
+}
