@@ -3,6 +3,7 @@ package jobstest
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,8 +69,13 @@ func fireSecond(t *testing.T, o *nanofleetv1.OutboundMessage) time.Time {
 	return time.Unix(sec, 0)
 }
 
-func isFire(o *nanofleetv1.OutboundMessage) bool {
-	return strings.HasPrefix(o.GetReplyTo(), "sched:") && o.GetChannel() == "cli" && o.GetChatId() == "c1"
+func isFire(o *nanofleetv1.OutboundMessage) bool { return isFireIn("c1")(o) }
+
+// isFireIn matches the replies to fired jobs of cli:<chat>.
+func isFireIn(chat string) func(*nanofleetv1.OutboundMessage) bool {
+	return func(o *nanofleetv1.OutboundMessage) bool {
+		return strings.HasPrefix(o.GetReplyTo(), "sched:") && o.GetChannel() == "cli" && o.GetChatId() == chat
+	}
 }
 
 // TestCronEveryTwoSeconds: a job every 2 s fires on time with 3 workers,
@@ -155,22 +161,34 @@ func TestCronEveryTwoSeconds(t *testing.T) {
 	if !strings.Contains(removed.msg.GetContent(), "Removed job "+job.ID) {
 		t.Fatalf("remove reply = %q", removed.msg.GetContent())
 	}
-	// Three intervals without a fire scheduled after the removal.
-	quiet := time.NewTimer(6 * time.Second)
-	<-quiet.C
+	// A second job, on c2, made after the removal: once it has fired
+	// three times the removed one had three intervals to fire in, by
+	// the same scheduler.
+	f.send("c2", "3", `schedule "every_seconds":2`)
+	witness := f.await(10*time.Second, "reply to the second schedule request", replyTo("3"))
+	if !strings.Contains(witness.msg.GetContent(), "Created job") {
+		t.Fatalf("second schedule reply = %q", witness.msg.GetContent())
+	}
+	witnessJobs, err := nodes[0].sched.List(t.Context(), "cli:c2")
+	if err != nil || len(witnessJobs) != 1 {
+		t.Fatalf("jobs of c2 = %v, %v", witnessJobs, err)
+	}
+	f.await(15*time.Second, "3 fires of the second job", func(*nanofleetv1.OutboundMessage) bool {
+		return len(distinct(f.all(isFireIn("c2")))) >= 3
+	})
 	for _, r := range f.all(isFire) {
 		if at := fireSecond(t, r.msg); at.After(removed.at.Add(500 * time.Millisecond)) {
 			t.Errorf("job fired at %s after its removal at %s", at.Format(time.TimeOnly), removed.at.Format(time.StampMilli))
 		}
 	}
-	if jobs, _ := nodes[0].sched.List(t.Context(), ""); len(jobs) != 0 {
+	if jobs, _ := nodes[0].sched.List(t.Context(), "cli:c1"); len(jobs) != 0 {
 		t.Errorf("jobs after remove: %v", jobs)
 	}
 
 	// One turn per fire: each fire answered once, and the model asked once
 	// per fire.
 	answered := map[string]int{}
-	for _, r := range append(first.all(isFire), f.all(isFire)...) {
+	for _, r := range slices.Concat(first.all(isFire), f.all(isFire), f.all(isFireIn("c2"))) {
 		answered[r.msg.GetReplyTo()]++
 	}
 	for id, n := range answered {
@@ -180,6 +198,8 @@ func TestCronEveryTwoSeconds(t *testing.T) {
 	}
 	all := append(before, distinct(f.all(isFire))...)
 	turns := fires.snapshot()
+	// The second job's turns are its own (their text names the job).
+	maps.DeleteFunc(turns, func(text string, _ int) bool { return strings.Contains(text, witnessJobs[0].ID) })
 	if len(turns) != len(all) {
 		t.Errorf("model ran turns for %d fires, %d fires were answered", len(turns), len(all))
 	}
