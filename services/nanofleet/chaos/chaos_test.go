@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
@@ -239,7 +241,7 @@ func TestChaos(t *testing.T) {
 	st.modelRequests = model.srv.RequestCount()
 	st.elapsed = time.Since(started)
 	t.Log("\n" + st.String())
-	if bad := cluster.replicaProblems(ctx, t, b, 3); len(bad) > 0 {
+	if bad := cluster.replicaProblems(ctx, b, 3); len(bad) > 0 {
 		t.Errorf("streams not at 3 current replicas at the end: %s", strings.Join(bad, "; "))
 	}
 	if !st.ok() {
@@ -530,21 +532,17 @@ func (c *natsCluster) connect(ctx context.Context, t *testing.T) *bus.Bus {
 	t.Cleanup(func() { b.NC.Close() })
 	layout := bustest.TestLayout()
 	layout.Replicas = 3
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = bus.Provision(pctx, b, layout)
-		cancel()
-		if err == nil {
-			return b
+	// Any failure is tried again, not only a transient one: a cluster
+	// still forming refuses a stream for reasons of its own.
+	err = backoff.Retry{Try: 10 * time.Second, Again: func(error) bool { return true }, Wait: backoff.Backoff{Max: 2 * time.Second}.Wait}.
+		Do(ctx, func(ctx context.Context) error { return bus.Provision(ctx, b, layout) })
+	if err != nil {
+		for _, nd := range c.nodes {
+			t.Logf("%s's log, last lines:\n%s", nd.name, lastLines(nd.proc.Output(), 30))
 		}
-		if ctx.Err() != nil {
-			for _, nd := range c.nodes {
-				t.Logf("%s's log, last lines:\n%s", nd.name, lastLines(nd.proc.Output(), 30))
-			}
-			t.Fatalf("provision on the cluster: %v", err)
-		}
-		time.Sleep(500 * time.Millisecond)
+		t.Fatalf("provision on the cluster: %v", err)
 	}
+	return b
 }
 
 // lastLines is the last n lines of s.
@@ -601,39 +599,42 @@ func (c *natsCluster) dump(t *testing.T, b *bus.Bus) {
 	}
 }
 
-// replicaProblems lists streams whose replication is not n current peers.
-func (c *natsCluster) replicaProblems(ctx context.Context, t *testing.T, b *bus.Bus, n int) []string {
+// replicaProblems lists streams whose replication is not n current
+// peers, asking again (for up to 30 s) while there are some: a restarted
+// node may still be catching up.
+func (c *natsCluster) replicaProblems(ctx context.Context, b *bus.Bus, n int) []string {
 	var bad []string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		bad = bad[:0]
-		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		for name := range b.JS.StreamNames(lctx).Name() {
-			s, err := b.JS.Stream(lctx, name)
-			if err != nil {
-				bad = append(bad, fmt.Sprintf("%s: %v", name, err))
-				continue
-			}
-			info := s.CachedInfo()
-			current := 0
-			if info.Cluster != nil && info.Cluster.Leader != "" {
-				current = 1
-				for _, r := range info.Cluster.Replicas {
-					if r.Current {
-						current++
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_ = backoff.Retry{Try: 10 * time.Second, Again: func(error) bool { return true }, Wait: backoff.Backoff{Max: 2 * time.Second}.Wait}.
+		Do(ctx, func(ctx context.Context) error {
+			bad = bad[:0]
+			for name := range b.JS.StreamNames(ctx).Name() {
+				s, err := b.JS.Stream(ctx, name)
+				if err != nil {
+					bad = append(bad, fmt.Sprintf("%s: %v", name, err))
+					continue
+				}
+				info := s.CachedInfo()
+				current := 0
+				if info.Cluster != nil && info.Cluster.Leader != "" {
+					current = 1
+					for _, r := range info.Cluster.Replicas {
+						if r.Current {
+							current++
+						}
 					}
 				}
+				if info.Config.Replicas != n || current != n {
+					bad = append(bad, fmt.Sprintf("%s: %d replicas configured, %d current", name, info.Config.Replicas, current))
+				}
 			}
-			if info.Config.Replicas != n || current != n {
-				bad = append(bad, fmt.Sprintf("%s: %d replicas configured, %d current", name, info.Config.Replicas, current))
+			if len(bad) > 0 {
+				return errors.New(strings.Join(bad, "; "))
 			}
-		}
-		cancel()
-		if len(bad) == 0 || time.Now().After(deadline) {
-			return bad
-		}
-		time.Sleep(time.Second) // a restarted node may still be catching up
-	}
+			return nil
+		})
+	return bad
 }
 
 // --- reading the streams ------------------------------------------------
@@ -695,19 +696,15 @@ func readHistory(ctx context.Context, t *testing.T, b *bus.Bus) map[string][]str
 // readStream calls each with every message of a stream, in order.
 func readStream(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string, each func([]byte)) {
 	t.Helper()
-	for attempt := 0; ; attempt++ {
-		// A request sent just as the client reconnects to another node is
-		// lost: each attempt gets its own deadline.
-		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		err := tryReadStream(actx, js, stream, each)
-		cancel()
-		if err == nil {
-			return
-		}
-		if attempt >= 5 || ctx.Err() != nil {
-			t.Fatalf("read stream %s: %v", stream, err)
-		}
-		time.Sleep(time.Second)
+	// A request sent just as the client reconnects to another node is
+	// lost: each try gets its own deadline, and a read cut short starts
+	// over (tryReadStream calls each only once it has read to the end).
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	err := backoff.Retry{Try: 20 * time.Second, Again: func(error) bool { return true }, Wait: backoff.Backoff{Min: time.Second, Max: time.Second}.Wait}.
+		Do(ctx, func(ctx context.Context) error { return tryReadStream(ctx, js, stream, each) })
+	if err != nil {
+		t.Fatalf("read stream %s: %v", stream, err)
 	}
 }
 
