@@ -61,7 +61,8 @@ func openConversation(ctx context.Context, env *environment, c *common, command,
 	if opts.ClientOnly && c.model != "" {
 		return nil, errors.New("--model sets the model of a fleet this command starts, but it joins a running one: restart that fleet with --model, or say /model NAME in the session")
 	}
-	f, err := fleet.Start(ctx, opts, fleet.WithLogger(env.logger(c.logLevel)))
+	log := env.logger(c.logLevel)
+	f, err := fleet.Start(ctx, opts, fleet.WithLogger(log))
 	if err != nil {
 		cv.close(ctx)
 		return nil, err
@@ -76,7 +77,7 @@ func openConversation(ctx context.Context, env *environment, c *common, command,
 		})
 		f.Bus.NC.SetReconnectHandler(func(*nats.Conn) { fmt.Fprintln(env.stderr, "nanofleet: the fleet is back") })
 	}
-	if cv.client, err = fleet.NewClient(ctx, f.Bus, "cli"); err != nil {
+	if cv.client, err = fleet.NewClient(ctx, f.Bus, "cli", fleet.WithClientLogger(log)); err != nil {
 		cv.close(ctx)
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -28,6 +30,7 @@ type Client struct {
 	channel string
 	follow  *bus.Follower
 	live    *nats.Subscription
+	log     *slog.Logger
 
 	mu      sync.Mutex
 	waiters map[string]*Pending
@@ -46,10 +49,22 @@ type Pending struct {
 // pull.
 const clientInactive = 30 * time.Second
 
+// ClientOption changes a Client.
+type ClientOption func(*Client)
+
+// WithClientLogger sets the logger that hears of the client's reply
+// consumer being lost and made again; the default, and nil, discard.
+func WithClientLogger(l *slog.Logger) ClientOption {
+	return func(c *Client) { c.log = observe.OrDiscard(l) }
+}
+
 // NewClient starts receiving the replies of channel. Replies published
 // before it started are not seen.
-func NewClient(ctx context.Context, b *bus.Bus, channel string) (*Client, error) {
-	c := &Client{b: b, channel: channel, waiters: map[string]*Pending{}}
+func NewClient(ctx context.Context, b *bus.Bus, channel string, opts ...ClientOption) (*Client, error) {
+	c := &Client{b: b, channel: channel, waiters: map[string]*Pending{}, log: observe.OrDiscard(nil)}
+	for _, o := range opts {
+		o(c)
+	}
 	occ, err := b.FromNow(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.OutboundChannel(channel)},
 		// Reaped soon after Close or a crash, as the gateway's watches
@@ -63,7 +78,7 @@ func NewClient(ctx context.Context, b *bus.Bus, channel string) (*Client, error)
 	}
 	// Followed closely: a reply must not wait 10 s or more after the
 	// node holding the consumer, or the client's own, shuts down.
-	c.follow, err = b.Follow(ctx, b.Space.OutboundStream(), occ, c.onReply, nil)
+	c.follow, err = b.Follow(ctx, b.Space.OutboundStream(), occ, c.onReply, c.log)
 	if err != nil {
 		return nil, fmt.Errorf("client: outbound consumer: %w", err)
 	}
