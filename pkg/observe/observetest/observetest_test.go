@@ -2,9 +2,11 @@ package observetest_test
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -42,5 +44,27 @@ func TestWalk(t *testing.T) {
 	}
 	if code, body := observetest.Get(t, srv.URL+"/here"); code != 200 || body != "hello there" {
 		t.Errorf("Get = %d %q", code, body)
+	}
+}
+
+func TestFirstLogged(t *testing.T) {
+	log, first := observetest.FirstLogged("lost")
+	log.Debug("started")
+	log.Warn("consumer lost", "n", 1)
+	log.Warn("consumer lost", "n", 2)
+	select {
+	case r := <-first:
+		var n int64
+		r.Attrs(func(a slog.Attr) bool { n = a.Value.Int64(); return false })
+		if r.Message != "consumer lost" || n != 1 || r.Time.IsZero() {
+			t.Errorf("first record = %q n=%d at %v, want the first \"consumer lost\", n=1, stamped", r.Message, n, r.Time)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("no record matched")
+	}
+	select {
+	case r := <-first:
+		t.Errorf("a second record %q came through, want only the first", r.Message)
+	default:
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
+	"github.com/nanofleet/nanofleet/pkg/schedule"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -92,16 +93,22 @@ func TestCronEveryTwoSeconds(t *testing.T) {
 		nodes = append(nodes, f.startNode(fmt.Sprint("w", i+1), model, nodeConfig{slots: 2}))
 	}
 
-	f.send("c1", "1", `schedule "every_seconds":2`)
-	created := f.await(10*time.Second, "reply to the schedule request", replyTo("1"))
-	if !strings.Contains(created.msg.GetContent(), "Created job") {
-		t.Fatalf("schedule reply = %q", created.msg.GetContent())
+	// everyTwoSeconds has the model schedule a job every 2 s in
+	// cli:<chat> and returns it.
+	everyTwoSeconds := func(chat, id string) schedule.Job {
+		t.Helper()
+		f.send(chat, id, `schedule "every_seconds":2`)
+		created := f.await(10*time.Second, "reply to schedule request "+id, replyTo(id))
+		if !strings.Contains(created.msg.GetContent(), "Created job") {
+			t.Fatalf("schedule reply = %q", created.msg.GetContent())
+		}
+		jobs, err := nodes[0].sched.List(t.Context(), "cli:"+chat)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("jobs of %s = %v, %v", chat, jobs, err)
+		}
+		return jobs[0]
 	}
-	jobs, err := nodes[0].sched.List(t.Context(), "cli:c1")
-	if err != nil || len(jobs) != 1 {
-		t.Fatalf("jobs = %v, %v", jobs, err)
-	}
-	job := jobs[0]
+	job := everyTwoSeconds("c1", "1")
 
 	// checkFires waits for want fires and checks the fire times they name
 	// (the server's, in their ids) against the job's schedule: each fire
@@ -164,15 +171,7 @@ func TestCronEveryTwoSeconds(t *testing.T) {
 	// A second job, on c2, made after the removal: once it has fired
 	// three times the removed one had three intervals to fire in, by
 	// the same scheduler.
-	f.send("c2", "3", `schedule "every_seconds":2`)
-	witness := f.await(10*time.Second, "reply to the second schedule request", replyTo("3"))
-	if !strings.Contains(witness.msg.GetContent(), "Created job") {
-		t.Fatalf("second schedule reply = %q", witness.msg.GetContent())
-	}
-	witnessJobs, err := nodes[0].sched.List(t.Context(), "cli:c2")
-	if err != nil || len(witnessJobs) != 1 {
-		t.Fatalf("jobs of c2 = %v, %v", witnessJobs, err)
-	}
+	witness := everyTwoSeconds("c2", "3")
 	f.await(15*time.Second, "3 fires of the second job", func(*nanofleetv1.OutboundMessage) bool {
 		return len(distinct(f.all(isFireIn("c2")))) >= 3
 	})
@@ -199,7 +198,7 @@ func TestCronEveryTwoSeconds(t *testing.T) {
 	all := append(before, distinct(f.all(isFire))...)
 	turns := fires.snapshot()
 	// The second job's turns are its own (their text names the job).
-	maps.DeleteFunc(turns, func(text string, _ int) bool { return strings.Contains(text, witnessJobs[0].ID) })
+	maps.DeleteFunc(turns, func(text string, _ int) bool { return strings.Contains(text, witness.ID) })
 	if len(turns) != len(all) {
 		t.Errorf("model ran turns for %d fires, %d fires were answered", len(turns), len(all))
 	}

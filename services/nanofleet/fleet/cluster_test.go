@@ -163,15 +163,7 @@ func TestClientKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 	defer cancel()
 	cluster, b := bustest.StartClusterJetStream(t, 3)
 
-	noticed := make(chan time.Time, 1)
-	log := observetest.LogFunc(func(r slog.Record) {
-		if strings.Contains(r.Message, "heartbeats missed") {
-			select {
-			case noticed <- r.Time:
-			default:
-			}
-		}
-	})
+	log, noticed := observetest.FirstLogged("heartbeats missed")
 	var pending *fleet.Pending
 	host := cluster.ConsumerApart(ctx, b, b.Space.OutboundStream(), func(conn *bus.Bus) func() {
 		c, err := fleet.NewClient(ctx, conn, "cli", fleet.WithClientLogger(log))
@@ -184,7 +176,7 @@ func TestClientKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 		return c.Close
 	})
 	stopped, took := replyAfterStop(ctx, t, cluster, b, host, pending)
-	at := bustest.Receive(t, noticed, time.Minute)
+	at := bustest.Receive(t, noticed, time.Minute).Time
 	t.Logf("consumer lost noticed after %s, reply received after %s", at.Sub(stopped), took)
 	// Two heartbeats and a clear margin, below the 10 s of the default.
 	if within := 5 * time.Second; at.Sub(stopped) > within {

@@ -2,8 +2,6 @@ package watch_test
 
 import (
 	"context"
-	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -74,15 +72,7 @@ func TestWatcherSoonFollowsItsConsumerOffAStoppedNode(t *testing.T) {
 	defer cancel()
 	cluster, b := bustest.StartClusterJetStream(t, 3)
 
-	noticed := make(chan time.Time, 1)
-	log := observetest.LogFunc(func(r slog.Record) {
-		if strings.Contains(r.Message, "heartbeats missed") {
-			select {
-			case noticed <- r.Time:
-			default:
-			}
-		}
-	})
+	log, noticed := observetest.FirstLogged("heartbeats missed")
 	w, host := watchApart(ctx, t, cluster, b, watch.WithLogger(log))
 	// The reply is published on a node that stays up, to a stream led by
 	// one: a stream whose leader shuts down may have none until an
@@ -93,7 +83,7 @@ func TestWatcherSoonFollowsItsConsumerOffAStoppedNode(t *testing.T) {
 
 	stopped := time.Now()
 	_, took := replyAfterStop(ctx, t, cluster, pub, w, host)
-	at := bustest.Receive(t, noticed, time.Minute)
+	at := bustest.Receive(t, noticed, time.Minute).Time
 	t.Logf("node %d stopped; consumer lost noticed after %s, reply delivered after %s", host, at.Sub(stopped), took)
 	// Two heartbeats and a clear margin, below the 10 s of the default.
 	const within = 5 * time.Second
