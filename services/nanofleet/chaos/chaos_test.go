@@ -609,7 +609,8 @@ func (c *natsCluster) replicaProblems(ctx context.Context, b *bus.Bus, n int) []
 	_ = backoff.Retry{Try: 10 * time.Second, Again: func(error) bool { return true }, Wait: backoff.Backoff{Max: 2 * time.Second}.Wait}.
 		Do(ctx, func(ctx context.Context) error {
 			bad = bad[:0]
-			for name := range b.JS.StreamNames(ctx).Name() {
+			names := b.JS.StreamNames(ctx)
+			for name := range names.Name() {
 				s, err := b.JS.Stream(ctx, name)
 				if err != nil {
 					bad = append(bad, fmt.Sprintf("%s: %v", name, err))
@@ -628,6 +629,11 @@ func (c *natsCluster) replicaProblems(ctx context.Context, b *bus.Bus, n int) []
 				if info.Config.Replicas != n || current != n {
 					bad = append(bad, fmt.Sprintf("%s: %d replicas configured, %d current", name, info.Config.Replicas, current))
 				}
+			}
+			// A listing cut short (its try's deadline) must not read as
+			// no problem.
+			if err := names.Err(); err != nil {
+				bad = append(bad, fmt.Sprintf("list streams: %v", err))
 			}
 			if len(bad) > 0 {
 				return errors.New(strings.Join(bad, "; "))

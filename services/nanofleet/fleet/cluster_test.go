@@ -177,6 +177,9 @@ func TestClientKeepsItsStartWhenItsConsumerIsLost(t *testing.T) {
 	})
 	stopped, took := replyAfterStop(ctx, t, cluster, b, host, pending)
 	at := bustest.Receive(t, noticed, time.Minute).Time
+	if at.Before(stopped) {
+		t.Fatalf("heartbeats missed %s before the node stopped: the notice timed is not the stop's", stopped.Sub(at))
+	}
 	t.Logf("consumer lost noticed after %s, reply received after %s", at.Sub(stopped), took)
 	// Two heartbeats and a clear margin, below the 10 s of the default.
 	if within := 5 * time.Second; at.Sub(stopped) > within {

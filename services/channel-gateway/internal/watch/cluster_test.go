@@ -84,6 +84,9 @@ func TestWatcherSoonFollowsItsConsumerOffAStoppedNode(t *testing.T) {
 	stopped := time.Now()
 	_, took := replyAfterStop(ctx, t, cluster, pub, w, host)
 	at := bustest.Receive(t, noticed, time.Minute).Time
+	if at.Before(stopped) {
+		t.Fatalf("heartbeats missed %s before the node stopped: the notice timed is not the stop's", stopped.Sub(at))
+	}
 	t.Logf("node %d stopped; consumer lost noticed after %s, reply delivered after %s", host, at.Sub(stopped), took)
 	// Two heartbeats and a clear margin, below the 10 s of the default.
 	const within = 5 * time.Second
