@@ -466,17 +466,29 @@ func startCluster(t *testing.T, bin, dir string, n int) *natsCluster {
 func tryCluster(t *testing.T, bin, dir string, n int) (*natsCluster, error) {
 	t.Helper()
 	c := &natsCluster{bin: bin}
+	// FreePort only finds a port free now: two picks before anything
+	// binds may be the same (a node's monitor and route port once were,
+	// and the node died after "Server is ready").
+	picked := map[int]bool{}
+	freePort := func() int {
+		for {
+			if p := bustest.FreePort(t); !picked[p] {
+				picked[p] = true
+				return p
+			}
+		}
+	}
 	routes := make([]string, n)
 	cports := make([]int, n)
 	for i := range n {
-		cports[i] = bustest.FreePort(t)
+		cports[i] = freePort()
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", cports[i])
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
-		nd := &node{name: fmt.Sprint("n", i+1), port: bustest.FreePort(t), monitor: bustest.FreePort(t)}
+		nd := &node{name: fmt.Sprint("n", i+1), port: freePort(), monitor: freePort()}
 		nd.conf = filepath.Join(dir, nd.name+".conf")
 		conf := fmt.Sprintf(`server_name: %s
 listen: 127.0.0.1:%d
@@ -497,7 +509,9 @@ cluster {
 		nd.proc = fleettest.Start(t, "nats-"+nd.name, bin, nil, "-c", nd.conf)
 	}
 	for _, nd := range c.nodes {
-		if err := nd.proc.AwaitOutput(t.Context(), "Server is ready", 30*time.Second); err != nil {
+		// The route port is bound after "Server is ready": a node that
+		// cannot bind it dies after saying it is ready.
+		if err := nd.proc.AwaitOutput(t.Context(), "Listening for route connections", 30*time.Second); err != nil {
 			return c, err
 		}
 	}
