@@ -70,12 +70,14 @@ func (b *Bus) Follow(ctx context.Context, stream string, cfg jetstream.OrderedCo
 }
 
 // Stop stops handing messages over and deletes the consumer on the
-// server, waiting at most [RequestTry], even when ctx has ended: a
-// stopped ordered consumer stays there until it has been inactive for its
-// InactiveThreshold (nats.go's default 5 min), and busy callers would
-// pile them up. One not deleted is left to that. Stop does not wait for
-// nats.go's own attempt to make the consumer again, which may hold the
-// old one up to 10 s.
+// server, waiting at most [RequestTry] for each step, even when ctx has
+// ended: a stopped ordered consumer stays there until it has been
+// inactive for its InactiveThreshold (nats.go's default 5 min), and busy
+// callers would pile them up. The consumer is deleted only once nats.go
+// has stopped consuming it: deleted under a live pull, it would be made
+// again under a new name (ci, subagent test: "consumer …_2 left"). While
+// nats.go's own attempt to make the consumer again holds the stop (up to
+// 10 s), the delete waits for it in the background.
 func (f *Follower) Stop(ctx context.Context) {
 	f.cancel()
 	<-f.done
@@ -83,15 +85,32 @@ func (f *Follower) Stop(ctx context.Context) {
 	f.gen++ // whatever the last consumer still delivers is dropped
 	cc, cons := f.cc, f.cons
 	f.mu.Unlock()
-	go cc.Stop()
-	info := cons.CachedInfo()
-	if info == nil {
-		return
+	stopped := make(chan struct{})
+	go func() {
+		cc.Stop()
+		close(stopped)
+	}()
+	remove := func() {
+		info := cons.CachedInfo()
+		if info == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RequestTry)
+		defer cancel()
+		if err := f.b.JS.DeleteConsumer(ctx, f.stream, info.Name); err != nil {
+			f.log.Debug("follow: consumer not deleted; the server reaps it", "stream", f.stream, "consumer", info.Name, "err", err)
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RequestTry)
-	defer cancel()
-	if err := f.b.JS.DeleteConsumer(ctx, f.stream, info.Name); err != nil {
-		f.log.Debug("follow: consumer not deleted; the server reaps it", "stream", f.stream, "consumer", info.Name, "err", err)
+	wait := time.NewTimer(RequestTry)
+	defer wait.Stop()
+	select {
+	case <-stopped:
+		remove()
+	case <-wait.C:
+		go func() {
+			<-stopped
+			remove()
+		}()
 	}
 }
 

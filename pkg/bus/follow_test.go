@@ -78,3 +78,40 @@ func TestFollowerKeepsOrderAcrossItsNodeStopping(t *testing.T) {
 		t.Errorf("first message after the stop handed over after %s, want within %s", took, within)
 	}
 }
+
+// TestFollowerStopLeavesNoConsumer: once Stop has returned, the stream
+// holds no consumer of the follower's, stopped a hundred times right
+// after its first message. Deleted while nats.go still pulled from it,
+// the consumer was made again under a new name and stayed for 5 min
+// (a CI run: "consumer …_2 left on NANOFLEET_OUT").
+func TestFollowerStopLeavesNoConsumer(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	if _, err := b.JS.CreateStream(t.Context(), jetstream.StreamConfig{Name: "FOL", Subjects: []string{"fol.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.Publish(t.Context(), "fol.1", nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		got := make(chan struct{}, 1)
+		f, err := b.Follow(t.Context(), "FOL", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"fol.>"}}, func(jetstream.Msg) {
+			got <- struct{}{}
+		}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bustest.Receive(t, got, 5*time.Second)
+		f.Stop(t.Context())
+		st, err := b.JS.Stream(t.Context(), "FOL")
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := st.ConsumerNames(t.Context())
+		for name := range names.Name() {
+			t.Fatalf("stop %d: consumer %s left", i, name)
+		}
+		if err := names.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
