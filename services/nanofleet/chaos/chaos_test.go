@@ -179,7 +179,7 @@ func TestChaos(t *testing.T) {
 				nextNode++
 				continue
 			}
-			sleepCtx(ctx, between(rng, p.killEvery))
+			_ = backoff.Sleep(ctx, between(rng, p.killEvery))
 			if victim := f.kill(rng, between(rng, p.downFor)); victim != "" {
 				t.Logf("%6.1fs killed and restarted %s", time.Since(started).Seconds(), victim)
 				st.kills[kindOf(victim)]++
@@ -223,14 +223,14 @@ func TestChaos(t *testing.T) {
 			t.Errorf("no progress for %s: %d of %d messages answered", time.Since(lastChange).Round(time.Second), n, total)
 			break
 		}
-		sleepCtx(ctx, 2*time.Second)
+		_ = backoff.Sleep(ctx, 2*time.Second)
 	}
 	// Let late duplicates, if any, reach the stream before counting; the
 	// count gets its own time, even when the run ran out of it.
 	vctx, vcancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer vcancel()
 	ctx = vctx
-	sleepCtx(ctx, 3*time.Second)
+	_ = backoff.Sleep(ctx, 3*time.Second)
 	out = readOutbound(ctx, t, b)
 	hist := readHistory(ctx, t, b)
 
@@ -279,7 +279,7 @@ func publish(ctx context.Context, b *bus.Bus, s, n int) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
 		}
-		sleepCtx(ctx, 200*time.Millisecond)
+		_ = backoff.Sleep(ctx, 200*time.Millisecond)
 	}
 }
 
@@ -806,7 +806,7 @@ func retry(ctx context.Context, f func(context.Context) error) error {
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		sleepCtx(ctx, 500*time.Millisecond)
+		_ = backoff.Sleep(ctx, 500*time.Millisecond)
 	}
 	return err
 }
@@ -955,13 +955,4 @@ func tail(s string, n int) string {
 
 func between(rng *rand.Rand, r [2]time.Duration) time.Duration {
 	return r[0] + time.Duration(rng.Int64N(int64(r[1]-r[0])+1))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
