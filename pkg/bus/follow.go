@@ -70,14 +70,14 @@ func (b *Bus) Follow(ctx context.Context, stream string, cfg jetstream.OrderedCo
 }
 
 // Stop stops handing messages over and deletes the consumer on the
-// server, waiting at most [RequestTry] for each step, even when ctx has
-// ended: a stopped ordered consumer stays there until it has been
-// inactive for its InactiveThreshold (nats.go's default 5 min), and busy
-// callers would pile them up. The consumer is deleted only once nats.go
-// has stopped consuming it: deleted under a live pull, it would be made
-// again under a new name (ci, subagent test: "consumer …_2 left"). While
-// nats.go's own attempt to make the consumer again holds the stop (up to
-// 10 s), the delete waits for it in the background.
+// server, waiting at most [RequestTry] in all, even when ctx has ended: a
+// stopped ordered consumer stays there until it has been inactive for its
+// InactiveThreshold (nats.go's default 5 min), and busy callers would
+// pile them up. The consumer is deleted only once nats.go has stopped
+// consuming it: deleted under a live pull, it was made again under a new
+// name (a CI run: "consumer …_2 left"). While nats.go's own attempt to
+// make the consumer again holds the stop (up to 10 s), the delete waits
+// for it in the background.
 func (f *Follower) Stop(ctx context.Context) {
 	f.cancel()
 	<-f.done
@@ -90,26 +90,26 @@ func (f *Follower) Stop(ctx context.Context) {
 		cc.Stop()
 		close(stopped)
 	}()
-	remove := func() {
+	remove := func(ctx context.Context) {
 		info := cons.CachedInfo()
 		if info == nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RequestTry)
-		defer cancel()
 		if err := f.b.JS.DeleteConsumer(ctx, f.stream, info.Name); err != nil {
 			f.log.Debug("follow: consumer not deleted; the server reaps it", "stream", f.stream, "consumer", info.Name, "err", err)
 		}
 	}
-	wait := time.NewTimer(RequestTry)
-	defer wait.Stop()
+	within, cancel := context.WithTimeout(context.WithoutCancel(ctx), RequestTry)
+	defer cancel()
 	select {
 	case <-stopped:
-		remove()
-	case <-wait.C:
+		remove(within)
+	case <-within.Done():
 		go func() {
 			<-stopped
-			remove()
+			later, cancel := context.WithTimeout(context.WithoutCancel(ctx), RequestTry)
+			defer cancel()
+			remove(later)
 		}()
 	}
 }
