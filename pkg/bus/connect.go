@@ -162,11 +162,12 @@ func LogAsyncErrors(l *slog.Logger) nats.Option {
 // subscriptions are gone (20 ms of every one-shot's shutdown).
 func (b *Bus) Close() {
 	// A failed flush (a server gone) leaves nothing else to do: closing
-	// is all that is left. Without a server there is nobody to flush to,
-	// and the flush would wait its whole 5 s for a reconnect (a CLI
-	// leaving after its fleet stopped took 5.0 s to exit). Whatever
-	// matters was sent as a request and confirmed.
-	if b.NC.IsConnected() {
+	// is all that is left. While reconnecting, the flush waits up to its
+	// 5 s for the server to be back: worth it when something waits in
+	// the reconnect buffer (a tool's last result, a stop request), not
+	// when nothing does (a CLI leaving after its fleet stopped took 5.0 s
+	// to exit).
+	if n, err := b.NC.Buffered(); b.NC.IsConnected() || (err == nil && n > 0) {
 		_ = b.NC.FlushTimeout(5 * time.Second)
 	}
 	b.NC.Close()
