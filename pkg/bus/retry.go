@@ -47,6 +47,13 @@ func Transient(err error) bool {
 		10194, // stream is offline: reason
 		10195: // consumer is offline: reason
 		return true
+	case 10010, // JetStream clustering required
+		10035, // account not found
+		10036, // not supported in clustered mode
+		10063: // expected stream sequence does not match
+		// 503s that say what the server is or what the request asked,
+		// not how the cluster is doing: asking again gets the same answer.
+		return false
 	}
 	return api.Code == 503 || api.Code == 408 || api.Code == 429
 }

@@ -35,6 +35,12 @@ func TestTransient(t *testing.T) {
 		{"name in use with another config", &jetstream.APIError{Code: 400, ErrorCode: 10058}, false},
 		{"invalid config", &jetstream.APIError{Code: 500, ErrorCode: 10052}, false},
 		{"replicas without a cluster", &jetstream.APIError{Code: 500, ErrorCode: 10074}, false},
+		{"store full for now", &jetstream.APIError{Code: 503, ErrorCode: 10023}, true},
+		{"too many requests", &jetstream.APIError{Code: 429, ErrorCode: 10167}, true},
+		{"clustering required", &jetstream.APIError{Code: 503, ErrorCode: 10010}, false},
+		{"account not found", &jetstream.APIError{Code: 503, ErrorCode: 10035}, false},
+		{"unsupported when clustered", fmt.Errorf("x: %w", &jetstream.APIError{Code: 503, ErrorCode: 10036}), false},
+		{"stream sequence mismatch", &jetstream.APIError{Code: 503, ErrorCode: 10063}, false},
 		{"bad layout", bus.ErrLayout, false},
 		{"anything else", errors.New("boom"), false},
 	}
