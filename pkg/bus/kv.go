@@ -2,8 +2,10 @@ package bus
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 )
@@ -22,6 +24,20 @@ func Get(ctx context.Context, kv jetstream.KeyValue, key string) (jetstream.KeyV
 		return err
 	}, nil)
 	return e, err
+}
+
+// GetProto reads key from kv as [Get] does and decodes its value into msg;
+// the entry gives the revision and time. A value that does not decode is
+// an error naming the key, never an empty msg taken for the real one.
+func GetProto(ctx context.Context, kv jetstream.KeyValue, key string, msg proto.Message) (jetstream.KeyValueEntry, error) {
+	e, err := Get(ctx, kv, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := proto.Unmarshal(e.Value(), msg); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", key, err)
+	}
+	return e, nil
 }
 
 // CompareAndSet writes value to key if the key is still at revision rev,

@@ -34,16 +34,12 @@ func OpenDocs(ctx context.Context, b *bus.Bus) (*Docs, error) {
 // Get returns the scope's document and its revision; a scope never written
 // (or deleted) returns an empty document and revision 0.
 func (d *Docs) Get(ctx context.Context, s Scope) (*nanofleetv1.MemoryDoc, uint64, error) {
-	e, err := bus.Get(ctx, d.kv, DocKey(s))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	doc, e, err := d.Entry(ctx, s)
+	if errors.Is(err, ErrNotFound) {
 		return &nanofleetv1.MemoryDoc{}, 0, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("read memory of %s: %w", s, err)
-	}
-	doc := &nanofleetv1.MemoryDoc{}
-	if err := proto.Unmarshal(e.Value(), doc); err != nil {
-		return nil, 0, fmt.Errorf("decode memory of %s: %w", s, err)
+		return nil, 0, err
 	}
 	return doc, e.Revision(), nil
 }
@@ -113,17 +109,18 @@ func (d *Docs) Watch(ctx context.Context, s Scope) (jetstream.KeyWatcher, error)
 	return w, nil
 }
 
-// Entry returns the raw KV entry of a scope's document, for its revision
+// Entry returns a scope's document with its KV entry, for its revision
 // and time; ErrNotFound when there is none.
-func (d *Docs) Entry(ctx context.Context, s Scope) (jetstream.KeyValueEntry, error) {
-	e, err := bus.Get(ctx, d.kv, DocKey(s))
+func (d *Docs) Entry(ctx context.Context, s Scope) (*nanofleetv1.MemoryDoc, jetstream.KeyValueEntry, error) {
+	doc := &nanofleetv1.MemoryDoc{}
+	e, err := bus.GetProto(ctx, d.kv, DocKey(s), doc)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, fmt.Errorf("%w: memory of %s", ErrNotFound, s)
+		return nil, nil, fmt.Errorf("%w: memory of %s", ErrNotFound, s)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read memory of %s: %w", s, err)
+		return nil, nil, fmt.Errorf("read memory of %s: %w", s, err)
 	}
-	return e, nil
+	return doc, e, nil
 }
 
 // AppliedUpTo returns how far the session's turns were applied to doc.

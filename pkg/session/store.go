@@ -264,16 +264,13 @@ func (s *Store) Append(ctx context.Context, key string, rec *nanofleetv1.TurnRec
 // Info reads the session's metadata and its revision; a session never
 // written returns an empty record and revision 0.
 func (s *Store) Info(ctx context.Context, key string) (*nanofleetv1.SessionInfo, uint64, error) {
-	e, err := bus.Get(ctx, s.info, subject.Token(key))
+	info := &nanofleetv1.SessionInfo{}
+	e, err := bus.GetProto(ctx, s.info, subject.Token(key), info)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return &nanofleetv1.SessionInfo{SessionKey: key}, 0, nil
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("read session %s: %w", key, err)
-	}
-	info := &nanofleetv1.SessionInfo{}
-	if err := proto.Unmarshal(e.Value(), info); err != nil {
-		return nil, 0, fmt.Errorf("decode session %s: %w", key, err)
 	}
 	return info, e.Revision(), nil
 }
@@ -321,16 +318,13 @@ func (s *Store) UpdateInfo(ctx context.Context, key string, change func(*nanofle
 
 // Checkpoint returns the session's turn in progress, or ErrNotFound.
 func (s *Store) Checkpoint(ctx context.Context, key string) (*nanofleetv1.TurnCheckpoint, uint64, error) {
-	e, err := bus.Get(ctx, s.checkpoints, subject.Token(key))
+	cp := &nanofleetv1.TurnCheckpoint{}
+	e, err := bus.GetProto(ctx, s.checkpoints, subject.Token(key), cp)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, ErrNotFound
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("read checkpoint of %s: %w", key, err)
-	}
-	cp := &nanofleetv1.TurnCheckpoint{}
-	if err := proto.Unmarshal(e.Value(), cp); err != nil {
-		return nil, 0, fmt.Errorf("decode checkpoint of %s: %w", key, err)
 	}
 	return cp, e.Revision(), nil
 }

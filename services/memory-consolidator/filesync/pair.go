@@ -193,16 +193,12 @@ func (c *keptCopy) forget() {
 
 func (s *Syncer) read(ctx context.Context, p Pair) (kvCopy, error) {
 	if p.Scope != nil {
-		e, err := s.docs.Entry(ctx, *p.Scope)
+		doc, e, err := s.docs.Entry(ctx, *p.Scope)
 		if errors.Is(err, memory.ErrNotFound) {
 			return kvCopy{doc: &nanofleetv1.MemoryDoc{}}, nil
 		}
 		if err != nil {
 			return kvCopy{}, err
-		}
-		doc := &nanofleetv1.MemoryDoc{}
-		if err := proto.Unmarshal(e.Value(), doc); err != nil {
-			return kvCopy{}, fmt.Errorf("decode memory: %w", err)
 		}
 		return kvCopy{content: doc.GetContent(), rev: e.Revision(), at: e.Created(), exists: true, doc: doc}, nil
 	}
