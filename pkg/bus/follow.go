@@ -43,10 +43,17 @@ type Follower struct {
 	done   chan struct{}
 
 	mu   sync.Mutex
-	gen  int // consumers made; messages of an earlier one are dropped
-	cc   jetstream.ConsumeContext
-	cons jetstream.Consumer
-	next uint64 // stream sequence after the last message handed over; 0: none yet
+	gen  int        // consumers made; messages of an earlier one are dropped
+	cur  *following // the consumer being consumed
+	next uint64     // stream sequence after the last message handed over; 0: none yet
+}
+
+// following is one consumer a [Follower] made and consumes.
+type following struct {
+	cc      jetstream.ConsumeContext
+	cons    jetstream.Consumer
+	retire  sync.Once
+	retired chan struct{} // closed once cc stopped and the consumer's delete ended
 }
 
 // Follow makes an ordered consumer of stream with cfg and hands each of
@@ -73,45 +80,58 @@ func (b *Bus) Follow(ctx context.Context, stream string, cfg jetstream.OrderedCo
 // server, waiting at most [RequestTry] in all, even when ctx has ended: a
 // stopped ordered consumer stays there until it has been inactive for its
 // InactiveThreshold (nats.go's default 5 min), and busy callers would
-// pile them up. The consumer is deleted only once nats.go has stopped
-// consuming it: deleted under a live pull, it was made again under a new
-// name (a CI run: "consumer …_2 left"). While nats.go's own attempt to
-// make the consumer again holds the stop (up to 10 s), the delete waits
-// for it in the background.
+// pile them up. While nats.go's own attempt to make the consumer again
+// holds the stop (up to 10 s), the delete waits for it in the background
+// (see [Follower.retire]).
 func (f *Follower) Stop(ctx context.Context) {
 	f.cancel()
 	<-f.done
 	f.mu.Lock()
 	f.gen++ // whatever the last consumer still delivers is dropped
-	cc, cons := f.cc, f.cons
+	cur := f.cur
 	f.mu.Unlock()
-	stopped := make(chan struct{})
-	go func() {
-		cc.Stop()
-		close(stopped)
-	}()
-	remove := func(ctx context.Context) {
-		info := cons.CachedInfo()
-		if info == nil {
-			return
-		}
-		if err := f.b.JS.DeleteConsumer(ctx, f.stream, info.Name); err != nil {
-			f.log.Debug("follow: consumer not deleted; the server reaps it", "stream", f.stream, "consumer", info.Name, "err", err)
-		}
-	}
-	within, cancel := context.WithTimeout(context.WithoutCancel(ctx), RequestTry)
-	defer cancel()
+	wait := time.NewTimer(RequestTry)
+	defer wait.Stop()
 	select {
-	case <-stopped:
-		remove(within)
-	case <-within.Done():
-		go func() {
-			<-stopped
-			later, cancel := context.WithTimeout(context.WithoutCancel(ctx), RequestTry)
-			defer cancel()
-			remove(later)
-		}()
+	case <-f.retire(ctx, cur):
+	case <-wait.C:
 	}
+}
+
+// retire stops consuming fl and then deletes its consumer, in the
+// background and once, however often it is asked: a consumer replaced
+// after a reconnect, or the last one at Stop. It is deleted only once
+// nats.go has stopped consuming it: deleted under a live pull, it was
+// made again under a new name (a CI run: "consumer …_2 left"). A second
+// cc.Stop returns at once while the first still waits for nats.go's own
+// attempt to make the consumer again, so a delete that followed it went
+// out before that attempt ended, into the connection it hung on, and
+// left the consumer for its InactiveThreshold; the delete is tried again
+// within [CallTimeout] for the same reason.
+func (f *Follower) retire(ctx context.Context, fl *following) <-chan struct{} {
+	fl.retire.Do(func() {
+		go func() {
+			defer close(fl.retired)
+			fl.cc.Stop() // waits for nats.go's own attempt, if one runs
+			// The consumer nats.go made last, if it made one again.
+			info := fl.cons.CachedInfo()
+			if info == nil {
+				return
+			}
+			// Tried again while the connection is lost or hung: the
+			// connection that made nats.go make the consumer again is
+			// often the one the delete would go out on.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CallTimeout)
+			defer cancel()
+			err := RetryEach(ctx, backoff.Backoff{}, RequestTry, func(ctx context.Context) error {
+				return f.b.JS.DeleteConsumer(ctx, f.stream, info.Name)
+			}, nil)
+			if err != nil {
+				f.log.Debug("follow: consumer not deleted; the server reaps it", "stream", f.stream, "consumer", info.Name, "err", err)
+			}
+		}()
+	})
+	return fl.retired
 }
 
 func (f *Follower) run(ctx context.Context, status chan nats.Status) {
@@ -139,13 +159,13 @@ func (f *Follower) run(ctx context.Context, status chan nats.Status) {
 func (f *Follower) consume(ctx context.Context) error {
 	f.mu.Lock()
 	f.gen++
-	gen, old, cfg := f.gen, f.cc, f.cfg
+	gen, old, cfg := f.gen, f.cur, f.cfg
 	if f.next > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = jetstream.DeliverByStartSequencePolicy, f.next, nil
 	}
 	f.mu.Unlock()
 	if old != nil {
-		go old.Stop() // waits for nats.go's own attempt, if one runs
+		f.retire(ctx, old)
 	}
 	var cons jetstream.Consumer
 	err := RetryEach(ctx, backoff.Backoff{}, RequestTry, func(ctx context.Context) error {
@@ -173,7 +193,7 @@ func (f *Follower) consume(ctx context.Context) error {
 		return fmt.Errorf("follow %s: consume: %w", f.stream, err)
 	}
 	f.mu.Lock()
-	f.cc, f.cons = cc, cons
+	f.cur = &following{cc: cc, cons: cons, retired: make(chan struct{})}
 	f.mu.Unlock()
 	return nil
 }

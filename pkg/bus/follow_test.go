@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/observe/observetest"
 )
 
 // TestFollowerKeepsOrderAcrossItsNodeStopping: a follower connected to the
@@ -114,4 +116,55 @@ func TestFollowerStopLeavesNoConsumer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestFollowerStoppedWhileRemakingLeavesNoConsumer: a follower stopped
+// while its connection hangs (heartbeats missed, nats.go's ordered
+// consumer and the follower both trying to make the consumer again, each
+// try unanswered) leaves no consumer on the server once the connection
+// is back. Before, the second cc.Stop returned at once while the first
+// still waited for nats.go's attempt, the delete went into the hung
+// connection, and the consumer stayed for its InactiveThreshold (5 min).
+func TestFollowerStoppedWhileRemakingLeavesNoConsumer(t *testing.T) {
+	srv := bustest.StartServer(t)
+	b := srv.Connect(t, "")
+	st, err := b.JS.CreateStream(t.Context(), jetstream.StreamConfig{Name: "FOL", Subjects: []string{"fol.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.Publish(t.Context(), "fol.1", nil); err != nil {
+		t.Fatal(err)
+	}
+	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	fb := hop.Connect(t, srv.ClientURL())
+	log, missed := observetest.FirstLogged("heartbeats missed")
+	got := make(chan struct{}, 1)
+	f, err := fb.Follow(t.Context(), "FOL", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"fol.>"}}, func(jetstream.Msg) {
+		select {
+		case got <- struct{}{}:
+		default:
+		}
+	}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bustest.Receive(t, got, 5*time.Second)
+	hop.Freeze()
+	bustest.Receive(t, missed, 10*time.Second)
+	f.Stop(t.Context())
+	hop.Cut() // the follower's connection goes to the server itself
+	bustest.Eventually(t, 30*time.Second, func() error {
+		var left []string
+		names := st.ConsumerNames(t.Context())
+		for name := range names.Name() {
+			left = append(left, name)
+		}
+		if err := names.Err(); err != nil {
+			return err
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("consumers left: %v", left)
+		}
+		return nil
+	})
 }
