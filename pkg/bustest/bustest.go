@@ -5,6 +5,7 @@ package bustest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,22 +118,19 @@ func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 // subjects, and fails the test if it does not within the given time.
 func WaitSubjects(t testing.TB, stream jetstream.Stream, want uint64, within time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), within)
-	defer cancel()
-	for {
+	name := stream.CachedInfo().Config.Name
+	Eventually(t, within, func() error {
+		ctx, cancel := context.WithTimeout(t.Context(), bus.RequestTry)
+		defer cancel()
 		info, err := stream.Info(ctx)
-		if err == nil && info.State.NumSubjects == want {
-			return
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", name, err)
 		}
-		select {
-		case <-ctx.Done():
-			if err != nil {
-				t.Fatalf("stream %s: %v", stream.CachedInfo().Config.Name, err)
-			}
-			t.Fatalf("stream %s holds %d subjects after %s, want %d", info.Config.Name, info.State.NumSubjects, within, want)
-		case <-time.After(50 * time.Millisecond):
+		if info.State.NumSubjects != want {
+			return fmt.Errorf("stream %s holds %d subjects, want %d", name, info.State.NumSubjects, want)
 		}
-	}
+		return nil
+	})
 }
 
 // Unanswered takes every message on subjects and never replies, until

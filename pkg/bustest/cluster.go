@@ -199,9 +199,7 @@ func (c *Cluster) URLs() string {
 // takes longer than d.
 func (c *Cluster) WaitJetStream(d time.Duration) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(c.t.Context(), d)
-	defer cancel()
-	for {
+	Eventually(c.t, d, func() error {
 		running := 0
 		for _, nd := range c.nodes {
 			if nd.srv != nil {
@@ -210,15 +208,11 @@ func (c *Cluster) WaitJetStream(d time.Duration) {
 		}
 		for _, nd := range c.nodes {
 			if nd.srv != nil && nd.srv.JetStreamIsLeader() && len(nd.srv.JetStreamClusterPeers()) >= running {
-				return
+				return nil
 			}
 		}
-		select {
-		case <-ctx.Done():
-			c.t.Fatalf("no JetStream meta leader after %s", d)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return fmt.Errorf("no JetStream meta leader that knows the %d running nodes", running)
+	})
 }
 
 // MetaLeader is the index of the running node that is the JetStream meta
