@@ -52,7 +52,7 @@ type Follower struct {
 type following struct {
 	cc      jetstream.ConsumeContext
 	cons    jetstream.Consumer
-	retire  sync.Once
+	once    sync.Once
 	retired chan struct{} // closed once cc stopped and the consumer's delete ended
 }
 
@@ -109,7 +109,7 @@ func (f *Follower) Stop(ctx context.Context) {
 // left the consumer for its InactiveThreshold; the delete is tried again
 // within [CallTimeout] for the same reason.
 func (f *Follower) retire(ctx context.Context, fl *following) <-chan struct{} {
-	fl.retire.Do(func() {
+	fl.once.Do(func() {
 		go func() {
 			defer close(fl.retired)
 			fl.cc.Stop() // waits for nats.go's own attempt, if one runs

@@ -133,7 +133,8 @@ func Operators(chats []Chat) Chat {
 // long as the outbound stream keeps them, the most recent first, skipping
 // the given channels.
 func ActiveChats(ctx context.Context, b *bus.Bus, skip []string) ([]Chat, error) {
-	cons, err := b.JS.OrderedConsumer(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
+	stream := b.Space.OutboundStream()
+	cons, err := b.JS.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.OutboundAll()},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 		HeadersOnly:    true,
@@ -141,6 +142,18 @@ func ActiveChats(ctx context.Context, b *bus.Bus, skip []string) ([]Chat, error)
 	if err != nil {
 		return nil, fmt.Errorf("scan outbound: %w", err)
 	}
+	// Deleted once scanned: an ordered consumer otherwise stays on the
+	// server for its InactiveThreshold (5 min), a client's consumer in
+	// `nanofleet status`. A failed delete leaves it to the server.
+	defer func() {
+		info := cons.CachedInfo()
+		if info == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bus.RequestTry)
+		defer cancel()
+		_ = b.JS.DeleteConsumer(ctx, stream, info.Name)
+	}()
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("scan outbound: %w", err)

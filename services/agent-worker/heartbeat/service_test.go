@@ -160,6 +160,11 @@ func TestActiveChats(t *testing.T) {
 		data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Channel: channel, ChatId: chat, Content: "x"})
 		bustest.Publish(t, e.b, e.b.Space.Outbound(channel, chat), data)
 	}
+	stream, err := e.b.JS.Stream(t.Context(), e.b.Space.OutboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := consumerNames(t, stream)
 	if chats, err := heartbeat.ActiveChats(t.Context(), e.b, nil); err != nil || len(chats) != 0 {
 		t.Errorf("empty fleet: %v %v", chats, err)
 	}
@@ -182,6 +187,24 @@ func TestActiveChats(t *testing.T) {
 			t.Errorf("skip %v: %v %v; want %v", tt.skip, chats, err, tt.want)
 		}
 	}
+	// Each scan deletes the consumer it made.
+	if after := consumerNames(t, stream); !slices.Equal(after, before) {
+		t.Errorf("consumers on the outbound stream: %v after the scans, %v before", after, before)
+	}
+}
+
+func consumerNames(t *testing.T, stream jetstream.Stream) []string {
+	t.Helper()
+	var names []string
+	list := stream.ConsumerNames(t.Context())
+	for name := range list.Name() {
+		names = append(names, name)
+	}
+	if err := list.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // TestOperators: the chat a notice goes to without notifyChat is one the
