@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,15 @@ import (
 // on a consumer held by a node that shut down got nothing for 10 s; at
 // 1 s, 2 s. The price is one heartbeat a second per idle consumer.
 const followHeartbeat = time.Second
+
+// followInactive is how long the server keeps a Follower's consumer
+// after its last pull when the config does not say. Stop deletes the
+// consumer, so this reaps only those of a client that crashed or whose
+// delete was lost; at nats.go's default, 5 min, a worker that crashed
+// while a subagent's result wait followed the outbound stream left that
+// consumer behind as long. A Follower makes its consumer again after a
+// reconnect, so one reaped while its client was away costs nothing.
+const followInactive = 30 * time.Second
 
 // A Follower hands the messages of an ordered consumer to its handler,
 // in stream order, and makes the consumer again itself, from the message
@@ -59,8 +69,10 @@ type following struct {
 // Follow makes an ordered consumer of stream with cfg and hands each of
 // its messages to handle, one at a time, until [Follower.Stop]. The
 // creation is tried again while it fails for a transient reason, until
-// ctx ends. log (nil: discarded) hears of consumers made again.
+// ctx ends. log (nil: discarded) hears of consumers made again. A zero
+// cfg.InactiveThreshold is 30 s.
 func (b *Bus) Follow(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig, handle func(jetstream.Msg), log *slog.Logger) (*Follower, error) {
+	cfg.InactiveThreshold = cmp.Or(cfg.InactiveThreshold, followInactive)
 	f := &Follower{b: b, stream: stream, cfg: cfg, handle: handle, log: observe.OrDiscard(log),
 		remake: make(chan struct{}, 1), done: make(chan struct{})}
 	// Listening before the consumer is made: a reconnect in between

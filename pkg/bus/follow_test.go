@@ -168,3 +168,43 @@ func TestFollowerStoppedWhileRemakingLeavesNoConsumer(t *testing.T) {
 		return nil
 	})
 }
+
+// TestFollowerInactiveThreshold: the server reaps a Follower's consumer
+// 30 s after its last pull unless the config says otherwise, so one whose
+// client crashed does not stay for nats.go's default of 5 min.
+func TestFollowerInactiveThreshold(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	st, err := b.JS.CreateStream(t.Context(), jetstream.StreamConfig{Name: "FOL", Subjects: []string{"fol.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		set  time.Duration
+		want time.Duration
+	}{
+		{"not set", 0, 30 * time.Second},
+		{"set", time.Minute, time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := b.Follow(t.Context(), "FOL", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"fol.>"}, InactiveThreshold: tt.set},
+				func(jetstream.Msg) {}, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Stop(t.Context())
+			var got []time.Duration
+			list := st.ListConsumers(t.Context())
+			for ci := range list.Info() {
+				got = append(got, ci.Config.InactiveThreshold)
+			}
+			if err := list.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0] != tt.want {
+				t.Errorf("consumers' InactiveThreshold %v, want one of %v", got, tt.want)
+			}
+		})
+	}
+}

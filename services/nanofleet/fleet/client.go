@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -45,10 +44,6 @@ type Pending struct {
 	onLive  func(*nanofleetv1.OutboundMessage)
 }
 
-// clientInactive is how long a client's reply consumer outlives its last
-// pull.
-const clientInactive = 30 * time.Second
-
 // ClientOption changes a Client.
 type ClientOption func(*Client)
 
@@ -67,11 +62,6 @@ func NewClient(ctx context.Context, b *bus.Bus, channel string, opts ...ClientOp
 	}
 	occ, err := b.FromNow(ctx, b.Space.OutboundStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.OutboundChannel(channel)},
-		// Reaped soon after Close or a crash, as the gateway's watches
-		// are: with nats.go's default (5 minutes) each `nanofleet agent`
-		// left its consumer behind that long, and with a node down
-		// listing them is what `nanofleet status` waits on.
-		InactiveThreshold: clientInactive,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)

@@ -103,9 +103,6 @@ func New(ctx context.Context, b *bus.Bus, channel, chatID string, opts ...Option
 	}
 	occ := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Space.Outbound(channel, chatID)},
-		// Run deletes it; this reaps one left by a crashed gateway, or
-		// by a creation whose answer was lost.
-		InactiveThreshold: 30 * time.Second,
 	}
 	if !w.since.IsZero() {
 		occ.DeliverPolicy, occ.OptStartTime = jetstream.DeliverByStartTimePolicy, &w.since
