@@ -91,8 +91,7 @@ func (b *Bus) Follow(ctx context.Context, stream string, cfg jetstream.OrderedCo
 // Stop stops handing messages over and deletes the consumer on the
 // server, waiting at most [RequestTry] in all, even when ctx has ended: a
 // stopped ordered consumer stays there until it has been inactive for its
-// InactiveThreshold (nats.go's default 5 min), and busy callers would
-// pile them up. While nats.go's own attempt to make the consumer again
+// InactiveThreshold, and busy callers would pile them up. While nats.go's own attempt to make the consumer again
 // holds the stop (up to 10 s), the delete waits for it in the background
 // (see [Follower.retire]).
 func (f *Follower) Stop(ctx context.Context) {
@@ -125,25 +124,37 @@ func (f *Follower) retire(ctx context.Context, fl *following) <-chan struct{} {
 		go func() {
 			defer close(fl.retired)
 			fl.cc.Stop() // waits for nats.go's own attempt, if one runs
-			// The consumer nats.go made last, if it made one again.
-			info := fl.cons.CachedInfo()
-			if info == nil {
-				return
-			}
 			// Tried again while the connection is lost or hung: the
 			// connection that made nats.go make the consumer again is
 			// often the one the delete would go out on.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CallTimeout)
 			defer cancel()
-			err := RetryEach(ctx, backoff.Backoff{}, RequestTry, func(ctx context.Context) error {
-				return f.b.JS.DeleteConsumer(ctx, f.stream, info.Name)
-			}, nil)
-			if err != nil {
-				f.log.Debug("follow: consumer not deleted; the server reaps it", "stream", f.stream, "consumer", info.Name, "err", err)
+			if err := f.b.DeleteOrdered(ctx, f.stream, fl.cons); err != nil {
+				f.log.Debug("follow: consumer not deleted; the server reaps it", "err", err)
 			}
 		}()
 	})
 	return fl.retired
+}
+
+// DeleteOrdered deletes from stream the server consumer that cons, an
+// ordered consumer, made last (nats.go makes a new one at each reset and
+// deletes the one before), trying again while the delete fails for a
+// transient reason, until ctx ends. Without it a client's consumer stays
+// on the server for its InactiveThreshold. Stop consuming cons first:
+// deleted under a live pull, nats.go makes it again under a new name.
+func (b *Bus) DeleteOrdered(ctx context.Context, stream string, cons jetstream.Consumer) error {
+	info := cons.CachedInfo()
+	if info == nil {
+		return nil // never made on the server
+	}
+	err := RetryEach(ctx, backoff.Backoff{}, RequestTry, func(ctx context.Context) error {
+		return b.JS.DeleteConsumer(ctx, stream, info.Name)
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("delete consumer %s of %s: %w", info.Name, stream, err)
+	}
+	return nil
 }
 
 func (f *Follower) run(ctx context.Context, status chan nats.Status) {

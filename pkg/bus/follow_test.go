@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -206,5 +207,38 @@ func TestFollowerInactiveThreshold(t *testing.T) {
 				t.Errorf("consumers' InactiveThreshold %v, want one of %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestDeleteOrdered: the server consumer an ordered consumer made is
+// gone once deleted; deleting it again is answered at once, not retried.
+func TestDeleteOrdered(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	st, err := b.JS.CreateStream(t.Context(), jetstream.StreamConfig{Name: "ORD", Subjects: []string{"ord.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.Publish(t.Context(), "ord.1", nil); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := b.JS.OrderedConsumer(t.Context(), "ORD", jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteOrdered(t.Context(), "ORD", cons); err != nil {
+		t.Fatalf("DeleteOrdered: %v", err)
+	}
+	names := st.ConsumerNames(t.Context())
+	for name := range names.Name() {
+		t.Errorf("consumer %s left", name)
+	}
+	if err := names.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteOrdered(t.Context(), "ORD", cons); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Errorf("second DeleteOrdered = %v, want ErrConsumerNotFound", err)
 	}
 }

@@ -146,13 +146,9 @@ func ActiveChats(ctx context.Context, b *bus.Bus, skip []string) ([]Chat, error)
 	// server for its InactiveThreshold (5 min), a client's consumer in
 	// `nanofleet status`. A failed delete leaves it to the server.
 	defer func() {
-		info := cons.CachedInfo()
-		if info == nil {
-			return
-		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bus.RequestTry)
 		defer cancel()
-		_ = b.JS.DeleteConsumer(ctx, stream, info.Name)
+		_ = b.DeleteOrdered(ctx, stream, cons)
 	}()
 	info, err := cons.Info(ctx)
 	if err != nil {
