@@ -9,6 +9,7 @@ package workertest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -227,10 +228,24 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	replies := w.script(in)
 	var final string
+	streamed := false
 	for i, out := range replies {
 		fill(out, in, key, meta.Sequence.Stream, i)
-		if out.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL {
+		switch out.GetKind() {
+		case nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA:
+			streamed = true
+		case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL:
 			final = out.GetContent()
+			if streamed {
+				// As the real worker: a gateway that has not seen the
+				// deltas yet waits for the stream's owner instead of
+				// sending the answer whole beside the streamed message.
+				out.Metadata = maps.Clone(out.Metadata)
+				if out.Metadata == nil {
+					out.Metadata = map[string]string{}
+				}
+				out.Metadata["streamed"] = "true"
+			}
 		}
 		data, err := proto.Marshal(out)
 		if err != nil {
