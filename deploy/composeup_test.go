@@ -213,7 +213,14 @@ func startEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// dockerd says READY=1 on $NOTIFY_SOCKET (systemd's protocol) once its
+	// API serves: the wait is for that word, not a poll of docker info.
+	ready, err := notifyReady(t)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(dockerd)
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+ready.path)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -230,18 +237,56 @@ func startEngine(t *testing.T) {
 			<-exited
 		}
 	})
-	deadline := time.After(60 * time.Second)
-	for exec.Command("docker", "info").Run() != nil {
-		select {
-		case err := <-exited:
-			log, _ := os.ReadFile(logf.Name())
-			t.Skipf("no container engine: dockerd exited (%v):\n%s", err, tail(log, 20))
-		case <-deadline:
-			log, _ := os.ReadFile(logf.Name())
-			t.Fatalf("dockerd did not answer within 60s:\n%s", tail(log, 20))
-		case <-time.After(500 * time.Millisecond):
-		}
+	select {
+	case err := <-exited:
+		log, _ := os.ReadFile(logf.Name())
+		t.Skipf("no container engine: dockerd exited (%v):\n%s", err, tail(log, 20))
+	case <-time.After(60 * time.Second):
+		log, _ := os.ReadFile(logf.Name())
+		t.Fatalf("dockerd did not say it was ready within 60s:\n%s", tail(log, 20))
+	case <-ready.c:
 	}
+	if out, err := exec.Command("docker", "info").CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(logf.Name())
+		t.Fatalf("dockerd said it was ready, but docker info failed: %v\n%s\ndockerd:\n%s", err, out, tail(log, 20))
+	}
+}
+
+// readiness is a notify socket that c is closed on when a process sends
+// READY=1 to it.
+type readiness struct {
+	path string
+	c    chan struct{}
+}
+
+// notifyReady listens on a new notify socket until the end of the test.
+func notifyReady(t *testing.T) (*readiness, error) {
+	// A short directory: a socket's path is limited to 108 bytes.
+	dir, err := os.MkdirTemp("", "nfnotify")
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	r := &readiness{path: filepath.Join(dir, "notify"), c: make(chan struct{})}
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: r.path, Net: "unixgram"})
+	if err != nil {
+		return nil, fmt.Errorf("notify socket: %w", err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return // closed at the end of the test
+			}
+			if slices.Contains(strings.Split(string(buf[:n]), "\n"), "READY=1") {
+				close(r.c)
+				return
+			}
+		}
+	}()
+	return r, nil
 }
 
 func tail(b []byte, lines int) string {
