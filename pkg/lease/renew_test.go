@@ -115,13 +115,20 @@ type unansweredPublishes struct {
 	lose  int32
 	store bool
 	lost  atomic.Int32
+	// bound is the time the first lost try had, from its context's
+	// deadline as it began (0: none).
+	bound atomic.Int64
 }
 
 func (u *unansweredPublishes) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	if u.lose >= 0 && u.lost.Load() >= u.lose {
 		return u.JetStream.PublishMsg(ctx, m, opts...)
 	}
-	u.lost.Add(1)
+	if u.lost.Add(1) == 1 {
+		if d, ok := ctx.Deadline(); ok {
+			u.bound.Store(int64(time.Until(d)))
+		}
+	}
 	if u.store {
 		if _, err := u.JetStream.PublishMsg(ctx, m, opts...); err != nil {
 			return nil, err
