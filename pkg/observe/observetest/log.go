@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 )
 
 // LogFunc is a logger that gives every record, at any level, to f, for a
@@ -23,12 +24,10 @@ func (h recordFunc) WithGroup(string) slog.Handler                 { return h }
 // logs: the record's Time is when it was logged.
 func FirstLogged(substr string) (*slog.Logger, <-chan slog.Record) {
 	first := make(chan slog.Record, 1)
+	var once sync.Once
 	return LogFunc(func(r slog.Record) {
 		if strings.Contains(r.Message, substr) {
-			select {
-			case first <- r:
-			default:
-			}
+			once.Do(func() { first <- r })
 		}
 	}), first
 }
