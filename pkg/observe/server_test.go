@@ -36,9 +36,9 @@ func TestServerRoutes(t *testing.T) {
 		{"readyz ready", http.MethodGet, "/readyz", nil, http.StatusOK, "ready"},
 		{"readyz not ready", http.MethodGet, "/readyz", errNoBus, http.StatusServiceUnavailable, "not ready: nats: no servers available"},
 		{"metrics", http.MethodGet, "/metrics", nil, http.StatusOK, `nanofleet_turns_total{outcome="ok"} 1`},
-		{"head healthz", http.MethodHead, "/healthz", nil, http.StatusOK, ""},
-		{"post refused", http.MethodPost, "/healthz", nil, http.StatusMethodNotAllowed, ""},
-		{"unknown path", http.MethodGet, "/debug/pprof/", nil, http.StatusNotFound, ""},
+		{"head healthz", http.MethodHead, "/healthz", nil, http.StatusOK, "ok"},
+		{"post refused", http.MethodPost, "/healthz", nil, http.StatusMethodNotAllowed, "Method Not Allowed"},
+		{"unknown path", http.MethodGet, "/debug/pprof/", nil, http.StatusNotFound, "404 page not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
