@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,8 @@ type rfix struct {
 	b      *bus.Bus
 	runner *runner.Runner
 	client *toolclient.Client
+	// timers are the MCP calls' toolTimeouts, fired when the test says.
+	timers *heldTimers
 }
 
 func runnerConfig(t *testing.T, mode sandbox.Mode, servers map[string]mcp.ServerConfig) runner.Config {
@@ -43,10 +46,10 @@ func runnerConfig(t *testing.T, mode sandbox.Mode, servers map[string]mcp.Server
 	return cfg
 }
 
-func startRunner(t *testing.T, srv *bustest.Server, cfg runner.Config) *runner.Runner {
+func startRunner(t *testing.T, srv *bustest.Server, cfg runner.Config, opts ...mcp.Option) *runner.Runner {
 	t.Helper()
-	r, err := runner.New(cfg, srv.Connect(t, ""), runner.WithLogger(testLog(t)),
-		runner.WithMCPOptions(mcp.WithConnectTimeout(30*time.Second), mcp.WithStartWait(40*time.Second)))
+	opts = append([]mcp.Option{mcp.WithConnectTimeout(30 * time.Second), mcp.WithStartWait(40 * time.Second)}, opts...)
+	r, err := runner.New(cfg, srv.Connect(t, ""), runner.WithLogger(testLog(t)), runner.WithMCPOptions(opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +64,9 @@ func startRunner(t *testing.T, srv *bustest.Server, cfg runner.Config) *runner.R
 
 func newRunnerFixture(t *testing.T, mode sandbox.Mode, servers map[string]mcp.ServerConfig) *rfix {
 	t.Helper()
-	f := &rfix{t: t, srv: bustest.StartServer(t)}
+	f := &rfix{t: t, srv: bustest.StartServer(t), timers: &heldTimers{}}
 	f.b = f.srv.Connect(t, "")
-	f.runner = startRunner(t, f.srv, runnerConfig(t, mode, servers))
+	f.runner = startRunner(t, f.srv, runnerConfig(t, mode, servers), mcp.WithToolTimer(f.timers.after))
 	var err error
 	if f.client, err = toolclient.New(f.b, toolclient.WithLivenessTimeout(3*time.Second)); err != nil {
 		t.Fatal(err)
@@ -108,7 +111,9 @@ func (f *rfix) catalog() []string {
 // checkEverything runs the acceptance checks on server name, a running
 // server-everything: its tools are listed, one is called, a resource
 // read, a prompt got, and a call past toolTimeout (2 s) is a time-out
-// that does not hold up a concurrent call.
+// that does not hold up a concurrent call. The toolTimeouts fire when
+// the test says: a loaded machine cannot make the long call end before
+// the concurrent one is answered.
 func checkEverything(t *testing.T, f *rfix, name string) {
 	p := "mcp_" + name + "_"
 	names := f.catalog()
@@ -130,6 +135,7 @@ func checkEverything(t *testing.T, f *rfix, name string) {
 		t.Errorf("bad arguments: %v", bad)
 	}
 
+	armed := f.timers.count()
 	slow := make(chan *nanofleetv1.ToolResult, 1)
 	go func() {
 		res, err := f.client.Call(t.Context(), &nanofleetv1.ToolRequest{CallId: "slow", Name: p + "trigger-long-running-operation",
@@ -139,9 +145,17 @@ func checkEverything(t *testing.T, f *rfix, name string) {
 		}
 		slow <- res
 	}()
+	// The long call is under way once its toolTimeout is armed.
+	bustest.Eventually(t, 30*time.Second, func() error {
+		if f.timers.count() == armed {
+			return errors.New("the long call has not started")
+		}
+		return nil
+	})
 	f.want(p+"echo", `{"message":"not blocked"}`, "Echo: not blocked")
 	// The echo was not queued behind the long call: it is answered while
-	// the long call is still running (it runs until its 2 s time-out).
+	// the long call is still running (it runs 30 s, and its time-out has
+	// not fired).
 	select {
 	case res := <-slow:
 		t.Errorf("echo answered only after the long call ended: %v", res)
@@ -149,7 +163,10 @@ func checkEverything(t *testing.T, f *rfix, name string) {
 	default:
 	}
 	// The operation asked for runs 30 s and would then succeed: the
-	// time-out error is the 2 s time-out cutting it off.
+	// time-out error is its 2 s toolTimeout cutting it off.
+	if asked := f.timers.release(); !slices.Contains(asked, 2*time.Second) {
+		t.Errorf("toolTimeouts %v, want the server's 2s", asked)
+	}
 	res := bustest.Receive(t, slow, 60*time.Second)
 	if res.GetErrorKind() != nanofleetv1.ToolErrorKind_TOOL_ERROR_KIND_TIMEOUT || !strings.Contains(res.GetContent(), "did not finish within 2s") {
 		t.Errorf("long call: %v", res)

@@ -272,6 +272,25 @@ func (h *heldTimers) after(d time.Duration) <-chan time.Time {
 	return c
 }
 
+// count is how many timers were asked for.
+func (h *heldTimers) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.asked)
+}
+
+// release fires the timers asked for so far, and holds later ones; it
+// returns the durations asked for so far.
+func (h *heldTimers) release() []time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.timers {
+		c <- time.Time{}
+	}
+	h.timers = nil
+	return slices.Clone(h.asked)
+}
+
 // fire fires every timer, and those asked for later at once; it returns
 // the durations asked for so far.
 func (h *heldTimers) fire() []time.Duration {
