@@ -11,6 +11,7 @@ import (
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/typing"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -62,7 +63,7 @@ func (a *Adapter) deliver(ctx context.Context, c Conn, msg *nanofleetv1.Outbound
 	if err != nil {
 		return err
 	}
-	if msg.GetLastOfTurn() || msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL || msg.GetKind() == nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR {
+	if typing.EndsTurn(msg) {
 		if err := c.Composing(ctx, chat, false); err != nil {
 			a.log.Debug("paused presence", "err", err)
 		}

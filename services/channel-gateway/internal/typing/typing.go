@@ -122,13 +122,23 @@ func (t *Indicator) Start(chat string, send func(context.Context) error) {
 }
 
 // StopIfEnded turns the indicator off for msg's chat when msg ends its
-// turn (a final answer or an error): Watch calls it on every reply the
-// channel sends, and an adapter as it starts delivering one.
+// turn (see [EndsTurn]): Watch calls it on every reply the channel sends,
+// and an adapter as it starts delivering one.
 func (t *Indicator) StopIfEnded(msg *nanofleetv1.OutboundMessage) {
-	switch msg.GetKind() {
-	case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
+	if EndsTurn(msg) {
 		t.Stop(msg.GetChatId())
 	}
+}
+
+// EndsTurn reports whether msg ends its turn, so that its chat stops
+// showing the bot typing: a final answer, an error, or the turn's last
+// reply (the message tool's answer, after which no final follows).
+func EndsTurn(msg *nanofleetv1.OutboundMessage) bool {
+	switch msg.GetKind() {
+	case nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR:
+		return true
+	}
+	return msg.GetLastOfTurn()
 }
 
 // Stop turns the indicator off for chat.

@@ -69,11 +69,14 @@ func TestStopsWhenTheTurnEnds(t *testing.T) {
 	tests := []struct {
 		name string
 		kind nanofleetv1.OutboundKind
+		last bool // the turn's last reply
 		stop bool
 	}{
-		{"final answer", nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, true},
-		{"error", nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR, true},
-		{"progress keeps typing", nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, false},
+		{"final answer", nanofleetv1.OutboundKind_OUTBOUND_KIND_FINAL, true, true},
+		{"error", nanofleetv1.OutboundKind_OUTBOUND_KIND_ERROR, true, true},
+		{"the message tool's answer, last of its turn", nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE, true, true},
+		{"a message tool's answer mid-turn keeps typing", nanofleetv1.OutboundKind_OUTBOUND_KIND_MESSAGE, false, false},
+		{"progress keeps typing", nanofleetv1.OutboundKind_OUTBOUND_KIND_PROGRESS, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,7 +85,7 @@ func TestStopsWhenTheTurnEnds(t *testing.T) {
 			ind.Start("c1", send)
 			next(t, ch, "at start")
 			next(t, ch, "at renewal")
-			data, err := proto.Marshal(&nanofleetv1.OutboundMessage{Kind: tt.kind, ChatId: "c1"})
+			data, err := proto.Marshal(&nanofleetv1.OutboundMessage{Kind: tt.kind, ChatId: "c1", LastOfTurn: tt.last})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +97,7 @@ func TestStopsWhenTheTurnEnds(t *testing.T) {
 			}
 			if !tt.stop {
 				for range 3 {
-					next(t, ch, "after a progress message")
+					next(t, ch, "after a reply that does not end the turn")
 				}
 				ind.Stop("c1")
 				stops(t, ch, 20*time.Millisecond, "Stop")
