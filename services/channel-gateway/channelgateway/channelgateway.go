@@ -138,7 +138,8 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Gatew
 	}
 	g, err := gateway.New(gcfg, b, adapters, gateway.WithLogger(gw.log), gateway.WithStatus(gw.status))
 	if err != nil {
-		return nil, err
+		ln.Close()
+		return nil, fmt.Errorf("channel-gateway: %w", err)
 	}
 	g.Storage = o.Storage
 	if m := o.Metrics; m != nil {
