@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"embed"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/httpjson"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/webpage"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/status"
 )
@@ -119,7 +119,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 func (s *Server) auth(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.deps.Gate.Authorized(r) {
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "not logged in: open the login link the gateway printed"})
+			httpjson.Write(w, http.StatusUnauthorized, map[string]string{"error": "not logged in: open the login link the gateway printed"})
 			return
 		}
 		h(w, r)
@@ -130,17 +130,10 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 	_, data, err := s.snaps.get(r.Context(), s.deps.Now().Add(-s.cfg.Interval/2))
 	if err != nil {
 		s.log.Debug("dashboard snapshot", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "no snapshot: " + err.Error()})
+		httpjson.Write(w, http.StatusServiceUnavailable, map[string]string{"error": "no snapshot: " + err.Error()})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(data)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/httpjson"
 )
 
 // errBadRequest marks a request the client must fix.
@@ -33,5 +34,5 @@ func apiError(w http.ResponseWriter, code int, typ, errCode, msg string) {
 	if errCode != "" {
 		c = errCode
 	}
-	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": c}})
+	httpjson.Write(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": c}})
 }

@@ -3,7 +3,6 @@ package openaiapi
 import (
 	"crypto/rand"
 	"crypto/subtle"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/httpjson"
 )
 
 // Channel is the channel name of API sessions.
@@ -116,7 +116,7 @@ func methodNotAllowed(allow string) http.HandlerFunc {
 }
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{s.modelObject()}})
+	httpjson.Write(w, http.StatusOK, map[string]any{"object": "list", "data": []any{s.modelObject()}})
 }
 
 func (s *Server) modelInfo(w http.ResponseWriter, r *http.Request) {
@@ -124,15 +124,9 @@ func (s *Server) modelInfo(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("The model '%s' does not exist.", r.PathValue("id")))
 		return
 	}
-	writeJSON(w, http.StatusOK, s.modelObject())
+	httpjson.Write(w, http.StatusOK, s.modelObject())
 }
 
 func (s *Server) modelObject() map[string]any {
 	return map[string]any{"id": s.model, "object": "model", "created": s.created, "owned_by": "nanofleet"}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/httpjson"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
 )
 
@@ -124,7 +125,7 @@ func errorsIsDeadline(ctx context.Context) bool {
 func (t *turn) finish() {
 	content := strings.Join(t.answer, "\n\n")
 	if !t.stream {
-		writeJSON(t.w, http.StatusOK, map[string]any{
+		httpjson.Write(t.w, http.StatusOK, map[string]any{
 			"id": t.id, "object": "chat.completion", "created": t.created, "model": t.s.model,
 			"choices": []any{map[string]any{
 				"index": 0, "message": map[string]any{"role": "assistant", "content": content},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/httpjson"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -22,7 +23,7 @@ type entry struct {
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !validID(id) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
+		httpjson.Write(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
 		return
 	}
 	h, err := s.deps.Sessions.LoadHistory(r.Context(), session.Key(Channel, id), 0)
@@ -34,7 +35,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	for _, t := range h.Turns {
 		out = append(out, entries(t.Record)...)
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpjson.Write(w, http.StatusOK, out)
 }
 
 // entries turns a committed turn into what the page shows: the user's

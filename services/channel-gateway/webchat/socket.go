@@ -12,6 +12,7 @@ import (
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/httpjson"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
@@ -43,7 +44,7 @@ type frame struct {
 func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !validID(id) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
+		httpjson.Write(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
 		return
 	}
 	// Accept checks that the Origin is this host or an allowed origin's.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/httpjson"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -19,14 +20,14 @@ import (
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !validID(id) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
+		httpjson.Write(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
 		return
 	}
 	// Files are stored under the conversation: none for one that does
 	// not exist.
 	if _, err := s.conversation(r.Context(), id); err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
+			httpjson.Write(w, http.StatusNotFound, map[string]string{"error": "no such conversation"})
 			return
 		}
 		s.fail(w, err)
@@ -35,20 +36,20 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	limit := s.media.Limit()
 	tooLarge := fmt.Sprintf("That file is too large: the limit is %s.", size(limit))
 	if r.ContentLength > limit+64<<10 {
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": tooLarge})
+		httpjson.Write(w, http.StatusRequestEntityTooLarge, map[string]string{"error": tooLarge})
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit+64<<10)
 	mr, err := r.MultipartReader()
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "expected a multipart upload"})
+		httpjson.Write(w, http.StatusBadRequest, map[string]string{"error": "expected a multipart upload"})
 		return
 	}
 	var part *multipart.Part
 	for {
 		part, err = mr.NextPart()
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "no file in the upload"})
+			httpjson.Write(w, http.StatusBadRequest, map[string]string{"error": "no file in the upload"})
 			return
 		}
 		if part.FormName() == "file" {
@@ -64,14 +65,14 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.Is(err, media.ErrTooLarge), errors.As(err, &mbe):
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": tooLarge})
+		httpjson.Write(w, http.StatusRequestEntityTooLarge, map[string]string{"error": tooLarge})
 		return
 	case err != nil:
 		s.fail(w, err)
 		return
 	}
 	_, _ = io.Copy(io.Discard, part)
-	writeJSON(w, http.StatusCreated, map[string]any{"object": ref.GetObject(), "name": ref.GetName(), "size": ref.GetSize(), "mime": ref.GetMimeType()})
+	httpjson.Write(w, http.StatusCreated, map[string]any{"object": ref.GetObject(), "name": ref.GetName(), "size": ref.GetSize(), "mime": ref.GetMimeType()})
 }
 
 func size(n int64) string {

@@ -28,6 +28,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/httpjson"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/webpage"
 )
@@ -138,7 +139,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Server, e
 	}
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.crossOrigin.Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin request refused: open the web chat from its own address, or add this origin to channels.web.allowedOrigins"})
+		httpjson.Write(w, http.StatusForbidden, map[string]string{"error": "cross-origin request refused: open the web chat from its own address, or add this origin to channels.web.allowedOrigins"})
 	}))
 	s.handler = cop.Handler(mux)
 	return s, nil
@@ -208,7 +209,7 @@ func (s *Server) authorized(r *http.Request) bool {
 func (s *Server) auth(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(r) {
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "not logged in: open the login link the gateway printed"})
+			httpjson.Write(w, http.StatusUnauthorized, map[string]string{"error": "not logged in: open the login link the gateway printed"})
 			return
 		}
 		h(w, r)
@@ -237,7 +238,7 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Updated.After(list[j].Updated) })
-	writeJSON(w, http.StatusOK, list)
+	httpjson.Write(w, http.StatusOK, list)
 }
 
 func (s *Server) conversation(ctx context.Context, id string) (conversation, error) {
@@ -258,7 +259,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, c)
+	httpjson.Write(w, http.StatusCreated, c)
 }
 
 // touch updates a conversation's time, and its title from the first
@@ -311,12 +312,5 @@ func validID(id string) bool {
 
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	s.log.Error("web chat request failed", "err", err)
-	writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	httpjson.Write(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
 }
