@@ -6,13 +6,13 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/directget"
 	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -243,11 +243,4 @@ func decodeDeadLetter(subjPrefix string, seq uint64, subj string, data []byte) D
 }
 
 // clip collapses white space and bounds s to clipRunes runes.
-func clip(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= clipRunes {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:clipRunes-1]) + "…"
-}
+func clip(s string) string { return textcut.Line(s, clipRunes-1) }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/session"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/httpjson"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
@@ -77,9 +78,5 @@ func entries(rec *nanofleetv1.TurnRecord) []entry {
 }
 
 func hint(c *nanofleetv1.ToolCall) string {
-	args := strings.Join(strings.Fields(c.GetArgumentsJson()), " ")
-	if r := []rune(args); len(r) > 120 {
-		args = string(r[:119]) + "…"
-	}
-	return c.GetName() + " " + args
+	return c.GetName() + " " + textcut.Line(c.GetArgumentsJson(), 119)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/httpjson"
@@ -289,13 +290,9 @@ func (s *Server) touch(ctx context.Context, id, text string) {
 	}
 }
 
-func title(text string) string {
-	t := strings.Join(strings.Fields(text), " ")
-	if r := []rune(t); len(r) > 60 {
-		return string(r[:59]) + "…"
-	}
-	return t
-}
+// title is a conversation's title: its first message on one line, at
+// most 60 characters with the ellipsis.
+func title(text string) string { return textcut.Line(text, 59) }
 
 // validID accepts the conversation ids the server hands out.
 func validID(id string) bool {
