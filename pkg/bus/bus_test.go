@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestLayoutValidate(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		edit    func(*bus.Layout)
-		wantKey string // "": valid
+		wantKey string // the keys named, space-separated; "": valid
 	}{
 		{"default", func(*bus.Layout) {}, ""},
 		{"windows at the floor", func(l *bus.Layout) { l.DuplicateWindow, l.ReplayWindow = bus.MinWindow, bus.MinWindow }, ""},
@@ -73,6 +74,7 @@ func TestLayoutValidate(t *testing.T) {
 		{"duplicate window below the floor", func(l *bus.Layout) { l.DuplicateWindow = bus.MinWindow - time.Second }, "nats.duplicateWindowSeconds"},
 		{"replay window below the floor", func(l *bus.Layout) { l.ReplayWindow = bus.MinWindow - time.Second }, "nats.replayWindowSeconds"},
 		{"replay window under two lease TTLs", func(l *bus.Layout) { l.LeaseTTL = 2 * time.Minute }, "nats.replayWindowSeconds"},
+		{"two keys at once, both named", func(l *bus.Layout) { l.Replicas, l.BlobsMaxBytes = 7, -1 }, "nats.replicas nats.blobsMaxMB"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := bus.DefaultLayout()
@@ -81,8 +83,41 @@ func TestLayoutValidate(t *testing.T) {
 			switch {
 			case tt.wantKey == "" && err != nil:
 				t.Errorf("Validate = %v, want nil", err)
-			case tt.wantKey != "" && (!errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tt.wantKey)):
-				t.Errorf("Validate = %v, want config.ErrInvalid naming %s", err, tt.wantKey)
+			case tt.wantKey != "" && !errors.Is(err, config.ErrInvalid):
+				t.Errorf("Validate = %v, want config.ErrInvalid", err)
+			}
+			for _, key := range strings.Fields(tt.wantKey) {
+				if !strings.Contains(fmt.Sprint(err), key) {
+					t.Errorf("Validate = %v, want it naming %s", err, key)
+				}
+			}
+		})
+	}
+}
+
+// TestConfigValidate: every invalid key of the nats section is named in
+// one error.
+func TestConfigValidate(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  bus.Config
+		keys []string // named; none: valid
+	}{
+		{"defaults", bus.Config{}, nil},
+		{"prefix", bus.Config{Prefix: "no spaces"}, []string{"nats.prefix"}},
+		{"cert without key", bus.Config{TLS: bus.TLSConfig{CertFile: "c.pem"}}, []string{"nats.tls.keyFile"}},
+		{"key without cert", bus.Config{TLS: bus.TLSConfig{KeyFile: "k.pem"}}, []string{"nats.tls.certFile"}},
+		{"both at once", bus.Config{Prefix: "a.b", TLS: bus.TLSConfig{KeyFile: "k.pem"}}, []string{"nats.prefix", "nats.tls.certFile"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if (err == nil) != (len(tt.keys) == 0) || err != nil && !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("Validate = %v, want config.ErrInvalid naming %v", err, tt.keys)
+			}
+			for _, key := range tt.keys {
+				if !strings.Contains(err.Error(), key) {
+					t.Errorf("Validate = %v, want it naming %s", err, key)
+				}
 			}
 		})
 	}

@@ -40,18 +40,19 @@ type TLSConfig struct {
 	CAFile   string
 }
 
-// Validate reports the first invalid field.
+// Validate reports every invalid field.
 func (c Config) Validate() error {
+	var p config.Problems
 	if _, err := subject.NewSpace(c.Prefix); err != nil {
-		return config.Invalid("nats.prefix", "%w", err)
+		p.Add("nats.prefix", "%w", err)
 	}
 	switch {
 	case c.TLS.CertFile != "" && c.TLS.KeyFile == "":
-		return config.Invalid("nats.tls.keyFile", "must be set with certFile")
+		p.Add("nats.tls.keyFile", "must be set with certFile")
 	case c.TLS.CertFile == "" && c.TLS.KeyFile != "":
-		return config.Invalid("nats.tls.certFile", "must be set with keyFile")
+		p.Add("nats.tls.certFile", "must be set with keyFile")
 	}
-	return nil
+	return p.Err()
 }
 
 // CallTimeout bounds one bus call made under a longer context (a turn's

@@ -73,25 +73,32 @@ const MinWindow = config.MinWindowSeconds * time.Second
 // Fails to compile unless MinWindow is longer than ResendSpan.
 const _ = uint64(MinWindow - ResendSpan - 1)
 
-// Validate reports the first invalid field.
+// Validate reports every invalid field: by its key in the config file,
+// or, for one code sets, by its name.
 func (l Layout) Validate() error {
-	switch {
-	case l.Replicas < 1 || l.Replicas > 5:
-		return config.Invalid("nats.replicas", "%d not in 1..5", l.Replicas)
-	case l.DuplicateWindow < MinWindow:
-		return config.Invalid("nats.duplicateWindowSeconds", "%s is below %s: a publish may be sent again for up to %s, and a resend after the window would be stored twice", l.DuplicateWindow, MinWindow, ResendSpan)
-	case l.LeaseTTL < time.Second:
-		return config.Invalid("nats.leaseTtlSeconds", "%s is below 1s", l.LeaseTTL)
-	case l.CheckpointMarkerTTL < time.Second:
-		return fmt.Errorf("checkpoint marker TTL: %s is below 1s", l.CheckpointMarkerTTL)
-	case l.ReplayWindow < 2*l.LeaseTTL:
-		return config.Invalid("nats.replayWindowSeconds", "%s is below twice the lease TTL %s", l.ReplayWindow, l.LeaseTTL)
-	case l.ReplayWindow < MinWindow:
-		return config.Invalid("nats.replayWindowSeconds", "%s is below %s: a publish may be sent again for up to %s, and a resend after the window would be stored twice", l.ReplayWindow, MinWindow, ResendSpan)
-	case l.BlobsMaxBytes < 0:
-		return config.Invalid("nats.blobsMaxMB", "must not be negative")
+	var p config.Problems
+	if l.Replicas < 1 || l.Replicas > 5 {
+		p.Add("nats.replicas", "%d not in 1..5", l.Replicas)
 	}
-	return nil
+	if l.DuplicateWindow < MinWindow {
+		p.Add("nats.duplicateWindowSeconds", "%s is below %s: a publish may be sent again for up to %s, and a resend after the window would be stored twice", l.DuplicateWindow, MinWindow, ResendSpan)
+	}
+	if l.LeaseTTL < time.Second {
+		p.Add("nats.leaseTtlSeconds", "%s is below 1s", l.LeaseTTL)
+	}
+	if l.CheckpointMarkerTTL < time.Second {
+		p.Join(fmt.Errorf("checkpoint marker TTL: %s is below 1s", l.CheckpointMarkerTTL))
+	}
+	switch {
+	case l.ReplayWindow < 2*l.LeaseTTL:
+		p.Add("nats.replayWindowSeconds", "%s is below twice the lease TTL %s", l.ReplayWindow, l.LeaseTTL)
+	case l.ReplayWindow < MinWindow:
+		p.Add("nats.replayWindowSeconds", "%s is below %s: a publish may be sent again for up to %s, and a resend after the window would be stored twice", l.ReplayWindow, MinWindow, ResendSpan)
+	}
+	if l.BlobsMaxBytes < 0 {
+		p.Add("nats.blobsMaxMB", "must not be negative")
+	}
+	return p.Err()
 }
 
 // KV opens one of the fleet's buckets by its short name (e.g. [BucketLeases]).

@@ -39,20 +39,23 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid field.
+// Validate reports every invalid field: the one the config file sets by
+// its key, those code sets (not the user's to fix) by their names.
 func (c Config) Validate() error {
+	var p config.Problems
+	if c.MaxPerSession < 1 {
+		p.Add("schedule.subagents.maxPerSession", "%d, want at least 1", c.MaxPerSession)
+	}
 	switch {
-	case c.MaxPerSession < 1:
-		return config.Invalid("schedule.subagents.maxPerSession", "%d, want at least 1", c.MaxPerSession)
 	case c.WaitTimeout < time.Second:
-		return fmt.Errorf("subagent: wait timeout %s, want at least 1s", c.WaitTimeout)
+		p.Join(fmt.Errorf("subagent: wait timeout %s, want at least 1s", c.WaitTimeout))
 	case c.StaleAfter < c.WaitTimeout:
-		return fmt.Errorf("subagent: stale after %s is below the wait timeout %s", c.StaleAfter, c.WaitTimeout)
+		p.Join(fmt.Errorf("subagent: stale after %s is below the wait timeout %s", c.StaleAfter, c.WaitTimeout))
 	}
 	for _, t := range c.Tools {
 		if t == "" || t == "spawn" {
-			return fmt.Errorf("subagent: tool %q is not allowed", t)
+			p.Join(fmt.Errorf("subagent: tool %q is not allowed", t))
 		}
 	}
-	return nil
+	return p.Err()
 }

@@ -66,6 +66,7 @@ func TestConfigValidate(t *testing.T) {
 		{"short wait", func(c *subagent.Config) { c.WaitTimeout = time.Millisecond }, false, ""},
 		{"stale before wait", func(c *subagent.Config) { c.StaleAfter = time.Second }, false, ""},
 		{"spawn as child tool", func(c *subagent.Config) { c.Tools = []string{"exec", "spawn"} }, false, ""},
+		{"the file's key named beside code's problem", func(c *subagent.Config) { c.MaxPerSession, c.Tools = 0, []string{"spawn"} }, false, "schedule.subagents.maxPerSession"},
 	}
 	for _, tt := range tests {
 		c := subagent.DefaultConfig()
