@@ -59,7 +59,7 @@ func openJobs(ctx context.Context, b *bus.Bus, file *config.File, loc *time.Loca
 	if err != nil {
 		return nil, err
 	}
-	hb, err := heartbeat.New(ctx, sec.Heartbeat, b, sched, profiles, heartbeat.WithLogger(log))
+	hb, err := heartbeat.New(ctx, sec.Heartbeat, heartbeat.Deps{Bus: b, Scheduler: sched, Profiles: profiles}, heartbeat.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}

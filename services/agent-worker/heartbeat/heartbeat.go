@@ -102,13 +102,23 @@ type Option func(*Service)
 // WithLogger sets the heartbeat's logger; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = observe.OrDiscard(l) } }
 
+// Deps is what the heartbeat works with, all required.
+type Deps struct {
+	Bus *bus.Bus
+	// Scheduler stores the heartbeat's job.
+	Scheduler *schedule.Scheduler
+	// Profiles gives the agent's HEARTBEAT.md.
+	Profiles *profile.Cache
+}
+
 // New returns the heartbeat of cfg.Agent.
-func New(ctx context.Context, cfg Config, b *bus.Bus, sched *schedule.Scheduler, profiles *profile.Cache, opts ...Option) (*Service, error) {
+func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	b, sched, profiles := d.Bus, d.Scheduler, d.Profiles
 	if b == nil || sched == nil || profiles == nil {
-		return nil, errors.New("heartbeat: bus, scheduler and profiles are required")
+		return nil, errors.New("heartbeat: Bus, Scheduler and Profiles are required")
 	}
 	hist, err := b.JS.Stream(ctx, b.Space.HistoryStream())
 	if err != nil {

@@ -45,7 +45,7 @@ func setup(t *testing.T) *env {
 
 func (e *env) service(t *testing.T, cfg heartbeat.Config) *heartbeat.Service {
 	t.Helper()
-	s, err := heartbeat.New(t.Context(), cfg, e.b, e.sched, e.cache)
+	s, err := heartbeat.New(t.Context(), cfg, heartbeat.Deps{Bus: e.b, Scheduler: e.sched, Profiles: e.cache})
 	if err != nil {
 		t.Fatal(err)
 	}

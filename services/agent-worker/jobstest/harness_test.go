@@ -270,7 +270,7 @@ func (f *fleet) startNode(id string, model *llmtest.Server, nc nodeConfig) *node
 	n := &node{t: t, id: id, b: b, sched: sched, subs: subs, cancel: cancel, done: make(chan struct{})}
 	var relayOpts []schedule.RelayOption
 	if nc.heartbeat != nil {
-		if n.hb, err = heartbeat.New(ctx, *nc.heartbeat, b, sched, profiles, heartbeat.WithLogger(log)); err != nil {
+		if n.hb, err = heartbeat.New(ctx, *nc.heartbeat, heartbeat.Deps{Bus: b, Scheduler: sched, Profiles: profiles}, heartbeat.WithLogger(log)); err != nil {
 			t.Fatal(err)
 		}
 		if err := n.hb.Ensure(ctx); err != nil {

@@ -75,7 +75,7 @@ func TestHeartbeatNotifiesOnlyWhenNeeded(t *testing.T) {
 
 	// Disabled: the job goes.
 	cfg.Enabled = false
-	off, err := heartbeat.New(t.Context(), cfg, f.b, n.sched, profileCache(t, f), heartbeat.WithLogger(nopLog()))
+	off, err := heartbeat.New(t.Context(), cfg, heartbeat.Deps{Bus: f.b, Scheduler: n.sched, Profiles: profileCache(t, f)}, heartbeat.WithLogger(nopLog()))
 	if err != nil {
 		t.Fatal(err)
 	}
