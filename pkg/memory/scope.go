@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -116,5 +117,5 @@ func IsGroup(in *nanofleetv1.InboundMessage) bool {
 	case "channel", "group", "mpim":
 		return true
 	}
-	return md["is_group"] == "true"
+	return md[metakey.IsGroup] == "true"
 }

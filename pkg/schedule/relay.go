@@ -25,9 +25,6 @@ const (
 	MetaJobID = "job_id"
 	// MetaFiredAt is the fire time, RFC 3339.
 	MetaFiredAt = "fired_at"
-	// MetaIsGroup is "true" on the fires of a job made in a group chat,
-	// the key every channel sets on a group's messages.
-	MetaIsGroup = "is_group"
 )
 
 // RelayConsumer is the durable consumer all relays share.

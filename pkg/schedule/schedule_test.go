@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/schedule"
 	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
@@ -343,7 +344,7 @@ func TestFireIsItsMakersTurn(t *testing.T) {
 		}
 		delete(want, in.GetChatId())
 		sender := map[string]string{"42": "ada", "-100": "bob"}[in.GetChatId()]
-		if in.GetSenderId() != sender || (in.GetMetadata()[schedule.MetaIsGroup] == "true") != isGroup {
+		if in.GetSenderId() != sender || (in.GetMetadata()[metakey.IsGroup] == "true") != isGroup {
 			t.Errorf("fire in %s: sender %q, metadata %v; want sender %q, group %v", in.GetChatId(), in.GetSenderId(), in.GetMetadata(), sender, isGroup)
 		}
 	}

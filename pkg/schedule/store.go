@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -232,7 +233,7 @@ func (j Job) template() *nanofleetv1.InboundMessage {
 		Metadata: map[string]string{MetaJobID: j.ID},
 	}
 	if j.Group {
-		in.Metadata[MetaIsGroup] = "true"
+		in.Metadata[metakey.IsGroup] = "true"
 	}
 	if j.SessionKey != session.Key(j.Channel, j.ChatID) {
 		in.SessionKey = j.SessionKey
@@ -285,7 +286,7 @@ func decodeJob(m *jetstream.RawStreamMsg) (Job, error) {
 		Message:    in.GetContent(),
 		Spec:       spec,
 		Kind:       in.GetKind(),
-		Group:      in.GetMetadata()[MetaIsGroup] == "true",
+		Group:      in.GetMetadata()[metakey.IsGroup] == "true",
 	}
 	if s := in.GetSenderId(); s != "cron" && s != "heartbeat" {
 		j.SenderID = s

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -128,7 +129,7 @@ Summarize this naturally for the user. Keep it brief (1-2 sentences). Do not men
 			rec.Label, status, rec.Task, out.GetContent()),
 	}
 	if rec.OriginGroup {
-		in.Metadata[metaIsGroup] = "true"
+		in.Metadata[metakey.IsGroup] = "true"
 	}
 	if rec.Parent != session.Key(rec.OriginChannel, rec.OriginChat) {
 		in.SessionKey = rec.Parent

@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -134,7 +135,7 @@ func (m *Manager) start(ctx context.Context, tc *agenttool.TurnContext, key, id,
 		},
 	}
 	if rec.OriginGroup {
-		in.Metadata[metaIsGroup] = "true"
+		in.Metadata[metakey.IsGroup] = "true"
 	}
 	data, err := proto.Marshal(in)
 	if err != nil {

@@ -24,11 +24,6 @@ const (
 	MetaLabel = "subagent_label"
 )
 
-// metaIsGroup is "true" on the messages of a child spawned in a group
-// chat and on its announcement, the key every channel sets on a group's
-// messages: user-scoped memory stays out of them as out of the group.
-const metaIsGroup = "is_group"
-
 // ChildSender is the sender id of a child's task: its parent's user as
 // "<channel>:<sender>", whose turn spawned it. The worker counts a child's
 // tokens against that user (see [Payer]); as one sender "agent" every

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
@@ -21,7 +22,7 @@ func (t *turn) reply(kind nanofleetv1.OutboundKind, text string) {
 		if out.Metadata == nil {
 			out.Metadata = map[string]string{}
 		}
-		out.Metadata["streamed"] = "true"
+		out.Metadata[metakey.Streamed] = "true"
 	}
 	t.state.add(out, false)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/llm"
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
@@ -294,7 +295,7 @@ func (t *turn) think(ctx context.Context, cp *nanofleetv1.TurnCheckpoint, info *
 			return t.checkpoint(ctx, cp, msgs, iter)
 		},
 	}
-	if t.in.GetMetadata()["stream"] == "true" {
+	if t.in.GetMetadata()[metakey.Stream] == "true" {
 		hooks.Delta = func(s string) {
 			t.state.delta()
 			t.live(nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, s)

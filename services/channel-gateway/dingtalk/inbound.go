@@ -11,6 +11,7 @@ import (
 
 	"github.com/open-dingtalk/dingtalk-stream-sdk-go/chatbot"
 
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -71,14 +72,14 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, raw []byte) e
 	msg := &nanofleetv1.InboundMessage{
 		Id: m.MsgId, Channel: Channel, ChatId: chat, SenderId: m.SenderStaffId, Content: text,
 		// is_group tells memory a group from a private chat (memory.IsGroup).
-		Metadata: map[string]string{"conversation_type": m.ConversationType, "conversation_id": m.ConversationId, "is_group": fmt.Sprint(!dm)},
+		Metadata: map[string]string{"conversation_type": m.ConversationType, "conversation_id": m.ConversationId, metakey.IsGroup: fmt.Sprint(!dm)},
 	}
 	if m.SessionWebhook != "" {
 		msg.Metadata["session_webhook"] = m.SessionWebhook
 		msg.Metadata["session_webhook_expires"] = strconv.FormatInt(m.SessionWebhookExpiredTime, 10)
 	}
 	if a.streams != nil {
-		msg.Metadata["stream"] = "true" // asks the worker for deltas
+		msg.Metadata[metakey.Stream] = "true" // asks the worker for deltas
 	}
 	if !media.AttachAll(ctx, a.log, msg, files, func(ctx context.Context, i int, f file) (*nanofleetv1.MediaRef, error) {
 		return a.download(ctx, m.MsgId, i, f)

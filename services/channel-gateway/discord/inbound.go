@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -121,12 +122,12 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, raw []byte) erro
 		return nil
 	}
 	// is_group tells memory a guild channel from a DM (memory.IsGroup).
-	meta := map[string]string{"message_id": m.ID, "username": m.Author.Username, "is_group": fmt.Sprint(!dm)}
+	meta := map[string]string{"message_id": m.ID, "username": m.Author.Username, metakey.IsGroup: fmt.Sprint(!dm)}
 	if !dm {
 		meta["guild_id"] = m.GuildID
 	}
 	if a.cfg.Streaming {
-		meta["stream"] = "true" // asks the worker for deltas
+		meta[metakey.Stream] = "true" // asks the worker for deltas
 	}
 	msg := &nanofleetv1.InboundMessage{
 		Id: m.ID, Channel: Channel, ChatId: m.ChannelID,

@@ -9,6 +9,7 @@ import (
 
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -89,7 +90,7 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, eventID strin
 		msg.Metadata["thread_id"] = t
 	}
 	if a.cfg.Streaming {
-		msg.Metadata["stream"] = "true" // asks the worker for deltas
+		msg.Metadata[metakey.Stream] = "true" // asks the worker for deltas
 	}
 	if !media.AttachAll(ctx, a.log, msg, files, func(ctx context.Context, i int, f resource) (*nanofleetv1.MediaRef, error) {
 		return a.download(ctx, msgID, eventID, i, f)

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/watch"
@@ -114,7 +115,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		Metadata: map[string]string{"model": req.Model},
 	}
 	if req.Stream {
-		in.Metadata["stream"] = "true" // asks the worker for deltas
+		in.Metadata[metakey.Stream] = "true" // asks the worker for deltas
 	}
 	dup, err := s.publish(ctx, in)
 	if err == nil && dup && sdkAttempt == 0 && r.Header.Get("Idempotency-Key") == "" {

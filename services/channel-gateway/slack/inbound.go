@@ -12,7 +12,9 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/observe"
+	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -97,9 +99,9 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 	}
 	// is_group tells memory a channel from a private chat (memory.IsGroup):
 	// app_mention events carry no channel_type.
-	meta := map[string]string{"ts": e.TS, "channel_type": e.ChannelType, "is_group": fmt.Sprint(!dm)}
+	meta := map[string]string{"ts": e.TS, "channel_type": e.ChannelType, metakey.IsGroup: fmt.Sprint(!dm)}
 	if a.cfg.Streaming {
-		meta["stream"] = "true" // asks the worker for deltas
+		meta[metakey.Stream] = "true" // asks the worker for deltas
 	}
 	if thread != "" {
 		meta["thread_ts"] = thread
@@ -109,7 +111,9 @@ func (a *Adapter) onEvent(ctx context.Context, in gateway.Inbox, payload json.Ra
 		Content: text, Metadata: meta,
 	}
 	if !dm && thread != "" {
-		msg.SessionKey = Channel + ":" + e.Channel + ":" + thread
+		// A thread is a conversation of its own, as in nanobot:
+		// "slack:<channel>:<thread ts>".
+		msg.SessionKey = session.Key(Channel, e.Channel+":"+thread)
 	}
 	// A file Slack gives no download URL for is skipped, without a note.
 	files := slices.DeleteFunc(e.Files, func(f file) bool { return f.URL == "" })

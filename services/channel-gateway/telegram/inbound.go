@@ -14,6 +14,7 @@ import (
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -87,7 +88,7 @@ func (a *Adapter) handle(ctx context.Context, in gateway.Inbox, upd *models.Upda
 		meta["username"] = msg.From.Username
 	}
 	if a.cfg.Streaming {
-		meta["stream"] = "true" // asks the worker for deltas
+		meta[metakey.Stream] = "true" // asks the worker for deltas
 	}
 	if msg.MessageThreadID != 0 && msg.IsTopicMessage {
 		meta["thread_id"] = strconv.Itoa(msg.MessageThreadID)

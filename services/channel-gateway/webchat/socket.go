@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/httpjson"
@@ -118,7 +119,7 @@ func (s *Server) send(ctx context.Context, id string, req request) (frame, error
 	}
 	in := &nanofleetv1.InboundMessage{
 		Id: "web-" + randID(), Channel: Channel, ChatId: id, SenderId: "web", SenderName: "web user", Content: text,
-		Metadata: map[string]string{"stream": "true"}, // the page shows deltas
+		Metadata: map[string]string{metakey.Stream: "true"}, // the page shows deltas
 	}
 	for _, f := range req.Files {
 		if !strings.HasPrefix(f.Object, "web/"+id+"/") {

@@ -9,6 +9,7 @@ import (
 	"go.mau.fi/whatsmeow/types"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/typing"
@@ -94,7 +95,7 @@ func (a *Adapter) deliverLive(ctx context.Context, c Conn, msg *nanofleetv1.Outb
 // direct chat a quote would only add noise.
 func (a *Adapter) message(msg *nanofleetv1.OutboundMessage, i int, text string) *waE2E.Message {
 	meta := msg.GetMetadata()
-	if i > 0 || msg.GetReplyTo() == "" || meta["is_group"] != "true" {
+	if i > 0 || msg.GetReplyTo() == "" || meta[metakey.IsGroup] != "true" {
 		return &waE2E.Message{Conversation: proto.String(text)}
 	}
 	return &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{

@@ -13,6 +13,7 @@ import (
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -71,10 +72,10 @@ func (a *Adapter) onMessage(ctx context.Context, in gateway.Inbox, e *events.Mes
 	msg := &nanofleetv1.InboundMessage{
 		Id: info.ID, Channel: Channel, ChatId: info.Chat.String(), SenderId: sender.User, Content: text,
 		Metadata: map[string]string{
-			"sender":     sender.String(),
-			"is_group":   fmt.Sprint(info.IsGroup),
-			"push_name":  info.PushName,
-			"quote_text": textcut.Runes(markup.Plain(text), quoteLen),
+			"sender":        sender.String(),
+			metakey.IsGroup: fmt.Sprint(info.IsGroup),
+			"push_name":     info.PushName,
+			"quote_text":    textcut.Runes(markup.Plain(text), quoteLen),
 		},
 	}
 	if q := ctxInfo.GetStanzaID(); q != "" {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -158,7 +159,7 @@ func (c *Client) Send(ctx context.Context, req Request) (*Pending, error) {
 		SessionKey: req.SessionKey, Kind: nanofleetv1.InboundKind_INBOUND_KIND_USER, ReceivedAt: timestamppb.Now(),
 	}
 	if req.Stream {
-		in.Metadata = map[string]string{"stream": "true"}
+		in.Metadata = map[string]string{metakey.Stream: "true"}
 	}
 	data, err := proto.Marshal(in)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/metakey"
 	"github.com/nanofleet/nanofleet/pkg/session"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -244,7 +245,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
 				if out.Metadata == nil {
 					out.Metadata = map[string]string{}
 				}
-				out.Metadata["streamed"] = "true"
+				out.Metadata[metakey.Streamed] = "true"
 			}
 		}
 		data, err := proto.Marshal(out)
