@@ -49,13 +49,24 @@ func Suffix(s string, n int) string {
 	return s[from:]
 }
 
+// RunePrefix returns the first n characters of s (none for n ≤ 0).
+func RunePrefix(s string, n int) string {
+	for i := range s {
+		if n <= 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
 // Runes returns the first n characters of s followed by "…" when there
 // were more.
 func Runes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	if p := RunePrefix(s, n); len(p) < len(s) {
+		return p + "…"
 	}
-	return string([]rune(s)[:max(n, 0)]) + "…"
+	return s
 }
 
 // Line is s on one line, each run of white space a single space, cut like

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/every"
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 
@@ -276,7 +277,7 @@ func (r *Runner) shrink(ctx context.Context, name string, tr *nanofleetv1.ToolRe
 	ref, err := output.Store(sctx, r.blobs, tr.GetSessionKey(), res.Content)
 	if err != nil {
 		r.log.Warn("oversize result not stored; cutting it", "tool", name, "err", err)
-		res.Content = string([]rune(res.Content)[:r.cfg.Runner.OversizeChars]) + "\n\n[output cut: it was too long and could not be stored]"
+		res.Content = textcut.RunePrefix(res.Content, r.cfg.Runner.OversizeChars) + "\n\n[output cut: it was too long and could not be stored]"
 		return res
 	}
 	res.Content = output.Preview(res.Content, ref, r.cfg.Runner.PreviewChars)

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
 
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
@@ -48,10 +49,7 @@ func Store(ctx context.Context, blobs tools.Blobs, sessionKey, text string) (str
 // previewChars characters and how to read the rest.
 func Preview(text, ref string, previewChars int) string {
 	total := utf8.RuneCountInString(text)
-	head := text
-	if total > previewChars {
-		head = string([]rune(text)[:previewChars])
-	}
+	head := textcut.RunePrefix(text, previewChars)
 	return fmt.Sprintf("%s\n\n[Output truncated: %d characters in all, the first %d shown. The full output is stored as ref=%q; call read_tool_output with that ref and offset=%d to read on.]",
 		head, total, min(total, previewChars), ref, min(total, previewChars))
 }

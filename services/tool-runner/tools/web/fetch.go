@@ -113,11 +113,9 @@ func (t *fetchTool) Run(ctx context.Context, c *tools.Call) (tools.Result, error
 		return tools.Result{}, fmt.Errorf("%s is %s, not a page web_fetch can read as text", final.Redacted(), ctype)
 	}
 	text = strings.TrimSpace(text)
-	runes := []rune(text)
-	cut := len(runes) > a.MaxChars
-	if cut {
-		text = string(runes[:a.MaxChars])
-	}
+	whole := len(text)
+	text = textcut.RunePrefix(text, a.MaxChars)
+	cut := len(text) < whole
 	var b strings.Builder
 	fmt.Fprintf(&b, "URL: %s\n", final.Redacted())
 	if final.String() != u.String() {
@@ -128,7 +126,7 @@ func (t *fetchTool) Run(ctx context.Context, c *tools.Call) (tools.Result, error
 	}
 	b.WriteString("\n" + text)
 	if cut || cutBytes {
-		fmt.Fprintf(&b, "\n\n[content cut at %d characters; pass a larger maxChars to read more]", len([]rune(text)))
+		fmt.Fprintf(&b, "\n\n[content cut at %d characters; pass a larger maxChars to read more]", utf8.RuneCountInString(text))
 	}
 	return tools.Result{Text: Untrusted(final.Redacted(), b.String())}, nil
 }
