@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -56,21 +57,29 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid field.
+// Validate reports every invalid field. The fields are set by code, not
+// by the config file (whose gateway section is nanobot's, refused key by
+// key), so the errors name them as Go does.
 func (c Config) Validate() error {
-	switch {
-	case c.MaxDeliver < 1:
-		return fmt.Errorf("gateway.maxDeliver: must be at least 1, got %d", c.MaxDeliver)
-	case c.AttemptTimeout < time.Second:
-		return fmt.Errorf("gateway.attemptTimeout: must be at least 1s, got %s", c.AttemptTimeout)
-	case c.AckWait < time.Second:
-		return fmt.Errorf("gateway.ackWait: must be at least 1s, got %s", c.AckWait)
-	case c.MinBackoff <= 0 || c.MaxBackoff < c.MinBackoff:
-		return fmt.Errorf("gateway backoff: want 0 < min <= max, got %s, %s", c.MinBackoff, c.MaxBackoff)
-	case c.Parallel < 1:
-		return fmt.Errorf("gateway.parallel: must be at least 1, got %d", c.Parallel)
-	case c.MaxContentBytes < 1 || c.MaxContentBytes > MaxContentBytes:
-		return fmt.Errorf("gateway.maxContentBytes: must be 1..%d, got %d", MaxContentBytes, c.MaxContentBytes)
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("gateway: "+format, args...)) }
+	if c.MaxDeliver < 1 {
+		bad("MaxDeliver must be at least 1, got %d", c.MaxDeliver)
 	}
-	return nil
+	if c.AttemptTimeout < time.Second {
+		bad("AttemptTimeout must be at least 1s, got %s", c.AttemptTimeout)
+	}
+	if c.AckWait < time.Second {
+		bad("AckWait must be at least 1s, got %s", c.AckWait)
+	}
+	if c.MinBackoff <= 0 || c.MaxBackoff < c.MinBackoff {
+		bad("MinBackoff and MaxBackoff must be 0 < min <= max, got %s, %s", c.MinBackoff, c.MaxBackoff)
+	}
+	if c.Parallel < 1 {
+		bad("Parallel must be at least 1, got %d", c.Parallel)
+	}
+	if c.MaxContentBytes < 1 || c.MaxContentBytes > MaxContentBytes {
+		bad("MaxContentBytes must be 1..%d, got %d", MaxContentBytes, c.MaxContentBytes)
+	}
+	return errors.Join(errs...)
 }
