@@ -48,7 +48,7 @@ func (j Job) String() string {
 // the memory-consolidator whenever they go missing.
 func ListJobs(ctx context.Context, b *bus.Bus) ([]Job, error) {
 	n := NamesOf(b.Space)
-	msgs, err := b.Direct.Range(ctx, n.JobStream(), b.Space.Prefix()+".memory.job.sched.>", 1, 0, 0)
+	msgs, err := b.Direct.Range(ctx, n.JobStream(), n.JobSchedules(), 1, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("list system jobs: %w", err)
 	}
@@ -59,16 +59,11 @@ func ListJobs(ctx context.Context, b *bus.Bus) ([]Job, error) {
 	var out []Job
 	for _, m := range msgs {
 		fire := &nanofleetv1.SystemJobFire{}
-		if err := proto.Unmarshal(m.Data, fire); err != nil || m.Header.Get("Nats-Schedule") == "" {
+		sched := bus.ScheduleOf(m.Header)
+		if err := proto.Unmarshal(m.Data, fire); err != nil || sched.Pattern == "" {
 			continue
 		}
-		j := Job{Name: fire.GetJob(), Agent: fire.GetAgent(), Schedule: m.Header.Get("Nats-Schedule"), TimeZone: m.Header.Get("Nats-Schedule-Time-Zone")}
-		if last, err := st.GetLastMsgForSubject(ctx, n.JobFire(j.Name, j.Agent)); err == nil {
-			if next, err := time.Parse(time.RFC3339Nano, last.Header.Get("Nats-Schedule-Next")); err == nil {
-				j.Next = next
-			}
-		}
-		out = append(out, j)
+		out = append(out, jobOf(ctx, st, n, fire.GetJob(), fire.GetAgent(), sched))
 	}
 	return out, nil
 }
@@ -83,13 +78,18 @@ func DescribeJob(ctx context.Context, js jetstream.JetStream, n Names, job, agen
 	if err != nil {
 		return "", err
 	}
-	j := Job{Name: job, Agent: agent, Schedule: m.Header.Get("Nats-Schedule"), TimeZone: m.Header.Get("Nats-Schedule-Time-Zone")}
-	if last, err := st.GetLastMsgForSubject(ctx, n.JobFire(job, agent)); err == nil {
-		if next, err := time.Parse(time.RFC3339Nano, last.Header.Get("Nats-Schedule-Next")); err == nil {
-			j.Next = next
-		}
-	}
+	j := jobOf(ctx, st, n, job, agent, bus.ScheduleOf(m.Header))
 	return capitalize(strings.TrimSpace(j.String())), nil
+}
+
+// jobOf is the job of a schedule, with its next fire as its last fire
+// says.
+func jobOf(ctx context.Context, st jetstream.Stream, n Names, job, agent string, sched bus.Schedule) Job {
+	j := Job{Name: job, Agent: agent, Schedule: sched.Pattern, TimeZone: sched.TimeZone}
+	if last, err := st.GetLastMsgForSubject(ctx, n.JobFire(job, agent)); err == nil {
+		j.Next, _ = bus.NextFire(last.Header)
+	}
+	return j
 }
 
 func capitalize(s string) string {

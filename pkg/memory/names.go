@@ -46,6 +46,9 @@ func (n Names) JobSchedule(job, agent string) string { return n.sp.MemoryJobSche
 // JobFire is the subject a system job's schedule fires on.
 func (n Names) JobFire(job, agent string) string { return n.sp.MemoryJobFire(job, agent) }
 
+// JobSchedules matches every system job's schedule message.
+func (n Names) JobSchedules() string { return n.sp.MemoryJobSchedules() }
+
 // JobAll matches every job subject.
 func (n Names) JobAll() string { return n.sp.MemoryJobAll() }
 

@@ -144,7 +144,7 @@ func (r *Relay) handle(ctx context.Context, m jetstream.Msg) {
 	// A repeating job's fire produced just before the job was removed:
 	// the job is gone, so is the fire. (A one-time job's schedule is purged
 	// by its own fire, hence the purge marker exception.)
-	if sched := m.Headers().Get(hdrScheduler); sched != "" && m.Headers().Get(hdrScheduleNext) != scheduleNextPurge {
+	if sched := m.Headers().Get(bus.HeaderScheduler); sched != "" && m.Headers().Get(bus.HeaderScheduleNext) != bus.ScheduleNextPurge {
 		if _, err := r.stream.GetLastMsgForSubject(ctx, sched); errors.Is(err, jetstream.ErrMsgNotFound) {
 			log.Info("fire of a removed job dropped")
 			_ = m.Ack()

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
@@ -29,17 +28,6 @@ const (
 	hdrJobSpec    = "Nanofleet-Job-Spec"
 	hdrJobCreated = "Nanofleet-Job-Created"
 	hdrJobSession = "Nanofleet-Job-Session"
-)
-
-// Headers the server reads on a schedule message and sets on a fire
-// (ADR-51).
-const (
-	hdrSchedule       = "Nats-Schedule"
-	hdrScheduleTarget = "Nats-Schedule-Target"
-	hdrScheduleTZ     = "Nats-Schedule-Time-Zone"
-	hdrScheduler      = "Nats-Scheduler"
-	hdrScheduleNext   = "Nats-Schedule-Next"
-	scheduleNextPurge = "purge"
 )
 
 // JetStream error codes of rejected schedules.
@@ -191,13 +179,7 @@ func (s *Scheduler) Add(ctx context.Context, j Job) (Job, error) {
 	if err != nil {
 		return Job{}, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
-	m := nats.NewMsg(s.b.Space.ScheduleJob(j.SessionKey, j.ID))
-	m.Data = data
-	m.Header.Set(hdrSchedule, pattern)
-	m.Header.Set(hdrScheduleTarget, s.b.Space.ScheduleFire(j.SessionKey, j.ID))
-	if tz != "" {
-		m.Header.Set(hdrScheduleTZ, tz)
-	}
+	m := bus.Schedule{Pattern: pattern, Target: s.b.Space.ScheduleFire(j.SessionKey, j.ID), TimeZone: tz}.Msg(s.b.Space.ScheduleJob(j.SessionKey, j.ID), data)
 	m.Header.Set(hdrJobID, j.ID)
 	m.Header.Set(hdrJobSession, j.SessionKey)
 	m.Header.Set(hdrJobSpec, encodeSpec(j.Spec))
@@ -318,7 +300,7 @@ func (s *Scheduler) read(ctx context.Context, subj string) (Job, error) {
 	var lastNext time.Time
 	if j.Spec.Every != 0 {
 		if f, err := s.stream.GetLastMsgForSubject(ctx, s.b.Space.ScheduleFire(j.SessionKey, j.ID)); err == nil && f.Time.After(m.Time) {
-			lastNext, _ = time.Parse(time.RFC3339Nano, f.Header.Get(hdrScheduleNext))
+			lastNext, _ = bus.NextFire(f.Header)
 		}
 	}
 	j.Next = j.next(s.now(), lastNext, m.Time)

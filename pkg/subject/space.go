@@ -178,6 +178,9 @@ func (s Space) MemoryJobSchedule(job, agent string) string {
 	return s.prefix + ".memory.job.sched." + Token(job) + "." + Token(agent)
 }
 
+// MemoryJobSchedules matches every memory system job's schedule message.
+func (s Space) MemoryJobSchedules() string { return s.prefix + ".memory.job.sched.>" }
+
 // MemoryJobFire is the subject a memory system job's schedule fires on.
 func (s Space) MemoryJobFire(job, agent string) string {
 	return s.prefix + ".memory.job.fire." + Token(job) + "." + Token(agent)

@@ -55,6 +55,7 @@ func TestMemorySubjects(t *testing.T) {
 		{sp.MemoryJobSchedule("dream", "a.b"), "nf.memory.job.sched.dream.a=2Eb"},
 		{sp.MemoryJobFire("dream", "default"), "nf.memory.job.fire.dream.default"},
 		{sp.MemoryJobAll(), "nf.memory.job.>"},
+		{sp.MemoryJobSchedules(), "nf.memory.job.sched.>"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

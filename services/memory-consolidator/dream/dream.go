@@ -46,7 +46,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -150,23 +149,16 @@ func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Job, error) 
 func (j *Job) Schedule(ctx context.Context) error {
 	subj := j.names.JobSchedule(JobName, j.cfg.Agent)
 	target := j.names.JobFire(JobName, j.cfg.Agent)
+	want := bus.Schedule{Pattern: j.cfg.Pattern(), Target: target, TimeZone: j.cfg.TimeZone}
 	cur, err := j.stream.GetLastMsgForSubject(ctx, subj)
-	if err == nil && cur.Header.Get("Nats-Schedule") == j.cfg.Pattern() &&
-		cur.Header.Get("Nats-Schedule-Target") == target &&
-		cur.Header.Get("Nats-Schedule-Time-Zone") == j.cfg.TimeZone {
+	if err == nil && bus.ScheduleOf(cur.Header) == want {
 		return nil
 	}
 	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return fmt.Errorf("dream: read schedule: %w", err)
 	}
 	body, _ := proto.Marshal(&nanofleetv1.SystemJobFire{Job: JobName, Agent: j.cfg.Agent})
-	m := nats.NewMsg(subj)
-	m.Data = body
-	m.Header.Set("Nats-Schedule", j.cfg.Pattern())
-	m.Header.Set("Nats-Schedule-Target", target)
-	if j.cfg.TimeZone != "" {
-		m.Header.Set("Nats-Schedule-Time-Zone", j.cfg.TimeZone)
-	}
+	m := want.Msg(subj, body)
 	m.Header.Set(memory.HeaderSystemJob, JobName)
 	if _, err := bus.PublishMsg(ctx, j.d.Bus.JS, m); err != nil {
 		return fmt.Errorf("dream: publish schedule %q: %w", j.cfg.Pattern(), err)
