@@ -274,6 +274,36 @@ func TestAttachmentRetrySendsEachOnce(t *testing.T) {
 	h.fake.None(t, 300*time.Millisecond, create)
 }
 
+// TestGoneAttachmentIsANote: an attachment the store no longer holds can
+// never be sent, so it is not retried: the chat gets the text, a note
+// naming the attachment and the next attachment, each once.
+func TestGoneAttachmentIsANote(t *testing.T) {
+	refs := []*nanofleetv1.MediaRef{
+		{Object: "t/gone.pdf", Name: "gone.pdf", MimeType: "application/pdf"},
+		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
+	}
+	doc := []byte("%PDF-1.4 b")
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
+	workertest.StoreMedia(t, h.Bus, refs, [][]byte{nil, doc})
+	h.fake.Send(h.dm("600000000000000001", "two files please"))
+	want := []struct {
+		text  string
+		files map[string][]byte
+	}{
+		{"here", nil},
+		{"[attachment gone.pdf is no longer stored; not sent]", nil},
+		{"", map[string][]byte{"b.pdf": doc}},
+	}
+	for i, w := range want {
+		c := h.fake.Next(t, wait, create)
+		if c.Content() != w.text || !maps.EqualFunc(c.Files, w.files, bytes.Equal) || c.Status != 200 || c.Duplicate {
+			t.Fatalf("request %d: %q with files %q, status %d, duplicate %v; want %q with %q, status 200",
+				i, c.Content(), c.Files, c.Status, c.Duplicate, w.text, w.files)
+		}
+	}
+	h.fake.None(t, 300*time.Millisecond, create)
+}
+
 // TestRefusalsStopTheAdapter: a rejected token, or the message-content
 // intent not enabled for the bot, stop the adapter with an error naming
 // the cause instead of reconnecting forever.

@@ -281,6 +281,35 @@ func TestAttachmentRetrySendsEachOnce(t *testing.T) {
 	h.fake.None(t, 300*time.Millisecond, "sendMessage", "sendDocument", "sendPhoto")
 }
 
+// TestGoneAttachmentIsANote: an attachment the store no longer holds can
+// never be sent, so it is not retried: the chat gets the text, a note
+// naming the attachment (plain text) and the next attachment, each once.
+func TestGoneAttachmentIsANote(t *testing.T) {
+	refs := []*nanofleetv1.MediaRef{
+		{Object: "t/gone.pdf", Name: "gone.pdf", MimeType: "application/pdf"},
+		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
+	}
+	doc := []byte("%PDF-1.4 b")
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
+	workertest.StoreMedia(t, h.Bus, refs, [][]byte{nil, doc})
+	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 8, FromID: 8, Text: "two files please"})
+	want := []struct {
+		method, text, parseMode string
+		doc                     []byte
+	}{
+		{"sendMessage", "here", "HTML", nil},
+		{"sendMessage", "[attachment gone.pdf is no longer stored; not sent]", "", nil},
+		{"sendDocument", "", "", doc},
+	}
+	for i, w := range want {
+		c := h.fake.Next(t, wait, "sendMessage", "sendDocument", "sendPhoto")
+		if c.Method != w.method || c.Fields["text"] != w.text || c.Fields["parse_mode"] != w.parseMode || !bytes.Equal(c.Files["document"], w.doc) {
+			t.Fatalf("call %d: %s %q (%q) with document %q; want %s %q (%q) with %q", i, c.Method, c.Fields["text"], c.Fields["parse_mode"], c.Files["document"], w.method, w.text, w.parseMode, w.doc)
+		}
+	}
+	h.fake.None(t, 300*time.Millisecond, "sendMessage", "sendDocument", "sendPhoto")
+}
+
 func TestOnePollerPerBotToken(t *testing.T) {
 	fake := telegramtest.New(t, token)
 	b := adaptertest.NewEnv(t, workertest.Echo).Bus
