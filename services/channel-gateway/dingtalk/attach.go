@@ -12,10 +12,9 @@ import (
 	"path"
 	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
 // MediaLimit is the media upload's limit for images and files.
@@ -32,48 +31,34 @@ var (
 // the robot API (a session webhook takes no pictures or files): uploaded
 // with media/upload, then a sampleImageMsg whose photoURL is the media id,
 // or a sampleFile. An attachment DingTalk cannot take (a format robots do
-// not send, over [MediaLimit], refused) or the store no longer holds
-// becomes a text message naming it, so the reply still arrives and the
-// user knows what is missing.
+// not send, over [MediaLimit], empty, refused) or the store no longer
+// holds becomes a text message naming it (internal/media's Load and
+// Note), so the reply still arrives and the user knows what is missing.
 func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessage, m *nanofleetv1.MediaRef) error {
-	if m.GetObject() == "" {
-		if m.GetUrl() == "" {
-			return nil
-		}
-		return a.send(ctx, msg, "text", m.GetUrl())
-	}
-	name := m.GetName()
-	if name == "" {
-		name = path.Base(m.GetObject())
-	}
+	name := media.Name(m)
 	ext := strings.TrimPrefix(strings.ToLower(path.Ext(name)), ".")
 	image := imageTypes[strings.ToLower(m.GetMimeType())]
-	if !image && !fileTypes[ext] {
-		return a.mediaNote(ctx, msg, name, "is a kind of file DingTalk robots cannot send")
+	if m.GetObject() != "" && !image && !fileTypes[ext] { // known before reading it
+		return a.mediaNote(ctx, msg, name, media.Note(name, "is a kind of file DingTalk robots cannot send"))
 	}
-	if m.GetSize() > MediaLimit {
-		return a.mediaNote(ctx, msg, name, fmt.Sprintf("is over DingTalk's %d MB limit", MediaLimit>>20))
-	}
-	data, err := a.media.Get(ctx, m.GetObject())
+	f, err := a.media.Load(ctx, m, "DingTalk", MediaLimit)
 	switch {
-	case errors.Is(err, jetstream.ErrObjectNotFound):
-		return a.mediaNote(ctx, msg, name, "is no longer stored")
-	case err != nil:
-		return gateway.Retry(fmt.Errorf("dingtalk: %w", err), 0)
-	case len(data) == 0:
-		return a.mediaNote(ctx, msg, name, "is empty")
-	case len(data) > MediaLimit:
-		return a.mediaNote(ctx, msg, name, fmt.Sprintf("is over DingTalk's %d MB limit", MediaLimit>>20))
+	case err != nil || f == nil:
+		return err
+	case f.Note != "":
+		return a.mediaNote(ctx, msg, f.Name, f.Note)
+	case f.URL != "":
+		return a.send(ctx, msg, "text", f.URL)
 	}
 	kind := "file"
 	if image {
 		kind = "image"
 	}
-	id, err := a.upload(ctx, kind, name, data)
+	id, err := a.upload(ctx, kind, f.Name, f.Data)
 	var de *gateway.DeliveryError
 	if errors.As(err, &de) && !de.Retryable {
-		a.log.Warn("dingtalk refused an attachment", "id", msg.GetId(), "name", name, "err", err)
-		return a.mediaNote(ctx, msg, name, "was refused by DingTalk")
+		a.log.Warn("dingtalk refused an attachment", "id", msg.GetId(), "name", f.Name, "err", err)
+		return a.mediaNote(ctx, msg, f.Name, media.Note(f.Name, "was refused by DingTalk"))
 	}
 	if err != nil {
 		return err
@@ -81,13 +66,14 @@ func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessag
 	if image {
 		return a.robotSend(ctx, msg.GetChatId(), "sampleImageMsg", map[string]string{"photoURL": id})
 	}
-	return a.robotSend(ctx, msg.GetChatId(), "sampleFile", map[string]string{"mediaId": id, "fileName": name, "fileType": ext})
+	return a.robotSend(ctx, msg.GetChatId(), "sampleFile", map[string]string{"mediaId": id, "fileName": f.Name, "fileType": ext})
 }
 
-// mediaNote tells the chat that an attachment was not sent, and why.
-func (a *Adapter) mediaNote(ctx context.Context, msg *nanofleetv1.OutboundMessage, name, why string) error {
-	a.log.Warn("dingtalk attachment not sent", "id", msg.GetId(), "name", name, "reason", why)
-	return a.send(ctx, msg, "text", fmt.Sprintf("[attachment %s %s; not sent]", name, why))
+// mediaNote tells the chat that attachment name was not sent: note says
+// why.
+func (a *Adapter) mediaNote(ctx context.Context, msg *nanofleetv1.OutboundMessage, name, note string) error {
+	a.log.Warn("dingtalk attachment not sent", "id", msg.GetId(), "name", name, "note", note)
+	return a.send(ctx, msg, "text", note)
 }
 
 // Media upload errcodes worth another try: system busy, and the rate

@@ -43,7 +43,7 @@ func TestOutboundAttachmentsAreUploaded(t *testing.T) {
 		{name: "a type robots cannot send", ref: &nanofleetv1.MediaRef{Object: "t/notes.txt", Name: "notes.txt", MimeType: "text/plain"}, data: []byte("hi"),
 			note: "notes.txt is a kind of file DingTalk robots cannot send"},
 		{name: "over the limit", ref: &nanofleetv1.MediaRef{Object: "t/huge.zip", Name: "huge.zip", Size: dingtalk.MediaLimit + 1},
-			note: "huge.zip is over DingTalk's 20 MB limit"},
+			note: "huge.zip is 20.0 MB, over DingTalk's 20 MB limit"},
 		{name: "gone from the store", ref: &nanofleetv1.MediaRef{Object: "t/gone.pdf", Name: "gone.pdf"},
 			note: "gone.pdf is no longer stored"},
 	}

@@ -9,13 +9,19 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
-// sendMedia uploads an attachment from the object store.
+// sendMedia uploads an attachment from the object store, or sends the
+// note saying why it cannot be (internal/media's Load).
 func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessage, i int, m *nanofleetv1.MediaRef) error {
-	f, err := a.media.Load(ctx, m)
+	f, err := a.media.Load(ctx, m, "Discord", 0)
 	if err != nil || f == nil {
 		return err
 	}
-	if f.URL != "" {
+	switch {
+	case f.Note != "":
+		a.log.Warn("attachment not sent", "chat", msg.GetChatId(), "name", f.Name, "note", f.Note)
+		_, err := a.post(ctx, msg, f.Note, false, nonce(msg.GetId()+"/media", i), nil)
+		return err
+	case f.URL != "":
 		_, err := a.post(ctx, msg, f.URL, false, nonce(msg.GetId()+"/media", i), nil)
 		return err
 	}

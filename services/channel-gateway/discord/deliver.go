@@ -19,9 +19,10 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
-// Deliver sends one durable reply, split at 2000 characters, continuing
-// after the pieces an earlier attempt already sent. A streamed answer's
-// first piece replaces the streamed message's text.
+// Deliver sends one durable reply, split at 2000 characters, then its
+// attachments, continuing after the pieces an earlier attempt already
+// sent. A streamed answer's first piece replaces the streamed message's
+// text.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	a.typing.StopIfEnded(msg)
 	pieces := markup.Split(msg.GetContent(), Limit)
@@ -29,20 +30,31 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if err != nil {
 		return err
 	}
-	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces), func(ctx context.Context, i int) error {
+	// The attachments follow the text, counted as pieces after it, so that
+	// a retry continues after the last piece or attachment sent.
+	media := msg.GetMedia()
+	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(media), func(ctx context.Context, i int) error {
+		if i >= len(pieces) {
+			return a.attach(ctx, msg, i-len(pieces), media[i-len(pieces)])
+		}
 		_, err := a.post(ctx, msg, pieces[i], i == 0, nonce(msg.GetId(), i), nil)
 		return err
 	})
 	if err != nil {
 		return classify(err)
 	}
-	for i, m := range msg.GetMedia() {
-		if err := a.sendMedia(ctx, msg, i, m); err != nil {
-			a.log.Warn("send attachment failed", "chat", msg.GetChatId(), "n", i, "name", m.GetName(), "err", err)
-			var de *gateway.DeliveryError
-			if errors.As(classify(err), &de) && de.Retryable {
-				return de
-			}
+	return nil
+}
+
+// attach sends attachment i of a reply. Only a failure worth a retry
+// stops the reply; one Discord refuses is logged and skipped, counted as
+// sent.
+func (a *Adapter) attach(ctx context.Context, msg *nanofleetv1.OutboundMessage, i int, m *nanofleetv1.MediaRef) error {
+	if err := a.sendMedia(ctx, msg, i, m); err != nil {
+		a.log.Warn("send attachment failed", "chat", msg.GetChatId(), "n", i, "name", m.GetName(), "err", err)
+		var de *gateway.DeliveryError
+		if errors.As(classify(err), &de) && de.Retryable {
+			return de
 		}
 	}
 	return nil

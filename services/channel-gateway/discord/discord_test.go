@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -235,6 +236,72 @@ func TestOutboundAttachmentIsUploaded(t *testing.T) {
 	if !bytes.Equal(c.Files["chart.png"], img) || c.Status != 200 {
 		t.Errorf("upload %d: files %v", c.Status, len(c.Files))
 	}
+}
+
+// TestAttachmentRetrySendsEachOnce: a reply's attachments are counted as
+// pieces after its text, so the retry after a 5xx on the second
+// attachment sends that attachment only: no request repeats one Discord
+// took (its nonce would hide the repeat only for a few minutes).
+func TestAttachmentRetrySendsEachOnce(t *testing.T) {
+	refs := []*nanofleetv1.MediaRef{
+		{Object: "t/a.pdf", Name: "a.pdf", MimeType: "application/pdf"},
+		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
+	}
+	data := [][]byte{[]byte("%PDF-1.4 a"), []byte("%PDF-1.4 b")}
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
+	workertest.StoreMedia(t, h.Bus, refs, data)
+	h.fake.Pass(create, 2)
+	h.fake.Fail(create, discordtest.Failure{Status: 500, Message: "500: Internal Server Error"})
+	h.fake.Send(h.dm("600000000000000001", "two files please"))
+	// Every message request, in order: the text, a, b refused, b again.
+	want := []struct {
+		text   string
+		files  map[string][]byte
+		status int
+	}{
+		{"here", nil, 200},
+		{"", map[string][]byte{"a.pdf": data[0]}, 200},
+		{"", map[string][]byte{"b.pdf": data[1]}, 500},
+		{"", map[string][]byte{"b.pdf": data[1]}, 200},
+	}
+	for i, w := range want {
+		c := h.fake.Next(t, wait, create)
+		if c.Content() != w.text || !maps.EqualFunc(c.Files, w.files, bytes.Equal) || c.Status != w.status || c.Duplicate {
+			t.Fatalf("request %d: %q with files %q, status %d, duplicate %v; want %q with %q, status %d",
+				i, c.Content(), c.Files, c.Status, c.Duplicate, w.text, w.files, w.status)
+		}
+	}
+	h.fake.None(t, 300*time.Millisecond, create)
+}
+
+// TestGoneAttachmentIsANote: an attachment the store no longer holds can
+// never be sent, so it is not retried: the chat gets the text, a note
+// naming the attachment and the next attachment, each once.
+func TestGoneAttachmentIsANote(t *testing.T) {
+	refs := []*nanofleetv1.MediaRef{
+		{Object: "t/gone.pdf", Name: "gone.pdf", MimeType: "application/pdf"},
+		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
+	}
+	doc := []byte("%PDF-1.4 b")
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
+	workertest.StoreMedia(t, h.Bus, refs, [][]byte{nil, doc})
+	h.fake.Send(h.dm("600000000000000001", "two files please"))
+	want := []struct {
+		text  string
+		files map[string][]byte
+	}{
+		{"here", nil},
+		{"[attachment gone.pdf is no longer stored; not sent]", nil},
+		{"", map[string][]byte{"b.pdf": doc}},
+	}
+	for i, w := range want {
+		c := h.fake.Next(t, wait, create)
+		if c.Content() != w.text || !maps.EqualFunc(c.Files, w.files, bytes.Equal) || c.Status != 200 || c.Duplicate {
+			t.Fatalf("request %d: %q with files %q, status %d, duplicate %v; want %q with %q, status 200",
+				i, c.Content(), c.Files, c.Status, c.Duplicate, w.text, w.files)
+		}
+	}
+	h.fake.None(t, 300*time.Millisecond, create)
 }
 
 // TestRefusalsStopTheAdapter: a rejected token, or the message-content

@@ -34,9 +34,11 @@
 // copied into the object store.
 //
 // Delivering: Discord renders Markdown itself; answers longer than 2000
-// characters are split on paragraph boundaries, and a retried delivery,
-// on this gateway or another, continues with the first piece not yet sent
-// (internal/parts). The first piece is a reply
+// characters are split on paragraph boundaries. The reply's attachments
+// follow its text as uploads (one the store no longer holds, or empty, as
+// a note naming it: internal/media's Load), counted as pieces after it: a retried
+// delivery, on this gateway or another, continues with the first piece or
+// attachment not yet sent (internal/parts). The first piece is a reply
 // (message_reference) to the message that asked. Each piece carries an
 // enforced nonce derived from the reply id, so a request repeated after a
 // lost answer creates no second message. Answers never ping @everyone,

@@ -10,10 +10,10 @@ import (
 
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
-	"github.com/nats-io/nats.go/jetstream"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
 // Upload limits of the open platform (im/v1/images and im/v1/files).
@@ -33,39 +33,25 @@ var imageTypes = map[string]bool{
 // image up to [ImageLimit] as an image message (uploaded to im/v1/images),
 // anything else up to [FileLimit] as a file message (im/v1/files). An
 // attachment the platform cannot take (too large, empty, refused) or the
-// store no longer holds becomes a text message saying so, so the reply is
-// delivered and the user knows what is missing. uuid makes the message
-// idempotent; an upload repeated by a retry only leaves an unused key.
+// store no longer holds becomes a text message saying so (internal/media's
+// Load and Note), so the reply is delivered and the user knows what is
+// missing. uuid makes the message idempotent; an upload repeated by a
+// retry only leaves an unused key.
 func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessage, m *nanofleetv1.MediaRef, uuid string) error {
-	if m.GetObject() == "" {
-		if m.GetUrl() == "" {
-			return nil
-		}
-		return a.send(ctx, msg, FormatText, m.GetUrl(), uuid)
-	}
-	name := m.GetName()
-	if name == "" {
-		name = path.Base(m.GetObject())
-	}
-	if m.GetSize() > FileLimit {
-		return a.mediaNote(ctx, msg, uuid, name, fmt.Sprintf("is %s, over Feishu's %s limit", mb(m.GetSize()), mb(FileLimit)))
-	}
-	data, err := a.media.Get(ctx, m.GetObject())
+	f, err := a.media.Load(ctx, m, "Feishu", FileLimit)
 	switch {
-	case errors.Is(err, jetstream.ErrObjectNotFound):
-		return a.mediaNote(ctx, msg, uuid, name, "is no longer stored")
-	case err != nil:
-		return gateway.Retry(fmt.Errorf("feishu: %w", err), 0)
-	case len(data) == 0:
-		return a.mediaNote(ctx, msg, uuid, name, "is empty")
-	case len(data) > FileLimit:
-		return a.mediaNote(ctx, msg, uuid, name, fmt.Sprintf("is %s, over Feishu's %s limit", mb(int64(len(data))), mb(FileLimit)))
+	case err != nil || f == nil:
+		return err
+	case f.Note != "":
+		return a.mediaNote(ctx, msg, uuid, f.Name, f.Note)
+	case f.URL != "":
+		return a.send(ctx, msg, FormatText, f.URL, uuid)
 	}
-	msgType, content, err := a.upload(ctx, m.GetMimeType(), name, data)
+	msgType, content, err := a.upload(ctx, f.MimeType, f.Name, f.Data)
 	var de *gateway.DeliveryError
 	if errors.As(err, &de) && !de.Retryable {
-		a.log.Warn("feishu refused an attachment", "id", msg.GetId(), "name", name, "err", err)
-		return a.mediaNote(ctx, msg, uuid, name, "was refused by Feishu")
+		a.log.Warn("feishu refused an attachment", "id", msg.GetId(), "name", f.Name, "err", err)
+		return a.mediaNote(ctx, msg, uuid, f.Name, media.Note(f.Name, "was refused by Feishu"))
 	}
 	if err != nil {
 		return err
@@ -117,10 +103,11 @@ func (a *Adapter) upload(ctx context.Context, mimeType, name string, data []byte
 	return msgType, content, err
 }
 
-// mediaNote tells the chat that an attachment was not sent, and why.
-func (a *Adapter) mediaNote(ctx context.Context, msg *nanofleetv1.OutboundMessage, uuid, name, why string) error {
-	a.log.Warn("feishu attachment not sent", "id", msg.GetId(), "name", name, "reason", why)
-	return a.send(ctx, msg, FormatText, fmt.Sprintf("[attachment %s %s; not sent]", name, why), uuid)
+// mediaNote tells the chat that attachment name was not sent: note says
+// why.
+func (a *Adapter) mediaNote(ctx context.Context, msg *nanofleetv1.OutboundMessage, uuid, name, note string) error {
+	a.log.Warn("feishu attachment not sent", "id", msg.GetId(), "name", name, "note", note)
+	return a.send(ctx, msg, FormatText, note, uuid)
 }
 
 // fileType is im/v1/files' file_type for a file name: the document types
@@ -138,12 +125,4 @@ func fileType(name string) string {
 		return larkim.FileTypePpt
 	}
 	return larkim.FileTypeStream
-}
-
-// mb formats a size in megabytes, as the platform states its limits.
-func mb(n int64) string {
-	if n%(1<<20) == 0 {
-		return fmt.Sprintf("%d MB", n>>20)
-	}
-	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
 }

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"strings"
 
@@ -10,18 +11,24 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
-// sendMedia uploads an attachment from the object store.
+// sendMedia uploads an attachment from the object store, or sends the
+// note saying why it cannot be (internal/media's Load), as plain text.
 func (a *Adapter) sendMedia(ctx context.Context, chat string, thread int, m *nanofleetv1.MediaRef) error {
-	f, err := a.media.Load(ctx, m)
+	f, err := a.media.Load(ctx, m, "Telegram", 0)
 	if err != nil || f == nil {
 		return err
 	}
-	if f.URL != "" {
+	switch {
+	case f.Note != "":
+		a.log.Warn("attachment not sent", "chat", chat, "name", f.Name, "note", f.Note)
+		_, err := a.bot.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: chat, MessageThreadID: thread, Text: f.Note})
+		return err
+	case f.URL != "":
 		_, err := a.bot.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: chat, MessageThreadID: thread, Document: &models.InputFileString{Data: f.URL}})
 		return err
 	}
-	upload := &models.InputFileUpload{Filename: f.Name, Data: strings.NewReader(string(f.Data))}
-	if strings.HasPrefix(m.GetMimeType(), "image/") {
+	upload := &models.InputFileUpload{Filename: f.Name, Data: bytes.NewReader(f.Data)}
+	if strings.HasPrefix(f.MimeType, "image/") {
 		_, err = a.bot.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: chat, MessageThreadID: thread, Photo: upload})
 		return err
 	}

@@ -15,8 +15,9 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
-// Deliver sends one durable reply, split and rendered, continuing after
-// the pieces an earlier attempt already sent.
+// Deliver sends one durable reply, split and rendered, then its
+// attachments, continuing after the pieces an earlier attempt already
+// sent.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	chat, thread := msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"])
 	a.typing.StopIfEnded(msg)
@@ -29,8 +30,14 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if err != nil {
 		return err
 	}
-	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces), func(ctx context.Context, i int) error {
-		if i > 0 {
+	// The attachments follow the text, counted as pieces after it, so that
+	// a retry continues after the last piece or attachment sent.
+	media := msg.GetMedia()
+	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(media), func(ctx context.Context, i int) error {
+		switch {
+		case i >= len(pieces):
+			return a.attach(ctx, chat, thread, i-len(pieces), media[i-len(pieces)])
+		case i > 0:
 			return a.send(ctx, chat, thread, 0, pieces[i])
 		}
 		return a.send(ctx, chat, thread, replyTo, pieces[i])
@@ -38,12 +45,17 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if err != nil {
 		return classify(err)
 	}
-	for i, m := range msg.GetMedia() {
-		if err := a.sendMedia(ctx, chat, thread, m); err != nil {
-			a.log.Warn("send attachment failed", "chat", chat, "n", i, "name", m.GetName(), "err", err)
-			if de := classify(err); isRetry(de) {
-				return de
-			}
+	return nil
+}
+
+// attach sends attachment i of a reply. Only a failure worth a retry
+// stops the reply; one Telegram refuses is logged and skipped, counted as
+// sent.
+func (a *Adapter) attach(ctx context.Context, chat string, thread, i int, m *nanofleetv1.MediaRef) error {
+	if err := a.sendMedia(ctx, chat, thread, m); err != nil {
+		a.log.Warn("send attachment failed", "chat", chat, "n", i, "name", m.GetName(), "err", err)
+		if de := classify(err); isRetry(de) {
+			return de
 		}
 	}
 	return nil

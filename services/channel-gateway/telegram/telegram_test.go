@@ -252,6 +252,64 @@ func TestMediaIsStored(t *testing.T) {
 	}
 }
 
+// TestAttachmentRetrySendsEachOnce: a reply's attachments are counted as
+// pieces after its text, so the retry after a 5xx on the second
+// attachment sends that attachment only: the text and each attachment
+// reach the chat once.
+func TestAttachmentRetrySendsEachOnce(t *testing.T) {
+	refs := []*nanofleetv1.MediaRef{
+		{Object: "t/a.pdf", Name: "a.pdf", MimeType: "application/pdf"},
+		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
+	}
+	data := [][]byte{[]byte("%PDF-1.4 a"), []byte("%PDF-1.4 b")}
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
+	workertest.StoreMedia(t, h.Bus, refs, data)
+	h.fake.Pass("sendDocument", 1)
+	h.fake.Fail("sendDocument", telegramtest.Failure{Code: 500, Description: "Internal Server Error"})
+	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 8, FromID: 8, Text: "two files please"})
+	// Every call that sends, in order: the text, a, b refused, b again.
+	want := []struct {
+		method, text string
+		doc          []byte
+	}{{"sendMessage", "here", nil}, {"sendDocument", "", data[0]}, {"sendDocument", "", data[1]}, {"sendDocument", "", data[1]}}
+	for i, w := range want {
+		c := h.fake.Next(t, wait, "sendMessage", "sendDocument", "sendPhoto")
+		if c.Method != w.method || c.Fields["text"] != w.text || !bytes.Equal(c.Files["document"], w.doc) {
+			t.Fatalf("call %d: %s %q with document %q; want %s %q with %q", i, c.Method, c.Fields["text"], c.Files["document"], w.method, w.text, w.doc)
+		}
+	}
+	h.fake.None(t, 300*time.Millisecond, "sendMessage", "sendDocument", "sendPhoto")
+}
+
+// TestGoneAttachmentIsANote: an attachment the store no longer holds can
+// never be sent, so it is not retried: the chat gets the text, a note
+// naming the attachment (plain text) and the next attachment, each once.
+func TestGoneAttachmentIsANote(t *testing.T) {
+	refs := []*nanofleetv1.MediaRef{
+		{Object: "t/gone.pdf", Name: "gone.pdf", MimeType: "application/pdf"},
+		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
+	}
+	doc := []byte("%PDF-1.4 b")
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
+	workertest.StoreMedia(t, h.Bus, refs, [][]byte{nil, doc})
+	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 8, FromID: 8, Text: "two files please"})
+	want := []struct {
+		method, text, parseMode string
+		doc                     []byte
+	}{
+		{"sendMessage", "here", "HTML", nil},
+		{"sendMessage", "[attachment gone.pdf is no longer stored; not sent]", "", nil},
+		{"sendDocument", "", "", doc},
+	}
+	for i, w := range want {
+		c := h.fake.Next(t, wait, "sendMessage", "sendDocument", "sendPhoto")
+		if c.Method != w.method || c.Fields["text"] != w.text || c.Fields["parse_mode"] != w.parseMode || !bytes.Equal(c.Files["document"], w.doc) {
+			t.Fatalf("call %d: %s %q (%q) with document %q; want %s %q (%q) with %q", i, c.Method, c.Fields["text"], c.Fields["parse_mode"], c.Files["document"], w.method, w.text, w.parseMode, w.doc)
+		}
+	}
+	h.fake.None(t, 300*time.Millisecond, "sendMessage", "sendDocument", "sendPhoto")
+}
+
 func TestOnePollerPerBotToken(t *testing.T) {
 	fake := telegramtest.New(t, token)
 	b := adaptertest.NewEnv(t, workertest.Echo).Bus

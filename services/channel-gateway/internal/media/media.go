@@ -1,11 +1,11 @@
 // Package media copies attachments from chat platforms into the fleet's
 // object store, so that envelopes carry a small [nanofleetv1.MediaRef]
-// instead of bytes.
+// instead of bytes, and reads a reply's attachments back for the
+// platforms to send ([Store.Load]).
 package media
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,33 +92,6 @@ func (s *Store) Get(ctx context.Context, object string) ([]byte, error) {
 		return nil, fmt.Errorf("media: read %s: %w", object, err)
 	}
 	return data, nil
-}
-
-// Outgoing is an attachment of a reply as a platform sends it: a link,
-// or a stored file.
-type Outgoing struct {
-	// URL is an attachment's that is not stored: it goes as a link.
-	URL string
-	// Name is a stored attachment's name, "file" when it has none, and
-	// Data its bytes.
-	Name string
-	Data []byte
-}
-
-// Load reads attachment m of a reply for sending; nil when there is
-// nothing to send, neither a stored file nor a link.
-func (s *Store) Load(ctx context.Context, m *nanofleetv1.MediaRef) (*Outgoing, error) {
-	if m.GetObject() == "" {
-		if m.GetUrl() == "" {
-			return nil, nil
-		}
-		return &Outgoing{URL: m.GetUrl()}, nil
-	}
-	data, err := s.Get(ctx, m.GetObject())
-	if err != nil {
-		return nil, err
-	}
-	return &Outgoing{Name: cmp.Or(m.GetName(), "file"), Data: data}, nil
 }
 
 // Fetch downloads url with client (at most the limit) and stores it.

@@ -1,6 +1,8 @@
 package media_test
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -147,36 +151,70 @@ func TestAttach(t *testing.T) {
 }
 
 // TestLoad: a reply's attachment goes as its link when it is not stored,
-// as its bytes (named "file" when it has no name) when it is, and not at
-// all when it is neither.
+// as its bytes when it is (named by its object when it has no name), and
+// as a note for the user when it cannot go: gone from the store, empty, or
+// over the platform's limit, announced (then not read) or once read. Only
+// a failed read is an error, and a retryable one.
 func TestLoad(t *testing.T) {
-	b := bustest.StartJetStream(t)
+	const mb = 1 << 20
+	srv := bustest.StartServer(t)
 	ctx := t.Context()
-	s, err := media.Open(ctx, b, 64)
+	s, err := media.Open(ctx, srv.Connect(t, ""), 2*mb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Put(ctx, "test/load", "a.txt", "", strings.NewReader("hello")); err != nil {
+	for object, body := range map[string]string{"test/a.txt": "hello", "test/empty": "", "test/big.bin": strings.Repeat("x", mb+1)} {
+		if _, err := s.Put(ctx, object, path.Base(object), "", strings.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := srv.Connect(t, "")
+	broken, err := media.Open(ctx, closed, 2*mb)
+	if err != nil {
 		t.Fatal(err)
 	}
+	closed.NC.Close()
 	tests := []struct {
-		name    string
-		ref     *nanofleetv1.MediaRef
-		want    *media.Outgoing
-		wantErr bool
+		name  string
+		store *media.Store // s when nil
+		ref   *nanofleetv1.MediaRef
+		// limit is the platform's (0: none of its own).
+		limit     int64
+		want      *media.Outgoing
+		wantRetry bool
 	}{
-		{"nothing", &nanofleetv1.MediaRef{}, nil, false},
-		{"link", &nanofleetv1.MediaRef{Url: "https://example.com/a.png", Name: "a.png"}, &media.Outgoing{URL: "https://example.com/a.png"}, false},
-		{"stored", &nanofleetv1.MediaRef{Object: "test/load", Name: "b.txt", Url: "https://example.com/b"}, &media.Outgoing{Name: "b.txt", Data: []byte("hello")}, false},
-		{"stored, no name", &nanofleetv1.MediaRef{Object: "test/load"}, &media.Outgoing{Name: "file", Data: []byte("hello")}, false},
-		{"no longer stored", &nanofleetv1.MediaRef{Object: "test/gone", Url: "https://example.com/c"}, nil, true},
+		{name: "nothing", ref: &nanofleetv1.MediaRef{}},
+		{name: "link", ref: &nanofleetv1.MediaRef{Url: "https://example.com/a.png", Name: "a.png"},
+			want: &media.Outgoing{URL: "https://example.com/a.png"}},
+		{name: "present", ref: &nanofleetv1.MediaRef{Object: "test/a.txt", Name: "b.txt", MimeType: "text/plain", Url: "https://example.com/b"}, limit: mb,
+			want: &media.Outgoing{Name: "b.txt", MimeType: "text/plain", Data: []byte("hello")}},
+		{name: "present, no name", ref: &nanofleetv1.MediaRef{Object: "test/a.txt"},
+			want: &media.Outgoing{Name: "a.txt", Data: []byte("hello")}},
+		{name: "gone", ref: &nanofleetv1.MediaRef{Object: "test/gone.pdf", Url: "https://example.com/c"},
+			want: &media.Outgoing{Name: "gone.pdf", Note: "[attachment gone.pdf is no longer stored; not sent]"}},
+		{name: "empty", ref: &nanofleetv1.MediaRef{Object: "test/empty", Name: "e.txt"},
+			want: &media.Outgoing{Name: "e.txt", Note: "[attachment e.txt is empty; not sent]"}},
+		{name: "too large once read", ref: &nanofleetv1.MediaRef{Object: "test/big.bin"}, limit: mb,
+			want: &media.Outgoing{Name: "big.bin", Note: "[attachment big.bin is 1.0 MB, over Chat's 1 MB limit; not sent]"}},
+		{name: "announced too large, not read", ref: &nanofleetv1.MediaRef{Object: "test/gone.zip", Name: "huge.zip", Size: 3 * mb}, limit: mb,
+			want: &media.Outgoing{Name: "huge.zip", Note: "[attachment huge.zip is 3 MB, over Chat's 1 MB limit; not sent]"}},
+		{name: "no limit of its own", ref: &nanofleetv1.MediaRef{Object: "test/big.bin", Size: mb + 1},
+			want: &media.Outgoing{Name: "big.bin", Data: []byte(strings.Repeat("x", mb+1))}},
+		{name: "store error", store: broken, ref: &nanofleetv1.MediaRef{Object: "test/a.txt", Name: "a.txt"}, wantRetry: true},
 	}
 	for _, tt := range tests {
-		got, err := s.Load(ctx, tt.ref)
-		if (err != nil) != tt.wantErr || (got == nil) != (tt.want == nil) ||
-			got != nil && (got.URL != tt.want.URL || got.Name != tt.want.Name || string(got.Data) != string(tt.want.Data)) {
-			t.Errorf("%s: Load = %+v, %v; want %+v, error %v", tt.name, got, err, tt.want, tt.wantErr)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := cmp.Or(tt.store, s).Load(ctx, tt.ref, "Chat", tt.limit)
+			var de *gateway.DeliveryError
+			if retry := errors.As(err, &de) && de.Retryable; retry != tt.wantRetry || (err != nil) != tt.wantRetry {
+				t.Fatalf("Load error = %v; want a retryable delivery error: %v", err, tt.wantRetry)
+			}
+			if (got == nil) != (tt.want == nil) || got != nil &&
+				(got.URL != tt.want.URL || got.Name != tt.want.Name || got.MimeType != tt.want.MimeType ||
+					!bytes.Equal(got.Data, tt.want.Data) || got.Note != tt.want.Note) {
+				t.Errorf("Load = %+v; want %+v", got, tt.want)
+			}
+		})
 	}
 }
 

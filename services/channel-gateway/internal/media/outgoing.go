@@ -1,0 +1,92 @@
+package media
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+)
+
+// Outgoing is an attachment of a reply as a platform is to send it: a
+// link, a stored file, or the note telling the user why it is not sent.
+type Outgoing struct {
+	// URL is an attachment's that is not stored: it goes as a link.
+	URL string
+	// Name is a stored attachment's name ([Name]), MimeType its content
+	// type as the reply gives it, and Data its bytes.
+	Name, MimeType string
+	Data           []byte
+	// Note, when set, is what the chat is told instead of the file ([Note]):
+	// the attachment is gone from the store, empty, or over the platform's
+	// limit. Sending it again would not help.
+	Note string
+}
+
+// Name is the file name a stored attachment m is sent under: its own,
+// else the last element of its object's name.
+func Name(m *nanofleetv1.MediaRef) string {
+	if m.GetName() != "" {
+		return m.GetName()
+	}
+	return path.Base(m.GetObject())
+}
+
+// Note is what a chat is told of attachment name not sent, why saying
+// what is wrong with it ("is empty").
+func Note(name, why string) string {
+	return fmt.Sprintf("[attachment %s %s; not sent]", name, why)
+}
+
+// Load reads attachment m of a reply for platform (its name, as notes
+// give it), which takes files of at most limit bytes (0: no limit of its
+// own). It returns nil when there is nothing to send (neither a stored
+// file nor a link), and an Outgoing with a Note for a file that cannot
+// be sent: one announced over the limit is not read. Its only error is a
+// failed read, a retryable [gateway.DeliveryError]: the store may answer
+// later.
+func (s *Store) Load(ctx context.Context, m *nanofleetv1.MediaRef, platform string, limit int64) (*Outgoing, error) {
+	if m.GetObject() == "" {
+		if m.GetUrl() == "" {
+			return nil, nil
+		}
+		return &Outgoing{URL: m.GetUrl()}, nil
+	}
+	f := &Outgoing{Name: Name(m), MimeType: m.GetMimeType()}
+	if limit > 0 && m.GetSize() > limit {
+		f.Note = Note(f.Name, overLimit(m.GetSize(), platform, limit))
+		return f, nil
+	}
+	data, err := s.Get(ctx, m.GetObject())
+	switch {
+	case errors.Is(err, jetstream.ErrObjectNotFound):
+		f.Note = Note(f.Name, "is no longer stored")
+	case err != nil:
+		return nil, gateway.Retry(err, 0)
+	case len(data) == 0:
+		f.Note = Note(f.Name, "is empty")
+	case limit > 0 && int64(len(data)) > limit:
+		f.Note = Note(f.Name, overLimit(int64(len(data)), platform, limit))
+	default:
+		f.Data = data
+	}
+	return f, nil
+}
+
+// overLimit says that size is over platform's limit, in megabytes as
+// platforms state their limits.
+func overLimit(size int64, platform string, limit int64) string {
+	return fmt.Sprintf("is %s, over %s's %s limit", mb(size), platform, mb(limit))
+}
+
+// mb formats a size in megabytes.
+func mb(n int64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MB", n>>20)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+}
