@@ -3,11 +3,11 @@ package discord
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/disgoorg/disgo/rest"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
 
@@ -23,8 +23,8 @@ func classify(err error) error {
 	if errors.As(err, &re) && re.Response != nil {
 		switch code := re.Response.StatusCode; {
 		case code == http.StatusTooManyRequests:
-			secs, _ := strconv.ParseFloat(re.Response.Header.Get("Retry-After"), 64)
-			return gateway.Retry(err, time.Duration(secs*float64(time.Second)))
+			after, _ := backoff.RetryAfter(re.Response.Header.Get("Retry-After"), time.Now())
+			return gateway.Retry(err, after)
 		case code >= 500:
 			return gateway.Retry(err, 0)
 		default:
