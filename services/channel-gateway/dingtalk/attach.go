@@ -70,8 +70,7 @@ func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessag
 		kind = "image"
 	}
 	id, err := a.upload(ctx, kind, name, data)
-	var de *gateway.DeliveryError
-	if errors.As(err, &de) && !de.Retryable {
+	if retry, _ := gateway.Retryable(err); err != nil && !retry {
 		a.log.Warn("dingtalk refused an attachment", "id", msg.GetId(), "name", name, "err", err)
 		return a.mediaNote(ctx, msg, name, "was refused by DingTalk")
 	}

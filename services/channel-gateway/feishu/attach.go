@@ -62,8 +62,7 @@ func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessag
 		return a.mediaNote(ctx, msg, uuid, name, fmt.Sprintf("is %s, over Feishu's %s limit", mb(int64(len(data))), mb(FileLimit)))
 	}
 	msgType, content, err := a.upload(ctx, m.GetMimeType(), name, data)
-	var de *gateway.DeliveryError
-	if errors.As(err, &de) && !de.Retryable {
+	if retry, _ := gateway.Retryable(err); err != nil && !retry {
 		a.log.Warn("feishu refused an attachment", "id", msg.GetId(), "name", name, "err", err)
 		return a.mediaNote(ctx, msg, uuid, name, "was refused by Feishu")
 	}

@@ -27,11 +27,6 @@ func classify(err error) error {
 	return gateway.Retry(err, 0)
 }
 
-func isRetry(err error) bool {
-	var de *gateway.DeliveryError
-	return errors.As(err, &de) && de.Retryable
-}
-
 // apiError is a Bot API error response.
 type apiError struct {
 	Code        int
