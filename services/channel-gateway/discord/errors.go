@@ -11,10 +11,13 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
 
-// classify turns a REST error into a delivery error. disgo has already
-// waited out and retried 429s; one that is still there is retried after
-// Discord's retry_after.
+// classify turns a REST error into a delivery error (nil stays nil).
+// disgo has already waited out and retried 429s; one that is still there
+// is retried after Discord's retry_after.
 func classify(err error) error {
+	if err == nil {
+		return nil
+	}
 	var de *gateway.DeliveryError
 	if errors.As(err, &de) {
 		return err

@@ -10,8 +10,11 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
 
-// classify turns a Bot API error into a delivery error.
+// classify turns a Bot API error into a delivery error (nil stays nil).
 func classify(err error) error {
+	if err == nil {
+		return nil
+	}
 	var tooMany *tgbot.TooManyRequestsError
 	var migrate *tgbot.MigrateError
 	switch {
