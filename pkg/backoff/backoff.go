@@ -1,6 +1,7 @@
 // Package backoff gives the capped, jittered exponential waits between
-// retries, a sleep that ends with its context, and the loop that tries a
-// call again within its caller's deadline ([Retry]). It depends on the
+// retries, a sleep that ends with its context, the loop that tries a
+// call again within its caller's deadline ([Retry]), and the wait a
+// server asks for ([RetryAfter]). It depends on the
 // standard library alone, so that the bus, the direct get reader (which
 // the bus imports) and the model client (which must not depend on NATS)
 // wait and try again the same way.

@@ -14,6 +14,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
@@ -88,30 +89,11 @@ func apiErrorFrom(err error, info *callInfo, now time.Time) *APIError {
 	if info != nil {
 		if d, ok := parseRetryAfterMs(info.retryAfterMs); ok {
 			ae.RetryAfter, ae.retryAfterSet = d, true
-		} else if d, ok := parseRetryAfter(info.retryAfter, now); ok {
+		} else if d, ok := backoff.RetryAfter(info.retryAfter, now); ok {
 			ae.RetryAfter, ae.retryAfterSet = d, true
 		}
 	}
 	return ae
-}
-
-// parseRetryAfter reads a Retry-After value: delay-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs < 0 {
-			return 0, true
-		}
-		return time.Duration(secs * float64(time.Second)), true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return max(t.Sub(now), 0), true
 }
 
 func parseRetryAfterMs(v string) (time.Duration, bool) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime/multipart"
 	"net/http"
@@ -55,8 +54,7 @@ func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessag
 		kind = "image"
 	}
 	id, err := a.upload(ctx, kind, f.Name, f.Data)
-	var de *gateway.DeliveryError
-	if errors.As(err, &de) && !de.Retryable {
+	if retry, _ := gateway.Retryable(err); err != nil && !retry {
 		a.log.Warn("dingtalk refused an attachment", "id", msg.GetId(), "name", f.Name, "err", err)
 		return a.mediaNote(ctx, msg, f.Name, media.Note(f.Name, "was refused by DingTalk"))
 	}

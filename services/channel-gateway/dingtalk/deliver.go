@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -57,8 +56,7 @@ func (a *Adapter) send(ctx context.Context, msg *nanofleetv1.OutboundMessage, ki
 		ms, _ := strconv.ParseInt(meta["session_webhook_expires"], 10, 64)
 		if a.now().Add(webhookMargin).Before(time.UnixMilli(ms)) {
 			err := a.webhook(ctx, hook, kind, md)
-			var de *gateway.DeliveryError
-			if err == nil || !errors.As(err, &de) || de.Retryable {
+			if retry, _ := gateway.Retryable(err); err == nil || retry {
 				return err
 			}
 			a.log.Info("session webhook refused, sending through the robot API", "err", err)

@@ -200,16 +200,29 @@ func closed() <-chan struct{} {
 // TestStreamingUpdatesOneCard: with streaming and a card template, the
 // answer appears in one AI card created at the first delta, updated at
 // most once per streamEditInterval and finally holding the whole answer,
-// which is then not sent again; when updates fail, the answer is sent
-// whole as usual.
+// which is then not sent again. An update answered with a rate limit
+// (429, Retry-After) is made again once the wait has passed, and the
+// stream goes on; when updates fail, the answer is sent whole as usual.
 func TestStreamingUpdatesOneCard(t *testing.T) {
 	var deltas []string
 	for i := range 24 {
 		deltas = append(deltas, fmt.Sprintf("word%d ", i))
 	}
 	answer := strings.Join(deltas, "") + "(end)" // more than the deltas: the last update is never skipped
-	for _, failing := range []bool{false, true} {
-		t.Run(fmt.Sprintf("updates failing %v", failing), func(t *testing.T) {
+	const retryAfter = 2                         // seconds, longer than the interval
+	tests := []struct {
+		name string
+		fail *dingtalktest.Failure // the first update's answer
+		// limited is the wait the first update's failure asks for; the
+		// stream goes on after it. Any other failure ends the stream.
+		limited time.Duration
+	}{
+		{"updates", nil, 0},
+		{"update rate limited", &dingtalktest.Failure{Status: 429, RetryAfter: retryAfter, Code: "Forbidden.AccessDenied.QpsLimitForApi"}, retryAfter * time.Second},
+		{"updates failing", &dingtalktest.Failure{Status: 400, Code: "param.invalid"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			// The final answer waits until the card is up, as a model
 			// writes for a while (published at once, it may reach the
 			// delivery before the deltas reach the stream, and is then
@@ -222,8 +235,9 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			const interval = 200 * time.Millisecond
 			cfg.AllowFrom, cfg.Streaming, cfg.StreamEditInterval = []string{"*"}, true, interval.Seconds()
 			h := startPaced(t, cfg, adaptertest.NewClock(), workertest.Streamed(answer, deltas...), workertest.HoldUntil(posted, wait))
-			if failing {
-				h.fake.Fail("cardstream", dingtalktest.Failure{Status: 400, Code: "param.invalid"})
+			failing := tt.fail != nil && tt.limited == 0
+			if tt.fail != nil {
+				h.fake.Fail("cardstream", *tt.fail)
 			}
 			h.fake.Send(t, dm("msg-1", "staff-ada", "stream please"))
 			card := h.fake.Next(t, wait, "cardcreate", "webhook", "otosend")
@@ -241,15 +255,23 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			}
 			last := card.At
 			var update dingtalktest.Call
+			updates := 0
 			for h.fake.Card(id) != answer {
 				update = h.fake.Next(t, wait, "cardstream", "webhook", "otosend", "cardcreate")
 				if update.Kind != "cardstream" || update.Str("outTrackId") != id {
 					t.Fatalf("%s call during the stream: %v", update.Kind, update.Body)
 				}
+				updates++
 				if gap := update.At.Sub(last); gap < interval {
 					t.Errorf("two updates %s apart, interval %s", gap, interval)
 				}
+				if gap := update.At.Sub(last); updates == 2 && gap < tt.limited {
+					t.Errorf("update after the rate limit came %s after it, want at least %s", gap, tt.limited)
+				}
 				last = update.At
+			}
+			if tt.limited > 0 && updates < 2 {
+				t.Errorf("the card was updated %d times, want the rate-limited update made again", updates)
 			}
 			if update.Kind == "" || update.Body["isFinalize"] != true {
 				t.Errorf("last update %v, want one finalizing the card", update.Body)

@@ -3,8 +3,9 @@ package dingtalk
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
+
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 )
 
 // errSendTooFast is the webhook's rate-limit errcode (20 messages a
@@ -26,9 +27,9 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("dingtalk: HTTP %d, %s: %s", e.Status, e.Code, e.Message)
 }
 
+// retryAfter is the wait an answer's Retry-After header asks for, 0 when
+// it names none.
 func retryAfter(h http.Header) time.Duration {
-	if n, err := strconv.Atoi(h.Get("Retry-After")); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	return 0
+	d, _ := backoff.RetryAfter(h.Get("Retry-After"), time.Now())
+	return d
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -52,8 +51,8 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 func (a *Adapter) attach(ctx context.Context, msg *nanofleetv1.OutboundMessage, i int, m *nanofleetv1.MediaRef) error {
 	if err := a.sendMedia(ctx, msg, i, m); err != nil {
 		a.log.Warn("send attachment failed", "chat", msg.GetChatId(), "n", i, "name", m.GetName(), "err", err)
-		var de *gateway.DeliveryError
-		if errors.As(classify(err), &de) && de.Retryable {
+		de := classify(err)
+		if retry, _ := gateway.Retryable(de); retry {
 			return de
 		}
 	}

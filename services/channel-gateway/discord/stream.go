@@ -2,15 +2,12 @@ package discord
 
 import (
 	"context"
-	"errors"
 
 	"github.com/disgoorg/disgo/discord"
 	"github.com/disgoorg/disgo/rest"
 	"github.com/disgoorg/snowflake/v2"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 )
 
 // streamer lets [editstream] post and edit Discord messages.
@@ -18,20 +15,7 @@ type streamer struct{ a *Adapter }
 
 func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, text string) (string, error) {
 	id, err := s.a.post(ctx, msg, text, true, "", nil)
-	return id, limited(err)
-}
-
-// limited marks a 429 that disgo's own retries did not get past as a wait
-// for the stream, not a failure.
-func limited(err error) error {
-	if err == nil {
-		return nil
-	}
-	var de *gateway.DeliveryError
-	if errors.As(classify(err), &de) && de.RetryAfter > 0 {
-		return &editstream.RetryAfter{After: de.RetryAfter, Err: err}
-	}
-	return err
+	return id, classify(err)
 }
 
 func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id, text string, _ bool) error {
@@ -40,7 +24,7 @@ func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id
 		return err
 	}
 	_, err = s.a.rest.UpdateMessage(ch, mid, discord.MessageUpdate{Content: &text}, rest.WithCtx(ctx))
-	return limited(err)
+	return classify(err)
 }
 
 func (s streamer) Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, id string) error {

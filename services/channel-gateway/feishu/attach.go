@@ -3,7 +3,6 @@ package feishu
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -48,8 +47,7 @@ func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessag
 		return a.send(ctx, msg, FormatText, f.URL, uuid)
 	}
 	msgType, content, err := a.upload(ctx, f.MimeType, f.Name, f.Data)
-	var de *gateway.DeliveryError
-	if errors.As(err, &de) && !de.Retryable {
+	if retry, _ := gateway.Retryable(err); err != nil && !retry {
 		a.log.Warn("feishu refused an attachment", "id", msg.GetId(), "name", f.Name, "err", err)
 		return a.mediaNote(ctx, msg, uuid, f.Name, media.Note(f.Name, "was refused by Feishu"))
 	}

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
 
@@ -48,14 +48,15 @@ func classify(resp *larkcore.ApiResp, code int, msg string, err error) error {
 	return gateway.Permanent(e)
 }
 
-// retryAfter reads the gateway's rate-limit reset header (seconds).
+// retryAfter is the wait the API gateway asks for: its rate-limit reset
+// header, else Retry-After.
 func retryAfter(resp *larkcore.ApiResp) time.Duration {
 	if resp == nil {
 		return 0
 	}
 	for _, h := range []string{"X-Ogw-Ratelimit-Reset", "Retry-After"} {
-		if n, err := strconv.Atoi(resp.Header.Get(h)); err == nil && n > 0 {
-			return time.Duration(n) * time.Second
+		if d, ok := backoff.RetryAfter(resp.Header.Get(h), time.Now()); ok && d > 0 {
+			return d
 		}
 	}
 	return 0

@@ -48,8 +48,10 @@ func TestStreamedTextRepliesOnce(t *testing.T) {
 // TestStreamingUpdatesOneCard: with streaming on, the answer appears in
 // one card, posted at the first delta and updated as the deltas come, at
 // most once per interval; the last update is the whole answer, and no
-// second message repeats it. With updates failing, the partial card is
-// deleted and the answer arrives whole in a message of its own.
+// second message repeats it. An update answered with a rate limit (429,
+// x-ogw-ratelimit-reset) is made again once the reset has passed, and the
+// stream goes on. With updates failing, the partial card is deleted and
+// the answer arrives whole in a message of its own.
 func TestStreamingUpdatesOneCard(t *testing.T) {
 	streamed := strings.TrimSpace(strings.Repeat("streamed words ", 12))
 	// The final answer ends with more than the deltas carried, so that it
@@ -62,12 +64,17 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 		}
 		return stream(in)
 	}
+	const reset = 2 // seconds, longer than the interval
 	tests := []struct {
-		name      string
-		failPatch bool
+		name string
+		fail *feishutest.Failure // the first update's answer
+		// limited is the wait the first update's failure asks for; the
+		// stream goes on after it. Any other failure ends the stream.
+		limited time.Duration
 	}{
-		{"updates", false},
-		{"updates failing", true},
+		{"updates", nil, 0},
+		{"update rate limited", &feishutest.Failure{Status: 429, Code: 99991400, Msg: "request trigger frequency limit", Reset: reset}, reset * time.Second},
+		{"updates failing", &feishutest.Failure{Status: 400, Code: 230001, Msg: "not editable"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,8 +89,9 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			const interval = 200 * time.Millisecond
 			h := startPaced(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}, Streaming: true, StreamEditInterval: interval.Seconds()}},
 				adaptertest.NewClock(), script, workertest.HoldUntil(posted, wait))
-			if tt.failPatch {
-				h.fake.Fail("patch", feishutest.Failure{Status: 400, Code: 230001, Msg: "not editable"})
+			failing := tt.fail != nil && tt.limited == 0
+			if tt.fail != nil {
+				h.fake.Fail("patch", *tt.fail)
 			}
 			h.fake.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "stream please"))
 			first := h.fake.Next(t, wait, "reply")
@@ -91,7 +99,7 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			if md := markdown(t, first); md == "" || !strings.HasPrefix(answer, md) {
 				t.Fatalf("streamed card starts with %q", md)
 			}
-			if tt.failPatch {
+			if failing {
 				if del := h.fake.Next(t, wait, "delete"); del.Parent != first.ID || h.fake.Content(first.ID) != "" {
 					t.Errorf("deleted %q, want the partial card %q gone", del.Parent, first.ID)
 				}
@@ -112,10 +120,13 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 				if gap := c.At.Sub(last); gap < interval {
 					t.Errorf("two updates %s apart, interval %s", gap, interval)
 				}
+				if gap := c.At.Sub(last); patches == 2 && gap < tt.limited {
+					t.Errorf("update after the rate limit came %s after it, want at least %s", gap, tt.limited)
+				}
 				last = c.At
 			}
-			if patches == 0 {
-				t.Error("the card was never updated")
+			if patches == 0 || tt.limited > 0 && patches < 2 {
+				t.Errorf("the card was updated %d times", patches)
 			}
 			// The durable reply must not post the answer again: a sentinel
 			// turn's reply is the next message.

@@ -86,10 +86,14 @@ func Retry(err error, after time.Duration) error {
 // Permanent wraps err as a delivery error not worth retrying.
 func Permanent(err error) error { return &DeliveryError{Err: err} }
 
-// retryable reports whether err asks for a retry, and after how long.
-// Errors that are not DeliveryErrors are treated as retryable: an unknown
-// failure is more likely transient than fatal.
-func retryable(err error) (bool, time.Duration) {
+// Retryable reports whether err, a failed delivery, asks for a retry, and
+// after how long (0: the caller's own backoff). Errors that are not
+// DeliveryErrors are treated as retryable: an unknown failure is more
+// likely transient than fatal. nil asks for nothing.
+func Retryable(err error) (retry bool, after time.Duration) {
+	if err == nil {
+		return false, 0
+	}
 	var de *DeliveryError
 	if errors.As(err, &de) {
 		return de.Retryable, de.RetryAfter

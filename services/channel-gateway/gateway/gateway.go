@@ -303,7 +303,7 @@ func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	quiet()
-	retry, after := retryable(err)
+	retry, after := Retryable(err)
 	if !retry || int(meta.NumDelivered) >= d.g.cfg.MaxDeliver {
 		d.deadLetter(ctx, m, err.Error())
 		return

@@ -14,8 +14,11 @@ var transient = map[string]bool{
 	"service_unavailable": true, "request_timeout": true,
 }
 
-// classify turns a Web API error into a delivery error.
+// classify turns a Web API error into a delivery error (nil stays nil).
 func classify(err error) error {
+	if err == nil {
+		return nil
+	}
 	var rl *slack.RateLimitedError
 	var se slack.SlackErrorResponse
 	var sc slack.StatusCodeError

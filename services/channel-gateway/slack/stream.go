@@ -2,12 +2,10 @@ package slack
 
 import (
 	"context"
-	"errors"
 
 	"github.com/slack-go/slack"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -16,16 +14,7 @@ type streamer struct{ a *Adapter }
 
 func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md string) (string, error) {
 	ts, err := s.a.postTS(ctx, msg, markup.SlackMrkdwn(md))
-	return ts, limited(err)
-}
-
-// limited marks Slack's 429 as a wait for the stream, not a failure.
-func limited(err error) error {
-	var rl *slack.RateLimitedError
-	if errors.As(err, &rl) {
-		return &editstream.RetryAfter{After: rl.RetryAfter, Err: err}
-	}
-	return err
+	return ts, classify(err)
 }
 
 func (s streamer) Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, ts string) error {
@@ -35,5 +24,5 @@ func (s streamer) Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, 
 
 func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, ts, md string, _ bool) error {
 	_, _, _, err := s.a.api.UpdateMessageContext(ctx, msg.GetChatId(), ts, slack.MsgOptionText(markup.SlackMrkdwn(md), false))
-	return limited(err)
+	return classify(err)
 }

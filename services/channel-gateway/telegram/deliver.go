@@ -11,6 +11,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
@@ -54,7 +55,8 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 func (a *Adapter) attach(ctx context.Context, chat string, thread, i int, m *nanofleetv1.MediaRef) error {
 	if err := a.sendMedia(ctx, chat, thread, m); err != nil {
 		a.log.Warn("send attachment failed", "chat", chat, "n", i, "name", m.GetName(), "err", err)
-		if de := classify(err); isRetry(de) {
+		de := classify(err)
+		if retry, _ := gateway.Retryable(de); retry {
 			return de
 		}
 	}

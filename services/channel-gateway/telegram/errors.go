@@ -10,8 +10,11 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
 
-// classify turns a Bot API error into a delivery error.
+// classify turns a Bot API error into a delivery error (nil stays nil).
 func classify(err error) error {
+	if err == nil {
+		return nil
+	}
 	var tooMany *tgbot.TooManyRequestsError
 	var migrate *tgbot.MigrateError
 	switch {
@@ -25,11 +28,6 @@ func classify(err error) error {
 		return gateway.Permanent(err)
 	}
 	return gateway.Retry(err, 0)
-}
-
-func isRetry(err error) bool {
-	var de *gateway.DeliveryError
-	return errors.As(err, &de) && de.Retryable
 }
 
 // apiError is a Bot API error response.

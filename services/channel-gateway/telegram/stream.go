@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"time"
 
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -26,16 +24,7 @@ func (s streamer) Post(ctx context.Context, msg *nanofleetv1.OutboundMessage, md
 		replyTo = atoi(msg.GetMetadata()["message_id"])
 	}
 	id, err := s.a.sendID(ctx, msg.GetChatId(), atoi(msg.GetMetadata()["thread_id"]), replyTo, md)
-	return strconv.Itoa(id), limited(err)
-}
-
-// limited marks Telegram's 429 as a wait for the stream, not a failure.
-func limited(err error) error {
-	var tooMany *tgbot.TooManyRequestsError
-	if errors.As(err, &tooMany) {
-		return &editstream.RetryAfter{After: time.Duration(tooMany.RetryAfter) * time.Second, Err: err}
-	}
-	return err
+	return strconv.Itoa(id), classify(err)
 }
 
 func (s streamer) Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, id string) error {
@@ -49,9 +38,9 @@ func (s streamer) Edit(ctx context.Context, msg *nanofleetv1.OutboundMessage, id
 	}
 	_, err := s.a.bot.EditMessageText(ctx, p)
 	if err == nil || !errors.Is(err, tgbot.ErrorBadRequest) {
-		return limited(err)
+		return classify(err)
 	}
 	p.Text, p.ParseMode = plain(md), ""
 	_, err = s.a.bot.EditMessageText(ctx, p)
-	return limited(err)
+	return classify(err)
 }

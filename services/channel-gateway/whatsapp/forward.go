@@ -3,7 +3,6 @@ package whatsapp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -65,11 +64,8 @@ func (a *Adapter) serve(ctx context.Context, c Conn, m *nats.Msg) {
 	}
 	var r routed
 	if err != nil {
-		r.Err, r.Retryable = err.Error(), true
-		var de *gateway.DeliveryError
-		if errors.As(err, &de) {
-			r.Retryable, r.RetryAfter = de.Retryable, de.RetryAfter
-		}
+		r.Err = err.Error()
+		r.Retryable, r.RetryAfter = gateway.Retryable(err)
 	}
 	data, _ := json.Marshal(r) // strings, bools and ints always encode
 	if err := m.Respond(data); err != nil {

@@ -111,13 +111,13 @@ func (s *Streams) run(ctx context.Context, k string, st *stream) {
 		} else {
 			err = s.p.Edit(ctx, st.first, id, text, false)
 		}
-		var limited *RetryAfter
+		after, limited := rateLimited(err)
 		st.mu.Lock()
 		st.next = s.clock.Now().Add(s.cfg.Interval)
 		switch {
-		case errors.As(err, &limited):
+		case limited:
 			// Try again with the text of then, after the platform's wait.
-			st.next = s.clock.Now().Add(max(limited.After, s.cfg.Interval))
+			st.next = s.clock.Now().Add(max(after, s.cfg.Interval))
 			select {
 			case st.wake <- struct{}{}:
 			default:

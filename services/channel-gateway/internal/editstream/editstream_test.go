@@ -14,6 +14,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
@@ -69,7 +70,7 @@ func (p *platform) Edit(_ context.Context, _ *nanofleetv1.OutboundMessage, id, t
 	p.seen <- o
 	p.edits++
 	if p.edits <= p.limited {
-		return &editstream.RetryAfter{After: p.wait, Err: errors.New("429 Too Many Requests")}
+		return gateway.Retry(errors.New("429 Too Many Requests"), p.wait)
 	}
 	if p.failAfter >= 0 && p.edits > p.failAfter {
 		return errors.New("edit refused")

@@ -3,7 +3,6 @@ package editstream
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -98,13 +97,13 @@ func (s *Streams) finalEdit(ctx context.Context, st *stream, msg *nanofleetv1.Ou
 		if err == nil {
 			return true
 		}
-		var limited *RetryAfter
-		if !errors.As(err, &limited) || s.clock.Now().Add(limited.After).After(deadline) {
+		after, limited := rateLimited(err)
+		if !limited || s.clock.Now().Add(after).After(deadline) {
 			s.log.Info("final streaming edit failed; the answer will be sent whole", "chat", msg.GetChatId(), "err", err)
 			return false
 		}
 		st.mu.Lock()
-		st.next = s.clock.Now().Add(limited.After)
+		st.next = s.clock.Now().Add(after)
 		st.mu.Unlock()
 	}
 	return false

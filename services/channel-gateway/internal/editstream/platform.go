@@ -2,13 +2,17 @@ package editstream
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
 
-// Platform posts and edits messages for the streams.
+// Platform posts and edits messages for the streams. A post or edit that
+// fails with a retryable delivery error naming a wait
+// (gateway.Retry(err, d), d > 0: a rate limit, as the adapter's
+// classification says for its deliveries) does not fail the stream: it
+// sends its latest text once the wait is over. Any other error does.
 type Platform interface {
 	// Post sends text as a new message in msg's chat (replying to the
 	// asking message) and returns the new message's id.
@@ -25,19 +29,12 @@ type Deleter interface {
 	Delete(ctx context.Context, msg *nanofleetv1.OutboundMessage, id string) error
 }
 
-// RetryAfter is a [Platform] error that asks to wait before the next post
-// or edit (a rate limit). The stream does not fail: it sends its latest
-// text once the wait is over.
-type RetryAfter struct {
-	After time.Duration
-	Err   error
+// rateLimited reports whether err, a [Platform]'s, asks the stream to
+// wait rather than fail, and how long.
+func rateLimited(err error) (time.Duration, bool) {
+	retry, after := gateway.Retryable(err)
+	return after, retry && after > 0
 }
-
-func (e *RetryAfter) Error() string {
-	return fmt.Sprintf("rate limited for %s: %v", e.After, e.Err)
-}
-
-func (e *RetryAfter) Unwrap() error { return e.Err }
 
 // Finalizer is a [Platform] whose streamed message stays open until the
 // final edit (DingTalk's AI card shows "generating" until finalized), so
