@@ -66,7 +66,7 @@ func (s *Store) Load(ctx context.Context, m *nanofleetv1.MediaRef, platform stri
 	case errors.Is(err, jetstream.ErrObjectNotFound):
 		f.Note = Note(f.Name, "is no longer stored")
 	case err != nil:
-		return nil, gateway.Retry(err, 0)
+		return nil, gateway.Retry(fmt.Errorf("read attachment %s: %w", m.GetObject(), err), 0)
 	case len(data) == 0:
 		f.Note = Note(f.Name, "is empty")
 	case limit > 0 && int64(len(data)) > limit:
