@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/nanofleet/nanofleet/pkg/textcut"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
@@ -132,11 +132,7 @@ func (a *Adapter) robotSend(ctx context.Context, chat, key string, param map[str
 // plain text, at most 20 characters.
 func title(md string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(markup.Plain(md)), "\n")
-	line = strings.TrimSpace(line)
-	if utf8.RuneCountInString(line) > 20 {
-		line = string([]rune(line)[:20]) + "…"
-	}
-	if line == "" {
+	if line = textcut.Runes(strings.TrimSpace(line), 20); line == "" {
 		line = "reply"
 	}
 	return line

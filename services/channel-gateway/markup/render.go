@@ -28,7 +28,7 @@ type dialect struct {
 }
 
 var telegram = dialect{
-	escape: escapeHTML,
+	escape: EscapeHTML,
 	bold:   [2]string{"<b>", "</b>"},
 	italic: [2]string{"<i>", "</i>"},
 	strike: [2]string{"<s>", "</s>"},
@@ -37,19 +37,19 @@ var telegram = dialect{
 		if lang == "" {
 			return [2]string{"<pre>", "</pre>"}
 		}
-		return [2]string{`<pre><code class="language-` + escapeHTML(lang) + `">`, "</code></pre>"}
+		return [2]string{`<pre><code class="language-` + EscapeHTML(lang) + `">`, "</code></pre>"}
 	},
 	link: func(url, label string) string {
 		if !absoluteSafe(url) {
-			return textLink(url, label, escapeHTML)
+			return textLink(url, label, EscapeHTML)
 		}
-		return `<a href="` + escapeHTML(url) + `">` + label + "</a>"
+		return `<a href="` + EscapeHTML(url) + `">` + label + "</a>"
 	},
 	quote: [2]string{"<blockquote>", "</blockquote>"},
 }
 
 var slack = dialect{
-	escape: escapeSlack,
+	escape: EscapeSlack,
 	bold:   [2]string{"*", "*"},
 	italic: [2]string{"_", "_"},
 	strike: [2]string{"~", "~"},
@@ -61,13 +61,13 @@ var slack = dialect{
 		// is one without a safe scheme, which would also let "<!channel>"
 		// or "<@U123>" through as a mention.
 		if !absoluteSafe(url) || strings.ContainsAny(url, "<>| \t\n") {
-			return textLink(url, label, escapeSlack)
+			return textLink(url, label, EscapeSlack)
 		}
 		url = strings.ReplaceAll(url, "&", "&amp;")
 		// A line break ends the link in Slack: a label spanning lines
 		// (a soft break in the Markdown) is joined with spaces.
 		label = strings.ReplaceAll(label, "\n", " ")
-		if label == "" || label == escapeSlack(url) {
+		if label == "" || label == EscapeSlack(url) {
 			return "<" + url + ">"
 		}
 		return "<" + url + "|" + label + ">"
@@ -121,7 +121,7 @@ func WhatsApp(md string) string { return render(md, whatsapp) }
 func HTML(md string) string {
 	var buf bytes.Buffer
 	if err := webMarkdown.Convert([]byte(md), &buf); err != nil {
-		return "<p>" + escapeHTML(md) + "</p>"
+		return "<p>" + EscapeHTML(md) + "</p>"
 	}
 	return buf.String()
 }
@@ -186,15 +186,17 @@ func render(md string, d dialect) string {
 	return strings.TrimRight(w.buf.String(), "\n ")
 }
 
-func escapeHTML(s string) string {
+// EscapeHTML escapes text for the HTML of Telegram and the web: &, <, >
+// and the double quote.
+func EscapeHTML(s string) string {
 	return htmlEscaper.Replace(s)
 }
 
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
 
-// escapeSlack escapes the three characters Slack treats as control
+// EscapeSlack escapes the three characters Slack treats as control
 // characters in mrkdwn.
-func escapeSlack(s string) string { return slackEscaper.Replace(s) }
+func EscapeSlack(s string) string { return slackEscaper.Replace(s) }
 
 var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 

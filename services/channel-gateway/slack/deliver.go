@@ -50,7 +50,7 @@ func hint(s string) string {
 // requires of all text, so that a hint the model wrote (a tool's
 // arguments) cannot mention <!channel> or show a link under another name.
 func hintText(s string) string {
-	return strings.NewReplacer("`", "'", "&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	return markup.EscapeSlack(strings.ReplaceAll(s, "`", "'"))
 }
 
 func hintLen(s string) int { return markup.Len(hintText(s)) }

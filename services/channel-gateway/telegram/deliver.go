@@ -85,7 +85,7 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 // inTag shows text as HTML in tag, cut to the message limit and escaped.
 func inTag(tag string) func(string) string {
 	return func(s string) string {
-		return "<" + tag + ">" + escape(markup.Truncate(s, markup.TelegramLimit)) + "</" + tag + ">"
+		return "<" + tag + ">" + markup.EscapeHTML(markup.Truncate(s, markup.TelegramLimit)) + "</" + tag + ">"
 	}
 }
 
@@ -140,8 +140,4 @@ func plain(md string) string {
 		return s
 	}
 	return md
-}
-
-func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
