@@ -2,8 +2,6 @@ package discord
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -293,10 +291,4 @@ func (a *Adapter) loadSession(ctx context.Context) session {
 	return s
 }
 
-// tokenHash names a bot in keys without revealing its token.
-func tokenHash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:8])
-}
-
-func sessionKey(token string) string { return "session-" + tokenHash(token) }
+func sessionKey(token string) string { return "session-" + hold.Hash(token) }

@@ -2,10 +2,7 @@ package discord
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/disgoorg/disgo/discord"
@@ -15,6 +12,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -134,6 +132,5 @@ func nonce(id string, i int) string {
 	if id == "" {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(id + "#" + strconv.Itoa(i)))
-	return hex.EncodeToString(sum[:])[:25]
+	return parts.PieceKey(id, i)[:25]
 }

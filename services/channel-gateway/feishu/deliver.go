@@ -2,15 +2,13 @@ package feishu
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"strconv"
 
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -49,10 +47,7 @@ func (a *Adapter) DeliverLive(ctx context.Context, msg *nanofleetv1.OutboundMess
 
 // pieceID is the idempotency uuid of piece i of reply id (at most 50
 // characters, as the API allows).
-func pieceID(id string, i int) string {
-	sum := sha256.Sum256([]byte(id + "#" + strconv.Itoa(i)))
-	return hex.EncodeToString(sum[:16])
-}
+func pieceID(id string, i int) string { return parts.PieceKey(id, i)[:32] }
 
 // maxBody is the most requestBytes may be for a message of format: the
 // platform takes a request body of 150 KB for text, 30 KB for a post or

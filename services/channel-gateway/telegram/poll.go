@@ -3,8 +3,6 @@ package telegram
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,10 +21,7 @@ import (
 // pollerKey is the lease key of a bot's poller; the token is hashed so
 // that it never appears in the bucket. It predates hold.Key and is kept so
 // that gateways of earlier releases still exclude each other from polling.
-func pollerKey(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return "telegram-poller-" + hex.EncodeToString(sum[:8])
-}
+func pollerKey(token string) string { return "telegram-poller-" + hold.Hash(token) }
 
 // runPolling polls while this gateway holds the bot's poller lease,
 // waiting while another gateway holds it (see internal/hold).

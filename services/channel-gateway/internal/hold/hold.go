@@ -24,9 +24,13 @@ import (
 
 // Key is the lease key for a bot account: the channel name and a hash of
 // the account's id, so that no secret appears in the bucket.
-func Key(channel, account string) string {
-	sum := sha256.Sum256([]byte(account))
-	return channel + "-conn-" + hex.EncodeToString(sum[:8])
+func Key(channel, account string) string { return channel + "-conn-" + Hash(account) }
+
+// Hash names a secret (a bot token, an account's id) in keys without
+// revealing it: 16 hex digits of its SHA-256.
+func Hash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:8])
 }
 
 // Fatal marks an error of work that no retry can fix (credentials

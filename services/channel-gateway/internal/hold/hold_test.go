@@ -168,3 +168,15 @@ func TestStatusNamesTheAccount(t *testing.T) {
 		t.Errorf("Run: %v", err)
 	}
 }
+
+// TestKeyHidesTheSecret: the keys name an account by 16 hex digits of its
+// hash, the same in every release (gateways of two releases exclude each
+// other by them).
+func TestKeyHidesTheSecret(t *testing.T) {
+	if got := hold.Hash("tok"); got != "1a7674eb4ee78df7" {
+		t.Errorf("Hash = %s", got)
+	}
+	if got := hold.Key("discord", "tok"); got != "discord-conn-1a7674eb4ee78df7" {
+		t.Errorf("Key = %s", got)
+	}
+}

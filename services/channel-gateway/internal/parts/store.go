@@ -13,6 +13,8 @@ package parts
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -126,4 +128,13 @@ func (s *Store) Send(ctx context.Context, id string, start, n int, send func(ctx
 		}
 	}
 	return nil
+}
+
+// PieceKey is an idempotency key for piece i of reply id, for a platform
+// that takes one (Discord's nonce, Feishu's uuid): the same for every
+// attempt at the piece, in hex, cut by the caller to the platform's
+// length.
+func PieceKey(id string, i int) string {
+	sum := sha256.Sum256([]byte(id + "#" + strconv.Itoa(i)))
+	return hex.EncodeToString(sum[:])
 }

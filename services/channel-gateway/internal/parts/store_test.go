@@ -124,3 +124,22 @@ func TestSend(t *testing.T) {
 		})
 	}
 }
+
+// TestPieceKey: a piece's key is the same for every attempt and every
+// release (a redelivery after an upgrade must carry the key the platform
+// saw), and differs between pieces.
+func TestPieceKey(t *testing.T) {
+	tests := []struct {
+		id   string
+		i    int
+		want string
+	}{
+		{"r1", 0, "ff168d284f7093b1ff6f2f1b77ba37b890b662d05e2464012d776cf3aeaea808"},
+		{"r1", 1, "d892cd17665daf36632686b78c03c9b519318e2d78c7190c0f3a42b342fdf528"},
+	}
+	for _, tt := range tests {
+		if got := parts.PieceKey(tt.id, tt.i); got != tt.want {
+			t.Errorf("PieceKey(%q, %d) = %s, want %s", tt.id, tt.i, got, tt.want)
+		}
+	}
+}
