@@ -42,6 +42,10 @@ const DefaultAPIURL = "https://api.dingtalk.com"
 // DefaultOAPIURL is its older open API, which takes media uploads.
 const DefaultOAPIURL = "https://oapi.dingtalk.com"
 
+// DefaultMaxMediaBytes bounds a downloaded attachment when the section's
+// maxMediaBytes is not set.
+const DefaultMaxMediaBytes = 20 << 20
+
 // Validate reports every invalid key of an enabled channel, joined.
 func (c Config) Validate() error {
 	if !c.Enabled {

@@ -101,7 +101,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		// applies, and the sender chose its size: bound every body at the
 		// limit (API answers are far below a megabyte).
 		http: &http.Client{Timeout: 2 * time.Minute, Transport: media.LimitBodies(
-			http.DefaultTransport.(*http.Transport).Clone(), max(cfg.MediaLimit(20<<20), 1<<20))},
+			http.DefaultTransport.(*http.Transport).Clone(), max(cfg.MediaLimit(DefaultMaxMediaBytes), 1<<20))},
 		policy: cfg.Policy(Channel),
 	}
 	for _, o := range opts {
@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	a.lark = larkConfig(cfg, a.base, a.http, logAdapter{a.log})
 	a.im = larkim.New(a.lark)
 	var err error
-	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(DefaultMaxMediaBytes)); err != nil {
 		return nil, fmt.Errorf("feishu: %w", err)
 	}
 	if cfg.Mode == ModeWebhook {

@@ -27,6 +27,10 @@ const (
 	FormatText = "text"
 )
 
+// DefaultMaxMediaBytes bounds a downloaded attachment when the section's
+// maxMediaBytes is not set.
+const DefaultMaxMediaBytes = 20 << 20
+
 // Domains.
 const (
 	// DomainFeishu is Feishu, mainland China (default).

@@ -115,7 +115,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		slack.OptionHTTPClient(a.http),
 		slack.OptionLog(logAdapter{a.log}),
 	)
-	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(DefaultMaxMediaBytes)); err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
 	if a.sent, err = parts.Open(ctx, deps.Bus, parts.WithLogger(a.log)); err != nil {

@@ -49,6 +49,10 @@ type DM struct {
 // DefaultAPIURL is Slack's Web API.
 const DefaultAPIURL = "https://slack.com/api/"
 
+// DefaultMaxMediaBytes bounds a downloaded attachment when the section's
+// maxMediaBytes is not set.
+const DefaultMaxMediaBytes = 20 << 20
+
 // Validate reports every invalid key of an enabled channel, joined.
 func (c Config) Validate() error {
 	if !c.Enabled {

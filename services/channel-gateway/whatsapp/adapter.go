@@ -102,7 +102,7 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 	if a.devices, err = kvstore.New(kv, cfg.account(), logger{a.log.With("component", "whatsmeow-store")}, kvstore.WithMarkerTTL(st.LimitMarkerTTL())); err != nil {
 		return nil, err
 	}
-	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(20<<20)); err != nil {
+	if a.media, err = media.Open(ctx, deps.Bus, cfg.MediaLimit(DefaultMaxMediaBytes)); err != nil {
 		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
 	if a.dial == nil {

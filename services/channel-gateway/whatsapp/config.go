@@ -26,6 +26,10 @@ type Config struct {
 // DefaultAccount is the account name when the config gives none.
 const DefaultAccount = "default"
 
+// DefaultMaxMediaBytes bounds a downloaded attachment when the section's
+// maxMediaBytes is not set.
+const DefaultMaxMediaBytes = 20 << 20
+
 // Validate reports every invalid key of an enabled channel, joined.
 func (c Config) Validate() error {
 	if !c.Enabled {
