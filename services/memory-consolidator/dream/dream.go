@@ -99,7 +99,8 @@ type Option func(*Job)
 func WithLogger(l *slog.Logger) Option { return func(j *Job) { j.log = observe.OrDiscard(l) } }
 
 // New prepares Dream: it opens the stores and creates or updates the
-// durable consumer of the fires. memory.Provision must have run.
+// durable consumer of the fires. The bus layout and memory.Assets must
+// have been provisioned.
 func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Job, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
