@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/wsfile"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -224,12 +225,8 @@ func (s *Syncer) toKV(ctx context.Context, p Pair, k kvCopy, content, h string) 
 		next.UpdatedAt = timestamppb.Now()
 		rev, err = s.docs.Put(ctx, *p.Scope, next, k.rev)
 	} else {
-		if k.exists {
-			rev, err = s.profile.Update(ctx, p.ProfileKey, []byte(content), k.rev)
-		} else {
-			rev, err = s.profile.Create(ctx, p.ProfileKey, []byte(content))
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		rev, err = bus.CompareAndSet(ctx, s.profile, p.ProfileKey, []byte(content), k.rev)
+		if bus.Conflict(err) {
 			err = memory.ErrConflict
 		}
 	}
