@@ -60,9 +60,7 @@ func Key(payer string, t time.Time) string {
 
 // Spent returns payer's tokens today (UTC).
 func (c *Counter) Spent(ctx context.Context, payer string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
-	defer cancel()
-	e, err := c.kv.Get(ctx, Key(payer, c.now()))
+	e, err := bus.Get(ctx, c.kv, Key(payer, c.now()))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return 0, nil
 	}

@@ -125,7 +125,7 @@ func childSession(parent, id string) string { return Channel + ":" + childChat(p
 func recordKey(parent, id string) string { return subject.Token(parent) + "." + id }
 
 func (m *Manager) get(ctx context.Context, key string) (*record, uint64, error) {
-	e, err := m.kv.Get(ctx, key)
+	e, err := bus.Get(ctx, m.kv, key)
 	if err != nil {
 		return nil, 0, err
 	}

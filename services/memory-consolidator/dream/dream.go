@@ -282,7 +282,7 @@ func fit(entries []memory.Entry, maxChars int) []memory.Entry {
 }
 
 func (j *Job) cursor(ctx context.Context) (uint64, uint64, error) {
-	e, err := j.mem.Get(ctx, memory.DreamCursorKey(j.cfg.Agent))
+	e, err := bus.Get(ctx, j.mem, memory.DreamCursorKey(j.cfg.Agent))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return 0, 0, nil
 	}
