@@ -10,6 +10,10 @@ import (
 // ErrLayout marks a layout that cannot be provisioned as declared.
 var ErrLayout = errors.New("jetstream layout")
 
+// ErrDelete, returned by the change given to [Modify] in place of a value,
+// deletes the key at the revision read (nothing when there is none).
+var ErrDelete = errors.New("delete the key")
+
 // JetStream error codes the fleet treats specially (nats-server's
 // errors.json).
 const (

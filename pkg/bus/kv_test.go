@@ -2,7 +2,11 @@ package bus_test
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -116,4 +120,155 @@ func TestGetProto(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestModify: Modify hands change the value there (none for a missing or
+// deleted key) and writes what it returns at the revision read; an equal
+// value is not written, ErrDelete deletes; a key written between the read
+// and the write is read and changed again; change's own error and a bus
+// error that is neither a conflict nor transient are returned at once,
+// change called once.
+func TestModify(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ctx := t.Context()
+	kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "MODIFY", MaxValueSize: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errOwn := errors.New("change refused")
+	appendX := func(old []byte, _ bool) ([]byte, error) { return append(old, 'x'), nil }
+	tests := []struct {
+		name    string
+		stored  string // "" stores nothing; "-" stores then deletes
+		change  func(old []byte, exists bool) ([]byte, error)
+		want    string // the key's value after; "" absent
+		wantErr error  // nil: none; errAny: any but the conflict
+		calls   int
+		written bool // the key's revision moved
+		sneak   bool // another writer writes the key after change's first read
+	}{
+		{"absent key: created", "", appendX, "x", nil, 1, true, false},
+		{"deleted key: created", "-", appendX, "x", nil, 1, true, false},
+		{"existing key: updated from its value", "v", appendX, "vx", nil, 1, true, false},
+		{"equal value: not written", "v", func(old []byte, _ bool) ([]byte, error) { return old, nil }, "v", nil, 1, false, false},
+		{"ErrDelete: deleted", "v", func([]byte, bool) ([]byte, error) { return nil, bus.ErrDelete }, "", nil, 1, true, false},
+		{"ErrDelete of an absent key: nothing", "", func([]byte, bool) ([]byte, error) { return nil, bus.ErrDelete }, "", nil, 1, false, false},
+		{"written between read and write: read again", "v", appendX, "vsx", nil, 2, true, true},
+		{"change's error: returned at once", "v", func([]byte, bool) ([]byte, error) { return nil, errOwn }, "v", errOwn, 1, false, false},
+		{"value above the bucket's limit: returned at once", "v", func([]byte, bool) ([]byte, error) { return make([]byte, 1000), nil }, "v", errAny, 1, false, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := fmt.Sprint("k", i)
+			var before uint64
+			if tt.stored != "" {
+				if before, err = kv.Put(ctx, key, []byte(strings.TrimPrefix(tt.stored, "-"))); err != nil {
+					t.Fatal(err)
+				}
+				if tt.stored == "-" {
+					if err := kv.Delete(ctx, key); err != nil {
+						t.Fatal(err)
+					}
+					before = 0
+				}
+			}
+			calls := 0
+			rev, err := bus.Modify(ctx, kv, key, func(old []byte, exists bool) ([]byte, error) {
+				calls++
+				if exists != (old != nil) {
+					t.Errorf("change given %q, exists %v", old, exists)
+				}
+				if tt.sneak && calls == 1 {
+					if _, err := kv.Put(ctx, key, append(old, 's')); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return tt.change(old, exists)
+			})
+			switch {
+			case tt.wantErr == errAny:
+				if err == nil || bus.Conflict(err) {
+					t.Errorf("Modify = %d, %v; want an error that is no conflict", rev, err)
+				}
+			case !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil):
+				t.Errorf("Modify = %d, %v; want %v", rev, err, tt.wantErr)
+			}
+			if calls != tt.calls {
+				t.Errorf("change called %d times, want %d", calls, tt.calls)
+			}
+			e, gerr := kv.Get(ctx, key)
+			switch {
+			case tt.want == "":
+				if !errors.Is(gerr, jetstream.ErrKeyNotFound) {
+					t.Errorf("after Modify: %v, want the key absent", gerr)
+				}
+				if err == nil && rev != 0 {
+					t.Errorf("Modify = revision %d of an absent key, want 0", rev)
+				}
+			case gerr != nil:
+				t.Fatalf("after Modify: %v", gerr)
+			default:
+				if string(e.Value()) != tt.want {
+					t.Errorf("after Modify: %q, want %q", e.Value(), tt.want)
+				}
+				if moved := e.Revision() != before; moved != tt.written {
+					t.Errorf("revision %d → %d, want written %v", before, e.Revision(), tt.written)
+				}
+				if err == nil && rev != e.Revision() {
+					t.Errorf("Modify = revision %d, the key is at %d", rev, e.Revision())
+				}
+			}
+		})
+	}
+}
+
+// errAny stands for any error in a table.
+var errAny = errors.New("any error")
+
+// TestModifyLosesNoUpdate: writers racing on one key, each adding one
+// to the count there, all count.
+func TestModifyLosesNoUpdate(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ctx := t.Context()
+	kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "RACE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, adds = 8, 20
+	var calls atomic.Int64
+	errs := make(chan error, writers*adds)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for range adds {
+				_, err := bus.Modify(ctx, kv, "count", func(old []byte, exists bool) ([]byte, error) {
+					calls.Add(1)
+					n := 0
+					if exists {
+						var err error
+						if n, err = strconv.Atoi(string(old)); err != nil {
+							return nil, err
+						}
+					}
+					return []byte(strconv.Itoa(n + 1)), nil
+				})
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	e, err := kv.Get(ctx, "count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(e.Value()); got != strconv.Itoa(writers*adds) {
+		t.Errorf("count = %s after %d adds", got, writers*adds)
+	}
+	t.Logf("%d adds took %d changes", writers*adds, calls.Load())
 }

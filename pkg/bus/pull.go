@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
@@ -121,10 +122,5 @@ func fetchFailed(ctx context.Context, log *slog.Logger, warn *observe.Throttled,
 	}
 	log.Debug("fetch failed", "err", err)
 	warn.Warn("fetch failed; trying again every 250 ms", "err", err)
-	pause := time.NewTimer(250 * time.Millisecond)
-	defer pause.Stop()
-	select {
-	case <-pause.C:
-	case <-ctx.Done():
-	}
+	_ = backoff.Sleep(ctx, 250*time.Millisecond)
 }

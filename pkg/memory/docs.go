@@ -77,27 +77,37 @@ func (d *Docs) Fits(ctx context.Context, s Scope, doc *nanofleetv1.MemoryDoc) er
 	return fits(d.nc, int64(st.Config().MaxValueSize), "memory of "+s.String(), proto.Size(doc))
 }
 
-// SetContent replaces the scope's MEMORY.md with compare-and-set, retrying
-// on conflict; the recent entries and markers stay. It returns the content
-// before and the new revision.
+// SetContent replaces the scope's MEMORY.md with compare-and-set
+// ([bus.Modify]: a write that lost is read and made again); the recent
+// entries and markers stay. It returns the content before and the new
+// revision.
 func (d *Docs) SetContent(ctx context.Context, s Scope, content, by string) (before string, rev uint64, err error) {
-	for {
-		doc, cur, err := d.Get(ctx, s)
-		if err != nil {
-			return "", 0, err
+	size := 0
+	rev, err = bus.Modify(ctx, d.kv, DocKey(s), func(old []byte, _ bool) ([]byte, error) {
+		doc := &nanofleetv1.MemoryDoc{}
+		if err := proto.Unmarshal(old, doc); err != nil {
+			return nil, fmt.Errorf("decode memory of %s: %w", s, err)
 		}
 		before = doc.GetContent()
 		doc.Content = content
 		doc.UpdatedBy = by
 		doc.UpdatedAt = timestamppb.Now()
-		rev, err = d.Put(ctx, s, doc, cur)
-		if err == nil {
-			return before, rev, nil
+		data, err := proto.Marshal(doc)
+		if err != nil {
+			return nil, fmt.Errorf("encode memory: %w", err)
 		}
-		if !errors.Is(err, ErrConflict) || ctx.Err() != nil {
-			return "", 0, err
-		}
+		size = len(data)
+		return data, nil
+	})
+	switch {
+	case err == nil:
+		return before, rev, nil
+	case bus.Conflict(err):
+		return "", 0, fmt.Errorf("%w: memory of %s: %w", ErrConflict, s, err)
+	case bus.TooLarge(err):
+		return "", 0, fmt.Errorf("%w: memory of %s, %d bytes: %w", ErrTooLarge, s, size, err)
 	}
+	return "", 0, fmt.Errorf("write memory of %s: %w", s, err)
 }
 
 // Watch watches one scope's document.

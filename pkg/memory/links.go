@@ -64,7 +64,7 @@ func (l *Links) Unlink(ctx context.Context, channel, senderID string) error {
 
 // Person returns who the sender on channel is.
 func (l *Links) Person(ctx context.Context, channel, senderID string) (string, error) {
-	e, err := l.kv.Get(ctx, LinkKey(channel, senderID))
+	e, err := bus.Get(ctx, l.kv, LinkKey(channel, senderID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return channel + ":" + senderID, nil
 	}
@@ -91,7 +91,7 @@ func (l *Links) List(ctx context.Context) ([]Link, error) {
 		if err1 != nil || err2 != nil {
 			continue
 		}
-		e, err := l.kv.Get(ctx, key)
+		e, err := bus.Get(ctx, l.kv, key)
 		if err != nil {
 			continue
 		}

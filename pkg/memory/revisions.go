@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -210,38 +209,21 @@ func (r *Revisions) setFile(ctx context.Context, s Scope, c *nanofleetv1.FileCha
 }
 
 // SetProfileFile writes content under key of the profile bucket with
-// compare-and-set, retrying on conflict, and returns the content before.
-// Empty content deletes the key.
+// compare-and-set ([bus.Modify]: a write that lost is read and made
+// again), and returns the content before. Empty content deletes the key.
 func SetProfileFile(ctx context.Context, kv jetstream.KeyValue, key, content string) (string, error) {
-	for {
-		var before string
-		var rev uint64
-		e, err := kv.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return "", fmt.Errorf("read %s: %w", key, err)
-		default:
-			before, rev = string(e.Value()), e.Revision()
+	var before string
+	_, err := bus.Modify(ctx, kv, key, func(old []byte, _ bool) ([]byte, error) {
+		before = string(old)
+		if content == "" {
+			return nil, bus.ErrDelete
 		}
-		if before == content {
-			return before, nil
-		}
-		switch {
-		case content == "" && rev != 0:
-			err = kv.Delete(ctx, key, jetstream.LastRevision(rev))
-		case content == "":
-			return before, nil
-		default:
-			_, err = bus.CompareAndSet(ctx, kv, key, []byte(content), rev)
-		}
-		if err == nil {
-			return before, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyExists) || ctx.Err() != nil {
-			return "", fmt.Errorf("write %s: %w", key, err)
-		}
+		return []byte(content), nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", key, err)
 	}
+	return before, nil
 }
 
 // LineDelta counts the lines added and removed between two texts, for

@@ -21,9 +21,11 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 	"github.com/nanofleet/nanofleet/pkg/wsfile"
@@ -44,6 +46,31 @@ func FileKey(agent, name string) string {
 // SkillKey is the bucket key of a skill's SKILL.md.
 func SkillKey(agent, name string) string {
 	return subject.Token(agent) + ".skill." + subject.Token(name)
+}
+
+// File is a profile file (a bootstrap file or a skill) as the bucket
+// holds it.
+type File struct {
+	Content string
+	// Rev is the key's revision, for a compare-and-set; 0 when there is
+	// none (a missing or deleted key is an empty file).
+	Rev uint64
+	// Written is when the revision was written; zero with Rev 0.
+	Written time.Time
+}
+
+// ReadFile reads the profile file under key of kv as [bus.Get] does (each
+// try bounded, tried again while the failure is transient); a missing or
+// deleted key is an empty File at revision 0, not an error.
+func ReadFile(ctx context.Context, kv jetstream.KeyValue, key string) (File, error) {
+	e, err := bus.Get(ctx, kv, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return File{}, nil
+	}
+	if err != nil {
+		return File{}, fmt.Errorf("read profile %s: %w", key, err)
+	}
+	return File{Content: string(e.Value()), Rev: e.Revision(), Written: e.Created()}, nil
 }
 
 // SeedOption changes how [Seed] treats the workspace.
@@ -107,7 +134,7 @@ func Seed(ctx context.Context, kv jetstream.KeyValue, agent, workspace string, o
 	defer dir.Close()
 	wrote := 0
 	put := func(key string, data []byte) error {
-		if e, err := kv.Get(ctx, key); err == nil && bytes.Equal(e.Value(), data) {
+		if e, err := bus.Get(ctx, kv, key); err == nil && bytes.Equal(e.Value(), data) {
 			return nil
 		} else if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return fmt.Errorf("read profile %s: %w", key, err)
@@ -177,7 +204,7 @@ func Seed(ctx context.Context, kv jetstream.KeyValue, agent, workspace string, o
 // profile: the seeded mark, or (a bucket from before the mark) any of its
 // bootstrap files, in which case the mark is added.
 func hasProfile(ctx context.Context, kv jetstream.KeyValue, agent string) (bool, error) {
-	_, err := kv.Get(ctx, seededKey(agent))
+	_, err := bus.Get(ctx, kv, seededKey(agent))
 	if err == nil {
 		return true, nil
 	}
@@ -185,7 +212,7 @@ func hasProfile(ctx context.Context, kv jetstream.KeyValue, agent string) (bool,
 		return false, fmt.Errorf("read profile mark: %w", err)
 	}
 	for _, name := range BootstrapFiles {
-		_, err := kv.Get(ctx, FileKey(agent, name))
+		_, err := bus.Get(ctx, kv, FileKey(agent, name))
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
 		}

@@ -246,3 +246,47 @@ func write(t *testing.T, p, s string) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadFile: a stored file is read with its revision and time; a
+// missing or deleted key is an empty file at revision 0, not an error.
+func TestReadFile(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	ctx := t.Context()
+	kv, err := b.KV(ctx, bus.BucketProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	soul := profile.FileKey("default", "SOUL.md")
+	rev, err := kv.Put(ctx, soul, []byte("I am kind.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := profile.FileKey("default", "USER.md")
+	if _, err := kv.Put(ctx, gone, []byte("Name: Ada\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		key     string
+		content string
+		rev     uint64
+	}{
+		{"stored", soul, "I am kind.\n", rev},
+		{"missing", profile.FileKey("default", "TOOLS.md"), "", 0},
+		{"deleted", gone, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := profile.ReadFile(ctx, kv, tt.key)
+			if err != nil {
+				t.Fatalf("ReadFile(%s): %v", tt.key, err)
+			}
+			if f.Content != tt.content || f.Rev != tt.rev || f.Written.IsZero() != (tt.rev == 0) {
+				t.Errorf("ReadFile(%s) = %q at %d written %v; want %q at %d", tt.key, f.Content, f.Rev, f.Written, tt.content, tt.rev)
+			}
+		})
+	}
+}

@@ -20,18 +20,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
 // Bucket holds the tokens each user spent per UTC day.
 const Bucket = "usage"
-
-// conflictWait is the jittered wait after a lost compare-and-set, from
-// 1 ms doubling to 50 ms: adds to one user's day from several processes
-// take turns instead of all trying again at once.
-var conflictWait = backoff.Backoff{Min: time.Millisecond, Max: 50 * time.Millisecond}
 
 // Assets declares the usage bucket for [bus.Provision]. Every service that
 // counts tokens declares it, whether or not a budget is set: a budget can
@@ -66,9 +60,7 @@ func Key(payer string, t time.Time) string {
 
 // Spent returns payer's tokens today (UTC).
 func (c *Counter) Spent(ctx context.Context, payer string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
-	defer cancel()
-	e, err := c.kv.Get(ctx, Key(payer, c.now()))
+	e, err := bus.Get(ctx, c.kv, Key(payer, c.now()))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return 0, nil
 	}
@@ -83,34 +75,27 @@ func (c *Counter) Spent(ctx context.Context, payer string) (int64, error) {
 }
 
 // Add adds tokens to payer's count of today (UTC), with compare-and-set
-// against every other process adding; a lost compare-and-set is tried
-// again after a short jittered wait, within bus.CallTimeout. Adding
-// nothing writes nothing.
+// against every other process adding ([bus.Modify]: a lost
+// compare-and-set is tried again after a short jittered wait, within
+// bus.CallTimeout). Adding nothing writes nothing.
 func (c *Counter) Add(ctx context.Context, payer string, tokens int64) error {
 	if tokens == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, bus.CallTimeout)
-	defer cancel()
-	key := Key(payer, c.now())
-	lost := func(err error) bool { return errors.Is(err, jetstream.ErrKeyExists) } // a wrong revision matches it too
-	err := backoff.Retry{Again: lost, Wait: conflictWait.Wait}.Do(ctx, func(ctx context.Context) error {
-		e, err := c.kv.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			_, err = c.kv.Create(ctx, key, []byte(strconv.FormatInt(tokens, 10)))
-		case err == nil:
-			var old int64
-			if old, err = strconv.ParseInt(string(e.Value()), 10, 64); err == nil {
-				_, err = c.kv.Update(ctx, key, []byte(strconv.FormatInt(old+tokens, 10)), e.Revision())
+	_, err := bus.Modify(ctx, c.kv, Key(payer, c.now()), func(old []byte, exists bool) ([]byte, error) {
+		var n int64
+		if exists {
+			var err error
+			if n, err = strconv.ParseInt(string(old), 10, 64); err != nil {
+				return nil, err
 			}
 		}
-		return err
+		return []byte(strconv.FormatInt(n+tokens, 10)), nil
 	})
 	switch {
 	case err == nil:
 		return nil
-	case lost(err): // only when the call's time ran out
+	case bus.Conflict(err): // only when the call's time ran out
 		return fmt.Errorf("count tokens of %s: %w", payer, ErrContention)
 	}
 	return fmt.Errorf("count tokens: %w", err)

@@ -125,7 +125,7 @@ func childSession(parent, id string) string { return Channel + ":" + childChat(p
 func recordKey(parent, id string) string { return subject.Token(parent) + "." + id }
 
 func (m *Manager) get(ctx context.Context, key string) (*record, uint64, error) {
-	e, err := m.kv.Get(ctx, key)
+	e, err := bus.Get(ctx, m.kv, key)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -145,24 +145,26 @@ func (m *Manager) put(ctx context.Context, key string, r *record, rev uint64) er
 	return err
 }
 
-// update applies change to a record with compare-and-set, retrying on
-// conflict; jetstream.ErrKeyNotFound if there is none.
+// update applies change to a record with compare-and-set ([bus.Modify]:
+// a write that lost is read and made again); an error matching
+// jetstream.ErrKeyNotFound if there is none.
 func (m *Manager) update(ctx context.Context, key string, change func(*record)) (*record, error) {
-	for range 10 {
-		r, rev, err := m.get(ctx, key)
-		if err != nil {
-			return nil, err
+	var r *record
+	_, err := bus.Modify(ctx, m.kv, key, func(old []byte, exists bool) ([]byte, error) {
+		if !exists {
+			return nil, jetstream.ErrKeyNotFound
+		}
+		r = &record{}
+		if err := json.Unmarshal(old, r); err != nil {
+			return nil, fmt.Errorf("decode: %w", err)
 		}
 		change(r)
-		err = m.put(ctx, key, r, rev)
-		if err == nil {
-			return r, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, fmt.Errorf("update subagent record %s: %w", key, err)
-		}
+		return json.Marshal(r)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update subagent record %s: %w", key, err)
 	}
-	return nil, fmt.Errorf("update subagent record %s: too many concurrent updates", key)
+	return r, nil
 }
 
 // records returns the parent's children's records by key.

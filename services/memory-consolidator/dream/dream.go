@@ -52,6 +52,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/every"
 	"github.com/nanofleet/nanofleet/pkg/lease"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/memory"
@@ -63,9 +64,6 @@ import (
 
 // JobName is the system job's name.
 const JobName = "dream"
-
-// fireWait is how long a fetch of the schedule's fires waits.
-const fireWait = 2 * time.Second
 
 // Deps are Dream's collaborators.
 type Deps struct {
@@ -98,7 +96,8 @@ type Option func(*Job)
 func WithLogger(l *slog.Logger) Option { return func(j *Job) { j.log = observe.OrDiscard(l) } }
 
 // New prepares Dream: it opens the stores and creates or updates the
-// durable consumer of the fires. memory.Provision must have run.
+// durable consumer of the fires. The bus layout and memory.Assets must
+// have been provisioned.
 func New(ctx context.Context, cfg Config, d Deps, opts ...Option) (*Job, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -181,42 +180,19 @@ func (j *Job) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	// A consumer deleted for good fails every fetch: one warning per
-	// interval, each failure at debug level.
-	warn := observe.NewThrottled(j.log, observe.ThrottleEvery)
-	fetchFailed := func(ctx context.Context, err error) {
-		if ctx.Err() == nil {
-			j.log.Debug("fetch dream fire failed", "err", err)
-			warn.Warn("fetch dream fire failed; trying again every second", "err", err)
-			_ = backoff.Sleep(ctx, time.Second)
+	// The schedule is checked beside the fires, so that a run, however
+	// long, does not delay putting back a schedule that went missing.
+	stop := every.Go(ctx, time.Minute, func() bool {
+		if err := j.Schedule(ctx); err != nil && ctx.Err() == nil {
+			j.log.Warn("dream schedule check", "err", err)
 		}
-	}
-	lastCheck := time.Now()
-	for ctx.Err() == nil {
-		if time.Since(lastCheck) > time.Minute {
-			if err := j.Schedule(ctx); err != nil && ctx.Err() == nil {
-				j.log.Warn("dream schedule check", "err", err)
-			}
-			lastCheck = time.Now()
-		}
-		// FetchMaxWait, not a context: see bus.Pull.
-		batch, err := j.cons.Fetch(1, jetstream.FetchMaxWait(fireWait))
-		if err != nil {
-			fetchFailed(ctx, err)
-			continue
-		}
-		// Not a range over the messages: that waited out the fetch's
-		// expiry on shutdown.
-		bus.Take(ctx, batch.Messages(), fireWait, func(m jetstream.Msg) {
-			// A run cut short by shutdown is safe: the cursor has not moved.
-			j.fire(ctx, m)
-		})
-		// A fetch the server ended at once (the consumer gone or being
-		// elected) waits too, as in bus.Pull, instead of spinning.
-		if err := batch.Error(); err != nil {
-			fetchFailed(ctx, err)
-		}
-	}
+		return true
+	})
+	defer stop()
+	// One fire at a time. A run cut short by shutdown is safe: the cursor
+	// has not moved.
+	wait := bus.Pull(ctx, j.cons, 1, j.log, func(m jetstream.Msg) { j.fire(ctx, m) })
+	wait()
 	return nil
 }
 
@@ -298,7 +274,7 @@ func fit(entries []memory.Entry, maxChars int) []memory.Entry {
 }
 
 func (j *Job) cursor(ctx context.Context) (uint64, uint64, error) {
-	e, err := j.mem.Get(ctx, memory.DreamCursorKey(j.cfg.Agent))
+	e, err := bus.Get(ctx, j.mem, memory.DreamCursorKey(j.cfg.Agent))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return 0, 0, nil
 	}

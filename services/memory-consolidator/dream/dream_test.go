@@ -281,13 +281,14 @@ func TestOversizedAnswerIsNotRetried(t *testing.T) {
 // TestRunPausesWhileItsConsumerIsGone: a fetch of fires that the server
 // ends at once (the consumer deleted, or without a leader while one is
 // elected) is logged and waited on, not tried again at once, which spun
-// against the server.
+// against the server. Dream pulls its fires with bus.Pull, whose debug
+// record of a failed fetch this waits for.
 func TestRunPausesWhileItsConsumerIsGone(t *testing.T) {
 	_, b := memtest.Start(t)
 	ctx := t.Context()
 	warned := make(chan uint64, 100)
 	log := observetest.LogFunc(func(r slog.Record) {
-		if r.Level == slog.LevelDebug && r.Message == "fetch dream fire failed" {
+		if r.Level == slog.LevelDebug && r.Message == "fetch failed" {
 			select {
 			case warned <- b.NC.Stats().OutMsgs:
 			default:

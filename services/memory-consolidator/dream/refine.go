@@ -197,14 +197,11 @@ func proposedSkills(sc memory.Scope, current []file, v any) []change {
 }
 
 func (j *Job) profileFile(ctx context.Context, key string) (file, error) {
-	e, err := j.profile.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return file{bucket: memory.ChangeProfile, key: key}, nil
-	}
+	f, err := profile.ReadFile(ctx, j.profile, key)
 	if err != nil {
-		return file{}, fmt.Errorf("read %s: %w", key, err)
+		return file{}, err
 	}
-	return file{bucket: memory.ChangeProfile, key: key, content: string(e.Value()), rev: e.Revision()}, nil
+	return file{bucket: memory.ChangeProfile, key: key, content: f.Content, rev: f.Rev}, nil
 }
 
 // skills returns the agent's skills within MaxSkillChars.

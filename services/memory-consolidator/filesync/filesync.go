@@ -154,7 +154,8 @@ type Option func(*Syncer)
 // WithLogger sets the syncer's logger; the default discards.
 func WithLogger(l *slog.Logger) Option { return func(s *Syncer) { s.log = observe.OrDiscard(l) } }
 
-// New returns a syncer; memory.Provision must have run.
+// New returns a syncer. The bus layout and memory.Assets must have been
+// provisioned.
 func New(ctx context.Context, cfg Config, b *bus.Bus, opts ...Option) (*Syncer, error) {
 	if cfg.Workspace == "" || cfg.Agent == "" {
 		return nil, errors.New("filesync: workspace and agent are required")

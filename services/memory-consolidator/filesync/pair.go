@@ -11,11 +11,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/memory"
+	"github.com/nanofleet/nanofleet/pkg/profile"
 	"github.com/nanofleet/nanofleet/pkg/wsfile"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
@@ -202,14 +203,11 @@ func (s *Syncer) read(ctx context.Context, p Pair) (kvCopy, error) {
 		}
 		return kvCopy{content: doc.GetContent(), rev: e.Revision(), at: e.Created(), exists: true, doc: doc}, nil
 	}
-	e, err := s.profile.Get(ctx, p.ProfileKey)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return kvCopy{}, nil
-	}
+	f, err := profile.ReadFile(ctx, s.profile, p.ProfileKey)
 	if err != nil {
-		return kvCopy{}, fmt.Errorf("read %s: %w", p.ProfileKey, err)
+		return kvCopy{}, err
 	}
-	return kvCopy{content: string(e.Value()), rev: e.Revision(), at: e.Created(), exists: true}, nil
+	return kvCopy{content: f.Content, rev: f.Rev, at: f.Written, exists: f.Rev != 0}, nil
 }
 
 // toKV writes the file's content to JetStream by compare-and-set on the
@@ -224,12 +222,8 @@ func (s *Syncer) toKV(ctx context.Context, p Pair, k kvCopy, content, h string) 
 		next.UpdatedAt = timestamppb.Now()
 		rev, err = s.docs.Put(ctx, *p.Scope, next, k.rev)
 	} else {
-		if k.exists {
-			rev, err = s.profile.Update(ctx, p.ProfileKey, []byte(content), k.rev)
-		} else {
-			rev, err = s.profile.Create(ctx, p.ProfileKey, []byte(content))
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		rev, err = bus.CompareAndSet(ctx, s.profile, p.ProfileKey, []byte(content), k.rev)
+		if bus.Conflict(err) {
 			err = memory.ErrConflict
 		}
 	}
