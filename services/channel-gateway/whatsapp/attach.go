@@ -1,6 +1,7 @@
 package whatsapp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -15,14 +16,24 @@ import (
 )
 
 // sendMedia uploads an attachment from the object store and sends it as
-// the message kind its MIME type calls for. An attachment that cannot be
-// read (gone, too large) is logged and skipped: retrying would not help.
+// the message kind its MIME type calls for. One gone from the store or
+// empty is a note in the chat instead (retrying would not help); a failed
+// read of the store is tried again.
 func (a *Adapter) sendMedia(ctx context.Context, c Conn, chat types.JID, ref *nanofleetv1.MediaRef) error {
-	data, err := a.media.Get(ctx, ref.GetObject())
-	if err != nil {
-		a.log.Warn("whatsapp attachment not sent", "object", ref.GetObject(), "err", err)
+	f, err := a.media.Load(ctx, ref, "WhatsApp", 0)
+	switch {
+	case err != nil || f == nil:
+		return err // a failed read is tried again; nothing to send is done
+	case f.Note != "" || f.URL != "":
+		// Gone from the store or empty: the chat is told, as on the other
+		// platforms; a link goes as text.
+		text := cmp.Or(f.Note, f.URL)
+		if err := c.Send(ctx, chat, &waE2E.Message{Conversation: proto.String(text)}); err != nil {
+			return sendError(err)
+		}
 		return nil
 	}
+	data := f.Data
 	mime := ref.GetMimeType()
 	if mime == "" {
 		mime = "application/octet-stream"
@@ -53,7 +64,7 @@ func (a *Adapter) sendMedia(ctx context.Context, c Conn, chat types.JID, ref *na
 		m.VideoMessage = &waE2E.VideoMessage{URL: &up.URL, DirectPath: &up.DirectPath, MediaKey: up.MediaKey,
 			FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: &up.FileLength, Mimetype: &mime}
 	default:
-		name := ref.GetName()
+		name := f.Name
 		m.DocumentMessage = &waE2E.DocumentMessage{URL: &up.URL, DirectPath: &up.DirectPath, MediaKey: up.MediaKey,
 			FileEncSHA256: up.FileEncSHA256, FileSHA256: up.FileSHA256, FileLength: &up.FileLength, Mimetype: &mime,
 			FileName: &name, Title: &name}

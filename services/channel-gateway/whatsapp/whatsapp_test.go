@@ -245,15 +245,15 @@ func TestAttachmentsAreSent(t *testing.T) {
 	if doc == nil || doc.GetFileName() != "report.pdf" || string(h.fake.Uploaded(doc.GetDirectPath())) != "pdf bytes" {
 		t.Errorf("document = %v", doc)
 	}
-	// The missing object is skipped with a log line, not retried: the
-	// next thing sent answers the next message.
+	// The missing object is a note in the chat, not retried: the next
+	// thing sent answers the next message.
+	if s := h.fake.Next(t, wait); s.Text() != "[attachment gone.txt is no longer stored; not sent]" {
+		t.Errorf("for the missing attachment: %v", s.Msg)
+	}
 	h.fake.Emit(whatsapptest.DM("3EB0N", "15550001", "sentinel"))
 	if s := h.fake.Next(t, wait); s.Text() != "here you are: sentinel" {
 		t.Errorf("after the attachments: %v", s.Msg)
 	}
-	// Logged by the first reply's delivery, which may still be on its way
-	// to the missing object when the second reply's text goes out.
-	h.logs.WaitFor(t, "whatsapp attachment not sent", wait)
 }
 
 func TestLinkingIsReportedAndStoredInTheFleet(t *testing.T) {
