@@ -12,6 +12,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
@@ -44,17 +45,21 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 }
 
 // attach sends attachment i of a reply. Only a failure worth a retry
-// stops the reply; one Discord refuses is logged and skipped, counted as
-// sent.
+// stops the reply; one Discord refuses is a note in the chat, as on the
+// other platforms, and counted as sent.
 func (a *Adapter) attach(ctx context.Context, msg *nanofleetv1.OutboundMessage, i int, m *nanofleetv1.MediaRef) error {
-	if err := a.sendMedia(ctx, msg, i, m); err != nil {
-		a.log.Warn("send attachment failed", "chat", msg.GetChatId(), "n", i, "name", m.GetName(), "err", err)
-		de := classify(err)
-		if retry, _ := gateway.Retryable(de); retry {
-			return de
-		}
+	err := a.sendMedia(ctx, msg, i, m)
+	if err == nil {
+		return nil
 	}
-	return nil
+	a.log.Warn("send attachment failed", "chat", msg.GetChatId(), "n", i, "name", m.GetName(), "err", err)
+	de := classify(err)
+	if retry, _ := gateway.Retryable(de); retry {
+		return de
+	}
+	// The refused request made no message, so the note takes its nonce.
+	_, err = a.post(ctx, msg, media.Note(media.Name(m), "was refused by Discord"), false, nonce(msg.GetId()+"/media", i), nil)
+	return err
 }
 
 // DeliverLive shows progress and tool hints as separate messages when

@@ -274,6 +274,38 @@ func TestAttachmentRetrySendsEachOnce(t *testing.T) {
 	h.fake.None(t, 300*time.Millisecond, create)
 }
 
+// TestRefusedAttachmentIsANote: an upload Discord refuses (400) is not
+// retried; the chat is told and the reply goes on.
+func TestRefusedAttachmentIsANote(t *testing.T) {
+	refs := []*nanofleetv1.MediaRef{
+		{Object: "t/big.pdf", Name: "big.pdf", MimeType: "application/pdf"},
+		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
+	}
+	data := [][]byte{[]byte("%PDF-1.4 big"), []byte("%PDF-1.4 b")}
+	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
+	workertest.StoreMedia(t, h.Bus, refs, data)
+	h.fake.Pass(create, 1)
+	h.fake.Fail(create, discordtest.Failure{Status: 400, Message: "Request entity too large"})
+	h.fake.Send(h.dm("600000000000000001", "two files please"))
+	want := []struct {
+		text   string
+		files  map[string][]byte
+		status int
+	}{
+		{"here", nil, 200},
+		{"", map[string][]byte{"big.pdf": data[0]}, 400},
+		{"[attachment big.pdf was refused by Discord; not sent]", nil, 200},
+		{"", map[string][]byte{"b.pdf": data[1]}, 200},
+	}
+	for i, w := range want {
+		c := h.fake.Next(t, wait, create)
+		if c.Content() != w.text || !maps.EqualFunc(c.Files, w.files, bytes.Equal) || c.Status != w.status || c.Duplicate {
+			t.Fatalf("request %d: %q with files %q, status %d, duplicate %v; want %q with %q, status %d",
+				i, c.Content(), c.Files, c.Status, c.Duplicate, w.text, w.files, w.status)
+		}
+	}
+}
+
 // TestGoneAttachmentIsANote: an attachment the store no longer holds can
 // never be sent, so it is not retried: the chat gets the text, a note
 // naming the attachment and the next attachment, each once.

@@ -21,8 +21,7 @@ func (a *Adapter) sendMedia(ctx context.Context, chat string, thread int, m *nan
 	switch {
 	case f.Note != "":
 		a.log.Warn("attachment not sent", "chat", chat, "name", f.Name, "note", f.Note)
-		_, err := a.bot.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: chat, MessageThreadID: thread, Text: f.Note})
-		return err
+		return a.note(ctx, chat, thread, f.Note)
 	case f.URL != "":
 		_, err := a.bot.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: chat, MessageThreadID: thread, Document: &models.InputFileString{Data: f.URL}})
 		return err
@@ -33,5 +32,11 @@ func (a *Adapter) sendMedia(ctx context.Context, chat string, thread int, m *nan
 		return err
 	}
 	_, err = a.bot.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: chat, MessageThreadID: thread, Document: upload})
+	return err
+}
+
+// note tells the chat, in plain text, why an attachment is not sent.
+func (a *Adapter) note(ctx context.Context, chat string, thread int, text string) error {
+	_, err := a.bot.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: chat, MessageThreadID: thread, Text: text})
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -50,17 +51,19 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 }
 
 // attach sends attachment i of a reply. Only a failure worth a retry
-// stops the reply; one Telegram refuses is logged and skipped, counted as
-// sent.
+// stops the reply; one Telegram refuses is a note in the chat, as on the
+// other platforms, and counted as sent.
 func (a *Adapter) attach(ctx context.Context, chat string, thread, i int, m *nanofleetv1.MediaRef) error {
-	if err := a.sendMedia(ctx, chat, thread, m); err != nil {
-		a.log.Warn("send attachment failed", "chat", chat, "n", i, "name", m.GetName(), "err", err)
-		de := classify(err)
-		if retry, _ := gateway.Retryable(de); retry {
-			return de
-		}
+	err := a.sendMedia(ctx, chat, thread, m)
+	if err == nil {
+		return nil
 	}
-	return nil
+	a.log.Warn("send attachment failed", "chat", chat, "n", i, "name", m.GetName(), "err", err)
+	de := classify(err)
+	if retry, _ := gateway.Retryable(de); retry {
+		return de
+	}
+	return a.note(ctx, chat, thread, media.Note(media.Name(m), "was refused by Telegram"))
 }
 
 // DeliverLive shows progress and tool hints as separate messages when

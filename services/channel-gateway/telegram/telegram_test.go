@@ -310,6 +310,35 @@ func TestGoneAttachmentIsANote(t *testing.T) {
 	h.fake.None(t, 300*time.Millisecond, "sendMessage", "sendDocument", "sendPhoto")
 }
 
+// TestRefusedAttachmentIsANote: an upload Telegram refuses (400) is not
+// retried; the chat is told, in plain text, and the reply goes on.
+func TestRefusedAttachmentIsANote(t *testing.T) {
+	refs := []*nanofleetv1.MediaRef{
+		{Object: "t/big.pdf", Name: "big.pdf", MimeType: "application/pdf"},
+		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
+	}
+	data := [][]byte{[]byte("%PDF-1.4 big"), []byte("%PDF-1.4 b")}
+	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
+	workertest.StoreMedia(t, h.Bus, refs, data)
+	h.fake.Fail("sendDocument", telegramtest.Failure{Code: 400, Description: "Bad Request: file is too big"})
+	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 8, FromID: 8, Text: "two files please"})
+	want := []struct {
+		method, text string
+		doc          []byte
+	}{
+		{"sendMessage", "here", nil},
+		{"sendDocument", "", data[0]},
+		{"sendMessage", "[attachment big.pdf was refused by Telegram; not sent]", nil},
+		{"sendDocument", "", data[1]},
+	}
+	for i, w := range want {
+		c := h.fake.Next(t, wait, "sendMessage", "sendDocument", "sendPhoto")
+		if c.Method != w.method || c.Fields["text"] != w.text || !bytes.Equal(c.Files["document"], w.doc) {
+			t.Fatalf("call %d: %s %q with document %q; want %s %q with %q", i, c.Method, c.Fields["text"], c.Files["document"], w.method, w.text, w.doc)
+		}
+	}
+}
+
 func TestOnePollerPerBotToken(t *testing.T) {
 	fake := telegramtest.New(t, token)
 	b := adaptertest.NewEnv(t, workertest.Echo).Bus
