@@ -221,7 +221,7 @@ func (g *Gate) Allowed(ctx context.Context, p Policy, s Sender) (bool, error) {
 	if listed(p.AllowFrom, s) {
 		return true, nil
 	}
-	_, err := g.approved.Get(ctx, approvedKey(p.Channel, s.ID))
+	_, err := bus.Get(ctx, g.approved, approvedKey(p.Channel, s.ID))
 	switch {
 	case err == nil:
 		return true, nil

@@ -52,7 +52,7 @@ func (g *Gate) approveCommand(ctx context.Context, p Policy, s Sender, code stri
 // pair gives s a pairing code, once per code lifetime.
 func (g *Gate) pair(ctx context.Context, p Policy, s Sender) error {
 	pendingKey := "pending." + subject.Token(p.Channel) + "." + subject.Token(s.ID)
-	if _, err := g.codes.Get(ctx, pendingKey); err == nil {
+	if _, err := bus.Get(ctx, g.codes, pendingKey); err == nil {
 		return nil // already has a live code
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("access: read pending pairing: %w", err)
@@ -137,7 +137,7 @@ func Approve(ctx context.Context, b *bus.Bus, code string) error {
 	if err != nil {
 		return fmt.Errorf("access: %w", err)
 	}
-	e, err := codes.Get(ctx, codeKey(code))
+	e, err := bus.Get(ctx, codes, codeKey(code))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return ErrUnknownCode
 	}

@@ -217,7 +217,7 @@ func Build(ctx context.Context, cfg Config, deps Deps, opts ...Option) ([]gatewa
 // creating it on first use; every gateway gets the same one.
 func sharedToken(ctx context.Context, kv jetstream.KeyValue, name string) (string, error) {
 	for range 3 {
-		e, err := kv.Get(ctx, name)
+		e, err := bus.Get(ctx, kv, name)
 		if err == nil {
 			return string(e.Value()), nil
 		}

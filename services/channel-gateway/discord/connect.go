@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/retry"
 )
@@ -277,7 +278,7 @@ func (c *conn) save() {
 // loadSession returns the saved session, or none.
 func (a *Adapter) loadSession(ctx context.Context) session {
 	var s session
-	e, err := a.state.Get(ctx, sessionKey(a.cfg.Token))
+	e, err := bus.Get(ctx, a.state, sessionKey(a.cfg.Token))
 	if err != nil {
 		if !errors.Is(err, jetstream.ErrKeyNotFound) && ctx.Err() == nil {
 			a.log.Warn("read Discord session position", "err", err)

@@ -177,7 +177,7 @@ func (a *Adapter) fresh(ctx context.Context, h http.Header) (string, error) {
 	}
 	sum := sha256.Sum256([]byte(ts + "\x00" + nonce))
 	key := base64.RawURLEncoding.EncodeToString(sum[:16]) // characters a KV key may hold
-	if _, err := a.nonces.Get(ctx, key); err == nil {
+	if _, err := bus.Get(ctx, a.nonces, key); err == nil {
 		return "", fmt.Errorf("%w: nonce %q already handled", errReplay, nonce)
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", fmt.Errorf("feishu: nonce lookup: %w", err)

@@ -273,7 +273,7 @@ func (d *deliverer) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	key := deliveredKey(out.GetId(), meta.Sequence.Stream)
-	if _, err := d.delivered.Get(ctx, key); err == nil {
+	if _, err := bus.Get(ctx, d.delivered, key); err == nil {
 		_ = m.Ack()
 		return
 	}

@@ -243,7 +243,7 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) conversation(ctx context.Context, id string) (conversation, error) {
-	e, err := s.convs.Get(ctx, id)
+	e, err := bus.Get(ctx, s.convs, id)
 	if err != nil {
 		return conversation{}, err
 	}
@@ -267,7 +267,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 // message.
 func (s *Server) touch(ctx context.Context, id, text string) {
 	for range 3 {
-		e, err := s.convs.Get(ctx, id)
+		e, err := bus.Get(ctx, s.convs, id)
 		var c conversation
 		if err == nil {
 			_ = json.Unmarshal(e.Value(), &c)

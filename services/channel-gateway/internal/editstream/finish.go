@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/metakey"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
@@ -70,7 +71,7 @@ func (s *Streams) Finish(ctx context.Context, msg *nanofleetv1.OutboundMessage) 
 	}
 	// Another gateway owns the stream, or this one saw none: ask the
 	// bucket.
-	e, err := s.kv.Get(ctx, k)
+	e, err := bus.Get(ctx, s.kv, k)
 	if errors.Is(err, jetstream.ErrKeyNotFound) && st == nil && msg.GetMetadata()[metakey.Streamed] != "true" {
 		return false // no stream anywhere
 	}

@@ -72,7 +72,7 @@ func (s *Store) Sent(ctx context.Context, id string) (int, error) {
 	if id == "" {
 		return 0, nil
 	}
-	e, err := s.kv.Get(ctx, key(id))
+	e, err := bus.Get(ctx, s.kv, key(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return 0, nil
 	}

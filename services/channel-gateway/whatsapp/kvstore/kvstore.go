@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.mau.fi/util/random"
 	"go.mau.fi/whatsmeow/proto/waAdv"
@@ -101,7 +102,7 @@ type advIdentity struct {
 // Device returns the stored device, or a new unlinked one (ID nil) when
 // none is stored; either is ready for whatsmeow.NewClient.
 func (c *Container) Device(ctx context.Context) (*store.Device, error) {
-	e, err := c.kv.Get(ctx, c.key("device"))
+	e, err := bus.Get(ctx, c.kv, c.key("device"))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return c.newDevice(), nil
 	}
@@ -220,7 +221,7 @@ func (c *Container) DeleteDevice(ctx context.Context, dev *store.Device) error {
 // Linked reports the account's WhatsApp id, empty when no device is
 // stored.
 func (c *Container) Linked(ctx context.Context) (string, error) {
-	e, err := c.kv.Get(ctx, c.key("device"))
+	e, err := bus.Get(ctx, c.kv, c.key("device"))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", nil
 	}
@@ -285,7 +286,7 @@ func (c *Container) get(ctx context.Context, key string, v any) (found bool, err
 }
 
 func (c *Container) getRaw(ctx context.Context, key string) ([]byte, bool, error) {
-	e, err := c.kv.Get(ctx, key)
+	e, err := bus.Get(ctx, c.kv, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, false, nil
 	}
