@@ -29,12 +29,14 @@ var (
 )
 
 // callTimeout bounds one lease operation, so that a request lost while
-// the client reconnects fails instead of hanging the holder.
-const callTimeout = 10 * time.Second
+// the client reconnects fails instead of hanging the holder: the bus's
+// bound for one call.
+const callTimeout = bus.CallTimeout
 
 // retryWait is the wait between writes sent while the bucket has no
 // leader; tryTimeout bounds one try, so that a renewal or release lost
-// with a node that stopped is sent again within the call's time.
+// with a node that stopped is sent again within the call's time (shorter
+// than bus.RequestTry, so more tries fit in one call).
 const (
 	retryWait  = 250 * time.Millisecond
 	tryTimeout = 2 * time.Second
