@@ -1,6 +1,7 @@
 // Package every runs a function periodically until its context ends:
 // the keep-alive loops of the services (message in progress, lease
-// renewal, call heartbeats).
+// renewal, call heartbeats) and their periodic checks (the store's free
+// space, a consumer's lag, a sandbox's quota).
 package every
 
 import (
@@ -21,6 +22,15 @@ func Tick(ctx context.Context, d time.Duration, f func() bool) {
 			more = f()
 		}
 	}
+}
+
+// TickNow is [Tick] that calls f at once too: a check that must hold
+// from the start (the store's free space, a gauge).
+func TickNow(ctx context.Context, d time.Duration, f func() bool) {
+	if ctx.Err() != nil || !f() {
+		return
+	}
+	Tick(ctx, d, f)
 }
 
 // Go runs [Tick] in a goroutine. stop ends it and returns once f is no

@@ -71,3 +71,22 @@ func TestGoStopWaits(t *testing.T) {
 	}
 	t.Logf("f ran %d times", n) // read after stop: -race reports a call after it
 }
+
+// TestTickNowCallsAtOnce: the first call does not wait for d, and f
+// returning false ends it there.
+func TestTickNowCallsAtOnce(t *testing.T) {
+	calls := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		every.TickNow(t.Context(), time.Hour, func() bool { calls++; return false })
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("TickNow waited for its period before the first call")
+	}
+	if calls != 1 {
+		t.Errorf("%d calls, want 1", calls)
+	}
+}

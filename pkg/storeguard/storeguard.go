@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/every"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
@@ -158,16 +159,8 @@ func (g *Guard) Ready(context.Context) error { return g.Err() }
 
 // Run checks the store until ctx ends.
 func (g *Guard) Run(ctx context.Context) error {
-	tick := time.NewTicker(g.cfg.Interval)
-	defer tick.Stop()
-	for {
-		g.Check(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-	}
+	every.TickNow(ctx, g.cfg.Interval, func() bool { g.Check(ctx); return true })
+	return nil
 }
 
 // Check looks at the filesystem once and updates the state.

@@ -17,6 +17,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/backoff"
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/config"
+	"github.com/nanofleet/nanofleet/pkg/every"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/pkg/llm"
 	"github.com/nanofleet/nanofleet/pkg/memory"
@@ -274,18 +275,12 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 func (w *Worker) sampleLag(ctx context.Context) {
-	tick := time.NewTicker(5 * time.Second)
-	defer tick.Stop()
-	for {
+	every.TickNow(ctx, 5*time.Second, func() bool {
 		if pending, _, err := w.turns.Pending(ctx); err == nil {
 			w.metrics.ConsumerPending.WithLabelValues(w.stream, w.consumer).Set(float64(pending))
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+		return true
+	})
 }
 
 // instrumented records model latency and tokens.

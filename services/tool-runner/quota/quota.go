@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/every"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/sys/unix"
 )
@@ -242,34 +243,28 @@ func (m *Meter) Watch(ctx context.Context, dir string, root *os.Root, stop func(
 	if m.limits.KeepFree > 0 {
 		step = FreeEvery
 	}
-	t := time.NewTicker(step)
-	defer t.Stop()
 	nextWalk := time.Now().Add(WatchEvery)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every.Tick(ctx, step, func() bool {
 		if room, err := m.room(dir); err == nil && room < 0 {
 			stop(m.diskRefusal(room, ""))
-			return
+			return false
 		}
 		if !m.limits.counted() || time.Now().Before(nextWalk) {
-			continue
+			return true
 		}
 		start := time.Now()
 		u, err := m.Usage(ctx, dir, root, true)
 		switch {
 		case errors.Is(err, ErrExceeded):
 			stop(err)
-			return
+			return false
 		case err == nil && u.Over(m.limits):
 			stop(m.refusal(u, ""))
-			return
+			return false
 		}
 		nextWalk = time.Now().Add(max(WatchEvery, 5*time.Since(start)))
-	}
+		return true
+	})
 }
 
 // AfterCommand measures dir again (a command may have written anything)
