@@ -134,14 +134,34 @@ func (e *env) next(t *testing.T) (*nanofleetv1.InboundMessage, jetstream.Msg) {
 	}
 }
 
-// none fails the test if an inbound message arrives within d: what says
-// what it would mean.
-func (e *env) none(t *testing.T, d time.Duration, what string) {
+// lastInbound is the sequence of the inbound stream's last message.
+func (e *env) lastInbound(t *testing.T) uint64 {
 	t.Helper()
-	select {
-	case extra := <-e.inbox:
-		t.Fatalf("%s: %s", what, extra.Subject())
-	case <-time.After(d):
+	st, err := e.b.JS.Stream(t.Context(), e.b.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.CachedInfo().State.LastSeq
+}
+
+// noInboundSince fails the test if the inbound stream stored a message
+// after seq, once the announcer has taken every reply (a message it
+// publishes is stored before it acks the reply): what says what one
+// would mean.
+func (e *env) noInboundSince(t *testing.T, seq uint64, what string) {
+	t.Helper()
+	bustest.Eventually(t, 10*time.Second, func() error {
+		c, err := e.b.JS.Consumer(t.Context(), e.b.Space.OutboundStream(), subagent.AnnounceConsumer)
+		if err != nil {
+			return err
+		}
+		if info := c.CachedInfo(); info.NumPending+uint64(info.NumAckPending) > 0 {
+			return fmt.Errorf("the announcer still holds replies: %d pending, %d unacked", info.NumPending, info.NumAckPending)
+		}
+		return nil
+	})
+	if last := e.lastInbound(t); last != seq {
+		t.Fatalf("%s: the inbound stream's last message is %d, after %d", what, last, seq)
 	}
 }
 
@@ -249,17 +269,25 @@ func TestSpawnAndAnnounce(t *testing.T) {
 		!strings.Contains(ann.GetContent(), "3 errors, all timeouts") || !strings.Contains(ann.GetContent(), "[Subagent 'logs' completed successfully]") {
 		t.Fatalf("announcement = %v", ann)
 	}
-	e.none(t, 500*time.Millisecond, "second inbound")
+	md, err := msg.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.noInboundSince(t, md.Sequence.Stream, "second inbound")
 	if kids, _ := e.m.Children(t.Context(), "telegram:9"); len(kids) != 0 {
 		t.Errorf("children after announcement: %v", kids)
 	}
 	// The parent turn resumed after a crash calls spawn once more: the
-	// child is done, nothing starts again.
+	// child is done, nothing starts again (spawn has returned: a child's
+	// task would be stored).
+	before := e.lastInbound(t)
 	out, err = e.spawn(t.Context(), t, `{"task":"summarise the logs","label":"logs"}`)
 	if err != nil || !strings.Contains(out, "already finished") || !strings.Contains(out, "3 errors") {
 		t.Errorf("spawn after the child finished = %q, %v", out, err)
 	}
-	e.none(t, 300*time.Millisecond, "child started again")
+	if last := e.lastInbound(t); last != before {
+		t.Errorf("child started again: the inbound stream's last message is %d, after %d", last, before)
+	}
 }
 
 func TestSpawnWait(t *testing.T) {
@@ -285,7 +313,11 @@ func TestSpawnWait(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("spawn(wait) did not return")
 	}
-	e.none(t, 500*time.Millisecond, "announced although awaited")
+	md, err := msg.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.noInboundSince(t, md.Sequence.Stream, "announced although awaited")
 	e.noConsumerLeft(t)
 }
 
@@ -374,8 +406,9 @@ func TestStopChildren(t *testing.T) {
 		}
 		return nil
 	})
+	before := e.lastInbound(t)
 	e.reply(t, child, "⏹ Stopped.")
-	e.none(t, 500*time.Millisecond, "stopped child announced")
+	e.noInboundSince(t, before, "stopped child announced")
 	if kids, _ := e.m.Children(t.Context(), "telegram:9"); len(kids) != 0 {
 		t.Errorf("stopped children still counted: %v", kids)
 	}
