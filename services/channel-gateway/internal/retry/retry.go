@@ -50,33 +50,32 @@ func WithStatus(r *status.Reporter, channel string) Option {
 }
 
 // Until calls f until it returns nil or a Final error (returned as it was
-// before marking), or ctx ends (ctx's error), waiting by Backoff between
-// calls and logging each failure as msg with the wait.
+// before marking), or ctx ends (an error matching ctx's), waiting by
+// Backoff between calls and logging each failure as msg with the wait.
 func Until(ctx context.Context, log *slog.Logger, msg string, f func(context.Context) error, opts ...Option) error {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	b := Backoff()
-	for n := 0; ; n++ {
-		err := f(ctx)
-		var fe final
-		switch {
-		case err == nil:
-			if n > 0 {
-				o.status.Started(ctx, log, o.channel)
-			}
-			return nil
-		case errors.As(err, &fe):
-			return fe.error
-		case ctx.Err() != nil:
-			return ctx.Err()
+	failed := false
+	err := backoff.Retry{
+		Again: func(err error) bool { return !errors.As(err, new(final)) },
+		Wait:  Backoff().Wait,
+		Failed: func(err error, wait time.Duration) {
+			failed = true
+			log.Warn(msg, "err", err, "in", wait)
+			o.status.Retrying(ctx, log, o.channel, fmt.Errorf("%s: %w", msg, err))
+		},
+	}.Do(ctx, f)
+	var fe final
+	switch {
+	case err == nil:
+		if failed {
+			o.status.Started(ctx, log, o.channel)
 		}
-		wait := b.Wait(n)
-		log.Warn(msg, "err", err, "in", wait)
-		o.status.Retrying(ctx, log, o.channel, fmt.Errorf("%s: %w", msg, err))
-		if err := backoff.Sleep(ctx, wait); err != nil {
-			return err
-		}
+		return nil
+	case errors.As(err, &fe):
+		return fe.error
 	}
+	return err
 }
