@@ -238,71 +238,50 @@ func TestOutboundAttachmentIsUploaded(t *testing.T) {
 	}
 }
 
-// TestAttachmentRetrySendsEachOnce: a reply's attachments are counted as
-// pieces after its text, so the retry after a 5xx on the second
-// attachment sends that attachment only: no request repeats one Discord
-// took (its nonce would hide the repeat only for a few minutes).
-func TestAttachmentRetrySendsEachOnce(t *testing.T) {
+// TestAttachmentFailures: a reply's attachments are counted as pieces
+// after its text, so the retry after a 5xx on the second attachment sends
+// that attachment only (no request repeats one Discord took: its nonce
+// would hide the repeat only for a few minutes); an upload Discord
+// refuses (400) is not retried, the chat is told and the reply goes on.
+func TestAttachmentFailures(t *testing.T) {
 	refs := []*nanofleetv1.MediaRef{
 		{Object: "t/a.pdf", Name: "a.pdf", MimeType: "application/pdf"},
 		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
 	}
 	data := [][]byte{[]byte("%PDF-1.4 a"), []byte("%PDF-1.4 b")}
-	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
-	workertest.StoreMedia(t, h.Bus, refs, data)
-	h.fake.Pass(create, 2)
-	h.fake.Fail(create, discordtest.Failure{Status: 500, Message: "500: Internal Server Error"})
-	h.fake.Send(h.dm("600000000000000001", "two files please"))
-	// Every message request, in order: the text, a, b refused, b again.
-	want := []struct {
+	a, b := map[string][]byte{"a.pdf": data[0]}, map[string][]byte{"b.pdf": data[1]}
+	type request struct {
 		text   string
 		files  map[string][]byte
 		status int
+	}
+	tests := []struct {
+		name   string
+		passed int // requests answered before the failure
+		fail   discordtest.Failure
+		want   []request // every message request, in order
 	}{
-		{"here", nil, 200},
-		{"", map[string][]byte{"a.pdf": data[0]}, 200},
-		{"", map[string][]byte{"b.pdf": data[1]}, 500},
-		{"", map[string][]byte{"b.pdf": data[1]}, 200},
+		{"second attachment failing once", 2, discordtest.Failure{Status: 500, Message: "500: Internal Server Error"},
+			[]request{{"here", nil, 200}, {"", a, 200}, {"", b, 500}, {"", b, 200}}},
+		{"first attachment refused", 1, discordtest.Failure{Status: 400, Message: "Request entity too large"},
+			[]request{{"here", nil, 200}, {"", a, 400}, {"[attachment a.pdf was refused by Discord; not sent]", nil, 200}, {"", b, 200}}},
 	}
-	for i, w := range want {
-		c := h.fake.Next(t, wait, create)
-		if c.Content() != w.text || !maps.EqualFunc(c.Files, w.files, bytes.Equal) || c.Status != w.status || c.Duplicate {
-			t.Fatalf("request %d: %q with files %q, status %d, duplicate %v; want %q with %q, status %d",
-				i, c.Content(), c.Files, c.Status, c.Duplicate, w.text, w.files, w.status)
-		}
-	}
-	h.fake.None(t, 300*time.Millisecond, create)
-}
-
-// TestRefusedAttachmentIsANote: an upload Discord refuses (400) is not
-// retried; the chat is told and the reply goes on.
-func TestRefusedAttachmentIsANote(t *testing.T) {
-	refs := []*nanofleetv1.MediaRef{
-		{Object: "t/big.pdf", Name: "big.pdf", MimeType: "application/pdf"},
-		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
-	}
-	data := [][]byte{[]byte("%PDF-1.4 big"), []byte("%PDF-1.4 b")}
-	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
-	workertest.StoreMedia(t, h.Bus, refs, data)
-	h.fake.Pass(create, 1)
-	h.fake.Fail(create, discordtest.Failure{Status: 400, Message: "Request entity too large"})
-	h.fake.Send(h.dm("600000000000000001", "two files please"))
-	want := []struct {
-		text   string
-		files  map[string][]byte
-		status int
-	}{
-		{"here", nil, 200},
-		{"", map[string][]byte{"big.pdf": data[0]}, 400},
-		{"[attachment big.pdf was refused by Discord; not sent]", nil, 200},
-		{"", map[string][]byte{"b.pdf": data[1]}, 200},
-	}
-	for i, w := range want {
-		c := h.fake.Next(t, wait, create)
-		if c.Content() != w.text || !maps.EqualFunc(c.Files, w.files, bytes.Equal) || c.Status != w.status || c.Duplicate {
-			t.Fatalf("request %d: %q with files %q, status %d, duplicate %v; want %q with %q, status %d",
-				i, c.Content(), c.Files, c.Status, c.Duplicate, w.text, w.files, w.status)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
+			workertest.StoreMedia(t, h.Bus, refs, data)
+			h.fake.Pass(create, tt.passed)
+			h.fake.Fail(create, tt.fail)
+			h.fake.Send(h.dm("600000000000000001", "two files please"))
+			for i, w := range tt.want {
+				c := h.fake.Next(t, wait, create)
+				if c.Content() != w.text || !maps.EqualFunc(c.Files, w.files, bytes.Equal) || c.Status != w.status || c.Duplicate {
+					t.Fatalf("request %d: %q with files %q, status %d, duplicate %v; want %q with %q, status %d",
+						i, c.Content(), c.Files, c.Status, c.Duplicate, w.text, w.files, w.status)
+				}
+			}
+			h.fake.None(t, 300*time.Millisecond, create)
+		})
 	}
 }
 

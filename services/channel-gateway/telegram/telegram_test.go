@@ -252,33 +252,50 @@ func TestMediaIsStored(t *testing.T) {
 	}
 }
 
-// TestAttachmentRetrySendsEachOnce: a reply's attachments are counted as
-// pieces after its text, so the retry after a 5xx on the second
-// attachment sends that attachment only: the text and each attachment
-// reach the chat once.
-func TestAttachmentRetrySendsEachOnce(t *testing.T) {
+// TestAttachmentFailures: a reply's attachments are counted as pieces
+// after its text, so the retry after a 5xx on the second attachment sends
+// that attachment only (the text and each attachment reach the chat
+// once); an upload Telegram refuses (400) is not retried, the chat is
+// told in plain text and the reply goes on.
+func TestAttachmentFailures(t *testing.T) {
 	refs := []*nanofleetv1.MediaRef{
 		{Object: "t/a.pdf", Name: "a.pdf", MimeType: "application/pdf"},
 		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
 	}
 	data := [][]byte{[]byte("%PDF-1.4 a"), []byte("%PDF-1.4 b")}
-	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
-	workertest.StoreMedia(t, h.Bus, refs, data)
-	h.fake.Pass("sendDocument", 1)
-	h.fake.Fail("sendDocument", telegramtest.Failure{Code: 500, Description: "Internal Server Error"})
-	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 8, FromID: 8, Text: "two files please"})
-	// Every call that sends, in order: the text, a, b refused, b again.
-	want := []struct {
+	type call struct {
 		method, text string
 		doc          []byte
-	}{{"sendMessage", "here", nil}, {"sendDocument", "", data[0]}, {"sendDocument", "", data[1]}, {"sendDocument", "", data[1]}}
-	for i, w := range want {
-		c := h.fake.Next(t, wait, "sendMessage", "sendDocument", "sendPhoto")
-		if c.Method != w.method || c.Fields["text"] != w.text || !bytes.Equal(c.Files["document"], w.doc) {
-			t.Fatalf("call %d: %s %q with document %q; want %s %q with %q", i, c.Method, c.Fields["text"], c.Files["document"], w.method, w.text, w.doc)
-		}
 	}
-	h.fake.None(t, 300*time.Millisecond, "sendMessage", "sendDocument", "sendPhoto")
+	tests := []struct {
+		name   string
+		passed int // documents sent before the failure
+		fail   telegramtest.Failure
+		want   []call // every call that sends, in order
+	}{
+		{"second attachment failing once", 1, telegramtest.Failure{Code: 500, Description: "Internal Server Error"},
+			[]call{{"sendMessage", "here", nil}, {"sendDocument", "", data[0]}, {"sendDocument", "", data[1]}, {"sendDocument", "", data[1]}}},
+		{"first attachment refused", 0, telegramtest.Failure{Code: 400, Description: "Bad Request: file is too big"},
+			[]call{{"sendMessage", "here", nil}, {"sendDocument", "", data[0]}, {"sendMessage", "[attachment a.pdf was refused by Telegram; not sent]", nil}, {"sendDocument", "", data[1]}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
+			workertest.StoreMedia(t, h.Bus, refs, data)
+			if tt.passed > 0 {
+				h.fake.Pass("sendDocument", tt.passed)
+			}
+			h.fake.Fail("sendDocument", tt.fail)
+			h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 8, FromID: 8, Text: "two files please"})
+			for i, w := range tt.want {
+				c := h.fake.Next(t, wait, "sendMessage", "sendDocument", "sendPhoto")
+				if c.Method != w.method || c.Fields["text"] != w.text || !bytes.Equal(c.Files["document"], w.doc) {
+					t.Fatalf("call %d: %s %q with document %q; want %s %q with %q", i, c.Method, c.Fields["text"], c.Files["document"], w.method, w.text, w.doc)
+				}
+			}
+			h.fake.None(t, 300*time.Millisecond, "sendMessage", "sendDocument", "sendPhoto")
+		})
+	}
 }
 
 // TestGoneAttachmentIsANote: an attachment the store no longer holds can
@@ -308,35 +325,6 @@ func TestGoneAttachmentIsANote(t *testing.T) {
 		}
 	}
 	h.fake.None(t, 300*time.Millisecond, "sendMessage", "sendDocument", "sendPhoto")
-}
-
-// TestRefusedAttachmentIsANote: an upload Telegram refuses (400) is not
-// retried; the chat is told, in plain text, and the reply goes on.
-func TestRefusedAttachmentIsANote(t *testing.T) {
-	refs := []*nanofleetv1.MediaRef{
-		{Object: "t/big.pdf", Name: "big.pdf", MimeType: "application/pdf"},
-		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
-	}
-	data := [][]byte{[]byte("%PDF-1.4 big"), []byte("%PDF-1.4 b")}
-	h := start(t, telegram.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
-	workertest.StoreMedia(t, h.Bus, refs, data)
-	h.fake.Fail("sendDocument", telegramtest.Failure{Code: 400, Description: "Bad Request: file is too big"})
-	h.fake.Send(telegramtest.Message{UpdateID: 1, MessageID: 1, ChatID: 8, FromID: 8, Text: "two files please"})
-	want := []struct {
-		method, text string
-		doc          []byte
-	}{
-		{"sendMessage", "here", nil},
-		{"sendDocument", "", data[0]},
-		{"sendMessage", "[attachment big.pdf was refused by Telegram; not sent]", nil},
-		{"sendDocument", "", data[1]},
-	}
-	for i, w := range want {
-		c := h.fake.Next(t, wait, "sendMessage", "sendDocument", "sendPhoto")
-		if c.Method != w.method || c.Fields["text"] != w.text || !bytes.Equal(c.Files["document"], w.doc) {
-			t.Fatalf("call %d: %s %q with document %q; want %s %q with %q", i, c.Method, c.Fields["text"], c.Files["document"], w.method, w.text, w.doc)
-		}
-	}
 }
 
 func TestOnePollerPerBotToken(t *testing.T) {
