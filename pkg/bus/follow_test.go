@@ -109,12 +109,8 @@ func TestFollowerStopLeavesNoConsumer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		names := st.ConsumerNames(t.Context())
-		for name := range names.Name() {
-			t.Fatalf("stop %d: consumer %s left", i, name)
-		}
-		if err := names.Err(); err != nil {
-			t.Fatal(err)
+		if left, err := bustest.Consumers(t.Context(), st); err != nil || len(left) > 0 {
+			t.Fatalf("stop %d: consumers left %v (%v)", i, left, err)
 		}
 	}
 }
@@ -154,20 +150,7 @@ func TestFollowerStoppedWhileRemakingLeavesNoConsumer(t *testing.T) {
 	bustest.Receive(t, missed, 10*time.Second)
 	f.Stop(t.Context())
 	hop.Cut() // the follower's connection goes to the server itself
-	bustest.Eventually(t, 30*time.Second, func() error {
-		var left []string
-		names := st.ConsumerNames(t.Context())
-		for name := range names.Name() {
-			left = append(left, name)
-		}
-		if err := names.Err(); err != nil {
-			return err
-		}
-		if len(left) > 0 {
-			return fmt.Errorf("consumers left: %v", left)
-		}
-		return nil
-	})
+	noConsumerWithin(t, st, 30*time.Second)
 }
 
 // TestFollowerInactiveThreshold: the server reaps a Follower's consumer
@@ -233,21 +216,21 @@ func TestDeleteOrdered(t *testing.T) {
 	}
 	// The consumer cons made last is deleted; one made before it, if its
 	// fetch was reset, nats.go deletes itself on a goroutine of its own.
-	bustest.Eventually(t, 10*time.Second, func() error {
-		names := st.ConsumerNames(t.Context())
-		var left []string
-		for name := range names.Name() {
-			left = append(left, name)
-		}
-		if err := names.Err(); err != nil {
-			return err
-		}
-		if len(left) > 0 {
-			return fmt.Errorf("consumers left: %v", left)
-		}
-		return nil
-	})
+	noConsumerWithin(t, st, 10*time.Second)
 	if err := b.DeleteOrdered(t.Context(), "ORD", cons); !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		t.Errorf("second DeleteOrdered = %v, want ErrConsumerNotFound", err)
 	}
+}
+
+// noConsumerWithin waits until st has no consumer left, failing the test
+// after within.
+func noConsumerWithin(t *testing.T, st jetstream.Stream, within time.Duration) {
+	t.Helper()
+	bustest.Eventually(t, within, func() error {
+		left, err := bustest.Consumers(t.Context(), st)
+		if err == nil && len(left) > 0 {
+			err = fmt.Errorf("consumers left: %v", left)
+		}
+		return err
+	})
 }

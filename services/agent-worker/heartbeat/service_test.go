@@ -195,15 +195,10 @@ func TestActiveChats(t *testing.T) {
 
 func consumerNames(t *testing.T, stream jetstream.Stream) []string {
 	t.Helper()
-	var names []string
-	list := stream.ConsumerNames(t.Context())
-	for name := range list.Name() {
-		names = append(names, name)
-	}
-	if err := list.Err(); err != nil {
+	names, err := bustest.Consumers(t.Context(), stream)
+	if err != nil {
 		t.Fatal(err)
 	}
-	slices.Sort(names)
 	return names
 }
 

@@ -32,11 +32,12 @@ func TestClientLeavesNoConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	consumers := func() (n int) {
-		for range stream.ConsumerNames(ctx).Name() {
-			n++
+	consumers := func() int {
+		names, err := bustest.Consumers(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return n
+		return len(names)
 	}
 	if n := consumers(); n != 1 {
 		t.Fatalf("%d consumers on the outbound stream while the client runs, want 1", n)
