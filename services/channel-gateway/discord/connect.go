@@ -140,76 +140,100 @@ func (c *conn) outlived() bool {
 // connect runs gateway connections until ctx ends, resuming the last
 // saved session so that no event is lost across reconnects and takeovers.
 func (a *Adapter) connect(ctx context.Context, in inbox, wsURL string) error {
-	// Failed connections are retried by a backoff from a second to 30 s;
-	// a connection closed after it opened is made again after a second.
-	pace := backoff.Backoff{Min: time.Second, Max: 30 * time.Second}
-	wait, failed := time.Duration(0), 0
-	for ctx.Err() == nil {
-		if wait > 0 && backoff.Sleep(ctx, wait) != nil {
-			return nil
-		}
-		c := &conn{a: a, ctx: ctx, in: in, retry: make(chan struct{}, 1), fatal: make(chan error, 1)}
-		c.sess = a.loadSession(ctx)
-		opts := []gateway.ConfigOpt{
-			gateway.WithURL(wsURL),
-			gateway.WithIntents(intents...),
-			gateway.WithCompress(false),
-			gateway.WithEnableRawEvents(true),
-			gateway.WithLogger(a.log.With("source", "disgo")),
-		}
-		if c.sess.ID != "" {
-			s := c.sess
-			opts = append(opts, gateway.WithSessionID(s.ID), gateway.WithSequence(s.Seq), func(cfg *gateway.Config) {
-				if s.ResumeURL != "" {
-					cfg.ResumeURL = &s.ResumeURL
-				}
-			})
-			a.log.Info("resuming Discord gateway session", "session", s.ID, "seq", s.Seq)
-		}
-		g := gateway.New(a.cfg.Token, c.event, func(_ gateway.Gateway, err error) {
-			select {
-			case c.fatal <- err:
-			default:
-			}
-		}, opts...)
-		c.mu.Lock()
-		c.g = g
-		c.mu.Unlock()
-		if err := g.Open(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			wait = pace.Wait(failed)
-			failed++
+	// Failed connections are tried again by a backoff from a second to
+	// 30 s; a connection closed after it opened is made again after a
+	// second.
+	open := backoff.Retry{
+		Again: func(error) bool { return true },
+		Wait:  backoff.Backoff{Min: time.Second, Max: 30 * time.Second}.Wait,
+		Failed: func(err error, wait time.Duration) {
 			a.log.Warn("discord gateway connection failed", "err", err, "retry_in", wait)
-			continue
+		},
+	}
+	for ctx.Err() == nil {
+		var c *conn
+		err := open.Do(ctx, func(ctx context.Context) error {
+			var err error
+			c, err = a.open(ctx, in, wsURL)
+			return err
+		})
+		if err != nil {
+			return nil // ctx ended: Do gives up only then
 		}
-		wait, failed = 0, 0
-		var fatal error
-		select {
-		case <-ctx.Done():
-		case <-c.retry:
-			wait = time.Second
-		case fatal = <-c.fatal:
+		again, err := c.serve(ctx)
+		if err != nil || !again {
+			return err
 		}
-		// Not a normal closure: Discord keeps the session resumable for
-		// whoever holds the lease next.
-		c.mu.Lock()
-		c.closed = true
-		c.mu.Unlock()
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		g.CloseWithCode(cctx, websocket.CloseServiceRestart, "reconnecting")
-		cancel()
-		if fatal != nil {
-			var ce *websocket.CloseError
-			if errors.As(fatal, &ce) {
-				return &hold.Fatal{Err: fmt.Errorf("discord: gateway closed the connection (%d %s); check the token and that the message content intent is enabled in the developer portal: %w", ce.Code, ce.Text, fatal)}
-			}
-			a.log.Warn("discord gateway connection ended", "err", fatal)
-			wait = time.Second
+		if backoff.Sleep(ctx, time.Second) != nil {
+			return nil
 		}
 	}
 	return nil
+}
+
+// open makes one gateway connection, resuming the saved session if
+// there is one.
+func (a *Adapter) open(ctx context.Context, in inbox, wsURL string) (*conn, error) {
+	c := &conn{a: a, ctx: ctx, in: in, retry: make(chan struct{}, 1), fatal: make(chan error, 1)}
+	c.sess = a.loadSession(ctx)
+	opts := []gateway.ConfigOpt{
+		gateway.WithURL(wsURL),
+		gateway.WithIntents(intents...),
+		gateway.WithCompress(false),
+		gateway.WithEnableRawEvents(true),
+		gateway.WithLogger(a.log.With("source", "disgo")),
+	}
+	if c.sess.ID != "" {
+		s := c.sess
+		opts = append(opts, gateway.WithSessionID(s.ID), gateway.WithSequence(s.Seq), func(cfg *gateway.Config) {
+			if s.ResumeURL != "" {
+				cfg.ResumeURL = &s.ResumeURL
+			}
+		})
+		a.log.Info("resuming Discord gateway session", "session", s.ID, "seq", s.Seq)
+	}
+	g := gateway.New(a.cfg.Token, c.event, func(_ gateway.Gateway, err error) {
+		select {
+		case c.fatal <- err:
+		default:
+		}
+	}, opts...)
+	c.mu.Lock()
+	c.g = g
+	c.mu.Unlock()
+	return c, g.Open(ctx)
+}
+
+// serve lets c's events come until ctx ends, an event could not be
+// published, or the gateway fails, and then closes the connection. again
+// says to connect again (after a second); the error is one no new
+// connection helps.
+func (c *conn) serve(ctx context.Context) (again bool, err error) {
+	var fatal error
+	select {
+	case <-ctx.Done():
+	case <-c.retry:
+		again = true
+	case fatal = <-c.fatal:
+	}
+	c.mu.Lock()
+	c.closed = true
+	g := c.g
+	c.mu.Unlock()
+	// Not a normal closure: Discord keeps the session resumable for
+	// whoever holds the lease next.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	g.CloseWithCode(cctx, websocket.CloseServiceRestart, "reconnecting")
+	cancel()
+	if fatal == nil {
+		return again, nil
+	}
+	var ce *websocket.CloseError
+	if errors.As(fatal, &ce) {
+		return false, &hold.Fatal{Err: fmt.Errorf("discord: gateway closed the connection (%d %s); check the token and that the message content intent is enabled in the developer portal: %w", ce.Code, ce.Text, fatal)}
+	}
+	c.a.log.Warn("discord gateway connection ended", "err", fatal)
+	return true, nil
 }
 
 // event handles one gateway event, in the order Discord sent them.
