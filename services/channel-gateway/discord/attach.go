@@ -9,10 +9,17 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
+// UploadLimit is the largest file a bot may attach to a message, per
+// file: Discord's default limit, 25 MiB, for servers without boosts. A
+// boosted server takes more; the adapter does not look up a server's
+// boost tier.
+const UploadLimit = 25 << 20
+
 // sendMedia uploads an attachment from the object store, or sends the
-// note saying why it cannot be (internal/media's Load).
+// note saying why it cannot be (internal/media's Load: gone, empty or over
+// [UploadLimit], which is then not uploaded).
 func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessage, i int, m *nanofleetv1.MediaRef) error {
-	f, err := a.media.Load(ctx, m, "Discord", 0)
+	f, err := a.media.Load(ctx, m, "Discord", UploadLimit)
 	if err != nil || f == nil {
 		return err
 	}

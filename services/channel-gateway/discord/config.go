@@ -38,7 +38,7 @@ type Config struct {
 const DefaultAPIBase = "https://discord.com/api/v10"
 
 // DefaultMaxMediaBytes is Discord's upload limit for unboosted servers.
-const DefaultMaxMediaBytes = 25 << 20
+const DefaultMaxMediaBytes = UploadLimit
 
 // Validate reports every invalid key of an enabled channel, joined.
 func (c Config) Validate() error {

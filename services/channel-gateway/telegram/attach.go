@@ -11,10 +11,21 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
-// sendMedia uploads an attachment from the object store, or sends the
-// note saying why it cannot be (internal/media's Load), as plain text.
+// Upload limits of the Bot API for a file sent by multipart upload
+// (https://core.telegram.org/bots/api#sending-files): 10 MB for a photo,
+// 50 MB for any other file.
+const (
+	PhotoLimit    = 10 << 20
+	DocumentLimit = 50 << 20
+)
+
+// sendMedia uploads an attachment from the object store, an image up to
+// [PhotoLimit] as a photo and anything else up to [DocumentLimit] as a
+// document, or sends the note saying why it cannot be (internal/media's
+// Load: gone, empty or over DocumentLimit, which is then not uploaded), as
+// plain text.
 func (a *Adapter) sendMedia(ctx context.Context, chat string, thread int, m *nanofleetv1.MediaRef) error {
-	f, err := a.media.Load(ctx, m, "Telegram", 0)
+	f, err := a.media.Load(ctx, m, "Telegram", DocumentLimit)
 	if err != nil || f == nil {
 		return err
 	}
@@ -27,7 +38,7 @@ func (a *Adapter) sendMedia(ctx context.Context, chat string, thread int, m *nan
 		return err
 	}
 	upload := &models.InputFileUpload{Filename: f.Name, Data: bytes.NewReader(f.Data)}
-	if strings.HasPrefix(f.MimeType, "image/") {
+	if strings.HasPrefix(f.MimeType, "image/") && len(f.Data) <= PhotoLimit {
 		_, err = a.bot.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: chat, MessageThreadID: thread, Photo: upload})
 		return err
 	}

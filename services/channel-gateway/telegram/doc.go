@@ -21,9 +21,10 @@
 // about 4000 characters are split on paragraph boundaries (a piece whose
 // text would still be over Telegram's 4,096 once rendered, as a table
 // padded to its widest cell can be, is split again). The reply's
-// attachments follow its text (images as photos, the rest as documents;
-// one the store no longer holds, or empty, as a plain-text note naming
-// it: internal/media's Load), counted as pieces after it: a retried delivery, on this gateway or
+// attachments follow its text (images up to the Bot API's 10 MB as
+// photos, the rest as documents; one the store no longer holds, empty, or
+// over the 50 MB a bot may upload, as a plain-text note naming it, with no
+// upload: internal/media's Load), counted as pieces after it: a retried delivery, on this gateway or
 // another, continues with the first piece or attachment not yet sent
 // (internal/parts). The first piece
 // replies to the message that asked (metadata "message_id"). Rate limits
