@@ -285,34 +285,48 @@ func TestAttachmentFailures(t *testing.T) {
 	}
 }
 
-// TestGoneAttachmentIsANote: an attachment the store no longer holds can
-// never be sent, so it is not retried: the chat gets the text, a note
-// naming the attachment and the next attachment, each once.
-func TestGoneAttachmentIsANote(t *testing.T) {
-	refs := []*nanofleetv1.MediaRef{
-		{Object: "t/gone.pdf", Name: "gone.pdf", MimeType: "application/pdf"},
-		{Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"},
-	}
+// TestUnsendableAttachmentIsANote: an attachment the store no longer
+// holds, or one announced over Discord's upload limit, can never be sent,
+// so it is not retried (and the oversized one not uploaded): the chat gets
+// the text, a note naming the attachment and the next attachment, each
+// once.
+func TestUnsendableAttachmentIsANote(t *testing.T) {
 	doc := []byte("%PDF-1.4 b")
-	h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
-	workertest.StoreMedia(t, h.Bus, refs, [][]byte{nil, doc})
-	h.fake.Send(h.dm("600000000000000001", "two files please"))
-	want := []struct {
-		text  string
-		files map[string][]byte
+	tests := []struct {
+		name string
+		ref  *nanofleetv1.MediaRef
+		data []byte // stored; nil: none
+		note string
 	}{
-		{"here", nil},
-		{"[attachment gone.pdf is no longer stored; not sent]", nil},
-		{"", map[string][]byte{"b.pdf": doc}},
+		{"gone from the store", &nanofleetv1.MediaRef{Object: "t/gone.pdf", Name: "gone.pdf", MimeType: "application/pdf"}, nil,
+			"[attachment gone.pdf is no longer stored; not sent]"},
+		{"over the upload limit", &nanofleetv1.MediaRef{Object: "t/huge.zip", Name: "huge.zip", MimeType: "application/zip", Size: discord.UploadLimit + 1}, []byte("PK"),
+			"[attachment huge.zip is 25.0 MB, over Discord's 25 MB limit; not sent]"},
 	}
-	for i, w := range want {
-		c := h.fake.Next(t, wait, create)
-		if c.Content() != w.text || !maps.EqualFunc(c.Files, w.files, bytes.Equal) || c.Status != 200 || c.Duplicate {
-			t.Fatalf("request %d: %q with files %q, status %d, duplicate %v; want %q with %q, status 200",
-				i, c.Content(), c.Files, c.Status, c.Duplicate, w.text, w.files)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			refs := []*nanofleetv1.MediaRef{tt.ref, {Object: "t/b.pdf", Name: "b.pdf", MimeType: "application/pdf"}}
+			h := start(t, discord.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}}, workertest.WithMedia("here", refs...))
+			workertest.StoreMedia(t, h.Bus, refs, [][]byte{tt.data, doc})
+			h.fake.Send(h.dm("600000000000000001", "two files please"))
+			want := []struct {
+				text  string
+				files map[string][]byte
+			}{
+				{"here", nil},
+				{tt.note, nil},
+				{"", map[string][]byte{"b.pdf": doc}},
+			}
+			for i, w := range want {
+				c := h.fake.Next(t, wait, create)
+				if c.Content() != w.text || !maps.EqualFunc(c.Files, w.files, bytes.Equal) || c.Status != 200 || c.Duplicate {
+					t.Fatalf("request %d: %q with files %q, status %d, duplicate %v; want %q with %q, status 200",
+						i, c.Content(), c.Files, c.Status, c.Duplicate, w.text, w.files)
+				}
+			}
+			h.fake.None(t, 300*time.Millisecond, create)
+		})
 	}
-	h.fake.None(t, 300*time.Millisecond, create)
 }
 
 // TestRefusalsStopTheAdapter: a rejected token, or the message-content
