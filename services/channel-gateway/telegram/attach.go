@@ -13,7 +13,8 @@ import (
 
 // Upload limits of the Bot API for a file sent by multipart upload
 // (https://core.telegram.org/bots/api#sending-files): 10 MB for a photo,
-// 50 MB for any other file.
+// 50 MB for any other file. A self-hosted telegram-bot-api server
+// (apiBase) takes files up to 2000 MB, but is held to these too.
 const (
 	PhotoLimit    = 10 << 20
 	DocumentLimit = 50 << 20
