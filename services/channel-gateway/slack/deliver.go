@@ -10,22 +10,26 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
-// Deliver posts one durable reply in its thread, split and rendered,
-// continuing after the pieces an earlier attempt already posted.
+// Deliver posts one durable reply in its thread, split and rendered, then
+// uploads its attachments there, continuing after the pieces an earlier
+// attempt already sent.
 func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage) error {
 	pieces := markup.SplitRendered(msg.GetContent(), markup.SlackLimit, maxText, shown)
 	start, err := a.streams.Start(ctx, msg, len(pieces), a.sent)
 	if err != nil {
 		return err
 	}
-	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces), func(ctx context.Context, i int) error {
+	// The attachments follow the text, counted as pieces after it, so that
+	// a retry continues after the last piece or attachment sent.
+	media := msg.GetMedia()
+	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(media), func(ctx context.Context, i int) error {
+		if i >= len(pieces) {
+			return a.attach(ctx, msg, i-len(pieces), media[i-len(pieces)])
+		}
 		return a.post(ctx, msg, markup.SlackMrkdwn(pieces[i]))
 	})
 	if err != nil {
 		return classify(err)
-	}
-	if n := len(msg.GetMedia()); n > 0 {
-		a.log.Warn("slack: outbound attachments are not uploaded", "id", msg.GetId(), "count", n)
 	}
 	return nil
 }

@@ -30,7 +30,13 @@
 // to more than Slack's 40,000 (a retried delivery, on this gateway
 // or another, continues with the first piece not yet sent:
 // internal/parts), rate limits (429 with Retry-After) are retried after
-// the requested wait. With streaming on, the answer is
+// the requested wait. A reply's attachments follow its text in the thread,
+// counted as pieces after it: a file is uploaded in Slack's three steps
+// (files.getUploadURLExternal, its bytes to the URL that gives,
+// files.completeUploadExternal with the channel and thread), up to
+// [UploadLimit]; a link is posted as text; one gone from the store,
+// empty, over the limit or refused by Slack is a note instead. With
+// streaming on, the answer is
 // shown while it is written by updating one message (chat.update, at most
 // once per streamEditInterval; see internal/editstream).
 //

@@ -1,11 +1,13 @@
 // Package slacktest is a fake Slack for tests: the Web API methods the
 // adapter uses (apps.connections.open, auth.test, chat.postMessage,
-// chat.update, chat.delete, reactions.add) at /api/<method>, form-encoded as Slack takes them, and a
-// Socket Mode WebSocket at the URL apps.connections.open hands out, which
-// says hello, pings, sends Events API envelopes and records the
-// acknowledgements. Scripted failures include 429 with a Retry-After
-// header. A message or update whose text is over [MaxText] characters is
-// refused with msg_too_long.
+// chat.update, chat.delete, reactions.add, and the upload of a file:
+// files.getUploadURLExternal, the POST of its bytes to the upload URL it
+// hands out, files.completeUploadExternal) at /api/<method>, form-encoded
+// as Slack takes them, and a Socket Mode WebSocket at the URL
+// apps.connections.open hands out, which says hello, pings, sends Events
+// API envelopes and records the acknowledgements. Scripted failures
+// include 429 with a Retry-After header. A message or update whose text is
+// over [MaxText] characters is refused with msg_too_long.
 package slacktest
 
 import (
@@ -43,6 +45,9 @@ type Call struct {
 	At time.Time
 	// TS is the message posted or updated, when the call succeeded.
 	TS string
+	// Files are the files a files.completeUploadExternal shared, or the
+	// one whose bytes an [Upload] received, when the call succeeded.
+	Files []File
 }
 
 // Failure is a scripted error: an HTTP status with Retry-After, or a
@@ -73,16 +78,19 @@ type Server struct {
 	ts        int
 	envelopes int
 	texts     map[string]string // message ts -> text, as updated
+	fileIDs   int
+	uploads   map[string]*File // file id -> file, from files.getUploadURLExternal on
 }
 
 // New starts a fake, stopped at the end of the test.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{Recorder: fakeplatform.NewRecorder("slacktest calls", func(c Call) string { return c.Method }), acks: fakeplatform.NewRecorder("slacktest acks", func(id string) string { return id }), texts: map[string]string{}}
+	s := &Server{Recorder: fakeplatform.NewRecorder("slacktest calls", func(c Call) string { return c.Method }), acks: fakeplatform.NewRecorder("slacktest acks", func(id string) string { return id }), texts: map[string]string{}, uploads: map[string]*File{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)
 	mux.HandleFunc("/link", s.serveSocket)
 	mux.HandleFunc("GET /files/{name}", s.serveFile)
+	mux.HandleFunc("POST /upload/v1/{id}", s.serveUpload)
 	s.URL = fakeplatform.Serve(t, mux, &s.Link)
 	s.APIURL = s.URL + "/api/"
 	return s
@@ -170,6 +178,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	f := s.Script.Take(method)
 	ts, known := c.Fields["ts"], false
+	var files map[string]any // the answer of a files method
 	tooLong := (method == "chat.postMessage" || method == "chat.update") && utf8.RuneCountInString(c.Fields["text"]) > MaxText
 	switch {
 	case f != nil:
@@ -187,19 +196,15 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case method == "chat.delete":
 		_, known = s.texts[ts]
 		delete(s.texts, ts)
+	case method == "files.getUploadURLExternal":
+		files = s.reserve(c.Fields)
+	case method == "files.completeUploadExternal":
+		files, c.Files = s.share(c.Fields)
 	}
 	s.mu.Unlock()
 	s.Recorder.Add(c)
 	if f != nil {
-		if f.Status != 0 {
-			if f.RetryAfter > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
-			}
-			w.WriteHeader(f.Status)
-			_, _ = w.Write([]byte(`{"ok":false,"error":"ratelimited"}`))
-			return
-		}
-		writeJSON(w, map[string]any{"ok": false, "error": f.Error})
+		writeFailure(w, f)
 		return
 	}
 	if tooLong {
@@ -235,6 +240,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"ok": true, "channel": c.Fields["channel"], "ts": ts})
 	case "reactions.add":
 		writeJSON(w, map[string]any{"ok": true})
+	case "files.getUploadURLExternal", "files.completeUploadExternal":
+		writeJSON(w, files)
 	default:
 		writeJSON(w, map[string]any{"ok": false, "error": "unknown_method"})
 	}
@@ -283,6 +290,20 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 			s.acks.Add(ack.EnvelopeID)
 		}
 	}
+}
+
+// writeFailure answers as f scripts: an HTTP status (with Retry-After),
+// or Slack's ok:false with an error code.
+func writeFailure(w http.ResponseWriter, f *Failure) {
+	if f.Status != 0 {
+		if f.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+		}
+		w.WriteHeader(f.Status)
+		_, _ = w.Write([]byte(`{"ok":false,"error":"ratelimited"}`))
+		return
+	}
+	writeJSON(w, map[string]any{"ok": false, "error": f.Error})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

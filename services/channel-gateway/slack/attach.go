@@ -1,0 +1,68 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/slack-go/slack"
+
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
+)
+
+// UploadLimit is the largest attachment the adapter uploads. Slack takes
+// files up to 1 GB (https://slack.com/help/articles/201330736-Add-files-to-Slack),
+// but the gateway holds a file whole in memory while it sends it, so
+// Slack is held to the largest limit another adapter has: 50 MB, the Bot
+// API's for a Telegram document.
+const UploadLimit = 50 << 20
+
+// attach sends attachment i of a reply. Only a failure worth a retry
+// stops the reply; one Slack refuses is a note in the thread, as on the
+// other platforms, and counted as sent.
+func (a *Adapter) attach(ctx context.Context, msg *nanofleetv1.OutboundMessage, i int, m *nanofleetv1.MediaRef) error {
+	err := a.sendMedia(ctx, msg, m)
+	if err == nil {
+		return nil
+	}
+	a.log.Warn("send attachment failed", "chat", msg.GetChatId(), "n", i, "name", m.GetName(), "err", err)
+	de := classify(err)
+	if retry, _ := gateway.Retryable(de); retry {
+		return de
+	}
+	return a.note(ctx, msg, media.Note(media.Name(m), "was refused by Slack"))
+}
+
+// sendMedia uploads an attachment from the object store into the reply's
+// thread (files.getUploadURLExternal, the bytes to the URL it gives,
+// files.completeUploadExternal: slack-go's UploadFileContext; the
+// deprecated files.upload is not used), sends a link as text, or sends
+// the note saying why it cannot be (internal/media's Load: gone, empty or
+// over [UploadLimit], which is then not uploaded).
+func (a *Adapter) sendMedia(ctx context.Context, msg *nanofleetv1.OutboundMessage, m *nanofleetv1.MediaRef) error {
+	f, err := a.media.Load(ctx, m, "Slack", UploadLimit)
+	if err != nil || f == nil {
+		return err
+	}
+	switch {
+	case f.Note != "":
+		a.log.Warn("attachment not sent", "chat", msg.GetChatId(), "name", f.Name, "note", f.Note)
+		return a.note(ctx, msg, f.Note)
+	case f.URL != "":
+		return a.note(ctx, msg, f.URL)
+	}
+	_, err = a.api.UploadFileContext(ctx, slack.UploadFileParameters{
+		Reader: bytes.NewReader(f.Data), FileSize: len(f.Data), Filename: f.Name, Title: f.Name,
+		Channel: msg.GetChatId(), ThreadTimestamp: msg.GetMetadata()["thread_ts"],
+	})
+	return err
+}
+
+// note posts text in the reply's thread, escaped as Slack requires of all
+// text (&, < and >), so that a file name the model wrote cannot mention
+// <!channel> or show a link under another name.
+func (a *Adapter) note(ctx context.Context, msg *nanofleetv1.OutboundMessage, text string) error {
+	return a.post(ctx, msg, markup.EscapeSlack(text))
+}
