@@ -34,11 +34,12 @@
 // counted as pieces after it: a file is uploaded in Slack's three steps
 // (files.getUploadURLExternal, its bytes to the URL that gives,
 // files.completeUploadExternal with the channel and thread), up to
-// [UploadLimit]; a link is posted as text; one gone from the store,
-// empty, over the limit or refused by Slack is a note instead. With
-// streaming on, the answer is
-// shown while it is written by updating one message (chat.update, at most
-// once per streamEditInterval; see internal/editstream).
+// [UploadLimit] (the bot token needs the files:write scope; without it
+// Slack answers missing_scope, a refusal); a link is posted as text; one
+// gone from the store, empty, over the limit or refused by Slack is a
+// note instead. With streaming on, the answer is shown while it is
+// written by updating one message (chat.update, at most once per
+// streamEditInterval; see internal/editstream).
 //
 // Inbound metadata, which the worker copies onto its replies: ts,
 // thread_ts, channel_type (absent from mentions), is_group, and
