@@ -15,9 +15,8 @@ import (
 // UploadLimit is the largest attachment the adapter uploads. Slack takes
 // files up to 1 GB (https://slack.com/help/articles/201330736-Add-files-to-Slack),
 // but the gateway holds a file whole in memory while it sends it, so
-// Slack is held to the largest limit another adapter has: 50 MB, the Bot
-// API's for a Telegram document.
-const UploadLimit = 50 << 20
+// Slack is held to [media.MemoryLimit].
+const UploadLimit = media.MemoryLimit
 
 // attach sends attachment i of a reply. Only a failure worth a retry
 // stops the reply; one Slack refuses is a note in the thread, as on the

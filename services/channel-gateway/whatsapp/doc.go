@@ -44,8 +44,9 @@
 // gateway or another, continues with the first piece (or attachment) not
 // yet sent (internal/parts). Attachments of a reply are read
 // from the object store, uploaded and sent after the text as image,
-// audio (Ogg as a voice note), video or document messages; one that
-// cannot be read is logged and skipped. "composing" presence is set
+// audio (Ogg as a voice note), video or document messages, a link as
+// text; one gone from the store, empty or over [UploadLimit] is a note in
+// the chat instead. "composing" presence is set
 // while a turn runs and cleared after the answer.
 //
 // Inbound metadata, which the worker copies onto its replies: sender (the

@@ -256,6 +256,31 @@ func TestAttachmentsAreSent(t *testing.T) {
 	}
 }
 
+// TestOversizedAttachmentIsANote: an attachment announced over
+// [whatsapp.UploadLimit] is neither read nor uploaded: the chat gets a
+// note naming it and the limit, and the next attachment follows.
+func TestOversizedAttachmentIsANote(t *testing.T) {
+	refs := []*nanofleetv1.MediaRef{
+		{Object: "out/huge", Name: "huge.zip", MimeType: "application/zip", Size: whatsapp.UploadLimit + 1},
+		{Object: "out/report", Name: "report.pdf", MimeType: "application/pdf"},
+	}
+	h := newHarness(t, workertest.WithMedia("here", refs...))
+	workertest.StoreMedia(t, h.bus, refs, [][]byte{[]byte("PK"), []byte("pdf bytes")})
+	h.gateway(t, whatsapp.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
+	h.fake.Scan(t, wait)
+	h.fake.Emit(whatsapptest.DM("3EB0M", "15550001", "send the files"))
+	if s := h.fake.Next(t, wait); s.Text() != "here" {
+		t.Errorf("first = %v", s.Msg)
+	}
+	if s := h.fake.Next(t, wait); s.Text() != "[attachment huge.zip is 50.0 MB, over WhatsApp's 50 MB limit; not sent]" {
+		t.Errorf("for the oversized attachment: %v", s.Msg)
+	}
+	doc := h.fake.Next(t, wait).Msg.GetDocumentMessage()
+	if doc == nil || doc.GetFileName() != "report.pdf" || string(h.fake.Uploaded(doc.GetDirectPath())) != "pdf bytes" {
+		t.Errorf("document = %v", doc)
+	}
+}
+
 func TestLinkingIsReportedAndStoredInTheFleet(t *testing.T) {
 	h := newHarness(t, workertest.Echo)
 	board, err := status.Open(t.Context(), h.bus)

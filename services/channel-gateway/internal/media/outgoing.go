@@ -12,6 +12,13 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
 
+// MemoryLimit is the limit an adapter passes to [Store.Load] when its
+// platform takes files far larger than a gateway should read whole into
+// memory to send (Slack 1 GB, WhatsApp 2 GB for a document): 50 MB, the
+// largest limit of a platform that takes less (Telegram's Bot API, for a
+// document).
+const MemoryLimit = 50 << 20
+
 // Outgoing is an attachment of a reply as a platform is to send it: a
 // link, a stored file, or the note telling the user why it is not sent.
 type Outgoing struct {
