@@ -21,13 +21,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
-var (
-	// ErrHeld means another holder has the lease.
-	ErrHeld = errors.New("lease: held by another")
-	// ErrLost means the lease expired or was taken over before renewal.
-	ErrLost = errors.New("lease: lost")
-)
-
 // callTimeout bounds one lease operation, so that a request lost while
 // the client reconnects fails instead of hanging the holder: the bus's
 // bound for one call.
