@@ -27,12 +27,7 @@ import (
 // calls after 10 s.
 func TestPublishMsgOutlivesItsServerStopping(t *testing.T) {
 	c := bustest.StartCluster(t, 3)
-	stopUntilLost(t, c, func() (*bus.Bus, int) {
-		stop := c.MetaLeader()
-		b := c.ConnectThrough(t, stop)
-		c.LeadAway(t.Context(), b, "PUB", stop)
-		return b, stop
-	}, 3*bus.AckWait)
+	stopUntilLost(t, c, func() (*bus.Bus, int) { return connectOffPUBLeader(t, c) }, 3*bus.AckWait)
 }
 
 // TestPublishMsgOutlivesItsStreamLeaderStopping: a publish in flight to
@@ -42,11 +37,21 @@ func TestPublishMsgOutlivesItsServerStopping(t *testing.T) {
 func TestPublishMsgOutlivesItsStreamLeaderStopping(t *testing.T) {
 	c := bustest.StartCluster(t, 3)
 	stopUntilLost(t, c, func() (*bus.Bus, int) {
-		client := c.MetaLeader()
-		b := c.ConnectThrough(t, client)
-		c.LeadAway(t.Context(), b, "PUB", client)
+		b, _ := connectOffPUBLeader(t, c)
 		return b, streamLeader(t, c, b)
 	}, bus.CallTimeout) // a try lost, then the stream electing a leader
+}
+
+// connectOffPUBLeader connects a client through the JetStream meta leader
+// and moves PUB's leadership off that node, so that a publish goes through
+// one node to the stream leader on another. It returns the client and the
+// node it is connected to.
+func connectOffPUBLeader(t *testing.T, c *bustest.Cluster) (*bus.Bus, int) {
+	t.Helper()
+	node := c.MetaLeader()
+	b := c.ConnectThrough(t, node)
+	c.LeadAway(t.Context(), b, "PUB", node)
+	return b, node
 }
 
 // stopUntilLost publishes through a node's stop (see
