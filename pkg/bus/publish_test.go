@@ -178,14 +178,8 @@ func createStream(t *testing.T, b *bus.Bus, replicas int) jetstream.Stream {
 func streamLeader(t *testing.T, c *bustest.Cluster, b *bus.Bus) int {
 	t.Helper()
 	leader := -1
-	bustest.Eventually(t, 30*time.Second, func() error {
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		defer cancel()
-		st, err := b.JS.Stream(ctx, "PUB")
-		if err != nil {
-			return err
-		}
-		if cl := st.CachedInfo().Cluster; cl != nil {
+	untilPUB(t, b, func(info *jetstream.StreamInfo) error {
+		if cl := info.Cluster; cl != nil {
 			for i := range 3 {
 				if c.Name(i) == cl.Leader {
 					leader = i
@@ -202,6 +196,18 @@ func streamLeader(t *testing.T, c *bustest.Cluster, b *bus.Bus) int {
 // published, none twice.
 func wantStored(t *testing.T, b *bus.Bus, n int) {
 	t.Helper()
+	untilPUB(t, b, func(info *jetstream.StreamInfo) error {
+		if got := info.State.Msgs; got != uint64(n) {
+			return fmt.Errorf("PUB holds %d messages, want %d", got, n)
+		}
+		return nil
+	})
+}
+
+// untilPUB reads PUB's info, each read bounded, until check accepts it,
+// failing the test after 30 s.
+func untilPUB(t *testing.T, b *bus.Bus, check func(*jetstream.StreamInfo) error) {
+	t.Helper()
 	bustest.Eventually(t, 30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
@@ -209,10 +215,7 @@ func wantStored(t *testing.T, b *bus.Bus, n int) {
 		if err != nil {
 			return err
 		}
-		if got := st.CachedInfo().State.Msgs; got != uint64(n) {
-			return fmt.Errorf("PUB holds %d messages, want %d", got, n)
-		}
-		return nil
+		return check(st.CachedInfo())
 	})
 }
 
