@@ -1,6 +1,10 @@
 package fleet
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/nanofleet/nanofleet/pkg/storeguard"
+)
 
 // ErrNoFleet means a client found NATS but no fleet there.
 var ErrNoFleet = errors.New("no fleet")
@@ -11,3 +15,9 @@ var ErrUnreachable = errors.New("the fleet is not reachable; the message was not
 
 // ErrNoReply means a turn ended without a durable reply.
 var ErrNoReply = errors.New("turn ended without a reply")
+
+// joinedFull is the reason an all-in-one gave, already "storage full: …".
+type joinedFull string
+
+func (e joinedFull) Error() string { return string(e) }
+func (e joinedFull) Unwrap() error { return storeguard.ErrFull }
