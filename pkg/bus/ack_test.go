@@ -3,7 +3,6 @@ package bus_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +24,7 @@ func TestAckOutlivesAnAckLostWithTheConnection(t *testing.T) {
 	srv := bustest.StartServer(t)
 	b := srv.Connect(t, "")
 	st, _ := oneJob(ctx, t, b, 1)
-	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	hop := bustest.NewProxy(t, srv.ClientURL())
 	conn := hop.Connect(t, srv.ClientURL())
 	cons, err := conn.JS.Consumer(ctx, "JOBS", "w")
 	if err != nil {

@@ -2,7 +2,6 @@ package bus_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -56,7 +55,7 @@ func TestConnectMovesPastAServerThatNeverAnswers(t *testing.T) {
 // default, 2 minutes, that would be 4–6 minutes).
 func TestConnectionLeavesAServerThatFroze(t *testing.T) {
 	srv := bustest.StartServer(t)
-	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	hop := bustest.NewProxy(t, srv.ClientURL())
 	reconnected := make(chan string, 1)
 	hop.Connect(t, srv.ClientURL(), nats.ReconnectHandler(func(nc *nats.Conn) { reconnected <- nc.ConnectedUrl() }))
 	hop.Freeze()
@@ -100,7 +99,7 @@ func TestCloseDoesNotWaitForAServerThatIsGone(t *testing.T) {
 // runner's last result when its node restarts as the runner stops).
 func TestCloseDeliversWhatWaitsForAReconnect(t *testing.T) {
 	srv := bustest.StartServer(t)
-	proxy := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	proxy := bustest.NewProxy(t, srv.ClientURL())
 	b := proxy.Connect(t, srv.ClientURL())
 	watch, err := nats.Connect(srv.ClientURL())
 	if err != nil {

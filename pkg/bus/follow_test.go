@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -132,7 +131,7 @@ func TestFollowerStoppedWhileRemakingLeavesNoConsumer(t *testing.T) {
 	if _, err := b.JS.Publish(t.Context(), "fol.1", nil); err != nil {
 		t.Fatal(err)
 	}
-	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	hop := bustest.NewProxy(t, srv.ClientURL())
 	fb := hop.Connect(t, srv.ClientURL())
 	log, missed := observetest.FirstLogged("heartbeats missed")
 	got := make(chan struct{}, 1)

@@ -27,12 +27,7 @@ import (
 // calls after 10 s.
 func TestPublishMsgOutlivesItsServerStopping(t *testing.T) {
 	c := bustest.StartCluster(t, 3)
-	stopUntilLost(t, c, func() (*bus.Bus, int) {
-		stop := c.MetaLeader()
-		b := c.ConnectThrough(t, stop)
-		c.LeadAway(t.Context(), b, "PUB", stop)
-		return b, stop
-	}, 3*bus.AckWait)
+	stopUntilLost(t, c, func() (*bus.Bus, int) { return connectOffPUBLeader(t, c) }, 3*bus.AckWait)
 }
 
 // TestPublishMsgOutlivesItsStreamLeaderStopping: a publish in flight to
@@ -42,11 +37,21 @@ func TestPublishMsgOutlivesItsServerStopping(t *testing.T) {
 func TestPublishMsgOutlivesItsStreamLeaderStopping(t *testing.T) {
 	c := bustest.StartCluster(t, 3)
 	stopUntilLost(t, c, func() (*bus.Bus, int) {
-		client := c.MetaLeader()
-		b := c.ConnectThrough(t, client)
-		c.LeadAway(t.Context(), b, "PUB", client)
+		b, _ := connectOffPUBLeader(t, c)
 		return b, streamLeader(t, c, b)
 	}, bus.CallTimeout) // a try lost, then the stream electing a leader
+}
+
+// connectOffPUBLeader connects a client through the JetStream meta leader
+// and moves PUB's leadership off that node, so that a publish goes through
+// one node to the stream leader on another. It returns the client and the
+// node it is connected to.
+func connectOffPUBLeader(t *testing.T, c *bustest.Cluster) (*bus.Bus, int) {
+	t.Helper()
+	node := c.MetaLeader()
+	b := c.ConnectThrough(t, node)
+	c.LeadAway(t.Context(), b, "PUB", node)
+	return b, node
 }
 
 // stopUntilLost publishes through a node's stop (see
@@ -173,14 +178,8 @@ func createStream(t *testing.T, b *bus.Bus, replicas int) jetstream.Stream {
 func streamLeader(t *testing.T, c *bustest.Cluster, b *bus.Bus) int {
 	t.Helper()
 	leader := -1
-	bustest.Eventually(t, 30*time.Second, func() error {
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		defer cancel()
-		st, err := b.JS.Stream(ctx, "PUB")
-		if err != nil {
-			return err
-		}
-		if cl := st.CachedInfo().Cluster; cl != nil {
+	untilPUB(t, b, func(info *jetstream.StreamInfo) error {
+		if cl := info.Cluster; cl != nil {
 			for i := range 3 {
 				if c.Name(i) == cl.Leader {
 					leader = i
@@ -197,6 +196,18 @@ func streamLeader(t *testing.T, c *bustest.Cluster, b *bus.Bus) int {
 // published, none twice.
 func wantStored(t *testing.T, b *bus.Bus, n int) {
 	t.Helper()
+	untilPUB(t, b, func(info *jetstream.StreamInfo) error {
+		if got := info.State.Msgs; got != uint64(n) {
+			return fmt.Errorf("PUB holds %d messages, want %d", got, n)
+		}
+		return nil
+	})
+}
+
+// untilPUB reads PUB's info, each read bounded, until check accepts it,
+// failing the test after 30 s.
+func untilPUB(t *testing.T, b *bus.Bus, check func(*jetstream.StreamInfo) error) {
+	t.Helper()
 	bustest.Eventually(t, 30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
@@ -204,10 +215,7 @@ func wantStored(t *testing.T, b *bus.Bus, n int) {
 		if err != nil {
 			return err
 		}
-		if got := st.CachedInfo().State.Msgs; got != uint64(n) {
-			return fmt.Errorf("PUB holds %d messages, want %d", got, n)
-		}
-		return nil
+		return check(st.CachedInfo())
 	})
 }
 

@@ -107,13 +107,6 @@ func ServerBinary(t testing.TB) string {
 	return buildPath
 }
 
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
-
 // WaitSubjects waits until stream holds messages on exactly want
 // subjects, and fails the test if it does not within the given time.
 func WaitSubjects(t testing.TB, stream jetstream.Stream, want uint64, within time.Duration) {

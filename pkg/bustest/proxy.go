@@ -33,10 +33,11 @@ type Proxy struct {
 	seen    chan struct{}
 }
 
-// NewProxy starts a proxy to the server at addr (host:port), closed at
-// the end of the test.
-func NewProxy(t testing.TB, addr string) *Proxy {
+// NewProxy starts a proxy to the server whose client URL is url
+// (nats://host:port), closed at the end of the test.
+func NewProxy(t testing.TB, url string) *Proxy {
 	t.Helper()
+	addr := strings.TrimPrefix(url, "nats://")
 	ln := TakenPort(t)
 	p := &Proxy{URL: "nats://" + ln.Addr().String()}
 	go func() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -292,7 +291,7 @@ func TestReadOutlivesAnAnswerLostWithTheConnection(t *testing.T) {
 	if _, err := b.JS.Publish(t.Context(), subj, []byte("reply")); err != nil {
 		t.Fatal(err)
 	}
-	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	hop := bustest.NewProxy(t, srv.ClientURL())
 	r := directget.NewReader(hop.Connect(t, srv.ClientURL()).NC)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()

@@ -33,9 +33,6 @@ const (
 	user = "nanofleet"
 )
 
-// ErrNotRunning means no process holds the data directory's lock.
-var ErrNotRunning = errors.New("no fleet runs on this data directory")
-
 // Info is what the lock's holder says about itself in fleet.json.
 type Info struct {
 	PID int `json:"pid"`
@@ -55,20 +52,6 @@ func (i Info) String() string {
 		s += ", NATS at " + i.NATSURL
 	}
 	return s + ")"
-}
-
-// LockedError is returned by [Acquire] when another process holds the
-// lock. Info is nil when the holder has not written fleet.json yet.
-type LockedError struct {
-	Dir  string
-	Info *Info
-}
-
-func (e *LockedError) Error() string {
-	if e.Info == nil {
-		return fmt.Sprintf("a fleet already runs on %s (another process holds %s)", e.Dir, filepath.Join(e.Dir, lockName))
-	}
-	return fmt.Sprintf("a fleet already runs on %s: %s", e.Dir, e.Info)
 }
 
 // Credentials are the embedded server's user and password.

@@ -21,13 +21,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
-var (
-	// ErrHeld means another holder has the lease.
-	ErrHeld = errors.New("lease: held by another")
-	// ErrLost means the lease expired or was taken over before renewal.
-	ErrLost = errors.New("lease: lost")
-)
-
 // callTimeout bounds one lease operation, so that a request lost while
 // the client reconnects fails instead of hanging the holder: the bus's
 // bound for one call.
@@ -35,8 +28,13 @@ const callTimeout = bus.CallTimeout
 
 // retryWait is the wait between writes sent while the bucket has no
 // leader; tryTimeout bounds one try, so that a renewal or release lost
-// with a node that stopped is sent again within the call's time (shorter
-// than bus.RequestTry, so more tries fit in one call).
+// with a node that stopped is sent again within the call's time.
+//
+// tryTimeout is shorter than bus.RequestTry (3 s) for the lease TTL's
+// sake: holders renew every third of the TTL and a renewal gives up a
+// fifth of the TTL before the lease may expire ([Table.renewUntil]), so
+// its tries share 7/15 of the TTL, 14 s at the default 30 s: six tries of
+// 2 s, four of 3 s. A release (callTimeout, 10 s) gets five, not three.
 const (
 	retryWait  = 250 * time.Millisecond
 	tryTimeout = 2 * time.Second

@@ -3,7 +3,6 @@ package lease_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -264,7 +263,7 @@ func TestAcquireOutlivesAnAnswerLostWithTheConnection(t *testing.T) {
 	if _, err := direct.JS.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "test_leases", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	hop := bustest.NewProxy(t, srv.ClientURL())
 	b := hop.Connect(t, srv.ClientURL())
 	kv, err := b.JS.KeyValue(t.Context(), "test_leases")
 	if err != nil {

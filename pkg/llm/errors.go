@@ -86,3 +86,10 @@ func (e *ConfigError) Error() string {
 
 // Is makes every ConfigError match ErrInvalidConfig.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// providerReason keeps the ConfigError in the chain but prints only its
+// reason, the key being named already.
+type providerReason struct{ *ConfigError }
+
+func (r providerReason) Error() string { return r.Reason }
+func (r providerReason) Unwrap() error { return r.ConfigError }

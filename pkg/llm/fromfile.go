@@ -291,13 +291,6 @@ func configErrors(err error) []error {
 	return nil
 }
 
-// providerReason keeps the ConfigError in the chain but prints only its
-// reason, the key being named already.
-type providerReason struct{ *ConfigError }
-
-func (r providerReason) Error() string { return r.Reason }
-func (r providerReason) Unwrap() error { return r.ConfigError }
-
 // loggerOf is the logger opts set, as [New] applies them; opts that fail
 // were refused before this is asked.
 func loggerOf(opts []Option) *slog.Logger {

@@ -21,3 +21,6 @@ var (
 	// ErrNestedJob means a fired job tried to schedule another.
 	ErrNestedJob = errors.New("cannot schedule jobs from a scheduled job's turn")
 )
+
+// ErrInvalidOption wraps a bad option value.
+var ErrInvalidOption = errors.New("schedule: invalid option")

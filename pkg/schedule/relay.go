@@ -68,9 +68,6 @@ func WithLogger(l *slog.Logger) RelayOption {
 	}
 }
 
-// ErrInvalidOption wraps a bad option value.
-var ErrInvalidOption = errors.New("schedule: invalid option")
-
 // NewRelay creates or updates the relays' shared consumer.
 func NewRelay(ctx context.Context, b *bus.Bus, opts ...RelayOption) (*Relay, error) {
 	if b == nil {

@@ -9,15 +9,6 @@
 // compare-and-set on the entry revision.
 package session
 
-import "errors"
-
-var (
-	// ErrConflict means another writer changed the session first.
-	ErrConflict = errors.New("session: concurrent update")
-	// ErrNotFound means the session has no such record.
-	ErrNotFound = errors.New("session: not found")
-)
-
 // Key returns the session key of a chat, "<channel>:<chat_id>", as nanobot
 // names sessions.
 func Key(channel, chatID string) string { return channel + ":" + chatID }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -232,7 +231,7 @@ func TestClearedCheckpointLeavesNothing(t *testing.T) {
 func TestReadsOutliveAnAnswerLostWithTheConnection(t *testing.T) {
 	srv := bustest.StartServer(t)
 	direct := srv.Connect(t, "")
-	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	hop := bustest.NewProxy(t, srv.ClientURL())
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	writer, err := session.Open(ctx, direct)

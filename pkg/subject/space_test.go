@@ -6,12 +6,22 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/subject"
 )
 
-func TestScheduleSubjects(t *testing.T) {
-	sp, err := subject.NewSpace("nf")
-	if err != nil {
-		t.Fatal(err)
+// built is a subject a Space built and the one expected.
+type built struct{ got, want string }
+
+// wantSubjects checks every subject built against the one expected.
+func wantSubjects(t *testing.T, subjects []built) {
+	t.Helper()
+	for _, s := range subjects {
+		if s.got != s.want {
+			t.Errorf("got %q, want %q", s.got, s.want)
+		}
 	}
-	tests := []struct{ got, want string }{
+}
+
+func TestScheduleSubjects(t *testing.T) {
+	sp := subject.MustSpace("nf")
+	wantSubjects(t, []built{
 		{sp.ScheduleAll(), "nf.sched.>"},
 		{sp.ScheduleJob("telegram:42", "daily"), "nf.sched.job." + subject.Token("telegram:42") + ".daily"},
 		{sp.ScheduleJobs(""), "nf.sched.job.*.*"},
@@ -19,12 +29,7 @@ func TestScheduleSubjects(t *testing.T) {
 		{sp.ScheduleJobsNamed("daily"), "nf.sched.job.*.daily"},
 		{sp.ScheduleFire("telegram:42", "daily"), "nf.sched.fire." + subject.Token("telegram:42") + ".daily"},
 		{sp.ScheduleFireAll(), "nf.sched.fire.>"},
-	}
-	for _, tt := range tests {
-		if tt.got != tt.want {
-			t.Errorf("got %q, want %q", tt.got, tt.want)
-		}
-	}
+	})
 }
 
 func TestWhatsAppSend(t *testing.T) {
@@ -44,7 +49,7 @@ func TestWhatsAppSend(t *testing.T) {
 func TestMemorySubjects(t *testing.T) {
 	sp := subject.MustSpace("nf")
 	session := subject.Token("telegram:42")
-	tests := []struct{ got, want string }{
+	wantSubjects(t, []built{
 		{sp.MemoryLog("user.default.ada", "telegram:42"), "nf.memory.log.user.default.ada." + session},
 		{sp.MemoryLogScope("user.default.ada"), "nf.memory.log.user.default.ada.*"},
 		{sp.MemoryLogSession("telegram:42"), "nf.memory.log.*.*.*." + session},
@@ -56,25 +61,15 @@ func TestMemorySubjects(t *testing.T) {
 		{sp.MemoryJobFire("dream", "default"), "nf.memory.job.fire.dream.default"},
 		{sp.MemoryJobAll(), "nf.memory.job.>"},
 		{sp.MemoryJobSchedules(), "nf.memory.job.sched.>"},
-	}
-	for _, tt := range tests {
-		if tt.got != tt.want {
-			t.Errorf("got %q, want %q", tt.got, tt.want)
-		}
-	}
+	})
 }
 
 func TestToolAndKVSubjects(t *testing.T) {
 	sp := subject.MustSpace("nf")
-	tests := []struct{ got, want string }{
+	wantSubjects(t, []built{
 		{sp.ToolGroup(), "nf.tools"},
 		{sp.ToolCatalog(), "nf.tools.catalog"},
 		{sp.ToolCall("web.fetch"), "nf.tools.call.web=2Efetch"},
 		{subject.KVKey(sp.Bucket("leases"), "worker.1"), "$KV.NF_leases.worker.1"},
-	}
-	for _, tt := range tests {
-		if tt.got != tt.want {
-			t.Errorf("got %q, want %q", tt.got, tt.want)
-		}
-	}
+	})
 }

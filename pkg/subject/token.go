@@ -7,13 +7,9 @@
 package subject
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
-
-// ErrBadToken is returned by [ParseToken] for text [Token] cannot produce.
-var ErrBadToken = errors.New("subject: malformed token")
 
 const (
 	escape = '='

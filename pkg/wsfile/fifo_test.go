@@ -63,24 +63,8 @@ func TestReadNeverWaitsOnAFIFOSwappedIn(t *testing.T) {
 	dir, fifo := filepath.Join(ws, "memory"), filepath.Join(ws, "fifo")
 	must(t, os.WriteFile(filepath.Join(dir, "MEMORY.md"), []byte("memory"), 0o644))
 	must(t, unix.Mkfifo(fifo, 0o644))
-	if err := unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE); err != nil {
-		t.Skipf("the file system cannot exchange names: %v", err)
-	}
-	stop := make(chan struct{})
-	swapped := make(chan struct{})
-	go func() {
-		defer close(swapped)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			_ = unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE)
-		}
-	}()
+	wsfiletest.KeepExchanging(t, dir, fifo)
 	err := wsfiletest.Within(t, 10*time.Second, []string{dir, fifo}, func() error {
-		defer close(stop)
 		for range 20000 {
 			if _, _, err := d.ReadFile(filepath.Join("memory", "MEMORY.md"), 0); err != nil &&
 				!errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, wsfile.ErrSymlink) && !errors.Is(err, os.ErrNotExist) {
@@ -89,11 +73,6 @@ func TestReadNeverWaitsOnAFIFOSwappedIn(t *testing.T) {
 		}
 		return nil
 	})
-	select {
-	case <-swapped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the swapping goroutine did not stop")
-	}
 	if err != nil {
 		t.Fatalf("ReadFile: %v", err)
 	}

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -119,9 +118,6 @@ func New(cfg Config, model llm.Client, opts ...Option) (*Loop, error) {
 	}
 	return l, nil
 }
-
-// ErrModel wraps a model failure that ended the turn.
-var ErrModel = errors.New("model failed")
 
 // forceFinal is sent when the iteration budget is spent, forceFinalTokens
 // when the token limit is.

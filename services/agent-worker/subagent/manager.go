@@ -24,13 +24,13 @@ const BucketName = "subagents"
 const bucketTTL = 24 * time.Hour
 
 // Assets declares the bucket of running children for [bus.Provision].
-func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
-	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
-		Bucket:      sp.Bucket(BucketName),
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.KeyValue(jetstream.KeyValueConfig{
+		Bucket:      BucketName,
 		Description: "running subagents by parent session",
 		TTL:         bucketTTL,
 		History:     1,
-	}}}
+	})(sp, l)
 }
 
 // Manager runs the fleet side of subagents: the spawn tool, the announcer

@@ -507,7 +507,7 @@ func TestRunEndsWithItsContextWhileTheServerIsGone(t *testing.T) {
 func TestRunOutlivesItsConnectionDroppingAtStart(t *testing.T) {
 	srv := bustest.StartServer(t)
 	srv.Connect(t, "", subagent.Assets) // provisions the layout
-	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	hop := bustest.NewProxy(t, srv.ClientURL())
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	b := hop.Connect(t, srv.ClientURL())

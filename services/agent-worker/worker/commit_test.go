@@ -2,7 +2,6 @@ package worker_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -77,7 +76,7 @@ func startBehindProxy(t *testing.T) *behindProxy {
 	t.Helper()
 	srv := bustest.StartServer(t)
 	l := &behindProxy{direct: srv.Connect(t, "")}
-	l.hop = bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	l.hop = bustest.NewProxy(t, srv.ClientURL())
 	l.b = l.hop.Connect(t, srv.ClientURL())
 	// A lease that outlives a cut: with the tests' 3 s, a renewal held
 	// with the cut (one try of 2 s) let it expire, and a turn running

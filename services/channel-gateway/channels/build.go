@@ -44,10 +44,10 @@ func Assets(sp subject.Space, l bus.Layout) bus.Assets {
 
 // secretsAssets declares the bucket of secrets the gateway generates at
 // first start (the web chat's token), shared by every gateway.
-func secretsAssets(sp subject.Space, _ bus.Layout) bus.Assets {
-	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
-		Bucket: sp.Bucket(bucketSecrets), Description: "gateway secrets generated at first start", History: 1,
-	}}}
+func secretsAssets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.KeyValue(jetstream.KeyValueConfig{
+		Bucket: bucketSecrets, Description: "gateway secrets generated at first start", History: 1,
+	})(sp, l)
 }
 
 // Deps are what [Build] needs from the process.

@@ -84,12 +84,12 @@ const bucketSessions = "discord"
 
 // Assets declares the bucket of Discord gateway sessions for
 // [bus.Provision].
-func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
-	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
-		Bucket:      sp.Bucket(bucketSessions),
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.KeyValue(jetstream.KeyValueConfig{
+		Bucket:      bucketSessions,
 		Description: "Discord gateway sessions, resumed by the gateway that takes the connection over",
 		History:     1,
-	}}}
+	})(sp, l)
 }
 
 // New returns the adapter for cfg, which must be valid and enabled;

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
@@ -57,46 +55,4 @@ func PublishWithin(ctx context.Context, in Inbox, msg *nanofleetv1.InboundMessag
 	return bus.Retry(ctx, backoff.Backoff{Min: 200 * time.Millisecond, Max: 2 * time.Second}, func(ctx context.Context) error {
 		return in.Publish(ctx, msg)
 	}, failed)
-}
-
-// DeliveryError tells the gateway what to do about a failed delivery.
-type DeliveryError struct {
-	// Retryable failures (rate limits, 5xx, network) are tried again.
-	Retryable bool
-	// RetryAfter is the platform's requested wait, when it gave one.
-	RetryAfter time.Duration
-	Err        error
-}
-
-func (e *DeliveryError) Error() string {
-	kind := "permanent"
-	if e.Retryable {
-		kind = "retryable"
-	}
-	return fmt.Sprintf("delivery failed (%s): %v", kind, e.Err)
-}
-
-func (e *DeliveryError) Unwrap() error { return e.Err }
-
-// Retry wraps err as a retryable delivery error.
-func Retry(err error, after time.Duration) error {
-	return &DeliveryError{Retryable: true, RetryAfter: after, Err: err}
-}
-
-// Permanent wraps err as a delivery error not worth retrying.
-func Permanent(err error) error { return &DeliveryError{Err: err} }
-
-// Retryable reports whether err, a failed delivery, asks for a retry, and
-// after how long (0: the caller's own backoff). Errors that are not
-// DeliveryErrors are treated as retryable: an unknown failure is more
-// likely transient than fatal. nil asks for nothing.
-func Retryable(err error) (retry bool, after time.Duration) {
-	if err == nil {
-		return false, 0
-	}
-	var de *DeliveryError
-	if errors.As(err, &de) {
-		return de.Retryable, de.RetryAfter
-	}
-	return true, 0
 }

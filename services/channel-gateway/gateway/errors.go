@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Refusals: a message the fleet will not take, for a reason the sender
@@ -56,4 +57,46 @@ func RefusalText(err error) string {
 		return "⚠️ Message too large: it is longer than the fleet can take (the model's context window or its storage). Please send a shorter message, or attach the content as a file."
 	}
 	return ""
+}
+
+// DeliveryError tells the gateway what to do about a failed delivery.
+type DeliveryError struct {
+	// Retryable failures (rate limits, 5xx, network) are tried again.
+	Retryable bool
+	// RetryAfter is the platform's requested wait, when it gave one.
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *DeliveryError) Error() string {
+	kind := "permanent"
+	if e.Retryable {
+		kind = "retryable"
+	}
+	return fmt.Sprintf("delivery failed (%s): %v", kind, e.Err)
+}
+
+func (e *DeliveryError) Unwrap() error { return e.Err }
+
+// Retry wraps err as a retryable delivery error.
+func Retry(err error, after time.Duration) error {
+	return &DeliveryError{Retryable: true, RetryAfter: after, Err: err}
+}
+
+// Permanent wraps err as a delivery error not worth retrying.
+func Permanent(err error) error { return &DeliveryError{Err: err} }
+
+// Retryable reports whether err, a failed delivery, asks for a retry, and
+// after how long (0: the caller's own backoff). Errors that are not
+// DeliveryErrors are treated as retryable: an unknown failure is more
+// likely transient than fatal. nil asks for nothing.
+func Retryable(err error) (retry bool, after time.Duration) {
+	if err == nil {
+		return false, 0
+	}
+	var de *DeliveryError
+	if errors.As(err, &de) {
+		return de.Retryable, de.RetryAfter
+	}
+	return true, 0
 }

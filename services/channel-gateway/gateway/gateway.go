@@ -33,13 +33,11 @@ const BucketDelivered = "delivered"
 // Assets declares the bucket of delivered reply ids for [bus.Provision],
 // and the channel status board Run reports to.
 func Assets(sp subject.Space, l bus.Layout) bus.Assets {
-	return bus.Join(status.Assets, func(sp subject.Space, _ bus.Layout) bus.Assets {
-		return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
-			Bucket:      sp.Bucket(BucketDelivered),
-			Description: "reply ids already delivered to a platform",
-			TTL:         deliveredTTL,
-		}}}
-	})(sp, l)
+	return bus.Join(status.Assets, bus.KeyValue(jetstream.KeyValueConfig{
+		Bucket:      BucketDelivered,
+		Description: "reply ids already delivered to a platform",
+		TTL:         deliveredTTL,
+	}))(sp, l)
 }
 
 // Gateway runs adapters and moves messages between them and the fleet.

@@ -92,10 +92,10 @@ type Record struct {
 type Board struct{ kv jetstream.KeyValue }
 
 // Assets declares the status bucket for [bus.Provision].
-func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
-	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
-		Bucket: sp.Bucket(Bucket), Description: "channel states per gateway for nanofleet channels status", History: 1, TTL: TTL,
-	}}}
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.KeyValue(jetstream.KeyValueConfig{
+		Bucket: Bucket, Description: "channel states per gateway for nanofleet channels status", History: 1, TTL: TTL,
+	})(sp, l)
 }
 
 // Open opens the status bucket; [Assets] must have been provisioned (a

@@ -106,11 +106,6 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// userError is an error the page shows as is.
-type userError string
-
-func (e userError) Error() string { return string(e) }
-
 // send publishes one message of the user.
 func (s *Server) send(ctx context.Context, id string, req request) (frame, error) {
 	text := strings.TrimSpace(req.Text)

@@ -74,10 +74,10 @@ const bucketConversations = "webchat"
 
 // Assets declares the bucket of web chat conversations for
 // [bus.Provision].
-func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
-	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
-		Bucket: sp.Bucket(bucketConversations), Description: "web chat conversations", History: 1,
-	}}}
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.KeyValue(jetstream.KeyValueConfig{
+		Bucket: bucketConversations, Description: "web chat conversations", History: 1,
+	})(sp, l)
 }
 
 // Option changes an optional setting of [New].

@@ -31,13 +31,13 @@ const Limit = 4000
 const Bucket = "whatsapp"
 
 // Assets declares the bucket of linked devices for [bus.Provision].
-func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
-	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
-		Bucket: sp.Bucket(Bucket), Description: "linked WhatsApp devices (keys and Signal sessions)", History: 1,
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.KeyValue(jetstream.KeyValueConfig{
+		Bucket: Bucket, Description: "linked WhatsApp devices (keys and Signal sessions)", History: 1,
 		// Deleted keys' markers expire (kvstore.WithMarkerTTL): every
 		// message leaves a decrypted-event key, deleted after 14 days.
 		LimitMarkerTTL: time.Minute,
-	}}}
+	})(sp, l)
 }
 
 // Deps are what the adapter needs from the gateway.

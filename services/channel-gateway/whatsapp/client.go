@@ -58,10 +58,6 @@ type Handlers struct {
 // has no id yet.
 type Dialer func(ctx context.Context, dev *store.Device, h Handlers) (Conn, error)
 
-// ErrLoggedOut means the account unlinked this device (or WhatsApp did):
-// it must be linked again with a new QR code.
-var ErrLoggedOut = errors.New("whatsapp: logged out; link the account again")
-
 // whatsmeowDialer is the adapter's [Dialer]: it connects to WhatsApp with
 // whatsmeow, which logs to log on the adapter's behalf, and downloads
 // media of at most limit bytes. Unexported: it is the default

@@ -21,3 +21,7 @@ func sendError(err error) error {
 	}
 	return gateway.Retry(fmt.Errorf("whatsapp: send: %w", err), 0)
 }
+
+// ErrLoggedOut means the account unlinked this device (or WhatsApp did):
+// it must be linked again with a new QR code.
+var ErrLoggedOut = errors.New("whatsapp: logged out; link the account again")

@@ -23,9 +23,6 @@ const maxRounds = 1000
 // maxMemoryAttempts bounds the compare-and-set attempts on one MEMORY.md.
 const maxMemoryAttempts = 10
 
-// ErrContention means a MEMORY.md kept changing under a consolidator.
-var ErrContention = errors.New("consolidator: memory changed too often under us")
-
 // update is a memory update the model computed from base.
 type update struct {
 	base   string

@@ -3,7 +3,6 @@ package consolidator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -13,9 +12,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/internal/forcedtool"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/jsonrepair"
 )
-
-// ErrBadAnswer means the model's answer could not be used.
-var ErrBadAnswer = errors.New("consolidator: unusable model answer")
 
 // result is what the model made of a chunk of turns.
 type result struct {

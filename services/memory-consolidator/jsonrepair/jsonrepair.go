@@ -8,14 +8,10 @@ package jsonrepair
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 )
-
-// ErrNoObject means the text holds nothing that could be a JSON object.
-var ErrNoObject = errors.New("jsonrepair: no JSON object in text")
 
 // Object decodes the first JSON object in text, repairing it if needed.
 func Object(text string) (map[string]any, error) {

@@ -205,13 +205,6 @@ func (c *Client) forget(id string) {
 	c.mu.Unlock()
 }
 
-// ErrUnreachable means a message was not sent: the connection to the
-// fleet is down.
-var ErrUnreachable = errors.New("the fleet is not reachable; the message was not sent")
-
-// ErrNoReply means a turn ended without a durable reply.
-var ErrNoReply = errors.New("turn ended without a reply")
-
 // Final returns the last reply of a turn: its final answer, its error, or
 // the last message the message tool sent.
 func Final(replies []*nanofleetv1.OutboundMessage) (*nanofleetv1.OutboundMessage, error) {

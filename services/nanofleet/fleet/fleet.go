@@ -264,9 +264,6 @@ func (f *Fleet) dial(ctx context.Context, o Options, name string) (*bus.Bus, err
 	return b, nil
 }
 
-// ErrNoFleet means a client found NATS but no fleet there.
-var ErrNoFleet = errors.New("no fleet")
-
 // join connects a client to the fleet at the config's NATS. A client
 // never provisions: its config's layout (replicas above all) need not be
 // the fleet's, and provisioning with it would remap the fleet's streams.

@@ -8,7 +8,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
-	"github.com/nanofleet/nanofleet/pkg/storeguard"
 )
 
 // serveStorage answers requests on the space's storage subject with why
@@ -48,9 +47,3 @@ func JoinedStorage(ctx context.Context, b *bus.Bus) error {
 	}
 	return joinedFull(m.Data)
 }
-
-// joinedFull is the reason an all-in-one gave, already "storage full: …".
-type joinedFull string
-
-func (e joinedFull) Error() string { return string(e) }
-func (e joinedFull) Unwrap() error { return storeguard.ErrFull }

@@ -49,15 +49,12 @@ func newCatalog(log *slog.Logger) *catalog {
 // serve publishes the tools of servers with p, and from then on every
 // listing publish gets.
 func (c *catalog) serve(ctx context.Context, p Publisher, servers []*server) {
-	c.pubMu.Lock()
-	defer c.pubMu.Unlock()
-	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
+	if !c.lockOpen() {
 		return
 	}
+	defer c.pubMu.Unlock()
 	c.pub = p
+	c.mu.Unlock()
 	for _, s := range servers {
 		if defs := s.definitions(); len(defs) > 0 {
 			if err := p.Publish(ctx, s.name, defs); err != nil {
@@ -67,16 +64,28 @@ func (c *catalog) serve(ctx context.Context, p Publisher, servers []*server) {
 	}
 }
 
-// publish records the tools of server s (none: withdrawn) and publishes
-// them when serving.
-func (c *catalog) publish(ctx context.Context, s *server, ts []tools.Tool, set *tools.Set) {
+// lockOpen takes pubMu, then mu, and reports whether the catalog is
+// still open. When it is, the caller releases mu once it has changed the
+// fields, and pubMu once it has published; when it is closed, lockOpen
+// releases both.
+func (c *catalog) lockOpen() bool {
 	c.pubMu.Lock()
-	defer c.pubMu.Unlock()
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		c.pubMu.Unlock()
+		return false
+	}
+	return true
+}
+
+// publish records the tools of server s (none: withdrawn) and publishes
+// them when serving.
+func (c *catalog) publish(ctx context.Context, s *server, ts []tools.Tool, set *tools.Set) {
+	if !c.lockOpen() {
 		return
 	}
+	defer c.pubMu.Unlock()
 	for name, e := range c.tools {
 		if e.server == s {
 			delete(c.tools, name)
@@ -101,13 +110,10 @@ func (c *catalog) publish(ctx context.Context, s *server, ts []tools.Tool, set *
 
 // close withdraws every server's tools for good.
 func (c *catalog) close(ctx context.Context, servers []*server) {
-	c.pubMu.Lock()
-	defer c.pubMu.Unlock()
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.lockOpen() {
 		return
 	}
+	defer c.pubMu.Unlock()
 	c.closed = true
 	clear(c.tools)
 	p := c.pub

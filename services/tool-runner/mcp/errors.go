@@ -36,3 +36,10 @@ func (e *ToolError) Error() string {
 	}
 	return e.Text
 }
+
+// timeoutError is a call that ran out of time; it matches [ErrTimeout]
+// and context.DeadlineExceeded.
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string   { return e.msg }
+func (e *timeoutError) Unwrap() []error { return []error{ErrTimeout, context.DeadlineExceeded} }

@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -58,7 +57,7 @@ func TestPublishEndsWithCtx(t *testing.T) {
 func TestPublishOutlivesItsConnectionDropping(t *testing.T) {
 	s := bustest.StartServer(t)
 	s.Connect(t, "pub")
-	hop := bustest.NewProxy(t, strings.TrimPrefix(s.ClientURL(), "nats://"))
+	hop := bustest.NewProxy(t, s.ClientURL())
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	b, err := bus.Connect(ctx, bus.Config{URL: hop.URL + "," + s.ClientURL(), Prefix: "pub", Name: t.Name()}, nats.DontRandomize())

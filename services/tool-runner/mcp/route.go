@@ -95,13 +95,6 @@ func (s *server) withToolTimeout(ctx context.Context) (context.Context, context.
 // ended (the reader fails the call a moment before the session ends).
 const lostGrace = 200 * time.Millisecond
 
-// timeoutError is a call that ran out of time; it matches [ErrTimeout]
-// and context.DeadlineExceeded.
-type timeoutError struct{ msg string }
-
-func (e *timeoutError) Error() string   { return e.msg }
-func (e *timeoutError) Unwrap() []error { return []error{ErrTimeout, context.DeadlineExceeded} }
-
 // explain turns a call's failure into an error for the model.
 func (s *server) explain(ctx context.Context, it *item, err error) error {
 	var (

@@ -21,22 +21,6 @@ const MaxDepth = 256
 // apart from any one call's deadline.
 const measureTimeout = 2 * time.Minute
 
-// UnmeasurableError is an entry of a workspace that Measure could not
-// count: a directory that cannot be read or is nested too deep. A
-// command may make one on purpose, and a quota that gave up then would
-// no longer bound anything: [Meter] treats the workspace as over its
-// quota until the entry is gone.
-type UnmeasurableError struct {
-	Path string // relative to the workspace
-	Err  error
-}
-
-func (e *UnmeasurableError) Error() string {
-	return fmt.Sprintf("measure workspace: %q: %v", e.Path, e.Err)
-}
-
-func (e *UnmeasurableError) Unwrap() error { return e.Err }
-
 // errTooDeep is why a directory past MaxDepth is not measured.
 var errTooDeep = fmt.Errorf("nested more than %d directories deep", MaxDepth)
 

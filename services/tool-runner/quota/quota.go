@@ -33,12 +33,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrExceeded is wrapped by every refusal for the quota.
-var ErrExceeded = errors.New("workspace quota exceeded")
-
-// ErrDiskLow is wrapped by every refusal for [Limits.KeepFree].
-var ErrDiskLow = errors.New("the disk holding the workspace is nearly full")
-
 // Limits of one workspace; zero means no limit.
 type Limits struct {
 	Bytes int64

@@ -2,15 +2,10 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// ErrBlobsFull refuses a put that would take the object store past its
-// size bound (nats.blobsMaxMB).
-var ErrBlobsFull = errors.New("the fleet's object store is full")
 
 // boundedBlobs is the object store as tools use it: a put that would take
 // it past its MaxBytes is refused before any chunk is sent. JetStream

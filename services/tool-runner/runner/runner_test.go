@@ -357,7 +357,7 @@ func TestRunOutlivesItsConnectionDroppingAtStart(t *testing.T) {
 	cfg, _ := testConfig(t)
 	srv := bustest.StartServer(t)
 	srv.Connect(t, "") // provisions the layout
-	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	hop := bustest.NewProxy(t, srv.ClientURL())
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	b := hop.Connect(t, srv.ClientURL())

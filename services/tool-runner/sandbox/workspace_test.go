@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/wsfile"
 	"github.com/nanofleet/nanofleet/pkg/wsfile/wsfiletest"
 	"github.com/nanofleet/nanofleet/services/tool-runner/sandbox"
@@ -257,25 +254,7 @@ func TestListingNeverWaitsOnAFIFO(t *testing.T) {
 		dir, fifo := filepath.Join(ws.Dir(), "d"), filepath.Join(ws.Dir(), "fifo")
 		must(t, os.Mkdir(dir, 0o755))
 		must(t, syscall.Mkfifo(fifo, 0o644))
-		if err := unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE); err != nil {
-			t.Skipf("the file system cannot exchange names: %v", err)
-		}
-		stop, stopped := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(stopped)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_ = unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, fifo, unix.RENAME_EXCHANGE)
-			}
-		}()
-		t.Cleanup(func() {
-			close(stop)
-			bustest.Receive(t, stopped, 10*time.Second)
-		})
+		wsfiletest.KeepExchanging(t, dir, fifo)
 		err := wsfiletest.Within(t, 30*time.Second, []string{dir, fifo}, func() error {
 			for range 20000 {
 				if _, err := ws.ReadDir("d"); err != nil && !errors.Is(err, sandbox.ErrNotDirectory) {

@@ -86,10 +86,6 @@ func (f Func) Definition() toolschema.Tool { return f.Def }
 // Run implements Tool.
 func (f Func) Run(ctx context.Context, call *Call) (Result, error) { return f.Fn(ctx, call) }
 
-// ErrFailed is a generic tool failure; tools wrap it or return their own
-// errors.
-var ErrFailed = errors.New("tool failed")
-
 // ErrorKind classifies an error returned by a tool or by argument parsing.
 func ErrorKind(err error) nanofleetv1.ToolErrorKind {
 	switch {

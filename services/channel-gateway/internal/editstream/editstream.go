@@ -65,13 +65,13 @@ const forget = 10 * time.Minute
 const bucketStreams = "streams"
 
 // Assets declares the fleet's streams bucket for [bus.Provision].
-func Assets(sp subject.Space, _ bus.Layout) bus.Assets {
-	return bus.Assets{Buckets: []jetstream.KeyValueConfig{{
-		Bucket:      sp.Bucket(bucketStreams),
+func Assets(sp subject.Space, l bus.Layout) bus.Assets {
+	return bus.KeyValue(jetstream.KeyValueConfig{
+		Bucket:      bucketStreams,
 		Description: "answers being streamed by editing a message: which gateway edits, and how it ended",
 		History:     1,
 		TTL:         forget,
-	}}}
+	})(sp, l)
 }
 
 // Option changes an optional setting of [New].

@@ -33,13 +33,6 @@ func Hash(secret string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// Fatal marks an error of work that no retry can fix (credentials
-// rejected): [Run] returns it instead of starting over.
-type Fatal struct{ Err error }
-
-func (e *Fatal) Error() string { return e.Err.Error() }
-func (e *Fatal) Unwrap() error { return e.Err }
-
 // Option tunes [Run].
 type Option func(*options)
 

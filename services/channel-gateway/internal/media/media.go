@@ -21,9 +21,6 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 )
 
-// ErrTooLarge means an attachment is over the size limit.
-var ErrTooLarge = errors.New("media: attachment too large")
-
 // Store keeps attachments in an object store bucket.
 type Store struct {
 	obj   jetstream.ObjectStore

@@ -2,7 +2,6 @@ package watch_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +20,7 @@ import (
 func TestNewOutlivesItsConnectionDropping(t *testing.T) {
 	srv := bustest.StartServer(t)
 	srv.Connect(t, "") // provisions the layout
-	hop := bustest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	hop := bustest.NewProxy(t, srv.ClientURL())
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	b := hop.Connect(t, srv.ClientURL())

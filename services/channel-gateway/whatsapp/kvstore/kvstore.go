@@ -25,10 +25,6 @@ import (
 // lidPrefix starts the keys of the LID map every account shares.
 const lidPrefix = "lid"
 
-// ErrNoID is returned when a device is saved or deleted before WhatsApp
-// gave it an id (before the QR code was scanned).
-var ErrNoID = errors.New("kvstore: the device has no id yet")
-
 var accountRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // ValidAccount says whether account can name a device here: letters,

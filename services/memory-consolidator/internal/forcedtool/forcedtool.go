@@ -8,7 +8,6 @@ package forcedtool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/nanofleet/nanofleet/pkg/llm"
@@ -16,10 +15,6 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/memory-consolidator/jsonrepair"
 )
-
-// ErrBadAnswer means the answer could not be read: a call whose arguments
-// its schema rejects, or a text that holds no JSON object.
-var ErrBadAnswer = errors.New("unusable model answer")
 
 // Answer is a model's answer to a forced tool call.
 type Answer struct {

@@ -20,10 +20,6 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/lease"
 )
 
-// ErrLost is the cause of a job context cancelled because the lease was
-// lost.
-var ErrLost = errors.New("held: lease lost")
-
 // Leases hands out held leases from the fleet's lease bucket.
 type Leases struct {
 	t     *lease.Table

@@ -6,7 +6,6 @@ package procgroup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,10 +14,6 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/syncbuf"
 )
-
-// ErrExited is returned by [Proc.WaitPrinted] when the process exits
-// before printing what was waited for.
-var ErrExited = errors.New("procgroup: process exited")
 
 // Proc is a started process.
 type Proc struct {

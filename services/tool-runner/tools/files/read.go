@@ -19,9 +19,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
 
-// ErrBinary: the file is neither text nor a supported image.
-var ErrBinary = errors.New("binary file")
-
 type readArgs struct {
 	Path   string `json:"path"`
 	Offset int    `json:"offset"`

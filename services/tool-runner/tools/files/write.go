@@ -2,7 +2,6 @@ package files
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -42,12 +41,6 @@ func WriteFile() tools.Tool {
 		},
 	}
 }
-
-// ErrNoMatch and ErrAmbiguous are edit_file's failures.
-var (
-	ErrNoMatch   = errors.New("old_text not found")
-	ErrAmbiguous = errors.New("old_text is not unique")
-)
 
 type editArgs struct {
 	Path        string `json:"path"`

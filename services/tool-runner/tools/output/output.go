@@ -31,10 +31,6 @@ const (
 	MaxLimit = 15_000
 )
 
-// ErrUnknownRef: the reference does not name a stored output of this
-// session.
-var ErrUnknownRef = errors.New("unknown output reference")
-
 // Store saves text under a new reference in the session's space and
 // returns the reference.
 func Store(ctx context.Context, blobs tools.Blobs, sessionKey, text string) (string, error) {

@@ -42,9 +42,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
 
-// ErrBadPatch: the patch text is malformed or does not match the files.
-var ErrBadPatch = errors.New("patch rejected")
-
 // maxFileBytes caps a file apply_patch rewrites.
 const maxFileBytes = 16 << 20
 

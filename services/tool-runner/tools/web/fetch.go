@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -24,9 +23,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
-
-// ErrHTTP: the server answered with an error status.
-var ErrHTTP = errors.New("http error")
 
 type fetchTool struct {
 	cfg    FetchConfig

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,9 +22,6 @@ import (
 	"github.com/nanofleet/nanofleet/services/tool-runner/netguard"
 	"github.com/nanofleet/nanofleet/services/tool-runner/tools"
 )
-
-// ErrSearch: the search provider failed.
-var ErrSearch = errors.New("web search failed")
 
 // maxSearchBody caps a provider's response.
 const maxSearchBody = 4 << 20
