@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -143,7 +144,25 @@ func publish(t *testing.T, b *bus.Bus, subj string, m *nanofleetv1.OutboundMessa
 
 func (h *harness) delta(t *testing.T, text string) {
 	t.Helper()
-	publish(t, h.b, h.b.Space.Live(channel, "c"), &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ChatId: "c", ReplyTo: "in1", Content: text})
+	h.deltaOf(t, "in1", text)
+}
+
+// deltaOf publishes a delta of the turn answering turn.
+func (h *harness) deltaOf(t *testing.T, turn, text string) {
+	t.Helper()
+	publish(t, h.b, h.b.Space.Live(channel, "c"), &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ChatId: "c", ReplyTo: turn, Content: text})
+}
+
+// streamsOnly fails the test unless turn is the one turn streaming. Called
+// once turn's stream has posted, it proves that the deltas published
+// before turn's, which the streams handled first, started none: a
+// stream's posts come from a goroutine of its own, so their absence
+// within some time would prove nothing.
+func (h *harness) streamsOnly(t *testing.T, turn string) {
+	t.Helper()
+	if got := h.s.LiveTurns(); !slices.Equal(got, []string{turn}) {
+		t.Errorf("turns streaming %q, want only %q", got, turn)
+	}
 }
 
 // final publishes the final answer as the worker does and returns it.
@@ -294,15 +313,13 @@ func TestLateDeltasAreDropped(t *testing.T) {
 	if h.s.Finish(t.Context(), other) {
 		t.Error("Finish without a stream = true")
 	}
-	publish(t, h.b, h.b.Space.Live(channel, "c"), &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ChatId: "c", ReplyTo: "in2", Content: "y"})
-	if err := h.b.NC.Flush(); err != nil {
-		t.Fatal(err)
+	h.deltaOf(t, "in2", "y")
+	// A turn still running is streamed, after all of the above.
+	h.deltaOf(t, "in3", "running")
+	if o := h.p.next(t); o.kind != "post" || o.text != "running" {
+		t.Fatalf("op %+v after the final answers, want the running turn's post", o)
 	}
-	select {
-	case o := <-h.p.seen:
-		t.Errorf("op after the final answer: %+v", o)
-	case <-time.After(200 * time.Millisecond):
-	}
+	h.streamsOnly(t, "in3")
 }
 
 // TestDeltasBehindTheirFinalAreDropped: a burst of turns, each ended by
@@ -334,11 +351,7 @@ func TestDeltasBehindTheirFinalAreDropped(t *testing.T) {
 	if o := h.p.next(t); o.text != "running" {
 		t.Fatalf("op %+v, want the running turn's post", o)
 	}
-	select {
-	case o := <-h.p.seen:
-		t.Errorf("op for an ended turn: %+v", o)
-	case <-time.After(200 * time.Millisecond):
-	}
+	h.streamsOnly(t, "in1")
 }
 
 func TestUnchangedFinalNeedsNoEdit(t *testing.T) {
