@@ -11,7 +11,7 @@ import (
 )
 
 // WaitAcked waits up to within until the consumer of stream is done with
-// n messages: the stream holds n of the consumer's subject, and the
+// n messages: the stream holds n on the consumer's FilterSubject, and the
 // consumer holds none (none left to deliver, none delivered and not yet
 // acknowledged or terminated). The stream must keep its messages (limits
 // retention). A test learns so that the consumer's client is done with
