@@ -17,6 +17,7 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
@@ -97,8 +98,8 @@ func TestOutboundAttachmentsAreUploaded(t *testing.T) {
 			}
 		})
 	}
-	h.waitDelivered(t, 1)
-	h.fake.None(t, 300*time.Millisecond, "webhook", "otosend", "groupsend", "upload")
+	gatewaytest.WaitDelivered(t, h.Bus, dingtalk.Channel, 1, wait)
+	h.fake.None(t, "webhook", "otosend", "groupsend", "upload")
 }
 
 // TestRedeliveryAfterALostAckSendsNothingTwice: DingTalk has no
@@ -186,7 +187,7 @@ func TestRedeliveryAfterALostAckSendsNothingTwice(t *testing.T) {
 					t.Errorf("B sent %.20q…, want %.20q…", text, want)
 				}
 			}
-			fake.None(t, 300*time.Millisecond, "otosend", "groupsend", "webhook")
+			fake.None(t, "otosend", "groupsend", "webhook") // B's delivery has returned
 		})
 	}
 }
@@ -276,8 +277,8 @@ func TestStreamingUpdatesOneCard(t *testing.T) {
 			if update.Kind == "" || update.Body["isFinalize"] != true {
 				t.Errorf("last update %v, want one finalizing the card", update.Body)
 			}
-			h.waitDelivered(t, 1)
-			h.fake.None(t, 300*time.Millisecond, "webhook", "otosend", "groupsend", "cardcreate")
+			gatewaytest.WaitDelivered(t, h.Bus, dingtalk.Channel, 1, wait)
+			h.fake.None(t, "webhook", "otosend", "groupsend", "cardcreate")
 		})
 	}
 }

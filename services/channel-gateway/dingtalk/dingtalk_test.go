@@ -228,33 +228,8 @@ func TestOneConnectionPerApp(t *testing.T) {
 		}
 		// Stopped before it recorded the delivery, a gateway would leave
 		// the reply to be sent again (DingTalk has no idempotency key).
-		h.waitDelivered(t, n)
+		gatewaytest.WaitDelivered(t, h.Bus, dingtalk.Channel, n, wait)
 	})
-}
-
-// waitDelivered waits until n replies are recorded as delivered.
-func (h *harness) waitDelivered(t *testing.T, n int) {
-	t.Helper()
-	kv, err := h.Bus.JS.KeyValue(t.Context(), h.Bus.Space.Bucket("delivered"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := kv.WatchAll(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.Stop() }()
-	seen := 0
-	for seen < n {
-		select {
-		case e := <-w.Updates():
-			if e != nil {
-				seen++
-			}
-		case <-time.After(wait):
-			t.Fatalf("%d replies recorded as delivered, want %d", seen, n)
-		}
-	}
 }
 
 func TestValidate(t *testing.T) {

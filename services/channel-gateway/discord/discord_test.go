@@ -280,7 +280,8 @@ func TestAttachmentFailures(t *testing.T) {
 						i, c.Content(), c.Files, c.Status, c.Duplicate, w.text, w.files, w.status)
 				}
 			}
-			h.fake.None(t, 300*time.Millisecond, create)
+			gatewaytest.WaitDelivered(t, h.Bus, discord.Channel, 1, wait)
+			h.fake.None(t, create)
 		})
 	}
 }
@@ -324,7 +325,8 @@ func TestUnsendableAttachmentIsANote(t *testing.T) {
 						i, c.Content(), c.Files, c.Status, c.Duplicate, w.text, w.files)
 				}
 			}
-			h.fake.None(t, 300*time.Millisecond, create)
+			gatewaytest.WaitDelivered(t, h.Bus, discord.Channel, 1, wait)
+			h.fake.None(t, create)
 		})
 	}
 }

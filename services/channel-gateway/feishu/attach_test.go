@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-	"time"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu/feishutest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 )
 
@@ -88,7 +88,8 @@ func TestOutboundAttachmentsAreUploaded(t *testing.T) {
 			}
 		})
 	}
-	h.fake.None(t, 300*time.Millisecond, "reply", "create", "image", "file")
+	gatewaytest.WaitDelivered(t, h.Bus, feishu.Channel, 1, wait)
+	h.fake.None(t, "reply", "create", "image", "file")
 }
 
 // TestAttachmentRetryContinuesAfterTheText: an upload the platform rate
@@ -114,5 +115,6 @@ func TestAttachmentRetryContinuesAfterTheText(t *testing.T) {
 	if c := h.fake.Next(t, wait, "reply"); c.Str("msg_type") != "image" || c.Content()["image_key"] != up.Key {
 		t.Errorf("after the retry: %s %v, want the image (the text again means the retry restarted)", c.Str("msg_type"), c.Content())
 	}
-	h.fake.None(t, 300*time.Millisecond, "reply", "create", "image", "file")
+	gatewaytest.WaitDelivered(t, h.Bus, feishu.Channel, 1, wait)
+	h.fake.None(t, "reply", "create", "image", "file")
 }

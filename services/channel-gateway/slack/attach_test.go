@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
@@ -38,7 +38,8 @@ func describe(c slacktest.Call) string {
 	return "share " + strings.Join(shared, ", ")
 }
 
-// expectSends waits for the calls wanted, in order, and then for no more.
+// expectSends waits for the calls wanted, in order, and, once the one
+// reply is delivered, checks there were no more.
 func (h *harness) expectSends(t *testing.T, want ...string) {
 	t.Helper()
 	for i, w := range want {
@@ -46,7 +47,8 @@ func (h *harness) expectSends(t *testing.T, want ...string) {
 			t.Fatalf("call %d: %s\nwant %s", i, got, w)
 		}
 	}
-	h.fake.None(t, 300*time.Millisecond, sends...)
+	gatewaytest.WaitDelivered(t, h.Bus, slack.Channel, 1, wait)
+	h.fake.None(t, sends...)
 }
 
 // TestOutboundAttachmentIsUploaded: a reply's file is uploaded after its

@@ -3,10 +3,10 @@ package telegram_test
 import (
 	"bytes"
 	"testing"
-	"time"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/gatewaytest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/workertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
@@ -56,5 +56,6 @@ func TestAttachmentLimits(t *testing.T) {
 			}
 		})
 	}
-	h.fake.None(t, 300*time.Millisecond, "sendMessage", "sendDocument", "sendPhoto")
+	gatewaytest.WaitDelivered(t, h.Bus, telegram.Channel, 1, wait)
+	h.fake.None(t, "sendMessage", "sendDocument", "sendPhoto")
 }

@@ -293,7 +293,8 @@ func TestAttachmentFailures(t *testing.T) {
 					t.Fatalf("call %d: %s %q with document %q; want %s %q with %q", i, c.Method, c.Fields["text"], c.Files["document"], w.method, w.text, w.doc)
 				}
 			}
-			h.fake.None(t, 300*time.Millisecond, "sendMessage", "sendDocument", "sendPhoto")
+			gatewaytest.WaitDelivered(t, h.Bus, telegram.Channel, 1, wait)
+			h.fake.None(t, "sendMessage", "sendDocument", "sendPhoto")
 		})
 	}
 }
@@ -324,7 +325,8 @@ func TestGoneAttachmentIsANote(t *testing.T) {
 			t.Fatalf("call %d: %s %q (%q) with document %q; want %s %q (%q) with %q", i, c.Method, c.Fields["text"], c.Fields["parse_mode"], c.Files["document"], w.method, w.text, w.parseMode, w.doc)
 		}
 	}
-	h.fake.None(t, 300*time.Millisecond, "sendMessage", "sendDocument", "sendPhoto")
+	gatewaytest.WaitDelivered(t, h.Bus, telegram.Channel, 1, wait)
+	h.fake.None(t, "sendMessage", "sendDocument", "sendPhoto")
 }
 
 func TestOnePollerPerBotToken(t *testing.T) {

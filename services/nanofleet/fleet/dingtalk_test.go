@@ -31,7 +31,7 @@ func TestDingTalkThroughTheFleet(t *testing.T) {
 func TestDingTalkStreamsIntoACard(t *testing.T) {
 	dt := dingtalktest.New(t)
 	llm := newStreamingModel(t)
-	startWithChannels(t, llm.Server, map[string]any{
+	f := startWithChannels(t, llm.Server, map[string]any{
 		"dingtalk": map[string]any{"enabled": true, "clientId": dingtalktest.ClientID, "clientSecret": dingtalktest.ClientSecret,
 			"apiUrl": dt.URL, "allowFrom": []string{"staff-ada"}, "streaming": true, "streamEditInterval": editInterval.Seconds(),
 			"cardTemplateId": "tpl.schema"},
@@ -64,5 +64,6 @@ func TestDingTalkStreamsIntoACard(t *testing.T) {
 	if got := dt.Card(id); got != streamedAnswer {
 		t.Errorf("finalized card = %q, want the model's answer %q", got, streamedAnswer)
 	}
-	dt.None(t, time.Second, "cardcreate", "webhook", "otosend") // the answer once
+	waitDelivered(t, f, "dingtalk")
+	dt.None(t, "cardcreate", "webhook", "otosend") // the answer once
 }

@@ -40,7 +40,7 @@ func TestFeishuStreamsByUpdating(t *testing.T) {
 				fs.Fail("patch", refusals(feishutest.Failure{Status: 400, Code: 230001, Msg: "card not updatable"})...)
 			}
 			llm := newStreamingModel(t)
-			startChannel(t, llm.Server, "feishu", map[string]any{"appId": feishutest.AppID, "appSecret": feishutest.AppSecret,
+			f := startChannel(t, llm.Server, "feishu", map[string]any{"appId": feishutest.AppID, "appSecret": feishutest.AppSecret,
 				"baseUrl": fs.URL, "allowFrom": []string{"ou_ada"}, "streaming": true, "streamEditInterval": editInterval.Seconds()})
 			fs.WaitConnected(t, 30*time.Second)
 			fs.Send(t, feishutest.Text("ev-1", "ou_ada", "oc_p2p", "p2p", "om_1", "stream please"))
@@ -53,7 +53,8 @@ func TestFeishuStreamsByUpdating(t *testing.T) {
 				for feishutest.CardText(c.Str("content")) != streamedAnswer {
 					c = fs.Next(t, 30*time.Second, "reply", "create")
 				}
-				fs.None(t, time.Second, "reply", "create") // the whole answer once
+				waitDelivered(t, f, "feishu")
+				fs.None(t, "reply", "create") // the whole answer once
 				return
 			}
 			updates := followEdits(t, "update", c.At, func() string { return feishutest.CardText(fs.Content(c.ID)) }, func() time.Time {

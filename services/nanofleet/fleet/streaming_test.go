@@ -1,12 +1,12 @@
 package fleet_test
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
@@ -67,8 +67,8 @@ func followEdits(t *testing.T, edit string, first time.Time, shown func() string
 // the message the stream began with, partial, which showed first: the
 // partial message is deleted and the answer follows whole, once. shows is
 // what a message shows now ("" once deleted); next waits for the next
-// message sent and returns its text; none fails the test on a message
-// sent within a second.
+// message sent and returns its text; none, called once the reply's
+// delivery is over, fails the test on any other message sent.
 func followFallback[ID any](t *testing.T, partial ID, first string, shows func(ID) string, next func() string, none func()) {
 	t.Helper()
 	for text := first; text != streamedAnswer; {
@@ -107,7 +107,7 @@ func TestDiscordStreamsByEditing(t *testing.T) {
 	if edits < 3 {
 		t.Errorf("%d edits over a 4s answer, want it shown as it grows", edits)
 	}
-	waitDelivered(t, f) // the reply's delivery is over: nothing more to come
+	waitDelivered(t, f, "discord") // the reply's delivery is over: nothing more to come
 	if n := len(dc.Created()); n != 1 {
 		t.Errorf("%d messages created, want the one edited", n)
 	}
@@ -171,7 +171,7 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 			if failing {
 				followFallback(t, c.MessageID, c.Fields["text"], bot.Text, func() string {
 					return bot.Next(t, 30*time.Second, "sendMessage").Fields["text"]
-				}, func() { bot.None(t, time.Second, "sendMessage") })
+				}, func() { waitDelivered(t, f, "telegram"); bot.None(t, "sendMessage") })
 				return
 			}
 			n, limitedAt := 0, time.Time{}
@@ -195,7 +195,7 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 			if edits < 3 {
 				t.Errorf("%d edits over a 4s answer", edits)
 			}
-			waitDelivered(t, f) // the reply's delivery is over: nothing more to come
+			waitDelivered(t, f, "telegram") // the reply's delivery is over: nothing more to come
 			if texts := sentTexts(bot); len(texts) != 0 {
 				t.Errorf("messages sent besides the streamed one: %q", texts)
 			}
@@ -213,7 +213,7 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 				sl.Fail("chat.update", refusals(slacktest.Failure{Error: "cant_update_message"})...)
 			}
 			llm := newStreamingModel(t)
-			startChannel(t, llm.Server, "slack", map[string]any{"botToken": "xoxb-test", "appToken": "xapp-test", "apiUrl": sl.APIURL,
+			f := startChannel(t, llm.Server, "slack", map[string]any{"botToken": "xoxb-test", "appToken": "xapp-test", "apiUrl": sl.APIURL,
 				"allowFrom": []string{"U1"}, "streaming": true, "streamEditInterval": editInterval.Seconds()})
 			sl.WaitConnected(t, 30*time.Second)
 			sl.Send(t, "Ev1", slacktest.Message("U1", "D1", "im", "1700000000.000100", "stream please"))
@@ -222,7 +222,7 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 			if failing {
 				followFallback(t, c.TS, c.Fields["text"], sl.Text, func() string {
 					return sl.Next(t, 30*time.Second, "chat.postMessage").Fields["text"]
-				}, func() { sl.None(t, time.Second, "chat.postMessage") })
+				}, func() { waitDelivered(t, f, "slack"); sl.None(t, "chat.postMessage") })
 				return
 			}
 			edits := followEdits(t, "update", c.At, func() string { return sl.Text(c.TS) }, func() time.Time {
@@ -249,31 +249,12 @@ func refusals[F any](f F) []F {
 	return fs
 }
 
-// waitDelivered waits until the gateway has delivered a reply (it records
-// each in its delivered bucket when the delivery is over).
-func waitDelivered(t *testing.T, f *fleet.Fleet) {
+// waitDelivered waits until the gateway is done with the test's one reply
+// on channel: delivered and acknowledged (it acknowledges a reply once
+// its delivery is over), or dead-lettered.
+func waitDelivered(t *testing.T, f *fleet.Fleet, channel string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	kv, err := f.Bus.JS.KeyValue(ctx, f.Bus.Space.Bucket("delivered"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case e := <-w.Updates():
-			if e != nil {
-				return
-			}
-		case <-ctx.Done():
-			t.Fatal("no reply delivered within 30s")
-		}
-	}
+	bustest.WaitAcked(t, f.Bus, f.Bus.Space.OutboundStream(), f.Bus.Space.GatewayConsumer(channel), 1, 30*time.Second)
 }
 
 // sentTexts drains the calls seen so far and returns the texts sent with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/adaptertest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/editstream"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
@@ -37,14 +39,17 @@ type platform struct {
 	wait      time.Duration // the rate limit's wait
 	edits     int
 	seen      chan op
+	now       func() time.Time // what ops are stamped with
 }
 
-func newPlatform() *platform { return &platform{failAfter: -1, seen: make(chan op, 1000)} }
+func newPlatform() *platform {
+	return &platform{failAfter: -1, seen: make(chan op, 1000), now: time.Now}
+}
 
 func (p *platform) Post(_ context.Context, _ *nanofleetv1.OutboundMessage, text string) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	o := op{kind: "post", id: "m1", text: text, at: time.Now()}
+	o := op{kind: "post", id: "m1", text: text, at: p.now()}
 	p.ops = append(p.ops, o)
 	p.seen <- o
 	if p.failPost {
@@ -56,7 +61,7 @@ func (p *platform) Post(_ context.Context, _ *nanofleetv1.OutboundMessage, text 
 func (p *platform) Delete(_ context.Context, _ *nanofleetv1.OutboundMessage, id string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	o := op{kind: "delete", id: id, at: time.Now()}
+	o := op{kind: "delete", id: id, at: p.now()}
 	p.ops = append(p.ops, o)
 	p.seen <- o
 	return nil
@@ -65,7 +70,7 @@ func (p *platform) Delete(_ context.Context, _ *nanofleetv1.OutboundMessage, id 
 func (p *platform) Edit(_ context.Context, _ *nanofleetv1.OutboundMessage, id, text string, final bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	o := op{kind: "edit", id: id, text: text, final: final, at: time.Now()}
+	o := op{kind: "edit", id: id, text: text, final: final, at: p.now()}
 	p.ops = append(p.ops, o)
 	p.seen <- o
 	p.edits++
@@ -108,14 +113,26 @@ type harness struct {
 
 func startStreams(t *testing.T, b *bus.Bus, interval time.Duration, limit int) *harness {
 	t.Helper()
-	return startStreamsWith(t, b, editstream.Config{Channel: channel, Interval: interval, Limit: limit})
+	return startStreamsWith(t, b, editstream.Config{Channel: channel, Interval: interval, Limit: limit}, nil)
 }
 
-// startStreamsWith is startStreams for any config.
-func startStreamsWith(t *testing.T, b *bus.Bus, cfg editstream.Config) *harness {
+// startPaced is startStreams on a fake clock that the platform stamps its
+// ops with: the stamps are apart by the waits the streams made between
+// the ops, however loaded the machine.
+func startPaced(t *testing.T, b *bus.Bus, interval time.Duration, limit int) *harness {
+	t.Helper()
+	return startStreamsWith(t, b, editstream.Config{Channel: channel, Interval: interval, Limit: limit}, adaptertest.NewClock())
+}
+
+// startStreamsWith is startStreams for any config, paced by clock (nil:
+// the system's).
+func startStreamsWith(t *testing.T, b *bus.Bus, cfg editstream.Config, clock editstream.Clock) *harness {
 	t.Helper()
 	p := newPlatform()
-	s, err := editstream.New(t.Context(), cfg, b, p)
+	if clock != nil {
+		p.now = clock.Now
+	}
+	s, err := editstream.New(t.Context(), cfg, b, p, editstream.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +160,25 @@ func publish(t *testing.T, b *bus.Bus, subj string, m *nanofleetv1.OutboundMessa
 
 func (h *harness) delta(t *testing.T, text string) {
 	t.Helper()
-	publish(t, h.b, h.b.Space.Live(channel, "c"), &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ChatId: "c", ReplyTo: "in1", Content: text})
+	h.deltaOf(t, "in1", text)
+}
+
+// deltaOf publishes a delta of the turn answering turn.
+func (h *harness) deltaOf(t *testing.T, turn, text string) {
+	t.Helper()
+	publish(t, h.b, h.b.Space.Live(channel, "c"), &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ChatId: "c", ReplyTo: turn, Content: text})
+}
+
+// streamsOnly fails the test unless turn is the one turn streaming. Called
+// once turn's stream has posted, it proves that the deltas published
+// before turn's, which the streams handled first, started none: a
+// stream's posts come from a goroutine of its own, so their absence
+// within some time would prove nothing.
+func (h *harness) streamsOnly(t *testing.T, turn string) {
+	t.Helper()
+	if got := h.s.LiveTurns(); !slices.Equal(got, []string{turn}) {
+		t.Errorf("turns streaming %q, want only %q", got, turn)
+	}
 }
 
 // final publishes the final answer as the worker does and returns it.
@@ -195,7 +230,7 @@ func TestStreams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), interval, 4000)
+			h := startPaced(t, bustest.StartJetStream(t, editstream.Assets), interval, 4000)
 			h.p.failAfter, h.p.failPost = tt.failAfter, tt.failPost
 			var text string
 			if tt.deltas > 0 {
@@ -294,15 +329,13 @@ func TestLateDeltasAreDropped(t *testing.T) {
 	if h.s.Finish(t.Context(), other) {
 		t.Error("Finish without a stream = true")
 	}
-	publish(t, h.b, h.b.Space.Live(channel, "c"), &nanofleetv1.OutboundMessage{Kind: nanofleetv1.OutboundKind_OUTBOUND_KIND_DELTA, ChatId: "c", ReplyTo: "in2", Content: "y"})
-	if err := h.b.NC.Flush(); err != nil {
-		t.Fatal(err)
+	h.deltaOf(t, "in2", "y")
+	// A turn still running is streamed, after all of the above.
+	h.deltaOf(t, "in3", "running")
+	if o := h.p.next(t); o.kind != "post" || o.text != "running" {
+		t.Fatalf("op %+v after the final answers, want the running turn's post", o)
 	}
-	select {
-	case o := <-h.p.seen:
-		t.Errorf("op after the final answer: %+v", o)
-	case <-time.After(200 * time.Millisecond):
-	}
+	h.streamsOnly(t, "in3")
 }
 
 // TestDeltasBehindTheirFinalAreDropped: a burst of turns, each ended by
@@ -334,11 +367,7 @@ func TestDeltasBehindTheirFinalAreDropped(t *testing.T) {
 	if o := h.p.next(t); o.text != "running" {
 		t.Fatalf("op %+v, want the running turn's post", o)
 	}
-	select {
-	case o := <-h.p.seen:
-		t.Errorf("op for an ended turn: %+v", o)
-	case <-time.After(200 * time.Millisecond):
-	}
+	h.streamsOnly(t, "in1")
 }
 
 func TestUnchangedFinalNeedsNoEdit(t *testing.T) {
@@ -367,7 +396,7 @@ func TestRenderedSizeIsCut(t *testing.T) {
 	// Rendering that triples the text, as escaping can.
 	size := func(md string) int { return 3 * markup.Len(md) }
 	const limit, most = 50, 60
-	h := startStreamsWith(t, bustest.StartJetStream(t, editstream.Assets), editstream.Config{Channel: channel, Interval: 10 * time.Millisecond, Limit: limit, Size: size, Most: most})
+	h := startStreamsWith(t, bustest.StartJetStream(t, editstream.Assets), editstream.Config{Channel: channel, Interval: 10 * time.Millisecond, Limit: limit, Size: size, Most: most}, nil)
 	h.delta(t, strings.Repeat("é", 40))
 	if o := h.p.next(t); size(o.text) > most || !strings.HasSuffix(o.text, "…") {
 		t.Errorf("posted %q, of size %d (most %d)", o.text, size(o.text), most)
@@ -386,7 +415,7 @@ func TestRateLimitedEditsWait(t *testing.T) {
 	const wait = 300 * time.Millisecond
 	for _, limited := range []int{1, 3} {
 		t.Run(fmt.Sprint(limited, " limited"), func(t *testing.T) {
-			h := startStreams(t, bustest.StartJetStream(t, editstream.Assets), 50*time.Millisecond, 4000)
+			h := startPaced(t, bustest.StartJetStream(t, editstream.Assets), 50*time.Millisecond, 4000)
 			h.p.limited, h.p.wait = limited, wait
 			text := h.feed(t, 10, 20*time.Millisecond)
 			h.finishes(t, text+" end") // the final edit, after the waits

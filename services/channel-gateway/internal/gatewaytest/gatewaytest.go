@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/fleetstatus"
 	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
@@ -117,6 +118,15 @@ func (g *Gateway) end(kill bool) {
 			g.t.Errorf("gateway: %v", err)
 		}
 	})
+}
+
+// WaitDelivered waits up to within until the gateways on b are done with
+// n replies of channel, all it has: each delivered (every call it made to
+// the platform answered) and acknowledged, or dead-lettered. A test can
+// then check that nothing more was sent.
+func WaitDelivered(t testing.TB, b *bus.Bus, channel string, n int, within time.Duration) {
+	t.Helper()
+	bustest.WaitAcked(t, b, b.Space.OutboundStream(), b.Space.GatewayConsumer(channel), n, within)
 }
 
 // Logs collects log output, safe for the gateway's goroutines; the zero
