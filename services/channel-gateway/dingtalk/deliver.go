@@ -26,13 +26,13 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if err != nil {
 		return err
 	}
-	// The attachments follow the text, counted as pieces after it.
-	return a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(msg.GetMedia()), func(ctx context.Context, i int) error {
-		if i < len(pieces) {
-			return a.send(ctx, msg, "markdown", pieces[i])
-		}
-		return a.sendMedia(ctx, msg, msg.GetMedia()[i-len(pieces)])
-	})
+	return a.sent.SendReply(ctx, msg.GetId(), start, pieces, msg.GetMedia(),
+		func(ctx context.Context, _ int, piece string) error {
+			return a.send(ctx, msg, "markdown", piece)
+		},
+		func(ctx context.Context, _ int, m *nanofleetv1.MediaRef) error {
+			return a.sendMedia(ctx, msg, m)
+		})
 }
 
 // DeliverLive sends progress and tool hints as text when enabled, cut to

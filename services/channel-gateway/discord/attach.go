@@ -7,6 +7,7 @@ import (
 	"github.com/disgoorg/disgo/discord"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
 // UploadLimit is the largest file a bot may attach to a message, per
@@ -14,6 +15,19 @@ import (
 // boosted server takes more; the adapter does not look up a server's
 // boost tier.
 const UploadLimit = 25 << 20
+
+// attach sends attachment i of a reply; one Discord refuses is a note in
+// the chat, as on the other platforms (media.SendOrNote).
+func (a *Adapter) attach(ctx context.Context, msg *nanofleetv1.OutboundMessage, i int, m *nanofleetv1.MediaRef) error {
+	return media.SendOrNote(ctx, a.log.With("chat", msg.GetChatId(), "n", i), "Discord", m,
+		func(ctx context.Context) error { return a.sendMedia(ctx, msg, i, m) },
+		classify,
+		func(ctx context.Context, text string) error {
+			// The refused request made no message, so the note takes its nonce.
+			_, err := a.post(ctx, msg, text, false, nonce(msg.GetId()+"/media", i), nil)
+			return err
+		})
+}
 
 // sendMedia uploads an attachment from the object store, or sends the
 // note saying why it cannot be (internal/media's Load: gone, empty or over

@@ -12,7 +12,6 @@ import (
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
@@ -28,38 +27,18 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if err != nil {
 		return err
 	}
-	// The attachments follow the text, counted as pieces after it, so that
-	// a retry continues after the last piece or attachment sent.
-	media := msg.GetMedia()
-	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(media), func(ctx context.Context, i int) error {
-		if i >= len(pieces) {
-			return a.attach(ctx, msg, i-len(pieces), media[i-len(pieces)])
-		}
-		_, err := a.post(ctx, msg, pieces[i], i == 0, nonce(msg.GetId(), i), nil)
-		return err
-	})
+	err = a.sent.SendReply(ctx, msg.GetId(), start, pieces, msg.GetMedia(),
+		func(ctx context.Context, i int, piece string) error {
+			_, err := a.post(ctx, msg, piece, i == 0, nonce(msg.GetId(), i), nil)
+			return err
+		},
+		func(ctx context.Context, i int, m *nanofleetv1.MediaRef) error {
+			return a.attach(ctx, msg, i, m)
+		})
 	if err != nil {
 		return classify(err)
 	}
 	return nil
-}
-
-// attach sends attachment i of a reply. Only a failure worth a retry
-// stops the reply; one Discord refuses is a note in the chat, as on the
-// other platforms, and counted as sent.
-func (a *Adapter) attach(ctx context.Context, msg *nanofleetv1.OutboundMessage, i int, m *nanofleetv1.MediaRef) error {
-	err := a.sendMedia(ctx, msg, i, m)
-	if err == nil {
-		return nil
-	}
-	a.log.Warn("send attachment failed", "chat", msg.GetChatId(), "n", i, "name", m.GetName(), "err", err)
-	de := classify(err)
-	if retry, _ := gateway.Retryable(de); retry {
-		return de
-	}
-	// The refused request made no message, so the note takes its nonce.
-	_, err = a.post(ctx, msg, media.Note(media.Name(m), "was refused by Discord"), false, nonce(msg.GetId()+"/media", i), nil)
-	return err
 }
 
 // DeliverLive shows progress and tool hints as separate messages when

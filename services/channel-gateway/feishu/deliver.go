@@ -22,19 +22,14 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if err != nil {
 		return err
 	}
-	return a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(msg.GetMedia()), func(ctx context.Context, i int) error {
-		return a.sendPiece(ctx, msg, pieces, i)
-	})
-}
-
-// sendPiece sends piece i of a reply: the pieces of its text, then its
-// attachments, counted after them so that a retry continues with the
-// first one not sent.
-func (a *Adapter) sendPiece(ctx context.Context, msg *nanofleetv1.OutboundMessage, pieces []string, i int) error {
-	if i < len(pieces) {
-		return a.send(ctx, msg, a.cfg.ReplyFormat, pieces[i], pieceID(msg.GetId(), i))
-	}
-	return a.sendMedia(ctx, msg, msg.GetMedia()[i-len(pieces)], pieceID(msg.GetId(), i))
+	// Attachments are pieces after the text, and their uuids follow on.
+	return a.sent.SendReply(ctx, msg.GetId(), start, pieces, msg.GetMedia(),
+		func(ctx context.Context, i int, piece string) error {
+			return a.send(ctx, msg, a.cfg.ReplyFormat, piece, pieceID(msg.GetId(), i))
+		},
+		func(ctx context.Context, i int, m *nanofleetv1.MediaRef) error {
+			return a.sendMedia(ctx, msg, m, pieceID(msg.GetId(), len(pieces)+i))
+		})
 }
 
 // DeliverLive sends progress and tool hints as text when enabled.

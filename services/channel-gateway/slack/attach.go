@@ -7,7 +7,6 @@ import (
 	"github.com/slack-go/slack"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
@@ -18,20 +17,13 @@ import (
 // Slack is held to [media.MemoryLimit].
 const UploadLimit = media.MemoryLimit
 
-// attach sends attachment i of a reply. Only a failure worth a retry
-// stops the reply; one Slack refuses is a note in the thread, as on the
-// other platforms, and counted as sent.
+// attach sends attachment i of a reply; one Slack refuses is a note in
+// the thread, as on the other platforms (media.SendOrNote).
 func (a *Adapter) attach(ctx context.Context, msg *nanofleetv1.OutboundMessage, i int, m *nanofleetv1.MediaRef) error {
-	err := a.sendMedia(ctx, msg, m)
-	if err == nil {
-		return nil
-	}
-	a.log.Warn("send attachment failed", "chat", msg.GetChatId(), "n", i, "name", m.GetName(), "err", err)
-	de := classify(err)
-	if retry, _ := gateway.Retryable(de); retry {
-		return de
-	}
-	return a.note(ctx, msg, media.Note(media.Name(m), "was refused by Slack"))
+	return media.SendOrNote(ctx, a.log.With("chat", msg.GetChatId(), "n", i), "Slack", m,
+		func(ctx context.Context) error { return a.sendMedia(ctx, msg, m) },
+		classify,
+		func(ctx context.Context, text string) error { return a.note(ctx, msg, text) })
 }
 
 // sendMedia uploads an attachment from the object store into the reply's

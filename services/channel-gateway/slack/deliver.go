@@ -19,15 +19,13 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if err != nil {
 		return err
 	}
-	// The attachments follow the text, counted as pieces after it, so that
-	// a retry continues after the last piece or attachment sent.
-	media := msg.GetMedia()
-	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(media), func(ctx context.Context, i int) error {
-		if i >= len(pieces) {
-			return a.attach(ctx, msg, i-len(pieces), media[i-len(pieces)])
-		}
-		return a.post(ctx, msg, markup.SlackMrkdwn(pieces[i]))
-	})
+	err = a.sent.SendReply(ctx, msg.GetId(), start, pieces, msg.GetMedia(),
+		func(ctx context.Context, _ int, piece string) error {
+			return a.post(ctx, msg, markup.SlackMrkdwn(piece))
+		},
+		func(ctx context.Context, i int, m *nanofleetv1.MediaRef) error {
+			return a.attach(ctx, msg, i, m)
+		})
 	if err != nil {
 		return classify(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
+	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
 // Upload limits of the Bot API for a file sent by multipart upload
@@ -19,6 +20,15 @@ const (
 	PhotoLimit    = 10 << 20
 	DocumentLimit = 50 << 20
 )
+
+// attach sends attachment i of a reply; one Telegram refuses is a note
+// in the chat, as on the other platforms (media.SendOrNote).
+func (a *Adapter) attach(ctx context.Context, chat string, thread, i int, m *nanofleetv1.MediaRef) error {
+	return media.SendOrNote(ctx, a.log.With("chat", chat, "n", i), "Telegram", m,
+		func(ctx context.Context) error { return a.sendMedia(ctx, chat, thread, m) },
+		classify,
+		func(ctx context.Context, text string) error { return a.note(ctx, chat, thread, text) })
+}
 
 // sendMedia uploads an attachment from the object store, an image up to
 // [PhotoLimit] as a photo and anything else up to [DocumentLimit] as a

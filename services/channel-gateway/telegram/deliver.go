@@ -11,9 +11,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/channelconfig"
-	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/markup"
 )
 
@@ -32,38 +30,20 @@ func (a *Adapter) Deliver(ctx context.Context, msg *nanofleetv1.OutboundMessage)
 	if err != nil {
 		return err
 	}
-	// The attachments follow the text, counted as pieces after it, so that
-	// a retry continues after the last piece or attachment sent.
-	media := msg.GetMedia()
-	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(media), func(ctx context.Context, i int) error {
-		switch {
-		case i >= len(pieces):
-			return a.attach(ctx, chat, thread, i-len(pieces), media[i-len(pieces)])
-		case i > 0:
-			return a.send(ctx, chat, thread, 0, pieces[i])
-		}
-		return a.send(ctx, chat, thread, replyTo, pieces[i])
-	})
+	err = a.sent.SendReply(ctx, msg.GetId(), start, pieces, msg.GetMedia(),
+		func(ctx context.Context, i int, piece string) error {
+			if i > 0 {
+				return a.send(ctx, chat, thread, 0, piece)
+			}
+			return a.send(ctx, chat, thread, replyTo, piece)
+		},
+		func(ctx context.Context, i int, m *nanofleetv1.MediaRef) error {
+			return a.attach(ctx, chat, thread, i, m)
+		})
 	if err != nil {
 		return classify(err)
 	}
 	return nil
-}
-
-// attach sends attachment i of a reply. Only a failure worth a retry
-// stops the reply; one Telegram refuses is a note in the chat, as on the
-// other platforms, and counted as sent.
-func (a *Adapter) attach(ctx context.Context, chat string, thread, i int, m *nanofleetv1.MediaRef) error {
-	err := a.sendMedia(ctx, chat, thread, m)
-	if err == nil {
-		return nil
-	}
-	a.log.Warn("send attachment failed", "chat", chat, "n", i, "name", m.GetName(), "err", err)
-	de := classify(err)
-	if retry, _ := gateway.Retryable(de); retry {
-		return de
-	}
-	return a.note(ctx, chat, thread, media.Note(media.Name(m), "was refused by Telegram"))
 }
 
 // DeliverLive shows progress and tool hints as separate messages when

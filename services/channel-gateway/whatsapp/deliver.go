@@ -45,22 +45,20 @@ func (a *Adapter) deliver(ctx context.Context, c Conn, msg *nanofleetv1.Outbound
 	if strings.TrimSpace(msg.GetContent()) == "" {
 		pieces = nil
 	}
-	// The pieces, then the attachments; a retry continues after the
-	// last one sent.
-	media := msg.GetMedia()
 	start, err := a.sent.Sent(ctx, msg.GetId())
 	if err != nil {
 		return err
 	}
-	err = a.sent.Send(ctx, msg.GetId(), start, len(pieces)+len(media), func(ctx context.Context, i int) error {
-		if i >= len(pieces) {
-			return a.sendMedia(ctx, c, chat, media[i-len(pieces)])
-		}
-		if err := c.Send(ctx, chat, a.message(msg, i, markup.WhatsApp(pieces[i]))); err != nil {
-			return sendError(err)
-		}
-		return nil
-	})
+	err = a.sent.SendReply(ctx, msg.GetId(), start, pieces, msg.GetMedia(),
+		func(ctx context.Context, i int, piece string) error {
+			if err := c.Send(ctx, chat, a.message(msg, i, markup.WhatsApp(piece))); err != nil {
+				return sendError(err)
+			}
+			return nil
+		},
+		func(ctx context.Context, _ int, m *nanofleetv1.MediaRef) error {
+			return a.sendMedia(ctx, c, chat, m)
+		})
 	if err != nil {
 		return err
 	}

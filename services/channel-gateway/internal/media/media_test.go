@@ -218,6 +218,75 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// TestSendOrNote: an attachment sent is done; a failure the platform's
+// classify makes worth a retry is returned, with no note; one it refuses
+// for good becomes a note naming the attachment, and the attachment counts
+// as sent, unless the note fails too. Every failure is logged.
+func TestSendOrNote(t *testing.T) {
+	errRefused, errNote := errors.New("413 too large"), errors.New("note refused")
+	named := &nanofleetv1.MediaRef{Object: "replies/r1/0", Name: "a.png"}
+	unnamed := &nanofleetv1.MediaRef{Object: "replies/r1/report.pdf"}
+	tests := []struct {
+		name      string
+		ref       *nanofleetv1.MediaRef
+		sendErr   error
+		retryable bool // classify makes sendErr worth a retry
+		noteErr   error
+		wantErr   error // matched with errors.Is
+		wantRetry bool
+		wantNote  string
+	}{
+		{name: "sent", ref: named},
+		{name: "worth a retry", ref: named, sendErr: errRefused, retryable: true, wantErr: errRefused, wantRetry: true},
+		{name: "refused", ref: named, sendErr: errRefused, wantNote: "[attachment a.png was refused by Chat; not sent]"},
+		{name: "refused, named by its object", ref: unnamed, sendErr: errRefused, wantNote: "[attachment report.pdf was refused by Chat; not sent]"},
+		{name: "refused, and the note fails", ref: named, sendErr: errRefused, noteErr: errNote, wantErr: errNote,
+			wantNote: "[attachment a.png was refused by Chat; not sent]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs strings.Builder
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			var classified error
+			classify := func(err error) error {
+				classified = err
+				if tt.retryable {
+					return gateway.Retry(err, 0)
+				}
+				return gateway.Permanent(err)
+			}
+			var notes []string
+			err := media.SendOrNote(t.Context(), log, "Chat", tt.ref,
+				func(context.Context) error { return tt.sendErr },
+				classify,
+				func(_ context.Context, text string) error {
+					notes = append(notes, text)
+					return tt.noteErr
+				})
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Errorf("SendOrNote = %v, want %v", err, tt.wantErr)
+			}
+			var de *gateway.DeliveryError
+			if retry := errors.As(err, &de) && de.Retryable; retry != tt.wantRetry {
+				t.Errorf("SendOrNote = %v: a retry: %t, want %t", err, retry, tt.wantRetry)
+			}
+			if classified != tt.sendErr {
+				t.Errorf("classify got %v, want the send's error %v", classified, tt.sendErr)
+			}
+			var wantNotes []string
+			if tt.wantNote != "" {
+				wantNotes = []string{tt.wantNote}
+			}
+			if !slices.Equal(notes, wantNotes) {
+				t.Errorf("notes %q, want %q", notes, wantNotes)
+			}
+			if logged := strings.Contains(logs.String(), "send attachment failed"); logged != (tt.sendErr != nil) {
+				t.Errorf("failure logged: %t, want %t:\n%s", logged, tt.sendErr != nil, logs.String())
+			}
+		})
+	}
+}
+
 type file string
 
 func (f file) FileName() string { return string(f) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -47,6 +48,26 @@ func Name(m *nanofleetv1.MediaRef) string {
 // what is wrong with it ("is empty").
 func Note(name, why string) string {
 	return fmt.Sprintf("[attachment %s %s; not sent]", name, why)
+}
+
+// SendOrNote sends attachment m of a reply to platform (its name, as
+// notes give it) with send. Only a failure worth a retry, as classify
+// makes it a [gateway.DeliveryError], stops the reply and is returned. One
+// the platform refuses would be refused again: the chat is told with note
+// ([Note]: "was refused by <platform>") and the attachment counts as
+// sent. log, the caller's, records the failure.
+func SendOrNote(ctx context.Context, log *slog.Logger, platform string, m *nanofleetv1.MediaRef,
+	send func(context.Context) error, classify func(error) error, note func(ctx context.Context, text string) error) error {
+	err := send(ctx)
+	if err == nil {
+		return nil
+	}
+	log.Warn("send attachment failed", "name", m.GetName(), "err", err)
+	de := classify(err)
+	if retry, _ := gateway.Retryable(de); retry {
+		return de
+	}
+	return note(ctx, Note(Name(m), "was refused by "+platform))
 }
 
 // Load reads attachment m of a reply for platform (its name, as notes

@@ -26,6 +26,7 @@ import (
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/pkg/subject"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
 
@@ -128,6 +129,21 @@ func (s *Store) Send(ctx context.Context, id string, start, n int, send func(ctx
 		}
 	}
 	return nil
+}
+
+// SendReply sends reply id with Send: its text pieces with piece, then
+// its attachments with attach, counted as pieces after the text, so that
+// a retry continues after the last piece or attachment sent. Each func
+// gets the index among its own kind; start counts both, as Send's does.
+func (s *Store) SendReply(ctx context.Context, id string, start int, pieces []string, media []*nanofleetv1.MediaRef,
+	piece func(ctx context.Context, i int, text string) error,
+	attach func(ctx context.Context, i int, m *nanofleetv1.MediaRef) error) error {
+	return s.Send(ctx, id, start, len(pieces)+len(media), func(ctx context.Context, i int) error {
+		if i < len(pieces) {
+			return piece(ctx, i, pieces[i])
+		}
+		return attach(ctx, i-len(pieces), media[i-len(pieces)])
+	})
 }
 
 // PieceKey is an idempotency key for piece i of reply id, for a platform

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
+	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/parts"
 )
@@ -120,6 +121,63 @@ func TestSend(t *testing.T) {
 			}
 			if n, err := store.Sent(t.Context(), id); n != tt.wantRec || err != nil {
 				t.Errorf("Sent = %d, %v after Send, want %d: a retry must start there", n, err, tt.wantRec)
+			}
+		})
+	}
+}
+
+// TestSendReply: a reply's text pieces go first, each with its index
+// among the pieces, then its attachments, each with its index among the
+// attachments; start counts both, so that a retry continues after the
+// last piece or attachment sent, and a failed attachment is the next one
+// a retry sends.
+func TestSendReply(t *testing.T) {
+	errDown := errors.New("platform down")
+	media := []*nanofleetv1.MediaRef{{Name: "a.png"}, {Name: "b.pdf"}}
+	tests := []struct {
+		name     string
+		pieces   []string
+		start    int
+		failAt   string // the call that fails; "": none
+		wantSent []string
+		wantRec  int
+	}{
+		{"all", []string{"one", "two"}, 0, "", []string{"piece 0 one", "piece 1 two", "attach 0 a.png", "attach 1 b.pdf"}, 4},
+		{"after a piece", []string{"one", "two"}, 1, "", []string{"piece 1 two", "attach 0 a.png", "attach 1 b.pdf"}, 4},
+		{"after the text", []string{"one", "two"}, 2, "", []string{"attach 0 a.png", "attach 1 b.pdf"}, 4},
+		{"after an attachment", []string{"one", "two"}, 3, "", []string{"attach 1 b.pdf"}, 4},
+		{"no text", nil, 0, "", []string{"attach 0 a.png", "attach 1 b.pdf"}, 2},
+		{"a piece fails", []string{"one", "two"}, 0, "piece 1 two", []string{"piece 0 one", "piece 1 two"}, 1},
+		{"an attachment fails", []string{"one"}, 0, "attach 1 b.pdf", []string{"piece 0 one", "attach 0 a.png", "attach 1 b.pdf"}, 2},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store, _ := newStore(t)
+			id := fmt.Sprintf("r%d", i)
+			var sent []string
+			call := func(c string) error {
+				sent = append(sent, c)
+				if c == tt.failAt {
+					return errDown
+				}
+				return nil
+			}
+			err := store.SendReply(t.Context(), id, tt.start, tt.pieces, media,
+				func(_ context.Context, i int, text string) error { return call(fmt.Sprintf("piece %d %s", i, text)) },
+				func(_ context.Context, i int, m *nanofleetv1.MediaRef) error {
+					return call(fmt.Sprintf("attach %d %s", i, m.GetName()))
+				})
+			switch {
+			case tt.failAt != "" && !errors.Is(err, errDown):
+				t.Errorf("SendReply = %v, want %v", err, errDown)
+			case tt.failAt == "" && err != nil:
+				t.Errorf("SendReply = %v", err)
+			}
+			if fmt.Sprint(sent) != fmt.Sprint(tt.wantSent) {
+				t.Errorf("sent %q, want %q", sent, tt.wantSent)
+			}
+			if n, err := store.Sent(t.Context(), id); n != tt.wantRec || err != nil {
+				t.Errorf("Sent = %d, %v after SendReply, want %d: a retry must start there", n, err, tt.wantRec)
 			}
 		})
 	}
