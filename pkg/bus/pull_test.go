@@ -17,13 +17,16 @@ import (
 
 // TestPullHoldsNoMoreThanItsSlots: with every slot busy, Pull has taken
 // no message it cannot start (another process could run it), and it
-// handles every message once slots free up.
+// handles every message once slots free up. The consumer's count right
+// after the handlers start can come before a fetch made too early; each
+// fetch is therefore also checked when it is made, and read once Pull
+// has returned.
 func TestPullHoldsNoMoreThanItsSlots(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	const messages, slots = 6, 2
-	cons := jobs(t, b, messages)
+	cons := &slotChecked{Consumer: jobs(t, b, messages), slots: slots}
 	started := make(chan struct{}, messages)
 	release := make(chan struct{})
 	var running, most atomic.Int32
@@ -43,6 +46,7 @@ func TestPullHoldsNoMoreThanItsSlots(t *testing.T) {
 			}
 			running.Add(-1)
 			_ = m.Ack()
+			cons.finished.Add(1)
 		})
 	}()
 	waitStarts(t, started, slots, "handlers did not start")
@@ -60,7 +64,47 @@ func TestPullHoldsNoMoreThanItsSlots(t *testing.T) {
 	}
 	cancel()
 	bustest.Receive(t, pulled, 10*time.Second)() // Pull returns once its context ended
+	if n := cons.over.Load(); n > 0 {
+		t.Errorf("%d fetches asked for more messages than Pull had free slots", n)
+	}
 }
+
+// slotChecked counts the fetches that ask for more messages than there
+// are slots free: the messages handed out by earlier fetches whose
+// handler has not returned (finished, which the handler adds to as it
+// returns), plus those asked for, exceed slots.
+type slotChecked struct {
+	jetstream.Consumer
+	slots                 int
+	taken, finished, over atomic.Int32
+}
+
+func (c *slotChecked) Fetch(n int, opts ...jetstream.FetchOpt) (jetstream.MessageBatch, error) {
+	if busy := int(c.taken.Load() - c.finished.Load()); busy+n > c.slots {
+		c.over.Add(1)
+	}
+	batch, err := c.Consumer.Fetch(n, opts...)
+	if err != nil {
+		return nil, err
+	}
+	// Each message counts as taken before Pull can see it.
+	msgs := make(chan jetstream.Msg)
+	go func() {
+		defer close(msgs)
+		for m := range batch.Messages() {
+			c.taken.Add(1)
+			msgs <- m
+		}
+	}()
+	return countedBatch{MessageBatch: batch, msgs: msgs}, nil
+}
+
+type countedBatch struct {
+	jetstream.MessageBatch
+	msgs <-chan jetstream.Msg
+}
+
+func (b countedBatch) Messages() <-chan jetstream.Msg { return b.msgs }
 
 // TestPullReleasingFetchesForReleasedSlots: a handler that releases its
 // slot lets Pull fetch another message while the handler still runs, and
