@@ -46,7 +46,7 @@ func TestPullHoldsNoMoreThanItsSlots(t *testing.T) {
 			}
 			running.Add(-1)
 			_ = m.Ack()
-			cons.finished.Add(1)
+			cons.freed.Add(1)
 		})
 	}()
 	waitStarts(t, started, slots, "handlers did not start")
@@ -71,16 +71,17 @@ func TestPullHoldsNoMoreThanItsSlots(t *testing.T) {
 
 // slotChecked counts the fetches that ask for more messages than there
 // are slots free: the messages handed out by earlier fetches whose
-// handler has not returned (finished, which the handler adds to as it
-// returns), plus those asked for, exceed slots.
+// handler still holds its slot, plus those asked for, exceed slots. A
+// handler adds to freed just before it gives its slot back (by release
+// or by returning), so that no fetch the freed slot allows sees it busy.
 type slotChecked struct {
 	jetstream.Consumer
-	slots                 int
-	taken, finished, over atomic.Int32
+	slots              int
+	taken, freed, over atomic.Int32
 }
 
 func (c *slotChecked) Fetch(n int, opts ...jetstream.FetchOpt) (jetstream.MessageBatch, error) {
-	if busy := int(c.taken.Load() - c.finished.Load()); busy+n > c.slots {
+	if busy := int(c.taken.Load() - c.freed.Load()); busy+n > c.slots {
 		c.over.Add(1)
 	}
 	batch, err := c.Consumer.Fetch(n, opts...)
@@ -117,7 +118,7 @@ func TestPullReleasingFetchesForReleasedSlots(t *testing.T) {
 	// Two slots; the first four messages release theirs, so six start:
 	// four released and two holding the slots.
 	const messages, slots, releasing = 8, 2, 4
-	cons := jobs(t, b, messages)
+	cons := &slotChecked{Consumer: jobs(t, b, messages), slots: slots}
 	started := make(chan struct{}, messages)
 	finish := make(chan struct{})
 	pulled := make(chan func())
@@ -126,6 +127,7 @@ func TestPullReleasingFetchesForReleasedSlots(t *testing.T) {
 			var n int
 			_, _ = fmt.Sscan(string(m.Data()), &n)
 			if n < releasing {
+				cons.freed.Add(1)
 				release()
 				release() // a second call does nothing
 			}
@@ -135,6 +137,9 @@ func TestPullReleasingFetchesForReleasedSlots(t *testing.T) {
 			case <-ctx.Done():
 			}
 			_ = m.Ack()
+			if n >= releasing {
+				cons.freed.Add(1)
+			}
 		})
 	}()
 	waitStarts(t, started, releasing+slots, "released slots were not used")
@@ -153,6 +158,9 @@ func TestPullReleasingFetchesForReleasedSlots(t *testing.T) {
 		wait()
 	case <-time.After(10 * time.Second):
 		t.Fatal("PullReleasing did not return after its context ended")
+	}
+	if n := cons.over.Load(); n > 0 {
+		t.Errorf("%d fetches asked for more messages than PullReleasing had free slots", n)
 	}
 }
 
