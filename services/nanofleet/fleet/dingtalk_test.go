@@ -64,6 +64,6 @@ func TestDingTalkStreamsIntoACard(t *testing.T) {
 	if got := dt.Card(id); got != streamedAnswer {
 		t.Errorf("finalized card = %q, want the model's answer %q", got, streamedAnswer)
 	}
-	waitDelivered(t, f, "dingtalk")
+	waitDelivered(t, f.Bus, "dingtalk", 1)
 	dt.None(t, "cardcreate", "webhook", "otosend") // the answer once
 }

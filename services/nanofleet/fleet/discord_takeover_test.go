@@ -65,6 +65,9 @@ func TestDiscordGatewayKilledWhileHoldingTheLease(t *testing.T) {
 	for !got["answer to two"] || !got["answer to three"] {
 		got[dc.Next(t, time.Minute, "POST /channels/{id}/messages").Content()] = true
 	}
+	// The three replies' deliveries are over: a message sent twice is
+	// among those created.
+	waitDelivered(t, b, "discord", 3)
 	if dc.Resumes() == 0 {
 		t.Error("the second gateway did not resume the session")
 	}

@@ -53,7 +53,7 @@ func TestFeishuStreamsByUpdating(t *testing.T) {
 				for feishutest.CardText(c.Str("content")) != streamedAnswer {
 					c = fs.Next(t, 30*time.Second, "reply", "create")
 				}
-				waitDelivered(t, f, "feishu")
+				waitDelivered(t, f.Bus, "feishu", 1)
 				fs.None(t, "reply", "create") // the whole answer once
 				return
 			}

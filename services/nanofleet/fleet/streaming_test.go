@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/discord/discordtest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/slack/slacktest"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/telegram/telegramtest"
-	"github.com/nanofleet/nanofleet/services/nanofleet/fleet"
 )
 
 // streamedAnswer is 40 words that the fake model streams one chunk each,
@@ -107,7 +107,7 @@ func TestDiscordStreamsByEditing(t *testing.T) {
 	if edits < 3 {
 		t.Errorf("%d edits over a 4s answer, want it shown as it grows", edits)
 	}
-	waitDelivered(t, f, "discord") // the reply's delivery is over: nothing more to come
+	waitDelivered(t, f.Bus, "discord", 1) // the reply's delivery is over: nothing more to come
 	if n := len(dc.Created()); n != 1 {
 		t.Errorf("%d messages created, want the one edited", n)
 	}
@@ -171,7 +171,7 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 			if failing {
 				followFallback(t, c.MessageID, c.Fields["text"], bot.Text, func() string {
 					return bot.Next(t, 30*time.Second, "sendMessage").Fields["text"]
-				}, func() { waitDelivered(t, f, "telegram"); bot.None(t, "sendMessage") })
+				}, func() { waitDelivered(t, f.Bus, "telegram", 1); bot.None(t, "sendMessage") })
 				return
 			}
 			n, limitedAt := 0, time.Time{}
@@ -195,7 +195,7 @@ func TestTelegramStreamsByEditing(t *testing.T) {
 			if edits < 3 {
 				t.Errorf("%d edits over a 4s answer", edits)
 			}
-			waitDelivered(t, f, "telegram") // the reply's delivery is over: nothing more to come
+			waitDelivered(t, f.Bus, "telegram", 1) // the reply's delivery is over: nothing more to come
 			if texts := sentTexts(bot); len(texts) != 0 {
 				t.Errorf("messages sent besides the streamed one: %q", texts)
 			}
@@ -222,7 +222,7 @@ func TestSlackStreamsByUpdating(t *testing.T) {
 			if failing {
 				followFallback(t, c.TS, c.Fields["text"], sl.Text, func() string {
 					return sl.Next(t, 30*time.Second, "chat.postMessage").Fields["text"]
-				}, func() { waitDelivered(t, f, "slack"); sl.None(t, "chat.postMessage") })
+				}, func() { waitDelivered(t, f.Bus, "slack", 1); sl.None(t, "chat.postMessage") })
 				return
 			}
 			edits := followEdits(t, "update", c.At, func() string { return sl.Text(c.TS) }, func() time.Time {
@@ -249,12 +249,12 @@ func refusals[F any](f F) []F {
 	return fs
 }
 
-// waitDelivered waits until the gateway is done with the test's one reply
-// on channel: delivered and acknowledged (it acknowledges a reply once
-// its delivery is over), or dead-lettered.
-func waitDelivered(t *testing.T, f *fleet.Fleet, channel string) {
+// waitDelivered waits until the gateways on b are done with the test's n
+// replies on channel: each delivered and acknowledged (a gateway
+// acknowledges a reply once its delivery is over), or dead-lettered.
+func waitDelivered(t *testing.T, b *bus.Bus, channel string, n int) {
 	t.Helper()
-	bustest.WaitAcked(t, f.Bus, f.Bus.Space.OutboundStream(), f.Bus.Space.GatewayConsumer(channel), 1, 30*time.Second)
+	bustest.WaitAcked(t, b, b.Space.OutboundStream(), b.Space.GatewayConsumer(channel), n, 30*time.Second)
 }
 
 // sentTexts drains the calls seen so far and returns the texts sent with
