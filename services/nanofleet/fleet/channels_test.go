@@ -126,7 +126,7 @@ func TestDiscordThroughTheFleet(t *testing.T) {
 	const token = "FLEET.discord.token"
 	dc := discordtest.New(t, token)
 	llm, long := greeting(t, 180) // ~5900 chars
-	startChannel(t, llm, "discord", map[string]any{"token": token, "apiBase": dc.URL, "allowFrom": []string{"42"}})
+	f := startChannel(t, llm, "discord", map[string]any{"token": token, "apiBase": dc.URL, "allowFrom": []string{"42"}})
 	dc.WaitConnected(t, 30*time.Second)
 	dc.Send(discordtest.Message{ID: "1001", ChannelID: "77", AuthorID: "42", Username: "ada", Content: "Hello, I am Ada"})
 	c := dc.Next(t, 30*time.Second, "POST /channels/{id}/messages")
@@ -151,4 +151,8 @@ func TestDiscordThroughTheFleet(t *testing.T) {
 	if len(got) != 3 || strings.Join(got, "\n\n") != strings.TrimSpace(long) {
 		t.Errorf("%d pieces that do not add up to the answer", len(got))
 	}
+	// The loop ends with the answer's length: a piece sent after it is
+	// seen once both replies' deliveries are over.
+	waitDelivered(t, f.Bus, "discord", 2)
+	dc.None(t, "POST /channels/{id}/messages")
 }
