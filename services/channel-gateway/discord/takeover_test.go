@@ -44,6 +44,9 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	if c := fake.Next(t, wait, create); c.Content() != "echo: one" {
 		t.Fatalf("before the crash got %q", c.Content())
 	}
+	// The first reply acknowledged: an ack lost with the crash would bring
+	// it back to the second gateway only after the ack wait.
+	gatewaytest.WaitDelivered(t, b1, discord.Channel, 1, wait)
 	leases := bustest.WatchLeases(t, b2, discord.Channel+"-conn-")
 	// The crash: no lease release, no close frame.
 	b1.NC.Close()
@@ -70,6 +73,9 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	fake.Send(discordtest.Message{ID: "600000000000000004", ChannelID: dmChannel, AuthorID: alice, Content: "four"})
 	for fake.Next(t, wait, create).Content() != "echo: four" {
 	}
+	// Every reply's delivery is over, the last answer's too: were one
+	// created twice, both are among those counted.
+	gatewaytest.WaitDelivered(t, b2, discord.Channel, 4, wait)
 	if in := inboundIDs(w); in["600000000000000001"] != 1 || in["600000000000000002"] != 1 || in["600000000000000003"] != 1 {
 		t.Errorf("worker took %v", in)
 	}
