@@ -52,6 +52,9 @@ func TestDiscordGatewayKilledWhileHoldingTheLease(t *testing.T) {
 	if c := dc.Next(t, time.Minute, "POST /channels/{id}/messages"); c.Content() != "answer to one" {
 		t.Fatalf("before the kill: %q", c.Content())
 	}
+	// The first reply acknowledged: an ack lost with the kill would bring
+	// it back to the second gateway only after the ack wait.
+	waitDelivered(t, b, "discord", 1)
 	leases := bustest.WatchLeases(t, b, "discord-conn-")
 	first.Kill()
 	send("1002", "two") // nobody is connected: Discord keeps them for a resume
