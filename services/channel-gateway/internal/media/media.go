@@ -82,15 +82,6 @@ func (s *Store) Info(ctx context.Context, object string) (*nanofleetv1.MediaRef,
 	}, nil
 }
 
-// Get returns an attachment's bytes.
-func (s *Store) Get(ctx context.Context, object string) ([]byte, error) {
-	data, err := s.obj.GetBytes(ctx, object)
-	if err != nil {
-		return nil, fmt.Errorf("media: read %s: %w", object, err)
-	}
-	return data, nil
-}
-
 // Fetch downloads url with client (at most the limit) and stores it.
 func (s *Store) Fetch(ctx context.Context, client *http.Client, url string, header http.Header, object, name, mimeType string) (*nanofleetv1.MediaRef, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

@@ -194,7 +194,7 @@ func TestLoad(t *testing.T) {
 			want: &media.Outgoing{Name: "gone.pdf", Note: "[attachment gone.pdf is no longer stored; not sent]"}},
 		{name: "empty", ref: &nanofleetv1.MediaRef{Object: "test/empty", Name: "e.txt"},
 			want: &media.Outgoing{Name: "e.txt", Note: "[attachment e.txt is empty; not sent]"}},
-		{name: "too large once read", ref: &nanofleetv1.MediaRef{Object: "test/big.bin"}, limit: mb,
+		{name: "stored over the limit, announced under it", ref: &nanofleetv1.MediaRef{Object: "test/big.bin", Size: 1}, limit: mb,
 			want: &media.Outgoing{Name: "big.bin", Note: "[attachment big.bin is 1.0 MB, over Chat's 1 MB limit; not sent]"}},
 		{name: "announced too large, not read", ref: &nanofleetv1.MediaRef{Object: "test/gone.zip", Name: "huge.zip", Size: 3 * mb}, limit: mb,
 			want: &media.Outgoing{Name: "huge.zip", Note: "[attachment huge.zip is 3 MB, over Chat's 1 MB limit; not sent]"}},

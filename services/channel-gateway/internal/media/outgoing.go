@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path"
 
@@ -89,20 +90,44 @@ func (s *Store) Load(ctx context.Context, m *nanofleetv1.MediaRef, platform stri
 		f.Note = Note(f.Name, overLimit(m.GetSize(), platform, limit))
 		return f, nil
 	}
-	data, err := s.Get(ctx, m.GetObject())
+	data, size, err := s.readUpTo(ctx, m.GetObject(), limit)
 	switch {
 	case errors.Is(err, jetstream.ErrObjectNotFound):
 		f.Note = Note(f.Name, "is no longer stored")
 	case err != nil:
 		return nil, gateway.Retry(fmt.Errorf("read attachment %s: %w", m.GetObject(), err), 0)
-	case len(data) == 0:
+	case size == 0:
 		f.Note = Note(f.Name, "is empty")
-	case limit > 0 && int64(len(data)) > limit:
-		f.Note = Note(f.Name, overLimit(int64(len(data)), platform, limit))
+	case limit > 0 && size > limit:
+		f.Note = Note(f.Name, overLimit(size, platform, limit))
 	default:
 		f.Data = data
 	}
 	return f, nil
+}
+
+// readUpTo reads object whole unless the size the store gives for it is
+// over limit (0: none), and then returns only that size: a reference may
+// announce less than was stored, and the gateway, outside the sandbox,
+// must not read into memory what it will not send.
+func (s *Store) readUpTo(ctx context.Context, object string, limit int64) ([]byte, int64, error) {
+	r, err := s.obj.Get(ctx, object)
+	if err != nil {
+		return nil, 0, fmt.Errorf("media: read %s: %w", object, err)
+	}
+	defer r.Close()
+	info, err := r.Info()
+	if err != nil {
+		return nil, 0, fmt.Errorf("media: read %s: %w", object, err)
+	}
+	if size := int64(info.Size); limit > 0 && size > limit {
+		return nil, size, nil
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, 0, fmt.Errorf("media: read %s: %w", object, err)
+	}
+	return data, int64(len(data)), nil
 }
 
 // overLimit says that size is over platform's limit, in megabytes as
