@@ -129,7 +129,7 @@ func (f *Follower) retire(ctx context.Context, fl *following) <-chan struct{} {
 			// often the one the delete would go out on.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CallTimeout)
 			defer cancel()
-			if err := f.b.DeleteOrdered(ctx, f.stream, fl.cons); err != nil {
+			if err := f.b.DeleteConsumer(ctx, f.stream, fl.cons); err != nil {
 				f.log.Debug("follow: consumer not deleted; the server reaps it", "err", err)
 			}
 		}()
@@ -137,13 +137,14 @@ func (f *Follower) retire(ctx context.Context, fl *following) <-chan struct{} {
 	return fl.retired
 }
 
-// DeleteOrdered deletes from stream the server consumer that cons, an
-// ordered consumer, made last (nats.go makes a new one at each reset and
-// deletes the one before), trying again while the delete fails for a
-// transient reason, until ctx ends. Without it a client's consumer stays
-// on the server for its InactiveThreshold. Stop consuming cons first:
-// deleted under a live pull, nats.go makes it again under a new name.
-func (b *Bus) DeleteOrdered(ctx context.Context, stream string, cons jetstream.Consumer) error {
+// DeleteConsumer deletes from stream the server consumer of cons (of an
+// ordered consumer, the one it made last: nats.go makes a new one at each
+// reset and deletes the one before), trying again while the delete fails
+// for a transient reason, until ctx ends. Without it a client's consumer
+// stays on the server for its InactiveThreshold. Stop consuming cons
+// first: deleted under a live pull, nats.go makes an ordered consumer
+// again under a new name.
+func (b *Bus) DeleteConsumer(ctx context.Context, stream string, cons jetstream.Consumer) error {
 	info := cons.CachedInfo()
 	if info == nil {
 		return nil // never made on the server

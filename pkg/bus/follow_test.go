@@ -192,9 +192,9 @@ func TestFollowerInactiveThreshold(t *testing.T) {
 	}
 }
 
-// TestDeleteOrdered: the server consumer an ordered consumer made is
+// TestDeleteConsumer: the server consumer an ordered consumer made is
 // gone once deleted; deleting it again is answered at once, not retried.
-func TestDeleteOrdered(t *testing.T) {
+func TestDeleteConsumer(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	st, err := b.JS.CreateStream(t.Context(), jetstream.StreamConfig{Name: "ORD", Subjects: []string{"ord.>"}})
 	if err != nil {
@@ -210,14 +210,14 @@ func TestDeleteOrdered(t *testing.T) {
 	if _, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.DeleteOrdered(t.Context(), "ORD", cons); err != nil {
-		t.Fatalf("DeleteOrdered: %v", err)
+	if err := b.DeleteConsumer(t.Context(), "ORD", cons); err != nil {
+		t.Fatalf("DeleteConsumer: %v", err)
 	}
 	// The consumer cons made last is deleted; one made before it, if its
 	// fetch was reset, nats.go deletes itself on a goroutine of its own.
 	noConsumerWithin(t, st, 10*time.Second)
-	if err := b.DeleteOrdered(t.Context(), "ORD", cons); !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		t.Errorf("second DeleteOrdered = %v, want ErrConsumerNotFound", err)
+	if err := b.DeleteConsumer(t.Context(), "ORD", cons); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Errorf("second DeleteConsumer = %v, want ErrConsumerNotFound", err)
 	}
 }
 

@@ -134,21 +134,31 @@ func Operators(chats []Chat) Chat {
 // the given channels.
 func ActiveChats(ctx context.Context, b *bus.Bus, skip []string) ([]Chat, error) {
 	stream := b.Space.OutboundStream()
-	cons, err := b.JS.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{b.Space.OutboundAll()},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
-		HeadersOnly:    true,
+	// One consumer for the whole scan, not an ordered one: nats.go makes
+	// an ordered consumer again at each fetch, from the message after the
+	// last one fetched, so from the second fetch on (over 256 chats) it
+	// delivered every later message, not each chat's last, and listed
+	// chats again; and it deleted the one it replaced in the background.
+	cons, err := b.JS.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		FilterSubject: b.Space.OutboundAll(),
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
+		AckPolicy:     jetstream.AckNonePolicy,
+		HeadersOnly:   true,
+		MemoryStorage: true,
+		Replicas:      1,
+		// Left by a scan whose delete failed, it goes by itself.
+		InactiveThreshold: time.Minute,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("scan outbound: %w", err)
 	}
-	// Deleted once scanned: an ordered consumer otherwise stays on the
-	// server for its InactiveThreshold (5 min), a client's consumer in
-	// `nanofleet status`. A failed delete leaves it to the server.
+	// Deleted once scanned: it would otherwise stay on the server for its
+	// InactiveThreshold, a client's consumer in `nanofleet status`. A
+	// failed delete leaves it to the server.
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bus.RequestTry)
 		defer cancel()
-		_ = b.DeleteOrdered(ctx, stream, cons)
+		_ = b.DeleteConsumer(ctx, stream, cons)
 	}()
 	info, err := cons.Info(ctx)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -190,6 +191,49 @@ func TestActiveChats(t *testing.T) {
 	// Each scan deletes the consumer it made.
 	if after := consumerNames(t, stream); !slices.Equal(after, before) {
 		t.Errorf("consumers on the outbound stream: %v after the scans, %v before", after, before)
+	}
+}
+
+// TestActiveChatsBeyondOneFetch: a fleet with more chats than one fetch
+// takes (256) gets each chat once, the most recent first, and the scan
+// leaves no consumer behind. The scan's ordered consumer was made again
+// for every fetch, delivering every message after the last one fetched
+// instead of the last message of each chat: the second fetch listed the
+// chats that talked again three times each, and the consumer it replaced
+// was deleted in the background, after the scan had returned.
+func TestActiveChatsBeyondOneFetch(t *testing.T) {
+	e := setup(t)
+	const chats, again = 300, 10
+	publish := func(chat int) {
+		data, _ := proto.Marshal(&nanofleetv1.OutboundMessage{Channel: "telegram", ChatId: strconv.Itoa(chat), Content: "x"})
+		bustest.Publish(t, e.b, e.b.Space.Outbound("telegram", strconv.Itoa(chat)), data)
+	}
+	for chat := range chats {
+		publish(chat)
+	}
+	// The last chats talk again: their earlier messages lie past the
+	// first fetch too.
+	for chat := chats - again; chat < chats; chat++ {
+		publish(chat)
+	}
+	stream, err := e.b.JS.Stream(t.Context(), e.b.Space.OutboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := consumerNames(t, stream)
+	got, err := heartbeat.ActiveChats(t.Context(), e.b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]heartbeat.Chat, 0, chats)
+	for chat := chats - 1; chat >= 0; chat-- {
+		want = append(want, heartbeat.Chat{Channel: "telegram", ID: strconv.Itoa(chat)})
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%d chats, want %d; first %v, want %v", len(got), len(want), got[:min(4, len(got))], want[:4])
+	}
+	if after := consumerNames(t, stream); !slices.Equal(after, before) {
+		t.Errorf("consumers on the outbound stream: %v after the scan, %v before", after, before)
 	}
 }
 
