@@ -185,7 +185,7 @@ func WaitCursor(t testing.TB, b *bus.Bus, sessionKey string, seq uint64, within 
 	}
 }
 
-// Messages follows a stream's messages on filter from now on.
+// Messages delivers a stream's messages on filter, from its first one.
 func Messages(t testing.TB, b *bus.Bus, stream, filter string) <-chan jetstream.Msg {
 	t.Helper()
 	ctx := t.Context()
