@@ -68,17 +68,26 @@ func Run(ctx context.Context, flags Flags, s Service) error {
 	// An operator who stops a service sees why, and how long the running
 	// work took to finish.
 	var stopping time.Time
+	logStopping := func() {
+		stopping = time.Now()
+		log.Info(s.Name+" stopping", "why", context.Cause(ctx).Error())
+	}
 	logged := make(chan struct{})
 	stopLogging := context.AfterFunc(ctx, func() {
 		defer close(logged)
-		stopping = time.Now()
-		log.Info(s.Name+" stopping", "why", context.Cause(ctx).Error())
+		logStopping()
 	})
 	err := serve(ctx, flags, s, log)
-	if stopLogging() {
+	switch {
+	case !stopLogging():
+		<-logged
+	case ctx.Err() == nil:
 		return err
+	default:
+		// Stopped, but serve saw ctx end before the AfterFunc started: a
+		// context closes Done before it starts its AfterFuncs.
+		logStopping()
 	}
-	<-logged
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil // stopped while it was still starting: asked for, not a failure
 	}
