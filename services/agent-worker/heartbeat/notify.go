@@ -160,10 +160,8 @@ func ActiveChats(ctx context.Context, b *bus.Bus, skip []string) ([]Chat, error)
 		defer cancel()
 		_ = b.DeleteConsumer(ctx, stream, cons)
 	}()
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("scan outbound: %w", err)
-	}
+	// The create's answer counts what the scan has to read.
+	info := cons.CachedInfo()
 	type seen struct {
 		chat Chat
 		seq  uint64
