@@ -74,6 +74,8 @@ func TestLayoutValidate(t *testing.T) {
 		{"duplicate window below the floor", func(l *bus.Layout) { l.DuplicateWindow = bus.MinWindow - time.Second }, "nats.duplicateWindowSeconds"},
 		{"replay window below the floor", func(l *bus.Layout) { l.ReplayWindow = bus.MinWindow - time.Second }, "nats.replayWindowSeconds"},
 		{"replay window under two lease TTLs", func(l *bus.Layout) { l.LeaseTTL = 2 * time.Minute }, "nats.replayWindowSeconds"},
+		{"lease TTL over an hour", func(l *bus.Layout) { l.LeaseTTL, l.ReplayWindow = 2*time.Hour, 5*time.Hour }, "nats.leaseTtlSeconds"},
+		{"duplicate window over a day", func(l *bus.Layout) { l.DuplicateWindow = 25 * time.Hour }, "nats.duplicateWindowSeconds"},
 		{"two keys at once, both named", func(l *bus.Layout) { l.Replicas, l.BlobsMaxBytes = 7, -1 }, "nats.replicas nats.blobsMaxMB"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -74,26 +74,15 @@ const MinWindow = config.MinWindowSeconds * time.Second
 const _ = uint64(MinWindow - ResendSpan - 1)
 
 // Validate reports every invalid field: by its key in the config file,
-// or, for one code sets, by its name.
+// checked by the file's own rules ([config.LayoutLimits.Check]), or, for one
+// code sets, by its name.
 func (l Layout) Validate() error {
 	var p config.Problems
-	if l.Replicas < 1 || l.Replicas > 5 {
-		p.Add("nats.replicas", "%d not in 1..5", l.Replicas)
-	}
-	if l.DuplicateWindow < MinWindow {
-		p.Add("nats.duplicateWindowSeconds", "%s is below %s: a publish may be sent again for up to %s, and a resend after the window would be stored twice", l.DuplicateWindow, MinWindow, ResendSpan)
-	}
-	if l.LeaseTTL < time.Second {
-		p.Add("nats.leaseTtlSeconds", "%s is below 1s", l.LeaseTTL)
-	}
+	config.LayoutLimits{
+		Replicas: l.Replicas, LeaseTTL: l.LeaseTTL, DuplicateWindow: l.DuplicateWindow, ReplayWindow: l.ReplayWindow,
+	}.Check(&p)
 	if l.CheckpointMarkerTTL < time.Second {
 		p.Join(fmt.Errorf("checkpoint marker TTL: %s is below 1s", l.CheckpointMarkerTTL))
-	}
-	switch {
-	case l.ReplayWindow < 2*l.LeaseTTL:
-		p.Add("nats.replayWindowSeconds", "%s is below twice the lease TTL %s", l.ReplayWindow, l.LeaseTTL)
-	case l.ReplayWindow < MinWindow:
-		p.Add("nats.replayWindowSeconds", "%s is below %s: a publish may be sent again for up to %s, and a resend after the window would be stored twice", l.ReplayWindow, MinWindow, ResendSpan)
 	}
 	if l.BlobsMaxBytes < 0 {
 		p.Add("nats.blobsMaxMB", "must not be negative")

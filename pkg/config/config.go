@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/nanofleet/nanofleet/pkg/subject"
@@ -49,12 +50,6 @@ type File struct {
 	Gateway  json.RawMessage `json:"gateway,omitempty"`
 	Schedule json.RawMessage `json:"schedule,omitempty"`
 }
-
-// MinWindowSeconds is the shortest duplicate window a stream may have
-// (nats.duplicateWindowSeconds, nats.replayWindowSeconds): longer than
-// the 40 s over which bus.PublishMsg may send a message again
-// (bus.ResendSpan), so that every resend is recognised.
-const MinWindowSeconds = 60
 
 // NATS says where the fleet's NATS is.
 type NATS struct {
@@ -248,20 +243,12 @@ func (f *File) applyEnv(getenv func(string) string) {
 func (f *File) Validate() error {
 	var p Problems
 	n, d := f.NATS, f.Agents.Defaults
-	if n.Replicas < 1 || n.Replicas > 5 {
-		p.Add("nats.replicas", "must be 1..5, got %d", n.Replicas)
-	}
-	leaseOK := n.LeaseTTLSeconds >= 1 && n.LeaseTTLSeconds <= 3600
-	if !leaseOK {
-		p.Add("nats.leaseTtlSeconds", "must be 1..3600, got %d", n.LeaseTTLSeconds)
-	}
-	if n.DuplicateWindowSeconds < MinWindowSeconds || n.DuplicateWindowSeconds > 86400 {
-		p.Add("nats.duplicateWindowSeconds", "must be %d..86400 (a publish is sent again for up to 40 s, and a resend after the window would be stored twice), got %d", MinWindowSeconds, n.DuplicateWindowSeconds)
-	}
-	// Measured against a lease TTL that is itself valid.
-	if (leaseOK && n.ReplayWindowSeconds < 2*n.LeaseTTLSeconds) || n.ReplayWindowSeconds < MinWindowSeconds || n.ReplayWindowSeconds > 86400 {
-		p.Add("nats.replayWindowSeconds", "must be at least %d, at least twice nats.leaseTtlSeconds (%d) and at most 86400, got %d", MinWindowSeconds, 2*n.LeaseTTLSeconds, n.ReplayWindowSeconds)
-	}
+	LayoutLimits{
+		Replicas:        n.Replicas,
+		LeaseTTL:        time.Duration(n.LeaseTTLSeconds) * time.Second,
+		DuplicateWindow: time.Duration(n.DuplicateWindowSeconds) * time.Second,
+		ReplayWindow:    time.Duration(n.ReplayWindowSeconds) * time.Second,
+	}.Check(&p)
 	// 64: room for a few of the largest objects (a 20 MiB image).
 	if n.BlobsMaxMB != 0 && (n.BlobsMaxMB < 64 || n.BlobsMaxMB > 1<<20) {
 		p.Add("nats.blobsMaxMB", "must be 0 (the default) or 64..1048576, got %d", n.BlobsMaxMB)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/fleetdir"
 )
 
@@ -121,4 +124,52 @@ func TestGivenConfigMustExist(t *testing.T) {
 	if want := "config file " + missing + ": no such file or directory"; !errors.Is(err, os.ErrNotExist) || err.Error() != want {
 		t.Fatalf("LoadConfig = %v, want %q", err, want)
 	}
+}
+
+// TestLayoutRulesAreTheFiles: the layout a config file asks for is valid
+// exactly when the file's nats section is, and both name the same keys
+// (one set of rules, config.LayoutLimits.Check, for the file and for a layout
+// built in code).
+func TestLayoutRulesAreTheFiles(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(*config.NATS)
+		want string // the nats keys named, space-separated; "": valid
+	}{
+		{"defaults", func(*config.NATS) {}, ""},
+		{"windows at the floor", func(n *config.NATS) { n.DuplicateWindowSeconds, n.ReplayWindowSeconds = 60, 60 }, ""},
+		{"three replicas", func(n *config.NATS) { n.Replicas = 3 }, ""},
+		{"six replicas", func(n *config.NATS) { n.Replicas = 6 }, "nats.replicas"},
+		{"no lease TTL", func(n *config.NATS) { n.LeaseTTLSeconds = 0 }, "nats.leaseTtlSeconds"},
+		{"lease TTL over an hour", func(n *config.NATS) { n.LeaseTTLSeconds, n.ReplayWindowSeconds = 3601, 7202 }, "nats.leaseTtlSeconds"},
+		{"duplicate window within a publish's resends", func(n *config.NATS) { n.DuplicateWindowSeconds = 30 }, "nats.duplicateWindowSeconds"},
+		{"duplicate window over a day", func(n *config.NATS) { n.DuplicateWindowSeconds = 86401 }, "nats.duplicateWindowSeconds"},
+		{"replay window under two lease TTLs", func(n *config.NATS) { n.LeaseTTLSeconds = 90 }, "nats.replayWindowSeconds"},
+		{"replay window over a day", func(n *config.NATS) { n.ReplayWindowSeconds = 86401 }, "nats.replayWindowSeconds"},
+		{"every key", func(n *config.NATS) { *n = config.NATS{} }, "nats.replicas nats.leaseTtlSeconds nats.duplicateWindowSeconds nats.replayWindowSeconds"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := config.Defaults()
+			tt.edit(&file.NATS)
+			want := strings.Fields(tt.want)
+			if got := natsKeys(file.Validate()); !slices.Equal(got, want) {
+				t.Errorf("the file's Validate names %q, want %q", got, want)
+			}
+			if got := natsKeys(Layout(file).Validate()); !slices.Equal(got, want) {
+				t.Errorf("its layout's Validate names %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// natsKeys lists the nats keys err names, in the order the rules check
+// them.
+func natsKeys(err error) []string {
+	var keys []string
+	for _, key := range []string{"nats.replicas", "nats.leaseTtlSeconds", "nats.duplicateWindowSeconds", "nats.replayWindowSeconds"} {
+		if strings.Contains(fmt.Sprint(err), key+":") {
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
