@@ -163,13 +163,19 @@ func LogAsyncErrors(l *slog.Logger) nats.Option {
 // subscriptions are gone (20 ms of every one-shot's shutdown).
 func (b *Bus) Close() {
 	// A failed flush (a server gone) leaves nothing else to do: closing
-	// is all that is left. While reconnecting, the flush waits up to its
-	// 5 s for the server to be back: worth it when something waits in
-	// the reconnect buffer (a tool's last result, a stop request), not
-	// when nothing does (a CLI leaving after its fleet stopped took 5.0 s
-	// to exit).
-	if n, err := b.NC.Buffered(); b.NC.IsConnected() || (err == nil && n > 0) {
+	// is all that is left.
+	if b.flushesOnClose() {
 		_ = b.NC.FlushTimeout(5 * time.Second)
 	}
 	b.NC.Close()
+}
+
+// flushesOnClose says whether Close flushes first. While reconnecting,
+// the flush waits up to its 5 s for the server to be back: worth it when
+// something waits in the reconnect buffer (a tool's last result, a stop
+// request), not when nothing does (a CLI leaving after its fleet stopped
+// took 5.0 s to exit).
+func (b *Bus) flushesOnClose() bool {
+	n, err := b.NC.Buffered()
+	return b.NC.IsConnected() || (err == nil && n > 0)
 }
