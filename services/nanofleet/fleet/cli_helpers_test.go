@@ -25,6 +25,16 @@ func runCLI(ctx context.Context, bin string, env []string, args ...string) (stri
 // inbound id.
 func lastReplies(t *testing.T, js jetstream.JetStream, stream string) map[string]*nanofleetv1.OutboundMessage {
 	t.Helper()
+	out := map[string]*nanofleetv1.OutboundMessage{}
+	for _, o := range storedReplies(t, js, stream) {
+		out[o.GetReplyTo()] = o
+	}
+	return out
+}
+
+// storedReplies reads a whole stream of outbound messages, in order.
+func storedReplies(t *testing.T, js jetstream.JetStream, stream string) []*nanofleetv1.OutboundMessage {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	st, err := js.Stream(ctx, stream)
@@ -35,7 +45,7 @@ func lastReplies(t *testing.T, js jetstream.JetStream, stream string) map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]*nanofleetv1.OutboundMessage{}
+	var out []*nanofleetv1.OutboundMessage
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
 		m, err := st.GetMsg(ctx, seq)
 		if err != nil {
@@ -43,7 +53,7 @@ func lastReplies(t *testing.T, js jetstream.JetStream, stream string) map[string
 		}
 		o := &nanofleetv1.OutboundMessage{}
 		if proto.Unmarshal(m.Data, o) == nil {
-			out[o.GetReplyTo()] = o
+			out = append(out, o)
 		}
 	}
 	return out

@@ -1,7 +1,6 @@
 package fleet_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
@@ -82,24 +79,9 @@ func TestHeartbeatThroughTheAllInOne(t *testing.T) {
 // chat that answer no inbound message: the heartbeat's notices.
 func notices(t *testing.T, tf *testFleet, chat string) []*nanofleetv1.OutboundMessage {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	st, err := tf.Bus.JS.Stream(ctx, tf.Bus.Space.OutboundStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []*nanofleetv1.OutboundMessage
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := st.GetMsg(ctx, seq)
-		if err != nil {
-			continue // deleted
-		}
-		o := &nanofleetv1.OutboundMessage{}
-		if proto.Unmarshal(m.Data, o) == nil && o.GetChannel() == "test" && o.GetChatId() == chat && o.GetReplyTo() == "" {
+	for _, o := range storedReplies(t, tf.Bus.JS, tf.Bus.Space.OutboundStream()) {
+		if o.GetChannel() == "test" && o.GetChatId() == chat && o.GetReplyTo() == "" {
 			out = append(out, o)
 		}
 	}
