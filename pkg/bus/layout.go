@@ -79,7 +79,10 @@ const _ = uint64(MinWindow - ResendSpan - 1)
 func (l Layout) Validate() error {
 	var p config.Problems
 	config.LayoutLimits{
-		Replicas: l.Replicas, LeaseTTL: l.LeaseTTL, DuplicateWindow: l.DuplicateWindow, ReplayWindow: l.ReplayWindow,
+		Replicas:               l.Replicas,
+		LeaseTTLSeconds:        l.LeaseTTL.Seconds(),
+		DuplicateWindowSeconds: l.DuplicateWindow.Seconds(),
+		ReplayWindowSeconds:    l.ReplayWindow.Seconds(),
 	}.Check(&p)
 	if l.CheckpointMarkerTTL < time.Second {
 		p.Join(fmt.Errorf("checkpoint marker TTL: %s is below 1s", l.CheckpointMarkerTTL))

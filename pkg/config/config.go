@@ -24,7 +24,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/nanofleet/nanofleet/pkg/subject"
@@ -244,10 +243,10 @@ func (f *File) Validate() error {
 	var p Problems
 	n, d := f.NATS, f.Agents.Defaults
 	LayoutLimits{
-		Replicas:        n.Replicas,
-		LeaseTTL:        time.Duration(n.LeaseTTLSeconds) * time.Second,
-		DuplicateWindow: time.Duration(n.DuplicateWindowSeconds) * time.Second,
-		ReplayWindow:    time.Duration(n.ReplayWindowSeconds) * time.Second,
+		Replicas:               n.Replicas,
+		LeaseTTLSeconds:        float64(n.LeaseTTLSeconds),
+		DuplicateWindowSeconds: float64(n.DuplicateWindowSeconds),
+		ReplayWindowSeconds:    float64(n.ReplayWindowSeconds),
 	}.Check(&p)
 	// 64: room for a few of the largest objects (a 20 MiB image).
 	if n.BlobsMaxMB != 0 && (n.BlobsMaxMB < 64 || n.BlobsMaxMB > 1<<20) {

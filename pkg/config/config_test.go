@@ -32,6 +32,9 @@ func TestParseNamesTheBadKey(t *testing.T) {
 		{"duplicate window within a publish's resends", `{"nats": {"duplicateWindowSeconds": 30}}`, "nats.duplicateWindowSeconds", ""},
 		{"replay window within a publish's resends", `{"nats": {"leaseTtlSeconds": 5, "replayWindowSeconds": 30}}`, "nats.replayWindowSeconds", ""},
 		{"replay window under two lease TTLs", `{"nats": {"leaseTtlSeconds": 90, "replayWindowSeconds": 120}}`, "nats.replayWindowSeconds", ""},
+		// 18446744075 s in nanoseconds wraps around int64 to 1.29 s.
+		{"lease TTL past a duration's range", `{"nats": {"leaseTtlSeconds": 18446744075}}`, "nats.leaseTtlSeconds", "config: nats.leaseTtlSeconds: must be 1..3600, got 1.8446744075e+10"},
+		{"lease TTL over an hour", `{"nats": {"leaseTtlSeconds": 3601, "replayWindowSeconds": 7202}}`, "nats.leaseTtlSeconds", ""},
 		{"object store bound under the largest object", `{"nats": {"blobsMaxMB": 10}}`, "nats.blobsMaxMB", ""},
 		{"listen address with no port", `{"observability": {"listen": "::::"}}`, "observability.listen", `config: observability.listen: want host:port ("127.0.0.1:9090", ":9090"), got "::::"`},
 		{"listen port not a number", `{"observability": {"listen": "127.0.0.1:metrics"}}`, "observability.listen", ""},

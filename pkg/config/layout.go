@@ -1,7 +1,5 @@
 package config
 
-import "time"
-
 // MinWindowSeconds is the shortest duplicate window a stream may have
 // (nats.duplicateWindowSeconds, nats.replayWindowSeconds): longer than
 // the 40 s over which bus.PublishMsg may send a message again
@@ -15,14 +13,17 @@ const (
 )
 
 // LayoutLimits are the values of the nats section that bus.Layout holds
-// too. The file's keys and a layout built in code are checked by one
-// Check, so that both take the same values and name a bad one
-// alike (pkg/bus imports this package, not the other way round).
+// too, in the file's units. The file's keys and a layout built in code are
+// checked by one Check, so that both take the same values and name a bad
+// one alike (pkg/bus imports this package, not the other way round). The
+// file's integers are taken as they are: converted to a time.Duration
+// first, a number of seconds beyond int64's nanoseconds would wrap around
+// and could land in range.
 type LayoutLimits struct {
-	Replicas        int
-	LeaseTTL        time.Duration
-	DuplicateWindow time.Duration
-	ReplayWindow    time.Duration
+	Replicas               int
+	LeaseTTLSeconds        float64
+	DuplicateWindowSeconds float64
+	ReplayWindowSeconds    float64
 }
 
 // Check adds to p a problem, named by its key in the config file, for
@@ -31,7 +32,7 @@ func (l LayoutLimits) Check(p *Problems) {
 	if l.Replicas < 1 || l.Replicas > 5 {
 		p.Add("nats.replicas", "must be 1..5, got %d", l.Replicas)
 	}
-	lease, dup, replay := l.LeaseTTL.Seconds(), l.DuplicateWindow.Seconds(), l.ReplayWindow.Seconds()
+	lease, dup, replay := l.LeaseTTLSeconds, l.DuplicateWindowSeconds, l.ReplayWindowSeconds
 	leaseOK := lease >= 1 && lease <= maxLeaseTTLSeconds
 	if !leaseOK {
 		p.Add("nats.leaseTtlSeconds", "must be 1..%d, got %g", maxLeaseTTLSeconds, lease)
