@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"time"
 )
@@ -19,7 +20,19 @@ func (s *Seconds) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &n); err != nil {
 		return err
 	}
-	*s = Seconds(time.Duration(n) * time.Second)
+	// Beyond a Duration's range (292 years) the value is held at its
+	// bound: multiplied out, it would wrap around to any duration, a
+	// small one included, and pass the owner's range check as another
+	// value than the file's.
+	const most = math.MaxInt64 / int64(time.Second)
+	switch {
+	case n > most:
+		*s = Seconds(math.MaxInt64)
+	case n < -most:
+		*s = Seconds(math.MinInt64)
+	default:
+		*s = Seconds(time.Duration(n) * time.Second)
+	}
 	return nil
 }
 
