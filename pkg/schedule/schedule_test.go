@@ -153,6 +153,7 @@ func TestToolRejectsBadInput(t *testing.T) {
 		{"tz with every", `{"action":"add","message":"x","every_seconds":5,"tz":"UTC"}`, "tz applies"},
 		{"no message", `{"action":"add","every_seconds":5}`, "message is required"},
 		{"zero interval", `{"action":"add","message":"x","every_seconds":0}`, "every_seconds"},
+		{"interval past a duration's range", `{"action":"add","message":"x","every_seconds":36028797018964028}`, "every_seconds"},
 		{"bad action", `{"action":"pause"}`, "action"},
 		{"remove without id", `{"action":"remove"}`, "job_id"},
 	}
@@ -172,6 +173,23 @@ func TestToolRejectsBadInput(t *testing.T) {
 	}
 	if jobs, err := s.List(t.Context(), tc.SessionKey); err != nil || len(jobs) != 0 {
 		t.Errorf("jobs after bad input: %v, %v", jobs, err)
+	}
+}
+
+// TestToolRefusesAnIntervalPastADuration: the tool checks every_seconds'
+// range itself, not only through its schema's maximum: multiplied out
+// first, 36028797018964028 s (a billion years) wrapped around to exactly
+// a minute, and the job fired every minute.
+func TestToolRefusesAnIntervalPastADuration(t *testing.T) {
+	_, s := setup(t)
+	tool, err := schedule.NewTool(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := turn("cli", "direct")
+	args := map[string]any{"action": "add", "message": "x", "every_seconds": int64(36028797018964028)}
+	if out, err := tool.Call(t.Context(), tc, args); !errors.Is(err, schedule.ErrInvalidSchedule) || !strings.Contains(err.Error(), "every_seconds") {
+		t.Errorf("Call = %q, %v; want ErrInvalidSchedule naming every_seconds", out, err)
 	}
 }
 

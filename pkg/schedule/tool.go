@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -90,7 +91,7 @@ func (t *Tool) Tool() toolschema.Tool {
 		Parameters: json.RawMessage(`{"type":"object","properties":{
 			"action":{"type":"string","enum":["add","list","remove"],"description":"Action to perform"},
 			"message":{"type":"string","description":"What to do when the job fires (for add)"},
-			"every_seconds":{"type":"integer","minimum":1,"description":"Interval in seconds (for recurring tasks)"},
+			"every_seconds":{"type":"integer","minimum":1,"maximum":9223372036,"description":"Interval in seconds (for recurring tasks)"},
 			"cron_expr":{"type":"string","description":"Cron expression like '0 9 * * *' (minute hour day month weekday) for scheduled tasks"},
 			"tz":{"type":"string","description":"IANA time zone for cron_expr, or for an at time without offset (e.g. 'America/Vancouver')"},
 			"at":{"type":"string","description":"ISO datetime for one-time execution (e.g. '2026-02-12T10:30:00')"},
@@ -173,6 +174,10 @@ func (t *Tool) add(ctx context.Context, tc *agenttool.TurnContext, args map[stri
 	return fmt.Sprintf("Created job %q (id: %s, %s). Next run: %s.", textcut.Line(msg, 60), j.ID, j.Spec, j.NextString()), nil
 }
 
+// maxEverySeconds is the longest interval a job may have: a
+// time.Duration's range (292 years), as the schema's maximum says.
+const maxEverySeconds = math.MaxInt64 / int64(time.Second)
+
 // spec reads the timing arguments.
 func (t *Tool) spec(args map[string]any) (Spec, error) {
 	var s Spec
@@ -185,10 +190,12 @@ func (t *Tool) spec(args map[string]any) (Spec, error) {
 		if !ok {
 			return Spec{}, fmt.Errorf("%w: every_seconds must be an integer", ErrInvalidSchedule)
 		}
-		s.Every = time.Duration(n) * time.Second
-		if n < 1 {
-			return Spec{}, fmt.Errorf("%w: every_seconds must be at least 1", ErrInvalidSchedule)
+		// Checked before it is multiplied out: past a Duration's range it
+		// would wrap around (to exactly a minute for 36028797018964028).
+		if n < 1 || n > maxEverySeconds {
+			return Spec{}, fmt.Errorf("%w: every_seconds must be 1..%d, got %d", ErrInvalidSchedule, maxEverySeconds, n)
 		}
+		s.Every = time.Duration(n) * time.Second
 	}
 	loc, err := s.location()
 	if err != nil {
