@@ -20,20 +20,25 @@ func (s *Seconds) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &n); err != nil {
 		return err
 	}
-	// Beyond a Duration's range (292 years) the value is held at its
-	// bound: multiplied out, it would wrap around to any duration, a
-	// small one included, and pass the owner's range check as another
-	// value than the file's.
+	*s = Seconds(SecondsDuration(n))
+	return nil
+}
+
+// SecondsDuration is n seconds, the file's unit, as a time.Duration;
+// beyond a Duration's range (292 years) it is held at the bound.
+// Multiplied out, such a value wraps around to any duration, a small one
+// included (36028797018964028 s to exactly a minute), and passes an
+// owner's range check as another value than the file's. Every
+// conversion of a file's seconds goes through it.
+func SecondsDuration[N ~int | ~int64](n N) time.Duration {
 	const most = math.MaxInt64 / int64(time.Second)
 	switch {
-	case n > most:
-		*s = Seconds(math.MaxInt64)
-	case n < -most:
-		*s = Seconds(math.MinInt64)
-	default:
-		*s = Seconds(time.Duration(n) * time.Second)
+	case int64(n) > most:
+		return math.MaxInt64
+	case int64(n) < -most:
+		return math.MinInt64
 	}
-	return nil
+	return time.Duration(n) * time.Second
 }
 
 // MarshalJSON writes whole seconds.

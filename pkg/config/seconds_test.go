@@ -22,6 +22,7 @@ func TestSecondsBeyondADuration(t *testing.T) {
 		{"9223372036", 9223372036 * time.Second},
 		{"9223372037", math.MaxInt64},
 		{"18446744075", math.MaxInt64},
+		{"36028797018964028", math.MaxInt64}, // wrapped to exactly a minute
 		{"9223372036854775807", math.MaxInt64},
 		{"-18446744075", math.MinInt64},
 	} {
@@ -32,6 +33,24 @@ func TestSecondsBeyondADuration(t *testing.T) {
 		}
 		if time.Duration(s) != tt.want {
 			t.Errorf("%s seconds read as %s, want %s", tt.json, time.Duration(s), tt.want)
+		}
+	}
+}
+
+// TestSecondsDurationOfAnInt: the conversion the owners use for their int
+// keys (tools.web.fetch.timeout, nats.leaseTtlSeconds, …) holds the same
+// bound as Seconds.
+func TestSecondsDurationOfAnInt(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want time.Duration
+	}{
+		{30, 30 * time.Second},
+		{36028797018964028, math.MaxInt64},
+		{-36028797018964028, math.MinInt64},
+	} {
+		if got := SecondsDuration(tt.n); got != tt.want {
+			t.Errorf("SecondsDuration(%d) = %s, want %s", tt.n, got, tt.want)
 		}
 	}
 }

@@ -136,9 +136,9 @@ func BusConfig(file *config.File, name string) bus.Config {
 func Layout(file *config.File) bus.Layout {
 	l := bus.DefaultLayout()
 	l.Replicas = file.NATS.Replicas
-	l.LeaseTTL = time.Duration(file.NATS.LeaseTTLSeconds) * time.Second
-	l.DuplicateWindow = time.Duration(file.NATS.DuplicateWindowSeconds) * time.Second
-	l.ReplayWindow = time.Duration(file.NATS.ReplayWindowSeconds) * time.Second
+	l.LeaseTTL = config.SecondsDuration(file.NATS.LeaseTTLSeconds)
+	l.DuplicateWindow = config.SecondsDuration(file.NATS.DuplicateWindowSeconds)
+	l.ReplayWindow = config.SecondsDuration(file.NATS.ReplayWindowSeconds)
 	l.BlobsMaxBytes = int64(file.NATS.BlobsMaxMB) << 20
 	return l
 }

@@ -111,7 +111,7 @@ func ConfigFrom(file *config.File, id, workspace string) (worker.Config, Section
 	cfg.ContextWindowTokens = d.ContextWindowTokens
 	cfg.Location = loc
 	cfg.Workspace = workspace
-	cfg.LeaseTTL = time.Duration(file.NATS.LeaseTTLSeconds) * time.Second
+	cfg.LeaseTTL = config.SecondsDuration(file.NATS.LeaseTTLSeconds)
 	if err := errors.Join(decodeErr, cfg.Validate()); err != nil {
 		return cfg, sec, err
 	}

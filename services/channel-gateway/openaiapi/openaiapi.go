@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/httpjson"
@@ -59,7 +60,7 @@ func New(cfg Config, deps Deps, opts ...Option) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, deps: deps, log: slog.New(slog.DiscardHandler),
-		token: cfg.Token, model: cfg.Model, timeout: time.Duration(cfg.TimeoutSeconds) * time.Second,
+		token: cfg.Token, model: cfg.Model, timeout: config.SecondsDuration(cfg.TimeoutSeconds),
 		created: time.Now().Unix(),
 	}
 	for _, o := range opts {

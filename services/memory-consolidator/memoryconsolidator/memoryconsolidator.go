@@ -156,7 +156,7 @@ func New(ctx context.Context, file *config.File, o Deps, opts ...Option) (*Servi
 			return nil, fmt.Errorf("memory-consolidator: --workspace: %w", err)
 		}
 		s.Sync, err = filesync.New(ctx, filesync.Config{
-			Workspace: o.Workspace, Agent: dc.Agent, Poll: time.Duration(sec.Sync.PollSeconds) * time.Second,
+			Workspace: o.Workspace, Agent: dc.Agent, Poll: config.SecondsDuration(sec.Sync.PollSeconds),
 			EditableProfile: file.EditableProfile(),
 		}, b, filesync.WithLogger(s.log.With("part", "filesync")))
 		if err != nil {

@@ -145,7 +145,7 @@ func (c ServerConfig) Timeout() time.Duration {
 	if c.ToolTimeout <= 0 {
 		return DefaultToolTimeout
 	}
-	return time.Duration(c.ToolTimeout) * time.Second
+	return config.SecondsDuration(c.ToolTimeout)
 }
 
 // allEnabled reports whether every tool, resource and prompt is served.

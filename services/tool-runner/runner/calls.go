@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/every"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/pkg/toolclient"
@@ -157,7 +158,7 @@ func (r *Runner) run(ctx context.Context, log *slog.Logger, name string, tr *nan
 	if err != nil {
 		return fail(fmt.Errorf("invalid arguments for %s: %w", name, err), "")
 	}
-	timeout := time.Duration(r.cfg.Runner.CallTimeout) * time.Second
+	timeout := config.SecondsDuration(r.cfg.Runner.CallTimeout)
 	if ms := tr.GetTimeoutMs(); ms > 0 {
 		timeout = time.Duration(ms) * time.Millisecond
 	}

@@ -125,7 +125,7 @@ func (t *execTool) Run(ctx context.Context, c *tools.Call) (tools.Result, error)
 		}
 		dir = ws.HostPath(rel)
 	}
-	timeout := time.Duration(a.Timeout) * time.Second
+	timeout := config.SecondsDuration(a.Timeout)
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); left < timeout {
 			timeout = max(left, time.Millisecond)

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -43,7 +42,7 @@ type searchTool struct {
 }
 
 func newSearch(cfg SearchConfig, userAgent string, guard *netguard.Guard) (*searchTool, error) {
-	p := &provider{cfg: cfg, ua: userAgent, client: guard.HTTPClient(time.Duration(cfg.Timeout) * time.Second)}
+	p := &provider{cfg: cfg, ua: userAgent, client: guard.HTTPClient(config.SecondsDuration(cfg.Timeout))}
 	var b backend
 	switch cfg.Provider {
 	case ProviderBrave:
