@@ -114,6 +114,11 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 		{`{"tools":{"exec":{"limits":{"openFiles":3}}}}`, "tools.exec.limits.openFiles"},
 		{`{"tools":{"exec":{"hostUid":0}}}`, "tools.exec.hostUid"},
 		{`{"tools":{"exec":{"hostGid":0}}}`, "tools.exec.hostGid"},
+		// Cut to 32 bits by the kernel: root.
+		{`{"tools":{"exec":{"hostUid":4294967296}}}`, "tools.exec.hostUid"},
+		{`{"tools":{"exec":{"hostGid":4294967296}}}`, "tools.exec.hostGid"},
+		// (uid_t)-1, no id: every exec fails with EINVAL.
+		{`{"tools":{"exec":{"hostUid":4294967295}}}`, "tools.exec.hostUid"},
 		{`{"tools":{"exec":{"tmpSizeMb":-1}}}`, "tools.exec.tmpSizeMb"},
 		{`{"tools":{"web":{"search":{"provider":"bing"}}}}`, "tools.web.search.provider"},
 		{`{"tools":{"web":{"search":{"provider":"brave"}}}}`, "tools.web.search.apiKey"},

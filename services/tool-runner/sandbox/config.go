@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"math"
 	"regexp"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
@@ -103,6 +104,10 @@ func ValidEnvName(name string) bool { return envName.MatchString(name) }
 var fixedEnv = map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "PWD": true}
 
 // Validate reports every invalid setting by its config key, joined.
+// maxHostID is the largest id a process can run as: the kernel's ids are
+// 32-bit, and the last one, (uid_t)-1, means no id.
+const maxHostID = math.MaxUint32 - 1
+
 func (c Config) Validate() error {
 	var p config.Problems
 	switch c.Sandbox {
@@ -138,11 +143,14 @@ func (c Config) Validate() error {
 	if c.Limits.Processes > 0 && c.Limits.Processes < 4 {
 		p.Add("tools.exec.limits.processes", "%d is too low for a shell pipeline (at least 4)", c.Limits.Processes)
 	}
-	if c.HostUID <= 0 {
-		p.Add("tools.exec.hostUid", "%d; commands must not run as host root (use an unprivileged uid such as 65534)", c.HostUID)
+	// The kernel takes 32-bit ids: a larger one is cut to its low 32 bits
+	// (a root runner ran `id -u` with 4294967296 as 0), and 4294967295 is
+	// (uid_t)-1, no id, which fails every exec (EINVAL).
+	if c.HostUID <= 0 || c.HostUID > maxHostID {
+		p.Add("tools.exec.hostUid", "%d; want 1..%d: commands must not run as host root (use an unprivileged uid such as 65534)", c.HostUID, maxHostID)
 	}
-	if c.HostGID <= 0 {
-		p.Add("tools.exec.hostGid", "%d; commands must not run with host group root (use an unprivileged gid such as 65534)", c.HostGID)
+	if c.HostGID <= 0 || c.HostGID > maxHostID {
+		p.Add("tools.exec.hostGid", "%d; want 1..%d: commands must not run with host group root (use an unprivileged gid such as 65534)", c.HostGID, maxHostID)
 	}
 	if c.TmpSizeMB < 0 {
 		p.Add("tools.exec.tmpSizeMb", "%d is negative", c.TmpSizeMB)
