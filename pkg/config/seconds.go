@@ -24,6 +24,9 @@ func (s *Seconds) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// MaxSeconds is the most whole seconds a time.Duration holds (292 years).
+const MaxSeconds = math.MaxInt64 / int64(time.Second)
+
 // SecondsDuration is n seconds, the file's unit, as a time.Duration;
 // beyond a Duration's range (292 years) it is held at the bound.
 // Multiplied out, such a value wraps around to any duration, a small one
@@ -31,11 +34,10 @@ func (s *Seconds) UnmarshalJSON(data []byte) error {
 // owner's range check as another value than the file's. Every
 // conversion of a file's seconds goes through it.
 func SecondsDuration[N ~int | ~int64](n N) time.Duration {
-	const most = math.MaxInt64 / int64(time.Second)
 	switch {
-	case int64(n) > most:
+	case int64(n) > MaxSeconds:
 		return math.MaxInt64
-	case int64(n) < -most:
+	case int64(n) < -MaxSeconds:
 		return math.MinInt64
 	}
 	return time.Duration(n) * time.Second

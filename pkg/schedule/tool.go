@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/agenttool"
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/memory"
 	"github.com/nanofleet/nanofleet/pkg/textcut"
 	"github.com/nanofleet/nanofleet/pkg/toolschema"
@@ -174,10 +174,6 @@ func (t *Tool) add(ctx context.Context, tc *agenttool.TurnContext, args map[stri
 	return fmt.Sprintf("Created job %q (id: %s, %s). Next run: %s.", textcut.Line(msg, 60), j.ID, j.Spec, j.NextString()), nil
 }
 
-// maxEverySeconds is the longest interval a job may have: a
-// time.Duration's range (292 years), as the schema's maximum says.
-const maxEverySeconds = math.MaxInt64 / int64(time.Second)
-
 // spec reads the timing arguments.
 func (t *Tool) spec(args map[string]any) (Spec, error) {
 	var s Spec
@@ -192,8 +188,8 @@ func (t *Tool) spec(args map[string]any) (Spec, error) {
 		}
 		// Checked before it is multiplied out: past a Duration's range it
 		// would wrap around (to exactly a minute for 36028797018964028).
-		if n < 1 || n > maxEverySeconds {
-			return Spec{}, fmt.Errorf("%w: every_seconds must be 1..%d, got %d", ErrInvalidSchedule, maxEverySeconds, n)
+		if n < 1 || n > config.MaxSeconds {
+			return Spec{}, fmt.Errorf("%w: every_seconds must be 1..%d, got %d", ErrInvalidSchedule, config.MaxSeconds, n)
 		}
 		s.Every = time.Duration(n) * time.Second
 	}
