@@ -120,6 +120,11 @@ func TestEveryBadKeyIsNamed(t *testing.T) {
 		// (uid_t)-1, no id: every exec fails with EINVAL.
 		{`{"tools":{"exec":{"hostUid":4294967295}}}`, "tools.exec.hostUid"},
 		{`{"tools":{"exec":{"tmpSizeMb":-1}}}`, "tools.exec.tmpSizeMb"},
+		// Shifted to bytes, 2^44 MB wraps to 0 (unlimited) and 2^43 MB
+		// to a negative size.
+		{`{"tools":{"exec":{"limits":{"addressSpaceMb":17592186044416}}}}`, "tools.exec.limits.addressSpaceMb"},
+		{`{"tools":{"exec":{"limits":{"fileSizeMb":8796093022208}}}}`, "tools.exec.limits.fileSizeMb"},
+		{`{"tools":{"exec":{"tmpSizeMb":8796093022208}}}`, "tools.exec.tmpSizeMb"},
 		{`{"tools":{"web":{"search":{"provider":"bing"}}}}`, "tools.web.search.provider"},
 		{`{"tools":{"web":{"search":{"provider":"brave"}}}}`, "tools.web.search.apiKey"},
 		{`{"tools":{"web":{"search":{"provider":"searxng"}}}}`, "tools.web.search.baseUrl"},

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"math"
 	"regexp"
+	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 )
@@ -108,6 +109,11 @@ var fixedEnv = map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "PWD"
 // 32-bit, and the last one, (uid_t)-1, means no id.
 const maxHostID = math.MaxUint32 - 1
 
+// maxMB is the largest size in MB that is still a size in bytes: the
+// limits are shifted to bytes (<<20), and a larger value wraps around
+// int64 to a negative size or to 0, which means unlimited.
+const maxMB = math.MaxInt64 >> 20
+
 func (c Config) Validate() error {
 	var p config.Problems
 	switch c.Sandbox {
@@ -133,8 +139,11 @@ func (c Config) Validate() error {
 		{"processes", c.Limits.Processes},
 	}
 	for _, l := range lim {
-		if l.v < 0 {
+		switch {
+		case l.v < 0:
 			p.Add("tools.exec.limits."+l.key, "%d is negative (0 means unlimited)", l.v)
+		case strings.HasSuffix(l.key, "Mb") && l.v > maxMB:
+			p.Add("tools.exec.limits."+l.key, "%d; want 0..%d (0 means unlimited)", l.v, maxMB)
 		}
 	}
 	if c.Limits.OpenFiles > 0 && c.Limits.OpenFiles < 16 {
@@ -152,8 +161,8 @@ func (c Config) Validate() error {
 	if c.HostGID <= 0 || c.HostGID > maxHostID {
 		p.Add("tools.exec.hostGid", "%d; want 1..%d: commands must not run with host group root (use an unprivileged gid such as 65534)", c.HostGID, maxHostID)
 	}
-	if c.TmpSizeMB < 0 {
-		p.Add("tools.exec.tmpSizeMb", "%d is negative", c.TmpSizeMB)
+	if c.TmpSizeMB < 0 || c.TmpSizeMB > maxMB {
+		p.Add("tools.exec.tmpSizeMb", "%d; want 0..%d (0 means unbounded)", c.TmpSizeMB, maxMB)
 	}
 	return p.Err()
 }

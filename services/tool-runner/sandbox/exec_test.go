@@ -485,6 +485,11 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *sandbox.Config) { c.Limits.Processes = 2 }, "tools.exec.limits.processes"},
 		{func(c *sandbox.Config) { c.Limits.FileSizeMB = -1 }, "tools.exec.limits.fileSizeMb"},
 		{func(c *sandbox.Config) { c.Limits.OpenFiles = 3 }, "tools.exec.limits.openFiles"},
+		// In bytes, 2^44 MB wraps to 0 (unlimited), 2^43 MB to negative.
+		{func(c *sandbox.Config) { c.Limits.AddressSpaceMB = 1 << 44 }, "tools.exec.limits.addressSpaceMb"},
+		{func(c *sandbox.Config) { c.Limits.FileSizeMB = 1 << 43 }, "tools.exec.limits.fileSizeMb"},
+		{func(c *sandbox.Config) { c.TmpSizeMB = 1 << 43 }, "tools.exec.tmpSizeMb"},
+		{func(c *sandbox.Config) { c.TmpSizeMB = -1 }, "tools.exec.tmpSizeMb"},
 	}
 	for _, tt := range tests {
 		c := sandbox.DefaultConfig()
@@ -496,6 +501,12 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := sandbox.DefaultConfig().Validate(); err != nil {
 		t.Errorf("default config: %v", err)
+	}
+	// The largest sizes that still fit in bytes are taken.
+	c := sandbox.DefaultConfig()
+	c.Limits.AddressSpaceMB, c.Limits.FileSizeMB, c.TmpSizeMB = 1<<43-1, 1<<43-1, 1<<43-1
+	if err := c.Validate(); err != nil {
+		t.Errorf("sizes of 2^43-1 MB: %v", err)
 	}
 }
 
