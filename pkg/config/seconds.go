@@ -32,7 +32,8 @@ const MaxSeconds = math.MaxInt64 / int64(time.Second)
 // Multiplied out, such a value wraps around to any duration, a small one
 // included (36028797018964028 s to exactly a minute), and passes an
 // owner's range check as another value than the file's. Every
-// conversion of a file's seconds goes through it.
+// conversion of a file's seconds, or of seconds a platform sends, goes
+// through it.
 func SecondsDuration[N ~int | ~int64](n N) time.Duration {
 	switch {
 	case int64(n) > MaxSeconds:

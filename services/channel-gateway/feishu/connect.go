@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/proto/feishu/pbbp2"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -62,7 +63,7 @@ func (a *Adapter) endpoint(ctx context.Context) (string, time.Duration, error) {
 	}
 	ping := 2 * time.Minute
 	if c := ep.Data.ClientConfig; c != nil && c.PingInterval > 0 {
-		ping = time.Duration(c.PingInterval) * time.Second
+		ping = config.SecondsDuration(c.PingInterval)
 	}
 	return ep.Data.URL, ping, nil
 }
@@ -116,7 +117,7 @@ func (a *Adapter) connect(ctx context.Context, in gateway.Inbox) error {
 				var c clientConfig
 				if json.Unmarshal(f.Payload, &c) == nil && c.PingInterval > 0 {
 					select {
-					case pings <- time.Duration(c.PingInterval) * time.Second:
+					case pings <- config.SecondsDuration(c.PingInterval):
 					default:
 					}
 				}

@@ -3,6 +3,7 @@ package feishu_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nanofleet/nanofleet/pkg/bus"
+	"github.com/nanofleet/nanofleet/pkg/bustest"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/feishu"
@@ -107,6 +110,28 @@ func TestDirectMessage(t *testing.T) {
 	in := h.Worker.Next(t)
 	if in.GetId() != "ev-1" || in.GetChatId() != "oc_p2p" || in.GetSenderId() != "ou_ada" || in.GetMetadata()["message_id"] != "om_in1" {
 		t.Errorf("inbound = %v", in)
+	}
+}
+
+// TestPingIntervalPastADuration: a PingInterval too long for a
+// time.Duration wrapped around to a negative one, which the ping timer
+// takes as now, so the adapter pinged without pause. Held at the bound,
+// it pings once, on connecting.
+func TestPingIntervalPastADuration(t *testing.T) {
+	h := &harness{Env: adaptertest.NewEnv(t, workertest.Echo), fake: feishutest.New(t)}
+	h.fake.PingInterval = int(config.MaxSeconds + 1)
+	h.adapter, _ = h.gateway(t, feishu.Config{Common: channelconfig.Common{AllowFrom: []string{"*"}}})
+	h.fake.WaitConnected(t, wait)
+	bustest.Eventually(t, wait, func() error {
+		if h.fake.Pings() == 0 {
+			return errors.New("no ping yet")
+		}
+		return nil
+	})
+	// An event's round trip through the bus: time for many pings.
+	h.answered(t, 1, "hello")
+	if n := h.fake.Pings(); n != 1 {
+		t.Errorf("%d pings, want 1 (the one on connecting)", n)
 	}
 }
 

@@ -3,10 +3,10 @@ package telegram
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	tgbot "github.com/go-telegram/bot"
 
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 )
 
@@ -19,7 +19,7 @@ func classify(err error) error {
 	var migrate *tgbot.MigrateError
 	switch {
 	case errors.As(err, &tooMany):
-		return gateway.Retry(err, time.Duration(tooMany.RetryAfter)*time.Second)
+		return gateway.Retry(err, config.SecondsDuration(tooMany.RetryAfter))
 	case errors.As(err, &migrate),
 		errors.Is(err, tgbot.ErrorBadRequest),
 		errors.Is(err, tgbot.ErrorForbidden),

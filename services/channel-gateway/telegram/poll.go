@@ -13,6 +13,7 @@ import (
 	tgbot "github.com/go-telegram/bot"
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
+	"github.com/nanofleet/nanofleet/pkg/config"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/hold"
@@ -53,13 +54,7 @@ func (a *Adapter) poll(ctx context.Context, in gateway.Inbox) {
 			if ctx.Err() != nil {
 				return
 			}
-			var api *apiError
-			switch {
-			case errors.As(err, &api) && api.RetryAfter > 0:
-				wait = time.Duration(api.RetryAfter) * time.Second
-			default:
-				wait = pace.Wait(failed)
-			}
+			wait = pollWait(err, pace, failed)
 			failed++
 			a.log.Warn("getUpdates failed", "err", err, "retry_in", wait)
 			continue
@@ -91,6 +86,16 @@ func (a *Adapter) poll(ctx context.Context, in gateway.Inbox) {
 // getUpdates calls the Bot API directly rather than through the library:
 // the updates come back as raw JSON, so one malformed update is skipped
 // instead of failing the whole batch forever.
+// pollWait is the wait before the next poll after the failed-th failure
+// in a row, err: what Telegram asks (retry_after), else pace's.
+func pollWait(err error, pace backoff.Backoff, failed int) time.Duration {
+	var api *apiError
+	if errors.As(err, &api) && api.RetryAfter > 0 {
+		return config.SecondsDuration(api.RetryAfter)
+	}
+	return pace.Wait(failed)
+}
+
 func (a *Adapter) getUpdates(ctx context.Context, offset int64) ([]json.RawMessage, error) {
 	body, _ := json.Marshal(map[string]any{
 		"offset":          offset,

@@ -39,6 +39,9 @@ const (
 type Server struct {
 	// URL is the base URL (what channels.feishu.baseUrl takes).
 	URL string
+	// PingInterval is the seconds the endpoint and every pong ask the
+	// client to ping after; 0 is 1. Set it before the client connects.
+	PingInterval int
 
 	*fakeplatform.Recorder[Call]
 	fakeplatform.Script[Failure]
@@ -51,6 +54,7 @@ type Server struct {
 	seen      map[string]bool
 	msgs      int
 	frames    uint64
+	pings     int
 	resources map[string][]byte
 	served    map[string]int64  // bytes of each resource written to a client
 	contents  map[string]string // message id → its current content

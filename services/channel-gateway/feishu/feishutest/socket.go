@@ -1,6 +1,7 @@
 package feishutest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -77,7 +78,7 @@ func (s *Server) serveEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "data": map[string]any{
 		"URL":          "ws" + strings.TrimPrefix(s.URL, "http") + "/ws?device_id=dev1&service_id=7",
-		"ClientConfig": map[string]any{"ReconnectCount": -1, "ReconnectInterval": 1, "ReconnectNonce": 0, "PingInterval": 1},
+		"ClientConfig": map[string]any{"ReconnectCount": -1, "ReconnectInterval": 1, "ReconnectNonce": 0, "PingInterval": s.pingInterval()},
 	}})
 }
 
@@ -106,9 +107,12 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		switch larkws.FrameType(f.Method) {
 		case larkws.FrameTypeControl:
 			if larkws.MessageType(hs.GetString(larkws.HeaderType)) == larkws.MessageTypePing {
+				s.mu.Lock()
+				s.pings++
+				s.mu.Unlock()
 				pong := larkws.Frame{Service: f.Service, Method: int32(larkws.FrameTypeControl),
 					Headers: []larkws.Header{{Key: larkws.HeaderType, Value: string(larkws.MessageTypePong)}}}
-				pong.Payload, _ = json.Marshal(larkws.ClientConfig{ReconnectCount: -1, ReconnectInterval: 1, PingInterval: 1})
+				pong.Payload, _ = json.Marshal(larkws.ClientConfig{ReconnectCount: -1, ReconnectInterval: 1, PingInterval: s.pingInterval()})
 				out, _ := pong.Marshal()
 				wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				_ = c.Write(wctx, websocket.MessageBinary, out)
@@ -121,6 +125,15 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+func (s *Server) pingInterval() int { return cmp.Or(s.PingInterval, 1) }
+
+// Pings is how many pings the clients sent.
+func (s *Server) Pings() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pings
 }
 
 // Ack is the client's response to an event frame.
