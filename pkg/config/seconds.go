@@ -28,20 +28,15 @@ func (s *Seconds) UnmarshalJSON(data []byte) error {
 const MaxSeconds = math.MaxInt64 / int64(time.Second)
 
 // SecondsDuration is n seconds, the file's unit, as a time.Duration;
-// beyond a Duration's range (292 years) it is held at the bound.
-// Multiplied out, such a value wraps around to any duration, a small one
-// included (36028797018964028 s to exactly a minute), and passes an
-// owner's range check as another value than the file's. Every
-// conversion of a file's seconds, or of seconds a platform sends, goes
-// through it.
+// beyond a Duration's range (292 years) it is held at the most whole
+// seconds one holds, so that it still reads as seconds (a whole-seconds
+// check passes it; it writes back as MaxSeconds). Multiplied out, such a
+// value wraps around to any duration, a small one included
+// (36028797018964028 s to exactly a minute), and passes an owner's range
+// check as another value than the file's. Every conversion of a file's
+// seconds, or of seconds a platform sends, goes through it.
 func SecondsDuration[N ~int | ~int64](n N) time.Duration {
-	switch {
-	case int64(n) > MaxSeconds:
-		return math.MaxInt64
-	case int64(n) < -MaxSeconds:
-		return math.MinInt64
-	}
-	return time.Duration(n) * time.Second
+	return time.Duration(max(min(int64(n), MaxSeconds), -MaxSeconds)) * time.Second
 }
 
 // MarshalJSON writes whole seconds.

@@ -2,10 +2,13 @@ package config
 
 import (
 	"encoding/json"
-	"math"
 	"testing"
 	"time"
 )
+
+// held is the bound a value past a Duration's range is held at: the most
+// whole seconds a Duration holds.
+const held = time.Duration(MaxSeconds) * time.Second
 
 // TestSecondsBeyondADuration: a number of seconds is read as that many
 // seconds, and one past a time.Duration's range is held at its bound:
@@ -20,11 +23,12 @@ func TestSecondsBeyondADuration(t *testing.T) {
 		{"90", 90 * time.Second},
 		{"-5", -5 * time.Second},
 		{"9223372036", 9223372036 * time.Second},
-		{"9223372037", math.MaxInt64},
-		{"18446744075", math.MaxInt64},
-		{"36028797018964028", math.MaxInt64}, // wrapped to exactly a minute
-		{"9223372036854775807", math.MaxInt64},
-		{"-18446744075", math.MinInt64},
+		{"-9223372036", -9223372036 * time.Second},
+		{"9223372037", held},
+		{"18446744075", held},
+		{"36028797018964028", held}, // wrapped to exactly a minute
+		{"9223372036854775807", held},
+		{"-18446744075", -held},
 	} {
 		var s Seconds
 		if err := json.Unmarshal([]byte(tt.json), &s); err != nil {
@@ -37,6 +41,22 @@ func TestSecondsBeyondADuration(t *testing.T) {
 	}
 }
 
+// TestHeldSecondsAreWholeSeconds: a value held at the bound is still a
+// whole number of seconds, so an owner's whole-seconds check takes it as
+// the long interval it is, and it writes back as seconds.
+func TestHeldSecondsAreWholeSeconds(t *testing.T) {
+	var s Seconds
+	if err := json.Unmarshal([]byte("36028797018964028"), &s); err != nil {
+		t.Fatal(err)
+	}
+	if time.Duration(s)%time.Second != 0 {
+		t.Errorf("held at %s, not whole seconds", time.Duration(s))
+	}
+	if out, err := json.Marshal(s); err != nil || string(out) != "9223372036" {
+		t.Errorf("written back as %s, %v; want 9223372036", out, err)
+	}
+}
+
 // TestSecondsDurationOfAnInt: the conversion the owners use for their int
 // keys (tools.web.fetch.timeout, nats.leaseTtlSeconds, …) holds the same
 // bound as Seconds.
@@ -46,8 +66,8 @@ func TestSecondsDurationOfAnInt(t *testing.T) {
 		want time.Duration
 	}{
 		{30, 30 * time.Second},
-		{36028797018964028, math.MaxInt64},
-		{-36028797018964028, math.MinInt64},
+		{36028797018964028, held},
+		{-36028797018964028, -held},
 	} {
 		if got := SecondsDuration(tt.n); got != tt.want {
 			t.Errorf("SecondsDuration(%d) = %s, want %s", tt.n, got, tt.want)

@@ -1,6 +1,7 @@
 package heartbeat_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -87,6 +88,16 @@ func TestConfigValidate(t *testing.T) {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: accepted", tt.name)
 		}
+	}
+	// Past a Duration's range the file's seconds are held at the most
+	// whole seconds one holds: an interval of 292 years, not a refusal
+	// printing the bound in nanoseconds.
+	long := heartbeat.DefaultConfig()
+	if err := json.Unmarshal([]byte(`{"intervalS": 36028797018964028}`), &long); err != nil {
+		t.Fatal(err)
+	}
+	if err := long.Validate(); err != nil {
+		t.Errorf("interval past a Duration: %v", err)
 	}
 	off := heartbeat.DefaultConfig()
 	off.Enabled, off.Every = false, 0
