@@ -10,10 +10,12 @@ import (
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
-// UploadLimit is the largest file a bot may attach to a message, per
-// file: Discord's default limit, 25 MiB, for servers without boosts. A
-// boosted server takes more; the adapter does not look up a server's
-// boost tier.
+// UploadLimit is the largest file the adapter uploads, per file: 25 MiB,
+// Discord's default until January 2025. The documented default is now
+// 10 MiB, and a server boosted to tier 2 or 3 takes 50 or 100 MiB; the
+// adapter does not look up a server's boost tier, so a file between
+// 10 and 25 MiB is tried, and one Discord refuses (413) becomes a note in
+// the chat (media.SendOrNote).
 const UploadLimit = 25 << 20
 
 // attach sends attachment i of a reply; one Discord refuses is a note in

@@ -37,7 +37,8 @@ type Config struct {
 // DefaultAPIBase is Discord's REST API.
 const DefaultAPIBase = "https://discord.com/api/v10"
 
-// DefaultMaxMediaBytes is Discord's upload limit for unboosted servers.
+// DefaultMaxMediaBytes bounds an attachment when the section's
+// maxMediaBytes is not set: UploadLimit.
 const DefaultMaxMediaBytes = UploadLimit
 
 // Validate reports every invalid key of an enabled channel, joined.

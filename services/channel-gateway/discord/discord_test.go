@@ -242,7 +242,8 @@ func TestOutboundAttachmentIsUploaded(t *testing.T) {
 // after its text, so the retry after a 5xx on the second attachment sends
 // that attachment only (no request repeats one Discord took: its nonce
 // would hide the repeat only for a few minutes); an upload Discord
-// refuses (400) is not retried, the chat is told and the reply goes on.
+// refuses (a 413, as for a file over the server's upload limit, or a 400)
+// is not retried, the chat is told and the reply goes on.
 func TestAttachmentFailures(t *testing.T) {
 	refs := []*nanofleetv1.MediaRef{
 		{Object: "t/a.pdf", Name: "a.pdf", MimeType: "application/pdf"},
@@ -263,7 +264,9 @@ func TestAttachmentFailures(t *testing.T) {
 	}{
 		{"second attachment failing once", 2, discordtest.Failure{Status: 500, Message: "500: Internal Server Error"},
 			[]request{{"here", nil, 200}, {"", a, 200}, {"", b, 500}, {"", b, 200}}},
-		{"first attachment refused", 1, discordtest.Failure{Status: 400, Message: "Request entity too large"},
+		{"first attachment too large", 1, discordtest.Failure{Status: 413, Message: "Request entity too large"},
+			[]request{{"here", nil, 200}, {"", a, 413}, {"[attachment a.pdf was refused by Discord; not sent]", nil, 200}, {"", b, 200}}},
+		{"first attachment refused", 1, discordtest.Failure{Status: 400, Message: "Invalid Form Body"},
 			[]request{{"here", nil, 200}, {"", a, 400}, {"[attachment a.pdf was refused by Discord; not sent]", nil, 200}, {"", b, 200}}},
 	}
 	for _, tt := range tests {

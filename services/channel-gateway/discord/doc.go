@@ -36,8 +36,8 @@
 // Delivering: Discord renders Markdown itself; answers longer than 2000
 // characters are split on paragraph boundaries. The reply's attachments
 // follow its text as uploads (one the store no longer holds, empty, or
-// over the 25 MiB Discord takes per file without boosts, as a note naming
-// it, with no upload: internal/media's Load), counted as pieces after it: a retried
+// over UploadLimit, as a note naming it, with no upload: internal/media's
+// Load; one Discord refuses, as a note too), counted as pieces after it: a retried
 // delivery, on this gateway or another, continues with the first piece or
 // attachment not yet sent (internal/parts). The first piece is a reply
 // (message_reference) to the message that asked. Each piece carries an
