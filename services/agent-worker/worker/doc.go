@@ -9,8 +9,10 @@
 //     (explicit ack, MaxAckPending = the fleet-wide turn limit). A worker
 //     fetches only as many messages as it has free turn slots.
 //  2. FIFO guard: a message runs only if it is the oldest message still in
-//     the stream on its session subject; otherwise it is nak'ed with a
-//     delay that grows with its deliveries.
+//     the stream on its session subject (one the consumer has already
+//     acked, which a store that lost its removal kept, does not count and
+//     is removed); otherwise it is nak'ed with a delay that grows with its
+//     deliveries.
 //  3. Lease: the worker creates the session's key in the lease bucket (TTL),
 //     renews it and calls InProgress on the message while the turn runs, and
 //     aborts the turn if renewal fails. A busy session is not an error: the

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,7 +43,8 @@ func (t *turn) putBack(ctx context.Context, delay time.Duration) {
 // stream on the subject may run. A message older than ours whose turn is
 // already committed (its ack still on its way to the server) does not
 // count: without that, a client answering the reply at once would find its
-// next message nak'ed behind an ack in flight.
+// next message nak'ed behind an ack in flight. Nor does one already acked
+// that the stream kept (see passAcked).
 func (t *turn) oldest(ctx context.Context) (bool, error) {
 	ours := t.meta.Sequence.Stream
 	first, err := t.onSubject(ctx, 1)
@@ -52,13 +54,27 @@ func (t *turn) oldest(ctx context.Context) (bool, error) {
 	if first.Sequence == ours {
 		return true, nil
 	}
+	if ok, err := t.nextAfterCommitted(ctx, first.Sequence); ok || err != nil {
+		return ok, err
+	}
+	// Only where the guard would put the turn back: it costs a request.
+	first, err = t.passAcked(ctx, first)
+	if err != nil || first.Sequence == ours {
+		return err == nil, err
+	}
+	return t.nextAfterCommitted(ctx, first.Sequence)
+}
+
+// nextAfterCommitted reports whether the message of stream sequence seq
+// had its turn committed and answered and ours is the next on the subject.
+func (t *turn) nextAfterCommitted(ctx context.Context, seq uint64) (bool, error) {
 	// A turn this worker committed and answered needs no look at the
 	// history and the replies: the session's next message, sent the moment
 	// the reply arrived, often comes before the ack (6–7 % of the turns
 	// in the bench's 200-session load), and the look cost it two requests.
-	if !t.w.answeredHere(t.key, first.Sequence) {
+	if !t.w.answeredHere(t.key, seq) {
 		last, err := t.w.sessions.LastTurn(ctx, t.key)
-		if err != nil || last.GetInboundSeq() != first.Sequence {
+		if err != nil || last.GetInboundSeq() != seq {
 			return false, err
 		}
 		// Committed is not answered: an append that timed out may have been
@@ -67,11 +83,38 @@ func (t *turn) oldest(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
-	next, err := t.onSubject(ctx, first.Sequence+1)
+	next, err := t.onSubject(ctx, seq+1)
 	if err != nil {
 		return false, err
 	}
-	return next.Sequence == ours, nil
+	return next.Sequence == t.meta.Sequence.Stream, nil
+}
+
+// passAcked returns the first message on the subject from first on that
+// the workers' consumer has not acked, removing those it has from the
+// stream. The server removes a message of the work-queue stream when it
+// is acked, but a store can lose the removal: an all-in-one whose disk
+// filled up had, after space was freed and a restart, an acked message
+// back in the stream below the consumer's ack floor, and the session's
+// every later message waited behind it for good. At most ours is found:
+// it is not acked.
+func (t *turn) passAcked(ctx context.Context, first *jetstream.RawStreamMsg) (*jetstream.RawStreamMsg, error) {
+	info, err := t.w.cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("consumer info: %w", err)
+	}
+	floor := info.AckFloor.Stream
+	for first.Sequence <= floor {
+		if err := t.w.inbound.DeleteMsg(ctx, first.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			t.log.Warn("removing an acked message the inbound stream kept", "seq", first.Sequence, "err", err)
+		} else {
+			t.log.Warn("removed an acked message the inbound stream kept", "seq", first.Sequence)
+		}
+		if first, err = t.onSubject(ctx, first.Sequence+1); err != nil {
+			return nil, err
+		}
+	}
+	return first, nil
 }
 
 // staleReads bounds how many times onSubject reads, over about 30 ms: a

@@ -1,10 +1,14 @@
 package worker_test
 
 import (
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/llm/llmtest"
 	"github.com/nanofleet/nanofleet/services/agent-worker/worker"
@@ -30,5 +34,59 @@ func TestFIFOGuardReadsPastAStaleReplica(t *testing.T) {
 	}
 	if n := redelivered.Load(); n != 0 {
 		t.Errorf("the turn was put back %d times for a stale read", n)
+	}
+}
+
+// TestAckedMessageTheStoreKeptHoldsNoSession: a message acknowledged but
+// still in the inbound stream is no turn waiting. The store keeps one when
+// it loses the removal: an all-in-one whose disk filled up ("Critical
+// write error … no space left on device") had, after space was freed and
+// a restart, its acked message back in the stream below the consumer's ack
+// floor; the FIFO guard took it for the session's oldest waiting message
+// and put every later message of the session back, forever. Here the
+// inbound stream keeps every acked message (limits retention), so the
+// session's third message finds two such messages before it.
+func TestAckedMessageTheStoreKeptHoldsNoSession(t *testing.T) {
+	b := bustest.StartJetStream(t)
+	keepAcked(t, b)
+	h, _ := startEdited(t, b, "w1", 5*time.Second, edits{})
+	for i, text := range []string{"one", "two", "three"} {
+		h.llm.Enqueue(llmtest.Text("re: " + text))
+		h.send(t, "c1", strconv.Itoa(i+1), text)
+		if o := h.next(t); o.GetContent() != "re: "+text {
+			t.Fatalf("reply %d: %q", i+1, o.GetContent())
+		}
+	}
+	// The guard removes what it found acked.
+	st, err := b.JS.Stream(t.Context(), b.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs > 1 {
+		t.Errorf("%d acked messages left in the inbound stream, want at most the last (its ack may trail its reply)", info.State.Msgs)
+	}
+}
+
+// keepAcked remakes the inbound stream with limits retention, so that an
+// acked message stays in it, as it does when the store lost its removal.
+func keepAcked(t *testing.T, b *bus.Bus) {
+	t.Helper()
+	ctx := t.Context()
+	name := b.Space.InboundStream()
+	st, err := b.JS.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	if err := b.JS.DeleteStream(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Retention = jetstream.LimitsPolicy
+	if _, err := b.JS.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
 	}
 }
