@@ -145,6 +145,12 @@ func (cv *conversation) send(ctx context.Context, text string, progress io.Write
 	}
 	p, err := cv.client.Send(ctx, req)
 	if err != nil {
+		// A disk that filled at once (another process's file) fails the
+		// publish before the guard's next look at it: asked again, it
+		// names the cause ("publish: no ack in 10s" did not).
+		if serr := storage(ctx); serr != nil {
+			return nil, fmt.Errorf("the message was not stored: %w (%w); free space there and send it again", serr, err)
+		}
 		return nil, err
 	}
 	return &sentTurn{cv: cv, p: p, storage: storage}, nil

@@ -137,6 +137,14 @@ func (g *Gateway) Store(ctx context.Context, in *nanofleetv1.InboundMessage) (du
 		case bus.TooLarge(err):
 			return false, fmt.Errorf("publish inbound %s: %w: %w", in.GetId(), ErrTooLarge, err)
 		}
+		// A disk that filled at once (another process's file) fails the
+		// publish before the guard's next look at it: asked again, it
+		// names the cause, which "not reachable" did not.
+		if g.Storage != nil {
+			if serr := g.Storage(); serr != nil {
+				return false, fmt.Errorf("publish inbound %s: %w (%w)", in.GetId(), storageFull{serr}, err)
+			}
+		}
 		return false, fmt.Errorf("publish inbound %s: %w", in.GetId(), err)
 	}
 	return ack.Duplicate, nil

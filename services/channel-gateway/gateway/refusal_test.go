@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -40,10 +42,16 @@ func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
 		name    string
 		content string
 		storage error
-		reply   string
+		// late: the guard sees the store full only once the publish has
+		// failed (a disk filled at once: the server drops the publish
+		// unanswered; here a sealed stream refuses it). The API answered
+		// "The fleet is not reachable" then.
+		late  bool
+		reply string
 	}{
-		{"too large", strings.Repeat("x", gateway.MaxContentBytes+1), nil, "Message too large"},
-		{"storage full", "hello", full, "Storage full"},
+		{"too large", strings.Repeat("x", gateway.MaxContentBytes+1), nil, false, "Message too large"},
+		{"storage full", "hello", full, false, "Storage full"},
+		{"storage full during the publish", "hello", full, true, "Storage full"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +62,16 @@ func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g.Storage = func() error { return tt.storage }
+			var looks atomic.Int32
+			g.Storage = func() error {
+				if tt.late && looks.Add(1) == 1 {
+					return nil
+				}
+				return tt.storage
+			}
+			if tt.late {
+				sealInbound(t, b)
+			}
 			svctest.Run(t, g.Run)
 			select {
 			case err := <-s.results:
@@ -80,6 +97,20 @@ func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
 				t.Errorf("%d messages stored", n)
 			}
 		})
+	}
+}
+
+// sealInbound seals the inbound stream: every publish to it is refused.
+func sealInbound(t *testing.T, b *bus.Bus) {
+	t.Helper()
+	st, err := b.JS.Stream(t.Context(), b.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.Sealed = true
+	if _, err := b.JS.UpdateStream(t.Context(), cfg); err != nil {
+		t.Fatal(err)
 	}
 }
 
