@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -50,24 +51,40 @@ func TestAckedMessageTheStoreKeptHoldsNoSession(t *testing.T) {
 	b := bustest.StartJetStream(t)
 	keepAcked(t, b)
 	h, _ := startEdited(t, b, "w1", 5*time.Second, edits{})
+	st, err := b.JS.Stream(t.Context(), b.Space.InboundStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := st.Consumer(t.Context(), b.Space.WorkerConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, text := range []string{"one", "two", "three"} {
 		h.llm.Enqueue(llmtest.Text("re: " + text))
 		h.send(t, "c1", strconv.Itoa(i+1), text)
 		if o := h.next(t); o.GetContent() != "re: "+text {
 			t.Fatalf("reply %d: %q", i+1, o.GetContent())
 		}
+		// Its ack reached the server: the next message finds it acked.
+		bustest.Eventually(t, 10*time.Second, func() error {
+			info, err := cons.Info(t.Context())
+			if err != nil {
+				return err
+			}
+			if floor := info.AckFloor.Stream; floor < uint64(i+1) {
+				return fmt.Errorf("ack floor %d, want %d", floor, i+1)
+			}
+			return nil
+		})
 	}
-	// The guard removes what it found acked.
-	st, err := b.JS.Stream(t.Context(), b.Space.InboundStream())
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The third message's guard removed the two before it; the third
+	// stays (this stream keeps what is acked).
 	info, err := st.Info(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State.Msgs > 1 {
-		t.Errorf("%d acked messages left in the inbound stream, want at most the last (its ack may trail its reply)", info.State.Msgs)
+	if info.State.Msgs != 1 || info.State.FirstSeq != 3 {
+		t.Errorf("inbound stream holds %d messages from seq %d, want the third alone", info.State.Msgs, info.State.FirstSeq)
 	}
 }
 
