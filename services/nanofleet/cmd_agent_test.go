@@ -33,15 +33,7 @@ func TestSendNamesAStoreThatFilledDuringThePublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	st, err := b.JS.Stream(t.Context(), b.Space.InboundStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.CachedInfo().Config
-	cfg.Sealed = true
-	if _, err := b.JS.UpdateStream(t.Context(), cfg); err != nil {
-		t.Fatal(err)
-	}
+	bustest.SealStream(t, b, b.Space.InboundStream())
 	client, err := fleet.NewClient(t.Context(), b, "cli")
 	if err != nil {
 		t.Fatal(err)

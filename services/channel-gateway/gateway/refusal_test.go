@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/nanofleet/nanofleet/pkg/bus"
 	"github.com/nanofleet/nanofleet/pkg/bustest"
 	"github.com/nanofleet/nanofleet/pkg/svc/svctest"
 	nanofleetv1 "github.com/nanofleet/nanofleet/proto/nanofleet/v1"
@@ -70,7 +69,7 @@ func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
 				return tt.storage
 			}
 			if tt.late {
-				sealInbound(t, b)
+				bustest.SealStream(t, b, b.Space.InboundStream())
 			}
 			svctest.Run(t, g.Run)
 			select {
@@ -97,20 +96,6 @@ func TestRefusedMessagesAreAnsweredOnThePlatform(t *testing.T) {
 				t.Errorf("%d messages stored", n)
 			}
 		})
-	}
-}
-
-// sealInbound seals the inbound stream: every publish to it is refused.
-func sealInbound(t *testing.T, b *bus.Bus) {
-	t.Helper()
-	st, err := b.JS.Stream(t.Context(), b.Space.InboundStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.CachedInfo().Config
-	cfg.Sealed = true
-	if _, err := b.JS.UpdateStream(t.Context(), cfg); err != nil {
-		t.Fatal(err)
 	}
 }
 
