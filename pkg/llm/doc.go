@@ -57,5 +57,8 @@
 // are *APIError (errors.As) carrying the status and unwrapping to the
 // go-openai error; errors.Is(err, ErrRateLimited) matches a 429. When
 // several models failed, the error joins each model's error, the primary's
-// first. A timed-out attempt matches context.DeadlineExceeded.
+// first. A timed-out attempt matches context.DeadlineExceeded. A response
+// body, a stream's whole included, past MaxResponseBytes fails with
+// ErrResponseTooLarge and is not retried: read whole, a 200 MB answer took
+// an all-in-one to 1.1 GB resident, and a turn stores a few MiB at most.
 package llm

@@ -22,7 +22,16 @@ var (
 	// already been called. Such a call is neither retried nor sent to a
 	// fallback model, because the caller has seen part of the answer.
 	ErrStreamInterrupted = errors.New("llm: stream interrupted after partial output")
+	// ErrResponseTooLarge reports a response body over MaxResponseBytes.
+	// It is not retried: the same request would most likely get as much.
+	ErrResponseTooLarge = fmt.Errorf("llm: response over %d MiB", MaxResponseBytes>>20)
 )
+
+// MaxResponseBytes bounds the body of one model response, a stream's
+// whole included. A turn stores at most a few MiB (the bus's largest
+// message), so a larger answer could never be kept; read whole, a 200 MB
+// answer took an all-in-one to 1.1 GB resident.
+const MaxResponseBytes = 32 << 20
 
 // APIError is an HTTP error answered by the provider.
 type APIError struct {

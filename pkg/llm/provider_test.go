@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -716,6 +717,33 @@ func TestMaxConcurrent(t *testing.T) {
 			}
 			if got := int(peak.Load()); got != tt.want {
 				t.Errorf("server saw %d calls at once, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestChatResponseTooLarge: a response body past MaxResponseBytes fails
+// the call once, without a retry, whether answered whole or streamed;
+// read whole, a 200 MB answer took an all-in-one to 1.1 GB resident.
+func TestChatResponseTooLarge(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("a", llm.MaxResponseBytes+1)
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			srv := llmtest.NewServer(t)
+			srv.Enqueue(llmtest.Text(huge))
+			p, sleeps := newProvider(t, srv, nil)
+			req := llm.Request{Messages: userMsg("x")}
+			var d deltas
+			if stream {
+				req.OnDelta = d.on
+			}
+			_, err := p.Chat(t.Context(), req)
+			if !errors.Is(err, llm.ErrResponseTooLarge) {
+				t.Fatalf("err %v, want ErrResponseTooLarge", err)
+			}
+			if n := srv.RequestCount(); n != 1 || len(sleeps.waits()) != 0 {
+				t.Errorf("%d requests, %d waits: want one, not retried", n, len(sleeps.waits()))
 			}
 		})
 	}

@@ -63,7 +63,34 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 			info.retryAfterMs = resp.Header.Get("Retry-After-Ms")
 		}
 	}
+	if err == nil {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxResponseBytes}
+	}
 	return resp, err
+}
+
+// cappedBody fails a read past its bound with ErrResponseTooLarge, as
+// http.MaxBytesReader does: it reads one byte more than it may return to
+// tell a body of exactly the bound from a longer one.
+type cappedBody struct {
+	io.ReadCloser
+	left int64 // -1 once over
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, ErrResponseTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if int64(n) <= b.left {
+		b.left -= int64(n)
+		return n, err
+	}
+	n, b.left = int(b.left), -1
+	return n, ErrResponseTooLarge
 }
 
 // apiErrorFrom turns a go-openai status error into an *APIError, or returns
@@ -120,7 +147,7 @@ func retryable(parent context.Context, err error, info *callInfo) bool {
 		return ae.Temporary()
 	}
 	switch {
-	case errors.Is(err, ErrInvalidRequest), errors.Is(err, ErrStreamInterrupted):
+	case errors.Is(err, ErrInvalidRequest), errors.Is(err, ErrStreamInterrupted), errors.Is(err, ErrResponseTooLarge):
 		return false
 	case info != nil && info.transportErr != nil:
 		return true
