@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -76,6 +75,17 @@ func (d *deltas) on(content, reasoning string) {
 	d.reasoning.WriteString(reasoning)
 }
 
+// asked is a request of text, streamed when stream is set, with what its
+// deltas bring.
+func asked(text string, stream bool) (llm.Request, *deltas) {
+	req := llm.Request{Messages: userMsg(text)}
+	d := &deltas{}
+	if stream {
+		req.OnDelta = d.on
+	}
+	return req, d
+}
+
 func TestChatReplies(t *testing.T) {
 	t.Parallel()
 	type call struct{ name, args string }
@@ -131,11 +141,7 @@ func TestChatReplies(t *testing.T) {
 				srv := llmtest.NewServer(t)
 				srv.Enqueue(tt.reply)
 				p, _ := newProvider(t, srv, nil)
-				req := llm.Request{Messages: userMsg("hi")}
-				var d deltas
-				if stream {
-					req.OnDelta = d.on
-				}
+				req, d := asked("hi", stream)
 				resp, err := p.Chat(t.Context(), req)
 				if err != nil {
 					t.Fatalf("Chat: %v", err)
@@ -728,16 +734,12 @@ func TestMaxConcurrent(t *testing.T) {
 func TestChatResponseTooLarge(t *testing.T) {
 	t.Parallel()
 	huge := strings.Repeat("a", llm.MaxResponseBytes+1)
-	for _, stream := range []bool{false, true} {
-		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+	for name, stream := range map[string]bool{"whole": false, "streamed": true} {
+		t.Run(name, func(t *testing.T) {
 			srv := llmtest.NewServer(t)
 			srv.Enqueue(llmtest.Text(huge))
 			p, sleeps := newProvider(t, srv, nil)
-			req := llm.Request{Messages: userMsg("x")}
-			var d deltas
-			if stream {
-				req.OnDelta = d.on
-			}
+			req, _ := asked("x", stream)
 			_, err := p.Chat(t.Context(), req)
 			if !errors.Is(err, llm.ErrResponseTooLarge) {
 				t.Fatalf("err %v, want ErrResponseTooLarge", err)
