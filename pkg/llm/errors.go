@@ -24,7 +24,7 @@ var (
 	ErrStreamInterrupted = errors.New("llm: stream interrupted after partial output")
 	// ErrResponseTooLarge reports a response body over MaxResponseBytes.
 	// It is not retried: the same request would most likely get as much.
-	ErrResponseTooLarge = fmt.Errorf("llm: response over %d MiB", MaxResponseBytes>>20)
+	ErrResponseTooLarge = errors.New("llm: response too large")
 )
 
 // MaxResponseBytes bounds the body of one model response, a stream's

@@ -15,6 +15,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/nanofleet/nanofleet/pkg/backoff"
+	"github.com/nanofleet/nanofleet/pkg/httplimit"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 )
 
@@ -64,33 +65,9 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		}
 	}
 	if err == nil {
-		resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxResponseBytes}
+		httplimit.Limit(resp, MaxResponseBytes, ErrResponseTooLarge)
 	}
 	return resp, err
-}
-
-// cappedBody fails a read past its bound with ErrResponseTooLarge, as
-// http.MaxBytesReader does: it reads one byte more than it may return to
-// tell a body of exactly the bound from a longer one.
-type cappedBody struct {
-	io.ReadCloser
-	left int64 // -1 once over
-}
-
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, ErrResponseTooLarge
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.ReadCloser.Read(p)
-	if int64(n) <= b.left {
-		b.left -= int64(n)
-		return n, err
-	}
-	n, b.left = int(b.left), -1
-	return n, ErrResponseTooLarge
 }
 
 // apiErrorFrom turns a go-openai status error into an *APIError, or returns

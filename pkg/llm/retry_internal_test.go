@@ -1,12 +1,9 @@
 package llm
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
-	"testing/iotest"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -32,29 +29,5 @@ func TestAPIErrorBodyCutOnCharacters(t *testing.T) {
 				t.Errorf("apiErrorFrom = %+v, want status 502 and message %q", ae, tt.want)
 			}
 		})
-	}
-}
-
-// TestCappedBodyBound: a body of exactly the bound reads whole; one byte
-// more fails, after the bound's bytes.
-func TestCappedBodyBound(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		body    string
-		bound   int64
-		read    string
-		tooMuch bool
-	}{
-		{"hello", 5, "hello", false},
-		{"hello!", 5, "hello", true},
-		{"", 0, "", false},
-		{"h", 0, "", true},
-	}
-	for _, tt := range tests {
-		b := &cappedBody{ReadCloser: io.NopCloser(iotest.OneByteReader(strings.NewReader(tt.body))), left: tt.bound}
-		got, err := io.ReadAll(b)
-		if string(got) != tt.read || errors.Is(err, ErrResponseTooLarge) != tt.tooMuch || (!tt.tooMuch && err != nil) {
-			t.Errorf("%q bounded at %d: read %q, %v; want %q, too large %v", tt.body, tt.bound, got, err, tt.read, tt.tooMuch)
-		}
 	}
 }

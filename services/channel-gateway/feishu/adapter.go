@@ -16,6 +16,7 @@ import (
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/nanofleet/nanofleet/pkg/httplimit"
 	"github.com/nanofleet/nanofleet/pkg/observe"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/access"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/gateway"
@@ -100,8 +101,8 @@ func New(ctx context.Context, cfg Config, deps Deps, opts ...Option) (*Adapter, 
 		// The SDK reads a download whole before the media store's limit
 		// applies, and the sender chose its size: bound every body at the
 		// limit (API answers are far below a megabyte).
-		http: &http.Client{Timeout: 2 * time.Minute, Transport: media.LimitBodies(
-			http.DefaultTransport.(*http.Transport).Clone(), max(cfg.MediaLimit(DefaultMaxMediaBytes), 1<<20))},
+		http: &http.Client{Timeout: 2 * time.Minute, Transport: httplimit.Transport(
+			http.DefaultTransport.(*http.Transport).Clone(), max(cfg.MediaLimit(DefaultMaxMediaBytes), 1<<20), media.ErrTooLarge)},
 		policy: cfg.Policy(Channel),
 	}
 	for _, o := range opts {

@@ -16,6 +16,7 @@ import (
 	"go.mau.fi/whatsmeow/types/events"
 	waLog "go.mau.fi/whatsmeow/util/log"
 
+	"github.com/nanofleet/nanofleet/pkg/httplimit"
 	"github.com/nanofleet/nanofleet/services/channel-gateway/internal/media"
 )
 
@@ -65,7 +66,7 @@ type Dialer func(ctx context.Context, dev *store.Device, h Handlers) (Conn, erro
 func whatsmeowDialer(log *slog.Logger, limit int64) Dialer {
 	return func(ctx context.Context, dev *store.Device, h Handlers) (Conn, error) {
 		cli := whatsmeow.NewClient(dev, logger{log})
-		cli.SetMediaHTTPClient(&http.Client{Transport: media.LimitBodies(http.DefaultTransport.(*http.Transport).Clone(), limit+encryptionOverhead)})
+		cli.SetMediaHTTPClient(&http.Client{Transport: httplimit.Transport(http.DefaultTransport.(*http.Transport).Clone(), limit+encryptionOverhead, media.ErrTooLarge)})
 		// A message is acknowledged only after the handler returns, and
 		// not when it returns false: WhatsApp then gives it again at the
 		// next connection, and whatsmeow replays it from the decrypted

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -401,64 +400,5 @@ func TestNotes(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, tt.got, tt.want)
 		}
-	}
-}
-
-// TestLimitBodies: a sender announces a small file and the media host
-// sends a large or endless one; the client must stop reading at the
-// limit, whatever length was announced.
-func TestLimitBodies(t *testing.T) {
-	const limit = 1000
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
-		if r.URL.Query().Get("announce") == "yes" {
-			w.Header().Set("Content-Length", strconv.Itoa(n))
-		}
-		chunk := []byte(strings.Repeat("x", 512))
-		for sent := 0; n < 0 || sent < n; sent += len(chunk) {
-			if n >= 0 && n-sent < len(chunk) {
-				chunk = chunk[:n-sent]
-			}
-			if _, err := w.Write(chunk); err != nil {
-				return // the client stopped reading
-			}
-		}
-	}))
-	defer srv.Close()
-	c := &http.Client{Transport: media.LimitBodies(http.DefaultTransport.(*http.Transport).Clone(), limit)}
-	tests := []struct {
-		name     string
-		query    string
-		wantSize int
-		wantErr  error
-	}{
-		{"under the limit", "n=999&announce=yes", 999, nil},
-		{"at the limit, not announced", "n=1000", 1000, nil},
-		{"announced over the limit", "n=5000&announce=yes", 0, media.ErrTooLarge},
-		{"over the limit, not announced", "n=5000", 0, media.ErrTooLarge},
-		{"endless", "n=-1", 0, media.ErrTooLarge},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/?"+tt.query, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := c.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			data, err := io.ReadAll(resp.Body)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("read %d bytes, err %v; want %v", len(data), err, tt.wantErr)
-			}
-			if tt.wantErr == nil && len(data) != tt.wantSize {
-				t.Errorf("read %d bytes, want %d", len(data), tt.wantSize)
-			}
-			if len(data) > limit {
-				t.Errorf("read %d bytes, over the limit %d", len(data), limit)
-			}
-		})
 	}
 }
