@@ -149,7 +149,7 @@ func (cv *conversation) send(ctx context.Context, text string, progress io.Write
 		// publish before the guard's next look at it: asked again, it
 		// names the cause ("publish: no ack in 10s" did not).
 		if serr := storage(ctx); serr != nil {
-			return nil, fmt.Errorf("the message was not stored: %w (%w); free space there and send it again", serr, err)
+			return nil, fmt.Errorf("the fleet did not confirm the message: %w (%w); free space there and send it again", serr, err)
 		}
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"math"
 	"regexp"
-	"strings"
 
 	"github.com/nanofleet/nanofleet/pkg/config"
 )
@@ -129,21 +128,21 @@ func (c Config) Validate() error {
 		}
 	}
 	lim := []struct {
-		key string
-		v   int64
+		key    string
+		v, max int64
 	}{
-		{"addressSpaceMb", c.Limits.AddressSpaceMB},
-		{"cpuSeconds", c.Limits.CPUSeconds},
-		{"fileSizeMb", c.Limits.FileSizeMB},
-		{"openFiles", c.Limits.OpenFiles},
-		{"processes", c.Limits.Processes},
+		{"addressSpaceMb", c.Limits.AddressSpaceMB, maxMB},
+		{"cpuSeconds", c.Limits.CPUSeconds, math.MaxInt64},
+		{"fileSizeMb", c.Limits.FileSizeMB, maxMB},
+		{"openFiles", c.Limits.OpenFiles, math.MaxInt64},
+		{"processes", c.Limits.Processes, math.MaxInt64},
 	}
 	for _, l := range lim {
 		switch {
 		case l.v < 0:
 			p.Add("tools.exec.limits."+l.key, "%d is negative (0 means unlimited)", l.v)
-		case strings.HasSuffix(l.key, "Mb") && l.v > maxMB:
-			p.Add("tools.exec.limits."+l.key, "%d; want 0..%d (0 means unlimited)", l.v, maxMB)
+		case l.v > l.max:
+			p.Add("tools.exec.limits."+l.key, "%d; want 0..%d (0 means unlimited)", l.v, l.max)
 		}
 	}
 	if c.Limits.OpenFiles > 0 && c.Limits.OpenFiles < 16 {
