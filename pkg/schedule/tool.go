@@ -186,12 +186,12 @@ func (t *Tool) spec(args map[string]any) (Spec, error) {
 		if !ok {
 			return Spec{}, fmt.Errorf("%w: every_seconds must be an integer", ErrInvalidSchedule)
 		}
-		// Checked before it is multiplied out: past a Duration's range it
-		// would wrap around (to exactly a minute for 36028797018964028).
+		// Refused, not held at the bound as a file's value is: the model
+		// asked for another interval than the one it would get.
 		if n < 1 || n > config.MaxSeconds {
 			return Spec{}, fmt.Errorf("%w: every_seconds must be 1..%d, got %d", ErrInvalidSchedule, config.MaxSeconds, n)
 		}
-		s.Every = time.Duration(n) * time.Second
+		s.Every = config.SecondsDuration(n)
 	}
 	loc, err := s.location()
 	if err != nil {

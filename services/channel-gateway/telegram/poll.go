@@ -83,9 +83,6 @@ func (a *Adapter) poll(ctx context.Context, in gateway.Inbox) {
 	}
 }
 
-// getUpdates calls the Bot API directly rather than through the library:
-// the updates come back as raw JSON, so one malformed update is skipped
-// instead of failing the whole batch forever.
 // pollWait is the wait before the next poll after the failed-th failure
 // in a row, err: what Telegram asks (retry_after), else pace's.
 func pollWait(err error, pace backoff.Backoff, failed int) time.Duration {
@@ -96,6 +93,9 @@ func pollWait(err error, pace backoff.Backoff, failed int) time.Duration {
 	return pace.Wait(failed)
 }
 
+// getUpdates calls the Bot API directly rather than through the library:
+// the updates come back as raw JSON, so one malformed update is skipped
+// instead of failing the whole batch forever.
 func (a *Adapter) getUpdates(ctx context.Context, offset int64) ([]json.RawMessage, error) {
 	body, _ := json.Marshal(map[string]any{
 		"offset":          offset,
